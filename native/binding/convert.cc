@@ -1,0 +1,140 @@
+/// \file convert.cc
+#include "binding/convert.h"
+
+#include <cstring>
+
+namespace amrgrav {
+namespace {
+
+Status invalidOption(const std::string& m) { return Status::error(ErrorCode::InvalidOption, m); }
+
+Status readNumber(const Napi::Object& o, const char* key, double& v) {
+  if (!o.Has(key)) return Status::success();
+  Napi::Value x = o.Get(key);
+  if (x.IsUndefined()) return Status::success();
+  if (!x.IsNumber()) return invalidOption(std::string("option '") + key + "' must be a number");
+  v = x.As<Napi::Number>().DoubleValue();
+  return Status::success();
+}
+
+Status readInt(const Napi::Object& o, const char* key, int& v) {
+  double d = v;
+  Status st = readNumber(o, key, d);
+  if (!st.ok()) return st;
+  if (d != double(int(d))) return invalidOption(std::string("option '") + key + "' must be an integer");
+  v = int(d);
+  return Status::success();
+}
+
+Status readBool(const Napi::Object& o, const char* key, bool& v) {
+  if (!o.Has(key)) return Status::success();
+  Napi::Value x = o.Get(key);
+  if (x.IsUndefined()) return Status::success();
+  if (!x.IsBoolean()) return invalidOption(std::string("option '") + key + "' must be a boolean");
+  v = x.As<Napi::Boolean>().Value();
+  return Status::success();
+}
+
+Napi::Float64Array toArray(Napi::Env env, const std::vector<double>& v) {
+  Napi::Float64Array a = Napi::Float64Array::New(env, v.size());
+  if (!v.empty()) std::memcpy(a.Data(), v.data(), v.size() * sizeof(double));
+  return a;
+}
+
+}  // namespace
+
+Status readCells(const Napi::Object& obj, CellArrays& out) {
+  static const char* names[5] = {"x", "y", "z", "mass", "size"};
+  const double* ptr[5];
+  std::size_t n = 0;
+  for (int k = 0; k < 5; ++k) {
+    Napi::Value v = obj.Get(names[k]);
+    if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_float64_array)
+      return Status::error(ErrorCode::InvalidInput, std::string("cells.") + names[k] + " must be a Float64Array");
+    Napi::Float64Array a = v.As<Napi::Float64Array>();
+    if (k == 0) n = a.ElementLength();
+    else if (a.ElementLength() != n)
+      return Status::error(ErrorCode::InvalidInput, std::string("mismatched array lengths: cells.x has ") +
+                                                        std::to_string(n) + " elements but cells." + names[k] +
+                                                        " has " + std::to_string(a.ElementLength()));
+    ptr[k] = a.Data();
+    out.refs.push_back(Napi::Persistent(a));
+  }
+  if (n > 0xffffffffull) return Status::error(ErrorCode::InvalidInput, "more than 2^32 - 1 cells on one rank");
+  out.view = CellsView{ptr[0], ptr[1], ptr[2], ptr[3], ptr[4], n};
+  return Status::success();
+}
+
+Status readOptions(const Napi::Value& value, SolveOptions& opt) {
+  if (value.IsUndefined() || value.IsNull()) return Status::success();
+  if (!value.IsObject()) return invalidOption("options must be an object");
+  Napi::Object o = value.As<Napi::Object>();
+  Status st;
+  if (!(st = readNumber(o, "theta", opt.theta)).ok()) return st;
+  if (!(st = readInt(o, "order", opt.order)).ok()) return st;
+  if (!(st = readNumber(o, "G", opt.G)).ok()) return st;
+  if (!(st = readInt(o, "leafSize", opt.leafSize)).ok()) return st;
+  if (!(st = readInt(o, "groupSize", opt.groupSize)).ok()) return st;
+  if (!(st = readBool(o, "selfPotential", opt.selfPotential)).ok()) return st;
+  if (!(st = readBool(o, "accelerations", opt.accelerations)).ok()) return st;
+  if (!(st = readInt(o, "threads", opt.threads)).ok()) return st;
+  if (o.Has("mac") && !o.Get("mac").IsUndefined()) {
+    Napi::Value m = o.Get("mac");
+    std::string s = m.IsString() ? m.As<Napi::String>().Utf8Value() : std::string();
+    if (s == "barnes") opt.mac = MacKind::Barnes;
+    else if (s == "bonsai") opt.mac = MacKind::Bonsai;
+    else return invalidOption("option 'mac' must be 'barnes' or 'bonsai'");
+  }
+  if (o.Has("box") && !o.Get("box").IsUndefined()) {
+    Napi::Value b = o.Get("box");
+    if (!b.IsObject()) return invalidOption("option 'box' must be {lo: [x, y, z], hi: [x, y, z]}");
+    Napi::Object bo = b.As<Napi::Object>();
+    for (int side = 0; side < 2; ++side) {
+      Napi::Value arr = bo.Get(side == 0 ? "lo" : "hi");
+      if (!arr.IsArray() || arr.As<Napi::Array>().Length() != 3)
+        return invalidOption("option 'box' must be {lo: [x, y, z], hi: [x, y, z]}");
+      for (uint32_t d = 0; d < 3; ++d) {
+        Napi::Value e = arr.As<Napi::Array>().Get(d);
+        if (!e.IsNumber()) return invalidOption("option 'box' coordinates must be numbers");
+        (side == 0 ? opt.boxLo : opt.boxHi)[d] = e.As<Napi::Number>().DoubleValue();
+      }
+    }
+    opt.hasBox = true;
+  }
+  return Status::success();
+}
+
+Napi::Error makeError(Napi::Env env, const Status& st) {
+  Napi::Error e = Napi::Error::New(env, st.message);
+  e.Set("code", Napi::String::New(env, errorCodeName(st.code)));
+  return e;
+}
+
+Napi::Object resultToJs(Napi::Env env, const SolveResult& r, const char* backend) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("potential", toArray(env, r.potential));
+  if (!r.ax.empty() || (r.potential.empty() && false)) {
+    o.Set("ax", toArray(env, r.ax));
+    o.Set("ay", toArray(env, r.ay));
+    o.Set("az", toArray(env, r.az));
+  }
+  Napi::Object s = Napi::Object::New(env);
+  const SolveStats& t = r.stats;
+  s.Set("backend", backend);
+  s.Set("threads", t.threads);
+  s.Set("secondsKeys", t.secondsKeys);
+  s.Set("secondsBuild", t.secondsBuild);
+  s.Set("secondsMoments", t.secondsMoments);
+  s.Set("secondsWalk", t.secondsWalk);
+  s.Set("secondsTotal", t.secondsTotal);
+  s.Set("approxInteractions", double(t.approxInteractions));
+  s.Set("directInteractions", double(t.directInteractions));
+  s.Set("nodes", double(t.nodes));
+  s.Set("leaves", double(t.leaves));
+  s.Set("groups", double(t.groups));
+  s.Set("treeDepth", t.treeDepth);
+  o.Set("stats", s);
+  return o;
+}
+
+}  // namespace amrgrav

@@ -1,0 +1,32 @@
+/// \file convert.h
+/// \brief JS <-> plain-struct conversion for the addon. Only this file and addon.cc know about Napi.
+#pragma once
+#include <napi.h>
+
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "core/types.h"
+
+namespace amrgrav {
+
+/// The caller's typed arrays, kept alive (persistent references) while a worker reads them off the JS thread.
+struct CellArrays {
+  std::vector<Napi::Reference<Napi::Float64Array>> refs;
+  CellsView view;
+};
+
+/// Reads {x, y, z, mass, size} (Float64Arrays of equal length). Returns an error status naming the problem.
+Status readCells(const Napi::Object& obj, CellArrays& out);
+
+/// Reads the options object (missing fields keep their defaults).
+Status readOptions(const Napi::Value& value, SolveOptions& opt);
+
+/// A JS Error with .code set to the ErrorCode name.
+Napi::Error makeError(Napi::Env env, const Status& st);
+
+/// The result object {potential, ax?, ay?, az?, stats}.
+Napi::Object resultToJs(Napi::Env env, const SolveResult& r, const char* backend);
+
+}  // namespace amrgrav

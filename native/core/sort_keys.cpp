@@ -1,0 +1,78 @@
+/// \file sort_keys.cpp
+/// \brief Root cube choice and the Morton sort of the cells (LSD radix sort: stable, hence deterministic).
+#include <algorithm>
+#include <cmath>
+
+#include "core/keys.h"
+#include "core/tree.h"
+
+namespace amrgrav {
+
+RootCube chooseRootCube(const CellsView& c, const SolveOptions& opt) {
+  RootCube r;
+  double lo[3], hi[3];
+  if (opt.hasBox) {
+    for (int d = 0; d < 3; ++d) { lo[d] = opt.boxLo[d]; hi[d] = opt.boxHi[d]; }
+  } else {
+    for (int d = 0; d < 3; ++d) { lo[d] = INFINITY; hi[d] = -INFINITY; }
+    const double* p[3] = {c.x, c.y, c.z};
+    for (std::size_t i = 0; i < c.n; ++i) {
+      double h = 0.5 * c.size[i];
+      for (int d = 0; d < 3; ++d) {
+        lo[d] = std::min(lo[d], p[d][i] - h);
+        hi[d] = std::max(hi[d], p[d][i] + h);
+      }
+    }
+    if (c.n == 0) for (int d = 0; d < 3; ++d) { lo[d] = 0; hi[d] = 1; }
+  }
+  double side = 0;
+  for (int d = 0; d < 3; ++d) side = std::max(side, hi[d] - lo[d]);
+  if (!(side > 0)) side = 1;  // a single point mass
+  for (int d = 0; d < 3; ++d) r.lo[d] = lo[d];
+  r.side = side;
+  return r;
+}
+
+Status sortCellsByKey(const CellsView& c, RootCube& root, SortedCells& out, std::vector<std::uint64_t>& keys) {
+  const std::size_t n = c.n;
+  const double scale = std::exp2(-std::round(std::log2(root.side)));
+  std::vector<std::uint64_t> k(n), ktmp(n);
+  std::vector<std::uint32_t> idx(n), itmp(n);
+  const double inv = double(kKeyCells) / root.side;
+  for (std::size_t i = 0; i < n; ++i) {
+    k[i] = mortonKey(keyCoordinate(c.x[i], root.lo[0], inv), keyCoordinate(c.y[i], root.lo[1], inv),
+                     keyCoordinate(c.z[i], root.lo[2], inv));
+    idx[i] = std::uint32_t(i);
+  }
+  // 63-bit keys, 4 passes of 16 bits; each pass is a stable counting sort.
+  std::vector<std::size_t> count(1u << 16);
+  for (int pass = 0; pass < 4; ++pass) {
+    const int shift = 16 * pass;
+    std::fill(count.begin(), count.end(), 0);
+    for (std::size_t i = 0; i < n; ++i) ++count[(k[i] >> shift) & 0xffff];
+    if (count[(n ? (k[0] >> shift) & 0xffff : 0)] == n) continue;  // all in one bucket: pass is a no-op
+    std::size_t sum = 0;
+    for (auto& v : count) { std::size_t t = v; v = sum; sum += t; }
+    for (std::size_t i = 0; i < n; ++i) {
+      std::size_t dst = count[(k[i] >> shift) & 0xffff]++;
+      ktmp[dst] = k[i];
+      itmp[dst] = idx[i];
+    }
+    k.swap(ktmp);
+    idx.swap(itmp);
+  }
+  out.order = std::move(idx);
+  out.scale = scale;
+  out.x.resize(n); out.y.resize(n); out.z.resize(n); out.mass.resize(n); out.size.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint32_t j = out.order[i];
+    out.x[i] = c.x[j] * scale; out.y[i] = c.y[j] * scale; out.z[i] = c.z[j] * scale;
+    out.mass[i] = c.mass[j]; out.size[i] = c.size[j] * scale;
+  }
+  for (int d = 0; d < 3; ++d) root.lo[d] *= scale;
+  root.side *= scale;
+  keys = std::move(k);
+  return Status::success();
+}
+
+}  // namespace amrgrav

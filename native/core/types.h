@@ -1,0 +1,65 @@
+/// \file types.h
+/// \brief Plain structs of arrays and options at the boundary between the binding and the backends.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace amrgrav {
+
+/// Borrowed view of the caller's cells (centres in cm, masses in g, cube sides in cm).
+struct CellsView {
+  const double* x = nullptr;
+  const double* y = nullptr;
+  const double* z = nullptr;
+  const double* mass = nullptr;
+  const double* size = nullptr;
+  std::size_t n = 0;
+};
+
+/// Multipole acceptance criterion. Both accept a node for a group of cells when the minimum distance d from the
+/// node's centre of mass to the group's bounding box exceeds l/theta + delta.
+enum class MacKind {
+  /// Barnes (1994), the FLASH4 GPU solver's: l = side of the node's octree cube, delta = |com - cube centre|.
+  Barnes = 0,
+  /// Bonsai (Bedorf et al. 2012): l = longest side of the tight box around the node's cells (with their extents),
+  /// delta = |com - centre of that box|.
+  Bonsai = 1,
+};
+
+struct SolveOptions {
+  double theta = 0.5;      ///< opening angle, (0, 1]
+  int order = 2;           ///< 1: monopole, 2: monopole + traceless quadrupole
+  MacKind mac = MacKind::Barnes;
+  double G = 6.674e-8;     ///< gravitational constant (cgs by default)
+  int leafSize = 16;       ///< max cells in a tree leaf
+  int groupSize = 32;      ///< cells per walk group (the GPU warp)
+  bool selfPotential = true;  ///< add each cell's own potential as a uniform cube
+  bool accelerations = false; ///< also compute -grad(phi)
+  int threads = 0;         ///< CPU threads, 0 = all hardware threads
+  bool hasBox = false;     ///< when true, cells must lie in [boxLo, boxHi] and the tree's root cube starts at boxLo
+  double boxLo[3] = {0, 0, 0};
+  double boxHi[3] = {0, 0, 0};
+};
+
+struct SolveStats {
+  double secondsKeys = 0, secondsBuild = 0, secondsMoments = 0, secondsWalk = 0, secondsTotal = 0;
+  std::uint64_t approxInteractions = 0;  ///< node-cell (multipole) interactions, summed over cells
+  std::uint64_t directInteractions = 0;  ///< cell-cell interactions, summed over cells
+  std::uint64_t nodes = 0, leaves = 0, groups = 0;
+  int threads = 1;
+  int treeDepth = 0;
+};
+
+/// Results in the caller's cell order.
+struct SolveResult {
+  std::vector<double> potential;           ///< erg/g, negative
+  std::vector<double> ax, ay, az;          ///< cm/s^2, empty unless accelerations were asked for
+  SolveStats stats;
+};
+
+/// Potential of a uniform cube of side h and mass m at its centre is -kCubeSelf * G m / h.
+/// kCubeSelf = integral over the unit cube of 1/r from its centre = 3 ln((sqrt3+1)/(sqrt3-1)) - pi/2.
+constexpr double kCubeSelf = 2.380077363979554;
+
+}  // namespace amrgrav

@@ -1,0 +1,187 @@
+/// \file cpu_walk.cpp
+/// \brief Group walk of the CPU backend. Loops run sources outer, the group's cells inner: the inner loop
+/// vectorises without reassociating any sum, so each cell's sum has a fixed order (bitwise deterministic for any
+/// thread count) and matches the scalar definition.
+#include <algorithm>
+#include <atomic>
+#include <vector>
+
+#include "core/interact_k.h"
+#include "core/mac_k.h"
+#include "cpu/cpu_walk.h"
+#include "cpu/thread_pool.h"
+
+namespace amrgrav {
+namespace {
+
+constexpr int kMaxGroup = 256;
+
+/// Per-thread interaction lists, as structs of arrays.
+struct Lists {
+  std::vector<std::uint32_t> stack;
+  std::vector<double> nx, ny, nz, nm, q0, q1, q2, q3, q4, q5;  // accepted nodes
+  std::vector<double> cx, cy, cz, cm;                          // cells of opened leaves
+  void clear() {
+    for (auto* v : {&nx, &ny, &nz, &nm, &q0, &q1, &q2, &q3, &q4, &q5, &cx, &cy, &cz, &cm}) v->clear();
+  }
+};
+
+void buildLists(const Octree& t, const SortedCells& c, const double* glo, const double* ghi, Lists& L) {
+  L.clear();
+  L.stack.clear();
+  L.stack.push_back(0);
+  while (!L.stack.empty()) {
+    const std::uint32_t i = L.stack.back();
+    L.stack.pop_back();
+    if (t.mass[i] <= 0.0) continue;  // nothing to add (and an empty node has no meaningful com)
+    if (macAccepts(t.com[3 * i], t.com[3 * i + 1], t.com[3 * i + 2], t.macRadius[i], glo, ghi)) {
+      L.nx.push_back(t.com[3 * i]); L.ny.push_back(t.com[3 * i + 1]); L.nz.push_back(t.com[3 * i + 2]);
+      L.nm.push_back(t.mass[i]);
+      const double* q = &t.quad[6 * i];
+      L.q0.push_back(q[0]); L.q1.push_back(q[1]); L.q2.push_back(q[2]);
+      L.q3.push_back(q[3]); L.q4.push_back(q[4]); L.q5.push_back(q[5]);
+    } else if (t.isLeaf(i)) {
+      const std::uint32_t b = t.cellBegin[i], e = b + t.cellCount[i];
+      L.cx.insert(L.cx.end(), c.x.begin() + b, c.x.begin() + e);
+      L.cy.insert(L.cy.end(), c.y.begin() + b, c.y.begin() + e);
+      L.cz.insert(L.cz.end(), c.z.begin() + b, c.z.begin() + e);
+      L.cm.insert(L.cm.end(), c.mass.begin() + b, c.mass.begin() + e);
+    } else {
+      // push in reverse so children are visited in key order
+      for (int k = int(t.childCount[i]) - 1; k >= 0; --k) L.stack.push_back(t.childBegin[i] + std::uint32_t(k));
+    }
+  }
+}
+
+template <int Order, bool Accel>
+inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const double* tx, const double* ty, const double* tz, int nt, double* phi,
+                   double* gx, double* gy, double* gz) {
+  double p[kMaxGroup], fx[kMaxGroup], fy[kMaxGroup], fz[kMaxGroup];
+  for (int i = 0; i < nt; ++i) { p[i] = 0; fx[i] = 0; fy[i] = 0; fz[i] = 0; }
+  const std::size_t nn = L.nm.size();
+  for (std::size_t k = 0; k < nn; ++k) {
+    const double sx = L.nx[k], sy = L.ny[k], sz = L.nz[k], sm = L.nm[k];
+    const double q[6] = {L.q0[k], L.q1[k], L.q2[k], L.q3[k], L.q4[k], L.q5[k]};
+#pragma GCC ivdep
+    for (int i = 0; i < nt; ++i) {
+      if (Accel) nodeCellForce<double, Order>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, q, p[i], fx[i], fy[i], fz[i]);
+      else nodeCellPotential<double, Order>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, q, p[i]);
+    }
+  }
+  const std::size_t nc = L.cm.size();
+  for (std::size_t k = 0; k < nc; ++k) {
+    const double sx = L.cx[k], sy = L.cy[k], sz = L.cz[k], sm = L.cm[k];
+#pragma GCC ivdep
+    for (int i = 0; i < nt; ++i) {
+      if (Accel) cellCellForce<double>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, p[i], fx[i], fy[i], fz[i]);
+      else cellCellPotential<double>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, p[i]);
+    }
+  }
+  for (int i = 0; i < nt; ++i) {
+    phi[i] = p[i];
+    if (Accel) { gx[i] = fx[i]; gy[i] = fy[i]; gz[i] = fz[i]; }
+  }
+}
+
+// The evaluation loops are compiled for several instruction sets and picked at load time (ifunc), so one binary
+// runs everywhere and uses AVX-512 or AVX2 where the processor has them.
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+#define AG_MULTIVERSION __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define AG_MULTIVERSION
+#endif
+
+using EvalFn = void (*)(const Lists&, const double*, const double*, const double*, int, double*, double*, double*,
+                        double*);
+AG_MULTIVERSION void evalPot1(const Lists& L, const double* x, const double* y, const double* z, int n, double* p,
+                              double* gx, double* gy, double* gz) { evaluateLists<1, false>(L, x, y, z, n, p, gx, gy, gz); }
+AG_MULTIVERSION void evalPot2(const Lists& L, const double* x, const double* y, const double* z, int n, double* p,
+                              double* gx, double* gy, double* gz) { evaluateLists<2, false>(L, x, y, z, n, p, gx, gy, gz); }
+AG_MULTIVERSION void evalForce1(const Lists& L, const double* x, const double* y, const double* z, int n, double* p,
+                                double* gx, double* gy, double* gz) { evaluateLists<1, true>(L, x, y, z, n, p, gx, gy, gz); }
+AG_MULTIVERSION void evalForce2(const Lists& L, const double* x, const double* y, const double* z, int n, double* p,
+                                double* gx, double* gy, double* gz) { evaluateLists<2, true>(L, x, y, z, n, p, gx, gy, gz); }
+
+template <int Order, bool Accel>
+void walkRange(const Octree& t, const SortedCells& c, const Groups& g, std::size_t gb, std::size_t ge, Lists& L,
+               WalkOutput& out, std::uint64_t& approx, std::uint64_t& direct) {
+  for (std::size_t gi = gb; gi < ge; ++gi) {
+    buildLists(t, c, &g.lo[3 * gi], &g.hi[3 * gi], L);
+    const std::uint32_t b = g.begin[gi];
+    const int nt = int(g.count[gi]);
+    constexpr EvalFn eval = Order == 1 ? (Accel ? evalForce1 : evalPot1) : (Accel ? evalForce2 : evalPot2);
+    eval(L, &c.x[b], &c.y[b], &c.z[b], nt, out.phi + b, Accel ? out.gx + b : nullptr,
+                                Accel ? out.gy + b : nullptr, Accel ? out.gz + b : nullptr);
+    approx += std::uint64_t(nt) * L.nm.size();
+    // every cell of the group meets itself in the opened leaves; that pair is not an interaction
+    direct += std::uint64_t(nt) * (L.cm.size() - std::min<std::size_t>(L.cm.size(), 1));
+  }
+}
+
+}  // namespace
+
+void walkAllGroups(const Octree& t, const SortedCells& c, const Groups& g, const SolveOptions& opt, int threads,
+                   WalkOutput& out) {
+  std::vector<Lists> lists(std::max(1, threads));
+  std::atomic<std::uint64_t> approx{0}, direct{0};
+  const bool accel = out.gx != nullptr;
+  parallelFor(g.size(), 8, threads, [&](std::size_t b, std::size_t e, int tid) {
+    std::uint64_t a = 0, d = 0;
+    if (opt.order == 1) {
+      if (accel) walkRange<1, true>(t, c, g, b, e, lists[tid], out, a, d);
+      else walkRange<1, false>(t, c, g, b, e, lists[tid], out, a, d);
+    } else {
+      if (accel) walkRange<2, true>(t, c, g, b, e, lists[tid], out, a, d);
+      else walkRange<2, false>(t, c, g, b, e, lists[tid], out, a, d);
+    }
+    approx += a;
+    direct += d;
+  });
+  out.approx = approx;
+  out.direct = direct;
+}
+
+namespace {
+
+/// Direct sums for one block of targets against all sources, sources outer (see the file comment).
+template <bool Accel>
+inline __attribute__((always_inline)) void directBlock(const SortedCells& c, std::size_t b, int nt, double* p,
+                                                      double* fx, double* fy, double* fz) {
+  const std::size_t n = c.order.size();
+  const double *tx = &c.x[b], *ty = &c.y[b], *tz = &c.z[b];
+  for (int i = 0; i < nt; ++i) { p[i] = 0; fx[i] = 0; fy[i] = 0; fz[i] = 0; }
+  for (std::size_t k = 0; k < n; ++k) {
+    const double sx = c.x[k], sy = c.y[k], sz = c.z[k], sm = c.mass[k];
+#pragma GCC ivdep
+    for (int i = 0; i < nt; ++i) {
+      if (Accel) cellCellForce<double>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, p[i], fx[i], fy[i], fz[i]);
+      else cellCellPotential<double>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, p[i]);
+    }
+  }
+}
+AG_MULTIVERSION void directBlockPot(const SortedCells& c, std::size_t b, int nt, double* p, double* fx, double* fy,
+                                    double* fz) { directBlock<false>(c, b, nt, p, fx, fy, fz); }
+AG_MULTIVERSION void directBlockForce(const SortedCells& c, std::size_t b, int nt, double* p, double* fx, double* fy,
+                                      double* fz) { directBlock<true>(c, b, nt, p, fx, fy, fz); }
+
+}  // namespace
+
+void directAll(const SortedCells& c, bool accel, int threads, WalkOutput& out) {
+  const std::size_t n = c.order.size();
+  constexpr std::size_t kBlock = 64;
+  parallelFor((n + kBlock - 1) / kBlock, 4, threads, [&](std::size_t bb, std::size_t be, int) {
+    double p[kBlock], fx[kBlock], fy[kBlock], fz[kBlock];
+    for (std::size_t blk = bb; blk < be; ++blk) {
+      const std::size_t b = blk * kBlock;
+      const int nt = int(std::min(n, b + kBlock) - b);
+      (accel ? directBlockForce : directBlockPot)(c, b, nt, p, fx, fy, fz);
+      for (int i = 0; i < nt; ++i) {
+        out.phi[b + i] = p[i];
+        if (accel) { out.gx[b + i] = fx[i]; out.gy[b + i] = fy[i]; out.gz[b + i] = fz[i]; }
+      }
+    }
+  });
+  out.direct = n > 0 ? std::uint64_t(n) * (n - 1) : 0;
+}
+
+}  // namespace amrgrav

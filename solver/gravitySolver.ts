@@ -1,0 +1,140 @@
+/**
+ * GravitySolver: the public entry. Resolves options once, picks the backend, and runs solves on plain cell arrays
+ * or on an AMR mesh (writing the potential, and accelerations if asked, back into block variables).
+ */
+import { NoDeviceError, fromNativeError } from './errors.js';
+import { resolveOptions, type ResolvedOptions, type SolverOptions } from './options.js';
+import { toNativeCells, type Box, type CellInput } from './cells.js';
+import { loadNative, type NativeAddon, type NativeOptions, type NativeResult } from './native.js';
+
+/** Per-solve statistics. Times in seconds. */
+export interface SolveStats {
+  backend: 'cpu' | 'cuda';
+  /** Why this backend was chosen, e.g. "auto: no CUDA backend in this build". */
+  backendReason: string;
+  method: 'tree' | 'direct';
+  cells: number;
+  threads: number;
+  seconds: { keysAndSort: number; build: number; moments: number; walk: number; total: number };
+  /** Node-cell (multipole) interactions per cell. */
+  approxInteractionsPerCell: number;
+  /** Cell-cell interactions per cell. */
+  directInteractionsPerCell: number;
+  interactionsPerCell: number;
+  cellsPerSecond: number;
+  nodes: number;
+  leaves: number;
+  groups: number;
+  treeDepth: number;
+}
+
+export interface SolveResult {
+  /** Potential at each cell centre, erg g^-1 (negative), in the input order. */
+  potential: Float64Array;
+  /** -grad(phi) at each cell centre, cm s^-2, when `accelerations` was set. */
+  accelerations?: { x: Float64Array; y: Float64Array; z: Float64Array };
+  stats: SolveStats;
+}
+
+export interface CellSolveOptions {
+  /** Cells must lie in this box (an error otherwise); the tree's root cube starts at its lower corner. */
+  box?: Box;
+}
+
+export class GravitySolver {
+  readonly options: ResolvedOptions;
+  private readonly native: NativeAddon;
+  private readonly backend: 'cpu' | 'cuda';
+  private readonly backendReason: string;
+
+  /**
+   * @param options see {@link SolverOptions}; defaults: theta 0.5, order 2, G 6.674e-8 (cgs), backend 'auto'.
+   * @throws InvalidOptionError for a bad option; NoDeviceError for backend 'cuda' without a CUDA build or GPU;
+   *   NativeLoadError when the addon is missing.
+   * @example
+   * const solver = new GravitySolver({ theta: 0.5 });
+   * const { potential } = await solver.solveCells({ x, y, z, mass, size });
+   */
+  constructor(options: SolverOptions = {}) {
+    this.options = resolveOptions(options);
+    this.native = loadNative();
+    const features = this.native.features();
+    if (this.options.backend === 'cuda') {
+      if (!features.cuda) throw new NoDeviceError("backend 'cuda' was requested but this build of amrgrav has no CUDA backend");
+      this.backend = 'cuda';
+      this.backendReason = 'requested';
+    } else if (this.options.backend === 'cpu') {
+      this.backend = 'cpu';
+      this.backendReason = 'requested';
+    } else {
+      this.backend = features.cuda ? 'cuda' : 'cpu';
+      this.backendReason = features.cuda ? 'auto: CUDA device present' : 'auto: no CUDA backend in this build';
+    }
+  }
+
+  /** Tree solve on plain cell arrays. Zero cells is valid and returns empty arrays. */
+  async solveCells(cells: CellInput, opts: CellSolveOptions = {}): Promise<SolveResult> {
+    return this.run('tree', cells, opts);
+  }
+
+  /** O(N^2) direct summation with the same self term: the reference the tree is measured against. */
+  async directCells(cells: CellInput, opts: CellSolveOptions = {}): Promise<SolveResult> {
+    return this.run('direct', cells, opts);
+  }
+
+  private async run(method: 'tree' | 'direct', cells: CellInput, opts: CellSolveOptions): Promise<SolveResult> {
+    const callerStack = new Error().stack;
+    const nc = toNativeCells(cells);
+    const o = this.options;
+    const nopts: NativeOptions = {
+      theta: o.theta,
+      order: o.order,
+      mac: o.mac,
+      G: o.G,
+      leafSize: o.leafSize,
+      groupSize: o.groupSize,
+      selfPotential: o.selfPotential,
+      accelerations: o.accelerations,
+      threads: o.threads,
+      ...(opts.box ? { box: opts.box } : {}),
+    };
+    let r: NativeResult;
+    try {
+      r = await (method === 'tree' ? this.native.solve(nc, nopts) : this.native.direct(nc, nopts));
+    } catch (err) {
+      throw fromNativeError(err, callerStack, method === 'tree' ? 'tree solve' : 'direct summation');
+    }
+    return this.toResult(method, nc.x.length, r);
+  }
+
+  private toResult(method: 'tree' | 'direct', n: number, r: NativeResult): SolveResult {
+    const s = r.stats;
+    const approx = n > 0 ? s.approxInteractions / n : 0;
+    const direct = n > 0 ? s.directInteractions / n : 0;
+    const stats: SolveStats = {
+      backend: this.backend,
+      backendReason: this.backendReason,
+      method,
+      cells: n,
+      threads: s.threads,
+      seconds: {
+        keysAndSort: s.secondsKeys,
+        build: s.secondsBuild,
+        moments: s.secondsMoments,
+        walk: s.secondsWalk,
+        total: s.secondsTotal,
+      },
+      approxInteractionsPerCell: approx,
+      directInteractionsPerCell: direct,
+      interactionsPerCell: approx + direct,
+      cellsPerSecond: s.secondsTotal > 0 ? n / s.secondsTotal : 0,
+      nodes: s.nodes,
+      leaves: s.leaves,
+      groups: s.groups,
+      treeDepth: s.treeDepth,
+    };
+    const result: SolveResult = { potential: r.potential, stats };
+    if (r.ax && r.ay && r.az) result.accelerations = { x: r.ax, y: r.ay, z: r.az };
+    return result;
+  }
+}

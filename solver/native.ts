@@ -1,0 +1,103 @@
+/**
+ * Loads the native addon built by `npm install` (cmake-js) and describes it to the rest of the package.
+ * @private
+ */
+import { createRequire } from 'node:module';
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { NativeLoadError } from './errors.js';
+
+/** Plain struct of arrays handed to the addon (all Float64Array of one length). */
+export interface NativeCells {
+  x: Float64Array;
+  y: Float64Array;
+  z: Float64Array;
+  mass: Float64Array;
+  size: Float64Array;
+}
+
+/** Options as the addon reads them (see native/core/types.h SolveOptions). */
+export interface NativeOptions {
+  theta: number;
+  order: 1 | 2;
+  mac: 'barnes' | 'bonsai';
+  G: number;
+  leafSize: number;
+  groupSize: number;
+  selfPotential: boolean;
+  accelerations: boolean;
+  threads: number;
+  box?: { lo: [number, number, number]; hi: [number, number, number] };
+}
+
+export interface NativeStats {
+  backend: string;
+  threads: number;
+  secondsKeys: number;
+  secondsBuild: number;
+  secondsMoments: number;
+  secondsWalk: number;
+  secondsTotal: number;
+  approxInteractions: number;
+  directInteractions: number;
+  nodes: number;
+  leaves: number;
+  groups: number;
+  treeDepth: number;
+}
+
+export interface NativeResult {
+  potential: Float64Array;
+  ax?: Float64Array;
+  ay?: Float64Array;
+  az?: Float64Array;
+  stats: NativeStats;
+}
+
+export interface NativeFeatures {
+  cpu: boolean;
+  cuda: boolean;
+  mpi: boolean;
+}
+
+export interface NativeAddon {
+  solve(cells: NativeCells, options: NativeOptions): Promise<NativeResult>;
+  direct(cells: NativeCells, options: NativeOptions): Promise<NativeResult>;
+  features(): NativeFeatures;
+}
+
+/** The package root: two levels above this file both in solver/*.ts (vitest) and in dist/solver/*.js. */
+function packageRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 4; i++) {
+    if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'CMakeLists.txt'))) return dir;
+    dir = resolve(dir, '..');
+  }
+  return resolve(dirname(fileURLToPath(import.meta.url)), '..');
+}
+
+let cached: NativeAddon | undefined;
+
+/** The addon, loaded once. Tries AMRGRAV_ADDON, then build/Release, and reports every failure with a fix. */
+export function loadNative(): NativeAddon {
+  if (cached) return cached;
+  const require = createRequire(import.meta.url);
+  const root = packageRoot();
+  const candidates = [process.env.AMRGRAV_ADDON, join(root, 'build', 'Release', 'amrgrav.node')].filter(
+    (p): p is string => typeof p === 'string' && p.length > 0,
+  );
+  const failures: string[] = [];
+  for (const path of candidates) {
+    try {
+      cached = require(path) as NativeAddon;
+      return cached;
+    } catch (err) {
+      failures.push(`  ${path}: ${(err as Error).message.split('\n')[0]}`);
+    }
+  }
+  throw new NativeLoadError(
+    `the amrgrav native addon could not be loaded; tried:\n${failures.join('\n')}\n` +
+      `Build it with 'npm run build:native' (needs cmake and a C++17 compiler) in ${root}.`,
+  );
+}

@@ -1,0 +1,83 @@
+/**
+ * Solver options: one place for defaults, ranges and units, validated before any native call.
+ */
+import { invalidOption } from './errors.js';
+
+/** Where the tree is built and walked. 'auto' picks CUDA when this build and machine have it, else the CPU. */
+export type BackendChoice = 'auto' | 'cpu' | 'cuda';
+
+/** Multipole acceptance criterion, see native/core/types.h. */
+export type MacChoice = 'barnes' | 'bonsai';
+
+/** Boundary conditions. Only isolated boundaries exist so far (periodic boxes come with the Ewald work). */
+export type BoundaryChoice = 'isolated';
+
+export interface SolverOptions {
+  /** Opening angle theta of the MAC d > l/theta + delta; (0, 1]. Smaller is more accurate and slower. Default 0.5. */
+  theta?: number;
+  /** Multipole order: 1 = monopole, 2 = monopole + traceless quadrupole. Default 2. */
+  order?: 1 | 2;
+  /** MAC variant: 'barnes' (Barnes 1994, node cube side; the FLASH4 GPU solver's) or 'bonsai' (tight cell box). Default 'barnes'. */
+  mac?: MacChoice;
+  /** Gravitational constant in the caller's units. Default 6.674e-8 (cgs: cm^3 g^-1 s^-2). */
+  G?: number;
+  /** Backend. Default 'auto'. */
+  backend?: BackendChoice;
+  /** Boundary conditions. Default 'isolated' (potential -> 0 at infinity). */
+  boundary?: BoundaryChoice;
+  /** Also compute accelerations -grad(phi) (cm s^-2) in the same walk. Default false. */
+  accelerations?: boolean;
+  /** Add each cell's own potential as a uniform cube, -2.3800774 G m / h. Default true. */
+  selfPotential?: boolean;
+  /** Largest number of cells in a tree leaf, [1, 256]. Default 16. */
+  leafSize?: number;
+  /** Cells per walk group (the GPU warp), [1, 256]. Default 32. */
+  groupSize?: number;
+  /** CPU threads; 0 = all hardware threads. Default 0. */
+  threads?: number;
+}
+
+export type ResolvedOptions = Required<SolverOptions>;
+
+export const defaultOptions: ResolvedOptions = Object.freeze({
+  theta: 0.5,
+  order: 2,
+  mac: 'barnes',
+  G: 6.674e-8,
+  backend: 'auto',
+  boundary: 'isolated',
+  accelerations: false,
+  selfPotential: true,
+  leafSize: 16,
+  groupSize: 32,
+  threads: 0,
+}) as ResolvedOptions;
+
+function isInt(v: unknown): v is number {
+  return typeof v === 'number' && Number.isInteger(v);
+}
+
+/** Fills defaults and checks every field; throws InvalidOptionError naming the field, the range and the value. */
+export function resolveOptions(options: SolverOptions = {}): ResolvedOptions {
+  if (options === null || typeof options !== 'object') throw invalidOption('options', 'an object', options);
+  const known = new Set(Object.keys(defaultOptions));
+  for (const key of Object.keys(options)) {
+    if (!known.has(key)) throw invalidOption(key, `one of the known options (${[...known].join(', ')})`, key);
+  }
+  const o = { ...defaultOptions, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) };
+  if (typeof o.theta !== 'number' || !(o.theta > 0 && o.theta <= 1)) throw invalidOption('theta', 'a number in (0, 1]', o.theta);
+  if (o.order !== 1 && o.order !== 2) throw invalidOption('order', '1 or 2', o.order);
+  if (o.mac !== 'barnes' && o.mac !== 'bonsai') throw invalidOption('mac', "'barnes' or 'bonsai'", o.mac);
+  if (typeof o.G !== 'number' || !Number.isFinite(o.G) || o.G <= 0) throw invalidOption('G', 'a finite number > 0', o.G);
+  if (o.backend !== 'auto' && o.backend !== 'cpu' && o.backend !== 'cuda')
+    throw invalidOption('backend', "'auto', 'cpu' or 'cuda'", o.backend);
+  if (o.boundary !== 'isolated')
+    throw invalidOption('boundary', "'isolated' (periodic boundaries are not implemented yet)", o.boundary);
+  if (typeof o.accelerations !== 'boolean') throw invalidOption('accelerations', 'a boolean', o.accelerations);
+  if (typeof o.selfPotential !== 'boolean') throw invalidOption('selfPotential', 'a boolean', o.selfPotential);
+  if (!isInt(o.leafSize) || o.leafSize < 1 || o.leafSize > 256) throw invalidOption('leafSize', 'an integer in [1, 256]', o.leafSize);
+  if (!isInt(o.groupSize) || o.groupSize < 1 || o.groupSize > 256)
+    throw invalidOption('groupSize', 'an integer in [1, 256]', o.groupSize);
+  if (!isInt(o.threads) || o.threads < 0 || o.threads > 4096) throw invalidOption('threads', 'an integer in [0, 4096]', o.threads);
+  return o as ResolvedOptions;
+}

@@ -1,0 +1,113 @@
+/** Bad input is refused with a typed error that names the problem; empty input is valid. */
+import { describe, expect, it } from 'vitest';
+import { GravitySolver } from '../solver/gravitySolver.js';
+import { InvalidInputError, InvalidOptionError, NoDeviceError, AmrgravError } from '../solver/errors.js';
+import { randomCells } from './helpers.js';
+
+function withValue(field: 'x' | 'y' | 'z' | 'mass' | 'size', index: number, value: number) {
+  const c = randomCells(100, 11);
+  c[field][index] = value;
+  return c;
+}
+
+describe('bad cell data', () => {
+  const solver = new GravitySolver();
+  it.each([
+    ['NaN mass', withValue('mass', 7, NaN), /cell 7: mass is not finite/],
+    ['infinite mass', withValue('mass', 3, Infinity), /cell 3: mass is not finite/],
+    ['negative mass', withValue('mass', 42, -1), /cell 42: mass is negative \(got -1\)/],
+    ['NaN position', withValue('y', 5, NaN), /cell 5: y is not finite/],
+    ['zero size', withValue('size', 9, 0), /cell 9: size must be finite and positive/],
+    ['negative size', withValue('size', 9, -2), /cell 9: size must be finite and positive/],
+  ])('%s', async (_name, cells, message) => {
+    for (const run of [() => solver.solveCells(cells), () => solver.directCells(cells)]) {
+      const err = await run().catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(InvalidInputError);
+      expect((err as AmrgravError).code).toBe('INVALID_INPUT');
+      expect((err as Error).message).toMatch(message);
+      // the stack points at the caller, not at the addon
+      expect((err as Error).stack).toContain('bad-input.test');
+    }
+  });
+
+  it('cells outside the box', async () => {
+    const c = withValue('z', 12, 1.5);
+    await expect(solver.solveCells(c, { box: { lo: [0, 0, 0], hi: [1, 1, 1] } })).rejects.toThrow(
+      /cell 12: z is outside the box \[0, 1\]/,
+    );
+  });
+
+  it('mismatched array lengths', async () => {
+    const c = randomCells(10, 1);
+    await expect(solver.solveCells({ ...c, mass: c.mass.subarray(0, 9) })).rejects.toThrow(
+      /mismatched array lengths: x=10, y=10, z=10, mass=9, size=10/,
+    );
+    await expect(solver.solveCells({ ...c, mass: c.mass.subarray(0, 9) })).rejects.toBeInstanceOf(InvalidInputError);
+  });
+
+  it('a missing array', async () => {
+    const c = randomCells(10, 1) as unknown as Record<string, unknown>;
+    delete c.z;
+    await expect(solver.solveCells(c as never)).rejects.toThrow(/cells.z must be a Float64Array/);
+  });
+
+  it('does not modify the input arrays', async () => {
+    const c = randomCells(500, 2);
+    const copy = { x: c.x.slice(), mass: c.mass.slice(), size: c.size.slice() };
+    await solver.solveCells(c);
+    expect(c.x).toEqual(copy.x);
+    expect(c.mass).toEqual(copy.mass);
+    expect(c.size).toEqual(copy.size);
+  });
+});
+
+describe('empty and degenerate input', () => {
+  it('zero cells returns empty arrays', async () => {
+    const s = new GravitySolver({ accelerations: true });
+    const r = await s.solveCells({ x: [], y: [], z: [], mass: [], size: [] });
+    expect(r.potential.length).toBe(0);
+    expect(r.accelerations?.x.length ?? 0).toBe(0);
+    expect(r.stats.cells).toBe(0);
+    expect((await s.directCells({ x: [], y: [], z: [], mass: [], size: [] })).potential.length).toBe(0);
+  });
+
+  it('one cell: only its own cube potential', async () => {
+    const r = await new GravitySolver({ G: 1 }).solveCells({ x: [0.5], y: [0.5], z: [0.5], mass: [2], size: [0.5] });
+    expect(r.potential[0]).toBeCloseTo((-2.380077363979554 * 2) / 0.5, 14);
+  });
+
+  it('massless cells feel the others and have zero self term', async () => {
+    const c = randomCells(200, 3);
+    c.mass.fill(0, 0, 100);
+    const r = await new GravitySolver({ G: 1, theta: 0.1 }).solveCells(c);
+    const d = await new GravitySolver({ G: 1 }).directCells(c);
+    for (let i = 0; i < 200; i++) expect(Math.abs(r.potential[i] - d.potential[i])).toBeLessThan(1e-6 * Math.abs(d.potential[i]));
+  });
+});
+
+describe('bad options', () => {
+  it.each([
+    [{ theta: 0 }, /option 'theta': expected a number in \(0, 1\], got 0/],
+    [{ theta: 1.5 }, /option 'theta'/],
+    [{ theta: NaN }, /option 'theta'/],
+    [{ order: 3 }, /option 'order': expected 1 or 2, got 3/],
+    [{ G: -1 }, /option 'G'/],
+    [{ mac: 'fancy' }, /option 'mac': expected 'barnes' or 'bonsai', got "fancy"/],
+    [{ leafSize: 0 }, /option 'leafSize'/],
+    [{ groupSize: 1000 }, /option 'groupSize'/],
+    [{ threads: 1.5 }, /option 'threads'/],
+    [{ boundary: 'periodic' }, /option 'boundary'/],
+    [{ backend: 'opencl' }, /option 'backend'/],
+    [{ thetta: 0.5 }, /option 'thetta': expected one of the known options/],
+  ])('%j', (options, message) => {
+    expect(() => new GravitySolver(options as never)).toThrow(InvalidOptionError);
+    expect(() => new GravitySolver(options as never)).toThrow(message);
+  });
+
+  it("backend 'cuda' without a CUDA build is a NoDeviceError; 'auto' falls back to the CPU and says so", async () => {
+    expect(() => new GravitySolver({ backend: 'cuda' })).toThrow(NoDeviceError);
+    const r = await new GravitySolver({ backend: 'auto' }).solveCells(randomCells(10, 1));
+    expect(r.stats.backend).toBe('cpu');
+    expect(r.stats.backendReason).toMatch(/auto/);
+  });
+});

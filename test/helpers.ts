@@ -1,0 +1,102 @@
+/** Shared test helpers: seeded random inputs and error metrics. */
+import type { CellInput } from '../solver/cells.js';
+
+/** Mulberry32: a small seeded PRNG so every test input is reproducible. */
+export function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export interface Cells {
+  x: Float64Array;
+  y: Float64Array;
+  z: Float64Array;
+  mass: Float64Array;
+  size: Float64Array;
+}
+
+export function emptyCells(n: number): Cells {
+  return {
+    x: new Float64Array(n),
+    y: new Float64Array(n),
+    z: new Float64Array(n),
+    mass: new Float64Array(n),
+    size: new Float64Array(n),
+  };
+}
+
+/** n cells uniformly at random in the unit cube with masses in [0.5, 1.5) and a common size h. */
+export function randomCells(n: number, seed: number, h = 1e-3): Cells {
+  const r = rng(seed);
+  const c = emptyCells(n);
+  for (let i = 0; i < n; i++) {
+    c.x[i] = r();
+    c.y[i] = r();
+    c.z[i] = r();
+    c.mass[i] = 0.5 + r();
+    c.size[i] = h;
+  }
+  return c;
+}
+
+/** n cells clustered (a Plummer-like concentration around two centres), all inside the unit cube. */
+export function clusteredCells(n: number, seed: number): Cells {
+  const r = rng(seed);
+  const c = emptyCells(n);
+  const centres = [
+    [0.3, 0.4, 0.5],
+    [0.7, 0.6, 0.45],
+  ];
+  for (let i = 0; i < n; i++) {
+    const k = centres[i % 2];
+    const rad = 0.15 * Math.pow(r(), 2);
+    const u = 2 * r() - 1;
+    const ph = 2 * Math.PI * r();
+    const s = Math.sqrt(1 - u * u);
+    c.x[i] = k[0] + rad * s * Math.cos(ph);
+    c.y[i] = k[1] + rad * s * Math.sin(ph);
+    c.z[i] = k[2] + rad * u;
+    c.mass[i] = 0.2 + r();
+    c.size[i] = 1e-4;
+  }
+  return c;
+}
+
+export { gridCells } from '../validation/gridCells.js';
+
+/** Max and mean of |a - b| / |b|. */
+export function relErrors(a: ArrayLike<number>, b: ArrayLike<number>): { max: number; mean: number } {
+  let max = 0;
+  let sum = 0;
+  for (let i = 0; i < b.length; i++) {
+    const e = Math.abs(a[i] - b[i]) / Math.abs(b[i]);
+    max = Math.max(max, e);
+    sum += e;
+  }
+  return { max, mean: b.length ? sum / b.length : 0 };
+}
+
+/** Max |a - b| / max |b| over vectors given as three arrays each: the error of a field relative to its scale. */
+export function relVectorError(
+  a: { x: ArrayLike<number>; y: ArrayLike<number>; z: ArrayLike<number> },
+  b: { x: ArrayLike<number>; y: ArrayLike<number>; z: ArrayLike<number> },
+): number {
+  let maxDiff = 0;
+  let maxRef = 0;
+  for (let i = 0; i < b.x.length; i++) {
+    const d = Math.hypot(a.x[i] - b.x[i], a.y[i] - b.y[i], a.z[i] - b.z[i]);
+    maxDiff = Math.max(maxDiff, d);
+    maxRef = Math.max(maxRef, Math.hypot(b.x[i], b.y[i], b.z[i]));
+  }
+  return maxDiff / maxRef;
+}
+
+export function asInput(c: Cells): CellInput {
+  return c;
+}
