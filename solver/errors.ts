@@ -3,14 +3,17 @@
  * errors raised in native code arrive with the same codes and the caller's stack.
  */
 
-/** Stable error codes, shared with native/core/status.h. */
+import type { MeshErrorCode } from '../mesh/errors.js';
+
+/** Stable error codes: the solver's (shared with native/core/status.h) and the mesh's. */
 export type ErrorCode =
   | 'INVALID_INPUT'
   | 'INVALID_OPTION'
   | 'OUT_OF_MEMORY'
   | 'NO_DEVICE'
   | 'NATIVE_LOAD'
-  | 'INTERNAL';
+  | 'INTERNAL'
+  | MeshErrorCode;
 
 export class AmrgravError extends Error {
   readonly code: ErrorCode;

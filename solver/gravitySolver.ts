@@ -6,6 +6,7 @@ import { NoDeviceError, fromNativeError } from './errors.js';
 import { resolveOptions, type ResolvedOptions, type SolverOptions } from './options.js';
 import { toNativeCells, type Box, type CellInput } from './cells.js';
 import { loadNative, type NativeAddon, type NativeOptions, type NativeResult } from './native.js';
+import { extractCells, writeBack, type AmrMesh } from '../mesh/index.js';
 
 /** Per-solve statistics. Times in seconds. */
 export interface SolveStats {
@@ -41,6 +42,15 @@ export interface CellSolveOptions {
   box?: Box;
 }
 
+export interface MeshSolveOptions {
+  /** Block variable holding the density, g cm^-3. Default 'dens'. */
+  densityVar?: string;
+  /** Block variable that receives the potential, erg g^-1. Default 'gpot'. */
+  potentialVar?: string;
+  /** Block variables that receive the accelerations (cm s^-2) when `accelerations` is on. Default gacx, gacy, gacz. */
+  accelerationVars?: [string, string, string];
+}
+
 export class GravitySolver {
   readonly options: ResolvedOptions;
   private readonly native: NativeAddon;
@@ -70,6 +80,25 @@ export class GravitySolver {
       this.backend = features.cuda ? 'cuda' : 'cpu';
       this.backendReason = features.cuda ? 'auto: CUDA device present' : 'auto: no CUDA backend in this build';
     }
+  }
+
+  /**
+   * Solves on the leaf cells of an AMR mesh (mass = density x cell volume) and writes the potential, and the
+   * accelerations if asked, into block variables (created if missing). The density variable is not modified.
+   * @throws MeshError for an unknown density variable or non-cubic cells; the errors of {@link solveCells}.
+   */
+  async solve(mesh: AmrMesh, opts: MeshSolveOptions = {}): Promise<SolveResult> {
+    const cells = extractCells(mesh, opts.densityVar ?? 'dens');
+    const o = mesh.options;
+    const r = await this.solveCells(cells, { box: { lo: [...o.domainLo], hi: [...o.domainHi] } });
+    writeBack(mesh, opts.potentialVar ?? 'gpot', cells, r.potential);
+    if (r.accelerations) {
+      const [vx, vy, vz] = opts.accelerationVars ?? ['gacx', 'gacy', 'gacz'];
+      writeBack(mesh, vx, cells, r.accelerations.x);
+      writeBack(mesh, vy, cells, r.accelerations.y);
+      writeBack(mesh, vz, cells, r.accelerations.z);
+    }
+    return r;
   }
 
   /** Tree solve on plain cell arrays. Zero cells is valid and returns empty arrays. */

@@ -1,0 +1,25 @@
+/** Errors of the mesh module: one class, told apart by a stable `code`; an AmrgravError like every other. */
+import { AmrgravError } from '../solver/errors.js';
+
+export type MeshErrorCode =
+  | 'INVALID_OPTION'
+  | 'UNKNOWN_VARIABLE'
+  | 'INVALID_BLOCK'
+  | 'NOT_A_LEAF'
+  | 'MAX_LEVEL'
+  | 'NON_CUBIC_CELLS'
+  | 'LENGTH_MISMATCH'
+  | 'STALE_CELLS';
+
+export class MeshError extends AmrgravError {
+  declare readonly code: MeshErrorCode;
+  constructor(code: MeshErrorCode, message: string) {
+    super(code, message);
+  }
+}
+
+/** "mesh option 'nxb': expected an even integer >= 2, got 7" */
+export function invalidMeshOption(name: string, expected: string, actual: unknown): MeshError {
+  const shown = Array.isArray(actual) ? `[${actual.join(', ')}]` : typeof actual === 'string' ? JSON.stringify(actual) : String(actual);
+  return new MeshError('INVALID_OPTION', `mesh option '${name}': expected ${expected}, got ${shown}`);
+}

@@ -1,0 +1,22 @@
+/**
+ * amrgrav public API: the solver, its options and errors, the AMR mesh, and the validation problems.
+ */
+export { GravitySolver } from './gravitySolver.js';
+export type { SolveResult, SolveStats, CellSolveOptions, MeshSolveOptions } from './gravitySolver.js';
+export { defaultOptions, resolveOptions } from './options.js';
+export type { SolverOptions, BackendChoice, MacChoice, BoundaryChoice } from './options.js';
+export type { CellInput, Box } from './cells.js';
+export {
+  AmrgravError,
+  InvalidInputError,
+  InvalidOptionError,
+  OutOfMemoryError,
+  NoDeviceError,
+  NativeLoadError,
+  InternalError,
+} from './errors.js';
+export type { ErrorCode } from './errors.js';
+export * from '../mesh/index.js';
+export { runMaclaurin, sweepMaclaurin } from '../validation/maclaurinRun.js';
+export type { MaclaurinReport, MaclaurinRunOptions } from '../validation/maclaurinRun.js';
+export { maclaurinProblem } from '../validation/maclaurinSetup.js';
