@@ -118,9 +118,10 @@ async function validate(argv: string[]): Promise<void> {
       table(
         reports.map((r) => ({
           theta: r.method === 'direct' ? 'direct' : String(r.theta),
-          order: r.order,
+          order: String(r.order),
           maxRelError: r.maxRelError,
           meanRelError: r.meanRelError,
+          'tree-vs-direct max': r.treeVsDirectMaxRelError ?? '-',
           interactionsPerCell: Math.round(r.interactionsPerCell),
           seconds: r.seconds,
         })),

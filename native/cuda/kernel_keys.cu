@@ -1,0 +1,185 @@
+/// \file kernel_keys.cu
+/// \brief Root-cube bounds, Morton keys, the stable key sort (CUB radix sort) and the gather into sorted, scaled
+/// cells. Compiled with -fmad=false: every double here must round exactly as in core/sort_keys.cpp.
+#include <cub/device/device_radix_sort.cuh>
+#include <math_constants.h>
+
+#include "core/keys.h"
+#include "cuda/check.h"
+#include "cuda/kernels.h"
+
+namespace amrgrav {
+namespace cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+// std::min / std::max exactly (no NaN reaches here: validation rejects it).
+__device__ __forceinline__ double stdMin(double a, double b) { return b < a ? b : a; }
+__device__ __forceinline__ double stdMax(double a, double b) { return a < b ? b : a; }
+
+struct Bounds {
+  double lo[3], hi[3], mass;
+};
+
+__device__ __forceinline__ void combine(Bounds& a, const Bounds& b) {
+  for (int d = 0; d < 3; ++d) {
+    a.lo[d] = stdMin(a.lo[d], b.lo[d]);
+    a.hi[d] = stdMax(a.hi[d], b.hi[d]);
+  }
+  a.mass += b.mass;
+}
+
+__device__ __forceinline__ Bounds emptyBounds() {
+  Bounds b;
+  for (int d = 0; d < 3; ++d) {
+    b.lo[d] = CUDART_INF;
+    b.hi[d] = -CUDART_INF;
+  }
+  b.mass = 0;
+  return b;
+}
+
+/// Block-wide reduction of one Bounds per thread; the result is valid in thread 0.
+__device__ Bounds blockReduce(Bounds b) {
+  __shared__ Bounds warpPart[kThreads / 32];
+  for (int off = 16; off > 0; off >>= 1) {
+    Bounds o;
+    for (int d = 0; d < 3; ++d) {
+      o.lo[d] = __shfl_down_sync(0xffffffffu, b.lo[d], off);
+      o.hi[d] = __shfl_down_sync(0xffffffffu, b.hi[d], off);
+    }
+    o.mass = __shfl_down_sync(0xffffffffu, b.mass, off);
+    combine(b, o);
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) warpPart[warp] = b;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < kThreads / 32; ++w) combine(b, warpPart[w]);
+  }
+  return b;
+}
+
+__global__ void __launch_bounds__(kThreads) boundsKernel(const double* __restrict__ x, const double* __restrict__ y,
+                                                         const double* __restrict__ z, const double* __restrict__ mass,
+                                                         const double* __restrict__ size, unsigned n,
+                                                         double* __restrict__ partials) {
+  Bounds b = emptyBounds();
+  const double* p[3] = {x, y, z};
+  for (unsigned i = blockIdx.x * kThreads + threadIdx.x; i < n; i += gridDim.x * kThreads) {
+    const double h = __dmul_rn(0.5, size[i]);  // as chooseRootCube: lo = min(p - h), hi = max(p + h)
+    for (int d = 0; d < 3; ++d) {
+      const double v = p[d][i];
+      b.lo[d] = stdMin(b.lo[d], __dsub_rn(v, h));
+      b.hi[d] = stdMax(b.hi[d], __dadd_rn(v, h));
+    }
+    b.mass += mass[i];
+  }
+  b = blockReduce(b);
+  if (threadIdx.x == 0) {
+    double* o = partials + 7 * blockIdx.x;
+    for (int d = 0; d < 3; ++d) {
+      o[d] = b.lo[d];
+      o[3 + d] = b.hi[d];
+    }
+    o[6] = b.mass;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) boundsFinalKernel(const double* __restrict__ partials, int count,
+                                                              double* __restrict__ result) {
+  Bounds b = emptyBounds();
+  for (int i = threadIdx.x; i < count; i += kThreads) {
+    Bounds o;
+    for (int d = 0; d < 3; ++d) {
+      o.lo[d] = partials[7 * i + d];
+      o.hi[d] = partials[7 * i + 3 + d];
+    }
+    o.mass = partials[7 * i + 6];
+    combine(b, o);
+  }
+  b = blockReduce(b);
+  if (threadIdx.x == 0) {
+    for (int d = 0; d < 3; ++d) {
+      result[d] = b.lo[d];
+      result[3 + d] = b.hi[d];
+    }
+    result[6] = b.mass;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) keysKernel(const double* __restrict__ x, const double* __restrict__ y,
+                                                       const double* __restrict__ z, unsigned n, double lo0,
+                                                       double lo1, double lo2, double inv,
+                                                       std::uint64_t* __restrict__ keys,
+                                                       std::uint32_t* __restrict__ idx) {
+  for (unsigned i = blockIdx.x * kThreads + threadIdx.x; i < n; i += gridDim.x * kThreads) {
+    // the same expression as sortCellsByKey (core/keys.h is shared)
+    keys[i] = mortonKey(keyCoordinate(x[i], lo0, inv), keyCoordinate(y[i], lo1, inv), keyCoordinate(z[i], lo2, inv));
+    idx[i] = i;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) gatherKernel(const double* __restrict__ x, const double* __restrict__ y,
+                                                         const double* __restrict__ z, const double* __restrict__ mass,
+                                                         const double* __restrict__ size,
+                                                         const std::uint32_t* __restrict__ order, unsigned n,
+                                                         double scale, D4* __restrict__ cells,
+                                                         double* __restrict__ sizeOut) {
+  for (unsigned i = blockIdx.x * kThreads + threadIdx.x; i < n; i += gridDim.x * kThreads) {
+    const std::uint32_t j = order[i];
+    D4 c;
+    c.x = x[j] * scale;
+    c.y = y[j] * scale;
+    c.z = z[j] * scale;
+    c.w = mass[j];
+    cells[i] = c;
+    sizeOut[i] = size[j] * scale;
+  }
+}
+
+unsigned gridFor(unsigned n) {
+  const unsigned b = (n + kThreads - 1) / kThreads;
+  return b < 1 ? 1 : (b > 65535u * 4 ? 65535u * 4 : b);
+}
+
+}  // namespace
+
+Status launchBounds(const double* x, const double* y, const double* z, const double* mass, const double* size,
+                    unsigned n, double* partials, double* result, cudaStream_t s) {
+  unsigned blocks = (n + kThreads - 1) / kThreads;
+  if (blocks > unsigned(kBoundsBlocks)) blocks = kBoundsBlocks;
+  if (blocks < 1) blocks = 1;
+  boundsKernel<<<blocks, kThreads, 0, s>>>(x, y, z, mass, size, n, partials);
+  AG_CUDA_LAUNCHED("boundsKernel");
+  boundsFinalKernel<<<1, kThreads, 0, s>>>(partials, int(blocks), result);
+  AG_CUDA_LAUNCHED("boundsFinalKernel");
+  return Status::success();
+}
+
+Status launchKeys(const double* x, const double* y, const double* z, unsigned n, double lo0, double lo1, double lo2,
+                  double invCellSide, std::uint64_t* keys, std::uint32_t* idx, cudaStream_t s) {
+  keysKernel<<<gridFor(n), kThreads, 0, s>>>(x, y, z, n, lo0, lo1, lo2, invCellSide, keys, idx);
+  AG_CUDA_LAUNCHED("keysKernel");
+  return Status::success();
+}
+
+Status sortPairs(void* temp, std::size_t& tempBytes, const std::uint64_t* keysIn, std::uint64_t* keysOut,
+                 const std::uint32_t* idxIn, std::uint32_t* idxOut, unsigned n, cudaStream_t s) {
+  // Radix sort is stable, so equal keys keep ascending index order: the CPU's LSD sort gives the same order.
+  AG_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp, tempBytes, keysIn, keysOut, idxIn, idxOut, int(n), 0,
+                                              3 * kKeyBits, s));
+  if (temp) AG_CUDA_LAUNCHED("cub::DeviceRadixSort::SortPairs");
+  return Status::success();
+}
+
+Status launchGather(const double* x, const double* y, const double* z, const double* mass, const double* size,
+                    const std::uint32_t* order, unsigned n, double scale, D4* cells, double* sizeOut, cudaStream_t s) {
+  gatherKernel<<<gridFor(n), kThreads, 0, s>>>(x, y, z, mass, size, order, n, scale, cells, sizeOut);
+  AG_CUDA_LAUNCHED("gatherKernel");
+  return Status::success();
+}
+
+}  // namespace cuda
+}  // namespace amrgrav

@@ -1,0 +1,151 @@
+/// \file kernels.h
+/// \brief Device data layouts and the host-side launchers of the CUDA backend's kernels (one .cu per family:
+/// keys, build, moments, walk, direct, finish). Internal: only .cu files include this.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/status.h"
+#include "core/types.h"
+
+namespace amrgrav {
+namespace cuda {
+
+/// Four doubles, 32-byte aligned (CUDA 13 deprecates double4): a cell (x, y, z scaled; w = mass, unscaled) or a
+/// node's MAC record (com scaled; w = macRadius, or -1 for a massless node, which the walk skips).
+struct alignas(32) D4 {
+  double x, y, z, w;
+};
+
+/// Double-precision moments of a node as its parent reads them in the bottom-up sweep.
+struct NodeMoments {
+  double m, cx, cy, cz;
+  double q[6];          ///< traceless quadrupole about (cx, cy, cz): xx, xy, xz, yy, yz, zz
+  double lo[3], hi[3];  ///< tight box around the cells' extents
+};
+
+// ---------------------------------------------------------------- keys, sort, gather (kernel_keys.cu)
+
+constexpr int kBoundsBlocks = 256;  ///< partial results of the bounds reduction
+
+/// lo/hi of (x -+ size/2) over all cells and the total mass: result[0..2] = lo, [3..5] = hi, [6] = mass sum.
+/// partials: 7 * kBoundsBlocks doubles.
+Status launchBounds(const double* x, const double* y, const double* z, const double* mass, const double* size,
+                    unsigned n, double* partials, double* result, cudaStream_t s);
+
+/// Morton keys of the caller's (unscaled) positions on the root cube [lo, lo + side), and idx[i] = i.
+Status launchKeys(const double* x, const double* y, const double* z, unsigned n, double lo0, double lo1, double lo2,
+                  double invCellSide, std::uint64_t* keys, std::uint32_t* idx, cudaStream_t s);
+
+/// Stable sort of (key, index) pairs over the 63 key bits. With temp == nullptr only sets tempBytes.
+Status sortPairs(void* temp, std::size_t& tempBytes, const std::uint64_t* keysIn, std::uint64_t* keysOut,
+                 const std::uint32_t* idxIn, std::uint32_t* idxOut, unsigned n, cudaStream_t s);
+
+/// cells[i] = (x, y, z scaled, mass) and size[i] (scaled) of caller's cell order[i].
+Status launchGather(const double* x, const double* y, const double* z, const double* mass, const double* size,
+                    const std::uint32_t* order, unsigned n, double scale, D4* cells, double* sizeOut, cudaStream_t s);
+
+// ---------------------------------------------------------------- tree topology (kernel_build.cu)
+// Node topology as uint4: x = first sorted cell, y = cell count, z = first child, w = child count (0: leaf).
+
+/// topo[0] = root over all n cells.
+Status launchSetRoot(uint4* topo, unsigned n, cudaStream_t s);
+
+/// count[i] = number of non-empty octants of level node levelBegin + i if it is split, else 0, for i < width;
+/// count[width] = 0 (so an exclusive scan over width + 1 entries ends with the level's total). Adds the number of
+/// split nodes to *splitNodes.
+Status launchCountChildren(const uint4* topo, const std::uint64_t* keys, unsigned levelBegin, unsigned width,
+                           int level, int leafSize, unsigned* count, unsigned long long* splitNodes, cudaStream_t s);
+
+/// Exclusive prefix sum of n unsigned values. With temp == nullptr only sets tempBytes.
+Status scanExclusive(void* temp, std::size_t& tempBytes, const unsigned* in, unsigned* out, unsigned n,
+                     cudaStream_t s);
+
+/// Writes the children of every split node of the level at levelEnd + offset[i], in octant order, and the
+/// parents' child ranges.
+Status launchEmitChildren(uint4* topo, const std::uint64_t* keys, unsigned levelBegin, unsigned width, int level,
+                          int leafSize, const unsigned* offset, unsigned levelEnd, cudaStream_t s);
+
+// ---------------------------------------------------------------- moments (kernel_moments.cu)
+
+struct MomentsParams {
+  const uint4* topo;
+  const std::uint64_t* keys;  ///< sorted keys: a node's cube coordinates are the key prefix of its first cell
+  const D4* cells;
+  const double* size;
+  NodeMoments* moments;
+  D4* nodeMac;        ///< com, macRadius (or -1 when massless)
+  float4* nodeMQ;     ///< 2 per node: (m, q0, q1, q2), (q3, q4, q5, 0), times massScale
+  double rootLo[3];   ///< scaled
+  double rootSide;    ///< scaled
+  double theta;
+  int mac;            ///< MacKind
+  double massScale;   ///< power of two applied to masses (and quadrupoles) stored as float
+};
+
+/// Moments of the nodes [begin, end) of one level; the next level's moments must be complete.
+Status launchMomentsLevel(const MomentsParams& p, unsigned begin, unsigned end, int level, cudaStream_t s);
+
+// ---------------------------------------------------------------- walk (kernel_walk.cu)
+
+constexpr int kWalkWarpsPerBlock = 4;
+
+/// counters (unsigned) of one walk launch
+enum WalkCounter { kNextGroup = 0, kOverflowNeed = 1, kQueuePeak = 2, kWalkCounterCount = 3 };
+
+struct WalkParams {
+  const D4* cells;
+  const D4* nodeMac;
+  const float4* nodeMQ;
+  const uint4* topo;
+  unsigned n, groupSize, numGroups;
+  double massScale;
+  unsigned* queue;       ///< queueCap entries per warp of the grid
+  unsigned queueCap;     ///< power of two
+  unsigned* counters;    ///< WalkCounter
+  unsigned long long* interactions;  ///< [0] approx, [1] direct
+  double *phi, *gx, *gy, *gz;        ///< sorted order, unscaled sums (times massScale); g null without accelerations
+};
+
+struct WalkConfig {
+  int order = 2;          ///< 1 or 2
+  bool accelerations = false;
+  int cellsPerLane = 1;   ///< 1 (groupSize <= 32) or 2 (groupSize <= 64)
+  bool vote = false;      ///< per-cell __all_sync vote instead of the group-box MAC
+};
+
+/// Resident blocks per multiprocessor of the walk kernel for this configuration.
+Status walkBlocksPerSm(const WalkConfig& c, int* blocks);
+Status launchWalk(const WalkConfig& c, const WalkParams& p, int blocks, cudaStream_t s);
+
+// ---------------------------------------------------------------- direct summation (kernel_direct.cu)
+
+constexpr int kDirectThreads = 256;
+
+/// All-pairs sums over the sorted cells (the self pair adds 0): phi (and g) unscaled, times massScale.
+Status launchDirect(const D4* cells, unsigned n, double massScale, bool accelerations, double* phi, double* gx,
+                    double* gy, double* gz, cudaStream_t s);
+
+// ---------------------------------------------------------------- finish (kernel_finish.cu)
+
+struct FinishParams {
+  const std::uint32_t* order;
+  const D4* cells;       ///< for the (unscaled) mass
+  const double* size;    ///< scaled
+  const double *phi, *gx, *gy, *gz;
+  double *pot, *ax, *ay, *az;  ///< caller's order
+  unsigned n;
+  double invMassScale, scale, G;
+  bool selfPotential;
+};
+
+/// pot = -G scale (phi + kCubeSelf m / size), a = -G scale^2 g, scattered to the caller's order.
+Status launchFinish(const FinishParams& p, bool accelerations, cudaStream_t s);
+
+/// Fills n doubles with a quiet NaN (poisoning outputs in tests).
+Status launchPoison(double* p, std::size_t n, cudaStream_t s);
+
+}  // namespace cuda
+}  // namespace amrgrav
