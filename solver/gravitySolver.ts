@@ -70,7 +70,7 @@ export class GravitySolver {
     this.native = loadNative();
     const features = this.native.features();
     if (this.options.backend === 'cuda') {
-      if (!features.cuda) throw new NoDeviceError("backend 'cuda' was requested but this build of amrgrav has no CUDA backend");
+      if (!features.cuda) throw new NoDeviceError(`backend 'cuda' was requested but ${features.cudaReason}`);
       this.backend = 'cuda';
       this.backendReason = 'requested';
     } else if (this.options.backend === 'cpu') {
@@ -78,7 +78,8 @@ export class GravitySolver {
       this.backendReason = 'requested';
     } else {
       this.backend = features.cuda ? 'cuda' : 'cpu';
-      this.backendReason = features.cuda ? 'auto: CUDA device present' : 'auto: no CUDA backend in this build';
+      this.backendReason = `auto: ${features.cudaReason}`;
+      if (!features.cuda && features.cudaBuilt) process.emitWarning(`amrgrav: falling back to the CPU backend (${features.cudaReason})`);
     }
   }
 
@@ -116,6 +117,7 @@ export class GravitySolver {
     const nc = toNativeCells(cells);
     const o = this.options;
     const nopts: NativeOptions = {
+      backend: this.backend,
       theta: o.theta,
       order: o.order,
       mac: o.mac,

@@ -19,6 +19,7 @@ export interface NativeCells {
 
 /** Options as the addon reads them (see native/core/types.h SolveOptions). */
 export interface NativeOptions {
+  backend: 'cpu' | 'cuda';
   theta: number;
   order: 1 | 2;
   mac: 'barnes' | 'bonsai';
@@ -57,7 +58,12 @@ export interface NativeResult {
 
 export interface NativeFeatures {
   cpu: boolean;
+  /** The CUDA backend was compiled in. */
+  cudaBuilt: boolean;
+  /** ...and a usable device is present now. */
   cuda: boolean;
+  /** Why CUDA is or is not usable. */
+  cudaReason: string;
   mpi: boolean;
 }
 

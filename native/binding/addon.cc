@@ -4,28 +4,70 @@
 #include <napi.h>
 
 #include <memory>
+#include <mutex>
+#include <string>
 
 #include "binding/convert.h"
 #include "core/backend.h"
+#if defined(AMRGRAV_HAVE_CUDA)
+#include "cuda/cuda_backend.h"
+#endif
 
 namespace amrgrav {
 namespace {
 
 enum class Mode { Tree, Direct };
 
+/// A backend and the lock that serialises its use. The CUDA backend is one per process: it keeps its device
+/// buffers between solves (a hydro code calls every step), so concurrent workers take turns on it.
+struct BackendSlot {
+  Backend* backend;
+  std::mutex* lock;  ///< null: the backend keeps no state between calls and needs no lock
+};
+
+BackendSlot cpuSlot() {
+  static std::unique_ptr<Backend> cpu = makeCpuBackend();
+  return {cpu.get(), nullptr};
+}
+
+#if defined(AMRGRAV_HAVE_CUDA)
+BackendSlot cudaSlot() {
+  static std::unique_ptr<Backend> gpu = makeCudaBackend();
+  static std::mutex m;
+  return {gpu.get(), &m};
+}
+#endif
+
+/// The backend named by the options ('cpu' or 'cuda'); an error status if this build or machine lacks it.
+Status pickBackend(const std::string& name, BackendSlot& slot) {
+  if (name == "cpu") {
+    slot = cpuSlot();
+    return Status::success();
+  }
+#if defined(AMRGRAV_HAVE_CUDA)
+  std::string why;
+  if (!cudaDeviceAvailable(&why)) return Status::error(ErrorCode::NoDevice, "no usable CUDA device: " + why);
+  slot = cudaSlot();
+  return Status::success();
+#else
+  return Status::error(ErrorCode::NoDevice, "this build of amrgrav has no CUDA backend (nvcc was not found at build time)");
+#endif
+}
+
 class SolveWorker final : public Napi::AsyncWorker {
  public:
-  SolveWorker(Napi::Env env, Mode mode, std::unique_ptr<Backend> backend)
-      : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), mode_(mode),
-        backend_(std::move(backend)) {}
+  SolveWorker(Napi::Env env, Mode mode) : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), mode_(mode) {}
 
   CellArrays cells;
   SolveOptions options;
+  BackendSlot slot{nullptr, nullptr};
   Napi::Promise promise() { return deferred_.Promise(); }
 
   void Execute() override {
-    status_ = mode_ == Mode::Tree ? backend_->solve(cells.view, options, result_)
-                                  : backend_->direct(cells.view, options, result_);
+    std::unique_lock<std::mutex> guard;
+    if (slot.lock) guard = std::unique_lock<std::mutex>(*slot.lock);
+    status_ = mode_ == Mode::Tree ? slot.backend->solve(cells.view, options, result_)
+                                  : slot.backend->direct(cells.view, options, result_);
   }
   void OnOK() override {
     Napi::Env env = Env();
@@ -33,14 +75,13 @@ class SolveWorker final : public Napi::AsyncWorker {
       deferred_.Reject(makeError(env, status_).Value());
       return;
     }
-    deferred_.Resolve(resultToJs(env, result_, backend_->name()));
+    deferred_.Resolve(resultToJs(env, result_, slot.backend->name(), options.accelerations));
   }
   void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
 
  private:
   Napi::Promise::Deferred deferred_;
   Mode mode_;
-  std::unique_ptr<Backend> backend_;
   Status status_;
   SolveResult result_;
 };
@@ -48,13 +89,15 @@ class SolveWorker final : public Napi::AsyncWorker {
 /// solve(cells, options) / direct(cells, options) -> Promise<result>
 Napi::Value startSolve(const Napi::CallbackInfo& info, Mode mode) {
   Napi::Env env = info.Env();
-  auto* w = new SolveWorker(env, mode, makeCpuBackend());
+  auto* w = new SolveWorker(env, mode);
   Napi::Promise p = w->promise();
   Status st;
+  std::string backendName;
   if (info.Length() < 1 || !info[0].IsObject())
     st = Status::error(ErrorCode::InvalidInput, "cells must be an object {x, y, z, mass, size}");
   if (st.ok()) st = readCells(info[0].As<Napi::Object>(), w->cells);
-  if (st.ok()) st = readOptions(info.Length() > 1 ? info[1] : env.Undefined(), w->options);
+  if (st.ok()) st = readOptions(info.Length() > 1 ? info[1] : env.Undefined(), w->options, backendName);
+  if (st.ok()) st = pickBackend(backendName, w->slot);
   if (!st.ok()) {
     Napi::Promise::Deferred d = Napi::Promise::Deferred::New(env);
     d.Reject(makeError(env, st).Value());
@@ -73,7 +116,17 @@ Napi::Value features(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Napi::Object o = Napi::Object::New(env);
   o.Set("cpu", true);
+#if defined(AMRGRAV_HAVE_CUDA)
+  std::string why;
+  const bool gpu = cudaDeviceAvailable(&why);
+  o.Set("cudaBuilt", true);
+  o.Set("cuda", gpu);
+  o.Set("cudaReason", gpu ? std::string("CUDA device present") : why);
+#else
+  o.Set("cudaBuilt", false);
   o.Set("cuda", false);
+  o.Set("cudaReason", "this build has no CUDA backend (nvcc was not found at build time)");
+#endif
   o.Set("mpi", false);
   return o;
 }

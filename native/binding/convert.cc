@@ -65,7 +65,8 @@ Status readCells(const Napi::Object& obj, CellArrays& out) {
   return Status::success();
 }
 
-Status readOptions(const Napi::Value& value, SolveOptions& opt) {
+Status readOptions(const Napi::Value& value, SolveOptions& opt, std::string& backend) {
+  backend = "cpu";
   if (value.IsUndefined() || value.IsNull()) return Status::success();
   if (!value.IsObject()) return invalidOption("options must be an object");
   Napi::Object o = value.As<Napi::Object>();
@@ -84,6 +85,11 @@ Status readOptions(const Napi::Value& value, SolveOptions& opt) {
     if (s == "barnes") opt.mac = MacKind::Barnes;
     else if (s == "bonsai") opt.mac = MacKind::Bonsai;
     else return invalidOption("option 'mac' must be 'barnes' or 'bonsai'");
+  }
+  if (o.Has("backend") && !o.Get("backend").IsUndefined()) {
+    Napi::Value b = o.Get("backend");
+    backend = b.IsString() ? b.As<Napi::String>().Utf8Value() : std::string();
+    if (backend != "cpu" && backend != "cuda") return invalidOption("option 'backend' must be 'cpu' or 'cuda'");
   }
   if (o.Has("box") && !o.Get("box").IsUndefined()) {
     Napi::Value b = o.Get("box");
@@ -110,10 +116,10 @@ Napi::Error makeError(Napi::Env env, const Status& st) {
   return e;
 }
 
-Napi::Object resultToJs(Napi::Env env, const SolveResult& r, const char* backend) {
+Napi::Object resultToJs(Napi::Env env, const SolveResult& r, const char* backend, bool accelerations) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("potential", toArray(env, r.potential));
-  if (!r.ax.empty() || (r.potential.empty() && false)) {
+  if (accelerations) {
     o.Set("ax", toArray(env, r.ax));
     o.Set("ay", toArray(env, r.ay));
     o.Set("az", toArray(env, r.az));

@@ -20,13 +20,13 @@ struct CellArrays {
 /// Reads {x, y, z, mass, size} (Float64Arrays of equal length). Returns an error status naming the problem.
 Status readCells(const Napi::Object& obj, CellArrays& out);
 
-/// Reads the options object (missing fields keep their defaults).
-Status readOptions(const Napi::Value& value, SolveOptions& opt);
+/// Reads the options object (missing fields keep their defaults); `backend` receives 'cpu' (default) or 'cuda'.
+Status readOptions(const Napi::Value& value, SolveOptions& opt, std::string& backend);
 
 /// A JS Error with .code set to the ErrorCode name.
 Napi::Error makeError(Napi::Env env, const Status& st);
 
-/// The result object {potential, ax?, ay?, az?, stats}.
-Napi::Object resultToJs(Napi::Env env, const SolveResult& r, const char* backend);
+/// The result object {potential, ax?, ay?, az?, stats} (ax, ay, az when accelerations were asked for).
+Napi::Object resultToJs(Napi::Env env, const SolveResult& r, const char* backend, bool accelerations);
 
 }  // namespace amrgrav

@@ -1,0 +1,160 @@
+/// \file kernel_moments.cu
+/// \brief Bottom-up moments, one level per launch (deepest first), in double, bit-for-bit as core/moments.cpp:
+/// the same operations in the same order, each product and sum rounded on its own (__dmul_rn/__dadd_rn, which
+/// nvcc never fuses into an FMA, and the file is compiled with -fmad=false as well). The MAC radius and centre
+/// of mass then equal the CPU's exactly, so the walk accepts exactly the CPU's nodes.
+/// Also writes what the walk reads: the MAC record (double com, macRadius) and mass + quadrupole as float.
+#include <math_constants.h>
+
+#include "core/keys.h"
+#include "cuda/check.h"
+#include "cuda/kernels.h"
+
+namespace amrgrav {
+namespace cuda {
+namespace {
+
+constexpr int kThreads = 128;
+
+__device__ __forceinline__ double stdMin(double a, double b) { return b < a ? b : a; }
+__device__ __forceinline__ double stdMax(double a, double b) { return a < b ? b : a; }
+
+/// Inverse of spreadBits3: bits 0, 3, 6, ... of v to bits 0, 1, 2, ...
+__device__ __forceinline__ std::uint32_t compactBits3(std::uint64_t v) {
+  v &= 0x1249249249249249ULL;
+  v = (v ^ (v >> 2)) & 0x10c30c30c30c30c3ULL;
+  v = (v ^ (v >> 4)) & 0x100f00f00f00f00fULL;
+  v = (v ^ (v >> 8)) & 0x1f0000ff0000ffULL;
+  v = (v ^ (v >> 16)) & 0x1f00000000ffffULL;
+  v = (v ^ (v >> 32)) & 0x1fffffULL;
+  return std::uint32_t(v);
+}
+
+/// moments.cpp addQuadrupole: q += m (3 d d^T - |d|^2 I), with C++'s left-to-right evaluation.
+__device__ __forceinline__ void addQuadrupole(double* q, double m, double dx, double dy, double dz) {
+  const double d2 = __dadd_rn(__dadd_rn(__dmul_rn(dx, dx), __dmul_rn(dy, dy)), __dmul_rn(dz, dz));
+  q[0] = __dadd_rn(q[0], __dmul_rn(m, __dsub_rn(__dmul_rn(__dmul_rn(3.0, dx), dx), d2)));
+  q[1] = __dadd_rn(q[1], __dmul_rn(m, __dmul_rn(__dmul_rn(3.0, dx), dy)));
+  q[2] = __dadd_rn(q[2], __dmul_rn(m, __dmul_rn(__dmul_rn(3.0, dx), dz)));
+  q[3] = __dadd_rn(q[3], __dmul_rn(m, __dsub_rn(__dmul_rn(__dmul_rn(3.0, dy), dy), d2)));
+  q[4] = __dadd_rn(q[4], __dmul_rn(m, __dmul_rn(__dmul_rn(3.0, dy), dz)));
+  q[5] = __dadd_rn(q[5], __dmul_rn(m, __dsub_rn(__dmul_rn(__dmul_rn(3.0, dz), dz), d2)));
+}
+
+__global__ void __launch_bounds__(kThreads) momentsLevelKernel(MomentsParams p, unsigned begin, unsigned end,
+                                                               int level) {
+  const unsigned ii = begin + blockIdx.x * kThreads + threadIdx.x;
+  if (ii >= end) return;
+  const uint4 t = p.topo[ii];
+  const bool leaf = t.w == 0;
+
+  // geometric cube: side = root.side / 2^level, centre = lo + (i + 0.5) side, i = the key prefix (the CPU's
+  // coords: 2 * parent + octant bit, per level)
+  const double side = __ddiv_rn(p.rootSide, double(1u << level));
+  const std::uint64_t prefix = p.keys[t.x] >> (3 * (kKeyBits - level));
+  const std::uint32_t ic[3] = {compactBits3(prefix), compactBits3(prefix >> 1), compactBits3(prefix >> 2)};
+  double centre[3];
+  for (int d = 0; d < 3; ++d) centre[d] = __dadd_rn(p.rootLo[d], __dmul_rn(double(ic[d]) + 0.5, side));
+
+  double M = 0, sx = 0, sy = 0, sz = 0;
+  double lo[3] = {CUDART_INF, CUDART_INF, CUDART_INF}, hi[3] = {-CUDART_INF, -CUDART_INF, -CUDART_INF};
+  double q[6] = {0, 0, 0, 0, 0, 0};
+  if (leaf) {
+    for (unsigned j = t.x; j < t.x + t.y; ++j) {
+      const D4 c = p.cells[j];
+      M = __dadd_rn(M, c.w);
+      sx = __dadd_rn(sx, __dmul_rn(c.w, c.x));
+      sy = __dadd_rn(sy, __dmul_rn(c.w, c.y));
+      sz = __dadd_rn(sz, __dmul_rn(c.w, c.z));
+      const double h = __dmul_rn(0.5, p.size[j]);
+      lo[0] = stdMin(lo[0], __dsub_rn(c.x, h));
+      hi[0] = stdMax(hi[0], __dadd_rn(c.x, h));
+      lo[1] = stdMin(lo[1], __dsub_rn(c.y, h));
+      hi[1] = stdMax(hi[1], __dadd_rn(c.y, h));
+      lo[2] = stdMin(lo[2], __dsub_rn(c.z, h));
+      hi[2] = stdMax(hi[2], __dadd_rn(c.z, h));
+    }
+  } else {
+    for (unsigned k = t.z; k < t.z + t.w; ++k) {
+      const NodeMoments& c = p.moments[k];
+      M = __dadd_rn(M, c.m);
+      sx = __dadd_rn(sx, __dmul_rn(c.m, c.cx));
+      sy = __dadd_rn(sy, __dmul_rn(c.m, c.cy));
+      sz = __dadd_rn(sz, __dmul_rn(c.m, c.cz));
+      for (int d = 0; d < 3; ++d) {
+        lo[d] = stdMin(lo[d], c.lo[d]);
+        hi[d] = stdMax(hi[d], c.hi[d]);
+      }
+    }
+  }
+  double cm[3];
+  if (M > 0) {
+    cm[0] = __ddiv_rn(sx, M);
+    cm[1] = __ddiv_rn(sy, M);
+    cm[2] = __ddiv_rn(sz, M);
+  } else {
+    for (int d = 0; d < 3; ++d) cm[d] = centre[d];  // massless: as the CPU (the walk skips it anyway)
+  }
+  if (leaf) {
+    for (unsigned j = t.x; j < t.x + t.y; ++j) {
+      const D4 c = p.cells[j];
+      addQuadrupole(q, c.w, __dsub_rn(c.x, cm[0]), __dsub_rn(c.y, cm[1]), __dsub_rn(c.z, cm[2]));
+    }
+  } else {
+    for (unsigned k = t.z; k < t.z + t.w; ++k) {  // parallel-axis theorem
+      const NodeMoments& c = p.moments[k];
+      for (int r = 0; r < 6; ++r) q[r] = __dadd_rn(q[r], c.q[r]);
+      addQuadrupole(q, c.m, __dsub_rn(c.cx, cm[0]), __dsub_rn(c.cy, cm[1]), __dsub_rn(c.cz, cm[2]));
+    }
+  }
+  NodeMoments& out = p.moments[ii];
+  out.m = M;
+  out.cx = cm[0];
+  out.cy = cm[1];
+  out.cz = cm[2];
+  for (int r = 0; r < 6; ++r) out.q[r] = q[r];
+  for (int d = 0; d < 3; ++d) {
+    out.lo[d] = lo[d];
+    out.hi[d] = hi[d];
+  }
+
+  // MAC radius l/theta + delta
+  double l, ctr[3];
+  if (p.mac == int(MacKind::Bonsai)) {
+    // std::max({a, b, c})
+    l = __dsub_rn(hi[0], lo[0]);
+    const double l1 = __dsub_rn(hi[1], lo[1]), l2 = __dsub_rn(hi[2], lo[2]);
+    if (l < l1) l = l1;
+    if (l < l2) l = l2;
+    for (int d = 0; d < 3; ++d) ctr[d] = __dmul_rn(0.5, __dadd_rn(lo[d], hi[d]));
+  } else {
+    l = side;
+    for (int d = 0; d < 3; ++d) ctr[d] = centre[d];
+  }
+  const double e0 = __dsub_rn(cm[0], ctr[0]), e1 = __dsub_rn(cm[1], ctr[1]), e2 = __dsub_rn(cm[2], ctr[2]);
+  const double delta = __dsqrt_rn(__dadd_rn(__dadd_rn(__dmul_rn(e0, e0), __dmul_rn(e1, e1)), __dmul_rn(e2, e2)));
+  const double macRadius = __dadd_rn(__ddiv_rn(l, p.theta), delta);
+
+  D4 mac;
+  mac.x = cm[0];
+  mac.y = cm[1];
+  mac.z = cm[2];
+  mac.w = M > 0 ? macRadius : -1.0;  // the CPU walk skips mass <= 0; macRadius >= 0 otherwise
+  p.nodeMac[ii] = mac;
+  const double s = p.massScale;
+  p.nodeMQ[2 * ii] = make_float4(float(M * s), float(q[0] * s), float(q[1] * s), float(q[2] * s));
+  p.nodeMQ[2 * ii + 1] = make_float4(float(q[3] * s), float(q[4] * s), float(q[5] * s), 0.0f);
+}
+
+}  // namespace
+
+Status launchMomentsLevel(const MomentsParams& p, unsigned begin, unsigned end, int level, cudaStream_t s) {
+  if (end <= begin) return Status::success();
+  const unsigned blocks = (end - begin + kThreads - 1) / kThreads;
+  momentsLevelKernel<<<blocks, kThreads, 0, s>>>(p, begin, end, level);
+  AG_CUDA_LAUNCHED("momentsLevelKernel");
+  return Status::success();
+}
+
+}  // namespace cuda
+}  // namespace amrgrav

@@ -1,0 +1,422 @@
+/// \file kernel_walk.cu
+/// \brief The tree walk: one warp per group of up to 32 (or 64: two per lane) consecutive sorted cells, a
+/// Bonsai-style breadth-first traversal with a per-warp node queue, warp-compacted interaction lists in shared
+/// memory, and evaluation of the lists 32 entries at a time with the core's float interaction kernels.
+///
+/// Traversal. The queue is a FIFO ring of node indices in global memory (one ring of queueCap entries per warp of
+/// the grid, a power of two): popping 32 at a time from its head and pushing children at its tail visits the tree
+/// level by level. Each lane takes one node of the batch and classifies it: skipped (massless), accepted (the
+/// MAC holds), an opened leaf, or an opened internal node. Accepted nodes and the cells of opened leaves are
+/// appended to two shared-memory lists at offsets from __ballot_sync/__popc (resp. a warp scan of the leaves'
+/// cell counts); opened internal nodes push their children. A list that reaches 32 entries is evaluated at once.
+/// The set of accepted nodes and of opened leaves is a property of each node alone (the MAC against the group
+/// box), so it is exactly the CPU walk's (cpu_walk.cpp), whatever the visiting order: interaction counts match.
+/// If a ring would overflow, the warp records the capacity it needed and the host reruns with a larger ring.
+///
+/// MAC. In double, on the same com, macRadius and group box as the CPU, with every product and sum rounded on its
+/// own (__dmul_rn/__dadd_rn are never fused into FMAs, while this file's float code is compiled with FMA and fast
+/// math): the test is bit-for-bit core/mac_k.h's macAccepts<double>.
+///   box  (default): accept when the node is acceptable for the group's bounding box (as the CPU);
+///   vote (FLASH4's GPU solver, literally): each lane tests its own cell (a degenerate box) and the node is
+///         accepted only if __all_sync agrees; interaction counts then differ from the CPU's, as expected.
+///
+/// Precision. Positions stay double on the device. A source entering a list (node com or cell) is converted to
+/// float relative to the group centre (one double subtraction per entry, shared by the 32 lanes), targets
+/// likewise, so float differences stay accurate at 15+ refinement levels. Each 32-entry batch is summed in
+/// float and added to double accumulators. Masses and quadrupoles are stored times massScale (a power of two)
+/// so that float never overflows whatever the mass unit.
+#include <math_constants.h>
+
+#include <cstdint>
+
+#include "core/interact_k.h"
+#include "cuda/check.h"
+#include "cuda/kernels.h"
+
+namespace amrgrav {
+namespace cuda {
+namespace {
+
+constexpr unsigned kFull = 0xffffffffu;
+constexpr int kWalkThreads = 32 * kWalkWarpsPerBlock;
+constexpr int kListCap = 64;  ///< a list holds < 32 entries between flushes, plus at most 32 appended
+
+/// A warp's interaction lists (structs of arrays in shared memory; reads are warp-wide broadcasts).
+template <int Order>
+struct WarpLists {
+  float4 aPos[kListCap];                         ///< accepted nodes: com - group centre, mass
+  float4 aQa[Order >= 2 ? kListCap : 1];         ///< q0..q3
+  float2 aQb[Order >= 2 ? kListCap : 1];         ///< q4, q5
+  float4 dPos[kListCap];                         ///< cells of opened leaves: centre - group centre, mass
+};
+
+__device__ __forceinline__ unsigned laneMaskLt() {
+  unsigned m;
+  asm("mov.u32 %0, %%lanemask_lt;" : "=r"(m));
+  return m;
+}
+
+__device__ __forceinline__ unsigned warpInclusiveScan(unsigned v, int lane) {
+#pragma unroll
+  for (int off = 1; off < 32; off <<= 1) {
+    const unsigned o = __shfl_up_sync(kFull, v, off);
+    if (lane >= off) v += o;
+  }
+  return v;
+}
+
+__device__ __forceinline__ double stdMin(double a, double b) { return b < a ? b : a; }
+__device__ __forceinline__ double stdMax(double a, double b) { return a < b ? b : a; }
+
+/// core/mac_k.h macAccepts<double>, bit for bit: distanceSquaredToBox(com, box) > macRadius^2, every operation
+/// rounded separately, in the same order ((dx^2 + dy^2) + dz^2).
+__device__ __forceinline__ bool macAcceptsExact(double cx, double cy, double cz, double r, const double* lo,
+                                                const double* hi) {
+  const double dx = cx < lo[0] ? __dsub_rn(lo[0], cx) : (cx > hi[0] ? __dsub_rn(cx, hi[0]) : 0.0);
+  const double dy = cy < lo[1] ? __dsub_rn(lo[1], cy) : (cy > hi[1] ? __dsub_rn(cy, hi[1]) : 0.0);
+  const double dz = cz < lo[2] ? __dsub_rn(lo[2], cz) : (cz > hi[2] ? __dsub_rn(cz, hi[2]) : 0.0);
+  const double d2 = __dadd_rn(__dadd_rn(__dmul_rn(dx, dx), __dmul_rn(dy, dy)), __dmul_rn(dz, dz));
+  return d2 > __dmul_rn(r, r);
+}
+
+/// Per-lane targets and accumulators (CPL cells per lane: lane + 32 c).
+template <int CPL>
+struct Targets {
+  float tx[CPL], ty[CPL], tz[CPL];  ///< relative to the group centre
+  double phi[CPL], gx[CPL], gy[CPL], gz[CPL];
+};
+
+/// Evaluates list entries [0, count) of the accepted nodes for this lane's targets. Full: count == 32 (a
+/// compile-time trip count that unrolls).
+template <int Order, bool Accel, int CPL, bool Full>
+__device__ __forceinline__ void evalApprox(const WarpLists<Order>& L, int count, Targets<CPL>& T) {
+  float p[CPL], fx[CPL], fy[CPL], fz[CPL];
+#pragma unroll
+  for (int c = 0; c < CPL; ++c) p[c] = fx[c] = fy[c] = fz[c] = 0.0f;
+  const int m = Full ? 32 : count;
+#pragma unroll 4
+  for (int k = 0; k < m; ++k) {
+    const float4 s = L.aPos[k];
+    float q[6] = {0, 0, 0, 0, 0, 0};
+    if (Order >= 2) {
+      const float4 a = L.aQa[k];
+      const float2 b = L.aQb[k];
+      q[0] = a.x; q[1] = a.y; q[2] = a.z; q[3] = a.w; q[4] = b.x; q[5] = b.y;
+    }
+#pragma unroll
+    for (int c = 0; c < CPL; ++c) {
+      if (Accel)
+        nodeCellForce<float, Order>(T.tx[c] - s.x, T.ty[c] - s.y, T.tz[c] - s.z, s.w, q, p[c], fx[c], fy[c], fz[c]);
+      else
+        nodeCellPotential<float, Order>(T.tx[c] - s.x, T.ty[c] - s.y, T.tz[c] - s.z, s.w, q, p[c]);
+    }
+  }
+#pragma unroll
+  for (int c = 0; c < CPL; ++c) {
+    T.phi[c] += double(p[c]);
+    if (Accel) {
+      T.gx[c] += double(fx[c]);
+      T.gy[c] += double(fy[c]);
+      T.gz[c] += double(fz[c]);
+    }
+  }
+}
+
+/// As evalApprox for the cells of opened leaves (the coincident self pair adds 0).
+template <int Order, bool Accel, int CPL, bool Full>
+__device__ __forceinline__ void evalDirect(const WarpLists<Order>& L, int count, Targets<CPL>& T) {
+  float p[CPL], fx[CPL], fy[CPL], fz[CPL];
+#pragma unroll
+  for (int c = 0; c < CPL; ++c) p[c] = fx[c] = fy[c] = fz[c] = 0.0f;
+  const int m = Full ? 32 : count;
+#pragma unroll 8
+  for (int k = 0; k < m; ++k) {
+    const float4 s = L.dPos[k];
+#pragma unroll
+    for (int c = 0; c < CPL; ++c) {
+      if (Accel)
+        cellCellForce<float>(T.tx[c] - s.x, T.ty[c] - s.y, T.tz[c] - s.z, s.w, p[c], fx[c], fy[c], fz[c]);
+      else
+        cellCellPotential<float>(T.tx[c] - s.x, T.ty[c] - s.y, T.tz[c] - s.z, s.w, p[c]);
+    }
+  }
+#pragma unroll
+  for (int c = 0; c < CPL; ++c) {
+    T.phi[c] += double(p[c]);
+    if (Accel) {
+      T.gx[c] += double(fx[c]);
+      T.gy[c] += double(fy[c]);
+      T.gz[c] += double(fz[c]);
+    }
+  }
+}
+
+/// After a full flush: entries [32, count) move to [0, count - 32) (fewer than 32, one per lane).
+template <int Order>
+__device__ __forceinline__ void shiftApprox(WarpLists<Order>& L, int rem, int lane) {
+  float4 a = make_float4(0, 0, 0, 0), qa = a;
+  float2 qb = make_float2(0, 0);
+  if (lane < rem) {
+    a = L.aPos[32 + lane];
+    if (Order >= 2) {
+      qa = L.aQa[32 + lane];
+      qb = L.aQb[32 + lane];
+    }
+  }
+  __syncwarp();
+  if (lane < rem) {
+    L.aPos[lane] = a;
+    if (Order >= 2) {
+      L.aQa[lane] = qa;
+      L.aQb[lane] = qb;
+    }
+  }
+  __syncwarp();
+}
+
+template <int Order>
+__device__ __forceinline__ void shiftDirect(WarpLists<Order>& L, int rem, int lane) {
+  float4 a = make_float4(0, 0, 0, 0);
+  if (lane < rem) a = L.dPos[32 + lane];
+  __syncwarp();
+  if (lane < rem) L.dPos[lane] = a;
+  __syncwarp();
+}
+
+template <int Order, bool Accel, int CPL, bool Vote>
+__global__ void __launch_bounds__(kWalkThreads) walkKernel(const WalkParams p) {
+  __shared__ WarpLists<Order> lists[kWalkWarpsPerBlock];
+  const int lane = threadIdx.x & 31;
+  WarpLists<Order>& L = lists[threadIdx.x >> 5];
+  const unsigned warpId = blockIdx.x * kWalkWarpsPerBlock + (threadIdx.x >> 5);
+  unsigned* const queue = p.queue + std::size_t(warpId) * p.queueCap;
+  const unsigned qmask = p.queueCap - 1;
+  volatile unsigned* const overflowFlag = p.counters + kOverflowNeed;
+
+  unsigned long long approxSum = 0, directSum = 0;  // lane-uniform
+  unsigned peak = 0;
+
+  for (;;) {
+    unsigned g = 0;
+    if (lane == 0) g = *overflowFlag ? p.numGroups : atomicAdd(p.counters + kNextGroup, 1u);
+    g = __shfl_sync(kFull, g, 0);
+    if (g >= p.numGroups) break;
+    const unsigned gb = g * p.groupSize;
+    const int nt = int(min(p.groupSize, p.n - gb));
+
+    // ---- the group: targets, bounding box of the cell centres (core/groups.cpp), centre
+    double px[CPL], py[CPL], pz[CPL];
+    bool tv[CPL];
+    double lo[3] = {CUDART_INF, CUDART_INF, CUDART_INF}, hi[3] = {-CUDART_INF, -CUDART_INF, -CUDART_INF};
+#pragma unroll
+    for (int c = 0; c < CPL; ++c) {
+      const int t = lane + 32 * c;
+      tv[c] = t < nt;
+      const D4 cell = p.cells[gb + (tv[c] ? t : 0)];
+      px[c] = cell.x;
+      py[c] = cell.y;
+      pz[c] = cell.z;
+      if (tv[c]) {
+        lo[0] = stdMin(lo[0], px[c]); hi[0] = stdMax(hi[0], px[c]);
+        lo[1] = stdMin(lo[1], py[c]); hi[1] = stdMax(hi[1], py[c]);
+        lo[2] = stdMin(lo[2], pz[c]); hi[2] = stdMax(hi[2], pz[c]);
+      }
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+#pragma unroll
+      for (int d = 0; d < 3; ++d) {
+        lo[d] = stdMin(lo[d], __shfl_xor_sync(kFull, lo[d], off));
+        hi[d] = stdMax(hi[d], __shfl_xor_sync(kFull, hi[d], off));
+      }
+    }
+    const double gcx = 0.5 * (lo[0] + hi[0]), gcy = 0.5 * (lo[1] + hi[1]), gcz = 0.5 * (lo[2] + hi[2]);
+    Targets<CPL> T;
+#pragma unroll
+    for (int c = 0; c < CPL; ++c) {
+      // the same conversion as a source cell's below: a cell meets itself at exactly zero distance
+      T.tx[c] = float(px[c] - gcx);
+      T.ty[c] = float(py[c] - gcy);
+      T.tz[c] = float(pz[c] - gcz);
+      T.phi[c] = T.gx[c] = T.gy[c] = T.gz[c] = 0.0;
+    }
+
+    // ---- breadth-first traversal
+    int aCount = 0, dCount = 0;        // entries waiting in the lists
+    unsigned accepted = 0, cellsOpened = 0;
+    unsigned head = 0, tail = 1;
+    bool overflow = false;
+    if (lane == 0) queue[0] = 0u;  // the root
+    __syncwarp();
+    while (head < tail) {
+      const unsigned batchHead = head;
+      const unsigned batch = min(32u, tail - head);
+      const bool valid = unsigned(lane) < batch;
+      const unsigned node = valid ? queue[(head + lane) & qmask] : 0u;
+      head += batch;
+      D4 mac;
+      mac.x = mac.y = mac.z = 0.0;
+      mac.w = -1.0;
+      if (valid) mac = p.nodeMac[node];
+      const bool live = valid && mac.w >= 0.0;  // mass > 0
+
+      bool acc;
+      if (Vote) {
+        unsigned accMask = 0;
+        for (unsigned k = 0; k < batch; ++k) {
+          const double cx = __shfl_sync(kFull, mac.x, k), cy = __shfl_sync(kFull, mac.y, k);
+          const double cz = __shfl_sync(kFull, mac.z, k), r = __shfl_sync(kFull, mac.w, k);
+          bool ok = true;
+#pragma unroll
+          for (int c = 0; c < CPL; ++c) {
+            const double pt[3] = {px[c], py[c], pz[c]};
+            if (tv[c]) ok = ok && macAcceptsExact(cx, cy, cz, r, pt, pt);
+          }
+          if (__all_sync(kFull, ok)) accMask |= 1u << k;
+        }
+        acc = live && ((accMask >> lane) & 1u);
+      } else {
+        acc = live && macAcceptsExact(mac.x, mac.y, mac.z, mac.w, lo, hi);
+      }
+      const bool open = live && !acc;
+      uint4 topo = make_uint4(0u, 0u, 0u, 0u);
+      if (open) topo = p.topo[node];
+      const bool leaf = open && topo.w == 0u;
+      const bool inner = open && topo.w != 0u;
+
+      // 1. accepted nodes -> approximate list
+      const unsigned am = __ballot_sync(kFull, acc);
+      if (acc) {
+        const int pos = aCount + __popc(am & laneMaskLt());
+        const float4 mq0 = p.nodeMQ[2 * std::size_t(node)];
+        L.aPos[pos] = make_float4(float(mac.x - gcx), float(mac.y - gcy), float(mac.z - gcz), mq0.x);
+        if (Order >= 2) {
+          const float4 mq1 = p.nodeMQ[2 * std::size_t(node) + 1];
+          L.aQa[pos] = make_float4(mq0.y, mq0.z, mq0.w, mq1.x);
+          L.aQb[pos] = make_float2(mq1.y, mq1.z);
+        }
+      }
+      aCount += __popc(am);
+      accepted += __popc(am);
+      __syncwarp();
+      if (aCount >= 32) {
+        evalApprox<Order, Accel, CPL, true>(L, 32, T);
+        shiftApprox(L, aCount - 32, lane);
+        aCount -= 32;
+      }
+
+      // 2. cells of opened leaves -> direct list, 32 at a time. Cell v of the batch's leaf cells belongs to the
+      //    lane s with incl[s-1] <= v < incl[s] (binary search over the lanes' inclusive scan).
+      const unsigned lc = leaf ? topo.y : 0u;
+      const unsigned incl = warpInclusiveScan(lc, lane);
+      const unsigned excl = incl - lc;
+      const unsigned leafCells = __shfl_sync(kFull, incl, 31);
+      cellsOpened += leafCells;
+      for (unsigned t0 = 0; t0 < leafCells; t0 += 32) {
+        const unsigned v = t0 + unsigned(lane);
+        int s = 0;
+#pragma unroll
+        for (int k = 16; k >= 1; k >>= 1) {
+          const unsigned val = __shfl_sync(kFull, incl, s + k - 1);
+          if (val <= v) s += k;
+        }
+        const unsigned first = __shfl_sync(kFull, topo.x, s);
+        const unsigned before = __shfl_sync(kFull, excl, s);
+        const unsigned chunk = min(32u, leafCells - t0);
+        if (unsigned(lane) < chunk) {
+          const D4 c = p.cells[first + (v - before)];
+          L.dPos[dCount + lane] =
+              make_float4(float(c.x - gcx), float(c.y - gcy), float(c.z - gcz), float(c.w * p.massScale));
+        }
+        dCount += int(chunk);
+        __syncwarp();
+        if (dCount >= 32) {
+          evalDirect<Order, Accel, CPL, true>(L, 32, T);
+          shiftDirect(L, dCount - 32, lane);
+          dCount -= 32;
+        }
+      }
+
+      // 3. opened internal nodes -> their children at the queue's tail
+      const unsigned nc = inner ? topo.w : 0u;
+      const unsigned cincl = warpInclusiveScan(nc, lane);
+      const unsigned pushed = __shfl_sync(kFull, cincl, 31);
+      // counted from batchHead: the slots just read are not reused before the next batch
+      const unsigned need = tail + pushed - batchHead;
+      if (need > p.queueCap) {
+        if (lane == 0) atomicMax(p.counters + kOverflowNeed, need);
+        overflow = true;
+        break;
+      }
+      if (inner) {
+        const unsigned base = tail + cincl - nc;
+        for (unsigned k = 0; k < nc; ++k) queue[(base + k) & qmask] = topo.z + k;
+      }
+      tail += pushed;
+      peak = max(peak, need);
+      __syncwarp();  // queue writes visible to the lanes that read them next
+    }
+    if (overflow) break;  // the host reruns the whole walk with a larger queue
+
+    // ---- the remaining entries, then the results
+    if (aCount > 0) evalApprox<Order, Accel, CPL, false>(L, aCount, T);
+    if (dCount > 0) evalDirect<Order, Accel, CPL, false>(L, dCount, T);
+    __syncwarp();  // the lists are rewritten by the next group
+#pragma unroll
+    for (int c = 0; c < CPL; ++c) {
+      if (tv[c]) {
+        const unsigned i = gb + unsigned(lane + 32 * c);
+        p.phi[i] = T.phi[c];
+        if (Accel) {
+          p.gx[i] = T.gx[c];
+          p.gy[i] = T.gy[c];
+          p.gz[i] = T.gz[c];
+        }
+      }
+    }
+    // as cpu_walk.cpp: every cell meets itself in the opened leaves, and that pair is not an interaction
+    approxSum += (unsigned long long)nt * accepted;
+    if (cellsOpened > 0) directSum += (unsigned long long)nt * (cellsOpened - 1);
+  }
+  if (lane == 0) {
+    if (approxSum) atomicAdd(p.interactions + 0, approxSum);
+    if (directSum) atomicAdd(p.interactions + 1, directSum);
+    atomicMax(p.counters + kQueuePeak, peak);
+  }
+}
+
+using WalkFn = void (*)(const WalkParams);
+
+template <int Order, bool Accel, int CPL>
+WalkFn pickVote(bool vote) {
+  return vote ? walkKernel<Order, Accel, CPL, true> : walkKernel<Order, Accel, CPL, false>;
+}
+template <int Order, bool Accel>
+WalkFn pickCpl(int cpl, bool vote) {
+  return cpl == 2 ? pickVote<Order, Accel, 2>(vote) : pickVote<Order, Accel, 1>(vote);
+}
+template <int Order>
+WalkFn pickAccel(bool accel, int cpl, bool vote) {
+  return accel ? pickCpl<Order, true>(cpl, vote) : pickCpl<Order, false>(cpl, vote);
+}
+WalkFn pick(const WalkConfig& c) {
+  return c.order == 1 ? pickAccel<1>(c.accelerations, c.cellsPerLane, c.vote)
+                      : pickAccel<2>(c.accelerations, c.cellsPerLane, c.vote);
+}
+
+}  // namespace
+
+Status walkBlocksPerSm(const WalkConfig& c, int* blocks) {
+  AG_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, pick(c), kWalkThreads, 0));
+  if (*blocks < 1) *blocks = 1;
+  return Status::success();
+}
+
+Status launchWalk(const WalkConfig& c, const WalkParams& p, int blocks, cudaStream_t s) {
+  pick(c)<<<blocks, kWalkThreads, 0, s>>>(p);
+  AG_CUDA_LAUNCHED("walkKernel");
+  return Status::success();
+}
+
+}  // namespace cuda
+}  // namespace amrgrav
