@@ -34,7 +34,7 @@ describe('MacLaurin spheroid e = 0.9, levels 5', () => {
       expect(trees[i].treeVsDirectMaxRelError!).toBeLessThan(trees[i - 1].treeVsDirectMaxRelError!);
       expect(trees[i].treeVsDirectMeanRelError!).toBeLessThan(trees[i - 1].treeVsDirectMeanRelError!);
     }
-    expect(trees[trees.length - 1].treeVsDirectMaxRelError!).toBeLessThan(1e-5);
+    expect(trees[trees.length - 1].treeVsDirectMaxRelError!).toBeLessThan(1e-6); // theta 0.1 on the AMR mesh
   });
 
   it('order 2 is more accurate than order 1', () => {
