@@ -36,6 +36,7 @@ export interface BenchReport {
   interactionsPerSecond: number;
   phases: SolveStats['seconds'];
   threads: number;
+  deviceBytesPerCell: number;
 }
 
 export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
@@ -75,5 +76,6 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
     interactionsPerSecond: (s.interactionsPerCell * s.cells) / s.seconds.walk,
     phases: s.seconds,
     threads: s.threads,
+    deviceBytesPerCell: s.deviceBytesPerCell,
   };
 }

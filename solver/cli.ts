@@ -20,6 +20,7 @@ Units are cgs throughout (G = 6.674e-8 cm^3 g^-1 s^-2 unless --G is given).`,
   --theta T        opening angle of the MAC d > l/T + delta, in (0, 1]           [0.5]
   --order 1|2      1 = monopole, 2 = monopole + quadrupole                         [2]
   --mac M          barnes | bonsai                                                 [barnes]
+  --walk W         box | vote (group acceptance: bounding box or per-cell warp vote) [box]
   --backend B      auto | cpu | cuda                                               [auto]
   --threads N      CPU threads, 0 = all                                            [0]
   --G VALUE        gravitational constant                                          [6.674e-8]
@@ -54,6 +55,7 @@ function solverOptions(v: Record<string, string | boolean | undefined>): SolverO
     theta: numberArg('theta', s('theta'), 0.5),
     order: choiceArg('order', s('order'), '2', ['1', '2'] as const) === '1' ? 1 : 2,
     mac: choiceArg('mac', s('mac'), 'barnes', ['barnes', 'bonsai'] as const),
+    walk: choiceArg('walk', s('walk'), 'box', ['box', 'vote'] as const),
     backend: choiceArg('backend', s('backend'), 'auto', ['auto', 'cpu', 'cuda'] as const),
     threads: intArg('threads', s('threads'), 0, 0, 4096),
     G: numberArg('G', s('G'), 6.674e-8, (x) => x > 0),
@@ -64,6 +66,7 @@ const solverArgs = {
   theta: { type: 'string' },
   order: { type: 'string' },
   mac: { type: 'string' },
+  walk: { type: 'string' },
   backend: { type: 'string' },
   threads: { type: 'string' },
   G: { type: 'string' },
@@ -170,7 +173,11 @@ async function bench(argv: string[]): Promise<void> {
   console.log(`  interactions/cell       ${Math.round(r.interactionsPerCell)} (${Math.round(r.approxInteractionsPerCell)} node, ${Math.round(r.directInteractionsPerCell)} cell)`);
   console.log(`  walk interactions/s     ${fmt(r.interactionsPerSecond)}`);
   const p = r.phases;
-  console.log(`  phases (s): keys+sort ${fmt(p.keysAndSort)}, build ${fmt(p.build)}, moments ${fmt(p.moments)}, walk ${fmt(p.walk)}`);
+  console.log(
+    `  phases (s): upload ${fmt(p.upload)}, keys+sort ${fmt(p.keysAndSort)}, build ${fmt(p.build)}, ` +
+      `moments ${fmt(p.moments)}, walk ${fmt(p.walk)}, download ${fmt(p.download)}`,
+  );
+  if (r.deviceBytesPerCell > 0) console.log(`  device memory           ${fmt(r.deviceBytesPerCell)} bytes/cell`);
 }
 
 async function main(argv: string[]): Promise<number> {

@@ -5,7 +5,7 @@
 import { NoDeviceError, fromNativeError } from './errors.js';
 import { resolveOptions, type ResolvedOptions, type SolverOptions } from './options.js';
 import { toNativeCells, type Box, type CellInput } from './cells.js';
-import { loadNative, type NativeAddon, type NativeOptions, type NativeResult } from './native.js';
+import { loadNative, nativeFeatures, type NativeAddon, type NativeOptions, type NativeResult } from './native.js';
 import { extractCells, writeBack, type AmrMesh } from '../mesh/index.js';
 
 /** Per-solve statistics. Times in seconds. */
@@ -16,7 +16,10 @@ export interface SolveStats {
   method: 'tree' | 'direct';
   cells: number;
   threads: number;
-  seconds: { keysAndSort: number; build: number; moments: number; walk: number; total: number };
+  /** upload/download: host <-> device copies (0 on the CPU). */
+  seconds: { upload: number; keysAndSort: number; build: number; moments: number; walk: number; download: number; total: number };
+  /** Device memory held per cell after the solve (0 on the CPU). */
+  deviceBytesPerCell: number;
   /** Node-cell (multipole) interactions per cell. */
   approxInteractionsPerCell: number;
   /** Cell-cell interactions per cell. */
@@ -51,6 +54,8 @@ export interface MeshSolveOptions {
   accelerationVars?: [string, string, string];
 }
 
+let warnedFallback = false;
+
 export class GravitySolver {
   readonly options: ResolvedOptions;
   private readonly native: NativeAddon;
@@ -68,7 +73,7 @@ export class GravitySolver {
   constructor(options: SolverOptions = {}) {
     this.options = resolveOptions(options);
     this.native = loadNative();
-    const features = this.native.features();
+    const features = nativeFeatures();
     if (this.options.backend === 'cuda') {
       if (!features.cuda) throw new NoDeviceError(`backend 'cuda' was requested but ${features.cudaReason}`);
       this.backend = 'cuda';
@@ -79,7 +84,10 @@ export class GravitySolver {
     } else {
       this.backend = features.cuda ? 'cuda' : 'cpu';
       this.backendReason = `auto: ${features.cudaReason}`;
-      if (!features.cuda && features.cudaBuilt) process.emitWarning(`amrgrav: falling back to the CPU backend (${features.cudaReason})`);
+      if (!features.cuda && features.cudaBuilt && !warnedFallback) {
+        warnedFallback = true; // once per process: a hydro code constructs solvers often
+        process.emitWarning(`amrgrav: falling back to the CPU backend (${features.cudaReason})`);
+      }
     }
   }
 
@@ -121,6 +129,7 @@ export class GravitySolver {
       theta: o.theta,
       order: o.order,
       mac: o.mac,
+      walk: o.walk,
       G: o.G,
       leafSize: o.leafSize,
       groupSize: o.groupSize,
@@ -149,12 +158,15 @@ export class GravitySolver {
       cells: n,
       threads: s.threads,
       seconds: {
+        upload: s.secondsUpload,
         keysAndSort: s.secondsKeys,
         build: s.secondsBuild,
         moments: s.secondsMoments,
         walk: s.secondsWalk,
+        download: s.secondsDownload,
         total: s.secondsTotal,
       },
+      deviceBytesPerCell: s.deviceBytesPerCell,
       approxInteractionsPerCell: approx,
       directInteractionsPerCell: direct,
       interactionsPerCell: approx + direct,

@@ -4,7 +4,7 @@
 export { GravitySolver } from './gravitySolver.js';
 export type { SolveResult, SolveStats, CellSolveOptions, MeshSolveOptions } from './gravitySolver.js';
 export { defaultOptions, resolveOptions } from './options.js';
-export type { SolverOptions, BackendChoice, MacChoice, BoundaryChoice } from './options.js';
+export type { SolverOptions, BackendChoice, MacChoice, WalkChoice, BoundaryChoice } from './options.js';
 export type { CellInput, Box } from './cells.js';
 export {
   AmrgravError,

@@ -23,6 +23,7 @@ export interface NativeOptions {
   theta: number;
   order: 1 | 2;
   mac: 'barnes' | 'bonsai';
+  walk: 'box' | 'vote';
   G: number;
   leafSize: number;
   groupSize: number;
@@ -40,6 +41,9 @@ export interface NativeStats {
   secondsMoments: number;
   secondsWalk: number;
   secondsTotal: number;
+  secondsUpload: number;
+  secondsDownload: number;
+  deviceBytesPerCell: number;
   approxInteractions: number;
   directInteractions: number;
   nodes: number;
@@ -84,6 +88,13 @@ function packageRoot(): string {
 }
 
 let cached: NativeAddon | undefined;
+let cachedFeatures: NativeFeatures | undefined;
+
+/** The addon's features, probed once (probing CUDA initialises the driver). */
+export function nativeFeatures(): NativeFeatures {
+  cachedFeatures ??= loadNative().features();
+  return cachedFeatures;
+}
 
 /** The addon, loaded once. Tries AMRGRAV_ADDON, then build/Release, and reports every failure with a fix. */
 export function loadNative(): NativeAddon {

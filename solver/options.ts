@@ -9,6 +9,9 @@ export type BackendChoice = 'auto' | 'cpu' | 'cuda';
 /** Multipole acceptance criterion, see native/core/types.h. */
 export type MacChoice = 'barnes' | 'bonsai';
 
+/** How a group of cells decides a node is acceptable: 'box' (its bounding box) or 'vote' (every cell votes). */
+export type WalkChoice = 'box' | 'vote';
+
 /** Boundary conditions. Only isolated boundaries exist so far (periodic boxes come with the Ewald work). */
 export type BoundaryChoice = 'isolated';
 
@@ -19,6 +22,12 @@ export interface SolverOptions {
   order?: 1 | 2;
   /** MAC variant: 'barnes' (Barnes 1994, node cube side; the FLASH4 GPU solver's) or 'bonsai' (tight cell box). Default 'barnes'. */
   mac?: MacChoice;
+  /**
+   * Group acceptance: 'box' tests the node against the group's bounding box (conservative, the default);
+   * 'vote' is the FLASH4 GPU solver's literal warp vote (each cell tests its own centre, all must agree), which
+   * accepts more nodes: fewer interactions, slightly larger errors. Both backends implement both. Default 'box'.
+   */
+  walk?: WalkChoice;
   /** Gravitational constant in the caller's units. Default 6.674e-8 (cgs: cm^3 g^-1 s^-2). */
   G?: number;
   /** Backend. Default 'auto'. */
@@ -43,6 +52,7 @@ export const defaultOptions: ResolvedOptions = Object.freeze({
   theta: 0.5,
   order: 2,
   mac: 'barnes',
+  walk: 'box',
   G: 6.674e-8,
   backend: 'auto',
   boundary: 'isolated',
@@ -68,6 +78,7 @@ export function resolveOptions(options: SolverOptions = {}): ResolvedOptions {
   if (typeof o.theta !== 'number' || !(o.theta > 0 && o.theta <= 1)) throw invalidOption('theta', 'a number in (0, 1]', o.theta);
   if (o.order !== 1 && o.order !== 2) throw invalidOption('order', '1 or 2', o.order);
   if (o.mac !== 'barnes' && o.mac !== 'bonsai') throw invalidOption('mac', "'barnes' or 'bonsai'", o.mac);
+  if (o.walk !== 'box' && o.walk !== 'vote') throw invalidOption('walk', "'box' or 'vote'", o.walk);
   if (typeof o.G !== 'number' || !Number.isFinite(o.G) || o.G <= 0) throw invalidOption('G', 'a finite number > 0', o.G);
   if (o.backend !== 'auto' && o.backend !== 'cpu' && o.backend !== 'cuda')
     throw invalidOption('backend', "'auto', 'cpu' or 'cuda'", o.backend);

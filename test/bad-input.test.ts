@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { GravitySolver } from '../solver/gravitySolver.js';
 import { InvalidInputError, InvalidOptionError, NoDeviceError, AmrgravError } from '../solver/errors.js';
 import { randomCells } from './helpers.js';
-import { loadNative } from '../solver/native.js';
+import { nativeFeatures } from '../solver/native.js';
 
 function withValue(field: 'x' | 'y' | 'z' | 'mass' | 'size', index: number, value: number) {
   const c = randomCells(100, 11);
@@ -105,7 +105,7 @@ describe('bad options', () => {
     expect(() => new GravitySolver(options as never)).toThrow(message);
   });
 
-  it.runIf(!loadNative().features().cuda)(
+  it.runIf(!nativeFeatures().cuda)(
     "backend 'cuda' without a usable GPU is a NoDeviceError; 'auto' falls back to the CPU and says why",
     async () => {
       expect(() => new GravitySolver({ backend: 'cuda' })).toThrow(NoDeviceError);

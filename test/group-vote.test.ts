@@ -31,3 +31,24 @@ describe.each([
     }
   });
 });
+
+describe("walk: 'vote' (the FLASH4 GPU solver's literal warp vote)", () => {
+  const cells = clusteredCells(12000, 23);
+  it('accepts at least what the box accepts: never more interactions, and the same lists for one-cell groups', async () => {
+    const box = await new GravitySolver({ G: 1 }).solveCells(cells);
+    const vote = await new GravitySolver({ G: 1, walk: 'vote' }).solveCells(cells);
+    expect(vote.stats.interactionsPerCell).toBeLessThan(box.stats.interactionsPerCell);
+    const box1 = await new GravitySolver({ G: 1, groupSize: 1 }).solveCells(cells);
+    const vote1 = await new GravitySolver({ G: 1, groupSize: 1, walk: 'vote' }).solveCells(cells);
+    expect(Buffer.compare(Buffer.from(vote1.potential.buffer), Buffer.from(box1.potential.buffer))).toBe(0);
+  });
+
+  it('is as accurate as per-cell acceptance and converges with theta', async () => {
+    const ref = await new GravitySolver({ G: 1 }).directCells(cells);
+    const single = relErrors((await new GravitySolver({ G: 1, groupSize: 1 }).solveCells(cells)).potential, ref.potential);
+    const vote = relErrors((await new GravitySolver({ G: 1, walk: 'vote' }).solveCells(cells)).potential, ref.potential);
+    expect(vote.max).toBeLessThan(2 * single.max);
+    const fine = relErrors((await new GravitySolver({ G: 1, walk: 'vote', theta: 0.1 }).solveCells(cells)).potential, ref.potential);
+    expect(fine.max).toBeLessThan(1e-6);
+  });
+});

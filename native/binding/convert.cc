@@ -86,6 +86,13 @@ Status readOptions(const Napi::Value& value, SolveOptions& opt, std::string& bac
     else if (s == "bonsai") opt.mac = MacKind::Bonsai;
     else return invalidOption("option 'mac' must be 'barnes' or 'bonsai'");
   }
+  if (o.Has("walk") && !o.Get("walk").IsUndefined()) {
+    Napi::Value m = o.Get("walk");
+    std::string w = m.IsString() ? m.As<Napi::String>().Utf8Value() : std::string();
+    if (w == "box") opt.walk = WalkKind::Box;
+    else if (w == "vote") opt.walk = WalkKind::Vote;
+    else return invalidOption("option 'walk' must be 'box' or 'vote'");
+  }
   if (o.Has("backend") && !o.Get("backend").IsUndefined()) {
     Napi::Value b = o.Get("backend");
     backend = b.IsString() ? b.As<Napi::String>().Utf8Value() : std::string();
@@ -133,6 +140,9 @@ Napi::Object resultToJs(Napi::Env env, const SolveResult& r, const char* backend
   s.Set("secondsMoments", t.secondsMoments);
   s.Set("secondsWalk", t.secondsWalk);
   s.Set("secondsTotal", t.secondsTotal);
+  s.Set("secondsUpload", t.secondsUpload);
+  s.Set("secondsDownload", t.secondsDownload);
+  s.Set("deviceBytesPerCell", t.deviceBytesPerCell);
   s.Set("approxInteractions", double(t.approxInteractions));
   s.Set("directInteractions", double(t.directInteractions));
   s.Set("nodes", double(t.nodes));

@@ -27,10 +27,20 @@ enum class MacKind {
   Bonsai = 1,
 };
 
+/// How a group decides that a node is acceptable for all of its cells.
+enum class WalkKind {
+  /// The group's bounding box against the node (core/mac_k.h): conservative, one test per node.
+  Box = 0,
+  /// The FLASH4 GPU solver's literal warp vote: every cell tests the node against its own centre and the node is
+  /// accepted only if all agree (__all_sync). Accepts a superset of Box's nodes, so fewer interactions.
+  Vote = 1,
+};
+
 struct SolveOptions {
   double theta = 0.5;      ///< opening angle, (0, 1]
   int order = 2;           ///< 1: monopole, 2: monopole + traceless quadrupole
   MacKind mac = MacKind::Barnes;
+  WalkKind walk = WalkKind::Box;
   double G = 6.674e-8;     ///< gravitational constant (cgs by default)
   int leafSize = 16;       ///< max cells in a tree leaf
   int groupSize = 32;      ///< cells per walk group (the GPU warp)
@@ -44,6 +54,8 @@ struct SolveOptions {
 
 struct SolveStats {
   double secondsKeys = 0, secondsBuild = 0, secondsMoments = 0, secondsWalk = 0, secondsTotal = 0;
+  double secondsUpload = 0, secondsDownload = 0;  ///< host <-> device copies (GPU backends only)
+  double deviceBytesPerCell = 0;                  ///< device memory held per cell after the solve (GPU only)
   std::uint64_t approxInteractions = 0;  ///< node-cell (multipole) interactions, summed over cells
   std::uint64_t directInteractions = 0;  ///< cell-cell interactions, summed over cells
   std::uint64_t nodes = 0, leaves = 0, groups = 0;

@@ -26,7 +26,18 @@ struct Lists {
   }
 };
 
-void buildLists(const Octree& t, const SortedCells& c, const double* glo, const double* ghi, Lists& L) {
+/// The warp vote (WalkKind::Vote): every cell of the group tests the node against its own centre.
+bool everyCellAccepts(const Octree& t, std::uint32_t i, const SortedCells& c, std::uint32_t b, std::uint32_t n) {
+  for (std::uint32_t j = b; j < b + n; ++j) {
+    const double p[3] = {c.x[j], c.y[j], c.z[j]};
+    if (!macAccepts(t.com[3 * i], t.com[3 * i + 1], t.com[3 * i + 2], t.macRadius[i], p, p)) return false;
+  }
+  return true;
+}
+
+void buildLists(const Octree& t, const SortedCells& c, const Groups& g, std::size_t gi, bool vote, Lists& L) {
+  const double* glo = &g.lo[3 * gi];
+  const double* ghi = &g.hi[3 * gi];
   L.clear();
   L.stack.clear();
   L.stack.push_back(0);
@@ -34,7 +45,9 @@ void buildLists(const Octree& t, const SortedCells& c, const double* glo, const 
     const std::uint32_t i = L.stack.back();
     L.stack.pop_back();
     if (t.mass[i] <= 0.0) continue;  // nothing to add (and an empty node has no meaningful com)
-    if (macAccepts(t.com[3 * i], t.com[3 * i + 1], t.com[3 * i + 2], t.macRadius[i], glo, ghi)) {
+    // what the box accepts every cell accepts (each cell is in the box), so the vote only revisits box rejections
+    if (macAccepts(t.com[3 * i], t.com[3 * i + 1], t.com[3 * i + 2], t.macRadius[i], glo, ghi) ||
+        (vote && everyCellAccepts(t, i, c, g.begin[gi], g.count[gi]))) {
       L.nx.push_back(t.com[3 * i]); L.ny.push_back(t.com[3 * i + 1]); L.nz.push_back(t.com[3 * i + 2]);
       L.nm.push_back(t.mass[i]);
       const double* q = &t.quad[6 * i];
@@ -103,10 +116,10 @@ AG_MULTIVERSION void evalForce2(const Lists& L, const double* x, const double* y
                                 double* gx, double* gy, double* gz) { evaluateLists<2, true>(L, x, y, z, n, p, gx, gy, gz); }
 
 template <int Order, bool Accel>
-void walkRange(const Octree& t, const SortedCells& c, const Groups& g, std::size_t gb, std::size_t ge, Lists& L,
-               WalkOutput& out, std::uint64_t& approx, std::uint64_t& direct) {
+void walkRange(const Octree& t, const SortedCells& c, const Groups& g, std::size_t gb, std::size_t ge, bool vote,
+               Lists& L, WalkOutput& out, std::uint64_t& approx, std::uint64_t& direct) {
   for (std::size_t gi = gb; gi < ge; ++gi) {
-    buildLists(t, c, &g.lo[3 * gi], &g.hi[3 * gi], L);
+    buildLists(t, c, g, gi, vote, L);
     const std::uint32_t b = g.begin[gi];
     const int nt = int(g.count[gi]);
     constexpr EvalFn eval = Order == 1 ? (Accel ? evalForce1 : evalPot1) : (Accel ? evalForce2 : evalPot2);
@@ -125,14 +138,15 @@ void walkAllGroups(const Octree& t, const SortedCells& c, const Groups& g, const
   std::vector<Lists> lists(std::max(1, threads));
   std::atomic<std::uint64_t> approx{0}, direct{0};
   const bool accel = out.gx != nullptr;
+  const bool vote = opt.walk == WalkKind::Vote;
   parallelFor(g.size(), 8, threads, [&](std::size_t b, std::size_t e, int tid) {
     std::uint64_t a = 0, d = 0;
     if (opt.order == 1) {
-      if (accel) walkRange<1, true>(t, c, g, b, e, lists[tid], out, a, d);
-      else walkRange<1, false>(t, c, g, b, e, lists[tid], out, a, d);
+      if (accel) walkRange<1, true>(t, c, g, b, e, vote, lists[tid], out, a, d);
+      else walkRange<1, false>(t, c, g, b, e, vote, lists[tid], out, a, d);
     } else {
-      if (accel) walkRange<2, true>(t, c, g, b, e, lists[tid], out, a, d);
-      else walkRange<2, false>(t, c, g, b, e, lists[tid], out, a, d);
+      if (accel) walkRange<2, true>(t, c, g, b, e, vote, lists[tid], out, a, d);
+      else walkRange<2, false>(t, c, g, b, e, vote, lists[tid], out, a, d);
     }
     approx += a;
     direct += d;

@@ -1,9 +1,10 @@
 /// \file kernel_direct.cu
 /// \brief O(N^2) direct summation on the GPU: tiled all-pairs. A block owns kDirectThreads consecutive sorted
-/// cells (spatially compact) and streams every cell through shared memory in tiles of kDirectThreads. Sources and
-/// targets are converted to float relative to the block's first cell (one double subtraction per source per
-/// block), so close pairs keep their float accuracy however deep the mesh; each tile's sum is taken in float
-/// and added to double accumulators. The interaction bodies are core/interact_k.h's, with R = float.
+/// cells and streams every cell through shared memory in tiles of kDirectThreads. Positions relative to the
+/// block's first cell are carried as float pairs hi + lo (one double subtraction per source per block) and
+/// d = (t_hi - s_hi) + (t_lo - s_lo) is accurate to float rounding of d itself, however far the block's cells are
+/// spread (a sparse input) and however deep the mesh. Each tile's sum is taken in float and added to double
+/// accumulators. The interaction bodies are core/interact_k.h's, with R = float.
 #include "core/interact_k.h"
 #include "cuda/check.h"
 #include "cuda/kernels.h"
@@ -12,35 +13,51 @@ namespace amrgrav {
 namespace cuda {
 namespace {
 
+/// v - c as hi + lo floats (the difference (v - c) - hi is exact in double).
+__device__ __forceinline__ void splitRel(double v, double c, float& hi, float& lo) {
+  const double r = v - c;
+  hi = float(r);
+  lo = float(r - double(hi));
+}
+
 template <bool Accel>
 __global__ void __launch_bounds__(kDirectThreads) directKernel(const D4* __restrict__ cells, unsigned n,
                                                                double massScale, double* __restrict__ phi,
                                                                double* __restrict__ gx, double* __restrict__ gy,
                                                                double* __restrict__ gz) {
-  __shared__ float4 tile[kDirectThreads];
+  __shared__ float4 tileHi[kDirectThreads];  // x, y, z (hi), mass
+  __shared__ float4 tileLo[kDirectThreads];  // x, y, z (lo), unused
   const unsigned i = blockIdx.x * kDirectThreads + threadIdx.x;
   const bool valid = i < n;
   const D4 ref = cells[blockIdx.x * kDirectThreads];
   const D4 me = cells[valid ? i : n - 1];
   // the same conversion as the sources': a cell meets itself at exactly zero distance
-  const float tx = float(me.x - ref.x), ty = float(me.y - ref.y), tz = float(me.z - ref.z);
+  float tx, ty, tz, txl, tyl, tzl;
+  splitRel(me.x, ref.x, tx, txl);
+  splitRel(me.y, ref.y, ty, tyl);
+  splitRel(me.z, ref.z, tz, tzl);
   double P = 0, GX = 0, GY = 0, GZ = 0;
   for (unsigned base = 0; base < n; base += kDirectThreads) {
     const unsigned j = base + threadIdx.x;
-    float4 s = make_float4(0.f, 0.f, 0.f, 0.f);  // padding: mass 0 adds nothing
+    float4 h = make_float4(0.f, 0.f, 0.f, 0.f), l = h;  // padding: mass 0 adds nothing
     if (j < n) {
       const D4 c = cells[j];
-      s = make_float4(float(c.x - ref.x), float(c.y - ref.y), float(c.z - ref.z), float(c.w * massScale));
+      splitRel(c.x, ref.x, h.x, l.x);
+      splitRel(c.y, ref.y, h.y, l.y);
+      splitRel(c.z, ref.z, h.z, l.z);
+      h.w = float(c.w * massScale);
     }
     __syncthreads();  // the previous tile is consumed
-    tile[threadIdx.x] = s;
+    tileHi[threadIdx.x] = h;
+    tileLo[threadIdx.x] = l;
     __syncthreads();
     float p = 0.f, fx = 0.f, fy = 0.f, fz = 0.f;
 #pragma unroll 16
     for (int k = 0; k < kDirectThreads; ++k) {
-      const float4 src = tile[k];
-      if (Accel) cellCellForce<float>(tx - src.x, ty - src.y, tz - src.z, src.w, p, fx, fy, fz);
-      else cellCellPotential<float>(tx - src.x, ty - src.y, tz - src.z, src.w, p);
+      const float4 s = tileHi[k], sl = tileLo[k];
+      const float dx = (tx - s.x) + (txl - sl.x), dy = (ty - s.y) + (tyl - sl.y), dz = (tz - s.z) + (tzl - sl.z);
+      if (Accel) cellCellForce<float>(dx, dy, dz, s.w, p, fx, fy, fz);
+      else cellCellPotential<float>(dx, dy, dz, s.w, p);
     }
     P += double(p);
     if (Accel) {

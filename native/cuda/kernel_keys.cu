@@ -64,18 +64,25 @@ __device__ Bounds blockReduce(Bounds b) {
 __global__ void __launch_bounds__(kThreads) boundsKernel(const double* __restrict__ x, const double* __restrict__ y,
                                                          const double* __restrict__ z, const double* __restrict__ mass,
                                                          const double* __restrict__ size, unsigned n,
-                                                         double* __restrict__ partials) {
+                                                         const CellChecks checks, double* __restrict__ partials) {
   Bounds b = emptyBounds();
   const double* p[3] = {x, y, z};
+  unsigned firstBad = 0xffffffffu;
   for (unsigned i = blockIdx.x * kThreads + threadIdx.x; i < n; i += gridDim.x * kThreads) {
-    const double h = __dmul_rn(0.5, size[i]);  // as chooseRootCube: lo = min(p - h), hi = max(p + h)
+    const double s = size[i], m = mass[i];
+    const double h = __dmul_rn(0.5, s);  // as chooseRootCube: lo = min(p - h), hi = max(p + h)
+    // validateCells: finite position (inside the box if any), finite non-negative mass, finite positive size
+    bool bad = !isfinite(m) || m < 0.0 || !(isfinite(s) && s > 0.0);
     for (int d = 0; d < 3; ++d) {
       const double v = p[d][i];
+      bad = bad || !isfinite(v) || (checks.hasBox && (v < checks.boxLo[d] || v > checks.boxHi[d]));
       b.lo[d] = stdMin(b.lo[d], __dsub_rn(v, h));
       b.hi[d] = stdMax(b.hi[d], __dadd_rn(v, h));
     }
-    b.mass += mass[i];
+    if (bad && i < firstBad) firstBad = i;
+    b.mass += m;
   }
+  if (firstBad != 0xffffffffu && checks.firstBad) atomicMin(checks.firstBad, firstBad);
   b = blockReduce(b);
   if (threadIdx.x == 0) {
     double* o = partials + 7 * blockIdx.x;
@@ -147,11 +154,11 @@ unsigned gridFor(unsigned n) {
 }  // namespace
 
 Status launchBounds(const double* x, const double* y, const double* z, const double* mass, const double* size,
-                    unsigned n, double* partials, double* result, cudaStream_t s) {
+                    unsigned n, const CellChecks& checks, double* partials, double* result, cudaStream_t s) {
   unsigned blocks = (n + kThreads - 1) / kThreads;
   if (blocks > unsigned(kBoundsBlocks)) blocks = kBoundsBlocks;
   if (blocks < 1) blocks = 1;
-  boundsKernel<<<blocks, kThreads, 0, s>>>(x, y, z, mass, size, n, partials);
+  boundsKernel<<<blocks, kThreads, 0, s>>>(x, y, z, mass, size, n, checks, partials);
   AG_CUDA_LAUNCHED("boundsKernel");
   boundsFinalKernel<<<1, kThreads, 0, s>>>(partials, int(blocks), result);
   AG_CUDA_LAUNCHED("boundsFinalKernel");

@@ -3,9 +3,11 @@
 /// Bonsai-style breadth-first traversal with a per-warp node queue, warp-compacted interaction lists in shared
 /// memory, and evaluation of the lists 32 entries at a time with the core's float interaction kernels.
 ///
-/// Traversal. The queue is a FIFO ring of node indices in global memory (one ring of queueCap entries per warp of
-/// the grid, a power of two): popping 32 at a time from its head and pushing children at its tail visits the tree
-/// level by level. Each lane takes one node of the batch and classifies it: skipped (massless), accepted (the
+/// Traversal. The queue is a ring of node indices in global memory (one ring of queueCap entries per warp of the
+/// grid, a power of two): popping 32 at a time from its head and pushing children at its tail visits the tree
+/// level by level. While the ring is more than half full the warp pops from the tail instead (depth first), which
+/// bounds its growth by about 224 entries per tree level (a breadth-first frontier alone reached 36k entries with
+/// leafSize 1). Each lane takes one node of the batch and classifies it: skipped (massless), accepted (the
 /// MAC holds), an opened leaf, or an opened internal node. Accepted nodes and the cells of opened leaves are
 /// appended to two shared-memory lists at offsets from __ballot_sync/__popc (resp. a warp scan of the leaves'
 /// cell counts); opened internal nodes push their children. A list that reaches 32 entries is evaluated at once.
@@ -22,9 +24,13 @@
 ///
 /// Precision. Positions stay double on the device. A source entering a list (node com or cell) is converted to
 /// float relative to the group centre (one double subtraction per entry, shared by the 32 lanes), targets
-/// likewise, so float differences stay accurate at 15+ refinement levels. Each 32-entry batch is summed in
-/// float and added to double accumulators. Masses and quadrupoles are stored times massScale (a power of two)
-/// so that float never overflows whatever the mass unit.
+/// likewise, so float differences stay accurate at 15+ refinement levels. A group of 32 consecutive Morton cells
+/// can still be extended (a jump of the Z curve, a sparse input): then |target - centre| >> |target - source| for
+/// near pairs and a single float loses digits. Such groups (half-diagonal > kCompact x their smallest cell) carry
+/// each relative position as a float pair hi + lo and form d = (t_hi - s_hi) + (t_lo - s_lo), accurate to float
+/// rounding of d itself (3 more adds per interaction; the choice is per group, warp-uniform). Each 32-entry batch
+/// is summed in float and added to double accumulators. Masses and quadrupoles are stored times massScale (a
+/// power of two) so that float never overflows whatever the mass unit.
 #include <math_constants.h>
 
 #include <cstdint>
@@ -40,15 +46,25 @@ namespace {
 constexpr unsigned kFull = 0xffffffffu;
 constexpr int kWalkThreads = 32 * kWalkWarpsPerBlock;
 constexpr int kListCap = 64;  ///< a list holds < 32 entries between flushes, plus at most 32 appended
+constexpr double kCompact = 8;  ///< groups wider than this many of their smallest cells use split positions
 
 /// A warp's interaction lists (structs of arrays in shared memory; reads are warp-wide broadcasts).
 template <int Order>
 struct WarpLists {
-  float4 aPos[kListCap];                         ///< accepted nodes: com - group centre, mass
+  float4 aPos[kListCap];                         ///< accepted nodes: com - group centre (hi part), mass
+  float4 aLo[kListCap];                          ///< ... lo part of com - group centre
   float4 aQa[Order >= 2 ? kListCap : 1];         ///< q0..q3
   float2 aQb[Order >= 2 ? kListCap : 1];         ///< q4, q5
-  float4 dPos[kListCap];                         ///< cells of opened leaves: centre - group centre, mass
+  float4 dPos[kListCap];                         ///< cells of opened leaves: centre - group centre (hi), mass
+  float4 dLo[kListCap];                          ///< ... lo part
 };
+
+/// v - c as hi + lo floats: hi = float(v - c), lo = float((v - c) - hi) (that difference is exact in double).
+__device__ __forceinline__ void splitRel(double v, double c, float& hi, float& lo) {
+  const double r = v - c;
+  hi = float(r);
+  lo = float(r - double(hi));
+}
 
 __device__ __forceinline__ unsigned laneMaskLt() {
   unsigned m;
@@ -82,13 +98,20 @@ __device__ __forceinline__ bool macAcceptsExact(double cx, double cy, double cz,
 /// Per-lane targets and accumulators (CPL cells per lane: lane + 32 c).
 template <int CPL>
 struct Targets {
-  float tx[CPL], ty[CPL], tz[CPL];  ///< relative to the group centre
+  float tx[CPL], ty[CPL], tz[CPL];     ///< relative to the group centre (hi part)
+  float txl[CPL], tyl[CPL], tzl[CPL];  ///< lo part
   double phi[CPL], gx[CPL], gy[CPL], gz[CPL];
 };
 
+/// target - source from hi (and, for Split, lo) parts.
+template <bool Split>
+__device__ __forceinline__ float diff(float th, float tl, float sh, float sl) {
+  return Split ? (th - sh) + (tl - sl) : th - sh;
+}
+
 /// Evaluates list entries [0, count) of the accepted nodes for this lane's targets. Full: count == 32 (a
 /// compile-time trip count that unrolls).
-template <int Order, bool Accel, int CPL, bool Full>
+template <int Order, bool Accel, int CPL, bool Split, bool Full>
 __device__ __forceinline__ void evalApprox(const WarpLists<Order>& L, int count, Targets<CPL>& T) {
   float p[CPL], fx[CPL], fy[CPL], fz[CPL];
 #pragma unroll
@@ -97,6 +120,7 @@ __device__ __forceinline__ void evalApprox(const WarpLists<Order>& L, int count,
 #pragma unroll 4
   for (int k = 0; k < m; ++k) {
     const float4 s = L.aPos[k];
+    const float4 sl = Split ? L.aLo[k] : make_float4(0.f, 0.f, 0.f, 0.f);
     float q[6] = {0, 0, 0, 0, 0, 0};
     if (Order >= 2) {
       const float4 a = L.aQa[k];
@@ -105,10 +129,10 @@ __device__ __forceinline__ void evalApprox(const WarpLists<Order>& L, int count,
     }
 #pragma unroll
     for (int c = 0; c < CPL; ++c) {
-      if (Accel)
-        nodeCellForce<float, Order>(T.tx[c] - s.x, T.ty[c] - s.y, T.tz[c] - s.z, s.w, q, p[c], fx[c], fy[c], fz[c]);
-      else
-        nodeCellPotential<float, Order>(T.tx[c] - s.x, T.ty[c] - s.y, T.tz[c] - s.z, s.w, q, p[c]);
+      const float dx = diff<Split>(T.tx[c], T.txl[c], s.x, sl.x), dy = diff<Split>(T.ty[c], T.tyl[c], s.y, sl.y),
+                  dz = diff<Split>(T.tz[c], T.tzl[c], s.z, sl.z);
+      if (Accel) nodeCellForce<float, Order>(dx, dy, dz, s.w, q, p[c], fx[c], fy[c], fz[c]);
+      else nodeCellPotential<float, Order>(dx, dy, dz, s.w, q, p[c]);
     }
   }
 #pragma unroll
@@ -123,7 +147,7 @@ __device__ __forceinline__ void evalApprox(const WarpLists<Order>& L, int count,
 }
 
 /// As evalApprox for the cells of opened leaves (the coincident self pair adds 0).
-template <int Order, bool Accel, int CPL, bool Full>
+template <int Order, bool Accel, int CPL, bool Split, bool Full>
 __device__ __forceinline__ void evalDirect(const WarpLists<Order>& L, int count, Targets<CPL>& T) {
   float p[CPL], fx[CPL], fy[CPL], fz[CPL];
 #pragma unroll
@@ -132,12 +156,13 @@ __device__ __forceinline__ void evalDirect(const WarpLists<Order>& L, int count,
 #pragma unroll 8
   for (int k = 0; k < m; ++k) {
     const float4 s = L.dPos[k];
+    const float4 sl = Split ? L.dLo[k] : make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
     for (int c = 0; c < CPL; ++c) {
-      if (Accel)
-        cellCellForce<float>(T.tx[c] - s.x, T.ty[c] - s.y, T.tz[c] - s.z, s.w, p[c], fx[c], fy[c], fz[c]);
-      else
-        cellCellPotential<float>(T.tx[c] - s.x, T.ty[c] - s.y, T.tz[c] - s.z, s.w, p[c]);
+      const float dx = diff<Split>(T.tx[c], T.txl[c], s.x, sl.x), dy = diff<Split>(T.ty[c], T.tyl[c], s.y, sl.y),
+                  dz = diff<Split>(T.tz[c], T.tzl[c], s.z, sl.z);
+      if (Accel) cellCellForce<float>(dx, dy, dz, s.w, p[c], fx[c], fy[c], fz[c]);
+      else cellCellPotential<float>(dx, dy, dz, s.w, p[c]);
     }
   }
 #pragma unroll
@@ -154,10 +179,11 @@ __device__ __forceinline__ void evalDirect(const WarpLists<Order>& L, int count,
 /// After a full flush: entries [32, count) move to [0, count - 32) (fewer than 32, one per lane).
 template <int Order>
 __device__ __forceinline__ void shiftApprox(WarpLists<Order>& L, int rem, int lane) {
-  float4 a = make_float4(0, 0, 0, 0), qa = a;
+  float4 a = make_float4(0, 0, 0, 0), al = a, qa = a;
   float2 qb = make_float2(0, 0);
   if (lane < rem) {
     a = L.aPos[32 + lane];
+    al = L.aLo[32 + lane];
     if (Order >= 2) {
       qa = L.aQa[32 + lane];
       qb = L.aQb[32 + lane];
@@ -166,6 +192,7 @@ __device__ __forceinline__ void shiftApprox(WarpLists<Order>& L, int rem, int la
   __syncwarp();
   if (lane < rem) {
     L.aPos[lane] = a;
+    L.aLo[lane] = al;
     if (Order >= 2) {
       L.aQa[lane] = qa;
       L.aQb[lane] = qb;
@@ -176,15 +203,31 @@ __device__ __forceinline__ void shiftApprox(WarpLists<Order>& L, int rem, int la
 
 template <int Order>
 __device__ __forceinline__ void shiftDirect(WarpLists<Order>& L, int rem, int lane) {
-  float4 a = make_float4(0, 0, 0, 0);
-  if (lane < rem) a = L.dPos[32 + lane];
+  float4 a = make_float4(0, 0, 0, 0), al = a;
+  if (lane < rem) {
+    a = L.dPos[32 + lane];
+    al = L.dLo[32 + lane];
+  }
   __syncwarp();
-  if (lane < rem) L.dPos[lane] = a;
+  if (lane < rem) {
+    L.dPos[lane] = a;
+    L.dLo[lane] = al;
+  }
   __syncwarp();
 }
 
+// Occupancy knob: -DAG_WALK_MIN_BLOCKS=N caps registers so that N blocks of 4 warps fit per multiprocessor.
+#ifndef AG_WALK_MIN_BLOCKS
+#define AG_WALK_MIN_BLOCKS 0
+#endif
+#if AG_WALK_MIN_BLOCKS > 0
+#define AG_WALK_BOUNDS __launch_bounds__(kWalkThreads, AG_WALK_MIN_BLOCKS)
+#else
+#define AG_WALK_BOUNDS __launch_bounds__(kWalkThreads)
+#endif
+
 template <int Order, bool Accel, int CPL, bool Vote>
-__global__ void __launch_bounds__(kWalkThreads) walkKernel(const WalkParams p) {
+__global__ void AG_WALK_BOUNDS walkKernel(const WalkParams p) {
   __shared__ WarpLists<Order> lists[kWalkWarpsPerBlock];
   const int lane = threadIdx.x & 31;
   WarpLists<Order>& L = lists[threadIdx.x >> 5];
@@ -208,6 +251,7 @@ __global__ void __launch_bounds__(kWalkThreads) walkKernel(const WalkParams p) {
     double px[CPL], py[CPL], pz[CPL];
     bool tv[CPL];
     double lo[3] = {CUDART_INF, CUDART_INF, CUDART_INF}, hi[3] = {-CUDART_INF, -CUDART_INF, -CUDART_INF};
+    double hmin = CUDART_INF;  // smallest cell of the group (scaled)
 #pragma unroll
     for (int c = 0; c < CPL; ++c) {
       const int t = lane + 32 * c;
@@ -220,6 +264,7 @@ __global__ void __launch_bounds__(kWalkThreads) walkKernel(const WalkParams p) {
         lo[0] = stdMin(lo[0], px[c]); hi[0] = stdMax(hi[0], px[c]);
         lo[1] = stdMin(lo[1], py[c]); hi[1] = stdMax(hi[1], py[c]);
         lo[2] = stdMin(lo[2], pz[c]); hi[2] = stdMax(hi[2], pz[c]);
+        hmin = stdMin(hmin, p.size[gb + t]);
       }
     }
 #pragma unroll
@@ -229,19 +274,23 @@ __global__ void __launch_bounds__(kWalkThreads) walkKernel(const WalkParams p) {
         lo[d] = stdMin(lo[d], __shfl_xor_sync(kFull, lo[d], off));
         hi[d] = stdMax(hi[d], __shfl_xor_sync(kFull, hi[d], off));
       }
+      hmin = stdMin(hmin, __shfl_xor_sync(kFull, hmin, off));
     }
     const double gcx = 0.5 * (lo[0] + hi[0]), gcy = 0.5 * (lo[1] + hi[1]), gcz = 0.5 * (lo[2] + hi[2]);
+    const double ex = hi[0] - lo[0], ey = hi[1] - lo[1], ez = hi[2] - lo[2];
+    // warp-uniform: every lane has the same box and hmin
+    const bool split = 0.25 * (ex * ex + ey * ey + ez * ez) > (kCompact * hmin) * (kCompact * hmin);
     Targets<CPL> T;
 #pragma unroll
     for (int c = 0; c < CPL; ++c) {
       // the same conversion as a source cell's below: a cell meets itself at exactly zero distance
-      T.tx[c] = float(px[c] - gcx);
-      T.ty[c] = float(py[c] - gcy);
-      T.tz[c] = float(pz[c] - gcz);
+      splitRel(px[c], gcx, T.tx[c], T.txl[c]);
+      splitRel(py[c], gcy, T.ty[c], T.tyl[c]);
+      splitRel(pz[c], gcz, T.tz[c], T.tzl[c]);
       T.phi[c] = T.gx[c] = T.gy[c] = T.gz[c] = 0.0;
     }
 
-    // ---- breadth-first traversal
+    // ---- breadth-first traversal (depth-first pops while the ring is more than half full)
     int aCount = 0, dCount = 0;        // entries waiting in the lists
     unsigned accepted = 0, cellsOpened = 0;
     unsigned head = 0, tail = 1;
@@ -249,21 +298,31 @@ __global__ void __launch_bounds__(kWalkThreads) walkKernel(const WalkParams p) {
     if (lane == 0) queue[0] = 0u;  // the root
     __syncwarp();
     while (head < tail) {
-      const unsigned batchHead = head;
       const unsigned batch = min(32u, tail - head);
+      const bool lifo = tail - head > (p.queueCap >> 1);
+      const unsigned from = lifo ? tail - batch : head;
       const bool valid = unsigned(lane) < batch;
-      const unsigned node = valid ? queue[(head + lane) & qmask] : 0u;
-      head += batch;
+      const unsigned node = valid ? queue[(from + lane) & qmask] : 0u;
+      if (lifo) tail -= batch;
+      else head += batch;
+      // The slots just read are reused no earlier than step 3 (after several __syncwarp): a LIFO pop frees them
+      // for the children; a FIFO pop keeps them out of reach of this batch's pushes (see `need`).
+      const unsigned keepFrom = lifo ? head : from;
       D4 mac;
       mac.x = mac.y = mac.z = 0.0;
       mac.w = -1.0;
       if (valid) mac = p.nodeMac[node];
       const bool live = valid && mac.w >= 0.0;  // mass > 0
 
-      bool acc;
+      bool acc = live && macAcceptsExact(mac.x, mac.y, mac.z, mac.w, lo, hi);
       if (Vote) {
+        // A node the box accepts, every cell of the box accepts: rounding is monotonic, so a point's computed
+        // distance is never below the box's. Only the others go to the per-cell vote, one node at a time.
+        unsigned todo = __ballot_sync(kFull, live && !acc);
         unsigned accMask = 0;
-        for (unsigned k = 0; k < batch; ++k) {
+        while (todo) {
+          const int k = __ffs(todo) - 1;
+          todo &= todo - 1;
           const double cx = __shfl_sync(kFull, mac.x, k), cy = __shfl_sync(kFull, mac.y, k);
           const double cz = __shfl_sync(kFull, mac.z, k), r = __shfl_sync(kFull, mac.w, k);
           bool ok = true;
@@ -274,9 +333,7 @@ __global__ void __launch_bounds__(kWalkThreads) walkKernel(const WalkParams p) {
           }
           if (__all_sync(kFull, ok)) accMask |= 1u << k;
         }
-        acc = live && ((accMask >> lane) & 1u);
-      } else {
-        acc = live && macAcceptsExact(mac.x, mac.y, mac.z, mac.w, lo, hi);
+        acc = acc || (live && ((accMask >> lane) & 1u));
       }
       const bool open = live && !acc;
       uint4 topo = make_uint4(0u, 0u, 0u, 0u);
@@ -289,7 +346,14 @@ __global__ void __launch_bounds__(kWalkThreads) walkKernel(const WalkParams p) {
       if (acc) {
         const int pos = aCount + __popc(am & laneMaskLt());
         const float4 mq0 = p.nodeMQ[2 * std::size_t(node)];
-        L.aPos[pos] = make_float4(float(mac.x - gcx), float(mac.y - gcy), float(mac.z - gcz), mq0.x);
+        float4 h, l;
+        splitRel(mac.x, gcx, h.x, l.x);
+        splitRel(mac.y, gcy, h.y, l.y);
+        splitRel(mac.z, gcz, h.z, l.z);
+        h.w = mq0.x;
+        l.w = 0.f;
+        L.aPos[pos] = h;
+        L.aLo[pos] = l;
         if (Order >= 2) {
           const float4 mq1 = p.nodeMQ[2 * std::size_t(node) + 1];
           L.aQa[pos] = make_float4(mq0.y, mq0.z, mq0.w, mq1.x);
@@ -300,7 +364,8 @@ __global__ void __launch_bounds__(kWalkThreads) walkKernel(const WalkParams p) {
       accepted += __popc(am);
       __syncwarp();
       if (aCount >= 32) {
-        evalApprox<Order, Accel, CPL, true>(L, 32, T);
+        if (split) evalApprox<Order, Accel, CPL, true, true>(L, 32, T);
+        else evalApprox<Order, Accel, CPL, false, true>(L, 32, T);
         shiftApprox(L, aCount - 32, lane);
         aCount -= 32;
       }
@@ -325,13 +390,20 @@ __global__ void __launch_bounds__(kWalkThreads) walkKernel(const WalkParams p) {
         const unsigned chunk = min(32u, leafCells - t0);
         if (unsigned(lane) < chunk) {
           const D4 c = p.cells[first + (v - before)];
-          L.dPos[dCount + lane] =
-              make_float4(float(c.x - gcx), float(c.y - gcy), float(c.z - gcz), float(c.w * p.massScale));
+          float4 h, l;
+          splitRel(c.x, gcx, h.x, l.x);
+          splitRel(c.y, gcy, h.y, l.y);
+          splitRel(c.z, gcz, h.z, l.z);
+          h.w = float(c.w * p.massScale);
+          l.w = 0.f;
+          L.dPos[dCount + lane] = h;
+          L.dLo[dCount + lane] = l;
         }
         dCount += int(chunk);
         __syncwarp();
         if (dCount >= 32) {
-          evalDirect<Order, Accel, CPL, true>(L, 32, T);
+          if (split) evalDirect<Order, Accel, CPL, true, true>(L, 32, T);
+          else evalDirect<Order, Accel, CPL, false, true>(L, 32, T);
           shiftDirect(L, dCount - 32, lane);
           dCount -= 32;
         }
@@ -341,8 +413,7 @@ __global__ void __launch_bounds__(kWalkThreads) walkKernel(const WalkParams p) {
       const unsigned nc = inner ? topo.w : 0u;
       const unsigned cincl = warpInclusiveScan(nc, lane);
       const unsigned pushed = __shfl_sync(kFull, cincl, 31);
-      // counted from batchHead: the slots just read are not reused before the next batch
-      const unsigned need = tail + pushed - batchHead;
+      const unsigned need = tail + pushed - keepFrom;
       if (need > p.queueCap) {
         if (lane == 0) atomicMax(p.counters + kOverflowNeed, need);
         overflow = true;
@@ -359,8 +430,14 @@ __global__ void __launch_bounds__(kWalkThreads) walkKernel(const WalkParams p) {
     if (overflow) break;  // the host reruns the whole walk with a larger queue
 
     // ---- the remaining entries, then the results
-    if (aCount > 0) evalApprox<Order, Accel, CPL, false>(L, aCount, T);
-    if (dCount > 0) evalDirect<Order, Accel, CPL, false>(L, dCount, T);
+    if (aCount > 0) {
+      if (split) evalApprox<Order, Accel, CPL, true, false>(L, aCount, T);
+      else evalApprox<Order, Accel, CPL, false, false>(L, aCount, T);
+    }
+    if (dCount > 0) {
+      if (split) evalDirect<Order, Accel, CPL, true, false>(L, dCount, T);
+      else evalDirect<Order, Accel, CPL, false, false>(L, dCount, T);
+    }
     __syncwarp();  // the lists are rewritten by the next group
 #pragma unroll
     for (int c = 0; c < CPL; ++c) {

@@ -30,10 +30,17 @@ struct NodeMoments {
 
 constexpr int kBoundsBlocks = 256;  ///< partial results of the bounds reduction
 
+/// What the bounds kernel checks of every cell: the conditions of core/validate.cpp validateCells.
+struct CellChecks {
+  bool hasBox = false;
+  double boxLo[3] = {0, 0, 0}, boxHi[3] = {0, 0, 0};
+  unsigned* firstBad = nullptr;  ///< atomicMin of the index of a cell that fails (initialise to 0xffffffff)
+};
+
 /// lo/hi of (x -+ size/2) over all cells and the total mass: result[0..2] = lo, [3..5] = hi, [6] = mass sum.
-/// partials: 7 * kBoundsBlocks doubles.
+/// partials: 7 * kBoundsBlocks doubles. Also flags invalid cells (see CellChecks).
 Status launchBounds(const double* x, const double* y, const double* z, const double* mass, const double* size,
-                    unsigned n, double* partials, double* result, cudaStream_t s);
+                    unsigned n, const CellChecks& checks, double* partials, double* result, cudaStream_t s);
 
 /// Morton keys of the caller's (unscaled) positions on the root cube [lo, lo + side), and idx[i] = i.
 Status launchKeys(const double* x, const double* y, const double* z, unsigned n, double lo0, double lo1, double lo2,
@@ -97,6 +104,7 @@ enum WalkCounter { kNextGroup = 0, kOverflowNeed = 1, kQueuePeak = 2, kWalkCount
 
 struct WalkParams {
   const D4* cells;
+  const double* size;    ///< sorted, scaled (picks the split-precision path for extended groups)
   const D4* nodeMac;
   const float4* nodeMQ;
   const uint4* topo;
@@ -125,6 +133,7 @@ Status launchWalk(const WalkConfig& c, const WalkParams& p, int blocks, cudaStre
 constexpr int kDirectThreads = 256;
 
 /// All-pairs sums over the sorted cells (the self pair adds 0): phi (and g) unscaled, times massScale.
+/// Positions relative to each block's first cell, as float pairs hi + lo.
 Status launchDirect(const D4* cells, unsigned n, double massScale, bool accelerations, double* phi, double* gx,
                     double* gy, double* gz, cudaStream_t s);
 

@@ -1,0 +1,74 @@
+# amrgrav CUDA backend. Include from the top-level CMakeLists.txt AFTER amrgrav_core is defined and BEFORE the
+# addon:
+#   include(cmake/cuda.cmake)
+# Defines (when the backend is built):
+#   amrgrav_cuda         static library (CUDA code, cudart linked statically; links amrgrav_core)
+#   amrgrav_gpu_parity   standalone CPU-vs-CUDA parity and timing program (native/tools/gpu_parity.cpp)
+# Sets AMRGRAV_HAVE_CUDA to ON or OFF.
+#
+# Option AMRGRAV_GPU_BACKEND: AUTO (CUDA when a CUDA compiler is found), NONE, or CUDA (error without a compiler).
+
+set(AMRGRAV_GPU_BACKEND "AUTO" CACHE STRING "GPU backend to build: AUTO, NONE or CUDA")
+set_property(CACHE AMRGRAV_GPU_BACKEND PROPERTY STRINGS AUTO NONE CUDA)
+string(TOUPPER "${AMRGRAV_GPU_BACKEND}" _amrgrav_gpu)
+if(NOT _amrgrav_gpu MATCHES "^(AUTO|NONE|CUDA)$")
+  message(FATAL_ERROR "AMRGRAV_GPU_BACKEND must be AUTO, NONE or CUDA (got '${AMRGRAV_GPU_BACKEND}')")
+endif()
+
+set(AMRGRAV_HAVE_CUDA OFF)
+if(NOT _amrgrav_gpu STREQUAL "NONE")
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    set(AMRGRAV_HAVE_CUDA ON)
+  elseif(_amrgrav_gpu STREQUAL "CUDA")
+    message(FATAL_ERROR "AMRGRAV_GPU_BACKEND=CUDA but no CUDA compiler was found "
+                        "(put nvcc on PATH or set CMAKE_CUDA_COMPILER)")
+  endif()
+endif()
+
+if(AMRGRAV_HAVE_CUDA)
+  # Hopper (H100) by default; override with -DCMAKE_CUDA_ARCHITECTURES=... (e.g. "80;90").
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "")
+    set(CMAKE_CUDA_ARCHITECTURES 90)
+  endif()
+  enable_language(CUDA)
+  find_package(CUDAToolkit REQUIRED)
+
+  add_library(amrgrav_cuda STATIC
+    native/cuda/cuda_backend.cu
+    native/cuda/kernel_keys.cu
+    native/cuda/kernel_build.cu
+    native/cuda/kernel_moments.cu
+    native/cuda/kernel_walk.cu
+    native/cuda/kernel_direct.cu
+    native/cuda/kernel_finish.cu
+  )
+  set_target_properties(amrgrav_cuda PROPERTIES
+    CUDA_STANDARD 17
+    CUDA_STANDARD_REQUIRED ON
+    CUDA_SEPARABLE_COMPILATION OFF
+    POSITION_INDEPENDENT_CODE ON)
+  target_include_directories(amrgrav_cuda PUBLIC ${PROJECT_SOURCE_DIR}/native)
+  # cudart statically: the addon then loads on machines without any NVIDIA driver (cudaDeviceAvailable says why).
+  target_link_libraries(amrgrav_cuda PUBLIC amrgrav_core CUDA::cudart_static)
+  target_compile_options(amrgrav_cuda PRIVATE
+    $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo --Werror=all-warnings -Xcompiler=-Wall,-Wextra>)
+  # Interactions: float with FMA, hardware reciprocal square root and flush-to-zero (accuracy ~1e-7 per term).
+  # Double-precision code in these files (the MAC, relative positions) is unaffected by these flags.
+  set_source_files_properties(
+    native/cuda/kernel_walk.cu native/cuda/kernel_direct.cu
+    PROPERTIES COMPILE_OPTIONS "--use_fast_math")
+  # Keys, tree and moments must round exactly as the CPU core does: no contraction into FMAs anywhere.
+  set_source_files_properties(
+    native/cuda/kernel_keys.cu native/cuda/kernel_build.cu native/cuda/kernel_moments.cu
+    PROPERTIES COMPILE_OPTIONS "-fmad=false")
+
+  add_executable(amrgrav_gpu_parity native/tools/gpu_parity.cpp)
+  target_link_libraries(amrgrav_gpu_parity PRIVATE amrgrav_cuda amrgrav_core)
+  target_compile_options(amrgrav_gpu_parity PRIVATE -O2 -Wall -Wextra)
+
+  message(STATUS "amrgrav: GPU backend CUDA (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES})")
+else()
+  message(STATUS "amrgrav: GPU backend none (AMRGRAV_GPU_BACKEND=${AMRGRAV_GPU_BACKEND})")
+endif()

@@ -1,0 +1,68 @@
+/// \file cuda_backend.h
+/// \brief The CUDA backend: the same solve as the CPU backend (same validation, root cube, keys, tree, moments,
+/// groups and MAC decisions, hence identical interaction counts), run on one GPU. Plain C++: the binding and the
+/// tools include this without CUDA headers; cudart is linked statically, and every entry point reports a missing
+/// driver or device as a Status (ErrorCode::NoDevice) rather than failing to load or aborting.
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "core/backend.h"
+
+namespace amrgrav {
+
+/// Settings of the CUDA backend that SolveOptions does not (yet) carry.
+struct CudaOptions {
+  int device = 0;                          ///< CUDA device index
+  bool pinnedStaging = true;               ///< copy through pinned chunks (false: plain pageable cudaMemcpy)
+  std::size_t stagingChunkBytes = 4u << 20; ///< bytes per pinned chunk (2 per copy thread)
+  int copyThreads = 0;                     ///< host threads of the staged copies; 0: min(8, hardware threads / 2)
+  unsigned initialQueueCapacity = 4096;    ///< per-warp walk queue entries (power of two; grows on overflow)
+  bool poisonDevice = false;               ///< fill device result buffers with NaN before each solve (tests)
+  /// Check the cells in the device's first pass over them (the bounds kernel) instead of core/validate.h's
+  /// validateCells on one host thread (90 ms of a 180 ms solve at 256^3). When a cell fails, validateCells runs on
+  /// the host and its Status is returned, so error codes and messages are exactly the CPU backend's.
+  bool validateOnDevice = true;
+};
+
+/// Per-solve measurements of the CUDA backend (device phases from cudaEvents on the backend's stream).
+struct CudaStats {
+  double secondsValidate = 0;  ///< host: validateOptions (+ validateCells unless validateOnDevice)
+  double secondsUpload = 0;    ///< host -> device copies (staging included)
+  double secondsKeys = 0;      ///< bounds, keys, sort, gather
+  double secondsBuild = 0;     ///< octree topology
+  double secondsMoments = 0;
+  double secondsWalk = 0;      ///< walk (all reruns) or direct kernel, plus the final scaling/scatter
+  double secondsDownload = 0;  ///< device -> host copies into the result vectors (host clock)
+  double secondsTotal = 0;     ///< host clock from after validation to return
+  std::size_t deviceBytes = 0;      ///< device memory held by the backend after the solve
+  double deviceBytesPerCell = 0;    ///< deviceBytes / cells
+  std::size_t pinnedBytes = 0;      ///< pinned host staging held
+  unsigned queueCapacity = 0;       ///< walk queue entries per warp in the final walk launch
+  unsigned queuePeak = 0;           ///< most entries any warp needed
+  int walkLaunches = 0;             ///< 1 + reruns after a queue overflow
+  int walkBlocks = 0, walkWarps = 0;
+  std::string device;               ///< name, compute capability, multiprocessors
+};
+
+class CudaBackend : public Backend {
+ public:
+  virtual void setCudaOptions(const CudaOptions& options) = 0;
+  virtual CudaOptions cudaOptions() const = 0;
+  /// The last solve()'s or direct()'s measurements.
+  virtual CudaStats lastCudaStats() const = 0;
+  /// Frees every device and pinned buffer now (they are otherwise kept, grow-only, for the next solve).
+  virtual void releaseDeviceMemory() = 0;
+};
+
+/// name() == "cuda". Creating one touches no GPU; the first solve initialises the device. Calls are serialised
+/// (one solve at a time per backend object); keep one object alive across solves to reuse its device memory.
+std::unique_ptr<Backend> makeCudaBackend();
+std::unique_ptr<CudaBackend> makeCudaBackend(const CudaOptions& options);
+
+/// True when a CUDA driver and a device this build can run on are present; otherwise false, with the reason in
+/// *why (if given). Never aborts, also without any NVIDIA driver installed.
+bool cudaDeviceAvailable(std::string* why);
+
+}  // namespace amrgrav
