@@ -2,10 +2,17 @@
  * GravitySolver: the public entry. Resolves options once, picks the backend, and runs solves on plain cell arrays
  * or on an AMR mesh (writing the potential, and accelerations if asked, back into block variables).
  */
-import { NoDeviceError, fromNativeError } from './errors.js';
+import { InvalidInputError, NoDeviceError, fromNativeError } from './errors.js';
 import { resolveOptions, type ResolvedOptions, type SolverOptions } from './options.js';
 import { toNativeCells, type Box, type CellInput } from './cells.js';
-import { loadNative, nativeFeatures, type NativeAddon, type NativeOptions, type NativeResult } from './native.js';
+import {
+  loadNative,
+  nativeFeatures,
+  type NativeAddon,
+  type NativeOptions,
+  type NativeOutputs,
+  type NativeResult,
+} from './native.js';
 import { extractCells, writeBack, type AmrMesh } from '../mesh/index.js';
 
 /** Per-solve statistics. Times in seconds. */
@@ -43,6 +50,12 @@ export interface SolveResult {
 export interface CellSolveOptions {
   /** Cells must lie in this box (an error otherwise); the tree's root cube starts at its lower corner. */
   box?: Box;
+  /**
+   * Arrays that receive the results (Float64Array, one element per cell; `accelerations` only when the solver
+   * computes them). A hydro code that passes the same arrays every step avoids allocating and copying the results;
+   * the returned result then holds these arrays. Default: new arrays.
+   */
+  out?: { potential: Float64Array; accelerations?: { x: Float64Array; y: Float64Array; z: Float64Array } };
 }
 
 export interface MeshSolveOptions {
@@ -55,6 +68,17 @@ export interface MeshSolveOptions {
 }
 
 let warnedFallback = false;
+
+/** The caller's result arrays as the addon takes them (lengths are checked natively, against the cell count). */
+function toNativeOutputs(out: NonNullable<CellSolveOptions['out']>, accelerations: boolean): NativeOutputs {
+  if (!(out.potential instanceof Float64Array)) throw new InvalidInputError('out.potential must be a Float64Array');
+  if (!accelerations) return { potential: out.potential };
+  const a = out.accelerations;
+  if (!a || !(a.x instanceof Float64Array) || !(a.y instanceof Float64Array) || !(a.z instanceof Float64Array)) {
+    throw new InvalidInputError('out.accelerations must be {x, y, z} Float64Arrays when accelerations are computed');
+  }
+  return { potential: out.potential, ax: a.x, ay: a.y, az: a.z };
+}
 
 export class GravitySolver {
   readonly options: ResolvedOptions;
@@ -138,9 +162,10 @@ export class GravitySolver {
       threads: o.threads,
       ...(opts.box ? { box: opts.box } : {}),
     };
+    const out = opts.out ? toNativeOutputs(opts.out, o.accelerations) : undefined;
     let r: NativeResult;
     try {
-      r = await (method === 'tree' ? this.native.solve(nc, nopts) : this.native.direct(nc, nopts));
+      r = await (method === 'tree' ? this.native.solve(nc, nopts, out) : this.native.direct(nc, nopts, out));
     } catch (err) {
       throw fromNativeError(err, callerStack, method === 'tree' ? 'tree solve' : 'direct summation');
     }

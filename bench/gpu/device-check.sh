@@ -9,9 +9,10 @@
 #   occupancy  the perf step again with the walk's registers capped for 8 and 9 resident blocks per SM
 # Usage on the GPU host, from the project root, with .gpuhost and dist carried:
 #   bash bench/gpu/device-check.sh sanitize parity api perf
-# Logs go to $OUT (or /tmp/amrgrav-device if OUT is unset); a short summary is printed last.
+#   ncu        Nsight Compute on one order-2 walk launch (128^3): throughput, occupancy, stalls, instruction mix
+# Logs go to one archive, $OUT/logs.tar.gz (the device tool returns at most 8 files); a summary is printed last.
 set -u
-out=${OUT:-/tmp/amrgrav-device}; mkdir -p "$out"
+out=/tmp/amrgrav-logs; rm -rf "$out"; mkdir -p "$out"
 t0=$(date +%s)
 stamp() { echo "== [$(( $(date +%s) - t0 ))s] $*"; }
 stamp "build"
@@ -55,10 +56,19 @@ for step in "$@"; do
         timeout 300 build-mb$mb/amrgrav_gpu_parity --no-parity --perf 256 --reps 3 > "$out/perf-mb$mb.log" 2>&1
         summary+=("occupancy min blocks $mb rc=$?")
       done ;;
+    ncu)
+      # launches: [0] o2+acc warm-up, [1] o2+acc timed, [2] o2 potential warm-up
+      timeout 300 ncu --kernel-name regex:walkKernel --launch-skip 2 --launch-count 1 \
+        --section SpeedOfLight --section Occupancy --section WarpStateStats --section InstructionStats \
+        --section SchedulerStats --section MemoryWorkloadAnalysis \
+        $tool --no-parity --perf 128 --reps 1 > "$out/ncu.log" 2>&1
+      summary+=("ncu rc=$?")
+      grep -vE '^\{' "$out/ncu.log" | grep -E '^ {4}[A-Z]|^  [A-Za-z]' | head -120 ;;
     *) echo "unknown step $step" ;;
   esac
 done
 stamp "done"
+[ -n "${OUT:-}" ] && tar czf "$OUT/logs.tar.gz" -C "$out" .
 printf '%s\n' "${summary[@]}"
 for f in "$out"/perf.log "$out"/sweep.log "$out"/perf-mb*.log; do
   [ -f "$f" ] && echo "-- $(basename "$f")"

@@ -255,13 +255,7 @@ class CudaBackendImpl final : public CudaBackend {
     out.stats = SolveStats{};
     out.stats.threads = 1;
     const unsigned n = unsigned(cells.n);
-    // resize (not assign): a poisoned vector stays poisoned wherever the backend fails to write
-    out.potential.resize(n);
-    if (opt.accelerations) {
-      out.ax.resize(n); out.ay.resize(n); out.az.resize(n);
-    } else {
-      out.ax.clear(); out.ay.clear(); out.az.clear();
-    }
+    const ResultTargets dest = out.targets(n, opt.accelerations);
     if (n == 0) {
       stats_.secondsTotal = out.stats.secondsTotal = since(t0);
       return Status::success();
@@ -409,8 +403,7 @@ class CudaBackendImpl final : public CudaBackend {
     // ---- download
     const auto td = Clock::now();
     {
-      double* host[4] = {out.potential.data(), opt.accelerations ? out.ax.data() : nullptr,
-                         opt.accelerations ? out.ay.data() : nullptr, opt.accelerations ? out.az.data() : nullptr};
+      double* host[4] = {dest.potential, dest.ax, dest.ay, dest.az};
       Transfer t[4];
       for (int k = 0; k < nout; ++k) t[k] = Transfer{host[k], in[k], std::size_t(n) * 8};
       AG_TRY(copyOut(t, nout));
