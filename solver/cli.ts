@@ -23,6 +23,9 @@ Units are cgs throughout (G = 6.674e-8 cm^3 g^-1 s^-2 unless --G is given).`,
   --walk W         box | vote (group acceptance: bounding box or per-cell warp vote) [box]
   --backend B      auto | cpu | cuda                                               [auto]
   --threads N      CPU threads, 0 = all                                            [0]
+  --accel          also compute accelerations -grad(phi), cm s^-2
+  --group-size N   cells per walk group (the GPU warp; 64 = two per lane)         [32]
+  --leaf-size N    most cells in a tree leaf                                       [16]
   --G VALUE        gravitational constant                                          [6.674e-8]
   --json           print JSON only`,
   validate: `amrgrav validate maclaurin [options]
@@ -59,6 +62,9 @@ function solverOptions(v: Record<string, string | boolean | undefined>): SolverO
     backend: choiceArg('backend', s('backend'), 'auto', ['auto', 'cpu', 'cuda'] as const),
     threads: intArg('threads', s('threads'), 0, 0, 4096),
     G: numberArg('G', s('G'), 6.674e-8, (x) => x > 0),
+    accelerations: v.accel === true,
+    groupSize: intArg('group-size', s('group-size'), 32, 1, 256),
+    leafSize: intArg('leaf-size', s('leaf-size'), 16, 1, 4096),
   };
 }
 
@@ -70,6 +76,9 @@ const solverArgs = {
   backend: { type: 'string' },
   threads: { type: 'string' },
   G: { type: 'string' },
+  accel: { type: 'boolean' },
+  'group-size': { type: 'string' },
+  'leaf-size': { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;

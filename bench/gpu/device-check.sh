@@ -9,6 +9,7 @@
 #   occupancy  the perf step again with the walk's registers capped for 8 and 9 resident blocks per SM
 # Usage on the GPU host, from the project root, with .gpuhost and dist carried:
 #   bash bench/gpu/device-check.sh sanitize parity api perf
+#   apibench   `amrgrav bench --grid 256` through the Node API, order 2, 1, and 2 with accelerations
 #   ncu        Nsight Compute on one order-2 walk launch (128^3): throughput, occupancy, stalls, instruction mix
 # Logs go to one archive, $OUT/logs.tar.gz (the device tool returns at most 8 files); a summary is printed last.
 set -u
@@ -42,11 +43,19 @@ for step in "$@"; do
     sweep)
       timeout 500 $tool --no-parity --perf 128,256 --sweep --cpu-perf --reps 3 > "$out/sweep.log" 2>&1
       summary+=("sweep rc=$?") ;;
+    apibench)
+      # through the public API (Node), results into reused arrays; wallSeconds includes the JS side
+      for args in "--order 2" "--order 1" "--order 2 --accel"; do
+        tag=$(echo "$args" | tr -d ' -')
+        timeout 300 node dist/solver/cli.js bench --grid 256 --backend cuda $args --repeat 5 --json \
+          > "$out/api256-$tag.json" 2> "$out/api256-$tag.err"
+        summary+=("api bench 256^3 $args rc=$? $(head -c 300 "$out/api256-$tag.json")")
+      done ;;
     maclaurin)
       for o in 2 1; do
         timeout 300 node dist/solver/cli.js bench --problem maclaurin --levels 7 --backend cuda --order $o --repeat 5 --json \
           > "$out/maclaurin7-o$o.json" 2> "$out/maclaurin7-o$o.err"
-        summary+=("maclaurin levels 7 order $o rc=$?")
+        summary+=("maclaurin levels 7 order $o rc=$? $(head -c 600 "$out/maclaurin7-o$o.json")")
       done ;;
     occupancy)
       for mb in 8 9; do
@@ -67,6 +76,7 @@ for step in "$@"; do
     *) echo "unknown step $step" ;;
   esac
 done
+true
 stamp "done"
 [ -n "${OUT:-}" ] && tar czf "$OUT/logs.tar.gz" -C "$out" .
 printf '%s\n' "${summary[@]}"
@@ -86,3 +96,4 @@ for line in open(sys.argv[1]):
         print(json.dumps(r))
 PY
 done
+true
