@@ -10,6 +10,7 @@ import { MeshError } from '../mesh/errors.js';
 import { flashToMesh, meshVariableToFlash } from '../mesh/flashMesh.js';
 import { readFlashFile } from '../mesh/flashRead.js';
 import { writeFlashFile } from '../mesh/flashWrite.js';
+import { restrictToParents } from '../mesh/restrict.js';
 import { GravitySolver, type SolveStats } from './gravitySolver.js';
 import type { SolverOptions } from './options.js';
 import type { Progress } from './progress.js';
@@ -53,7 +54,7 @@ function samePath(a: string, b: string): boolean {
 
 /**
  * Solves `input` (a 3-D FLASH checkpoint or plot file) and writes `output`: a copy of every dataset of the
- * input plus 'gpot' (erg/g) and, with accelerations, 'gacx', 'gacy', 'gacz' (cm s^-2), in the input's precision.
+ * input plus 'gpot' (erg/g; parent blocks hold the mean of their children) and, with accelerations, 'gacx', 'gacy', 'gacz' (cm s^-2), in the input's precision.
  * @throws MeshError 'INVALID_OPTION' when output is the input; the errors of readFlashFile, flashToMesh,
  *   GravitySolver and writeFlashFile.
  * @example
@@ -79,7 +80,10 @@ export async function solveFlashFile(input: string, output: string, opts: SolveF
   const r = await solver.solve(fm.mesh, { densityVar });
   const t3 = performance.now();
   const written = r.accelerations ? ['gpot', 'gacx', 'gacy', 'gacz'] : ['gpot'];
-  for (const v of written) meshVariableToFlash(fm, data, v);
+  for (const v of written) {
+    restrictToParents(fm.mesh, v);
+    meshVariableToFlash(fm, data, v);
+  }
   await writeFlashFile(output, data, { onProgress: (i, n, name) => progress?.update(`writing ${name}`, i, n) });
   const t4 = performance.now();
   progress?.end();

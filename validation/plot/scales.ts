@@ -37,7 +37,7 @@ export function tickLabel(v: number): string {
 }
 
 /** Linear scale with about `count` nice ticks (steps 1, 2, 5 x 10^k). */
-export function linearScale(min: number, max: number, count = 5): Scale {
+export function linearScale(min: number, max: number, count = 6): Scale {
   if (!(max > min)) max = min + (Math.abs(min) || 1) * 1e-6;
   const raw = (max - min) / count;
   const p = 10 ** Math.floor(Math.log10(raw));
@@ -72,9 +72,15 @@ export function logScale(min: number, max: number): Scale {
       const every = Math.max(1, Math.ceil((d1 - d0 + 1) / 8));
       const out: { value: number; label: string }[] = [];
       for (let d = d0; d <= d1; d += every) out.push({ value: 10 ** d, label: `1e${d}` });
-      // a narrow range has no decade inside: label its ends
-      if (out.length < 2) return [{ value: min, label: tickLabel(min) }, { value: max, label: tickLabel(max) }];
-      return out;
+      if (out.length >= 3) return out;
+      // a range of one or two decades: ticks at 1, 2 and 5 times each power of ten
+      const fine: { value: number; label: string }[] = [];
+      for (let d = Math.floor(l0); d <= Math.ceil(l1); d++)
+        for (const m of [1, 2, 5]) {
+          const v = m * 10 ** d;
+          if (v >= min * (1 - 1e-9) && v <= max * (1 + 1e-9)) fine.push({ value: v, label: tickLabel(Number(v.toPrecision(1))) });
+        }
+      return fine.length >= 2 ? fine : [{ value: min, label: tickLabel(min) }, { value: max, label: tickLabel(max) }];
     },
   };
 }

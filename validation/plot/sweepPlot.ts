@@ -10,13 +10,17 @@ import { logScale } from './scales.js';
 
 const MAX: RGB = [200, 40, 40];
 const MEAN: RGB = [40, 80, 200];
+const TREE: RGB = [30, 150, 60];
 
 /** Writes the sweep plot; `reports` as from sweepMaclaurin (tree runs, then the direct run). */
 export async function plotSweep(reports: MaclaurinReport[], output: string): Promise<void> {
   const tree = reports.filter((r) => r.method === 'tree' && r.theta !== null).sort((a, b) => a.theta! - b.theta!);
   const direct = reports.find((r) => r.method === 'direct');
   if (tree.length === 0) throw new RangeError('plotSweep: no tree runs to plot');
-  const errs = [...tree.flatMap((r) => [r.maxRelError, r.meanRelError]), ...(direct ? [direct.maxRelError, direct.meanRelError] : [])].filter((e) => e > 0);
+  const errs = [
+    ...tree.flatMap((r) => [r.maxRelError, r.meanRelError, r.treeVsDirectMaxRelError ?? 0]),
+    ...(direct ? [direct.maxRelError, direct.meanRelError] : []),
+  ].filter((e) => e > 0);
   const ys = logScale(Math.min(...errs) / 2, Math.max(...errs) * 2);
   const xs = logScale(Math.min(...tree.map((r) => r.theta!)) / 1.25, Math.max(...tree.map((r) => r.theta!)) * 1.25);
   const area: Area = { x: 130, y: 50, w: 560, h: 420 };
@@ -29,21 +33,34 @@ export async function plotSweep(reports: MaclaurinReport[], output: string): Pro
   };
   series((r) => r.maxRelError, MAX);
   series((r) => r.meanRelError, MEAN);
+  // the tree's own error (against direct summation on the same cells): what theta controls below the floor
+  const vsDirect = tree.every((r) => (r.treeVsDirectMaxRelError ?? 0) > 0);
+  if (vsDirect) series((r) => r.treeVsDirectMaxRelError!, TREE);
   if (direct) {
     for (const [v, col] of [[direct.maxRelError, MAX], [direct.meanRelError, MEAN]] as const) {
       const y = yPixel(area, ys, v);
       c.line(area.x, y, area.x + area.w - 1, y, col, { dash: [8, 6], width: 2 });
     }
   }
-  const lx = area.x + 16;
-  let ly = area.y + 12;
-  for (const [label, col, dashed] of [['MAX', MAX, false], ['MEAN', MEAN, false], ['DIRECT SUM MAX', MAX, true], ['DIRECT SUM MEAN', MEAN, true]] as const) {
-    if (dashed && !direct) continue;
+  const legend = [
+    ['MAX VS ANALYTIC', MAX, false],
+    ['MEAN VS ANALYTIC', MEAN, false],
+    ['DIRECT SUM MAX (FLOOR)', MAX, true],
+    ['DIRECT SUM MEAN (FLOOR)', MEAN, true],
+    ['TREE VS DIRECT MAX', TREE, false],
+  ] as const;
+  const shown = legend.filter(([, col, dashed]) => !((dashed && !direct) || (col === TREE && !vsDirect)));
+  // bottom right: the errors fall towards small theta, so that corner is empty
+  const lx = area.x + area.w - 330;
+  let ly = area.y + area.h - 22 * shown.length - 14;
+  c.fillRect(lx - 8, ly - 8, 330, 22 * shown.length + 12, [255, 255, 255]);
+  c.rect(lx - 8, ly - 8, lx + 320, ly + 22 * shown.length + 2, [120, 120, 120]);
+  for (const [label, col, dashed] of shown) {
     c.line(lx, ly + 7, lx + 36, ly + 7, col, { width: 2, dash: dashed ? [8, 6] : undefined });
     c.text(label, lx + 46, ly);
     ly += 22;
   }
   const r0 = tree[0];
-  c.text(`MACLAURIN E=${r0.e} A1=${r0.a1}, LEVELS ${r0.levels}, ${r0.cells} CELLS, ORDER ${r0.order}`, area.x, 14);
+  c.text(`MACLAURIN E=${r0.e} A1=${r0.a1} LEVELS ${r0.levels} ${r0.cells} CELLS ORDER ${r0.order}`, 20, 14);
   c.save(output);
 }
