@@ -62,10 +62,11 @@ export async function openHdf5(path: string): Promise<H5File> {
   }
 }
 
-/** The first informative line of an HDF5 error stack. */
+/** The most specific message of an HDF5 error stack: the innermost frame's text (e.g. "truncated file: ..."). */
 export function firstLine(err: unknown): string {
   const lines = String((err as Error)?.message ?? err).split('\n');
-  return (lines.find((l) => /minor:|error/i.test(l) && !/HDF5-DIAG/.test(l)) ?? lines[0]).trim();
+  const frames = lines.map((l) => /#\d+:.*?\(\): (.*)$/.exec(l)?.[1]).filter((m): m is string => !!m);
+  return (frames.at(-1) ?? lines[0]).trim();
 }
 
 /** A dataset of the file, or a 'MISSING_DATASET' error naming it. */

@@ -59,6 +59,13 @@ describe('amrgrav solve on a MacLaurin file', () => {
     expect(report.cells).toBe(cells.count);
     expect(report.levels).toEqual([3, LEVELS]);
     expect(report.written).toEqual(['gpot']);
+
+    // solving the solved file replaces gpot (same density: same values) without a second 'gpot' name
+    const again = join(dir, 'again.h5');
+    await solveFlashFile(output, again);
+    const [first, second] = [await readFlashFile(output), await readFlashFile(again)];
+    expect(second.unknownNames).toEqual(['dens', 'gpot']);
+    expect(second.variables.get('gpot')).toEqual(first.variables.get('gpot'));
   });
 
   it('refuses to overwrite its input', async () => {
