@@ -5,7 +5,7 @@
  */
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { FlashFileError, MeshError } from '../mesh/errors.js';
 import { PARAMETER_TABLES } from '../mesh/flashFormat.js';
 import { flashToMesh } from '../mesh/flashMesh.js';
@@ -14,7 +14,9 @@ import { writeFlashFile } from '../mesh/flashWrite.js';
 import { h5wasm } from '../mesh/hdf5.js';
 import { solveFlashFile } from '../solver/solveFile.js';
 import { problemData } from '../validation/problemFiles.js';
-import { SEDOV_PLOT_FILE, haveSedov, python, sha256, tempDir } from './flashHelpers.js';
+import { SEDOV_PLOT_FILE, haveSedov, python, sha256, removeTempDirs, tempDir } from './flashHelpers.js';
+
+afterAll(removeTempDirs);
 
 const H5PY_DUMP = `
 import h5py, json, sys

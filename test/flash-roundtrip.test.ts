@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { extractCells } from '../mesh/cells.js';
 import { cellsPerBlock } from '../mesh/flashFormat.js';
 import { flashToMesh } from '../mesh/flashMesh.js';
@@ -13,7 +13,9 @@ import { readFlashFile } from '../mesh/flashRead.js';
 import { writeFlashFile } from '../mesh/flashWrite.js';
 import { solveFlashFile } from '../solver/solveFile.js';
 import { problemData, problemMesh } from '../validation/problemFiles.js';
-import { python, tempDir } from './flashHelpers.js';
+import { python, removeTempDirs, tempDir } from './flashHelpers.js';
+
+afterAll(removeTempDirs);
 
 describe('write, read: equal', () => {
   it('float64 checkpoint: every array and parameter back exactly; the rebuilt mesh has the same leaf cells', async () => {

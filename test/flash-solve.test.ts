@@ -8,7 +8,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { PNG } from 'pngjs';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { extractCells, fillVariable, refineMesh, uniformMesh } from '../mesh/index.js';
 import { flashToMesh } from '../mesh/flashMesh.js';
 import { readFlashFile } from '../mesh/flashRead.js';
@@ -22,7 +22,9 @@ import { plotSliceFile } from '../validation/plot/slicePlot.js';
 import { plotSweep } from '../validation/plot/sweepPlot.js';
 import { sweepMaclaurin } from '../validation/maclaurinRun.js';
 import { writeProblemFile } from '../validation/problemFiles.js';
-import { sha256, tempDir } from './flashHelpers.js';
+import { sha256, removeTempDirs, tempDir } from './flashHelpers.js';
+
+afterAll(removeTempDirs);
 
 const LEVELS = 4;
 const CLI = resolve(__dirname, '../dist/solver/cli.js');

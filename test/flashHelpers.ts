@@ -1,7 +1,7 @@
 /** Helpers for the FLASH file tests: temporary directories, file hashes, and Python (h5py, yt) as the reference reader. */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -9,8 +9,17 @@ import { join, resolve } from 'node:path';
 export const SEDOV_PLOT_FILE = resolve(__dirname, '../../shared/data/flash/sedov_hdf5_plt_cnt_0000');
 export const haveSedov = existsSync(SEDOV_PLOT_FILE);
 
+const made: string[] = [];
+
+/** A fresh temporary directory; {@link removeTempDirs} (each file's afterAll) deletes them all. */
 export function tempDir(): string {
-  return mkdtempSync(join(tmpdir(), 'amrgrav-flash-'));
+  const dir = mkdtempSync(join(tmpdir(), 'amrgrav-flash-'));
+  made.push(dir);
+  return dir;
+}
+
+export function removeTempDirs(): void {
+  for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
 }
 
 export function sha256(path: string): string {
