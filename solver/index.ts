@@ -20,3 +20,7 @@ export * from '../mesh/index.js';
 export { runMaclaurin, sweepMaclaurin } from '../validation/maclaurinRun.js';
 export type { MaclaurinReport, MaclaurinRunOptions } from '../validation/maclaurinRun.js';
 export { maclaurinProblem } from '../validation/maclaurinSetup.js';
+export { solveFlashFile } from './solveFile.js';
+export type { SolveFileOptions, SolveFileReport } from './solveFile.js';
+export { writeProblemFile, problemData } from '../validation/problemFiles.js';
+export type { ProblemKind, ProblemFileOptions } from '../validation/problemFiles.js';
