@@ -56,7 +56,6 @@ per phase, backend and the energy W = 1/2 sum m phi (erg).
 
   -o, --output F   output file (required; must differ from IN.h5)
   --var NAME       density variable, g/cm^3                                        [dens]
-  --accel          also write the accelerations gacx, gacy, gacz
   --boundary B     isolated (potential -> 0 at infinity; the only one so far)      [isolated]
 `,
   make: `amrgrav make maclaurin|sphere|uniform -o FILE.h5 [options]
@@ -253,7 +252,6 @@ async function solve(argv: string[]): Promise<void> {
       ...solverArgs,
       output: { type: 'string', short: 'o' },
       var: { type: 'string' },
-      accel: { type: 'boolean' },
       boundary: { type: 'string' },
     },
   });
@@ -267,7 +265,7 @@ async function solve(argv: string[]): Promise<void> {
   const { createProgress, progressWanted } = await import('./progress.js');
   const r = await solveFlashFile(positionals[0], output, {
     densityVar: values.var ?? 'dens',
-    solver: { ...solverOptions(values), accelerations: !!values.accel, boundary: 'isolated' },
+    solver: { ...solverOptions(values), boundary: 'isolated' },
     progress: createProgress(progressWanted(!!values.json)),
   });
   if (values.json) return void console.log(JSON.stringify(r));

@@ -163,22 +163,36 @@ export class GravitySolver {
       ...(opts.box ? { box: opts.box } : {}),
     };
     const out = opts.out ? toNativeOutputs(opts.out, o.accelerations) : undefined;
+    const call = (backend: 'cpu' | 'cuda') => {
+      const b = { ...nopts, backend };
+      return method === 'tree' ? this.native.solve(nc, b, out) : this.native.direct(nc, b, out);
+    };
     let r: NativeResult;
+    let backend = this.backend;
     try {
-      r = await (method === 'tree' ? this.native.solve(nc, nopts, out) : this.native.direct(nc, nopts, out));
+      try {
+        r = await call(backend);
+      } catch (err) {
+        // 'auto' falls back to the CPU when the GPU has too little memory for this input (with a warning)
+        const code = (err as { code?: string }).code;
+        if (!(this.options.backend === 'auto' && backend === 'cuda' && code === 'OUT_OF_MEMORY')) throw err;
+        process.emitWarning(`amrgrav: the GPU has too little memory for ${nc.x.length} cells; solving on the CPU (${(err as Error).message})`);
+        backend = 'cpu';
+        r = await call(backend);
+      }
     } catch (err) {
       throw fromNativeError(err, callerStack, method === 'tree' ? 'tree solve' : 'direct summation');
     }
-    return this.toResult(method, nc.x.length, r);
+    return this.toResult(method, nc.x.length, r, backend);
   }
 
-  private toResult(method: 'tree' | 'direct', n: number, r: NativeResult): SolveResult {
+  private toResult(method: 'tree' | 'direct', n: number, r: NativeResult, backend: 'cpu' | 'cuda'): SolveResult {
     const s = r.stats;
     const approx = n > 0 ? s.approxInteractions / n : 0;
     const direct = n > 0 ? s.directInteractions / n : 0;
     const stats: SolveStats = {
-      backend: this.backend,
-      backendReason: this.backendReason,
+      backend,
+      backendReason: backend === this.backend ? this.backendReason : 'auto: the GPU had too little memory for this input',
       method,
       cells: n,
       threads: s.threads,
