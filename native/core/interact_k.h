@@ -69,20 +69,26 @@ AG_HD void cellCellForce(R dx, R dy, R dz, R m, R& phi, R& gx, R& gy, R& gz) {
   gz += mr3 * dz;
 }
 
-/// Node of mass m and traceless quadrupole q (xx, xy, xz, yy, yz, zz) at offset d = target - com:
-/// phi += m/r + (1/2) d.Q.d / r^5, written as (m + (1/2) d.Q.d / r^4) / r: two fused multiply-adds after d.Q.d
-/// (the GPU walk's cost is mostly this function). order 1 drops the quadrupole.
+/// The potential-only walk takes a node's quadrupole as "half-upper" coefficients
+/// h = (Qxx/2, Qxy, Qxz, Qyy/2, Qyz, Qzz/2), made once per list entry, so that (1/2) d.Q.d costs 9 operations.
+template <class R>
+AG_HD void halfUpperQuadrupole(const R* q, R* h) {
+  h[0] = R(0.5) * q[0]; h[1] = q[1]; h[2] = q[2];
+  h[3] = R(0.5) * q[3]; h[4] = q[4]; h[5] = R(0.5) * q[5];
+}
+
+/// Node of mass m and traceless quadrupole Q (given as half-upper h, see above) at offset d = target - com:
+/// phi += m/r + (1/2) d.Q.d / r^5, written as (m + h(d) / r^4) / r with
+/// h(d) = dx (h0 dx + h1 dy + h2 dz) + dy (h3 dy + h4 dz) + dz h5 dz: the GPU walk's time is mostly this function,
+/// so it is written for the fewest operations. order 1 drops the quadrupole.
 template <class R, int Order>
-AG_HD void nodeCellPotential(R dx, R dy, R dz, R m, const R* q, R& phi) {
+AG_HD void nodeCellPotential(R dx, R dy, R dz, R m, const R* h, R& phi) {
   R r2 = dx * dx + dy * dy + dz * dz;
   R rinv = rsqrtOf(r2);
   if (Order >= 2) {
     R rinv2 = rinv * rinv;
-    R qdx = q[0] * dx + q[1] * dy + q[2] * dz;
-    R qdy = q[1] * dx + q[3] * dy + q[4] * dz;
-    R qdz = q[2] * dx + q[4] * dy + q[5] * dz;
-    R dqd = dx * qdx + dy * qdy + dz * qdz;
-    phi += (m + R(0.5) * dqd * (rinv2 * rinv2)) * rinv;
+    R hd = dx * (h[0] * dx + h[1] * dy + h[2] * dz) + dy * (h[3] * dy + h[4] * dz) + dz * (h[5] * dz);
+    phi += (m + hd * (rinv2 * rinv2)) * rinv;
   } else {
     phi += m * rinv;
   }

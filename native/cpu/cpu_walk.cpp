@@ -35,7 +35,10 @@ bool everyCellAccepts(const Octree& t, std::uint32_t i, const SortedCells& c, st
   return true;
 }
 
-void buildLists(const Octree& t, const SortedCells& c, const Groups& g, std::size_t gi, bool vote, Lists& L) {
+/// The group's interaction lists; accepted nodes carry their quadrupole as is (forces) or, for the potential-only
+/// kernel, as half-upper coefficients (core/interact_k.h).
+void buildLists(const Octree& t, const SortedCells& c, const Groups& g, std::size_t gi, bool vote, bool halfUpper,
+                Lists& L) {
   const double* glo = &g.lo[3 * gi];
   const double* ghi = &g.hi[3 * gi];
   L.clear();
@@ -50,7 +53,12 @@ void buildLists(const Octree& t, const SortedCells& c, const Groups& g, std::siz
         (vote && everyCellAccepts(t, i, c, g.begin[gi], g.count[gi]))) {
       L.nx.push_back(t.com[3 * i]); L.ny.push_back(t.com[3 * i + 1]); L.nz.push_back(t.com[3 * i + 2]);
       L.nm.push_back(t.mass[i]);
+      double h[6];
       const double* q = &t.quad[6 * i];
+      if (halfUpper) {
+        halfUpperQuadrupole(q, h);
+        q = h;
+      }
       L.q0.push_back(q[0]); L.q1.push_back(q[1]); L.q2.push_back(q[2]);
       L.q3.push_back(q[3]); L.q4.push_back(q[4]); L.q5.push_back(q[5]);
     } else if (t.isLeaf(i)) {
@@ -119,7 +127,7 @@ template <int Order, bool Accel>
 void walkRange(const Octree& t, const SortedCells& c, const Groups& g, std::size_t gb, std::size_t ge, bool vote,
                Lists& L, WalkOutput& out, std::uint64_t& approx, std::uint64_t& direct) {
   for (std::size_t gi = gb; gi < ge; ++gi) {
-    buildLists(t, c, g, gi, vote, L);
+    buildLists(t, c, g, gi, vote, !Accel, L);
     const std::uint32_t b = g.begin[gi];
     const int nt = int(g.count[gi]);
     constexpr EvalFn eval = Order == 1 ? (Accel ? evalForce1 : evalPot1) : (Accel ? evalForce2 : evalPot2);

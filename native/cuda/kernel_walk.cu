@@ -53,8 +53,8 @@ template <int Order>
 struct WarpLists {
   float4 aPos[kListCap];                         ///< accepted nodes: com - group centre (hi part), mass
   float4 aLo[kListCap];                          ///< ... lo part of com - group centre
-  float4 aQa[Order >= 2 ? kListCap : 1];         ///< q0..q3
-  float2 aQb[Order >= 2 ? kListCap : 1];         ///< q4, q5
+  float4 aQa[Order >= 2 ? kListCap : 1];         ///< q0..q3 (half-upper h0..h3 without accelerations)
+  float2 aQb[Order >= 2 ? kListCap : 1];         ///< q4, q5 (h4, h5)
   float4 dPos[kListCap];                         ///< cells of opened leaves: centre - group centre (hi), mass
   float4 dLo[kListCap];                          ///< ... lo part
 };
@@ -361,8 +361,10 @@ __global__ void AG_WALK_BOUNDS walkKernel(const WalkParams p) {
         L.aPos[pos] = h;
         L.aLo[pos] = l;
         if (Order >= 2) {
-          L.aQa[pos] = make_float4(mq0.y, mq0.z, mq0.w, mq1.x);
-          L.aQb[pos] = make_float2(mq1.y, mq1.z);
+          // the potential-only kernel takes half-upper coefficients (core/interact_k.h); halving is exact
+          const float d = Accel ? 1.0f : 0.5f;
+          L.aQa[pos] = make_float4(d * mq0.y, mq0.z, mq0.w, d * mq1.x);
+          L.aQb[pos] = make_float2(mq1.y, d * mq1.z);
         }
       }
       aCount += __popc(am);
