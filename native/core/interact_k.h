@@ -94,10 +94,12 @@ AG_HD void nodeCellPotential(R dx, R dy, R dz, R m, const R* h, R& phi) {
   }
 }
 
-/// As nodeCellPotential, plus g = m d/r^3 - Q.d/r^5 + (5/2)(d.Q.d) d/r^7, so that acceleration = -G g.
-/// With h = d.Q.d / r^5: phi += m/r + h/2, g = d (m/r^3 + (5/2) h/r^2) - Q.d / r^5.
+/// As nodeCellPotential (but with the plain quadrupole q), plus the acceleration sums, acceleration = -G g with
+/// g = m d/r^3 - Q.d/r^5 + (5/2)(d.Q.d) d/r^7. With h = d.Q.d / r^5: phi += m/r + h/2, the radial part
+/// d (m/r^3 + (5/2) h/r^2) accumulates in (gx, gy, gz) and Q.d/r^5 in (qx, qy, qz), which the caller subtracts
+/// once per batch: two fused multiply-adds per component instead of three operations.
 template <class R, int Order>
-AG_HD void nodeCellForce(R dx, R dy, R dz, R m, const R* q, R& phi, R& gx, R& gy, R& gz) {
+AG_HD void nodeCellForce(R dx, R dy, R dz, R m, const R* q, R& phi, R& gx, R& gy, R& gz, R& qx, R& qy, R& qz) {
   R r2 = dx * dx + dy * dy + dz * dz;
   R rinv = rsqrtOf(r2);
   R rinv2 = rinv * rinv;
@@ -112,15 +114,15 @@ AG_HD void nodeCellForce(R dx, R dy, R dz, R m, const R* q, R& phi, R& gx, R& gy
     R h = dqd * rinv5;
     phi += mr + R(0.5) * h;
     s += R(2.5) * h * rinv2;
-    gx += s * dx - rinv5 * qdx;
-    gy += s * dy - rinv5 * qdy;
-    gz += s * dz - rinv5 * qdz;
+    qx += rinv5 * qdx;
+    qy += rinv5 * qdy;
+    qz += rinv5 * qdz;
   } else {
     phi += mr;
-    gx += s * dx;
-    gy += s * dy;
-    gz += s * dz;
   }
+  gx += s * dx;
+  gy += s * dy;
+  gz += s * dz;
 }
 
 }  // namespace amrgrav

@@ -77,15 +77,17 @@ void buildLists(const Octree& t, const SortedCells& c, const Groups& g, std::siz
 template <int Order, bool Accel>
 inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const double* tx, const double* ty, const double* tz, int nt, double* phi,
                    double* gx, double* gy, double* gz) {
-  double p[kMaxGroup], fx[kMaxGroup], fy[kMaxGroup], fz[kMaxGroup];
-  for (int i = 0; i < nt; ++i) { p[i] = 0; fx[i] = 0; fy[i] = 0; fz[i] = 0; }
+  double p[kMaxGroup], fx[kMaxGroup], fy[kMaxGroup], fz[kMaxGroup], qx[kMaxGroup], qy[kMaxGroup], qz[kMaxGroup];
+  for (int i = 0; i < nt; ++i) { p[i] = 0; fx[i] = 0; fy[i] = 0; fz[i] = 0; qx[i] = 0; qy[i] = 0; qz[i] = 0; }
   const std::size_t nn = L.nm.size();
   for (std::size_t k = 0; k < nn; ++k) {
     const double sx = L.nx[k], sy = L.ny[k], sz = L.nz[k], sm = L.nm[k];
     const double q[6] = {L.q0[k], L.q1[k], L.q2[k], L.q3[k], L.q4[k], L.q5[k]};
 #pragma GCC ivdep
     for (int i = 0; i < nt; ++i) {
-      if (Accel) nodeCellForce<double, Order>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, q, p[i], fx[i], fy[i], fz[i]);
+      if (Accel)
+        nodeCellForce<double, Order>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, q, p[i], fx[i], fy[i], fz[i], qx[i],
+                                     qy[i], qz[i]);
       else nodeCellPotential<double, Order>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, q, p[i]);
     }
   }
@@ -100,7 +102,7 @@ inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const d
   }
   for (int i = 0; i < nt; ++i) {
     phi[i] = p[i];
-    if (Accel) { gx[i] = fx[i]; gy[i] = fy[i]; gz[i] = fz[i]; }
+    if (Accel) { gx[i] = fx[i] - qx[i]; gy[i] = fy[i] - qy[i]; gz[i] = fz[i] - qz[i]; }
   }
 }
 

@@ -113,9 +113,9 @@ __device__ __forceinline__ float diff(float th, float tl, float sh, float sl) {
 /// compile-time trip count that unrolls).
 template <int Order, bool Accel, int CPL, bool Split, bool Full>
 __device__ __forceinline__ void evalApprox(const WarpLists<Order>& L, int count, Targets<CPL>& T) {
-  float p[CPL], fx[CPL], fy[CPL], fz[CPL];
+  float p[CPL], fx[CPL], fy[CPL], fz[CPL], qx[CPL], qy[CPL], qz[CPL];
 #pragma unroll
-  for (int c = 0; c < CPL; ++c) p[c] = fx[c] = fy[c] = fz[c] = 0.0f;
+  for (int c = 0; c < CPL; ++c) p[c] = fx[c] = fy[c] = fz[c] = qx[c] = qy[c] = qz[c] = 0.0f;
   const int m = Full ? 32 : count;
 #pragma unroll 4
   for (int k = 0; k < m; ++k) {
@@ -131,7 +131,7 @@ __device__ __forceinline__ void evalApprox(const WarpLists<Order>& L, int count,
     for (int c = 0; c < CPL; ++c) {
       const float dx = diff<Split>(T.tx[c], T.txl[c], s.x, sl.x), dy = diff<Split>(T.ty[c], T.tyl[c], s.y, sl.y),
                   dz = diff<Split>(T.tz[c], T.tzl[c], s.z, sl.z);
-      if (Accel) nodeCellForce<float, Order>(dx, dy, dz, s.w, q, p[c], fx[c], fy[c], fz[c]);
+      if (Accel) nodeCellForce<float, Order>(dx, dy, dz, s.w, q, p[c], fx[c], fy[c], fz[c], qx[c], qy[c], qz[c]);
       else nodeCellPotential<float, Order>(dx, dy, dz, s.w, q, p[c]);
     }
   }
@@ -139,9 +139,9 @@ __device__ __forceinline__ void evalApprox(const WarpLists<Order>& L, int count,
   for (int c = 0; c < CPL; ++c) {
     T.phi[c] += double(p[c]);
     if (Accel) {
-      T.gx[c] += double(fx[c]);
-      T.gy[c] += double(fy[c]);
-      T.gz[c] += double(fz[c]);
+      T.gx[c] += double(fx[c] - qx[c]);
+      T.gy[c] += double(fy[c] - qy[c]);
+      T.gz[c] += double(fz[c] - qz[c]);
     }
   }
 }
