@@ -1,0 +1,214 @@
+/// \file amrgrav_c.cpp
+/// \brief The C API (native/include/amrgrav.h) over the same backends as the Node binding. Thin: options and
+/// arrays in, Status out as a code plus a message; no exception crosses the C boundary.
+#include "amrgrav.h"
+
+#include <exception>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "core/backend.h"
+#include "core/validate.h"
+#if defined(AMRGRAV_HAVE_CUDA)
+#include "cuda/cuda_backend.h"
+#endif
+
+using namespace amrgrav;
+
+struct amrgrav_solver {
+  SolveOptions options;
+  int requested = AMRGRAV_BACKEND_AUTO;
+  std::unique_ptr<Backend> backend;  ///< the GPU's or the CPU's
+  std::unique_ptr<Backend> cpu;      ///< AUTO's fallback when the GPU has too little memory (made when needed)
+  int ran = AMRGRAV_BACKEND_CPU;
+  SolveStats stats;
+  std::size_t cells = 0;  ///< of the last successful computation
+  std::string error;
+};
+
+namespace {
+
+thread_local std::string createError;
+
+amrgrav_status toC(ErrorCode c) {
+  switch (c) {
+    case ErrorCode::Ok: return AMRGRAV_OK;
+    case ErrorCode::InvalidInput: return AMRGRAV_INVALID_INPUT;
+    case ErrorCode::InvalidOption: return AMRGRAV_INVALID_OPTION;
+    case ErrorCode::OutOfMemory: return AMRGRAV_OUT_OF_MEMORY;
+    case ErrorCode::NoDevice: return AMRGRAV_NO_DEVICE;
+    case ErrorCode::Internal: return AMRGRAV_INTERNAL;
+  }
+  return AMRGRAV_INTERNAL;
+}
+
+bool cudaUsable(std::string* why) {
+#if defined(AMRGRAV_HAVE_CUDA)
+  return cudaDeviceAvailable(why);
+#else
+  if (why) *why = "this build of amrgrav has no CUDA backend (nvcc was not found at build time)";
+  return false;
+#endif
+}
+
+Status readOptions(const amrgrav_options& o, SolveOptions& s) {
+  if (o.struct_size < sizeof(amrgrav_options))
+    return Status::error(ErrorCode::InvalidOption, "amrgrav_options.struct_size is " + std::to_string(o.struct_size) +
+                                                       ", expected " + std::to_string(sizeof(amrgrav_options)) +
+                                                       " (fill the struct with amrgrav_default_options)");
+  if (o.mac != 0 && o.mac != 1)
+    return Status::error(ErrorCode::InvalidOption, "option mac must be 0 (Barnes) or 1 (Bonsai), got " + std::to_string(o.mac));
+  if (o.backend < AMRGRAV_BACKEND_AUTO || o.backend > AMRGRAV_BACKEND_CUDA)
+    return Status::error(ErrorCode::InvalidOption, "option backend must be 0 (auto), 1 (cpu) or 2 (cuda), got " +
+                                                       std::to_string(o.backend));
+  s.theta = o.theta;
+  s.order = o.order;
+  s.mac = o.mac == 1 ? MacKind::Bonsai : MacKind::Barnes;
+  s.G = o.G;
+  s.accelerations = o.accelerations != 0;
+  s.selfPotential = o.self_potential != 0;
+  s.leafSize = o.leaf_size;
+  s.groupSize = o.group_size;
+  s.threads = o.threads;
+  s.hasBox = o.has_box != 0;
+  for (int d = 0; d < 3; ++d) {
+    s.boxLo[d] = o.box_lo[d];
+    s.boxHi[d] = o.box_hi[d];
+  }
+  return validateOptions(s);
+}
+
+template <class F>
+amrgrav_status guarded(std::string& error, F&& f) {
+  try {
+    const Status st = f();
+    error = st.ok() ? std::string() : st.message;
+    return toC(st.code);
+  } catch (const std::bad_alloc&) {
+    error = "host memory exhausted";
+    return AMRGRAV_OUT_OF_MEMORY;
+  } catch (const std::exception& e) {
+    error = std::string("internal error: ") + e.what();
+    return AMRGRAV_INTERNAL;
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+void amrgrav_default_options(amrgrav_options* o) {
+  if (!o) return;
+  const SolveOptions d;
+  *o = amrgrav_options{};
+  o->struct_size = sizeof(amrgrav_options);
+  o->theta = d.theta;
+  o->order = d.order;
+  o->mac = 0;
+  o->G = d.G;
+  o->backend = AMRGRAV_BACKEND_AUTO;
+  o->accelerations = 0;
+  o->self_potential = 1;
+  o->leaf_size = d.leafSize;
+  o->group_size = d.groupSize;
+  o->threads = 0;
+  o->has_box = 0;
+}
+
+amrgrav_status amrgrav_create(const amrgrav_options* options, amrgrav_solver** out) {
+  if (out) *out = nullptr;
+  return guarded(createError, [&]() -> Status {
+    if (!options || !out) return Status::error(ErrorCode::InvalidInput, "amrgrav_create: options and solver must not be NULL");
+    auto s = std::make_unique<amrgrav_solver>();
+    Status st = readOptions(*options, s->options);
+    if (!st.ok()) return st;
+    s->requested = options->backend;
+    std::string why;
+    const bool gpu = options->backend != AMRGRAV_BACKEND_CPU && cudaUsable(&why);
+    if (options->backend == AMRGRAV_BACKEND_CUDA && !gpu)
+      return Status::error(ErrorCode::NoDevice, "backend CUDA was requested but " + why);
+#if defined(AMRGRAV_HAVE_CUDA)
+    if (gpu) {
+      if (s->options.groupSize > 64)
+        return Status::error(ErrorCode::InvalidOption, "group_size must be at most 64 on the CUDA backend, got " +
+                                                           std::to_string(s->options.groupSize));
+      s->backend = makeCudaBackend();
+      s->ran = AMRGRAV_BACKEND_CUDA;
+    }
+#endif
+    if (!s->backend) {
+      s->backend = makeCpuBackend();
+      s->ran = AMRGRAV_BACKEND_CPU;
+    }
+    *out = s.release();
+    return Status::success();
+  });
+}
+
+amrgrav_status amrgrav_compute_potential(amrgrav_solver* s, size_t n, const double* x, const double* y,
+                                         const double* z, const double* mass, const double* size, double* potential,
+                                         double* ax, double* ay, double* az) {
+  if (!s) return AMRGRAV_INVALID_INPUT;
+  return guarded(s->error, [&]() -> Status {
+    if (n > 0 && (!x || !y || !z || !mass || !size || !potential))
+      return Status::error(ErrorCode::InvalidInput, "x, y, z, mass, size and potential must not be NULL");
+    if (n > 0 && s->options.accelerations && (!ax || !ay || !az))
+      return Status::error(ErrorCode::InvalidInput, "ax, ay and az must not be NULL when accelerations are computed");
+    const CellsView cells{x, y, z, mass, size, n};
+    SolveResult r;
+    r.into = ResultTargets{potential, s->options.accelerations ? ax : nullptr, s->options.accelerations ? ay : nullptr,
+                           s->options.accelerations ? az : nullptr};
+    if (n == 0) {
+      s->stats = SolveStats{};
+      s->cells = 0;
+      return Status::success();
+    }
+    Status st = s->backend->solve(cells, s->options, r);
+    int ran = std::string(s->backend->name()) == "cuda" ? AMRGRAV_BACKEND_CUDA : AMRGRAV_BACKEND_CPU;
+    if (st.code == ErrorCode::OutOfMemory && s->requested == AMRGRAV_BACKEND_AUTO && ran == AMRGRAV_BACKEND_CUDA) {
+      // AUTO: too little GPU memory for this input; the CPU solves it (the GPU is tried again next call)
+      if (!s->cpu) s->cpu = makeCpuBackend();
+      st = s->cpu->solve(cells, s->options, r);
+      ran = AMRGRAV_BACKEND_CPU;
+    }
+    if (st.ok()) {
+      s->stats = r.stats;
+      s->cells = n;
+      s->ran = ran;
+    }
+    return st;
+  });
+}
+
+const char* amrgrav_last_error(const amrgrav_solver* s) { return s ? s->error.c_str() : createError.c_str(); }
+
+amrgrav_status amrgrav_get_stats(const amrgrav_solver* s, amrgrav_stats* out) {
+  if (!s || !out) return AMRGRAV_INVALID_INPUT;
+  const SolveStats& t = s->stats;
+  *out = amrgrav_stats{};
+  if (s->cells > 0) out->interactions_per_cell = double(t.approxInteractions + t.directInteractions) / double(s->cells);
+  out->seconds_total = t.secondsTotal;
+  out->seconds_upload = t.secondsUpload;
+  out->seconds_keys = t.secondsKeys;
+  out->seconds_build = t.secondsBuild;
+  out->seconds_moments = t.secondsMoments;
+  out->seconds_walk = t.secondsWalk;
+  out->seconds_download = t.secondsDownload;
+  out->device_bytes_per_cell = t.deviceBytesPerCell;
+  out->backend = s->ran;
+  return AMRGRAV_OK;
+}
+
+int amrgrav_features(void) {
+  int f = 1;
+#if defined(AMRGRAV_HAVE_CUDA)
+  f |= 2;
+#endif
+  if (cudaUsable(nullptr)) f |= 4;
+  return f;
+}
+
+void amrgrav_destroy(amrgrav_solver* s) { delete s; }
+
+}  // extern "C"

@@ -1,0 +1,99 @@
+/* amrgrav.h: the C API of amrgrav, for C, C++ and Fortran (ISO_C_BINDING) hydro codes that link the native core
+ * (libamrgrav) without Node. The same solver as the Node package: a Barnes-Hut octree over the cells, walked in
+ * groups of 32 neighbouring cells, on the CPU (threads) or one GPU (CUDA).
+ *
+ * Use, once per run and every step:
+ *   amrgrav_options o;  amrgrav_default_options(&o);  o.theta = 0.5;  ...
+ *   amrgrav_solver* s;  if (amrgrav_create(&o, &s) != AMRGRAV_OK) { ... amrgrav_last_error(NULL) ... }
+ *   each step: amrgrav_compute_potential(s, n, x, y, z, mass, size, pot, ax, ay, az);
+ *   amrgrav_destroy(s);
+ * Units are the caller's (cgs by default: G = 6.674e-8); the potential is negative. Arrays are plain doubles, one
+ * element per cell (centres, masses = density x volume, cube sides); the results land in the caller's order.
+ * A solver keeps its buffers (device memory too) between calls. Calls on one solver must not overlap; separate
+ * solvers may be used from separate threads. Nothing here aborts or exits: every failure is a status code plus a
+ * message naming the problem (amrgrav_last_error).
+ */
+#ifndef AMRGRAV_H
+#define AMRGRAV_H
+
+#include <stddef.h>
+
+#if defined(_WIN32)
+#define AMRGRAV_API __declspec(dllexport)
+#else
+#define AMRGRAV_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Status codes (the Node package's error codes). */
+typedef enum amrgrav_status {
+  AMRGRAV_OK = 0,
+  AMRGRAV_INVALID_INPUT = 1,  /* bad cell data: NaN or negative mass, non-positive size, outside the box, ... */
+  AMRGRAV_INVALID_OPTION = 2, /* an option out of range */
+  AMRGRAV_OUT_OF_MEMORY = 3,  /* host or device memory */
+  AMRGRAV_NO_DEVICE = 4,      /* backend CUDA asked for where this build or machine has none */
+  AMRGRAV_INTERNAL = 5        /* a bug or a library failure */
+} amrgrav_status;
+
+typedef enum amrgrav_backend { AMRGRAV_BACKEND_AUTO = 0, AMRGRAV_BACKEND_CPU = 1, AMRGRAV_BACKEND_CUDA = 2 } amrgrav_backend;
+
+/* Options; amrgrav_default_options fills every field (defaults in brackets). struct_size lets later versions add
+ * fields without breaking callers compiled against this header. */
+typedef struct amrgrav_options {
+  size_t struct_size;   /* sizeof(amrgrav_options), set by amrgrav_default_options */
+  double theta;         /* opening angle of the MAC d > l/theta + delta, in (0, 1]            [0.5] */
+  int order;            /* 1 = monopole, 2 = monopole + quadrupole                             [2] */
+  int mac;              /* 0 = Barnes (node cube side), 1 = Bonsai (tight box of its cells)   [0] */
+  double G;             /* gravitational constant, caller's units                             [6.674e-8] */
+  int backend;          /* amrgrav_backend; AUTO: CUDA when usable, else CPU                  [AUTO] */
+  int accelerations;    /* nonzero: also compute -grad(phi)                                    [0] */
+  int self_potential;   /* nonzero: add each cell's own potential as a uniform cube           [1] */
+  int leaf_size;        /* most cells in a tree leaf                                           [16] */
+  int group_size;       /* cells per walk group (CUDA: at most 64)                             [32] */
+  int threads;          /* CPU threads, 0 = all                                                [0] */
+  int has_box;          /* nonzero: cells must lie in [box_lo, box_hi] (the domain)            [0] */
+  double box_lo[3], box_hi[3];
+} amrgrav_options;
+
+typedef struct amrgrav_solver amrgrav_solver;
+
+/* Timings (seconds) and counts of the last computation. */
+typedef struct amrgrav_stats {
+  double seconds_total, seconds_upload, seconds_keys, seconds_build, seconds_moments, seconds_walk,
+      seconds_download;
+  double interactions_per_cell;
+  double device_bytes_per_cell; /* 0 on the CPU */
+  int backend;                  /* AMRGRAV_BACKEND_CPU or AMRGRAV_BACKEND_CUDA: the one that ran */
+} amrgrav_stats;
+
+AMRGRAV_API void amrgrav_default_options(amrgrav_options* options);
+
+/* A solver with these options (checked here: a bad option fails now, not at the first step). With backend AUTO the
+ * GPU is used when one is usable. On failure *solver is NULL and amrgrav_last_error(NULL) says why. */
+AMRGRAV_API amrgrav_status amrgrav_create(const amrgrav_options* options, amrgrav_solver** solver);
+
+/* The potential (and, with accelerations, ax, ay, az; else they may be NULL) of n cells. Inputs are not modified.
+ * n = 0 is valid and does nothing. */
+AMRGRAV_API amrgrav_status amrgrav_compute_potential(amrgrav_solver* solver, size_t n, const double* x, const double* y,
+                                         const double* z, const double* mass, const double* size, double* potential,
+                                         double* ax, double* ay, double* az);
+
+/* The message of the last failure of this solver (NULL: of the last amrgrav_create on this thread); "" if none. */
+AMRGRAV_API const char* amrgrav_last_error(const amrgrav_solver* solver);
+
+/* Statistics of the solver's last successful computation. */
+AMRGRAV_API amrgrav_status amrgrav_get_stats(const amrgrav_solver* solver, amrgrav_stats* stats);
+
+/* Which backends this build has: bit 0 CPU (always), bit 1 CUDA built, bit 2 a usable CUDA device now. */
+AMRGRAV_API int amrgrav_features(void);
+
+AMRGRAV_API void amrgrav_destroy(amrgrav_solver* solver);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* AMRGRAV_H */

@@ -1,0 +1,103 @@
+/* A C caller of libamrgrav (native/include/amrgrav.h), as a hydro code would be: random cells in a unit box, the
+ * tree potential and accelerations against an O(N^2) direct sum written here, reuse of the solver, and the
+ * error paths. Prints one JSON object; exit status 0 when every check passed. Built and run by
+ * test/c-api.test.ts. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amrgrav.h"
+
+static unsigned long long state = 12345;
+static double rnd(void) {
+  state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+  return (double)(state >> 11) / 9007199254740992.0;
+}
+
+int main(void) {
+  enum { N = 3000 };
+  static double x[N], y[N], z[N], m[N], h[N], pot[N], ax[N], ay[N], az[N], ref[N], gref[3][N];
+  const double G = 1.0, cubeSelf = 2.380077363979554;
+  for (int i = 0; i < N; ++i) {
+    x[i] = rnd(); y[i] = rnd(); z[i] = rnd();
+    m[i] = 0.5 + rnd(); h[i] = 1e-3;
+  }
+  /* the reference: point masses plus each cell's uniform-cube self-potential */
+  for (int i = 0; i < N; ++i) {
+    double p = cubeSelf * m[i] / h[i], g[3] = {0, 0, 0};
+    for (int j = 0; j < N; ++j) {
+      if (j == i) continue;
+      const double dx = x[i] - x[j], dy = y[i] - y[j], dz = z[i] - z[j];
+      const double r = sqrt(dx * dx + dy * dy + dz * dz);
+      p += m[j] / r;
+      g[0] += m[j] * dx / (r * r * r); g[1] += m[j] * dy / (r * r * r); g[2] += m[j] * dz / (r * r * r);
+    }
+    ref[i] = -G * p;
+    for (int d = 0; d < 3; ++d) gref[d][i] = -G * g[d];
+  }
+
+  amrgrav_options o;
+  amrgrav_default_options(&o);
+  o.theta = 0.3;
+  o.G = G;
+  o.accelerations = 1;
+  amrgrav_solver* s = NULL;
+  int ok = 1;
+  amrgrav_status st = amrgrav_create(&o, &s);
+  if (st != AMRGRAV_OK) {
+    printf("{\"error\":\"create: %s\"}\n", amrgrav_last_error(NULL));
+    return 1;
+  }
+  double maxPot = 0, maxAcc = 0, gmax = 0;
+  for (int step = 0; step < 2; ++step) { /* a second step reuses the solver */
+    for (int i = 0; i < N; ++i) pot[i] = ax[i] = ay[i] = az[i] = NAN;
+    st = amrgrav_compute_potential(s, N, x, y, z, m, h, pot, ax, ay, az);
+    if (st != AMRGRAV_OK) {
+      printf("{\"error\":\"compute: %s\"}\n", amrgrav_last_error(s));
+      return 1;
+    }
+  }
+  for (int i = 0; i < N; ++i) {
+    const double e = fabs(pot[i] - ref[i]) / fabs(ref[i]);
+    if (!(e <= maxPot)) maxPot = e; /* also catches NaN */
+    const double da[3] = {ax[i] - gref[0][i], ay[i] - gref[1][i], az[i] - gref[2][i]};
+    const double ea = sqrt(da[0] * da[0] + da[1] * da[1] + da[2] * da[2]);
+    if (!(ea <= maxAcc)) maxAcc = ea;
+    const double gm = sqrt(gref[0][i] * gref[0][i] + gref[1][i] * gref[1][i] + gref[2][i] * gref[2][i]);
+    if (gm > gmax) gmax = gm;
+  }
+  amrgrav_stats stats;
+  amrgrav_get_stats(s, &stats);
+
+  /* error paths: a negative mass is named; the solver stays usable */
+  m[17] = -1;
+  const amrgrav_status badMass = amrgrav_compute_potential(s, N, x, y, z, m, h, pot, ax, ay, az);
+  char badMassMsg[256];
+  snprintf(badMassMsg, sizeof badMassMsg, "%s", amrgrav_last_error(s));
+  m[17] = 1;
+  const amrgrav_status again = amrgrav_compute_potential(s, N, x, y, z, m, h, pot, ax, ay, az);
+  const amrgrav_status nullArrays = amrgrav_compute_potential(s, N, x, y, z, m, h, pot, NULL, NULL, NULL);
+  const amrgrav_status empty = amrgrav_compute_potential(s, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+  amrgrav_destroy(s);
+
+  /* a bad option fails at create, with a message */
+  amrgrav_options bad;
+  amrgrav_default_options(&bad);
+  bad.theta = 2;
+  amrgrav_solver* s2 = NULL;
+  const amrgrav_status badTheta = amrgrav_create(&bad, &s2);
+  char badThetaMsg[256];
+  snprintf(badThetaMsg, sizeof badThetaMsg, "%s", amrgrav_last_error(NULL));
+
+  ok = ok && maxPot < 1e-4 && maxAcc / gmax < 1e-2 && badMass == AMRGRAV_INVALID_INPUT &&
+       strstr(badMassMsg, "cell 17: mass is negative") != NULL && again == AMRGRAV_OK &&
+       nullArrays == AMRGRAV_INVALID_INPUT && empty == AMRGRAV_OK && badTheta == AMRGRAV_INVALID_OPTION &&
+       s2 == NULL && strstr(badThetaMsg, "theta") != NULL;
+  printf("{\"cells\":%d,\"backend\":%d,\"features\":%d,\"maxRelPotentialError\":%.3e,\"maxAccelerationErrorOverMax\":%.3e,"
+         "\"interactionsPerCell\":%.1f,\"badMass\":%d,\"badMassMessage\":\"%s\",\"recovered\":%d,\"nullArrays\":%d,"
+         "\"empty\":%d,\"badTheta\":%d,\"badThetaMessage\":\"%s\",\"ok\":%s}\n",
+         N, stats.backend, amrgrav_features(), maxPot, maxAcc / gmax, stats.interactions_per_cell, badMass, badMassMsg,
+         again, nullArrays, empty, badTheta, badThetaMsg, ok ? "true" : "false");
+  return ok ? 0 : 1;
+}
