@@ -9,6 +9,7 @@
 #   occupancy  the perf step again with the walk's registers capped for 8 and 9 resident blocks per SM
 # Usage on the GPU host, from the project root, with .gpuhost and dist carried:
 #   bash bench/gpu/device-check.sh sanitize parity api perf
+#   capi       the C API's test program (test/c/capi_demo.c) against libamrgrav with CUDA
 #   apibench   `amrgrav bench --grid 256` through the Node API, order 2, 1, and 2 with accelerations
 #   ncu        Nsight Compute on one order-2 walk launch (128^3): throughput, occupancy, stalls, instruction mix
 # Logs go to one archive, $OUT/logs.tar.gz (the device tool returns at most 8 files); a summary is printed last.
@@ -43,6 +44,10 @@ for step in "$@"; do
     sweep)
       timeout 500 $tool --no-parity --perf 128,256 --sweep --cpu-perf --reps 3 > "$out/sweep.log" 2>&1
       summary+=("sweep rc=$?") ;;
+    capi)
+      cc -std=c99 -O2 -Inative/include test/c/capi_demo.c -Lbuild/Release -lamrgrav -Wl,-rpath,$PWD/build/Release -lm \
+        -o /tmp/capi_demo > "$out/capi.log" 2>&1 && /tmp/capi_demo >> "$out/capi.log" 2>&1
+      summary+=("capi rc=$? $(tail -c 400 "$out/capi.log")") ;;
     apibench)
       # through the public API (Node), results into reused arrays; wallSeconds includes the JS side
       for args in "--order 2" "--order 1" "--order 2 --accel"; do
