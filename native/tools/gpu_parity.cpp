@@ -111,6 +111,33 @@ std::size_t refineMesh(const std::vector<Cluster>& cl, double bg, double L, int 
   return count;
 }
 
+/// Nested refinement around a point from level `coarsest` (cell side 2^-coarsest of the unit box) to `finest`: at
+/// each level a cube of 6^3 cells less the 3^3 cells the next level refines (offset 1 or 2 cells inward, whichever
+/// keeps the point nearer the middle, so no leaf touches one two levels finer), the finest level filled. A 2:1
+/// balanced, non-overlapping mesh refined on a collapsing core; density ~ 1/r^2, so the deep cells matter.
+Cells deepNest(int coarsest, int finest) {
+  Cells c;
+  const double p[3] = {0.45, 0.55, 0.6};
+  long a[3];
+  for (int d = 0; d < 3; ++d) a[d] = std::lround(std::ldexp(p[d], coarsest) - 3);
+  for (int L = coarsest; L <= finest; ++L) {
+    const double h = std::ldexp(1.0, -L);
+    int o[3];
+    for (int d = 0; d < 3; ++d) o[d] = std::fabs((a[d] + 2.5) * h - p[d]) <= std::fabs((a[d] + 3.5) * h - p[d]) ? 1 : 2;
+    for (int k = 0; k < 6; ++k)
+      for (int j = 0; j < 6; ++j)
+        for (int i = 0; i < 6; ++i) {
+          const bool inner = i >= o[0] && i < o[0] + 3 && j >= o[1] && j < o[1] + 3 && k >= o[2] && k < o[2] + 3;
+          if (inner && L < finest) continue;  // refined: the next level covers it
+          const double x = (a[0] + i + 0.5) * h, y = (a[1] + j + 0.5) * h, z = (a[2] + k + 0.5) * h;
+          const double r2 = (x - p[0]) * (x - p[0]) + (y - p[1]) * (y - p[1]) + (z - p[2]) * (z - p[2]);
+          c.push(x, y, z, h * h * h / (r2 + h * h), h);
+        }
+    for (int d = 0; d < 3; ++d) a[d] = 2 * (a[d] + o[d]);
+  }
+  return c;
+}
+
 /// A clustered AMR-like set of about `target` cells: Plummer clusters refined by mass, a massless slab at low x.
 Cells amrClustered(std::size_t target, double L, double massUnit, std::uint64_t seed, int maxLevel = 11) {
   std::mt19937_64 rng(seed);
@@ -413,6 +440,17 @@ void runParity(const Args& a, Summary& sum) {
   {
     const Cells amrUnit = amrClustered(std::max<std::size_t>(a.amr / 4, 1000), 1.0, 1e-20, a.seed + 1);
     parityCase(sum, "amr-unit-length-tiny-mass", amrUnit, base, *gpu, *cpu, tol);
+  }
+  // 18 levels of nesting (cells of 2^-20 of the box inside cells of 1/8): float positions relative to the group
+  // centre must still resolve the finest cells
+  {
+    const Cells deep = deepNest(3, 20);
+    parityCase(sum, "deep-nest-20-levels", deep, base, *gpu, *cpu, tol);
+    SolveOptions o = base;
+    o.hasBox = true;
+    for (int d = 0; d < 3; ++d) { o.boxLo[d] = 0; o.boxHi[d] = 1; }
+    parityCase(sum, "deep-nest-20-levels-box", deep, o, *gpu, *cpu, tol);
+    parityCase(sum, "deep-nest-20-levels-direct", deep, base, *gpu, *cpu, tol, true);
   }
   // coincident cells (duplicates): they meet at r = 0 and add nothing, on both backends
   {
