@@ -3,6 +3,8 @@
  */
 export { GravitySolver } from './gravitySolver.js';
 export type { SolveResult, SolveStats, CellSolveOptions, MeshSolveOptions } from './gravitySolver.js';
+export { GravityModule } from './gravityModule.js';
+export type { GravityModuleOptions, CellLayout, GravityState, GravityStep, GravityTotals } from './gravityModule.js';
 export { defaultOptions, resolveOptions } from './options.js';
 export type { SolverOptions, BackendChoice, MacChoice, WalkChoice, BoundaryChoice } from './options.js';
 export type { CellInput, Box } from './cells.js';

@@ -1,0 +1,206 @@
+/**
+ * The gravity module of a hydro code: created once for a mesh (or a fixed cell layout), called every step with
+ * the new density, finalised at the end. It keeps what a step can reuse: the solver (and through it the GPU
+ * backend's device buffers and any periodic tables), the cell layout and the result arrays, and it counts the
+ * time spent in gravity.
+ *
+ * ```ts
+ * const gravity = GravityModule.init(mesh, { theta: 0.5, accelerations: true });
+ * for (let step = 0; step < steps; step++) {
+ *   hydroStep(mesh);
+ *   const { stats } = await gravity.computePotential(mesh);   // writes gpot (and gacx, gacy, gacz)
+ * }
+ * gravity.finalize();
+ * ```
+ */
+import { InvalidInputError } from './errors.js';
+import { GravitySolver, type SolveResult, type SolveStats } from './gravitySolver.js';
+import type { SolverOptions } from './options.js';
+import type { Box } from './cells.js';
+import { AmrMesh, extractCells, writeBack, type CellArrays } from '../mesh/index.js';
+
+export interface GravityModuleOptions extends SolverOptions {
+  /** Mesh variable holding the density, g cm^-3. Default 'dens'. */
+  densityVar?: string;
+  /** Mesh variable that receives the potential, erg g^-1. Default 'gpot'. */
+  potentialVar?: string;
+  /** Mesh variables that receive the accelerations, cm s^-2. Default ['gacx', 'gacy', 'gacz']. */
+  accelerationVars?: [string, string, string];
+}
+
+/** A fixed set of cells (centres and cube sides, cm) whose masses change from step to step. */
+export interface CellLayout {
+  x: Float64Array;
+  y: Float64Array;
+  z: Float64Array;
+  /** Cube sides, cm, one per cell or one for all. */
+  size: Float64Array | number;
+  /** The domain the cells lie in (required for periodic boundaries). */
+  box?: Box;
+}
+
+/** The state of a step: the mesh itself (its density variable is read), or the cell masses (g) of a layout. */
+export type GravityState = AmrMesh | { mass: Float64Array };
+
+export interface GravityStep {
+  /** Potential at each cell, erg g^-1 (the module's array: overwritten by the next step). */
+  potential: Float64Array;
+  /** -grad(phi), cm s^-2, when accelerations were asked for (the module's arrays). */
+  accelerations?: { x: Float64Array; y: Float64Array; z: Float64Array };
+  stats: SolveStats;
+}
+
+/** Totals over the module's life. */
+export interface GravityTotals {
+  calls: number;
+  /** Wall time inside computePotential, s. */
+  seconds: number;
+  /** Native solve time, s (validation to results). */
+  solveSeconds: number;
+  cells: number;
+}
+
+export class GravityModule {
+  private solver: GravitySolver | undefined;
+  private readonly opts: GravityModuleOptions;
+  private readonly layout: CellLayout | undefined;
+  private mesh: AmrMesh | undefined;
+  private meshCells: CellArrays | undefined;
+  private meshLeaves: number[] = [];
+  private out: { potential: Float64Array; accelerations: { x: Float64Array; y: Float64Array; z: Float64Array } } | undefined;
+  private readonly sizes: Float64Array | undefined;
+  private totalsValue: GravityTotals = { calls: 0, seconds: 0, solveSeconds: 0, cells: 0 };
+  private lastStatsValue: SolveStats | undefined;
+
+  private constructor(target: AmrMesh | CellLayout, options: GravityModuleOptions) {
+    this.opts = { ...options };
+    this.solver = new GravitySolver(options);
+    if (target instanceof AmrMesh) {
+      this.mesh = target;
+    } else {
+      const n = target.x.length;
+      if (target.y.length !== n || target.z.length !== n)
+        throw new InvalidInputError(`cell layout: x, y, z have ${n}, ${target.y.length}, ${target.z.length} elements`);
+      if (typeof target.size !== 'number' && target.size.length !== n)
+        throw new InvalidInputError(`cell layout: size has ${target.size.length} elements for ${n} cells`);
+      this.layout = target;
+      this.sizes = typeof target.size === 'number' ? new Float64Array(n).fill(target.size) : target.size;
+      this.allocate(n);
+    }
+  }
+
+  /**
+   * A module for `target`: an AMR mesh (its leaf cells; refinement between steps is followed) or a fixed cell
+   * layout. Options are the solver's ({@link SolverOptions}) plus the mesh variable names.
+   */
+  static init(target: AmrMesh | CellLayout, options: GravityModuleOptions = {}): GravityModule {
+    return new GravityModule(target, options);
+  }
+
+  /** The solver's options as resolved (defaults filled in). */
+  get options() {
+    return this.live().options;
+  }
+
+  /** Statistics of the last step (undefined before the first). */
+  get lastStats(): SolveStats | undefined {
+    return this.lastStatsValue;
+  }
+
+  /** Totals over all steps so far. */
+  get totals(): GravityTotals {
+    return { ...this.totalsValue };
+  }
+
+  /**
+   * The potential (and accelerations) of this step's mass distribution. For a mesh: reads the density variable of
+   * its leaf cells, writes the potential (and accelerations) variables. For a layout: `state.mass` (g, one per
+   * cell). The returned arrays belong to the module and are overwritten by the next step.
+   */
+  async computePotential(state: GravityState): Promise<GravityStep> {
+    const solver = this.live();
+    const t0 = performance.now();
+    let r: SolveResult;
+    if (state instanceof AmrMesh) {
+      if (!this.mesh) throw new InvalidInputError('computePotential: this module was made for a cell layout; pass { mass }');
+      if (state !== this.mesh) throw new InvalidInputError('computePotential: pass the mesh the module was made for');
+      const cells = this.cellsOfMesh(state);
+      const o = state.options;
+      r = await solver.solveCells(cells, { box: { lo: [...o.domainLo], hi: [...o.domainHi] }, out: this.out });
+      writeBack(state, this.opts.potentialVar ?? 'gpot', cells, r.potential);
+      if (r.accelerations) {
+        const [vx, vy, vz] = this.opts.accelerationVars ?? ['gacx', 'gacy', 'gacz'];
+        writeBack(state, vx, cells, r.accelerations.x);
+        writeBack(state, vy, cells, r.accelerations.y);
+        writeBack(state, vz, cells, r.accelerations.z);
+      }
+    } else {
+      const layout = this.layout;
+      if (!layout) throw new InvalidInputError('computePotential: this module was made for a mesh; pass the mesh');
+      if (!(state?.mass instanceof Float64Array) || state.mass.length !== layout.x.length) {
+        throw new InvalidInputError(
+          `computePotential: state.mass must be a Float64Array of ${layout.x.length} cell masses` +
+            (state?.mass instanceof Float64Array ? ` (got ${state.mass.length})` : ''),
+        );
+      }
+      r = await solver.solveCells(
+        { x: layout.x, y: layout.y, z: layout.z, mass: state.mass, size: this.sizes! },
+        { box: layout.box, out: this.out },
+      );
+    }
+    const seconds = (performance.now() - t0) / 1e3;
+    this.lastStatsValue = r.stats;
+    this.totalsValue.calls += 1;
+    this.totalsValue.seconds += seconds;
+    this.totalsValue.solveSeconds += r.stats.seconds.total;
+    this.totalsValue.cells += r.stats.cells;
+    return { potential: r.potential, accelerations: r.accelerations, stats: r.stats };
+  }
+
+  /** Releases the module's arrays and solver; later calls throw. */
+  finalize(): void {
+    this.solver = undefined;
+    this.out = undefined;
+    this.meshCells = undefined;
+    this.mesh = undefined;
+  }
+
+  private live(): GravitySolver {
+    if (!this.solver) throw new InvalidInputError('the gravity module was finalised (finalize() was called)');
+    return this.solver;
+  }
+
+  private allocate(n: number): void {
+    this.out = {
+      potential: new Float64Array(n),
+      accelerations: { x: new Float64Array(n), y: new Float64Array(n), z: new Float64Array(n) },
+    };
+  }
+
+  /** The mesh's leaf cells: extracted again (and result arrays resized) only when the leaf blocks changed. */
+  private cellsOfMesh(mesh: AmrMesh): CellArrays {
+    const leaves = mesh.leafBlocks();
+    const same =
+      this.meshCells !== undefined &&
+      leaves.length === this.meshLeaves.length &&
+      leaves.every((b, i) => b === this.meshLeaves[i]);
+    const densityVar = this.opts.densityVar ?? 'dens';
+    if (!same) {
+      this.meshCells = extractCells(mesh, densityVar);
+      this.meshLeaves = leaves;
+      if (!this.out || this.out.potential.length !== this.meshCells.count) this.allocate(this.meshCells.count);
+      return this.meshCells;
+    }
+    // the same cells: only the masses change
+    const cells = this.meshCells!;
+    const dens = mesh.variable(densityVar);
+    const cpb = mesh.cellsPerBlock;
+    for (let p = 0; p < cells.count; p += cpb) {
+      const b = cells.block[p];
+      const [dx, dy, dz] = mesh.blockCellSize(b);
+      const volume = dx * dy * dz; // as extractCells, so a step gives the same masses whichever path made them
+      for (let q = p; q < p + cpb; q++) cells.mass[q] = dens[b * cpb + cells.cell[q]] * volume;
+    }
+    return cells;
+  }
+}

@@ -1,0 +1,102 @@
+/**
+ * The gravity module a hydro driver calls every step: the same potential as a one-off solve, linear in the masses
+ * from step to step, the mesh's refinement followed, its arrays reused, and misuse refused with a typed error.
+ */
+import { describe, expect, it } from 'vitest';
+import { GravityModule } from '../solver/gravityModule.js';
+import { GravitySolver } from '../solver/gravitySolver.js';
+import { InvalidInputError } from '../solver/errors.js';
+import { fillVariable, refineMesh, uniformMesh, type AmrMesh } from '../mesh/index.js';
+import { randomCells } from './helpers.js';
+
+describe('GravityModule on a cell layout', () => {
+  const c = randomCells(4000, 21);
+  const layout = { x: c.x, y: c.y, z: c.z, size: c.size, box: { lo: [0, 0, 0], hi: [1, 1, 1] } as const };
+
+  it('matches a one-off solve, is linear in the masses between steps, and reuses its arrays', async () => {
+    const opts = { G: 1, backend: 'cpu' as const, accelerations: true };
+    const gravity = GravityModule.init({ ...layout, box: { lo: [0, 0, 0], hi: [1, 1, 1] } }, opts);
+    const once = await new GravitySolver(opts).solveCells(c, { box: { lo: [0, 0, 0], hi: [1, 1, 1] } });
+    const s1 = await gravity.computePotential({ mass: c.mass });
+    expect(Array.from(s1.potential)).toEqual(Array.from(once.potential));
+    expect(Array.from(s1.accelerations!.y)).toEqual(Array.from(once.accelerations!.y));
+    const first = Float64Array.from(s1.potential);
+    // the next step: every mass tripled (a power of two would be too kind to rounding)
+    const s2 = await gravity.computePotential({ mass: c.mass.map((m) => 3 * m) });
+    expect(s2.potential).toBe(s1.potential); // the module's array, reused
+    let worst = 0;
+    for (let i = 0; i < first.length; i++) worst = Math.max(worst, Math.abs(s2.potential[i] - 3 * first[i]) / Math.abs(3 * first[i]));
+    expect(worst).toBeLessThan(1e-12);
+    expect(gravity.totals.calls).toBe(2);
+    expect(gravity.totals.cells).toBe(8000);
+    expect(gravity.lastStats!.cells).toBe(4000);
+    gravity.finalize();
+    await expect(gravity.computePotential({ mass: c.mass })).rejects.toBeInstanceOf(InvalidInputError);
+  });
+
+  it('refuses masses of the wrong length, a mesh for a layout module, and a mismatched layout', async () => {
+    const gravity = GravityModule.init(layout, { backend: 'cpu' });
+    await expect(gravity.computePotential({ mass: new Float64Array(10) })).rejects.toThrow(
+      /state.mass must be a Float64Array of 4000 cell masses \(got 10\)/,
+    );
+    await expect(gravity.computePotential(uniformMesh({ lrefineMax: 1 }))).rejects.toThrow(/made for a cell layout/);
+    expect(() => GravityModule.init({ ...layout, y: new Float64Array(3) })).toThrow(InvalidInputError);
+  });
+});
+
+/** Indices of the leaf cells in a mesh variable. */
+function leafCellIndices(mesh: AmrMesh): number[] {
+  const out: number[] = [];
+  for (const b of mesh.leafBlocks()) for (let q = 0; q < mesh.cellsPerBlock; q++) out.push(b * mesh.cellsPerBlock + q);
+  return out;
+}
+
+describe('GravityModule on a mesh', () => {
+  it('writes gpot as GravitySolver.solve does, follows refinement, and only refreshes masses otherwise', async () => {
+    const mesh = uniformMesh({ lrefineMax: 4, level: 2 });
+    const rho = (x: number, y: number, z: number) => 1 + 10 * Math.exp(-((x - 0.4) ** 2 + (y - 0.5) ** 2 + (z - 0.6) ** 2) / 0.01);
+    fillVariable(mesh, 'dens', rho);
+    const opts = { backend: 'cpu' as const, accelerations: true };
+    const gravity = GravityModule.init(mesh, opts);
+    const step1 = await gravity.computePotential(mesh);
+
+    const twin = uniformMesh({ lrefineMax: 4, level: 2 });
+    fillVariable(twin, 'dens', rho);
+    await new GravitySolver(opts).solve(twin);
+    expect(Array.from(mesh.variable('gpot'))).toEqual(Array.from(twin.variable('gpot')));
+    expect(Array.from(mesh.variable('gacz'))).toEqual(Array.from(twin.variable('gacz')));
+
+    // the density doubles: the potential doubles (masses refreshed in place, same cells)
+    const before = Float64Array.from(mesh.variable('gpot'));
+    const d = mesh.variable('dens');
+    for (let i = 0; i < d.length; i++) d[i] *= 2;
+    const step2 = await gravity.computePotential(mesh);
+    expect(step2.potential).toBe(step1.potential);
+    const after = mesh.variable('gpot');
+    let worst = 0;
+    for (const i of leafCellIndices(mesh)) worst = Math.max(worst, Math.abs(after[i] - 2 * before[i]) / Math.abs(2 * before[i]));
+    expect(worst).toBeLessThan(1e-12);
+
+    // the hydro code refines around the clump: the module extracts the new leaves
+    refineMesh(mesh, (m, b) => {
+      const { lo, hi } = m.block(b);
+      return lo[0] <= 0.4 && 0.4 <= hi[0] && lo[1] <= 0.5 && 0.5 <= hi[1] && lo[2] <= 0.6 && 0.6 <= hi[2];
+    });
+    fillVariable(mesh, 'dens', rho);
+    const step3 = await gravity.computePotential(mesh);
+    expect(step3.stats.cells).toBe(mesh.leafBlocks().length * mesh.cellsPerBlock);
+    expect(step3.stats.cells).toBeGreaterThan(step1.stats.cells);
+    const again = uniformMesh({ lrefineMax: 4, level: 2 });
+    refineMesh(again, (m, b) => {
+      const { lo, hi } = m.block(b);
+      return lo[0] <= 0.4 && 0.4 <= hi[0] && lo[1] <= 0.5 && 0.5 <= hi[1] && lo[2] <= 0.6 && 0.6 <= hi[2];
+    });
+    fillVariable(again, 'dens', rho);
+    await new GravitySolver(opts).solve(again);
+    // leaf cells only: parents keep the values of the steps before they were refined
+    const leaves = leafCellIndices(mesh);
+    expect(leaves).toEqual(leafCellIndices(again));
+    expect(leaves.map((i) => mesh.variable('gpot')[i])).toEqual(leaves.map((i) => again.variable('gpot')[i]));
+    gravity.finalize();
+  });
+});
