@@ -5,8 +5,17 @@
 import { NoDeviceError, fromNativeError } from './errors.js';
 import { resolveOptions, type ResolvedOptions, type SolverOptions } from './options.js';
 import { toNativeCells, type Box, type CellInput } from './cells.js';
-import { loadNative, nativeFeatures, type NativeAddon, type NativeOptions, type NativeResult } from './native.js';
+import {
+  loadNative,
+  nativeFeatures,
+  type NativeAddon,
+  type NativeDistributedStats,
+  type NativeOptions,
+  type NativeResult,
+} from './native.js';
 import { extractCells, writeBack, type AmrMesh } from '../mesh/index.js';
+import { failDistributedSolve, mpiWorld } from './mpiWorld.js';
+import { rankChunk } from './mpiDecomposition.js';
 
 /** Per-solve statistics. Times in seconds. */
 export interface SolveStats {
@@ -30,6 +39,10 @@ export interface SolveStats {
   leaves: number;
   groups: number;
   treeDepth: number;
+  /** MPI ranks that took part in the solve (1 unless distributed). */
+  ranks: number;
+  /** This rank's share of a distributed solve: LET bytes, exchange and overlap times (absent otherwise). */
+  distributed?: NativeDistributedStats;
 }
 
 export interface SolveResult {
@@ -61,6 +74,8 @@ export class GravitySolver {
   private readonly native: NativeAddon;
   private readonly backend: 'cpu' | 'cuda';
   private readonly backendReason: string;
+  /** Tree solves are collectives over the MPI world (option `distributed` under mpirun with several ranks). */
+  private readonly distributed: boolean;
 
   /**
    * @param options see {@link SolverOptions}; defaults: theta 0.5, order 2, G 6.674e-8 (cgs), backend 'auto'.
@@ -74,7 +89,13 @@ export class GravitySolver {
     this.options = resolveOptions(options);
     this.native = loadNative();
     const features = nativeFeatures();
-    if (this.options.backend === 'cuda') {
+    this.distributed = this.options.distributed !== false && mpiWorld().size > 1;
+    if (this.distributed) {
+      if (this.options.backend === 'cuda')
+        throw new NoDeviceError("backend 'cuda' was requested, but distributed solves run on the CPU backend for now");
+      this.backend = 'cpu';
+      this.backendReason = 'distributed: the LET solve runs on the CPU backend';
+    } else if (this.options.backend === 'cuda') {
       if (!features.cuda) throw new NoDeviceError(`backend 'cuda' was requested but ${features.cudaReason}`);
       this.backend = 'cuda';
       this.backendReason = 'requested';
@@ -94,10 +115,14 @@ export class GravitySolver {
   /**
    * Solves on the leaf cells of an AMR mesh (mass = density x cell volume) and writes the potential, and the
    * accelerations if asked, into block variables (created if missing). The density variable is not modified.
+   * In a distributed solve every rank holds the same mesh and takes its chunk of the leaf blocks (Morton order,
+   * equal cell counts); each rank writes back the blocks of its own chunk only.
    * @throws MeshError for an unknown density variable or non-cubic cells; the errors of {@link solveCells}.
    */
   async solve(mesh: AmrMesh, opts: MeshSolveOptions = {}): Promise<SolveResult> {
-    const cells = extractCells(mesh, opts.densityVar ?? 'dens');
+    const all = extractCells(mesh, opts.densityVar ?? 'dens');
+    const { rank, size } = mpiWorld();
+    const cells = this.distributed ? rankChunk(all, all.count, mesh.cellsPerBlock, rank, size) : all;
     const o = mesh.options;
     const r = await this.solveCells(cells, { box: { lo: [...o.domainLo], hi: [...o.domainHi] } });
     writeBack(mesh, opts.potentialVar ?? 'gpot', cells, r.potential);
@@ -110,7 +135,12 @@ export class GravitySolver {
     return r;
   }
 
-  /** Tree solve on plain cell arrays. Zero cells is valid and returns empty arrays. */
+  /**
+   * Tree solve on plain cell arrays. Zero cells is valid and returns empty arrays. Under mpirun (option
+   * `distributed`, default on) this is a collective: every rank calls it with its own cells (any number, zero
+   * included) and gets, at those cells, the potential of all ranks' cells. Bad input on one rank makes it throw on
+   * every rank, with that rank's message.
+   */
   async solveCells(cells: CellInput, opts: CellSolveOptions = {}): Promise<SolveResult> {
     return this.run('tree', cells, opts);
   }
@@ -122,7 +152,20 @@ export class GravitySolver {
 
   private async run(method: 'tree' | 'direct', cells: CellInput, opts: CellSolveOptions): Promise<SolveResult> {
     const callerStack = new Error().stack;
-    const nc = toNativeCells(cells);
+    const distributed = this.distributed && method === 'tree';
+    let nc: ReturnType<typeof toNativeCells>;
+    try {
+      nc = toNativeCells(cells);
+    } catch (err) {
+      if (!distributed) throw err;
+      const e = err as { code?: string; message: string };
+      try {
+        await failDistributedSolve(e.code ?? 'INVALID_INPUT', e.message); // the other ranks are in the solve
+      } catch (agreed) {
+        throw fromNativeError(agreed, callerStack, 'tree solve');
+      }
+      throw err;
+    }
     const o = this.options;
     const nopts: NativeOptions = {
       backend: this.backend,
@@ -137,6 +180,7 @@ export class GravitySolver {
       accelerations: o.accelerations,
       threads: o.threads,
       ...(opts.box ? { box: opts.box } : {}),
+      distributed,
     };
     let r: NativeResult;
     try {
@@ -175,6 +219,8 @@ export class GravitySolver {
       leaves: s.leaves,
       groups: s.groups,
       treeDepth: s.treeDepth,
+      ranks: s.distributed?.ranks ?? 1,
+      ...(s.distributed ? { distributed: s.distributed } : {}),
     };
     const result: SolveResult = { potential: r.potential, stats };
     if (r.ax && r.ay && r.az) result.accelerations = { x: r.ax, y: r.ay, z: r.az };

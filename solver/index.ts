@@ -20,3 +20,8 @@ export * from '../mesh/index.js';
 export { runMaclaurin, sweepMaclaurin } from '../validation/maclaurinRun.js';
 export type { MaclaurinReport, MaclaurinRunOptions } from '../validation/maclaurinRun.js';
 export { maclaurinProblem } from '../validation/maclaurinSetup.js';
+export { mpiWorld, isMultiRank, gatherToRoot, abortAllRanks } from './mpiWorld.js';
+export type { MpiWorld } from './mpiWorld.js';
+export { chunkOf, rankChunk } from './mpiDecomposition.js';
+export { solveWholeProblem } from './mpiSolve.js';
+export type { WholeProblemSolve } from './mpiSolve.js';
