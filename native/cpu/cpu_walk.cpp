@@ -69,7 +69,7 @@ void buildLists(const SourceTree& t, const SortedCells& c, const Groups& g, std:
 
 template <int Order, bool Accel>
 inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const double* tx, const double* ty, const double* tz, int nt, double* phi,
-                   double* gx, double* gy, double* gz, bool accumulate) {
+                   double* gx, double* gy, double* gz) {
   double p[kMaxGroup], fx[kMaxGroup], fy[kMaxGroup], fz[kMaxGroup];
   for (int i = 0; i < nt; ++i) { p[i] = 0; fx[i] = 0; fy[i] = 0; fz[i] = 0; }
   const std::size_t nn = L.nm.size();
@@ -91,13 +91,6 @@ inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const d
       else cellCellPotential<double>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, p[i]);
     }
   }
-  if (accumulate) {  // a further source tree (a LET): its sum is added after the local tree's, in a fixed order
-    for (int i = 0; i < nt; ++i) {
-      phi[i] += p[i];
-      if (Accel) { gx[i] += fx[i]; gy[i] += fy[i]; gz[i] += fz[i]; }
-    }
-    return;
-  }
   for (int i = 0; i < nt; ++i) {
     phi[i] = p[i];
     if (Accel) { gx[i] = fx[i]; gy[i] = fy[i]; gz[i] = fz[i]; }
@@ -113,15 +106,15 @@ inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const d
 #endif
 
 using EvalFn = void (*)(const Lists&, const double*, const double*, const double*, int, double*, double*, double*,
-                        double*, bool);
+                        double*);
 AG_MULTIVERSION void evalPot1(const Lists& L, const double* x, const double* y, const double* z, int n, double* p,
-                              double* gx, double* gy, double* gz, bool acc) { evaluateLists<1, false>(L, x, y, z, n, p, gx, gy, gz, acc); }
+                              double* gx, double* gy, double* gz) { evaluateLists<1, false>(L, x, y, z, n, p, gx, gy, gz); }
 AG_MULTIVERSION void evalPot2(const Lists& L, const double* x, const double* y, const double* z, int n, double* p,
-                              double* gx, double* gy, double* gz, bool acc) { evaluateLists<2, false>(L, x, y, z, n, p, gx, gy, gz, acc); }
+                              double* gx, double* gy, double* gz) { evaluateLists<2, false>(L, x, y, z, n, p, gx, gy, gz); }
 AG_MULTIVERSION void evalForce1(const Lists& L, const double* x, const double* y, const double* z, int n, double* p,
-                                double* gx, double* gy, double* gz, bool acc) { evaluateLists<1, true>(L, x, y, z, n, p, gx, gy, gz, acc); }
+                                double* gx, double* gy, double* gz) { evaluateLists<1, true>(L, x, y, z, n, p, gx, gy, gz); }
 AG_MULTIVERSION void evalForce2(const Lists& L, const double* x, const double* y, const double* z, int n, double* p,
-                                double* gx, double* gy, double* gz, bool acc) { evaluateLists<2, true>(L, x, y, z, n, p, gx, gy, gz, acc); }
+                                double* gx, double* gy, double* gz) { evaluateLists<2, true>(L, x, y, z, n, p, gx, gy, gz); }
 
 template <int Order, bool Accel>
 void walkRange(const SourceTree& t, const SortedCells& c, const Groups& g, std::size_t gb, std::size_t ge, bool vote,
@@ -131,8 +124,18 @@ void walkRange(const SourceTree& t, const SortedCells& c, const Groups& g, std::
     const std::uint32_t b = g.begin[gi];
     const int nt = int(g.count[gi]);
     constexpr EvalFn eval = Order == 1 ? (Accel ? evalForce1 : evalPot1) : (Accel ? evalForce2 : evalPot2);
-    eval(L, &c.x[b], &c.y[b], &c.z[b], nt, out.phi + b, Accel ? out.gx + b : nullptr,
-                                Accel ? out.gy + b : nullptr, Accel ? out.gz + b : nullptr, pass.accumulate);
+    if (pass.accumulate) {
+      // a further source tree (a LET): its sums are added to the local tree's, tree by tree in a fixed order
+      double p[kMaxGroup], fx[kMaxGroup], fy[kMaxGroup], fz[kMaxGroup];
+      eval(L, &c.x[b], &c.y[b], &c.z[b], nt, p, fx, fy, fz);
+      for (int i = 0; i < nt; ++i) {
+        out.phi[b + i] += p[i];
+        if (Accel) { out.gx[b + i] += fx[i]; out.gy[b + i] += fy[i]; out.gz[b + i] += fz[i]; }
+      }
+    } else {
+      eval(L, &c.x[b], &c.y[b], &c.z[b], nt, out.phi + b, Accel ? out.gx + b : nullptr,
+                                  Accel ? out.gy + b : nullptr, Accel ? out.gz + b : nullptr);
+    }
     approx += std::uint64_t(nt) * L.nm.size();
     // in its own tree every cell of the group meets itself in the opened leaves; that pair is not an interaction
     const std::size_t self = pass.sourcesAreTargets ? std::min<std::size_t>(L.cm.size(), 1) : 0;
