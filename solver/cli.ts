@@ -191,7 +191,13 @@ async function bench(argv: string[]): Promise<void> {
     console.log('  per rank (best repetition; seconds, LET bytes):');
     console.log(
       table(
-        r.perRank.map((p, rank) => ({ rank, ...p, overlapFraction: p.exchange > 0 ? p.overlap / p.exchange : 0 })),
+        r.perRank.map((p, rank) => ({
+          rank: String(rank),
+          ...p,
+          // the part of the exchange that ran during the local walk, and the part nobody waited for
+          overlapFraction: p.exchange > 0 ? p.overlap / p.exchange : 0,
+          hiddenFraction: p.exchange > 0 ? 1 - p.exchangeWait / p.exchange : 1,
+        })),
       )
         .split('\n')
         .map((l) => `    ${l}`)

@@ -145,7 +145,10 @@ export class GravitySolver {
     return this.run('tree', cells, opts);
   }
 
-  /** O(N^2) direct summation with the same self term: the reference the tree is measured against. */
+  /**
+   * O(N^2) direct summation with the same self term: the reference the tree is measured against. Never
+   * distributed: under mpirun each rank sums over the cells it passes.
+   */
   async directCells(cells: CellInput, opts: CellSolveOptions = {}): Promise<SolveResult> {
     return this.run('direct', cells, opts);
   }
