@@ -97,6 +97,11 @@ void abortMpiWorld(const std::string& message, int code) {
 
 Status initMpiWorld(bool force) {
   if (force) return Status::error(ErrorCode::InvalidOption, "this build of amrgrav has no MPI (no MPI library was found at build time)");
+  // each rank would silently solve its own cells alone
+  if (launchedByMpiLauncher())
+    return Status::error(ErrorCode::InvalidOption, "started by an MPI launcher, but this build of amrgrav has no MPI: "
+                                                   "install an MPI library (apt-get install libopenmpi-dev) and rebuild "
+                                                   "(npm run build:native), or run without mpirun");
   return Status::success();
 }
 
