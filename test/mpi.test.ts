@@ -94,6 +94,13 @@ describe.each([1, 2, 3, 4])('distributed solve on %i rank(s)', (np) => {
       expect(s.vsDirect['0.1'], where).toBeLessThan(s.vsDirect['0.25']);
       expect(s.vsDirect['0.1'], where).toBeLessThan(1e-6);
     }
+    // GravitySolver.solve(mesh): each rank solves and writes back its chunk of the leaf blocks
+    const meshApi = (report as unknown as { meshApi: { cells: number; vsSingle: number; writeBackOk: boolean; cellsPerRank: number[] } }).meshApi;
+    expect(meshApi.writeBackOk).toBe(true);
+    expect(meshApi.cellsPerRank).toHaveLength(np);
+    expect(meshApi.cellsPerRank.reduce((a, b) => a + b, 0)).toBe(meshApi.cells);
+    expect(meshApi.vsSingle).toBeLessThan(1e-4);
+    if (np === 1) expect(meshApi.vsSingle).toBe(0);
     if (np > 1) {
       const empty = report.scenarios.find((s) => s.name === 'random-amr-empty-rank')!;
       expect(empty.perRank[1]).toMatchObject({ cells: 0, letsSent: 0, letsReceived: 0, bytesSent: 0 });
