@@ -52,8 +52,7 @@ class CollectiveWorker final : public Napi::AsyncWorker {
  public:
   enum class Kind { Gather, FailSolve };
   CollectiveWorker(Napi::Env env, Kind kind) : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), kind_(kind) {}
-  std::vector<double> input;
-  Napi::Reference<Napi::Float64Array> inputRef;
+  Napi::Reference<Napi::Float64Array> inputRef;  ///< keeps the gathered values alive off the JS thread
   const double* inputData = nullptr;
   std::size_t inputLength = 0;
   Status failure;
@@ -62,8 +61,8 @@ class CollectiveWorker final : public Napi::AsyncWorker {
   void Execute() override {
     if (kind_ == Kind::Gather) {
       std::lock_guard<std::mutex> lock(mpiLock());
-      status_ = mpiWorld().active ? gatherToRoot(inputData, inputLength, result_) : Status::success();
-      if (!mpiWorld().active) result_.assign(inputData, inputData + inputLength);
+      if (mpiWorld().active) status_ = gatherToRoot(inputData, inputLength, result_);
+      else result_.assign(inputData, inputData + inputLength);
     } else {
       status_ = failDistributedSolve(failure);
     }
