@@ -9,7 +9,17 @@ export type MeshErrorCode =
   | 'MAX_LEVEL'
   | 'NON_CUBIC_CELLS'
   | 'LENGTH_MISMATCH'
-  | 'STALE_CELLS';
+  | 'STALE_CELLS'
+  // FLASH HDF5 files (mesh/flash*.ts)
+  | 'FILE_NOT_FOUND'
+  | 'NOT_HDF5'
+  | 'CORRUPT_FILE'
+  | 'NOT_FLASH'
+  | 'MISSING_DATASET'
+  | 'BAD_SHAPE'
+  | 'BAD_MESH'
+  | 'UNSUPPORTED_DIMENSIONALITY'
+  | 'WRITE_FAILED';
 
 export class MeshError extends AmrgravError {
   declare readonly code: MeshErrorCode;
@@ -23,3 +33,6 @@ export function invalidMeshOption(name: string, expected: string, actual: unknow
   const shown = Array.isArray(actual) ? `[${actual.join(', ')}]` : typeof actual === 'string' ? JSON.stringify(actual) : String(actual);
   return new MeshError('INVALID_OPTION', `mesh option '${name}': expected ${expected}, got ${shown}`);
 }
+
+/** A FLASH HDF5 file that cannot be read, understood or written; the message names the file and the dataset. */
+export class FlashFileError extends MeshError {}

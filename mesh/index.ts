@@ -2,7 +2,12 @@
 export { AmrMesh } from './amrMesh.js';
 export { uniformMesh, refineMesh, balanceMesh } from './builders.js';
 export { extractCells, writeBack, fillVariable, type CellArrays } from './cells.js';
-export { MeshError, type MeshErrorCode } from './errors.js';
+export { MeshError, FlashFileError, type MeshErrorCode } from './errors.js';
+export { readFlashFile, type FlashReadOptions } from './flashRead.js';
+export { writeFlashFile, type FlashWriteOptions } from './flashWrite.js';
+export { flashToMesh, meshToFlash, meshVariableToFlash, type FlashMesh, type MeshToFlashOptions } from './flashMesh.js';
+export type { FlashData, FlashParameters, RawDataset } from './flashFormat.js';
+export { restrictToParents } from './restrict.js';
 export { compareMorton } from './morton.js';
 export { defaultMeshOptions, resolveMeshOptions } from './options.js';
 export type { Block, MeshOptions, ResolvedMeshOptions, Vec3 } from './types.js';

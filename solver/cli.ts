@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /**
- * The `amrgrav` command line: `validate maclaurin`, `bench`. Tables for people, `--json` for scripts.
+ * The `amrgrav` command line: `validate maclaurin`, `bench`, `solve`, `make`, `plot`. Tables for people, `--json`
+ * for scripts, a progress bar on a terminal.
  */
 import { parseArgs } from 'node:util';
 import { AmrgravError } from './errors.js';
@@ -14,6 +15,9 @@ const HELP: Record<string, string> = {
 Usage:
   amrgrav validate maclaurin [options]   MacLaurin-spheroid validation against the analytic potential
   amrgrav bench [options]                time solves on a uniform grid or the MacLaurin mesh
+  amrgrav solve IN.h5 -o OUT.h5          solve a 3-D FLASH file; writes a copy with 'gpot' added
+  amrgrav make maclaurin|sphere|uniform -o FILE.h5   write a test problem as a FLASH checkpoint
+  amrgrav plot FILE.h5 --var V -o OUT.png            a slice of a FLASH file as a PNG
   amrgrav <command> --help               options of a command
 
 Units are cgs throughout (G = 6.674e-8 cm^3 g^-1 s^-2 unless --G is given).
@@ -26,6 +30,9 @@ solved with locally essential trees; rank 0 prints, and the JSON carries "ranks"
   --walk W         box | vote (group acceptance: bounding box or per-cell warp vote) [box]
   --backend B      auto | cpu | cuda                                               [auto]
   --threads N      CPU threads, 0 = all                                            [0]
+  --accel          also compute accelerations -grad(phi), cm s^-2
+  --group-size N   cells per walk group (the GPU warp; 64 = two per lane)         [32]
+  --leaf-size N    most cells in a tree leaf                                       [16]
   --G VALUE        gravitational constant                                          [6.674e-8]
   --json           print JSON only`,
   validate: `amrgrav validate maclaurin [options]
@@ -41,6 +48,47 @@ Reports the max and mean of |phi - phi_analytic| / |phi_analytic| over all leaf 
   --subsample K    K^3 sub-samples per cell for surface volume fractions           [4]
   --direct         direct summation instead of the tree
   --sweep          theta in {1, 0.75, 0.5, 0.25, 0.1} and direct summation (JSON: an array)
+  --plot FILE.png  with --sweep: max and mean relative error vs theta (log axes), direct-summation floor
+`,
+  solve: `amrgrav solve IN.h5 -o OUT.h5 [options]
+
+Reads a 3-D FLASH checkpoint or plot file (HDF5), solves for the potential of its density and writes OUT.h5: a
+copy of IN.h5 with 'gpot' (erg/g) added or replaced (and 'gacx', 'gacy', 'gacz' in cm s^-2 with --accel), in
+the input's precision. IN.h5 is never modified; OUT.h5 appears only when complete. Prints cells, levels, time
+per phase, backend and the energy W = 1/2 sum m phi (erg).
+
+  -o, --output F   output file (required; must differ from IN.h5)
+  --var NAME       density variable, g/cm^3                                        [dens]
+  --boundary B     isolated (potential -> 0 at infinity; the only one so far)      [isolated]
+`,
+  make: `amrgrav make maclaurin|sphere|uniform -o FILE.h5 [options]
+
+Writes a test problem as a FLASH checkpoint (float64, 8^3-cell blocks, unit box, variable 'dens') that yt and
+'amrgrav solve' read. maclaurin: homogeneous spheroid, surface blocks refined to the max level; sphere: the
+same with e = 0; uniform: constant density on a uniform mesh. The problem's parameters are stored as runtime
+parameters so 'amrgrav plot --var relerr' can compare with the analytic potential.
+
+  -o, --output F   output file (required)
+  --levels L       max refinement level (level 1 = one block)                      [5; uniform: 3]
+  --e E            maclaurin eccentricity, in [0, 1)                                [0.9]
+  --a1 A           maclaurin equatorial semi-axis or sphere radius, cm              [0.25]
+  --rho R          density inside, g/cm^3                                           [1]
+  --subsample K    K^3 sub-samples per cell for surface volume fractions           [4]
+  --G VALUE        G recorded for the analytic potential, cgs                      [6.674e-8]
+  --json           print JSON only
+`,
+  plot: `amrgrav plot FILE.h5 --var gpot|dens|relerr|NAME [--slice z=0.5] -o OUT.png
+
+A slice through a 3-D FLASH file at the finest resolution: colour map (viridis), colour bar, axes in cm and
+the outlines of the leaf blocks cut by the slice. relerr = |gpot - phi_analytic| / |phi_analytic| (log scale)
+for files written by 'amrgrav make maclaurin|sphere' and solved by 'amrgrav solve'.
+
+  --var NAME       variable to show, or relerr                                     [gpot]
+  --slice A=V      slice plane: axis x, y or z at coordinate V, cm                  [z=domain centre]
+  --log            logarithmic colour scale (default for dens and relerr)
+  --no-blocks      do not draw block outlines
+  -o, --output F   PNG file (required)
+  --json           print JSON only
 `,
   bench: `amrgrav bench [options]
 
@@ -62,6 +110,9 @@ function solverOptions(v: Record<string, string | boolean | undefined>): SolverO
     backend: choiceArg('backend', s('backend'), 'auto', ['auto', 'cpu', 'cuda'] as const),
     threads: intArg('threads', s('threads'), 0, 0, 4096),
     G: numberArg('G', s('G'), 6.674e-8, (x) => x > 0),
+    accelerations: v.accel === true,
+    groupSize: intArg('group-size', s('group-size'), 32, 1, 256),
+    leafSize: intArg('leaf-size', s('leaf-size'), 16, 1, 4096),
   };
 }
 
@@ -73,6 +124,9 @@ const solverArgs = {
   backend: { type: 'string' },
   threads: { type: 'string' },
   G: { type: 'string' },
+  accel: { type: 'boolean' },
+  'group-size': { type: 'string' },
+  'leaf-size': { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -102,6 +156,7 @@ async function validate(argv: string[]): Promise<void> {
       subsample: { type: 'string' },
       direct: { type: 'boolean' },
       sweep: { type: 'boolean' },
+      plot: { type: 'string' },
     },
   });
   if (values.help) return void console.log(`${HELP.validate}\n${HELP.solver}`);
@@ -120,6 +175,10 @@ async function validate(argv: string[]): Promise<void> {
     throw new UsageError('--direct and --sweep use direct summation, which is not distributed: run them on one rank');
   if (values.sweep) {
     const reports = await sweepMaclaurin({ ...setup, solver });
+    if (values.plot) {
+      const { plotSweep } = await import('../validation/plot/sweepPlot.js');
+      await plotSweep(reports, values.plot);
+    }
     if (values.json) return void console.log(JSON.stringify(reports));
     console.log(`MacLaurin spheroid e=${setup.e}, a1=${setup.a1}, levels=${setup.levels}, ${reports[0].cells} cells`);
     console.log(
@@ -206,6 +265,131 @@ async function bench(argv: string[]): Promise<void> {
   }
 }
 
+function requireOutput(v: string | undefined, command: string): string {
+  if (!v) throw new UsageError(`${command}: the output file is required (-o FILE)`);
+  return v;
+}
+
+async function solve(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      ...solverArgs,
+      output: { type: 'string', short: 'o' },
+      var: { type: 'string' },
+      boundary: { type: 'string' },
+    },
+  });
+  if (values.help) return void console.log(`${HELP.solve}\n${HELP.solver}`);
+  if (positionals.length !== 1) throw new UsageError(`solve: expected one input file, got ${positionals.length}`);
+  const output = requireOutput(values.output, 'solve');
+  if (values.boundary !== undefined && values.boundary !== 'isolated') {
+    throw new UsageError(`--boundary: only 'isolated' is implemented (periodic boundaries are not yet), got '${values.boundary}'`);
+  }
+  const { solveFlashFile } = await import('./solveFile.js');
+  const { createProgress, progressWanted } = await import('./progress.js');
+  const r = await solveFlashFile(positionals[0], output, {
+    densityVar: values.var ?? 'dens',
+    solver: { ...solverOptions(values), boundary: 'isolated' },
+    progress: createProgress(progressWanted(!!values.json)),
+  });
+  if (values.json) return void console.log(JSON.stringify(r));
+  const s = r.solve;
+  console.log(`${r.input} -> ${r.output}: wrote ${r.written.join(', ')}`);
+  console.log(`  cells            ${r.cells} in ${r.leafBlocks} leaf blocks (${r.blocks} blocks), levels ${r.levels[0]}..${r.levels[1]}`);
+  console.log(`  backend          ${s.backend} (${s.threads} threads; ${s.backendReason}), theta ${values.theta ?? 0.5}, order ${values.order ?? 2}`);
+  console.log(`  energy W         ${fmt(r.energy, 6)} erg (1/2 sum m phi)`);
+  console.log(`  interactions     ${Math.round(s.interactionsPerCell)} per cell`);
+  console.log(
+    `  time (s)         read ${fmt(r.seconds.read)}, mesh ${fmt(r.seconds.mesh)}, solve ${fmt(r.seconds.solve)} ` +
+      `(keys+sort ${fmt(s.seconds.keysAndSort)}, build ${fmt(s.seconds.build)}, moments ${fmt(s.seconds.moments)}, walk ${fmt(s.seconds.walk)}), ` +
+      `write ${fmt(r.seconds.write)}, total ${fmt(r.seconds.total)}`,
+  );
+}
+
+async function make(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      output: { type: 'string', short: 'o' },
+      levels: { type: 'string' },
+      e: { type: 'string' },
+      a1: { type: 'string' },
+      rho: { type: 'string' },
+      subsample: { type: 'string' },
+      G: { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) return void console.log(HELP.make);
+  const kinds = ['maclaurin', 'sphere', 'uniform'] as const;
+  const kind = kinds.find((k) => k === positionals[0]);
+  if (!kind || positionals.length !== 1) throw new UsageError(`make: name one problem: ${kinds.join(', ')} (got ${positionals.join(' ') || 'none'})`);
+  const output = requireOutput(values.output, 'make');
+  const { writeProblemFile } = await import('../validation/problemFiles.js');
+  const { createProgress, progressWanted } = await import('./progress.js');
+  const progress = createProgress(progressWanted(!!values.json));
+  const t0 = performance.now();
+  progress.phase(`building the ${kind} mesh`);
+  const d = await writeProblemFile(
+    output,
+    kind,
+    {
+      levels: intArg('levels', values.levels, kind === 'uniform' ? 3 : 5, 1, 12),
+      e: numberArg('e', values.e, 0.9, (x) => x >= 0 && x < 1),
+      a1: numberArg('a1', values.a1, 0.25, (x) => x > 0 && x < 0.5),
+      rho: numberArg('rho', values.rho, 1, (x) => x > 0),
+      subsample: intArg('subsample', values.subsample, 4, 1, 16),
+      G: numberArg('G', values.G, 6.674e-8, (x) => x > 0),
+    },
+    { onProgress: (i, n, name) => progress.update(`writing ${name}`, i, n) },
+  );
+  progress.end();
+  let leaves = 0;
+  for (const t of d.nodeType) leaves += t === 1 ? 1 : 0;
+  const r = { output, problem: kind, blocks: d.blockCount, leafBlocks: leaves, cells: leaves * d.nxb * d.nyb * d.nzb, seconds: (performance.now() - t0) / 1e3 };
+  if (values.json) return void console.log(JSON.stringify(r));
+  console.log(`${kind}: wrote ${output}: ${r.cells} leaf cells in ${r.leafBlocks} leaf blocks (${r.blocks} blocks), ${fmt(r.seconds)} s`);
+}
+
+async function plot(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      output: { type: 'string', short: 'o' },
+      var: { type: 'string' },
+      slice: { type: 'string' },
+      log: { type: 'boolean' },
+      'no-blocks': { type: 'boolean' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) return void console.log(HELP.plot);
+  if (positionals.length !== 1) throw new UsageError(`plot: expected one input file, got ${positionals.length}`);
+  const output = requireOutput(values.output, 'plot');
+  let slice: { axis: 'x' | 'y' | 'z'; at?: number } = { axis: 'z' };
+  if (values.slice !== undefined) {
+    const m = /^([xyz])=(.+)$/.exec(values.slice);
+    if (!m) throw new UsageError(`--slice: expected AXIS=VALUE with AXIS x, y or z (e.g. z=0.5), got '${values.slice}'`);
+    slice = { axis: m[1] as 'x' | 'y' | 'z', at: numberArg('slice', m[2], 0) };
+  }
+  const { plotSliceFile } = await import('../validation/plot/slicePlot.js');
+  const variable = values.var ?? 'gpot';
+  const r = await plotSliceFile(positionals[0], output, {
+    variable,
+    slice,
+    log: values.log ?? (variable === 'dens' || variable === 'relerr'),
+    blocks: !values['no-blocks'],
+  });
+  if (values.json) return void console.log(JSON.stringify(r));
+  console.log(`${r.input}: ${r.variable} on ${r.axis}=${fmt(r.at)} -> ${r.output} (${r.width}x${r.height}, range ${fmt(r.min)} .. ${fmt(r.max)})`);
+}
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   let rank = 0;
@@ -219,8 +403,14 @@ async function main(argv: string[]): Promise<number> {
       console.log(HELP.main);
       return command === undefined ? 1 : 0;
     }
+    // FLASH files are read and written whole by one process: the file commands are not distributed (yet)
+    if (ranks > 1 && (command === 'solve' || command === 'make' || command === 'plot'))
+      throw new UsageError(`'${command}' runs on one rank; under mpirun use validate or bench`);
     if (command === 'validate') await validate(rest);
     else if (command === 'bench') await bench(rest);
+    else if (command === 'solve') await solve(rest);
+    else if (command === 'make') await make(rest);
+    else if (command === 'plot') await plot(rest);
     else throw new UsageError(`unknown command '${command}' (try amrgrav --help)`);
     return 0;
   } catch (err) {

@@ -2,7 +2,7 @@
  * GravitySolver: the public entry. Resolves options once, picks the backend, and runs solves on plain cell arrays
  * or on an AMR mesh (writing the potential, and accelerations if asked, back into block variables).
  */
-import { NoDeviceError, fromNativeError } from './errors.js';
+import { InvalidInputError, NoDeviceError, fromNativeError } from './errors.js';
 import { resolveOptions, type ResolvedOptions, type SolverOptions } from './options.js';
 import { toNativeCells, type Box, type CellInput } from './cells.js';
 import {
@@ -11,6 +11,7 @@ import {
   type NativeAddon,
   type NativeDistributedStats,
   type NativeOptions,
+  type NativeOutputs,
   type NativeResult,
 } from './native.js';
 import { extractCells, writeBack, type AmrMesh } from '../mesh/index.js';
@@ -56,6 +57,12 @@ export interface SolveResult {
 export interface CellSolveOptions {
   /** Cells must lie in this box (an error otherwise); the tree's root cube starts at its lower corner. */
   box?: Box;
+  /**
+   * Arrays that receive the results (Float64Array, one element per cell; `accelerations` only when the solver
+   * computes them). A hydro code that passes the same arrays every step avoids allocating and copying the results;
+   * the returned result then holds these arrays. Default: new arrays.
+   */
+  out?: { potential: Float64Array; accelerations?: { x: Float64Array; y: Float64Array; z: Float64Array } };
 }
 
 export interface MeshSolveOptions {
@@ -68,6 +75,17 @@ export interface MeshSolveOptions {
 }
 
 let warnedFallback = false;
+
+/** The caller's result arrays as the addon takes them (lengths are checked natively, against the cell count). */
+function toNativeOutputs(out: NonNullable<CellSolveOptions['out']>, accelerations: boolean): NativeOutputs {
+  if (!(out.potential instanceof Float64Array)) throw new InvalidInputError('out.potential must be a Float64Array');
+  if (!accelerations) return { potential: out.potential };
+  const a = out.accelerations;
+  if (!a || !(a.x instanceof Float64Array) || !(a.y instanceof Float64Array) || !(a.z instanceof Float64Array)) {
+    throw new InvalidInputError('out.accelerations must be {x, y, z} Float64Arrays when accelerations are computed');
+  }
+  return { potential: out.potential, ax: a.x, ay: a.y, az: a.z };
+}
 
 export class GravitySolver {
   readonly options: ResolvedOptions;
@@ -156,9 +174,17 @@ export class GravitySolver {
   private async run(method: 'tree' | 'direct', cells: CellInput, opts: CellSolveOptions): Promise<SolveResult> {
     const callerStack = new Error().stack;
     const distributed = this.distributed && method === 'tree';
+    const o = this.options;
     let nc: ReturnType<typeof toNativeCells>;
+    let out: NativeOutputs | undefined;
     try {
       nc = toNativeCells(cells);
+      out = opts.out ? toNativeOutputs(opts.out, o.accelerations) : undefined;
+      // checked natively too, but there a rejection would leave the other ranks in the collective
+      if (distributed && out) {
+        for (const [k, v] of Object.entries(out) as [string, Float64Array][])
+          if (v.length !== nc.x.length) throw new InvalidInputError(`out.${k} has ${v.length} elements, expected ${nc.x.length} (one per cell)`);
+      }
     } catch (err) {
       if (!distributed) throw err;
       const e = err as { code?: string; message: string };
@@ -169,7 +195,6 @@ export class GravitySolver {
       }
       throw err;
     }
-    const o = this.options;
     const nopts: NativeOptions = {
       backend: this.backend,
       theta: o.theta,
@@ -185,22 +210,36 @@ export class GravitySolver {
       ...(opts.box ? { box: opts.box } : {}),
       distributed,
     };
+    const call = (backend: 'cpu' | 'cuda') => {
+      const b = { ...nopts, backend };
+      return method === 'tree' ? this.native.solve(nc, b, out) : this.native.direct(nc, b, out);
+    };
     let r: NativeResult;
+    let backend = this.backend;
     try {
-      r = await (method === 'tree' ? this.native.solve(nc, nopts) : this.native.direct(nc, nopts));
+      try {
+        r = await call(backend);
+      } catch (err) {
+        // 'auto' falls back to the CPU when the GPU has too little memory for this input (with a warning)
+        const code = (err as { code?: string }).code;
+        if (!(this.options.backend === 'auto' && backend === 'cuda' && code === 'OUT_OF_MEMORY')) throw err;
+        process.emitWarning(`amrgrav: the GPU has too little memory for ${nc.x.length} cells; solving on the CPU (${(err as Error).message})`);
+        backend = 'cpu';
+        r = await call(backend);
+      }
     } catch (err) {
       throw fromNativeError(err, callerStack, method === 'tree' ? 'tree solve' : 'direct summation');
     }
-    return this.toResult(method, nc.x.length, r);
+    return this.toResult(method, nc.x.length, r, backend);
   }
 
-  private toResult(method: 'tree' | 'direct', n: number, r: NativeResult): SolveResult {
+  private toResult(method: 'tree' | 'direct', n: number, r: NativeResult, backend: 'cpu' | 'cuda'): SolveResult {
     const s = r.stats;
     const approx = n > 0 ? s.approxInteractions / n : 0;
     const direct = n > 0 ? s.directInteractions / n : 0;
     const stats: SolveStats = {
-      backend: this.backend,
-      backendReason: this.backendReason,
+      backend,
+      backendReason: backend === this.backend ? this.backendReason : 'auto: the GPU had too little memory for this input',
       method,
       cells: n,
       threads: s.threads,

@@ -107,9 +107,17 @@ export interface NativeFeatures {
   mpiReason: string;
 }
 
+/** Caller arrays that receive the results (one element per cell; ax, ay, az with accelerations). */
+export interface NativeOutputs {
+  potential: Float64Array;
+  ax?: Float64Array;
+  ay?: Float64Array;
+  az?: Float64Array;
+}
+
 export interface NativeAddon {
-  solve(cells: NativeCells, options: NativeOptions): Promise<NativeResult>;
-  direct(cells: NativeCells, options: NativeOptions): Promise<NativeResult>;
+  solve(cells: NativeCells, options: NativeOptions, out?: NativeOutputs): Promise<NativeResult>;
+  direct(cells: NativeCells, options: NativeOptions, out?: NativeOutputs): Promise<NativeResult>;
   features(): NativeFeatures;
   mpiInit(force: boolean): NativeMpiWorld;
   mpiWorld(): NativeMpiWorld;

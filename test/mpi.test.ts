@@ -120,7 +120,7 @@ describe('failures under mpirun', () => {
     expect(run.timedOut, run.stderr).toBe(false);
     expect(run.code, run.stderr).toBe(0);
     const lines = run.stdout.trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
-    for (const name of ['nan-mass', 'mismatched-lengths']) {
+    for (const name of ['nan-mass', 'mismatched-lengths', 'short-output']) {
       const got = lines.filter((l) => l.case === name);
       expect(got.map((l) => l.rank).sort()).toEqual([0, 1, 2]);
       for (const l of got) {
@@ -131,6 +131,7 @@ describe('failures under mpirun', () => {
     }
     expect(lines.filter((l) => l.case === 'nan-mass')[0].message).toMatch(/cell 17: mass is not finite/);
     expect(lines.filter((l) => l.case === 'mismatched-lengths')[0].message).toMatch(/mismatched array lengths/);
+    expect(lines.filter((l) => l.case === 'short-output')[0].message).toMatch(/out.potential has 199 elements, expected 200/);
     expect(lines.filter((l) => l.case === 'after' && l.ok)).toHaveLength(np);
   });
 

@@ -1,35 +1,99 @@
 #!/bin/bash
-# One device call: build the addon with CUDA (and MPI) on the GPU host, then GPU correctness (compute-sanitizer on a
-# small case, CPU-vs-GPU parity through the C++ tool and through the public API) and the timings of issue #4.
+# One device call: build the addon with CUDA (and MPI) on the GPU host, then the steps asked for:
+#   sanitize   compute-sanitizer memcheck + racecheck on the parity tool's small case
+#   parity     CPU-vs-GPU parity (C++ tool: uniform, clustered AMR, edge cases, errors)
+#   api        CPU-vs-GPU parity through the public API (MacLaurin levels 6, random AMR mesh)
+#   perf       timings of issue #4 on uniform 128^3 and 256^3 (+ the direct kernel)
+#   sweep      perf plus group/leaf-size sweep and the CPU backend on the same grids
+#   maclaurin  `amrgrav bench` on the MacLaurin mesh, levels 7, order 2 and 1, GPU
+#   occupancy  the perf step again with the walk's registers capped for 8 and 9 resident blocks per SM
 # Usage on the GPU host, from the project root, with .gpuhost and dist carried:
-#   bash bench/gpu/device-check.sh [parity|perf|all]
-# Logs go to $OUT (or /tmp/amrgrav-device if OUT is unset).
+#   bash bench/gpu/device-check.sh sanitize parity api perf
+#   apibench   `amrgrav bench --grid 256` through the Node API, order 2, 1, and 2 with accelerations
+#   ncu        Nsight Compute on one order-2 walk launch (128^3): throughput, occupancy, stalls, instruction mix
+# Logs go to one archive, $OUT/logs.tar.gz (the device tool returns at most 8 files); a summary is printed last.
 set -u
-what=${1:-all}
-out=${OUT:-/tmp/amrgrav-device}; mkdir -p "$out"
+out=/tmp/amrgrav-logs; rm -rf "$out"; mkdir -p "$out"
 t0=$(date +%s)
 stamp() { echo "== [$(( $(date +%s) - t0 ))s] $*"; }
 stamp "build"
 source .gpuhost/setup.sh || exit 1
-nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
 tool=build/amrgrav_gpu_parity
-if [ "$what" = parity ] || [ "$what" = all ]; then
-  stamp "compute-sanitizer memcheck (quick)"
-  timeout 300 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 $tool --quick > "$out/memcheck.log" 2>&1
-  echo "memcheck rc=$?"; tail -4 "$out/memcheck.log"
-  stamp "compute-sanitizer racecheck (quick)"
-  timeout 300 compute-sanitizer --tool racecheck --error-exitcode 3 $tool --quick --no-perf > "$out/racecheck.log" 2>&1
-  echo "racecheck rc=$?"; tail -4 "$out/racecheck.log"
-  stamp "parity tool"
-  timeout 400 $tool --no-perf > "$out/parity.log" 2>&1
-  echo "parity rc=$?"; grep -E '^(ok|FAIL)' "$out/parity.log"
-  stamp "parity through the API (MacLaurin levels 6, clustered)"
-  timeout 400 node dist/bench/gpuParity.js --levels 6 > "$out/api-parity.log" 2>&1
-  echo "api parity rc=$?"; cut -c1-400 "$out/api-parity.log"
-fi
-if [ "$what" = perf ] || [ "$what" = all ]; then
-  stamp "perf tool"
-  timeout 400 $tool --no-parity --perf 128,256 > "$out/perf.log" 2>&1
-  echo "perf rc=$?"; tail -30 "$out/perf.log"
-fi
+summary=()
+for step in "$@"; do
+  stamp "$step"
+  case $step in
+    sanitize)
+      timeout 300 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 $tool --quick > "$out/memcheck.log" 2>&1
+      summary+=("memcheck rc=$? $(grep 'ERROR SUMMARY' "$out/memcheck.log" | tail -1)")
+      timeout 300 compute-sanitizer --tool racecheck --error-exitcode 3 $tool --quick > "$out/racecheck.log" 2>&1
+      summary+=("racecheck rc=$? $(grep 'RACECHECK SUMMARY' "$out/racecheck.log" | tail -1)") ;;
+    parity)
+      timeout 400 $tool --no-perf > "$out/parity.log" 2>&1
+      summary+=("parity rc=$? $(grep 'parity summary' "$out/parity.log")")
+      grep -E '^FAIL' "$out/parity.log" ;;
+    api)
+      timeout 400 node dist/bench/gpuParity.js --levels 6 > "$out/api-parity.log" 2>&1
+      summary+=("api parity rc=$?")
+      cut -c1-300 "$out/api-parity.log" ;;
+    perf)
+      timeout 400 $tool --no-parity --perf 128,256 > "$out/perf.log" 2>&1
+      summary+=("perf rc=$?") ;;
+    sweep)
+      timeout 500 $tool --no-parity --perf 128,256 --sweep --cpu-perf --reps 3 > "$out/sweep.log" 2>&1
+      summary+=("sweep rc=$?") ;;
+    apibench)
+      # through the public API (Node), results into reused arrays; wallSeconds includes the JS side
+      for args in "--order 2" "--order 1" "--order 2 --accel"; do
+        tag=$(echo "$args" | tr -d ' -')
+        timeout 300 node dist/solver/cli.js bench --grid 256 --backend cuda $args --repeat 5 --json \
+          > "$out/api256-$tag.json" 2> "$out/api256-$tag.err"
+        summary+=("api bench 256^3 $args rc=$? $(head -c 300 "$out/api256-$tag.json")")
+      done ;;
+    maclaurin)
+      for o in 2 1; do
+        timeout 300 node dist/solver/cli.js bench --problem maclaurin --levels 7 --backend cuda --order $o --repeat 5 --json \
+          > "$out/maclaurin7-o$o.json" 2> "$out/maclaurin7-o$o.err"
+        summary+=("maclaurin levels 7 order $o rc=$? $(head -c 600 "$out/maclaurin7-o$o.json")")
+      done ;;
+    occupancy)
+      for mb in 8 9; do
+        cmake -S . -B build-mb$mb -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_FLAGS="-DAG_WALK_MIN_BLOCKS=$mb" \
+          > "$out/mb$mb-cmake.log" 2>&1 && cmake --build build-mb$mb --target amrgrav_gpu_parity -j "$(nproc)" \
+          > "$out/mb$mb-build.log" 2>&1 || { summary+=("occupancy $mb: build failed"); continue; }
+        timeout 300 build-mb$mb/amrgrav_gpu_parity --no-parity --perf 256 --reps 3 > "$out/perf-mb$mb.log" 2>&1
+        summary+=("occupancy min blocks $mb rc=$?")
+      done ;;
+    ncu)
+      # launches: [0] o2+acc warm-up, [1] o2+acc timed, [2] o2 potential warm-up
+      timeout 300 ncu --kernel-name regex:walkKernel --launch-skip 2 --launch-count 1 \
+        --section SpeedOfLight --section Occupancy --section WarpStateStats --section InstructionStats \
+        --section SchedulerStats --section MemoryWorkloadAnalysis \
+        $tool --no-parity --perf 128 --reps 1 > "$out/ncu.log" 2>&1
+      summary+=("ncu rc=$?")
+      grep -vE '^\{' "$out/ncu.log" | grep -E '^ {4}[A-Z]|^  [A-Za-z]' | head -120 ;;
+    *) echo "unknown step $step" ;;
+  esac
+done
+true
 stamp "done"
+[ -n "${OUT:-}" ] && tar czf "$OUT/logs.tar.gz" -C "$out" .
+printf '%s\n' "${summary[@]}"
+for f in "$out"/perf.log "$out"/sweep.log "$out"/perf-mb*.log; do
+  [ -f "$f" ] && echo "-- $(basename "$f")"
+  [ -f "$f" ] && python3 - "$f" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    if not line.startswith('{'): continue
+    r = json.loads(line)
+    if r.get('kind') == 'perf' and 'cells' in r:
+        print(f"{r['grid']:4d} o{r['order']} acc={int(r['accelerations'])} {r['walk']} g{r['groupSize']} l{r['leafSize']} {r['staging'][:3]} ct{r['copyThreads']}: "
+              f"wall {r['wall_s']*1e3:7.2f} ms  walk {r['walk_s']*1e3:7.2f} ms  up {r['upload_s']*1e3:5.2f} down {r['download_s']*1e3:5.2f} "
+              f"keys {r['keys_sort_s']*1e3:5.2f} build {r['build_s']*1e3:5.2f} mom {r['moments_s']*1e3:5.2f}  int/cell {r['interactions_per_cell']:7.1f}  "
+              f"walk int/s {r['walk_interactions_per_s']:.3g}  B/cell {r['device_bytes_per_cell']:.0f}")
+    elif r.get('kind') in ('perf_cpu', 'perf_direct'):
+        print(json.dumps(r))
+PY
+done
+true

@@ -62,6 +62,7 @@ class SolveWorker final : public Napi::AsyncWorker {
   SolveWorker(Napi::Env env, Mode mode) : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), mode_(mode) {}
 
   CellArrays cells;
+  OutputArrays outputs;
   SolveOptions options;
   bool distributed = false;  ///< a collective tree solve over the MPI world (CPU backend)
   BackendSlot slot{nullptr, nullptr};
@@ -70,6 +71,7 @@ class SolveWorker final : public Napi::AsyncWorker {
   void Execute() override {
     std::unique_lock<std::mutex> guard;
     if (slot.lock) guard = std::unique_lock<std::mutex>(*slot.lock);
+    result_.into = outputs.targets;
     if (distributed) status_ = solveDistributedCpu(cells.view, options, result_);
     else status_ = mode_ == Mode::Tree ? slot.backend->solve(cells.view, options, result_)
                                        : slot.backend->direct(cells.view, options, result_);
@@ -80,7 +82,7 @@ class SolveWorker final : public Napi::AsyncWorker {
       deferred_.Reject(makeError(env, status_).Value());
       return;
     }
-    deferred_.Resolve(resultToJs(env, result_, distributed ? "cpu" : slot.backend->name(), options.accelerations));
+    deferred_.Resolve(resultToJs(env, result_, distributed ? "cpu" : slot.backend->name(), outputs));
   }
   void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
 
@@ -91,7 +93,8 @@ class SolveWorker final : public Napi::AsyncWorker {
   SolveResult result_;
 };
 
-/// solve(cells, options) / direct(cells, options) -> Promise<result>
+/// solve(cells, options, out?) / direct(cells, options, out?) -> Promise<result>. `out`: optional caller arrays
+/// {potential, ax?, ay?, az?} (Float64Array, one element per cell) that receive the results; new ones otherwise.
 Napi::Value startSolve(const Napi::CallbackInfo& info, Mode mode) {
   Napi::Env env = info.Env();
   auto* w = new SolveWorker(env, mode);
@@ -102,6 +105,9 @@ Napi::Value startSolve(const Napi::CallbackInfo& info, Mode mode) {
     st = Status::error(ErrorCode::InvalidInput, "cells must be an object {x, y, z, mass, size}");
   if (st.ok()) st = readCells(info[0].As<Napi::Object>(), w->cells);
   if (st.ok()) st = readOptions(info.Length() > 1 ? info[1] : env.Undefined(), w->options, backendName);
+  if (st.ok())
+    st = prepareOutputs(env, info.Length() > 2 ? info[2] : env.Undefined(), w->cells.view.n, w->options.accelerations,
+                        w->outputs);
   if (st.ok()) st = pickBackend(backendName, w->slot);
   if (st.ok() && mode == Mode::Tree) st = readDistributed(info.Length() > 1 ? info[1] : env.Undefined(), w->distributed);
   if (!st.ok()) {

@@ -2,7 +2,6 @@
 #include "binding/convert.h"
 #include "binding/mpi_exports.h"
 
-#include <cstring>
 
 namespace amrgrav {
 namespace {
@@ -36,13 +35,33 @@ Status readBool(const Napi::Object& o, const char* key, bool& v) {
   return Status::success();
 }
 
-Napi::Float64Array toArray(Napi::Env env, const std::vector<double>& v) {
-  Napi::Float64Array a = Napi::Float64Array::New(env, v.size());
-  if (!v.empty()) std::memcpy(a.Data(), v.data(), v.size() * sizeof(double));
-  return a;
-}
-
 }  // namespace
+
+Status prepareOutputs(Napi::Env env, const Napi::Value& value, std::size_t n, bool accelerations, OutputArrays& out) {
+  static const char* names[4] = {"potential", "ax", "ay", "az"};
+  const int count = accelerations ? 4 : 1;
+  const bool given = value.IsObject();
+  double* ptr[4] = {nullptr, nullptr, nullptr, nullptr};
+  for (int k = 0; k < count; ++k) {
+    Napi::Float64Array a;
+    if (given) {
+      Napi::Value v = value.As<Napi::Object>().Get(names[k]);
+      if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_float64_array)
+        return Status::error(ErrorCode::InvalidInput, std::string("out.") + names[k] + " must be a Float64Array");
+      a = v.As<Napi::Float64Array>();
+      if (a.ElementLength() != n)
+        return Status::error(ErrorCode::InvalidInput, std::string("out.") + names[k] + " has " +
+                                                          std::to_string(a.ElementLength()) + " elements, expected " +
+                                                          std::to_string(n) + " (one per cell)");
+    } else {
+      a = Napi::Float64Array::New(env, n);
+    }
+    ptr[k] = a.Data();
+    out.refs.push_back(Napi::Persistent(a));
+  }
+  out.targets = ResultTargets{ptr[0], ptr[1], ptr[2], ptr[3]};
+  return Status::success();
+}
 
 Status readCells(const Napi::Object& obj, CellArrays& out) {
   static const char* names[5] = {"x", "y", "z", "mass", "size"};
@@ -130,14 +149,10 @@ Napi::Error makeError(Napi::Env env, const Status& st) {
   return e;
 }
 
-Napi::Object resultToJs(Napi::Env env, const SolveResult& r, const char* backend, bool accelerations) {
+Napi::Object resultToJs(Napi::Env env, const SolveResult& r, const char* backend, const OutputArrays& arrays) {
+  static const char* names[4] = {"potential", "ax", "ay", "az"};
   Napi::Object o = Napi::Object::New(env);
-  o.Set("potential", toArray(env, r.potential));
-  if (accelerations) {
-    o.Set("ax", toArray(env, r.ax));
-    o.Set("ay", toArray(env, r.ay));
-    o.Set("az", toArray(env, r.az));
-  }
+  for (std::size_t k = 0; k < arrays.refs.size(); ++k) o.Set(names[k], arrays.refs[k].Value());
   Napi::Object s = Napi::Object::New(env);
   const SolveStats& t = r.stats;
   s.Set("backend", backend);

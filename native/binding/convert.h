@@ -20,6 +20,16 @@ struct CellArrays {
 /// Reads {x, y, z, mass, size} (Float64Arrays of equal length). Returns an error status naming the problem.
 Status readCells(const Napi::Object& obj, CellArrays& out);
 
+/// The result arrays the backend writes into (the caller's, or new ones), kept alive while a worker runs.
+struct OutputArrays {
+  std::vector<Napi::Reference<Napi::Float64Array>> refs;  ///< potential, then ax, ay, az
+  ResultTargets targets;
+};
+
+/// Output arrays for n cells: the caller's {potential, ax?, ay?, az?} Float64Arrays of length n when `value` is an
+/// object (ax, ay, az required with accelerations), else new arrays. An error status names a bad array.
+Status prepareOutputs(Napi::Env env, const Napi::Value& value, std::size_t n, bool accelerations, OutputArrays& out);
+
 /// Reads the options object (missing fields keep their defaults); `backend` receives 'cpu' (default) or 'cuda'.
 Status readOptions(const Napi::Value& value, SolveOptions& opt, std::string& backend);
 
@@ -29,7 +39,8 @@ Status readDistributed(const Napi::Value& options, bool& distributed);
 /// A JS Error with .code set to the ErrorCode name.
 Napi::Error makeError(Napi::Env env, const Status& st);
 
-/// The result object {potential, ax?, ay?, az?, stats} (ax, ay, az when accelerations were asked for).
-Napi::Object resultToJs(Napi::Env env, const SolveResult& r, const char* backend, bool accelerations);
+/// The result object {potential, ax?, ay?, az?, stats}: the arrays of `arrays` (which the backend wrote) and r's
+/// statistics.
+Napi::Object resultToJs(Napi::Env env, const SolveResult& r, const char* backend, const OutputArrays& arrays);
 
 }  // namespace amrgrav

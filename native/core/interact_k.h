@@ -70,49 +70,51 @@ AG_HD void cellCellForce(R dx, R dy, R dz, R m, R& phi, R& gx, R& gy, R& gz) {
 }
 
 /// Node of mass m and traceless quadrupole q (xx, xy, xz, yy, yz, zz) at offset d = target - com:
-/// phi += m/r + (1/2) d.Q.d / r^5. order 1 drops the quadrupole.
+/// phi += m/r + (1/2) d.Q.d / r^5, written as (m + (1/2) d.Q.d / r^4) / r: two fused multiply-adds after d.Q.d
+/// (the GPU walk's cost is mostly this function). order 1 drops the quadrupole.
 template <class R, int Order>
 AG_HD void nodeCellPotential(R dx, R dy, R dz, R m, const R* q, R& phi) {
   R r2 = dx * dx + dy * dy + dz * dz;
   R rinv = rsqrtOf(r2);
-  R p = m * rinv;
   if (Order >= 2) {
     R rinv2 = rinv * rinv;
     R qdx = q[0] * dx + q[1] * dy + q[2] * dz;
     R qdy = q[1] * dx + q[3] * dy + q[4] * dz;
     R qdz = q[2] * dx + q[4] * dy + q[5] * dz;
     R dqd = dx * qdx + dy * qdy + dz * qdz;
-    p += R(0.5) * dqd * rinv2 * rinv2 * rinv;
+    phi += (m + R(0.5) * dqd * (rinv2 * rinv2)) * rinv;
+  } else {
+    phi += m * rinv;
   }
-  phi += p;
 }
 
 /// As nodeCellPotential, plus g = m d/r^3 - Q.d/r^5 + (5/2)(d.Q.d) d/r^7, so that acceleration = -G g.
+/// With h = d.Q.d / r^5: phi += m/r + h/2, g = d (m/r^3 + (5/2) h/r^2) - Q.d / r^5.
 template <class R, int Order>
 AG_HD void nodeCellForce(R dx, R dy, R dz, R m, const R* q, R& phi, R& gx, R& gy, R& gz) {
   R r2 = dx * dx + dy * dy + dz * dz;
   R rinv = rsqrtOf(r2);
   R rinv2 = rinv * rinv;
-  R mr3 = m * rinv * rinv2;
-  R p = m * rinv;
-  R fx = mr3 * dx, fy = mr3 * dy, fz = mr3 * dz;
+  R mr = m * rinv;
+  R s = mr * rinv2;  // m/r^3
   if (Order >= 2) {
     R qdx = q[0] * dx + q[1] * dy + q[2] * dz;
     R qdy = q[1] * dx + q[3] * dy + q[4] * dz;
     R qdz = q[2] * dx + q[4] * dy + q[5] * dz;
     R dqd = dx * qdx + dy * qdy + dz * qdz;
     R rinv5 = rinv2 * rinv2 * rinv;
-    R rinv7 = rinv5 * rinv2;
-    p += R(0.5) * dqd * rinv5;
-    R s = R(2.5) * dqd * rinv7;
-    fx += s * dx - qdx * rinv5;
-    fy += s * dy - qdy * rinv5;
-    fz += s * dz - qdz * rinv5;
+    R h = dqd * rinv5;
+    phi += mr + R(0.5) * h;
+    s += R(2.5) * h * rinv2;
+    gx += s * dx - rinv5 * qdx;
+    gy += s * dy - rinv5 * qdy;
+    gz += s * dz - rinv5 * qdz;
+  } else {
+    phi += mr;
+    gx += s * dx;
+    gy += s * dy;
+    gz += s * dz;
   }
-  phi += p;
-  gx += fx;
-  gy += fy;
-  gz += fz;
 }
 
 }  // namespace amrgrav

@@ -78,11 +78,37 @@ struct SolveStats {
   DistributedStats distributed;
 };
 
+/// Caller-owned result arrays of n doubles each (ax, ay, az only with accelerations).
+struct ResultTargets {
+  double* potential = nullptr;
+  double *ax = nullptr, *ay = nullptr, *az = nullptr;
+};
+
 /// Results in the caller's cell order.
 struct SolveResult {
   std::vector<double> potential;           ///< erg/g, negative
   std::vector<double> ax, ay, az;          ///< cm/s^2, empty unless accelerations were asked for
   SolveStats stats;
+  /// When into.potential is set, the backend writes the results there and leaves the vectors empty: no allocation
+  /// and no copy between the solve and the caller (a hydro code reuses its arrays every step).
+  ResultTargets into;
+
+  /// Where a backend writes n results: `into`, or the vectors resized (not re-filled: a poisoned vector stays
+  /// poisoned wherever a backend fails to write) to n.
+  ResultTargets targets(std::size_t n, bool accelerations) {
+    std::vector<double>* v[4] = {&potential, &ax, &ay, &az};
+    if (into.potential) {
+      for (auto* e : v) e->clear();
+      return into;
+    }
+    potential.resize(n);
+    for (int k = 1; k < 4; ++k) {
+      if (accelerations) v[k]->resize(n);
+      else v[k]->clear();
+    }
+    return ResultTargets{potential.data(), accelerations ? ax.data() : nullptr, accelerations ? ay.data() : nullptr,
+                         accelerations ? az.data() : nullptr};
+  }
 };
 
 /// Potential of a uniform cube of side h and mass m at its centre is -kCubeSelf * G m / h.

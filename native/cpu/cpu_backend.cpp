@@ -45,7 +45,9 @@ class CpuBackend final : public Backend {
     if (!st.ok()) return st;
     st = validateCells(cells, opt);
     if (!st.ok()) return st;
+    const ResultTargets into = out.into;
     out = SolveResult{};
+    out.into = into;
     const int threads = resolveThreadCount(opt.threads);
     out.stats.threads = threads;
     const auto t0 = Clock::now();

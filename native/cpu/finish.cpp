@@ -7,21 +7,17 @@ namespace amrgrav {
 void finishSolve(const SortedCells& c, const SolveOptions& opt, const std::vector<double>& phi,
                  const std::vector<double>* g, SolveResult& out) {
   const std::size_t n = c.order.size();
-  out.potential.assign(n, 0.0);
+  const ResultTargets t = out.targets(n, g != nullptr);
   const double s = c.scale, s2 = c.scale * c.scale;
   for (std::size_t i = 0; i < n; ++i) {
     double p = phi[i];
     if (opt.selfPotential) p += kCubeSelf * c.mass[i] / c.size[i];
-    out.potential[c.order[i]] = -opt.G * (p * s);
+    t.potential[c.order[i]] = -opt.G * (p * s);
   }
   if (g) {
-    std::vector<double>* a[3] = {&out.ax, &out.ay, &out.az};
-    for (int d = 0; d < 3; ++d) {
-      a[d]->assign(n, 0.0);
-      for (std::size_t i = 0; i < n; ++i) (*a[d])[c.order[i]] = -opt.G * (g[d][i] * s2);
-    }
-  } else {
-    out.ax.clear(); out.ay.clear(); out.az.clear();
+    double* a[3] = {t.ax, t.ay, t.az};
+    for (int d = 0; d < 3; ++d)
+      for (std::size_t i = 0; i < n; ++i) a[d][c.order[i]] = -opt.G * (g[d][i] * s2);
   }
 }
 

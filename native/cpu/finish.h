@@ -9,7 +9,8 @@
 namespace amrgrav {
 
 /// Scales the walk's sums (in scaled lengths) by G and the length scale, adds the cube self term, and scatters
-/// from sorted to the caller's order. `g` is null or three arrays of accelerations sums.
+/// from sorted to the caller's order, into out.targets() (the caller's arrays when out.into is set). `g` is null
+/// or three arrays of acceleration sums.
 void finishSolve(const SortedCells& c, const SolveOptions& opt, const std::vector<double>& phi,
                  const std::vector<double>* g, SolveResult& out);
 

@@ -85,6 +85,23 @@ double powerOfTwoScale(double v) {
   return std::exp2(-e);
 }
 
+/// Hands out aligned pieces of a device region that is dead during the current phase (owns nothing): the input
+/// buffers after the gather and the sort's spare halves hold the node data, sums and walk queues, so a solve
+/// needs about half the device memory it would with a buffer per array.
+struct Carve {
+  char* base = nullptr;
+  std::size_t bytes = 0, used = 0;
+  Carve() = default;
+  Carve(void* b, std::size_t n) : base(static_cast<char*>(b)), bytes(n) {}
+  template <class T>
+  T* take(std::size_t count) {
+    const std::size_t off = (used + 255) & ~std::size_t(255);
+    if (!base || off + count * sizeof(T) > bytes) return nullptr;
+    used = off + count * sizeof(T);
+    return reinterpret_cast<T*>(base + off);
+  }
+};
+
 constexpr int kEvents = 6;  // start, uploaded, sorted, built, moments, walked
 
 class CudaBackendImpl final : public CudaBackend {
@@ -167,10 +184,8 @@ class CudaBackendImpl final : public CudaBackend {
     if (!ready_) return;
     (void)cudaSetDevice(device_);
     (void)cudaStreamSynchronize(stream_);
-    for (auto* b : {&in_[0], &in_[1], &in_[2], &in_[3], &in_[4], &sum_[0], &sum_[1], &sum_[2], &sum_[3], &size_,
-                    &bounds_})
-      b->release();
-    keys_.release(); keysSorted_.release(); idx_.release(); order_.release();
+    for (auto* b : {&inputs_, &sum_[0], &sum_[1], &sum_[2], &sum_[3], &size_, &bounds_}) b->release();
+    keys_.release(); idx_.release();
     cells_.release(); cubTemp_.release(); topo_.release(); levelCount_.release(); levelOffset_.release();
     moments_.release(); nodeMac_.release(); nodeMQ_.release(); queue_.release(); walkCounters_.release();
     tally_.release();
@@ -187,9 +202,9 @@ class CudaBackendImpl final : public CudaBackend {
 
   std::size_t deviceBytes() const {
     std::size_t b = 0;
-    for (int k = 0; k < 5; ++k) b += in_[k].bytes();
+    b += inputs_.bytes();
     for (int k = 0; k < 4; ++k) b += sum_[k].bytes();
-    b += size_.bytes() + bounds_.bytes() + keys_.bytes() + keysSorted_.bytes() + idx_.bytes() + order_.bytes();
+    b += size_.bytes() + bounds_.bytes() + keys_.bytes() + idx_.bytes();
     b += cells_.bytes() + cubTemp_.bytes() + topo_.bytes() + levelCount_.bytes() + levelOffset_.bytes();
     b += moments_.bytes() + nodeMac_.bytes() + nodeMQ_.bytes() + queue_.bytes() + walkCounters_.bytes() +
          tally_.bytes();
@@ -240,13 +255,7 @@ class CudaBackendImpl final : public CudaBackend {
     out.stats = SolveStats{};
     out.stats.threads = 1;
     const unsigned n = unsigned(cells.n);
-    // resize (not assign): a poisoned vector stays poisoned wherever the backend fails to write
-    out.potential.resize(n);
-    if (opt.accelerations) {
-      out.ax.resize(n); out.ay.resize(n); out.az.resize(n);
-    } else {
-      out.ax.clear(); out.ay.clear(); out.az.clear();
-    }
+    const ResultTargets dest = out.targets(n, opt.accelerations);
     if (n == 0) {
       stats_.secondsTotal = out.stats.secondsTotal = since(t0);
       return Status::success();
@@ -254,12 +263,15 @@ class CudaBackendImpl final : public CudaBackend {
     cudaStream_t s = stream_;
     AG_CUDA_TRY(cudaEventRecord(events_[0], s));
 
-    // ---- upload the caller's arrays (x, y, z, mass, size); x..mass are reused for the results later
-    for (int k = 0; k < 5; ++k) AG_TRY(in_[k].reserve(n, "the input cells"));
+    // ---- upload the caller's arrays (x, y, z, mass, size) into one block; after the gather it is scratch (node
+    //      data), and the results are written to its start
+    AG_TRY(inputs_.reserve(5 * std::size_t(n), "the input cells"));
+    double* in[5];
+    for (int k = 0; k < 5; ++k) in[k] = inputs_.get() + std::size_t(k) * n;
     {
       const double* host[5] = {cells.x, cells.y, cells.z, cells.mass, cells.size};
       Transfer t[5];
-      for (int k = 0; k < 5; ++k) t[k] = Transfer{const_cast<double*>(host[k]), in_[k].get(), std::size_t(n) * 8};
+      for (int k = 0; k < 5; ++k) t[k] = Transfer{const_cast<double*>(host[k]), in[k], std::size_t(n) * 8};
       AG_TRY(copyIn(t, 5));
     }
     AG_CUDA_TRY(cudaEventRecord(events_[1], s));
@@ -275,7 +287,7 @@ class CudaBackendImpl final : public CudaBackend {
     }
     checks.firstBad = walkCounters_.get();
     AG_CUDA_TRY(cudaMemsetAsync(checks.firstBad, 0xff, sizeof(unsigned), s));
-    AG_TRY(launchBounds(in_[0].get(), in_[1].get(), in_[2].get(), in_[3].get(), in_[4].get(), n, checks,
+    AG_TRY(launchBounds(in[0], in[1], in[2], in[3], in[4], n, checks,
                         bounds_.get(), bounds_.get() + 7 * kBoundsBlocks, s));
     double* hb = static_cast<double*>(small_.get());
     unsigned* hbad = reinterpret_cast<unsigned*>(hb + 8);
@@ -305,47 +317,60 @@ class CudaBackendImpl final : public CudaBackend {
     // as sortCellsByKey
     const double scale = std::exp2(-std::round(std::log2(root.side)));
     const double inv = double(kKeyCells) / root.side;
-    for (auto* b : {&keys_, &keysSorted_}) AG_TRY(b->reserve(n, "Morton keys"));
-    AG_TRY(idx_.reserve(n, "sort indices"));
-    AG_TRY(order_.reserve(n, "sort indices"));
-    AG_TRY(launchKeys(in_[0].get(), in_[1].get(), in_[2].get(), n, root.lo[0], root.lo[1], root.lo[2], inv,
-                      keys_.get(), idx_.get(), s));
+    // keys and indices live in two halves each (CUB's double buffer); the halves not holding the sorted result
+    // are scratch afterwards (the sums, the walk queues)
+    AG_TRY(keys_.reserve(2 * std::size_t(n), "Morton keys"));
+    AG_TRY(idx_.reserve(2 * std::size_t(n), "sort indices"));
+    std::uint64_t* keyHalf[2] = {keys_.get(), keys_.get() + n};
+    std::uint32_t* idxHalf[2] = {idx_.get(), idx_.get() + n};
+    AG_TRY(launchKeys(in[0], in[1], in[2], n, root.lo[0], root.lo[1], root.lo[2], inv, keyHalf[0], idxHalf[0], s));
     std::size_t tempBytes = 0;
-    AG_TRY(sortPairs(nullptr, tempBytes, keys_.get(), keysSorted_.get(), idx_.get(), order_.get(), n, s));
+    int sel = 0;
+    AG_TRY(sortPairs(nullptr, tempBytes, keyHalf, idxHalf, n, &sel, s));
     AG_TRY(reserveCubTemp(tempBytes));
     tempBytes = cubTemp_.bytes();
-    AG_TRY(sortPairs(cubTemp_.get(), tempBytes, keys_.get(), keysSorted_.get(), idx_.get(), order_.get(), n, s));
+    AG_TRY(sortPairs(cubTemp_.get(), tempBytes, keyHalf, idxHalf, n, &sel, s));
+    sortedKeys_ = keyHalf[sel];
+    order_ = idxHalf[sel];
+    keySpare_ = Carve(keyHalf[1 - sel], std::size_t(n) * sizeof(std::uint64_t));
+    idxSpare_ = Carve(idxHalf[1 - sel], std::size_t(n) * sizeof(std::uint32_t));
     AG_TRY(cells_.reserve(n, "sorted cells"));
     AG_TRY(size_.reserve(n, "sorted cell sizes"));
-    AG_TRY(launchGather(in_[0].get(), in_[1].get(), in_[2].get(), in_[3].get(), in_[4].get(), order_.get(), n, scale,
-                        cells_.get(), size_.get(), s));
+    AG_TRY(launchGather(in[0], in[1], in[2], in[3], in[4], order_, n, scale, cells_.get(), size_.get(), s));
+    // from here on the input block is scratch: node data in its first four fifths (where the results go last),
+    // the tree topology in its last fifth (read by the walk, which ends before the results are written)
     for (int d = 0; d < 3; ++d) root.lo[d] *= scale;
     root.side *= scale;
     const double massScale = powerOfTwoScale(massTotal);
     AG_CUDA_TRY(cudaEventRecord(events_[2], s));
 
     // ---- sums in sorted order
+    // phi in the sort's spare key half; the acceleration sums in buffers of their own (the results overwrite the
+    // input block, so sums cannot live there)
+    double* sums[4] = {keySpare_.take<double>(n), nullptr, nullptr, nullptr};
+    if (!sums[0]) return Status::error(ErrorCode::Internal, "CUDA backend: no room for the potential sums");
     const int nsum = opt.accelerations ? 4 : 1;
-    for (int k = 0; k < nsum; ++k) AG_TRY(sum_[k].reserve(n, "the walk's sums"));
-    double* g[3] = {nullptr, nullptr, nullptr};
-    if (opt.accelerations)
-      for (int d = 0; d < 3; ++d) g[d] = sum_[1 + d].get();
+    for (int k = 1; k < nsum; ++k) {
+      AG_TRY(sum_[k].reserve(n, "the walk's acceleration sums"));
+      sums[k] = sum_[k].get();
+    }
+    double* g[3] = {sums[1], sums[2], sums[3]};
     if (copt_.poisonDevice)
-      for (int k = 0; k < nsum; ++k) AG_TRY(launchPoison(sum_[k].get(), n, s));
+      for (int k = 0; k < nsum; ++k) AG_TRY(launchPoison(sums[k], n, s));
 
     if (direct) {
       AG_CUDA_TRY(cudaEventRecord(events_[3], s));
       AG_CUDA_TRY(cudaEventRecord(events_[4], s));
-      AG_TRY(launchDirect(cells_.get(), n, massScale, opt.accelerations, sum_[0].get(), g[0], g[1], g[2], s));
+      AG_TRY(launchDirect(cells_.get(), n, massScale, opt.accelerations, sums[0], g[0], g[1], g[2], s));
       out.stats.directInteractions = std::uint64_t(n) * (n - 1);
     } else {
       unsigned nodes = 0;
       int depth = 0;
       AG_TRY(buildTree(n, opt.leafSize, &nodes, &depth));
       AG_CUDA_TRY(cudaEventRecord(events_[3], s));
-      AG_TRY(computeMoments(nodes, depth, root, opt, massScale));
+      AG_TRY(computeMoments(n, nodes, depth, root, opt, massScale));
       AG_CUDA_TRY(cudaEventRecord(events_[4], s));
-      AG_TRY(walk(n, opt, massScale, g, out.stats));
+      AG_TRY(walk(n, opt, massScale, sums[0], g, out.stats));
       out.stats.nodes = nodes;
       out.stats.leaves = nodes - splitNodes_;
       out.stats.treeDepth = depth;
@@ -354,19 +379,19 @@ class CudaBackendImpl final : public CudaBackend {
     // ---- scale, self term, scatter to the caller's order (into the input buffers x, y, z, mass)
     const int nout = opt.accelerations ? 4 : 1;
     if (copt_.poisonDevice)
-      for (int k = 0; k < nout; ++k) AG_TRY(launchPoison(in_[k].get(), n, s));
+      for (int k = 0; k < nout; ++k) AG_TRY(launchPoison(in[k], n, s));
     FinishParams fp;
-    fp.order = order_.get();
+    fp.order = order_;
     fp.cells = cells_.get();
     fp.size = size_.get();
-    fp.phi = sum_[0].get();
+    fp.phi = sums[0];
     fp.gx = g[0];
     fp.gy = g[1];
     fp.gz = g[2];
-    fp.pot = in_[0].get();
-    fp.ax = in_[1].get();
-    fp.ay = in_[2].get();
-    fp.az = in_[3].get();
+    fp.pot = in[0];
+    fp.ax = in[1];
+    fp.ay = in[2];
+    fp.az = in[3];
     fp.n = n;
     fp.invMassScale = 1.0 / massScale;
     fp.scale = scale;
@@ -378,10 +403,9 @@ class CudaBackendImpl final : public CudaBackend {
     // ---- download
     const auto td = Clock::now();
     {
-      double* host[4] = {out.potential.data(), opt.accelerations ? out.ax.data() : nullptr,
-                         opt.accelerations ? out.ay.data() : nullptr, opt.accelerations ? out.az.data() : nullptr};
+      double* host[4] = {dest.potential, dest.ax, dest.ay, dest.az};
       Transfer t[4];
-      for (int k = 0; k < nout; ++k) t[k] = Transfer{host[k], in_[k].get(), std::size_t(n) * 8};
+      for (int k = 0; k < nout; ++k) t[k] = Transfer{host[k], in[k], std::size_t(n) * 8};
       AG_TRY(copyOut(t, nout));
     }
     AG_CUDA_TRY(cudaStreamSynchronize(s));
@@ -435,12 +459,32 @@ class CudaBackendImpl final : public CudaBackend {
 
   /// Octree topology, one level per pass (see kernel_build.cu). levelStart_[L] = first node of level L, with a
   /// final entry = node count.
+  /// Room for `need` nodes of topology, keeping the first `used`: in the input block's last fifth while they fit
+  /// (n/2 nodes), else in a buffer of its own.
+  Status reserveTopo(std::size_t need, std::size_t used, unsigned n) {
+    if (used == 0) {
+      topoPtr_ = reinterpret_cast<uint4*>(inputs_.get() + 4 * std::size_t(n));
+      topoCap_ = std::size_t(n) * sizeof(double) / sizeof(uint4);
+    }
+    if (need <= topoCap_) return Status::success();
+    if (topoPtr_ == topo_.get()) {
+      AG_TRY(topo_.reservePreserve(need, used, stream_, "tree nodes"));
+    } else {
+      AG_TRY(topo_.reserve(std::max<std::size_t>(need, 1024), "tree nodes"));
+      if (used > 0)
+        AG_CUDA_TRY(cudaMemcpyAsync(topo_.get(), topoPtr_, used * sizeof(uint4), cudaMemcpyDeviceToDevice, stream_));
+    }
+    topoPtr_ = topo_.get();
+    topoCap_ = topo_.capacity();
+    return Status::success();
+  }
+
   Status buildTree(unsigned n, int leafSize, unsigned* nodesOut, int* depthOut) {
     cudaStream_t s = stream_;
-    AG_TRY(topo_.reserve(std::max<std::size_t>(1024, n / 2), "tree nodes"));
+    AG_TRY(reserveTopo(1, 0, n));
     AG_TRY(tally_.reserve(4, "counters"));
     AG_CUDA_TRY(cudaMemsetAsync(tally_.get(), 0, 4 * sizeof(unsigned long long), s));
-    AG_TRY(launchSetRoot(topo_.get(), n, s));
+    AG_TRY(launchSetRoot(topoPtr_, n, s));
     levelStart_.assign(1, 0u);
     unsigned levelBegin = 0, levelEnd = 1;
     int level = 0;
@@ -449,7 +493,7 @@ class CudaBackendImpl final : public CudaBackend {
       const unsigned width = levelEnd - levelBegin;
       AG_TRY(levelCount_.reserve(width + 1, "level scratch"));
       AG_TRY(levelOffset_.reserve(width + 1, "level scratch"));
-      AG_TRY(launchCountChildren(topo_.get(), keysSorted_.get(), levelBegin, width, level, leafSize,
+      AG_TRY(launchCountChildren(topoPtr_, sortedKeys_, levelBegin, width, level, leafSize,
                                  levelCount_.get(), tally_.get() + 2, s));
       std::size_t tempBytes = 0;
       AG_TRY(scanExclusive(nullptr, tempBytes, levelCount_.get(), levelOffset_.get(), width + 1, s));
@@ -462,8 +506,8 @@ class CudaBackendImpl final : public CudaBackend {
       if (children == 0) break;
       if (std::uint64_t(levelEnd) + children > 0xffffffffull)
         return Status::error(ErrorCode::InvalidInput, "CUDA backend: the octree would have more than 2^32 - 1 nodes");
-      AG_TRY(topo_.reservePreserve(std::size_t(levelEnd) + children, levelEnd, s, "tree nodes"));
-      AG_TRY(launchEmitChildren(topo_.get(), keysSorted_.get(), levelBegin, width, level, leafSize,
+      AG_TRY(reserveTopo(std::size_t(levelEnd) + children, levelEnd, n));
+      AG_TRY(launchEmitChildren(topoPtr_, sortedKeys_, levelBegin, width, level, leafSize,
                                 levelOffset_.get(), levelEnd, s));
       levelStart_.push_back(levelEnd);
       levelBegin = levelEnd;
@@ -476,18 +520,33 @@ class CudaBackendImpl final : public CudaBackend {
     return Status::success();
   }
 
-  Status computeMoments(unsigned nodes, int depth, const RootCube& root, const SolveOptions& opt, double massScale) {
-    AG_TRY(moments_.reserve(nodes, "node moments"));
-    AG_TRY(nodeMac_.reserve(nodes, "node MAC records"));
-    AG_TRY(nodeMQ_.reserve(2 * std::size_t(nodes), "node multipoles"));
+  Status computeMoments(unsigned n, unsigned nodes, int depth, const RootCube& root, const SolveOptions& opt,
+                        double massScale) {
+    // in the input block's first four fifths when they fit (uniform grids: 0.14 nodes per cell), else own buffers
+    Carve room(inputs_.get(), 4 * std::size_t(n) * sizeof(double));
+    NodeMoments* moments = room.take<NodeMoments>(nodes);
+    if (!moments) {
+      AG_TRY(moments_.reserve(nodes, "node moments"));
+      moments = moments_.get();
+    }
+    nodeMacPtr_ = room.take<D4>(nodes);
+    if (!nodeMacPtr_) {
+      AG_TRY(nodeMac_.reserve(nodes, "node MAC records"));
+      nodeMacPtr_ = nodeMac_.get();
+    }
+    nodeMQPtr_ = room.take<float4>(2 * std::size_t(nodes));
+    if (!nodeMQPtr_) {
+      AG_TRY(nodeMQ_.reserve(2 * std::size_t(nodes), "node multipoles"));
+      nodeMQPtr_ = nodeMQ_.get();
+    }
     MomentsParams p;
-    p.topo = topo_.get();
-    p.keys = keysSorted_.get();
+    p.topo = topoPtr_;
+    p.keys = sortedKeys_;
     p.cells = cells_.get();
     p.size = size_.get();
-    p.moments = moments_.get();
-    p.nodeMac = nodeMac_.get();
-    p.nodeMQ = nodeMQ_.get();
+    p.moments = moments;
+    p.nodeMac = nodeMacPtr_;
+    p.nodeMQ = nodeMQPtr_;
     for (int d = 0; d < 3; ++d) p.rootLo[d] = root.lo[d];
     p.rootSide = root.side;
     p.theta = opt.theta;
@@ -498,7 +557,7 @@ class CudaBackendImpl final : public CudaBackend {
     return Status::success();
   }
 
-  Status walk(unsigned n, const SolveOptions& opt, double massScale, double* const* g, SolveStats& st) {
+  Status walk(unsigned n, const SolveOptions& opt, double massScale, double* phi, double* const* g, SolveStats& st) {
     cudaStream_t s = stream_;
     WalkConfig cfg;
     cfg.order = opt.order;
@@ -518,16 +577,16 @@ class CudaBackendImpl final : public CudaBackend {
     WalkParams p;
     p.cells = cells_.get();
     p.size = size_.get();
-    p.nodeMac = nodeMac_.get();
-    p.nodeMQ = nodeMQ_.get();
-    p.topo = topo_.get();
+    p.nodeMac = nodeMacPtr_;
+    p.nodeMQ = nodeMQPtr_;
+    p.topo = topoPtr_;
     p.n = n;
     p.groupSize = groupSize;
     p.numGroups = numGroups;
     p.massScale = massScale;
     p.counters = walkCounters_.get();
     p.interactions = tally_.get();
-    p.phi = sum_[0].get();
+    p.phi = phi;
     p.gx = g[0];
     p.gy = g[1];
     p.gz = g[2];
@@ -535,8 +594,14 @@ class CudaBackendImpl final : public CudaBackend {
     unsigned* hc = static_cast<unsigned*>(small_.get());
     unsigned long long* ht = reinterpret_cast<unsigned long long*>(static_cast<char*>(small_.get()) + 64);
     for (int launch = 1;; ++launch) {
-      AG_TRY(queue_.reserve(std::size_t(warps) * queueCap_, "the walk queues"));
-      p.queue = queue_.get();
+      // the queues in the sort's spare index half when they fit, else a buffer of their own
+      const std::size_t queueEntries = std::size_t(warps) * queueCap_;
+      if (queueEntries <= idxSpare_.bytes / sizeof(unsigned)) {
+        p.queue = reinterpret_cast<unsigned*>(idxSpare_.base);
+      } else {
+        AG_TRY(queue_.reserve(queueEntries, "the walk queues"));
+        p.queue = queue_.get();
+      }
       p.queueCap = queueCap_;
       AG_CUDA_TRY(cudaMemsetAsync(walkCounters_.get(), 0, kWalkCounterCount * sizeof(unsigned), s));
       AG_CUDA_TRY(cudaMemsetAsync(tally_.get(), 0, 2 * sizeof(unsigned long long), s));  // keeps [2]: split nodes
@@ -574,19 +639,28 @@ class CudaBackendImpl final : public CudaBackend {
   unsigned long long splitNodes_ = 0;
   std::vector<unsigned> levelStart_;
 
-  DeviceBuffer<double> in_[5];   ///< caller's x, y, z, mass, size; then the results pot, ax, ay, az
-  DeviceBuffer<double> sum_[4];  ///< phi, gx, gy, gz in sorted order
+  // Device memory. Buffers marked (*) are used only when the scratch regions have no room for them.
+  DeviceBuffer<double> inputs_;  ///< caller's x, y, z, mass, size (5 n); then scratch; last the results pot, ax, ay, az
+  DeviceBuffer<double> sum_[4];  ///< gx, gy, gz sums in sorted order in [1..3] ([0] unused: phi is in keySpare_)
   DeviceBuffer<double> size_, bounds_;
-  DeviceBuffer<std::uint64_t> keys_, keysSorted_;
-  DeviceBuffer<std::uint32_t> idx_, order_;
+  DeviceBuffer<std::uint64_t> keys_;  ///< 2 n: the sort's double buffer
+  DeviceBuffer<std::uint32_t> idx_;   ///< 2 n: likewise
+  std::uint64_t* sortedKeys_ = nullptr;  ///< the half of keys_ holding the sorted keys
+  std::uint32_t* order_ = nullptr;       ///< the half of idx_ holding sorted position -> caller's index
+  Carve keySpare_, idxSpare_;            ///< the other halves: phi, the walk queues
+  uint4* topoPtr_ = nullptr;             ///< node topology (input block's last fifth, or topo_)
+  std::size_t topoCap_ = 0;
+  D4* nodeMacPtr_ = nullptr;             ///< node MAC records (input block, or nodeMac_)
+  float4* nodeMQPtr_ = nullptr;          ///< node multipoles (input block, or nodeMQ_)
   DeviceBuffer<D4> cells_;
   DeviceBuffer<unsigned char> cubTemp_;
-  DeviceBuffer<uint4> topo_;
+  DeviceBuffer<uint4> topo_;  ///< (*)
   DeviceBuffer<unsigned> levelCount_, levelOffset_;
-  DeviceBuffer<NodeMoments> moments_;
-  DeviceBuffer<D4> nodeMac_;
-  DeviceBuffer<float4> nodeMQ_;
-  DeviceBuffer<unsigned> queue_, walkCounters_;
+  DeviceBuffer<NodeMoments> moments_;  ///< (*)
+  DeviceBuffer<D4> nodeMac_;            ///< (*)
+  DeviceBuffer<float4> nodeMQ_;         ///< (*)
+  DeviceBuffer<unsigned> queue_;        ///< (*)
+  DeviceBuffer<unsigned> walkCounters_;
   DeviceBuffer<unsigned long long> tally_;  ///< [0] approx, [1] direct interactions, [2] split nodes
   std::unique_ptr<StagingRing> staging_ = std::make_unique<StagingRing>();
   PinnedBuffer small_;

@@ -41,7 +41,7 @@ class DeviceBuffer {
   std::size_t capacity() const { return cap_; }
   std::size_t bytes() const { return cap_ * sizeof(T); }
 
-  /// Room for at least n elements. Allocates n + n/8 (so a slowly growing mesh does not reallocate every step),
+  /// Room for at least n elements. Allocates n + n/16 (so a slowly growing mesh does not reallocate every step),
   /// falling back to exactly n when that does not fit.
   Status reserve(std::size_t n, const char* what) {
     if (n <= cap_) return Status::success();
@@ -80,7 +80,7 @@ class DeviceBuffer {
 
  private:
   Status allocate(std::size_t n, const char* what) {
-    std::size_t want = n + n / 8;
+    std::size_t want = n + n / 16;
     void* p = nullptr;
     cudaError_t e = cudaMalloc(&p, want * sizeof(T));
     if (e == cudaErrorMemoryAllocation) {

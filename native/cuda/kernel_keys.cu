@@ -172,12 +172,16 @@ Status launchKeys(const double* x, const double* y, const double* z, unsigned n,
   return Status::success();
 }
 
-Status sortPairs(void* temp, std::size_t& tempBytes, const std::uint64_t* keysIn, std::uint64_t* keysOut,
-                 const std::uint32_t* idxIn, std::uint32_t* idxOut, unsigned n, cudaStream_t s) {
+Status sortPairs(void* temp, std::size_t& tempBytes, std::uint64_t* const keys[2], std::uint32_t* const idx[2],
+                 unsigned n, int* selector, cudaStream_t s) {
   // Radix sort is stable, so equal keys keep ascending index order: the CPU's LSD sort gives the same order.
-  AG_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp, tempBytes, keysIn, keysOut, idxIn, idxOut, int(n), 0,
-                                              3 * kKeyBits, s));
+  cub::DoubleBuffer<std::uint64_t> k(keys[0], keys[1]);
+  cub::DoubleBuffer<std::uint32_t> v(idx[0], idx[1]);
+  AG_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp, tempBytes, k, v, int(n), 0, 3 * kKeyBits, s));
   if (temp) AG_CUDA_LAUNCHED("cub::DeviceRadixSort::SortPairs");
+  // the pass count follows from the bit range, so the host knows where the result lands before the sort runs
+  *selector = k.selector;
+  if (v.selector != k.selector) return Status::error(ErrorCode::Internal, "CUDA backend: sort buffers out of step");
   return Status::success();
 }
 

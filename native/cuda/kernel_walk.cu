@@ -308,10 +308,19 @@ __global__ void AG_WALK_BOUNDS walkKernel(const WalkParams p) {
       // The slots just read are reused no earlier than step 3 (after several __syncwarp): a LIFO pop frees them
       // for the children; a FIFO pop keeps them out of reach of this batch's pushes (see `need`).
       const unsigned keepFrom = lifo ? head : from;
+      // Every record this batch may need is loaded at once, before the MAC decides which are used: one memory
+      // round trip per batch instead of three dependent ones (MAC record, then topology, then multipoles).
       D4 mac;
       mac.x = mac.y = mac.z = 0.0;
       mac.w = -1.0;
-      if (valid) mac = p.nodeMac[node];
+      uint4 topo = make_uint4(0u, 0u, 0u, 0u);
+      float4 mq0 = make_float4(0.f, 0.f, 0.f, 0.f), mq1 = mq0;
+      if (valid) {
+        mac = p.nodeMac[node];
+        topo = p.topo[node];
+        mq0 = p.nodeMQ[2 * std::size_t(node)];
+        if (Order >= 2) mq1 = p.nodeMQ[2 * std::size_t(node) + 1];
+      }
       const bool live = valid && mac.w >= 0.0;  // mass > 0
 
       bool acc = live && macAcceptsExact(mac.x, mac.y, mac.z, mac.w, lo, hi);
@@ -336,8 +345,6 @@ __global__ void AG_WALK_BOUNDS walkKernel(const WalkParams p) {
         acc = acc || (live && ((accMask >> lane) & 1u));
       }
       const bool open = live && !acc;
-      uint4 topo = make_uint4(0u, 0u, 0u, 0u);
-      if (open) topo = p.topo[node];
       const bool leaf = open && topo.w == 0u;
       const bool inner = open && topo.w != 0u;
 
@@ -345,7 +352,6 @@ __global__ void AG_WALK_BOUNDS walkKernel(const WalkParams p) {
       const unsigned am = __ballot_sync(kFull, acc);
       if (acc) {
         const int pos = aCount + __popc(am & laneMaskLt());
-        const float4 mq0 = p.nodeMQ[2 * std::size_t(node)];
         float4 h, l;
         splitRel(mac.x, gcx, h.x, l.x);
         splitRel(mac.y, gcy, h.y, l.y);
@@ -355,7 +361,6 @@ __global__ void AG_WALK_BOUNDS walkKernel(const WalkParams p) {
         L.aPos[pos] = h;
         L.aLo[pos] = l;
         if (Order >= 2) {
-          const float4 mq1 = p.nodeMQ[2 * std::size_t(node) + 1];
           L.aQa[pos] = make_float4(mq0.y, mq0.z, mq0.w, mq1.x);
           L.aQb[pos] = make_float2(mq1.y, mq1.z);
         }

@@ -46,9 +46,11 @@ Status launchBounds(const double* x, const double* y, const double* z, const dou
 Status launchKeys(const double* x, const double* y, const double* z, unsigned n, double lo0, double lo1, double lo2,
                   double invCellSide, std::uint64_t* keys, std::uint32_t* idx, cudaStream_t s);
 
-/// Stable sort of (key, index) pairs over the 63 key bits. With temp == nullptr only sets tempBytes.
-Status sortPairs(void* temp, std::size_t& tempBytes, const std::uint64_t* keysIn, std::uint64_t* keysOut,
-                 const std::uint32_t* idxIn, std::uint32_t* idxOut, unsigned n, cudaStream_t s);
+/// Stable sort of (key, index) pairs over the 63 key bits, ping-ponging between the two halves of each pair of
+/// buffers (CUB's double buffer: no n-sized scratch). The input is in keys[0], idx[0]; the result ends in
+/// keys[*selector], idx[*selector]. With temp == nullptr only sets tempBytes (and *selector).
+Status sortPairs(void* temp, std::size_t& tempBytes, std::uint64_t* const keys[2], std::uint32_t* const idx[2],
+                 unsigned n, int* selector, cudaStream_t s);
 
 /// cells[i] = (x, y, z scaled, mass) and size[i] (scaled) of caller's cell order[i].
 Status launchGather(const double* x, const double* y, const double* z, const double* mass, const double* size,

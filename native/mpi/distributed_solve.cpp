@@ -102,7 +102,9 @@ Status distributedImpl(const CellsView& cells, const SolveOptions& opt, SolveRes
   if (!st.ok()) return st;
 
   // ---- from here on, every rank goes on to the end or the job aborts ----
+  const ResultTargets into = out.into;  // the caller's result arrays, if any
   out = SolveResult{};
+  out.into = into;
   DistributedStats& ds = out.stats.distributed;
   ds.ranks = size;
   ds.rank = rank;

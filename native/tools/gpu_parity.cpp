@@ -13,7 +13,8 @@
 ///   --perf LIST       uniform grids timed on the GPU (default 128,256)
 ///   --reps R          timed repetitions after one warm-up (median reported; default 5)
 ///   --direct-n CELLS  cells for the direct-kernel rate (default 131072)
-///   --cpu-perf        also time the CPU backend on the first perf grid (slow)
+///   --cpu-perf        also time the CPU backend (all threads, potential only, order 2 and 1) on every perf grid
+///   --sweep           also time group sizes 32/64 x leaf sizes 8/16/32, order 2 and 1, with and without accelerations
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -210,7 +211,7 @@ std::string num(double v) {
 }
 
 struct Args {
-  bool parity = true, perf = true, cpuPerf = false;
+  bool parity = true, perf = true, cpuPerf = false, sweep = false;
   int uniform = 32;
   std::size_t amr = 200000, directParity = 20000, directN = 131072;
   std::vector<int> perfGrids = {128, 256};
@@ -231,6 +232,7 @@ Args parseArgs(int argc, char** argv) {
     else if (k == "--no-parity") a.parity = false;
     else if (k == "--no-perf") a.perf = false;
     else if (k == "--cpu-perf") a.cpuPerf = true;
+    else if (k == "--sweep") a.sweep = true;
     else if (k == "--uniform") a.uniform = std::atoi(next().c_str());
     else if (k == "--amr") a.amr = std::strtoull(next().c_str(), nullptr, 10);
     else if (k == "--direct-parity") a.directParity = std::strtoull(next().c_str(), nullptr, 10);
@@ -553,81 +555,97 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
+/// Times one configuration (one warm-up, then a.reps solves; medians) and prints one "perf" JSON line.
+void timeVariant(const Args& a, CudaBackend& gpu, const Cells& cells, int grid, const SolveOptions& o,
+                 const CudaOptions& co) {
+  gpu.setCudaOptions(co);
+  SolveResult r;
+  Status st = gpu.solve(cells.view(), o, r);  // warm-up (allocations, module load)
+  std::vector<double> wall, val, up, keys, build, mom, walk, down;
+  for (int rep = 0; rep < a.reps && st.ok(); ++rep) {
+    const auto t = Clock::now();
+    st = gpu.solve(cells.view(), o, r);
+    wall.push_back(since(t));
+    const CudaStats cs = gpu.lastCudaStats();
+    val.push_back(cs.secondsValidate);
+    up.push_back(cs.secondsUpload); keys.push_back(cs.secondsKeys); build.push_back(cs.secondsBuild);
+    mom.push_back(cs.secondsMoments); walk.push_back(cs.secondsWalk); down.push_back(cs.secondsDownload);
+  }
+  if (!st.ok()) {
+    std::printf("{\"kind\":\"perf\",\"grid\":%d,\"error\":\"%s\"}\n", grid, jsonEscape(st.message).c_str());
+    return;
+  }
+  const CudaStats cs = gpu.lastCudaStats();
+  const double n = double(cells.size());
+  const double inter = double(r.stats.approxInteractions + r.stats.directInteractions);
+  const double w = median(wall), wk = median(walk);
+  std::printf("{\"kind\":\"perf\",\"grid\":%d,\"cells\":%zu,\"order\":%d,\"accelerations\":%s,\"walk\":\"%s\","
+              "\"groupSize\":%d,\"leafSize\":%d,"
+              "\"staging\":\"%s\",\"copyThreads\":%d,\"theta\":%s,\"reps\":%d,\"wall_s\":%s,\"validate_s\":%s,"
+              "\"upload_s\":%s,\"keys_sort_s\":%s,"
+              "\"build_s\":%s,\"moments_s\":%s,\"walk_s\":%s,\"download_s\":%s,\"cells_per_s\":%s,"
+              "\"interactions_per_cell\":%s,\"approx_per_cell\":%s,\"direct_per_cell\":%s,"
+              "\"walk_interactions_per_s\":%s,\"nodes\":%llu,\"depth\":%d,\"device_bytes_per_cell\":%s,"
+              "\"queue_peak\":%u,\"walk_warps\":%d,\"device\":\"%s\"}\n",
+              grid, cells.size(), o.order, o.accelerations ? "true" : "false", o.walk == WalkKind::Vote ? "vote" : "box",
+              o.groupSize, o.leafSize, co.pinnedStaging ? "pinned" : "pageable", co.copyThreads, num(o.theta).c_str(),
+              a.reps, num(w).c_str(), num(median(val)).c_str(), num(median(up)).c_str(),
+              num(median(keys)).c_str(), num(median(build)).c_str(), num(median(mom)).c_str(), num(wk).c_str(),
+              num(median(down)).c_str(), num(n / w).c_str(), num(inter / n).c_str(),
+              num(double(r.stats.approxInteractions) / n).c_str(),
+              num(double(r.stats.directInteractions) / n).c_str(), num(inter / wk).c_str(),
+              (unsigned long long)r.stats.nodes, r.stats.treeDepth, num(cs.deviceBytesPerCell).c_str(),
+              cs.queuePeak, cs.walkWarps, jsonEscape(cs.device).c_str());
+  std::fflush(stdout);
+}
+
+/// The CPU backend's time on the same cells (all hardware threads), for the GPU/CPU ratio.
+void timeCpu(const Cells& cells, int grid, int order, bool accel) {
+  auto cpu = makeCpuBackend();
+  SolveOptions o;
+  o.order = order;
+  o.accelerations = accel;
+  SolveResult r;
+  const auto t = Clock::now();
+  const Status st = cpu->solve(cells.view(), o, r);
+  const double w = since(t);
+  std::printf("{\"kind\":\"perf_cpu\",\"grid\":%d,\"cells\":%zu,\"order\":%d,\"accelerations\":%s,\"ok\":%s,"
+              "\"wall_s\":%s,\"walk_s\":%s,\"threads\":%d,\"cells_per_s\":%s,\"walk_interactions_per_s\":%s}\n",
+              grid, cells.size(), order, accel ? "true" : "false", st.ok() ? "true" : "false", num(w).c_str(),
+              num(r.stats.secondsWalk).c_str(), r.stats.threads, num(double(cells.size()) / w).c_str(),
+              num(double(r.stats.approxInteractions + r.stats.directInteractions) / r.stats.secondsWalk).c_str());
+  std::fflush(stdout);
+}
+
 void runPerf(const Args& a) {
   auto gpu = makeCudaBackend(CudaOptions{});
   for (int grid : a.perfGrids) {
     const auto tg = Clock::now();
     const Cells cells = uniformGrid(grid, kKpc, 1e-24);
     std::fprintf(stderr, "grid %d^3 generated in %.2f s\n", grid, since(tg));
-    struct Variant { int order; bool accel; WalkKind walk; bool pinned; int copyThreads; };
-    const Variant variants[] = {{2, true, WalkKind::Box, true, 0},  {2, false, WalkKind::Box, true, 0},
-                                {1, true, WalkKind::Box, true, 0},  {1, false, WalkKind::Box, true, 0},
-                                {2, true, WalkKind::Vote, true, 0}, {2, true, WalkKind::Box, false, 0},
-                                {2, true, WalkKind::Box, true, 1}};
+    struct Variant { int order; bool accel; WalkKind walk; bool pinned; int copyThreads; int group; int leaf; };
+    std::vector<Variant> variants = {{2, true, WalkKind::Box, true, 0, 32, 16},  {2, false, WalkKind::Box, true, 0, 32, 16},
+                                     {1, true, WalkKind::Box, true, 0, 32, 16},  {1, false, WalkKind::Box, true, 0, 32, 16},
+                                     {2, true, WalkKind::Vote, true, 0, 32, 16}, {2, true, WalkKind::Box, false, 0, 32, 16},
+                                     {2, true, WalkKind::Box, true, 1, 32, 16}};
+    if (a.sweep)  // group and leaf sizes, potential only and with accelerations
+      for (int order : {2, 1})
+        for (bool accel : {false, true})
+          for (int group : {32, 64})
+            for (int leaf : {8, 16, 32})
+              if (!(group == 32 && leaf == 16)) variants.push_back({order, accel, WalkKind::Box, true, 0, group, leaf});
     for (const Variant& v : variants) {
-      gpu->setCudaOptions(cudaOpts(v.pinned, 4096, false, v.copyThreads));
       SolveOptions o;
       o.walk = v.walk;
       o.theta = 0.5;
       o.order = v.order;
       o.accelerations = v.accel;
-      SolveResult r;
-      Status st = gpu->solve(cells.view(), o, r);  // warm-up (allocations, module load)
-      if (!st.ok()) {
-        std::printf("{\"kind\":\"perf\",\"grid\":%d,\"error\":\"%s\"}\n", grid, jsonEscape(st.message).c_str());
-        continue;
-      }
-      std::vector<double> wall, val, up, keys, build, mom, walk, down;
-      for (int rep = 0; rep < a.reps; ++rep) {
-        const auto t = Clock::now();
-        st = gpu->solve(cells.view(), o, r);
-        wall.push_back(since(t));
-        if (!st.ok()) break;
-        const CudaStats cs = gpu->lastCudaStats();
-        val.push_back(cs.secondsValidate);
-        up.push_back(cs.secondsUpload); keys.push_back(cs.secondsKeys); build.push_back(cs.secondsBuild);
-        mom.push_back(cs.secondsMoments); walk.push_back(cs.secondsWalk); down.push_back(cs.secondsDownload);
-      }
-      if (!st.ok()) {
-        std::printf("{\"kind\":\"perf\",\"grid\":%d,\"error\":\"%s\"}\n", grid, jsonEscape(st.message).c_str());
-        continue;
-      }
-      const CudaStats cs = gpu->lastCudaStats();
-      const double n = double(cells.size());
-      const double inter = double(r.stats.approxInteractions + r.stats.directInteractions);
-      const double w = median(wall), wk = median(walk);
-      std::printf("{\"kind\":\"perf\",\"grid\":%d,\"cells\":%zu,\"order\":%d,\"accelerations\":%s,\"walk\":\"%s\","
-                  "\"staging\":\"%s\",\"copyThreads\":%d,\"theta\":0.5,\"reps\":%d,\"wall_s\":%s,\"validate_s\":%s,"
-                  "\"upload_s\":%s,\"keys_sort_s\":%s,"
-                  "\"build_s\":%s,\"moments_s\":%s,\"walk_s\":%s,\"download_s\":%s,\"cells_per_s\":%s,"
-                  "\"interactions_per_cell\":%s,\"approx_per_cell\":%s,\"direct_per_cell\":%s,"
-                  "\"walk_interactions_per_s\":%s,\"nodes\":%llu,\"depth\":%d,\"device_bytes_per_cell\":%s,"
-                  "\"queue_peak\":%u,\"walk_warps\":%d,\"device\":\"%s\"}\n",
-                  grid, cells.size(), v.order, v.accel ? "true" : "false", v.walk == WalkKind::Vote ? "vote" : "box",
-                  v.pinned ? "pinned" : "pageable", v.copyThreads, a.reps, num(w).c_str(), num(median(val)).c_str(),
-                  num(median(up)).c_str(),
-                  num(median(keys)).c_str(), num(median(build)).c_str(), num(median(mom)).c_str(), num(wk).c_str(),
-                  num(median(down)).c_str(), num(n / w).c_str(), num(inter / n).c_str(),
-                  num(double(r.stats.approxInteractions) / n).c_str(),
-                  num(double(r.stats.directInteractions) / n).c_str(), num(inter / wk).c_str(),
-                  (unsigned long long)r.stats.nodes, r.stats.treeDepth, num(cs.deviceBytesPerCell).c_str(),
-                  cs.queuePeak, cs.walkWarps, jsonEscape(cs.device).c_str());
-      std::fflush(stdout);
+      o.groupSize = v.group;
+      o.leafSize = v.leaf;
+      timeVariant(a, *gpu, cells, grid, o, cudaOpts(v.pinned, 4096, false, v.copyThreads));
     }
-    if (a.cpuPerf && grid == a.perfGrids.front()) {
-      auto cpu = makeCpuBackend();
-      SolveOptions o;
-      o.accelerations = true;
-      SolveResult r;
-      const auto t = Clock::now();
-      const Status st = cpu->solve(cells.view(), o, r);
-      const double w = since(t);
-      std::printf("{\"kind\":\"perf_cpu\",\"grid\":%d,\"cells\":%zu,\"order\":2,\"accelerations\":true,\"ok\":%s,"
-                  "\"wall_s\":%s,\"walk_s\":%s,\"threads\":%d,\"walk_interactions_per_s\":%s}\n",
-                  grid, cells.size(), st.ok() ? "true" : "false", num(w).c_str(), num(r.stats.secondsWalk).c_str(),
-                  r.stats.threads,
-                  num(double(r.stats.approxInteractions + r.stats.directInteractions) / r.stats.secondsWalk).c_str());
-    }
+    if (a.cpuPerf)
+      for (int order : {2, 1}) timeCpu(cells, grid, order, false);
   }
   gpu->setCudaOptions(CudaOptions{});
   // the direct-summation kernel's rate on a uniform subset

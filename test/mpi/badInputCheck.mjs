@@ -1,5 +1,5 @@
-// Run under mpirun by test/mpi.test.ts: one rank passes bad input (a NaN mass caught natively, then mismatched
-// array lengths caught in TypeScript); every rank must get that rank's error instead of waiting for ever. Each
+// Run under mpirun by test/mpi.test.ts: one rank passes bad input (a NaN mass caught natively, mismatched array
+// lengths caught in TypeScript, a result array of the wrong length); every rank must get that rank's error instead of waiting for ever. Each
 // rank prints one JSON line per case.
 import { GravitySolver, mpiWorld } from '../../dist/solver/index.js';
 
@@ -22,13 +22,15 @@ const cases = {
     return c;
   },
   'mismatched-lengths': (c) => ({ ...c, y: c.y.subarray(0, n - 1) }),
+  'short-output': (c) => c, // with a result array one element short (below)
 };
 const solver = new GravitySolver({ G: 1, threads: 1 });
 for (const [name, spoil] of Object.entries(cases)) {
   let c = cells(rank);
   if (rank === bad) c = spoil(c);
   try {
-    await solver.solveCells(c);
+    const out = { potential: new Float64Array(rank === bad && name === 'short-output' ? n - 1 : n) };
+    await solver.solveCells(c, { out });
     console.log(JSON.stringify({ rank, case: name, ok: true }));
   } catch (err) {
     console.log(JSON.stringify({ rank, case: name, ok: false, name: err.name, code: err.code, message: err.message }));

@@ -1,0 +1,120 @@
+/**
+ * \file hdf5.ts
+ * \brief The one door to h5wasm (HDF5 compiled to WebAssembly, host files through NODERAWFS): loading it once,
+ * opening files with errors turned into typed FlashFileErrors, and plain conversions of its values.
+ */
+import { closeSync, openSync, readSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { Dataset, File as H5File } from 'h5wasm';
+import { FlashFileError } from './errors.js';
+
+type H5wasm = typeof import('h5wasm');
+let loaded: Promise<H5wasm> | null = null;
+
+/** h5wasm, ready; its HDF5 errors are thrown as JS errors instead of printed to stderr. */
+export function h5wasm(): Promise<H5wasm> {
+  loaded ??= (async () => {
+    const mod = (await import('h5wasm/node')) as unknown as H5wasm;
+    const module = await mod.ready;
+    module.activate_throwing_error_handler();
+    return mod;
+  })();
+  return loaded;
+}
+
+const SIGNATURE = [0x89, 0x48, 0x44, 0x46, 0x0d, 0x0a, 0x1a, 0x0a];
+
+/** HDF5 puts its 8-byte signature at offset 0, 512, 1024, 2048, ... (a user block may come first). */
+function hasHdf5Signature(path: string, size: number): boolean {
+  const fd = openSync(path, 'r');
+  try {
+    const buf = Buffer.alloc(8);
+    for (let at = 0; at + 8 <= size; at = at === 0 ? 512 : at * 2) {
+      if (readSync(fd, buf, 0, 8, at) === 8 && SIGNATURE.every((b, i) => buf[i] === b)) return true;
+    }
+    return false;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Opens an existing HDF5 file read-only.
+ * @throws FlashFileError 'FILE_NOT_FOUND', 'NOT_HDF5' (no HDF5 signature), 'CORRUPT_FILE' (HDF5 cannot open it).
+ */
+export async function openHdf5(path: string): Promise<H5File> {
+  const abs = resolve(path);
+  let size: number;
+  try {
+    const st = statSync(abs);
+    if (!st.isFile()) throw new FlashFileError('FILE_NOT_FOUND', `${path}: not a regular file`);
+    size = st.size;
+  } catch (err) {
+    if (err instanceof FlashFileError) throw err;
+    throw new FlashFileError('FILE_NOT_FOUND', `${path}: ${(err as Error).message}`);
+  }
+  if (!hasHdf5Signature(abs, size)) throw new FlashFileError('NOT_HDF5', `${path} is not an HDF5 file (no HDF5 signature)`);
+  const h5 = await h5wasm();
+  try {
+    return new h5.File(abs, 'r');
+  } catch (err) {
+    throw new FlashFileError('CORRUPT_FILE', `${path}: HDF5 cannot open it (truncated or damaged?): ${firstLine(err)}`);
+  }
+}
+
+/** The most specific message of an HDF5 error stack: the innermost frame's text (e.g. "truncated file: ..."). */
+export function firstLine(err: unknown): string {
+  const lines = String((err as Error)?.message ?? err).split('\n');
+  const frames = lines.map((l) => /#\d+:.*?\(\): (.*)$/.exec(l)?.[1]).filter((m): m is string => !!m);
+  return (frames.at(-1) ?? lines[0]).trim();
+}
+
+/** A dataset of the file, or a 'MISSING_DATASET' error naming it. */
+export function requireDataset(file: H5File, path: string, name: string): Dataset {
+  const d = file.get(name);
+  if (!d || (d as { type?: string }).type !== 'Dataset') {
+    throw new FlashFileError('MISSING_DATASET', `${path}: dataset '${name}' is missing (datasets: ${file.keys().join(', ')})`);
+  }
+  return d as Dataset;
+}
+
+/** Checks a dataset's shape; `null` in `expected` accepts any extent on that axis. */
+export function checkShape(ds: Dataset, path: string, name: string, expected: (number | null)[]): number[] {
+  const shape = ds.shape ?? [];
+  const ok = shape.length === expected.length && expected.every((e, i) => e === null || e === shape[i]);
+  if (!ok) {
+    const want = `[${expected.map((e) => (e === null ? 'any' : e)).join(', ')}]`;
+    throw new FlashFileError('BAD_SHAPE', `${path}: dataset '${name}' has shape [${shape.join(', ')}], expected ${want}`);
+  }
+  return shape;
+}
+
+/** Reads a dataset (or the block rows [start, start + count) of it) as numbers, whatever its stored type. */
+export function readNumbers(ds: Dataset, path: string, name: string, rows?: { start: number; count: number }): Float64Array {
+  try {
+    const v = rows ? ds.slice([[rows.start, rows.start + rows.count]]) : ds.value;
+    if (v instanceof Float64Array) return v;
+    if (v instanceof BigInt64Array || v instanceof BigUint64Array) return Float64Array.from(v, Number);
+    if (ArrayBuffer.isView(v) && !(v instanceof DataView)) return new Float64Array(v as unknown as ArrayLike<number>);
+    if (typeof v === 'number') return Float64Array.of(v);
+    throw new Error(`not numeric (dtype ${JSON.stringify(ds.dtype)})`);
+  } catch (err) {
+    if (err instanceof FlashFileError) throw err;
+    throw new FlashFileError('CORRUPT_FILE', `${path}: cannot read dataset '${name}': ${firstLine(err)}`);
+  }
+}
+
+/** Like {@link readNumbers}, for integer datasets. */
+export function readInts(ds: Dataset, path: string, name: string, rows?: { start: number; count: number }): Int32Array {
+  const v = readNumbers(ds, path, name, rows);
+  return Int32Array.from(v);
+}
+
+/** Reads a whole dataset's value, any type, mapping HDF5 failures to 'CORRUPT_FILE'. */
+export function readValue(ds: Dataset, path: string, name: string): unknown {
+  try {
+    return ds.value;
+  } catch (err) {
+    throw new FlashFileError('CORRUPT_FILE', `${path}: cannot read dataset '${name}': ${firstLine(err)}`);
+  }
+}
