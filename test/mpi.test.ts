@@ -57,6 +57,7 @@ interface Scenario {
   vsDirect: Record<string, number>;
   singleVsDirect: Record<string, number>;
   accelerationsVsSingle: number;
+  repeatable: boolean;
   perRank: { cells: number; letNodesSent: number; letCellsSent: number; bytesSent: number; letsSent: number; letsReceived: number }[];
 }
 
@@ -79,6 +80,7 @@ describe.each([1, 2, 3, 4])('distributed solve on %i rank(s)', (np) => {
     for (const s of report.scenarios) {
       const where = `${s.name} on ${np} ranks`;
       expect(s.perRank.reduce((n, r) => n + r.cells, 0), where).toBe(s.cells);
+      expect(s.repeatable, where).toBe(true);
       if (np === 1) expect(s.vsSingle['0.5'], where).toBe(0); // one rank is the single-process solve, bitwise
       if (s.name !== 'far-rank') {
         // the issue's bar: N ranks within 1e-4 of one process at theta 0.5
