@@ -8,6 +8,12 @@
 
 namespace amrgrav {
 
+/// A GPU backend plugs in with the same sequence (see distributed_solve.cpp): agreeToProceed, its own key sort
+/// with the global length scale, build and moments, then the host-side essentialNodesFor + packLet over a
+/// SourceTree of its tree (copied down, or selected on the device in the same breadth-first order), LetExchange
+/// while its local walk runs, and each received LET viewed with viewPackedLet, uploaded and walked with the
+/// accumulate semantics of walkGroups (WalkPass{true, false}), in rank order.
+///
 /// Collective over amrgrav's communicator: every rank calls it, in the same order, with the same options; a rank
 /// may pass no cells. Bad input on any rank makes every rank return that rank's error. Without MPI in the build
 /// (or a world of one rank) this is the single-process CPU solve.
