@@ -7,6 +7,7 @@ import { parseArgs } from 'node:util';
 import { AmrgravError } from './errors.js';
 import { UsageError, choiceArg, intArg, numberArg } from './args.js';
 import type { SolverOptions } from './options.js';
+import { abortAllRanks, mpiWorld } from './mpiWorld.js';
 
 const HELP: Record<string, string> = {
   main: `amrgrav: self-gravity Poisson solver for AMR meshes (Barnes-Hut tree, CPU/CUDA)
@@ -19,7 +20,9 @@ Usage:
   amrgrav plot FILE.h5 --var V -o OUT.png            a slice of a FLASH file as a PNG
   amrgrav <command> --help               options of a command
 
-Units are cgs throughout (G = 6.674e-8 cm^3 g^-1 s^-2 unless --G is given).`,
+Units are cgs throughout (G = 6.674e-8 cm^3 g^-1 s^-2 unless --G is given).
+Under mpirun (mpirun -np N amrgrav validate|bench ...) the cells are split over the ranks in Morton order and
+solved with locally essential trees; rank 0 prints, and the JSON carries "ranks".`,
   solver: `Solver options (all commands):
   --theta T        opening angle of the MAC d > l/T + delta, in (0, 1]           [0.5]
   --order 1|2      1 = monopole, 2 = monopole + quadrupole                         [2]
@@ -168,6 +171,8 @@ async function validate(argv: string[]): Promise<void> {
     subsample: intArg('subsample', values.subsample, 4, 1, 16),
   };
   const solver = solverOptions(values);
+  if ((values.sweep || values.direct) && mpiWorld().size > 1)
+    throw new UsageError('--direct and --sweep use direct summation, which is not distributed: run them on one rank');
   if (values.sweep) {
     const reports = await sweepMaclaurin({ ...setup, solver });
     if (values.plot) {
@@ -195,7 +200,8 @@ async function validate(argv: string[]): Promise<void> {
   if (values.json) return void console.log(JSON.stringify(r));
   console.log(
     `MacLaurin spheroid e=${r.e}, a1=${r.a1}: ${r.cells} leaf cells in ${r.blocks} blocks, levels ${r.levels}, ` +
-      `${r.method === 'direct' ? 'direct summation' : `tree theta=${r.theta} order=${r.order}`} on ${r.backend}`,
+      `${r.method === 'direct' ? 'direct summation' : `tree theta=${r.theta} order=${r.order}`} on ${r.backend}` +
+      (r.ranks > 1 ? `, ${r.ranks} MPI ranks` : ''),
   );
   console.log(`  max relative error   ${fmt(r.maxRelError)}`);
   console.log(`  mean relative error  ${fmt(r.meanRelError)}`);
@@ -226,7 +232,10 @@ async function bench(argv: string[]): Promise<void> {
     solver: solverOptions(values),
   });
   if (values.json) return void console.log(JSON.stringify(r));
-  console.log(`${r.problem}: ${r.cells} cells, ${r.backend} (${r.threads} threads), theta ${r.theta}, order ${r.order}`);
+  console.log(
+    `${r.problem}: ${r.cells} cells, ${r.backend} (${r.threads} threads${r.ranks > 1 ? ` x ${r.ranks} MPI ranks` : ''}), ` +
+      `theta ${r.theta}, order ${r.order}`,
+  );
   console.log(`  seconds (best of ${r.repeat})   ${fmt(r.seconds)}   (mean ${fmt(r.secondsMean)})`);
   console.log(`  cells/s                 ${fmt(r.cellsPerSecond)}`);
   console.log(`  interactions/cell       ${Math.round(r.interactionsPerCell)} (${Math.round(r.approxInteractionsPerCell)} node, ${Math.round(r.directInteractionsPerCell)} cell)`);
@@ -237,6 +246,23 @@ async function bench(argv: string[]): Promise<void> {
       `moments ${fmt(p.moments)}, walk ${fmt(p.walk)}, download ${fmt(p.download)}`,
   );
   if (r.deviceBytesPerCell > 0) console.log(`  device memory           ${fmt(r.deviceBytesPerCell)} bytes/cell`);
+  if (r.perRank) {
+    console.log('  per rank (best repetition; seconds, LET bytes):');
+    console.log(
+      table(
+        r.perRank.map((p, rank) => ({
+          rank: String(rank),
+          ...p,
+          // the part of the exchange that ran during the local walk, and the part nobody waited for
+          overlapFraction: p.exchange > 0 ? p.overlap / p.exchange : 0,
+          hiddenFraction: p.exchange > 0 ? 1 - p.exchangeWait / p.exchange : 1,
+        })),
+      )
+        .split('\n')
+        .map((l) => `    ${l}`)
+        .join('\n'),
+    );
+  }
 }
 
 function requireOutput(v: string | undefined, command: string): string {
@@ -366,11 +392,20 @@ async function plot(argv: string[]): Promise<void> {
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  let rank = 0;
+  let ranks = 1;
   try {
+    if (process.env.OMPI_COMM_WORLD_SIZE || process.env.PMIX_RANK || process.env.PMI_RANK || process.env.AMRGRAV_MPI === '1') {
+      ({ rank, size: ranks } = mpiWorld()); // initialises MPI
+      if (rank !== 0) console.log = () => {}; // only rank 0 prints tables and JSON
+    }
     if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
       console.log(HELP.main);
       return command === undefined ? 1 : 0;
     }
+    // FLASH files are read and written whole by one process: the file commands are not distributed (yet)
+    if (ranks > 1 && (command === 'solve' || command === 'make' || command === 'plot'))
+      throw new UsageError(`'${command}' runs on one rank; under mpirun use validate or bench`);
     if (command === 'validate') await validate(rest);
     else if (command === 'bench') await bench(rest);
     else if (command === 'solve') await solve(rest);
@@ -379,14 +414,16 @@ async function main(argv: string[]): Promise<number> {
     else throw new UsageError(`unknown command '${command}' (try amrgrav --help)`);
     return 0;
   } catch (err) {
+    // every rank meets the same usage errors, and a solve's errors are agreed by all ranks: rank 0 reports them
     if (err instanceof UsageError || String((err as { code?: string }).code).startsWith('ERR_PARSE_ARGS')) {
-      console.error(`amrgrav: ${(err as Error).message}`);
+      if (rank === 0) console.error(`amrgrav: ${(err as Error).message}`);
       return 2;
     }
     if (err instanceof AmrgravError) {
-      console.error(`amrgrav: ${err.name} [${err.code}]: ${err.message}`);
+      if (rank === 0) console.error(`amrgrav: ${err.name} [${err.code}]: ${err.message}`);
       return 1;
     }
+    if (ranks > 1) abortAllRanks(`unexpected error: ${(err as Error).stack ?? String(err)}`); // the others would wait
     throw err;
   }
 }

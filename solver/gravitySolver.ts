@@ -9,11 +9,14 @@ import {
   loadNative,
   nativeFeatures,
   type NativeAddon,
+  type NativeDistributedStats,
   type NativeOptions,
   type NativeOutputs,
   type NativeResult,
 } from './native.js';
 import { extractCells, writeBack, type AmrMesh } from '../mesh/index.js';
+import { failDistributedSolve, mpiWorld } from './mpiWorld.js';
+import { rankChunk } from './mpiDecomposition.js';
 
 /** Per-solve statistics. Times in seconds. */
 export interface SolveStats {
@@ -37,6 +40,10 @@ export interface SolveStats {
   leaves: number;
   groups: number;
   treeDepth: number;
+  /** MPI ranks that took part in the solve (1 unless distributed). */
+  ranks: number;
+  /** This rank's share of a distributed solve: LET bytes, exchange and overlap times (absent otherwise). */
+  distributed?: NativeDistributedStats;
 }
 
 export interface SolveResult {
@@ -85,6 +92,8 @@ export class GravitySolver {
   private readonly native: NativeAddon;
   private readonly backend: 'cpu' | 'cuda';
   private readonly backendReason: string;
+  /** Tree solves are collectives over the MPI world (option `distributed` under mpirun with several ranks). */
+  private readonly distributed: boolean;
 
   /**
    * @param options see {@link SolverOptions}; defaults: theta 0.5, order 2, G 6.674e-8 (cgs), backend 'auto'.
@@ -98,7 +107,13 @@ export class GravitySolver {
     this.options = resolveOptions(options);
     this.native = loadNative();
     const features = nativeFeatures();
-    if (this.options.backend === 'cuda') {
+    this.distributed = this.options.distributed !== false && mpiWorld().size > 1;
+    if (this.distributed) {
+      if (this.options.backend === 'cuda')
+        throw new NoDeviceError("backend 'cuda' was requested, but distributed solves run on the CPU backend for now");
+      this.backend = 'cpu';
+      this.backendReason = 'distributed: the LET solve runs on the CPU backend';
+    } else if (this.options.backend === 'cuda') {
       if (!features.cuda) throw new NoDeviceError(`backend 'cuda' was requested but ${features.cudaReason}`);
       this.backend = 'cuda';
       this.backendReason = 'requested';
@@ -118,10 +133,14 @@ export class GravitySolver {
   /**
    * Solves on the leaf cells of an AMR mesh (mass = density x cell volume) and writes the potential, and the
    * accelerations if asked, into block variables (created if missing). The density variable is not modified.
+   * In a distributed solve every rank holds the same mesh and takes its chunk of the leaf blocks (Morton order,
+   * equal cell counts); each rank writes back the blocks of its own chunk only.
    * @throws MeshError for an unknown density variable or non-cubic cells; the errors of {@link solveCells}.
    */
   async solve(mesh: AmrMesh, opts: MeshSolveOptions = {}): Promise<SolveResult> {
-    const cells = extractCells(mesh, opts.densityVar ?? 'dens');
+    const all = extractCells(mesh, opts.densityVar ?? 'dens');
+    const { rank, size } = mpiWorld();
+    const cells = this.distributed ? rankChunk(all, all.count, mesh.cellsPerBlock, rank, size) : all;
     const o = mesh.options;
     const r = await this.solveCells(cells, { box: { lo: [...o.domainLo], hi: [...o.domainHi] } });
     writeBack(mesh, opts.potentialVar ?? 'gpot', cells, r.potential);
@@ -134,20 +153,48 @@ export class GravitySolver {
     return r;
   }
 
-  /** Tree solve on plain cell arrays. Zero cells is valid and returns empty arrays. */
+  /**
+   * Tree solve on plain cell arrays. Zero cells is valid and returns empty arrays. Under mpirun (option
+   * `distributed`, default on) this is a collective: every rank calls it with its own cells (any number, zero
+   * included) and gets, at those cells, the potential of all ranks' cells. Bad input on one rank makes it throw on
+   * every rank, with that rank's message.
+   */
   async solveCells(cells: CellInput, opts: CellSolveOptions = {}): Promise<SolveResult> {
     return this.run('tree', cells, opts);
   }
 
-  /** O(N^2) direct summation with the same self term: the reference the tree is measured against. */
+  /**
+   * O(N^2) direct summation with the same self term: the reference the tree is measured against. Never
+   * distributed: under mpirun each rank sums over the cells it passes.
+   */
   async directCells(cells: CellInput, opts: CellSolveOptions = {}): Promise<SolveResult> {
     return this.run('direct', cells, opts);
   }
 
   private async run(method: 'tree' | 'direct', cells: CellInput, opts: CellSolveOptions): Promise<SolveResult> {
     const callerStack = new Error().stack;
-    const nc = toNativeCells(cells);
+    const distributed = this.distributed && method === 'tree';
     const o = this.options;
+    let nc: ReturnType<typeof toNativeCells>;
+    let out: NativeOutputs | undefined;
+    try {
+      nc = toNativeCells(cells);
+      out = opts.out ? toNativeOutputs(opts.out, o.accelerations) : undefined;
+      // checked natively too, but there a rejection would leave the other ranks in the collective
+      if (distributed && out) {
+        for (const [k, v] of Object.entries(out) as [string, Float64Array][])
+          if (v.length !== nc.x.length) throw new InvalidInputError(`out.${k} has ${v.length} elements, expected ${nc.x.length} (one per cell)`);
+      }
+    } catch (err) {
+      if (!distributed) throw err;
+      const e = err as { code?: string; message: string };
+      try {
+        await failDistributedSolve(e.code ?? 'INVALID_INPUT', e.message); // the other ranks are in the solve
+      } catch (agreed) {
+        throw fromNativeError(agreed, callerStack, 'tree solve');
+      }
+      throw err;
+    }
     const nopts: NativeOptions = {
       backend: this.backend,
       theta: o.theta,
@@ -161,8 +208,8 @@ export class GravitySolver {
       accelerations: o.accelerations,
       threads: o.threads,
       ...(opts.box ? { box: opts.box } : {}),
+      distributed,
     };
-    const out = opts.out ? toNativeOutputs(opts.out, o.accelerations) : undefined;
     const call = (backend: 'cpu' | 'cuda') => {
       const b = { ...nopts, backend };
       return method === 'tree' ? this.native.solve(nc, b, out) : this.native.direct(nc, b, out);
@@ -214,6 +261,8 @@ export class GravitySolver {
       leaves: s.leaves,
       groups: s.groups,
       treeDepth: s.treeDepth,
+      ranks: s.distributed?.ranks ?? 1,
+      ...(s.distributed ? { distributed: s.distributed } : {}),
     };
     const result: SolveResult = { potential: r.potential, stats };
     if (r.ax && r.ay && r.az) result.accelerations = { x: r.ax, y: r.ay, z: r.az };

@@ -26,3 +26,8 @@ export { solveFlashFile } from './solveFile.js';
 export type { SolveFileOptions, SolveFileReport } from './solveFile.js';
 export { writeProblemFile, problemData } from '../validation/problemFiles.js';
 export type { ProblemKind, ProblemFileOptions } from '../validation/problemFiles.js';
+export { mpiWorld, isMultiRank, gatherToRoot, abortAllRanks } from './mpiWorld.js';
+export type { MpiWorld } from './mpiWorld.js';
+export { chunkOf, rankChunk } from './mpiDecomposition.js';
+export { solveWholeProblem } from './mpiSolve.js';
+export type { WholeProblemSolve } from './mpiSolve.js';

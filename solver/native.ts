@@ -31,6 +31,8 @@ export interface NativeOptions {
   accelerations: boolean;
   threads: number;
   box?: { lo: [number, number, number]; hi: [number, number, number] };
+  /** A collective tree solve over the MPI world (see native/mpi/distributed_solve.h). */
+  distributed?: boolean;
 }
 
 export interface NativeStats {
@@ -50,6 +52,38 @@ export interface NativeStats {
   leaves: number;
   groups: number;
   treeDepth: number;
+  /** Present after a distributed solve over more than one rank. */
+  distributed?: NativeDistributedStats;
+}
+
+/** What a distributed solve did on this rank (native/core/types.h DistributedStats). */
+export interface NativeDistributedStats {
+  ranks: number;
+  rank: number;
+  bytesSent: number;
+  bytesReceived: number;
+  letNodesSent: number;
+  letCellsSent: number;
+  letsSent: number;
+  letsReceived: number;
+  secondsAgree: number;
+  secondsLetSelect: number;
+  secondsLocalWalk: number;
+  secondsExchange: number;
+  secondsExchangeWait: number;
+  secondsOverlap: number;
+  secondsRemoteWalk: number;
+}
+
+/** The MPI world as the addon sees it. */
+export interface NativeMpiWorld {
+  /** This build has MPI. */
+  built: boolean;
+  /** MPI is initialised in this process. */
+  active: boolean;
+  rank: number;
+  size: number;
+  reason: string;
 }
 
 export interface NativeResult {
@@ -68,7 +102,9 @@ export interface NativeFeatures {
   cuda: boolean;
   /** Why CUDA is or is not usable. */
   cudaReason: string;
+  /** The MPI layer was compiled in. */
   mpi: boolean;
+  mpiReason: string;
 }
 
 /** Caller arrays that receive the results (one element per cell; ax, ay, az with accelerations). */
@@ -83,6 +119,12 @@ export interface NativeAddon {
   solve(cells: NativeCells, options: NativeOptions, out?: NativeOutputs): Promise<NativeResult>;
   direct(cells: NativeCells, options: NativeOptions, out?: NativeOutputs): Promise<NativeResult>;
   features(): NativeFeatures;
+  mpiInit(force: boolean): NativeMpiWorld;
+  mpiWorld(): NativeMpiWorld;
+  mpiFinalize(): void;
+  mpiAbort(message: string, code: number): never;
+  mpiGather(values: Float64Array): Promise<Float64Array>;
+  mpiFailSolve(code: string, message: string): Promise<never>;
 }
 
 /** The package root: two levels above this file both in solver/*.ts (vitest) and in dist/solver/*.js. */

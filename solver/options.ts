@@ -44,6 +44,12 @@ export interface SolverOptions {
   groupSize?: number;
   /** CPU threads; 0 = all hardware threads. Default 0. */
   threads?: number;
+  /**
+   * Under mpirun: 'auto' (or true) makes {@link GravitySolver.solveCells} a collective in which each rank passes
+   * its own cells and gets the potential of all ranks' cells (locally essential trees, CPU backend); false
+   * solves each rank's cells alone. No effect in a single process. Default 'auto'.
+   */
+  distributed?: boolean | 'auto';
 }
 
 export type ResolvedOptions = Required<SolverOptions>;
@@ -61,6 +67,7 @@ export const defaultOptions: ResolvedOptions = Object.freeze({
   leafSize: 16,
   groupSize: 32,
   threads: 0,
+  distributed: 'auto',
 }) as ResolvedOptions;
 
 function isInt(v: unknown): v is number {
@@ -90,5 +97,7 @@ export function resolveOptions(options: SolverOptions = {}): ResolvedOptions {
   if (!isInt(o.groupSize) || o.groupSize < 1 || o.groupSize > 256)
     throw invalidOption('groupSize', 'an integer in [1, 256]', o.groupSize);
   if (!isInt(o.threads) || o.threads < 0 || o.threads > 4096) throw invalidOption('threads', 'an integer in [0, 4096]', o.threads);
+  if (o.distributed !== 'auto' && typeof o.distributed !== 'boolean')
+    throw invalidOption('distributed', "'auto', true or false", o.distributed);
   return o as ResolvedOptions;
 }

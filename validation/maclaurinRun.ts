@@ -6,6 +6,8 @@ import { GravitySolver, type SolveResult } from '../solver/gravitySolver.js';
 import type { SolverOptions } from '../solver/options.js';
 import { relativeErrorStats } from './errorMetrics.js';
 import { maclaurinProblem, type MaclaurinProblem, type MaclaurinSetupOptions } from './maclaurinSetup.js';
+import { solveWholeProblem } from '../solver/mpiSolve.js';
+import { mpiWorld } from '../solver/mpiWorld.js';
 
 export interface MaclaurinRunOptions extends MaclaurinSetupOptions {
   solver?: SolverOptions;
@@ -29,6 +31,8 @@ export interface MaclaurinReport {
   interactionsPerCell: number;
   e: number;
   a1: number;
+  /** MPI ranks of the solve (the errors are over all cells, on rank 0). */
+  ranks: number;
   /** Where the worst cell is, as (x, y, z) in cm. */
   worstCell: [number, number, number];
   /** In a sweep: the tree's own error, max |phi_tree - phi_direct| / |phi_direct| on the same mesh. */
@@ -36,8 +40,10 @@ export interface MaclaurinReport {
   treeVsDirectMeanRelError?: number;
 }
 
-function report(problem: MaclaurinProblem, solver: GravitySolver, r: SolveResult): MaclaurinReport {
-  const err = relativeErrorStats(r.potential, problem.analytic);
+/** `potential` covers cells [begin, begin + potential.length) of the problem (all of them on rank 0). */
+function report(problem: MaclaurinProblem, solver: GravitySolver, r: SolveResult, potential: Float64Array, begin: number): MaclaurinReport {
+  const err = relativeErrorStats(potential, problem.analytic.subarray(begin, begin + potential.length));
+  err.worstCell += begin;
   const c = problem.cells;
   const direct = r.stats.method === 'direct';
   return {
@@ -53,6 +59,7 @@ function report(problem: MaclaurinProblem, solver: GravitySolver, r: SolveResult
     backend: r.stats.backend,
     seconds: r.stats.seconds.total,
     interactionsPerCell: r.stats.interactionsPerCell,
+    ranks: r.stats.ranks,
     e: problem.params.e,
     a1: problem.params.a1,
     worstCell: [c.x[err.worstCell], c.y[err.worstCell], c.z[err.worstCell]],
@@ -71,8 +78,15 @@ async function solveOne(
 ): Promise<{ report: MaclaurinReport; potential: Float64Array }> {
   const solver = new GravitySolver({ ...options, G: problem.params.G });
   const box = domainBox(problem);
-  const r = direct ? await solver.directCells(problem.cells, { box }) : await solver.solveCells(problem.cells, { box });
-  return { report: report(problem, solver, r), potential: r.potential };
+  if (direct) {
+    if (mpiWorld().size > 1) throw new RangeError('direct summation is not distributed: run it on one rank');
+    const r = await solver.directCells(problem.cells, { box });
+    return { report: report(problem, solver, r, r.potential, 0), potential: r.potential };
+  }
+  // under mpirun each rank solves its chunk of the leaf blocks; rank 0 gets every cell's potential
+  const s = await solveWholeProblem(solver, problem.cells, problem.mesh.cellsPerBlock, { box });
+  const begin = mpiWorld().rank === 0 ? 0 : s.begin;
+  return { report: report(problem, solver, s.result, s.potential, begin), potential: s.potential };
 }
 
 /** One run: the tree at the given options, or direct summation. */

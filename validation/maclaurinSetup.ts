@@ -81,6 +81,7 @@ export function maclaurinProblem(opts: MaclaurinSetupOptions = {}): MaclaurinPro
 }
 
 /** Only the cells (for benchmarks). */
-export function maclaurinCells(opts: MaclaurinSetupOptions = {}): { cells: CellArrays } {
-  return { cells: maclaurinProblem(opts).cells };
+export function maclaurinCells(opts: MaclaurinSetupOptions = {}): { cells: CellArrays; cellsPerBlock: number } {
+  const p = maclaurinProblem(opts);
+  return { cells: p.cells, cellsPerBlock: p.mesh.cellsPerBlock };
 }

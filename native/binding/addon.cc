@@ -8,7 +8,10 @@
 #include <string>
 
 #include "binding/convert.h"
+#include "binding/mpi_exports.h"
 #include "core/backend.h"
+#include "mpi/distributed_solve.h"
+#include "mpi/mpi_world.h"
 #if defined(AMRGRAV_HAVE_CUDA)
 #include "cuda/cuda_backend.h"
 #endif
@@ -61,6 +64,7 @@ class SolveWorker final : public Napi::AsyncWorker {
   CellArrays cells;
   OutputArrays outputs;
   SolveOptions options;
+  bool distributed = false;  ///< a collective tree solve over the MPI world (CPU backend)
   BackendSlot slot{nullptr, nullptr};
   Napi::Promise promise() { return deferred_.Promise(); }
 
@@ -68,8 +72,9 @@ class SolveWorker final : public Napi::AsyncWorker {
     std::unique_lock<std::mutex> guard;
     if (slot.lock) guard = std::unique_lock<std::mutex>(*slot.lock);
     result_.into = outputs.targets;
-    status_ = mode_ == Mode::Tree ? slot.backend->solve(cells.view, options, result_)
-                                  : slot.backend->direct(cells.view, options, result_);
+    if (distributed) status_ = solveDistributedCpu(cells.view, options, result_);
+    else status_ = mode_ == Mode::Tree ? slot.backend->solve(cells.view, options, result_)
+                                       : slot.backend->direct(cells.view, options, result_);
   }
   void OnOK() override {
     Napi::Env env = Env();
@@ -77,7 +82,7 @@ class SolveWorker final : public Napi::AsyncWorker {
       deferred_.Reject(makeError(env, status_).Value());
       return;
     }
-    deferred_.Resolve(resultToJs(env, result_, slot.backend->name(), outputs));
+    deferred_.Resolve(resultToJs(env, result_, distributed ? "cpu" : slot.backend->name(), outputs));
   }
   void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
 
@@ -104,6 +109,7 @@ Napi::Value startSolve(const Napi::CallbackInfo& info, Mode mode) {
     st = prepareOutputs(env, info.Length() > 2 ? info[2] : env.Undefined(), w->cells.view.n, w->options.accelerations,
                         w->outputs);
   if (st.ok()) st = pickBackend(backendName, w->slot);
+  if (st.ok() && mode == Mode::Tree) st = readDistributed(info.Length() > 1 ? info[1] : env.Undefined(), w->distributed);
   if (!st.ok()) {
     Napi::Promise::Deferred d = Napi::Promise::Deferred::New(env);
     d.Reject(makeError(env, st).Value());
@@ -133,7 +139,9 @@ Napi::Value features(const Napi::CallbackInfo& info) {
   o.Set("cuda", false);
   o.Set("cudaReason", "this build has no CUDA backend (nvcc was not found at build time)");
 #endif
-  o.Set("mpi", false);
+  const MpiWorld world = mpiWorld();
+  o.Set("mpi", world.built);
+  o.Set("mpiReason", world.reason);
   return o;
 }
 
@@ -145,6 +153,7 @@ static Napi::Object InitAddon(Napi::Env env, Napi::Object exports) {
   exports.Set("solve", Napi::Function::New(env, solve, "solve"));
   exports.Set("direct", Napi::Function::New(env, direct, "direct"));
   exports.Set("features", Napi::Function::New(env, features, "features"));
+  registerMpiExports(env, exports);
   return exports;
 }
 

@@ -1,5 +1,6 @@
 /// \file convert.cc
 #include "binding/convert.h"
+#include "binding/mpi_exports.h"
 
 
 namespace amrgrav {
@@ -136,6 +137,12 @@ Status readOptions(const Napi::Value& value, SolveOptions& opt, std::string& bac
   return Status::success();
 }
 
+Status readDistributed(const Napi::Value& value, bool& distributed) {
+  distributed = false;
+  if (!value.IsObject()) return Status::success();
+  return readBool(value.As<Napi::Object>(), "distributed", distributed);
+}
+
 Napi::Error makeError(Napi::Env env, const Status& st) {
   Napi::Error e = Napi::Error::New(env, st.message);
   e.Set("code", Napi::String::New(env, errorCodeName(st.code)));
@@ -164,6 +171,7 @@ Napi::Object resultToJs(Napi::Env env, const SolveResult& r, const char* backend
   s.Set("leaves", double(t.leaves));
   s.Set("groups", double(t.groups));
   s.Set("treeDepth", t.treeDepth);
+  if (t.distributed.ranks > 1) s.Set("distributed", distributedStatsToJs(env, t.distributed));
   o.Set("stats", s);
   return o;
 }

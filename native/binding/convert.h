@@ -33,6 +33,9 @@ Status prepareOutputs(Napi::Env env, const Napi::Value& value, std::size_t n, bo
 /// Reads the options object (missing fields keep their defaults); `backend` receives 'cpu' (default) or 'cuda'.
 Status readOptions(const Napi::Value& value, SolveOptions& opt, std::string& backend);
 
+/// Reads options.distributed (default false): run the tree solve as a collective over the MPI world.
+Status readDistributed(const Napi::Value& options, bool& distributed);
+
 /// A JS Error with .code set to the ErrorCode name.
 Napi::Error makeError(Napi::Env env, const Status& st);
 

@@ -33,9 +33,12 @@ RootCube chooseRootCube(const CellsView& c, const SolveOptions& opt) {
   return r;
 }
 
-Status sortCellsByKey(const CellsView& c, RootCube& root, SortedCells& out, std::vector<std::uint64_t>& keys) {
+double lengthScaleFor(double side) { return std::exp2(-std::round(std::log2(side))); }
+
+Status sortCellsByKey(const CellsView& c, RootCube& root, SortedCells& out, std::vector<std::uint64_t>& keys,
+                      double scale) {
   const std::size_t n = c.n;
-  const double scale = std::exp2(-std::round(std::log2(root.side)));
+  if (!(scale > 0)) scale = lengthScaleFor(root.side);
   std::vector<std::uint64_t> k(n), ktmp(n);
   std::vector<std::uint32_t> idx(n), itmp(n);
   const double inv = double(kKeyCells) / root.side;

@@ -49,9 +49,15 @@ struct Octree {
 /// Choose the root cube: the caller's box when given, else the bounding cube of the cells' extents.
 RootCube chooseRootCube(const CellsView& cells, const SolveOptions& opt);
 
+/// The power of two that brings a length `side` near 1 (SortedCells::scale).
+double lengthScaleFor(double side);
+
 /// Morton-sort the cells (a stable radix sort, so equal keys keep the caller's order: deterministic), and scale
-/// lengths by a power of two (see SortedCells). `root` is rescaled in place to the same units.
-Status sortCellsByKey(const CellsView& cells, RootCube& root, SortedCells& out, std::vector<std::uint64_t>& keys);
+/// lengths by a power of two (see SortedCells). `root` is rescaled in place to the same units. `scale` 0 means
+/// lengthScaleFor(root.side); a distributed solve passes the scale of the global bounds so that every rank's
+/// scaled lengths are the same numbers.
+Status sortCellsByKey(const CellsView& cells, RootCube& root, SortedCells& out, std::vector<std::uint64_t>& keys,
+                      double scale = 0);
 
 /// Build the octree topology over key-sorted cells; a node with more than leafSize cells is split.
 Status buildOctree(const std::vector<std::uint64_t>& sortedKeys, const RootCube& root, int leafSize, Octree& tree);

@@ -52,6 +52,20 @@ struct SolveOptions {
   double boxHi[3] = {0, 0, 0};
 };
 
+/// The distributed part of a solve (zeros in a single-process solve).
+struct DistributedStats {
+  int ranks = 1, rank = 0;
+  std::uint64_t bytesSent = 0, bytesReceived = 0;  ///< LET messages, this rank
+  std::uint64_t letNodesSent = 0, letCellsSent = 0, letsSent = 0, letsReceived = 0;
+  double secondsAgree = 0;        ///< status + bounds agreement and the summary allgather (collectives)
+  double secondsLetSelect = 0;    ///< choosing and packing the LETs for the other ranks
+  double secondsLocalWalk = 0;    ///< walk of the local tree (messages in flight meanwhile)
+  double secondsExchange = 0;     ///< first send to last LET here
+  double secondsExchangeWait = 0; ///< blocked waiting for LETs after the local walk (the exchange not hidden)
+  double secondsOverlap = 0;      ///< part of the exchange that ran during the local walk
+  double secondsRemoteWalk = 0;   ///< walks of the received LETs
+};
+
 struct SolveStats {
   double secondsKeys = 0, secondsBuild = 0, secondsMoments = 0, secondsWalk = 0, secondsTotal = 0;
   double secondsUpload = 0, secondsDownload = 0;  ///< host <-> device copies (GPU backends only)
@@ -61,6 +75,7 @@ struct SolveStats {
   std::uint64_t nodes = 0, leaves = 0, groups = 0;
   int threads = 1;
   int treeDepth = 0;
+  DistributedStats distributed;
 };
 
 /// Caller-owned result arrays of n doubles each (ax, ay, az only with accelerations).

@@ -8,6 +8,7 @@
 #include "core/tree.h"
 #include "core/validate.h"
 #include "cpu/cpu_walk.h"
+#include "cpu/finish.h"
 #include "cpu/thread_pool.h"
 
 namespace amrgrav {
@@ -15,25 +16,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-/// Scales the sums (in scaled lengths) by G and the length scale, adds the cube self term, and scatters from
-/// sorted to the caller's order.
-void finish(const SortedCells& c, const SolveOptions& opt, const std::vector<double>& phi,
-            const std::vector<double>* g, SolveResult& out) {
-  const std::size_t n = c.order.size();
-  const ResultTargets t = out.targets(n, g != nullptr);
-  const double s = c.scale, s2 = c.scale * c.scale;
-  for (std::size_t i = 0; i < n; ++i) {
-    double p = phi[i];
-    if (opt.selfPotential) p += kCubeSelf * c.mass[i] / c.size[i];
-    t.potential[c.order[i]] = -opt.G * (p * s);
-  }
-  if (g) {
-    double* a[3] = {t.ax, t.ay, t.az};
-    for (int d = 0; d < 3; ++d)
-      for (std::size_t i = 0; i < n; ++i) a[d][c.order[i]] = -opt.G * (g[d][i] * s2);
-  }
-}
 
 class CpuBackend final : public Backend {
  public:
@@ -107,7 +89,7 @@ class CpuBackend final : public Backend {
     }
     out.stats.approxInteractions = wo.approx;
     out.stats.directInteractions = wo.direct;
-    finish(sorted, opt, phi, opt.accelerations ? g : nullptr, out);
+    finishSolve(sorted, opt, phi, opt.accelerations ? g : nullptr, out);
     out.stats.secondsTotal = since(t0);
     return Status::success();
   }

@@ -27,7 +27,7 @@ struct Lists {
 };
 
 /// The warp vote (WalkKind::Vote): every cell of the group tests the node against its own centre.
-bool everyCellAccepts(const Octree& t, std::uint32_t i, const SortedCells& c, std::uint32_t b, std::uint32_t n) {
+bool everyCellAccepts(const SourceTree& t, std::uint32_t i, const SortedCells& c, std::uint32_t b, std::uint32_t n) {
   for (std::uint32_t j = b; j < b + n; ++j) {
     const double p[3] = {c.x[j], c.y[j], c.z[j]};
     if (!macAccepts(t.com[3 * i], t.com[3 * i + 1], t.com[3 * i + 2], t.macRadius[i], p, p)) return false;
@@ -35,9 +35,9 @@ bool everyCellAccepts(const Octree& t, std::uint32_t i, const SortedCells& c, st
   return true;
 }
 
-/// The group's interaction lists; accepted nodes carry their quadrupole as is (forces) or, for the potential-only
-/// kernel, as half-upper coefficients (core/interact_k.h).
-void buildLists(const Octree& t, const SortedCells& c, const Groups& g, std::size_t gi, bool vote, bool halfUpper,
+/// Interaction lists of group gi (cells of `c`) against the sources of `t`; accepted nodes carry their quadrupole
+/// as is (forces) or, for the potential-only kernel, as half-upper coefficients (core/interact_k.h).
+void buildLists(const SourceTree& t, const SortedCells& c, const Groups& g, std::size_t gi, bool vote, bool halfUpper,
                 Lists& L) {
   const double* glo = &g.lo[3 * gi];
   const double* ghi = &g.hi[3 * gi];
@@ -63,10 +63,10 @@ void buildLists(const Octree& t, const SortedCells& c, const Groups& g, std::siz
       L.q3.push_back(q[3]); L.q4.push_back(q[4]); L.q5.push_back(q[5]);
     } else if (t.isLeaf(i)) {
       const std::uint32_t b = t.cellBegin[i], e = b + t.cellCount[i];
-      L.cx.insert(L.cx.end(), c.x.begin() + b, c.x.begin() + e);
-      L.cy.insert(L.cy.end(), c.y.begin() + b, c.y.begin() + e);
-      L.cz.insert(L.cz.end(), c.z.begin() + b, c.z.begin() + e);
-      L.cm.insert(L.cm.end(), c.mass.begin() + b, c.mass.begin() + e);
+      L.cx.insert(L.cx.end(), t.x + b, t.x + e);
+      L.cy.insert(L.cy.end(), t.y + b, t.y + e);
+      L.cz.insert(L.cz.end(), t.z + b, t.z + e);
+      L.cm.insert(L.cm.end(), t.cellMass + b, t.cellMass + e);
     } else {
       // push in reverse so children are visited in key order
       for (int k = int(t.childCount[i]) - 1; k >= 0; --k) L.stack.push_back(t.childBegin[i] + std::uint32_t(k));
@@ -126,43 +126,62 @@ AG_MULTIVERSION void evalForce2(const Lists& L, const double* x, const double* y
                                 double* gx, double* gy, double* gz) { evaluateLists<2, true>(L, x, y, z, n, p, gx, gy, gz); }
 
 template <int Order, bool Accel>
-void walkRange(const Octree& t, const SortedCells& c, const Groups& g, std::size_t gb, std::size_t ge, bool vote,
-               Lists& L, WalkOutput& out, std::uint64_t& approx, std::uint64_t& direct) {
+void walkRange(const SourceTree& t, const SortedCells& c, const Groups& g, std::size_t gb, std::size_t ge, bool vote,
+               WalkPass pass, Lists& L, WalkOutput& out, std::uint64_t& approx, std::uint64_t& direct) {
   for (std::size_t gi = gb; gi < ge; ++gi) {
     buildLists(t, c, g, gi, vote, !Accel, L);
     const std::uint32_t b = g.begin[gi];
     const int nt = int(g.count[gi]);
     constexpr EvalFn eval = Order == 1 ? (Accel ? evalForce1 : evalPot1) : (Accel ? evalForce2 : evalPot2);
-    eval(L, &c.x[b], &c.y[b], &c.z[b], nt, out.phi + b, Accel ? out.gx + b : nullptr,
-                                Accel ? out.gy + b : nullptr, Accel ? out.gz + b : nullptr);
+    if (pass.accumulate) {
+      // a further source tree (a LET): its sums are added to the local tree's, tree by tree in a fixed order
+      double p[kMaxGroup], fx[kMaxGroup], fy[kMaxGroup], fz[kMaxGroup];
+      eval(L, &c.x[b], &c.y[b], &c.z[b], nt, p, fx, fy, fz);
+      for (int i = 0; i < nt; ++i) {
+        out.phi[b + i] += p[i];
+        if (Accel) { out.gx[b + i] += fx[i]; out.gy[b + i] += fy[i]; out.gz[b + i] += fz[i]; }
+      }
+    } else {
+      eval(L, &c.x[b], &c.y[b], &c.z[b], nt, out.phi + b, Accel ? out.gx + b : nullptr,
+                                  Accel ? out.gy + b : nullptr, Accel ? out.gz + b : nullptr);
+    }
     approx += std::uint64_t(nt) * L.nm.size();
-    // every cell of the group meets itself in the opened leaves; that pair is not an interaction
-    direct += std::uint64_t(nt) * (L.cm.size() - std::min<std::size_t>(L.cm.size(), 1));
+    // in its own tree every cell of the group meets itself in the opened leaves; that pair is not an interaction
+    const std::size_t self = pass.sourcesAreTargets ? std::min<std::size_t>(L.cm.size(), 1) : 0;
+    direct += std::uint64_t(nt) * (L.cm.size() - self);
   }
 }
 
 }  // namespace
 
-void walkAllGroups(const Octree& t, const SortedCells& c, const Groups& g, const SolveOptions& opt, int threads,
-                   WalkOutput& out) {
+void walkGroups(const SourceTree& t, const SortedCells& c, const Groups& g, std::size_t gb, std::size_t ge,
+                const SolveOptions& opt, int threads, WalkPass pass, WalkOutput& out) {
+  if (t.nodeCount == 0 || ge <= gb) return;
   std::vector<Lists> lists(std::max(1, threads));
   std::atomic<std::uint64_t> approx{0}, direct{0};
   const bool accel = out.gx != nullptr;
   const bool vote = opt.walk == WalkKind::Vote;
-  parallelFor(g.size(), 8, threads, [&](std::size_t b, std::size_t e, int tid) {
+  parallelFor(ge - gb, 8, threads, [&](std::size_t b, std::size_t e, int tid) {
     std::uint64_t a = 0, d = 0;
+    b += gb;
+    e += gb;
     if (opt.order == 1) {
-      if (accel) walkRange<1, true>(t, c, g, b, e, vote, lists[tid], out, a, d);
-      else walkRange<1, false>(t, c, g, b, e, vote, lists[tid], out, a, d);
+      if (accel) walkRange<1, true>(t, c, g, b, e, vote, pass, lists[tid], out, a, d);
+      else walkRange<1, false>(t, c, g, b, e, vote, pass, lists[tid], out, a, d);
     } else {
-      if (accel) walkRange<2, true>(t, c, g, b, e, vote, lists[tid], out, a, d);
-      else walkRange<2, false>(t, c, g, b, e, vote, lists[tid], out, a, d);
+      if (accel) walkRange<2, true>(t, c, g, b, e, vote, pass, lists[tid], out, a, d);
+      else walkRange<2, false>(t, c, g, b, e, vote, pass, lists[tid], out, a, d);
     }
     approx += a;
     direct += d;
   });
-  out.approx = approx;
-  out.direct = direct;
+  out.approx += approx;
+  out.direct += direct;
+}
+
+void walkAllGroups(const Octree& t, const SortedCells& c, const Groups& g, const SolveOptions& opt, int threads,
+                   WalkOutput& out) {
+  walkGroups(sourceTreeOf(t, c), c, g, 0, g.size(), opt, threads, WalkPass{false, true}, out);
 }
 
 namespace {

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 
+#include "core/source_tree.h"
 #include "core/tree.h"
 
 namespace amrgrav {
@@ -13,6 +14,18 @@ struct WalkOutput {
   double *gx, *gy, *gz;    ///< null unless accelerations are wanted
   std::uint64_t approx = 0, direct = 0;
 };
+
+/// How one walk over a source tree meets the output.
+struct WalkPass {
+  bool accumulate = false;        ///< add to the output (a further source tree) instead of overwriting it
+  bool sourcesAreTargets = true;  ///< the targets' own tree: each cell meets itself once (not counted in stats)
+};
+
+/// Walks groups [gb, ge) against the sources of `src`; results in sorted order, unscaled, as walkAllGroups.
+/// out.approx and out.direct are incremented. Walking the local tree, then each received LET with accumulate set,
+/// gives every cell the sum over the whole distribution in a fixed order.
+void walkGroups(const SourceTree& src, const SortedCells& targets, const Groups& groups, std::size_t gb,
+                std::size_t ge, const SolveOptions& opt, int threads, WalkPass pass, WalkOutput& out);
 
 /// Walks every group; results in sorted order, unscaled (phi = sum m/r, g = sum m d/r^3 + ...).
 void walkAllGroups(const Octree& tree, const SortedCells& cells, const Groups& groups, const SolveOptions& opt,

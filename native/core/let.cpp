@@ -1,0 +1,154 @@
+/// \file let.cpp
+/// \brief Selection, packing and viewing of locally essential trees (see let.h).
+#include "core/let.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "core/mac_k.h"
+
+namespace amrgrav {
+namespace {
+
+constexpr std::uint64_t kLetMagic = 0x414d52474c455431ull;  // "AMRGLET1"
+constexpr std::size_t kHeaderWords = 3;                       // magic, nodes, cells
+
+std::size_t words(std::size_t bytes) { return (bytes + 7) / 8; }
+
+/// Offsets (in bytes from the start of the buffer) of each array of a packed LET.
+struct LetLayout {
+  std::size_t mass, com, quad, macRadius, x, y, z, cellMass, cellBegin, cellCount, childBegin, childCount, end;
+  LetLayout(std::size_t n, std::size_t c) {
+    std::size_t o = kHeaderWords * 8;
+    auto take = [&](std::size_t bytes) { const std::size_t at = o; o += bytes; return at; };
+    mass = take(8 * n); com = take(24 * n); quad = take(48 * n); macRadius = take(8 * n);
+    x = take(8 * c); y = take(8 * c); z = take(8 * c); cellMass = take(8 * c);
+    cellBegin = take(4 * n); cellCount = take(4 * n); childBegin = take(4 * n); childCount = take(n);
+    end = words(o) * 8;
+  }
+};
+
+}  // namespace
+
+RankSummary summariseCells(const SortedCells& c) {
+  RankSummary s{};
+  for (int d = 0; d < 3; ++d) {
+    s.centreLo[d] = s.extentLo[d] = INFINITY;
+    s.centreHi[d] = s.extentHi[d] = -INFINITY;
+  }
+  const std::size_t n = c.x.size();
+  const std::vector<double>* p[3] = {&c.x, &c.y, &c.z};
+  double m = 0, mx[3] = {0, 0, 0};
+  for (std::size_t i = 0; i < n; ++i) {
+    const double h = 0.5 * c.size[i];
+    for (int d = 0; d < 3; ++d) {
+      const double v = (*p[d])[i];
+      s.centreLo[d] = std::min(s.centreLo[d], v);
+      s.centreHi[d] = std::max(s.centreHi[d], v);
+      s.extentLo[d] = std::min(s.extentLo[d], v - h);
+      s.extentHi[d] = std::max(s.extentHi[d], v + h);
+      mx[d] += c.mass[i] * v;
+    }
+    m += c.mass[i];
+  }
+  s.mass = m;
+  for (int d = 0; d < 3; ++d) s.com[d] = m > 0 ? mx[d] / m : 0.0;
+  s.cellCount = double(n);
+  return s;
+}
+
+void essentialNodesFor(const SourceTree& t, const double lo[3], const double hi[3], LetSelection& out) {
+  out.node.clear();
+  out.kind.clear();
+  out.cellCount = 0;
+  if (t.nodeCount == 0) return;
+  // The selection list doubles as the breadth-first queue: a node's position in it is its index in the LET.
+  out.node.push_back(0);
+  for (std::size_t k = 0; k < out.node.size(); ++k) {
+    const std::uint32_t i = out.node[k];
+    const double* c = &t.com[3 * i];
+    if (t.mass[i] <= 0.0 || macAccepts(c[0], c[1], c[2], t.macRadius[i], lo, hi)) {
+      out.kind.push_back(LetSelection::Accepted);
+    } else if (t.isLeaf(i)) {
+      out.kind.push_back(LetSelection::OpenedLeaf);
+      out.cellCount += t.cellCount[i];
+    } else {
+      out.kind.push_back(LetSelection::Opened);
+      for (std::uint32_t j = 0; j < t.childCount[i]; ++j) out.node.push_back(t.childBegin[i] + j);
+    }
+  }
+}
+
+std::size_t packedLetBytes(std::size_t nodes, std::size_t cells) { return LetLayout(nodes, cells).end; }
+
+void packLet(const SourceTree& t, const LetSelection& sel, PackedLet& out) {
+  const std::size_t n = sel.node.size(), nc = sel.cellCount;
+  const LetLayout L(n, nc);
+  out.words.assign(L.end / 8, 0);
+  unsigned char* base = reinterpret_cast<unsigned char*>(out.words.data());
+  out.words[0] = kLetMagic;
+  out.words[1] = n;
+  out.words[2] = nc;
+  auto f64 = [&](std::size_t off) { return reinterpret_cast<double*>(base + off); };
+  auto u32 = [&](std::size_t off) { return reinterpret_cast<std::uint32_t*>(base + off); };
+  double *mass = f64(L.mass), *com = f64(L.com), *quad = f64(L.quad), *mac = f64(L.macRadius);
+  double *x = f64(L.x), *y = f64(L.y), *z = f64(L.z), *cm = f64(L.cellMass);
+  std::uint32_t *cb = u32(L.cellBegin), *cc = u32(L.cellCount), *kb = u32(L.childBegin);
+  std::uint8_t* kc = base + L.childCount;
+  std::uint32_t nextChild = 1;  // children of LET node k sit right after those of nodes < k (breadth-first)
+  std::uint32_t nextCell = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::uint32_t i = sel.node[k];
+    mass[k] = t.mass[i];
+    std::memcpy(com + 3 * k, t.com + 3 * i, 3 * sizeof(double));
+    std::memcpy(quad + 6 * k, t.quad + 6 * i, 6 * sizeof(double));
+    mac[k] = t.macRadius[i];
+    cb[k] = 0; cc[k] = 0; kb[k] = 0; kc[k] = 0;
+    if (sel.kind[k] == LetSelection::OpenedLeaf) {
+      const std::uint32_t b = t.cellBegin[i], m = t.cellCount[i];
+      std::memcpy(x + nextCell, t.x + b, m * sizeof(double));
+      std::memcpy(y + nextCell, t.y + b, m * sizeof(double));
+      std::memcpy(z + nextCell, t.z + b, m * sizeof(double));
+      std::memcpy(cm + nextCell, t.cellMass + b, m * sizeof(double));
+      cb[k] = nextCell;
+      cc[k] = m;
+      nextCell += m;
+    } else if (sel.kind[k] == LetSelection::Opened) {
+      kb[k] = nextChild;
+      kc[k] = t.childCount[i];
+      nextChild += t.childCount[i];
+    }
+  }
+}
+
+Status viewPackedLet(const std::uint64_t* w, std::size_t bytes, SourceTree& out) {
+  out = SourceTree{};
+  if (bytes < kHeaderWords * 8 || w[0] != kLetMagic)
+    return Status::error(ErrorCode::Internal, "received LET has no valid header (" + std::to_string(bytes) + " bytes)");
+  const std::size_t n = w[1], nc = w[2];
+  const LetLayout L(n, nc);
+  if (L.end != bytes)
+    return Status::error(ErrorCode::Internal, "received LET of " + std::to_string(bytes) + " bytes, expected " +
+                                                  std::to_string(L.end) + " for its header");
+  const unsigned char* base = reinterpret_cast<const unsigned char*>(w);
+  auto f64 = [&](std::size_t off) { return reinterpret_cast<const double*>(base + off); };
+  auto u32 = [&](std::size_t off) { return reinterpret_cast<const std::uint32_t*>(base + off); };
+  out.nodeCount = n;
+  out.mass = f64(L.mass); out.com = f64(L.com); out.quad = f64(L.quad); out.macRadius = f64(L.macRadius);
+  out.cellTotal = nc;
+  out.x = f64(L.x); out.y = f64(L.y); out.z = f64(L.z); out.cellMass = f64(L.cellMass);
+  out.cellBegin = u32(L.cellBegin); out.cellCount = u32(L.cellCount); out.childBegin = u32(L.childBegin);
+  out.childCount = base + L.childCount;
+  // links must stay inside the buffer: a corrupt message must not send the walk out of bounds
+  for (std::size_t k = 0; k < n; ++k) {
+    if (out.childCount[k] > 0 && (out.childBegin[k] <= k || out.childBegin[k] + out.childCount[k] > n))
+      return Status::error(ErrorCode::Internal, "received LET has a child link out of range at node " + std::to_string(k));
+    if (out.cellBegin[k] + std::uint64_t(out.cellCount[k]) > nc)
+      return Status::error(ErrorCode::Internal, "received LET has a cell range out of bounds at node " + std::to_string(k));
+  }
+  return Status::success();
+}
+
+}  // namespace amrgrav

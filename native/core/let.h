@@ -1,0 +1,59 @@
+/// \file let.h
+/// \brief Locally essential trees (LET; Salmon & Warren 1994, as exchanged in Bonsai, Bedorf et al. 2012, and in
+/// the FLASH4 GPU tree solver): the part of a rank's tree another rank needs, chosen with the walk's own MAC
+/// against the other rank's box of cell centres, packed as a small SourceTree in one contiguous buffer.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/source_tree.h"
+#include "core/status.h"
+
+namespace amrgrav {
+
+/// What every rank tells every other rank about its cells before the exchange (scaled units).
+struct RankSummary {
+  double centreLo[3], centreHi[3];  ///< bounding box of the cell centres (what group boxes are made of)
+  double extentLo[3], extentHi[3];  ///< bounding box of the cells with their extents
+  double com[3];
+  double mass;
+  double cellCount;                 ///< a double so the summary is one MPI_DOUBLE array
+};
+constexpr int kRankSummaryDoubles = int(sizeof(RankSummary) / sizeof(double));
+
+/// Summary of the local cells (scaled lengths); a rank with no cells has cellCount 0 and an empty box.
+RankSummary summariseCells(const SortedCells& cells);
+
+/// The local nodes a remote rank needs, in the breadth-first order of the LET it becomes.
+struct LetSelection {
+  enum Kind : std::uint8_t { Accepted = 0, OpenedLeaf = 1, Opened = 2 };
+  std::vector<std::uint32_t> node;  ///< index in the local tree
+  std::vector<std::uint8_t> kind;
+  std::size_t cellCount = 0;        ///< cells of the opened leaves
+};
+
+/// Walks the local tree against the remote box of cell centres [lo, hi] with the walk's MAC (core/mac_k.h):
+/// an accepted node travels as a childless node with its multipoles, an opened internal node with its multipoles
+/// and its children, an opened leaf with its cells. A massless node travels childless (the walk skips it).
+/// Accepting a node for the whole box accepts it for every group box inside it, so the remote walk over the LET
+/// opens exactly the nodes (and leaves) it would open in the local tree, with the same box walk.
+void essentialNodesFor(const SourceTree& local, const double lo[3], const double hi[3], LetSelection& out);
+
+/// A LET in one buffer of 8-byte words: a header, then mass, com, quad, macRadius, cell x, y, z, mass (doubles),
+/// then cellBegin, cellCount, childBegin (uint32), childCount (uint8). Sent as bytes; viewed in place.
+struct PackedLet {
+  std::vector<std::uint64_t> words;
+  std::size_t bytes() const { return words.size() * sizeof(std::uint64_t); }
+};
+
+/// Bytes a LET of `nodes` nodes and `cells` cells takes (a multiple of 8).
+std::size_t packedLetBytes(std::size_t nodes, std::size_t cells);
+
+/// Copies the selected nodes (with links renumbered to the LET's breadth-first order) and cells into `out`.
+void packLet(const SourceTree& local, const LetSelection& sel, PackedLet& out);
+
+/// A SourceTree pointing into a packed LET (no copy); an error if the buffer is not a well-formed LET.
+Status viewPackedLet(const std::uint64_t* words, std::size_t bytes, SourceTree& out);
+
+}  // namespace amrgrav

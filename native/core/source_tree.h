@@ -1,0 +1,53 @@
+/// \file source_tree.h
+/// \brief A read-only view of a tree the group walk can take sources from: the local Octree with its sorted
+/// cells, or a locally essential tree (LET) received from another rank. Plain pointers and counts, so a GPU walk
+/// can read the same layout from device memory.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "core/tree.h"
+
+namespace amrgrav {
+
+/// Nodes in breadth-first order (children contiguous, after their parent; node 0 is the root) and the cells their
+/// leaves point into. Lengths are in the solve's scaled units (SortedCells::scale), the same on every rank.
+/// A childless node with cellCount 0 stands for a subtree pruned by the sender: the receiver's walk always
+/// accepts it (it was accepted for the receiver's whole box of cell centres, hence for every group inside it).
+struct SourceTree {
+  std::size_t nodeCount = 0;
+  const std::uint32_t* cellBegin = nullptr;  ///< first cell of a leaf
+  const std::uint32_t* cellCount = nullptr;  ///< cells of a leaf (0 for an internal or pruned node)
+  const std::uint32_t* childBegin = nullptr; ///< index of the first child
+  const std::uint8_t* childCount = nullptr;  ///< 0 for a leaf or a pruned node
+  const double* mass = nullptr;
+  const double* com = nullptr;        ///< 3 per node
+  const double* quad = nullptr;       ///< 6 per node: traceless quadrupole xx, xy, xz, yy, yz, zz about com
+  const double* macRadius = nullptr;  ///< l/theta + delta
+  std::size_t cellTotal = 0;
+  const double *x = nullptr, *y = nullptr, *z = nullptr, *cellMass = nullptr;
+
+  bool isLeaf(std::size_t i) const { return childCount[i] == 0; }
+};
+
+/// The local tree as a source: no copy, valid while `tree` and `cells` live.
+inline SourceTree sourceTreeOf(const Octree& tree, const SortedCells& cells) {
+  SourceTree s;
+  s.nodeCount = tree.nodeCount();
+  s.cellBegin = tree.cellBegin.data();
+  s.cellCount = tree.cellCount.data();
+  s.childBegin = tree.childBegin.data();
+  s.childCount = tree.childCount.data();
+  s.mass = tree.mass.data();
+  s.com = tree.com.data();
+  s.quad = tree.quad.data();
+  s.macRadius = tree.macRadius.data();
+  s.cellTotal = cells.x.size();
+  s.x = cells.x.data();
+  s.y = cells.y.data();
+  s.z = cells.z.data();
+  s.cellMass = cells.mass.data();
+  return s;
+}
+
+}  // namespace amrgrav

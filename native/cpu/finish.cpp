@@ -1,0 +1,24 @@
+/// \file finish.cpp
+/// \brief Scaling, self term and scatter back to the caller's order (see finish.h).
+#include "cpu/finish.h"
+
+namespace amrgrav {
+
+void finishSolve(const SortedCells& c, const SolveOptions& opt, const std::vector<double>& phi,
+                 const std::vector<double>* g, SolveResult& out) {
+  const std::size_t n = c.order.size();
+  const ResultTargets t = out.targets(n, g != nullptr);
+  const double s = c.scale, s2 = c.scale * c.scale;
+  for (std::size_t i = 0; i < n; ++i) {
+    double p = phi[i];
+    if (opt.selfPotential) p += kCubeSelf * c.mass[i] / c.size[i];
+    t.potential[c.order[i]] = -opt.G * (p * s);
+  }
+  if (g) {
+    double* a[3] = {t.ax, t.ay, t.az};
+    for (int d = 0; d < 3; ++d)
+      for (std::size_t i = 0; i < n; ++i) a[d][c.order[i]] = -opt.G * (g[d][i] * s2);
+  }
+}
+
+}  // namespace amrgrav

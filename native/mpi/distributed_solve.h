@@ -1,0 +1,26 @@
+/// \file distributed_solve.h
+/// \brief The distributed tree solve on the CPU backend: every rank passes its own cells and gets the potential
+/// (and accelerations) of the whole distribution at them, through locally essential trees exchanged with
+/// non-blocking MPI while the local walk runs.
+#pragma once
+#include "core/status.h"
+#include "core/types.h"
+
+namespace amrgrav {
+
+/// A GPU backend plugs in with the same sequence (see distributed_solve.cpp): agreeToProceed, its own key sort
+/// with the global length scale, build and moments, then the host-side essentialNodesFor + packLet over a
+/// SourceTree of its tree (copied down, or selected on the device in the same breadth-first order), LetExchange
+/// while its local walk runs, and each received LET viewed with viewPackedLet, uploaded and walked with the
+/// accumulate semantics of walkGroups (WalkPass{true, false}), in rank order.
+///
+/// Collective over amrgrav's communicator: every rank calls it, in the same order, with the same options; a rank
+/// may pass no cells. Bad input on any rank makes every rank return that rank's error. Without MPI in the build
+/// (or a world of one rank) this is the single-process CPU solve.
+Status solveDistributedCpu(const CellsView& cells, const SolveOptions& opt, SolveResult& out);
+
+/// The matching call for a rank that failed before it could call solveDistributedCpu (e.g. input rejected in
+/// TypeScript): takes part in the agreement with `why`, so that every rank returns the error.
+Status failDistributedSolve(const Status& why);
+
+}  // namespace amrgrav

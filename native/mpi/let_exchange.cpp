@@ -1,0 +1,120 @@
+/// \file let_exchange.cpp
+/// \brief The LET messages: a size (one uint64) then the packed tree, per pair of ranks (see let_exchange.h).
+#include "mpi/let_exchange.h"
+
+#include <climits>
+#include <string>
+
+#include "mpi/mpi_check.h"
+
+namespace amrgrav {
+namespace {
+constexpr int kTagSize = 4101;
+constexpr int kTagData = 4102;
+}  // namespace
+
+LetExchange::LetExchange(MPI_Comm comm, const std::vector<bool>& expectFrom)
+    : comm_(comm), t0_(std::chrono::steady_clock::now()), expect_(expectFrom) {
+  const std::size_t n = expect_.size();
+  inSize_.assign(n, 0);
+  inData_.resize(n);
+  sizeReq_.assign(n, MPI_REQUEST_NULL);
+  dataReq_.assign(n, MPI_REQUEST_NULL);
+  arrived_.assign(n, false);
+  outData_.reserve(n);
+  outSize_.reserve(n);  // reserved: Isend reads these in place, so they must not move
+  sendReq_.reserve(2 * n);
+}
+
+LetExchange::~LetExchange() {
+  // only reached with requests pending after an error, and an error after the agreement aborts the job
+  for (auto* v : {&sizeReq_, &dataReq_, &sendReq_})
+    for (auto& r : *v)
+      if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
+}
+
+Status LetExchange::start() {
+  for (std::size_t r = 0; r < expect_.size(); ++r)
+    if (expect_[r]) MPI_CHECK(MPI_Irecv(&inSize_[r], 1, MPI_UINT64_T, int(r), kTagSize, comm_, &sizeReq_[r]));
+  return Status::success();
+}
+
+Status LetExchange::send(int dest, PackedLet&& let) {
+  if (let.bytes() > std::size_t(INT_MAX))
+    return Status::error(ErrorCode::Internal, "a LET of " + std::to_string(let.bytes()) + " bytes for rank " +
+                                                  std::to_string(dest) + " exceeds one MPI message (2^31 bytes)");
+  outSize_.push_back(let.bytes());
+  outData_.push_back(std::move(let));
+  if (stats_.firstSend < 0) stats_.firstSend = now();
+  sendReq_.push_back(MPI_REQUEST_NULL);
+  MPI_CHECK(MPI_Isend(&outSize_.back(), 1, MPI_UINT64_T, dest, kTagSize, comm_, &sendReq_.back()));
+  sendReq_.push_back(MPI_REQUEST_NULL);
+  MPI_CHECK(MPI_Isend(outData_.back().words.data(), int(outSize_.back()), MPI_BYTE, dest, kTagData, comm_,
+                      &sendReq_.back()));
+  stats_.bytesSent += outSize_.back() + sizeof(std::uint64_t);
+  ++stats_.letsSent;
+  return Status::success();
+}
+
+Status LetExchange::postPayload(int from) {
+  const std::uint64_t bytes = inSize_[from];
+  if (bytes % 8 != 0 || bytes > std::uint64_t(INT_MAX))
+    return Status::error(ErrorCode::Internal, "rank " + std::to_string(from) + " announced a LET of " +
+                                                  std::to_string(bytes) + " bytes");
+  inData_[from].assign(bytes / 8, 0);
+  MPI_CHECK(MPI_Irecv(inData_[from].data(), int(bytes), MPI_BYTE, from, kTagData, comm_, &dataReq_[from]));
+  return Status::success();
+}
+
+void LetExchange::noteArrivals() {
+  bool all = true;
+  for (std::size_t r = 0; r < expect_.size(); ++r) {
+    if (!expect_[r] || arrived_[r]) continue;
+    int done = 0;
+    if (sizeReq_[r] == MPI_REQUEST_NULL && dataReq_[r] != MPI_REQUEST_NULL) {
+      MPI_Request_get_status(dataReq_[r], &done, MPI_STATUS_IGNORE);
+    }
+    if (done) arrived_[r] = true;
+    else all = false;
+  }
+  if (all && stats_.lastArrival < 0) stats_.lastArrival = now();
+}
+
+Status LetExchange::progress() {
+  for (std::size_t r = 0; r < expect_.size(); ++r) {
+    if (sizeReq_[r] == MPI_REQUEST_NULL) continue;
+    int done = 0;
+    MPI_CHECK(MPI_Test(&sizeReq_[r], &done, MPI_STATUS_IGNORE));
+    if (done) {
+      Status st = postPayload(int(r));
+      if (!st.ok()) return st;
+    }
+  }
+  // testing the sends too keeps large (rendezvous) messages moving on this side
+  int flag = 0;
+  if (!sendReq_.empty()) MPI_CHECK(MPI_Testall(int(sendReq_.size()), sendReq_.data(), &flag, MPI_STATUSES_IGNORE));
+  noteArrivals();
+  return Status::success();
+}
+
+Status LetExchange::receive(int from, SourceTree& out) {
+  if (sizeReq_[from] != MPI_REQUEST_NULL) {
+    MPI_CHECK(MPI_Wait(&sizeReq_[from], MPI_STATUS_IGNORE));
+    Status st = postPayload(from);
+    if (!st.ok()) return st;
+  }
+  MPI_CHECK(MPI_Wait(&dataReq_[from], MPI_STATUS_IGNORE));
+  arrived_[from] = true;
+  noteArrivals();
+  stats_.bytesReceived += inSize_[from] + sizeof(std::uint64_t);
+  ++stats_.letsReceived;
+  return viewPackedLet(inData_[from].data(), inSize_[from], out);
+}
+
+Status LetExchange::finish() {
+  if (!sendReq_.empty()) MPI_CHECK(MPI_Waitall(int(sendReq_.size()), sendReq_.data(), MPI_STATUSES_IGNORE));
+  noteArrivals();
+  return Status::success();
+}
+
+}  // namespace amrgrav

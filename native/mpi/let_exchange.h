@@ -1,0 +1,62 @@
+/// \file let_exchange.h
+/// \brief Non-blocking exchange of locally essential trees: each LET goes out with MPI_Isend as soon as it is
+/// packed, receives are posted for all expected senders up front, and progress() lets messages move while the
+/// local walk runs. Include only in files compiled with MPI.
+#pragma once
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "core/let.h"
+#include "core/status.h"
+
+namespace amrgrav {
+
+/// Bytes and times of one exchange (seconds on a steady clock, relative to the exchange's construction).
+struct LetExchangeStats {
+  std::uint64_t bytesSent = 0, bytesReceived = 0, letsSent = 0, letsReceived = 0;
+  double firstSend = -1;     ///< when the first LET was handed to MPI
+  double lastArrival = -1;   ///< when the last expected LET was seen complete
+};
+
+class LetExchange {
+ public:
+  /// `expectFrom[r]`: a LET will come from rank r. Posts the receives of the sizes.
+  LetExchange(MPI_Comm comm, const std::vector<bool>& expectFrom);
+  ~LetExchange();
+  LetExchange(const LetExchange&) = delete;
+  LetExchange& operator=(const LetExchange&) = delete;
+
+  Status start();
+  /// Sends a packed LET to rank `dest` (the buffer is kept until finish()).
+  Status send(int dest, PackedLet&& let);
+  /// Moves messages along without blocking: posts payload receives for sizes that have arrived.
+  Status progress();
+  /// Blocks until the LET from rank `from` is here and views it (valid until the exchange is destroyed).
+  Status receive(int from, SourceTree& out);
+  /// Waits for every send.
+  Status finish();
+
+  double now() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(); }
+  const LetExchangeStats& stats() const { return stats_; }
+
+ private:
+  Status postPayload(int from);
+  void noteArrivals();
+
+  MPI_Comm comm_;
+  std::chrono::steady_clock::time_point t0_;
+  std::vector<bool> expect_;
+  std::vector<std::uint64_t> inSize_;               ///< per source rank: bytes of its LET
+  std::vector<std::vector<std::uint64_t>> inData_;  ///< per source rank: the LET
+  std::vector<MPI_Request> sizeReq_, dataReq_;      ///< per source rank
+  std::vector<bool> arrived_;
+  std::vector<PackedLet> outData_;
+  std::vector<std::uint64_t> outSize_;
+  std::vector<MPI_Request> sendReq_;
+  LetExchangeStats stats_;
+};
+
+}  // namespace amrgrav

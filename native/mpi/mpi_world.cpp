@@ -1,0 +1,123 @@
+/// \file mpi_world.cpp
+/// \brief MPI initialisation and finalisation inside a Node process (see mpi_world.h).
+#include "mpi/mpi_world.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#if defined(AMRGRAV_HAVE_MPI)
+#include <dlfcn.h>
+
+#include "mpi/mpi_check.h"
+#endif
+
+namespace amrgrav {
+
+bool launchedByMpiLauncher() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS"})
+    if (std::getenv(v) != nullptr) return true;
+  return false;
+}
+
+std::mutex& mpiLock() {
+  static std::mutex m;
+  return m;
+}
+
+#if defined(AMRGRAV_HAVE_MPI)
+
+namespace {
+MPI_Comm gComm = MPI_COMM_NULL;
+bool gInitialisedHere = false;
+std::string gReason = "not started by mpirun (set AMRGRAV_MPI=1 or call mpiInit() to force)";
+}  // namespace
+
+MPI_Comm amrgravComm() { return gComm; }
+
+Status initMpiWorld(bool force) {
+  if (gComm != MPI_COMM_NULL) return Status::success();
+  if (!force && !launchedByMpiLauncher()) return Status::success();
+  int already = 0;
+  MPI_Initialized(&already);
+  if (!already) {
+    // Node loads the addon with RTLD_LOCAL, so Open MPI's plugins (dlopen'ed later) would not see libmpi's symbols;
+    // promoting libmpi to the global namespace first lets them resolve.
+    for (const char* lib : {"libmpi.so.40", "libmpi.so.12", "libmpi.so"})
+      if (dlopen(lib, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD) || dlopen(lib, RTLD_NOW | RTLD_GLOBAL)) break;
+    int provided = 0;
+    MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided));
+    gInitialisedHere = true;
+    if (provided < MPI_THREAD_SERIALIZED) {
+      MPI_Finalize();
+      gInitialisedHere = false;
+      return Status::error(ErrorCode::Internal, "the MPI library provides thread level " + std::to_string(provided) +
+                                                    "; amrgrav needs MPI_THREAD_SERIALIZED (solves run on worker threads)");
+    }
+    std::atexit(finalizeMpiWorld);
+  }
+  MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &gComm));
+  // errors come back as codes (MPI_CHECK), never as MPI's default abort
+  MPI_Comm_set_errhandler(gComm, MPI_ERRORS_RETURN);
+  gReason = force ? "initialised on request" : "started by an MPI launcher";
+  return Status::success();
+}
+
+MpiWorld mpiWorld() {
+  MpiWorld w;
+  w.built = true;
+  w.reason = gReason;
+  if (gComm == MPI_COMM_NULL) return w;
+  w.active = true;
+  MPI_Comm_rank(gComm, &w.rank);
+  MPI_Comm_size(gComm, &w.size);
+  return w;
+}
+
+void finalizeMpiWorld() {
+  if (gComm == MPI_COMM_NULL) return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) {
+    MPI_Comm_free(&gComm);
+    if (gInitialisedHere) MPI_Finalize();
+  }
+  gComm = MPI_COMM_NULL;
+  gReason = "finalised";
+}
+
+void abortMpiWorld(const std::string& message, int code) {
+  const MpiWorld w = mpiWorld();
+  std::fprintf(stderr, "amrgrav: rank %d of %d: %s; aborting every rank\n", w.rank, w.size, message.c_str());
+  std::fflush(stderr);
+  MPI_Abort(w.active ? gComm : MPI_COMM_WORLD, code);
+  std::_Exit(code);  // MPI_Abort does not return; this only satisfies [[noreturn]]
+}
+
+#else  // no MPI in this build
+
+Status initMpiWorld(bool force) {
+  if (force) return Status::error(ErrorCode::InvalidOption, "this build of amrgrav has no MPI (no MPI library was found at build time)");
+  // each rank would silently solve its own cells alone
+  if (launchedByMpiLauncher())
+    return Status::error(ErrorCode::InvalidOption, "started by an MPI launcher, but this build of amrgrav has no MPI: "
+                                                   "install an MPI library (apt-get install libopenmpi-dev) and rebuild "
+                                                   "(npm run build:native), or run without mpirun");
+  return Status::success();
+}
+
+MpiWorld mpiWorld() {
+  MpiWorld w;
+  w.reason = "this build has no MPI (no MPI library was found at build time)";
+  return w;
+}
+
+void finalizeMpiWorld() {}
+
+void abortMpiWorld(const std::string& message, int code) {
+  std::fprintf(stderr, "amrgrav: %s\n", message.c_str());
+  std::_Exit(code);
+}
+
+#endif
+
+}  // namespace amrgrav

@@ -1,0 +1,41 @@
+/// \file mpi_world.h
+/// \brief The process's MPI world: initialised when the process was started by mpirun (or when asked), finalised
+/// at exit. Every MPI call of amrgrav goes through the communicator and the lock kept here. Without MPI at build
+/// time these are stubs that report a world of one rank, so callers need no #ifdef.
+#pragma once
+#include <mutex>
+#include <string>
+
+#include "core/status.h"
+
+namespace amrgrav {
+
+struct MpiWorld {
+  bool built = false;   ///< this build has MPI (AMRGRAV_HAVE_MPI)
+  bool active = false;  ///< MPI is initialised in this process
+  int rank = 0;
+  int size = 1;
+  std::string reason;   ///< why MPI is (not) active
+};
+
+/// True when an MPI launcher started this process (Open MPI's, PMIx or MPICH's Hydra environment variables).
+bool launchedByMpiLauncher();
+
+/// Initialises MPI (thread level SERIALIZED: solves run on worker threads, one at a time) if `force` or if
+/// launched by mpirun; idempotent. Call on the main thread.
+Status initMpiWorld(bool force);
+
+/// The current world (rank 0 of 1 when MPI is not active).
+MpiWorld mpiWorld();
+
+/// Finalises MPI if this process initialised it; idempotent, also registered with atexit.
+void finalizeMpiWorld();
+
+/// Prints `message` (prefixed with the rank) to stderr and ends every rank of the job (MPI_Abort). The way out
+/// of a failure after the ranks agreed to go ahead, where returning would leave the others waiting for ever.
+[[noreturn]] void abortMpiWorld(const std::string& message, int code = 1);
+
+/// Serialises amrgrav's use of its communicator between worker threads (a distributed solve holds it throughout).
+std::mutex& mpiLock();
+
+}  // namespace amrgrav

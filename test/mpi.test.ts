@@ -1,0 +1,163 @@
+/**
+ * Distributed solves under mpirun (Open MPI; CI installs it): N ranks agree with one process and with direct
+ * summation, whatever the decomposition (equal Morton chunks, uneven, a rank with no cells, a rank far from the
+ * others), and a failure on one rank ends every rank instead of hanging. The scripts in test/mpi/ run in the
+ * ranks and import the compiled package from dist/ (built by `npm ci` / `npm run build`).
+ */
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { nativeFeatures } from '../solver/native.js';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const script = (name: string) => join(root, 'test', 'mpi', name);
+
+interface Run {
+  code: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+}
+
+/** mpirun -np N node <script>, killed after `timeoutMs` (a hang is a failure, not a stuck suite). */
+function mpirun(np: number, file: string, timeoutMs = 90_000): Promise<Run> {
+  const args = ['--allow-run-as-root', '--oversubscribe', '-np', String(np), 'node', file];
+  return new Promise((resolve) => {
+    const child = execFile('mpirun', args, { cwd: root, timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: 1 << 24 }, (err, stdout, stderr) => {
+      const e = err as (NodeJS.ErrnoException & { killed?: boolean; code?: number | string }) | null;
+      if (e && e.code === 'ENOENT') {
+        throw new Error('mpirun not found: install Open MPI (apt-get install openmpi-bin libopenmpi-dev), as .ci/run does');
+      }
+      resolve({
+        code: child.exitCode,
+        signal: child.signalCode,
+        stdout,
+        stderr,
+        timedOut: !!e?.killed,
+      });
+    });
+  });
+}
+
+function lastJson<T>(stdout: string): T {
+  const line = stdout.trim().split('\n').filter((l) => l.startsWith('{')).pop();
+  if (!line) throw new Error(`no JSON from rank 0; stdout:\n${stdout}`);
+  return JSON.parse(line) as T;
+}
+
+interface Scenario {
+  name: string;
+  cells: number;
+  /** max |phi_N - phi_1| / |phi_1| per theta */
+  vsSingle: Record<string, number>;
+  /** max |phi_N - phi_direct| / |phi_direct| per theta */
+  vsDirect: Record<string, number>;
+  singleVsDirect: Record<string, number>;
+  accelerationsVsSingle: number;
+  repeatable: boolean;
+  perRank: { cells: number; letNodesSent: number; letCellsSent: number; bytesSent: number; letsSent: number; letsReceived: number }[];
+}
+
+describe('MPI build', () => {
+  it('this build has MPI and mpirun is installed', () => {
+    expect(nativeFeatures().mpi, nativeFeatures().mpiReason).toBe(true);
+    expect(existsSync(join(root, 'dist', 'solver', 'index.js')), 'run npm run build first').toBe(true);
+  });
+});
+
+describe.each([1, 2, 3, 4])('distributed solve on %i rank(s)', (np) => {
+  it('matches the one-process tree and direct summation on MacLaurin and random AMR meshes', async () => {
+    const run = await mpirun(np, script('distributedCheck.mjs'));
+    expect(run.timedOut, run.stderr).toBe(false);
+    expect(run.code, run.stderr).toBe(0);
+    const report = lastJson<{ ranks: number; scenarios: Scenario[] }>(run.stdout);
+    expect(report.ranks).toBe(np);
+    const names = report.scenarios.map((s) => s.name);
+    expect(names).toEqual(np > 1 ? ['maclaurin-sfc', 'random-amr-sfc', 'random-amr-uneven', 'random-amr-empty-rank', 'far-rank'] : ['maclaurin-sfc', 'random-amr-sfc']);
+    for (const s of report.scenarios) {
+      const where = `${s.name} on ${np} ranks`;
+      expect(s.perRank.reduce((n, r) => n + r.cells, 0), where).toBe(s.cells);
+      expect(s.repeatable, where).toBe(true);
+      if (np === 1) expect(s.vsSingle['0.5'], where).toBe(0); // one rank is the single-process solve, bitwise
+      if (s.name !== 'far-rank') {
+        // the issue's bar: N ranks within 1e-4 of one process at theta 0.5
+        expect(s.vsSingle['0.5'], where).toBeLessThan(1e-4);
+        expect(s.accelerationsVsSingle, where).toBeLessThan(2e-4);
+      }
+      // Both are approximations of the direct sum; N ranks must be no less accurate than one process. (With a
+      // rank 100 box lengths away the one-process tree itself errs by 2e-4 at theta 0.5, so that scenario is held
+      // to this bound rather than to 1e-4 of the one-process answer.)
+      expect(s.vsDirect['0.5'], where).toBeLessThan(1.05 * s.singleVsDirect['0.5'] + 1e-12);
+      // and converge to direct summation as theta falls
+      expect(s.vsDirect['0.25'], where).toBeLessThan(s.vsDirect['0.5']);
+      expect(s.vsDirect['0.1'], where).toBeLessThan(s.vsDirect['0.25']);
+      expect(s.vsDirect['0.1'], where).toBeLessThan(1e-6);
+    }
+    // GravitySolver.solve(mesh): each rank solves and writes back its chunk of the leaf blocks
+    const meshApi = (report as unknown as { meshApi: { cells: number; vsSingle: number; writeBackOk: boolean; cellsPerRank: number[] } }).meshApi;
+    expect(meshApi.writeBackOk).toBe(true);
+    expect(meshApi.cellsPerRank).toHaveLength(np);
+    expect(meshApi.cellsPerRank.reduce((a, b) => a + b, 0)).toBe(meshApi.cells);
+    expect(meshApi.vsSingle).toBeLessThan(1e-4);
+    if (np === 1) expect(meshApi.vsSingle).toBe(0);
+    if (np > 1) {
+      const empty = report.scenarios.find((s) => s.name === 'random-amr-empty-rank')!;
+      expect(empty.perRank[1]).toMatchObject({ cells: 0, letsSent: 0, letsReceived: 0, bytesSent: 0 });
+      const far = report.scenarios.find((s) => s.name === 'far-rank')!;
+      // the far rank's LET for each other rank is its root alone: one node, no cells
+      expect(far.perRank[np - 1]).toMatchObject({ cells: 64, letNodesSent: np - 1, letCellsSent: 0 });
+      const uneven = report.scenarios.find((s) => s.name === 'random-amr-uneven')!;
+      expect(uneven.perRank[np - 1].cells).toBeGreaterThan(uneven.perRank[0].cells);
+    }
+  });
+});
+
+describe('failures under mpirun', () => {
+  it('bad input on one rank raises that rank\'s error on every rank, and the solver stays usable', async () => {
+    const np = 3;
+    const run = await mpirun(np, script('badInputCheck.mjs'), 60_000);
+    expect(run.timedOut, run.stderr).toBe(false);
+    expect(run.code, run.stderr).toBe(0);
+    const lines = run.stdout.trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+    for (const name of ['nan-mass', 'mismatched-lengths', 'short-output']) {
+      const got = lines.filter((l) => l.case === name);
+      expect(got.map((l) => l.rank).sort()).toEqual([0, 1, 2]);
+      for (const l of got) {
+        expect(l.ok).toBe(false);
+        expect(l.name).toBe('InvalidInputError');
+        expect(l.message).toContain(`rank ${np - 1} of ${np}`);
+      }
+    }
+    expect(lines.filter((l) => l.case === 'nan-mass')[0].message).toMatch(/cell 17: mass is not finite/);
+    expect(lines.filter((l) => l.case === 'mismatched-lengths')[0].message).toMatch(/mismatched array lengths/);
+    expect(lines.filter((l) => l.case === 'short-output')[0].message).toMatch(/out.potential has 199 elements, expected 200/);
+    expect(lines.filter((l) => l.case === 'after' && l.ok)).toHaveLength(np);
+  });
+
+  it('a rank that aborts ends the whole job with its message instead of leaving the others waiting', async () => {
+    const run = await mpirun(2, script('abortCheck.mjs'), 60_000);
+    expect(run.timedOut).toBe(false);
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toContain('rank 1 of 2: rank 1 could not read its part of the mesh');
+    expect(run.stdout).not.toContain('not reached');
+  });
+
+  it('the CLI prints once, on rank 0, with the rank count in the JSON', async () => {
+    const run = await new Promise<Run>((resolve) => {
+      const args = ['--allow-run-as-root', '--oversubscribe', '-np', '2', 'node', join(root, 'dist', 'solver', 'cli.js'), 'validate', 'maclaurin', '--levels', '3', '--threads', '1', '--json'];
+      const child = execFile('mpirun', args, { cwd: root, timeout: 60_000, killSignal: 'SIGKILL' }, (err, stdout, stderr) =>
+        resolve({ code: child.exitCode, signal: child.signalCode, stdout, stderr, timedOut: !!(err as { killed?: boolean } | null)?.killed }),
+      );
+    });
+    expect(run.code, run.stderr).toBe(0);
+    const lines = run.stdout.trim().split('\n').filter((l) => l.startsWith('{'));
+    expect(lines).toHaveLength(1);
+    const r = JSON.parse(lines[0]);
+    expect(r.ranks).toBe(2);
+    expect(r.cells).toBe(32768);
+    expect(r.maxRelError).toBeLessThan(0.01); // against the analytic MacLaurin potential
+  });
+});
