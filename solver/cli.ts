@@ -404,8 +404,8 @@ async function main(argv: string[]): Promise<number> {
       return command === undefined ? 1 : 0;
     }
     // FLASH files are read and written whole by one process: the file commands are not distributed (yet)
-    if (ranks > 1 && (command === 'solve' || command === 'make' || command === 'plot'))
-      throw new UsageError(`'${command}' runs on one rank; under mpirun use validate or bench`);
+    if (ranks > 1 && (command === 'make' || command === 'plot'))
+      throw new UsageError(`'${command}' runs on one rank; under mpirun use solve, validate or bench`);
     if (command === 'validate') await validate(rest);
     else if (command === 'bench') await bench(rest);
     else if (command === 'solve') await solve(rest);

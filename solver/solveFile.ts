@@ -12,6 +12,9 @@ import { readFlashFile } from '../mesh/flashRead.js';
 import { writeFlashFile } from '../mesh/flashWrite.js';
 import { restrictToParents } from '../mesh/restrict.js';
 import { GravitySolver, type SolveStats } from './gravitySolver.js';
+import { chunkOf } from './mpiDecomposition.js';
+import { gatherToRoot, mpiWorld } from './mpiWorld.js';
+import { FLASH_LEAF, cellsPerBlock } from '../mesh/flashFormat.js';
 import type { SolverOptions } from './options.js';
 import type { Progress } from './progress.js';
 
@@ -25,6 +28,8 @@ export interface SolveFileOptions {
 }
 
 export interface SolveFileReport {
+  /** MPI ranks that solved (1 in a single process). */
+  ranks: number;
   input: string;
   output: string;
   blocks: number;
@@ -64,6 +69,7 @@ export async function solveFlashFile(input: string, output: string, opts: SolveF
   if (samePath(input, output)) {
     throw new MeshError('INVALID_OPTION', `the output file must differ from the input ${input}: the input is never modified`);
   }
+  if (mpiWorld().size > 1) return solveFlashFileDistributed(input, output, opts);
   const progress = opts.progress;
   const densityVar = opts.densityVar ?? 'dens';
   const solver = new GravitySolver(opts.solver ?? {});
@@ -94,6 +100,7 @@ export async function solveFlashFile(input: string, output: string, opts: SolveF
   const leaves = fm.mesh.leafBlocks();
   const levels = leaves.reduce((mm, b) => [Math.min(mm[0], fm.mesh.block(b).level), Math.max(mm[1], fm.mesh.block(b).level)], [Infinity, 0]);
   return {
+    ranks: 1,
     input,
     output,
     blocks: data.blockCount,
@@ -101,6 +108,96 @@ export async function solveFlashFile(input: string, output: string, opts: SolveF
     cells: cells.count,
     levels: [levels[0], levels[1]],
     energy,
+    written,
+    seconds: { read: (t1 - t0) / 1e3, mesh: (t2 - t1) / 1e3, solve: (t3 - t2) / 1e3, write: (t4 - t3) / 1e3, total: (t4 - t0) / 1e3 },
+    solve: r.stats,
+  };
+}
+
+/**
+ * Under mpirun: every rank reads the file's block structure (small) and only its own chunk of the density (one
+ * hyperslab: the leaf blocks in file order, which is PARAMESH's Morton order, cut into equal chunks), solves its
+ * cells with the others through locally essential trees, and rank 0 gathers the potential and writes the output.
+ * Cells and positions are those of the single-process path (the same mesh), so the result differs from it only by
+ * the distributed walk (within 1e-4 at theta 0.5).
+ */
+async function solveFlashFileDistributed(input: string, output: string, opts: SolveFileOptions): Promise<SolveFileReport> {
+  const { rank, size } = mpiWorld();
+  const densityVar = opts.densityVar ?? 'dens';
+  const solver = new GravitySolver(opts.solver ?? {});
+  const t0 = performance.now();
+  const structure = await readFlashFile(input, { variables: [] });
+  if (!structure.unknownNames.includes(densityVar)) {
+    throw new MeshError('UNKNOWN_VARIABLE', `${input}: no variable '${densityVar}' (the file's variables: ${structure.unknownNames.join(', ')})`);
+  }
+  const fm = flashToMesh(structure); // refuses 2-D files, as the single-process path does
+  const leaves: number[] = [];
+  for (let b = 0; b < structure.blockCount; b++) if (structure.nodeType[b] === FLASH_LEAF) leaves.push(b);
+  const mine = chunkOf(leaves.length, rank, size);
+  const cpb = cellsPerBlock(structure);
+  const myLeaves = leaves.slice(mine.begin, mine.end);
+  const first = myLeaves.length > 0 ? myLeaves[0] : 0;
+  const span = myLeaves.length > 0 ? myLeaves[myLeaves.length - 1] + 1 - first : 0;
+  const part = span > 0 ? await readFlashFile(input, { blocks: { start: first, count: span }, variables: [densityVar] }) : undefined;
+  const t1 = performance.now();
+  // this rank's leaf cells, positioned as extractCells does on the mesh (block corner + (i + 1/2) dx)
+  const n = myLeaves.length * cpb;
+  const cells = { x: new Float64Array(n), y: new Float64Array(n), z: new Float64Array(n), mass: new Float64Array(n), size: new Float64Array(n) };
+  const dens = part?.variables.get(densityVar);
+  const { nxb, nyb, nzb } = structure;
+  let p = 0;
+  for (const b of myLeaves) {
+    const m = fm.meshBlock[b];
+    const { lo } = fm.mesh.block(m);
+    const [dx, dy, dz] = fm.mesh.blockCellSize(m);
+    const volume = dx * dy * dz;
+    for (let k = 0, c = 0; k < nzb; k++)
+      for (let j = 0; j < nyb; j++)
+        for (let i = 0; i < nxb; i++, c++, p++) {
+          cells.x[p] = lo[0] + (i + 0.5) * dx;
+          cells.y[p] = lo[1] + (j + 0.5) * dy;
+          cells.z[p] = lo[2] + (k + 0.5) * dz;
+          cells.mass[p] = dens![(b - first) * cpb + c] * volume;
+          cells.size[p] = dx;
+        }
+  }
+  const o = fm.mesh.options;
+  const t2 = performance.now();
+  const r = await solver.solveCells(cells, { box: { lo: [...o.domainLo], hi: [...o.domainHi] } });
+  const t3 = performance.now();
+  let localEnergy = 0;
+  for (let i = 0; i < n; i++) localEnergy += 0.5 * cells.mass[i] * r.potential[i];
+  const written = r.accelerations ? ['gpot', 'gacx', 'gacy', 'gacz'] : ['gpot'];
+  const fields = r.accelerations ? [r.potential, r.accelerations.x, r.accelerations.y, r.accelerations.z] : [r.potential];
+  const gathered: Float64Array[] = [];
+  for (const f of fields) gathered.push(await gatherToRoot(f)); // leaf cells of all ranks, in file order
+  const energies = await gatherToRoot(Float64Array.of(localEnergy));
+  const cellsAll = await gatherToRoot(Float64Array.of(n));
+  let t4 = performance.now();
+  if (rank === 0) {
+    // the whole file, to copy into the output with the gathered fields on its leaf blocks (parents: their mean)
+    const data = await readFlashFile(input);
+    const full = flashToMesh(data);
+    for (let v = 0; v < written.length; v++) {
+      full.mesh.addVariable(written[v]);
+      const target = full.mesh.variable(written[v]);
+      leaves.forEach((b, l) => target.set(gathered[v].subarray(l * cpb, (l + 1) * cpb), full.meshBlock[b] * cpb));
+      restrictToParents(full.mesh, written[v]);
+      meshVariableToFlash(full, data, written[v]);
+    }
+    await writeFlashFile(output, data);
+    t4 = performance.now();
+  }
+  const levels = leaves.reduce((mm, b) => [Math.min(mm[0], structure.refineLevel[b]), Math.max(mm[1], structure.refineLevel[b])], [Infinity, 0]);
+  return {
+    ranks: size,
+    input,
+    output,
+    blocks: structure.blockCount,
+    leafBlocks: leaves.length,
+    cells: rank === 0 ? cellsAll.reduce((a, b) => a + b, 0) : n,
+    levels: [levels[0], levels[1]],
+    energy: rank === 0 ? energies.reduce((a, b) => a + b, 0) : localEnergy,
     written,
     seconds: { read: (t1 - t0) / 1e3, mesh: (t2 - t1) / 1e3, solve: (t3 - t2) / 1e3, write: (t4 - t3) / 1e3, total: (t4 - t0) / 1e3 },
     solve: r.stats,
