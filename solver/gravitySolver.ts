@@ -2,8 +2,8 @@
  * GravitySolver: the public entry. Resolves options once, picks the backend, and runs solves on plain cell arrays
  * or on an AMR mesh (writing the potential, and accelerations if asked, back into block variables).
  */
-import { NoDeviceError, fromNativeError } from './errors.js';
-import { resolveOptions, type ResolvedOptions, type SolverOptions } from './options.js';
+import { InvalidOptionError, NoDeviceError, fromNativeError } from './errors.js';
+import { periodicAxes, resolveOptions, type ResolvedOptions, type SolverOptions } from './options.js';
 import { toNativeCells, type Box, type CellInput } from './cells.js';
 import { loadNative, nativeFeatures, type NativeAddon, type NativeOptions, type NativeResult } from './native.js';
 import { extractCells, writeBack, type AmrMesh } from '../mesh/index.js';
@@ -30,6 +30,8 @@ export interface SolveStats {
   leaves: number;
   groups: number;
   treeDepth: number;
+  /** Periodic solves: where the Ewald table came from and how long getting it took (s); 'none' when isolated. */
+  ewaldTable: { source: 'none' | 'memory' | 'disk' | 'built'; seconds: number };
 }
 
 export interface SolveResult {
@@ -41,7 +43,10 @@ export interface SolveResult {
 }
 
 export interface CellSolveOptions {
-  /** Cells must lie in this box (an error otherwise); the tree's root cube starts at its lower corner. */
+  /**
+   * Cells must lie in this box (an error otherwise); the tree's root cube starts at its lower corner. Required
+   * with periodic boundaries: its sides are the periods.
+   */
   box?: Box;
 }
 
@@ -61,6 +66,7 @@ export class GravitySolver {
   private readonly native: NativeAddon;
   private readonly backend: 'cpu' | 'cuda';
   private readonly backendReason: string;
+  private readonly periodic: [boolean, boolean, boolean];
 
   /**
    * @param options see {@link SolverOptions}; defaults: theta 0.5, order 2, G 6.674e-8 (cgs), backend 'auto'.
@@ -72,9 +78,17 @@ export class GravitySolver {
    */
   constructor(options: SolverOptions = {}) {
     this.options = resolveOptions(options);
+    this.periodic = periodicAxes(this.options.boundary);
+    const periodic = this.periodic.some((p) => p);
     this.native = loadNative();
     const features = nativeFeatures();
-    if (this.options.backend === 'cuda') {
+    if (periodic && this.options.backend === 'cuda') {
+      throw new InvalidOptionError("option 'boundary': periodic boundaries are not on the CUDA backend yet; use backend 'cpu' or 'auto'");
+    }
+    if (periodic && this.options.backend === 'auto') {
+      this.backend = 'cpu';
+      this.backendReason = 'auto: periodic boundaries run on the CPU backend (no CUDA Ewald walk yet)';
+    } else if (this.options.backend === 'cuda') {
       if (!features.cuda) throw new NoDeviceError(`backend 'cuda' was requested but ${features.cudaReason}`);
       this.backend = 'cuda';
       this.backendReason = 'requested';
@@ -122,6 +136,11 @@ export class GravitySolver {
 
   private async run(method: 'tree' | 'direct', cells: CellInput, opts: CellSolveOptions): Promise<SolveResult> {
     const callerStack = new Error().stack;
+    if (this.periodic.some((p) => p) && !opts.box) {
+      throw new InvalidOptionError(
+        "option 'boundary': periodic boundaries need the box (its sides are the periods): pass solveCells(cells, { box })",
+      );
+    }
     const nc = toNativeCells(cells);
     const o = this.options;
     const nopts: NativeOptions = {
@@ -136,6 +155,8 @@ export class GravitySolver {
       selfPotential: o.selfPotential,
       accelerations: o.accelerations,
       threads: o.threads,
+      periodic: this.periodic,
+      ewaldResolution: o.ewaldResolution,
       ...(opts.box ? { box: opts.box } : {}),
     };
     let r: NativeResult;
@@ -175,6 +196,7 @@ export class GravitySolver {
       leaves: s.leaves,
       groups: s.groups,
       treeDepth: s.treeDepth,
+      ewaldTable: { source: s.ewaldTableSource ?? 'none', seconds: s.secondsEwaldTable ?? 0 },
     };
     const result: SolveResult = { potential: r.potential, stats };
     if (r.ax && r.ay && r.az) result.accelerations = { x: r.ax, y: r.ay, z: r.az };

@@ -30,6 +30,9 @@ export interface NativeOptions {
   selfPotential: boolean;
   accelerations: boolean;
   threads: number;
+  /** Periodic axes [x, y, z]; any periodic axis needs `box`. */
+  periodic: [boolean, boolean, boolean];
+  ewaldResolution: number;
   box?: { lo: [number, number, number]; hi: [number, number, number] };
 }
 
@@ -50,6 +53,8 @@ export interface NativeStats {
   leaves: number;
   groups: number;
   treeDepth: number;
+  secondsEwaldTable: number;
+  ewaldTableSource: 'none' | 'memory' | 'disk' | 'built';
 }
 
 export interface NativeResult {
@@ -71,7 +76,35 @@ export interface NativeFeatures {
   mpi: boolean;
 }
 
+/** What ewaldTable() returns: the table's grid and provenance, and values at the points `at` if given. */
+export interface NativeEwaldTable {
+  n: [number, number, number];
+  h: [number, number, number];
+  points: number;
+  bytes: number;
+  secondsBuild: number;
+  secondsLoad: number;
+  source: 'memory' | 'disk' | 'built';
+  cachePath: string;
+  cacheNote: string;
+  /** Per point: C, dC/dx, dC/dy, dC/dz from the table. */
+  lookup?: Float64Array;
+  /** Per point: the 20 exact coefficients (C, gradient, Hessian, third derivatives). */
+  exact?: Float64Array;
+}
+
+export interface NativeEwaldRequest {
+  L: [number, number, number];
+  periodic: [boolean, boolean, boolean];
+  resolution?: number;
+  threads?: number;
+  memoryCache?: boolean;
+  at?: Float64Array;
+  exact?: boolean;
+}
+
 export interface NativeAddon {
+  ewaldTable(request: NativeEwaldRequest): NativeEwaldTable;
   solve(cells: NativeCells, options: NativeOptions): Promise<NativeResult>;
   direct(cells: NativeCells, options: NativeOptions): Promise<NativeResult>;
   features(): NativeFeatures;

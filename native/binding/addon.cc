@@ -8,6 +8,7 @@
 #include <string>
 
 #include "binding/convert.h"
+#include "binding/ewald_binding.h"
 #include "core/backend.h"
 #if defined(AMRGRAV_HAVE_CUDA)
 #include "cuda/cuda_backend.h"
@@ -97,6 +98,8 @@ Napi::Value startSolve(const Napi::CallbackInfo& info, Mode mode) {
     st = Status::error(ErrorCode::InvalidInput, "cells must be an object {x, y, z, mass, size}");
   if (st.ok()) st = readCells(info[0].As<Napi::Object>(), w->cells);
   if (st.ok()) st = readOptions(info.Length() > 1 ? info[1] : env.Undefined(), w->options, backendName);
+  if (st.ok() && backendName == "cuda" && w->options.anyPeriodic())
+    st = Status::error(ErrorCode::InvalidOption, "periodic boundaries are not on the CUDA backend yet: use backend 'cpu'");
   if (st.ok()) st = pickBackend(backendName, w->slot);
   if (!st.ok()) {
     Napi::Promise::Deferred d = Napi::Promise::Deferred::New(env);
@@ -139,6 +142,7 @@ static Napi::Object InitAddon(Napi::Env env, Napi::Object exports) {
   exports.Set("solve", Napi::Function::New(env, solve, "solve"));
   exports.Set("direct", Napi::Function::New(env, direct, "direct"));
   exports.Set("features", Napi::Function::New(env, features, "features"));
+  exports.Set("ewaldTable", Napi::Function::New(env, ewaldTable, "ewaldTable"));
   return exports;
 }
 

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <vector>
 
+#include "core/ewald_walk.h"
 #include "core/interact_k.h"
 #include "core/mac_k.h"
 #include "cpu/cpu_walk.h"
@@ -21,20 +22,27 @@ struct Lists {
   std::vector<std::uint32_t> stack;
   std::vector<double> nx, ny, nz, nm, q0, q1, q2, q3, q4, q5;  // accepted nodes
   std::vector<double> cx, cy, cz, cm;                          // cells of opened leaves
+  std::vector<double> ns;                 // accepted nodes' second moments (periodic walks only)
+  const EwaldWalk* ewald = nullptr;       // periodic walks: table and moments; null when isolated
   void clear() {
-    for (auto* v : {&nx, &ny, &nz, &nm, &q0, &q1, &q2, &q3, &q4, &q5, &cx, &cy, &cz, &cm}) v->clear();
+    for (auto* v : {&nx, &ny, &nz, &nm, &q0, &q1, &q2, &q3, &q4, &q5, &cx, &cy, &cz, &cm, &ns}) v->clear();
   }
 };
 
-/// The warp vote (WalkKind::Vote): every cell of the group tests the node against its own centre.
-bool everyCellAccepts(const Octree& t, std::uint32_t i, const SortedCells& c, std::uint32_t b, std::uint32_t n) {
+/// The warp vote (WalkKind::Vote): every cell of the group tests the node (centre of mass com) against its own centre.
+bool everyCellAccepts(const Octree& t, const double* com, std::uint32_t i, const SortedCells& c, std::uint32_t b,
+                      std::uint32_t n) {
   for (std::uint32_t j = b; j < b + n; ++j) {
     const double p[3] = {c.x[j], c.y[j], c.z[j]};
-    if (!macAccepts(t.com[3 * i], t.com[3 * i + 1], t.com[3 * i + 2], t.macRadius[i], p, p)) return false;
+    if (!macAccepts(com[0], com[1], com[2], t.macRadius[i], p, p)) return false;
   }
   return true;
 }
 
+/// Periodic: a node is seen through its image nearest the group (the MAC uses that distance), and a node whose
+/// other images are too close, or whose separations leave the table (core/ewald_walk.h periodicNodeImage), is
+/// opened whatever the MAC.
+template <bool Periodic>
 void buildLists(const Octree& t, const SortedCells& c, const Groups& g, std::size_t gi, bool vote, Lists& L) {
   const double* glo = &g.lo[3 * gi];
   const double* ghi = &g.hi[3 * gi];
@@ -45,11 +53,15 @@ void buildLists(const Octree& t, const SortedCells& c, const Groups& g, std::siz
     const std::uint32_t i = L.stack.back();
     L.stack.pop_back();
     if (t.mass[i] <= 0.0) continue;  // nothing to add (and an empty node has no meaningful com)
+    double com[3] = {t.com[3 * i], t.com[3 * i + 1], t.com[3 * i + 2]};
+    bool straddles = false;
+    if (Periodic) straddles = !periodicNodeImage(L.ewald->view, glo, ghi, &t.com[3 * i], t.macRadius[i], com);
     // what the box accepts every cell accepts (each cell is in the box), so the vote only revisits box rejections
-    if (macAccepts(t.com[3 * i], t.com[3 * i + 1], t.com[3 * i + 2], t.macRadius[i], glo, ghi) ||
-        (vote && everyCellAccepts(t, i, c, g.begin[gi], g.count[gi]))) {
-      L.nx.push_back(t.com[3 * i]); L.ny.push_back(t.com[3 * i + 1]); L.nz.push_back(t.com[3 * i + 2]);
+    if (!straddles && (macAccepts(com[0], com[1], com[2], t.macRadius[i], glo, ghi) ||
+                       (vote && everyCellAccepts(t, com, i, c, g.begin[gi], g.count[gi])))) {
+      L.nx.push_back(com[0]); L.ny.push_back(com[1]); L.nz.push_back(com[2]);
       L.nm.push_back(t.mass[i]);
+      if (Periodic) L.ns.push_back(L.ewald->nodeS[i]);
       const double* q = &t.quad[6 * i];
       L.q0.push_back(q[0]); L.q1.push_back(q[1]); L.q2.push_back(q[2]);
       L.q3.push_back(q[3]); L.q4.push_back(q[4]); L.q5.push_back(q[5]);
@@ -66,7 +78,7 @@ void buildLists(const Octree& t, const SortedCells& c, const Groups& g, std::siz
   }
 }
 
-template <int Order, bool Accel>
+template <int Order, bool Accel, bool Periodic>
 inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const double* tx, const double* ty, const double* tz, int nt, double* phi,
                    double* gx, double* gy, double* gz) {
   double p[kMaxGroup], fx[kMaxGroup], fy[kMaxGroup], fz[kMaxGroup];
@@ -80,10 +92,27 @@ inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const d
       if (Accel) nodeCellForce<double, Order>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, q, p[i], fx[i], fy[i], fz[i]);
       else nodeCellPotential<double, Order>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, q, p[i]);
     }
+    if (Periodic) {  // the node's other images; its com is already the image nearest the group
+      const EwaldTableView& v = L.ewald->view;
+      for (int i = 0; i < nt; ++i)
+        ewaldNodeCorrection<Order, Accel>(v, tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, q, L.ns[k], p[i], fx[i], fy[i], fz[i]);
+    }
   }
   const std::size_t nc = L.cm.size();
   for (std::size_t k = 0; k < nc; ++k) {
     const double sx = L.cx[k], sy = L.cy[k], sz = L.cz[k], sm = L.cm[k];
+    if (Periodic) {  // each pair through its nearest image, plus the other images (C(0) for the cell itself)
+      const EwaldTableView& v = L.ewald->view;
+      for (int i = 0; i < nt; ++i) {
+        const double dx = nearestImage(tx[i] - sx, v.period[0], v.invPeriod[0]);
+        const double dy = nearestImage(ty[i] - sy, v.period[1], v.invPeriod[1]);
+        const double dz = nearestImage(tz[i] - sz, v.period[2], v.invPeriod[2]);
+        if (Accel) cellCellForce<double>(dx, dy, dz, sm, p[i], fx[i], fy[i], fz[i]);
+        else cellCellPotential<double>(dx, dy, dz, sm, p[i]);
+        ewaldCellCorrection<Accel>(v, dx, dy, dz, sm, p[i], fx[i], fy[i], fz[i]);
+      }
+      continue;
+    }
 #pragma GCC ivdep
     for (int i = 0; i < nt; ++i) {
       if (Accel) cellCellForce<double>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, p[i], fx[i], fy[i], fz[i]);
@@ -107,22 +136,33 @@ inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const d
 using EvalFn = void (*)(const Lists&, const double*, const double*, const double*, int, double*, double*, double*,
                         double*);
 AG_MULTIVERSION void evalPot1(const Lists& L, const double* x, const double* y, const double* z, int n, double* p,
-                              double* gx, double* gy, double* gz) { evaluateLists<1, false>(L, x, y, z, n, p, gx, gy, gz); }
+                              double* gx, double* gy, double* gz) { evaluateLists<1, false, false>(L, x, y, z, n, p, gx, gy, gz); }
 AG_MULTIVERSION void evalPot2(const Lists& L, const double* x, const double* y, const double* z, int n, double* p,
-                              double* gx, double* gy, double* gz) { evaluateLists<2, false>(L, x, y, z, n, p, gx, gy, gz); }
+                              double* gx, double* gy, double* gz) { evaluateLists<2, false, false>(L, x, y, z, n, p, gx, gy, gz); }
 AG_MULTIVERSION void evalForce1(const Lists& L, const double* x, const double* y, const double* z, int n, double* p,
-                                double* gx, double* gy, double* gz) { evaluateLists<1, true>(L, x, y, z, n, p, gx, gy, gz); }
+                                double* gx, double* gy, double* gz) { evaluateLists<1, true, false>(L, x, y, z, n, p, gx, gy, gz); }
 AG_MULTIVERSION void evalForce2(const Lists& L, const double* x, const double* y, const double* z, int n, double* p,
-                                double* gx, double* gy, double* gz) { evaluateLists<2, true>(L, x, y, z, n, p, gx, gy, gz); }
+                                double* gx, double* gy, double* gz) { evaluateLists<2, true, false>(L, x, y, z, n, p, gx, gy, gz); }
 
-template <int Order, bool Accel>
+AG_MULTIVERSION void evalPerPot1(const Lists& L, const double* x, const double* y, const double* z, int n, double* p,
+                                 double* gx, double* gy, double* gz) { evaluateLists<1, false, true>(L, x, y, z, n, p, gx, gy, gz); }
+AG_MULTIVERSION void evalPerPot2(const Lists& L, const double* x, const double* y, const double* z, int n, double* p,
+                                 double* gx, double* gy, double* gz) { evaluateLists<2, false, true>(L, x, y, z, n, p, gx, gy, gz); }
+AG_MULTIVERSION void evalPerForce1(const Lists& L, const double* x, const double* y, const double* z, int n, double* p,
+                                   double* gx, double* gy, double* gz) { evaluateLists<1, true, true>(L, x, y, z, n, p, gx, gy, gz); }
+AG_MULTIVERSION void evalPerForce2(const Lists& L, const double* x, const double* y, const double* z, int n, double* p,
+                                   double* gx, double* gy, double* gz) { evaluateLists<2, true, true>(L, x, y, z, n, p, gx, gy, gz); }
+
+template <int Order, bool Accel, bool Periodic>
 void walkRange(const Octree& t, const SortedCells& c, const Groups& g, std::size_t gb, std::size_t ge, bool vote,
                Lists& L, WalkOutput& out, std::uint64_t& approx, std::uint64_t& direct) {
   for (std::size_t gi = gb; gi < ge; ++gi) {
-    buildLists(t, c, g, gi, vote, L);
+    buildLists<Periodic>(t, c, g, gi, vote, L);
     const std::uint32_t b = g.begin[gi];
     const int nt = int(g.count[gi]);
-    constexpr EvalFn eval = Order == 1 ? (Accel ? evalForce1 : evalPot1) : (Accel ? evalForce2 : evalPot2);
+    constexpr EvalFn eval =
+        Periodic ? (Order == 1 ? (Accel ? evalPerForce1 : evalPerPot1) : (Accel ? evalPerForce2 : evalPerPot2))
+                 : (Order == 1 ? (Accel ? evalForce1 : evalPot1) : (Accel ? evalForce2 : evalPot2));
     eval(L, &c.x[b], &c.y[b], &c.z[b], nt, out.phi + b, Accel ? out.gx + b : nullptr,
                                 Accel ? out.gy + b : nullptr, Accel ? out.gz + b : nullptr);
     approx += std::uint64_t(nt) * L.nm.size();
@@ -134,19 +174,29 @@ void walkRange(const Octree& t, const SortedCells& c, const Groups& g, std::size
 }  // namespace
 
 void walkAllGroups(const Octree& t, const SortedCells& c, const Groups& g, const SolveOptions& opt, int threads,
-                   WalkOutput& out) {
+                   WalkOutput& out, const EwaldWalk* ewald) {
   std::vector<Lists> lists(std::max(1, threads));
+  for (auto& l : lists) l.ewald = ewald;
   std::atomic<std::uint64_t> approx{0}, direct{0};
   const bool accel = out.gx != nullptr;
   const bool vote = opt.walk == WalkKind::Vote;
   parallelFor(g.size(), 8, threads, [&](std::size_t b, std::size_t e, int tid) {
     std::uint64_t a = 0, d = 0;
-    if (opt.order == 1) {
-      if (accel) walkRange<1, true>(t, c, g, b, e, vote, lists[tid], out, a, d);
-      else walkRange<1, false>(t, c, g, b, e, vote, lists[tid], out, a, d);
+    Lists& L = lists[tid];
+    if (ewald) {
+      if (opt.order == 1) {
+        if (accel) walkRange<1, true, true>(t, c, g, b, e, vote, L, out, a, d);
+        else walkRange<1, false, true>(t, c, g, b, e, vote, L, out, a, d);
+      } else {
+        if (accel) walkRange<2, true, true>(t, c, g, b, e, vote, L, out, a, d);
+        else walkRange<2, false, true>(t, c, g, b, e, vote, L, out, a, d);
+      }
+    } else if (opt.order == 1) {
+      if (accel) walkRange<1, true, false>(t, c, g, b, e, vote, L, out, a, d);
+      else walkRange<1, false, false>(t, c, g, b, e, vote, L, out, a, d);
     } else {
-      if (accel) walkRange<2, true>(t, c, g, b, e, vote, lists[tid], out, a, d);
-      else walkRange<2, false>(t, c, g, b, e, vote, lists[tid], out, a, d);
+      if (accel) walkRange<2, true, false>(t, c, g, b, e, vote, L, out, a, d);
+      else walkRange<2, false, false>(t, c, g, b, e, vote, L, out, a, d);
     }
     approx += a;
     direct += d;

@@ -7,6 +7,10 @@
 #include "core/tree.h"
 
 namespace amrgrav {
+struct EwaldWalk;
+}
+
+namespace amrgrav {
 
 struct WalkOutput {
   double* phi;             ///< per sorted cell, sum of m/r terms (unscaled)
@@ -14,9 +18,10 @@ struct WalkOutput {
   std::uint64_t approx = 0, direct = 0;
 };
 
-/// Walks every group; results in sorted order, unscaled (phi = sum m/r, g = sum m d/r^3 + ...).
+/// Walks every group; results in sorted order, unscaled (phi = sum m/r, g = sum m d/r^3 + ...). With `ewald`
+/// (periodic boxes), nodes and cells act through their nearest images plus the tabulated correction.
 void walkAllGroups(const Octree& tree, const SortedCells& cells, const Groups& groups, const SolveOptions& opt,
-                   int threads, WalkOutput& out);
+                   int threads, WalkOutput& out, const EwaldWalk* ewald = nullptr);
 
 /// Direct summation over all cells in sorted order, unscaled (the self pair contributes 0).
 void directAll(const SortedCells& cells, bool accelerations, int threads, WalkOutput& out);
