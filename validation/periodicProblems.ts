@@ -134,7 +134,7 @@ export function sechLayerProblem(o: LayerOptions): GridProblem {
 export interface CylinderOptions {
   /** Cells across the box's x and y sides (the box is 1 x 1 x length). */
   n: number;
-  /** Core radius R0 (density rho0 / (1 + R^2/R0^2)^2). Default 0.1. */
+  /** Core radius R0 (density rho0 / (1 + R^2/R0^2)^2). Default 0.125. */
   R0?: number;
   /** Truncation radius (density 0 beyond). Default 0.45. */
   Rt?: number;
@@ -153,7 +153,7 @@ export interface CylinderOptions {
  * z-averaged psi is -(2/Lz) ln(rho/Lz)). FLASH's tree-solver test (passes at 5e-3).
  */
 export function cylinderProblem(o: CylinderOptions): GridProblem {
-  const R0 = o.R0 ?? 0.1;
+  const R0 = o.R0 ?? 0.125;
   const Rt = o.Rt ?? 0.45;
   const Lz = o.length ?? 1;
   const K = o.subsample ?? 8;
