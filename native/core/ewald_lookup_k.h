@@ -12,6 +12,13 @@
 
 namespace amrgrav {
 
+/// The kernels below must inline into the CPU walk's loops to vectorise there.
+#if defined(__CUDACC__)
+#define AG_EWALD_HD AG_HD
+#else
+#define AG_EWALD_HD inline __attribute__((always_inline))
+#endif
+
 /// Taylor coefficients per table point: C, gradient (3), Hessian (6), third derivatives (10).
 constexpr int kEwaldCoefs = 20;
 
@@ -29,7 +36,7 @@ struct EwaldTableView {
 
 /// The nearest periodic image of a separation along one axis (invP = 0 leaves an isolated axis unchanged).
 template <class R>
-AG_HD R nearestImage(R d, R P, R invP) {
+AG_EWALD_HD R nearestImage(R d, R P, R invP) {
 #if defined(__CUDA_ARCH__)
   return d - P * ::rint(d * invP);
 #else
@@ -40,20 +47,18 @@ AG_HD R nearestImage(R d, R P, R invP) {
 /// C and derivatives at separation (dx, dy, dz) (already the nearest image). Deriv: 0 = C only, 1 = + gradient,
 /// 2 = + Hessian (6), 3 = + third derivatives (10, constant over the cell). All in the caller's units.
 template <int Deriv>
-AG_HD void ewaldLookup(const EwaldTableView& t, double dx, double dy, double dz, double* c, double* g, double* H,
-                       double* T) {
-  const double a[3] = {dx * t.invUnit, dy * t.invUnit, dz * t.invUnit};
-  double s[3], d[3];
-  int idx = 0, stride = 1;
-  for (int k = 0; k < 3; ++k) {
-    s[k] = a[k] < 0 ? -1.0 : 1.0;
-    const double u = a[k] * s[k];
-    int i = int(u * t.invH[k] + 0.5);
-    i = i > t.n[k] ? t.n[k] : i;
-    d[k] = u - i * t.h[k];
-    idx += i * stride;
-    stride *= t.n[k] + 1;
-  }
+AG_EWALD_HD void ewaldLookup(const EwaldTableView& t, double dx, double dy, double dz, double* c, double* g,
+                             double* H, double* T) {
+  // written without loops or branches (selects only) so that the CPU's target loops vectorise with gathers
+  const double ax = dx * t.invUnit, ay = dy * t.invUnit, az = dz * t.invUnit;
+  const double s[3] = {ax < 0 ? -1.0 : 1.0, ay < 0 ? -1.0 : 1.0, az < 0 ? -1.0 : 1.0};
+  const double ux = ax * s[0], uy = ay * s[1], uz = az * s[2];
+  int ix = int(ux * t.invH[0] + 0.5), iy = int(uy * t.invH[1] + 0.5), iz = int(uz * t.invH[2] + 0.5);
+  ix = ix > t.n[0] ? t.n[0] : ix;
+  iy = iy > t.n[1] ? t.n[1] : iy;
+  iz = iz > t.n[2] ? t.n[2] : iz;
+  const double d[3] = {ux - ix * t.h[0], uy - iy * t.h[1], uz - iz * t.h[2]};
+  const int idx = ix + (t.n[0] + 1) * (iy + (t.n[1] + 1) * iz);
   const double* p = t.coef + kEwaldCoefs * idx;
   const double x = d[0], y = d[1], z = d[2];
   // third-order tensor contracted once with d: T_ij. = sum_k T_ijk d_k (xx xy xz yy yz zz)
@@ -92,7 +97,7 @@ AG_HD void ewaldLookup(const EwaldTableView& t, double dx, double dy, double dz,
 /// Correction of a point mass m at separation d (nearest image): phi += m C(d); g += -m grad C (the caller scales
 /// by -G, as for the 1/r part). d = 0 (the cell itself) gives its images' potential m C(0).
 template <bool Accel>
-AG_HD void ewaldCellCorrection(const EwaldTableView& t, double dx, double dy, double dz, double m, double& phi,
+AG_EWALD_HD void ewaldCellCorrection(const EwaldTableView& t, double dx, double dy, double dz, double m, double& phi,
                                double& gx, double& gy, double& gz) {
   double c, g[3];
   ewaldLookup<Accel ? 1 : 0>(t, dx, dy, dz, &c, g, nullptr, nullptr);
@@ -104,7 +109,7 @@ AG_HD void ewaldCellCorrection(const EwaldTableView& t, double dx, double dy, do
 /// S = sum m |x - com|^2) at separation d from its com: the Taylor series of sum_j m_j C(d - (x_j - com)) to
 /// second order, m C + (1/6) Q:H + (S/6) lap C (Order 1: m C only).
 template <int Order, bool Accel>
-AG_HD void ewaldNodeCorrection(const EwaldTableView& t, double dx, double dy, double dz, double m, const double* q,
+AG_EWALD_HD void ewaldNodeCorrection(const EwaldTableView& t, double dx, double dy, double dz, double m, const double* q,
                                double S, double& phi, double& gx, double& gy, double& gz) {
   if (Order < 2) {
     ewaldCellCorrection<Accel>(t, dx, dy, dz, m, phi, gx, gy, gz);

@@ -93,7 +93,8 @@ inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const d
       else nodeCellPotential<double, Order>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, q, p[i]);
     }
     if (Periodic) {  // the node's other images; its com is already the image nearest the group
-      const EwaldTableView& v = L.ewald->view;
+      const EwaldTableView v = L.ewald->view;  // a local copy: provably not aliased by the outputs
+#pragma GCC ivdep
       for (int i = 0; i < nt; ++i)
         ewaldNodeCorrection<Order, Accel>(v, tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, q, L.ns[k], p[i], fx[i], fy[i], fz[i]);
     }
@@ -102,7 +103,8 @@ inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const d
   for (std::size_t k = 0; k < nc; ++k) {
     const double sx = L.cx[k], sy = L.cy[k], sz = L.cz[k], sm = L.cm[k];
     if (Periodic) {  // each pair through its nearest image, plus the other images (C(0) for the cell itself)
-      const EwaldTableView& v = L.ewald->view;
+      const EwaldTableView v = L.ewald->view;  // a local copy: provably not aliased by the outputs
+#pragma GCC ivdep
       for (int i = 0; i < nt; ++i) {
         const double dx = nearestImage(tx[i] - sx, v.period[0], v.invPeriod[0]);
         const double dy = nearestImage(ty[i] - sy, v.period[1], v.invPeriod[1]);
