@@ -40,7 +40,7 @@ bool everyCellAccepts(const Octree& t, const double* com, std::uint32_t i, const
 }
 
 /// Periodic: a node is seen through its image nearest the group (the MAC uses that distance), and a node whose
-/// other images are too close, or whose separations leave the table (core/ewald_walk.h periodicNodeImage), is
+/// other images are too close, or whose separations leave the table (core/ewald_lookup_k.h periodicNodeImage), is
 /// opened whatever the MAC.
 template <bool Periodic>
 void buildLists(const Octree& t, const SortedCells& c, const Groups& g, std::size_t gi, bool vote, Lists& L) {
@@ -54,11 +54,11 @@ void buildLists(const Octree& t, const SortedCells& c, const Groups& g, std::siz
     L.stack.pop_back();
     if (t.mass[i] <= 0.0) continue;  // nothing to add (and an empty node has no meaningful com)
     double com[3] = {t.com[3 * i], t.com[3 * i + 1], t.com[3 * i + 2]};
-    bool straddles = false;
-    if (Periodic) straddles = !periodicNodeImage(L.ewald->view, glo, ghi, &t.com[3 * i], t.macRadius[i], com);
+    // periodic: the node's image nearest the group, or must it be opened (its images too close, off the table)?
+    const bool mustOpen = Periodic && !periodicNodeImage(L.ewald->view, glo, ghi, &t.com[3 * i], t.macRadius[i], com);
     // what the box accepts every cell accepts (each cell is in the box), so the vote only revisits box rejections
-    if (!straddles && (macAccepts(com[0], com[1], com[2], t.macRadius[i], glo, ghi) ||
-                       (vote && everyCellAccepts(t, com, i, c, g.begin[gi], g.count[gi])))) {
+    if (!mustOpen && (macAccepts(com[0], com[1], com[2], t.macRadius[i], glo, ghi) ||
+                      (vote && everyCellAccepts(t, com, i, c, g.begin[gi], g.count[gi])))) {
       L.nx.push_back(com[0]); L.ny.push_back(com[1]); L.nz.push_back(com[2]);
       L.nm.push_back(t.mass[i]);
       if (Periodic) L.ns.push_back(L.ewald->nodeS[i]);
