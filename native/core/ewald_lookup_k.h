@@ -85,27 +85,29 @@ AG_EWALD_HD void ewaldLookup(const EwaldTableView& t, double dx, double dy, doub
   iy = iy > t.n[1] ? t.n[1] : iy;
   iz = iz > t.n[2] ? t.n[2] : iz;
   const double d[3] = {ux - ix * t.h[0], uy - iy * t.h[1], uz - iz * t.h[2]};
-  const int idx = ix + (t.n[0] + 1) * (iy + (t.n[1] + 1) * iz);
-  const double* p = t.coef + kEwaldCoefs * idx;
+  // a 32-bit element offset (not a pointer) so that compilers can turn the loads into gathers
+  const int off = kEwaldCoefs * (ix + (t.n[0] + 1) * (iy + (t.n[1] + 1) * iz));
+  const double* coef = t.coef;
+  auto p = [coef, off](int j) { return coef[off + j]; };
   const double x = d[0], y = d[1], z = d[2];
   // third-order tensor contracted once with d: T_ij. = sum_k T_ijk d_k (xx xy xz yy yz zz)
-  const double txx = p[10] * x + p[11] * y + p[12] * z, txy = p[11] * x + p[13] * y + p[14] * z;
-  const double txz = p[12] * x + p[14] * y + p[15] * z, tyy = p[13] * x + p[16] * y + p[17] * z;
-  const double tyz = p[14] * x + p[17] * y + p[18] * z, tzz = p[15] * x + p[18] * y + p[19] * z;
+  const double txx = p(10) * x + p(11) * y + p(12) * z, txy = p(11) * x + p(13) * y + p(14) * z;
+  const double txz = p(12) * x + p(14) * y + p(15) * z, tyy = p(13) * x + p(16) * y + p(17) * z;
+  const double tyz = p(14) * x + p(17) * y + p(18) * z, tzz = p(15) * x + p(18) * y + p(19) * z;
   // Hessian at the point, to first order: H + T.d
-  const double hxx = p[4] + txx, hxy = p[5] + txy, hxz = p[6] + txz;
-  const double hyy = p[7] + tyy, hyz = p[8] + tyz, hzz = p[9] + tzz;
+  const double hxx = p(4) + txx, hxy = p(5) + txy, hxz = p(6) + txz;
+  const double hyy = p(7) + tyy, hyz = p(8) + tyz, hzz = p(9) + tzz;
   // gradient: g + H d + (1/2) T.d.d ; value: C + g.d + (1/2) d.H.d + (1/6) T.d.d.d
-  const double hdx0 = p[4] * x + p[5] * y + p[6] * z, hdy0 = p[5] * x + p[7] * y + p[8] * z;
-  const double hdz0 = p[6] * x + p[8] * y + p[9] * z;
+  const double hdx0 = p(4) * x + p(5) * y + p(6) * z, hdy0 = p(5) * x + p(7) * y + p(8) * z;
+  const double hdz0 = p(6) * x + p(8) * y + p(9) * z;
   const double tdx = txx * x + txy * y + txz * z, tdy = txy * x + tyy * y + tyz * z, tdz = txz * x + tyz * y + tzz * z;
   const double u = t.invUnit, u2 = u * u;
-  *c = u * (p[0] + p[1] * x + p[2] * y + p[3] * z + 0.5 * (hdx0 * x + hdy0 * y + hdz0 * z) +
+  *c = u * (p(0) + p(1) * x + p(2) * y + p(3) * z + 0.5 * (hdx0 * x + hdy0 * y + hdz0 * z) +
             (1.0 / 6.0) * (tdx * x + tdy * y + tdz * z));
   if (Deriv >= 1) {
-    g[0] = s[0] * u2 * (p[1] + hdx0 + 0.5 * tdx);
-    g[1] = s[1] * u2 * (p[2] + hdy0 + 0.5 * tdy);
-    g[2] = s[2] * u2 * (p[3] + hdz0 + 0.5 * tdz);
+    g[0] = s[0] * u2 * (p(1) + hdx0 + 0.5 * tdx);
+    g[1] = s[1] * u2 * (p(2) + hdy0 + 0.5 * tdy);
+    g[2] = s[2] * u2 * (p(3) + hdz0 + 0.5 * tdz);
   }
   if (Deriv >= 2) {
     const double u3 = u2 * u;
@@ -115,9 +117,9 @@ AG_EWALD_HD void ewaldLookup(const EwaldTableView& t, double dx, double dy, doub
   if (Deriv >= 3) {
     const double u4 = u2 * u2;
     // xxx xxy xxz xyy xyz xzz yyy yyz yzz zzz: the sign of T_ijk is s_i s_j s_k
-    T[0] = s[0] * u4 * p[10]; T[1] = s[1] * u4 * p[11]; T[2] = s[2] * u4 * p[12];
-    T[3] = s[0] * u4 * p[13]; T[4] = s[0] * s[1] * s[2] * u4 * p[14]; T[5] = s[0] * u4 * p[15];
-    T[6] = s[1] * u4 * p[16]; T[7] = s[2] * u4 * p[17]; T[8] = s[1] * u4 * p[18]; T[9] = s[2] * u4 * p[19];
+    T[0] = s[0] * u4 * p(10); T[1] = s[1] * u4 * p(11); T[2] = s[2] * u4 * p(12);
+    T[3] = s[0] * u4 * p(13); T[4] = s[0] * s[1] * s[2] * u4 * p(14); T[5] = s[0] * u4 * p(15);
+    T[6] = s[1] * u4 * p(16); T[7] = s[2] * u4 * p(17); T[8] = s[1] * u4 * p(18); T[9] = s[2] * u4 * p(19);
   }
 }
 
