@@ -16,7 +16,7 @@ export type EwaldTableInfo = NativeEwaldTable;
 
 /**
  * The table of a box with sides L (any length unit) and the given periodic axes.
- * @param request.resolution points per half period of the shortest periodic side, [4, 512] (default 24)
+ * @param request.resolution points per half period of the shortest periodic side, [4, 512] (default 28)
  * @param request.memoryCache false skips this process's memory cache (to exercise the disk cache)
  * @param request.at points x, y, z, ... at which to return `lookup` (C, grad C from the table)
  * @param request.exact also return the exact sums' 20 coefficients at those points

@@ -47,9 +47,9 @@ export interface SolverOptions {
   /** Boundary conditions, see {@link BoundaryChoice}. Default 'isolated' (potential -> 0 at infinity). */
   boundary?: BoundaryChoice;
   /**
-   * Ewald table points per half period of the shortest periodic side, [4, 512]. 24 (the default) interpolates
+   * Ewald table points per half period of the shortest periodic side, [4, 512]. 28 (the default) interpolates
    * the image correction to ~1e-7 of 1/L; the table is built once per box shape (~1 s) and cached on disk
-   * ($AMRGRAV_CACHE_DIR, else $XDG_CACHE_HOME/amrgrav or ~/.cache/amrgrav). Default 24.
+   * ($AMRGRAV_CACHE_DIR, else $XDG_CACHE_HOME/amrgrav or ~/.cache/amrgrav). Default 28.
    */
   ewaldResolution?: number;
   /** Also compute accelerations -grad(phi) (cm s^-2) in the same walk. Default false. */
@@ -74,7 +74,7 @@ export const defaultOptions: ResolvedOptions = Object.freeze({
   G: 6.674e-8,
   backend: 'auto',
   boundary: 'isolated',
-  ewaldResolution: 24,
+  ewaldResolution: 28,
   accelerations: false,
   selfPotential: true,
   leafSize: 16,

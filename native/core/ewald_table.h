@@ -14,7 +14,7 @@
 namespace amrgrav {
 
 /// Default points per half period along the shortest periodic side (see bench/RESULTS.md for the error).
-constexpr int kEwaldDefaultResolution = 24;
+constexpr int kEwaldDefaultResolution = 28;
 /// Reach of the table along a periodic axis, in periods.
 constexpr double kEwaldReach = 0.5625;
 /// Largest table accepted, in grid points (x kEwaldCoefs doubles each).

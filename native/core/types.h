@@ -53,7 +53,7 @@ struct SolveOptions {
   /// Periodic axes (x, y, z). Any periodic axis needs the box, whose sides are the periods; the walk then adds
   /// the Ewald correction of the images (core/ewald_lookup_k.h), with the mean density removed when all three are.
   bool periodic[3] = {false, false, false};
-  int ewaldResolution = 24;  ///< Ewald table points per half period of the shortest periodic side, [4, 512]
+  int ewaldResolution = 28;  ///< Ewald table points per half period of the shortest periodic side, [4, 512]
   bool anyPeriodic() const { return periodic[0] || periodic[1] || periodic[2]; }
 };
 
