@@ -116,6 +116,16 @@ describe('Ewald table cache', () => {
     expect(ewaldTable(request).source).toBe('disk');
   });
 
+  it('an unusable cache directory costs a rebuild, never a failure', () => {
+    const file = join(dir, 'not-a-directory');
+    writeFileSync(file, 'x');
+    process.env.AMRGRAV_CACHE_DIR = join(file, 'sub');
+    const t = ewaldTable(request);
+    expect(t.source).toBe('built');
+    expect(t.cacheNote).toMatch(/cannot/);
+    expect(Number.isFinite(t.lookup![0])).toBe(true);
+  });
+
   it('keys files by shape, periodic axes and resolution', () => {
     process.env.AMRGRAV_CACHE_DIR = dir;
     const before = readdirSync(dir).length;

@@ -40,6 +40,7 @@ describe('periodic symmetries', () => {
     const t = [0.37, 0.81, 0.13];
     const moved = { ...c, x: c.x.map((v) => (v + t[0]) % 1), y: c.y.map((v) => (v + t[1]) % 1), z: c.z.map((v) => (v + t[2]) % 1) };
     const b = await s.solveCells(moved, unit);
+    expect(b.stats.ewaldTable.source).toBe('memory'); // one table per shape and process
     let scale = 0;
     for (const v of a.potential) scale = Math.max(scale, Math.abs(v));
     for (let i = 0; i < c.x.length; i++) expect(Math.abs(a.potential[i] - b.potential[i])).toBeLessThan(2e-4 * scale);
