@@ -70,7 +70,8 @@ export class GravitySolver {
 
   /**
    * @param options see {@link SolverOptions}; defaults: theta 0.5, order 2, G 6.674e-8 (cgs), backend 'auto'.
-   * @throws InvalidOptionError for a bad option; NoDeviceError for backend 'cuda' without a CUDA build or GPU;
+   * @throws InvalidOptionError for a bad option (and for periodic boundaries with backend 'cuda': the Ewald walk
+   *   is CPU-only so far; 'auto' picks the CPU); NoDeviceError for backend 'cuda' without a CUDA build or GPU;
    *   NativeLoadError when the addon is missing.
    * @example
    * const solver = new GravitySolver({ theta: 0.5 });
@@ -124,7 +125,10 @@ export class GravitySolver {
     return r;
   }
 
-  /** Tree solve on plain cell arrays. Zero cells is valid and returns empty arrays. */
+  /**
+   * Tree solve on plain cell arrays. Zero cells is valid and returns empty arrays.
+   * @throws InvalidOptionError for periodic boundaries without `box`; InvalidInputError for cells outside the box.
+   */
   async solveCells(cells: CellInput, opts: CellSolveOptions = {}): Promise<SolveResult> {
     return this.run('tree', cells, opts);
   }
