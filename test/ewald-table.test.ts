@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ewaldTable } from '../ewald/index.js';
 import { InvalidOptionError } from '../solver/errors.js';
-import { ewaldCorrection, type PeriodicBox } from '../validation/ewaldReference.js';
+import { ewaldCorrection, lineImageSum, periodicGreen, sheetImageSum, type PeriodicBox } from '../validation/ewaldReference.js';
 import { rng } from './helpers.js';
 
 const boxes: PeriodicBox[] = [
@@ -79,6 +79,30 @@ describe.each(boxes)('Ewald table of %j', (box) => {
         expect(Math.abs(t.lookup![4 * i + 1 + d] - fd)).toBeLessThan(3e-4 * scale * scale);
       }
     }
+  });
+});
+
+describe('brute-force image sums (no splitting) against the Ewald-type sums and the table', () => {
+  it('sheet: Parry\'s sum, the plane-average convention and the table agree with the plain image sum', () => {
+    const box: PeriodicBox = { L: [1, 0.7, 1], periodic: [true, true, false] };
+    const pts: [number, number, number][] = [[0.1, 0.2, 0.3], [0.4, -0.3, 0.05], [0.2, 0.1, 0.9]];
+    const t = ewaldTable({ L: box.L, periodic: box.periodic, at: new Float64Array(pts.flat()) });
+    pts.forEach((r, i) => {
+      const brute = sheetImageSum(box, r);
+      expect(Math.abs(periodicGreen(box, r) - brute)).toBeLessThan(5e-8); // the extrapolated image sum's own error
+      expect(Math.abs(t.lookup![4 * i] + 1 / Math.hypot(...r) - brute)).toBeLessThan(1e-6);
+    });
+  });
+
+  it('line: the K0 series, the line-average convention and the table agree with the plain image sum', () => {
+    const box: PeriodicBox = { L: [1, 1, 0.8], periodic: [false, false, true] };
+    const pts: [number, number, number][] = [[0.2, 0.25, 0.1], [0.5, -0.1, 0.35], [0.9, 0.6, -0.2]];
+    const t = ewaldTable({ L: box.L, periodic: box.periodic, at: new Float64Array(pts.flat()) });
+    pts.forEach((r, i) => {
+      const brute = lineImageSum(box, r);
+      expect(Math.abs(periodicGreen(box, r) - brute)).toBeLessThan(1e-9);
+      expect(Math.abs(t.lookup![4 * i] + 1 / Math.hypot(...r) - brute)).toBeLessThan(1e-6);
+    });
   });
 });
 

@@ -179,16 +179,27 @@ function green1(box: PeriodicBox, r: [number, number, number], p: number): numbe
     }
     return s;
   }
-  // sum_{|n| <= N} 1/|r + nL| minus the continuum over [-Z, Z], Z = (N + 1/2) L, plus the continuum's regular
-  // part -(2/L) ln(rho/L); the remainder falls as 1/N^2, removed by Richardson extrapolation from N and 2N.
+  return lineImageSum(box, r, 4000);
+}
+
+/**
+ * Brute-force image sum for 1 periodic axis: sum_{|n| <= N} 1/|r + nL| minus the continuum over [-Z, Z],
+ * Z = (N + 1/2) L, plus the continuum's regular part -(2/L) ln(rho/L) (the line convention); the remainder falls
+ * as 1/N^2, removed by Richardson extrapolation from N and 2N. rho > 0.
+ */
+export function lineImageSum(box: PeriodicBox, r: [number, number, number], N = 4000): number {
+  const p = periodicAxesOf(box)[0];
+  const L = box.L[p];
+  const rho = Math.hypot(...[0, 1, 2].filter((d) => d !== p).map((d) => r[d]));
+  const z = r[p] - L * Math.round(r[p] / L);
   const truncated = (N: number) => {
     let s = 0;
     for (let n = -N; n <= N; n++) s += 1 / Math.hypot(rho, z + n * L);
     const Z = (N + 0.5) * L;
     return s - (Math.asinh((Z - z) / rho) + Math.asinh((Z + z) / rho)) / L - (2 / L) * Math.log(rho / L);
   };
-  const a = truncated(4000);
-  const b = truncated(8000);
+  const a = truncated(N);
+  const b = truncated(2 * N);
   return (4 * b - a) / 3;
 }
 
@@ -267,4 +278,37 @@ export function periodicPotential(box: PeriodicBox, p: PointMasses, G: number): 
     phi[i] = -G * s;
   }
   return phi;
+}
+
+/**
+ * Brute-force image sum for 2 periodic axes (p, q), no splitting at all: the images within |i|, |j| <= N, minus
+ * the same region's continuum (exact: the potential of a uniform rectangle, x ln(y + R) + y ln(x + R) -
+ * w atan(x y / (w R))), plus the continuum's regular part -2 pi |w| / A (the sheet convention); the remainder
+ * falls as 1/N + 1/N^2 and is extrapolated away from N, 2N and 4N. A check of Parry's sum and of the sheet
+ * convention.
+ */
+export function sheetImageSum(box: PeriodicBox, r: [number, number, number], N = 100): number {
+  const per = periodicAxesOf(box);
+  if (per.length !== 2) throw new RangeError('sheetImageSum: needs exactly two periodic axes');
+  const [p, q] = per;
+  const w = [0, 1, 2].find((d) => !box.periodic[d])!;
+  const Lp = box.L[p];
+  const Lq = box.L[q];
+  const z = Math.abs(r[w]);
+  const F = (x: number, y: number) => {
+    const R = Math.hypot(x, y, z);
+    return x * Math.log(y + R) + y * Math.log(x + R) - (z > 0 ? z * Math.atan((x * y) / (z * R)) : 0);
+  };
+  const truncated = (n: number) => {
+    let s = 0;
+    for (let i = -n; i <= n; i++)
+      for (let j = -n; j <= n; j++) s += 1 / Math.hypot(r[p] + i * Lp, r[q] + j * Lq, z);
+    // continuum over the images' cells: x' in [-(n + 1/2) Lp, (n + 1/2) Lp] around the target's offset
+    const x1 = r[p] - (n + 0.5) * Lp, x2 = r[p] + (n + 0.5) * Lp;
+    const y1 = r[q] - (n + 0.5) * Lq, y2 = r[q] + (n + 0.5) * Lq;
+    const cont = (F(x2, y2) - F(x1, y2) - F(x2, y1) + F(x1, y1)) / (Lp * Lq);
+    return s - cont - ((2 * Math.PI) / (Lp * Lq)) * z;
+  };
+  const [a, b, c] = [truncated(N), truncated(2 * N), truncated(4 * N)];
+  return (4 * (2 * c - b) - (2 * b - a)) / 3;
 }
