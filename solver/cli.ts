@@ -6,7 +6,7 @@
 import { parseArgs } from 'node:util';
 import { AmrgravError } from './errors.js';
 import { UsageError, choiceArg, intArg, numberArg } from './args.js';
-import type { SolverOptions } from './options.js';
+import type { BoundaryChoice, SolverOptions } from './options.js';
 import { abortAllRanks, mpiWorld } from './mpiWorld.js';
 
 const HELP: Record<string, string> = {
@@ -14,6 +14,7 @@ const HELP: Record<string, string> = {
 
 Usage:
   amrgrav validate maclaurin [options]   MacLaurin-spheroid validation against the analytic potential
+  amrgrav validate periodic [options]    periodic and partly periodic boxes (Ewald) against analytic potentials
   amrgrav bench [options]                time solves on a uniform grid or the MacLaurin mesh
   amrgrav solve IN.h5 -o OUT.h5          solve a 3-D FLASH file; writes a copy with 'gpot' added
   amrgrav make maclaurin|sphere|uniform -o FILE.h5   write a test problem as a FLASH checkpoint
@@ -35,6 +36,23 @@ solved with locally essential trees; rank 0 prints, and the JSON carries "ranks"
   --leaf-size N    most cells in a tree leaf                                       [16]
   --G VALUE        gravitational constant                                          [6.674e-8]
   --json           print JSON only`,
+  periodic: `amrgrav validate periodic [options]
+
+Periodic boxes (Ewald-corrected walk, CPU backend). FLASH's tree-solver tests and two more:
+  sine           rho0 (1 + A sin(k.x)) along x, fully periodic unit box (FLASH passes at 2e-3)
+  sine-diagonal  the same along the body diagonal k = 2 pi (1, 1, 1)
+  layer          rho0 sech^2(z/H), periodic in x and y (FLASH passes at 2e-3)
+  cylinder       Ostriker's isothermal cylinder, periodic along z (FLASH passes at 5e-3)
+  multimode      a smooth random-phase multi-mode density against its FFT solution
+  points         random point masses against an independent Ewald sum, theta 0.75 .. 0.1
+Errors: maxError = max |phi - ref| / max |ref|, l2Error, and maxDiffError (means removed, over the range of
+ref: potential differences). Constants: fully periodic potentials have zero mean (compare maxDiffError);
+the layer and the cylinder are compared absolutely (sheet and line conventions, see ewald/README.md).
+
+  --problem P      one of the above, or all                                        [all]
+  --n N            cells per wavelength (sine), across the height (layer), across (cylinder), per side
+                   (multimode); points: 10 N masses                                [32]
+`,
   validate: `amrgrav validate maclaurin [options]
 
 Homogeneous oblate MacLaurin spheroid (semi-axes a1 = a2, a3 = a1 sqrt(1 - e^2)) centred in the unit box,
@@ -59,7 +77,8 @@ per phase, backend and the energy W = 1/2 sum m phi (erg).
 
   -o, --output F   output file (required; must differ from IN.h5)
   --var NAME       density variable, g/cm^3                                        [dens]
-  --boundary B     isolated (potential -> 0 at infinity; the only one so far)      [isolated]
+  --boundary B     isolated (potential -> 0 at infinity), periodic (all axes, zero-mean potential), or the
+                   periodic axes, e.g. xy (a layer) or z (a cylinder); the file's domain is the box  [isolated]
 `,
   make: `amrgrav make maclaurin|sphere|uniform -o FILE.h5 [options]
 
@@ -157,11 +176,14 @@ async function validate(argv: string[]): Promise<void> {
       direct: { type: 'boolean' },
       sweep: { type: 'boolean' },
       plot: { type: 'string' },
+      problem: { type: 'string' },
+      n: { type: 'string' },
     },
   });
-  if (values.help) return void console.log(`${HELP.validate}\n${HELP.solver}`);
   const problem = positionals[0] ?? 'maclaurin';
-  if (problem !== 'maclaurin') throw new UsageError(`unknown validation problem '${problem}' (known: maclaurin)`);
+  if (problem === 'periodic') return validatePeriodic(values);
+  if (values.help) return void console.log(`${HELP.validate}\n${HELP.periodic}\n${HELP.solver}`);
+  if (problem !== 'maclaurin') throw new UsageError(`unknown validation problem '${problem}' (known: maclaurin, periodic)`);
   const { runMaclaurin, sweepMaclaurin } = await import('../validation/maclaurinRun.js');
   const setup = {
     levels: intArg('levels', values.levels, 5, 1, 12),
@@ -207,6 +229,44 @@ async function validate(argv: string[]): Promise<void> {
   console.log(`  mean relative error  ${fmt(r.meanRelError)}`);
   console.log(`  interactions/cell    ${Math.round(r.interactionsPerCell)}`);
   console.log(`  solve time           ${fmt(r.seconds)} s`);
+}
+
+async function validatePeriodic(values: Record<string, string | boolean | undefined>): Promise<void> {
+  if (values.help) return void console.log(`${HELP.periodic}\n${HELP.solver}`);
+  const { periodicProblems, runPeriodicProblem } = await import('../validation/periodicRun.js');
+  const which = choiceArg('problem', values.problem as string | undefined, 'all', ['all', ...periodicProblems] as const);
+  const n = intArg('n', values.n as string | undefined, 32, 4, 512);
+  const solver = { ...solverOptions(values), backend: 'cpu' as const };
+  const names = which === 'all' ? periodicProblems : [which];
+  const reports = [];
+  for (const name of names) reports.push(await runPeriodicProblem(name, n, solver));
+  if (values.json) return void console.log(JSON.stringify(reports.flat()));
+  const grids = reports.flat().filter((r) => 'maxError' in r);
+  if (grids.length) {
+    console.log(`periodic validation, theta ${solver.theta}, order ${solver.order}, CPU backend`);
+    console.log(
+      table(
+        grids.map((r) => ({
+          problem: r.problem,
+          cells: r.cells,
+          maxError: r.maxError,
+          maxDiffError: r.maxDiffError,
+          l2Error: r.l2Error,
+          'FLASH tol': r.flashTolerance ?? '-',
+          'below FLASH': r.marginBelowFlash ? `${r.marginBelowFlash.toFixed(1)}x` : '-',
+          seconds: r.seconds,
+        })),
+      ),
+    );
+    console.log('(fully periodic: FLASH tolerance against maxDiffError, the zero-mean constant being O(h^2) off on a grid;');
+    console.log(' layer, cylinder: against maxError, absolute in the sheet and line conventions)');
+  }
+  for (const r of reports.flat()) {
+    if ('errors' in r) {
+      console.log(`${r.problem} (${r.points}, ${r.boundary}) vs independent Ewald sum: ` +
+        r.errors.map((e) => `theta ${e.theta}: ${fmt(e.maxError)}`).join(', '));
+    }
+  }
 }
 
 async function bench(argv: string[]): Promise<void> {
@@ -270,6 +330,15 @@ function requireOutput(v: string | undefined, command: string): string {
   return v;
 }
 
+/** --boundary: 'isolated', 'periodic', or the periodic axes as letters ('xy', 'z', ...). */
+function boundaryArg(v: string | undefined): BoundaryChoice {
+  if (v === undefined || v === 'isolated' || v === 'periodic') return v ?? 'isolated';
+  if (!/^[xyz]{1,3}$/.test(v) || new Set(v).size !== v.length)
+    throw new UsageError(`--boundary: expected isolated, periodic or periodic axes such as xy or z, got '${v}'`);
+  const axis = (a: string) => (v.includes(a) ? 'periodic' : 'isolated');
+  return { x: axis('x'), y: axis('y'), z: axis('z') };
+}
+
 async function solve(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -284,14 +353,12 @@ async function solve(argv: string[]): Promise<void> {
   if (values.help) return void console.log(`${HELP.solve}\n${HELP.solver}`);
   if (positionals.length !== 1) throw new UsageError(`solve: expected one input file, got ${positionals.length}`);
   const output = requireOutput(values.output, 'solve');
-  if (values.boundary !== undefined && values.boundary !== 'isolated') {
-    throw new UsageError(`--boundary: only 'isolated' is implemented (periodic boundaries are not yet), got '${values.boundary}'`);
-  }
+  const boundary = boundaryArg(values.boundary);
   const { solveFlashFile } = await import('./solveFile.js');
   const { createProgress, progressWanted } = await import('./progress.js');
   const r = await solveFlashFile(positionals[0], output, {
     densityVar: values.var ?? 'dens',
-    solver: { ...solverOptions(values), boundary: 'isolated' },
+    solver: { ...solverOptions(values), boundary },
     progress: createProgress(progressWanted(!!values.json)),
   });
   if (values.json) return void console.log(JSON.stringify(r));

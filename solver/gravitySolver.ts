@@ -2,8 +2,8 @@
  * GravitySolver: the public entry. Resolves options once, picks the backend, and runs solves on plain cell arrays
  * or on an AMR mesh (writing the potential, and accelerations if asked, back into block variables).
  */
-import { InvalidInputError, NoDeviceError, fromNativeError } from './errors.js';
-import { resolveOptions, type ResolvedOptions, type SolverOptions } from './options.js';
+import { InvalidInputError, InvalidOptionError, NoDeviceError, fromNativeError } from './errors.js';
+import { periodicAxes, resolveOptions, type ResolvedOptions, type SolverOptions } from './options.js';
 import { toNativeCells, type Box, type CellInput } from './cells.js';
 import {
   loadNative,
@@ -44,6 +44,8 @@ export interface SolveStats {
   ranks: number;
   /** This rank's share of a distributed solve: LET bytes, exchange and overlap times (absent otherwise). */
   distributed?: NativeDistributedStats;
+  /** Periodic solves: where the Ewald table came from and how long getting it took (s); 'none' when isolated. */
+  ewaldTable: { source: 'none' | 'memory' | 'disk' | 'built'; seconds: number };
 }
 
 export interface SolveResult {
@@ -55,7 +57,10 @@ export interface SolveResult {
 }
 
 export interface CellSolveOptions {
-  /** Cells must lie in this box (an error otherwise); the tree's root cube starts at its lower corner. */
+  /**
+   * Cells must lie in this box (an error otherwise); the tree's root cube starts at its lower corner. Required
+   * with periodic boundaries: its sides are the periods.
+   */
   box?: Box;
   /**
    * Arrays that receive the results (Float64Array, one element per cell; `accelerations` only when the solver
@@ -94,10 +99,12 @@ export class GravitySolver {
   private readonly backendReason: string;
   /** Tree solves are collectives over the MPI world (option `distributed` under mpirun with several ranks). */
   private readonly distributed: boolean;
+  private readonly periodic: [boolean, boolean, boolean];
 
   /**
    * @param options see {@link SolverOptions}; defaults: theta 0.5, order 2, G 6.674e-8 (cgs), backend 'auto'.
-   * @throws InvalidOptionError for a bad option; NoDeviceError for backend 'cuda' without a CUDA build or GPU;
+   * @throws InvalidOptionError for a bad option (and for periodic boundaries with backend 'cuda': the Ewald walk
+   *   is CPU-only so far; 'auto' picks the CPU); NoDeviceError for backend 'cuda' without a CUDA build or GPU;
    *   NativeLoadError when the addon is missing.
    * @example
    * const solver = new GravitySolver({ theta: 0.5 });
@@ -105,14 +112,27 @@ export class GravitySolver {
    */
   constructor(options: SolverOptions = {}) {
     this.options = resolveOptions(options);
+    this.periodic = periodicAxes(this.options.boundary);
+    const periodic = this.periodic.some((p) => p);
     this.native = loadNative();
     const features = nativeFeatures();
     this.distributed = this.options.distributed !== false && mpiWorld().size > 1;
+    if (this.distributed && periodic) {
+      throw new InvalidOptionError(
+        "option 'boundary': periodic boundaries are not distributed over MPI ranks yet (locally essential trees are " +
+          'chosen with the isolated MAC); run on one rank or set distributed: false',
+      );
+    }
     if (this.distributed) {
       if (this.options.backend === 'cuda')
         throw new NoDeviceError("backend 'cuda' was requested, but distributed solves run on the CPU backend for now");
       this.backend = 'cpu';
       this.backendReason = 'distributed: the LET solve runs on the CPU backend';
+    } else if (periodic && this.options.backend === 'cuda') {
+      throw new InvalidOptionError("option 'boundary': periodic boundaries are not on the CUDA backend yet; use backend 'cpu' or 'auto'");
+    } else if (periodic && this.options.backend === 'auto') {
+      this.backend = 'cpu';
+      this.backendReason = 'auto: periodic boundaries run on the CPU backend (no CUDA Ewald walk yet)';
     } else if (this.options.backend === 'cuda') {
       if (!features.cuda) throw new NoDeviceError(`backend 'cuda' was requested but ${features.cudaReason}`);
       this.backend = 'cuda';
@@ -158,6 +178,7 @@ export class GravitySolver {
    * `distributed`, default on) this is a collective: every rank calls it with its own cells (any number, zero
    * included) and gets, at those cells, the potential of all ranks' cells. Bad input on one rank makes it throw on
    * every rank, with that rank's message.
+   * @throws InvalidOptionError for periodic boundaries without `box`; InvalidInputError for cells outside the box.
    */
   async solveCells(cells: CellInput, opts: CellSolveOptions = {}): Promise<SolveResult> {
     return this.run('tree', cells, opts);
@@ -174,6 +195,11 @@ export class GravitySolver {
   private async run(method: 'tree' | 'direct', cells: CellInput, opts: CellSolveOptions): Promise<SolveResult> {
     const callerStack = new Error().stack;
     const distributed = this.distributed && method === 'tree';
+    if (this.periodic.some((p) => p) && !opts.box) {
+      throw new InvalidOptionError(
+        "option 'boundary': periodic boundaries need the box (its sides are the periods): pass solveCells(cells, { box })",
+      );
+    }
     const o = this.options;
     let nc: ReturnType<typeof toNativeCells>;
     let out: NativeOutputs | undefined;
@@ -207,6 +233,8 @@ export class GravitySolver {
       selfPotential: o.selfPotential,
       accelerations: o.accelerations,
       threads: o.threads,
+      periodic: this.periodic,
+      ewaldResolution: o.ewaldResolution,
       ...(opts.box ? { box: opts.box } : {}),
       distributed,
     };
@@ -263,6 +291,7 @@ export class GravitySolver {
       treeDepth: s.treeDepth,
       ranks: s.distributed?.ranks ?? 1,
       ...(s.distributed ? { distributed: s.distributed } : {}),
+      ewaldTable: { source: s.ewaldTableSource ?? 'none', seconds: s.secondsEwaldTable ?? 0 },
     };
     const result: SolveResult = { potential: r.potential, stats };
     if (r.ax && r.ay && r.az) result.accelerations = { x: r.ax, y: r.ay, z: r.az };

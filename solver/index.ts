@@ -5,8 +5,10 @@ export { GravitySolver } from './gravitySolver.js';
 export type { SolveResult, SolveStats, CellSolveOptions, MeshSolveOptions } from './gravitySolver.js';
 export { GravityModule } from './gravityModule.js';
 export type { GravityModuleOptions, CellLayout, GravityState, GravityStep, GravityTotals } from './gravityModule.js';
-export { defaultOptions, resolveOptions } from './options.js';
-export type { SolverOptions, BackendChoice, MacChoice, WalkChoice, BoundaryChoice } from './options.js';
+export { defaultOptions, resolveOptions, periodicAxes } from './options.js';
+export type { SolverOptions, BackendChoice, MacChoice, WalkChoice, BoundaryChoice, AxisBoundary } from './options.js';
+export { ewaldTable, ewaldCacheDir } from '../ewald/index.js';
+export type { EwaldTableRequest, EwaldTableInfo } from '../ewald/index.js';
 export type { CellInput, Box } from './cells.js';
 export {
   AmrgravError,

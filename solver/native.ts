@@ -30,6 +30,9 @@ export interface NativeOptions {
   selfPotential: boolean;
   accelerations: boolean;
   threads: number;
+  /** Periodic axes [x, y, z]; any periodic axis needs `box`. */
+  periodic: [boolean, boolean, boolean];
+  ewaldResolution: number;
   box?: { lo: [number, number, number]; hi: [number, number, number] };
   /** A collective tree solve over the MPI world (see native/mpi/distributed_solve.h). */
   distributed?: boolean;
@@ -52,6 +55,8 @@ export interface NativeStats {
   leaves: number;
   groups: number;
   treeDepth: number;
+  secondsEwaldTable: number;
+  ewaldTableSource: 'none' | 'memory' | 'disk' | 'built';
   /** Present after a distributed solve over more than one rank. */
   distributed?: NativeDistributedStats;
 }
@@ -115,7 +120,35 @@ export interface NativeOutputs {
   az?: Float64Array;
 }
 
+/** What ewaldTable() returns: the table's grid and provenance, and values at the points `at` if given. */
+export interface NativeEwaldTable {
+  n: [number, number, number];
+  h: [number, number, number];
+  points: number;
+  bytes: number;
+  secondsBuild: number;
+  secondsLoad: number;
+  source: 'memory' | 'disk' | 'built';
+  cachePath: string;
+  cacheNote: string;
+  /** Per point: C, dC/dx, dC/dy, dC/dz from the table. */
+  lookup?: Float64Array;
+  /** Per point: the 20 exact coefficients (C, gradient, Hessian, third derivatives). */
+  exact?: Float64Array;
+}
+
+export interface NativeEwaldRequest {
+  L: [number, number, number];
+  periodic: [boolean, boolean, boolean];
+  resolution?: number;
+  threads?: number;
+  memoryCache?: boolean;
+  at?: Float64Array;
+  exact?: boolean;
+}
+
 export interface NativeAddon {
+  ewaldTable(request: NativeEwaldRequest): NativeEwaldTable;
   solve(cells: NativeCells, options: NativeOptions, out?: NativeOutputs): Promise<NativeResult>;
   direct(cells: NativeCells, options: NativeOptions, out?: NativeOutputs): Promise<NativeResult>;
   features(): NativeFeatures;

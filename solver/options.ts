@@ -12,8 +12,20 @@ export type MacChoice = 'barnes' | 'bonsai';
 /** How a group of cells decides a node is acceptable: 'box' (its bounding box) or 'vote' (every cell votes). */
 export type WalkChoice = 'box' | 'vote';
 
-/** Boundary conditions. Only isolated boundaries exist so far (periodic boxes come with the Ewald work). */
-export type BoundaryChoice = 'isolated';
+/** One axis's boundary. */
+export type AxisBoundary = 'periodic' | 'isolated';
+
+/**
+ * Boundary conditions: 'isolated' (phi -> 0 at infinity), 'periodic' (all three axes), or per axis, e.g.
+ * `{ x: 'periodic', y: 'periodic', z: 'isolated' }` for a layer. Periodic solves need the box (its sides are the
+ * periods). Conventions of the potential's constant (see ewald/README.md):
+ * - 3 periodic axes: the mean density is removed and the potential has zero mean over the box;
+ * - 2 periodic axes (x, y): nothing is removed; the potential averaged over a plane z = const is
+ *   2 pi G integral Sigma(z') |z - z'| dz' exactly (Sigma the mass per unit area), no further constant;
+ * - 1 periodic axis of period L: the potential averaged along the axis is -2 G sum_j (m_j / L) ln(rho_j / L),
+ *   rho_j the distance from the line through cell j.
+ */
+export type BoundaryChoice = 'isolated' | 'periodic' | { x: AxisBoundary; y: AxisBoundary; z: AxisBoundary };
 
 export interface SolverOptions {
   /** Opening angle theta of the MAC d > l/theta + delta; (0, 1]. Smaller is more accurate and slower. Default 0.5. */
@@ -32,8 +44,14 @@ export interface SolverOptions {
   G?: number;
   /** Backend. Default 'auto'. */
   backend?: BackendChoice;
-  /** Boundary conditions. Default 'isolated' (potential -> 0 at infinity). */
+  /** Boundary conditions, see {@link BoundaryChoice}. Default 'isolated' (potential -> 0 at infinity). */
   boundary?: BoundaryChoice;
+  /**
+   * Ewald table points per half period of the shortest periodic side, [4, 512]. 28 (the default) interpolates
+   * the image correction to ~1e-7 of 1/L; the table is built once per box shape (~1 s) and cached on disk
+   * ($AMRGRAV_CACHE_DIR, else $XDG_CACHE_HOME/amrgrav or ~/.cache/amrgrav). Default 28.
+   */
+  ewaldResolution?: number;
   /** Also compute accelerations -grad(phi) (cm s^-2) in the same walk. Default false. */
   accelerations?: boolean;
   /** Add each cell's own potential as a uniform cube, -2.3800774 G m / h. Default true. */
@@ -62,6 +80,7 @@ export const defaultOptions: ResolvedOptions = Object.freeze({
   G: 6.674e-8,
   backend: 'auto',
   boundary: 'isolated',
+  ewaldResolution: 28,
   accelerations: false,
   selfPotential: true,
   leafSize: 16,
@@ -89,8 +108,9 @@ export function resolveOptions(options: SolverOptions = {}): ResolvedOptions {
   if (typeof o.G !== 'number' || !Number.isFinite(o.G) || o.G <= 0) throw invalidOption('G', 'a finite number > 0', o.G);
   if (o.backend !== 'auto' && o.backend !== 'cpu' && o.backend !== 'cuda')
     throw invalidOption('backend', "'auto', 'cpu' or 'cuda'", o.backend);
-  if (o.boundary !== 'isolated')
-    throw invalidOption('boundary', "'isolated' (periodic boundaries are not implemented yet)", o.boundary);
+  periodicAxes(o.boundary as BoundaryChoice);
+  if (!isInt(o.ewaldResolution) || o.ewaldResolution < 4 || o.ewaldResolution > 512)
+    throw invalidOption('ewaldResolution', 'an integer in [4, 512]', o.ewaldResolution);
   if (typeof o.accelerations !== 'boolean') throw invalidOption('accelerations', 'a boolean', o.accelerations);
   if (typeof o.selfPotential !== 'boolean') throw invalidOption('selfPotential', 'a boolean', o.selfPotential);
   if (!isInt(o.leafSize) || o.leafSize < 1 || o.leafSize > 256) throw invalidOption('leafSize', 'an integer in [1, 256]', o.leafSize);
@@ -100,4 +120,24 @@ export function resolveOptions(options: SolverOptions = {}): ResolvedOptions {
   if (o.distributed !== 'auto' && typeof o.distributed !== 'boolean')
     throw invalidOption('distributed', "'auto', true or false", o.distributed);
   return o as ResolvedOptions;
+}
+
+/**
+ * The periodic axes [x, y, z] of a boundary choice.
+ * @throws InvalidOptionError for anything but 'isolated', 'periodic' or {x, y, z} of 'periodic' | 'isolated'.
+ */
+export function periodicAxes(boundary: BoundaryChoice): [boolean, boolean, boolean] {
+  const expected = "'isolated', 'periodic' or { x, y, z } each 'periodic' or 'isolated'";
+  if (boundary === 'isolated') return [false, false, false];
+  if (boundary === 'periodic') return [true, true, true];
+  if (boundary === null || typeof boundary !== 'object') throw invalidOption('boundary', expected, boundary);
+  const keys = Object.keys(boundary);
+  const axes = (['x', 'y', 'z'] as const).map((a) => {
+    const v = (boundary as Record<string, unknown>)[a];
+    if (v !== 'periodic' && v !== 'isolated') throw invalidOption(`boundary.${a}`, "'periodic' or 'isolated'", v);
+    return v === 'periodic';
+  });
+  const extra = keys.filter((k) => !['x', 'y', 'z'].includes(k));
+  if (extra.length) throw invalidOption('boundary', `only the keys x, y, z (${expected})`, extra[0]);
+  return axes as [boolean, boolean, boolean];
 }

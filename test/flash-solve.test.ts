@@ -108,7 +108,7 @@ function cli(...args: string[]) {
 }
 
 describe('the CLI', () => {
-  it('make, solve --json --accel, plot; --help for each; a clear refusal of --boundary periodic', () => {
+  it('make, solve --json --accel, plot, solve --boundary periodic; --help for each; a clear refusal of a bad --boundary', () => {
     const dir = tempDir();
     const f = join(dir, 's.h5');
     const made = JSON.parse(execFileSync(process.execPath, [CLI, 'make', 'sphere', '-o', f, '--levels', '3', '--json'], { encoding: 'utf8' }));
@@ -121,9 +121,15 @@ describe('the CLI', () => {
     expect(report.cells).toBe(made.cells);
     expect(report.energy).toBeLessThan(0);
     expect(r.stderr).not.toMatch(/\[#/); // no progress bar when not on a terminal
-    const bad = cli('solve', f, '-o', join(dir, 'p.h5'), '--boundary', 'periodic');
+    const bad = cli('solve', f, '-o', join(dir, 'p.h5'), '--boundary', 'xx');
     expect(bad.status).toBe(2);
-    expect(bad.stderr).toMatch(/--boundary: only 'isolated'/);
+    expect(bad.stderr).toMatch(/--boundary: expected isolated, periodic or periodic axes such as xy or z, got 'xx'/);
+    // a fully periodic solve of the same file (its domain is the box) runs, and its answer is not the isolated one
+    const per = cli('solve', f, '-o', join(dir, 'p.h5'), '--boundary', 'periodic', '--json', '--backend', 'cpu');
+    expect(per.status, per.stderr).toBe(0);
+    const perReport = JSON.parse(per.stdout);
+    expect(perReport.cells).toBe(made.cells);
+    expect(perReport.energy).not.toBeCloseTo(report.energy, 15);
     const missing = cli('solve', f);
     expect(missing.status).toBe(2);
     expect(missing.stderr).toMatch(/-o FILE/);

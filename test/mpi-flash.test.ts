@@ -52,4 +52,20 @@ describe('solve a FLASH file on several ranks', () => {
     expect(Array.from(b.variables.get('dens')!)).toEqual(Array.from(a.variables.get('dens')!));
     expect(b.variables.get('gacz')!.some((v) => v !== 0)).toBe(true);
   });
+
+  it('periodic boundaries are refused under mpirun with a message that says why, on every rank', async () => {
+    const dir = tempDir();
+    const input = join(dir, 'u.h5');
+    await run('node', [cli, 'make', 'uniform', '--levels', '2', '-o', input, '--json']);
+    const r = await run(
+      'mpirun',
+      ['--allow-run-as-root', '--oversubscribe', '-np', '2', 'node', cli, 'solve', input, '-o', join(dir, 'p.h5'), '--boundary', 'periodic'],
+      { timeout: 60_000 },
+    ).then(
+      () => ({ code: 0, stderr: '' }),
+      (e: { code?: number; stderr?: string }) => ({ code: e.code ?? -1, stderr: e.stderr ?? '' }),
+    );
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/periodic boundaries are not distributed over MPI ranks yet/);
+  });
 });

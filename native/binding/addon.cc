@@ -9,6 +9,7 @@
 
 #include "binding/convert.h"
 #include "binding/mpi_exports.h"
+#include "binding/ewald_binding.h"
 #include "core/backend.h"
 #include "mpi/distributed_solve.h"
 #include "mpi/mpi_world.h"
@@ -108,6 +109,8 @@ Napi::Value startSolve(const Napi::CallbackInfo& info, Mode mode) {
   if (st.ok())
     st = prepareOutputs(env, info.Length() > 2 ? info[2] : env.Undefined(), w->cells.view.n, w->options.accelerations,
                         w->outputs);
+  if (st.ok() && backendName == "cuda" && w->options.anyPeriodic())
+    st = Status::error(ErrorCode::InvalidOption, "periodic boundaries are not on the CUDA backend yet: use backend 'cpu'");
   if (st.ok()) st = pickBackend(backendName, w->slot);
   if (st.ok() && mode == Mode::Tree) st = readDistributed(info.Length() > 1 ? info[1] : env.Undefined(), w->distributed);
   if (!st.ok()) {
@@ -154,6 +157,7 @@ static Napi::Object InitAddon(Napi::Env env, Napi::Object exports) {
   exports.Set("direct", Napi::Function::New(env, direct, "direct"));
   exports.Set("features", Napi::Function::New(env, features, "features"));
   registerMpiExports(env, exports);
+  exports.Set("ewaldTable", Napi::Function::New(env, ewaldTable, "ewaldTable"));
   return exports;
 }
 

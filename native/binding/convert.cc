@@ -99,6 +99,17 @@ Status readOptions(const Napi::Value& value, SolveOptions& opt, std::string& bac
   if (!(st = readBool(o, "selfPotential", opt.selfPotential)).ok()) return st;
   if (!(st = readBool(o, "accelerations", opt.accelerations)).ok()) return st;
   if (!(st = readInt(o, "threads", opt.threads)).ok()) return st;
+  if (!(st = readInt(o, "ewaldResolution", opt.ewaldResolution)).ok()) return st;
+  if (o.Has("periodic") && !o.Get("periodic").IsUndefined()) {
+    Napi::Value p = o.Get("periodic");
+    if (!p.IsArray() || p.As<Napi::Array>().Length() != 3)
+      return invalidOption("option 'periodic' must be [x, y, z] booleans");
+    for (uint32_t d = 0; d < 3; ++d) {
+      Napi::Value e = p.As<Napi::Array>().Get(d);
+      if (!e.IsBoolean()) return invalidOption("option 'periodic' must be [x, y, z] booleans");
+      opt.periodic[d] = e.As<Napi::Boolean>().Value();
+    }
+  }
   if (o.Has("mac") && !o.Get("mac").IsUndefined()) {
     Napi::Value m = o.Get("mac");
     std::string s = m.IsString() ? m.As<Napi::String>().Utf8Value() : std::string();
@@ -171,6 +182,9 @@ Napi::Object resultToJs(Napi::Env env, const SolveResult& r, const char* backend
   s.Set("leaves", double(t.leaves));
   s.Set("groups", double(t.groups));
   s.Set("treeDepth", t.treeDepth);
+  s.Set("secondsEwaldTable", t.secondsEwaldTable);
+  static const char* sources[4] = {"none", "memory", "disk", "built"};
+  s.Set("ewaldTableSource", sources[t.ewaldTableSource & 3]);
   if (t.distributed.ranks > 1) s.Set("distributed", distributedStatsToJs(env, t.distributed));
   o.Set("stats", s);
   return o;

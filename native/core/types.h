@@ -50,6 +50,11 @@ struct SolveOptions {
   bool hasBox = false;     ///< when true, cells must lie in [boxLo, boxHi] and the tree's root cube starts at boxLo
   double boxLo[3] = {0, 0, 0};
   double boxHi[3] = {0, 0, 0};
+  /// Periodic axes (x, y, z). Any periodic axis needs the box, whose sides are the periods; the walk then adds
+  /// the Ewald correction of the images (core/ewald_lookup_k.h), with the mean density removed when all three are.
+  bool periodic[3] = {false, false, false};
+  int ewaldResolution = 28;  ///< Ewald table points per half period of the shortest periodic side, [4, 512]
+  bool anyPeriodic() const { return periodic[0] || periodic[1] || periodic[2]; }
 };
 
 /// The distributed part of a solve (zeros in a single-process solve).
@@ -75,6 +80,8 @@ struct SolveStats {
   std::uint64_t nodes = 0, leaves = 0, groups = 0;
   int threads = 1;
   int treeDepth = 0;
+  double secondsEwaldTable = 0;  ///< getting the Ewald table (memory, disk or build); 0 for isolated solves
+  int ewaldTableSource = 0;      ///< 0 none, 1 this process's memory, 2 disk cache, 3 built
   DistributedStats distributed;
 };
 

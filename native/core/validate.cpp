@@ -31,6 +31,10 @@ Status validateOptions(const SolveOptions& o) {
   if (o.leafSize < 1 || o.leafSize > 256) return bad("leafSize must be in [1, 256], got " + std::to_string(o.leafSize));
   if (o.groupSize < 1 || o.groupSize > 256) return bad("groupSize must be in [1, 256], got " + std::to_string(o.groupSize));
   if (o.threads < 0 || o.threads > 4096) return bad("threads must be in [0, 4096], got " + std::to_string(o.threads));
+  if (o.anyPeriodic() && !o.hasBox)
+    return bad("periodic boundaries need the box (its sides are the periods): pass the box of the domain");
+  if (o.ewaldResolution < 4 || o.ewaldResolution > 512)
+    return bad("ewaldResolution must be in [4, 512], got " + std::to_string(o.ewaldResolution));
   if (o.hasBox) {
     for (int d = 0; d < 3; ++d) {
       if (!(std::isfinite(o.boxLo[d]) && std::isfinite(o.boxHi[d]) && o.boxHi[d] > o.boxLo[d]))

@@ -5,6 +5,7 @@
 #include <new>
 
 #include "core/backend.h"
+#include "core/ewald_walk.h"
 #include "core/tree.h"
 #include "core/validate.h"
 #include "cpu/cpu_walk.h"
@@ -45,6 +46,10 @@ class CpuBackend final : public Backend {
     if (!st.ok()) return st;
     st = validateCells(cells, opt);
     if (!st.ok()) return st;
+    if (direct && opt.anyPeriodic())
+      return Status::error(ErrorCode::InvalidOption,
+                           "direct summation is for isolated boundaries; for periodic ones use the tree at small theta "
+                           "(validation/ewaldReference.ts holds an independent Ewald sum)");
     const ResultTargets into = out.into;
     out = SolveResult{};
     out.into = into;
@@ -82,9 +87,16 @@ class CpuBackend final : public Backend {
       for (std::size_t i = 0; i < tree.nodeCount(); ++i) out.stats.leaves += tree.isLeaf(i) ? 1 : 0;
       out.stats.treeDepth = tree.depth;
       tb = Clock::now();
+      EwaldWalk ewald;
+      if (opt.anyPeriodic()) {
+        st = prepareEwaldTable(opt, sorted.scale, threads, ewald, out.stats);
+        if (!st.ok()) return st;
+        ewald.nodeS = nodeSecondMoments(sorted, tree);
+      }
+      tb = Clock::now();
       const Groups groups = makeGroups(sorted, opt.groupSize);
       out.stats.groups = groups.size();
-      if (n > 0) walkAllGroups(tree, sorted, groups, opt, threads, wo);
+      if (n > 0) walkAllGroups(tree, sorted, groups, opt, threads, wo, opt.anyPeriodic() ? &ewald : nullptr);
       out.stats.secondsWalk = since(tb);
     }
     out.stats.approxInteractions = wo.approx;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <vector>
 
+#include "core/ewald_walk.h"
 #include "core/interact_k.h"
 #include "core/mac_k.h"
 #include "cpu/cpu_walk.h"
@@ -21,22 +22,29 @@ struct Lists {
   std::vector<std::uint32_t> stack;
   std::vector<double> nx, ny, nz, nm, q0, q1, q2, q3, q4, q5;  // accepted nodes
   std::vector<double> cx, cy, cz, cm;                          // cells of opened leaves
+  std::vector<double> ns;                 // accepted nodes' second moments (periodic walks only)
+  const EwaldWalk* ewald = nullptr;       // periodic walks: table and moments; null when isolated
   void clear() {
-    for (auto* v : {&nx, &ny, &nz, &nm, &q0, &q1, &q2, &q3, &q4, &q5, &cx, &cy, &cz, &cm}) v->clear();
+    for (auto* v : {&nx, &ny, &nz, &nm, &q0, &q1, &q2, &q3, &q4, &q5, &cx, &cy, &cz, &cm, &ns}) v->clear();
   }
 };
 
-/// The warp vote (WalkKind::Vote): every cell of the group tests the node against its own centre.
-bool everyCellAccepts(const SourceTree& t, std::uint32_t i, const SortedCells& c, std::uint32_t b, std::uint32_t n) {
+/// The warp vote (WalkKind::Vote): every cell of the group tests the node (centre of mass com) against its own centre.
+bool everyCellAccepts(const SourceTree& t, const double* com, std::uint32_t i, const SortedCells& c, std::uint32_t b,
+                      std::uint32_t n) {
   for (std::uint32_t j = b; j < b + n; ++j) {
     const double p[3] = {c.x[j], c.y[j], c.z[j]};
-    if (!macAccepts(t.com[3 * i], t.com[3 * i + 1], t.com[3 * i + 2], t.macRadius[i], p, p)) return false;
+    if (!macAccepts(com[0], com[1], com[2], t.macRadius[i], p, p)) return false;
   }
   return true;
 }
 
 /// Interaction lists of group gi (cells of `c`) against the sources of `t`; accepted nodes carry their quadrupole
 /// as is (forces) or, for the potential-only kernel, as half-upper coefficients (core/interact_k.h).
+/// Periodic: a node is seen through its image nearest the group (the MAC uses that distance), and a node whose
+/// other images are too close, or whose separations leave the table (core/ewald_lookup_k.h periodicNodeImage), is
+/// opened whatever the MAC.
+template <bool Periodic>
 void buildLists(const SourceTree& t, const SortedCells& c, const Groups& g, std::size_t gi, bool vote, bool halfUpper,
                 Lists& L) {
   const double* glo = &g.lo[3 * gi];
@@ -48,11 +56,15 @@ void buildLists(const SourceTree& t, const SortedCells& c, const Groups& g, std:
     const std::uint32_t i = L.stack.back();
     L.stack.pop_back();
     if (t.mass[i] <= 0.0) continue;  // nothing to add (and an empty node has no meaningful com)
+    double com[3] = {t.com[3 * i], t.com[3 * i + 1], t.com[3 * i + 2]};
+    // periodic: the node's image nearest the group, or must it be opened (its images too close, off the table)?
+    const bool mustOpen = Periodic && !periodicNodeImage(L.ewald->view, glo, ghi, &t.com[3 * i], t.macRadius[i], com);
     // what the box accepts every cell accepts (each cell is in the box), so the vote only revisits box rejections
-    if (macAccepts(t.com[3 * i], t.com[3 * i + 1], t.com[3 * i + 2], t.macRadius[i], glo, ghi) ||
-        (vote && everyCellAccepts(t, i, c, g.begin[gi], g.count[gi]))) {
-      L.nx.push_back(t.com[3 * i]); L.ny.push_back(t.com[3 * i + 1]); L.nz.push_back(t.com[3 * i + 2]);
+    if (!mustOpen && (macAccepts(com[0], com[1], com[2], t.macRadius[i], glo, ghi) ||
+                      (vote && everyCellAccepts(t, com, i, c, g.begin[gi], g.count[gi])))) {
+      L.nx.push_back(com[0]); L.ny.push_back(com[1]); L.nz.push_back(com[2]);
       L.nm.push_back(t.mass[i]);
+      if (Periodic) L.ns.push_back(L.ewald->nodeS[i]);
       double h[6];
       const double* q = &t.quad[6 * i];
       if (halfUpper) {
@@ -74,7 +86,7 @@ void buildLists(const SourceTree& t, const SortedCells& c, const Groups& g, std:
   }
 }
 
-template <int Order, bool Accel>
+template <int Order, bool Accel, bool Periodic>
 inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const double* tx, const double* ty, const double* tz, int nt, double* phi,
                    double* gx, double* gy, double* gz) {
   double p[kMaxGroup], fx[kMaxGroup], fy[kMaxGroup], fz[kMaxGroup], qx[kMaxGroup], qy[kMaxGroup], qz[kMaxGroup];
@@ -90,10 +102,31 @@ inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const d
                                      qy[i], qz[i]);
       else nodeCellPotential<double, Order>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, q, p[i]);
     }
+    if (Periodic) {  // the node's other images; its com is already the image nearest the group
+      const EwaldTableView v = L.ewald->view;  // a local copy: provably not aliased by the outputs
+      // the correction takes the plain quadrupole; the potential-only list holds half-upper coefficients (exact x2)
+      const double qf[6] = {Accel ? q[0] : 2 * q[0], q[1], q[2], Accel ? q[3] : 2 * q[3], q[4], Accel ? q[5] : 2 * q[5]};
+#pragma GCC ivdep
+      for (int i = 0; i < nt; ++i)
+        ewaldNodeCorrection<Order, Accel>(v, tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, qf, L.ns[k], p[i], fx[i], fy[i], fz[i]);
+    }
   }
   const std::size_t nc = L.cm.size();
   for (std::size_t k = 0; k < nc; ++k) {
     const double sx = L.cx[k], sy = L.cy[k], sz = L.cz[k], sm = L.cm[k];
+    if (Periodic) {  // each pair through its nearest image, plus the other images (C(0) for the cell itself)
+      const EwaldTableView v = L.ewald->view;  // a local copy: provably not aliased by the outputs
+#pragma GCC ivdep
+      for (int i = 0; i < nt; ++i) {
+        const double dx = nearestImage(tx[i] - sx, v.period[0], v.invPeriod[0]);
+        const double dy = nearestImage(ty[i] - sy, v.period[1], v.invPeriod[1]);
+        const double dz = nearestImage(tz[i] - sz, v.period[2], v.invPeriod[2]);
+        if (Accel) cellCellForce<double>(dx, dy, dz, sm, p[i], fx[i], fy[i], fz[i]);
+        else cellCellPotential<double>(dx, dy, dz, sm, p[i]);
+        ewaldCellCorrection<Accel>(v, dx, dy, dz, sm, p[i], fx[i], fy[i], fz[i]);
+      }
+      continue;
+    }
 #pragma GCC ivdep
     for (int i = 0; i < nt; ++i) {
       if (Accel) cellCellForce<double>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, p[i], fx[i], fy[i], fz[i]);
@@ -116,23 +149,31 @@ inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const d
 
 using EvalFn = void (*)(const Lists&, const double*, const double*, const double*, int, double*, double*, double*,
                         double*);
-AG_MULTIVERSION void evalPot1(const Lists& L, const double* x, const double* y, const double* z, int n, double* p,
-                              double* gx, double* gy, double* gz) { evaluateLists<1, false>(L, x, y, z, n, p, gx, gy, gz); }
-AG_MULTIVERSION void evalPot2(const Lists& L, const double* x, const double* y, const double* z, int n, double* p,
-                              double* gx, double* gy, double* gz) { evaluateLists<2, false>(L, x, y, z, n, p, gx, gy, gz); }
-AG_MULTIVERSION void evalForce1(const Lists& L, const double* x, const double* y, const double* z, int n, double* p,
-                                double* gx, double* gy, double* gz) { evaluateLists<1, true>(L, x, y, z, n, p, gx, gy, gz); }
-AG_MULTIVERSION void evalForce2(const Lists& L, const double* x, const double* y, const double* z, int n, double* p,
-                                double* gx, double* gy, double* gz) { evaluateLists<2, true>(L, x, y, z, n, p, gx, gy, gz); }
+#define AG_EVAL(NAME, ORDER, ACCEL, PERIODIC)                                                                     \
+  AG_MULTIVERSION void NAME(const Lists& L, const double* x, const double* y, const double* z, int n, double* p,   \
+                            double* gx, double* gy, double* gz) {                                                 \
+    evaluateLists<ORDER, ACCEL, PERIODIC>(L, x, y, z, n, p, gx, gy, gz);                                          \
+  }
+AG_EVAL(evalPot1, 1, false, false)
+AG_EVAL(evalPot2, 2, false, false)
+AG_EVAL(evalForce1, 1, true, false)
+AG_EVAL(evalForce2, 2, true, false)
+AG_EVAL(evalPerPot1, 1, false, true)
+AG_EVAL(evalPerPot2, 2, false, true)
+AG_EVAL(evalPerForce1, 1, true, true)
+AG_EVAL(evalPerForce2, 2, true, true)
+#undef AG_EVAL
 
-template <int Order, bool Accel>
+template <int Order, bool Accel, bool Periodic>
 void walkRange(const SourceTree& t, const SortedCells& c, const Groups& g, std::size_t gb, std::size_t ge, bool vote,
                WalkPass pass, Lists& L, WalkOutput& out, std::uint64_t& approx, std::uint64_t& direct) {
   for (std::size_t gi = gb; gi < ge; ++gi) {
-    buildLists(t, c, g, gi, vote, !Accel, L);
+    buildLists<Periodic>(t, c, g, gi, vote, !Accel, L);
     const std::uint32_t b = g.begin[gi];
     const int nt = int(g.count[gi]);
-    constexpr EvalFn eval = Order == 1 ? (Accel ? evalForce1 : evalPot1) : (Accel ? evalForce2 : evalPot2);
+    constexpr EvalFn eval =
+        Periodic ? (Order == 1 ? (Accel ? evalPerForce1 : evalPerPot1) : (Accel ? evalPerForce2 : evalPerPot2))
+                 : (Order == 1 ? (Accel ? evalForce1 : evalPot1) : (Accel ? evalForce2 : evalPot2));
     if (pass.accumulate) {
       // a further source tree (a LET): its sums are added to the local tree's, tree by tree in a fixed order
       double p[kMaxGroup], fx[kMaxGroup], fy[kMaxGroup], fz[kMaxGroup];
@@ -155,9 +196,10 @@ void walkRange(const SourceTree& t, const SortedCells& c, const Groups& g, std::
 }  // namespace
 
 void walkGroups(const SourceTree& t, const SortedCells& c, const Groups& g, std::size_t gb, std::size_t ge,
-                const SolveOptions& opt, int threads, WalkPass pass, WalkOutput& out) {
+                const SolveOptions& opt, int threads, WalkPass pass, WalkOutput& out, const EwaldWalk* ewald) {
   if (t.nodeCount == 0 || ge <= gb) return;
   std::vector<Lists> lists(std::max(1, threads));
+  for (auto& l : lists) l.ewald = ewald;
   std::atomic<std::uint64_t> approx{0}, direct{0};
   const bool accel = out.gx != nullptr;
   const bool vote = opt.walk == WalkKind::Vote;
@@ -165,12 +207,21 @@ void walkGroups(const SourceTree& t, const SortedCells& c, const Groups& g, std:
     std::uint64_t a = 0, d = 0;
     b += gb;
     e += gb;
-    if (opt.order == 1) {
-      if (accel) walkRange<1, true>(t, c, g, b, e, vote, pass, lists[tid], out, a, d);
-      else walkRange<1, false>(t, c, g, b, e, vote, pass, lists[tid], out, a, d);
+    Lists& L = lists[tid];
+    if (ewald) {
+      if (opt.order == 1) {
+        if (accel) walkRange<1, true, true>(t, c, g, b, e, vote, pass, L, out, a, d);
+        else walkRange<1, false, true>(t, c, g, b, e, vote, pass, L, out, a, d);
+      } else {
+        if (accel) walkRange<2, true, true>(t, c, g, b, e, vote, pass, L, out, a, d);
+        else walkRange<2, false, true>(t, c, g, b, e, vote, pass, L, out, a, d);
+      }
+    } else if (opt.order == 1) {
+      if (accel) walkRange<1, true, false>(t, c, g, b, e, vote, pass, L, out, a, d);
+      else walkRange<1, false, false>(t, c, g, b, e, vote, pass, L, out, a, d);
     } else {
-      if (accel) walkRange<2, true>(t, c, g, b, e, vote, pass, lists[tid], out, a, d);
-      else walkRange<2, false>(t, c, g, b, e, vote, pass, lists[tid], out, a, d);
+      if (accel) walkRange<2, true, false>(t, c, g, b, e, vote, pass, L, out, a, d);
+      else walkRange<2, false, false>(t, c, g, b, e, vote, pass, L, out, a, d);
     }
     approx += a;
     direct += d;
@@ -180,8 +231,8 @@ void walkGroups(const SourceTree& t, const SortedCells& c, const Groups& g, std:
 }
 
 void walkAllGroups(const Octree& t, const SortedCells& c, const Groups& g, const SolveOptions& opt, int threads,
-                   WalkOutput& out) {
-  walkGroups(sourceTreeOf(t, c), c, g, 0, g.size(), opt, threads, WalkPass{false, true}, out);
+                   WalkOutput& out, const EwaldWalk* ewald) {
+  walkGroups(sourceTreeOf(t, c), c, g, 0, g.size(), opt, threads, WalkPass{false, true}, out, ewald);
 }
 
 namespace {

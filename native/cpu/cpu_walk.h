@@ -8,6 +8,10 @@
 #include "core/tree.h"
 
 namespace amrgrav {
+struct EwaldWalk;
+}
+
+namespace amrgrav {
 
 struct WalkOutput {
   double* phi;             ///< per sorted cell, sum of m/r terms (unscaled)
@@ -23,13 +27,17 @@ struct WalkPass {
 
 /// Walks groups [gb, ge) against the sources of `src`; results in sorted order, unscaled, as walkAllGroups.
 /// out.approx and out.direct are incremented. Walking the local tree, then each received LET with accumulate set,
-/// gives every cell the sum over the whole distribution in a fixed order.
+/// gives every cell the sum over the whole distribution in a fixed order. With `ewald` (periodic boxes; the local
+/// tree only: its nodeS are indexed by the tree's nodes), nodes and cells act through their nearest images plus the
+/// tabulated correction.
 void walkGroups(const SourceTree& src, const SortedCells& targets, const Groups& groups, std::size_t gb,
-                std::size_t ge, const SolveOptions& opt, int threads, WalkPass pass, WalkOutput& out);
+                std::size_t ge, const SolveOptions& opt, int threads, WalkPass pass, WalkOutput& out,
+                const EwaldWalk* ewald = nullptr);
 
-/// Walks every group; results in sorted order, unscaled (phi = sum m/r, g = sum m d/r^3 + ...).
+/// Walks every group; results in sorted order, unscaled (phi = sum m/r, g = sum m d/r^3 + ...). With `ewald`
+/// (periodic boxes), nodes and cells act through their nearest images plus the tabulated correction.
 void walkAllGroups(const Octree& tree, const SortedCells& cells, const Groups& groups, const SolveOptions& opt,
-                   int threads, WalkOutput& out);
+                   int threads, WalkOutput& out, const EwaldWalk* ewald = nullptr);
 
 /// Direct summation over all cells in sorted order, unscaled (the self pair contributes 0).
 void directAll(const SortedCells& cells, bool accelerations, int threads, WalkOutput& out);

@@ -1,0 +1,163 @@
+/// \file ewald_lookup_k.h
+/// \brief Table lookup of the Ewald correction C(r) = psi(r) - 1/|r| and of the periodic offsets, shared by the CPU
+/// backend and (later) CUDA. The table is one plain array of doubles, kEwaldCoefs per grid point, x fastest:
+/// C, grad (3), Hessian (xx xy xz yy yz zz), third derivatives (xxx xxy xxz xyy xyz xzz yyy yyz yzz zzz) at the
+/// points (i h_x, j h_y, k h_z) of the octant (C is even in every coordinate), out to 9/16 of a period on periodic
+/// axes (C continued beyond the half box, for nodes seen across it) and the full side on isolated ones. A lookup takes the
+/// nearest grid point and evaluates the third-order Taylor expansion there (error ~ h^4, see bench/RESULTS.md).
+#pragma once
+#include <cmath>
+
+#include "core/hostdevice.h"
+
+namespace amrgrav {
+
+/// The kernels below must inline into the CPU walk's loops to vectorise there.
+#if defined(__CUDACC__)
+#define AG_EWALD_HD AG_HD
+#else
+#define AG_EWALD_HD inline __attribute__((always_inline))
+#endif
+
+/// Taylor coefficients per table point: C, gradient (3), Hessian (6), third derivatives (10).
+constexpr int kEwaldCoefs = 20;
+
+/// Everything a kernel needs, by value: copy `coef` to the device and this struct with it.
+struct EwaldTableView {
+  const double* coef = nullptr;  ///< kEwaldCoefs doubles per point, (n[0]+1)(n[1]+1)(n[2]+1) points
+  int n[3] = {0, 0, 0};          ///< intervals per axis
+  double h[3] = {1, 1, 1};       ///< grid spacing, in table units (the table's box has its longest side 1)
+  double invH[3] = {1, 1, 1};
+  double invUnit = 1;            ///< 1 / (the caller's length of the table's unit): r_table = r * invUnit
+  double period[3] = {0, 0, 0};  ///< periods in the caller's lengths, 0 for an isolated axis
+  double invPeriod[3] = {0, 0, 0};
+  double reach[3] = {0, 0, 0};   ///< periodic axes: the table covers separations up to this (9/16 of the period)
+};
+
+/// The nearest periodic image of a separation along one axis (invP = 0 leaves an isolated axis unchanged).
+template <class R>
+AG_EWALD_HD R nearestImage(R d, R P, R invP) {
+#if defined(__CUDA_ARCH__)
+  return d - P * ::rint(d * invP);
+#else
+  return d - P * std::rint(d * invP);
+#endif
+}
+
+/// The image of a node that a group sees, and whether the group may use the node's expansion there.
+/// The node (com, MAC radius R = l/theta + delta) is placed at the image whose com is nearest the group's centre
+/// (`shifted`). For every mass j of the node, psi(t - x_j) = 1/|t - x_j - s| + C_ext(t - x_j - s) holds exactly for
+/// that one shift s, with C_ext(x) = psi(x) - 1/|x| the correction continued beyond the half box (the table
+/// reaches 9/16 of a period). Both parts are expanded about the shifted com, so the node is usable when:
+///  (1) the MAC holds at the shifted com (tested by the caller, with the shifted com);
+///  (2) every separation group point - shifted com lies within the table's reach on each periodic axis;
+///  (3) the node's other images, C_ext's singularities, also satisfy the MAC: they are at least
+///      P - (largest separation along that axis) away, which must exceed R.
+/// A node that fails (2) or (3) is opened; its cells then take their own nearest images. This replaces the
+/// classic "open every node that straddles the half-box distance", which opens a whole shell of cells around
+/// the half-box surface for each group of 32.
+AG_EWALD_HD bool periodicNodeImage(const EwaldTableView& v, const double* glo, const double* ghi, const double* com,
+                             double macRadius, double shifted[3]) {
+  bool ok = true;
+  for (int d = 0; d < 3; ++d) {
+    shifted[d] = com[d];
+    if (v.period[d] <= 0) continue;
+    const double P = v.period[d];
+    const double sep = 0.5 * (glo[d] + ghi[d]) - com[d];
+    shifted[d] = com[d] + (sep - nearestImage(sep, P, v.invPeriod[d]));  // a whole number of periods
+    const double far = ghi[d] - shifted[d] > shifted[d] - glo[d] ? ghi[d] - shifted[d] : shifted[d] - glo[d];
+    ok = ok && far <= v.reach[d] && P - far > macRadius;
+  }
+  return ok;
+}
+
+/// C and derivatives at separation (dx, dy, dz) (already the nearest image). Deriv: 0 = C only, 1 = + gradient,
+/// 2 = + Hessian (6), 3 = + third derivatives (10, constant over the cell). All in the caller's units.
+template <int Deriv>
+AG_EWALD_HD void ewaldLookup(const EwaldTableView& t, double dx, double dy, double dz, double* c, double* g,
+                             double* H, double* T) {
+  // written without loops or branches (selects only) so that the CPU's target loops vectorise with gathers
+  const double ax = dx * t.invUnit, ay = dy * t.invUnit, az = dz * t.invUnit;
+  const double s[3] = {ax < 0 ? -1.0 : 1.0, ay < 0 ? -1.0 : 1.0, az < 0 ? -1.0 : 1.0};
+  const double ux = ax * s[0], uy = ay * s[1], uz = az * s[2];
+  int ix = int(ux * t.invH[0] + 0.5), iy = int(uy * t.invH[1] + 0.5), iz = int(uz * t.invH[2] + 0.5);
+  ix = ix > t.n[0] ? t.n[0] : ix;
+  iy = iy > t.n[1] ? t.n[1] : iy;
+  iz = iz > t.n[2] ? t.n[2] : iz;
+  const double d[3] = {ux - ix * t.h[0], uy - iy * t.h[1], uz - iz * t.h[2]};
+  // a 32-bit element offset (not a pointer) so that compilers can turn the loads into gathers
+  const int off = kEwaldCoefs * (ix + (t.n[0] + 1) * (iy + (t.n[1] + 1) * iz));
+  const double* coef = t.coef;
+  auto p = [coef, off](int j) { return coef[off + j]; };
+  const double x = d[0], y = d[1], z = d[2];
+  // third-order tensor contracted once with d: T_ij. = sum_k T_ijk d_k (xx xy xz yy yz zz)
+  const double txx = p(10) * x + p(11) * y + p(12) * z, txy = p(11) * x + p(13) * y + p(14) * z;
+  const double txz = p(12) * x + p(14) * y + p(15) * z, tyy = p(13) * x + p(16) * y + p(17) * z;
+  const double tyz = p(14) * x + p(17) * y + p(18) * z, tzz = p(15) * x + p(18) * y + p(19) * z;
+  // Hessian at the point, to first order: H + T.d
+  const double hxx = p(4) + txx, hxy = p(5) + txy, hxz = p(6) + txz;
+  const double hyy = p(7) + tyy, hyz = p(8) + tyz, hzz = p(9) + tzz;
+  // gradient: g + H d + (1/2) T.d.d ; value: C + g.d + (1/2) d.H.d + (1/6) T.d.d.d
+  const double hdx0 = p(4) * x + p(5) * y + p(6) * z, hdy0 = p(5) * x + p(7) * y + p(8) * z;
+  const double hdz0 = p(6) * x + p(8) * y + p(9) * z;
+  const double tdx = txx * x + txy * y + txz * z, tdy = txy * x + tyy * y + tyz * z, tdz = txz * x + tyz * y + tzz * z;
+  const double u = t.invUnit, u2 = u * u;
+  *c = u * (p(0) + p(1) * x + p(2) * y + p(3) * z + 0.5 * (hdx0 * x + hdy0 * y + hdz0 * z) +
+            (1.0 / 6.0) * (tdx * x + tdy * y + tdz * z));
+  if (Deriv >= 1) {
+    g[0] = s[0] * u2 * (p(1) + hdx0 + 0.5 * tdx);
+    g[1] = s[1] * u2 * (p(2) + hdy0 + 0.5 * tdy);
+    g[2] = s[2] * u2 * (p(3) + hdz0 + 0.5 * tdz);
+  }
+  if (Deriv >= 2) {
+    const double u3 = u2 * u;
+    H[0] = u3 * hxx; H[1] = s[0] * s[1] * u3 * hxy; H[2] = s[0] * s[2] * u3 * hxz;
+    H[3] = u3 * hyy; H[4] = s[1] * s[2] * u3 * hyz; H[5] = u3 * hzz;
+  }
+  if (Deriv >= 3) {
+    const double u4 = u2 * u2;
+    // xxx xxy xxz xyy xyz xzz yyy yyz yzz zzz: the sign of T_ijk is s_i s_j s_k
+    T[0] = s[0] * u4 * p(10); T[1] = s[1] * u4 * p(11); T[2] = s[2] * u4 * p(12);
+    T[3] = s[0] * u4 * p(13); T[4] = s[0] * s[1] * s[2] * u4 * p(14); T[5] = s[0] * u4 * p(15);
+    T[6] = s[1] * u4 * p(16); T[7] = s[2] * u4 * p(17); T[8] = s[1] * u4 * p(18); T[9] = s[2] * u4 * p(19);
+  }
+}
+
+/// Correction of a point mass m at separation d (nearest image): phi += m C(d); g += -m grad C (the caller scales
+/// by -G, as for the 1/r part). d = 0 (the cell itself) gives its images' potential m C(0).
+template <bool Accel>
+AG_EWALD_HD void ewaldCellCorrection(const EwaldTableView& t, double dx, double dy, double dz, double m, double& phi,
+                               double& gx, double& gy, double& gz) {
+  double c, g[3];
+  ewaldLookup<Accel ? 1 : 0>(t, dx, dy, dz, &c, g, nullptr, nullptr);
+  phi += m * c;
+  if (Accel) { gx -= m * g[0]; gy -= m * g[1]; gz -= m * g[2]; }
+}
+
+/// Correction of a node (mass m, traceless quadrupole q = xx xy xz yy yz zz, trace of the second moment
+/// S = sum m |x - com|^2) at separation d from its com: the Taylor series of sum_j m_j C(d - (x_j - com)) to
+/// second order, m C + (1/6) Q:H + (S/6) lap C (Order 1: m C only).
+template <int Order, bool Accel>
+AG_EWALD_HD void ewaldNodeCorrection(const EwaldTableView& t, double dx, double dy, double dz, double m, const double* q,
+                               double S, double& phi, double& gx, double& gy, double& gz) {
+  if (Order < 2) {
+    ewaldCellCorrection<Accel>(t, dx, dy, dz, m, phi, gx, gy, gz);
+    return;
+  }
+  double c, g[3], H[6], T[10];
+  ewaldLookup<Accel ? 3 : 2>(t, dx, dy, dz, &c, g, H, T);
+  const double qh = q[0] * H[0] + q[3] * H[3] + q[5] * H[5] + 2 * (q[1] * H[1] + q[2] * H[2] + q[4] * H[4]);
+  phi += m * c + (1.0 / 6.0) * qh + (S / 6.0) * (H[0] + H[3] + H[5]);
+  if (Accel) {
+    // d/dx_k of Q:H = sum_ij Q_ij T_ijk; lap C's gradient = sum_i T_iik
+    const double qtx = q[0] * T[0] + q[3] * T[3] + q[5] * T[5] + 2 * (q[1] * T[1] + q[2] * T[2] + q[4] * T[4]);
+    const double qty = q[0] * T[1] + q[3] * T[6] + q[5] * T[8] + 2 * (q[1] * T[3] + q[2] * T[4] + q[4] * T[7]);
+    const double qtz = q[0] * T[2] + q[3] * T[7] + q[5] * T[9] + 2 * (q[1] * T[4] + q[2] * T[5] + q[4] * T[8]);
+    const double lx = T[0] + T[3] + T[5], ly = T[1] + T[6] + T[8], lz = T[2] + T[7] + T[9];
+    gx -= m * g[0] + (1.0 / 6.0) * qtx + (S / 6.0) * lx;
+    gy -= m * g[1] + (1.0 / 6.0) * qty + (S / 6.0) * ly;
+    gz -= m * g[2] + (1.0 / 6.0) * qtz + (S / 6.0) * lz;
+  }
+}
+
+}  // namespace amrgrav

@@ -1,0 +1,371 @@
+/// \file ewald_sums.cpp
+/// \brief The converged Ewald sums behind the table (see ewald_sums.h for the conventions). Every term is
+/// accumulated as a third-order jet (value, gradient, Hessian, third derivatives) by the chain rule, so the table
+/// gets exact derivatives instead of finite differences.
+#include "core/ewald_sums.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace amrgrav {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+constexpr double kSqrtPi = 1.77245385090551602730;
+constexpr double kEulerGamma = 0.57721566490153286061;
+/// erfc(6) ~ 2e-17 and exp(-36) ~ 2e-16: real-space terms stop at alpha r = 6, reciprocal at k = 12 alpha.
+constexpr double kRealCut = 6.0;
+constexpr double kRecipCut = 12.0;
+
+/// Value and derivatives to third order of a function of (x, y, z), as full symmetric tensors.
+struct Jet {
+  double v = 0, g[3] = {0, 0, 0}, h[3][3] = {}, t[3][3][3] = {};
+};
+
+/// acc += scale * f(|d|^2), given f's derivatives f[0..3] with respect to s = |d|^2. An axis with d = 0 and
+/// w = 0 is not part of s (the distance from a line, for one periodic axis).
+void addRadial(Jet& acc, double scale, const double f[4], const double d[3], const double* w = nullptr) {
+  static const double all[3] = {1, 1, 1};
+  if (!w) w = all;
+  const double a1 = 2 * f[1] * scale, a2 = 4 * f[2] * scale, a3 = 8 * f[3] * scale;
+  acc.v += scale * f[0];
+  for (int i = 0; i < 3; ++i) {
+    acc.g[i] += a1 * d[i];
+    for (int j = 0; j < 3; ++j) {
+      acc.h[i][j] += a2 * d[i] * d[j] + (i == j ? a1 * w[i] : 0.0);
+      for (int k = 0; k < 3; ++k)
+        acc.t[i][j][k] += a3 * d[i] * d[j] * d[k] +
+                          a2 * ((i == j ? w[i] * d[k] : 0.0) + (i == k ? w[i] * d[j] : 0.0) + (j == k ? w[j] * d[i] : 0.0));
+    }
+  }
+}
+
+/// The jet of f(|d|^2) on its own (for products).
+Jet radialJet(const double f[4], const double d[3], const double* w) {
+  Jet j;
+  addRadial(j, 1.0, f, d, w);
+  return j;
+}
+
+/// The jet of cos(k.r) at phase = k.r.
+Jet cosineJet(const double k[3], double phase) {
+  Jet j;
+  const double c = std::cos(phase), s = std::sin(phase);
+  j.v = c;
+  for (int a = 0; a < 3; ++a) {
+    j.g[a] = -s * k[a];
+    for (int b = 0; b < 3; ++b) {
+      j.h[a][b] = -c * k[a] * k[b];
+      for (int e = 0; e < 3; ++e) j.t[a][b][e] = s * k[a] * k[b] * k[e];
+    }
+  }
+  return j;
+}
+
+/// acc += scale cos(k.r) (cheaper than building the jet).
+void addCosine(Jet& acc, double scale, const double k[3], double phase) {
+  const double c = scale * std::cos(phase), s = scale * std::sin(phase);
+  acc.v += c;
+  for (int a = 0; a < 3; ++a) {
+    acc.g[a] -= s * k[a];
+    for (int b = 0; b < 3; ++b) {
+      acc.h[a][b] -= c * k[a] * k[b];
+      for (int e = 0; e < 3; ++e) acc.t[a][b][e] += s * k[a] * k[b] * k[e];
+    }
+  }
+}
+
+/// The jet of a function of the single coordinate r_axis, given its derivatives f[0..3].
+Jet axisJet(int axis, const double f[4]) {
+  Jet j;
+  j.v = f[0];
+  j.g[axis] = f[1];
+  j.h[axis][axis] = f[2];
+  j.t[axis][axis][axis] = f[3];
+  return j;
+}
+
+/// acc += scale a b (Leibniz rule to third order).
+void addProduct(Jet& acc, double scale, const Jet& a, const Jet& b) {
+  acc.v += scale * a.v * b.v;
+  for (int i = 0; i < 3; ++i) {
+    acc.g[i] += scale * (a.v * b.g[i] + a.g[i] * b.v);
+    for (int j = 0; j < 3; ++j) {
+      acc.h[i][j] += scale * (a.v * b.h[i][j] + a.g[i] * b.g[j] + a.g[j] * b.g[i] + a.h[i][j] * b.v);
+      for (int k = 0; k < 3; ++k)
+        acc.t[i][j][k] += scale * (a.v * b.t[i][j][k] + a.t[i][j][k] * b.v + a.g[i] * b.h[j][k] + a.g[j] * b.h[i][k] +
+                                   a.g[k] * b.h[i][j] + a.h[i][j] * b.g[k] + a.h[i][k] * b.g[j] + a.h[j][k] * b.g[i]);
+    }
+  }
+}
+
+/// Gauss-Legendre nodes and weights on [0, 1].
+struct GaussLegendre {
+  static constexpr int n = 48;
+  double x[n], w[n];
+  GaussLegendre() {
+    for (int i = 0; i < n; ++i) {
+      double z = std::cos(kPi * (i + 0.75) / (n + 0.5)), dp = 0;
+      for (int it = 0; it < 100; ++it) {
+        double p0 = 1, p1 = 0;
+        for (int k = 1; k <= n; ++k) {
+          const double p2 = p1;
+          p1 = p0;
+          p0 = ((2 * k - 1) * z * p1 - (k - 1) * p2) / k;
+        }
+        dp = n * (z * p0 - p1) / (z * z - 1);
+        const double dz = p0 / dp;
+        z -= dz;
+        if (std::fabs(dz) < 1e-16) break;
+      }
+      x[i] = 0.5 * (1 - z);
+      w[i] = 1.0 / ((1 - z * z) * dp * dp);  // = 2 / ((1 - z^2) P'^2) halved for [0, 1]
+    }
+  }
+};
+const GaussLegendre& gauss() {
+  static const GaussLegendre g;
+  return g;
+}
+
+/// d^n/ds^n of erfc(alpha sqrt s)/sqrt s = (2/sqrt pi) int_alpha^inf (-t^2)^n e^{-s t^2} dt, n = 0..3, by the
+/// upward recurrence J_n = (alpha^{2n-1} e^{-s alpha^2} + (2n-1) J_{n-1}) / (2s) (all terms positive: stable).
+void erfcOverR(double s, double alpha, double f[4]) {
+  const double r = std::sqrt(s);
+  double J = 0.5 * kSqrtPi / r * std::erfc(alpha * r);
+  const double e = std::exp(-s * alpha * alpha);
+  double ap = 1.0 / alpha;  // alpha^{2n-1}
+  for (int n = 0; n < 4; ++n) {
+    if (n > 0) {
+      ap *= alpha * alpha;
+      J = (ap * e + (2 * n - 1) * J) / (2 * s);
+    }
+    f[n] = (n % 2 ? -1.0 : 1.0) * 2.0 / kSqrtPi * J;
+  }
+}
+
+/// d^n/ds^n of -erf(alpha sqrt s)/sqrt s = -(2/sqrt pi) int_0^alpha (-t^2)^n e^{-s t^2} dt: the nearest image's
+/// smooth remainder erfc/r - 1/r, finite at s = 0.
+void minusErfOverR(double s, double alpha, double f[4]) {
+  if (s * alpha * alpha < 4) {
+    const GaussLegendre& q = gauss();
+    double K[4] = {0, 0, 0, 0};
+    for (int i = 0; i < q.n; ++i) {
+      const double t = alpha * q.x[i], t2 = t * t, w = alpha * q.w[i] * std::exp(-s * t2);
+      K[0] += w; K[1] += w * t2; K[2] += w * t2 * t2; K[3] += w * t2 * t2 * t2;
+    }
+    for (int n = 0; n < 4; ++n) f[n] = -(n % 2 ? -1.0 : 1.0) * 2.0 / kSqrtPi * K[n];
+    return;
+  }
+  // int_0^alpha = int_0^inf - int_alpha^inf, with int_0^inf t^{2n} e^{-s t^2} dt = Gamma(n + 1/2) / (2 s^{n+1/2})
+  double g[4];
+  erfcOverR(s, alpha, g);
+  const double r = std::sqrt(s);
+  double full = 1.0 / r;  // (2/sqrt pi) Gamma(1/2) / (2 sqrt s)
+  for (int n = 0; n < 4; ++n) {
+    if (n > 0) full *= -(n - 0.5) / s;
+    f[n] = -(full - g[n]);
+  }
+}
+
+/// Ein(x) = int_0^x (1 - e^{-u})/u du and its derivatives (entire; Ein(x) = E1(x) + gamma + ln x).
+void einDerivs(double x, double f[4]) {
+  if (x < 24) {
+    const GaussLegendre& q = gauss();
+    f[0] = f[1] = f[2] = f[3] = 0;
+    for (int i = 0; i < q.n; ++i) {
+      const double v = q.x[i], e = std::exp(-x * v);
+      f[0] += q.w[i] * (-std::expm1(-x * v) / v);
+      f[1] += q.w[i] * e;
+      f[2] -= q.w[i] * v * e;
+      f[3] += q.w[i] * v * v * e;
+    }
+    return;
+  }
+  const double e = std::exp(-x);
+  const double e1 = e / x * (1 - 1 / x + 2 / (x * x) - 6 / (x * x * x) + 24 / (x * x * x * x));
+  f[0] = kEulerGamma + std::log(x) + e1;
+  f[1] = -std::expm1(-x) / x;
+  f[2] = ((1 + x) * e - 1) / (x * x);
+  f[3] = (2 - (x * x + 2 * x + 2) * e) / (x * x * x);
+}
+
+/// The geometry in working form: periodic and isolated axes, the splitting parameter alpha.
+struct Setup {
+  double L[3];
+  int per[3], nper = 0, iso[3], niso = 0;
+  double alpha;
+  explicit Setup(const EwaldGeometry& g) {
+    double prod = 1;
+    for (int d = 0; d < 3; ++d) {
+      L[d] = g.L[d];
+      if (g.periodic[d]) { per[nper++] = d; prod *= g.L[d]; }
+      else iso[niso++] = d;
+    }
+    // balances real- and reciprocal-space work for a cube (alpha = sqrt(pi)/L)
+    alpha = kSqrtPi / std::pow(prod, 1.0 / nper);
+  }
+};
+
+/// Real space: sum over the images n of erfc(alpha|r + n|)/|r + n|, with 1/|r| removed from n = 0.
+void addRealSpace(const Setup& S, const double r[3], Jet& acc) {
+  const double rc = kRealCut / S.alpha;
+  int lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+  for (int a = 0; a < S.nper; ++a) {
+    const int d = S.per[a];
+    lo[d] = int(std::ceil((-rc - r[d]) / S.L[d]));
+    hi[d] = int(std::floor((rc - r[d]) / S.L[d]));
+  }
+  double f[4];
+  for (int i = lo[0]; i <= hi[0]; ++i)
+    for (int j = lo[1]; j <= hi[1]; ++j)
+      for (int k = lo[2]; k <= hi[2]; ++k) {
+        const double d[3] = {r[0] + i * S.L[0], r[1] + j * S.L[1], r[2] + k * S.L[2]};
+        const double s = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+        if (i == 0 && j == 0 && k == 0) {
+          minusErfOverR(s, S.alpha, f);
+        } else {
+          if (s >= rc * rc) continue;
+          erfcOverR(s, S.alpha, f);
+        }
+        addRadial(acc, 1.0, f, d);
+      }
+}
+
+/// Fully periodic: (4 pi / V) sum_{k != 0} e^{-k^2/4 alpha^2} / k^2 cos(k.r) - pi / (alpha^2 V).
+void addReciprocal3(const Setup& S, const double r[3], Jet& acc) {
+  const double V = S.L[0] * S.L[1] * S.L[2], kc = kRecipCut * S.alpha;
+  int m[3];
+  for (int d = 0; d < 3; ++d) m[d] = int(kc * S.L[d] / (2 * kPi));
+  for (int i = 0; i <= m[0]; ++i)
+    for (int j = (i == 0 ? 0 : -m[1]); j <= m[1]; ++j)
+      for (int l = (i == 0 && j == 0 ? 1 : -m[2]); l <= m[2]; ++l) {  // half space: +-k pairs counted twice
+        const double k[3] = {2 * kPi * i / S.L[0], 2 * kPi * j / S.L[1], 2 * kPi * l / S.L[2]};
+        const double k2 = k[0] * k[0] + k[1] * k[1] + k[2] * k[2];
+        if (k2 > kc * kc) continue;
+        const double c = 2 * 4 * kPi / V * std::exp(-k2 / (4 * S.alpha * S.alpha)) / k2;
+        addCosine(acc, c, k, k[0] * r[0] + k[1] * r[1] + k[2] * r[2]);
+      }
+  acc.v -= kPi / (S.alpha * S.alpha * V);
+}
+
+/// e^{kz} erfc(k/2a + a z) + e^{-kz} erfc(k/2a - a z) and its z derivatives (z >= 0 or not; the sum is even).
+void sheetProfile(double k, double z, double a, double f[4]) {
+  const double b = k / (2 * a), c = 2 * a / kSqrtPi;
+  const double w = std::exp(-b * b - a * a * z * z);  // e^{kz} e^{-(b + a z)^2} = e^{-kz} e^{-(b - a z)^2}
+  const double w1 = -2 * a * a * z * w, w2 = (-2 * a * a + 4 * a * a * a * a * z * z) * w;
+  auto branch = [&](double sgn, double out[4]) {  // sgn = +1: e^{kz} erfc(b + a z); -1: e^{-kz} erfc(b - a z)
+    const double u = b + sgn * a * z;
+    const double v = u > 26 ? 0.0 : std::exp(sgn * k * z) * std::erfc(u);
+    out[0] = v;
+    out[1] = sgn * k * out[0] - sgn * c * w;
+    out[2] = sgn * k * out[1] - sgn * c * w1;
+    out[3] = sgn * k * out[2] - sgn * c * w2;
+  };
+  double p[4], m[4];
+  branch(1, p);
+  branch(-1, m);
+  for (int n = 0; n < 4; ++n) f[n] = p[n] + m[n];
+}
+
+/// Two periodic axes (p, q), isolated w: (pi/A) sum_{k != 0} cos(k.rho)/k profile_k(w) - (2 pi/A) h(w),
+/// h(w) = w erf(a w) + e^{-a^2 w^2} / (a sqrt pi).
+void addReciprocal2(const Setup& S, const double r[3], Jet& acc) {
+  const int p = S.per[0], q = S.per[1], w = S.iso[0];
+  const double A = S.L[p] * S.L[q], a = S.alpha, z = r[w];
+  const double kc = 2 * a * (kRealCut + a * std::fabs(z));  // profile_k < e^{-36} beyond (see sheetProfile)
+  const int mp = int(kc * S.L[p] / (2 * kPi)), mq = int(kc * S.L[q] / (2 * kPi));
+  for (int i = 0; i <= mp; ++i)
+    for (int j = (i == 0 ? 1 : -mq); j <= mq; ++j) {
+      double k[3] = {0, 0, 0};
+      k[p] = 2 * kPi * i / S.L[p];
+      k[q] = 2 * kPi * j / S.L[q];
+      const double kk = std::sqrt(k[p] * k[p] + k[q] * k[q]);
+      if (kk > kc) continue;
+      double f[4];
+      sheetProfile(kk, z, a, f);
+      if (std::fabs(f[0]) + std::fabs(f[1]) / kk < 1e-300) continue;
+      addProduct(acc, 2 * kPi / (A * kk), cosineJet(k, k[p] * r[p] + k[q] * r[q]), axisJet(w, f));
+    }
+  const double e = std::exp(-a * a * z * z);
+  const double h[4] = {z * std::erf(a * z) + e / (a * kSqrtPi), std::erf(a * z), 2 * a / kSqrtPi * e,
+                       -4 * a * a * a * z / kSqrtPi * e};
+  const Jet hz = axisJet(w, h);
+  const double c = -2 * kPi / A;
+  acc.v += c * hz.v;
+  acc.g[w] += c * hz.g[w];
+  acc.h[w][w] += c * hz.h[w][w];
+  acc.t[w][w][w] += c * hz.t[w][w][w];
+}
+
+/// One periodic axis p of period L, distance rho from the axis: -(1/L)(Ein(a^2 rho^2) - gamma - 2 ln(a L)) +
+/// (4/L) sum_{k > 0} cos(k r_p) int_0^a dt/t exp(-t^2 rho^2 - k^2 / 4t^2).
+void addReciprocal1(const Setup& S, const double r[3], Jet& acc) {
+  const int p = S.per[0];
+  const double L = S.L[p], a = S.alpha;
+  double d[3] = {r[0], r[1], r[2]}, w[3] = {1, 1, 1};
+  d[p] = 0;  // rho^2 = |d|^2 over the isolated axes
+  w[p] = 0;
+  const double s = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+  double e[4];
+  einDerivs(a * a * s, e);
+  const double f0[4] = {-(e[0] - kEulerGamma - 2 * std::log(a * L)) / L, -a * a * e[1] / L, -a * a * a * a * e[2] / L,
+                        -a * a * a * a * a * a * e[3] / L};
+  addRadial(acc, 1.0, f0, d, w);
+  const GaussLegendre& q = gauss();
+  const double kc = kRecipCut * a;
+  for (int m = 1; 2 * kPi * m / L <= kc; ++m) {
+    const double k = 2 * kPi * m / L;
+    double I[4] = {0, 0, 0, 0};
+    for (int i = 0; i < q.n; ++i) {
+      const double t = a * q.x[i], t2 = t * t;
+      const double v = q.w[i] * std::exp(-t2 * s - k * k / (4 * t2));  // (a w_i) / t * ... with t = a x_i
+      const double vv = v / q.x[i];
+      I[0] += vv; I[1] -= vv * t2; I[2] += vv * t2 * t2; I[3] -= vv * t2 * t2 * t2;
+    }
+    double kv[3] = {0, 0, 0};
+    kv[p] = k;
+    addProduct(acc, 4 / L, cosineJet(kv, k * r[p]), radialJet(I, d, w));
+  }
+}
+
+}  // namespace
+
+Status validateEwaldGeometry(const EwaldGeometry& g) {
+  int nper = 0;
+  double lo = INFINITY, hi = 0, plo = INFINITY;
+  for (int d = 0; d < 3; ++d) {
+    if (!(std::isfinite(g.L[d]) && g.L[d] > 0))
+      return Status::error(ErrorCode::InvalidOption, "periodic box: side " + std::to_string(d) + " must be finite and positive");
+    nper += g.periodic[d] ? 1 : 0;
+    lo = std::min(lo, g.L[d]);
+    hi = std::max(hi, g.L[d]);
+    if (g.periodic[d]) plo = std::min(plo, g.L[d]);
+  }
+  if (nper == 0) return Status::error(ErrorCode::InvalidOption, "periodic box: no axis is periodic");
+  if (hi / lo > kEwaldMaxAspect || hi / plo > kEwaldMaxAspect)
+    return Status::error(ErrorCode::InvalidOption,
+                         "periodic box: aspect ratio " + std::to_string(hi / std::min(lo, plo)) +
+                             " exceeds the supported " + std::to_string(int(kEwaldMaxAspect)) +
+                             " (longest side over the shortest periodic side)");
+  return Status::success();
+}
+
+void ewaldCorrectionExact(const EwaldGeometry& g, const double r[3], double out[kEwaldCoefs]) {
+  const Setup S(g);
+  Jet acc;
+  addRealSpace(S, r, acc);
+  if (S.nper == 3) addReciprocal3(S, r, acc);
+  else if (S.nper == 2) addReciprocal2(S, r, acc);
+  else addReciprocal1(S, r, acc);
+  out[0] = acc.v;
+  out[1] = acc.g[0]; out[2] = acc.g[1]; out[3] = acc.g[2];
+  out[4] = acc.h[0][0]; out[5] = acc.h[0][1]; out[6] = acc.h[0][2];
+  out[7] = acc.h[1][1]; out[8] = acc.h[1][2]; out[9] = acc.h[2][2];
+  const auto& t = acc.t;
+  out[10] = t[0][0][0]; out[11] = t[0][0][1]; out[12] = t[0][0][2]; out[13] = t[0][1][1]; out[14] = t[0][1][2];
+  out[15] = t[0][2][2]; out[16] = t[1][1][1]; out[17] = t[1][1][2]; out[18] = t[1][2][2]; out[19] = t[2][2][2];
+}
+
+}  // namespace amrgrav

@@ -1,0 +1,34 @@
+/// \file ewald_sums.h
+/// \brief Exact Ewald sums for the periodic Green's function of a box periodic along 1, 2 or 3 axes, and the
+/// correction C(r) = psi(r) - 1/|r| with its derivatives to third order (the table's Taylor coefficients).
+///
+/// Conventions (psi is the potential of a unit mass and all its periodic images, without the factor -G):
+///  - 3 periodic axes: lap psi = -4 pi (sum of deltas - 1/V): the mean density is removed, and psi has zero
+///    mean over the box (the usual Ewald convention: Hernquist, Bouchet & Suto 1991).
+///  - 2 periodic axes (a sheet lattice, isolated along w): lap psi = -4 pi sum of deltas, nothing neutralised;
+///    psi averaged over the periodic plane is exactly -2 pi |w| / A (A the periodic cell's area), so a layer's
+///    potential is 2 pi G integral Sigma(w') |w - w'| dw' with no extra constant (Parry 1975's sum).
+///  - 1 periodic axis (a line lattice of period L, isolated across it): psi averaged along the axis is exactly
+///    -(2/L) ln(rho / L), rho the distance from the axis (Porto 2000-type sum; the constant fixes ln's scale L).
+#pragma once
+#include "core/ewald_lookup_k.h"
+#include "core/status.h"
+
+namespace amrgrav {
+
+/// A box shape: side lengths (any unit) and which axes are periodic (at least one).
+struct EwaldGeometry {
+  double L[3] = {1, 1, 1};
+  bool periodic[3] = {true, true, true};
+};
+
+/// Checks the geometry (finite positive sides, 1 to 3 periodic axes, aspect ratio at most kEwaldMaxAspect).
+Status validateEwaldGeometry(const EwaldGeometry& g);
+constexpr double kEwaldMaxAspect = 16;
+
+/// C and its derivatives at r (same unit as g.L), where every periodic component satisfies |r_d| <= L_d / 2.
+/// out: c, gx, gy, gz, hxx, hxy, hxz, hyy, hyz, hzz, txxx, txxy, txxz, txyy, txyz, txzz, tyyy, tyyz, tyzz, tzzz.
+/// Terms are summed until they fall below ~1e-16 of the leading term (real and reciprocal space).
+void ewaldCorrectionExact(const EwaldGeometry& g, const double r[3], double out[kEwaldCoefs]);
+
+}  // namespace amrgrav
