@@ -34,6 +34,9 @@ describe('C API', () => {
     expect(out.empty).toBe(0);
     expect(out.badTheta).toBe(2); // AMRGRAV_INVALID_OPTION
     expect(out.badThetaMessage).toMatch(/theta must be in \(0, 1\]/);
+    expect(out.periodicNoBox).toBe(2); // periodic needs the box: AMRGRAV_INVALID_OPTION
+    expect(out.periodicShiftError).toBeLessThan(1e-3); // a periodic potential moves with its masses
+    expect(out.periodicBackend).toBe(1); // periodic boxes run on the CPU backend
     expect(out.ok).toBe(true);
   });
 });

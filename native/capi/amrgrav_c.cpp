@@ -3,6 +3,7 @@
 /// arrays in, Status out as a code plus a message; no exception crosses the C boundary.
 #include "amrgrav.h"
 
+#include <cstddef>
 #include <exception>
 #include <memory>
 #include <new>
@@ -52,8 +53,11 @@ bool cudaUsable(std::string* why) {
 #endif
 }
 
+/// The first version's options end at box_hi; later fields are read only when the caller's struct has them.
+constexpr std::size_t kOptionsV1 = offsetof(amrgrav_options, periodic);
+
 Status readOptions(const amrgrav_options& o, SolveOptions& s) {
-  if (o.struct_size < sizeof(amrgrav_options))
+  if (o.struct_size < kOptionsV1 || o.struct_size > sizeof(amrgrav_options))
     return Status::error(ErrorCode::InvalidOption, "amrgrav_options.struct_size is " + std::to_string(o.struct_size) +
                                                        ", expected " + std::to_string(sizeof(amrgrav_options)) +
                                                        " (fill the struct with amrgrav_default_options)");
@@ -75,6 +79,10 @@ Status readOptions(const amrgrav_options& o, SolveOptions& s) {
   for (int d = 0; d < 3; ++d) {
     s.boxLo[d] = o.box_lo[d];
     s.boxHi[d] = o.box_hi[d];
+  }
+  if (o.struct_size >= offsetof(amrgrav_options, ewald_resolution) + sizeof(int)) {
+    for (int d = 0; d < 3; ++d) s.periodic[d] = o.periodic[d] != 0;
+    s.ewaldResolution = o.ewald_resolution;
   }
   return validateOptions(s);
 }
@@ -114,6 +122,8 @@ void amrgrav_default_options(amrgrav_options* o) {
   o->group_size = d.groupSize;
   o->threads = 0;
   o->has_box = 0;
+  for (int d = 0; d < 3; ++d) o->periodic[d] = 0;
+  o->ewald_resolution = d.ewaldResolution;
 }
 
 amrgrav_status amrgrav_create(const amrgrav_options* options, amrgrav_solver** out) {
@@ -129,7 +139,10 @@ amrgrav_status amrgrav_create(const amrgrav_options* options, amrgrav_solver** o
     if (options->backend == AMRGRAV_BACKEND_CUDA && !gpu)
       return Status::error(ErrorCode::NoDevice, "backend CUDA was requested but " + why);
 #if defined(AMRGRAV_HAVE_CUDA)
-    if (gpu) {
+    if (gpu && s->options.anyPeriodic() && options->backend == AMRGRAV_BACKEND_CUDA)
+      return Status::error(ErrorCode::InvalidOption, "periodic boundaries are not on the CUDA backend yet: use the CPU "
+                                                     "backend (or AUTO, which picks it for periodic boxes)");
+    if (gpu && !s->options.anyPeriodic()) {
       if (s->options.groupSize > 64)
         return Status::error(ErrorCode::InvalidOption, "group_size must be at most 64 on the CUDA backend, got " +
                                                            std::to_string(s->options.groupSize));

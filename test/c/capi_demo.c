@@ -90,14 +90,53 @@ int main(void) {
   char badThetaMsg[256];
   snprintf(badThetaMsg, sizeof badThetaMsg, "%s", amrgrav_last_error(NULL));
 
+  /* a fully periodic box (CPU backend): the potential moves with the masses when all of them are shifted by a
+   * fraction of the box with wrap-around (translation invariance), to the tree's accuracy */
+  amrgrav_options po;
+  amrgrav_default_options(&po);
+  po.G = G;
+  po.theta = 0.3;
+  po.periodic[0] = po.periodic[1] = po.periodic[2] = 1;
+  amrgrav_solver* noBox = NULL;
+  const amrgrav_status periodicNoBox = amrgrav_create(&po, &noBox);
+  po.has_box = 1;
+  for (int d = 0; d < 3; ++d) { po.box_lo[d] = 0; po.box_hi[d] = 1; }
+  amrgrav_solver* ps = NULL;
+  double maxShift = 1, potScale = 0;
+  int periodicBackend = -1;
+  if (amrgrav_create(&po, &ps) == AMRGRAV_OK) {
+    static double sx[N], sy[N], sz[N], p0[N], p1[N];
+    for (int i = 0; i < N; ++i) {
+      sx[i] = fmod(x[i] + 0.37, 1.0); sy[i] = fmod(y[i] + 0.21, 1.0); sz[i] = fmod(z[i] + 0.53, 1.0);
+    }
+    if (amrgrav_compute_potential(ps, N, x, y, z, m, h, p0, NULL, NULL, NULL) == AMRGRAV_OK &&
+        amrgrav_compute_potential(ps, N, sx, sy, sz, m, h, p1, NULL, NULL, NULL) == AMRGRAV_OK) {
+      maxShift = 0;
+      for (int i = 0; i < N; ++i) {
+        if (fabs(p0[i]) > potScale) potScale = fabs(p0[i]);
+        if (!(fabs(p1[i] - p0[i]) <= maxShift)) maxShift = fabs(p1[i] - p0[i]);
+      }
+      maxShift /= potScale;
+      amrgrav_stats ps_stats;
+      amrgrav_get_stats(ps, &ps_stats);
+      periodicBackend = ps_stats.backend;
+    } else {
+      printf("{\"error\":\"periodic: %s\"}\n", amrgrav_last_error(ps));
+      return 1;
+    }
+    amrgrav_destroy(ps);
+  }
+
+  ok = ok && periodicNoBox == AMRGRAV_INVALID_OPTION && noBox == NULL && maxShift < 1e-3 && periodicBackend == AMRGRAV_BACKEND_CPU;
   ok = ok && maxPot < 1e-4 && maxAcc / gmax < 1e-2 && badMass == AMRGRAV_INVALID_INPUT &&
        strstr(badMassMsg, "cell 17: mass is negative") != NULL && again == AMRGRAV_OK &&
        nullArrays == AMRGRAV_INVALID_INPUT && empty == AMRGRAV_OK && badTheta == AMRGRAV_INVALID_OPTION &&
        s2 == NULL && strstr(badThetaMsg, "theta") != NULL;
   printf("{\"cells\":%d,\"backend\":%d,\"features\":%d,\"maxRelPotentialError\":%.3e,\"maxAccelerationErrorOverMax\":%.3e,"
          "\"interactionsPerCell\":%.1f,\"badMass\":%d,\"badMassMessage\":\"%s\",\"recovered\":%d,\"nullArrays\":%d,"
-         "\"empty\":%d,\"badTheta\":%d,\"badThetaMessage\":\"%s\",\"ok\":%s}\n",
+         "\"empty\":%d,\"badTheta\":%d,\"badThetaMessage\":\"%s\",\"periodicNoBox\":%d,\"periodicShiftError\":%.3e,"
+         "\"periodicBackend\":%d,\"ok\":%s}\n",
          N, stats.backend, amrgrav_features(), maxPot, maxAcc / gmax, stats.interactions_per_cell, badMass, badMassMsg,
-         again, nullArrays, empty, badTheta, badThetaMsg, ok ? "true" : "false");
+         again, nullArrays, empty, badTheta, badThetaMsg, periodicNoBox, maxShift, periodicBackend, ok ? "true" : "false");
   return ok ? 0 : 1;
 }
