@@ -74,7 +74,8 @@ export class GravityModule {
 
   private constructor(target: AmrMesh | CellLayout, options: GravityModuleOptions) {
     this.opts = { ...options };
-    this.solver = new GravitySolver(options);
+    const { densityVar: _d, potentialVar: _p, accelerationVars: _a, ...solverOptions } = options;
+    this.solver = new GravitySolver(solverOptions);
     if (target instanceof AmrMesh) {
       this.mesh = target;
     } else {

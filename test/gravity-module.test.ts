@@ -100,3 +100,22 @@ describe('GravityModule on a mesh', () => {
     gravity.finalize();
   });
 });
+
+describe('GravityModule options', () => {
+  it('passes the solver options through and keeps the mesh variable names to itself', async () => {
+    const mesh = uniformMesh({ lrefineMax: 2, level: 2 });
+    fillVariable(mesh, 'rho', () => 1);
+    const gravity = GravityModule.init(mesh, {
+      backend: 'cpu',
+      theta: 0.7,
+      densityVar: 'rho',
+      potentialVar: 'phi',
+      accelerations: true,
+      accelerationVars: ['ax', 'ay', 'az'],
+    });
+    expect(gravity.options.theta).toBe(0.7);
+    await gravity.computePotential(mesh);
+    expect(mesh.hasVariable('phi') && mesh.hasVariable('ax') && !mesh.hasVariable('gpot')).toBe(true);
+    expect(leafCellIndices(mesh).every((i) => mesh.variable('phi')[i] < 0)).toBe(true);
+  });
+});
