@@ -11,3 +11,4 @@ export { restrictToParents } from './restrict.js';
 export { compareMorton } from './morton.js';
 export { defaultMeshOptions, resolveMeshOptions } from './options.js';
 export type { Block, MeshOptions, ResolvedMeshOptions, Vec3 } from './types.js';
+export { finiteDifferenceAccelerations } from './gradient.js';

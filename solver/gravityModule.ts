@@ -17,7 +17,7 @@ import { InvalidInputError } from './errors.js';
 import { GravitySolver, type SolveResult, type SolveStats } from './gravitySolver.js';
 import type { SolverOptions } from './options.js';
 import type { Box } from './cells.js';
-import { AmrMesh, extractCells, writeBack, type CellArrays } from '../mesh/index.js';
+import { AmrMesh, extractCells, finiteDifferenceAccelerations, writeBack, type CellArrays } from '../mesh/index.js';
 
 export interface GravityModuleOptions extends SolverOptions {
   /** Mesh variable holding the density, g cm^-3. Default 'dens'. */
@@ -26,6 +26,11 @@ export interface GravityModuleOptions extends SolverOptions {
   potentialVar?: string;
   /** Mesh variables that receive the accelerations, cm s^-2. Default ['gacx', 'gacy', 'gacz']. */
   accelerationVars?: [string, string, string];
+  /**
+   * Mesh only: also write -grad(gpot) by finite differences (FLASH's cell-centred source term) into these
+   * variables, e.g. ['gfdx', 'gfdy', 'gfdz']; mesh/gradient.ts says which to use when. Default none.
+   */
+  finiteDifferenceVars?: [string, string, string];
 }
 
 /** A fixed set of cells (centres and cube sides, cm) whose masses change from step to step. */
@@ -74,7 +79,7 @@ export class GravityModule {
 
   private constructor(target: AmrMesh | CellLayout, options: GravityModuleOptions) {
     this.opts = { ...options };
-    const { densityVar: _d, potentialVar: _p, accelerationVars: _a, ...solverOptions } = options;
+    const { densityVar: _d, potentialVar: _p, accelerationVars: _a, finiteDifferenceVars: _f, ...solverOptions } = options;
     this.solver = new GravitySolver(solverOptions);
     if (target instanceof AmrMesh) {
       this.mesh = target;
@@ -135,6 +140,8 @@ export class GravityModule {
         writeBack(state, vy, cells, r.accelerations.y);
         writeBack(state, vz, cells, r.accelerations.z);
       }
+      if (this.opts.finiteDifferenceVars)
+        finiteDifferenceAccelerations(state, this.opts.potentialVar ?? 'gpot', this.opts.finiteDifferenceVars);
     } else {
       const layout = this.layout;
       if (!layout) throw new InvalidInputError('computePotential: this module was made for a mesh; pass the mesh');
