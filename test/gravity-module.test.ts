@@ -7,7 +7,7 @@ import { GravityModule } from '../solver/gravityModule.js';
 import { GravitySolver } from '../solver/gravitySolver.js';
 import { InvalidInputError } from '../solver/errors.js';
 import { fillVariable, finiteDifferenceAccelerations, refineMesh, uniformMesh, type AmrMesh } from '../mesh/index.js';
-import { randomCells } from './helpers.js';
+import { randomCells, sphereMesh } from './helpers.js';
 
 describe('GravityModule on a cell layout', () => {
   const c = randomCells(4000, 21);
@@ -143,20 +143,8 @@ describe('finite-difference accelerations', () => {
   });
 
   it('agree with the walk and the analytic field of a sphere on a refined mesh (module option)', async () => {
-    const a = 0.3, G = 6.674e-8, M = (4 / 3) * Math.PI * a ** 3;
-    const mesh = uniformMesh({ lrefineMax: 4, level: 2 });
-    refineMesh(mesh, (m, b) => {
-      const { lo, hi } = m.block(b);
-      let dmin = 0, dmax = 0;
-      for (let d = 0; d < 3; d++) {
-        const near = Math.min(Math.max(0.5, lo[d]), hi[d]) - 0.5;
-        dmin += near * near;
-        dmax += Math.max((lo[d] - 0.5) ** 2, (hi[d] - 0.5) ** 2);
-      }
-      return dmin < a * a && dmax > a * a;
-    });
-    const inside = (x: number, y: number, z: number) => ((x - 0.5) ** 2 + (y - 0.5) ** 2 + (z - 0.5) ** 2 <= a * a ? 1 : 0);
-    fillVariable(mesh, 'dens', (x, y, z) => 1e-10 + inside(x, y, z), { subsample: 4 });
+    const { mesh, a } = sphereMesh();
+    const G = 6.674e-8, M = (4 / 3) * Math.PI * a ** 3;
     const gravity = GravityModule.init(mesh, { accelerations: true, backend: 'cpu', finiteDifferenceVars: ['gfdx', 'gfdy', 'gfdz'] });
     await gravity.computePotential(mesh);
     const gSurface = (4 / 3) * Math.PI * G * a;

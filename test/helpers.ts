@@ -1,5 +1,6 @@
 /** Shared test helpers: seeded random inputs and error metrics. */
 import type { CellInput } from '../solver/cells.js';
+import { fillVariable, refineMesh, uniformMesh } from '../mesh/index.js';
 
 /** Mulberry32: a small seeded PRNG so every test input is reproducible. */
 export function rng(seed: number): () => number {
@@ -99,4 +100,26 @@ export function relVectorError(
 
 export function asInput(c: Cells): CellInput {
   return c;
+}
+
+/**
+ * A uniform sphere (radius a, density 1, centred in the unit box, a 1e-10 floor outside) on an AMR mesh whose
+ * blocks cut by the surface are refined to lrefineMax, with 4^3 sub-samples for the cut cells' volume fractions.
+ */
+export function sphereMesh(a = 0.3, lrefineMax = 4) {
+  const mesh = uniformMesh({ lrefineMax, level: 2 });
+  refineMesh(mesh, (m, b) => {
+    const { lo, hi } = m.block(b);
+    let dmin = 0;
+    let dmax = 0;
+    for (let d = 0; d < 3; d++) {
+      const near = Math.min(Math.max(0.5, lo[d]), hi[d]) - 0.5;
+      dmin += near * near;
+      dmax += Math.max((lo[d] - 0.5) ** 2, (hi[d] - 0.5) ** 2);
+    }
+    return dmin < a * a && dmax > a * a;
+  });
+  const inside = (x: number, y: number, z: number) => ((x - 0.5) ** 2 + (y - 0.5) ** 2 + (z - 0.5) ** 2 <= a * a ? 1 : 0);
+  fillVariable(mesh, 'dens', (x, y, z) => 1e-10 + inside(x, y, z), { subsample: 4 });
+  return { mesh, a };
 }

@@ -4,28 +4,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { GravitySolver } from '../solver/gravitySolver.js';
-import { extractCells, fillVariable, refineMesh, uniformMesh } from '../mesh/index.js';
+import { extractCells } from '../mesh/index.js';
+import { sphereMesh } from './helpers.js';
 import { uniformSpherePotential } from '../validation/analytic/index.js';
-
-function sphereMesh() {
-  const a = 0.3;
-  const mesh = uniformMesh({ lrefineMax: 4, level: 2 });
-  // refine blocks cut by the sphere's surface
-  refineMesh(mesh, (m, b) => {
-    const { lo, hi } = m.block(b);
-    let dmin = 0;
-    let dmax = 0;
-    for (let d = 0; d < 3; d++) {
-      const near = Math.min(Math.max(0.5, lo[d]), hi[d]) - 0.5;
-      dmin += near * near;
-      dmax += Math.max((lo[d] - 0.5) ** 2, (hi[d] - 0.5) ** 2);
-    }
-    return dmin < a * a && dmax > a * a;
-  });
-  const inside = (x: number, y: number, z: number) => ((x - 0.5) ** 2 + (y - 0.5) ** 2 + (z - 0.5) ** 2 <= a * a ? 1 : 0);
-  fillVariable(mesh, 'dens', (x, y, z) => 1e-10 + inside(x, y, z), { subsample: 4 });
-  return { mesh, a };
-}
 
 describe('uniform sphere on an AMR mesh', () => {
   it('potential within 0.1% and accelerations within 2% of the analytic sphere; values land in gpot/gac*', async () => {
