@@ -226,6 +226,9 @@ class CudaBackendImpl final : public CudaBackend {
   Status run(const CellsView& cells, const SolveOptions& opt, SolveResult& out, bool direct) {
     Status st = validateOptions(opt);
     if (!st.ok()) return st;
+    if (opt.anyPeriodic())  // never a silently isolated answer: the Ewald walk is CPU-only so far
+      return Status::error(ErrorCode::InvalidOption,
+                           "periodic boundaries are not on the CUDA backend yet: use the CPU backend");
     if (!direct && opt.groupSize > 64)
       return Status::error(ErrorCode::InvalidOption,
                            "groupSize must be at most 64 on the CUDA backend (one warp per group, at most two cells "

@@ -558,6 +558,13 @@ void runParity(const Args& a, Summary& sum) {
     bad.m[3] = -1;
     const Status st3 = gpu->solve(bad.view(), base, r);
     check(sum, "negative-mass-rejected", st3.code == ErrorCode::InvalidInput, st3.message);
+    SolveOptions per = base;
+    per.periodic[0] = per.periodic[1] = per.periodic[2] = true;
+    per.hasBox = true;
+    for (int d = 0; d < 3; ++d) { per.boxLo[d] = 0; per.boxHi[d] = kKpc; }
+    SolveResult rp;
+    const Status st4 = gpu->solve(uni.view(), per, rp);
+    check(sum, "periodic-refused", st4.code == ErrorCode::InvalidOption, st4.message);
   }
   // the vote walk: different lists (counts differ from the CPU's), accuracy of the same order
   {
