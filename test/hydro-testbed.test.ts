@@ -30,11 +30,12 @@ interface JeansRun {
 
 const run = (...args: string[]): JeansRun => JSON.parse(execFileSync(exe, args, { encoding: 'utf8', timeout: 120_000 }).trim());
 
-/** Compiles validation/hydro/NAME.cpp against libamrgrav; returns the executable's path. */
-function build(name: string): string {
+/** Compiles validation/hydro/NAME.cpp against libamrgrav (with MPI through mpicxx); returns the executable. */
+function build(name: string, mpi = false): string {
   const out = join(mkdtempSync(join(tmpdir(), `amrgrav-${name}-`)), name);
-  execFileSync('c++', [
+  execFileSync(mpi ? 'mpicxx' : 'c++', [
     '-std=c++17', '-O2', '-Wall', '-Wextra', '-Werror',
+    ...(mpi ? ['-DAMRGRAV_TESTBED_MPI', '-DOMPI_SKIP_MPICXX=1'] : []),
     `-I${join(root, 'native', 'include')}`,
     join(root, 'validation', 'hydro', `${name}.cpp`),
     `-L${libDir}`, '-lamrgrav', `-Wl,-rpath,${libDir}`,
@@ -75,5 +76,20 @@ describe('cold collapse of a uniform sphere with the gravity module in a hydro l
     expect(r.relError).toBeLessThan(0.03); // 0.818 t_ff, t_ff = sqrt(3 pi / (32 G rho0))
     expect(r.maxEnergyDrift).toBeLessThan(0.05); // K + W, relative to |W| at the start
     expect(r.gravityFraction).toBeGreaterThan(0);
+  });
+
+  it('gives the same collapse with gravity distributed over 3 MPI ranks (each rank passes its slab)', () => {
+    const one = JSON.parse(execFileSync(collapseExe, ['--nx', '24'], { encoding: 'utf8', timeout: 120_000 }).trim());
+    const mpiExe = build('collapse', true);
+    const three = JSON.parse(
+      execFileSync('mpirun', ['--allow-run-as-root', '--oversubscribe', '-np', '3', mpiExe, '--nx', '24'], {
+        encoding: 'utf8',
+        timeout: 120_000,
+      }).trim(),
+    );
+    expect(three.ranks).toBe(3);
+    expect(three.steps).toBe(one.steps);
+    expect(Math.abs(three.tMeasured - one.tMeasured) / one.tMeasured).toBeLessThan(1e-3);
+    expect(Math.abs(three.W0 - one.W0) / Math.abs(one.W0)).toBeLessThan(1e-4);
   });
 });

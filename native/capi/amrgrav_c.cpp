@@ -11,6 +11,8 @@
 
 #include "core/backend.h"
 #include "core/validate.h"
+#include "mpi/distributed_solve.h"
+#include "mpi/mpi_world.h"
 #if defined(AMRGRAV_HAVE_CUDA)
 #include "cuda/cuda_backend.h"
 #endif
@@ -19,6 +21,7 @@ using namespace amrgrav;
 
 struct amrgrav_solver {
   SolveOptions options;
+  bool distributed = false;  ///< a collective over the caller's MPI world
   int requested = AMRGRAV_BACKEND_AUTO;
   std::unique_ptr<Backend> backend;  ///< the GPU's or the CPU's
   std::unique_ptr<Backend> cpu;      ///< AUTO's fallback when the GPU has too little memory (made when needed)
@@ -124,6 +127,7 @@ void amrgrav_default_options(amrgrav_options* o) {
   o->has_box = 0;
   for (int d = 0; d < 3; ++d) o->periodic[d] = 0;
   o->ewald_resolution = d.ewaldResolution;
+  o->distributed = 0;
 }
 
 amrgrav_status amrgrav_create(const amrgrav_options* options, amrgrav_solver** out) {
@@ -134,8 +138,15 @@ amrgrav_status amrgrav_create(const amrgrav_options* options, amrgrav_solver** o
     Status st = readOptions(*options, s->options);
     if (!st.ok()) return st;
     s->requested = options->backend;
+    if (options->struct_size >= offsetof(amrgrav_options, distributed) + sizeof(int) && options->distributed) {
+      if (options->backend == AMRGRAV_BACKEND_CUDA)
+        return Status::error(ErrorCode::InvalidOption, "distributed solves run on the CPU backend for now");
+      st = initMpiWorld(true);  // uses the caller's MPI (MPI_COMM_WORLD) when it initialised MPI already
+      if (!st.ok()) return st;
+      s->distributed = mpiWorld().size > 1;
+    }
     std::string why;
-    const bool gpu = options->backend != AMRGRAV_BACKEND_CPU && cudaUsable(&why);
+    const bool gpu = options->backend != AMRGRAV_BACKEND_CPU && !s->distributed && cudaUsable(&why);
     if (options->backend == AMRGRAV_BACKEND_CUDA && !gpu)
       return Status::error(ErrorCode::NoDevice, "backend CUDA was requested but " + why);
 #if defined(AMRGRAV_HAVE_CUDA)
@@ -172,6 +183,15 @@ amrgrav_status amrgrav_compute_potential(amrgrav_solver* s, size_t n, const doub
     SolveResult r;
     r.into = ResultTargets{potential, s->options.accelerations ? ax : nullptr, s->options.accelerations ? ay : nullptr,
                            s->options.accelerations ? az : nullptr};
+    if (s->distributed) {  // collective: a rank with no cells still takes part
+      const Status st = solveDistributedCpu(cells, s->options, r);
+      if (st.ok()) {
+        s->stats = r.stats;
+        s->cells = n;
+        s->ran = AMRGRAV_BACKEND_CPU;
+      }
+      return st;
+    }
     if (n == 0) {
       s->stats = SolveStats{};
       s->cells = 0;
@@ -219,6 +239,7 @@ int amrgrav_features(void) {
   f |= 2;
 #endif
   if (cudaUsable(nullptr)) f |= 4;
+  if (mpiWorld().built) f |= 8;
   return f;
 }
 

@@ -61,6 +61,11 @@ typedef struct amrgrav_options {
    * backend): the Ewald-corrected walk, zero-mean potential when all three are periodic.         [0, 0, 0] */
   int periodic[3];
   int ewald_resolution; /* Ewald table points per half period of the shortest periodic side    [28] */
+  /* Nonzero: amrgrav_compute_potential is a collective over MPI_COMM_WORLD, which the caller initialised
+   * (MPI_Init before amrgrav_create): every rank passes its own cells (any number, none included) and gets the
+   * potential of all ranks' cells, through locally essential trees (CPU backend; isolated boundaries). Needs a
+   * build with MPI (amrgrav_features bit 3).                                                     [0] */
+  int distributed;
 } amrgrav_options;
 
 typedef struct amrgrav_solver amrgrav_solver;
@@ -92,7 +97,7 @@ AMRGRAV_API const char* amrgrav_last_error(const amrgrav_solver* solver);
 /* Statistics of the solver's last successful computation. */
 AMRGRAV_API amrgrav_status amrgrav_get_stats(const amrgrav_solver* solver, amrgrav_stats* stats);
 
-/* Which backends this build has: bit 0 CPU (always), bit 1 CUDA built, bit 2 a usable CUDA device now. */
+/* What this build has: bit 0 CPU (always), bit 1 CUDA built, bit 2 a usable CUDA device now, bit 3 MPI. */
 AMRGRAV_API int amrgrav_features(void);
 
 AMRGRAV_API void amrgrav_destroy(amrgrav_solver* solver);
