@@ -18,6 +18,8 @@ import { GravitySolver, type SolveResult, type SolveStats } from './gravitySolve
 import type { SolverOptions } from './options.js';
 import type { Box } from './cells.js';
 import { AmrMesh, extractCells, finiteDifferenceAccelerations, writeBack, type CellArrays } from '../mesh/index.js';
+import { rankChunk } from './mpiDecomposition.js';
+import { mpiWorld } from './mpiWorld.js';
 
 export interface GravityModuleOptions extends SolverOptions {
   /** Mesh variable holding the density, g cm^-3. Default 'dens'. */
@@ -185,7 +187,10 @@ export class GravityModule {
     };
   }
 
-  /** The mesh's leaf cells: extracted again (and result arrays resized) only when the leaf blocks changed. */
+  /**
+   * The mesh's leaf cells (this rank's chunk of them in a distributed solve: Morton order, equal cell counts, as
+   * GravitySolver.solve takes them): extracted again (and result arrays resized) only when the leaf blocks changed.
+   */
   private cellsOfMesh(mesh: AmrMesh): CellArrays {
     const leaves = mesh.leafBlocks();
     const same =
@@ -194,7 +199,9 @@ export class GravityModule {
       leaves.every((b, i) => b === this.meshLeaves[i]);
     const densityVar = this.opts.densityVar ?? 'dens';
     if (!same) {
-      this.meshCells = extractCells(mesh, densityVar);
+      const all = extractCells(mesh, densityVar);
+      const { rank, size } = mpiWorld();
+      this.meshCells = this.live().isDistributed ? rankChunk(all, all.count, mesh.cellsPerBlock, rank, size) : all;
       this.meshLeaves = leaves;
       if (!this.out || this.out.potential.length !== this.meshCells.count) this.allocate(this.meshCells.count);
       return this.meshCells;

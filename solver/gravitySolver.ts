@@ -99,6 +99,11 @@ export class GravitySolver {
   private readonly backendReason: string;
   /** Tree solves are collectives over the MPI world (option `distributed` under mpirun with several ranks). */
   private readonly distributed: boolean;
+
+  /** True when tree solves are collectives over several MPI ranks (each rank passes its own cells). */
+  get isDistributed(): boolean {
+    return this.distributed;
+  }
   private readonly periodic: [boolean, boolean, boolean];
 
   /**

@@ -115,6 +115,22 @@ describe.each([1, 2, 3, 4])('distributed solve on %i rank(s)', (np) => {
   });
 });
 
+describe('GravityModule under mpirun', () => {
+  it('each rank solves and writes its chunk of the mesh, matching one process within 1e-4, over steps', async () => {
+    const run = await mpirun(3, script('gravityModuleCheck.mjs'));
+    expect(run.timedOut, run.stderr).toBe(false);
+    expect(run.code, run.stderr).toBe(0);
+    const lines = run.stdout.trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+    expect(lines).toHaveLength(3);
+    const total = lines.reduce((n: number, l: { cellsThisRank: number }) => n + l.cellsThisRank, 0);
+    for (const l of lines) {
+      expect(l.cellsThisRank).toBeGreaterThan(0);
+      expect(l.cellsThisRank).toBeLessThan(total); // a chunk, not the whole mesh on every rank
+      expect(l.maxRelDiff).toBeLessThan(1e-4);
+    }
+  });
+});
+
 describe('failures under mpirun', () => {
   it('bad input on one rank raises that rank\'s error on every rank, and the solver stays usable', async () => {
     const np = 3;
