@@ -112,13 +112,7 @@ int main(int argc, char** argv) {
     if (!ok) std::printf("{\"error\":\"%s\"}\n", amrgrav_last_error(solver));
     return ok;
   };
-  auto kick = [&](double tau) {
-    for (std::size_t c = 0; c < n; ++c) {
-      s.mx[c] += tau * s.rho[c] * acc[0][c];
-      s.my[c] += tau * s.rho[c] * acc[1][c];
-      s.mz[c] += tau * s.rho[c] * acc[2][c];
-    }
-  };
+  auto kick = [&](double tau) { hydro::kick(s, acc, tau); };
   auto energy = [&](double& K, double& W) {
     K = W = 0;
     const double v = g.h * g.h * g.h;

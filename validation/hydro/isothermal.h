@@ -116,4 +116,13 @@ inline void hydroStep(const Grid& g, double cs, double dt, State& s) {
 }
 
 
+/// A gravity kick: momentum += tau rho g (the half kicks of kick-drift-kick around each hydro step).
+inline void kick(State& s, const std::vector<double>* acc, double tau) {
+  for (std::size_t c = 0; c < s.rho.size(); ++c) {
+    s.mx[c] += tau * s.rho[c] * acc[0][c];
+    s.my[c] += tau * s.rho[c] * acc[1][c];
+    s.mz[c] += tau * s.rho[c] * acc[2][c];
+  }
+}
+
 }  // namespace hydro
