@@ -7,6 +7,7 @@
 #   sweep      perf plus group/leaf-size sweep and the CPU backend on the same grids
 #   maclaurin  `amrgrav bench` on the MacLaurin mesh, levels 7, order 2 and 1, GPU
 #   occupancy  the perf step again with the walk's registers capped for 8 and 9 resident blocks per SM
+#   unroll     the perf step at 256^3 with the accepted-node loop unrolled 2 and 8 times (default 4)
 # Usage on the GPU host, from the project root, with .gpuhost and dist carried:
 #   bash bench/gpu/device-check.sh sanitize parity api perf
 #   capi       the C API's test program (test/c/capi_demo.c) against libamrgrav with CUDA
@@ -70,6 +71,14 @@ for step in "$@"; do
         timeout 300 build-mb$mb/amrgrav_gpu_parity --no-parity --perf 256 --reps 3 > "$out/perf-mb$mb.log" 2>&1
         summary+=("occupancy min blocks $mb rc=$?")
       done ;;
+    unroll)
+      for u in 2 8; do
+        cmake -S . -B build-u$u -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_FLAGS="-DAG_WALK_APPROX_UNROLL=$u" \
+          > "$out/u$u-cmake.log" 2>&1 && cmake --build build-u$u --target amrgrav_gpu_parity -j "$(nproc)" \
+          > "$out/u$u-build.log" 2>&1 || { summary+=("unroll $u: build failed"); continue; }
+        timeout 300 build-u$u/amrgrav_gpu_parity --no-parity --perf 256 --reps 5 > "$out/perf-u$u.log" 2>&1
+        summary+=("unroll $u rc=$?")
+      done ;;
     ncu)
       # launches: [0] o2+acc warm-up, [1] o2+acc timed, [2] o2 potential warm-up
       timeout 300 ncu --kernel-name regex:walkKernel --launch-skip 2 --launch-count 1 \
@@ -85,7 +94,7 @@ true
 stamp "done"
 [ -n "${OUT:-}" ] && tar czf "$OUT/logs.tar.gz" -C "$out" .
 printf '%s\n' "${summary[@]}"
-for f in "$out"/perf.log "$out"/sweep.log "$out"/perf-mb*.log; do
+for f in "$out"/perf.log "$out"/sweep.log "$out"/perf-mb*.log "$out"/perf-u*.log; do
   [ -f "$f" ] && echo "-- $(basename "$f")"
   [ -f "$f" ] && python3 - "$f" <<'PY'
 import json, sys

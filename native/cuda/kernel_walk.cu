@@ -109,6 +109,13 @@ __device__ __forceinline__ float diff(float th, float tl, float sh, float sl) {
   return Split ? (th - sh) + (tl - sl) : th - sh;
 }
 
+// Unroll factor of the accepted-node loop (a tuning knob: -DAG_WALK_APPROX_UNROLL=N).
+#ifndef AG_WALK_APPROX_UNROLL
+#define AG_WALK_APPROX_UNROLL 4
+#endif
+#define AG_PRAGMA(x) _Pragma(#x)
+#define AG_UNROLL(n) AG_PRAGMA(unroll n)
+
 /// Evaluates list entries [0, count) of the accepted nodes for this lane's targets. Full: count == 32 (a
 /// compile-time trip count that unrolls).
 template <int Order, bool Accel, int CPL, bool Split, bool Full>
@@ -117,7 +124,7 @@ __device__ __forceinline__ void evalApprox(const WarpLists<Order>& L, int count,
 #pragma unroll
   for (int c = 0; c < CPL; ++c) p[c] = fx[c] = fy[c] = fz[c] = qx[c] = qy[c] = qz[c] = 0.0f;
   const int m = Full ? 32 : count;
-#pragma unroll 4
+  AG_UNROLL(AG_WALK_APPROX_UNROLL)
   for (int k = 0; k < m; ++k) {
     const float4 s = L.aPos[k];
     const float4 sl = Split ? L.aLo[k] : make_float4(0.f, 0.f, 0.f, 0.f);
