@@ -122,12 +122,6 @@ export class GravitySolver {
     this.native = loadNative();
     const features = nativeFeatures();
     this.distributed = this.options.distributed !== false && mpiWorld().size > 1;
-    if (this.distributed && periodic) {
-      throw new InvalidOptionError(
-        "option 'boundary': periodic boundaries are not distributed over MPI ranks yet (locally essential trees are " +
-          'chosen with the isolated MAC); run on one rank or set distributed: false',
-      );
-    }
     if (this.distributed) {
       if (this.options.backend === 'cuda')
         throw new NoDeviceError("backend 'cuda' was requested, but distributed solves run on the CPU backend for now");

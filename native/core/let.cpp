@@ -19,11 +19,12 @@ std::size_t words(std::size_t bytes) { return (bytes + 7) / 8; }
 
 /// Offsets (in bytes from the start of the buffer) of each array of a packed LET.
 struct LetLayout {
-  std::size_t mass, com, quad, macRadius, x, y, z, cellMass, cellBegin, cellCount, childBegin, childCount, end;
+  std::size_t mass, com, quad, macRadius, secondMoment, x, y, z, cellMass, cellBegin, cellCount, childBegin,
+      childCount, end;
   LetLayout(std::size_t n, std::size_t c) {
     std::size_t o = kHeaderWords * 8;
     auto take = [&](std::size_t bytes) { const std::size_t at = o; o += bytes; return at; };
-    mass = take(8 * n); com = take(24 * n); quad = take(48 * n); macRadius = take(8 * n);
+    mass = take(8 * n); com = take(24 * n); quad = take(48 * n); macRadius = take(8 * n); secondMoment = take(8 * n);
     x = take(8 * c); y = take(8 * c); z = take(8 * c); cellMass = take(8 * c);
     cellBegin = take(4 * n); cellCount = take(4 * n); childBegin = take(4 * n); childCount = take(n);
     end = words(o) * 8;
@@ -81,6 +82,24 @@ void essentialNodesFor(const SourceTree& t, const double lo[3], const double hi[
   }
 }
 
+void allNodesOf(const SourceTree& t, LetSelection& out) {
+  out.node.clear();
+  out.kind.clear();
+  out.cellCount = 0;
+  if (t.nodeCount == 0) return;
+  out.node.push_back(0);  // breadth-first, as essentialNodesFor, opening every node
+  for (std::size_t k = 0; k < out.node.size(); ++k) {
+    const std::uint32_t i = out.node[k];
+    if (t.isLeaf(i)) {
+      out.kind.push_back(LetSelection::OpenedLeaf);
+      out.cellCount += t.cellCount[i];
+    } else {
+      out.kind.push_back(LetSelection::Opened);
+      for (std::uint32_t j = 0; j < t.childCount[i]; ++j) out.node.push_back(t.childBegin[i] + j);
+    }
+  }
+}
+
 std::size_t packedLetBytes(std::size_t nodes, std::size_t cells) { return LetLayout(nodes, cells).end; }
 
 void packLet(const SourceTree& t, const LetSelection& sel, PackedLet& out) {
@@ -94,6 +113,7 @@ void packLet(const SourceTree& t, const LetSelection& sel, PackedLet& out) {
   auto f64 = [&](std::size_t off) { return reinterpret_cast<double*>(base + off); };
   auto u32 = [&](std::size_t off) { return reinterpret_cast<std::uint32_t*>(base + off); };
   double *mass = f64(L.mass), *com = f64(L.com), *quad = f64(L.quad), *mac = f64(L.macRadius);
+  double* sm = f64(L.secondMoment);
   double *x = f64(L.x), *y = f64(L.y), *z = f64(L.z), *cm = f64(L.cellMass);
   std::uint32_t *cb = u32(L.cellBegin), *cc = u32(L.cellCount), *kb = u32(L.childBegin);
   std::uint8_t* kc = base + L.childCount;
@@ -105,6 +125,7 @@ void packLet(const SourceTree& t, const LetSelection& sel, PackedLet& out) {
     std::memcpy(com + 3 * k, t.com + 3 * i, 3 * sizeof(double));
     std::memcpy(quad + 6 * k, t.quad + 6 * i, 6 * sizeof(double));
     mac[k] = t.macRadius[i];
+    sm[k] = t.secondMoment ? t.secondMoment[i] : 0.0;
     cb[k] = 0; cc[k] = 0; kb[k] = 0; kc[k] = 0;
     if (sel.kind[k] == LetSelection::OpenedLeaf) {
       const std::uint32_t b = t.cellBegin[i], m = t.cellCount[i];
@@ -137,6 +158,7 @@ Status viewPackedLet(const std::uint64_t* w, std::size_t bytes, SourceTree& out)
   auto u32 = [&](std::size_t off) { return reinterpret_cast<const std::uint32_t*>(base + off); };
   out.nodeCount = n;
   out.mass = f64(L.mass); out.com = f64(L.com); out.quad = f64(L.quad); out.macRadius = f64(L.macRadius);
+  out.secondMoment = f64(L.secondMoment);
   out.cellTotal = nc;
   out.x = f64(L.x); out.y = f64(L.y); out.z = f64(L.z); out.cellMass = f64(L.cellMass);
   out.cellBegin = u32(L.cellBegin); out.cellCount = u32(L.cellCount); out.childBegin = u32(L.childBegin);

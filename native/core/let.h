@@ -40,7 +40,12 @@ struct LetSelection {
 /// opens exactly the nodes (and leaves) it would open in the local tree, with the same box walk.
 void essentialNodesFor(const SourceTree& local, const double lo[3], const double hi[3], LetSelection& out);
 
-/// A LET in one buffer of 8-byte words: a header, then mass, com, quad, macRadius, cell x, y, z, mass (doubles),
+/// Every node and cell of the local tree, as a LET: what a periodic distributed solve sends for now (correct for
+/// any image a remote group sees; selection by images of the remote box is still to come).
+void allNodesOf(const SourceTree& local, LetSelection& out);
+
+/// A LET in one buffer of 8-byte words: a header, then mass, com, quad, macRadius, second moment (0 when the
+/// source has none), cell x, y, z, mass (doubles),
 /// then cellBegin, cellCount, childBegin (uint32), childCount (uint8). Sent as bytes; viewed in place.
 struct PackedLet {
   std::vector<std::uint64_t> words;

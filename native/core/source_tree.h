@@ -24,6 +24,9 @@ struct SourceTree {
   const double* com = nullptr;        ///< 3 per node
   const double* quad = nullptr;       ///< 6 per node: traceless quadrupole xx, xy, xz, yy, yz, zz about com
   const double* macRadius = nullptr;  ///< l/theta + delta
+  /// Per node sum m |x - com|^2 (the trace the traceless quadrupole drops): the periodic walk's node correction
+  /// needs it (core/ewald_walk.h); null for isolated walks.
+  const double* secondMoment = nullptr;
   std::size_t cellTotal = 0;
   const double *x = nullptr, *y = nullptr, *z = nullptr, *cellMass = nullptr;
 

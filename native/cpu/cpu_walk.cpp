@@ -4,6 +4,7 @@
 /// thread count) and matches the scalar definition.
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <vector>
 
 #include "core/ewald_walk.h"
@@ -64,7 +65,7 @@ void buildLists(const SourceTree& t, const SortedCells& c, const Groups& g, std:
                       (vote && everyCellAccepts(t, com, i, c, g.begin[gi], g.count[gi])))) {
       L.nx.push_back(com[0]); L.ny.push_back(com[1]); L.nz.push_back(com[2]);
       L.nm.push_back(t.mass[i]);
-      if (Periodic) L.ns.push_back(L.ewald->nodeS[i]);
+      if (Periodic) L.ns.push_back(t.secondMoment[i]);
       double h[6];
       const double* q = &t.quad[6 * i];
       if (halfUpper) {
@@ -198,6 +199,7 @@ void walkRange(const SourceTree& t, const SortedCells& c, const Groups& g, std::
 void walkGroups(const SourceTree& t, const SortedCells& c, const Groups& g, std::size_t gb, std::size_t ge,
                 const SolveOptions& opt, int threads, WalkPass pass, WalkOutput& out, const EwaldWalk* ewald) {
   if (t.nodeCount == 0 || ge <= gb) return;
+  assert(!ewald || t.secondMoment);  // every periodic source tree carries its nodes' second moments
   std::vector<Lists> lists(std::max(1, threads));
   for (auto& l : lists) l.ewald = ewald;
   std::atomic<std::uint64_t> approx{0}, direct{0};
@@ -232,7 +234,9 @@ void walkGroups(const SourceTree& t, const SortedCells& c, const Groups& g, std:
 
 void walkAllGroups(const Octree& t, const SortedCells& c, const Groups& g, const SolveOptions& opt, int threads,
                    WalkOutput& out, const EwaldWalk* ewald) {
-  walkGroups(sourceTreeOf(t, c), c, g, 0, g.size(), opt, threads, WalkPass{false, true}, out, ewald);
+  SourceTree src = sourceTreeOf(t, c);
+  if (ewald) src.secondMoment = ewald->nodeS.data();
+  walkGroups(src, c, g, 0, g.size(), opt, threads, WalkPass{false, true}, out, ewald);
 }
 
 namespace {

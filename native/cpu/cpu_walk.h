@@ -27,9 +27,9 @@ struct WalkPass {
 
 /// Walks groups [gb, ge) against the sources of `src`; results in sorted order, unscaled, as walkAllGroups.
 /// out.approx and out.direct are incremented. Walking the local tree, then each received LET with accumulate set,
-/// gives every cell the sum over the whole distribution in a fixed order. With `ewald` (periodic boxes; the local
-/// tree only: its nodeS are indexed by the tree's nodes), nodes and cells act through their nearest images plus the
-/// tabulated correction.
+/// gives every cell the sum over the whole distribution in a fixed order. With `ewald` (periodic boxes; `src` must
+/// then carry its nodes' second moments), nodes and cells act through their nearest images plus the tabulated
+/// correction.
 void walkGroups(const SourceTree& src, const SortedCells& targets, const Groups& groups, std::size_t gb,
                 std::size_t ge, const SolveOptions& opt, int threads, WalkPass pass, WalkOutput& out,
                 const EwaldWalk* ewald = nullptr);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/ewald_walk.h"
 #include "core/let.h"
 #include "core/tree.h"
 #include "core/validate.h"
@@ -95,11 +96,6 @@ Status distributedImpl(const CellsView& cells, const SolveOptions& opt, SolveRes
   const int rank = world.rank, size = world.size;
 
   Status st = validateOptions(opt);
-  // the locally essential trees are chosen with the isolated MAC: a periodic walk would need the images of the
-  // remote boxes (not yet)
-  if (st.ok() && opt.anyPeriodic())
-    st = Status::error(ErrorCode::InvalidOption, "periodic boundaries are not distributed over MPI ranks yet: solve "
-                                                 "on one rank (or with distributed: false)");
   if (st.ok()) st = validateCells(cells, opt);
   double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
   if (st.ok()) localBounds(cells, opt, lo, hi);
@@ -121,6 +117,15 @@ Status distributedImpl(const CellsView& cells, const SolveOptions& opt, SolveRes
 
   LocalTree L;
   buildLocalTree(cells, opt, lengthScaleFor(side), L, out.stats);
+  // Periodic boxes: the table (every rank the same: same box, same scale) and the nodes' second moments. The
+  // trees are then exchanged whole: selecting by the images of the remote box is still to come.
+  const bool periodic = opt.anyPeriodic();
+  EwaldWalk ewald;
+  if (periodic) {
+    orAbort(prepareEwaldTable(opt, L.cells.scale, threads, ewald, out.stats));
+    ewald.nodeS = nodeSecondMoments(L.cells, L.tree);
+  }
+  const EwaldWalk* ew = periodic ? &ewald : nullptr;
 
   auto t = Clock::now();
   std::vector<RankSummary> all(size);
@@ -137,12 +142,14 @@ Status distributedImpl(const CellsView& cells, const SolveOptions& opt, SolveRes
   orAbort(ex.start());
 
   t = Clock::now();
-  const SourceTree local = sourceTreeOf(L.tree, L.cells);
+  SourceTree local = sourceTreeOf(L.tree, L.cells);
+  if (periodic) local.secondMoment = ewald.nodeS.data();
   LetSelection sel;
   for (int k = 1; k < size && n > 0; ++k) {
     const int dst = (rank + k) % size;  // staggered, so no rank is everybody's first destination
     if (!expect[dst]) continue;
-    essentialNodesFor(local, all[dst].centreLo, all[dst].centreHi, sel);
+    if (periodic) allNodesOf(local, sel);
+    else essentialNodesFor(local, all[dst].centreLo, all[dst].centreHi, sel);
     PackedLet let;
     packLet(local, sel, let);
     ds.letNodesSent += sel.node.size();
@@ -161,7 +168,7 @@ Status distributedImpl(const CellsView& cells, const SolveOptions& opt, SolveRes
   const std::size_t ng = L.groups.size();
   for (std::size_t s = 0; s < kWalkSlices && ng > 0; ++s) {
     walkGroups(local, L.cells, L.groups, ng * s / kWalkSlices, ng * (s + 1) / kWalkSlices, opt, threads,
-               WalkPass{false, true}, wo);
+               WalkPass{false, true}, wo, ew);
     orAbort(ex.progress());
   }
   const double walkEnd = ex.now();
@@ -175,7 +182,7 @@ Status distributedImpl(const CellsView& cells, const SolveOptions& opt, SolveRes
     orAbort(ex.receive(r, let));
     const double w1 = ex.now();
     waited += w1 - w0;
-    walkGroups(let, L.cells, L.groups, 0, ng, opt, threads, WalkPass{true, false}, wo);
+    walkGroups(let, L.cells, L.groups, 0, ng, opt, threads, WalkPass{true, false}, wo, ew);
     remoteWalk += ex.now() - w1;
   }
   const double w0 = ex.now();
