@@ -57,6 +57,20 @@ describe('Jeans instability with the gravity module in a hydro loop (C API)', ()
     expect(r.massDrift).toBeLessThan(1e-12); // the finite-volume update conserves mass
   });
 
+  it('gives the same growth rate with gravity distributed over 2 MPI ranks (periodic LET exchange)', () => {
+    const one = run('--nx', '32');
+    const mpiExe = build('jeans', true);
+    const two = JSON.parse(
+      execFileSync('mpirun', ['--allow-run-as-root', '--oversubscribe', '-np', '2', mpiExe, '--nx', '32'], {
+        encoding: 'utf8',
+        timeout: 120_000,
+      }).trim(),
+    );
+    expect(two.ranks).toBe(2);
+    expect(Math.abs(two.measured - one.measured) / one.measured).toBeLessThan(1e-3);
+    expect(two.relError).toBeLessThan(0.02);
+  });
+
   it('a wavelength below the Jeans length oscillates at the analytic frequency', () => {
     const r = run('--nx', '32', '--cs', String(2 / (2 * Math.PI))); // cs k = 2: omega = sqrt(3)
     expect(r.unstable).toBe(false);

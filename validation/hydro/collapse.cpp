@@ -19,11 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "amrgrav.h"
+#include "gravity_field.h"
 #include "isothermal.h"
-#if defined(AMRGRAV_TESTBED_MPI)
-#include <mpi.h>
-#endif
 
 namespace {
 
@@ -36,11 +33,8 @@ double timeAtRadiusRatio(double ratio, double tff) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int rank = 0, ranks = 1;
 #if defined(AMRGRAV_TESTBED_MPI)
   MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
 #endif
   int nx = 32;
   double theta = 0.5;
@@ -56,14 +50,10 @@ int main(int argc, char** argv) {
   hydro::Grid g{{nx, nx, nx}, 1.0 / nx, false};
   const std::size_t n = g.size();
   hydro::State s(n);
-  std::vector<double> x(n), y(n), z(n), mass(n), size(n, g.h), pot(n), acc[3];
-  for (auto& v : acc) v.resize(n);
   const int sub = 4;  // sub-samples per axis for the volume fraction of cells cut by the surface
   for (int k = 0; k < nx; ++k)
     for (int j = 0; j < nx; ++j)
       for (int i = 0; i < nx; ++i) {
-        const std::size_t c = g.at(i, j, k);
-        x[c] = (i + 0.5) * g.h; y[c] = (j + 0.5) * g.h; z[c] = (k + 0.5) * g.h;
         int in = 0;
         for (int a = 0; a < sub; ++a)
           for (int b = 0; b < sub; ++b)
@@ -72,47 +62,27 @@ int main(int argc, char** argv) {
                            pz = (k + (d + 0.5) / sub) * g.h - 0.5;
               in += px * px + py * py + pz * pz <= R * R;
             }
-        s.rho[c] = bg + rho0 * in / double(sub * sub * sub);
+        s.rho[g.at(i, j, k)] = bg + rho0 * in / double(sub * sub * sub);
       }
 
   amrgrav_options o;
   amrgrav_default_options(&o);
   o.G = G;
   o.theta = theta;
-  o.accelerations = 1;
   o.has_box = 1;
   o.box_lo[0] = o.box_lo[1] = o.box_lo[2] = 0;
   o.box_hi[0] = o.box_hi[1] = o.box_hi[2] = 1;
-  o.distributed = ranks > 1;
-  // this rank's cells: a slab of z-planes (contiguous in the grid's order)
-  std::vector<int> first(ranks + 1), counts(ranks), offsets(ranks);
-  for (int r = 0; r <= ranks; ++r) first[r] = int(std::size_t(nx) * r / ranks) * nx * nx;
-  for (int r = 0; r < ranks; ++r) { offsets[r] = first[r]; counts[r] = first[r + 1] - first[r]; }
-  const std::size_t mine = std::size_t(first[rank]), myCount = std::size_t(counts[rank]);
-  amrgrav_solver* solver = nullptr;
-  if (amrgrav_create(&o, &solver) != AMRGRAV_OK) {
-    std::printf("{\"error\":\"%s\"}\n", amrgrav_last_error(nullptr));
+  hydro::GravityField field(g, o);
+  if (!field.ok()) {
+    std::printf("{\"error\":\"%s\"}\n", field.error().c_str());
     return 1;
   }
-  double tGravity = 0;
-  auto gravity = [&]() -> bool {
-    for (std::size_t c = 0; c < n; ++c) mass[c] = s.rho[c] * g.h * g.h * g.h;
-    const auto tg = hydro::Clock::now();
-    const bool ok = amrgrav_compute_potential(solver, myCount, x.data() + mine, y.data() + mine, z.data() + mine,
-                                              mass.data() + mine, size.data() + mine, pot.data() + mine,
-                                              acc[0].data() + mine, acc[1].data() + mine,
-                                              acc[2].data() + mine) == AMRGRAV_OK;
-#if defined(AMRGRAV_TESTBED_MPI)
-    if (ranks > 1)  // every rank's hydro needs the whole field
-      for (std::vector<double>* v : {&pot, &acc[0], &acc[1], &acc[2]})
-        MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, v->data(), counts.data(), offsets.data(), MPI_DOUBLE,
-                       MPI_COMM_WORLD);
-#endif
-    tGravity += hydro::since(tg);
-    if (!ok) std::printf("{\"error\":\"%s\"}\n", amrgrav_last_error(solver));
-    return ok;
+  auto gravity = [&]() {
+    if (!field.compute(s)) std::printf("{\"error\":\"%s\"}\n", field.error().c_str());
+    return field.error().empty();
   };
-  auto kick = [&](double tau) { hydro::kick(s, acc, tau); };
+  const std::vector<double>& pot = field.pot;
+  const std::vector<double>* acc = field.acc;
   auto energy = [&](double& K, double& W) {
     K = W = 0;
     const double v = g.h * g.h * g.h;
@@ -125,10 +95,12 @@ int main(int argc, char** argv) {
   auto centralDensity = [&]() {
     double sum = 0;
     int cnt = 0;
-    for (std::size_t c = 0; c < n; ++c) {
-      const double dx = x[c] - 0.5, dy = y[c] - 0.5, dz = z[c] - 0.5;
-      if (dx * dx + dy * dy + dz * dz <= 4 * g.h * g.h) { sum += s.rho[c]; ++cnt; }
-    }
+    for (int k = 0; k < nx; ++k)
+      for (int j = 0; j < nx; ++j)
+        for (int i = 0; i < nx; ++i) {
+          const double dx = (i + 0.5) * g.h - 0.5, dy = (j + 0.5) * g.h - 0.5, dz = (k + 0.5) * g.h - 0.5;
+          if (dx * dx + dy * dy + dz * dz <= 4 * g.h * g.h) { sum += s.rho[g.at(i, j, k)]; ++cnt; }
+        }
     return sum / cnt;
   };
 
@@ -146,10 +118,10 @@ int main(int argc, char** argv) {
     for (std::size_t c = 0; c < n; ++c)
       vmax = std::fmax(vmax, std::sqrt(s.mx[c] * s.mx[c] + s.my[c] * s.my[c] + s.mz[c] * s.mz[c]) / s.rho[c]);
     const double dt = std::fmin(0.3 * g.h / (vmax + cs), 0.02 * tff);
-    kick(0.5 * dt);
+    hydro::kick(s, acc, 0.5 * dt);
     hydro::hydroStep(g, cs, dt, s);
     if (!gravity()) return 1;
-    kick(0.5 * dt);
+    hydro::kick(s, acc, 0.5 * dt);
     t += dt;
     ++steps;
     double K, W;
@@ -162,15 +134,12 @@ int main(int argc, char** argv) {
     if (tCross >= 0) break;
   }
   const double total = hydro::since(tAll);
-  amrgrav_stats st;
-  amrgrav_get_stats(solver, &st);
-  amrgrav_destroy(solver);
-  if (rank == 0)
+  if (field.rank() == 0)
     std::printf("{\"ranks\":%d,\"cells\":%zu,\"nx\":%d,\"tff\":%.6g,\"tTheory\":%.6g,\"tMeasured\":%.6g,\"relError\":%.3e,"
               "\"centralDensity0\":%.6g,\"maxEnergyDrift\":%.3e,\"W0\":%.6g,\"steps\":%d,\"gravityFraction\":%.3f,"
-              "\"seconds\":%.3f,\"backend\":%d}\n",
-              ranks, n, nx, tff, tTheory, tCross, tCross > 0 ? std::fabs(tCross - tTheory) / tTheory : 1.0, density0,
-              maxEnergyDrift, W0, steps, tGravity / total, total, st.backend);
+              "\"seconds\":%.3f}\n",
+              field.ranks(), n, nx, tff, tTheory, tCross, tCross > 0 ? std::fabs(tCross - tTheory) / tTheory : 1.0,
+              density0, maxEnergyDrift, W0, steps, field.seconds / total, total);
 #if defined(AMRGRAV_TESTBED_MPI)
   MPI_Finalize();
 #endif
