@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "core/ewald_lookup_k.h"
 #include "core/mac_k.h"
 
 namespace amrgrav {
@@ -91,6 +92,57 @@ void allNodesOf(const SourceTree& t, LetSelection& out) {
   for (std::size_t k = 0; k < out.node.size(); ++k) {
     const std::uint32_t i = out.node[k];
     if (t.isLeaf(i)) {
+      out.kind.push_back(LetSelection::OpenedLeaf);
+      out.cellCount += t.cellCount[i];
+    } else {
+      out.kind.push_back(LetSelection::Opened);
+      for (std::uint32_t j = 0; j < t.childCount[i]; ++j) out.node.push_back(t.childBegin[i] + j);
+    }
+  }
+}
+
+namespace {
+
+/// Would the receiving periodic walk accept node (com, R) for every group inside [lo, hi]? See let.h.
+bool periodicBoxAccepts(const EwaldTableView& v, const double* com, double R, const double lo[3], const double hi[3]) {
+  constexpr double kMargin = 1 + 1e-9;
+  long kLo[3] = {0, 0, 0}, kHi[3] = {0, 0, 0};
+  for (int d = 0; d < 3; ++d) {
+    if (v.period[d] <= 0) continue;
+    // the receiver's shift is P rint((group centre - com) / P), monotone in the group centre
+    kLo[d] = long(std::rint((lo[d] - com[d]) * v.invPeriod[d]));
+    kHi[d] = long(std::rint((hi[d] - com[d]) * v.invPeriod[d]));
+  }
+  for (long kx = kLo[0]; kx <= kHi[0]; ++kx)
+    for (long ky = kLo[1]; ky <= kHi[1]; ++ky)
+      for (long kz = kLo[2]; kz <= kHi[2]; ++kz) {
+        const long k[3] = {kx, ky, kz};
+        double s[3];
+        for (int d = 0; d < 3; ++d) {
+          s[d] = com[d] + double(k[d]) * v.period[d];
+          if (v.period[d] <= 0) continue;
+          const double far = std::max(hi[d] - s[d], s[d] - lo[d]);
+          if (!(far * kMargin <= v.reach[d] && v.period[d] - far * kMargin > R * kMargin)) return false;
+        }
+        if (!macAccepts(s[0], s[1], s[2], R * kMargin, lo, hi)) return false;
+      }
+  return true;
+}
+
+}  // namespace
+
+void essentialNodesForPeriodic(const SourceTree& t, const double lo[3], const double hi[3], const EwaldTableView& v,
+                               LetSelection& out) {
+  out.node.clear();
+  out.kind.clear();
+  out.cellCount = 0;
+  if (t.nodeCount == 0) return;
+  out.node.push_back(0);  // breadth-first, as essentialNodesFor
+  for (std::size_t k = 0; k < out.node.size(); ++k) {
+    const std::uint32_t i = out.node[k];
+    if (t.mass[i] <= 0.0 || periodicBoxAccepts(v, &t.com[3 * i], t.macRadius[i], lo, hi)) {
+      out.kind.push_back(LetSelection::Accepted);
+    } else if (t.isLeaf(i)) {
       out.kind.push_back(LetSelection::OpenedLeaf);
       out.cellCount += t.cellCount[i];
     } else {

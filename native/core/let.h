@@ -40,9 +40,18 @@ struct LetSelection {
 /// opens exactly the nodes (and leaves) it would open in the local tree, with the same box walk.
 void essentialNodesFor(const SourceTree& local, const double lo[3], const double hi[3], LetSelection& out);
 
-/// Every node and cell of the local tree, as a LET: what a periodic distributed solve sends for now (correct for
-/// any image a remote group sees; selection by images of the remote box is still to come).
+/// Every node and cell of the local tree, as a LET (a reference for the periodic selection below).
 void allNodesOf(const SourceTree& local, LetSelection& out);
+
+struct EwaldTableView;
+
+/// essentialNodesFor for periodic boxes: a node travels childless only if, for every image of it that a group of
+/// the remote box could see (the image nearest the group's centre: core/ewald_lookup_k.h periodicNodeImage), the
+/// receiving walk would accept it: the MAC holds for the whole box at that image and the image's other copies and
+/// table reach allow its expansion. Tested with a margin of 1e-9 so that rounding can never make the receiver open
+/// a node that was not sent open.
+void essentialNodesForPeriodic(const SourceTree& local, const double lo[3], const double hi[3],
+                               const EwaldTableView& view, LetSelection& out);
 
 /// A LET in one buffer of 8-byte words: a header, then mass, com, quad, macRadius, second moment (0 when the
 /// source has none), cell x, y, z, mass (doubles),

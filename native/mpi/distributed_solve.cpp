@@ -117,8 +117,8 @@ Status distributedImpl(const CellsView& cells, const SolveOptions& opt, SolveRes
 
   LocalTree L;
   buildLocalTree(cells, opt, lengthScaleFor(side), L, out.stats);
-  // Periodic boxes: the table (every rank the same: same box, same scale) and the nodes' second moments. The
-  // trees are then exchanged whole: selecting by the images of the remote box is still to come.
+  // Periodic boxes: the table (every rank the same: same box, same scale) and the nodes' second moments; the
+  // essential nodes are chosen by the images a remote group may see (core/let.h essentialNodesForPeriodic).
   const bool periodic = opt.anyPeriodic();
   EwaldWalk ewald;
   if (periodic) {
@@ -148,7 +148,7 @@ Status distributedImpl(const CellsView& cells, const SolveOptions& opt, SolveRes
   for (int k = 1; k < size && n > 0; ++k) {
     const int dst = (rank + k) % size;  // staggered, so no rank is everybody's first destination
     if (!expect[dst]) continue;
-    if (periodic) allNodesOf(local, sel);
+    if (periodic) essentialNodesForPeriodic(local, all[dst].centreLo, all[dst].centreHi, ewald.view, sel);
     else essentialNodesFor(local, all[dst].centreLo, all[dst].centreHi, sel);
     PackedLet let;
     packLet(local, sel, let);
