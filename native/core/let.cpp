@@ -83,24 +83,6 @@ void essentialNodesFor(const SourceTree& t, const double lo[3], const double hi[
   }
 }
 
-void allNodesOf(const SourceTree& t, LetSelection& out) {
-  out.node.clear();
-  out.kind.clear();
-  out.cellCount = 0;
-  if (t.nodeCount == 0) return;
-  out.node.push_back(0);  // breadth-first, as essentialNodesFor, opening every node
-  for (std::size_t k = 0; k < out.node.size(); ++k) {
-    const std::uint32_t i = out.node[k];
-    if (t.isLeaf(i)) {
-      out.kind.push_back(LetSelection::OpenedLeaf);
-      out.cellCount += t.cellCount[i];
-    } else {
-      out.kind.push_back(LetSelection::Opened);
-      for (std::uint32_t j = 0; j < t.childCount[i]; ++j) out.node.push_back(t.childBegin[i] + j);
-    }
-  }
-}
-
 namespace {
 
 /// Would the receiving periodic walk accept node (com, R) for every group inside [lo, hi]? See let.h.

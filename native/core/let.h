@@ -40,9 +40,6 @@ struct LetSelection {
 /// opens exactly the nodes (and leaves) it would open in the local tree, with the same box walk.
 void essentialNodesFor(const SourceTree& local, const double lo[3], const double hi[3], LetSelection& out);
 
-/// Every node and cell of the local tree, as a LET (a reference for the periodic selection below).
-void allNodesOf(const SourceTree& local, LetSelection& out);
-
 struct EwaldTableView;
 
 /// essentialNodesFor for periodic boxes: a node travels childless only if, for every image of it that a group of
