@@ -34,6 +34,8 @@ solved with locally essential trees; rank 0 prints, and the JSON carries "ranks"
   --accel          also compute accelerations -grad(phi), cm s^-2
   --group-size N   cells per walk group (the GPU warp; 64 = two per lane)         [32]
   --leaf-size N    most cells in a tree leaf                                       [16]
+  --boundary B     isolated, periodic (all axes, zero-mean potential) or the periodic axes, e.g. xy or z;
+                   the domain (the unit box for bench) is the box                  [isolated]
   --G VALUE        gravitational constant                                          [6.674e-8]
   --json           print JSON only`,
   periodic: `amrgrav validate periodic [options]
@@ -77,8 +79,6 @@ per phase, backend and the energy W = 1/2 sum m phi (erg).
 
   -o, --output F   output file (required; must differ from IN.h5)
   --var NAME       density variable, g/cm^3                                        [dens]
-  --boundary B     isolated (potential -> 0 at infinity), periodic (all axes, zero-mean potential), or the
-                   periodic axes, e.g. xy (a layer) or z (a cylinder); the file's domain is the box  [isolated]
 `,
   make: `amrgrav make maclaurin|sphere|uniform -o FILE.h5 [options]
 
@@ -132,6 +132,7 @@ function solverOptions(v: Record<string, string | boolean | undefined>): SolverO
     accelerations: v.accel === true,
     groupSize: intArg('group-size', s('group-size'), 32, 1, 256),
     leafSize: intArg('leaf-size', s('leaf-size'), 16, 1, 4096),
+    boundary: boundaryArg(s('boundary')),
   };
 }
 
@@ -146,6 +147,7 @@ const solverArgs = {
   accel: { type: 'boolean' },
   'group-size': { type: 'string' },
   'leaf-size': { type: 'string' },
+  boundary: { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -193,6 +195,8 @@ async function validate(argv: string[]): Promise<void> {
     subsample: intArg('subsample', values.subsample, 4, 1, 16),
   };
   const solver = solverOptions(values);
+  if (solver.boundary !== 'isolated')
+    throw new UsageError('--boundary: the MacLaurin validation compares with the isolated analytic potential; use validate periodic');
   if ((values.sweep || values.direct) && mpiWorld().size > 1)
     throw new UsageError('--direct and --sweep use direct summation, which is not distributed: run them on one rank');
   if (values.sweep) {
@@ -347,18 +351,16 @@ async function solve(argv: string[]): Promise<void> {
       ...solverArgs,
       output: { type: 'string', short: 'o' },
       var: { type: 'string' },
-      boundary: { type: 'string' },
     },
   });
   if (values.help) return void console.log(`${HELP.solve}\n${HELP.solver}`);
   if (positionals.length !== 1) throw new UsageError(`solve: expected one input file, got ${positionals.length}`);
   const output = requireOutput(values.output, 'solve');
-  const boundary = boundaryArg(values.boundary);
   const { solveFlashFile } = await import('./solveFile.js');
   const { createProgress, progressWanted } = await import('./progress.js');
   const r = await solveFlashFile(positionals[0], output, {
     densityVar: values.var ?? 'dens',
-    solver: { ...solverOptions(values), boundary },
+    solver: solverOptions(values),
     progress: createProgress(progressWanted(!!values.json)),
   });
   if (values.json) return void console.log(JSON.stringify(r));
