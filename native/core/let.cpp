@@ -61,17 +61,21 @@ RankSummary summariseCells(const SortedCells& c) {
   return s;
 }
 
-void essentialNodesFor(const SourceTree& t, const double lo[3], const double hi[3], LetSelection& out) {
+namespace {
+
+/// The LET's breadth-first selection: a node that `accepts` (or a massless one) travels childless, an opened leaf
+/// with its cells, an opened internal node with its children. The selection list doubles as the queue: a node's
+/// position in it is its index in the LET.
+template <class Accepts>
+void selectNodes(const SourceTree& t, Accepts accepts, LetSelection& out) {
   out.node.clear();
   out.kind.clear();
   out.cellCount = 0;
   if (t.nodeCount == 0) return;
-  // The selection list doubles as the breadth-first queue: a node's position in it is its index in the LET.
   out.node.push_back(0);
   for (std::size_t k = 0; k < out.node.size(); ++k) {
     const std::uint32_t i = out.node[k];
-    const double* c = &t.com[3 * i];
-    if (t.mass[i] <= 0.0 || macAccepts(c[0], c[1], c[2], t.macRadius[i], lo, hi)) {
+    if (t.mass[i] <= 0.0 || accepts(&t.com[3 * i], t.macRadius[i])) {
       out.kind.push_back(LetSelection::Accepted);
     } else if (t.isLeaf(i)) {
       out.kind.push_back(LetSelection::OpenedLeaf);
@@ -81,6 +85,12 @@ void essentialNodesFor(const SourceTree& t, const double lo[3], const double hi[
       for (std::uint32_t j = 0; j < t.childCount[i]; ++j) out.node.push_back(t.childBegin[i] + j);
     }
   }
+}
+
+}  // namespace
+
+void essentialNodesFor(const SourceTree& t, const double lo[3], const double hi[3], LetSelection& out) {
+  selectNodes(t, [&](const double* c, double r) { return macAccepts(c[0], c[1], c[2], r, lo, hi); }, out);
 }
 
 namespace {
@@ -115,23 +125,7 @@ bool periodicBoxAccepts(const EwaldTableView& v, const double* com, double R, co
 
 void essentialNodesForPeriodic(const SourceTree& t, const double lo[3], const double hi[3], const EwaldTableView& v,
                                LetSelection& out) {
-  out.node.clear();
-  out.kind.clear();
-  out.cellCount = 0;
-  if (t.nodeCount == 0) return;
-  out.node.push_back(0);  // breadth-first, as essentialNodesFor
-  for (std::size_t k = 0; k < out.node.size(); ++k) {
-    const std::uint32_t i = out.node[k];
-    if (t.mass[i] <= 0.0 || periodicBoxAccepts(v, &t.com[3 * i], t.macRadius[i], lo, hi)) {
-      out.kind.push_back(LetSelection::Accepted);
-    } else if (t.isLeaf(i)) {
-      out.kind.push_back(LetSelection::OpenedLeaf);
-      out.cellCount += t.cellCount[i];
-    } else {
-      out.kind.push_back(LetSelection::Opened);
-      for (std::uint32_t j = 0; j < t.childCount[i]; ++j) out.node.push_back(t.childBegin[i] + j);
-    }
-  }
+  selectNodes(t, [&](const double* c, double r) { return periodicBoxAccepts(v, c, r, lo, hi); }, out);
 }
 
 std::size_t packedLetBytes(std::size_t nodes, std::size_t cells) { return LetLayout(nodes, cells).end; }
