@@ -23,6 +23,14 @@ source .gpuhost/setup.sh || exit 1
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
 tool=build/amrgrav_gpu_parity
 summary=()
+# perfVariant TAG CUDA_FLAGS REPS: the parity tool built with extra CUDA flags, timed at 256^3 (perf-TAG.log)
+perfVariant() {
+  cmake -S . -B build-$1 -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_FLAGS="$2" > "$out/$1-cmake.log" 2>&1 &&
+    cmake --build build-$1 --target amrgrav_gpu_parity -j "$(nproc)" > "$out/$1-build.log" 2>&1 ||
+    { summary+=("variant $1 ($2): build failed"); return; }
+  timeout 300 build-$1/amrgrav_gpu_parity --no-parity --perf 256 --reps "$3" > "$out/perf-$1.log" 2>&1
+  summary+=("variant $1 ($2) rc=$?")
+}
 for step in "$@"; do
   stamp "$step"
   case $step in
@@ -64,21 +72,9 @@ for step in "$@"; do
         summary+=("maclaurin levels 7 order $o rc=$? $(head -c 600 "$out/maclaurin7-o$o.json")")
       done ;;
     occupancy)
-      for mb in 8 9; do
-        cmake -S . -B build-mb$mb -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_FLAGS="-DAG_WALK_MIN_BLOCKS=$mb" \
-          > "$out/mb$mb-cmake.log" 2>&1 && cmake --build build-mb$mb --target amrgrav_gpu_parity -j "$(nproc)" \
-          > "$out/mb$mb-build.log" 2>&1 || { summary+=("occupancy $mb: build failed"); continue; }
-        timeout 300 build-mb$mb/amrgrav_gpu_parity --no-parity --perf 256 --reps 3 > "$out/perf-mb$mb.log" 2>&1
-        summary+=("occupancy min blocks $mb rc=$?")
-      done ;;
+      for mb in 8 9; do perfVariant mb$mb "-DAG_WALK_MIN_BLOCKS=$mb" 3; done ;;
     unroll)
-      for u in 2 8; do
-        cmake -S . -B build-u$u -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_FLAGS="-DAG_WALK_APPROX_UNROLL=$u" \
-          > "$out/u$u-cmake.log" 2>&1 && cmake --build build-u$u --target amrgrav_gpu_parity -j "$(nproc)" \
-          > "$out/u$u-build.log" 2>&1 || { summary+=("unroll $u: build failed"); continue; }
-        timeout 300 build-u$u/amrgrav_gpu_parity --no-parity --perf 256 --reps 5 > "$out/perf-u$u.log" 2>&1
-        summary+=("unroll $u rc=$?")
-      done ;;
+      for u in 2 8; do perfVariant u$u "-DAG_WALK_APPROX_UNROLL=$u" 5; done ;;
     ncu)
       # launches: [0] o2+acc warm-up, [1] o2+acc timed, [2] o2 potential warm-up
       timeout 300 ncu --kernel-name regex:walkKernel --launch-skip 2 --launch-count 1 \
