@@ -28,7 +28,14 @@ interface JeansRun {
   gravityFraction: number;
 }
 
-const run = (...args: string[]): JeansRun => JSON.parse(execFileSync(exe, args, { encoding: 'utf8', timeout: 120_000 }).trim());
+/** Runs a test-bed program (under mpirun with `ranks` > 0) and parses the JSON object it prints. */
+function runJson(program: string, args: string[], ranks = 0) {
+  const [cmd, argv] = ranks > 0
+    ? ['mpirun', ['--allow-run-as-root', '--oversubscribe', '-np', String(ranks), program, ...args]]
+    : [program, args];
+  return JSON.parse(execFileSync(cmd as string, argv as string[], { encoding: 'utf8', timeout: 120_000 }).trim());
+}
+const run = (...args: string[]): JeansRun => runJson(exe, args);
 
 /** Compiles validation/hydro/NAME.cpp against libamrgrav (with MPI through mpicxx); returns the executable. */
 function build(name: string, mpi = false): string {
@@ -60,12 +67,7 @@ describe('Jeans instability with the gravity module in a hydro loop (C API)', ()
   it('gives the same growth rate with gravity distributed over 2 MPI ranks (periodic LET exchange)', () => {
     const one = run('--nx', '32');
     const mpiExe = build('jeans', true);
-    const two = JSON.parse(
-      execFileSync('mpirun', ['--allow-run-as-root', '--oversubscribe', '-np', '2', mpiExe, '--nx', '32'], {
-        encoding: 'utf8',
-        timeout: 120_000,
-      }).trim(),
-    );
+    const two = runJson(mpiExe, ['--nx', '32'], 2);
     expect(two.ranks).toBe(2);
     expect(Math.abs(two.measured - one.measured) / one.measured).toBeLessThan(1e-3);
     expect(two.relError).toBeLessThan(0.02);
@@ -85,7 +87,7 @@ describe('cold collapse of a uniform sphere with the gravity module in a hydro l
   });
 
   it('reaches eight times its density (half its radius) at the free-fall time of the analytic solution', () => {
-    const r = JSON.parse(execFileSync(collapseExe, ['--nx', '32'], { encoding: 'utf8', timeout: 120_000 }).trim());
+    const r = runJson(collapseExe, ['--nx', '32']);
     expect(r.tMeasured).toBeGreaterThan(0);
     expect(r.relError).toBeLessThan(0.03); // 0.818 t_ff, t_ff = sqrt(3 pi / (32 G rho0))
     expect(r.maxEnergyDrift).toBeLessThan(0.05); // K + W, relative to |W| at the start
@@ -93,14 +95,9 @@ describe('cold collapse of a uniform sphere with the gravity module in a hydro l
   });
 
   it('gives the same collapse with gravity distributed over 3 MPI ranks (each rank passes its slab)', () => {
-    const one = JSON.parse(execFileSync(collapseExe, ['--nx', '24'], { encoding: 'utf8', timeout: 120_000 }).trim());
+    const one = runJson(collapseExe, ['--nx', '24']);
     const mpiExe = build('collapse', true);
-    const three = JSON.parse(
-      execFileSync('mpirun', ['--allow-run-as-root', '--oversubscribe', '-np', '3', mpiExe, '--nx', '24'], {
-        encoding: 'utf8',
-        timeout: 120_000,
-      }).trim(),
-    );
+    const three = runJson(mpiExe, ['--nx', '24'], 3);
     expect(three.ranks).toBe(3);
     expect(three.steps).toBe(one.steps);
     expect(Math.abs(three.tMeasured - one.tMeasured) / one.tMeasured).toBeLessThan(1e-3);
