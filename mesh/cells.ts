@@ -45,7 +45,6 @@ function assertCubicCells(mesh: AmrMesh): void {
 export function extractCells(mesh: AmrMesh, densityVar = 'dens'): CellArrays {
   assertCubicCells(mesh);
   const dens = mesh.variable(densityVar);
-  const { nxb, nyb, nzb } = mesh.options;
   const cpb = mesh.cellsPerBlock;
   const leaves = mesh.leafBlocks();
   const count = leaves.length * cpb;
@@ -61,22 +60,41 @@ export function extractCells(mesh: AmrMesh, densityVar = 'dens'): CellArrays {
   };
   let p = 0;
   for (const b of leaves) {
-    const { lo } = mesh.block(b);
-    const [dx, dy, dz] = mesh.blockCellSize(b);
-    const volume = dx * dy * dz;
-    for (let k = 0, c = 0; k < nzb; k++)
-      for (let j = 0; j < nyb; j++)
-        for (let i = 0; i < nxb; i++, c++, p++) {
-          out.x[p] = lo[0] + (i + 0.5) * dx;
-          out.y[p] = lo[1] + (j + 0.5) * dy;
-          out.z[p] = lo[2] + (k + 0.5) * dz;
-          out.mass[p] = dens[b * cpb + c] * volume;
-          out.size[p] = dx;
-          out.block[p] = b;
-          out.cell[p] = c;
-        }
+    writeBlockCells(mesh, b, dens, b * cpb, out, p);
+    for (let c = 0; c < cpb; c++, p++) {
+      out.block[p] = b;
+      out.cell[p] = c;
+    }
   }
   return out;
+}
+
+/**
+ * The cells of block b written at position `at` of `out` (centres, sides, masses = density x volume, i fastest),
+ * with the block's densities read from `density` starting at `densityAt`: the one place that turns a block into
+ * cells, for whole meshes (extractCells) and for a rank's slice of a file (solveFlashFile under MPI).
+ */
+export function writeBlockCells(
+  mesh: AmrMesh,
+  b: number,
+  density: ArrayLike<number>,
+  densityAt: number,
+  out: Pick<CellArrays, 'x' | 'y' | 'z' | 'mass' | 'size'>,
+  at: number,
+): void {
+  const { nxb, nyb, nzb } = mesh.options;
+  const { lo } = mesh.block(b);
+  const [dx, dy, dz] = mesh.blockCellSize(b);
+  const volume = dx * dy * dz;
+  for (let k = 0, c = 0, p = at; k < nzb; k++)
+    for (let j = 0; j < nyb; j++)
+      for (let i = 0; i < nxb; i++, c++, p++) {
+        out.x[p] = lo[0] + (i + 0.5) * dx;
+        out.y[p] = lo[1] + (j + 0.5) * dy;
+        out.z[p] = lo[2] + (k + 0.5) * dz;
+        out.mass[p] = density[densityAt + c] * volume;
+        out.size[p] = dx;
+      }
 }
 
 /**

@@ -5,7 +5,7 @@
  */
 import { realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { extractCells } from '../mesh/cells.js';
+import { extractCells, writeBlockCells } from '../mesh/cells.js';
 import { MeshError } from '../mesh/errors.js';
 import { flashToMesh, meshVariableToFlash } from '../mesh/flashMesh.js';
 import { readFlashFile } from '../mesh/flashRead.js';
@@ -140,27 +140,11 @@ async function solveFlashFileDistributed(input: string, output: string, opts: So
   const span = myLeaves.length > 0 ? myLeaves[myLeaves.length - 1] + 1 - first : 0;
   const part = span > 0 ? await readFlashFile(input, { blocks: { start: first, count: span }, variables: [densityVar] }) : undefined;
   const t1 = performance.now();
-  // this rank's leaf cells, positioned as extractCells does on the mesh (block corner + (i + 1/2) dx)
+  // this rank's leaf cells, made as extractCells makes them (writeBlockCells), from its slice of the density
   const n = myLeaves.length * cpb;
   const cells = { x: new Float64Array(n), y: new Float64Array(n), z: new Float64Array(n), mass: new Float64Array(n), size: new Float64Array(n) };
   const dens = part?.variables.get(densityVar);
-  const { nxb, nyb, nzb } = structure;
-  let p = 0;
-  for (const b of myLeaves) {
-    const m = fm.meshBlock[b];
-    const { lo } = fm.mesh.block(m);
-    const [dx, dy, dz] = fm.mesh.blockCellSize(m);
-    const volume = dx * dy * dz;
-    for (let k = 0, c = 0; k < nzb; k++)
-      for (let j = 0; j < nyb; j++)
-        for (let i = 0; i < nxb; i++, c++, p++) {
-          cells.x[p] = lo[0] + (i + 0.5) * dx;
-          cells.y[p] = lo[1] + (j + 0.5) * dy;
-          cells.z[p] = lo[2] + (k + 0.5) * dz;
-          cells.mass[p] = dens![(b - first) * cpb + c] * volume;
-          cells.size[p] = dx;
-        }
-  }
+  myLeaves.forEach((b, l) => writeBlockCells(fm.mesh, fm.meshBlock[b], dens!, (b - first) * cpb, cells, l * cpb));
   const o = fm.mesh.options;
   const t2 = performance.now();
   const r = await solver.solveCells(cells, { box: { lo: [...o.domainLo], hi: [...o.domainHi] } });
