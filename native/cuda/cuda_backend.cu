@@ -184,7 +184,7 @@ class CudaBackendImpl final : public CudaBackend {
     if (!ready_) return;
     (void)cudaSetDevice(device_);
     (void)cudaStreamSynchronize(stream_);
-    for (auto* b : {&inputs_, &sum_[0], &sum_[1], &sum_[2], &sum_[3], &size_, &bounds_}) b->release();
+    for (auto* b : {&inputs_, &accSum_[0], &accSum_[1], &accSum_[2], &size_, &bounds_}) b->release();
     keys_.release(); idx_.release();
     cells_.release(); cubTemp_.release(); topo_.release(); levelCount_.release(); levelOffset_.release();
     moments_.release(); nodeMac_.release(); nodeMQ_.release(); queue_.release(); walkCounters_.release();
@@ -203,7 +203,7 @@ class CudaBackendImpl final : public CudaBackend {
   std::size_t deviceBytes() const {
     std::size_t b = 0;
     b += inputs_.bytes();
-    for (int k = 0; k < 4; ++k) b += sum_[k].bytes();
+    for (int k = 0; k < 3; ++k) b += accSum_[k].bytes();
     b += size_.bytes() + bounds_.bytes() + keys_.bytes() + idx_.bytes();
     b += cells_.bytes() + cubTemp_.bytes() + topo_.bytes() + levelCount_.bytes() + levelOffset_.bytes();
     b += moments_.bytes() + nodeMac_.bytes() + nodeMQ_.bytes() + queue_.bytes() + walkCounters_.bytes() +
@@ -354,8 +354,8 @@ class CudaBackendImpl final : public CudaBackend {
     if (!sums[0]) return Status::error(ErrorCode::Internal, "CUDA backend: no room for the potential sums");
     const int nsum = opt.accelerations ? 4 : 1;
     for (int k = 1; k < nsum; ++k) {
-      AG_TRY(sum_[k].reserve(n, "the walk's acceleration sums"));
-      sums[k] = sum_[k].get();
+      AG_TRY(accSum_[k - 1].reserve(n, "the walk's acceleration sums"));
+      sums[k] = accSum_[k - 1].get();
     }
     double* g[3] = {sums[1], sums[2], sums[3]};
     if (copt_.poisonDevice)
@@ -644,7 +644,7 @@ class CudaBackendImpl final : public CudaBackend {
 
   // Device memory. Buffers marked (*) are used only when the scratch regions have no room for them.
   DeviceBuffer<double> inputs_;  ///< caller's x, y, z, mass, size (5 n); then scratch; last the results pot, ax, ay, az
-  DeviceBuffer<double> sum_[4];  ///< gx, gy, gz sums in sorted order in [1..3] ([0] unused: phi is in keySpare_)
+  DeviceBuffer<double> accSum_[3];  ///< gx, gy, gz sums in sorted order (phi is in keySpare_)
   DeviceBuffer<double> size_, bounds_;
   DeviceBuffer<std::uint64_t> keys_;  ///< 2 n: the sort's double buffer
   DeviceBuffer<std::uint32_t> idx_;   ///< 2 n: likewise
