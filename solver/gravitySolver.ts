@@ -108,8 +108,7 @@ export class GravitySolver {
 
   /**
    * @param options see {@link SolverOptions}; defaults: theta 0.5, order 2, G 6.674e-8 (cgs), backend 'auto'.
-   * @throws InvalidOptionError for a bad option (and for periodic boundaries with backend 'cuda': the Ewald walk
-   *   is CPU-only so far; 'auto' picks the CPU); NoDeviceError for backend 'cuda' without a CUDA build or GPU;
+   * @throws InvalidOptionError for a bad option; NoDeviceError for backend 'cuda' without a CUDA build or GPU;
    *   NativeLoadError when the addon is missing.
    * @example
    * const solver = new GravitySolver({ theta: 0.5 });
@@ -118,7 +117,6 @@ export class GravitySolver {
   constructor(options: SolverOptions = {}) {
     this.options = resolveOptions(options);
     this.periodic = periodicAxes(this.options.boundary);
-    const periodic = this.periodic.some((p) => p);
     this.native = loadNative();
     const features = nativeFeatures();
     this.distributed = this.options.distributed !== false && mpiWorld().size > 1;
@@ -127,11 +125,6 @@ export class GravitySolver {
         throw new NoDeviceError("backend 'cuda' was requested, but distributed solves run on the CPU backend for now");
       this.backend = 'cpu';
       this.backendReason = 'distributed: the LET solve runs on the CPU backend';
-    } else if (periodic && this.options.backend === 'cuda') {
-      throw new InvalidOptionError("option 'boundary': periodic boundaries are not on the CUDA backend yet; use backend 'cpu' or 'auto'");
-    } else if (periodic && this.options.backend === 'auto') {
-      this.backend = 'cpu';
-      this.backendReason = 'auto: periodic boundaries run on the CPU backend (no CUDA Ewald walk yet)';
     } else if (this.options.backend === 'cuda') {
       if (!features.cuda) throw new NoDeviceError(`backend 'cuda' was requested but ${features.cudaReason}`);
       this.backend = 'cuda';
@@ -234,6 +227,7 @@ export class GravitySolver {
       threads: o.threads,
       periodic: this.periodic,
       ewaldResolution: o.ewaldResolution,
+      ewaldExpansion: o.ewaldExpansion,
       ...(opts.box ? { box: opts.box } : {}),
       distributed,
     };

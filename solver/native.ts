@@ -33,6 +33,7 @@ export interface NativeOptions {
   /** Periodic axes [x, y, z]; any periodic axis needs `box`. */
   periodic: [boolean, boolean, boolean];
   ewaldResolution: number;
+  ewaldExpansion: boolean;
   box?: { lo: [number, number, number]; hi: [number, number, number] };
   /** A collective tree solve over the MPI world (see native/mpi/distributed_solve.h). */
   distributed?: boolean;

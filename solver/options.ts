@@ -52,6 +52,12 @@ export interface SolverOptions {
    * ($AMRGRAV_CACHE_DIR, else $XDG_CACHE_HOME/amrgrav or ~/.cache/amrgrav). Default 28.
    */
   ewaldResolution?: number;
+  /**
+   * Periodic boxes: groups smaller than a table spacing take the Ewald correction as one cubic expansion about
+   * their centre instead of a table lookup per (cell, source) pair, which costs about 4x an interaction; the
+   * difference is ~1e-7 of the potential (bench/RESULTS.md). false: per-pair lookups. Default true.
+   */
+  ewaldExpansion?: boolean;
   /** Also compute accelerations -grad(phi) (cm s^-2) in the same walk. Default false. */
   accelerations?: boolean;
   /** Add each cell's own potential as a uniform cube, -2.3800774 G m / h. Default true. */
@@ -81,6 +87,7 @@ export const defaultOptions: ResolvedOptions = Object.freeze({
   backend: 'auto',
   boundary: 'isolated',
   ewaldResolution: 28,
+  ewaldExpansion: true,
   accelerations: false,
   selfPotential: true,
   leafSize: 16,
@@ -111,6 +118,7 @@ export function resolveOptions(options: SolverOptions = {}): ResolvedOptions {
   periodicAxes(o.boundary as BoundaryChoice);
   if (!isInt(o.ewaldResolution) || o.ewaldResolution < 4 || o.ewaldResolution > 512)
     throw invalidOption('ewaldResolution', 'an integer in [4, 512]', o.ewaldResolution);
+  if (typeof o.ewaldExpansion !== 'boolean') throw invalidOption('ewaldExpansion', 'a boolean', o.ewaldExpansion);
   if (typeof o.accelerations !== 'boolean') throw invalidOption('accelerations', 'a boolean', o.accelerations);
   if (typeof o.selfPotential !== 'boolean') throw invalidOption('selfPotential', 'a boolean', o.selfPotential);
   if (!isInt(o.leafSize) || o.leafSize < 1 || o.leafSize > 256) throw invalidOption('leafSize', 'an integer in [1, 256]', o.leafSize);

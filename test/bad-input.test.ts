@@ -100,7 +100,6 @@ describe('bad options', () => {
     [{ boundary: 'toroidal' }, /option 'boundary'/],
     [{ boundary: { x: 'periodic', y: 'periodic' } }, /option 'boundary.z': expected 'periodic' or 'isolated'/],
     [{ boundary: { x: 'periodic', y: 'periodic', z: 'isolated', w: 'periodic' } }, /option 'boundary'/],
-    [{ boundary: 'periodic', backend: 'cuda' }, /periodic boundaries are not on the CUDA backend/],
     [{ ewaldResolution: 2 }, /option 'ewaldResolution'/],
     [{ backend: 'opencl' }, /option 'backend'/],
     [{ thetta: 0.5 }, /option 'thetta': expected one of the known options/],

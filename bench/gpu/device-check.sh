@@ -8,6 +8,7 @@
 #   maclaurin  `amrgrav bench` on the MacLaurin mesh, levels 7, order 2 and 1, GPU
 #   occupancy  the perf step again with the walk's registers capped for 8 and 9 resident blocks per SM
 #   unroll     the perf step at 256^3 with the accepted-node loop unrolled 2 and 8 times (default 4)
+#   ewaldblocks  the perf step at 256^3 with the periodic kernels' register cap at $EWB blocks per SM (default 3 5)
 # Usage on the GPU host, from the project root, with .gpuhost and dist carried:
 #   bash bench/gpu/device-check.sh sanitize parity api perf
 #   capi       the C API's test program (test/c/capi_demo.c) against libamrgrav with CUDA
@@ -75,6 +76,9 @@ for step in "$@"; do
       for mb in 8 9; do perfVariant mb$mb "-DAG_WALK_MIN_BLOCKS=$mb" 3; done ;;
     unroll)
       for u in 2 8; do perfVariant u$u "-DAG_WALK_APPROX_UNROLL=$u" 5; done ;;
+    ewaldblocks)
+      # the periodic kernels' register cap (default 4 blocks per SM): 3 and 6 for comparison
+      for mb in ${EWB:-3 5}; do perfVariant ew$mb "-DAG_WALK_EWALD_MIN_BLOCKS=$mb" 3; done ;;
     ncu)
       # launches: [0] o2+acc warm-up, [1] o2+acc timed, [2] o2 potential warm-up
       timeout 300 ncu --kernel-name regex:walkKernel --launch-skip 2 --launch-count 1 \
@@ -90,7 +94,7 @@ true
 stamp "done"
 [ -n "${OUT:-}" ] && tar czf "$OUT/logs.tar.gz" -C "$out" .
 printf '%s\n' "${summary[@]}"
-for f in "$out"/perf.log "$out"/sweep.log "$out"/perf-mb*.log "$out"/perf-u*.log; do
+for f in "$out"/perf.log "$out"/sweep.log "$out"/perf-mb*.log "$out"/perf-u*.log "$out"/perf-ew*.log; do
   [ -f "$f" ] && echo "-- $(basename "$f")"
   [ -f "$f" ] && python3 - "$f" <<'PY'
 import json, sys
@@ -98,7 +102,7 @@ for line in open(sys.argv[1]):
     if not line.startswith('{'): continue
     r = json.loads(line)
     if r.get('kind') == 'perf' and 'cells' in r:
-        print(f"{r['grid']:4d} o{r['order']} acc={int(r['accelerations'])} {r['walk']} g{r['groupSize']} l{r['leafSize']} {r['staging'][:3]} ct{r['copyThreads']}: "
+        print(f"{r['grid']:4d} o{r['order']} acc={int(r['accelerations'])} {'PER ' if r.get('periodic') else ''}{r['walk']} g{r['groupSize']} l{r['leafSize']} {r['staging'][:3]} ct{r['copyThreads']}: "
               f"wall {r['wall_s']*1e3:7.2f} ms  walk {r['walk_s']*1e3:7.2f} ms  up {r['upload_s']*1e3:5.2f} down {r['download_s']*1e3:5.2f} "
               f"keys {r['keys_sort_s']*1e3:5.2f} build {r['build_s']*1e3:5.2f} mom {r['moments_s']*1e3:5.2f}  int/cell {r['interactions_per_cell']:7.1f}  "
               f"walk int/s {r['walk_interactions_per_s']:.3g}  B/cell {r['device_bytes_per_cell']:.0f}")

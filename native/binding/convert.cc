@@ -100,6 +100,7 @@ Status readOptions(const Napi::Value& value, SolveOptions& opt, std::string& bac
   if (!(st = readBool(o, "accelerations", opt.accelerations)).ok()) return st;
   if (!(st = readInt(o, "threads", opt.threads)).ok()) return st;
   if (!(st = readInt(o, "ewaldResolution", opt.ewaldResolution)).ok()) return st;
+  if (!(st = readBool(o, "ewaldExpansion", opt.ewaldExpansion)).ok()) return st;
   if (o.Has("periodic") && !o.Get("periodic").IsUndefined()) {
     Napi::Value p = o.Get("periodic");
     if (!p.IsArray() || p.As<Napi::Array>().Length() != 3)

@@ -91,7 +91,8 @@ Napi::Value ewaldTable(const Napi::CallbackInfo& info) {
     for (std::size_t i = 0; i < np; ++i) {
       double dd[3];
       for (int d = 0; d < 3; ++d) dd[d] = nearestImage(pts[3 * i + d], v.period[d], v.invPeriod[d]);
-      ewaldLookup<1>(v, dd[0], dd[1], dd[2], &look[4 * i], &look[4 * i + 1], nullptr, nullptr);
+      double* none = nullptr;
+      ewaldLookup<1>(v, dd[0], dd[1], dd[2], &look[4 * i], &look[4 * i + 1], none, none);
     }
     r.Set("lookup", copyOut(env, look));
     if (o.Has("exact") && o.Get("exact").IsBoolean() && o.Get("exact").As<Napi::Boolean>().Value()) {

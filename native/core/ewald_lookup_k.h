@@ -73,49 +73,51 @@ AG_EWALD_HD bool periodicNodeImage(const EwaldTableView& v, const double* glo, c
 
 /// C and derivatives at separation (dx, dy, dz) (already the nearest image). Deriv: 0 = C only, 1 = + gradient,
 /// 2 = + Hessian (6), 3 = + third derivatives (10, constant over the cell). All in the caller's units.
-template <int Deriv>
-AG_EWALD_HD void ewaldLookup(const EwaldTableView& t, double dx, double dy, double dz, double* c, double* g,
-                             double* H, double* T) {
+/// V is EwaldTableView (double coefficients, the CPU) or a view of the same fields with float coefficients
+/// (the CUDA walk); R is the arithmetic type.
+template <int Deriv, class V, class R>
+AG_EWALD_HD void ewaldLookup(const V& t, R dx, R dy, R dz, R* c, R* g, R* H, R* T) {
   // written without loops or branches (selects only) so that the CPU's target loops vectorise with gathers
-  const double ax = dx * t.invUnit, ay = dy * t.invUnit, az = dz * t.invUnit;
-  const double s[3] = {ax < 0 ? -1.0 : 1.0, ay < 0 ? -1.0 : 1.0, az < 0 ? -1.0 : 1.0};
-  const double ux = ax * s[0], uy = ay * s[1], uz = az * s[2];
-  int ix = int(ux * t.invH[0] + 0.5), iy = int(uy * t.invH[1] + 0.5), iz = int(uz * t.invH[2] + 0.5);
+  const R iu = R(t.invUnit);
+  const R ax = dx * iu, ay = dy * iu, az = dz * iu;
+  const R s[3] = {ax < 0 ? R(-1) : R(1), ay < 0 ? R(-1) : R(1), az < 0 ? R(-1) : R(1)};
+  const R ux = ax * s[0], uy = ay * s[1], uz = az * s[2];
+  int ix = int(ux * R(t.invH[0]) + R(0.5)), iy = int(uy * R(t.invH[1]) + R(0.5)), iz = int(uz * R(t.invH[2]) + R(0.5));
   ix = ix > t.n[0] ? t.n[0] : ix;
   iy = iy > t.n[1] ? t.n[1] : iy;
   iz = iz > t.n[2] ? t.n[2] : iz;
-  const double d[3] = {ux - ix * t.h[0], uy - iy * t.h[1], uz - iz * t.h[2]};
+  const R d[3] = {ux - R(ix) * R(t.h[0]), uy - R(iy) * R(t.h[1]), uz - R(iz) * R(t.h[2])};
   // a 32-bit element offset (not a pointer) so that compilers can turn the loads into gathers
   const int off = kEwaldCoefs * (ix + (t.n[0] + 1) * (iy + (t.n[1] + 1) * iz));
-  const double* coef = t.coef;
-  auto p = [coef, off](int j) { return coef[off + j]; };
-  const double x = d[0], y = d[1], z = d[2];
+  const auto* coef = t.coef;
+  auto p = [coef, off](int j) { return R(coef[off + j]); };
+  const R x = d[0], y = d[1], z = d[2];
   // third-order tensor contracted once with d: T_ij. = sum_k T_ijk d_k (xx xy xz yy yz zz)
-  const double txx = p(10) * x + p(11) * y + p(12) * z, txy = p(11) * x + p(13) * y + p(14) * z;
-  const double txz = p(12) * x + p(14) * y + p(15) * z, tyy = p(13) * x + p(16) * y + p(17) * z;
-  const double tyz = p(14) * x + p(17) * y + p(18) * z, tzz = p(15) * x + p(18) * y + p(19) * z;
+  const R txx = p(10) * x + p(11) * y + p(12) * z, txy = p(11) * x + p(13) * y + p(14) * z;
+  const R txz = p(12) * x + p(14) * y + p(15) * z, tyy = p(13) * x + p(16) * y + p(17) * z;
+  const R tyz = p(14) * x + p(17) * y + p(18) * z, tzz = p(15) * x + p(18) * y + p(19) * z;
   // Hessian at the point, to first order: H + T.d
-  const double hxx = p(4) + txx, hxy = p(5) + txy, hxz = p(6) + txz;
-  const double hyy = p(7) + tyy, hyz = p(8) + tyz, hzz = p(9) + tzz;
+  const R hxx = p(4) + txx, hxy = p(5) + txy, hxz = p(6) + txz;
+  const R hyy = p(7) + tyy, hyz = p(8) + tyz, hzz = p(9) + tzz;
   // gradient: g + H d + (1/2) T.d.d ; value: C + g.d + (1/2) d.H.d + (1/6) T.d.d.d
-  const double hdx0 = p(4) * x + p(5) * y + p(6) * z, hdy0 = p(5) * x + p(7) * y + p(8) * z;
-  const double hdz0 = p(6) * x + p(8) * y + p(9) * z;
-  const double tdx = txx * x + txy * y + txz * z, tdy = txy * x + tyy * y + tyz * z, tdz = txz * x + tyz * y + tzz * z;
-  const double u = t.invUnit, u2 = u * u;
-  *c = u * (p(0) + p(1) * x + p(2) * y + p(3) * z + 0.5 * (hdx0 * x + hdy0 * y + hdz0 * z) +
-            (1.0 / 6.0) * (tdx * x + tdy * y + tdz * z));
+  const R hdx0 = p(4) * x + p(5) * y + p(6) * z, hdy0 = p(5) * x + p(7) * y + p(8) * z;
+  const R hdz0 = p(6) * x + p(8) * y + p(9) * z;
+  const R tdx = txx * x + txy * y + txz * z, tdy = txy * x + tyy * y + tyz * z, tdz = txz * x + tyz * y + tzz * z;
+  const R u = iu, u2 = u * u;
+  *c = u * (p(0) + p(1) * x + p(2) * y + p(3) * z + R(0.5) * (hdx0 * x + hdy0 * y + hdz0 * z) +
+            (R(1) / R(6)) * (tdx * x + tdy * y + tdz * z));
   if (Deriv >= 1) {
-    g[0] = s[0] * u2 * (p(1) + hdx0 + 0.5 * tdx);
-    g[1] = s[1] * u2 * (p(2) + hdy0 + 0.5 * tdy);
-    g[2] = s[2] * u2 * (p(3) + hdz0 + 0.5 * tdz);
+    g[0] = s[0] * u2 * (p(1) + hdx0 + R(0.5) * tdx);
+    g[1] = s[1] * u2 * (p(2) + hdy0 + R(0.5) * tdy);
+    g[2] = s[2] * u2 * (p(3) + hdz0 + R(0.5) * tdz);
   }
   if (Deriv >= 2) {
-    const double u3 = u2 * u;
+    const R u3 = u2 * u;
     H[0] = u3 * hxx; H[1] = s[0] * s[1] * u3 * hxy; H[2] = s[0] * s[2] * u3 * hxz;
     H[3] = u3 * hyy; H[4] = s[1] * s[2] * u3 * hyz; H[5] = u3 * hzz;
   }
   if (Deriv >= 3) {
-    const double u4 = u2 * u2;
+    const R u4 = u2 * u2;
     // xxx xxy xxz xyy xyz xzz yyy yyz yzz zzz: the sign of T_ijk is s_i s_j s_k
     T[0] = s[0] * u4 * p(10); T[1] = s[1] * u4 * p(11); T[2] = s[2] * u4 * p(12);
     T[3] = s[0] * u4 * p(13); T[4] = s[0] * s[1] * s[2] * u4 * p(14); T[5] = s[0] * u4 * p(15);
@@ -125,11 +127,10 @@ AG_EWALD_HD void ewaldLookup(const EwaldTableView& t, double dx, double dy, doub
 
 /// Correction of a point mass m at separation d (nearest image): phi += m C(d); g += -m grad C (the caller scales
 /// by -G, as for the 1/r part). d = 0 (the cell itself) gives its images' potential m C(0).
-template <bool Accel>
-AG_EWALD_HD void ewaldCellCorrection(const EwaldTableView& t, double dx, double dy, double dz, double m, double& phi,
-                               double& gx, double& gy, double& gz) {
-  double c, g[3];
-  ewaldLookup<Accel ? 1 : 0>(t, dx, dy, dz, &c, g, nullptr, nullptr);
+template <bool Accel, class V, class R>
+AG_EWALD_HD void ewaldCellCorrection(const V& t, R dx, R dy, R dz, R m, R& phi, R& gx, R& gy, R& gz) {
+  R c, g[3];
+  ewaldLookup<Accel ? 1 : 0>(t, dx, dy, dz, &c, g, (R*)nullptr, (R*)nullptr);
   phi += m * c;
   if (Accel) { gx -= m * g[0]; gy -= m * g[1]; gz -= m * g[2]; }
 }
@@ -137,26 +138,27 @@ AG_EWALD_HD void ewaldCellCorrection(const EwaldTableView& t, double dx, double 
 /// Correction of a node (mass m, traceless quadrupole q = xx xy xz yy yz zz, trace of the second moment
 /// S = sum m |x - com|^2) at separation d from its com: the Taylor series of sum_j m_j C(d - (x_j - com)) to
 /// second order, m C + (1/6) Q:H + (S/6) lap C (Order 1: m C only).
-template <int Order, bool Accel>
-AG_EWALD_HD void ewaldNodeCorrection(const EwaldTableView& t, double dx, double dy, double dz, double m, const double* q,
-                               double S, double& phi, double& gx, double& gy, double& gz) {
+template <int Order, bool Accel, class V, class R>
+AG_EWALD_HD void ewaldNodeCorrection(const V& t, R dx, R dy, R dz, R m, const R* q, R S, R& phi, R& gx, R& gy,
+                                     R& gz) {
   if (Order < 2) {
     ewaldCellCorrection<Accel>(t, dx, dy, dz, m, phi, gx, gy, gz);
     return;
   }
-  double c, g[3], H[6], T[10];
+  R c, g[3], H[6], T[10];
   ewaldLookup<Accel ? 3 : 2>(t, dx, dy, dz, &c, g, H, T);
   const double qh = q[0] * H[0] + q[3] * H[3] + q[5] * H[5] + 2 * (q[1] * H[1] + q[2] * H[2] + q[4] * H[4]);
-  phi += m * c + (1.0 / 6.0) * qh + (S / 6.0) * (H[0] + H[3] + H[5]);
+  const R sixth = R(1) / R(6);
+  phi += m * c + sixth * qh + (S / R(6)) * (H[0] + H[3] + H[5]);
   if (Accel) {
     // d/dx_k of Q:H = sum_ij Q_ij T_ijk; lap C's gradient = sum_i T_iik
     const double qtx = q[0] * T[0] + q[3] * T[3] + q[5] * T[5] + 2 * (q[1] * T[1] + q[2] * T[2] + q[4] * T[4]);
     const double qty = q[0] * T[1] + q[3] * T[6] + q[5] * T[8] + 2 * (q[1] * T[3] + q[2] * T[4] + q[4] * T[7]);
     const double qtz = q[0] * T[2] + q[3] * T[7] + q[5] * T[9] + 2 * (q[1] * T[4] + q[2] * T[5] + q[4] * T[8]);
     const double lx = T[0] + T[3] + T[5], ly = T[1] + T[6] + T[8], lz = T[2] + T[7] + T[9];
-    gx -= m * g[0] + (1.0 / 6.0) * qtx + (S / 6.0) * lx;
-    gy -= m * g[1] + (1.0 / 6.0) * qty + (S / 6.0) * ly;
-    gz -= m * g[2] + (1.0 / 6.0) * qtz + (S / 6.0) * lz;
+    gx -= m * g[0] + sixth * qtx + (S / R(6)) * lx;
+    gy -= m * g[1] + sixth * qty + (S / R(6)) * ly;
+    gz -= m * g[2] + sixth * qtz + (S / R(6)) * lz;
   }
 }
 

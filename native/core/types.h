@@ -54,6 +54,9 @@ struct SolveOptions {
   /// the Ewald correction of the images (core/ewald_lookup_k.h), with the mean density removed when all three are.
   bool periodic[3] = {false, false, false};
   int ewaldResolution = 28;  ///< Ewald table points per half period of the shortest periodic side, [4, 512]
+  /// Small groups take the Ewald correction as one expansion about their centre (core/ewald_expansion_k.h);
+  /// false: a table lookup per (cell, source) pair, the reference for the expansion's error.
+  bool ewaldExpansion = true;
   bool anyPeriodic() const { return periodic[0] || periodic[1] || periodic[2]; }
 };
 

@@ -62,4 +62,12 @@ Status validateCells(const CellsView& c, const SolveOptions& o) {
   return Status::success();
 }
 
+Status validateDirectOptions(const SolveOptions& opt) {
+  if (opt.anyPeriodic())
+    return Status::error(ErrorCode::InvalidOption,
+                         "direct summation is for isolated boundaries; for periodic ones use the tree at small theta "
+                         "(validation/ewaldReference.ts holds an independent Ewald sum)");
+  return Status::success();
+}
+
 }  // namespace amrgrav

@@ -7,6 +7,8 @@
 namespace amrgrav {
 
 Status validateOptions(const SolveOptions& opt);
+/// Direct summation (both backends) is for isolated boundaries.
+Status validateDirectOptions(const SolveOptions& opt);
 Status validateCells(const CellsView& cells, const SolveOptions& opt);
 
 }  // namespace amrgrav

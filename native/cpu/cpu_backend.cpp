@@ -46,10 +46,7 @@ class CpuBackend final : public Backend {
     if (!st.ok()) return st;
     st = validateCells(cells, opt);
     if (!st.ok()) return st;
-    if (direct && opt.anyPeriodic())
-      return Status::error(ErrorCode::InvalidOption,
-                           "direct summation is for isolated boundaries; for periodic ones use the tree at small theta "
-                           "(validation/ewaldReference.ts holds an independent Ewald sum)");
+    if (direct && !(st = validateDirectOptions(opt)).ok()) return st;
     const ResultTargets into = out.into;
     out = SolveResult{};
     out.into = into;

@@ -7,6 +7,7 @@
 #include <cassert>
 #include <vector>
 
+#include "core/ewald_expansion_k.h"
 #include "core/ewald_walk.h"
 #include "core/interact_k.h"
 #include "core/mac_k.h"
@@ -25,6 +26,7 @@ struct Lists {
   std::vector<double> cx, cy, cz, cm;                          // cells of opened leaves
   std::vector<double> ns;                 // accepted nodes' second moments (periodic walks only)
   const EwaldWalk* ewald = nullptr;       // periodic walks: table and moments; null when isolated
+  bool expandEwald = true;                // periodic walks: small groups expand the correction (SolveOptions)
   void clear() {
     for (auto* v : {&nx, &ny, &nz, &nm, &q0, &q1, &q2, &q3, &q4, &q5, &cx, &cy, &cz, &cm, &ns}) v->clear();
   }
@@ -87,9 +89,63 @@ void buildLists(const SourceTree& t, const SortedCells& c, const Groups& g, std:
   }
 }
 
+/// The periodic lists with the correction expanded about the group's centre c: the 1/r part exactly as the
+/// isolated walk (source cells moved to their image nearest c), the correction summed per source into one cubic.
+template <int Order, bool Accel>
+inline __attribute__((always_inline)) void evaluateListsExpanded(const Lists& L, const double* tx, const double* ty,
+                                                                 const double* tz, int nt, const double* c,
+                                                                 double* phi, double* gx, double* gy, double* gz) {
+  double p[kMaxGroup], fx[kMaxGroup], fy[kMaxGroup], fz[kMaxGroup], qx[kMaxGroup], qy[kMaxGroup], qz[kMaxGroup];
+  for (int i = 0; i < nt; ++i) { p[i] = 0; fx[i] = 0; fy[i] = 0; fz[i] = 0; qx[i] = 0; qy[i] = 0; qz[i] = 0; }
+  const EwaldTableView v = L.ewald->view;
+  double a[kEwaldLocalCoefs] = {};
+  const std::size_t nn = L.nm.size();
+  for (std::size_t k = 0; k < nn; ++k) {
+    const double sx = L.nx[k], sy = L.ny[k], sz = L.nz[k], sm = L.nm[k];
+    const double q[6] = {L.q0[k], L.q1[k], L.q2[k], L.q3[k], L.q4[k], L.q5[k]};
+#pragma GCC ivdep
+    for (int i = 0; i < nt; ++i) {
+      if (Accel)
+        nodeCellForce<double, Order>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, q, p[i], fx[i], fy[i], fz[i], qx[i],
+                                     qy[i], qz[i]);
+      else nodeCellPotential<double, Order>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, q, p[i]);
+    }
+    // the correction takes the plain quadrupole; the potential-only list holds half-upper coefficients (exact x2)
+    const double qf[6] = {Accel ? q[0] : 2 * q[0], q[1], q[2], Accel ? q[3] : 2 * q[3], q[4], Accel ? q[5] : 2 * q[5]};
+    ewaldLocalAddNode<Order>(v, c[0] - sx, c[1] - sy, c[2] - sz, sm, qf, L.ns[k], a);
+  }
+  const std::size_t nc = L.cm.size();
+  for (std::size_t k = 0; k < nc; ++k) {
+    // the image nearest the centre: a whole number of periods (none for the group's own cells, exactly)
+    const double sx = L.cx[k] - v.period[0] * std::rint((L.cx[k] - c[0]) * v.invPeriod[0]);
+    const double sy = L.cy[k] - v.period[1] * std::rint((L.cy[k] - c[1]) * v.invPeriod[1]);
+    const double sz = L.cz[k] - v.period[2] * std::rint((L.cz[k] - c[2]) * v.invPeriod[2]);
+    const double sm = L.cm[k];
+#pragma GCC ivdep
+    for (int i = 0; i < nt; ++i) {
+      if (Accel) cellCellForce<double>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, p[i], fx[i], fy[i], fz[i]);
+      else cellCellPotential<double>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, p[i]);
+    }
+    ewaldLocalAddCell(v, c[0] - sx, c[1] - sy, c[2] - sz, sm, a);
+  }
+  for (int i = 0; i < nt; ++i) {
+    double ex = 0, ey = 0, ez = 0;
+    ewaldLocalEval<Accel>(a, tx[i] - c[0], ty[i] - c[1], tz[i] - c[2], p[i], ex, ey, ez);
+    phi[i] = p[i];
+    if (Accel) { gx[i] = fx[i] - qx[i] + ex; gy[i] = fy[i] - qy[i] + ey; gz[i] = fz[i] - qz[i] + ez; }
+  }
+}
+
+/// Periodic walks: with `centre` (the group's, core/ewald_expansion_k.h) the correction is one expansion about it and
+/// source cells are seen through their image nearest it; without, every (cell, source) pair looks the table up.
 template <int Order, bool Accel, bool Periodic>
-inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const double* tx, const double* ty, const double* tz, int nt, double* phi,
-                   double* gx, double* gy, double* gz) {
+inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const double* tx, const double* ty,
+                                                         const double* tz, int nt, const double* centre, double* phi,
+                                                         double* gx, double* gy, double* gz) {
+  if (Periodic && centre) {
+    evaluateListsExpanded<Order, Accel>(L, tx, ty, tz, nt, centre, phi, gx, gy, gz);
+    return;
+  }
   double p[kMaxGroup], fx[kMaxGroup], fy[kMaxGroup], fz[kMaxGroup], qx[kMaxGroup], qy[kMaxGroup], qz[kMaxGroup];
   for (int i = 0; i < nt; ++i) { p[i] = 0; fx[i] = 0; fy[i] = 0; fz[i] = 0; qx[i] = 0; qy[i] = 0; qz[i] = 0; }
   const std::size_t nn = L.nm.size();
@@ -148,12 +204,12 @@ inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const d
 #define AG_MULTIVERSION
 #endif
 
-using EvalFn = void (*)(const Lists&, const double*, const double*, const double*, int, double*, double*, double*,
-                        double*);
+using EvalFn = void (*)(const Lists&, const double*, const double*, const double*, int, const double*, double*,
+                        double*, double*, double*);
 #define AG_EVAL(NAME, ORDER, ACCEL, PERIODIC)                                                                     \
-  AG_MULTIVERSION void NAME(const Lists& L, const double* x, const double* y, const double* z, int n, double* p,   \
-                            double* gx, double* gy, double* gz) {                                                 \
-    evaluateLists<ORDER, ACCEL, PERIODIC>(L, x, y, z, n, p, gx, gy, gz);                                          \
+  AG_MULTIVERSION void NAME(const Lists& L, const double* x, const double* y, const double* z, int n,             \
+                            const double* centre, double* p, double* gx, double* gy, double* gz) {                \
+    evaluateLists<ORDER, ACCEL, PERIODIC>(L, x, y, z, n, centre, p, gx, gy, gz);                                  \
   }
 AG_EVAL(evalPot1, 1, false, false)
 AG_EVAL(evalPot2, 2, false, false)
@@ -175,16 +231,21 @@ void walkRange(const SourceTree& t, const SortedCells& c, const Groups& g, std::
     constexpr EvalFn eval =
         Periodic ? (Order == 1 ? (Accel ? evalPerForce1 : evalPerPot1) : (Accel ? evalPerForce2 : evalPerPot2))
                  : (Order == 1 ? (Accel ? evalForce1 : evalPot1) : (Accel ? evalForce2 : evalPot2));
+    // periodic: small groups take the correction as one expansion about their centre
+    double centre[3];
+    const bool expand = Periodic && L.expandEwald && ewaldGroupExpands(L.ewald->view, &g.lo[3 * gi], &g.hi[3 * gi]);
+    for (int d = 0; d < 3; ++d) centre[d] = 0.5 * (g.lo[3 * gi + d] + g.hi[3 * gi + d]);
+    const double* ctr = expand ? centre : nullptr;
     if (pass.accumulate) {
       // a further source tree (a LET): its sums are added to the local tree's, tree by tree in a fixed order
       double p[kMaxGroup], fx[kMaxGroup], fy[kMaxGroup], fz[kMaxGroup];
-      eval(L, &c.x[b], &c.y[b], &c.z[b], nt, p, fx, fy, fz);
+      eval(L, &c.x[b], &c.y[b], &c.z[b], nt, ctr, p, fx, fy, fz);
       for (int i = 0; i < nt; ++i) {
         out.phi[b + i] += p[i];
         if (Accel) { out.gx[b + i] += fx[i]; out.gy[b + i] += fy[i]; out.gz[b + i] += fz[i]; }
       }
     } else {
-      eval(L, &c.x[b], &c.y[b], &c.z[b], nt, out.phi + b, Accel ? out.gx + b : nullptr,
+      eval(L, &c.x[b], &c.y[b], &c.z[b], nt, ctr, out.phi + b, Accel ? out.gx + b : nullptr,
                                   Accel ? out.gy + b : nullptr, Accel ? out.gz + b : nullptr);
     }
     approx += std::uint64_t(nt) * L.nm.size();
@@ -201,7 +262,10 @@ void walkGroups(const SourceTree& t, const SortedCells& c, const Groups& g, std:
   if (t.nodeCount == 0 || ge <= gb) return;
   assert(!ewald || t.secondMoment);  // every periodic source tree carries its nodes' second moments
   std::vector<Lists> lists(std::max(1, threads));
-  for (auto& l : lists) l.ewald = ewald;
+  for (auto& l : lists) {
+    l.ewald = ewald;
+    l.expandEwald = opt.ewaldExpansion;
+  }
   std::atomic<std::uint64_t> approx{0}, direct{0};
   const bool accel = out.gx != nullptr;
   const bool vote = opt.walk == WalkKind::Vote;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/ewald_walk.h"
 #include "core/keys.h"
 #include "core/tree.h"
 #include "core/validate.h"
@@ -189,6 +190,8 @@ class CudaBackendImpl final : public CudaBackend {
     cells_.release(); cubTemp_.release(); topo_.release(); levelCount_.release(); levelOffset_.release();
     moments_.release(); nodeMac_.release(); nodeMQ_.release(); queue_.release(); walkCounters_.release();
     tally_.release();
+    ewaldCoef_.release();
+    ewaldTable_.reset();
     staging_ = std::make_unique<StagingRing>();
     small_.release();
     for (auto& e : events_) {
@@ -207,7 +210,7 @@ class CudaBackendImpl final : public CudaBackend {
     b += size_.bytes() + bounds_.bytes() + keys_.bytes() + idx_.bytes();
     b += cells_.bytes() + cubTemp_.bytes() + topo_.bytes() + levelCount_.bytes() + levelOffset_.bytes();
     b += moments_.bytes() + nodeMac_.bytes() + nodeMQ_.bytes() + queue_.bytes() + walkCounters_.bytes() +
-         tally_.bytes();
+         tally_.bytes() + ewaldCoef_.bytes();
     return b;
   }
 
@@ -226,9 +229,7 @@ class CudaBackendImpl final : public CudaBackend {
   Status run(const CellsView& cells, const SolveOptions& opt, SolveResult& out, bool direct) {
     Status st = validateOptions(opt);
     if (!st.ok()) return st;
-    if (opt.anyPeriodic())  // never a silently isolated answer: the Ewald walk is CPU-only so far
-      return Status::error(ErrorCode::InvalidOption,
-                           "periodic boundaries are not on the CUDA backend yet: use the CPU backend");
+    if (direct && !(st = validateDirectOptions(opt)).ok()) return st;
     if (!direct && opt.groupSize > 64)
       return Status::error(ErrorCode::InvalidOption,
                            "groupSize must be at most 64 on the CUDA backend (one warp per group, at most two cells "
@@ -372,6 +373,7 @@ class CudaBackendImpl final : public CudaBackend {
       AG_TRY(buildTree(n, opt.leafSize, &nodes, &depth));
       AG_CUDA_TRY(cudaEventRecord(events_[3], s));
       AG_TRY(computeMoments(n, nodes, depth, root, opt, massScale));
+      if (opt.anyPeriodic()) AG_TRY(prepareEwald(opt, scale, out.stats));  // host table work overlaps the moments
       AG_CUDA_TRY(cudaEventRecord(events_[4], s));
       AG_TRY(walk(n, opt, massScale, sums[0], g, out.stats));
       out.stats.nodes = nodes;
@@ -560,20 +562,43 @@ class CudaBackendImpl final : public CudaBackend {
     return Status::success();
   }
 
+  /// The Ewald table for this box (core/ewald_walk.h: memory, disk cache or build) and its float copy on the
+  /// device, uploaded once per table; fills ewaldView_ in the walk's scaled lengths.
+  Status prepareEwald(const SolveOptions& opt, double scale, SolveStats& st) {
+    EwaldWalk ew;
+    AG_TRY(prepareEwaldTable(opt, scale, resolveThreadCount(opt.threads), ew, st));
+    if (ew.table.get() != ewaldTable_.get()) {
+      const std::vector<double>& c = ew.table->coef;
+      std::vector<float> f(c.begin(), c.end());
+      AG_TRY(ewaldCoef_.reserve(f.size(), "the Ewald table"));
+      AG_CUDA_TRY(cudaMemcpyAsync(ewaldCoef_.get(), f.data(), f.size() * sizeof(float), cudaMemcpyHostToDevice,
+                                  stream_));
+      AG_CUDA_TRY(cudaStreamSynchronize(stream_));  // f is freed on return
+      ewaldTable_ = ew.table;
+    }
+    EwaldDeviceView& v = ewaldView_;
+    v.coef = ewaldCoef_.get();
+    v.invUnit = ew.view.invUnit;
+    for (int d = 0; d < 3; ++d) {
+      v.n[d] = ew.view.n[d];
+      v.h[d] = ew.view.h[d];
+      v.invH[d] = ew.view.invH[d];
+      v.period[d] = ew.view.period[d];
+      v.invPeriod[d] = ew.view.invPeriod[d];
+      v.reach[d] = ew.view.reach[d];
+    }
+    return Status::success();
+  }
+
   Status walk(unsigned n, const SolveOptions& opt, double massScale, double* phi, double* const* g, SolveStats& st) {
-    cudaStream_t s = stream_;
     WalkConfig cfg;
     cfg.order = opt.order;
     cfg.accelerations = opt.accelerations;
     cfg.cellsPerLane = opt.groupSize > 32 ? 2 : 1;
     cfg.vote = opt.walk == WalkKind::Vote;
+    cfg.periodic = opt.anyPeriodic();
     const unsigned groupSize = unsigned(opt.groupSize);
     const unsigned numGroups = (n + groupSize - 1) / groupSize;
-    int perSm = 1;
-    AG_TRY(walkBlocksPerSm(cfg, &perSm));
-    const unsigned long long wanted = (numGroups + kWalkWarpsPerBlock - 1) / kWalkWarpsPerBlock;
-    const int blocks = int(std::max<unsigned long long>(1, std::min<unsigned long long>(wanted, 1ull * smCount_ * perSm)));
-    const unsigned warps = unsigned(blocks) * kWalkWarpsPerBlock;
     if (queueCap_ == 0) queueCap_ = nextPow2(std::max(64u, copt_.initialQueueCapacity));
     AG_TRY(walkCounters_.reserve(kWalkCounterCount, "walk counters"));
 
@@ -593,10 +618,39 @@ class CudaBackendImpl final : public CudaBackend {
     p.gx = g[0];
     p.gy = g[1];
     p.gz = g[2];
+    if (cfg.periodic) p.ewald = ewaldView_;
+    p.ewaldExpansion = opt.ewaldExpansion;
 
+    // periodic: the groups that expand the Ewald correction, then (if any are left) the others (kernels.h)
+    WalkTally total;
+    stats_.walkLaunches = 0;
+    if (!cfg.periodic || opt.ewaldExpansion) AG_TRY(walkPass(cfg, p, total));
+    if (cfg.periodic && (!opt.ewaldExpansion || total.skipped > 0)) {
+      cfg.perCellEwald = true;
+      AG_TRY(walkPass(cfg, p, total));
+    }
+    st.approxInteractions = total.approx;
+    st.directInteractions = total.direct;
+    st.groups = numGroups;
+    return Status::success();
+  }
+
+  struct WalkTally {
+    unsigned long long approx = 0, direct = 0;
+    unsigned skipped = 0;
+  };
+
+  /// One walk kernel over all groups (the ones it owns), rerun with larger queues until none overflows.
+  Status walkPass(const WalkConfig& cfg, WalkParams& p, WalkTally& total) {
+    cudaStream_t s = stream_;
+    int perSm = 1;
+    AG_TRY(walkBlocksPerSm(cfg, &perSm));
+    const unsigned long long wanted = (p.numGroups + kWalkWarpsPerBlock - 1) / kWalkWarpsPerBlock;
+    const int blocks = int(std::max<unsigned long long>(1, std::min<unsigned long long>(wanted, 1ull * smCount_ * perSm)));
+    const unsigned warps = unsigned(blocks) * kWalkWarpsPerBlock;
     unsigned* hc = static_cast<unsigned*>(small_.get());
     unsigned long long* ht = reinterpret_cast<unsigned long long*>(static_cast<char*>(small_.get()) + 64);
-    for (int launch = 1;; ++launch) {
+    for (;;) {
       // the queues in the sort's spare index half when they fit, else a buffer of their own
       const std::size_t queueEntries = std::size_t(warps) * queueCap_;
       if (queueEntries <= idxSpare_.bytes / sizeof(unsigned)) {
@@ -612,9 +666,9 @@ class CudaBackendImpl final : public CudaBackend {
       AG_CUDA_TRY(cudaMemcpyAsync(hc, walkCounters_.get(), kWalkCounterCount * sizeof(unsigned), cudaMemcpyDeviceToHost, s));
       AG_CUDA_TRY(cudaMemcpyAsync(ht, tally_.get(), 3 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, s));
       AG_CUDA_TRY(cudaStreamSynchronize(s));
-      stats_.walkLaunches = launch;
+      ++stats_.walkLaunches;
       stats_.queueCapacity = queueCap_;
-      stats_.queuePeak = hc[kQueuePeak];
+      stats_.queuePeak = std::max(stats_.queuePeak, hc[kQueuePeak]);
       if (hc[kOverflowNeed] == 0) break;
       if (queueCap_ >= (1u << 24))
         return Status::error(ErrorCode::Internal, "CUDA backend: the walk queue would need more than 2^24 entries "
@@ -623,9 +677,9 @@ class CudaBackendImpl final : public CudaBackend {
     }
     stats_.walkBlocks = blocks;
     stats_.walkWarps = int(warps);
-    st.approxInteractions = ht[0];
-    st.directInteractions = ht[1];
-    st.groups = numGroups;
+    total.approx += ht[0];
+    total.direct += ht[1];
+    total.skipped = hc[kSkippedGroups];
     splitNodes_ = ht[2];  // counted by the build; leaves = nodes - split nodes
     return Status::success();
   }
@@ -665,6 +719,9 @@ class CudaBackendImpl final : public CudaBackend {
   DeviceBuffer<unsigned> queue_;        ///< (*)
   DeviceBuffer<unsigned> walkCounters_;
   DeviceBuffer<unsigned long long> tally_;  ///< [0] approx, [1] direct interactions, [2] split nodes
+  DeviceBuffer<float> ewaldCoef_;           ///< periodic solves: the Ewald table's coefficients as float
+  std::shared_ptr<const EwaldTable> ewaldTable_;  ///< the table ewaldCoef_ holds (uploaded once)
+  EwaldDeviceView ewaldView_;
   std::unique_ptr<StagingRing> staging_ = std::make_unique<StagingRing>();
   PinnedBuffer small_;
 };

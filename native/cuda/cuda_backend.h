@@ -41,7 +41,7 @@ struct CudaStats {
   std::size_t pinnedBytes = 0;      ///< pinned host staging held
   unsigned queueCapacity = 0;       ///< walk queue entries per warp in the final walk launch
   unsigned queuePeak = 0;           ///< most entries any warp needed
-  int walkLaunches = 0;             ///< 1 + reruns after a queue overflow
+  int walkLaunches = 0;             ///< kernel launches: 1 (2 for periodic walks with per-pair groups) + reruns
   int walkBlocks = 0, walkWarps = 0;
   std::string device;               ///< name, compute capability, multiprocessors
 };

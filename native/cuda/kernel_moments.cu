@@ -30,9 +30,14 @@ __device__ __forceinline__ std::uint32_t compactBits3(std::uint64_t v) {
   return std::uint32_t(v);
 }
 
+/// dx^2 + dy^2 + dz^2, left to right and unfused.
+__device__ __forceinline__ double squaredNorm(double dx, double dy, double dz) {
+  return __dadd_rn(__dadd_rn(__dmul_rn(dx, dx), __dmul_rn(dy, dy)), __dmul_rn(dz, dz));
+}
+
 /// moments.cpp addQuadrupole: q += m (3 d d^T - |d|^2 I), with C++'s left-to-right evaluation.
 __device__ __forceinline__ void addQuadrupole(double* q, double m, double dx, double dy, double dz) {
-  const double d2 = __dadd_rn(__dadd_rn(__dmul_rn(dx, dx), __dmul_rn(dy, dy)), __dmul_rn(dz, dz));
+  const double d2 = squaredNorm(dx, dy, dz);
   q[0] = __dadd_rn(q[0], __dmul_rn(m, __dsub_rn(__dmul_rn(__dmul_rn(3.0, dx), dx), d2)));
   q[1] = __dadd_rn(q[1], __dmul_rn(m, __dmul_rn(__dmul_rn(3.0, dx), dy)));
   q[2] = __dadd_rn(q[2], __dmul_rn(m, __dmul_rn(__dmul_rn(3.0, dx), dz)));
@@ -95,16 +100,21 @@ __global__ void __launch_bounds__(kThreads) momentsLevelKernel(MomentsParams p, 
   } else {
     for (int d = 0; d < 3; ++d) cm[d] = centre[d];  // massless: as the CPU (the walk skips it anyway)
   }
+  double S = 0;  // core/ewald_walk.cpp nodeSecondMoments
   if (leaf) {
     for (unsigned j = t.x; j < t.x + t.y; ++j) {
       const D4 c = p.cells[j];
-      addQuadrupole(q, c.w, __dsub_rn(c.x, cm[0]), __dsub_rn(c.y, cm[1]), __dsub_rn(c.z, cm[2]));
+      const double dx = __dsub_rn(c.x, cm[0]), dy = __dsub_rn(c.y, cm[1]), dz = __dsub_rn(c.z, cm[2]);
+      addQuadrupole(q, c.w, dx, dy, dz);
+      S = __dadd_rn(S, __dmul_rn(c.w, squaredNorm(dx, dy, dz)));
     }
   } else {
     for (unsigned k = t.z; k < t.z + t.w; ++k) {  // parallel-axis theorem
       const NodeMoments& c = p.moments[k];
+      const double dx = __dsub_rn(c.cx, cm[0]), dy = __dsub_rn(c.cy, cm[1]), dz = __dsub_rn(c.cz, cm[2]);
       for (int r = 0; r < 6; ++r) q[r] = __dadd_rn(q[r], c.q[r]);
-      addQuadrupole(q, c.m, __dsub_rn(c.cx, cm[0]), __dsub_rn(c.cy, cm[1]), __dsub_rn(c.cz, cm[2]));
+      addQuadrupole(q, c.m, dx, dy, dz);
+      S = __dadd_rn(S, __dadd_rn(c.s, __dmul_rn(c.m, squaredNorm(dx, dy, dz))));
     }
   }
   NodeMoments& out = p.moments[ii];
@@ -113,6 +123,7 @@ __global__ void __launch_bounds__(kThreads) momentsLevelKernel(MomentsParams p, 
   out.cy = cm[1];
   out.cz = cm[2];
   for (int r = 0; r < 6; ++r) out.q[r] = q[r];
+  out.s = S;
   for (int d = 0; d < 3; ++d) {
     out.lo[d] = lo[d];
     out.hi[d] = hi[d];
@@ -143,7 +154,7 @@ __global__ void __launch_bounds__(kThreads) momentsLevelKernel(MomentsParams p, 
   p.nodeMac[ii] = mac;
   const double s = p.massScale;
   p.nodeMQ[2 * ii] = make_float4(float(M * s), float(q[0] * s), float(q[1] * s), float(q[2] * s));
-  p.nodeMQ[2 * ii + 1] = make_float4(float(q[3] * s), float(q[4] * s), float(q[5] * s), 0.0f);
+  p.nodeMQ[2 * ii + 1] = make_float4(float(q[3] * s), float(q[4] * s), float(q[5] * s), float(S * s));
 }
 
 }  // namespace

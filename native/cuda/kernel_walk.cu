@@ -35,6 +35,7 @@
 
 #include <cstdint>
 
+#include "core/ewald_expansion_k.h"
 #include "core/interact_k.h"
 #include "cuda/check.h"
 #include "cuda/kernels.h"
@@ -116,30 +117,68 @@ __device__ __forceinline__ float diff(float th, float tl, float sh, float sl) {
 #define AG_PRAGMA(x) _Pragma(#x)
 #define AG_UNROLL(n) AG_PRAGMA(unroll n)
 
+/// How a periodic walk adds the Ewald correction (kernel template argument of the evaluators).
+enum EwaldMode { kNoEwald = 0, kEwaldExpand = 1, kEwaldPerCell = 2 };
+
+/// A lane's share of its group's Ewald expansion, kept in shared memory (coefficient k of lane l at k * 32 + l:
+/// conflict-free) rather than in 20 registers, which the walk's occupancy cannot spare.
+struct LaneExpansion {
+  float* base;  ///< &coefficients[0][lane]
+  __device__ __forceinline__ float& operator[](int k) const { return base[32 * k]; }
+};
+
+/// A list entry's plain quadrupole: the potential-only lists hold half-upper coefficients (exact x2 back).
+template <bool Accel>
+__device__ __forceinline__ void plainQuadrupole(const float* q, float* qf) {
+  const float d = Accel ? 1.0f : 2.0f;
+  qf[0] = d * q[0]; qf[1] = q[1]; qf[2] = q[2]; qf[3] = d * q[3]; qf[4] = q[4]; qf[5] = d * q[5];
+}
+
+template <int Order>
+__device__ __forceinline__ void entryQuadrupole(const WarpLists<Order>& L, int k, float* q) {
+  q[0] = q[1] = q[2] = q[3] = q[4] = q[5] = 0.0f;
+  if (Order >= 2) {
+    const float4 a = L.aQa[k];
+    const float2 b = L.aQb[k];
+    q[0] = a.x; q[1] = a.y; q[2] = a.z; q[3] = a.w; q[4] = b.x; q[5] = b.y;
+  }
+}
+
 /// Evaluates list entries [0, count) of the accepted nodes for this lane's targets. Full: count == 32 (a
-/// compile-time trip count that unrolls).
-template <int Order, bool Accel, int CPL, bool Split, bool Full>
-__device__ __forceinline__ void evalApprox(const WarpLists<Order>& L, int count, Targets<CPL>& T) {
+/// compile-time trip count that unrolls). Ew = kEwaldExpand: lane k also adds entry k's correction to the
+/// lane's share of the group's expansion `ew` (core/ewald_expansion_k.h); kEwaldPerCell: every (cell, entry)
+/// pair adds its own correction (aLo.w holds the node's S).
+template <int Order, bool Accel, int CPL, bool Split, bool Full, int Ew>
+__device__ __forceinline__ void evalApprox(const WarpLists<Order>& L, int count, Targets<CPL>& T,
+                                           const EwaldDeviceView& ev, LaneExpansion ew, int lane) {
   float p[CPL], fx[CPL], fy[CPL], fz[CPL], qx[CPL], qy[CPL], qz[CPL];
 #pragma unroll
   for (int c = 0; c < CPL; ++c) p[c] = fx[c] = fy[c] = fz[c] = qx[c] = qy[c] = qz[c] = 0.0f;
   const int m = Full ? 32 : count;
+  if (Ew == kEwaldExpand && lane < m) {
+    const float4 s = L.aPos[lane], sl = L.aLo[lane];
+    float q[6], qf[6];
+    entryQuadrupole(L, lane, q);
+    plainQuadrupole<Accel>(q, qf);
+    ewaldLocalAddNode<Order>(ev, -(s.x + sl.x), -(s.y + sl.y), -(s.z + sl.z), s.w, qf, sl.w, ew);
+  }
   AG_UNROLL(AG_WALK_APPROX_UNROLL)
   for (int k = 0; k < m; ++k) {
     const float4 s = L.aPos[k];
-    const float4 sl = Split ? L.aLo[k] : make_float4(0.f, 0.f, 0.f, 0.f);
-    float q[6] = {0, 0, 0, 0, 0, 0};
-    if (Order >= 2) {
-      const float4 a = L.aQa[k];
-      const float2 b = L.aQb[k];
-      q[0] = a.x; q[1] = a.y; q[2] = a.z; q[3] = a.w; q[4] = b.x; q[5] = b.y;
-    }
+    const float4 sl = Split || Ew == kEwaldPerCell ? L.aLo[k] : make_float4(0.f, 0.f, 0.f, 0.f);
+    float q[6];
+    entryQuadrupole(L, k, q);
 #pragma unroll
     for (int c = 0; c < CPL; ++c) {
       const float dx = diff<Split>(T.tx[c], T.txl[c], s.x, sl.x), dy = diff<Split>(T.ty[c], T.tyl[c], s.y, sl.y),
                   dz = diff<Split>(T.tz[c], T.tzl[c], s.z, sl.z);
       if (Accel) nodeCellForce<float, Order>(dx, dy, dz, s.w, q, p[c], fx[c], fy[c], fz[c], qx[c], qy[c], qz[c]);
       else nodeCellPotential<float, Order>(dx, dy, dz, s.w, q, p[c]);
+      if (Ew == kEwaldPerCell) {
+        float qf[6];
+        plainQuadrupole<Accel>(q, qf);
+        ewaldNodeCorrection<Order, Accel>(ev, dx, dy, dz, s.w, qf, sl.w, p[c], fx[c], fy[c], fz[c]);
+      }
     }
   }
 #pragma unroll
@@ -153,23 +192,36 @@ __device__ __forceinline__ void evalApprox(const WarpLists<Order>& L, int count,
   }
 }
 
-/// As evalApprox for the cells of opened leaves (the coincident self pair adds 0).
-template <int Order, bool Accel, int CPL, bool Split, bool Full>
-__device__ __forceinline__ void evalDirect(const WarpLists<Order>& L, int count, Targets<CPL>& T) {
+/// As evalApprox for the cells of opened leaves (the coincident self pair adds 0). Periodic: with kEwaldExpand the
+/// cells were entered at their image nearest the group's centre; with kEwaldPerCell each pair takes its own
+/// nearest image, then the correction (C(0) for the cell itself).
+template <int Order, bool Accel, int CPL, bool Split, bool Full, int Ew>
+__device__ __forceinline__ void evalDirect(const WarpLists<Order>& L, int count, Targets<CPL>& T,
+                                           const EwaldDeviceView& ev, LaneExpansion ew, int lane) {
   float p[CPL], fx[CPL], fy[CPL], fz[CPL];
 #pragma unroll
   for (int c = 0; c < CPL; ++c) p[c] = fx[c] = fy[c] = fz[c] = 0.0f;
   const int m = Full ? 32 : count;
+  if (Ew == kEwaldExpand && lane < m) {
+    const float4 s = L.dPos[lane], sl = L.dLo[lane];
+    ewaldLocalAddCell(ev, -(s.x + sl.x), -(s.y + sl.y), -(s.z + sl.z), s.w, ew);
+  }
 #pragma unroll 8
   for (int k = 0; k < m; ++k) {
     const float4 s = L.dPos[k];
     const float4 sl = Split ? L.dLo[k] : make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
     for (int c = 0; c < CPL; ++c) {
-      const float dx = diff<Split>(T.tx[c], T.txl[c], s.x, sl.x), dy = diff<Split>(T.ty[c], T.tyl[c], s.y, sl.y),
-                  dz = diff<Split>(T.tz[c], T.tzl[c], s.z, sl.z);
+      float dx = diff<Split>(T.tx[c], T.txl[c], s.x, sl.x), dy = diff<Split>(T.ty[c], T.tyl[c], s.y, sl.y),
+            dz = diff<Split>(T.tz[c], T.tzl[c], s.z, sl.z);
+      if (Ew == kEwaldPerCell) {
+        dx = nearestImage(dx, float(ev.period[0]), float(ev.invPeriod[0]));
+        dy = nearestImage(dy, float(ev.period[1]), float(ev.invPeriod[1]));
+        dz = nearestImage(dz, float(ev.period[2]), float(ev.invPeriod[2]));
+      }
       if (Accel) cellCellForce<float>(dx, dy, dz, s.w, p[c], fx[c], fy[c], fz[c]);
       else cellCellPotential<float>(dx, dy, dz, s.w, p[c]);
+      if (Ew == kEwaldPerCell) ewaldCellCorrection<Accel>(ev, dx, dy, dz, s.w, p[c], fx[c], fy[c], fz[c]);
     }
   }
 #pragma unroll
@@ -223,6 +275,50 @@ __device__ __forceinline__ void shiftDirect(WarpLists<Order>& L, int rem, int la
   __syncwarp();
 }
 
+/// Evaluates a full batch (Full) or the last entries of the accepted-node list with the group's precision
+/// (warp-uniform).
+template <int Order, bool Accel, int CPL, int Ew, bool Full>
+__device__ __forceinline__ void flushApprox(const WarpLists<Order>& L, int count, Targets<CPL>& T, bool split,
+                                            const EwaldDeviceView& ev, LaneExpansion ew, int lane) {
+  if (split) evalApprox<Order, Accel, CPL, true, Full, Ew>(L, count, T, ev, ew, lane);
+  else evalApprox<Order, Accel, CPL, false, Full, Ew>(L, count, T, ev, ew, lane);
+}
+
+/// As flushApprox for the direct list.
+template <int Order, bool Accel, int CPL, int Ew, bool Full>
+__device__ __forceinline__ void flushDirect(const WarpLists<Order>& L, int count, Targets<CPL>& T, bool split,
+                                            const EwaldDeviceView& ev, LaneExpansion ew, int lane) {
+  if (split) evalDirect<Order, Accel, CPL, true, Full, Ew>(L, count, T, ev, ew, lane);
+  else evalDirect<Order, Accel, CPL, false, Full, Ew>(L, count, T, ev, ew, lane);
+}
+
+/// core/ewald_lookup_k.h periodicNodeImage bit for bit (every operation rounded on its own, as the MAC): the
+/// node's image nearest the group's centre, and whether the group may use its expansion there.
+__device__ __forceinline__ bool periodicNodeImageExact(const EwaldDeviceView& v, const double* lo, const double* hi,
+                                                       const D4& mac, double* shifted) {
+  const double com[3] = {mac.x, mac.y, mac.z};
+  bool ok = true;
+#pragma unroll
+  for (int d = 0; d < 3; ++d) {
+    shifted[d] = com[d];
+    if (v.period[d] <= 0) continue;
+    const double P = v.period[d];
+    const double sep = __dsub_rn(__dmul_rn(0.5, __dadd_rn(lo[d], hi[d])), com[d]);
+    const double ni = __dsub_rn(sep, __dmul_rn(P, rint(__dmul_rn(sep, v.invPeriod[d]))));
+    shifted[d] = __dadd_rn(com[d], __dsub_rn(sep, ni));
+    const double up = __dsub_rn(hi[d], shifted[d]), down = __dsub_rn(shifted[d], lo[d]);
+    const double far = up > down ? up : down;
+    ok = ok && far <= v.reach[d] && __dsub_rn(P, far) > mac.w;
+  }
+  return ok;
+}
+
+/// The image of coordinate x nearest the group's centre c along one axis: x - P rint((x - c)/P), exactly as
+/// cpu_walk.cpp (x itself when the axis is isolated or x is in the nearest period).
+__device__ __forceinline__ double imageNearCentre(double x, double c, double P, double invP) {
+  return __dsub_rn(x, __dmul_rn(P, rint(__dmul_rn(__dsub_rn(x, c), invP))));
+}
+
 // Occupancy knob: -DAG_WALK_MIN_BLOCKS=N caps registers so that N blocks of 4 warps fit per multiprocessor.
 #ifndef AG_WALK_MIN_BLOCKS
 #define AG_WALK_MIN_BLOCKS 0
@@ -230,11 +326,20 @@ __device__ __forceinline__ void shiftDirect(WarpLists<Order>& L, int rem, int la
 #if AG_WALK_MIN_BLOCKS > 0
 #define AG_WALK_BOUNDS __launch_bounds__(kWalkThreads, AG_WALK_MIN_BLOCKS)
 #else
-#define AG_WALK_BOUNDS __launch_bounds__(kWalkThreads)
+#define AG_WALK_BOUNDS __launch_bounds__(kWalkThreads)  // not (.., 1): that lets ptxas take 101 registers, not 72
+#endif
+// The periodic kernels' registers (the Ewald expansion's 20 coefficients and the table lookup) are capped so that
+// this many blocks fit: -DAG_WALK_EWALD_MIN_BLOCKS=N (bench/RESULTS.md has the measurement behind the default).
+#ifndef AG_WALK_EWALD_MIN_BLOCKS
+#define AG_WALK_EWALD_MIN_BLOCKS 4
 #endif
 
-template <int Order, bool Accel, int CPL, bool Vote>
-__global__ void AG_WALK_BOUNDS walkKernel(const WalkParams p) {
+/// Ew: kNoEwald (isolated), or one of the two periodic kernels. A periodic walk is two launches: kEwaldExpand
+/// walks the groups that take the expansion and counts the others (kSkippedGroups), kEwaldPerCell walks those;
+/// one kernel for both would carry the per-pair correction's registers into the common case.
+template <int Order, bool Accel, int CPL, bool Vote, int Ew>
+__device__ __forceinline__ void walkBody(const WalkParams& p) {
+  constexpr bool Periodic = Ew != kNoEwald;
   __shared__ WarpLists<Order> lists[kWalkWarpsPerBlock];
   const int lane = threadIdx.x & 31;
   WarpLists<Order>& L = lists[threadIdx.x >> 5];
@@ -287,6 +392,23 @@ __global__ void AG_WALK_BOUNDS walkKernel(const WalkParams p) {
     const double ex = hi[0] - lo[0], ey = hi[1] - lo[1], ez = hi[2] - lo[2];
     // warp-uniform: every lane has the same box and hmin
     const bool split = 0.25 * (ex * ex + ey * ey + ez * ez) > (kCompact * hmin) * (kCompact * hmin);
+    // periodic: small groups take the Ewald correction as one expansion about the centre (warp-uniform); each
+    // group belongs to one of the two periodic kernels
+    if (Periodic) {
+      const bool expands = p.ewaldExpansion && ewaldGroupExpands(p.ewald, lo, hi);
+      if (expands != (Ew == kEwaldExpand)) {
+        if (lane == 0 && Ew == kEwaldExpand) atomicAdd(p.counters + kSkippedGroups, 1u);
+        continue;
+      }
+    }
+    constexpr bool expand = Ew == kEwaldExpand;
+    constexpr int kEw = expand ? kEwaldLocalCoefs : 1;
+    __shared__ float ewShared[kWalkWarpsPerBlock][kEw][32];
+    const LaneExpansion ew{&ewShared[threadIdx.x >> 5][0][lane]};
+    if (expand) {
+#pragma unroll
+      for (int k = 0; k < kEw; ++k) ew[k] = 0.0f;
+    }
     Targets<CPL> T;
 #pragma unroll
     for (int c = 0; c < CPL; ++c) {
@@ -329,18 +451,21 @@ __global__ void AG_WALK_BOUNDS walkKernel(const WalkParams p) {
         if (Order >= 2) mq1 = p.nodeMQ[2 * std::size_t(node) + 1];
       }
       const bool live = valid && mac.w >= 0.0;  // mass > 0
+      // periodic: the node's image nearest the group; a node unusable there is opened (cpu_walk.cpp buildLists)
+      double com[3] = {mac.x, mac.y, mac.z};
+      const bool usable = !Periodic || !live || periodicNodeImageExact(p.ewald, lo, hi, mac, com);
 
-      bool acc = live && macAcceptsExact(mac.x, mac.y, mac.z, mac.w, lo, hi);
+      bool acc = live && usable && macAcceptsExact(com[0], com[1], com[2], mac.w, lo, hi);
       if (Vote) {
         // A node the box accepts, every cell of the box accepts: rounding is monotonic, so a point's computed
         // distance is never below the box's. Only the others go to the per-cell vote, one node at a time.
-        unsigned todo = __ballot_sync(kFull, live && !acc);
+        unsigned todo = __ballot_sync(kFull, live && usable && !acc);
         unsigned accMask = 0;
         while (todo) {
           const int k = __ffs(todo) - 1;
           todo &= todo - 1;
-          const double cx = __shfl_sync(kFull, mac.x, k), cy = __shfl_sync(kFull, mac.y, k);
-          const double cz = __shfl_sync(kFull, mac.z, k), r = __shfl_sync(kFull, mac.w, k);
+          const double cx = __shfl_sync(kFull, com[0], k), cy = __shfl_sync(kFull, com[1], k);
+          const double cz = __shfl_sync(kFull, com[2], k), r = __shfl_sync(kFull, mac.w, k);
           bool ok = true;
 #pragma unroll
           for (int c = 0; c < CPL; ++c) {
@@ -360,11 +485,11 @@ __global__ void AG_WALK_BOUNDS walkKernel(const WalkParams p) {
       if (acc) {
         const int pos = aCount + __popc(am & laneMaskLt());
         float4 h, l;
-        splitRel(mac.x, gcx, h.x, l.x);
-        splitRel(mac.y, gcy, h.y, l.y);
-        splitRel(mac.z, gcz, h.z, l.z);
+        splitRel(com[0], gcx, h.x, l.x);
+        splitRel(com[1], gcy, h.y, l.y);
+        splitRel(com[2], gcz, h.z, l.z);
         h.w = mq0.x;
-        l.w = 0.f;
+        l.w = Periodic ? mq1.w : 0.f;  // the node's S (times massScale) for the Ewald correction
         L.aPos[pos] = h;
         L.aLo[pos] = l;
         if (Order >= 2) {
@@ -378,8 +503,7 @@ __global__ void AG_WALK_BOUNDS walkKernel(const WalkParams p) {
       accepted += __popc(am);
       __syncwarp();
       if (aCount >= 32) {
-        if (split) evalApprox<Order, Accel, CPL, true, true>(L, 32, T);
-        else evalApprox<Order, Accel, CPL, false, true>(L, 32, T);
+        flushApprox<Order, Accel, CPL, Ew, true>(L, 32, T, split, p.ewald, ew, lane);
         shiftApprox(L, aCount - 32, lane);
         aCount -= 32;
       }
@@ -403,7 +527,12 @@ __global__ void AG_WALK_BOUNDS walkKernel(const WalkParams p) {
         const unsigned before = __shfl_sync(kFull, excl, s);
         const unsigned chunk = min(32u, leafCells - t0);
         if (unsigned(lane) < chunk) {
-          const D4 c = p.cells[first + (v - before)];
+          D4 c = p.cells[first + (v - before)];
+          if (expand) {  // the image nearest the group's centre (core/ewald_expansion_k.h)
+            c.x = imageNearCentre(c.x, gcx, p.ewald.period[0], p.ewald.invPeriod[0]);
+            c.y = imageNearCentre(c.y, gcy, p.ewald.period[1], p.ewald.invPeriod[1]);
+            c.z = imageNearCentre(c.z, gcz, p.ewald.period[2], p.ewald.invPeriod[2]);
+          }
           float4 h, l;
           splitRel(c.x, gcx, h.x, l.x);
           splitRel(c.y, gcy, h.y, l.y);
@@ -416,8 +545,7 @@ __global__ void AG_WALK_BOUNDS walkKernel(const WalkParams p) {
         dCount += int(chunk);
         __syncwarp();
         if (dCount >= 32) {
-          if (split) evalDirect<Order, Accel, CPL, true, true>(L, 32, T);
-          else evalDirect<Order, Accel, CPL, false, true>(L, 32, T);
+          flushDirect<Order, Accel, CPL, Ew, true>(L, 32, T, split, p.ewald, ew, lane);
           shiftDirect(L, dCount - 32, lane);
           dCount -= 32;
         }
@@ -444,15 +572,30 @@ __global__ void AG_WALK_BOUNDS walkKernel(const WalkParams p) {
     if (overflow) break;  // the host reruns the whole walk with a larger queue
 
     // ---- the remaining entries, then the results
-    if (aCount > 0) {
-      if (split) evalApprox<Order, Accel, CPL, true, false>(L, aCount, T);
-      else evalApprox<Order, Accel, CPL, false, false>(L, aCount, T);
-    }
-    if (dCount > 0) {
-      if (split) evalDirect<Order, Accel, CPL, true, false>(L, dCount, T);
-      else evalDirect<Order, Accel, CPL, false, false>(L, dCount, T);
-    }
+    if (aCount > 0) flushApprox<Order, Accel, CPL, Ew, false>(L, aCount, T, split, p.ewald, ew, lane);
+    if (dCount > 0) flushDirect<Order, Accel, CPL, Ew, false>(L, dCount, T, split, p.ewald, ew, lane);
     __syncwarp();  // the lists are rewritten by the next group
+    if (expand) {
+      // the lanes' shares of the expansion summed over the warp, then evaluated at every cell
+      float a[kEw];
+#pragma unroll
+      for (int k = 0; k < kEw; ++k) {
+        a[k] = ew[k];
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) a[k] += __shfl_xor_sync(kFull, a[k], off);
+      }
+#pragma unroll
+      for (int c = 0; c < CPL; ++c) {
+        float ph = 0.f, ex = 0.f, ey = 0.f, ez = 0.f;
+        ewaldLocalEval<Accel>(a, T.tx[c] + T.txl[c], T.ty[c] + T.tyl[c], T.tz[c] + T.tzl[c], ph, ex, ey, ez);
+        T.phi[c] += double(ph);
+        if (Accel) {
+          T.gx[c] += double(ex);
+          T.gy[c] += double(ey);
+          T.gz[c] += double(ez);
+        }
+      }
+    }
 #pragma unroll
     for (int c = 0; c < CPL; ++c) {
       if (tv[c]) {
@@ -476,24 +619,36 @@ __global__ void AG_WALK_BOUNDS walkKernel(const WalkParams p) {
   }
 }
 
+/// The kernels: one body, two register budgets (isolated: ptxas's own choice; periodic: capped, see above).
+template <int Order, bool Accel, int CPL, bool Vote>
+__global__ void AG_WALK_BOUNDS walkKernel(const WalkParams p) {
+  walkBody<Order, Accel, CPL, Vote, kNoEwald>(p);
+}
+template <int Order, bool Accel, int CPL, bool Vote, int Ew>
+__global__ void __launch_bounds__(kWalkThreads, AG_WALK_EWALD_MIN_BLOCKS) walkKernelEwald(const WalkParams p) {
+  walkBody<Order, Accel, CPL, Vote, Ew>(p);
+}
+
 using WalkFn = void (*)(const WalkParams);
 
+template <int Order, bool Accel, int CPL, int Ew>
+WalkFn pickVote(const WalkConfig& c) {
+  return c.vote ? walkKernelEwald<Order, Accel, CPL, true, Ew> : walkKernelEwald<Order, Accel, CPL, false, Ew>;
+}
 template <int Order, bool Accel, int CPL>
-WalkFn pickVote(bool vote) {
-  return vote ? walkKernel<Order, Accel, CPL, true> : walkKernel<Order, Accel, CPL, false>;
+WalkFn pickEwald(const WalkConfig& c) {
+  if (!c.periodic) return c.vote ? walkKernel<Order, Accel, CPL, true> : walkKernel<Order, Accel, CPL, false>;
+  return c.perCellEwald ? pickVote<Order, Accel, CPL, kEwaldPerCell>(c) : pickVote<Order, Accel, CPL, kEwaldExpand>(c);
 }
 template <int Order, bool Accel>
-WalkFn pickCpl(int cpl, bool vote) {
-  return cpl == 2 ? pickVote<Order, Accel, 2>(vote) : pickVote<Order, Accel, 1>(vote);
+WalkFn pickCpl(const WalkConfig& c) {
+  return c.cellsPerLane == 2 ? pickEwald<Order, Accel, 2>(c) : pickEwald<Order, Accel, 1>(c);
 }
 template <int Order>
-WalkFn pickAccel(bool accel, int cpl, bool vote) {
-  return accel ? pickCpl<Order, true>(cpl, vote) : pickCpl<Order, false>(cpl, vote);
+WalkFn pickAccel(const WalkConfig& c) {
+  return c.accelerations ? pickCpl<Order, true>(c) : pickCpl<Order, false>(c);
 }
-WalkFn pick(const WalkConfig& c) {
-  return c.order == 1 ? pickAccel<1>(c.accelerations, c.cellsPerLane, c.vote)
-                      : pickAccel<2>(c.accelerations, c.cellsPerLane, c.vote);
-}
+WalkFn pick(const WalkConfig& c) { return c.order == 1 ? pickAccel<1>(c) : pickAccel<2>(c); }
 
 }  // namespace
 

@@ -23,6 +23,7 @@ struct alignas(32) D4 {
 struct NodeMoments {
   double m, cx, cy, cz;
   double q[6];          ///< traceless quadrupole about (cx, cy, cz): xx, xy, xz, yy, yz, zz
+  double s;             ///< second-moment trace sum m |x - com|^2 (the periodic walk's correction needs it)
   double lo[3], hi[3];  ///< tight box around the cells' extents
 };
 
@@ -86,7 +87,7 @@ struct MomentsParams {
   const double* size;
   NodeMoments* moments;
   D4* nodeMac;        ///< com, macRadius (or -1 when massless)
-  float4* nodeMQ;     ///< 2 per node: (m, q0, q1, q2), (q3, q4, q5, 0), times massScale
+  float4* nodeMQ;     ///< 2 per node: (m, q0, q1, q2), (q3, q4, q5, S), times massScale
   double rootLo[3];   ///< scaled
   double rootSide;    ///< scaled
   double theta;
@@ -102,7 +103,17 @@ Status launchMomentsLevel(const MomentsParams& p, unsigned begin, unsigned end, 
 constexpr int kWalkWarpsPerBlock = 4;
 
 /// counters (unsigned) of one walk launch
-enum WalkCounter { kNextGroup = 0, kOverflowNeed = 1, kQueuePeak = 2, kWalkCounterCount = 3 };
+enum WalkCounter { kNextGroup = 0, kOverflowNeed = 1, kQueuePeak = 2, kSkippedGroups = 3, kWalkCounterCount = 4 };
+
+/// The Ewald table as the walk reads it: core/ewald_lookup_k.h's EwaldTableView with float coefficients (the
+/// geometry stays double, so group decisions match the CPU's exactly).
+struct EwaldDeviceView {
+  const float* coef = nullptr;
+  int n[3] = {0, 0, 0};
+  double h[3] = {1, 1, 1}, invH[3] = {1, 1, 1};
+  double invUnit = 1;
+  double period[3] = {0, 0, 0}, invPeriod[3] = {0, 0, 0}, reach[3] = {0, 0, 0};
+};
 
 struct WalkParams {
   const D4* cells;
@@ -117,6 +128,8 @@ struct WalkParams {
   unsigned* counters;    ///< WalkCounter
   unsigned long long* interactions;  ///< [0] approx, [1] direct
   double *phi, *gx, *gy, *gz;        ///< sorted order, unscaled sums (times massScale); g null without accelerations
+  EwaldDeviceView ewald;             ///< periodic walks (WalkConfig::periodic)
+  bool ewaldExpansion = true;        ///< SolveOptions::ewaldExpansion
 };
 
 struct WalkConfig {
@@ -124,6 +137,10 @@ struct WalkConfig {
   bool accelerations = false;
   int cellsPerLane = 1;   ///< 1 (groupSize <= 32) or 2 (groupSize <= 64)
   bool vote = false;      ///< per-cell __all_sync vote instead of the group-box MAC
+  bool periodic = false;  ///< nearest images plus the Ewald correction (WalkParams::ewald)
+  /// Periodic walks run in two launches: first the groups that take the Ewald expansion (false), then, if the
+  /// first counted any others (kSkippedGroups), those with per-pair corrections (true).
+  bool perCellEwald = false;
 };
 
 /// Resident blocks per multiprocessor of the walk kernel for this configuration.
