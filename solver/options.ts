@@ -27,6 +27,23 @@ export type AxisBoundary = 'periodic' | 'isolated';
  */
 export type BoundaryChoice = 'isolated' | 'periodic' | { x: AxisBoundary; y: AxisBoundary; z: AxisBoundary };
 
+/**
+ * Each cell's own contribution to its potential, -c G m / h (m, h the cell's mass and side; per cell, so AMR cells
+ * of any size get their own). The sums over the other cells treat them as point masses at their centres.
+ * - 'cube': c = 2.3800774, the potential at the centre of a uniform cube (the cell alone, exactly).
+ * - 'lattice': c = 2.8372975, the zero-mean cubic-lattice constant: with it a uniform grid of point masses has
+ *   exactly the potential of the uniform density it samples. The neighbours' point masses miss their own
+ *   cube-vs-point difference, -0.4573 G rho h^2 in uniform density, and this term puts it back; on smooth
+ *   fields it halves the grid's second-order error (bench/RESULTS.md, "Self term").
+ * - false (or 'none'): point masses, no self term. true means 'cube' (kept for compatibility).
+ */
+export type SelfPotentialChoice = 'cube' | 'lattice' | 'none' | boolean;
+
+/** The self-term model a choice stands for. */
+export function selfPotentialModel(choice: SelfPotentialChoice): 'none' | 'cube' | 'lattice' {
+  return choice === true ? 'cube' : choice === false ? 'none' : choice;
+}
+
 export interface SolverOptions {
   /** Opening angle theta of the MAC d > l/theta + delta; (0, 1]. Smaller is more accurate and slower. Default 0.5. */
   theta?: number;
@@ -54,8 +71,8 @@ export interface SolverOptions {
   ewaldResolution?: number;
   /** Also compute accelerations -grad(phi) (cm s^-2) in the same walk. Default false. */
   accelerations?: boolean;
-  /** Add each cell's own potential as a uniform cube, -2.3800774 G m / h. Default true. */
-  selfPotential?: boolean;
+  /** Each cell's own term -c G m / h, see {@link SelfPotentialChoice}. Default 'cube'. */
+  selfPotential?: SelfPotentialChoice;
   /** Largest number of cells in a tree leaf, [1, 256]. Default 16. */
   leafSize?: number;
   /** Cells per walk group (the GPU warp), [1, 256]. Default 32. */
@@ -82,7 +99,7 @@ export const defaultOptions: ResolvedOptions = Object.freeze({
   boundary: 'isolated',
   ewaldResolution: 28,
   accelerations: false,
-  selfPotential: true,
+  selfPotential: 'cube',
   leafSize: 16,
   groupSize: 32,
   threads: 0,
@@ -112,7 +129,8 @@ export function resolveOptions(options: SolverOptions = {}): ResolvedOptions {
   if (!isInt(o.ewaldResolution) || o.ewaldResolution < 4 || o.ewaldResolution > 512)
     throw invalidOption('ewaldResolution', 'an integer in [4, 512]', o.ewaldResolution);
   if (typeof o.accelerations !== 'boolean') throw invalidOption('accelerations', 'a boolean', o.accelerations);
-  if (typeof o.selfPotential !== 'boolean') throw invalidOption('selfPotential', 'a boolean', o.selfPotential);
+  if (typeof o.selfPotential !== 'boolean' && !['cube', 'lattice', 'none'].includes(o.selfPotential as string))
+    throw invalidOption('selfPotential', "'cube', 'lattice', 'none' or a boolean (true = 'cube')", o.selfPotential);
   if (!isInt(o.leafSize) || o.leafSize < 1 || o.leafSize > 256) throw invalidOption('leafSize', 'an integer in [1, 256]', o.leafSize);
   if (!isInt(o.groupSize) || o.groupSize < 1 || o.groupSize > 256)
     throw invalidOption('groupSize', 'an integer in [1, 256]', o.groupSize);
