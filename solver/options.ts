@@ -30,12 +30,15 @@ export type BoundaryChoice = 'isolated' | 'periodic' | { x: AxisBoundary; y: Axi
 /**
  * Each cell's own contribution to its potential, -c G m / h (m, h the cell's mass and side; per cell, so AMR cells
  * of any size get their own). The sums over the other cells treat them as point masses at their centres.
- * - 'cube': c = 2.3800774, the potential at the centre of a uniform cube (the cell alone, exactly).
- * - 'lattice': c = 2.8372975, the zero-mean cubic-lattice constant: with it a uniform grid of point masses has
- *   exactly the potential of the uniform density it samples. The neighbours' point masses miss their own
- *   cube-vs-point difference, -0.4573 G rho h^2 in uniform density, and this term puts it back; on smooth
- *   fields it halves the grid's second-order error (bench/RESULTS.md, "Self term").
- * - false (or 'none'): point masses, no self term. true means 'cube' (kept for compatibility).
+ * - 'lattice' (the default): c = 2.8372975, minus the regular part at a lattice point of the cubic lattice's
+ *   zero-mean Green's function. It is the term that makes a grid of point masses sum to the continuum potential
+ *   of a smooth density: a uniform periodic grid gets exactly the uniform density's potential, a smooth field
+ *   sampled at cell centres converges at fourth order, and with cell averages (a finite-volume code's) the error
+ *   left is the averaging's own, (h^2/24) lap(phi), half the cube term's. A sharp density jump on cell faces adds
+ *   a double layer, a constant -(pi/6) G drho h^2 inside the body (no force).
+ * - 'cube': c = 2.3800774, the potential at the centre of the cell alone as a uniform cube: 0.457 G rho h^2 above
+ *   the smooth-field value. Numbers for both: bench/RESULTS.md, "Self term".
+ * - false (or 'none'): point masses, no self term. true means 'cube' (the term before the choice existed).
  */
 export type SelfPotentialChoice = 'cube' | 'lattice' | 'none' | boolean;
 
@@ -71,7 +74,7 @@ export interface SolverOptions {
   ewaldResolution?: number;
   /** Also compute accelerations -grad(phi) (cm s^-2) in the same walk. Default false. */
   accelerations?: boolean;
-  /** Each cell's own term -c G m / h, see {@link SelfPotentialChoice}. Default 'cube'. */
+  /** Each cell's own term -c G m / h, see {@link SelfPotentialChoice}. Default 'lattice'. */
   selfPotential?: SelfPotentialChoice;
   /** Largest number of cells in a tree leaf, [1, 256]. Default 16. */
   leafSize?: number;
@@ -99,7 +102,7 @@ export const defaultOptions: ResolvedOptions = Object.freeze({
   boundary: 'isolated',
   ewaldResolution: 28,
   accelerations: false,
-  selfPotential: 'cube',
+  selfPotential: 'lattice',
   leafSize: 16,
   groupSize: 32,
   threads: 0,

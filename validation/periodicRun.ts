@@ -56,8 +56,12 @@ export interface PeriodicReport extends FieldErrors {
   flashTolerance?: number;
   /** flashTolerance / (the compared error): how far below FLASH's bar we are. */
   marginBelowFlash?: number;
-  /** Which error is compared with FLASH's tolerance: maxDiffError (fully periodic) or maxError (absolute). */
-  compared: 'maxDiffError' | 'maxError';
+  /**
+   * The error compared with FLASH's tolerance: maxError, absolute with no fitted constant (FLASH's harmonic test
+   * bounds max |phi - ref| by tol max |ref| so; its layer and cylinder tests first shift the reference to the
+   * numerical potential at the reference's minimum, a weaker test than ours).
+   */
+  compared: 'maxError';
   constant: string;
   seconds: number;
   ewaldTableSeconds: number;
@@ -65,8 +69,9 @@ export interface PeriodicReport extends FieldErrors {
 }
 
 async function runGrid(p: GridProblem, solver: SolverOptions, flashTolerance?: number): Promise<PeriodicReport> {
-  // fully periodic: the constant is the zero-mean convention's, which a discrete grid meets only to O(h^2)
-  const compared = p.boundary === 'periodic' ? 'maxDiffError' : 'maxError';
+  // absolute: with the lattice self term a grid meets the zero-mean constant exactly (with 'cube' it sits
+  // 0.457 G rho h^2 above it, which this then counts)
+  const compared = 'maxError';
   const s = new GravitySolver({ ...solver, boundary: p.boundary });
   const r = await s.solveCells(p.cells, { box: p.box });
   const e = fieldErrors(r.potential, p.reference);

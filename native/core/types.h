@@ -55,7 +55,7 @@ struct SolveOptions {
   double G = 6.674e-8;     ///< gravitational constant (cgs by default)
   int leafSize = 16;       ///< max cells in a tree leaf
   int groupSize = 32;      ///< cells per walk group (the GPU warp)
-  SelfPotential selfPotential = SelfPotential::Cube;  ///< each cell's own term
+  SelfPotential selfPotential = SelfPotential::Lattice;  ///< each cell's own term (solver/options.ts says why)
   bool accelerations = false; ///< also compute -grad(phi)
   int threads = 0;         ///< CPU threads, 0 = all hardware threads
   bool hasBox = false;     ///< when true, cells must lie in [boxLo, boxHi] and the tree's root cube starts at boxLo

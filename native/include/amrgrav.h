@@ -52,7 +52,7 @@ typedef struct amrgrav_options {
   int accelerations;    /* nonzero: also compute -grad(phi)                                    [0] */
   int self_potential;   /* each cell's own term -c G m / h: 0 none, 1 the uniform cube's c = 2.3800774,
                          * 2 the cubic lattice's c = 2.8372975 (a uniform grid of point masses then has the
-                         * uniform density's potential; README "self term")                 [1] */
+                         * uniform density's potential; README "Self term")                 [2] */
   int leaf_size;        /* most cells in a tree leaf                                           [16] */
   int group_size;       /* cells per walk group (CUDA: at most 64)                             [32] */
   int threads;          /* CPU threads, 0 = all                                                [0] */

@@ -432,8 +432,8 @@ void runParity(const Args& a, Summary& sum) {
     o.leafSize = 3;
     parityCase(sum, "amr-group7-leaf3-noself", amr, o, *gpu, *cpu, tol);
     o = base;
-    o.selfPotential = SelfPotential::Lattice;
-    parityCase(sum, "amr-lattice-self", amr, o, *gpu, *cpu, tol);
+    o.selfPotential = SelfPotential::Cube;
+    parityCase(sum, "amr-cube-self", amr, o, *gpu, *cpu, tol);
     o = base;
     o.groupSize = 40;
     o.mac = MacKind::Bonsai;

@@ -42,6 +42,7 @@ int main(void) {
   o.theta = 0.3;
   o.G = G;
   o.accelerations = 1;
+  o.self_potential = 1; /* the cube term, as the reference above */
   amrgrav_solver* s = NULL;
   int ok = 1;
   amrgrav_status st = amrgrav_create(&o, &s);
