@@ -2,7 +2,7 @@
  * The self-term models (solver/options.ts SelfPotentialChoice) against physics: the constants against an
  * independent Ewald sum and the cube integral, a uniform periodic grid (the lattice term must give the uniform
  * density's potential, zero), the convergence orders it implies for smooth fields, and the isolated uniform
- * cube (closed-form prism potential), where a sharp cell-aligned surface changes which constant is exact.
+ * cube (closed-form prism potential), where a sharp surface on cell faces adds a constant offset inside.
  */
 import { describe, expect, it } from 'vitest';
 import { GravitySolver } from '../solver/gravitySolver.js';
