@@ -3,7 +3,7 @@
  * or on an AMR mesh (writing the potential, and accelerations if asked, back into block variables).
  */
 import { InvalidInputError, InvalidOptionError, NoDeviceError, fromNativeError } from './errors.js';
-import { periodicAxes, resolveOptions, type ResolvedOptions, type SolverOptions } from './options.js';
+import { periodicAxes, resolveOptions, selfPotentialModel, type ResolvedOptions, type SolverOptions } from './options.js';
 import { toNativeCells, type Box, type CellInput } from './cells.js';
 import {
   loadNative,
@@ -222,7 +222,7 @@ export class GravitySolver {
       G: o.G,
       leafSize: o.leafSize,
       groupSize: o.groupSize,
-      selfPotential: o.selfPotential,
+      selfPotential: selfPotentialModel(o.selfPotential),
       accelerations: o.accelerations,
       threads: o.threads,
       periodic: this.periodic,

@@ -27,7 +27,7 @@ export interface NativeOptions {
   G: number;
   leafSize: number;
   groupSize: number;
-  selfPotential: boolean;
+  selfPotential: 'none' | 'cube' | 'lattice';
   accelerations: boolean;
   threads: number;
   /** Periodic axes [x, y, z]; any periodic axis needs `box`. */

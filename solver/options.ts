@@ -27,6 +27,26 @@ export type AxisBoundary = 'periodic' | 'isolated';
  */
 export type BoundaryChoice = 'isolated' | 'periodic' | { x: AxisBoundary; y: AxisBoundary; z: AxisBoundary };
 
+/**
+ * Each cell's own contribution to its potential, -c G m / h (m, h the cell's mass and side; per cell, so AMR cells
+ * of any size get their own). The sums over the other cells treat them as point masses at their centres.
+ * - 'lattice' (the default): c = 2.8372975, minus the regular part at a lattice point of the cubic lattice's
+ *   zero-mean Green's function. It is the term that makes a grid of point masses sum to the continuum potential
+ *   of a smooth density: a uniform periodic grid gets exactly the uniform density's potential, a smooth field
+ *   sampled at cell centres converges at fourth order, and with cell averages (a finite-volume code's) the error
+ *   left is the averaging's own, (h^2/24) lap(phi), half the cube term's. A sharp density jump on cell faces adds
+ *   a double layer, a constant -(pi/6) G drho h^2 inside the body (no force).
+ * - 'cube': c = 2.3800774, the potential at the centre of the cell alone as a uniform cube: 0.457 G rho h^2 above
+ *   the smooth-field value. Numbers for both: bench/RESULTS.md, "Self term".
+ * - false (or 'none'): point masses, no self term. true means 'cube' (the term before the choice existed).
+ */
+export type SelfPotentialChoice = 'cube' | 'lattice' | 'none' | boolean;
+
+/** The self-term model a choice stands for. */
+export function selfPotentialModel(choice: SelfPotentialChoice): 'none' | 'cube' | 'lattice' {
+  return choice === true ? 'cube' : choice === false ? 'none' : choice;
+}
+
 export interface SolverOptions {
   /** Opening angle theta of the MAC d > l/theta + delta; (0, 1]. Smaller is more accurate and slower. Default 0.5. */
   theta?: number;
@@ -60,8 +80,8 @@ export interface SolverOptions {
   ewaldExpansion?: boolean;
   /** Also compute accelerations -grad(phi) (cm s^-2) in the same walk. Default false. */
   accelerations?: boolean;
-  /** Add each cell's own potential as a uniform cube, -2.3800774 G m / h. Default true. */
-  selfPotential?: boolean;
+  /** Each cell's own term -c G m / h, see {@link SelfPotentialChoice}. Default 'lattice'. */
+  selfPotential?: SelfPotentialChoice;
   /** Largest number of cells in a tree leaf, [1, 256]. Default 16. */
   leafSize?: number;
   /** Cells per walk group (the GPU warp), [1, 256]. Default 32. */
@@ -89,7 +109,7 @@ export const defaultOptions: ResolvedOptions = Object.freeze({
   ewaldResolution: 28,
   ewaldExpansion: true,
   accelerations: false,
-  selfPotential: true,
+  selfPotential: 'lattice',
   leafSize: 16,
   groupSize: 32,
   threads: 0,
@@ -120,7 +140,8 @@ export function resolveOptions(options: SolverOptions = {}): ResolvedOptions {
     throw invalidOption('ewaldResolution', 'an integer in [4, 512]', o.ewaldResolution);
   if (typeof o.ewaldExpansion !== 'boolean') throw invalidOption('ewaldExpansion', 'a boolean', o.ewaldExpansion);
   if (typeof o.accelerations !== 'boolean') throw invalidOption('accelerations', 'a boolean', o.accelerations);
-  if (typeof o.selfPotential !== 'boolean') throw invalidOption('selfPotential', 'a boolean', o.selfPotential);
+  if (typeof o.selfPotential !== 'boolean' && !['cube', 'lattice', 'none'].includes(o.selfPotential as string))
+    throw invalidOption('selfPotential', "'cube', 'lattice', 'none' or a boolean (true = 'cube')", o.selfPotential);
   if (!isInt(o.leafSize) || o.leafSize < 1 || o.leafSize > 256) throw invalidOption('leafSize', 'an integer in [1, 256]', o.leafSize);
   if (!isInt(o.groupSize) || o.groupSize < 1 || o.groupSize > 256)
     throw invalidOption('groupSize', 'an integer in [1, 256]', o.groupSize);

@@ -73,7 +73,7 @@ describe('empty and degenerate input', () => {
   });
 
   it('one cell: only its own cube potential', async () => {
-    const r = await new GravitySolver({ G: 1 }).solveCells({ x: [0.5], y: [0.5], z: [0.5], mass: [2], size: [0.5] });
+    const r = await new GravitySolver({ G: 1, selfPotential: 'cube' }).solveCells({ x: [0.5], y: [0.5], z: [0.5], mass: [2], size: [0.5] });
     expect(r.potential[0]).toBeCloseTo((-2.380077363979554 * 2) / 0.5, 14);
   });
 

@@ -8,10 +8,11 @@ import { runCylinder, runMultiMode, runSechLayer, runSineWave } from '../validat
 
 describe('FLASH periodic tests', () => {
   it('sine wave along x: below 2e-3 at 32 cells per wavelength, second-order convergence', async () => {
-    const coarse = await runSineWave(16, 'axis');
-    const fine = await runSineWave(32, 'axis');
-    expect(fine.maxDiffError).toBeLessThan(2e-3);
-    expect(fine.l2Error).toBeLessThan(1e-2); // includes the O(h^2) offset from the zero mean (see ewald/README.md)
+    // theta 0.25: at 0.5 the tree's error on the uniform background is comparable to the grid's at 32 cells
+    const coarse = await runSineWave(16, 'axis', { theta: 0.25 });
+    const fine = await runSineWave(32, 'axis', { theta: 0.25 });
+    expect(fine.maxError).toBeLessThan(2e-3); // absolute: the lattice self term meets the zero mean
+    expect(fine.l2Error).toBeLessThan(2e-3);
     const order = Math.log2(coarse.maxDiffError / fine.maxDiffError);
     expect(order).toBeGreaterThan(1.8);
     expect(order).toBeLessThan(2.3);
@@ -37,9 +38,10 @@ describe('FLASH periodic tests', () => {
   });
 
   it('multi-mode density agrees with the FFT solution of the same grid', async () => {
-    const r = await runMultiMode(16);
+    // the density is sampled at cell centres: with the lattice self term the error falls at fourth order
+    const r = await runMultiMode(16, { theta: 0.25 });
     expect(r.maxDiffError).toBeLessThan(3e-2);
-    const finer = await runMultiMode(32);
-    expect(finer.maxDiffError).toBeLessThan(r.maxDiffError / 3);
+    const finer = await runMultiMode(32, { theta: 0.25 });
+    expect(finer.maxDiffError).toBeLessThan(r.maxDiffError / 8);
   });
 });

@@ -3,7 +3,7 @@
  * analytic potential cell by cell (the FLASH4 GPU tree-code paper's Fig. 9 test).
  */
 import { GravitySolver, type SolveResult } from '../solver/gravitySolver.js';
-import type { SolverOptions } from '../solver/options.js';
+import { selfPotentialModel, type SolverOptions } from '../solver/options.js';
 import { relativeErrorStats } from './errorMetrics.js';
 import { maclaurinProblem, type MaclaurinProblem, type MaclaurinSetupOptions } from './maclaurinSetup.js';
 import { solveWholeProblem } from '../solver/mpiSolve.js';
@@ -25,6 +25,8 @@ export interface MaclaurinReport {
   theta: number | null;
   order: number;
   mac: string;
+  /** The self-term model (solver/options.ts SelfPotentialChoice). */
+  selfPotential: 'none' | 'cube' | 'lattice';
   method: 'tree' | 'direct';
   backend: string;
   seconds: number;
@@ -55,6 +57,7 @@ function report(problem: MaclaurinProblem, solver: GravitySolver, r: SolveResult
     theta: direct ? null : solver.options.theta,
     order: solver.options.order,
     mac: solver.options.mac,
+    selfPotential: selfPotentialModel(solver.options.selfPotential),
     method: r.stats.method,
     backend: r.stats.backend,
     seconds: r.stats.seconds.total,

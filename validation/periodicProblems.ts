@@ -17,6 +17,14 @@ export interface GridProblem {
   constant: string;
 }
 
+/**
+ * How cell masses sample the density: 'average', the exact cell average (what a finite-volume code holds), or
+ * 'centre', the density at the cell centre times the volume (FLASH's unit tests initialise their cells so). The
+ * potential is compared at cell centres in both; with 'average' the masses already differ from the centre
+ * values by (h^2/24) lap(rho) h^3, a second-order difference no solver of cell masses can undo.
+ */
+export type CellSampling = 'average' | 'centre';
+
 /** Cells of side h over the box (an integer number per axis), x fastest; mass(lo, hi) gives each cell's mass. */
 export function boxGrid(
   box: Box,
@@ -69,6 +77,8 @@ export interface SineWaveOptions {
   rho0?: number;
   amplitude?: number;
   G?: number;
+  /** Default 'average'. */
+  sampling?: CellSampling;
 }
 
 /**
@@ -82,12 +92,16 @@ export function sineWaveProblem(o: SineWaveOptions): GridProblem {
   const k = o.direction === 'axis' ? [2 * Math.PI, 0, 0] : [2 * Math.PI, 2 * Math.PI, 2 * Math.PI];
   const box: Box = { lo: [0, 0, 0], hi: [1, 1, 1] };
   const h = 1 / o.n;
-  const cells = boxGrid(box, h, (lo, hi) => rho0 * (1 + A * cellAverageSin(k, 0, lo, hi)) * h * h * h);
+  const centre = o.sampling === 'centre';
+  const cells = boxGrid(box, h, (lo, hi) => {
+    const s = centre ? Math.sin(k[0] * (lo[0] + h / 2) + k[1] * (lo[1] + h / 2) + k[2] * (lo[2] + h / 2)) : cellAverageSin(k, 0, lo, hi);
+    return rho0 * (1 + A * s) * h * h * h;
+  });
   const k2 = k[0] * k[0] + k[1] * k[1] + k[2] * k[2];
   const reference = new Float64Array(cells.x.length);
   for (let i = 0; i < reference.length; i++)
     reference[i] = -((4 * Math.PI * G * rho0 * A) / k2) * Math.sin(k[0] * cells.x[i] + k[1] * cells.y[i] + k[2] * cells.z[i]);
-  return { name: `sine-${o.direction}-${o.n}`, box, boundary: 'periodic', cells, reference, constant: 'zero mean over the box' };
+  return { name: `sine-${o.direction}-${o.n}${o.sampling === 'centre' ? '-centre' : ''}`, box, boundary: 'periodic', cells, reference, constant: 'zero mean over the box' };
 }
 
 export interface LayerOptions {
@@ -99,6 +113,8 @@ export interface LayerOptions {
   width?: number;
   rho0?: number;
   G?: number;
+  /** Default 'average'. */
+  sampling?: CellSampling;
 }
 
 /**
@@ -115,14 +131,18 @@ export function sechLayerProblem(o: LayerOptions): GridProblem {
   const box: Box = { lo: [0, 0, -0.5], hi: [w, w, 0.5] };
   const h = 1 / o.nz;
   // exact cell mass: integral of sech^2 is H tanh
-  const cells = boxGrid(box, h, (lo, hi) => rho0 * H * (Math.tanh(hi[2] / H) - Math.tanh(lo[2] / H)) * h * h);
+  const cells = boxGrid(box, h, (lo, hi) =>
+    o.sampling === 'centre'
+      ? (rho0 / Math.cosh((lo[2] + h / 2) / H) ** 2) * h * h * h
+      : rho0 * H * (Math.tanh(hi[2] / H) - Math.tanh(lo[2] / H)) * h * h,
+  );
   const a = 0.5 / H;
   const c = a * Math.tanh(a) - Math.log(Math.cosh(a));
   const reference = new Float64Array(cells.x.length);
   for (let i = 0; i < reference.length; i++)
     reference[i] = 4 * Math.PI * G * rho0 * H * H * (Math.log(Math.cosh(cells.z[i] / H)) + c);
   return {
-    name: `sech2-layer-${o.nz}`,
+    name: `sech2-layer-${o.nz}${o.sampling === 'centre' ? '-centre' : ''}`,
     box,
     boundary: { x: 'periodic', y: 'periodic', z: 'isolated' },
     cells,
@@ -144,6 +164,8 @@ export interface CylinderOptions {
   subsample?: number;
   rho0?: number;
   G?: number;
+  /** Default 'average' (of `subsample`^2 samples; exact enough for the smooth part); 'centre' ignores subsample. */
+  sampling?: CellSampling;
 }
 
 /**
@@ -156,7 +178,7 @@ export function cylinderProblem(o: CylinderOptions): GridProblem {
   const R0 = o.R0 ?? 0.125;
   const Rt = o.Rt ?? 0.45;
   const Lz = o.length ?? 1;
-  const K = o.subsample ?? 8;
+  const K = o.sampling === 'centre' ? 1 : (o.subsample ?? 8);
   const rho0 = o.rho0 ?? 1;
   const G = o.G ?? 6.674e-8;
   const box: Box = { lo: [-0.5, -0.5, 0], hi: [0.5, 0.5, Lz] };
@@ -188,7 +210,7 @@ export function cylinderProblem(o: CylinderOptions): GridProblem {
     reference[i] = R <= Rt ? inner(R) : inner(Rt) + 2 * G * mu(Rt) * Math.log(R / Rt);
   }
   return {
-    name: `ostriker-cylinder-${o.n}`,
+    name: `ostriker-cylinder-${o.n}${o.sampling === 'centre' ? '-centre' : ''}`,
     box,
     boundary: { x: 'isolated', y: 'isolated', z: 'periodic' },
     cells,

@@ -4,10 +4,17 @@
  * the FFT solution, and random point masses against the independent Ewald sum of validation/ewaldReference.ts.
  */
 import { GravitySolver } from '../solver/gravitySolver.js';
-import type { SolverOptions } from '../solver/options.js';
+import { selfPotentialModel, type SolverOptions } from '../solver/options.js';
 import { ewaldPotential3, periodicPotential, type PeriodicBox } from './ewaldReference.js';
 import { spectralPotential } from './fft.js';
-import { boxGrid, cylinderProblem, sechLayerProblem, sineWaveProblem, type GridProblem } from './periodicProblems.js';
+import {
+  boxGrid,
+  cylinderProblem,
+  sechLayerProblem,
+  sineWaveProblem,
+  type CellSampling,
+  type GridProblem,
+} from './periodicProblems.js';
 
 export interface FieldErrors {
   /** max |phi - ref| / max |ref| */
@@ -42,13 +49,19 @@ export interface PeriodicReport extends FieldErrors {
   cells: number;
   theta: number;
   order: number;
+  /** The self-term model (solver/options.ts SelfPotentialChoice). */
+  selfPotential: 'none' | 'cube' | 'lattice';
   backend: string;
   /** FLASH's pass tolerance for this test, if it is one of FLASH's. */
   flashTolerance?: number;
   /** flashTolerance / (the compared error): how far below FLASH's bar we are. */
   marginBelowFlash?: number;
-  /** Which error is compared with FLASH's tolerance: maxDiffError (fully periodic) or maxError (absolute). */
-  compared: 'maxDiffError' | 'maxError';
+  /**
+   * The error compared with FLASH's tolerance: maxError, absolute with no fitted constant (FLASH's harmonic test
+   * bounds max |phi - ref| by tol max |ref| so; its layer and cylinder tests first shift the reference to the
+   * numerical potential at the reference's minimum, a weaker test than ours).
+   */
+  compared: 'maxError';
   constant: string;
   seconds: number;
   ewaldTableSeconds: number;
@@ -56,8 +69,9 @@ export interface PeriodicReport extends FieldErrors {
 }
 
 async function runGrid(p: GridProblem, solver: SolverOptions, flashTolerance?: number): Promise<PeriodicReport> {
-  // fully periodic: the constant is the zero-mean convention's, which a discrete grid meets only to O(h^2)
-  const compared = p.boundary === 'periodic' ? 'maxDiffError' : 'maxError';
+  // absolute: with the lattice self term a grid meets the zero-mean constant exactly (with 'cube' it sits
+  // 0.457 G rho h^2 above it, which this then counts)
+  const compared = 'maxError';
   const s = new GravitySolver({ ...solver, boundary: p.boundary });
   const r = await s.solveCells(p.cells, { box: p.box });
   const e = fieldErrors(r.potential, p.reference);
@@ -66,6 +80,7 @@ async function runGrid(p: GridProblem, solver: SolverOptions, flashTolerance?: n
     cells: p.cells.x.length,
     theta: s.options.theta,
     order: s.options.order,
+    selfPotential: selfPotentialModel(s.options.selfPotential),
     backend: r.stats.backend,
     ...e,
     ...(flashTolerance ? { flashTolerance, marginBelowFlash: flashTolerance / e[compared] } : {}),
@@ -78,18 +93,23 @@ async function runGrid(p: GridProblem, solver: SolverOptions, flashTolerance?: n
 }
 
 /** FLASH's harmonic density wave (passes at 2e-3), along x or the body diagonal, n cells per wavelength. */
-export function runSineWave(n: number, direction: 'axis' | 'diagonal', solver: SolverOptions = {}): Promise<PeriodicReport> {
-  return runGrid(sineWaveProblem({ n, direction, G: solver.G }), solver, 2e-3);
+export function runSineWave(
+  n: number,
+  direction: 'axis' | 'diagonal',
+  solver: SolverOptions = {},
+  sampling: CellSampling = 'average',
+): Promise<PeriodicReport> {
+  return runGrid(sineWaveProblem({ n, direction, G: solver.G, sampling }), solver, 2e-3);
 }
 
 /** FLASH's sech^2 layer (passes at 2e-3), nz cells across the height. */
-export function runSechLayer(nz: number, solver: SolverOptions = {}): Promise<PeriodicReport> {
-  return runGrid(sechLayerProblem({ nz, G: solver.G }), solver, 2e-3);
+export function runSechLayer(nz: number, solver: SolverOptions = {}, sampling: CellSampling = 'average'): Promise<PeriodicReport> {
+  return runGrid(sechLayerProblem({ nz, G: solver.G, sampling }), solver, 2e-3);
 }
 
 /** FLASH's Ostriker cylinder (passes at 5e-3), n cells across. */
-export function runCylinder(n: number, solver: SolverOptions = {}): Promise<PeriodicReport> {
-  return runGrid(cylinderProblem({ n, G: solver.G }), solver, 5e-3);
+export function runCylinder(n: number, solver: SolverOptions = {}, sampling: CellSampling = 'average'): Promise<PeriodicReport> {
+  return runGrid(cylinderProblem({ n, G: solver.G, sampling }), solver, 5e-3);
 }
 
 /**
@@ -169,21 +189,25 @@ export async function runPointMasses(
 export const periodicProblems = ['sine', 'sine-diagonal', 'layer', 'cylinder', 'multimode', 'points'] as const;
 export type PeriodicProblemName = (typeof periodicProblems)[number];
 
+/** FLASH's three tree-solver tests (tolerances 2e-3, 2e-3, 5e-3). */
+export const flashProblems: readonly PeriodicProblemName[] = ['sine', 'layer', 'cylinder'];
+
 /** One of the problems at n cells per wavelength / box side (points: the three geometries, n*10 masses). */
 export async function runPeriodicProblem(
   name: PeriodicProblemName,
   n: number,
   solver: SolverOptions = {},
+  sampling: CellSampling = 'average',
 ): Promise<PeriodicReport | PointMassReport[]> {
   switch (name) {
     case 'sine':
-      return runSineWave(n, 'axis', solver);
+      return runSineWave(n, 'axis', solver, sampling);
     case 'sine-diagonal':
-      return runSineWave(n, 'diagonal', solver);
+      return runSineWave(n, 'diagonal', solver, sampling);
     case 'layer':
-      return runSechLayer(n, solver);
+      return runSechLayer(n, solver, sampling);
     case 'cylinder':
-      return runCylinder(n, solver);
+      return runCylinder(n, solver, sampling);
     case 'multimode':
       return runMultiMode(n, solver);
     case 'points': {

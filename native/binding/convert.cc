@@ -96,7 +96,6 @@ Status readOptions(const Napi::Value& value, SolveOptions& opt, std::string& bac
   if (!(st = readNumber(o, "G", opt.G)).ok()) return st;
   if (!(st = readInt(o, "leafSize", opt.leafSize)).ok()) return st;
   if (!(st = readInt(o, "groupSize", opt.groupSize)).ok()) return st;
-  if (!(st = readBool(o, "selfPotential", opt.selfPotential)).ok()) return st;
   if (!(st = readBool(o, "accelerations", opt.accelerations)).ok()) return st;
   if (!(st = readInt(o, "threads", opt.threads)).ok()) return st;
   if (!(st = readInt(o, "ewaldResolution", opt.ewaldResolution)).ok()) return st;
@@ -117,6 +116,14 @@ Status readOptions(const Napi::Value& value, SolveOptions& opt, std::string& bac
     if (s == "barnes") opt.mac = MacKind::Barnes;
     else if (s == "bonsai") opt.mac = MacKind::Bonsai;
     else return invalidOption("option 'mac' must be 'barnes' or 'bonsai'");
+  }
+  if (o.Has("selfPotential") && !o.Get("selfPotential").IsUndefined()) {
+    Napi::Value m = o.Get("selfPotential");
+    std::string v = m.IsString() ? m.As<Napi::String>().Utf8Value() : std::string();
+    if (v == "none") opt.selfPotential = SelfPotential::None;
+    else if (v == "cube") opt.selfPotential = SelfPotential::Cube;
+    else if (v == "lattice") opt.selfPotential = SelfPotential::Lattice;
+    else return invalidOption("option 'selfPotential' must be 'none', 'cube' or 'lattice'");
   }
   if (o.Has("walk") && !o.Get("walk").IsUndefined()) {
     Napi::Value m = o.Get("walk");

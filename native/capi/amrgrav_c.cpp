@@ -69,12 +69,15 @@ Status readOptions(const amrgrav_options& o, SolveOptions& s) {
   if (o.backend < AMRGRAV_BACKEND_AUTO || o.backend > AMRGRAV_BACKEND_CUDA)
     return Status::error(ErrorCode::InvalidOption, "option backend must be 0 (auto), 1 (cpu) or 2 (cuda), got " +
                                                        std::to_string(o.backend));
+  if (o.self_potential < 0 || o.self_potential > 2)
+    return Status::error(ErrorCode::InvalidOption, "option self_potential must be 0 (none), 1 (cube) or 2 (lattice), got " +
+                                                       std::to_string(o.self_potential));
   s.theta = o.theta;
   s.order = o.order;
   s.mac = o.mac == 1 ? MacKind::Bonsai : MacKind::Barnes;
   s.G = o.G;
   s.accelerations = o.accelerations != 0;
-  s.selfPotential = o.self_potential != 0;
+  s.selfPotential = static_cast<SelfPotential>(o.self_potential);
   s.leafSize = o.leaf_size;
   s.groupSize = o.group_size;
   s.threads = o.threads;
@@ -120,7 +123,7 @@ void amrgrav_default_options(amrgrav_options* o) {
   o->G = d.G;
   o->backend = AMRGRAV_BACKEND_AUTO;
   o->accelerations = 0;
-  o->self_potential = 1;
+  o->self_potential = static_cast<int>(d.selfPotential);
   o->leaf_size = d.leafSize;
   o->group_size = d.groupSize;
   o->threads = 0;

@@ -36,6 +36,17 @@ enum class WalkKind {
   Vote = 1,
 };
 
+/// Each cell's own contribution to its potential (the pair i = i that the sums leave out), -coefficient G m / h.
+enum class SelfPotential {
+  None = 0,  ///< point masses: no self term
+  /// The potential at the centre of a uniform cube of mass m and side h: -kCubeSelf G m / h.
+  Cube = 1,
+  /// The term that makes a uniform lattice of point masses (spacing h) reproduce the potential of the uniform
+  /// density it samples: -kLatticeSelf G m / h. The cube's self term leaves the neighbours' point-mass-vs-cube
+  /// difference, -(kLatticeSelf - kCubeSelf) G rho h^2 in uniform density; this adds it (validation in RESULTS.md).
+  Lattice = 2,
+};
+
 struct SolveOptions {
   double theta = 0.5;      ///< opening angle, (0, 1]
   int order = 2;           ///< 1: monopole, 2: monopole + traceless quadrupole
@@ -44,7 +55,7 @@ struct SolveOptions {
   double G = 6.674e-8;     ///< gravitational constant (cgs by default)
   int leafSize = 16;       ///< max cells in a tree leaf
   int groupSize = 32;      ///< cells per walk group (the GPU warp)
-  bool selfPotential = true;  ///< add each cell's own potential as a uniform cube
+  SelfPotential selfPotential = SelfPotential::Lattice;  ///< each cell's own term (solver/options.ts says why)
   bool accelerations = false; ///< also compute -grad(phi)
   int threads = 0;         ///< CPU threads, 0 = all hardware threads
   bool hasBox = false;     ///< when true, cells must lie in [boxLo, boxHi] and the tree's root cube starts at boxLo
@@ -124,5 +135,15 @@ struct SolveResult {
 /// Potential of a uniform cube of side h and mass m at its centre is -kCubeSelf * G m / h.
 /// kCubeSelf = integral over the unit cube of 1/r from its centre = 3 ln((sqrt3+1)/(sqrt3-1)) - pi/2.
 constexpr double kCubeSelf = 2.380077363979554;
+
+/// The zero-mean Green's function of the simple cubic lattice of unit spacing, psi(r) = 1/r - kLatticeSelf + O(r^2):
+/// minus its regular part at a lattice point (the lattice sum over images of 1/r with the uniform background
+/// removed; Nijboer & De Wette 1957). Checked against the independent Ewald sum in test/self-potential.test.ts.
+constexpr double kLatticeSelf = 2.837297479480620;
+
+/// The coefficient c of the self term -c G m / h.
+inline double selfCoefficient(SelfPotential s) {
+  return s == SelfPotential::Cube ? kCubeSelf : s == SelfPotential::Lattice ? kLatticeSelf : 0.0;
+}
 
 }  // namespace amrgrav

@@ -9,9 +9,9 @@ void finishSolve(const SortedCells& c, const SolveOptions& opt, const std::vecto
   const std::size_t n = c.order.size();
   const ResultTargets t = out.targets(n, g != nullptr);
   const double s = c.scale, s2 = c.scale * c.scale;
+  const double self = selfCoefficient(opt.selfPotential);
   for (std::size_t i = 0; i < n; ++i) {
-    double p = phi[i];
-    if (opt.selfPotential) p += kCubeSelf * c.mass[i] / c.size[i];
+    const double p = phi[i] + self * c.mass[i] / c.size[i];
     t.potential[c.order[i]] = -opt.G * (p * s);
   }
   if (g) {

@@ -401,7 +401,7 @@ class CudaBackendImpl final : public CudaBackend {
     fp.invMassScale = 1.0 / massScale;
     fp.scale = scale;
     fp.G = opt.G;
-    fp.selfPotential = opt.selfPotential;
+    fp.selfCoefficient = selfCoefficient(opt.selfPotential);
     AG_TRY(launchFinish(fp, opt.accelerations, s));
     AG_CUDA_TRY(cudaEventRecord(events_[5], s));
 

@@ -15,7 +15,7 @@ __global__ void __launch_bounds__(kThreads) finishKernel(const FinishParams p) {
   for (unsigned i = blockIdx.x * kThreads + threadIdx.x; i < p.n; i += gridDim.x * kThreads) {
     const std::uint32_t j = p.order[i];
     double v = p.phi[i] * p.invMassScale;  // a power of two: exact
-    if (p.selfPotential) v += kCubeSelf * p.cells[i].w / p.size[i];
+    v += p.selfCoefficient * p.cells[i].w / p.size[i];
     p.pot[j] = -p.G * (v * p.scale);
     if (Accel) {
       p.ax[j] = -p.G * ((p.gx[i] * p.invMassScale) * s2);

@@ -166,10 +166,10 @@ struct FinishParams {
   double *pot, *ax, *ay, *az;  ///< caller's order
   unsigned n;
   double invMassScale, scale, G;
-  bool selfPotential;
+  double selfCoefficient;  ///< selfCoefficient(opt.selfPotential): 0, kCubeSelf or kLatticeSelf
 };
 
-/// pot = -G scale (phi + kCubeSelf m / size), a = -G scale^2 g, scattered to the caller's order.
+/// pot = -G scale (phi + selfCoefficient m / size), a = -G scale^2 g, scattered to the caller's order.
 Status launchFinish(const FinishParams& p, bool accelerations, cudaStream_t s);
 
 /// Fills n doubles with a quiet NaN (poisoning outputs in tests).

@@ -50,7 +50,9 @@ typedef struct amrgrav_options {
   double G;             /* gravitational constant, caller's units                             [6.674e-8] */
   int backend;          /* amrgrav_backend; AUTO: CUDA when usable, else CPU                  [AUTO] */
   int accelerations;    /* nonzero: also compute -grad(phi)                                    [0] */
-  int self_potential;   /* nonzero: add each cell's own potential as a uniform cube           [1] */
+  int self_potential;   /* each cell's own term -c G m / h: 0 none, 1 the uniform cube's c = 2.3800774
+                         * (the earlier default), 2 the cubic lattice's c = 2.8372975: point masses on a
+                         * grid then sum to a smooth density's potential (bench/RESULTS.md, "Self term")  [2] */
   int leaf_size;        /* most cells in a tree leaf                                           [16] */
   int group_size;       /* cells per walk group (CUDA: at most 64)                             [32] */
   int threads;          /* CPU threads, 0 = all                                                [0] */

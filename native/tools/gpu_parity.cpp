@@ -307,11 +307,15 @@ CudaOptions cudaOpts(bool pinned, unsigned queueCapacity, bool poison, int copyT
 
 const char* macName(MacKind m) { return m == MacKind::Bonsai ? "bonsai" : "barnes"; }
 
+const char* selfName(SelfPotential s) {
+  return s == SelfPotential::Cube ? "cube" : s == SelfPotential::Lattice ? "lattice" : "none";
+}
+
 std::string optionsJson(const SolveOptions& o) {
   return std::string("\"theta\":") + num(o.theta) + ",\"order\":" + std::to_string(o.order) + ",\"mac\":\"" +
          macName(o.mac) + "\",\"leafSize\":" + std::to_string(o.leafSize) + ",\"groupSize\":" +
          std::to_string(o.groupSize) + ",\"accelerations\":" + (o.accelerations ? "true" : "false") +
-         ",\"selfPotential\":" + (o.selfPotential ? "true" : "false") + ",\"hasBox\":" + (o.hasBox ? "true" : "false");
+         ",\"selfPotential\":\"" + selfName(o.selfPotential) + "\",\"hasBox\":" + (o.hasBox ? "true" : "false");
 }
 
 /// One CPU-vs-CUDA tree (or direct) comparison. expectSameCounts: the box walk must reproduce the CPU's lists.
@@ -488,9 +492,12 @@ void runParity(const Args& a, Summary& sum) {
     parityCase(sum, "amr-leaf64-group64", amr, o, *gpu, *cpu, tol);
     o = base;
     o.groupSize = 7;
-    o.selfPotential = false;
+    o.selfPotential = SelfPotential::None;
     o.leafSize = 3;
     parityCase(sum, "amr-group7-leaf3-noself", amr, o, *gpu, *cpu, tol);
+    o = base;
+    o.selfPotential = SelfPotential::Cube;
+    parityCase(sum, "amr-cube-self", amr, o, *gpu, *cpu, tol);
     o = base;
     o.groupSize = 40;
     o.mac = MacKind::Bonsai;
@@ -557,7 +564,7 @@ void runParity(const Args& a, Summary& sum) {
     SolveOptions o = base;
     parityCase(sum, "direct-acc", d, o, *gpu, *cpu, tol, true);
     o.accelerations = false;
-    o.selfPotential = false;
+    o.selfPotential = SelfPotential::None;
     parityCase(sum, "direct-pot-noself", d, o, *gpu, *cpu, tol, true);
   }
   // determinism, reuse across sizes, pageable copies: bitwise equal to a fresh run

@@ -42,6 +42,7 @@ int main(void) {
   o.theta = 0.3;
   o.G = G;
   o.accelerations = 1;
+  o.self_potential = 1; /* the cube term, as the reference above */
   amrgrav_solver* s = NULL;
   int ok = 1;
   amrgrav_status st = amrgrav_create(&o, &s);
@@ -90,6 +91,24 @@ int main(void) {
   char badThetaMsg[256];
   snprintf(badThetaMsg, sizeof badThetaMsg, "%s", amrgrav_last_error(NULL));
 
+  /* self_potential: 2 selects the lattice term (one lone cell: its potential is the term alone); 3 is refused */
+  amrgrav_options so;
+  amrgrav_default_options(&so);
+  so.G = 1;
+  so.self_potential = 2;
+  amrgrav_solver* ss = NULL;
+  double latticeCoefficient = 0;
+  if (amrgrav_create(&so, &ss) == AMRGRAV_OK) {
+    const double one[1] = {0}, mass1[1] = {3}, size1[1] = {0.5};
+    double pot1[1] = {0};
+    if (amrgrav_compute_potential(ss, 1, one, one, one, mass1, size1, pot1, NULL, NULL, NULL) == AMRGRAV_OK)
+      latticeCoefficient = -pot1[0] * size1[0] / mass1[0];
+    amrgrav_destroy(ss);
+  }
+  so.self_potential = 3;
+  amrgrav_solver* ss3 = NULL;
+  const amrgrav_status badSelf = amrgrav_create(&so, &ss3);
+
   /* a fully periodic box (CPU backend): the potential moves with the masses when all of them are shifted by a
    * fraction of the box with wrap-around (translation invariance), to the tree's accuracy */
   amrgrav_options po;
@@ -131,12 +150,13 @@ int main(void) {
   ok = ok && maxPot < 1e-4 && maxAcc / gmax < 1e-2 && badMass == AMRGRAV_INVALID_INPUT &&
        strstr(badMassMsg, "cell 17: mass is negative") != NULL && again == AMRGRAV_OK &&
        nullArrays == AMRGRAV_INVALID_INPUT && empty == AMRGRAV_OK && badTheta == AMRGRAV_INVALID_OPTION &&
-       s2 == NULL && strstr(badThetaMsg, "theta") != NULL;
+       s2 == NULL && strstr(badThetaMsg, "theta") != NULL && badSelf == AMRGRAV_INVALID_OPTION && ss3 == NULL;
   printf("{\"cells\":%d,\"backend\":%d,\"features\":%d,\"maxRelPotentialError\":%.3e,\"maxAccelerationErrorOverMax\":%.3e,"
          "\"interactionsPerCell\":%.1f,\"badMass\":%d,\"badMassMessage\":\"%s\",\"recovered\":%d,\"nullArrays\":%d,"
          "\"empty\":%d,\"badTheta\":%d,\"badThetaMessage\":\"%s\",\"periodicNoBox\":%d,\"periodicShiftError\":%.3e,"
-         "\"periodicBackend\":%d,\"ok\":%s}\n",
+         "\"periodicBackend\":%d,\"latticeCoefficient\":%.15g,\"badSelf\":%d,\"ok\":%s}\n",
          N, stats.backend, amrgrav_features(), maxPot, maxAcc / gmax, stats.interactions_per_cell, badMass, badMassMsg,
-         again, nullArrays, empty, badTheta, badThetaMsg, periodicNoBox, maxShift, periodicBackend, ok ? "true" : "false");
+         again, nullArrays, empty, badTheta, badThetaMsg, periodicNoBox, maxShift, periodicBackend, latticeCoefficient,
+         badSelf, ok ? "true" : "false");
   return ok ? 0 : 1;
 }

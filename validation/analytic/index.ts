@@ -1,4 +1,4 @@
-/** Analytic reference potentials (ellipsoid, MacLaurin spheroid, sphere, cube) for validating the solver. */
+/** Analytic reference potentials (ellipsoid, MacLaurin spheroid, sphere, cube, prism) for validating the solver. */
 export { G_CGS } from './constants.js';
 export { ellipsoidPotential, ellipsoidIndexSymbols } from './ellipsoid.js';
 export type { EllipsoidParams, IndexSymbols } from './ellipsoid.js';
@@ -21,6 +21,7 @@ export {
   cubeCentrePotential,
 } from './sphere.js';
 export type { UniformSphereParams } from './sphere.js';
+export { prismPotential } from './prism.js';
 export { carlsonRF, carlsonRD } from './carlson.js';
 export { integrateAdaptive, gaussLegendreRule } from './quadrature.js';
 export type { AdaptiveOptions } from './quadrature.js';
