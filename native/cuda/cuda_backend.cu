@@ -1,9 +1,10 @@
 /// \file cuda_backend.cu
 /// \brief The CUDA backend's solve: validateOptions on the host, then on the device: upload, root-cube bounds
 /// (which also checks every cell as validateCells does; on a failure validateCells itself runs on the host and
-/// its Status is returned), Morton keys, stable sort, gather into sorted scaled cells, octree topology level by
-/// level, moments bottom-up, the group walk (or the direct kernel), scaling and scatter, download. Each step
-/// follows cpu_backend.cpp; the kernels live in kernel_*.cu.
+/// its Status is returned), Morton keys, stable sort, octree topology level by level, the gather in place into
+/// sorted scaled cells, moments bottom-up, the group walk (or the direct kernel), scaling and scatter, download.
+/// Each step follows cpu_backend.cpp; the kernels live in kernel_*.cu. All per-cell data shares one device block
+/// (BlockLayout: about 60 bytes per cell for a potential solve).
 #include <algorithm>
 #include <chrono>
 #include <cmath>

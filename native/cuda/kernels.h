@@ -155,7 +155,7 @@ struct WalkParams {
   bool selfPotential;
 };
 
-/// Before the walk: groupHmin[g] = smallest size of group g, then (when self) size[i] = selfTerm(mass[i], size[i]):
+/// Before the walk (kernel_finish.cu): groupHmin[g] = smallest size of group g, then (when self) size[i] = selfTerm(mass[i], size[i]):
 /// the walk needs no sizes but each group's smallest, and writes phi over the self terms as it adds them.
 Status launchWalkPrep(double* size, const double* mass, unsigned n, unsigned groupSize, bool self, double* groupHmin,
                       cudaStream_t s);
