@@ -407,7 +407,8 @@ class CudaBackendImpl final : public CudaBackend {
     std::uint64_t* keyHalf[2] = {reinterpret_cast<std::uint64_t*>(slot[4]), reinterpret_cast<std::uint64_t*>(slot[5])};
     std::uint32_t* idxHalf[2] = {reinterpret_cast<std::uint32_t*>(base + L.idx[0]),
                                  reinterpret_cast<std::uint32_t*>(base + L.idx[1])};
-    AG_TRY(launchKeys(slot[0], slot[1], slot[2], n, root.lo[0], root.lo[1], root.lo[2], inv, keyHalf[0], idxHalf[0], s));
+    AG_TRY(launchKeys(slot[0], slot[1], slot[2], n, root.lo[0], root.lo[1], root.lo[2], inv, keyHalf[0], idxHalf[0],
+                      s));
     std::size_t tempBytes = 0;
     int sel = 0;
     AG_TRY(sortPairs(nullptr, tempBytes, keyHalf, idxHalf, n, &sel, s));
@@ -435,7 +436,8 @@ class CudaBackendImpl final : public CudaBackend {
     AG_CUDA_TRY(cudaMemsetAsync(checks.firstBad, 0xff, sizeof(unsigned), s));
     AG_TRY(launchBounds(nullptr, nullptr, nullptr, slot[5], nullptr, n, checks, bounds_.get(),
                         bounds_.get() + 7 * kBoundsBlocks, s));
-    AG_CUDA_TRY(cudaMemcpyAsync(hmass, bounds_.get() + 7 * kBoundsBlocks + 6, sizeof(double), cudaMemcpyDeviceToHost, s));
+    AG_CUDA_TRY(cudaMemcpyAsync(hmass, bounds_.get() + 7 * kBoundsBlocks + 6, sizeof(double), cudaMemcpyDeviceToHost,
+                                s));
     AG_CUDA_TRY(cudaMemcpyAsync(hmassBad, checks.firstBad, sizeof(unsigned), cudaMemcpyDeviceToHost, s));
 
     // ---- octree topology and the nodes' first keys (in the spare index half), then the keys are dead
@@ -820,7 +822,7 @@ class CudaBackendImpl final : public CudaBackend {
   Carve idxSpare_;                       ///< the other half: topology, node keys
   Carve tail_, extra_;                   ///< slot 5 onwards; the extra bytes after slot 5
   Carve walkRoom_;                       ///< the tail after the MAC records and multipoles: the walk queues
-  SortedCells sortedCells_ = {};         ///< in slots 4, 0, 1, 3 after the gather
+  DeviceCells sortedCells_ = {};         ///< in slots 4, 0, 1, 3 after the gather
   double* sortedSize_ = nullptr;         ///< slot 2: sorted, scaled sizes (self terms in the walk, then phi)
   const double* hostSize_ = nullptr;     ///< the caller's sizes (restoreSizes)
   double scale_ = 1;                     ///< the length scale of this solve

@@ -21,7 +21,7 @@ struct alignas(32) D4 {
 
 /// The sorted cells as separate arrays (gathered in place in the solve's device block, see cuda_backend.cu): x, y,
 /// z scaled, mass unscaled. cells[i] reads cell i as a D4, so the kernels index them as they did an array of D4.
-struct SortedCells {
+struct DeviceCells {
   const double *x, *y, *z, *mass;
   __device__ __forceinline__ D4 operator[](std::size_t i) const {
     D4 c;
@@ -114,7 +114,7 @@ Status launchEmitChildren(uint4* topo, const std::uint64_t* keys, unsigned level
 struct MomentsParams {
   const uint4* topo;
   const std::uint64_t* nodeKeys;  ///< key of each node's first cell: its prefix gives the node's cube coordinates
-  SortedCells cells;
+  DeviceCells cells;
   const double* size;
   NodeMoments* moments;  ///< nodes < stored only (the deepest level's leaves are recomputed by their parents)
   unsigned stored;
@@ -138,7 +138,7 @@ constexpr int kWalkWarpsPerBlock = 4;
 enum WalkCounter { kNextGroup = 0, kOverflowNeed = 1, kQueuePeak = 2, kWalkCounterCount = 3 };
 
 struct WalkParams {
-  SortedCells cells;
+  DeviceCells cells;
   const double* groupHmin;  ///< smallest (scaled) cell size of each group: picks the split-precision path
   const double* selfTerm;   ///< sorted self terms (launchWalkPrep); phi is the same array
   const D4* nodeMac;
@@ -155,8 +155,9 @@ struct WalkParams {
   bool selfPotential;
 };
 
-/// Before the walk (kernel_finish.cu): groupHmin[g] = smallest size of group g, then (when self) size[i] = selfTerm(mass[i], size[i]):
-/// the walk needs no sizes but each group's smallest, and writes phi over the self terms as it adds them.
+/// Before the walk (kernel_finish.cu): groupHmin[g] = smallest size of group g, then (when self) size[i] =
+/// selfTerm(mass[i], size[i]): the walk needs no sizes but each group's smallest, and writes phi over the self
+/// terms as it adds them.
 Status launchWalkPrep(double* size, const double* mass, unsigned n, unsigned groupSize, bool self, double* groupHmin,
                       cudaStream_t s);
 
@@ -177,7 +178,7 @@ constexpr int kDirectThreads = 256;
 
 /// All-pairs sums over the sorted cells (the self pair adds 0): phi (and g) unscaled, times massScale.
 /// Positions relative to each block's first cell, as float pairs hi + lo.
-Status launchDirect(const SortedCells& cells, unsigned n, double massScale, bool accelerations, double* phi, double* gx,
+Status launchDirect(const DeviceCells& cells, unsigned n, double massScale, bool accelerations, double* phi, double* gx,
                     double* gy, double* gz, cudaStream_t s);
 
 // ---------------------------------------------------------------- finish (kernel_finish.cu)
