@@ -1,9 +1,10 @@
 /// \file cuda_backend.cu
 /// \brief The CUDA backend's solve: validateOptions on the host, then on the device: upload, root-cube bounds
 /// (which also checks every cell as validateCells does; on a failure validateCells itself runs on the host and
-/// its Status is returned), Morton keys, stable sort, gather into sorted scaled cells, octree topology level by
-/// level, moments bottom-up, the group walk (or the direct kernel), scaling and scatter, download. Each step
-/// follows cpu_backend.cpp; the kernels live in kernel_*.cu.
+/// its Status is returned), Morton keys, stable sort, octree topology level by level, the gather in place into
+/// sorted scaled cells, moments bottom-up, the group walk (or the direct kernel), scaling and scatter, download.
+/// Each step follows cpu_backend.cpp; the kernels live in kernel_*.cu. All per-cell data shares one device block
+/// (BlockLayout: about 60 bytes per cell for a potential solve).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -86,9 +87,7 @@ double powerOfTwoScale(double v) {
   return std::exp2(-e);
 }
 
-/// Hands out aligned pieces of a device region that is dead during the current phase (owns nothing): the input
-/// buffers after the gather and the sort's spare halves hold the node data, sums and walk queues, so a solve
-/// needs about half the device memory it would with a buffer per array.
+/// Hands out aligned pieces of a device region that is dead during the current phase (owns nothing).
 struct Carve {
   char* base = nullptr;
   std::size_t bytes = 0, used = 0;
@@ -103,7 +102,50 @@ struct Carve {
   }
 };
 
-constexpr int kEvents = 6;  // start, uploaded, sorted, built, moments, walked
+std::size_t alignUp(std::size_t bytes) { return (bytes + 255) & ~std::size_t(255); }
+
+/// The solve's one device block, as byte offsets: two index halves of n uint32, six slots of n doubles, then extra
+/// bytes; the tail is slot 5 and the extra bytes. Who owns what, phase by phase (I = the index half not holding
+/// the sort's result, "order" the one holding it):
+///
+///   phase                     slots 0-3            slot 4      index halves        slot 5       extra bytes
+///   upload, keys, sort        x, y, z, size        keys        indices             keys         -
+///   mass upload, build        x, y, z, size        sorted keys order; I: topology  mass         level scratch
+///   node keys                 x, y, z, size        sorted keys order; I: + node keys
+///   gather (rotating)         y, z, size, mass     x           (as above)          free         free
+///   moments                   y, z, size, mass     x           (as above)          MAC records, multipoles, the
+///                                                                                  moments above the deepest level
+///   walk                      y, z, self term ->   x           order; I: topology, MAC records, multipoles, queues
+///                             phi, mass                        group sizes
+///   direct                    y, z, size, mass     x           order               phi
+///   finish (scatter)          ax, ay, phi, az      pot         order               (phi of the direct path)
+///
+/// The sums of the accelerations are buffers of their own. With the extra bytes sized for 1/7 node per cell (a
+/// uniform grid's octree) and this device's walk queues, a potential solve needs about 60 bytes per cell.
+struct BlockLayout {
+  std::size_t idx[2] = {0, 0};
+  std::size_t slot[6] = {0, 0, 0, 0, 0, 0};
+  std::size_t extra = 0, total = 0;
+};
+
+/// The layout for n cells with a tail (slot 5 onwards) of at least tailBytes.
+BlockLayout layoutFor(unsigned n, std::size_t tailBytes) {
+  BlockLayout L;
+  std::size_t off = 0;
+  for (int h = 0; h < 2; ++h) {
+    L.idx[h] = off;
+    off = alignUp(off + std::size_t(n) * sizeof(std::uint32_t));
+  }
+  for (int k = 0; k < 6; ++k) {
+    L.slot[k] = off;
+    off = alignUp(off + std::size_t(n) * sizeof(double));
+  }
+  L.extra = off;
+  L.total = L.slot[5] + std::max(off - L.slot[5], alignUp(tailBytes));
+  return L;
+}
+
+constexpr int kEvents = 8;  // start, uploaded, sorted, gathered, moments, walked, mass uploaded, built
 
 class CudaBackendImpl final : public CudaBackend {
  public:
@@ -185,9 +227,9 @@ class CudaBackendImpl final : public CudaBackend {
     if (!ready_) return;
     (void)cudaSetDevice(device_);
     (void)cudaStreamSynchronize(stream_);
-    for (auto* b : {&inputs_, &accSum_[0], &accSum_[1], &accSum_[2], &size_, &bounds_}) b->release();
-    keys_.release(); idx_.release();
-    cells_.release(); cubTemp_.release(); topo_.release(); levelCount_.release(); levelOffset_.release();
+    for (auto* b : {&block_, &accSum_[0], &accSum_[1], &accSum_[2], &bounds_}) b->release();
+    cubTemp_.release(); topo_.release(); levelCount_.release(); levelOffset_.release(); nodeKeys_.release();
+    groupHmin_.release();
     moments_.release(); nodeMac_.release(); nodeMQ_.release(); queue_.release(); walkCounters_.release();
     tally_.release();
     ewaldCoef_.release();
@@ -205,10 +247,10 @@ class CudaBackendImpl final : public CudaBackend {
 
   std::size_t deviceBytes() const {
     std::size_t b = 0;
-    b += inputs_.bytes();
+    b += block_.bytes();
     for (int k = 0; k < 3; ++k) b += accSum_[k].bytes();
-    b += size_.bytes() + bounds_.bytes() + keys_.bytes() + idx_.bytes();
-    b += cells_.bytes() + cubTemp_.bytes() + topo_.bytes() + levelCount_.bytes() + levelOffset_.bytes();
+    b += bounds_.bytes() + nodeKeys_.bytes() + groupHmin_.bytes();
+    b += cubTemp_.bytes() + topo_.bytes() + levelCount_.bytes() + levelOffset_.bytes();
     b += moments_.bytes() + nodeMac_.bytes() + nodeMQ_.bytes() + queue_.bytes() + walkCounters_.bytes() +
          tally_.bytes() + ewaldCoef_.bytes();
     return b;
@@ -224,6 +266,50 @@ class CudaBackendImpl final : public CudaBackend {
   }
 
   Status reserveCubTemp(std::size_t bytes) { return cubTemp_.reserve(std::max<std::size_t>(bytes, 1), "CUB scratch"); }
+
+  /// The device flagged cell `bad`: the host validator names the first bad cell exactly as the CPU backend does.
+  Status flaggedCell(unsigned bad, const CellsView& cells, const SolveOptions& opt) const {
+    const Status st = validateCells(cells, opt);
+    if (!st.ok()) return st;
+    if (copt_.validateOnDevice)
+      return Status::error(ErrorCode::Internal, "CUDA backend: the device flagged cell " + std::to_string(bad) +
+                                                    " as invalid but validateCells accepts it");
+    return Status::success();
+  }
+
+  /// The walk's launch: its configuration and block count (every block resident); sets the initial queue capacity.
+  Status walkShape(unsigned n, const SolveOptions& opt, WalkConfig* cfg, int* blocks) {
+    cfg->order = opt.order;
+    cfg->accelerations = opt.accelerations;
+    cfg->cellsPerLane = opt.groupSize > 32 ? 2 : 1;
+    cfg->vote = opt.walk == WalkKind::Vote;
+    cfg->periodic = opt.anyPeriodic();
+    const unsigned groupSize = unsigned(opt.groupSize);
+    const unsigned numGroups = (n + groupSize - 1) / groupSize;
+    int perSm = 1;
+    AG_TRY(walkBlocksPerSm(*cfg, &perSm));
+    const unsigned long long wanted = (numGroups + kWalkWarpsPerBlock - 1) / kWalkWarpsPerBlock;
+    *blocks = int(std::max<unsigned long long>(1, std::min<unsigned long long>(wanted, 1ull * smCount_ * perSm)));
+    if (queueCap_ == 0) queueCap_ = nextPow2(std::max(64u, copt_.initialQueueCapacity));
+    return Status::success();
+  }
+
+  /// Bytes the block's tail (slot 5 onwards) should have for a tree solve: the MAC records and multipoles of about
+  /// n/7 nodes (a uniform grid's octree over 8-cell leaves; the margin covers the blocks' tree of an AMR mesh), then
+  /// the larger of the moments stored above the deepest level (n/56 nodes) and the walk's queues; at least slot 5
+  /// and the build's level scratch. Pieces that do not fit get buffers of their own (correct, but more memory).
+  Status tailForTree(unsigned n, const SolveOptions& opt, std::size_t* bytes) {
+    WalkConfig cfg;
+    int blocks = 1;
+    AG_TRY(walkShape(n, opt, &cfg, &blocks));
+    const std::size_t nodes = n / 7 + n / 128 + 64, stored = n / 56 + n / 1024 + 64;
+    const std::size_t queue = std::size_t(blocks) * kWalkWarpsPerBlock * queueCap_ * sizeof(unsigned);
+    const std::size_t nodeArrays = alignUp(nodes * sizeof(D4)) + alignUp(2 * nodes * sizeof(float4));
+    const std::size_t walkOrMoments = nodeArrays + std::max(alignUp(stored * sizeof(NodeMoments)), alignUp(queue));
+    const std::size_t build = alignUp(std::size_t(n) * sizeof(double)) + 2 * alignUp((n / 8 + 64) * sizeof(unsigned));
+    *bytes = std::max(walkOrMoments, build);
+    return Status::success();
+  }
 
   // ---------------------------------------------------------------- the solve
   Status run(const CellsView& cells, const SolveOptions& opt, SolveResult& out, bool direct) {
@@ -267,20 +353,26 @@ class CudaBackendImpl final : public CudaBackend {
     cudaStream_t s = stream_;
     AG_CUDA_TRY(cudaEventRecord(events_[0], s));
 
-    // ---- upload the caller's arrays (x, y, z, mass, size) into one block; after the gather it is scratch (node
-    //      data), and the results are written to its start
-    AG_TRY(inputs_.reserve(5 * std::size_t(n), "the input cells"));
-    double* in[5];
-    for (int k = 0; k < 5; ++k) in[k] = inputs_.get() + std::size_t(k) * n;
+    // ---- the solve's device block: BlockLayout says which phase owns which piece
+    std::size_t tailBytes = std::size_t(n) * sizeof(double);  // the direct path's tail: phi
+    if (!direct) AG_TRY(tailForTree(n, opt, &tailBytes));
+    const BlockLayout L = layoutFor(n, tailBytes);
+    AG_TRY(block_.reserve((L.total + sizeof(double) - 1) / sizeof(double), "the solve's device block"));
+    char* const base = reinterpret_cast<char*>(block_.get());
+    double* slot[6];
+    for (int k = 0; k < 6; ++k) slot[k] = reinterpret_cast<double*>(base + L.slot[k]);
+
+    // ---- upload x, y, z, size into slots 0-3 (the mass follows the sort: with all five arrays here the sort's
+    //      halves would not fit in the block)
     {
-      const double* host[5] = {cells.x, cells.y, cells.z, cells.mass, cells.size};
-      Transfer t[5];
-      for (int k = 0; k < 5; ++k) t[k] = Transfer{const_cast<double*>(host[k]), in[k], std::size_t(n) * 8};
-      AG_TRY(copyIn(t, 5));
+      const double* host[4] = {cells.x, cells.y, cells.z, cells.size};
+      Transfer t[4];
+      for (int k = 0; k < 4; ++k) t[k] = Transfer{const_cast<double*>(host[k]), slot[k], std::size_t(n) * 8};
+      AG_TRY(copyIn(t, 4));
     }
     AG_CUDA_TRY(cudaEventRecord(events_[1], s));
 
-    // ---- root cube (chooseRootCube), length scale, keys, sort, gather
+    // ---- root cube (chooseRootCube), length scale, keys, sort
     AG_TRY(bounds_.reserve(7 * kBoundsBlocks + 7, "the bounds reduction"));
     AG_TRY(walkCounters_.reserve(kWalkCounterCount, "counters"));
     CellChecks checks;
@@ -291,21 +383,14 @@ class CudaBackendImpl final : public CudaBackend {
     }
     checks.firstBad = walkCounters_.get();
     AG_CUDA_TRY(cudaMemsetAsync(checks.firstBad, 0xff, sizeof(unsigned), s));
-    AG_TRY(launchBounds(in[0], in[1], in[2], in[3], in[4], n, checks,
+    AG_TRY(launchBounds(slot[0], slot[1], slot[2], nullptr, slot[3], n, checks,
                         bounds_.get(), bounds_.get() + 7 * kBoundsBlocks, s));
     double* hb = static_cast<double*>(small_.get());
     unsigned* hbad = reinterpret_cast<unsigned*>(hb + 8);
     AG_CUDA_TRY(cudaMemcpyAsync(hb, bounds_.get() + 7 * kBoundsBlocks, 7 * sizeof(double), cudaMemcpyDeviceToHost, s));
     AG_CUDA_TRY(cudaMemcpyAsync(hbad, checks.firstBad, sizeof(unsigned), cudaMemcpyDeviceToHost, s));
     AG_CUDA_TRY(cudaStreamSynchronize(s));
-    if (*hbad != 0xffffffffu) {
-      // the host validator names the first bad cell exactly as the CPU backend does
-      st = validateCells(cells, opt);
-      if (!st.ok()) return st;
-      if (copt_.validateOnDevice)
-        return Status::error(ErrorCode::Internal, "CUDA backend: the device flagged cell " + std::to_string(*hbad) +
-                                                      " as invalid but validateCells accepts it");
-    }
+    if (*hbad != 0xffffffffu) AG_TRY(flaggedCell(*hbad, cells, opt));
     RootCube root;
     if (opt.hasBox) {
       root = chooseRootCube(cells, opt);  // the box: no pass over the cells
@@ -317,41 +402,84 @@ class CudaBackendImpl final : public CudaBackend {
       for (int d = 0; d < 3; ++d) root.lo[d] = hb[d];
       root.side = side;
     }
-    const double massTotal = hb[6];
     // as sortCellsByKey
     const double scale = std::exp2(-std::round(std::log2(root.side)));
     const double inv = double(kKeyCells) / root.side;
-    // keys and indices live in two halves each (CUB's double buffer); the halves not holding the sorted result
-    // are scratch afterwards (the sums, the walk queues)
-    AG_TRY(keys_.reserve(2 * std::size_t(n), "Morton keys"));
-    AG_TRY(idx_.reserve(2 * std::size_t(n), "sort indices"));
-    std::uint64_t* keyHalf[2] = {keys_.get(), keys_.get() + n};
-    std::uint32_t* idxHalf[2] = {idx_.get(), idx_.get() + n};
-    AG_TRY(launchKeys(in[0], in[1], in[2], n, root.lo[0], root.lo[1], root.lo[2], inv, keyHalf[0], idxHalf[0], s));
+    // keys in slots 4 and 5, indices in the two index halves (CUB's double buffer)
+    std::uint64_t* keyHalf[2] = {reinterpret_cast<std::uint64_t*>(slot[4]), reinterpret_cast<std::uint64_t*>(slot[5])};
+    std::uint32_t* idxHalf[2] = {reinterpret_cast<std::uint32_t*>(base + L.idx[0]),
+                                 reinterpret_cast<std::uint32_t*>(base + L.idx[1])};
+    AG_TRY(launchKeys(slot[0], slot[1], slot[2], n, root.lo[0], root.lo[1], root.lo[2], inv, keyHalf[0], idxHalf[0],
+                      s));
     std::size_t tempBytes = 0;
     int sel = 0;
     AG_TRY(sortPairs(nullptr, tempBytes, keyHalf, idxHalf, n, &sel, s));
     AG_TRY(reserveCubTemp(tempBytes));
     tempBytes = cubTemp_.bytes();
     AG_TRY(sortPairs(cubTemp_.get(), tempBytes, keyHalf, idxHalf, n, &sel, s));
-    sortedKeys_ = keyHalf[sel];
+    // the sorted keys belong in slot 4, so that slot 5 (the tail's start) is the one the gather leaves free
+    if (sel != 0)
+      AG_CUDA_TRY(cudaMemcpyAsync(keyHalf[0], keyHalf[1], std::size_t(n) * sizeof(std::uint64_t),
+                                  cudaMemcpyDeviceToDevice, s));
+    sortedKeys_ = keyHalf[0];
     order_ = idxHalf[sel];
-    keySpare_ = Carve(keyHalf[1 - sel], std::size_t(n) * sizeof(std::uint64_t));
     idxSpare_ = Carve(idxHalf[1 - sel], std::size_t(n) * sizeof(std::uint32_t));
-    AG_TRY(cells_.reserve(n, "sorted cells"));
-    AG_TRY(size_.reserve(n, "sorted cell sizes"));
-    AG_TRY(launchGather(in[0], in[1], in[2], in[3], in[4], order_, n, scale, cells_.get(), size_.get(), s));
-    // from here on the input block is scratch: node data in its first four fifths (where the results go last),
-    // the tree topology in its last fifth (read by the walk, which ends before the results are written)
+    AG_CUDA_TRY(cudaEventRecord(events_[2], s));
+
+    // ---- the mass into slot 5, checked and summed by the bounds kernel (the same order of additions as before);
+    //      read back after the build's synchronisations
+    {
+      Transfer t{const_cast<double*>(cells.mass), slot[5], std::size_t(n) * 8};
+      AG_TRY(copyIn(&t, 1));
+    }
+    AG_CUDA_TRY(cudaEventRecord(events_[6], s));
+    double* hmass = hb + 16;
+    unsigned* hmassBad = reinterpret_cast<unsigned*>(hb + 17);
+    AG_CUDA_TRY(cudaMemsetAsync(checks.firstBad, 0xff, sizeof(unsigned), s));
+    AG_TRY(launchBounds(nullptr, nullptr, nullptr, slot[5], nullptr, n, checks, bounds_.get(),
+                        bounds_.get() + 7 * kBoundsBlocks, s));
+    AG_CUDA_TRY(cudaMemcpyAsync(hmass, bounds_.get() + 7 * kBoundsBlocks + 6, sizeof(double), cudaMemcpyDeviceToHost,
+                                s));
+    AG_CUDA_TRY(cudaMemcpyAsync(hmassBad, checks.firstBad, sizeof(unsigned), cudaMemcpyDeviceToHost, s));
+
+    // ---- octree topology and the nodes' first keys (in the spare index half), then the keys are dead
+    tail_ = Carve(base + L.slot[5], block_.bytes() - L.slot[5]);
+    extra_ = Carve(base + L.extra, block_.bytes() - L.extra);
+    unsigned nodes = 0;
+    int depth = 0;
+    if (!direct) {
+      AG_TRY(buildTree(n, opt.leafSize, &nodes, &depth));
+      AG_TRY(computeNodeKeys(nodes));
+    }
+    AG_CUDA_TRY(cudaEventRecord(events_[7], s));
+    AG_CUDA_TRY(cudaStreamSynchronize(s));
+    if (*hmassBad != 0xffffffffu) AG_TRY(flaggedCell(*hmassBad, cells, opt));
+    const double massTotal = *hmass;
+
+    // ---- gather in place, rotating through slot 4 (the keys' slot): each array lands in the slot the previous one
+    //      left; the mass's unsorted copy in slot 5 is read last, so slot 5 ends free
+    {
+      const double* from[5] = {slot[0], slot[1], slot[2], slot[3], slot[5]};
+      double* to[5] = {slot[4], slot[0], slot[1], slot[2], slot[3]};
+      const double by[5] = {scale, scale, scale, scale, 1.0};  // masses unscaled (times 1: exact)
+      for (int k = 0; k < 5; ++k) AG_TRY(launchGather(from[k], order_, n, by[k], to[k], s));
+    }
+    sortedCells_.x = slot[4];
+    sortedCells_.y = slot[0];
+    sortedCells_.z = slot[1];
+    sortedCells_.mass = slot[3];
+    sortedSize_ = slot[2];
+    hostSize_ = cells.size;
+    scale_ = scale;
     for (int d = 0; d < 3; ++d) root.lo[d] *= scale;
     root.side *= scale;
     const double massScale = powerOfTwoScale(massTotal);
-    AG_CUDA_TRY(cudaEventRecord(events_[2], s));
+    AG_CUDA_TRY(cudaEventRecord(events_[3], s));
 
-    // ---- sums in sorted order
-    // phi in the sort's spare key half; the acceleration sums in buffers of their own (the results overwrite the
-    // input block, so sums cannot live there)
-    double* sums[4] = {keySpare_.take<double>(n), nullptr, nullptr, nullptr};
+    // ---- sums in sorted order: the walk's phi in the sizes' slot (after the moments, the walk turns the sizes into
+    //      self terms and each group's smallest size, and writes each cell's phi over its self term as it adds it);
+    //      the direct path's phi in the tail; the acceleration sums in buffers of their own
+    double* sums[4] = {direct ? tail_.take<double>(n) : sortedSize_, nullptr, nullptr, nullptr};
     if (!sums[0]) return Status::error(ErrorCode::Internal, "CUDA backend: no room for the potential sums");
     const int nsum = opt.accelerations ? 4 : 1;
     for (int k = 1; k < nsum; ++k) {
@@ -360,18 +488,16 @@ class CudaBackendImpl final : public CudaBackend {
     }
     double* g[3] = {sums[1], sums[2], sums[3]};
     if (copt_.poisonDevice)
-      for (int k = 0; k < nsum; ++k) AG_TRY(launchPoison(sums[k], n, s));
+      for (int k = 0; k < nsum; ++k)
+        if (sums[k] != sortedSize_) AG_TRY(launchPoison(sums[k], n, s));
 
     if (direct) {
-      AG_CUDA_TRY(cudaEventRecord(events_[3], s));
       AG_CUDA_TRY(cudaEventRecord(events_[4], s));
-      AG_TRY(launchDirect(cells_.get(), n, massScale, opt.accelerations, sums[0], g[0], g[1], g[2], s));
+      AG_TRY(launchDirect(sortedCells_, n, massScale, opt.accelerations, sums[0], g[0], g[1], g[2], s));
+      AG_TRY(launchFoldSelf(sums[0], sortedCells_.mass, sortedSize_, n, 1.0 / massScale,
+                            selfCoefficient(opt.selfPotential), s));
       out.stats.directInteractions = std::uint64_t(n) * (n - 1);
     } else {
-      unsigned nodes = 0;
-      int depth = 0;
-      AG_TRY(buildTree(n, opt.leafSize, &nodes, &depth));
-      AG_CUDA_TRY(cudaEventRecord(events_[3], s));
       AG_TRY(computeMoments(n, nodes, depth, root, opt, massScale));
       if (opt.anyPeriodic()) AG_TRY(prepareEwald(opt, scale, out.stats));  // host table work overlaps the moments
       AG_CUDA_TRY(cudaEventRecord(events_[4], s));
@@ -381,27 +507,26 @@ class CudaBackendImpl final : public CudaBackend {
       out.stats.treeDepth = depth;
     }
 
-    // ---- scale, self term, scatter to the caller's order (into the input buffers x, y, z, mass)
+    // ---- scale, scatter to the caller's order, into slots nothing reads any more: pot over x, ax over y, ay over
+    //      z, az over the mass
+    double* res[4] = {slot[4], slot[0], slot[1], slot[3]};
     const int nout = opt.accelerations ? 4 : 1;
     if (copt_.poisonDevice)
-      for (int k = 0; k < nout; ++k) AG_TRY(launchPoison(in[k], n, s));
+      for (int k = 0; k < nout; ++k) AG_TRY(launchPoison(res[k], n, s));
     FinishParams fp;
     fp.order = order_;
-    fp.cells = cells_.get();
-    fp.size = size_.get();
     fp.phi = sums[0];
     fp.gx = g[0];
     fp.gy = g[1];
     fp.gz = g[2];
-    fp.pot = in[0];
-    fp.ax = in[1];
-    fp.ay = in[2];
-    fp.az = in[3];
+    fp.pot = res[0];
+    fp.ax = res[1];
+    fp.ay = res[2];
+    fp.az = res[3];
     fp.n = n;
     fp.invMassScale = 1.0 / massScale;
     fp.scale = scale;
     fp.G = opt.G;
-    fp.selfCoefficient = selfCoefficient(opt.selfPotential);
     AG_TRY(launchFinish(fp, opt.accelerations, s));
     AG_CUDA_TRY(cudaEventRecord(events_[5], s));
 
@@ -410,15 +535,15 @@ class CudaBackendImpl final : public CudaBackend {
     {
       double* host[4] = {dest.potential, dest.ax, dest.ay, dest.az};
       Transfer t[4];
-      for (int k = 0; k < nout; ++k) t[k] = Transfer{host[k], in[k], std::size_t(n) * 8};
+      for (int k = 0; k < nout; ++k) t[k] = Transfer{host[k], res[k], std::size_t(n) * 8};
       AG_TRY(copyOut(t, nout));
     }
     AG_CUDA_TRY(cudaStreamSynchronize(s));
     stats_.secondsDownload = since(td);
 
-    stats_.secondsUpload = elapsed(0, 1);
-    stats_.secondsKeys = elapsed(1, 2);
-    stats_.secondsBuild = direct ? 0 : elapsed(2, 3);
+    stats_.secondsUpload = elapsed(0, 1) + elapsed(2, 6);
+    stats_.secondsKeys = elapsed(1, 2) + elapsed(7, 3);
+    stats_.secondsBuild = direct ? 0 : elapsed(6, 7);
     stats_.secondsMoments = direct ? 0 : elapsed(3, 4);
     stats_.secondsWalk = elapsed(4, 5);
     stats_.secondsTotal = since(t0);
@@ -464,12 +589,12 @@ class CudaBackendImpl final : public CudaBackend {
 
   /// Octree topology, one level per pass (see kernel_build.cu). levelStart_[L] = first node of level L, with a
   /// final entry = node count.
-  /// Room for `need` nodes of topology, keeping the first `used`: in the input block's last fifth while they fit
-  /// (n/2 nodes), else in a buffer of its own.
-  Status reserveTopo(std::size_t need, std::size_t used, unsigned n) {
+  /// Room for `need` nodes of topology, keeping the first `used`: in the spare index half while they fit (n/4
+  /// nodes), else in a buffer of its own.
+  Status reserveTopo(std::size_t need, std::size_t used) {
     if (used == 0) {
-      topoPtr_ = reinterpret_cast<uint4*>(inputs_.get() + 4 * std::size_t(n));
-      topoCap_ = std::size_t(n) * sizeof(double) / sizeof(uint4);
+      topoPtr_ = reinterpret_cast<uint4*>(idxSpare_.base);
+      topoCap_ = idxSpare_.bytes / sizeof(uint4);
     }
     if (need <= topoCap_) return Status::success();
     if (topoPtr_ == topo_.get()) {
@@ -486,7 +611,7 @@ class CudaBackendImpl final : public CudaBackend {
 
   Status buildTree(unsigned n, int leafSize, unsigned* nodesOut, int* depthOut) {
     cudaStream_t s = stream_;
-    AG_TRY(reserveTopo(1, 0, n));
+    AG_TRY(reserveTopo(1, 0));
     AG_TRY(tally_.reserve(4, "counters"));
     AG_CUDA_TRY(cudaMemsetAsync(tally_.get(), 0, 4 * sizeof(unsigned long long), s));
     AG_TRY(launchSetRoot(topoPtr_, n, s));
@@ -496,24 +621,32 @@ class CudaBackendImpl final : public CudaBackend {
     unsigned* total = static_cast<unsigned*>(small_.get());
     for (;;) {
       const unsigned width = levelEnd - levelBegin;
-      AG_TRY(levelCount_.reserve(width + 1, "level scratch"));
-      AG_TRY(levelOffset_.reserve(width + 1, "level scratch"));
+      // the level's counts and offsets in the block's extra bytes (free during the build), else in buffers
+      Carve scratch = extra_;
+      unsigned* count = scratch.take<unsigned>(width + 1);
+      unsigned* offset = scratch.take<unsigned>(width + 1);
+      if (!count || !offset) {
+        AG_TRY(levelCount_.reserve(width + 1, "level scratch"));
+        AG_TRY(levelOffset_.reserve(width + 1, "level scratch"));
+        count = levelCount_.get();
+        offset = levelOffset_.get();
+      }
       AG_TRY(launchCountChildren(topoPtr_, sortedKeys_, levelBegin, width, level, leafSize,
-                                 levelCount_.get(), tally_.get() + 2, s));
+                                 count, tally_.get() + 2, s));
       std::size_t tempBytes = 0;
-      AG_TRY(scanExclusive(nullptr, tempBytes, levelCount_.get(), levelOffset_.get(), width + 1, s));
+      AG_TRY(scanExclusive(nullptr, tempBytes, count, offset, width + 1, s));
       AG_TRY(reserveCubTemp(tempBytes));
       tempBytes = cubTemp_.bytes();
-      AG_TRY(scanExclusive(cubTemp_.get(), tempBytes, levelCount_.get(), levelOffset_.get(), width + 1, s));
-      AG_CUDA_TRY(cudaMemcpyAsync(total, levelOffset_.get() + width, sizeof(unsigned), cudaMemcpyDeviceToHost, s));
+      AG_TRY(scanExclusive(cubTemp_.get(), tempBytes, count, offset, width + 1, s));
+      AG_CUDA_TRY(cudaMemcpyAsync(total, offset + width, sizeof(unsigned), cudaMemcpyDeviceToHost, s));
       AG_CUDA_TRY(cudaStreamSynchronize(s));
       const unsigned children = *total;
       if (children == 0) break;
       if (std::uint64_t(levelEnd) + children > 0xffffffffull)
         return Status::error(ErrorCode::InvalidInput, "CUDA backend: the octree would have more than 2^32 - 1 nodes");
-      AG_TRY(reserveTopo(std::size_t(levelEnd) + children, levelEnd, n));
+      AG_TRY(reserveTopo(std::size_t(levelEnd) + children, levelEnd));
       AG_TRY(launchEmitChildren(topoPtr_, sortedKeys_, levelBegin, width, level, leafSize,
-                                levelOffset_.get(), levelEnd, s));
+                                offset, levelEnd, s));
       levelStart_.push_back(levelEnd);
       levelBegin = levelEnd;
       levelEnd += children;
@@ -525,31 +658,49 @@ class CudaBackendImpl final : public CudaBackend {
     return Status::success();
   }
 
+  /// nodeKeysPtr_[i] = key of node i's first cell, after the topology in the spare index half (n/6 nodes fit
+  /// with it), else in a buffer of its own.
+  Status computeNodeKeys(unsigned nodes) {
+    Carve room = idxSpare_;
+    if (reinterpret_cast<char*>(topoPtr_) == idxSpare_.base) (void)room.take<uint4>(nodes);
+    nodeKeysPtr_ = room.take<std::uint64_t>(nodes);
+    if (!nodeKeysPtr_) {
+      AG_TRY(nodeKeys_.reserve(std::max(nodes, 1u), "node keys"));
+      nodeKeysPtr_ = nodeKeys_.get();
+    }
+    return launchNodeKeys(topoPtr_, sortedKeys_, nodes, nodeKeysPtr_, stream_);
+  }
+
   Status computeMoments(unsigned n, unsigned nodes, int depth, const RootCube& root, const SolveOptions& opt,
                         double massScale) {
-    // in the input block's first four fifths when they fit (uniform grids: 0.14 nodes per cell), else own buffers
-    Carve room(inputs_.get(), 4 * std::size_t(n) * sizeof(double));
-    NodeMoments* moments = room.take<NodeMoments>(nodes);
-    if (!moments) {
-      AG_TRY(moments_.reserve(nodes, "node moments"));
-      moments = moments_.get();
-    }
-    nodeMacPtr_ = room.take<D4>(nodes);
+    (void)n;
+    // in the block's tail when they fit, else own buffers: the MAC records and multipoles first (the walk keeps
+    // them), then the moments of the nodes above the deepest level (the walk's queues reuse their room); the
+    // deepest level's are recomputed by their parents
+    nodeMacPtr_ = tail_.take<D4>(nodes);
     if (!nodeMacPtr_) {
       AG_TRY(nodeMac_.reserve(nodes, "node MAC records"));
       nodeMacPtr_ = nodeMac_.get();
     }
-    nodeMQPtr_ = room.take<float4>(2 * std::size_t(nodes));
+    nodeMQPtr_ = tail_.take<float4>(2 * std::size_t(nodes));
     if (!nodeMQPtr_) {
       AG_TRY(nodeMQ_.reserve(2 * std::size_t(nodes), "node multipoles"));
       nodeMQPtr_ = nodeMQ_.get();
     }
+    walkRoom_ = tail_;
+    const unsigned stored = levelStart_[depth];
+    NodeMoments* moments = tail_.take<NodeMoments>(stored);
+    if (!moments) {
+      AG_TRY(moments_.reserve(std::max(stored, 1u), "node moments"));
+      moments = moments_.get();
+    }
     MomentsParams p;
     p.topo = topoPtr_;
-    p.keys = sortedKeys_;
-    p.cells = cells_.get();
-    p.size = size_.get();
+    p.nodeKeys = nodeKeysPtr_;
+    p.cells = sortedCells_;
+    p.size = sortedSize_;
     p.moments = moments;
+    p.stored = stored;
     p.nodeMac = nodeMacPtr_;
     p.nodeMQ = nodeMQPtr_;
     for (int d = 0; d < 3; ++d) p.rootLo[d] = root.lo[d];
@@ -591,20 +742,30 @@ class CudaBackendImpl final : public CudaBackend {
   }
 
   Status walk(unsigned n, const SolveOptions& opt, double massScale, double* phi, double* const* g, SolveStats& st) {
+    cudaStream_t s = stream_;
     WalkConfig cfg;
-    cfg.order = opt.order;
-    cfg.accelerations = opt.accelerations;
-    cfg.cellsPerLane = opt.groupSize > 32 ? 2 : 1;
-    cfg.vote = opt.walk == WalkKind::Vote;
-    cfg.periodic = opt.anyPeriodic();
+    int blocks = 1;
+    AG_TRY(walkShape(n, opt, &cfg, &blocks));
     const unsigned groupSize = unsigned(opt.groupSize);
     const unsigned numGroups = (n + groupSize - 1) / groupSize;
-    if (queueCap_ == 0) queueCap_ = nextPow2(std::max(64u, copt_.initialQueueCapacity));
     AG_TRY(walkCounters_.reserve(kWalkCounterCount, "walk counters"));
 
+    // each group's smallest size after the topology in the spare index half (the node keys are dead), else in a
+    // buffer; then the sizes become the self terms, which phi overwrites (its array is the sizes', see run())
+    Carve spare = idxSpare_;
+    if (reinterpret_cast<char*>(topoPtr_) == idxSpare_.base) (void)spare.take<uint4>(levelStart_.back());
+    double* groupHmin = spare.take<double>(numGroups);
+    if (!groupHmin) {
+      AG_TRY(groupHmin_.reserve(numGroups, "group sizes"));
+      groupHmin = groupHmin_.get();
+    }
+    const double selfCoef = selfCoefficient(opt.selfPotential);
+    AG_TRY(launchWalkPrep(phi, sortedCells_.mass, n, groupSize, selfCoef, groupHmin, s));
+
     WalkParams p;
-    p.cells = cells_.get();
-    p.size = size_.get();
+    p.cells = sortedCells_;
+    p.groupHmin = groupHmin;
+    p.selfTerm = phi;
     p.nodeMac = nodeMacPtr_;
     p.nodeMQ = nodeMQPtr_;
     p.topo = topoPtr_;
@@ -618,17 +779,34 @@ class CudaBackendImpl final : public CudaBackend {
     p.gx = g[0];
     p.gy = g[1];
     p.gz = g[2];
+    p.invMassScale = 1.0 / massScale;
+    p.selfPotential = selfCoef != 0.0;
     if (cfg.periodic) p.ewald = ewaldView_;
     p.ewaldExpansion = opt.ewaldExpansion;
 
-    // periodic: the groups that expand the Ewald correction, then (if any are left) the others (kernels.h)
+    // Periodic: the groups that expand the Ewald correction, then (if any are left) the others (kernels.h). A queue
+    // overflow in either pass reruns both: groups that finished wrote phi over their self terms, which come back.
     WalkTally total;
     stats_.walkLaunches = 0;
-    if (!cfg.periodic || opt.ewaldExpansion) AG_TRY(walkPass(cfg, p, total));
-    if (cfg.periodic && (!opt.ewaldExpansion || total.skipped > 0)) {
-      cfg.perCellEwald = true;
-      AG_TRY(walkPass(cfg, p, total));
+    for (;;) {
+      total = WalkTally{};
+      unsigned need = 0;
+      WalkConfig c = cfg;
+      if (!c.periodic || opt.ewaldExpansion) AG_TRY(walkPass(c, blocks, p, total, &need));
+      if (need == 0 && c.periodic && (!opt.ewaldExpansion || total.skipped > 0)) {
+        c.perCellEwald = true;
+        AG_TRY(walkPass(c, blocks, p, total, &need));
+      }
+      if (need == 0) break;
+      if (queueCap_ >= (1u << 24))
+        return Status::error(ErrorCode::Internal, "CUDA backend: the walk queue would need more than 2^24 entries "
+                                                  "per warp (" + std::to_string(need) + ")");
+      queueCap_ = std::max(2 * queueCap_, nextPow2(need));
+      AG_TRY(restoreSizes(n));
+      AG_TRY(launchWalkPrep(phi, sortedCells_.mass, n, groupSize, selfCoef, groupHmin, s));
     }
+    stats_.walkBlocks = blocks;
+    stats_.walkWarps = int(unsigned(blocks) * kWalkWarpsPerBlock);
     st.approxInteractions = total.approx;
     st.directInteractions = total.direct;
     st.groups = numGroups;
@@ -640,47 +818,51 @@ class CudaBackendImpl final : public CudaBackend {
     unsigned skipped = 0;
   };
 
-  /// One walk kernel over all groups (the ones it owns), rerun with larger queues until none overflows.
-  Status walkPass(const WalkConfig& cfg, WalkParams& p, WalkTally& total) {
+  /// One launch of a walk kernel over the groups it owns; *need > 0 when a queue overflowed (rerun with a larger one).
+  /// The periodic kernels have their own occupancy: fewer blocks than walkShape's (sized for the queues) is fine.
+  Status walkPass(const WalkConfig& cfg, int maxBlocks, WalkParams& p, WalkTally& total, unsigned* need) {
     cudaStream_t s = stream_;
     int perSm = 1;
     AG_TRY(walkBlocksPerSm(cfg, &perSm));
-    const unsigned long long wanted = (p.numGroups + kWalkWarpsPerBlock - 1) / kWalkWarpsPerBlock;
-    const int blocks = int(std::max<unsigned long long>(1, std::min<unsigned long long>(wanted, 1ull * smCount_ * perSm)));
+    const int blocks = std::max(1, std::min(maxBlocks, smCount_ * perSm));
     const unsigned warps = unsigned(blocks) * kWalkWarpsPerBlock;
     unsigned* hc = static_cast<unsigned*>(small_.get());
     unsigned long long* ht = reinterpret_cast<unsigned long long*>(static_cast<char*>(small_.get()) + 64);
-    for (;;) {
-      // the queues in the sort's spare index half when they fit, else a buffer of their own
-      const std::size_t queueEntries = std::size_t(warps) * queueCap_;
-      if (queueEntries <= idxSpare_.bytes / sizeof(unsigned)) {
-        p.queue = reinterpret_cast<unsigned*>(idxSpare_.base);
-      } else {
-        AG_TRY(queue_.reserve(queueEntries, "the walk queues"));
-        p.queue = queue_.get();
-      }
-      p.queueCap = queueCap_;
-      AG_CUDA_TRY(cudaMemsetAsync(walkCounters_.get(), 0, kWalkCounterCount * sizeof(unsigned), s));
-      AG_CUDA_TRY(cudaMemsetAsync(tally_.get(), 0, 2 * sizeof(unsigned long long), s));  // keeps [2]: split nodes
-      AG_TRY(launchWalk(cfg, p, blocks, s));
-      AG_CUDA_TRY(cudaMemcpyAsync(hc, walkCounters_.get(), kWalkCounterCount * sizeof(unsigned), cudaMemcpyDeviceToHost, s));
-      AG_CUDA_TRY(cudaMemcpyAsync(ht, tally_.get(), 3 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, s));
-      AG_CUDA_TRY(cudaStreamSynchronize(s));
-      ++stats_.walkLaunches;
-      stats_.queueCapacity = queueCap_;
-      stats_.queuePeak = std::max(stats_.queuePeak, hc[kQueuePeak]);
-      if (hc[kOverflowNeed] == 0) break;
-      if (queueCap_ >= (1u << 24))
-        return Status::error(ErrorCode::Internal, "CUDA backend: the walk queue would need more than 2^24 entries "
-                                                  "per warp (" + std::to_string(hc[kOverflowNeed]) + ")");
-      queueCap_ = std::max(2 * queueCap_, nextPow2(hc[kOverflowNeed]));
+    // the queues in the block's tail after the node arrays when they fit, else a buffer of their own
+    const std::size_t queueEntries = std::size_t(warps) * queueCap_;
+    Carve room = walkRoom_;
+    p.queue = room.take<unsigned>(queueEntries);
+    if (!p.queue) {
+      AG_TRY(queue_.reserve(queueEntries, "the walk queues"));
+      p.queue = queue_.get();
     }
-    stats_.walkBlocks = blocks;
-    stats_.walkWarps = int(warps);
+    p.queueCap = queueCap_;
+    AG_CUDA_TRY(cudaMemsetAsync(walkCounters_.get(), 0, kWalkCounterCount * sizeof(unsigned), s));
+    AG_CUDA_TRY(cudaMemsetAsync(tally_.get(), 0, 2 * sizeof(unsigned long long), s));  // keeps [2]: split nodes
+    AG_TRY(launchWalk(cfg, p, blocks, s));
+    AG_CUDA_TRY(cudaMemcpyAsync(hc, walkCounters_.get(), kWalkCounterCount * sizeof(unsigned), cudaMemcpyDeviceToHost, s));
+    AG_CUDA_TRY(cudaMemcpyAsync(ht, tally_.get(), 3 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, s));
+    AG_CUDA_TRY(cudaStreamSynchronize(s));
+    ++stats_.walkLaunches;
+    stats_.queueCapacity = queueCap_;
+    stats_.queuePeak = std::max(stats_.queuePeak, hc[kQueuePeak]);
+    *need = hc[kOverflowNeed];
     total.approx += ht[0];
     total.direct += ht[1];
     total.skipped = hc[kSkippedGroups];
     splitNodes_ = ht[2];  // counted by the build; leaves = nodes - split nodes
+    return Status::success();
+  }
+
+  /// The sorted sizes again (the walk's overflow path: the groups that finished before it wrote phi over their self
+  /// terms), from the caller's array through a buffer that lives only for this.
+  Status restoreSizes(unsigned n) {
+    DeviceBuffer<double> unsorted;
+    AG_TRY(unsorted.reserve(n, "the cell sizes (walk rerun)"));
+    Transfer t{const_cast<double*>(hostSize_), unsorted.get(), std::size_t(n) * sizeof(double)};
+    AG_TRY(copyIn(&t, 1));
+    AG_TRY(launchGather(unsorted.get(), order_, n, scale_, sortedSize_, stream_));
+    AG_CUDA_TRY(cudaStreamSynchronize(stream_));
     return Status::success();
   }
 
@@ -696,23 +878,29 @@ class CudaBackendImpl final : public CudaBackend {
   unsigned long long splitNodes_ = 0;
   std::vector<unsigned> levelStart_;
 
-  // Device memory. Buffers marked (*) are used only when the scratch regions have no room for them.
-  DeviceBuffer<double> inputs_;  ///< caller's x, y, z, mass, size (5 n); then scratch; last the results pot, ax, ay, az
-  DeviceBuffer<double> accSum_[3];  ///< gx, gy, gz sums in sorted order (phi is in keySpare_)
-  DeviceBuffer<double> size_, bounds_;
-  DeviceBuffer<std::uint64_t> keys_;  ///< 2 n: the sort's double buffer
-  DeviceBuffer<std::uint32_t> idx_;   ///< 2 n: likewise
-  std::uint64_t* sortedKeys_ = nullptr;  ///< the half of keys_ holding the sorted keys
-  std::uint32_t* order_ = nullptr;       ///< the half of idx_ holding sorted position -> caller's index
-  Carve keySpare_, idxSpare_;            ///< the other halves: phi, the walk queues
-  uint4* topoPtr_ = nullptr;             ///< node topology (input block's last fifth, or topo_)
+  // Device memory. Buffers marked (*) are used only when the block's pieces have no room for them.
+  DeviceBuffer<double> block_;      ///< the solve's block (BlockLayout): cells, keys, order, node data, phi, results
+  DeviceBuffer<double> accSum_[3];  ///< gx, gy, gz sums in sorted order (phi is in the block)
+  DeviceBuffer<double> bounds_;
+  std::uint64_t* sortedKeys_ = nullptr;  ///< slot 4 until the gather
+  std::uint32_t* order_ = nullptr;       ///< the index half holding sorted position -> caller's index
+  Carve idxSpare_;                       ///< the other half: topology, node keys
+  Carve tail_, extra_;                   ///< slot 5 onwards; the extra bytes after slot 5
+  Carve walkRoom_;                       ///< the tail after the MAC records and multipoles: the walk queues
+  DeviceCells sortedCells_ = {};         ///< in slots 4, 0, 1, 3 after the gather
+  double* sortedSize_ = nullptr;         ///< slot 2: sorted, scaled sizes (self terms in the walk, then phi)
+  const double* hostSize_ = nullptr;     ///< the caller's sizes (restoreSizes)
+  double scale_ = 1;                     ///< the length scale of this solve
+  uint4* topoPtr_ = nullptr;             ///< node topology (spare index half, or topo_)
   std::size_t topoCap_ = 0;
-  D4* nodeMacPtr_ = nullptr;             ///< node MAC records (input block, or nodeMac_)
-  float4* nodeMQPtr_ = nullptr;          ///< node multipoles (input block, or nodeMQ_)
-  DeviceBuffer<D4> cells_;
+  std::uint64_t* nodeKeysPtr_ = nullptr; ///< first key of each node (spare index half, or nodeKeys_)
+  D4* nodeMacPtr_ = nullptr;             ///< node MAC records (tail, or nodeMac_)
+  float4* nodeMQPtr_ = nullptr;          ///< node multipoles (tail, or nodeMQ_)
   DeviceBuffer<unsigned char> cubTemp_;
   DeviceBuffer<uint4> topo_;  ///< (*)
-  DeviceBuffer<unsigned> levelCount_, levelOffset_;
+  DeviceBuffer<unsigned> levelCount_, levelOffset_;  ///< (*)
+  DeviceBuffer<std::uint64_t> nodeKeys_;             ///< (*)
+  DeviceBuffer<double> groupHmin_;                   ///< (*)
   DeviceBuffer<NodeMoments> moments_;  ///< (*)
   DeviceBuffer<D4> nodeMac_;            ///< (*)
   DeviceBuffer<float4> nodeMQ_;         ///< (*)

@@ -29,9 +29,9 @@ struct CudaOptions {
 /// Per-solve measurements of the CUDA backend (device phases from cudaEvents on the backend's stream).
 struct CudaStats {
   double secondsValidate = 0;  ///< host: validateOptions (+ validateCells unless validateOnDevice)
-  double secondsUpload = 0;    ///< host -> device copies (staging included)
+  double secondsUpload = 0;    ///< host -> device copies (staging included; the masses go up after the sort)
   double secondsKeys = 0;      ///< bounds, keys, sort, gather
-  double secondsBuild = 0;     ///< octree topology
+  double secondsBuild = 0;     ///< mass check, octree topology, the nodes' first keys
   double secondsMoments = 0;
   double secondsWalk = 0;      ///< walk (all reruns) or direct kernel, plus the final scaling/scatter
   double secondsDownload = 0;  ///< device -> host copies into the result vectors (host clock)

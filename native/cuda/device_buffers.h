@@ -41,13 +41,14 @@ class DeviceBuffer {
   std::size_t capacity() const { return cap_; }
   std::size_t bytes() const { return cap_ * sizeof(T); }
 
-  /// Room for at least n elements. Allocates n + n/16 (so a slowly growing mesh does not reallocate every step),
-  /// falling back to exactly n when that does not fit.
+  /// Room for at least n elements. The first allocation is exact; a growing one allocates n + n/16 (so a slowly
+  /// growing mesh does not reallocate every step), falling back to exactly n when that does not fit.
   Status reserve(std::size_t n, const char* what) {
     if (n <= cap_) return Status::success();
-    if (ptr_) AG_CUDA_TRY(cudaDeviceSynchronize());  // queued work may still use the old block
+    const bool growing = ptr_ != nullptr;
+    if (growing) AG_CUDA_TRY(cudaDeviceSynchronize());  // queued work may still use the old block
     release();
-    return allocate(n, what);
+    return allocate(n, growing, what);
   }
 
   /// As reserve(), keeping the first `used` elements (copied on `stream`, which is synchronised before the old
@@ -58,7 +59,7 @@ class DeviceBuffer {
     const std::size_t oldCap = cap_;
     ptr_ = nullptr;
     cap_ = 0;
-    Status st = allocate(n, what);
+    Status st = allocate(n, old != nullptr, what);
     if (!st.ok()) {
       ptr_ = old;
       cap_ = oldCap;
@@ -79,8 +80,8 @@ class DeviceBuffer {
   }
 
  private:
-  Status allocate(std::size_t n, const char* what) {
-    std::size_t want = n + n / 16;
+  Status allocate(std::size_t n, bool growing, const char* what) {
+    std::size_t want = growing ? n + n / 16 : n;
     void* p = nullptr;
     cudaError_t e = cudaMalloc(&p, want * sizeof(T));
     if (e == cudaErrorMemoryAllocation) {

@@ -21,7 +21,7 @@ __device__ __forceinline__ void splitRel(double v, double c, float& hi, float& l
 }
 
 template <bool Accel>
-__global__ void __launch_bounds__(kDirectThreads) directKernel(const D4* __restrict__ cells, unsigned n,
+__global__ void __launch_bounds__(kDirectThreads) directKernel(const DeviceCells cells, unsigned n,
                                                                double massScale, double* __restrict__ phi,
                                                                double* __restrict__ gx, double* __restrict__ gy,
                                                                double* __restrict__ gz) {
@@ -78,7 +78,7 @@ __global__ void __launch_bounds__(kDirectThreads) directKernel(const D4* __restr
 
 }  // namespace
 
-Status launchDirect(const D4* cells, unsigned n, double massScale, bool accelerations, double* phi, double* gx,
+Status launchDirect(const DeviceCells& cells, unsigned n, double massScale, bool accelerations, double* phi, double* gx,
                     double* gy, double* gz, cudaStream_t s) {
   if (n == 0) return Status::success();
   const unsigned blocks = (n + kDirectThreads - 1) / kDirectThreads;

@@ -1,5 +1,8 @@
 /// \file kernel_finish.cu
-/// \brief Scaling, self term and scatter to the caller's order (cpu_backend.cpp finish()), and output poisoning.
+/// \brief Scaling and scatter to the caller's order (cpu_backend.cpp finish()), the self terms (added by the walk as
+/// it writes, or for the direct path by a kernel of their own), and output poisoning.
+#include <math_constants.h>
+
 #include "cuda/check.h"
 #include "cuda/kernels.h"
 
@@ -14,14 +17,42 @@ __global__ void __launch_bounds__(kThreads) finishKernel(const FinishParams p) {
   const double s2 = p.scale * p.scale;
   for (unsigned i = blockIdx.x * kThreads + threadIdx.x; i < p.n; i += gridDim.x * kThreads) {
     const std::uint32_t j = p.order[i];
-    double v = p.phi[i] * p.invMassScale;  // a power of two: exact
-    v += p.selfCoefficient * p.cells[i].w / p.size[i];
-    p.pot[j] = -p.G * (v * p.scale);
+    p.pot[j] = -p.G * (p.phi[i] * p.scale);  // phi folded: foldSelfTerm
     if (Accel) {
       p.ax[j] = -p.G * ((p.gx[i] * p.invMassScale) * s2);
       p.ay[j] = -p.G * ((p.gy[i] * p.invMassScale) * s2);
       p.az[j] = -p.G * ((p.gz[i] * p.invMassScale) * s2);
     }
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) foldSelfKernel(double* __restrict__ phi, const double* __restrict__ mass,
+                                                           const double* __restrict__ size, unsigned n,
+                                                           double invMassScale, double selfCoef) {
+  const bool self = selfCoef != 0.0;
+  for (unsigned i = blockIdx.x * kThreads + threadIdx.x; i < n; i += gridDim.x * kThreads)
+    phi[i] = foldSelfTerm(phi[i], invMassScale, self ? selfTerm(selfCoef, mass[i], size[i]) : 0.0, self);
+}
+
+/// One warp per group: the group's smallest size, then the sizes replaced by the self terms.
+__global__ void __launch_bounds__(kThreads) walkPrepKernel(double* __restrict__ size, const double* __restrict__ mass,
+                                                           unsigned n, unsigned groupSize, unsigned numGroups,
+                                                           double selfCoef, double* __restrict__ groupHmin) {
+  const bool self = selfCoef != 0.0;
+  const unsigned lane = threadIdx.x & 31, warps = gridDim.x * (kThreads / 32);
+  for (unsigned g = blockIdx.x * (kThreads / 32) + (threadIdx.x >> 5); g < numGroups; g += warps) {
+    const unsigned gb = g * groupSize, nt = min(groupSize, n - gb);
+    double h = CUDART_INF;
+    for (unsigned t = lane; t < nt; t += 32) {
+      const double s = size[gb + t];
+      h = s < h ? s : h;
+      if (self) size[gb + t] = selfTerm(selfCoef, mass[gb + t], s);
+    }
+    for (int off = 16; off > 0; off >>= 1) {
+      const double o = __shfl_xor_sync(0xffffffffu, h, off);
+      h = o < h ? o : h;
+    }
+    if (lane == 0) groupHmin[g] = h;
   }
 }
 
@@ -42,6 +73,24 @@ Status launchFinish(const FinishParams& p, bool accelerations, cudaStream_t s) {
   if (accelerations) finishKernel<true><<<gridFor(p.n), kThreads, 0, s>>>(p);
   else finishKernel<false><<<gridFor(p.n), kThreads, 0, s>>>(p);
   AG_CUDA_LAUNCHED("finishKernel");
+  return Status::success();
+}
+
+Status launchFoldSelf(double* phi, const double* mass, const double* size, unsigned n, double invMassScale,
+                      double selfCoef, cudaStream_t s) {
+  if (n == 0) return Status::success();
+  foldSelfKernel<<<gridFor(n), kThreads, 0, s>>>(phi, mass, size, n, invMassScale, selfCoef);
+  AG_CUDA_LAUNCHED("foldSelfKernel");
+  return Status::success();
+}
+
+Status launchWalkPrep(double* size, const double* mass, unsigned n, unsigned groupSize, double selfCoef,
+                      double* groupHmin, cudaStream_t s) {
+  if (n == 0) return Status::success();
+  const unsigned numGroups = (n + groupSize - 1) / groupSize;
+  walkPrepKernel<<<gridFor(std::size_t(numGroups) * 32), kThreads, 0, s>>>(size, mass, n, groupSize, numGroups,
+                                                                           selfCoef, groupHmin);
+  AG_CUDA_LAUNCHED("walkPrepKernel");
   return Status::success();
 }
 

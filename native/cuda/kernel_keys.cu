@@ -1,6 +1,7 @@
 /// \file kernel_keys.cu
-/// \brief Root-cube bounds, Morton keys, the stable key sort (CUB radix sort) and the gather into sorted, scaled
-/// cells. Compiled with -fmad=false: every double here must round exactly as in core/sort_keys.cpp.
+/// \brief Root-cube bounds, Morton keys, the stable key sort (CUB radix sort), the gather of one array into sorted,
+/// scaled order and the nodes' first keys. Compiled with -fmad=false: every double here must round exactly as in
+/// core/sort_keys.cpp.
 #include <cub/device/device_radix_sort.cuh>
 #include <math_constants.h>
 
@@ -69,18 +70,25 @@ __global__ void __launch_bounds__(kThreads) boundsKernel(const double* __restric
   const double* p[3] = {x, y, z};
   unsigned firstBad = 0xffffffffu;
   for (unsigned i = blockIdx.x * kThreads + threadIdx.x; i < n; i += gridDim.x * kThreads) {
-    const double s = size[i], m = mass[i];
-    const double h = __dmul_rn(0.5, s);  // as chooseRootCube: lo = min(p - h), hi = max(p + h)
     // validateCells: finite position (inside the box if any), finite non-negative mass, finite positive size
-    bool bad = !isfinite(m) || m < 0.0 || !(isfinite(s) && s > 0.0);
-    for (int d = 0; d < 3; ++d) {
-      const double v = p[d][i];
-      bad = bad || !isfinite(v) || (checks.hasBox && (v < checks.boxLo[d] || v > checks.boxHi[d]));
-      b.lo[d] = stdMin(b.lo[d], __dsub_rn(v, h));
-      b.hi[d] = stdMax(b.hi[d], __dadd_rn(v, h));
+    bool bad = false;
+    if (x) {
+      const double s = size[i];
+      const double h = __dmul_rn(0.5, s);  // as chooseRootCube: lo = min(p - h), hi = max(p + h)
+      bad = !(isfinite(s) && s > 0.0);
+      for (int d = 0; d < 3; ++d) {
+        const double v = p[d][i];
+        bad = bad || !isfinite(v) || (checks.hasBox && (v < checks.boxLo[d] || v > checks.boxHi[d]));
+        b.lo[d] = stdMin(b.lo[d], __dsub_rn(v, h));
+        b.hi[d] = stdMax(b.hi[d], __dadd_rn(v, h));
+      }
+    }
+    if (mass) {
+      const double m = mass[i];
+      bad = bad || !isfinite(m) || m < 0.0;
+      b.mass += m;
     }
     if (bad && i < firstBad) firstBad = i;
-    b.mass += m;
   }
   if (firstBad != 0xffffffffu && checks.firstBad) atomicMin(checks.firstBad, firstBad);
   b = blockReduce(b);
@@ -128,22 +136,16 @@ __global__ void __launch_bounds__(kThreads) keysKernel(const double* __restrict_
   }
 }
 
-__global__ void __launch_bounds__(kThreads) gatherKernel(const double* __restrict__ x, const double* __restrict__ y,
-                                                         const double* __restrict__ z, const double* __restrict__ mass,
-                                                         const double* __restrict__ size,
+__global__ void __launch_bounds__(kThreads) gatherKernel(const double* __restrict__ in,
                                                          const std::uint32_t* __restrict__ order, unsigned n,
-                                                         double scale, D4* __restrict__ cells,
-                                                         double* __restrict__ sizeOut) {
-  for (unsigned i = blockIdx.x * kThreads + threadIdx.x; i < n; i += gridDim.x * kThreads) {
-    const std::uint32_t j = order[i];
-    D4 c;
-    c.x = x[j] * scale;
-    c.y = y[j] * scale;
-    c.z = z[j] * scale;
-    c.w = mass[j];
-    cells[i] = c;
-    sizeOut[i] = size[j] * scale;
-  }
+                                                         double scale, double* __restrict__ out) {
+  for (unsigned i = blockIdx.x * kThreads + threadIdx.x; i < n; i += gridDim.x * kThreads) out[i] = in[order[i]] * scale;
+}
+
+__global__ void __launch_bounds__(kThreads) nodeKeysKernel(const uint4* __restrict__ topo,
+                                                           const std::uint64_t* __restrict__ keys, unsigned nodes,
+                                                           std::uint64_t* __restrict__ out) {
+  for (unsigned i = blockIdx.x * kThreads + threadIdx.x; i < nodes; i += gridDim.x * kThreads) out[i] = keys[topo[i].x];
 }
 
 unsigned gridFor(unsigned n) {
@@ -185,10 +187,18 @@ Status sortPairs(void* temp, std::size_t& tempBytes, std::uint64_t* const keys[2
   return Status::success();
 }
 
-Status launchGather(const double* x, const double* y, const double* z, const double* mass, const double* size,
-                    const std::uint32_t* order, unsigned n, double scale, D4* cells, double* sizeOut, cudaStream_t s) {
-  gatherKernel<<<gridFor(n), kThreads, 0, s>>>(x, y, z, mass, size, order, n, scale, cells, sizeOut);
+Status launchGather(const double* in, const std::uint32_t* order, unsigned n, double scale, double* out,
+                    cudaStream_t s) {
+  gatherKernel<<<gridFor(n), kThreads, 0, s>>>(in, order, n, scale, out);
   AG_CUDA_LAUNCHED("gatherKernel");
+  return Status::success();
+}
+
+Status launchNodeKeys(const uint4* topo, const std::uint64_t* keys, unsigned nodes, std::uint64_t* out,
+                      cudaStream_t s) {
+  if (nodes == 0) return Status::success();
+  nodeKeysKernel<<<gridFor(nodes), kThreads, 0, s>>>(topo, keys, nodes, out);
+  AG_CUDA_LAUNCHED("nodeKeysKernel");
   return Status::success();
 }
 

@@ -46,6 +46,45 @@ __device__ __forceinline__ void addQuadrupole(double* q, double m, double dx, do
   q[5] = __dadd_rn(q[5], __dmul_rn(m, __dsub_rn(__dmul_rn(__dmul_rn(3.0, dz), dz), d2)));
 }
 
+/// The moments a parent reads of its child k. Those of the deepest level's nodes (all leaves, most of the nodes)
+/// are not stored, to save device memory: they are recomputed here from the leaf's cells with the leaf code's
+/// operations in the same order (mass and quadrupole in one pass: the centre of mass, which the leaf code finds
+/// between its two passes, is the child's MAC record's, exactly), so they equal the leaf's own bit for bit.
+/// Recompute: only the level above the deepest has such children (and the registers this takes).
+template <bool Recompute>
+__device__ __forceinline__ NodeMoments childMoments(const MomentsParams& p, unsigned k) {
+  if (!Recompute || k < p.stored) return p.moments[k];
+  const uint4 t = p.topo[k];
+  const D4 mac = p.nodeMac[k];
+  NodeMoments c;
+  c.m = 0;
+  c.cx = mac.x;
+  c.cy = mac.y;
+  c.cz = mac.z;
+  for (int r = 0; r < 6; ++r) c.q[r] = 0;
+  c.s = 0;
+  for (int d = 0; d < 3; ++d) {
+    c.lo[d] = CUDART_INF;
+    c.hi[d] = -CUDART_INF;
+  }
+  for (unsigned j = t.x; j < t.x + t.y; ++j) {
+    const D4 cell = p.cells[j];
+    c.m = __dadd_rn(c.m, cell.w);
+    const double h = __dmul_rn(0.5, p.size[j]);
+    c.lo[0] = stdMin(c.lo[0], __dsub_rn(cell.x, h));
+    c.hi[0] = stdMax(c.hi[0], __dadd_rn(cell.x, h));
+    c.lo[1] = stdMin(c.lo[1], __dsub_rn(cell.y, h));
+    c.hi[1] = stdMax(c.hi[1], __dadd_rn(cell.y, h));
+    c.lo[2] = stdMin(c.lo[2], __dsub_rn(cell.z, h));
+    c.hi[2] = stdMax(c.hi[2], __dadd_rn(cell.z, h));
+    const double dx = __dsub_rn(cell.x, c.cx), dy = __dsub_rn(cell.y, c.cy), dz = __dsub_rn(cell.z, c.cz);
+    addQuadrupole(c.q, cell.w, dx, dy, dz);
+    c.s = __dadd_rn(c.s, __dmul_rn(cell.w, squaredNorm(dx, dy, dz)));
+  }
+  return c;
+}
+
+template <bool Recompute>
 __global__ void __launch_bounds__(kThreads) momentsLevelKernel(MomentsParams p, unsigned begin, unsigned end,
                                                                int level) {
   const unsigned ii = begin + blockIdx.x * kThreads + threadIdx.x;
@@ -56,7 +95,7 @@ __global__ void __launch_bounds__(kThreads) momentsLevelKernel(MomentsParams p, 
   // geometric cube: side = root.side / 2^level, centre = lo + (i + 0.5) side, i = the key prefix (the CPU's
   // coords: 2 * parent + octant bit, per level)
   const double side = __ddiv_rn(p.rootSide, double(1u << level));
-  const std::uint64_t prefix = p.keys[t.x] >> (3 * (kKeyBits - level));
+  const std::uint64_t prefix = p.nodeKeys[ii] >> (3 * (kKeyBits - level));
   const std::uint32_t ic[3] = {compactBits3(prefix), compactBits3(prefix >> 1), compactBits3(prefix >> 2)};
   double centre[3];
   for (int d = 0; d < 3; ++d) centre[d] = __dadd_rn(p.rootLo[d], __dmul_rn(double(ic[d]) + 0.5, side));
@@ -81,7 +120,7 @@ __global__ void __launch_bounds__(kThreads) momentsLevelKernel(MomentsParams p, 
     }
   } else {
     for (unsigned k = t.z; k < t.z + t.w; ++k) {
-      const NodeMoments& c = p.moments[k];
+      const NodeMoments c = childMoments<Recompute>(p, k);
       M = __dadd_rn(M, c.m);
       sx = __dadd_rn(sx, __dmul_rn(c.m, c.cx));
       sy = __dadd_rn(sy, __dmul_rn(c.m, c.cy));
@@ -110,23 +149,25 @@ __global__ void __launch_bounds__(kThreads) momentsLevelKernel(MomentsParams p, 
     }
   } else {
     for (unsigned k = t.z; k < t.z + t.w; ++k) {  // parallel-axis theorem
-      const NodeMoments& c = p.moments[k];
+      const NodeMoments c = childMoments<Recompute>(p, k);
       const double dx = __dsub_rn(c.cx, cm[0]), dy = __dsub_rn(c.cy, cm[1]), dz = __dsub_rn(c.cz, cm[2]);
       for (int r = 0; r < 6; ++r) q[r] = __dadd_rn(q[r], c.q[r]);
       addQuadrupole(q, c.m, dx, dy, dz);
       S = __dadd_rn(S, __dadd_rn(c.s, __dmul_rn(c.m, squaredNorm(dx, dy, dz))));
     }
   }
-  NodeMoments& out = p.moments[ii];
-  out.m = M;
-  out.cx = cm[0];
-  out.cy = cm[1];
-  out.cz = cm[2];
-  for (int r = 0; r < 6; ++r) out.q[r] = q[r];
-  out.s = S;
-  for (int d = 0; d < 3; ++d) {
-    out.lo[d] = lo[d];
-    out.hi[d] = hi[d];
+  if (ii < p.stored) {
+    NodeMoments& out = p.moments[ii];
+    out.m = M;
+    out.cx = cm[0];
+    out.cy = cm[1];
+    out.cz = cm[2];
+    for (int r = 0; r < 6; ++r) out.q[r] = q[r];
+    out.s = S;
+    for (int d = 0; d < 3; ++d) {
+      out.lo[d] = lo[d];
+      out.hi[d] = hi[d];
+    }
   }
 
   // MAC radius l/theta + delta
@@ -162,7 +203,10 @@ __global__ void __launch_bounds__(kThreads) momentsLevelKernel(MomentsParams p, 
 Status launchMomentsLevel(const MomentsParams& p, unsigned begin, unsigned end, int level, cudaStream_t s) {
   if (end <= begin) return Status::success();
   const unsigned blocks = (end - begin + kThreads - 1) / kThreads;
-  momentsLevelKernel<<<blocks, kThreads, 0, s>>>(p, begin, end, level);
+  if (end == p.stored)  // the level above the deepest
+    momentsLevelKernel<true><<<blocks, kThreads, 0, s>>>(p, begin, end, level);
+  else
+    momentsLevelKernel<false><<<blocks, kThreads, 0, s>>>(p, begin, end, level);
   AG_CUDA_LAUNCHED("momentsLevelKernel");
   return Status::success();
 }

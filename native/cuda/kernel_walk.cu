@@ -376,7 +376,7 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
         lo[0] = stdMin(lo[0], px[c]); hi[0] = stdMax(hi[0], px[c]);
         lo[1] = stdMin(lo[1], py[c]); hi[1] = stdMax(hi[1], py[c]);
         lo[2] = stdMin(lo[2], pz[c]); hi[2] = stdMax(hi[2], pz[c]);
-        hmin = stdMin(hmin, p.size[gb + t]);
+        hmin = p.groupHmin[g];
       }
     }
 #pragma unroll
@@ -600,7 +600,7 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
     for (int c = 0; c < CPL; ++c) {
       if (tv[c]) {
         const unsigned i = gb + unsigned(lane + 32 * c);
-        p.phi[i] = T.phi[c];
+        p.phi[i] = foldSelfTerm(T.phi[c], p.invMassScale, p.selfTerm[i], p.selfPotential);  // phi == selfTerm
         if (Accel) {
           p.gx[i] = T.gx[c];
           p.gy[i] = T.gy[c];

@@ -19,6 +19,33 @@ struct alignas(32) D4 {
   double x, y, z, w;
 };
 
+/// The sorted cells as separate arrays (gathered in place in the solve's device block, see cuda_backend.cu): x, y,
+/// z scaled, mass unscaled. cells[i] reads cell i as a D4, so the kernels index them as they did an array of D4.
+struct DeviceCells {
+  const double *x, *y, *z, *mass;
+  __device__ __forceinline__ D4 operator[](std::size_t i) const {
+    D4 c;
+    c.x = x[i];
+    c.y = y[i];
+    c.z = z[i];
+    c.w = mass[i];
+    return c;
+  }
+};
+
+/// A cell's own term of cpu finish(), coef m / size (scaled size; coef = selfCoefficient(opt.selfPotential)).
+__device__ __forceinline__ double selfTerm(double coef, double m, double size) {
+  return __ddiv_rn(__dmul_rn(coef, m), size);
+}
+
+/// A cell's potential sum as the finish step wants it (cpu_backend.cpp finish()): phi / massScale, plus its self
+/// term when add is set; each operation rounded on its own, so the walk (a fast-math file) and the direct path's
+/// kernel give the bits the finish step gave.
+__device__ __forceinline__ double foldSelfTerm(double phi, double invMassScale, double self, bool add) {
+  const double v = __dmul_rn(phi, invMassScale);  // a power of two: exact
+  return add ? __dadd_rn(v, self) : v;
+}
+
 /// Double-precision moments of a node as its parent reads them in the bottom-up sweep.
 struct NodeMoments {
   double m, cx, cy, cz;
@@ -39,7 +66,9 @@ struct CellChecks {
 };
 
 /// lo/hi of (x -+ size/2) over all cells and the total mass: result[0..2] = lo, [3..5] = hi, [6] = mass sum.
-/// partials: 7 * kBoundsBlocks doubles. Also flags invalid cells (see CellChecks).
+/// partials: 7 * kBoundsBlocks doubles. Also flags invalid cells (see CellChecks). Either part may be skipped:
+/// x, y, z and size null (then lo/hi stay infinite) or mass null (then the sum is 0); the mass sum is taken in the
+/// same order either way.
 Status launchBounds(const double* x, const double* y, const double* z, const double* mass, const double* size,
                     unsigned n, const CellChecks& checks, double* partials, double* result, cudaStream_t s);
 
@@ -53,9 +82,14 @@ Status launchKeys(const double* x, const double* y, const double* z, unsigned n,
 Status sortPairs(void* temp, std::size_t& tempBytes, std::uint64_t* const keys[2], std::uint32_t* const idx[2],
                  unsigned n, int* selector, cudaStream_t s);
 
-/// cells[i] = (x, y, z scaled, mass) and size[i] (scaled) of caller's cell order[i].
-Status launchGather(const double* x, const double* y, const double* z, const double* mass, const double* size,
-                    const std::uint32_t* order, unsigned n, double scale, D4* cells, double* sizeOut, cudaStream_t s);
+/// out[i] = in[order[i]] * scale (scale 1 for masses: exact). out must not overlap in.
+Status launchGather(const double* in, const std::uint32_t* order, unsigned n, double scale, double* out,
+                    cudaStream_t s);
+
+/// out[i] = keys[topo[i].x] for the nodes i < nodes: the key of each node's first cell, whose prefix gives the
+/// node's cube, so that the moments need not keep the n sorted keys.
+Status launchNodeKeys(const uint4* topo, const std::uint64_t* keys, unsigned nodes, std::uint64_t* out,
+                      cudaStream_t s);
 
 // ---------------------------------------------------------------- tree topology (kernel_build.cu)
 // Node topology as uint4: x = first sorted cell, y = cell count, z = first child, w = child count (0: leaf).
@@ -82,10 +116,11 @@ Status launchEmitChildren(uint4* topo, const std::uint64_t* keys, unsigned level
 
 struct MomentsParams {
   const uint4* topo;
-  const std::uint64_t* keys;  ///< sorted keys: a node's cube coordinates are the key prefix of its first cell
-  const D4* cells;
+  const std::uint64_t* nodeKeys;  ///< key of each node's first cell: its prefix gives the node's cube coordinates
+  DeviceCells cells;
   const double* size;
-  NodeMoments* moments;
+  NodeMoments* moments;  ///< nodes < stored only (the deepest level's leaves are recomputed by their parents)
+  unsigned stored;
   D4* nodeMac;        ///< com, macRadius (or -1 when massless)
   float4* nodeMQ;     ///< 2 per node: (m, q0, q1, q2), (q3, q4, q5, S), times massScale
   double rootLo[3];   ///< scaled
@@ -116,8 +151,9 @@ struct EwaldDeviceView {
 };
 
 struct WalkParams {
-  const D4* cells;
-  const double* size;    ///< sorted, scaled (picks the split-precision path for extended groups)
+  DeviceCells cells;
+  const double* groupHmin;  ///< smallest (scaled) cell size of each group: picks the split-precision path
+  const double* selfTerm;   ///< sorted self terms (launchWalkPrep); phi is the same array
   const D4* nodeMac;
   const float4* nodeMQ;
   const uint4* topo;
@@ -128,9 +164,17 @@ struct WalkParams {
   unsigned* counters;    ///< WalkCounter
   unsigned long long* interactions;  ///< [0] approx, [1] direct
   double *phi, *gx, *gy, *gz;        ///< sorted order, unscaled sums (times massScale); g null without accelerations
+  double invMassScale;               ///< phi is written as foldSelfTerm(sum, invMassScale, selfTerm, selfPotential)
+  bool selfPotential;                ///< a self term is added (its coefficient is not 0)
   EwaldDeviceView ewald;             ///< periodic walks (WalkConfig::periodic)
   bool ewaldExpansion = true;        ///< SolveOptions::ewaldExpansion
 };
+
+/// Before the walk (kernel_finish.cu): groupHmin[g] = smallest size of group g, then (selfCoef != 0)
+/// size[i] = selfTerm(selfCoef, mass[i], size[i]): the walk needs no sizes but each group's smallest, and writes phi
+/// over the self terms as it adds them.
+Status launchWalkPrep(double* size, const double* mass, unsigned n, unsigned groupSize, double selfCoef,
+                      double* groupHmin, cudaStream_t s);
 
 struct WalkConfig {
   int order = 2;          ///< 1 or 2
@@ -153,24 +197,26 @@ constexpr int kDirectThreads = 256;
 
 /// All-pairs sums over the sorted cells (the self pair adds 0): phi (and g) unscaled, times massScale.
 /// Positions relative to each block's first cell, as float pairs hi + lo.
-Status launchDirect(const D4* cells, unsigned n, double massScale, bool accelerations, double* phi, double* gx,
+Status launchDirect(const DeviceCells& cells, unsigned n, double massScale, bool accelerations, double* phi, double* gx,
                     double* gy, double* gz, cudaStream_t s);
 
 // ---------------------------------------------------------------- finish (kernel_finish.cu)
 
 struct FinishParams {
   const std::uint32_t* order;
-  const D4* cells;       ///< for the (unscaled) mass
-  const double* size;    ///< scaled
-  const double *phi, *gx, *gy, *gz;
+  const double *phi, *gx, *gy, *gz;  ///< sorted order; phi as foldSelfTerm gives it
   double *pot, *ax, *ay, *az;  ///< caller's order
   unsigned n;
   double invMassScale, scale, G;
-  double selfCoefficient;  ///< selfCoefficient(opt.selfPotential): 0, kCubeSelf or kLatticeSelf
 };
 
-/// pot = -G scale (phi + selfCoefficient m / size), a = -G scale^2 g, scattered to the caller's order.
+/// pot = -G scale phi, a = -G scale^2 g / massScale, scattered to the caller's order.
 Status launchFinish(const FinishParams& p, bool accelerations, cudaStream_t s);
+
+/// phi[i] = foldSelfTerm(phi[i], invMassScale, selfTerm(selfCoef, mass[i], size[i]), ..) (the direct path; the
+/// walk folds as it writes).
+Status launchFoldSelf(double* phi, const double* mass, const double* size, unsigned n, double invMassScale,
+                      double selfCoef, cudaStream_t s);
 
 /// Fills n doubles with a quiet NaN (poisoning outputs in tests).
 Status launchPoison(double* p, std::size_t n, cudaStream_t s);
