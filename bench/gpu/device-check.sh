@@ -14,6 +14,7 @@
 #   capi       the C API's test program (test/c/capi_demo.c) against libamrgrav with CUDA
 #   apibench   `amrgrav bench --grid 256` through the Node API, order 2, 1, and 2 with accelerations
 #   ncu        Nsight Compute on one order-2 walk launch (128^3): throughput, occupancy, stalls, instruction mix
+#   ncuper     the same on the periodic walk's expansion kernel
 # Logs go to one archive, $OUT/logs.tar.gz (the device tool returns at most 8 files); a summary is printed last.
 set -u
 out=/tmp/amrgrav-logs; rm -rf "$out"; mkdir -p "$out"
@@ -87,6 +88,14 @@ for step in "$@"; do
         $tool --no-parity --perf 128 --reps 1 > "$out/ncu.log" 2>&1
       summary+=("ncu rc=$?")
       grep -vE '^\{' "$out/ncu.log" | grep -E '^ {4}[A-Z]|^  [A-Za-z]' | head -120 ;;
+    ncuper)
+      # the periodic walk (expansion kernel), order 2 potential at 128^3: launch [0] warm-up, [1] timed
+      timeout 300 ncu --kernel-name regex:walkKernelEwald --launch-skip 1 --launch-count 1 \
+        --section SpeedOfLight --section Occupancy --section WarpStateStats --section InstructionStats \
+        --section SchedulerStats --section MemoryWorkloadAnalysis \
+        $tool --no-parity --perf 128 --reps 1 > "$out/ncu-periodic.log" 2>&1
+      summary+=("ncu periodic rc=$?")
+      grep -vE '^\{' "$out/ncu-periodic.log" | grep -E '^ {4}[A-Z]|^  [A-Za-z]' | head -120 ;;
     *) echo "unknown step $step" ;;
   esac
 done

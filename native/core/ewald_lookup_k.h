@@ -7,6 +7,7 @@
 /// nearest grid point and evaluates the third-order Taylor expansion there (error ~ h^4, see bench/RESULTS.md).
 #pragma once
 #include <cmath>
+#include <type_traits>
 
 #include "core/hostdevice.h"
 
@@ -89,8 +90,22 @@ AG_EWALD_HD void ewaldLookup(const V& t, R dx, R dy, R dz, R* c, R* g, R* H, R* 
   const R d[3] = {ux - R(ix) * R(t.h[0]), uy - R(iy) * R(t.h[1]), uz - R(iz) * R(t.h[2])};
   // a 32-bit element offset (not a pointer) so that compilers can turn the loads into gathers
   const int off = kEwaldCoefs * (ix + (t.n[0] + 1) * (iy + (t.n[1] + 1) * iz));
+#if defined(__CUDA_ARCH__)
+  // the device's float table: a point's 20 coefficients (80 bytes, 16-byte aligned) as five read-only vector loads
+  static_assert(std::is_same<typename std::remove_cv<typename std::remove_pointer<decltype(t.coef)>::type>::type,
+                             float>::value, "the device table holds floats");
+  R cf[kEwaldCoefs];
+  const float4* v4 = reinterpret_cast<const float4*>(t.coef + off);
+#pragma unroll
+  for (int k = 0; k < kEwaldCoefs / 4; ++k) {
+    const float4 q = __ldg(v4 + k);
+    cf[4 * k] = R(q.x); cf[4 * k + 1] = R(q.y); cf[4 * k + 2] = R(q.z); cf[4 * k + 3] = R(q.w);
+  }
+  auto p = [&cf](int j) { return cf[j]; };
+#else
   const auto* coef = t.coef;
   auto p = [coef, off](int j) { return R(coef[off + j]); };
+#endif
   const R x = d[0], y = d[1], z = d[2];
   // third-order tensor contracted once with d: T_ij. = sum_k T_ijk d_k (xx xy xz yy yz zz)
   const R txx = p(10) * x + p(11) * y + p(12) * z, txy = p(11) * x + p(13) * y + p(14) * z;
