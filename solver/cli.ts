@@ -42,7 +42,7 @@ solved with locally essential trees; rank 0 prints, and the JSON carries "ranks"
   --json           print JSON only`,
   periodic: `amrgrav validate periodic [options]
 
-Periodic boxes (Ewald-corrected walk, CPU backend). FLASH's tree-solver tests and two more:
+Periodic boxes (Ewald-corrected walk, CPU and CUDA backends). FLASH's tree-solver tests and two more:
   sine           rho0 (1 + A sin(k.x)) along x, fully periodic unit box (FLASH passes at 2e-3)
   sine-diagonal  the same along the body diagonal k = 2 pi (1, 1, 1)
   layer          rho0 sech^2(z/H), periodic in x and y (FLASH passes at 2e-3)
@@ -250,14 +250,15 @@ async function validatePeriodic(values: Record<string, string | boolean | undefi
   const which = choiceArg('problem', values.problem as string | undefined, 'all', ['all', 'flash', ...periodicProblems] as const);
   const n = intArg('n', values.n as string | undefined, 32, 4, 512);
   const sampling = choiceArg('sampling', values.sampling as string | undefined, 'average', ['average', 'centre'] as const);
-  const solver = { ...solverOptions(values), backend: 'cpu' as const };
+  const solver = solverOptions(values);
   const names = which === 'all' ? periodicProblems : which === 'flash' ? flashProblems : [which];
   const reports = [];
   for (const name of names) reports.push(await runPeriodicProblem(name, n, solver, sampling));
   if (values.json) return void console.log(JSON.stringify(reports.flat()));
   const grids = reports.flat().filter((r) => 'maxError' in r);
   if (grids.length) {
-    console.log(`periodic validation, theta ${solver.theta}, order ${solver.order}, self term ${solver.selfPotential}, CPU backend`);
+    console.log(`periodic validation, theta ${solver.theta}, order ${solver.order}, self term ${solver.selfPotential}, ` +
+      `backend ${grids[0].backend}`);
     console.log(
       table(
         grids.map((r) => ({

@@ -36,7 +36,7 @@ describe('C API', () => {
     expect(out.badThetaMessage).toMatch(/theta must be in \(0, 1\]/);
     expect(out.periodicNoBox).toBe(2); // periodic needs the box: AMRGRAV_INVALID_OPTION
     expect(out.periodicShiftError).toBeLessThan(1e-3); // a periodic potential moves with its masses
-    expect(out.periodicBackend).toBe(1); // periodic boxes run on the CPU backend
+    expect(out.periodicBackend).toBe(1); // AUTO on a machine without a GPU: the CPU backend
     // the lattice self term: minus the cubic lattice's Ewald C(0) (test/self-potential.test.ts checks it independently)
     expect(Math.abs(out.latticeCoefficient - 2.837297479)).toBeLessThan(1e-9);
     expect(out.badSelf).toBe(2); // self_potential 3: AMRGRAV_INVALID_OPTION

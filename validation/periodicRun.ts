@@ -143,6 +143,8 @@ export interface PointMassReport {
   problem: string;
   points: number;
   boundary: string;
+  /** The backend the solves ran on. */
+  backend: string;
   /** Per theta: max |phi_tree - phi_ewald| / max |phi_ewald|. */
   errors: { theta: number; maxError: number }[];
 }
@@ -176,14 +178,16 @@ export async function runPointMasses(
   const boundary = { x: box.periodic[0] ? 'periodic' : 'isolated', y: box.periodic[1] ? 'periodic' : 'isolated',
     z: box.periodic[2] ? 'periodic' : 'isolated' } as const;
   const errors = [];
+  let backend = '';
   for (const theta of thetas) {
-    const s = new GravitySolver({ ...solver, G, theta, boundary, selfPotential: false, backend: 'cpu' });
+    const s = new GravitySolver({ ...solver, G, theta, boundary, selfPotential: false });
     const r = await s.solveCells({ x, y, z, mass, size: 1e-3 * Math.min(...box.L) }, { box: { lo: [0, 0, 0], hi: box.L } });
+    backend = r.stats.backend;
     let m = 0;
     for (let i = 0; i < n; i++) m = Math.max(m, Math.abs(r.potential[i] - ref[i]));
     errors.push({ theta, maxError: m / maxRef });
   }
-  return { problem: 'random-point-masses', points: n, boundary: JSON.stringify(boundary), errors };
+  return { problem: 'random-point-masses', points: n, boundary: JSON.stringify(boundary), backend, errors };
 }
 
 export const periodicProblems = ['sine', 'sine-diagonal', 'layer', 'cylinder', 'multimode', 'points'] as const;

@@ -15,6 +15,7 @@
 #   apibench   `amrgrav bench --grid 256` through the Node API, order 2, 1, and 2 with accelerations
 #   ncu        Nsight Compute on one order-2 walk launch (128^3): throughput, occupancy, stalls, instruction mix
 #   ncuper     the same on the periodic walk's expansion kernel
+#   periodic   validate periodic (FLASH's tests, random masses) on the GPU, and bench 256^3 periodic vs isolated
 # Logs go to one archive, $OUT/logs.tar.gz (the device tool returns at most 8 files); a summary is printed last.
 set -u
 out=/tmp/amrgrav-logs; rm -rf "$out"; mkdir -p "$out"
@@ -88,6 +89,20 @@ for step in "$@"; do
         $tool --no-parity --perf 128 --reps 1 > "$out/ncu.log" 2>&1
       summary+=("ncu rc=$?")
       grep -vE '^\{' "$out/ncu.log" | grep -E '^ {4}[A-Z]|^  [A-Za-z]' | head -120 ;;
+    periodic)
+      # issue #6 on the GPU through the CLI: FLASH's three tests, random masses vs the independent Ewald sum, and
+      # the 256^3 periodic solve against the isolated one through the API
+      for args in "--problem flash --theta 0.25 --sampling centre" "--problem flash --n 64 --theta 0.25" "--problem points"; do
+        tag=$(echo "$args" | tr -d ' -')
+        timeout 300 node dist/solver/cli.js validate periodic $args --backend cuda --json > "$out/per-$tag.json" 2> "$out/per-$tag.err"
+        summary+=("validate periodic $args (cuda) rc=$? $(head -c 1500 "$out/per-$tag.json")")
+      done
+      for args in "--boundary periodic" "--boundary periodic --accel" "--boundary isolated"; do
+        tag=$(echo "$args" | tr -d ' -')
+        timeout 300 node dist/solver/cli.js bench --grid 256 --backend cuda $args --repeat 5 --json \
+          > "$out/api256-$tag.json" 2> "$out/api256-$tag.err"
+        summary+=("api bench 256^3 $args rc=$? $(head -c 400 "$out/api256-$tag.json")")
+      done ;;
     ncuper)
       # the periodic walk (expansion kernel), order 2 potential at 128^3: launch [0] warm-up, [1] timed
       timeout 300 ncu --kernel-name regex:walkKernelEwald --launch-skip 1 --launch-count 1 \

@@ -109,8 +109,6 @@ Napi::Value startSolve(const Napi::CallbackInfo& info, Mode mode) {
   if (st.ok())
     st = prepareOutputs(env, info.Length() > 2 ? info[2] : env.Undefined(), w->cells.view.n, w->options.accelerations,
                         w->outputs);
-  if (st.ok() && backendName == "cuda" && w->options.anyPeriodic())
-    st = Status::error(ErrorCode::InvalidOption, "periodic boundaries are not on the CUDA backend yet: use backend 'cpu'");
   if (st.ok()) st = pickBackend(backendName, w->slot);
   if (st.ok() && mode == Mode::Tree) st = readDistributed(info.Length() > 1 ? info[1] : env.Undefined(), w->distributed);
   if (!st.ok()) {

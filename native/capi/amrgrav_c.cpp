@@ -153,10 +153,7 @@ amrgrav_status amrgrav_create(const amrgrav_options* options, amrgrav_solver** o
     if (options->backend == AMRGRAV_BACKEND_CUDA && !gpu)
       return Status::error(ErrorCode::NoDevice, "backend CUDA was requested but " + why);
 #if defined(AMRGRAV_HAVE_CUDA)
-    if (gpu && s->options.anyPeriodic() && options->backend == AMRGRAV_BACKEND_CUDA)
-      return Status::error(ErrorCode::InvalidOption, "periodic boundaries are not on the CUDA backend yet: use the CPU "
-                                                     "backend (or AUTO, which picks it for periodic boxes)");
-    if (gpu && !s->options.anyPeriodic()) {
+    if (gpu) {
       if (s->options.groupSize > 64)
         return Status::error(ErrorCode::InvalidOption, "group_size must be at most 64 on the CUDA backend, got " +
                                                            std::to_string(s->options.groupSize));
