@@ -75,7 +75,8 @@ export interface SolverOptions {
   /**
    * Periodic boxes: groups smaller than a table spacing take the Ewald correction as one cubic expansion about
    * their centre instead of a table lookup per (cell, source) pair, which costs about 4x an interaction; the
-   * difference is ~1e-7 of the potential (bench/RESULTS.md). false: per-pair lookups. Default true.
+   * difference is ~1e-6 of the potential's largest magnitude (bench/RESULTS.md). false: per-pair lookups. Default
+   * true.
    */
   ewaldExpansion?: boolean;
   /** Also compute accelerations -grad(phi) (cm s^-2) in the same walk. Default false. */
