@@ -20,7 +20,7 @@
 
 namespace amrgrav {
 
-/// Fully unrolled small loops: the CUDA walk keeps the expansion's coefficients in registers.
+/// Fully unrolled small loops: the CUDA walk keeps the lookup's values in registers (constant indices).
 #if defined(__CUDA_ARCH__)
 #define AG_EWALD_UNROLL _Pragma("unroll")
 #else
