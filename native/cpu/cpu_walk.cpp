@@ -89,65 +89,17 @@ void buildLists(const SourceTree& t, const SortedCells& c, const Groups& g, std:
   }
 }
 
-/// The periodic lists with the correction expanded about the group's centre c: the 1/r part exactly as the
-/// isolated walk (source cells moved to their image nearest c), the correction summed per source into one cubic.
-template <int Order, bool Accel>
-inline __attribute__((always_inline)) void evaluateListsExpanded(const Lists& L, const double* tx, const double* ty,
-                                                                 const double* tz, int nt, const double* c,
-                                                                 double* phi, double* gx, double* gy, double* gz) {
-  double p[kMaxGroup], fx[kMaxGroup], fy[kMaxGroup], fz[kMaxGroup], qx[kMaxGroup], qy[kMaxGroup], qz[kMaxGroup];
-  for (int i = 0; i < nt; ++i) { p[i] = 0; fx[i] = 0; fy[i] = 0; fz[i] = 0; qx[i] = 0; qy[i] = 0; qz[i] = 0; }
-  const EwaldTableView v = L.ewald->view;
-  double a[kEwaldLocalCoefs] = {};
-  const std::size_t nn = L.nm.size();
-  for (std::size_t k = 0; k < nn; ++k) {
-    const double sx = L.nx[k], sy = L.ny[k], sz = L.nz[k], sm = L.nm[k];
-    const double q[6] = {L.q0[k], L.q1[k], L.q2[k], L.q3[k], L.q4[k], L.q5[k]};
-#pragma GCC ivdep
-    for (int i = 0; i < nt; ++i) {
-      if (Accel)
-        nodeCellForce<double, Order>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, q, p[i], fx[i], fy[i], fz[i], qx[i],
-                                     qy[i], qz[i]);
-      else nodeCellPotential<double, Order>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, q, p[i]);
-    }
-    // the correction takes the plain quadrupole; the potential-only list holds half-upper coefficients (exact x2)
-    const double qf[6] = {Accel ? q[0] : 2 * q[0], q[1], q[2], Accel ? q[3] : 2 * q[3], q[4], Accel ? q[5] : 2 * q[5]};
-    ewaldLocalAddNode<Order>(v, c[0] - sx, c[1] - sy, c[2] - sz, sm, qf, L.ns[k], a);
-  }
-  const std::size_t nc = L.cm.size();
-  for (std::size_t k = 0; k < nc; ++k) {
-    // the image nearest the centre: a whole number of periods (none for the group's own cells, exactly)
-    const double sx = L.cx[k] - v.period[0] * std::rint((L.cx[k] - c[0]) * v.invPeriod[0]);
-    const double sy = L.cy[k] - v.period[1] * std::rint((L.cy[k] - c[1]) * v.invPeriod[1]);
-    const double sz = L.cz[k] - v.period[2] * std::rint((L.cz[k] - c[2]) * v.invPeriod[2]);
-    const double sm = L.cm[k];
-#pragma GCC ivdep
-    for (int i = 0; i < nt; ++i) {
-      if (Accel) cellCellForce<double>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, p[i], fx[i], fy[i], fz[i]);
-      else cellCellPotential<double>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, p[i]);
-    }
-    ewaldLocalAddCell(v, c[0] - sx, c[1] - sy, c[2] - sz, sm, a);
-  }
-  for (int i = 0; i < nt; ++i) {
-    double ex = 0, ey = 0, ez = 0;
-    ewaldLocalEval<Accel>(a, tx[i] - c[0], ty[i] - c[1], tz[i] - c[2], p[i], ex, ey, ez);
-    phi[i] = p[i];
-    if (Accel) { gx[i] = fx[i] - qx[i] + ex; gy[i] = fy[i] - qy[i] + ey; gz[i] = fz[i] - qz[i] + ez; }
-  }
-}
-
-/// Periodic walks: with `centre` (the group's, core/ewald_expansion_k.h) the correction is one expansion about it and
-/// source cells are seen through their image nearest it; without, every (cell, source) pair looks the table up.
+/// Periodic walks: with `centre` (the group's, core/ewald_expansion_k.h) the correction is one expansion about it,
+/// summed once per source and evaluated once per cell, and source cells are seen through their image nearest the
+/// centre; without, every (cell, source) pair looks the table up through its own nearest image.
 template <int Order, bool Accel, bool Periodic>
 inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const double* tx, const double* ty,
                                                          const double* tz, int nt, const double* centre, double* phi,
                                                          double* gx, double* gy, double* gz) {
-  if (Periodic && centre) {
-    evaluateListsExpanded<Order, Accel>(L, tx, ty, tz, nt, centre, phi, gx, gy, gz);
-    return;
-  }
   double p[kMaxGroup], fx[kMaxGroup], fy[kMaxGroup], fz[kMaxGroup], qx[kMaxGroup], qy[kMaxGroup], qz[kMaxGroup];
   for (int i = 0; i < nt; ++i) { p[i] = 0; fx[i] = 0; fy[i] = 0; fz[i] = 0; qx[i] = 0; qy[i] = 0; qz[i] = 0; }
+  const bool expand = Periodic && centre;
+  double a[kEwaldLocalCoefs] = {};  // the expansion's coefficients (expand only)
   const std::size_t nn = L.nm.size();
   for (std::size_t k = 0; k < nn; ++k) {
     const double sx = L.nx[k], sy = L.ny[k], sz = L.nz[k], sm = L.nm[k];
@@ -163,6 +115,10 @@ inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const d
       const EwaldTableView v = L.ewald->view;  // a local copy: provably not aliased by the outputs
       // the correction takes the plain quadrupole; the potential-only list holds half-upper coefficients (exact x2)
       const double qf[6] = {Accel ? q[0] : 2 * q[0], q[1], q[2], Accel ? q[3] : 2 * q[3], q[4], Accel ? q[5] : 2 * q[5]};
+      if (expand) {
+        ewaldLocalAddNode<Order>(v, centre[0] - sx, centre[1] - sy, centre[2] - sz, sm, qf, L.ns[k], a);
+        continue;
+      }
 #pragma GCC ivdep
       for (int i = 0; i < nt; ++i)
         ewaldNodeCorrection<Order, Accel>(v, tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, qf, L.ns[k], p[i], fx[i], fy[i], fz[i]);
@@ -170,8 +126,9 @@ inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const d
   }
   const std::size_t nc = L.cm.size();
   for (std::size_t k = 0; k < nc; ++k) {
-    const double sx = L.cx[k], sy = L.cy[k], sz = L.cz[k], sm = L.cm[k];
-    if (Periodic) {  // each pair through its nearest image, plus the other images (C(0) for the cell itself)
+    double sx = L.cx[k], sy = L.cy[k], sz = L.cz[k];
+    const double sm = L.cm[k];
+    if (Periodic && !expand) {  // each pair through its nearest image, plus the other images (C(0) for the cell)
       const EwaldTableView v = L.ewald->view;  // a local copy: provably not aliased by the outputs
 #pragma GCC ivdep
       for (int i = 0; i < nt; ++i) {
@@ -184,15 +141,24 @@ inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const d
       }
       continue;
     }
+    if (expand) {  // the image nearest the centre: a whole number of periods (none for the group's own cells)
+      const EwaldTableView& v = L.ewald->view;
+      sx -= v.period[0] * std::rint((sx - centre[0]) * v.invPeriod[0]);
+      sy -= v.period[1] * std::rint((sy - centre[1]) * v.invPeriod[1]);
+      sz -= v.period[2] * std::rint((sz - centre[2]) * v.invPeriod[2]);
+    }
 #pragma GCC ivdep
     for (int i = 0; i < nt; ++i) {
       if (Accel) cellCellForce<double>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, p[i], fx[i], fy[i], fz[i]);
       else cellCellPotential<double>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, p[i]);
     }
+    if (expand) ewaldLocalAddCell(L.ewald->view, centre[0] - sx, centre[1] - sy, centre[2] - sz, sm, a);
   }
   for (int i = 0; i < nt; ++i) {
+    double ex = 0, ey = 0, ez = 0;
+    if (expand) ewaldLocalEval<Accel>(a, tx[i] - centre[0], ty[i] - centre[1], tz[i] - centre[2], p[i], ex, ey, ez);
     phi[i] = p[i];
-    if (Accel) { gx[i] = fx[i] - qx[i]; gy[i] = fy[i] - qy[i]; gz[i] = fz[i] - qz[i]; }
+    if (Accel) { gx[i] = fx[i] - qx[i] + ex; gy[i] = fy[i] - qy[i] + ey; gz[i] = fz[i] - qz[i] + ez; }
   }
 }
 
