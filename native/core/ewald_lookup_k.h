@@ -23,9 +23,11 @@ namespace amrgrav {
 /// Taylor coefficients per table point: C, gradient (3), Hessian (6), third derivatives (10).
 constexpr int kEwaldCoefs = 20;
 
-/// Everything a kernel needs, by value: copy `coef` to the device and this struct with it.
-struct EwaldTableView {
-  const double* coef = nullptr;  ///< kEwaldCoefs doubles per point, (n[0]+1)(n[1]+1)(n[2]+1) points
+/// Everything a kernel needs, by value. Coef is the coefficients' type: double on the CPU, float for the CUDA
+/// walk's copy (the geometry stays double on both, so group decisions are the same bits).
+template <class Coef>
+struct EwaldTableViewOf {
+  const Coef* coef = nullptr;    ///< kEwaldCoefs per point, (n[0]+1)(n[1]+1)(n[2]+1) points
   int n[3] = {0, 0, 0};          ///< intervals per axis
   double h[3] = {1, 1, 1};       ///< grid spacing, in table units (the table's box has its longest side 1)
   double invH[3] = {1, 1, 1};
@@ -33,7 +35,25 @@ struct EwaldTableView {
   double period[3] = {0, 0, 0};  ///< periods in the caller's lengths, 0 for an isolated axis
   double invPeriod[3] = {0, 0, 0};
   double reach[3] = {0, 0, 0};   ///< periodic axes: the table covers separations up to this (9/16 of the period)
+
+  /// The same view over another copy of the coefficients (the device's float table).
+  template <class C>
+  EwaldTableViewOf<C> over(const C* c) const {
+    EwaldTableViewOf<C> v;
+    v.coef = c;
+    v.invUnit = invUnit;
+    for (int d = 0; d < 3; ++d) {
+      v.n[d] = n[d];
+      v.h[d] = h[d];
+      v.invH[d] = invH[d];
+      v.period[d] = period[d];
+      v.invPeriod[d] = invPeriod[d];
+      v.reach[d] = reach[d];
+    }
+    return v;
+  }
 };
+using EwaldTableView = EwaldTableViewOf<double>;
 
 /// The nearest periodic image of a separation along one axis (invP = 0 leaves an isolated axis unchanged).
 template <class R>

@@ -40,7 +40,9 @@ struct LetSelection {
 /// opens exactly the nodes (and leaves) it would open in the local tree, with the same box walk.
 void essentialNodesFor(const SourceTree& local, const double lo[3], const double hi[3], LetSelection& out);
 
-struct EwaldTableView;
+template <class Coef>
+struct EwaldTableViewOf;
+using EwaldTableView = EwaldTableViewOf<double>;
 
 /// essentialNodesFor for periodic boxes: a node travels childless only if, for every image of it that a group of
 /// the remote box could see (the image nearest the group's centre: core/ewald_lookup_k.h periodicNodeImage), the

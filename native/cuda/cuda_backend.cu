@@ -727,17 +727,7 @@ class CudaBackendImpl final : public CudaBackend {
       AG_CUDA_TRY(cudaStreamSynchronize(stream_));  // f is freed on return
       ewaldTable_ = ew.table;
     }
-    EwaldDeviceView& v = ewaldView_;
-    v.coef = ewaldCoef_.get();
-    v.invUnit = ew.view.invUnit;
-    for (int d = 0; d < 3; ++d) {
-      v.n[d] = ew.view.n[d];
-      v.h[d] = ew.view.h[d];
-      v.invH[d] = ew.view.invH[d];
-      v.period[d] = ew.view.period[d];
-      v.invPeriod[d] = ew.view.invPeriod[d];
-      v.reach[d] = ew.view.reach[d];
-    }
+    ewaldView_ = ew.view.over<float>(ewaldCoef_.get());
     return Status::success();
   }
 

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/ewald_lookup_k.h"
 #include "core/status.h"
 #include "core/types.h"
 
@@ -140,15 +141,8 @@ constexpr int kWalkWarpsPerBlock = 4;
 /// counters (unsigned) of one walk launch
 enum WalkCounter { kNextGroup = 0, kOverflowNeed = 1, kQueuePeak = 2, kSkippedGroups = 3, kWalkCounterCount = 4 };
 
-/// The Ewald table as the walk reads it: core/ewald_lookup_k.h's EwaldTableView with float coefficients (the
-/// geometry stays double, so group decisions match the CPU's exactly).
-struct EwaldDeviceView {
-  const float* coef = nullptr;
-  int n[3] = {0, 0, 0};
-  double h[3] = {1, 1, 1}, invH[3] = {1, 1, 1};
-  double invUnit = 1;
-  double period[3] = {0, 0, 0}, invPeriod[3] = {0, 0, 0}, reach[3] = {0, 0, 0};
-};
+/// The Ewald table as the walk reads it: the CPU's view over the device's float copy of the coefficients.
+using EwaldDeviceView = EwaldTableViewOf<float>;
 
 struct WalkParams {
   DeviceCells cells;
