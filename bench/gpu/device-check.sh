@@ -26,6 +26,16 @@ source .gpuhost/setup.sh || exit 1
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
 tool=build/amrgrav_gpu_parity
 summary=()
+# apiBench256 "ARGS" ...: `amrgrav bench --grid 256 --backend cuda ARGS` through the public API (Node), results into
+# reused arrays, best of 5 (api256-TAG.json; wallSeconds includes the JS side)
+apiBench256() {
+  for args in "$@"; do
+    tag=$(echo "$args" | tr -d ' -')
+    timeout 300 node dist/solver/cli.js bench --grid 256 --backend cuda $args --repeat 5 --json \
+      > "$out/api256-$tag.json" 2> "$out/api256-$tag.err"
+    summary+=("api bench 256^3 $args rc=$? $(head -c 400 "$out/api256-$tag.json")")
+  done
+}
 # perfVariant TAG CUDA_FLAGS REPS: the parity tool built with extra CUDA flags, timed at 256^3 (perf-TAG.log)
 perfVariant() {
   cmake -S . -B build-$1 -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_FLAGS="$2" > "$out/$1-cmake.log" 2>&1 &&
@@ -61,13 +71,7 @@ for step in "$@"; do
         -o /tmp/capi_demo > "$out/capi.log" 2>&1 && /tmp/capi_demo >> "$out/capi.log" 2>&1
       summary+=("capi rc=$? $(tail -c 400 "$out/capi.log")") ;;
     apibench)
-      # through the public API (Node), results into reused arrays; wallSeconds includes the JS side
-      for args in "--order 2" "--order 1" "--order 2 --accel"; do
-        tag=$(echo "$args" | tr -d ' -')
-        timeout 300 node dist/solver/cli.js bench --grid 256 --backend cuda $args --repeat 5 --json \
-          > "$out/api256-$tag.json" 2> "$out/api256-$tag.err"
-        summary+=("api bench 256^3 $args rc=$? $(head -c 300 "$out/api256-$tag.json")")
-      done ;;
+      apiBench256 "--order 2" "--order 1" "--order 2 --accel" ;;
     maclaurin)
       for o in 2 1; do
         timeout 300 node dist/solver/cli.js bench --problem maclaurin --levels 7 --backend cuda --order $o --repeat 5 --json \
@@ -97,12 +101,7 @@ for step in "$@"; do
         timeout 300 node dist/solver/cli.js validate periodic $args --backend cuda --json > "$out/per-$tag.json" 2> "$out/per-$tag.err"
         summary+=("validate periodic $args (cuda) rc=$? $(head -c 1500 "$out/per-$tag.json")")
       done
-      for args in "--boundary periodic" "--boundary periodic --accel" "--boundary isolated"; do
-        tag=$(echo "$args" | tr -d ' -')
-        timeout 300 node dist/solver/cli.js bench --grid 256 --backend cuda $args --repeat 5 --json \
-          > "$out/api256-$tag.json" 2> "$out/api256-$tag.err"
-        summary+=("api bench 256^3 $args rc=$? $(head -c 400 "$out/api256-$tag.json")")
-      done ;;
+      apiBench256 "--boundary periodic" "--boundary periodic --accel" "--boundary isolated" ;;
     ncuper)
       # the periodic walk (expansion kernel), order 2 potential at 128^3: launch [0] warm-up, [1] timed
       timeout 300 ncu --kernel-name regex:walkKernelEwald --launch-skip 1 --launch-count 1 \
