@@ -51,6 +51,16 @@ __device__ __forceinline__ void addQuadrupole(double* q, double m, double dx, do
 /// operations in the same order (mass and quadrupole in one pass: the centre of mass, which the leaf code finds
 /// between its two passes, is the child's MAC record's, exactly), so they equal the leaf's own bit for bit.
 /// Recompute: only the level above the deepest has such children (and the registers this takes).
+/// A leaf's cell about the leaf's centre of mass: its quadrupole and second-moment trace S (core/moments.cpp,
+/// core/ewald_walk.cpp), one rounded operation at a time; the leaf code and childMoments' recomputation share it, so
+/// both give the same bits.
+__device__ __forceinline__ void addCellSecondMoments(const D4& cell, double cx, double cy, double cz, double* q,
+                                                     double& S) {
+  const double dx = __dsub_rn(cell.x, cx), dy = __dsub_rn(cell.y, cy), dz = __dsub_rn(cell.z, cz);
+  addQuadrupole(q, cell.w, dx, dy, dz);
+  S = __dadd_rn(S, __dmul_rn(cell.w, squaredNorm(dx, dy, dz)));
+}
+
 template <bool Recompute>
 __device__ __forceinline__ NodeMoments childMoments(const MomentsParams& p, unsigned k) {
   if (!Recompute || k < p.stored) return p.moments[k];
@@ -77,9 +87,7 @@ __device__ __forceinline__ NodeMoments childMoments(const MomentsParams& p, unsi
     c.hi[1] = stdMax(c.hi[1], __dadd_rn(cell.y, h));
     c.lo[2] = stdMin(c.lo[2], __dsub_rn(cell.z, h));
     c.hi[2] = stdMax(c.hi[2], __dadd_rn(cell.z, h));
-    const double dx = __dsub_rn(cell.x, c.cx), dy = __dsub_rn(cell.y, c.cy), dz = __dsub_rn(cell.z, c.cz);
-    addQuadrupole(c.q, cell.w, dx, dy, dz);
-    c.s = __dadd_rn(c.s, __dmul_rn(cell.w, squaredNorm(dx, dy, dz)));
+    addCellSecondMoments(cell, c.cx, c.cy, c.cz, c.q, c.s);
   }
   return c;
 }
@@ -142,10 +150,7 @@ __global__ void __launch_bounds__(kThreads) momentsLevelKernel(MomentsParams p, 
   double S = 0;  // core/ewald_walk.cpp nodeSecondMoments
   if (leaf) {
     for (unsigned j = t.x; j < t.x + t.y; ++j) {
-      const D4 c = p.cells[j];
-      const double dx = __dsub_rn(c.x, cm[0]), dy = __dsub_rn(c.y, cm[1]), dz = __dsub_rn(c.z, cm[2]);
-      addQuadrupole(q, c.w, dx, dy, dz);
-      S = __dadd_rn(S, __dmul_rn(c.w, squaredNorm(dx, dy, dz)));
+      addCellSecondMoments(p.cells[j], cm[0], cm[1], cm[2], q, S);
     }
   } else {
     for (unsigned k = t.z; k < t.z + t.w; ++k) {  // parallel-axis theorem
