@@ -104,6 +104,16 @@ struct Carve {
 
 std::size_t alignUp(std::size_t bytes) { return (bytes + 255) & ~std::size_t(255); }
 
+/// `count` elements carved from `room` when it has them, else from the buffer `own` (the (*) buffers below).
+template <class T>
+Status carveOrReserve(Carve& room, DeviceBuffer<T>& own, std::size_t count, const char* what, T*& out) {
+  out = room.take<T>(count);
+  if (out) return Status::success();
+  AG_TRY(own.reserve(std::max<std::size_t>(count, 1), what));
+  out = own.get();
+  return Status::success();
+}
+
 /// The solve's one device block, as byte offsets: two index halves of n uint32, six slots of n doubles, then extra
 /// bytes; the tail is slot 5 and the extra bytes. Who owns what, phase by phase (I = the index half not holding
 /// the sort's result, "order" the one holding it):
@@ -663,11 +673,7 @@ class CudaBackendImpl final : public CudaBackend {
   Status computeNodeKeys(unsigned nodes) {
     Carve room = idxSpare_;
     if (reinterpret_cast<char*>(topoPtr_) == idxSpare_.base) (void)room.take<uint4>(nodes);
-    nodeKeysPtr_ = room.take<std::uint64_t>(nodes);
-    if (!nodeKeysPtr_) {
-      AG_TRY(nodeKeys_.reserve(std::max(nodes, 1u), "node keys"));
-      nodeKeysPtr_ = nodeKeys_.get();
-    }
+    AG_TRY(carveOrReserve(room, nodeKeys_, nodes, "node keys", nodeKeysPtr_));
     return launchNodeKeys(topoPtr_, sortedKeys_, nodes, nodeKeysPtr_, stream_);
   }
 
@@ -677,23 +683,12 @@ class CudaBackendImpl final : public CudaBackend {
     // in the block's tail when they fit, else own buffers: the MAC records and multipoles first (the walk keeps
     // them), then the moments of the nodes above the deepest level (the walk's queues reuse their room); the
     // deepest level's are recomputed by their parents
-    nodeMacPtr_ = tail_.take<D4>(nodes);
-    if (!nodeMacPtr_) {
-      AG_TRY(nodeMac_.reserve(nodes, "node MAC records"));
-      nodeMacPtr_ = nodeMac_.get();
-    }
-    nodeMQPtr_ = tail_.take<float4>(2 * std::size_t(nodes));
-    if (!nodeMQPtr_) {
-      AG_TRY(nodeMQ_.reserve(2 * std::size_t(nodes), "node multipoles"));
-      nodeMQPtr_ = nodeMQ_.get();
-    }
+    AG_TRY(carveOrReserve(tail_, nodeMac_, nodes, "node MAC records", nodeMacPtr_));
+    AG_TRY(carveOrReserve(tail_, nodeMQ_, 2 * std::size_t(nodes), "node multipoles", nodeMQPtr_));
     walkRoom_ = tail_;
     const unsigned stored = levelStart_[depth];
-    NodeMoments* moments = tail_.take<NodeMoments>(stored);
-    if (!moments) {
-      AG_TRY(moments_.reserve(std::max(stored, 1u), "node moments"));
-      moments = moments_.get();
-    }
+    NodeMoments* moments = nullptr;
+    AG_TRY(carveOrReserve(tail_, moments_, stored, "node moments", moments));
     MomentsParams p;
     p.topo = topoPtr_;
     p.nodeKeys = nodeKeysPtr_;
@@ -744,11 +739,8 @@ class CudaBackendImpl final : public CudaBackend {
     // buffer; then the sizes become the self terms, which phi overwrites (its array is the sizes', see run())
     Carve spare = idxSpare_;
     if (reinterpret_cast<char*>(topoPtr_) == idxSpare_.base) (void)spare.take<uint4>(levelStart_.back());
-    double* groupHmin = spare.take<double>(numGroups);
-    if (!groupHmin) {
-      AG_TRY(groupHmin_.reserve(numGroups, "group sizes"));
-      groupHmin = groupHmin_.get();
-    }
+    double* groupHmin = nullptr;
+    AG_TRY(carveOrReserve(spare, groupHmin_, numGroups, "group sizes", groupHmin));
     const double selfCoef = selfCoefficient(opt.selfPotential);
     AG_TRY(launchWalkPrep(phi, sortedCells_.mass, n, groupSize, selfCoef, groupHmin, s));
 
@@ -821,11 +813,7 @@ class CudaBackendImpl final : public CudaBackend {
     // the queues in the block's tail after the node arrays when they fit, else a buffer of their own
     const std::size_t queueEntries = std::size_t(warps) * queueCap_;
     Carve room = walkRoom_;
-    p.queue = room.take<unsigned>(queueEntries);
-    if (!p.queue) {
-      AG_TRY(queue_.reserve(queueEntries, "the walk queues"));
-      p.queue = queue_.get();
-    }
+    AG_TRY(carveOrReserve(room, queue_, queueEntries, "the walk queues", p.queue));
     p.queueCap = queueCap_;
     AG_CUDA_TRY(cudaMemsetAsync(walkCounters_.get(), 0, kWalkCounterCount * sizeof(unsigned), s));
     AG_CUDA_TRY(cudaMemsetAsync(tally_.get(), 0, 2 * sizeof(unsigned long long), s));  // keeps [2]: split nodes
