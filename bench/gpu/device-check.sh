@@ -9,6 +9,9 @@
 #   occupancy  the perf step again with the walk's registers capped for 8 and 9 resident blocks per SM
 #   unroll     the perf step at 256^3 with the accepted-node loop unrolled 2 and 8 times (default 4)
 #   ewaldblocks  the perf step at 256^3 with the periodic kernels' register cap at $EWB blocks per SM (default 3 5)
+#   hoistmargin  the perf step at 256^3 with the Ewald hoisting margin at $HM (default 1.0 2.0)
+#   imageblocks  the perf step at 256^3 with the periodic image walk's register cap (potential) at $IMB (6 8; default 7)
+#   corrblocks   the perf step at 256^3 with the periodic correction kernel's register cap at $ECB (3 6; default 4)
 # Usage on the GPU host, from the project root, with .gpuhost and dist carried:
 #   bash bench/gpu/device-check.sh sanitize parity api perf
 #   capi       the C API's test program (test/c/capi_demo.c) against libamrgrav with CUDA
@@ -85,6 +88,15 @@ for step in "$@"; do
     ewaldblocks)
       # the periodic kernels' register cap (default 4 blocks per SM): 3 and 6 for comparison
       for mb in ${EWB:-3 5}; do perfVariant ew$mb "-DAG_WALK_EWALD_MIN_BLOCKS=$mb" 3; done ;;
+    imageblocks)
+      # the periodic walk that places images (no table code) with its registers capped for $IMB blocks per SM
+      for mb in ${IMB:-6 8}; do perfVariant im$mb "-DAG_WALK_IMAGES_MIN_BLOCKS=$mb" 3; done ;;
+    corrblocks)
+      # the periodic correction kernel's register cap (default 4 blocks per SM) at $ECB
+      for mb in ${ECB:-3 6}; do perfVariant ec$mb "-DAG_EWALD_CORRECTION_MIN_BLOCKS=$mb" 3; done ;;
+    hoistmargin)
+      # the periodic walk with the hoisting margin (core/ewald_lookup_k.h kEwaldHoistMargin) at $HM (default 1 2)
+      for m in ${HM:-1.0 2.0}; do perfVariant hm$m "-DAG_HOIST_MARGIN=$m" 3; done ;;
     ncu)
       # launches: [0] o2+acc warm-up, [1] o2+acc timed, [2] o2 potential warm-up
       timeout 300 ncu --kernel-name regex:walkKernel --launch-skip 2 --launch-count 1 \
@@ -117,7 +129,7 @@ true
 stamp "done"
 [ -n "${OUT:-}" ] && tar czf "$OUT/logs.tar.gz" -C "$out" .
 printf '%s\n' "${summary[@]}"
-for f in "$out"/perf.log "$out"/sweep.log "$out"/perf-mb*.log "$out"/perf-u*.log "$out"/perf-ew*.log; do
+for f in "$out"/perf.log "$out"/sweep.log "$out"/perf-*.log; do
   [ -f "$f" ] && echo "-- $(basename "$f")"
   [ -f "$f" ] && python3 - "$f" <<'PY'
 import json, sys
@@ -128,7 +140,8 @@ for line in open(sys.argv[1]):
         print(f"{r['grid']:4d} o{r['order']} acc={int(r['accelerations'])} {'PER ' if r.get('periodic') else ''}{r['walk']} g{r['groupSize']} l{r['leafSize']} {r['staging'][:3]} ct{r['copyThreads']}: "
               f"wall {r['wall_s']*1e3:7.2f} ms  walk {r['walk_s']*1e3:7.2f} ms  up {r['upload_s']*1e3:5.2f} down {r['download_s']*1e3:5.2f} "
               f"keys {r['keys_sort_s']*1e3:5.2f} build {r['build_s']*1e3:5.2f} mom {r['moments_s']*1e3:5.2f}  int/cell {r['interactions_per_cell']:7.1f}  "
-              f"walk int/s {r['walk_interactions_per_s']:.3g}  B/cell {r['device_bytes_per_cell']:.0f}")
+              f"walk int/s {r['walk_interactions_per_s']:.3g}  B/cell {r['device_bytes_per_cell']:.0f}"
+              + (f"  passes {' '.join(f'{t*1e3:.2f}' for t in r['walk_pass_s'])} ms" if r.get('periodic') else ''))
     elif r.get('kind') in ('perf_cpu', 'perf_direct'):
         print(json.dumps(r))
 PY

@@ -55,14 +55,23 @@ struct EwaldTableViewOf {
 };
 using EwaldTableView = EwaldTableViewOf<double>;
 
+#ifndef AG_HOIST_MARGIN
+#define AG_HOIST_MARGIN 2.0
+#endif
+/// rint on host and device.
+template <class R>
+AG_EWALD_HD R roundHalfEven(R v) {
+#if defined(__CUDA_ARCH__)
+  return ::rint(v);
+#else
+  return std::rint(v);
+#endif
+}
+
 /// The nearest periodic image of a separation along one axis (invP = 0 leaves an isolated axis unchanged).
 template <class R>
 AG_EWALD_HD R nearestImage(R d, R P, R invP) {
-#if defined(__CUDA_ARCH__)
-  return d - P * ::rint(d * invP);
-#else
-  return d - P * std::rint(d * invP);
-#endif
+  return d - P * roundHalfEven(d * invP);
 }
 
 /// The image of a node that a group sees, and whether the group may use the node's expansion there.
@@ -77,18 +86,26 @@ AG_EWALD_HD R nearestImage(R d, R P, R invP) {
 /// A node that fails (2) or (3) is opened; its cells then take their own nearest images. This replaces the
 /// classic "open every node that straddles the half-box distance", which opens a whole shell of cells around
 /// the half-box surface for each group of 32.
+/// `image` (optional) receives the number of periods added per axis, rint(sep / P) (0 on isolated axes);
+/// `hoistable` (optional) whether the node may also take its subtree's correction (core/ewald_expansion_k.h): (3)
+/// with kEwaldHoistMargin x R.
+constexpr double kEwaldHoistMargin = AG_HOIST_MARGIN;
 AG_EWALD_HD bool periodicNodeImage(const EwaldTableView& v, const double* glo, const double* ghi, const double* com,
-                             double macRadius, double shifted[3]) {
-  bool ok = true;
+                             double macRadius, double shifted[3], int* image = nullptr, bool* hoistable = nullptr) {
+  bool ok = true, hoist = true;
   for (int d = 0; d < 3; ++d) {
     shifted[d] = com[d];
+    if (image) image[d] = 0;
     if (v.period[d] <= 0) continue;
     const double P = v.period[d];
     const double sep = 0.5 * (glo[d] + ghi[d]) - com[d];
     shifted[d] = com[d] + (sep - nearestImage(sep, P, v.invPeriod[d]));  // a whole number of periods
+    if (image) image[d] = int(roundHalfEven(sep * v.invPeriod[d]));
     const double far = ghi[d] - shifted[d] > shifted[d] - glo[d] ? ghi[d] - shifted[d] : shifted[d] - glo[d];
     ok = ok && far <= v.reach[d] && P - far > macRadius;
+    hoist = hoist && P - far > kEwaldHoistMargin * macRadius;
   }
+  if (hoistable) *hoistable = ok && hoist;
   return ok;
 }
 

@@ -22,13 +22,22 @@ constexpr int kMaxGroup = 256;
 /// Per-thread interaction lists, as structs of arrays.
 struct Lists {
   std::vector<std::uint32_t> stack;
+  std::vector<std::uint8_t> stackTag;     // periodic: the image tag of each stack entry (core/ewald_expansion_k.h)
   std::vector<double> nx, ny, nz, nm, q0, q1, q2, q3, q4, q5;  // accepted nodes
   std::vector<double> cx, cy, cz, cm;                          // cells of opened leaves
   std::vector<double> ns;                 // accepted nodes' second moments (periodic walks only)
+  // periodic walks: does accepted node / cell k add its own correction? (not below a hoisted node)
+  std::vector<std::uint8_t> nCorrect, cCorrect;
+  // periodic walks: opened nodes that take the correction of their whole subtree (hoisted), plain quadrupoles
+  std::vector<double> hx, hy, hz, hm, hs, hq;
   const EwaldWalk* ewald = nullptr;       // periodic walks: table and moments; null when isolated
   bool expandEwald = true;                // periodic walks: small groups expand the correction (SolveOptions)
   void clear() {
-    for (auto* v : {&nx, &ny, &nz, &nm, &q0, &q1, &q2, &q3, &q4, &q5, &cx, &cy, &cz, &cm, &ns}) v->clear();
+    for (auto* v : {&nx, &ny, &nz, &nm, &q0, &q1, &q2, &q3, &q4, &q5, &cx, &cy, &cz, &cm, &ns, &hx, &hy, &hz, &hm, &hs,
+                    &hq})
+      v->clear();
+    nCorrect.clear();
+    cCorrect.clear();
   }
 };
 
@@ -46,28 +55,46 @@ bool everyCellAccepts(const SourceTree& t, const double* com, std::uint32_t i, c
 /// as is (forces) or, for the potential-only kernel, as half-upper coefficients (core/interact_k.h).
 /// Periodic: a node is seen through its image nearest the group (the MAC uses that distance), and a node whose
 /// other images are too close, or whose separations leave the table (core/ewald_lookup_k.h periodicNodeImage), is
-/// opened whatever the MAC.
+/// opened whatever the MAC. With `hoist` (an expanding group walking its own tree) the first usable node on each
+/// path takes the correction of its subtree, and its subtree is seen through its image (core/ewald_expansion_k.h).
 template <bool Periodic>
 void buildLists(const SourceTree& t, const SortedCells& c, const Groups& g, std::size_t gi, bool vote, bool halfUpper,
-                Lists& L) {
+                bool hoist, Lists& L) {
   const double* glo = &g.lo[3 * gi];
   const double* ghi = &g.hi[3 * gi];
   L.clear();
   L.stack.clear();
+  L.stackTag.clear();
   L.stack.push_back(0);
+  L.stackTag.push_back(0);
   while (!L.stack.empty()) {
     const std::uint32_t i = L.stack.back();
+    const unsigned tag = L.stackTag.back();
     L.stack.pop_back();
+    L.stackTag.pop_back();
     if (t.mass[i] <= 0.0) continue;  // nothing to add (and an empty node has no meaningful com)
     double com[3] = {t.com[3 * i], t.com[3 * i + 1], t.com[3 * i + 2]};
+    int image[3] = {0, 0, 0};
     // periodic: the node's image nearest the group, or must it be opened (its images too close, off the table)?
-    const bool mustOpen = Periodic && !periodicNodeImage(L.ewald->view, glo, ghi, &t.com[3 * i], t.macRadius[i], com);
+    // Below a hoisted node: the image of that node, no test (its correction is taken).
+    bool usable = true, hoistable = false;
+    if (Periodic) {
+      const EwaldTableView& v = L.ewald->view;
+      if (tag) {
+        for (int d = 0; d < 3; ++d) com[d] = taggedImage(com[d], tag, d, v.period[d]);
+      } else {
+        usable = periodicNodeImage(v, glo, ghi, &t.com[3 * i], t.macRadius[i], com, image, &hoistable);
+      }
+    }
     // what the box accepts every cell accepts (each cell is in the box), so the vote only revisits box rejections
-    if (!mustOpen && (macAccepts(com[0], com[1], com[2], t.macRadius[i], glo, ghi) ||
-                      (vote && everyCellAccepts(t, com, i, c, g.begin[gi], g.count[gi])))) {
+    if (usable && (macAccepts(com[0], com[1], com[2], t.macRadius[i], glo, ghi) ||
+                   (vote && everyCellAccepts(t, com, i, c, g.begin[gi], g.count[gi])))) {
       L.nx.push_back(com[0]); L.ny.push_back(com[1]); L.nz.push_back(com[2]);
       L.nm.push_back(t.mass[i]);
-      if (Periodic) L.ns.push_back(t.secondMoment[i]);
+      if (Periodic) {
+        L.ns.push_back(t.secondMoment[i]);
+        L.nCorrect.push_back(tag ? 0 : 1);
+      }
       double h[6];
       const double* q = &t.quad[6 * i];
       if (halfUpper) {
@@ -76,15 +103,40 @@ void buildLists(const SourceTree& t, const SortedCells& c, const Groups& g, std:
       }
       L.q0.push_back(q[0]); L.q1.push_back(q[1]); L.q2.push_back(q[2]);
       L.q3.push_back(q[3]); L.q4.push_back(q[4]); L.q5.push_back(q[5]);
-    } else if (t.isLeaf(i)) {
+      continue;
+    }
+    unsigned childTag = tag;
+    if (Periodic && hoist && !tag && hoistable) {
+      childTag = hoistedImageTag(image);
+      if (childTag) {  // this node takes its subtree's correction
+        L.hx.push_back(com[0]); L.hy.push_back(com[1]); L.hz.push_back(com[2]);
+        L.hm.push_back(t.mass[i]);
+        L.hs.push_back(t.secondMoment[i]);
+        L.hq.insert(L.hq.end(), &t.quad[6 * i], &t.quad[6 * i] + 6);
+      }
+    }
+    if (t.isLeaf(i)) {
       const std::uint32_t b = t.cellBegin[i], e = b + t.cellCount[i];
-      L.cx.insert(L.cx.end(), t.x + b, t.x + e);
-      L.cy.insert(L.cy.end(), t.y + b, t.y + e);
-      L.cz.insert(L.cz.end(), t.z + b, t.z + e);
+      if (Periodic && childTag) {
+        const EwaldTableView& v = L.ewald->view;
+        for (std::uint32_t j = b; j < e; ++j) {
+          L.cx.push_back(taggedImage(t.x[j], childTag, 0, v.period[0]));
+          L.cy.push_back(taggedImage(t.y[j], childTag, 1, v.period[1]));
+          L.cz.push_back(taggedImage(t.z[j], childTag, 2, v.period[2]));
+        }
+      } else {
+        L.cx.insert(L.cx.end(), t.x + b, t.x + e);
+        L.cy.insert(L.cy.end(), t.y + b, t.y + e);
+        L.cz.insert(L.cz.end(), t.z + b, t.z + e);
+      }
       L.cm.insert(L.cm.end(), t.cellMass + b, t.cellMass + e);
+      if (Periodic) L.cCorrect.insert(L.cCorrect.end(), e - b, childTag ? 0 : 1);
     } else {
       // push in reverse so children are visited in key order
-      for (int k = int(t.childCount[i]) - 1; k >= 0; --k) L.stack.push_back(t.childBegin[i] + std::uint32_t(k));
+      for (int k = int(t.childCount[i]) - 1; k >= 0; --k) {
+        L.stack.push_back(t.childBegin[i] + std::uint32_t(k));
+        L.stackTag.push_back(std::uint8_t(childTag));
+      }
     }
   }
 }
@@ -116,13 +168,19 @@ inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const d
       // the correction takes the plain quadrupole; the potential-only list holds half-upper coefficients (exact x2)
       const double qf[6] = {Accel ? q[0] : 2 * q[0], q[1], q[2], Accel ? q[3] : 2 * q[3], q[4], Accel ? q[5] : 2 * q[5]};
       if (expand) {
-        ewaldLocalAddNode<Order>(v, centre[0] - sx, centre[1] - sy, centre[2] - sz, sm, qf, L.ns[k], a);
+        if (L.nCorrect[k])
+          ewaldLocalAddNode<Order>(v, centre[0] - sx, centre[1] - sy, centre[2] - sz, sm, qf, L.ns[k], a);
         continue;
       }
 #pragma GCC ivdep
       for (int i = 0; i < nt; ++i)
         ewaldNodeCorrection<Order, Accel>(v, tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, qf, L.ns[k], p[i], fx[i], fy[i], fz[i]);
     }
+  }
+  if (expand) {  // hoisted nodes: the correction of their subtrees
+    for (std::size_t k = 0; k < L.hm.size(); ++k)
+      ewaldLocalAddNode<Order>(L.ewald->view, centre[0] - L.hx[k], centre[1] - L.hy[k], centre[2] - L.hz[k], L.hm[k],
+                               &L.hq[6 * k], L.hs[k], a);
   }
   const std::size_t nc = L.cm.size();
   for (std::size_t k = 0; k < nc; ++k) {
@@ -141,7 +199,8 @@ inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const d
       }
       continue;
     }
-    if (expand) {  // the image nearest the centre: a whole number of periods (none for the group's own cells)
+    const bool correct = expand && L.cCorrect[k];  // else seen through a hoisted node's image, already corrected
+    if (correct) {  // the image nearest the centre: a whole number of periods (none for the group's own cells)
       const EwaldTableView& v = L.ewald->view;
       sx -= v.period[0] * std::rint((sx - centre[0]) * v.invPeriod[0]);
       sy -= v.period[1] * std::rint((sy - centre[1]) * v.invPeriod[1]);
@@ -152,7 +211,7 @@ inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const d
       if (Accel) cellCellForce<double>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, p[i], fx[i], fy[i], fz[i]);
       else cellCellPotential<double>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, p[i]);
     }
-    if (expand) ewaldLocalAddCell(L.ewald->view, centre[0] - sx, centre[1] - sy, centre[2] - sz, sm, a);
+    if (correct) ewaldLocalAddCell(L.ewald->view, centre[0] - sx, centre[1] - sy, centre[2] - sz, sm, a);
   }
   for (int i = 0; i < nt; ++i) {
     double ex = 0, ey = 0, ez = 0;
@@ -191,15 +250,15 @@ template <int Order, bool Accel, bool Periodic>
 void walkRange(const SourceTree& t, const SortedCells& c, const Groups& g, std::size_t gb, std::size_t ge, bool vote,
                WalkPass pass, Lists& L, WalkOutput& out, std::uint64_t& approx, std::uint64_t& direct) {
   for (std::size_t gi = gb; gi < ge; ++gi) {
-    buildLists<Periodic>(t, c, g, gi, vote, !Accel, L);
+    // periodic: small groups take the correction as one expansion about their centre
+    const bool expand = Periodic && L.expandEwald && ewaldGroupExpands(L.ewald->view, &g.lo[3 * gi], &g.hi[3 * gi]);
+    buildLists<Periodic>(t, c, g, gi, vote, !Accel, expand && pass.hoistCorrection, L);
     const std::uint32_t b = g.begin[gi];
     const int nt = int(g.count[gi]);
     constexpr EvalFn eval =
         Periodic ? (Order == 1 ? (Accel ? evalPerForce1 : evalPerPot1) : (Accel ? evalPerForce2 : evalPerPot2))
                  : (Order == 1 ? (Accel ? evalForce1 : evalPot1) : (Accel ? evalForce2 : evalPot2));
-    // periodic: small groups take the correction as one expansion about their centre
     double centre[3];
-    const bool expand = Periodic && L.expandEwald && ewaldGroupExpands(L.ewald->view, &g.lo[3 * gi], &g.hi[3 * gi]);
     for (int d = 0; d < 3; ++d) centre[d] = 0.5 * (g.lo[3 * gi + d] + g.hi[3 * gi + d]);
     const double* ctr = expand ? centre : nullptr;
     if (pass.accumulate) {

@@ -23,6 +23,9 @@ struct WalkOutput {
 struct WalkPass {
   bool accumulate = false;        ///< add to the output (a further source tree) instead of overwriting it
   bool sourcesAreTargets = true;  ///< the targets' own tree: each cell meets itself once (not counted in stats)
+  /// Periodic, expanding groups: take each source's correction at the first usable node of its path
+  /// (core/ewald_expansion_k.h). Off for received LETs, whose pruning assumed every node's own nearest image.
+  bool hoistCorrection = true;
 };
 
 /// Walks groups [gb, ge) against the sources of `src`; results in sorted order, unscaled, as walkAllGroups.

@@ -240,7 +240,8 @@ class CudaBackendImpl final : public CudaBackend {
     for (auto* b : {&block_, &accSum_[0], &accSum_[1], &accSum_[2], &bounds_}) b->release();
     cubTemp_.release(); topo_.release(); levelCount_.release(); levelOffset_.release(); nodeKeys_.release();
     groupHmin_.release();
-    moments_.release(); nodeMac_.release(); nodeMQ_.release(); queue_.release(); walkCounters_.release();
+    moments_.release(); nodeMac_.release(); nodeMQ_.release(); queue_.release(); queueTag_.release();
+    walkCounters_.release();
     tally_.release();
     ewaldCoef_.release();
     ewaldTable_.reset();
@@ -261,7 +262,8 @@ class CudaBackendImpl final : public CudaBackend {
     for (int k = 0; k < 3; ++k) b += accSum_[k].bytes();
     b += bounds_.bytes() + nodeKeys_.bytes() + groupHmin_.bytes();
     b += cubTemp_.bytes() + topo_.bytes() + levelCount_.bytes() + levelOffset_.bytes();
-    b += moments_.bytes() + nodeMac_.bytes() + nodeMQ_.bytes() + queue_.bytes() + walkCounters_.bytes() +
+    b += moments_.bytes() + nodeMac_.bytes() + nodeMQ_.bytes() + queue_.bytes() + queueTag_.bytes() +
+         walkCounters_.bytes() +
          tally_.bytes() + ewaldCoef_.bytes();
     return b;
   }
@@ -766,10 +768,12 @@ class CudaBackendImpl final : public CudaBackend {
     if (cfg.periodic) p.ewald = ewaldView_;
     p.ewaldExpansion = opt.ewaldExpansion;
 
-    // Periodic: the groups that expand the Ewald correction, then (if any are left) the others (kernels.h). A queue
-    // overflow in either pass reruns both: groups that finished wrote phi over their self terms, which come back.
+    // Periodic: the walk of the groups that expand the Ewald correction, then (if any are left) the others, then
+    // the expanding groups' corrections (kernels.h WalkConfig). A queue overflow in any pass reruns them all: groups
+    // that finished wrote phi over their self terms, which come back.
     WalkTally total;
     stats_.walkLaunches = 0;
+    for (double& t : stats_.walkPassSeconds) t = 0;
     for (;;) {
       total = WalkTally{};
       unsigned need = 0;
@@ -778,6 +782,13 @@ class CudaBackendImpl final : public CudaBackend {
       if (need == 0 && c.periodic && (!opt.ewaldExpansion || total.skipped > 0)) {
         c.perCellEwald = true;
         AG_TRY(walkPass(c, blocks, p, total, &need));
+      }
+      if (need == 0 && c.periodic && opt.ewaldExpansion) {  // the expanding groups' corrections, added to phi
+        WalkConfig e = cfg;
+        e.ewaldCorrection = true;
+        const unsigned skipped = total.skipped;
+        AG_TRY(walkPass(e, blocks, p, total, &need));
+        total.skipped = skipped;
       }
       if (need == 0) break;
       if (queueCap_ >= (1u << 24))
@@ -814,13 +825,18 @@ class CudaBackendImpl final : public CudaBackend {
     const std::size_t queueEntries = std::size_t(warps) * queueCap_;
     Carve room = walkRoom_;
     AG_TRY(carveOrReserve(room, queue_, queueEntries, "the walk queues", p.queue));
+    p.queueTag = nullptr;
+    if (cfg.periodic && !cfg.perCellEwald && !cfg.ewaldCorrection)
+      AG_TRY(carveOrReserve(room, queueTag_, queueEntries, "the walk queues' image tags", p.queueTag));
     p.queueCap = queueCap_;
     AG_CUDA_TRY(cudaMemsetAsync(walkCounters_.get(), 0, kWalkCounterCount * sizeof(unsigned), s));
     AG_CUDA_TRY(cudaMemsetAsync(tally_.get(), 0, 2 * sizeof(unsigned long long), s));  // keeps [2]: split nodes
+    const auto t0 = Clock::now();
     AG_TRY(launchWalk(cfg, p, blocks, s));
     AG_CUDA_TRY(cudaMemcpyAsync(hc, walkCounters_.get(), kWalkCounterCount * sizeof(unsigned), cudaMemcpyDeviceToHost, s));
     AG_CUDA_TRY(cudaMemcpyAsync(ht, tally_.get(), 3 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, s));
     AG_CUDA_TRY(cudaStreamSynchronize(s));
+    stats_.walkPassSeconds[cfg.ewaldCorrection ? 2 : cfg.perCellEwald ? 1 : 0] = since(t0);
     ++stats_.walkLaunches;
     stats_.queueCapacity = queueCap_;
     stats_.queuePeak = std::max(stats_.queuePeak, hc[kQueuePeak]);
@@ -883,6 +899,7 @@ class CudaBackendImpl final : public CudaBackend {
   DeviceBuffer<D4> nodeMac_;            ///< (*)
   DeviceBuffer<float4> nodeMQ_;         ///< (*)
   DeviceBuffer<unsigned> queue_;        ///< (*)
+  DeviceBuffer<unsigned char> queueTag_;  ///< (*) periodic expansion walks
   DeviceBuffer<unsigned> walkCounters_;
   DeviceBuffer<unsigned long long> tally_;  ///< [0] approx, [1] direct interactions, [2] split nodes
   DeviceBuffer<float> ewaldCoef_;           ///< periodic solves: the Ewald table's coefficients as float

@@ -41,7 +41,8 @@ struct CudaStats {
   std::size_t pinnedBytes = 0;      ///< pinned host staging held
   unsigned queueCapacity = 0;       ///< walk queue entries per warp in the final walk launch
   unsigned queuePeak = 0;           ///< most entries any warp needed
-  int walkLaunches = 0;             ///< kernel launches: 1 (2 for periodic walks with per-pair groups) + reruns
+  int walkLaunches = 0;             ///< kernel launches: 1 (periodic: up to 3, kernels.h WalkConfig) + reruns
+  double walkPassSeconds[3] = {0, 0, 0};  ///< host clock per launch of the last run: walk, per-pair walk, corrections
   int walkBlocks = 0, walkWarps = 0;
   std::string device;               ///< name, compute capability, multiprocessors
 };

@@ -117,15 +117,11 @@ __device__ __forceinline__ float diff(float th, float tl, float sh, float sl) {
 #define AG_PRAGMA(x) _Pragma(#x)
 #define AG_UNROLL(n) AG_PRAGMA(unroll n)
 
-/// How a periodic walk adds the Ewald correction (kernel template argument of the evaluators).
+/// How a periodic walk adds the Ewald correction (kernel template argument of the evaluators). kEwaldExpand: the
+/// walk only places sources at their images (and tags hoisted subtrees); the groups' expansions are summed by a
+/// kernel of their own (ewaldCorrectionKernel), so the walk carries no table code. kEwaldPerCell: every pair
+/// looks the table up inside the walk.
 enum EwaldMode { kNoEwald = 0, kEwaldExpand = 1, kEwaldPerCell = 2 };
-
-/// A lane's share of its group's Ewald expansion, kept in shared memory (coefficient k of lane l at k * 32 + l:
-/// conflict-free) rather than in 20 registers, which the walk's occupancy cannot spare.
-struct LaneExpansion {
-  float* base;  ///< &coefficients[0][lane]
-  __device__ __forceinline__ float& operator[](int k) const { return base[32 * k]; }
-};
 
 /// A list entry's plain quadrupole: the potential-only lists hold half-upper coefficients (exact x2 back).
 template <bool Accel>
@@ -145,23 +141,15 @@ __device__ __forceinline__ void entryQuadrupole(const WarpLists<Order>& L, int k
 }
 
 /// Evaluates list entries [0, count) of the accepted nodes for this lane's targets. Full: count == 32 (a
-/// compile-time trip count that unrolls). Ew = kEwaldExpand: lane k also adds entry k's correction to the
-/// lane's share of the group's expansion `ew` (core/ewald_expansion_k.h); kEwaldPerCell: every (cell, entry)
-/// pair adds its own correction (aLo.w holds the node's S).
+/// compile-time trip count that unrolls). Ew = kEwaldPerCell: every (cell, entry) pair adds its own correction
+/// (aLo.w holds the node's S).
 template <int Order, bool Accel, int CPL, bool Split, bool Full, int Ew>
 __device__ __forceinline__ void evalApprox(const WarpLists<Order>& L, int count, Targets<CPL>& T,
-                                           const EwaldDeviceView& ev, LaneExpansion ew, int lane) {
+                                           const EwaldDeviceView& ev) {
   float p[CPL], fx[CPL], fy[CPL], fz[CPL], qx[CPL], qy[CPL], qz[CPL];
 #pragma unroll
   for (int c = 0; c < CPL; ++c) p[c] = fx[c] = fy[c] = fz[c] = qx[c] = qy[c] = qz[c] = 0.0f;
   const int m = Full ? 32 : count;
-  if (Ew == kEwaldExpand && lane < m) {
-    const float4 s = L.aPos[lane], sl = L.aLo[lane];
-    float q[6], qf[6];
-    entryQuadrupole(L, lane, q);
-    plainQuadrupole<Accel>(q, qf);
-    ewaldLocalAddNode<Order>(ev, -(s.x + sl.x), -(s.y + sl.y), -(s.z + sl.z), s.w, qf, sl.w, ew);
-  }
   AG_UNROLL(AG_WALK_APPROX_UNROLL)
   for (int k = 0; k < m; ++k) {
     const float4 s = L.aPos[k];
@@ -197,15 +185,11 @@ __device__ __forceinline__ void evalApprox(const WarpLists<Order>& L, int count,
 /// nearest image, then the correction (C(0) for the cell itself).
 template <int Order, bool Accel, int CPL, bool Split, bool Full, int Ew>
 __device__ __forceinline__ void evalDirect(const WarpLists<Order>& L, int count, Targets<CPL>& T,
-                                           const EwaldDeviceView& ev, LaneExpansion ew, int lane) {
+                                           const EwaldDeviceView& ev) {
   float p[CPL], fx[CPL], fy[CPL], fz[CPL];
 #pragma unroll
   for (int c = 0; c < CPL; ++c) p[c] = fx[c] = fy[c] = fz[c] = 0.0f;
   const int m = Full ? 32 : count;
-  if (Ew == kEwaldExpand && lane < m) {
-    const float4 s = L.dPos[lane], sl = L.dLo[lane];
-    ewaldLocalAddCell(ev, -(s.x + sl.x), -(s.y + sl.y), -(s.z + sl.z), s.w, ew);
-  }
 #pragma unroll 8
   for (int k = 0; k < m; ++k) {
     const float4 s = L.dPos[k];
@@ -279,37 +263,42 @@ __device__ __forceinline__ void shiftDirect(WarpLists<Order>& L, int rem, int la
 /// (warp-uniform).
 template <int Order, bool Accel, int CPL, int Ew, bool Full>
 __device__ __forceinline__ void flushApprox(const WarpLists<Order>& L, int count, Targets<CPL>& T, bool split,
-                                            const EwaldDeviceView& ev, LaneExpansion ew, int lane) {
-  if (split) evalApprox<Order, Accel, CPL, true, Full, Ew>(L, count, T, ev, ew, lane);
-  else evalApprox<Order, Accel, CPL, false, Full, Ew>(L, count, T, ev, ew, lane);
+                                            const EwaldDeviceView& ev) {
+  if (split) evalApprox<Order, Accel, CPL, true, Full, Ew>(L, count, T, ev);
+  else evalApprox<Order, Accel, CPL, false, Full, Ew>(L, count, T, ev);
 }
 
 /// As flushApprox for the direct list.
 template <int Order, bool Accel, int CPL, int Ew, bool Full>
 __device__ __forceinline__ void flushDirect(const WarpLists<Order>& L, int count, Targets<CPL>& T, bool split,
-                                            const EwaldDeviceView& ev, LaneExpansion ew, int lane) {
-  if (split) evalDirect<Order, Accel, CPL, true, Full, Ew>(L, count, T, ev, ew, lane);
-  else evalDirect<Order, Accel, CPL, false, Full, Ew>(L, count, T, ev, ew, lane);
+                                            const EwaldDeviceView& ev) {
+  if (split) evalDirect<Order, Accel, CPL, true, Full, Ew>(L, count, T, ev);
+  else evalDirect<Order, Accel, CPL, false, Full, Ew>(L, count, T, ev);
 }
 
 /// core/ewald_lookup_k.h periodicNodeImage bit for bit (every operation rounded on its own, as the MAC): the
 /// node's image nearest the group's centre, and whether the group may use its expansion there.
 __device__ __forceinline__ bool periodicNodeImageExact(const EwaldDeviceView& v, const double* lo, const double* hi,
-                                                       const D4& mac, double* shifted) {
+                                                       const D4& mac, double* shifted, int* image, bool& hoistable) {
   const double com[3] = {mac.x, mac.y, mac.z};
-  bool ok = true;
+  bool ok = true, hoist = true;
 #pragma unroll
   for (int d = 0; d < 3; ++d) {
     shifted[d] = com[d];
+    image[d] = 0;
     if (v.period[d] <= 0) continue;
     const double P = v.period[d];
     const double sep = __dsub_rn(__dmul_rn(0.5, __dadd_rn(lo[d], hi[d])), com[d]);
-    const double ni = __dsub_rn(sep, __dmul_rn(P, rint(__dmul_rn(sep, v.invPeriod[d]))));
+    const double k = rint(__dmul_rn(sep, v.invPeriod[d]));
+    image[d] = int(k);
+    const double ni = __dsub_rn(sep, __dmul_rn(P, k));
     shifted[d] = __dadd_rn(com[d], __dsub_rn(sep, ni));
     const double up = __dsub_rn(hi[d], shifted[d]), down = __dsub_rn(shifted[d], lo[d]);
     const double far = up > down ? up : down;
     ok = ok && far <= v.reach[d] && __dsub_rn(P, far) > mac.w;
+    hoist = hoist && __dsub_rn(P, far) > __dmul_rn(kEwaldHoistMargin, mac.w);
   }
+  hoistable = ok && hoist;
   return ok;
 }
 
@@ -328,15 +317,90 @@ __device__ __forceinline__ double imageNearCentre(double x, double c, double P, 
 #else
 #define AG_WALK_BOUNDS __launch_bounds__(kWalkThreads)  // not (.., 1): that lets ptxas take 101 registers, not 72
 #endif
+// The periodic image walk's registers, potential only: capped for -DAG_WALK_IMAGES_MIN_BLOCKS=N blocks per SM (7
+// measured best: 90 -> 72 registers, 52.1 -> 49.4 ms at 256^3; with accelerations the cap cost time, so that kernel
+// keeps ptxas's choice; bench/RESULTS.md).
+#ifndef AG_WALK_IMAGES_MIN_BLOCKS
+#define AG_WALK_IMAGES_MIN_BLOCKS 7
+#endif
+// The correction kernel's register cap (blocks per SM).
+#ifndef AG_EWALD_CORRECTION_MIN_BLOCKS
+#define AG_EWALD_CORRECTION_MIN_BLOCKS 4
+#endif
 // The periodic kernels' registers (the Ewald expansion's 20 coefficients and the table lookup) are capped so that
 // this many blocks fit: -DAG_WALK_EWALD_MIN_BLOCKS=N (bench/RESULTS.md has the measurement behind the default).
 #ifndef AG_WALK_EWALD_MIN_BLOCKS
 #define AG_WALK_EWALD_MIN_BLOCKS 4
 #endif
 
-/// Ew: kNoEwald (isolated), or one of the two periodic kernels. A periodic walk is two launches: kEwaldExpand
-/// walks the groups that take the expansion and counts the others (kSkippedGroups), kEwaldPerCell walks those;
-/// one kernel for both would carry the per-pair correction's registers into the common case.
+/// A group's cells (CPL per lane: lane + 32 c; tv: the lane holds a cell) and the bounding box of their centres
+/// (core/groups.cpp), the same on every lane.
+template <int CPL>
+__device__ __forceinline__ void loadGroup(const WalkParams& p, unsigned gb, int nt, int lane, double* px, double* py,
+                                          double* pz, bool* tv, double* lo, double* hi) {
+#pragma unroll
+  for (int d = 0; d < 3; ++d) {
+    lo[d] = CUDART_INF;
+    hi[d] = -CUDART_INF;
+  }
+#pragma unroll
+  for (int c = 0; c < CPL; ++c) {
+    const int t = lane + 32 * c;
+    tv[c] = t < nt;
+    const D4 cell = p.cells[gb + (tv[c] ? t : 0)];
+    px[c] = cell.x;
+    py[c] = cell.y;
+    pz[c] = cell.z;
+    if (tv[c]) {
+      lo[0] = stdMin(lo[0], px[c]); hi[0] = stdMax(hi[0], px[c]);
+      lo[1] = stdMin(lo[1], py[c]); hi[1] = stdMax(hi[1], py[c]);
+      lo[2] = stdMin(lo[2], pz[c]); hi[2] = stdMax(hi[2], pz[c]);
+    }
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) {
+#pragma unroll
+    for (int d = 0; d < 3; ++d) {
+      lo[d] = stdMin(lo[d], __shfl_xor_sync(kFull, lo[d], off));
+      hi[d] = stdMax(hi[d], __shfl_xor_sync(kFull, hi[d], off));
+    }
+  }
+}
+
+/// The MAC for the group (warp-wide: every lane calls it, `candidate` per lane): the box test, then with Vote the
+/// per-cell vote for the nodes the box rejects.
+template <int CPL, bool Vote>
+__device__ __forceinline__ bool nodeAccepted(bool candidate, const double* com, double macRadius, const double* lo,
+                                             const double* hi, const double* px, const double* py, const double* pz,
+                                             const bool* tv, int lane) {
+  bool acc = candidate && macAcceptsExact(com[0], com[1], com[2], macRadius, lo, hi);
+  if (Vote) {
+    // A node the box accepts, every cell of the box accepts: rounding is monotonic, so a point's computed
+    // distance is never below the box's. Only the others go to the per-cell vote, one node at a time.
+    unsigned todo = __ballot_sync(kFull, candidate && !acc);
+    unsigned accMask = 0;
+    while (todo) {
+      const int k = __ffs(todo) - 1;
+      todo &= todo - 1;
+      const double cx = __shfl_sync(kFull, com[0], k), cy = __shfl_sync(kFull, com[1], k);
+      const double cz = __shfl_sync(kFull, com[2], k), r = __shfl_sync(kFull, macRadius, k);
+      bool ok = true;
+#pragma unroll
+      for (int c = 0; c < CPL; ++c) {
+        const double pt[3] = {px[c], py[c], pz[c]};
+        if (tv[c]) ok = ok && macAcceptsExact(cx, cy, cz, r, pt, pt);
+      }
+      if (__all_sync(kFull, ok)) accMask |= 1u << k;
+    }
+    acc = acc || (candidate && ((accMask >> lane) & 1u));
+  }
+  return acc;
+}
+
+/// Ew: kNoEwald (isolated), or one of the two periodic kernels. A periodic walk is up to three launches:
+/// kEwaldExpand walks the groups that take the expansion and counts the others (kSkippedGroups), kEwaldPerCell
+/// walks those, and ewaldCorrectionKernel adds the expanding groups' corrections; one kernel for all would carry
+/// the table code's registers into the common case.
 template <int Order, bool Accel, int CPL, bool Vote, int Ew>
 __device__ __forceinline__ void walkBody(const WalkParams& p) {
   constexpr bool Periodic = Ew != kNoEwald;
@@ -345,6 +409,8 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
   WarpLists<Order>& L = lists[threadIdx.x >> 5];
   const unsigned warpId = blockIdx.x * kWalkWarpsPerBlock + (threadIdx.x >> 5);
   unsigned* const queue = p.queue + std::size_t(warpId) * p.queueCap;
+  // the expansion kernel's image tags, one per queue entry (core/ewald_expansion_k.h, hoisted corrections)
+  unsigned char* const qtag = Ew == kEwaldExpand ? p.queueTag + std::size_t(warpId) * p.queueCap : nullptr;
   const unsigned qmask = p.queueCap - 1;
   volatile unsigned* const overflowFlag = p.counters + kOverflowNeed;
 
@@ -360,34 +426,10 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
     const int nt = int(min(p.groupSize, p.n - gb));
 
     // ---- the group: targets, bounding box of the cell centres (core/groups.cpp), centre
-    double px[CPL], py[CPL], pz[CPL];
+    double px[CPL], py[CPL], pz[CPL], lo[3], hi[3];
     bool tv[CPL];
-    double lo[3] = {CUDART_INF, CUDART_INF, CUDART_INF}, hi[3] = {-CUDART_INF, -CUDART_INF, -CUDART_INF};
-    double hmin = CUDART_INF;  // smallest cell of the group (scaled)
-#pragma unroll
-    for (int c = 0; c < CPL; ++c) {
-      const int t = lane + 32 * c;
-      tv[c] = t < nt;
-      const D4 cell = p.cells[gb + (tv[c] ? t : 0)];
-      px[c] = cell.x;
-      py[c] = cell.y;
-      pz[c] = cell.z;
-      if (tv[c]) {
-        lo[0] = stdMin(lo[0], px[c]); hi[0] = stdMax(hi[0], px[c]);
-        lo[1] = stdMin(lo[1], py[c]); hi[1] = stdMax(hi[1], py[c]);
-        lo[2] = stdMin(lo[2], pz[c]); hi[2] = stdMax(hi[2], pz[c]);
-        hmin = p.groupHmin[g];
-      }
-    }
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) {
-#pragma unroll
-      for (int d = 0; d < 3; ++d) {
-        lo[d] = stdMin(lo[d], __shfl_xor_sync(kFull, lo[d], off));
-        hi[d] = stdMax(hi[d], __shfl_xor_sync(kFull, hi[d], off));
-      }
-      hmin = stdMin(hmin, __shfl_xor_sync(kFull, hmin, off));
-    }
+    loadGroup<CPL>(p, gb, nt, lane, px, py, pz, tv, lo, hi);
+    const double hmin = p.groupHmin[g];  // smallest cell of the group (scaled)
     const double gcx = 0.5 * (lo[0] + hi[0]), gcy = 0.5 * (lo[1] + hi[1]), gcz = 0.5 * (lo[2] + hi[2]);
     const double ex = hi[0] - lo[0], ey = hi[1] - lo[1], ez = hi[2] - lo[2];
     // warp-uniform: every lane has the same box and hmin
@@ -402,13 +444,6 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
       }
     }
     constexpr bool expand = Ew == kEwaldExpand;
-    constexpr int kEw = expand ? kEwaldLocalCoefs : 1;
-    __shared__ float ewShared[kWalkWarpsPerBlock][kEw][32];
-    const LaneExpansion ew{&ewShared[threadIdx.x >> 5][0][lane]};
-    if (expand) {
-#pragma unroll
-      for (int k = 0; k < kEw; ++k) ew[k] = 0.0f;
-    }
     Targets<CPL> T;
 #pragma unroll
     for (int c = 0; c < CPL; ++c) {
@@ -425,6 +460,7 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
     unsigned head = 0, tail = 1;
     bool overflow = false;
     if (lane == 0) queue[0] = 0u;  // the root
+    if (expand && lane == 0) qtag[0] = 0;
     __syncwarp();
     while (head < tail) {
       const unsigned batch = min(32u, tail - head);
@@ -432,6 +468,7 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
       const unsigned from = lifo ? tail - batch : head;
       const bool valid = unsigned(lane) < batch;
       const unsigned node = valid ? queue[(from + lane) & qmask] : 0u;
+      const unsigned tag = expand && valid ? unsigned(qtag[(from + lane) & qmask]) : 0u;
       if (lifo) tail -= batch;
       else head += batch;
       // The slots just read are reused no earlier than step 3 (after several __syncwarp): a LIFO pop frees them
@@ -451,34 +488,25 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
         if (Order >= 2) mq1 = p.nodeMQ[2 * std::size_t(node) + 1];
       }
       const bool live = valid && mac.w >= 0.0;  // mass > 0
-      // periodic: the node's image nearest the group; a node unusable there is opened (cpu_walk.cpp buildLists)
+      // periodic: the node's image nearest the group; a node unusable there is opened (cpu_walk.cpp buildLists).
+      // Below a hoisted node: that node's image, no test.
       double com[3] = {mac.x, mac.y, mac.z};
-      const bool usable = !Periodic || !live || periodicNodeImageExact(p.ewald, lo, hi, mac, com);
-
-      bool acc = live && usable && macAcceptsExact(com[0], com[1], com[2], mac.w, lo, hi);
-      if (Vote) {
-        // A node the box accepts, every cell of the box accepts: rounding is monotonic, so a point's computed
-        // distance is never below the box's. Only the others go to the per-cell vote, one node at a time.
-        unsigned todo = __ballot_sync(kFull, live && usable && !acc);
-        unsigned accMask = 0;
-        while (todo) {
-          const int k = __ffs(todo) - 1;
-          todo &= todo - 1;
-          const double cx = __shfl_sync(kFull, com[0], k), cy = __shfl_sync(kFull, com[1], k);
-          const double cz = __shfl_sync(kFull, com[2], k), r = __shfl_sync(kFull, mac.w, k);
-          bool ok = true;
+      int image[3] = {0, 0, 0};
+      bool usable = true, hoistable = false;
+      if (expand && tag) {
 #pragma unroll
-          for (int c = 0; c < CPL; ++c) {
-            const double pt[3] = {px[c], py[c], pz[c]};
-            if (tv[c]) ok = ok && macAcceptsExact(cx, cy, cz, r, pt, pt);
-          }
-          if (__all_sync(kFull, ok)) accMask |= 1u << k;
-        }
-        acc = acc || (live && ((accMask >> lane) & 1u));
+        for (int d = 0; d < 3; ++d) com[d] = taggedImage(com[d], tag, d, p.ewald.period[d]);
+      } else if (Periodic && live) {
+        usable = periodicNodeImageExact(p.ewald, lo, hi, mac, com, image, hoistable);
       }
+
+      const bool acc = nodeAccepted<CPL, Vote>(live && usable, com, mac.w, lo, hi, px, py, pz, tv, lane);
       const bool open = live && !acc;
       const bool leaf = open && topo.w == 0u;
       const bool inner = open && topo.w != 0u;
+      // a hoisted node (its subtree's correction is ewaldCorrectionKernel's): its subtree inherits its image
+      unsigned childTag = tag;
+      if (expand && p.hoistCorrection && open && !tag && hoistable) childTag = hoistedImageTag(image);
 
       // 1. accepted nodes -> approximate list
       const unsigned am = __ballot_sync(kFull, acc);
@@ -489,7 +517,7 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
         splitRel(com[1], gcy, h.y, l.y);
         splitRel(com[2], gcz, h.z, l.z);
         h.w = mq0.x;
-        l.w = Periodic ? mq1.w : 0.f;  // the node's S (times massScale) for the Ewald correction
+        l.w = Ew == kEwaldPerCell ? mq1.w : 0.f;  // the node's S (times massScale) for the per-pair correction
         L.aPos[pos] = h;
         L.aLo[pos] = l;
         if (Order >= 2) {
@@ -503,7 +531,7 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
       accepted += __popc(am);
       __syncwarp();
       if (aCount >= 32) {
-        flushApprox<Order, Accel, CPL, Ew, true>(L, 32, T, split, p.ewald, ew, lane);
+        flushApprox<Order, Accel, CPL, Ew, true>(L, 32, T, split, p.ewald);
         shiftApprox(L, aCount - 32, lane);
         aCount -= 32;
       }
@@ -525,10 +553,15 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
         }
         const unsigned first = __shfl_sync(kFull, topo.x, s);
         const unsigned before = __shfl_sync(kFull, excl, s);
+        const unsigned ctag = expand ? __shfl_sync(kFull, childTag, s) : 0u;
         const unsigned chunk = min(32u, leafCells - t0);
         if (unsigned(lane) < chunk) {
           D4 c = p.cells[first + (v - before)];
-          if (expand) {  // the image nearest the group's centre (core/ewald_expansion_k.h)
+          if (expand && ctag) {  // the hoisted node's image
+            c.x = taggedImage(c.x, ctag, 0, p.ewald.period[0]);
+            c.y = taggedImage(c.y, ctag, 1, p.ewald.period[1]);
+            c.z = taggedImage(c.z, ctag, 2, p.ewald.period[2]);
+          } else if (expand) {  // the image nearest the group's centre (core/ewald_expansion_k.h)
             c.x = imageNearCentre(c.x, gcx, p.ewald.period[0], p.ewald.invPeriod[0]);
             c.y = imageNearCentre(c.y, gcy, p.ewald.period[1], p.ewald.invPeriod[1]);
             c.z = imageNearCentre(c.z, gcz, p.ewald.period[2], p.ewald.invPeriod[2]);
@@ -545,7 +578,7 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
         dCount += int(chunk);
         __syncwarp();
         if (dCount >= 32) {
-          flushDirect<Order, Accel, CPL, Ew, true>(L, 32, T, split, p.ewald, ew, lane);
+          flushDirect<Order, Accel, CPL, Ew, true>(L, 32, T, split, p.ewald);
           shiftDirect(L, dCount - 32, lane);
           dCount -= 32;
         }
@@ -563,7 +596,10 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
       }
       if (inner) {
         const unsigned base = tail + cincl - nc;
-        for (unsigned k = 0; k < nc; ++k) queue[(base + k) & qmask] = topo.z + k;
+        for (unsigned k = 0; k < nc; ++k) {
+          queue[(base + k) & qmask] = topo.z + k;
+          if (expand) qtag[(base + k) & qmask] = static_cast<unsigned char>(childTag);
+        }
       }
       tail += pushed;
       peak = max(peak, need);
@@ -572,30 +608,9 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
     if (overflow) break;  // the host reruns the whole walk with a larger queue
 
     // ---- the remaining entries, then the results
-    if (aCount > 0) flushApprox<Order, Accel, CPL, Ew, false>(L, aCount, T, split, p.ewald, ew, lane);
-    if (dCount > 0) flushDirect<Order, Accel, CPL, Ew, false>(L, dCount, T, split, p.ewald, ew, lane);
+    if (aCount > 0) flushApprox<Order, Accel, CPL, Ew, false>(L, aCount, T, split, p.ewald);
+    if (dCount > 0) flushDirect<Order, Accel, CPL, Ew, false>(L, dCount, T, split, p.ewald);
     __syncwarp();  // the lists are rewritten by the next group
-    if (expand) {
-      // the lanes' shares of the expansion summed over the warp, then evaluated at every cell
-      float a[kEw];
-#pragma unroll
-      for (int k = 0; k < kEw; ++k) {
-        a[k] = ew[k];
-#pragma unroll
-        for (int off = 16; off > 0; off >>= 1) a[k] += __shfl_xor_sync(kFull, a[k], off);
-      }
-#pragma unroll
-      for (int c = 0; c < CPL; ++c) {
-        float ph = 0.f, ex = 0.f, ey = 0.f, ez = 0.f;
-        ewaldLocalEval<Accel>(a, T.tx[c] + T.txl[c], T.ty[c] + T.tyl[c], T.tz[c] + T.tzl[c], ph, ex, ey, ez);
-        T.phi[c] += double(ph);
-        if (Accel) {
-          T.gx[c] += double(ex);
-          T.gy[c] += double(ey);
-          T.gz[c] += double(ez);
-        }
-      }
-    }
 #pragma unroll
     for (int c = 0; c < CPL; ++c) {
       if (tv[c]) {
@@ -619,25 +634,157 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
   }
 }
 
-/// The kernels: one body, two register budgets (isolated: ptxas's own choice; periodic: capped, see above).
+/// The kernels: one body, two register budgets (isolated and the periodic walk that only places images: ptxas's
+/// own choice; the per-pair periodic walk: capped, see above).
 template <int Order, bool Accel, int CPL, bool Vote>
 __global__ void AG_WALK_BOUNDS walkKernel(const WalkParams p) {
   walkBody<Order, Accel, CPL, Vote, kNoEwald>(p);
+}
+template <int Order, bool Accel, int CPL, bool Vote>
+__global__ void AG_WALK_BOUNDS walkKernelImagesAccel(const WalkParams p) {
+  walkBody<Order, Accel, CPL, Vote, kEwaldExpand>(p);
+}
+template <int Order, bool Accel, int CPL, bool Vote>
+__global__ void __launch_bounds__(kWalkThreads, AG_WALK_IMAGES_MIN_BLOCKS) walkKernelImagesPot(const WalkParams p) {
+  walkBody<Order, Accel, CPL, Vote, kEwaldExpand>(p);
 }
 template <int Order, bool Accel, int CPL, bool Vote, int Ew>
 __global__ void __launch_bounds__(kWalkThreads, AG_WALK_EWALD_MIN_BLOCKS) walkKernelEwald(const WalkParams p) {
   walkBody<Order, Accel, CPL, Vote, Ew>(p);
 }
 
+/// The Ewald correction of the groups that take the expansion (core/ewald_expansion_k.h), launched after the walk
+/// (kEwaldExpand) has written their phi: the walk's traversal again, but only down to the nodes that carry a
+/// correction (cpu_walk.cpp buildLists): accepted and hoisted nodes take theirs at their image and are not descended,
+/// opened leaves that are neither give their cells' (each at its image nearest the centre). So it visits the top
+/// of the tree only. Each lane sums its entries in registers; the warp's sum is evaluated at every cell and added.
+template <int Order, bool Accel, int CPL, bool Vote>
+__global__ void __launch_bounds__(kWalkThreads, AG_EWALD_CORRECTION_MIN_BLOCKS)
+    ewaldCorrectionKernel(const WalkParams p) {
+  const int lane = threadIdx.x & 31;
+  const unsigned warpId = blockIdx.x * kWalkWarpsPerBlock + (threadIdx.x >> 5);
+  unsigned* const queue = p.queue + std::size_t(warpId) * p.queueCap;
+  const unsigned qmask = p.queueCap - 1;
+  volatile unsigned* const overflowFlag = p.counters + kOverflowNeed;
+  const EwaldDeviceView& ev = p.ewald;
+  unsigned peak = 0;
+  for (;;) {
+    unsigned g = 0;
+    if (lane == 0) g = *overflowFlag ? p.numGroups : atomicAdd(p.counters + kNextGroup, 1u);
+    g = __shfl_sync(kFull, g, 0);
+    if (g >= p.numGroups) break;
+    const unsigned gb = g * p.groupSize;
+    const int nt = int(min(p.groupSize, p.n - gb));
+    double px[CPL], py[CPL], pz[CPL], lo[3], hi[3];
+    bool tv[CPL];
+    loadGroup<CPL>(p, gb, nt, lane, px, py, pz, tv, lo, hi);
+    if (!(p.ewaldExpansion && ewaldGroupExpands(ev, lo, hi))) continue;  // the per-pair kernel's group
+    const double gc[3] = {0.5 * (lo[0] + hi[0]), 0.5 * (lo[1] + hi[1]), 0.5 * (lo[2] + hi[2])};
+    float a[kEwaldLocalCoefs];
+#pragma unroll
+    for (int k = 0; k < kEwaldLocalCoefs; ++k) a[k] = 0.0f;
+    unsigned head = 0, tail = 1;
+    bool overflow = false;
+    if (lane == 0) queue[0] = 0u;  // the root
+    __syncwarp();
+    while (head < tail) {  // the walk's ring (walkBody)
+      const unsigned batch = min(32u, tail - head);
+      const bool lifo = tail - head > (p.queueCap >> 1);
+      const unsigned from = lifo ? tail - batch : head;
+      const bool valid = unsigned(lane) < batch;
+      const unsigned node = valid ? queue[(from + lane) & qmask] : 0u;
+      if (lifo) tail -= batch;
+      else head += batch;
+      const unsigned keepFrom = lifo ? head : from;
+      D4 mac;
+      mac.x = mac.y = mac.z = 0.0;
+      mac.w = -1.0;
+      uint4 topo = make_uint4(0u, 0u, 0u, 0u);
+      if (valid) {
+        mac = p.nodeMac[node];
+        topo = p.topo[node];
+      }
+      const bool live = valid && mac.w >= 0.0;
+      double com[3] = {mac.x, mac.y, mac.z};
+      int image[3] = {0, 0, 0};
+      bool hoistable = false;
+      const bool usable = live && periodicNodeImageExact(ev, lo, hi, mac, com, image, hoistable);
+      const bool acc = nodeAccepted<CPL, Vote>(usable, com, mac.w, lo, hi, px, py, pz, tv, lane);
+      const bool open = live && !acc;
+      const bool hoisted = open && p.hoistCorrection && hoistable && hoistedImageTag(image) != 0u;
+      if (acc || hoisted) {
+        const float4 mq0 = p.nodeMQ[2 * std::size_t(node)];
+        const float4 mq1 = Order >= 2 ? p.nodeMQ[2 * std::size_t(node) + 1] : make_float4(0.f, 0.f, 0.f, 0.f);
+        const float q[6] = {mq0.y, mq0.z, mq0.w, mq1.x, mq1.y, mq1.z};
+        ewaldLocalAddNode<Order>(ev, float(gc[0] - com[0]), float(gc[1] - com[1]), float(gc[2] - com[2]), mq0.x, q,
+                                 mq1.w, a);
+      } else if (open && topo.w == 0u) {
+        // a leaf with no usable ancestor (shallow trees only: hoisting stops the traversal above the leaves)
+        for (unsigned j = 0; j < topo.y; ++j) {
+          const D4 c = p.cells[topo.x + j];
+          const double x = imageNearCentre(c.x, gc[0], ev.period[0], ev.invPeriod[0]);
+          const double y = imageNearCentre(c.y, gc[1], ev.period[1], ev.invPeriod[1]);
+          const double z = imageNearCentre(c.z, gc[2], ev.period[2], ev.invPeriod[2]);
+          ewaldLocalAddCell(ev, float(gc[0] - x), float(gc[1] - y), float(gc[2] - z), float(c.w * p.massScale), a);
+        }
+      }
+      const bool inner = open && !hoisted && topo.w != 0u;
+      const unsigned nc = inner ? topo.w : 0u;
+      const unsigned cincl = warpInclusiveScan(nc, lane);
+      const unsigned pushed = __shfl_sync(kFull, cincl, 31);
+      const unsigned need = tail + pushed - keepFrom;
+      if (need > p.queueCap) {
+        if (lane == 0) atomicMax(p.counters + kOverflowNeed, need);
+        overflow = true;
+        break;
+      }
+      if (inner) {
+        const unsigned base = tail + cincl - nc;
+        for (unsigned k = 0; k < nc; ++k) queue[(base + k) & qmask] = topo.z + k;
+      }
+      tail += pushed;
+      peak = max(peak, need);
+      __syncwarp();
+    }
+    if (overflow) break;  // the host reruns every pass with a larger queue
+#pragma unroll
+    for (int k = 0; k < kEwaldLocalCoefs; ++k) {
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) a[k] += __shfl_xor_sync(kFull, a[k], off);
+    }
+#pragma unroll
+    for (int c = 0; c < CPL; ++c) {
+      if (!tv[c]) continue;
+      float ph = 0.f, ex = 0.f, ey = 0.f, ez = 0.f;
+      ewaldLocalEval<Accel>(a, float(px[c] - gc[0]), float(py[c] - gc[1]), float(pz[c] - gc[2]), ph, ex, ey, ez);
+      const unsigned i = gb + unsigned(lane + 32 * c);
+      p.phi[i] += double(ph) * p.invMassScale;  // the walk wrote phi as foldSelfTerm: sums times invMassScale
+      if (Accel) {
+        p.gx[i] += double(ex);
+        p.gy[i] += double(ey);
+        p.gz[i] += double(ez);
+      }
+    }
+  }
+  if (lane == 0) atomicMax(p.counters + kQueuePeak, peak);
+}
+
 using WalkFn = void (*)(const WalkParams);
 
 template <int Order, bool Accel, int CPL, int Ew>
 WalkFn pickVote(const WalkConfig& c) {
-  return c.vote ? walkKernelEwald<Order, Accel, CPL, true, Ew> : walkKernelEwald<Order, Accel, CPL, false, Ew>;
+  if constexpr (Ew == kEwaldExpand && Accel)
+    return c.vote ? walkKernelImagesAccel<Order, Accel, CPL, true> : walkKernelImagesAccel<Order, Accel, CPL, false>;
+  else if constexpr (Ew == kEwaldExpand)
+    return c.vote ? walkKernelImagesPot<Order, Accel, CPL, true> : walkKernelImagesPot<Order, Accel, CPL, false>;
+  else
+    return c.vote ? walkKernelEwald<Order, Accel, CPL, true, Ew> : walkKernelEwald<Order, Accel, CPL, false, Ew>;
 }
 template <int Order, bool Accel, int CPL>
 WalkFn pickEwald(const WalkConfig& c) {
   if (!c.periodic) return c.vote ? walkKernel<Order, Accel, CPL, true> : walkKernel<Order, Accel, CPL, false>;
+  if (c.ewaldCorrection)
+    return c.vote ? ewaldCorrectionKernel<Order, Accel, CPL, true> : ewaldCorrectionKernel<Order, Accel, CPL, false>;
   return c.perCellEwald ? pickVote<Order, Accel, CPL, kEwaldPerCell>(c) : pickVote<Order, Accel, CPL, kEwaldExpand>(c);
 }
 template <int Order, bool Accel>

@@ -154,6 +154,7 @@ struct WalkParams {
   unsigned n, groupSize, numGroups;
   double massScale;
   unsigned* queue;       ///< queueCap entries per warp of the grid
+  unsigned char* queueTag;  ///< the periodic expansion kernel: each queue entry's image tag (core/ewald_expansion_k.h)
   unsigned queueCap;     ///< power of two
   unsigned* counters;    ///< WalkCounter
   unsigned long long* interactions;  ///< [0] approx, [1] direct
@@ -162,6 +163,7 @@ struct WalkParams {
   bool selfPotential;                ///< a self term is added (its coefficient is not 0)
   EwaldDeviceView ewald;             ///< periodic walks (WalkConfig::periodic)
   bool ewaldExpansion = true;        ///< SolveOptions::ewaldExpansion
+  bool hoistCorrection = true;       ///< expanding groups take corrections at hoisted nodes (cpu_walk.h WalkPass)
 };
 
 /// Before the walk (kernel_finish.cu): groupHmin[g] = smallest size of group g, then (selfCoef != 0)
@@ -176,9 +178,11 @@ struct WalkConfig {
   int cellsPerLane = 1;   ///< 1 (groupSize <= 32) or 2 (groupSize <= 64)
   bool vote = false;      ///< per-cell __all_sync vote instead of the group-box MAC
   bool periodic = false;  ///< nearest images plus the Ewald correction (WalkParams::ewald)
-  /// Periodic walks run in two launches: first the groups that take the Ewald expansion (false), then, if the
-  /// first counted any others (kSkippedGroups), those with per-pair corrections (true).
+  /// Periodic walks run in up to three launches: the walk of the groups that take the Ewald expansion (sources at
+  /// their images, no table code), then, if it counted any others (kSkippedGroups), their walk with per-pair
+  /// corrections (perCellEwald), then the expanding groups' corrections (ewaldCorrection), added to phi.
   bool perCellEwald = false;
+  bool ewaldCorrection = false;
 };
 
 /// Resident blocks per multiprocessor of the walk kernel for this configuration.

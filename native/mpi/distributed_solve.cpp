@@ -182,7 +182,7 @@ Status distributedImpl(const CellsView& cells, const SolveOptions& opt, SolveRes
     orAbort(ex.receive(r, let));
     const double w1 = ex.now();
     waited += w1 - w0;
-    walkGroups(let, L.cells, L.groups, 0, ng, opt, threads, WalkPass{true, false}, wo, ew);
+    walkGroups(let, L.cells, L.groups, 0, ng, opt, threads, WalkPass{true, false, false}, wo, ew);
     remoteWalk += ex.now() - w1;
   }
   const double w0 = ex.now();

@@ -699,7 +699,7 @@ void timeVariant(const Args& a, CudaBackend& gpu, const Cells& cells, int grid, 
               "\"build_s\":%s,\"moments_s\":%s,\"walk_s\":%s,\"download_s\":%s,\"cells_per_s\":%s,"
               "\"interactions_per_cell\":%s,\"approx_per_cell\":%s,\"direct_per_cell\":%s,"
               "\"walk_interactions_per_s\":%s,\"nodes\":%llu,\"depth\":%d,\"device_bytes_per_cell\":%s,"
-              "\"queue_peak\":%u,\"walk_warps\":%d,\"device\":\"%s\"}\n",
+              "\"queue_peak\":%u,\"walk_warps\":%d,\"walk_pass_s\":[%s,%s,%s],\"device\":\"%s\"}\n",
               grid, cells.size(), o.order, o.accelerations ? "true" : "false", o.walk == WalkKind::Vote ? "vote" : "box",
               o.groupSize, o.leafSize, o.anyPeriodic() ? "true" : "false", co.pinnedStaging ? "pinned" : "pageable", co.copyThreads, num(o.theta).c_str(),
               a.reps, num(w).c_str(), num(median(val)).c_str(), num(median(up)).c_str(),
@@ -708,7 +708,8 @@ void timeVariant(const Args& a, CudaBackend& gpu, const Cells& cells, int grid, 
               num(double(r.stats.approxInteractions) / n).c_str(),
               num(double(r.stats.directInteractions) / n).c_str(), num(inter / wk).c_str(),
               (unsigned long long)r.stats.nodes, r.stats.treeDepth, num(cs.deviceBytesPerCell).c_str(),
-              cs.queuePeak, cs.walkWarps, jsonEscape(cs.device).c_str());
+              cs.queuePeak, cs.walkWarps, num(cs.walkPassSeconds[0]).c_str(), num(cs.walkPassSeconds[1]).c_str(),
+              num(cs.walkPassSeconds[2]).c_str(), jsonEscape(cs.device).c_str());
   std::fflush(stdout);
 }
 
