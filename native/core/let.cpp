@@ -35,25 +35,29 @@ struct LetLayout {
 }  // namespace
 
 RankSummary summariseCells(const SortedCells& c) {
+  return summariseCells(c.x.data(), c.y.data(), c.z.data(), c.mass.data(), c.size.data(), c.x.size());
+}
+
+RankSummary summariseCells(const double* x, const double* y, const double* z, const double* mass,
+                           const double* size, std::size_t n) {
   RankSummary s{};
   for (int d = 0; d < 3; ++d) {
     s.centreLo[d] = s.extentLo[d] = INFINITY;
     s.centreHi[d] = s.extentHi[d] = -INFINITY;
   }
-  const std::size_t n = c.x.size();
-  const std::vector<double>* p[3] = {&c.x, &c.y, &c.z};
+  const double* p[3] = {x, y, z};
   double m = 0, mx[3] = {0, 0, 0};
   for (std::size_t i = 0; i < n; ++i) {
-    const double h = 0.5 * c.size[i];
+    const double h = size ? 0.5 * size[i] : 0.0;
     for (int d = 0; d < 3; ++d) {
-      const double v = (*p[d])[i];
+      const double v = p[d][i];
       s.centreLo[d] = std::min(s.centreLo[d], v);
       s.centreHi[d] = std::max(s.centreHi[d], v);
       s.extentLo[d] = std::min(s.extentLo[d], v - h);
       s.extentHi[d] = std::max(s.extentHi[d], v + h);
-      mx[d] += c.mass[i] * v;
+      mx[d] += mass[i] * v;
     }
-    m += c.mass[i];
+    m += mass[i];
   }
   s.mass = m;
   for (int d = 0; d < 3; ++d) s.com[d] = m > 0 ? mx[d] / m : 0.0;

@@ -25,6 +25,11 @@ constexpr int kRankSummaryDoubles = int(sizeof(RankSummary) / sizeof(double));
 /// Summary of the local cells (scaled lengths); a rank with no cells has cellCount 0 and an empty box.
 RankSummary summariseCells(const SortedCells& cells);
 
+/// The same over plain arrays of n scaled cells; without sizes (null) the extent box is the box of the centres
+/// (a GPU rank fills it from its bounds pass).
+RankSummary summariseCells(const double* x, const double* y, const double* z, const double* mass,
+                           const double* size, std::size_t n);
+
 /// The local nodes a remote rank needs, in the breadth-first order of the LET it becomes.
 struct LetSelection {
   enum Kind : std::uint8_t { Accepted = 0, OpenedLeaf = 1, Opened = 2 };

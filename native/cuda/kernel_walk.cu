@@ -527,7 +527,7 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
         const unsigned before = __shfl_sync(kFull, excl, s);
         const unsigned chunk = min(32u, leafCells - t0);
         if (unsigned(lane) < chunk) {
-          D4 c = p.cells[first + (v - before)];
+          D4 c = p.sources[first + (v - before)];  // the targets themselves, or a received LET's cells
           if (expand) {  // the image nearest the group's centre (core/ewald_expansion_k.h)
             c.x = imageNearCentre(c.x, gcx, p.ewald.period[0], p.ewald.invPeriod[0]);
             c.y = imageNearCentre(c.y, gcy, p.ewald.period[1], p.ewald.invPeriod[1]);
@@ -598,7 +598,15 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
     }
 #pragma unroll
     for (int c = 0; c < CPL; ++c) {
-      if (tv[c]) {
+      if (tv[c] && p.accumulate) {  // kernel-uniform: a received LET adds to the local tree's results
+        const unsigned i = gb + unsigned(lane + 32 * c);
+        p.phi[i] = __dadd_rn(p.phi[i], __dmul_rn(T.phi[c], p.invMassScale));
+        if (Accel) {
+          p.gx[i] = __dadd_rn(p.gx[i], T.gx[c]);
+          p.gy[i] = __dadd_rn(p.gy[i], T.gy[c]);
+          p.gz[i] = __dadd_rn(p.gz[i], T.gz[c]);
+        }
+      } else if (tv[c]) {
         const unsigned i = gb + unsigned(lane + 32 * c);
         p.phi[i] = foldSelfTerm(T.phi[c], p.invMassScale, p.selfTerm[i], p.selfPotential);  // phi == selfTerm
         if (Accel) {
@@ -608,9 +616,10 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
         }
       }
     }
-    // as cpu_walk.cpp: every cell meets itself in the opened leaves, and that pair is not an interaction
+    // as cpu_walk.cpp: every cell meets itself in the opened leaves of its own tree, and that pair is not an
+    // interaction
     approxSum += (unsigned long long)nt * accepted;
-    if (cellsOpened > 0) directSum += (unsigned long long)nt * (cellsOpened - 1);
+    if (cellsOpened > 0) directSum += (unsigned long long)nt * (cellsOpened - (p.sources.x == p.cells.x ? 1u : 0u));
   }
   if (lane == 0) {
     if (approxSum) atomicAdd(p.interactions + 0, approxSum);

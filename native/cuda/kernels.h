@@ -162,6 +162,13 @@ struct WalkParams {
   bool selfPotential;                ///< a self term is added (its coefficient is not 0)
   EwaldDeviceView ewald;             ///< periodic walks (WalkConfig::periodic)
   bool ewaldExpansion = true;        ///< SolveOptions::ewaldExpansion
+  /// The cells of the source tree's leaves: `cells` itself for the local tree (each cell meets itself once, not
+  /// counted); a received LET's own cells (mpi/distributed_cuda.cpp), where no pair is a self pair. Read straight
+  /// from the kernel's parameters, as `cells` is: no registers for the choice.
+  DeviceCells sources = {nullptr, nullptr, nullptr, nullptr};
+  /// Add sum * invMassScale to phi and the sums to g (a further source tree; no self term) instead of writing
+  /// phi = foldSelfTerm(..) and g (cpu_walk.h WalkPass::accumulate).
+  bool accumulate = false;
 };
 
 /// Before the walk (kernel_finish.cu): groupHmin[g] = smallest size of group g, then (selfCoef != 0)
