@@ -192,14 +192,35 @@ class CudaBackendImpl final : public CudaBackend {
   }
 
   // ---------------------------------------------------------------- one rank of a distributed solve
-  Status rankOpen(const SolveOptions& opt, std::size_t cells) override {
+  Status rankOpen(const CellsView& cells, const SolveOptions& opt, double lo[3], double hi[3]) override {
     std::lock_guard<std::mutex> lock(mu_);
     return guarded([&]() -> Status {
-      AG_TRY(checkOptions(opt, cells, false));
+      AG_TRY(checkOptions(opt, cells.n, false));
       if (opt.anyPeriodic())
         return Status::error(ErrorCode::InvalidOption, "CUDA backend: distributed periodic solves run on the CPU");
+      // the masses are checked on the host (one array): on the device they go up only after the agreement
+      for (std::size_t i = 0; i < cells.n; ++i)
+        if (!(std::isfinite(cells.mass[i]) && cells.mass[i] >= 0.0)) {
+          const Status v = validateCells(cells, opt);
+          return v.ok() ? Status::error(ErrorCode::Internal, "CUDA backend: mass check and validateCells disagree") : v;
+        }
+      stats_ = CudaStats{};
+      rankT0_ = Clock::now();
       AG_TRY(ensureDevice());
+      stats_.device = deviceName_;
       if (!copyStream_) AG_CUDA_TRY(cudaStreamCreateWithFlags(&copyStream_, cudaStreamNonBlocking));
+      for (int d = 0; d < 3; ++d) {
+        lo[d] = opt.hasBox ? opt.boxLo[d] : INFINITY;
+        hi[d] = opt.hasBox ? opt.boxHi[d] : -INFINITY;
+      }
+      if (cells.n == 0) return Status::success();
+      // positions and sizes up and checked now, so that a bad cell is agreed on, not an abort later
+      AG_TRY(uploadAndBound(cells, opt, false));
+      if (!opt.hasBox)
+        for (int d = 0; d < 3; ++d) {
+          lo[d] = extentLo_[d];
+          hi[d] = extentHi_[d];
+        }
       return Status::success();
     });
   }
@@ -207,11 +228,8 @@ class CudaBackendImpl final : public CudaBackend {
   Status rankBuild(const CellsView& cells, const SolveOptions& opt, double scale, SolveStats& st) override {
     std::lock_guard<std::mutex> lock(mu_);
     return guarded([&]() -> Status {
-      stats_ = CudaStats{};
-      stats_.device = deviceName_;
-      rankT0_ = Clock::now();
       AG_TRY(ensureDevice());
-      AG_TRY(prepareCells(cells, opt, false, scale));
+      AG_TRY(sortAndBuild(cells, opt, false, scale));
       AG_TRY(computeMoments(n_, nodes_, depth_, root_, opt, massScale_));
       AG_CUDA_TRY(cudaEventRecord(events_[4], stream_));  // the tree is complete: the export may copy it
       st.nodes = nodes_;
@@ -240,17 +258,17 @@ class CudaBackendImpl final : public CudaBackend {
       out.y.resize(n);
       out.z.resize(n);
       out.cellMass.resize(n);
-      // on the second stream, after the moments: the walk reads these arrays and writes none of them
-      cudaStream_t c = copyStream_;
-      AG_CUDA_TRY(cudaStreamWaitEvent(c, events_[4], 0));
-      AG_CUDA_TRY(cudaMemcpyAsync(topo.data(), topoPtr_, nodes * sizeof(uint4), cudaMemcpyDeviceToHost, c));
-      AG_CUDA_TRY(cudaMemcpyAsync(mac.data(), nodeMacPtr_, nodes * sizeof(D4), cudaMemcpyDeviceToHost, c));
-      AG_CUDA_TRY(cudaMemcpyAsync(mq.data(), nodeMQPtr_, 2 * nodes * sizeof(float4), cudaMemcpyDeviceToHost, c));
-      const double* from[4] = {sortedCells_.x, sortedCells_.y, sortedCells_.z, sortedCells_.mass};
-      std::vector<double>* to[4] = {&out.x, &out.y, &out.z, &out.cellMass};
-      for (int k = 0; k < 4; ++k)
-        AG_CUDA_TRY(cudaMemcpyAsync(to[k]->data(), from[k], n * sizeof(double), cudaMemcpyDeviceToHost, c));
-      AG_CUDA_TRY(cudaStreamSynchronize(c));
+      // on the second stream, after the moments (the walk reads these arrays and writes none of them), through
+      // the pinned staging ring as the results' download
+      AG_CUDA_TRY(cudaStreamWaitEvent(copyStream_, events_[4], 0));
+      Transfer t[7] = {{topo.data(), topoPtr_, nodes * sizeof(uint4)},
+                       {mac.data(), nodeMacPtr_, nodes * sizeof(D4)},
+                       {mq.data(), nodeMQPtr_, 2 * nodes * sizeof(float4)},
+                       {out.x.data(), const_cast<double*>(sortedCells_.x), n * sizeof(double)},
+                       {out.y.data(), const_cast<double*>(sortedCells_.y), n * sizeof(double)},
+                       {out.z.data(), const_cast<double*>(sortedCells_.z), n * sizeof(double)},
+                       {out.cellMass.data(), const_cast<double*>(sortedCells_.mass), n * sizeof(double)}};
+      AG_TRY(copyOut(t, 7, copyStream_));
       out.cellBegin.resize(nodes);
       out.cellCount.resize(nodes);
       out.childBegin.resize(nodes);
@@ -627,11 +645,28 @@ class CudaBackendImpl final : public CudaBackend {
     return Status::success();
   }
 
-  /// Upload, root cube (this process's cells: chooseRootCube), keys with the length scale `givenScale` (0: the
-  /// root cube's own, lengthScaleFor(side); a distributed solve gives the global one), sort, mass upload, octree
-  /// topology (unless direct), gather into sorted scaled cells, and the sums' arrays. Leaves the solve's state in
-  /// the members (slot_, root_ scaled, scale_, massScale_, nodes_, depth_, sums_). n > 0.
+  /// uploadAndBound, then sortAndBuild (n > 0).
   Status prepareCells(const CellsView& cells, const SolveOptions& opt, bool direct, double givenScale) {
+    AG_TRY(uploadAndBound(cells, opt, direct));
+    return sortAndBuild(cells, opt, direct, givenScale);
+  }
+
+  /// The cells' checks every solve makes on the device (CellChecks; the first bad cell's message from the host's
+  /// validateCells): positions and sizes here, the masses in sortAndBuild.
+  CellChecks cellChecks(const SolveOptions& opt) {
+    CellChecks checks;
+    checks.hasBox = opt.hasBox;
+    for (int d = 0; d < 3; ++d) {
+      checks.boxLo[d] = opt.boxLo[d];
+      checks.boxHi[d] = opt.boxHi[d];
+    }
+    checks.firstBad = walkCounters_.get();
+    return checks;
+  }
+
+  /// The solve's device block, x, y, z, size uploaded, checked, and their extents' bounds (extentLo_, extentHi_)
+  /// and this process's root cube (root_: chooseRootCube, caller's units). n > 0.
+  Status uploadAndBound(const CellsView& cells, const SolveOptions& opt, bool direct) {
     const unsigned n = unsigned(cells.n);
     n_ = n;
     cudaStream_t s = stream_;
@@ -640,7 +675,8 @@ class CudaBackendImpl final : public CudaBackend {
     // ---- the solve's device block: BlockLayout says which phase owns which piece
     std::size_t tailBytes = std::size_t(n) * sizeof(double);  // the direct path's tail: phi
     if (!direct) AG_TRY(tailForTree(n, opt, &tailBytes));
-    const BlockLayout L = layoutFor(n, tailBytes);
+    layout_ = layoutFor(n, tailBytes);
+    const BlockLayout& L = layout_;
     AG_TRY(block_.reserve((L.total + sizeof(double) - 1) / sizeof(double), "the solve's device block"));
     char* const base = reinterpret_cast<char*>(block_.get());
     double* const* slot = slot_;
@@ -656,16 +692,10 @@ class CudaBackendImpl final : public CudaBackend {
     }
     AG_CUDA_TRY(cudaEventRecord(events_[1], s));
 
-    // ---- root cube (chooseRootCube), length scale, keys, sort
+    // ---- checks and root cube (chooseRootCube)
     AG_TRY(bounds_.reserve(7 * kBoundsBlocks + 7, "the bounds reduction"));
     AG_TRY(walkCounters_.reserve(kWalkCounterCount, "counters"));
-    CellChecks checks;
-    checks.hasBox = opt.hasBox;
-    for (int d = 0; d < 3; ++d) {
-      checks.boxLo[d] = opt.boxLo[d];
-      checks.boxHi[d] = opt.boxHi[d];
-    }
-    checks.firstBad = walkCounters_.get();
+    const CellChecks checks = cellChecks(opt);
     AG_CUDA_TRY(cudaMemsetAsync(checks.firstBad, 0xff, sizeof(unsigned), s));
     AG_TRY(launchBounds(slot[0], slot[1], slot[2], nullptr, slot[3], n, checks,
                         bounds_.get(), bounds_.get() + 7 * kBoundsBlocks, s));
@@ -690,7 +720,24 @@ class CudaBackendImpl final : public CudaBackend {
       for (int d = 0; d < 3; ++d) root.lo[d] = hb[d];
       root.side = side;
     }
-    // as sortCellsByKey
+    root_ = root;  // caller's units until sortAndBuild scales it
+    return Status::success();
+  }
+
+  /// Keys with the length scale `givenScale` (0: the root cube's own, lengthScaleFor(side); a distributed solve
+  /// gives the global one), sort, mass upload and check, octree topology (unless direct), gather into sorted
+  /// scaled cells, and the sums' arrays. Leaves the solve's state in the members (slot_, root_ scaled, scale_,
+  /// massScale_, nodes_, depth_, sums_).
+  Status sortAndBuild(const CellsView& cells, const SolveOptions& opt, bool direct, double givenScale) {
+    const unsigned n = n_;
+    cudaStream_t s = stream_;
+    const BlockLayout& L = layout_;
+    char* const base = reinterpret_cast<char*>(block_.get());
+    double* const* slot = slot_;
+    double* hb = static_cast<double*>(small_.get());
+    const CellChecks checks = cellChecks(opt);
+    RootCube root = root_;
+    // ---- length scale, keys, sort (as sortCellsByKey)
     const double scale = givenScale > 0 ? givenScale : lengthScaleFor(root.side);
     const double inv = double(kKeyCells) / root.side;
     // keys in slots 4 and 5, indices in the two index halves (CUB's double buffer)
@@ -814,7 +861,7 @@ class CudaBackendImpl final : public CudaBackend {
       double* host[4] = {dest.potential, dest.ax, dest.ay, dest.az};
       Transfer t[4];
       for (int k = 0; k < nout; ++k) t[k] = Transfer{host[k], res[k], std::size_t(n) * 8};
-      AG_TRY(copyOut(t, nout));
+      AG_TRY(copyOut(t, nout, stream_));
     }
     AG_CUDA_TRY(cudaStreamSynchronize(s));
     stats_.secondsDownload = since(td);
@@ -857,14 +904,15 @@ class CudaBackendImpl final : public CudaBackend {
     return Status::success();
   }
 
-  Status copyOut(const Transfer* t, int count) {
+  /// Device -> host copies on `stream` (the backend's, or the tree export's), complete on return.
+  Status copyOut(const Transfer* t, int count, cudaStream_t stream) {
     if (copt_.pinnedStaging) {
       AG_TRY(staging_->prepare(copt_.stagingChunkBytes, copyThreads(), device_));
-      return staging_->download(t, count, stream_);
+      return staging_->download(t, count, stream);
     }
     for (int k = 0; k < count; ++k)
-      AG_CUDA_TRY(cudaMemcpyAsync(t[k].host, t[k].device, t[k].bytes, cudaMemcpyDeviceToHost, stream_));
-    AG_CUDA_TRY(cudaStreamSynchronize(stream_));
+      AG_CUDA_TRY(cudaMemcpyAsync(t[k].host, t[k].device, t[k].bytes, cudaMemcpyDeviceToHost, stream));
+    AG_CUDA_TRY(cudaStreamSynchronize(stream));
     return Status::success();
   }
 
@@ -1151,6 +1199,7 @@ class CudaBackendImpl final : public CudaBackend {
   // The current solve between its phases (prepareCells onwards; a distributed solve's rank* calls)
   unsigned n_ = 0, nodes_ = 0;
   int depth_ = 0;
+  BlockLayout layout_;
   double* slot_[6] = {};
   double* sums_[4] = {};     ///< phi (the sizes' slot, or the tail for the direct path), gx, gy, gz sums
   RootCube root_;            ///< scaled

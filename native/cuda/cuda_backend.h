@@ -71,9 +71,11 @@ class CudaBackend : public Backend {
   // ---- One rank's share of a distributed solve (mpi/distributed_cuda.cpp calls these in this order; isolated
   //      boxes only). The same semantics as the CPU rank's: root cube of this rank's cells, the caller's (global)
   //      length scale, the same MAC; received LETs are walked with accumulate set and no self pair.
-  /// Before the ranks' agreement: the options, the backend's limits and the device (NoDevice without one).
-  virtual Status rankOpen(const SolveOptions& opt, std::size_t cells) = 0;
-  /// Upload, keys with length scale `scale`, sort, build, moments (cells.n > 0, checked by the caller).
+  /// Before the ranks' agreement: the options, the backend's limits, the device (NoDevice without one), and the
+  /// cells: uploaded and checked as validateCells does (its message on a failure), lo/hi = their extents' bounds
+  /// (the box when given; empty without cells or box).
+  virtual Status rankOpen(const CellsView& cells, const SolveOptions& opt, double lo[3], double hi[3]) = 0;
+  /// Keys with length scale `scale`, sort, masses, build, moments (the cells of rankOpen, cells.n > 0).
   virtual Status rankBuild(const CellsView& cells, const SolveOptions& opt, double scale, SolveStats& st) = 0;
   /// Queues the walk of the local tree and returns at once.
   virtual Status rankStartLocalWalk(const SolveOptions& opt) = 0;

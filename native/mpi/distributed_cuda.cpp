@@ -32,7 +32,7 @@ class CudaRankEngine final : public RankEngine {
  public:
   const char* name() const override { return "cuda"; }
 
-  Status open(const CellsView& cells, const SolveOptions& opt) override {
+  Status open(const CellsView& cells, const SolveOptions& opt, double lo[3], double hi[3]) override {
     const int devices = cudaDeviceCount();
     if (devices <= 0) {  // the agreement prefixes the rank: "rank r of N: CUDA backend: ..."
       std::string why = "CUDA backend: no CUDA device found";
@@ -40,7 +40,7 @@ class CudaRankEngine final : public RankEngine {
       return Status::error(ErrorCode::NoDevice, why);
     }
     gpu_ = &backendFor(deviceForLocalRank(nodeLocalRank(), devices));
-    return gpu_->rankOpen(opt, cells.n);
+    return gpu_->rankOpen(cells, opt, lo, hi);  // the cells are checked and bounded on the device
   }
 
   Status build(const CellsView& cells, const SolveOptions& opt, double scale, SolveStats& st) override {

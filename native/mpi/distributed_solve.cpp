@@ -51,11 +51,30 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 /// thread, so large messages only advance inside MPI calls).
 constexpr std::size_t kWalkSlices = 16;
 
+/// Bounds of this rank's cells with their extents, or the user's box (empty, lo > hi, without cells or box).
+void localBounds(const CellsView& c, const SolveOptions& opt, double lo[3], double hi[3]) {
+  if (opt.hasBox) {
+    for (int d = 0; d < 3; ++d) { lo[d] = opt.boxLo[d]; hi[d] = opt.boxHi[d]; }
+    return;
+  }
+  for (int d = 0; d < 3; ++d) { lo[d] = INFINITY; hi[d] = -INFINITY; }
+  const double* p[3] = {c.x, c.y, c.z};
+  for (std::size_t i = 0; i < c.n; ++i)
+    for (int d = 0; d < 3; ++d) {
+      lo[d] = std::min(lo[d], p[d][i] - 0.5 * c.size[i]);
+      hi[d] = std::max(hi[d], p[d][i] + 0.5 * c.size[i]);
+    }
+}
+
 /// The CPU rank: the tree, walks and finish of the CPU backend (cpu/).
 class CpuRankEngine final : public RankEngine {
  public:
   const char* name() const override { return "cpu"; }
-  Status open(const CellsView&, const SolveOptions&) override { return Status::success(); }
+  Status open(const CellsView& cells, const SolveOptions& opt, double lo[3], double hi[3]) override {
+    AG_TRY(validateCells(cells, opt));
+    localBounds(cells, opt, lo, hi);
+    return Status::success();
+  }
 
   /// The root cube is this rank's own bounding cube (or the user's box): tight cubes make small, accurate trees,
   /// and a far-away rank's whole tree is accepted by the others at its root.
@@ -155,21 +174,6 @@ std::unique_ptr<RankEngine> makeCpuRankEngine() { return std::make_unique<CpuRan
 #if defined(AMRGRAV_HAVE_MPI)
 namespace {
 
-/// Bounds of this rank's cells with their extents, or the user's box (empty, lo > hi, without cells or box).
-void localBounds(const CellsView& c, const SolveOptions& opt, double lo[3], double hi[3]) {
-  if (opt.hasBox) {
-    for (int d = 0; d < 3; ++d) { lo[d] = opt.boxLo[d]; hi[d] = opt.boxHi[d]; }
-    return;
-  }
-  for (int d = 0; d < 3; ++d) { lo[d] = INFINITY; hi[d] = -INFINITY; }
-  const double* p[3] = {c.x, c.y, c.z};
-  for (std::size_t i = 0; i < c.n; ++i)
-    for (int d = 0; d < 3; ++d) {
-      lo[d] = std::min(lo[d], p[d][i] - 0.5 * c.size[i]);
-      hi[d] = std::max(hi[d], p[d][i] + 0.5 * c.size[i]);
-    }
-}
-
 /// After the agreement every rank must reach the end: a failure here aborts the job (mpi_world.h).
 void orAbort(const Status& st) {
   if (!st.ok()) abortMpiWorld(std::string(errorCodeName(st.code)) + ": " + st.message);
@@ -185,10 +189,10 @@ Status distributedImpl(RankEngine& engine, const CellsView& cells, const SolveOp
   const int rank = world.rank, size = world.size;
 
   Status st = validateOptions(opt);
-  if (st.ok()) st = validateCells(cells, opt);
-  if (st.ok()) st = engine.open(cells, opt);
   double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
-  if (st.ok()) localBounds(cells, opt, lo, hi);
+  if (st.ok()) st = engine.open(cells, opt, lo, hi);
+  if (!st.ok())
+    for (int d = 0; d < 3; ++d) { lo[d] = INFINITY; hi[d] = -INFINITY; }
   st = agreeToProceed(st, lo, hi);
   if (!st.ok()) return st;
 

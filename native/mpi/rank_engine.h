@@ -22,8 +22,10 @@ class RankEngine {
   virtual ~RankEngine() = default;
   /// "cpu" or "cuda" (DistributedStats::backend).
   virtual const char* name() const = 0;
-  /// What can fail on this rank alone, before the ranks agree to go ahead (no device, a backend limit).
-  virtual Status open(const CellsView& cells, const SolveOptions& opt) = 0;
+  /// What can fail on this rank alone, before the ranks agree to go ahead: the cells (validateCells' errors), no
+  /// device, a backend limit. lo/hi: the bounds of the cells with their extents, or the box when given (empty,
+  /// lo > hi, without cells or box).
+  virtual Status open(const CellsView& cells, const SolveOptions& opt, double lo[3], double hi[3]) = 0;
   /// Keys (root cube of this rank's cells, the global length `scale`), build, moments, groups; tree statistics
   /// into `st`. May be called with no cells.
   virtual Status build(const CellsView& cells, const SolveOptions& opt, double scale, SolveStats& st) = 0;
