@@ -74,4 +74,20 @@ void packLet(const SourceTree& local, const LetSelection& sel, PackedLet& out);
 /// A SourceTree pointing into a packed LET (no copy); an error if the buffer is not a well-formed LET.
 Status viewPackedLet(const std::uint64_t* words, std::size_t bytes, SourceTree& out);
 
+/// The LETs a rank received, as one tree for a single walk (CPU or GPU): on top, virtual nodes that every walk
+/// opens (infinite MAC radius; mass the total below them, so that no walk skips them as empty; fan-out at most 8),
+/// down to the LETs' roots; below those, each LET's other nodes in its own breadth-first order, links and cell
+/// ranges offset; the cells one LET after the other. Walking it adds exactly what walking each LET would.
+struct LetForest {
+  std::vector<std::uint32_t> cellBegin, cellCount, childBegin;
+  std::vector<std::uint8_t> childCount;
+  std::vector<double> mass, com, quad, macRadius, secondMoment;
+  std::vector<double> x, y, z, cellMass;
+  std::size_t virtualNodes = 0;  ///< nodes [0, virtualNodes) are the virtual ones
+  SourceTree view() const;
+};
+
+/// Merges `count` LETs (count > 0) into `out`; an error if the forest would have 2^32 nodes or cells.
+Status mergeLets(const SourceTree* lets, std::size_t count, LetForest& out);
+
 }  // namespace amrgrav

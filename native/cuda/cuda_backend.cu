@@ -16,6 +16,7 @@
 
 #include "core/ewald_walk.h"
 #include "core/keys.h"
+#include "core/let.h"
 #include "core/tree.h"
 #include "core/validate.h"
 #include "cpu/thread_pool.h"
@@ -383,46 +384,26 @@ class CudaBackendImpl final : public CudaBackend {
     });
   }
 
-  /// The received LETs as one forest in the walk's device layout: node 0 a virtual root that is always opened
-  /// (infinite MAC radius) with the LETs' roots as its children (nodes 1..count), then each LET's other nodes in
-  /// its own breadth-first order (children stay contiguous); the LETs' cells one after the other.
+  /// The received LETs as one tree (core/let.h mergeLets: virtual nodes with an infinite MAC radius on top, which
+  /// every walk opens) in the walk's device layout, masses and quadrupoles times this solve's massScale.
   Status uploadForest(const SourceTree* lets, std::size_t count) {
-    std::size_t nodes = 1 + count, cells = 0;
-    for (std::size_t r = 0; r < count; ++r) {
-      nodes += lets[r].nodeCount > 0 ? lets[r].nodeCount - 1 : 0;
-      cells += lets[r].cellTotal;
-    }
-    if (nodes > 0xffffffffull || cells > 0xffffffffull)
-      return Status::error(ErrorCode::Internal, "CUDA backend: the received LETs have more than 2^32 - 1 nodes or cells");
+    LetForest f;
+    AG_TRY(mergeLets(lets, count, f));
+    const std::size_t nodes = f.cellCount.size(), cells = f.x.size();
     std::vector<uint4> topo(nodes);
-    std::vector<D4> mac(nodes, D4{0.0, 0.0, 0.0, -1.0});  // massless until filled: the walk skips it
-    std::vector<float4> mq(2 * nodes, make_float4(0.f, 0.f, 0.f, 0.f));
-    std::vector<double> cx(cells), cy(cells), cz(cells), cm(cells);
-    topo[0] = make_uint4(0u, 0u, 1u, unsigned(count));
-    mac[0] = D4{0.0, 0.0, 0.0, INFINITY};
-    std::size_t nodeBase = 1 + count, cellBase = 0;  // where LET r's nodes 1.. and cells go
+    std::vector<D4> mac(nodes);
+    std::vector<float4> mq(2 * nodes);
     const double ms = massScale_;
-    for (std::size_t r = 0; r < count; ++r) {
-      const SourceTree& t = lets[r];
-      auto at = [&](std::size_t k) { return k == 0 ? 1 + r : nodeBase + k - 1; };
-      for (std::size_t k = 0; k < t.nodeCount; ++k) {
-        const std::size_t i = at(k);
-        const bool inner = t.childCount[k] > 0;
-        topo[i] = make_uint4(unsigned(cellBase + t.cellBegin[k]), inner ? 0u : t.cellCount[k],
-                             inner ? unsigned(at(t.childBegin[k])) : 0u, t.childCount[k]);
-        const double m = t.mass[k];
-        mac[i] = D4{t.com[3 * k], t.com[3 * k + 1], t.com[3 * k + 2], m > 0 ? t.macRadius[k] : -1.0};
-        const double* q = t.quad + 6 * k;
-        mq[2 * i] = make_float4(float(m * ms), float(q[0] * ms), float(q[1] * ms), float(q[2] * ms));
-        mq[2 * i + 1] = make_float4(float(q[3] * ms), float(q[4] * ms), float(q[5] * ms), 0.f);
-      }
-      std::copy(t.x, t.x + t.cellTotal, cx.begin() + cellBase);
-      std::copy(t.y, t.y + t.cellTotal, cy.begin() + cellBase);
-      std::copy(t.z, t.z + t.cellTotal, cz.begin() + cellBase);
-      std::copy(t.cellMass, t.cellMass + t.cellTotal, cm.begin() + cellBase);
-      nodeBase += t.nodeCount > 0 ? t.nodeCount - 1 : 0;
-      cellBase += t.cellTotal;
+    for (std::size_t i = 0; i < nodes; ++i) {
+      const bool leaf = f.childCount[i] == 0;
+      topo[i] = make_uint4(f.cellBegin[i], leaf ? f.cellCount[i] : 0u, f.childBegin[i], f.childCount[i]);
+      const double m = f.mass[i];
+      mac[i] = D4{f.com[3 * i], f.com[3 * i + 1], f.com[3 * i + 2], m > 0 ? f.macRadius[i] : -1.0};  // -1: skipped
+      const double* q = &f.quad[6 * i];
+      mq[2 * i] = make_float4(float(m * ms), float(q[0] * ms), float(q[1] * ms), float(q[2] * ms));
+      mq[2 * i + 1] = make_float4(float(q[3] * ms), float(q[4] * ms), float(q[5] * ms), 0.f);
     }
+    const std::vector<double>* from[4] = {&f.x, &f.y, &f.z, &f.cellMass};
     AG_TRY(letTopo_.reserve(nodes, "the received LETs"));
     AG_TRY(letMac_.reserve(nodes, "the received LETs"));
     AG_TRY(letMQ_.reserve(2 * nodes, "the received LETs"));
@@ -430,7 +411,6 @@ class CudaBackendImpl final : public CudaBackend {
     AG_CUDA_TRY(cudaMemcpyAsync(letTopo_.get(), topo.data(), nodes * sizeof(uint4), cudaMemcpyHostToDevice, s));
     AG_CUDA_TRY(cudaMemcpyAsync(letMac_.get(), mac.data(), nodes * sizeof(D4), cudaMemcpyHostToDevice, s));
     AG_CUDA_TRY(cudaMemcpyAsync(letMQ_.get(), mq.data(), 2 * nodes * sizeof(float4), cudaMemcpyHostToDevice, s));
-    const std::vector<double>* from[4] = {&cx, &cy, &cz, &cm};
     for (int k = 0; k < 4; ++k) {
       AG_TRY(letCells_[k].reserve(std::max<std::size_t>(cells, 1), "the received LETs' cells"));
       AG_CUDA_TRY(cudaMemcpyAsync(letCells_[k].get(), from[k]->data(), cells * sizeof(double), cudaMemcpyHostToDevice,

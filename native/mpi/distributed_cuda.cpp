@@ -85,14 +85,9 @@ class CudaRankEngine final : public RankEngine {
     return gpu_->rankFinishLocalWalk(opt, st);
   }
 
-  Status walkLet(const SourceTree& let, const SolveOptions&, SolveStats&) override {
-    received_.push_back(let);  // views into the exchange's buffers, alive until the solve ends
-    return Status::success();
-  }
-
-  Status walkLetsDone(const SolveOptions& opt, SolveStats& st) override {
+  Status walkReceived(const std::vector<SourceTree>& lets, const SolveOptions& opt, SolveStats& st) override {
     if (n_ == 0) return Status::success();
-    return gpu_->rankWalkReceived(received_.data(), received_.size(), opt, st);
+    return gpu_->rankWalkReceived(lets.data(), lets.size(), opt, st);
   }
 
   Status finish(const SolveOptions& opt, SolveResult& out) override {
@@ -107,7 +102,6 @@ class CudaRankEngine final : public RankEngine {
   CudaBackend* gpu_ = nullptr;
   std::size_t n_ = 0;
   HostTree host_;
-  std::vector<SourceTree> received_;
 };
 
 }  // namespace

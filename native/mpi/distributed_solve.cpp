@@ -3,7 +3,7 @@
 /// rank: check the input and agree on it and on the global bounds (one allreduce) -> key sort with the global
 /// length scale, build, moments, groups (a GPU then starts its local walk) -> allgather of rank summaries -> for
 /// each other rank, select and pack its LET and Isend it -> complete the local walk, letting messages progress
-/// meanwhile -> walk each received LET (in rank order, so the sum has a fixed order) -> scale, self term, scatter.
+/// meanwhile -> walk the received LETs (in rank order, merged into one tree) -> scale, self term, scatter.
 #include "mpi/distributed_solve.h"
 
 #include <algorithm>
@@ -133,12 +133,13 @@ class CpuRankEngine final : public RankEngine {
     return Status::success();
   }
 
-  Status walkLet(const SourceTree& let, const SolveOptions& opt, SolveStats&) override {
-    walkGroups(let, cells_, groups_, 0, groups_.size(), opt, threads_, WalkPass{true, false}, wo_, ewald());
-    return Status::success();
-  }
-
-  Status walkLetsDone(const SolveOptions&, SolveStats& st) override {
+  Status walkReceived(const std::vector<SourceTree>& lets, const SolveOptions& opt, SolveStats& st) override {
+    if (!lets.empty()) {
+      LetForest forest;
+      AG_TRY(mergeLets(lets.data(), lets.size(), forest));
+      walkGroups(forest.view(), cells_, groups_, 0, groups_.size(), opt, threads_, WalkPass{true, false}, wo_,
+                 ewald());
+    }
     st.approxInteractions = wo_.approx;
     st.directInteractions = wo_.direct;
     return Status::success();
@@ -251,20 +252,18 @@ Status distributedImpl(RankEngine& engine, const CellsView& cells, const SolveOp
   const double walkEnd = ex.now();
   ds.secondsLocalWalk = walkEnd - walkStart;
 
-  double waited = 0, remoteWalk = 0;
+  // every LET, in rank order (so the sum has a fixed order), then one walk over all of them
+  double w0 = ex.now();
+  std::vector<SourceTree> lets;
   for (int r = 0; r < size; ++r) {
     if (!expect[r]) continue;
-    const double w0 = ex.now();
-    SourceTree let;
-    orAbort(ex.receive(r, let));
-    const double w1 = ex.now();
-    waited += w1 - w0;
-    orAbort(engine.walkLet(let, opt, out.stats));
-    remoteWalk += ex.now() - w1;
+    lets.emplace_back();
+    orAbort(ex.receive(r, lets.back()));
   }
-  double w0 = ex.now();
-  orAbort(engine.walkLetsDone(opt, out.stats));
-  remoteWalk += ex.now() - w0;
+  double waited = ex.now() - w0;
+  w0 = ex.now();
+  orAbort(engine.walkReceived(lets, opt, out.stats));
+  const double remoteWalk = ex.now() - w0;
   w0 = ex.now();
   orAbort(ex.finish());
   waited += ex.now() - w0;

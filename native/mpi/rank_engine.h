@@ -2,10 +2,12 @@
 /// \brief One rank's own work in a distributed solve, on the CPU or on a GPU: its tree, the host view of it that
 /// the LETs are chosen from, the walk of its tree and of the received LETs, and its results. The MPI side (the
 /// agreement, the summaries, the exchange, the statistics) is the driver's, distributed_solve.cpp, the same for
-/// both, so CPU and GPU ranks build the same LETs and can even be mixed in one job.
+/// both, so CPU and GPU ranks build the same LETs and can even be mixed in one job. Both walk the received LETs
+/// merged into one tree (core/let.h mergeLets).
 #pragma once
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "core/let.h"
 #include "core/source_tree.h"
@@ -40,9 +42,9 @@ class RankEngine {
   /// Completes the local walk; `progress` moves messages along and is called between pieces of the work.
   virtual Status completeLocalWalk(const SolveOptions& opt, const std::function<Status()>& progress,
                                    SolveStats& st) = 0;
-  /// A received LET (in rank order; valid until finish): walked now, or kept for walkLetsDone.
-  virtual Status walkLet(const SourceTree& let, const SolveOptions& opt, SolveStats& st) = 0;
-  virtual Status walkLetsDone(const SolveOptions& opt, SolveStats& st) = 0;
+  /// Walks the received LETs (in rank order; none is fine) into the local sums, as one tree (core/let.h
+  /// mergeLets) with accumulate set and no self pair; the solve's interaction counts into `st`.
+  virtual Status walkReceived(const std::vector<SourceTree>& lets, const SolveOptions& opt, SolveStats& st) = 0;
   /// Scale, self term, scatter into out (its targets); out.stats keeps what the driver filled.
   virtual Status finish(const SolveOptions& opt, SolveResult& out) = 0;
 };
