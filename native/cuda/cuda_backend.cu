@@ -342,14 +342,20 @@ class CudaBackendImpl final : public CudaBackend {
       p.nodeMac = letMac_.get();
       p.nodeMQ = letMQ_.get();
       p.sources = DeviceCells{letCells_[0].get(), letCells_[1].get(), letCells_[2].get(), letCells_[3].get()};
-      p.accumulate = true;
-      // groups that finish before a queue overflow have added their share: a rerun starts from a copy of the sums
+      p.selfPairs = 0;
+      // the LETs' sums into arrays of their own (phi = sum / massScale, no self term), then added to the local
+      // walk's: a queue overflow simply reruns into them
       const int nsum = opt.accelerations ? 4 : 1;
       const std::size_t n = n_;
-      AG_TRY(sumsBackup_.reserve(nsum * n, "the sums before the LET walk"));
-      for (int k = 0; k < nsum; ++k)
-        AG_CUDA_TRY(cudaMemcpyAsync(sumsBackup_.get() + k * n, sums_[k], n * sizeof(double), cudaMemcpyDeviceToDevice,
-                                    stream_));
+      AG_TRY(letSums_.reserve(nsum * n, "the received LETs' sums"));
+      double* sum[4] = {letSums_.get(), nullptr, nullptr, nullptr};
+      for (int k = 1; k < nsum; ++k) sum[k] = letSums_.get() + k * n;
+      p.phi = sum[0];
+      p.selfTerm = sum[0];
+      p.selfPotential = false;
+      p.gx = sum[1];
+      p.gy = sum[2];
+      p.gz = sum[3];
       WalkTally total;
       for (;;) {
         total = WalkTally{};
@@ -357,10 +363,8 @@ class CudaBackendImpl final : public CudaBackend {
         AG_TRY(walkPass(rankCfg_, rankBlocks_, p, total, &need));
         if (need == 0) break;
         AG_TRY(growQueue(need));
-        for (int k = 0; k < nsum; ++k)
-          AG_CUDA_TRY(cudaMemcpyAsync(sums_[k], sumsBackup_.get() + k * n, n * sizeof(double),
-                                      cudaMemcpyDeviceToDevice, stream_));
       }
+      for (int k = 0; k < nsum; ++k) AG_TRY(launchAddInto(sums_[k], sum[k], n, stream_));
       st.approxInteractions += total.approx;
       st.directInteractions += total.direct;
       return Status::success();
@@ -479,7 +483,7 @@ class CudaBackendImpl final : public CudaBackend {
       if (e) (void)cudaEventDestroy(e);
       e = nullptr;
     }
-    letTopo_.release(); letMac_.release(); letMQ_.release(); sumsBackup_.release();
+    letTopo_.release(); letMac_.release(); letMQ_.release(); letSums_.release();
     for (auto& b : letCells_) b.release();
     if (copyStream_) (void)cudaStreamDestroy(copyStream_);
     copyStream_ = nullptr;
@@ -496,7 +500,7 @@ class CudaBackendImpl final : public CudaBackend {
     b += cubTemp_.bytes() + topo_.bytes() + levelCount_.bytes() + levelOffset_.bytes();
     b += moments_.bytes() + nodeMac_.bytes() + nodeMQ_.bytes() + queue_.bytes() + walkCounters_.bytes() +
          tally_.bytes() + ewaldCoef_.bytes();
-    b += letTopo_.bytes() + letMac_.bytes() + letMQ_.bytes() + sumsBackup_.bytes();
+    b += letTopo_.bytes() + letMac_.bytes() + letMQ_.bytes() + letSums_.bytes();
     for (const auto& c : letCells_) b += c.bytes();
     return b;
   }
@@ -1195,7 +1199,7 @@ class CudaBackendImpl final : public CudaBackend {
   DeviceBuffer<D4> letMac_;
   DeviceBuffer<float4> letMQ_;
   DeviceBuffer<double> letCells_[4];  ///< x, y, z (scaled), mass
-  DeviceBuffer<double> sumsBackup_;   ///< the sums before the LET walk (its overflow reruns)
+  DeviceBuffer<double> letSums_;      ///< the received LETs' walk's sums (phi, gx, gy, gz), added to sums_
 
   mutable std::mutex mu_;
   CudaOptions copt_;

@@ -70,7 +70,8 @@ class CudaBackend : public Backend {
 
   // ---- One rank's share of a distributed solve (mpi/distributed_cuda.cpp calls these in this order; isolated
   //      boxes only). The same semantics as the CPU rank's: root cube of this rank's cells, the caller's (global)
-  //      length scale, the same MAC; received LETs are walked with accumulate set and no self pair.
+  //      length scale, the same MAC; received LETs are walked into sums of their own, then added (the CPU's
+  //      accumulate), with no self pair.
   /// Before the ranks' agreement: the options, the backend's limits, the device (NoDevice without one), and the
   /// cells: uploaded and checked as validateCells does (its message on a failure), lo/hi = their extents' bounds
   /// (the box when given; empty without cells or box).

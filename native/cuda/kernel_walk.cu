@@ -598,15 +598,7 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
     }
 #pragma unroll
     for (int c = 0; c < CPL; ++c) {
-      if (tv[c] && p.accumulate) {  // kernel-uniform: a received LET adds to the local tree's results
-        const unsigned i = gb + unsigned(lane + 32 * c);
-        p.phi[i] = __dadd_rn(p.phi[i], __dmul_rn(T.phi[c], p.invMassScale));
-        if (Accel) {
-          p.gx[i] = __dadd_rn(p.gx[i], T.gx[c]);
-          p.gy[i] = __dadd_rn(p.gy[i], T.gy[c]);
-          p.gz[i] = __dadd_rn(p.gz[i], T.gz[c]);
-        }
-      } else if (tv[c]) {
+      if (tv[c]) {
         const unsigned i = gb + unsigned(lane + 32 * c);
         p.phi[i] = foldSelfTerm(T.phi[c], p.invMassScale, p.selfTerm[i], p.selfPotential);  // phi == selfTerm
         if (Accel) {
@@ -619,7 +611,7 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
     // as cpu_walk.cpp: every cell meets itself in the opened leaves of its own tree, and that pair is not an
     // interaction
     approxSum += (unsigned long long)nt * accepted;
-    if (cellsOpened > 0) directSum += (unsigned long long)nt * (cellsOpened - (p.sources.x == p.cells.x ? 1u : 0u));
+    if (cellsOpened > 0) directSum += (unsigned long long)nt * (cellsOpened - p.selfPairs);
   }
   if (lane == 0) {
     if (approxSum) atomicAdd(p.interactions + 0, approxSum);

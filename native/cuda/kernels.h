@@ -164,11 +164,10 @@ struct WalkParams {
   bool ewaldExpansion = true;        ///< SolveOptions::ewaldExpansion
   /// The cells of the source tree's leaves: `cells` itself for the local tree (each cell meets itself once, not
   /// counted); a received LET's own cells (mpi/distributed_cuda.cpp), where no pair is a self pair. Read straight
-  /// from the kernel's parameters, as `cells` is: no registers for the choice.
+  /// from the kernel's parameters, as `cells` is: no registers for the choice. (A LET walk writes its sums into
+  /// arrays of their own, selfPotential false, then launchAddInto adds them: the kernel has no accumulate mode.)
   DeviceCells sources = {nullptr, nullptr, nullptr, nullptr};
-  /// Add sum * invMassScale to phi and the sums to g (a further source tree; no self term) instead of writing
-  /// phi = foldSelfTerm(..) and g (cpu_walk.h WalkPass::accumulate).
-  bool accumulate = false;
+  unsigned selfPairs = 1;  ///< 1: the sources are the targets (each cell meets itself once, not counted); 0: a LET
 };
 
 /// Before the walk (kernel_finish.cu): groupHmin[g] = smallest size of group g, then (selfCoef != 0)
@@ -218,6 +217,9 @@ Status launchFinish(const FinishParams& p, bool accelerations, cudaStream_t s);
 /// walk folds as it writes).
 Status launchFoldSelf(double* phi, const double* mass, const double* size, unsigned n, double invMassScale,
                       double selfCoef, cudaStream_t s);
+
+/// dst[i] += src[i] for i < n (a received LET walk's sums into the local walk's).
+Status launchAddInto(double* dst, const double* src, std::size_t n, cudaStream_t s);
 
 /// Fills n doubles with a quiet NaN (poisoning outputs in tests).
 Status launchPoison(double* p, std::size_t n, cudaStream_t s);

@@ -216,7 +216,9 @@ Status distributedImpl(RankEngine& engine, const CellsView& cells, const SolveOp
   auto t = Clock::now();
   SourceTree local;
   RankSummary mine;
-  orAbort(engine.localSource(local, mine));
+  orAbort(engine.localSource(local, mine));  // a GPU rank copies its tree down here, beside its local walk
+  const double sourceSeconds = since(t);
+  t = Clock::now();
   std::vector<RankSummary> all(size);
   orAbort(mpiStatus(MPI_Allgather(&mine, kRankSummaryDoubles, MPI_DOUBLE, all.data(), kRankSummaryDoubles,
                                   MPI_DOUBLE, comm), "MPI_Allgather", __FILE__, __LINE__));
@@ -244,7 +246,7 @@ Status distributedImpl(RankEngine& engine, const CellsView& cells, const SolveOp
     orAbort(ex.send(dst, std::move(let)));
     orAbort(ex.progress());
   }
-  ds.secondsLetSelect = since(t);
+  ds.secondsLetSelect = sourceSeconds + since(t);
 
   // on the exchange's clock; a walk that started before the exchange existed starts at a negative time
   const double walkStart = engine.walksAlongside() ? ex.now() - since(walkLaunched) : ex.now();
