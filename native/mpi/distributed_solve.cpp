@@ -329,6 +329,9 @@ Status solveDistributedCuda(const CellsView& cells, const SolveOptions& opt, Sol
 #if defined(AMRGRAV_HAVE_CUDA)
   return makeCudaBackend()->solve(cells, opt, out);
 #else
+  (void)cells;
+  (void)opt;
+  (void)out;
   return Status::error(ErrorCode::NoDevice, kNoCudaBuild);
 #endif
 }

@@ -25,10 +25,18 @@ std::mutex& mpiLock() {
 }
 
 namespace {
+int gLocalRank = 0;
+}  // namespace
+
+int nodeLocalRank() { return gLocalRank; }
+
+#if defined(AMRGRAV_HAVE_MPI)
+
+namespace {
 
 /// The node-local rank the launcher exported, or -1.
 int localRankFromEnvironment() {
-  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMIX_LOCAL_RANK", "SLURM_LOCALID"}) {
+  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMIX_LOCAL_RANK"}) {
     const char* s = std::getenv(v);
     if (s == nullptr || *s == '\0') continue;
     char* end = nullptr;
@@ -38,15 +46,6 @@ int localRankFromEnvironment() {
   return -1;
 }
 
-int gLocalRank = 0;
-
-}  // namespace
-
-int nodeLocalRank() { return gLocalRank; }
-
-#if defined(AMRGRAV_HAVE_MPI)
-
-namespace {
 MPI_Comm gComm = MPI_COMM_NULL;
 bool gInitialisedHere = false;
 std::string gReason = "not started by mpirun (set AMRGRAV_MPI=1 or call mpiInit() to force)";
