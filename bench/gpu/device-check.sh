@@ -127,8 +127,9 @@ try:
     r = json.loads([l for l in open(sys.argv[1]) if l.startswith('{')][-1])
 except Exception as e:
     print(f"no report ({e})"); sys.exit()
-worst = max(s['vsSingle']['0.5'] for s in r['scenarios'])
-print(f"backend {r['backend']} worst vsSingle(theta 0.5) {worst:.3g} {'PASS' if worst <= 1e-4 else 'FAIL'} | " +
+# the bar, as test/mpi.test.ts holds it: far-rank is exempt (there the one-process tree itself errs by 2e-4)
+worst = max(s['vsSingle']['0.5'] for s in r['scenarios'] if s['name'] != 'far-rank')
+print(f"backend {r['backend']} worst vsSingle(theta 0.5, far-rank aside) {worst:.3g} {'PASS' if worst <= 1e-4 else 'FAIL'} | " +
       "; ".join(f"{s['name']} ({s.get('backend')}): vs1 {s['vsSingle']['0.5']:.2g} vsDirect(0.1) {s['vsDirect']['0.1']:.2g} "
                 f"repeatable {s['repeatable']}" for s in r['scenarios']) +
       f" | meshApi vs1 {r['meshApi']['vsSingle']:.2g} writeBack {r['meshApi']['writeBackOk']}")
