@@ -17,7 +17,8 @@
 #   ncuper     the same on the periodic walk's expansion kernel
 #   periodic   validate periodic (FLASH's tests, random masses) on the GPU, and bench 256^3 periodic vs isolated
 #   mpi        issue #5 on the GPU: test/mpi/distributedCheck.mjs --backend cuda under mpirun -np 1, 2, 4 on one
-#              GPU (gathered N-rank potential vs the one-rank GPU solve, must be <= 1e-4 at theta 0.5), then
+#              GPU (gathered N-rank potential vs the one-rank GPU solve, must be <= 1e-4 at theta 0.5), -np 3 with
+#              GPU and CPU ranks mixed, then
 #              `bench --grid 256 --backend cuda` under mpirun -np 1, 2, 4 with each rank's distributed stats
 # Logs go to one archive, $OUT/logs.tar.gz (the device tool returns at most 8 files); a summary is printed last.
 set -u
@@ -117,11 +118,13 @@ for step in "$@"; do
       if ! command -v mpirun > /dev/null; then summary+=("mpi: no mpirun on this host (apt-get install openmpi-bin libopenmpi-dev)"); continue; fi
       grep -q "distributed solve enabled" /tmp/gpuhost-cmake.log || summary+=("mpi: WARNING the addon was built without MPI")
       mpi="mpirun --allow-run-as-root --oversubscribe"
-      for np in 1 2 4; do
-        timeout 400 $mpi -np $np node test/mpi/distributedCheck.mjs --backend cuda \
-          > "$out/mpi-check-np$np.json" 2> "$out/mpi-check-np$np.err"
+      # N ranks on the GPU, then 3 ranks mixed (ranks 0 and 2 on the GPU, rank 1 on the CPU)
+      for run in "1 cuda" "2 cuda" "4 cuda" "3 mixed"; do
+        read -r np bk <<< "$run"; tag=np$np-$bk
+        timeout 400 $mpi -np $np node test/mpi/distributedCheck.mjs --backend $bk \
+          > "$out/mpi-check-$tag.json" 2> "$out/mpi-check-$tag.err"
         rc=$?
-        summary+=("mpi parity np=$np rc=$rc $(python3 - "$out/mpi-check-np$np.json" <<'PY'
+        summary+=("mpi parity $tag rc=$rc $(python3 - "$out/mpi-check-$tag.json" <<'PY'
 import json, sys
 try:
     r = json.loads([l for l in open(sys.argv[1]) if l.startswith('{')][-1])
@@ -135,7 +138,7 @@ print(f"backend {r['backend']} worst vsSingle(theta 0.5, far-rank aside) {worst:
       f" | meshApi vs1 {r['meshApi']['vsSingle']:.2g} writeBack {r['meshApi']['writeBackOk']}")
 PY
 )")
-        tail -5 "$out/mpi-check-np$np.err"
+        tail -5 "$out/mpi-check-$tag.err"
       done
       for np in 1 2 4; do
         timeout 400 $mpi -np $np node dist/solver/cli.js bench --grid 256 --backend cuda --repeat 5 --json \

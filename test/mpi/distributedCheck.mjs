@@ -16,9 +16,11 @@ const { rank, size } = mpiWorld();
 const G = 1;
 const threads = 1; // ranks share the CI machine's two cores
 // --backend cpu|cuda|auto (default auto: the CPU on CI): every solve of the check, the one-process reference
-// included, runs on it (bench/gpu/device-check.sh step mpi runs it with cuda)
+// included, runs on it (bench/gpu/device-check.sh step mpi runs it with cuda); 'mixed': even ranks on the GPU, odd
+// ranks on the CPU (the same LETs on the wire), rank 0's references on the GPU
 const backendArg = process.argv.indexOf('--backend');
-const backend = backendArg > 0 ? process.argv[backendArg + 1] : 'auto';
+const backendChoice = backendArg > 0 ? process.argv[backendArg + 1] : 'auto';
+const backend = backendChoice === 'mixed' ? (rank % 2 === 0 ? 'cuda' : 'cpu') : backendChoice;
 
 function rng(seed) {
   let a = seed >>> 0;
@@ -120,7 +122,7 @@ function vecRel(a, b) {
 }
 
 const thetas = [0.5, 0.25, 0.1];
-const report = { ranks: size, backend, scenarios: [] };
+const report = { ranks: size, backend: backendChoice, scenarios: [] };
 for (const sc of scenarios()) {
   const mine = slice(sc.cells, sc.bounds[rank], sc.bounds[rank + 1]);
   const opts = sc.box ? { box: sc.box } : {};
