@@ -170,8 +170,6 @@ class CpuRankEngine final : public RankEngine {
 
 }  // namespace
 
-std::unique_ptr<RankEngine> makeCpuRankEngine() { return std::make_unique<CpuRankEngine>(); }
-
 #if defined(AMRGRAV_HAVE_MPI)
 namespace {
 

@@ -49,9 +49,7 @@ class RankEngine {
   virtual Status finish(const SolveOptions& opt, SolveResult& out) = 0;
 };
 
-std::unique_ptr<RankEngine> makeCpuRankEngine();
-
-/// The GPU rank (mpi/distributed_cuda.cpp): its device is deviceForLocalRank(nodeLocalRank(), devices); null in a
+/// (The CPU rank lives in distributed_solve.cpp.) The GPU rank (mpi/distributed_cuda.cpp): its device is deviceForLocalRank(nodeLocalRank(), devices); null in a
 /// build without CUDA.
 std::unique_ptr<RankEngine> makeCudaRankEngine();
 
