@@ -121,10 +121,14 @@ export class GravitySolver {
     const features = nativeFeatures();
     this.distributed = this.options.distributed !== false && mpiWorld().size > 1;
     if (this.distributed) {
-      if (this.options.backend === 'cuda')
-        throw new NoDeviceError("backend 'cuda' was requested, but distributed solves run on the CPU backend for now");
-      this.backend = 'cpu';
-      this.backendReason = 'distributed: the LET solve runs on the CPU backend';
+      // Each rank's share on its GPU ('cuda', or 'auto' where this rank sees one). A rank without a usable device is
+      // not rejected here, where the others could not know: the native solve makes every rank fail with NoDevice.
+      // Periodic boxes run on the CPU ranks' path (stats.distributed.backend says which ran).
+      const gpu = this.options.backend === 'cuda' || (this.options.backend === 'auto' && features.cuda);
+      this.backend = gpu ? 'cuda' : 'cpu';
+      this.backendReason = gpu
+        ? `distributed: each rank's tree and walks on its GPU (${this.options.backend === 'cuda' ? 'requested' : 'auto'})`
+        : `distributed: the LET solve on the CPU (${this.options.backend === 'cpu' ? 'requested' : `auto: ${features.cudaReason}`})`;
     } else if (this.options.backend === 'cuda') {
       if (!features.cuda) throw new NoDeviceError(`backend 'cuda' was requested but ${features.cudaReason}`);
       this.backend = 'cuda';
@@ -243,7 +247,8 @@ export class GravitySolver {
       } catch (err) {
         // 'auto' falls back to the CPU when the GPU has too little memory for this input (with a warning)
         const code = (err as { code?: string }).code;
-        if (!(this.options.backend === 'auto' && backend === 'cuda' && code === 'OUT_OF_MEMORY')) throw err;
+        // (never in a distributed solve: the other ranks would not follow)
+        if (!(this.options.backend === 'auto' && backend === 'cuda' && code === 'OUT_OF_MEMORY') || distributed) throw err;
         process.emitWarning(`amrgrav: the GPU has too little memory for ${nc.x.length} cells; solving on the CPU (${(err as Error).message})`);
         backend = 'cpu';
         r = await call(backend);
@@ -251,7 +256,8 @@ export class GravitySolver {
     } catch (err) {
       throw fromNativeError(err, callerStack, method === 'tree' ? 'tree solve' : 'direct summation');
     }
-    return this.toResult(method, nc.x.length, r, backend);
+    // a distributed solve says which backend each rank ran (periodic boxes stay on the CPU)
+    return this.toResult(method, nc.x.length, r, r.stats.distributed?.backend ?? backend);
   }
 
   private toResult(method: 'tree' | 'direct', n: number, r: NativeResult, backend: 'cpu' | 'cuda'): SolveResult {
@@ -260,7 +266,12 @@ export class GravitySolver {
     const direct = n > 0 ? s.directInteractions / n : 0;
     const stats: SolveStats = {
       backend,
-      backendReason: backend === this.backend ? this.backendReason : 'auto: the GPU had too little memory for this input',
+      backendReason:
+        backend === this.backend
+          ? this.backendReason
+          : r.stats.distributed
+            ? 'distributed: periodic boxes run on the CPU ranks\' path (the GPU LET walk is isolated only)'
+            : 'auto: the GPU had too little memory for this input',
       method,
       cells: n,
       threads: s.threads,

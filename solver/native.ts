@@ -66,6 +66,8 @@ export interface NativeStats {
 export interface NativeDistributedStats {
   ranks: number;
   rank: number;
+  /** The backend that did this rank's share: 'cuda' for a GPU rank, 'cpu' otherwise (periodic boxes included). */
+  backend: 'cpu' | 'cuda';
   bytesSent: number;
   bytesReceived: number;
   letNodesSent: number;
@@ -89,6 +91,8 @@ export interface NativeMpiWorld {
   active: boolean;
   rank: number;
   size: number;
+  /** This rank among the ranks on its node (its GPU is localRank mod the node's device count). */
+  localRank: number;
   reason: string;
 }
 
@@ -159,6 +163,8 @@ export interface NativeAddon {
   mpiAbort(message: string, code: number): never;
   mpiGather(values: Float64Array): Promise<Float64Array>;
   mpiFailSolve(code: string, message: string): Promise<never>;
+  /** The GPU a rank with this node-local rank uses among deviceCount (native/mpi/mpi_world.h deviceForLocalRank). */
+  mpiDeviceFor(localRank: number, deviceCount: number): number;
 }
 
 /** The package root: two levels above this file both in solver/*.ts (vitest) and in dist/solver/*.js. */

@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { nativeFeatures } from '../solver/native.js';
+import { loadNative, nativeFeatures } from '../solver/native.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const script = (name: string) => join(root, 'test', 'mpi', name);
@@ -66,6 +66,14 @@ describe('MPI build', () => {
     expect(nativeFeatures().mpi, nativeFeatures().mpiReason).toBe(true);
     expect(existsSync(join(root, 'dist', 'solver', 'index.js')), 'run npm run build first').toBe(true);
   });
+
+  it('a GPU rank takes its node-local rank modulo the device count', () => {
+    const deviceFor = loadNative().mpiDeviceFor;
+    expect([0, 1, 2, 3, 4, 5].map((r) => deviceFor(r, 4))).toEqual([0, 1, 2, 3, 0, 1]);
+    expect([0, 1, 2, 3].map((r) => deviceFor(r, 1))).toEqual([0, 0, 0, 0]); // several ranks share one GPU
+    expect([0, 1, 2].map((r) => deviceFor(r, 2))).toEqual([0, 1, 0]);
+    expect(deviceFor(3, 0)).toBe(0); // no device: 0, and the solve reports NoDevice
+  });
 });
 
 describe.each([1, 2, 3, 4])('distributed solve on %i rank(s)', (np) => {
@@ -112,6 +120,30 @@ describe.each([1, 2, 3, 4])('distributed solve on %i rank(s)', (np) => {
       const uneven = report.scenarios.find((s) => s.name === 'random-amr-uneven')!;
       expect(uneven.perRank[np - 1].cells).toBeGreaterThan(uneven.perRank[0].cells);
     }
+  });
+});
+
+describe('distributed solve on 10 ranks', () => {
+  // nine LETs per rank: the received trees are merged under two levels of virtual nodes (core/let.h mergeLets,
+  // fan-out 8), the layout the GPU rank walks too; a LET lost or misplaced there would miss a tenth of the mass
+  it('agrees with one process and converges to direct summation', async () => {
+    const np = 10;
+    const run = await mpirun(np, script('distributedCheck.mjs'), 120_000);
+    expect(run.timedOut, run.stderr).toBe(false);
+    expect(run.code, run.stderr).toBe(0);
+    const report = lastJson<{ ranks: number; scenarios: Scenario[] }>(run.stdout);
+    expect(report.ranks).toBe(np);
+    for (const s of report.scenarios) {
+      const where = `${s.name} on ${np} ranks`;
+      expect(s.repeatable, where).toBe(true);
+      // ten root cubes instead of one make different (not worse) MAC choices at theta 0.5: 3e-4 at most here
+      expect(s.vsSingle['0.5'], where).toBeLessThan(5e-4);
+      expect(s.vsSingle['0.1'], where).toBeLessThan(1e-6);
+      expect(s.vsDirect['0.25'], where).toBeLessThan(s.vsDirect['0.5']);
+      expect(s.vsDirect['0.1'], where).toBeLessThan(1e-6);
+    }
+    const sfc = report.scenarios.find((s) => s.name === 'random-amr-sfc')!;
+    expect(sfc.perRank.map((r) => r.letsReceived)).toEqual(Array(np).fill(np - 1));
   });
 });
 
@@ -169,6 +201,24 @@ describe('failures under mpirun', () => {
     expect(lines.filter((l) => l.case === 'mismatched-lengths')[0].message).toMatch(/mismatched array lengths/);
     expect(lines.filter((l) => l.case === 'short-output')[0].message).toMatch(/out.potential has 199 elements, expected 200/);
     expect(lines.filter((l) => l.case === 'after' && l.ok)).toHaveLength(np);
+  });
+
+  it("GPU ranks: node-local rank -> device, and backend 'cuda' without a GPU fails on every rank with NoDevice", async () => {
+    const np = 3;
+    const run = await mpirun(np, script('gpuRankCheck.mjs'), 60_000);
+    expect(run.timedOut, run.stderr).toBe(false);
+    expect(run.code, run.stderr).toBe(0);
+    const lines = run.stdout.trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+    expect(lines.map((l) => l.rank).sort()).toEqual([0, 1, 2]);
+    for (const l of lines) {
+      expect(l.localRank, 'one node: the local rank is the rank').toBe(l.rank);
+      expect(l.deviceOfTwo).toBe(l.rank % 2);
+      expect(l.after).toBe(true);
+      if (nativeFeatures().cuda) continue; // a machine with a GPU: the device check (bench/gpu/device-check.sh mpi)
+      expect(l.cuda.ok).toBe(false);
+      expect(l.cuda.name).toBe('NoDeviceError');
+      expect(l.cuda.message).toContain(`rank 0 of ${np}`);
+    }
   });
 
   it('a rank that aborts ends the whole job with its message instead of leaving the others waiting', async () => {

@@ -65,7 +65,8 @@ class SolveWorker final : public Napi::AsyncWorker {
   CellArrays cells;
   OutputArrays outputs;
   SolveOptions options;
-  bool distributed = false;  ///< a collective tree solve over the MPI world (CPU backend)
+  bool distributed = false;  ///< a collective tree solve over the MPI world (several ranks)
+  bool distributedGpu = false;  ///< ... with backend 'cuda': each rank's share on its GPU
   BackendSlot slot{nullptr, nullptr};
   Napi::Promise promise() { return deferred_.Promise(); }
 
@@ -73,7 +74,9 @@ class SolveWorker final : public Napi::AsyncWorker {
     std::unique_lock<std::mutex> guard;
     if (slot.lock) guard = std::unique_lock<std::mutex>(*slot.lock);
     result_.into = outputs.targets;
-    if (distributed) status_ = solveDistributedCpu(cells.view, options, result_);
+    if (distributed)
+      status_ = distributedGpu ? solveDistributedCuda(cells.view, options, result_)
+                               : solveDistributedCpu(cells.view, options, result_);
     else status_ = mode_ == Mode::Tree ? slot.backend->solve(cells.view, options, result_)
                                        : slot.backend->direct(cells.view, options, result_);
   }
@@ -83,7 +86,8 @@ class SolveWorker final : public Napi::AsyncWorker {
       deferred_.Reject(makeError(env, status_).Value());
       return;
     }
-    deferred_.Resolve(resultToJs(env, result_, distributed ? "cpu" : slot.backend->name(), outputs));
+    deferred_.Resolve(
+        resultToJs(env, result_, distributed ? result_.stats.distributed.backend : slot.backend->name(), outputs));
   }
   void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
 
@@ -109,8 +113,12 @@ Napi::Value startSolve(const Napi::CallbackInfo& info, Mode mode) {
   if (st.ok())
     st = prepareOutputs(env, info.Length() > 2 ? info[2] : env.Undefined(), w->cells.view.n, w->options.accelerations,
                         w->outputs);
-  if (st.ok()) st = pickBackend(backendName, w->slot);
   if (st.ok() && mode == Mode::Tree) st = readDistributed(info.Length() > 1 ? info[1] : env.Undefined(), w->distributed);
+  w->distributed = w->distributed && mpiWorld().size > 1;
+  // a distributed solve checks its backend inside the collective (a rank without a GPU must not leave the others
+  // waiting): no backend slot here
+  if (st.ok() && w->distributed) w->distributedGpu = backendName == "cuda";
+  else if (st.ok()) st = pickBackend(backendName, w->slot);
   if (!st.ok()) {
     Napi::Promise::Deferred d = Napi::Promise::Deferred::New(env);
     d.Reject(makeError(env, st).Value());

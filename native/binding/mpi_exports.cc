@@ -21,6 +21,7 @@ Napi::Object worldToJs(Napi::Env env) {
   o.Set("active", w.active);
   o.Set("rank", w.rank);
   o.Set("size", w.size);
+  o.Set("localRank", nodeLocalRank());
   o.Set("reason", w.reason);
   return o;
 }
@@ -115,6 +116,15 @@ Napi::Value mpiFailSolve(const Napi::CallbackInfo& info) {
   return p;
 }
 
+/// mpiDeviceFor(localRank, deviceCount) -> the GPU a rank with that node-local rank uses (deviceForLocalRank).
+Napi::Value mpiDeviceFor(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsNumber())
+    throw Napi::TypeError::New(env, "mpiDeviceFor expects (localRank, deviceCount)");
+  return Napi::Number::New(env, deviceForLocalRank(info[0].As<Napi::Number>().Int32Value(),
+                                                   info[1].As<Napi::Number>().Int32Value()));
+}
+
 void finalizeAtTeardown(void*) { finalizeMpiWorld(); }
 
 }  // namespace
@@ -126,6 +136,7 @@ void registerMpiExports(Napi::Env env, Napi::Object exports) {
   exports.Set("mpiAbort", Napi::Function::New(env, mpiAbort, "mpiAbort"));
   exports.Set("mpiGather", Napi::Function::New(env, mpiGather, "mpiGather"));
   exports.Set("mpiFailSolve", Napi::Function::New(env, mpiFailSolve, "mpiFailSolve"));
+  exports.Set("mpiDeviceFor", Napi::Function::New(env, mpiDeviceFor, "mpiDeviceFor"));
   napi_add_env_cleanup_hook(env, finalizeAtTeardown, nullptr);
 }
 
@@ -133,6 +144,7 @@ Napi::Object distributedStatsToJs(Napi::Env env, const DistributedStats& d) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("ranks", d.ranks);
   o.Set("rank", d.rank);
+  o.Set("backend", d.backend);
   o.Set("bytesSent", double(d.bytesSent));
   o.Set("bytesReceived", double(d.bytesReceived));
   o.Set("letNodesSent", double(d.letNodesSent));

@@ -22,6 +22,7 @@ using namespace amrgrav;
 struct amrgrav_solver {
   SolveOptions options;
   bool distributed = false;  ///< a collective over the caller's MPI world
+  bool distributedGpu = false;  ///< ... with this rank's share on its GPU (mpi/distributed_solve.h)
   int requested = AMRGRAV_BACKEND_AUTO;
   std::unique_ptr<Backend> backend;  ///< the GPU's or the CPU's
   std::unique_ptr<Backend> cpu;      ///< AUTO's fallback when the GPU has too little memory (made when needed)
@@ -142,15 +143,17 @@ amrgrav_status amrgrav_create(const amrgrav_options* options, amrgrav_solver** o
     if (!st.ok()) return st;
     s->requested = options->backend;
     if (options->struct_size >= offsetof(amrgrav_options, distributed) + sizeof(int) && options->distributed) {
-      if (options->backend == AMRGRAV_BACKEND_CUDA)
-        return Status::error(ErrorCode::InvalidOption, "distributed solves run on the CPU backend for now");
       st = initMpiWorld(true);  // uses the caller's MPI (MPI_COMM_WORLD) when it initialised MPI already
       if (!st.ok()) return st;
       s->distributed = mpiWorld().size > 1;
+      // each rank's share on its GPU (CUDA, or AUTO where this rank has one); a rank without a usable GPU fails in
+      // the solve's agreement, with every other rank (an error here would leave the others waiting in it)
+      s->distributedGpu = s->distributed && (options->backend == AMRGRAV_BACKEND_CUDA ||
+                                             (options->backend == AMRGRAV_BACKEND_AUTO && cudaUsable(nullptr)));
     }
     std::string why;
     const bool gpu = options->backend != AMRGRAV_BACKEND_CPU && !s->distributed && cudaUsable(&why);
-    if (options->backend == AMRGRAV_BACKEND_CUDA && !gpu)
+    if (options->backend == AMRGRAV_BACKEND_CUDA && !gpu && !s->distributed)
       return Status::error(ErrorCode::NoDevice, "backend CUDA was requested but " + why);
 #if defined(AMRGRAV_HAVE_CUDA)
     if (gpu) {
@@ -184,11 +187,12 @@ amrgrav_status amrgrav_compute_potential(amrgrav_solver* s, size_t n, const doub
     r.into = ResultTargets{potential, s->options.accelerations ? ax : nullptr, s->options.accelerations ? ay : nullptr,
                            s->options.accelerations ? az : nullptr};
     if (s->distributed) {  // collective: a rank with no cells still takes part
-      const Status st = solveDistributedCpu(cells, s->options, r);
+      const Status st = s->distributedGpu ? solveDistributedCuda(cells, s->options, r)
+                                          : solveDistributedCpu(cells, s->options, r);
       if (st.ok()) {
         s->stats = r.stats;
         s->cells = n;
-        s->ran = AMRGRAV_BACKEND_CPU;
+        s->ran = std::string(r.stats.distributed.backend) == "cuda" ? AMRGRAV_BACKEND_CUDA : AMRGRAV_BACKEND_CPU;
       }
       return st;
     }

@@ -35,25 +35,29 @@ struct LetLayout {
 }  // namespace
 
 RankSummary summariseCells(const SortedCells& c) {
+  return summariseCells(c.x.data(), c.y.data(), c.z.data(), c.mass.data(), c.size.data(), c.x.size());
+}
+
+RankSummary summariseCells(const double* x, const double* y, const double* z, const double* mass,
+                           const double* size, std::size_t n) {
   RankSummary s{};
   for (int d = 0; d < 3; ++d) {
     s.centreLo[d] = s.extentLo[d] = INFINITY;
     s.centreHi[d] = s.extentHi[d] = -INFINITY;
   }
-  const std::size_t n = c.x.size();
-  const std::vector<double>* p[3] = {&c.x, &c.y, &c.z};
+  const double* p[3] = {x, y, z};
   double m = 0, mx[3] = {0, 0, 0};
   for (std::size_t i = 0; i < n; ++i) {
-    const double h = 0.5 * c.size[i];
+    const double h = size ? 0.5 * size[i] : 0.0;
     for (int d = 0; d < 3; ++d) {
-      const double v = (*p[d])[i];
+      const double v = p[d][i];
       s.centreLo[d] = std::min(s.centreLo[d], v);
       s.centreHi[d] = std::max(s.centreHi[d], v);
       s.extentLo[d] = std::min(s.extentLo[d], v - h);
       s.extentHi[d] = std::max(s.extentHi[d], v + h);
-      mx[d] += c.mass[i] * v;
+      mx[d] += mass[i] * v;
     }
-    m += c.mass[i];
+    m += mass[i];
   }
   s.mass = m;
   for (int d = 0; d < 3; ++d) s.com[d] = m > 0 ? mx[d] / m : 0.0;
@@ -197,6 +201,94 @@ Status viewPackedLet(const std::uint64_t* w, std::size_t bytes, SourceTree& out)
       return Status::error(ErrorCode::Internal, "received LET has a child link out of range at node " + std::to_string(k));
     if (out.cellBegin[k] + std::uint64_t(out.cellCount[k]) > nc)
       return Status::error(ErrorCode::Internal, "received LET has a cell range out of bounds at node " + std::to_string(k));
+  }
+  return Status::success();
+}
+
+SourceTree LetForest::view() const {
+  SourceTree s;
+  s.nodeCount = cellCount.size();
+  s.cellBegin = cellBegin.data();
+  s.cellCount = cellCount.data();
+  s.childBegin = childBegin.data();
+  s.childCount = childCount.data();
+  s.mass = mass.data();
+  s.com = com.data();
+  s.quad = quad.data();
+  s.macRadius = macRadius.data();
+  s.secondMoment = secondMoment.data();
+  s.cellTotal = x.size();
+  s.x = x.data();
+  s.y = y.data();
+  s.z = z.data();
+  s.cellMass = cellMass.data();
+  return s;
+}
+
+Status mergeLets(const SourceTree* lets, std::size_t count, LetForest& out) {
+  out = LetForest{};
+  if (count == 0) return Status::success();
+  // levels of virtual nodes above the `count` roots, fan-out 8: width[0] = 1, ..., width[depth] = count
+  std::vector<std::size_t> width{count};
+  while (width.front() > 1) width.insert(width.begin(), (width.front() + 7) / 8);
+  if (width.size() == 1) width.insert(width.begin(), 1);  // one LET: still under a virtual root (uniform walk)
+  std::vector<std::size_t> levelStart(width.size() + 1, 0);
+  for (std::size_t d = 0; d < width.size(); ++d) levelStart[d + 1] = levelStart[d] + width[d];
+  const std::size_t rootsAt = levelStart[width.size() - 1];  // index of LET 0's root
+  std::size_t nodes = levelStart.back(), cells = 0;
+  for (std::size_t r = 0; r < count; ++r) {
+    nodes += lets[r].nodeCount > 0 ? lets[r].nodeCount - 1 : 0;
+    cells += lets[r].cellTotal;
+  }
+  if (nodes > 0xffffffffull || cells > 0xffffffffull)
+    return Status::error(ErrorCode::Internal, "the received LETs have more than 2^32 - 1 nodes or cells together");
+  out.virtualNodes = rootsAt;
+  out.cellBegin.assign(nodes, 0);
+  out.cellCount.assign(nodes, 0);
+  out.childBegin.assign(nodes, 0);
+  out.childCount.assign(nodes, 0);
+  out.mass.assign(nodes, 0.0);
+  out.com.assign(3 * nodes, 0.0);
+  out.quad.assign(6 * nodes, 0.0);
+  out.macRadius.assign(nodes, INFINITY);
+  out.secondMoment.assign(nodes, 0.0);
+  out.x.resize(cells);
+  out.y.resize(cells);
+  out.z.resize(cells);
+  out.cellMass.resize(cells);
+  // the LETs, each node k at rootsAt + r (k = 0) or after the LETs before it (k > 0)
+  std::size_t nodeBase = levelStart.back(), cellBase = 0;
+  for (std::size_t r = 0; r < count; ++r) {
+    const SourceTree& t = lets[r];
+    auto at = [&](std::size_t k) { return k == 0 ? rootsAt + r : nodeBase + k - 1; };
+    for (std::size_t k = 0; k < t.nodeCount; ++k) {
+      const std::size_t i = at(k);
+      out.cellBegin[i] = std::uint32_t(cellBase + t.cellBegin[k]);
+      out.cellCount[i] = t.cellCount[k];
+      out.childCount[i] = t.childCount[k];
+      out.childBegin[i] = t.childCount[k] > 0 ? std::uint32_t(at(t.childBegin[k])) : 0u;
+      out.mass[i] = t.mass[k];
+      std::memcpy(&out.com[3 * i], t.com + 3 * k, 3 * sizeof(double));
+      std::memcpy(&out.quad[6 * i], t.quad + 6 * k, 6 * sizeof(double));
+      out.macRadius[i] = t.macRadius[k];
+      out.secondMoment[i] = t.secondMoment ? t.secondMoment[k] : 0.0;
+    }
+    std::copy(t.x, t.x + t.cellTotal, out.x.begin() + cellBase);
+    std::copy(t.y, t.y + t.cellTotal, out.y.begin() + cellBase);
+    std::copy(t.z, t.z + t.cellTotal, out.z.begin() + cellBase);
+    std::copy(t.cellMass, t.cellMass + t.cellTotal, out.cellMass.begin() + cellBase);
+    nodeBase += t.nodeCount > 0 ? t.nodeCount - 1 : 0;
+    cellBase += t.cellTotal;
+  }
+  // the virtual levels, bottom-up: node j of level d has the children [8j, 8j + 8) of level d + 1
+  for (std::size_t d = width.size() - 1; d-- > 0;) {
+    for (std::size_t j = 0; j < width[d]; ++j) {
+      const std::size_t i = levelStart[d] + j, first = 8 * j;
+      const std::size_t last = std::min(first + 8, width[d + 1]);
+      out.childBegin[i] = std::uint32_t(levelStart[d + 1] + first);
+      out.childCount[i] = std::uint8_t(last - first);
+      for (std::size_t c = first; c < last; ++c) out.mass[i] += out.mass[levelStart[d + 1] + c];
+    }
   }
   return Status::success();
 }

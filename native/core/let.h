@@ -25,6 +25,11 @@ constexpr int kRankSummaryDoubles = int(sizeof(RankSummary) / sizeof(double));
 /// Summary of the local cells (scaled lengths); a rank with no cells has cellCount 0 and an empty box.
 RankSummary summariseCells(const SortedCells& cells);
 
+/// The same over plain arrays of n scaled cells; without sizes (null) the extent box is the box of the centres
+/// (a GPU rank fills it from its bounds pass).
+RankSummary summariseCells(const double* x, const double* y, const double* z, const double* mass,
+                           const double* size, std::size_t n);
+
 /// The local nodes a remote rank needs, in the breadth-first order of the LET it becomes.
 struct LetSelection {
   enum Kind : std::uint8_t { Accepted = 0, OpenedLeaf = 1, Opened = 2 };
@@ -68,5 +73,21 @@ void packLet(const SourceTree& local, const LetSelection& sel, PackedLet& out);
 
 /// A SourceTree pointing into a packed LET (no copy); an error if the buffer is not a well-formed LET.
 Status viewPackedLet(const std::uint64_t* words, std::size_t bytes, SourceTree& out);
+
+/// The LETs a rank received, as one tree for a single walk (CPU or GPU): on top, virtual nodes that every walk
+/// opens (infinite MAC radius; mass the total below them, so that no walk skips them as empty; fan-out at most 8),
+/// down to the LETs' roots; below those, each LET's other nodes in its own breadth-first order, links and cell
+/// ranges offset; the cells one LET after the other. Walking it adds exactly what walking each LET would.
+struct LetForest {
+  std::vector<std::uint32_t> cellBegin, cellCount, childBegin;
+  std::vector<std::uint8_t> childCount;
+  std::vector<double> mass, com, quad, macRadius, secondMoment;
+  std::vector<double> x, y, z, cellMass;
+  std::size_t virtualNodes = 0;  ///< nodes [0, virtualNodes) are the virtual ones
+  SourceTree view() const;
+};
+
+/// Merges `count` LETs (count > 0) into `out`; an error if the forest would have 2^32 nodes or cells.
+Status mergeLets(const SourceTree* lets, std::size_t count, LetForest& out);
 
 }  // namespace amrgrav

@@ -39,3 +39,10 @@ struct Status {
 };
 
 }  // namespace amrgrav
+
+/// Propagates a non-ok Status.
+#define AG_TRY(statusExpr)                              \
+  do {                                                  \
+    ::amrgrav::Status ag_status_ = (statusExpr);        \
+    if (!ag_status_.ok()) return ag_status_;            \
+  } while (0)

@@ -65,9 +65,4 @@ inline Status cudaFailure(cudaError_t e, const char* expr, const char* file, int
       return ::amrgrav::cuda::cudaFailure(ag_cuda_err_, "launch of " name, __FILE__, __LINE__);         \
   } while (0)
 
-/// Propagates a non-ok Status.
-#define AG_TRY(statusExpr)                              \
-  do {                                                  \
-    ::amrgrav::Status ag_status_ = (statusExpr);        \
-    if (!ag_status_.ok()) return ag_status_;            \
-  } while (0)
+// AG_TRY (propagates a non-ok Status) is core/status.h's.

@@ -16,6 +16,7 @@
 
 #include "core/ewald_walk.h"
 #include "core/keys.h"
+#include "core/let.h"
 #include "core/tree.h"
 #include "core/validate.h"
 #include "cpu/thread_pool.h"
@@ -155,7 +156,9 @@ BlockLayout layoutFor(unsigned n, std::size_t tailBytes) {
   return L;
 }
 
-constexpr int kEvents = 8;  // start, uploaded, sorted, gathered, moments, walked, mass uploaded, built
+// start, uploaded, sorted, gathered, moments, walked, mass uploaded, built, keys started (a distributed solve's ranks
+// agree between uploaded and keys started)
+constexpr int kEvents = 9;
 
 class CudaBackendImpl final : public CudaBackend {
  public:
@@ -189,6 +192,238 @@ class CudaBackendImpl final : public CudaBackend {
   void releaseDeviceMemory() override {
     std::lock_guard<std::mutex> lock(mu_);
     releaseAll();
+  }
+
+  // ---------------------------------------------------------------- one rank of a distributed solve
+  Status rankOpen(const CellsView& cells, const SolveOptions& opt, double lo[3], double hi[3]) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return guarded([&]() -> Status {
+      AG_TRY(checkOptions(opt, cells.n, false));
+      if (opt.anyPeriodic())
+        return Status::error(ErrorCode::InvalidOption, "CUDA backend: distributed periodic solves run on the CPU");
+      // the masses are checked on the host (one array): on the device they go up only after the agreement
+      for (std::size_t i = 0; i < cells.n; ++i)
+        if (!(std::isfinite(cells.mass[i]) && cells.mass[i] >= 0.0)) {
+          const Status v = validateCells(cells, opt);
+          return v.ok() ? Status::error(ErrorCode::Internal, "CUDA backend: mass check and validateCells disagree") : v;
+        }
+      stats_ = CudaStats{};
+      rankT0_ = Clock::now();
+      AG_TRY(ensureDevice());
+      stats_.device = deviceName_;
+      if (!copyStream_) AG_CUDA_TRY(cudaStreamCreateWithFlags(&copyStream_, cudaStreamNonBlocking));
+      for (int d = 0; d < 3; ++d) {
+        lo[d] = opt.hasBox ? opt.boxLo[d] : INFINITY;
+        hi[d] = opt.hasBox ? opt.boxHi[d] : -INFINITY;
+      }
+      if (cells.n == 0) return Status::success();
+      // positions and sizes up and checked now, so that a bad cell is agreed on, not an abort later
+      AG_TRY(uploadAndBound(cells, opt, false));
+      if (!opt.hasBox)
+        for (int d = 0; d < 3; ++d) {
+          lo[d] = extentLo_[d];
+          hi[d] = extentHi_[d];
+        }
+      return Status::success();
+    });
+  }
+
+  Status rankBuild(const CellsView& cells, const SolveOptions& opt, double scale, SolveStats& st) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return guarded([&]() -> Status {
+      AG_TRY(ensureDevice());
+      AG_TRY(sortAndBuild(cells, opt, false, scale));
+      AG_TRY(computeMoments(n_, nodes_, depth_, root_, opt, massScale_));
+      AG_CUDA_TRY(cudaEventRecord(events_[4], stream_));  // the tree is complete: the export may copy it
+      st.nodes = nodes_;
+      st.treeDepth = depth_;
+      st.threads = 1;
+      return Status::success();
+    });
+  }
+
+  Status rankStartLocalWalk(const SolveOptions& opt) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return guarded([&]() -> Status {
+      AG_TRY(prepareWalk(n_, opt, massScale_, sums_[0], sums_ + 1, &rankCfg_, &rankBlocks_, rankWalk_));
+      return launchPass(rankCfg_, rankBlocks_, rankWalk_);
+    });
+  }
+
+  Status rankExportTree(HostTree& out, double extentLo[3], double extentHi[3]) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return guarded([&]() -> Status {
+      const std::size_t nodes = nodes_, n = n_;
+      std::vector<uint4> topo(nodes);
+      std::vector<D4> mac(nodes);
+      std::vector<float4> mq(2 * nodes);
+      out.x.resize(n);
+      out.y.resize(n);
+      out.z.resize(n);
+      out.cellMass.resize(n);
+      // on the second stream, after the moments (the walk reads these arrays and writes none of them), through
+      // the pinned staging ring as the results' download
+      AG_CUDA_TRY(cudaStreamWaitEvent(copyStream_, events_[4], 0));
+      Transfer t[7] = {{topo.data(), topoPtr_, nodes * sizeof(uint4)},
+                       {mac.data(), nodeMacPtr_, nodes * sizeof(D4)},
+                       {mq.data(), nodeMQPtr_, 2 * nodes * sizeof(float4)},
+                       {out.x.data(), const_cast<double*>(sortedCells_.x), n * sizeof(double)},
+                       {out.y.data(), const_cast<double*>(sortedCells_.y), n * sizeof(double)},
+                       {out.z.data(), const_cast<double*>(sortedCells_.z), n * sizeof(double)},
+                       {out.cellMass.data(), const_cast<double*>(sortedCells_.mass), n * sizeof(double)}};
+      AG_TRY(copyOut(t, 7, copyStream_));
+      out.cellBegin.resize(nodes);
+      out.cellCount.resize(nodes);
+      out.childBegin.resize(nodes);
+      out.childCount.resize(nodes);
+      out.mass.resize(nodes);
+      out.com.resize(3 * nodes);
+      out.quad.resize(6 * nodes);
+      out.macRadius.resize(nodes);
+      const double inv = 1.0 / massScale_;  // a power of two: exact
+      for (std::size_t i = 0; i < nodes; ++i) {
+        out.cellBegin[i] = topo[i].x;
+        out.cellCount[i] = topo[i].y;
+        out.childBegin[i] = topo[i].z;
+        out.childCount[i] = std::uint8_t(topo[i].w);
+        const bool live = mac[i].w >= 0.0;  // kernel_moments.cu: -1 for a massless node
+        out.mass[i] = live ? double(mq[2 * i].x) * inv : 0.0;
+        out.com[3 * i] = mac[i].x;
+        out.com[3 * i + 1] = mac[i].y;
+        out.com[3 * i + 2] = mac[i].z;
+        const float q[6] = {mq[2 * i].y, mq[2 * i].z, mq[2 * i].w, mq[2 * i + 1].x, mq[2 * i + 1].y, mq[2 * i + 1].z};
+        for (int k = 0; k < 6; ++k) out.quad[6 * i + k] = double(q[k]) * inv;
+        out.macRadius[i] = live ? mac[i].w : 0.0;
+      }
+      for (int d = 0; d < 3; ++d) {
+        extentLo[d] = extentLo_[d] * scale_;
+        extentHi[d] = extentHi_[d] * scale_;
+      }
+      return Status::success();
+    });
+  }
+
+  Status rankLocalWalkDone(bool* done) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const cudaError_t e = cudaStreamQuery(stream_);
+    *done = e != cudaErrorNotReady;
+    if (e == cudaErrorNotReady) (void)cudaGetLastError();  // "not ready" is not an error
+    else AG_CUDA_TRY(e);
+    return Status::success();
+  }
+
+  Status rankFinishLocalWalk(const SolveOptions& opt, SolveStats& st) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return guarded([&]() -> Status {
+      WalkTally total;
+      unsigned need = 0;
+      AG_TRY(collectPass(total, &need));
+      if (need > 0) {  // a queue overflowed: the whole walk again with a larger queue (as walkUntilDone)
+        AG_TRY(growQueue(need));
+        AG_TRY(restoreSizes(n_));
+        AG_TRY(launchWalkPrep(sums_[0], sortedCells_.mass, n_, rankWalk_.groupSize, selfCoefficient(opt.selfPotential),
+                              const_cast<double*>(rankWalk_.groupHmin), stream_));
+        AG_TRY(walkUntilDone(rankCfg_, rankBlocks_, opt, rankWalk_, total));
+      }
+      st.approxInteractions = total.approx;
+      st.directInteractions = total.direct;
+      st.groups = rankWalk_.numGroups;
+      st.leaves = nodes_ - splitNodes_;
+      return Status::success();
+    });
+  }
+
+  Status rankWalkReceived(const SourceTree* lets, std::size_t count, const SolveOptions& opt,
+                          SolveStats& st) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return guarded([&]() -> Status {
+      if (count == 0) return Status::success();
+      AG_TRY(uploadForest(lets, count));
+      WalkParams p = rankWalk_;
+      p.topo = letTopo_.get();
+      p.nodeMac = letMac_.get();
+      p.nodeMQ = letMQ_.get();
+      p.sources = DeviceCells{letCells_[0].get(), letCells_[1].get(), letCells_[2].get(), letCells_[3].get()};
+      p.selfPairs = 0;
+      // the LETs' sums into arrays of their own (phi = sum / massScale, no self term), then added to the local
+      // walk's: a queue overflow simply reruns into them
+      const int nsum = opt.accelerations ? 4 : 1;
+      const std::size_t n = n_;
+      AG_TRY(letSums_.reserve(nsum * n, "the received LETs' sums"));
+      double* sum[4] = {letSums_.get(), nullptr, nullptr, nullptr};
+      for (int k = 1; k < nsum; ++k) sum[k] = letSums_.get() + k * n;
+      p.phi = sum[0];
+      p.selfTerm = sum[0];
+      p.selfPotential = false;
+      p.gx = sum[1];
+      p.gy = sum[2];
+      p.gz = sum[3];
+      WalkTally total;
+      for (;;) {
+        total = WalkTally{};
+        unsigned need = 0;
+        AG_TRY(walkPass(rankCfg_, rankBlocks_, p, total, &need));
+        if (need == 0) break;
+        AG_TRY(growQueue(need));
+      }
+      for (int k = 0; k < nsum; ++k) AG_TRY(launchAddInto(sums_[k], sum[k], n, stream_));
+      st.approxInteractions += total.approx;
+      st.directInteractions += total.direct;
+      return Status::success();
+    });
+  }
+
+  Status rankFinish(const SolveOptions& opt, SolveResult& out) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return guarded([&]() -> Status {
+      const ResultTargets dest = out.targets(n_, opt.accelerations);
+      AG_TRY(finishAndDownload(opt, dest));
+      SolveStats device;
+      fillStats(false, rankT0_, device);
+      out.stats.secondsKeys = device.secondsKeys;
+      out.stats.secondsBuild = device.secondsBuild;
+      out.stats.secondsMoments = device.secondsMoments;
+      out.stats.secondsUpload = device.secondsUpload;
+      out.stats.secondsDownload = device.secondsDownload;
+      out.stats.deviceBytesPerCell = device.deviceBytesPerCell;
+      return Status::success();
+    });
+  }
+
+  /// The received LETs as one tree (core/let.h mergeLets: virtual nodes with an infinite MAC radius on top, which
+  /// every walk opens) in the walk's device layout, masses and quadrupoles times this solve's massScale.
+  Status uploadForest(const SourceTree* lets, std::size_t count) {
+    LetForest f;
+    AG_TRY(mergeLets(lets, count, f));
+    const std::size_t nodes = f.cellCount.size(), cells = f.x.size();
+    std::vector<uint4> topo(nodes);
+    std::vector<D4> mac(nodes);
+    std::vector<float4> mq(2 * nodes);
+    const double ms = massScale_;
+    for (std::size_t i = 0; i < nodes; ++i) {
+      const bool leaf = f.childCount[i] == 0;
+      topo[i] = make_uint4(f.cellBegin[i], leaf ? f.cellCount[i] : 0u, f.childBegin[i], f.childCount[i]);
+      const double m = f.mass[i];
+      mac[i] = D4{f.com[3 * i], f.com[3 * i + 1], f.com[3 * i + 2], m > 0 ? f.macRadius[i] : -1.0};  // -1: skipped
+      const double* q = &f.quad[6 * i];
+      mq[2 * i] = make_float4(float(m * ms), float(q[0] * ms), float(q[1] * ms), float(q[2] * ms));
+      mq[2 * i + 1] = make_float4(float(q[3] * ms), float(q[4] * ms), float(q[5] * ms), 0.f);
+    }
+    const std::vector<double>* from[4] = {&f.x, &f.y, &f.z, &f.cellMass};
+    AG_TRY(letTopo_.reserve(nodes, "the received LETs"));
+    AG_TRY(letMac_.reserve(nodes, "the received LETs"));
+    AG_TRY(letMQ_.reserve(2 * nodes, "the received LETs"));
+    cudaStream_t s = stream_;
+    AG_CUDA_TRY(cudaMemcpyAsync(letTopo_.get(), topo.data(), nodes * sizeof(uint4), cudaMemcpyHostToDevice, s));
+    AG_CUDA_TRY(cudaMemcpyAsync(letMac_.get(), mac.data(), nodes * sizeof(D4), cudaMemcpyHostToDevice, s));
+    AG_CUDA_TRY(cudaMemcpyAsync(letMQ_.get(), mq.data(), 2 * nodes * sizeof(float4), cudaMemcpyHostToDevice, s));
+    for (int k = 0; k < 4; ++k) {
+      AG_TRY(letCells_[k].reserve(std::max<std::size_t>(cells, 1), "the received LETs' cells"));
+      AG_CUDA_TRY(cudaMemcpyAsync(letCells_[k].get(), from[k]->data(), cells * sizeof(double), cudaMemcpyHostToDevice,
+                                  s));
+    }
+    AG_CUDA_TRY(cudaStreamSynchronize(s));  // the host vectors are freed on return
+    return Status::success();
   }
 
  private:
@@ -251,6 +486,10 @@ class CudaBackendImpl final : public CudaBackend {
       if (e) (void)cudaEventDestroy(e);
       e = nullptr;
     }
+    letTopo_.release(); letMac_.release(); letMQ_.release(); letSums_.release();
+    for (auto& b : letCells_) b.release();
+    if (copyStream_) (void)cudaStreamDestroy(copyStream_);
+    copyStream_ = nullptr;
     if (stream_) (void)cudaStreamDestroy(stream_);
     stream_ = nullptr;
     ready_ = false;
@@ -265,6 +504,8 @@ class CudaBackendImpl final : public CudaBackend {
     b += moments_.bytes() + nodeMac_.bytes() + nodeMQ_.bytes() + queue_.bytes() + queueTag_.bytes() +
          walkCounters_.bytes() +
          tally_.bytes() + ewaldCoef_.bytes();
+    b += letTopo_.bytes() + letMac_.bytes() + letMQ_.bytes() + letSums_.bytes();
+    for (const auto& c : letCells_) b += c.bytes();
     return b;
   }
 
@@ -324,7 +565,8 @@ class CudaBackendImpl final : public CudaBackend {
   }
 
   // ---------------------------------------------------------------- the solve
-  Status run(const CellsView& cells, const SolveOptions& opt, SolveResult& out, bool direct) {
+  /// The checks every solve makes before touching the cells on the device: options, the CUDA backend's limits.
+  Status checkOptions(const SolveOptions& opt, std::size_t n, bool direct) const {
     Status st = validateOptions(opt);
     if (!st.ok()) return st;
     if (direct && !(st = validateDirectOptions(opt)).ok()) return st;
@@ -332,14 +574,20 @@ class CudaBackendImpl final : public CudaBackend {
       return Status::error(ErrorCode::InvalidOption,
                            "groupSize must be at most 64 on the CUDA backend (one warp per group, at most two cells "
                            "per lane), got " + std::to_string(opt.groupSize));
+    if (n > 0x7fffffffull)
+      return Status::error(ErrorCode::InvalidInput, "the CUDA backend handles at most 2^31 - 1 cells per solve, got " +
+                                                        std::to_string(n));
+    return Status::success();
+  }
+
+  Status run(const CellsView& cells, const SolveOptions& opt, SolveResult& out, bool direct) {
+    Status st = checkOptions(opt, cells.n, direct);
+    if (!st.ok()) return st;
     const auto tv = Clock::now();
     if (!copt_.validateOnDevice) {
       st = validateCells(cells, opt);
       if (!st.ok()) return st;
     }
-    if (cells.n > 0x7fffffffull)
-      return Status::error(ErrorCode::InvalidInput, "the CUDA backend handles at most 2^31 - 1 cells per solve, got " +
-                                                        std::to_string(cells.n));
     stats_ = CudaStats{};
     stats_.secondsValidate = since(tv);
     st = ensureDevice();
@@ -362,17 +610,65 @@ class CudaBackendImpl final : public CudaBackend {
       stats_.secondsTotal = out.stats.secondsTotal = since(t0);
       return Status::success();
     }
+    AG_TRY(prepareCells(cells, opt, direct, 0.0));
+    double* const phi = sums_[0];
+    double* g[3] = {sums_[1], sums_[2], sums_[3]};
+    if (direct) {
+      AG_CUDA_TRY(cudaEventRecord(events_[4], stream_));
+      AG_TRY(launchDirect(sortedCells_, n, massScale_, opt.accelerations, phi, g[0], g[1], g[2], stream_));
+      AG_TRY(launchFoldSelf(phi, sortedCells_.mass, sortedSize_, n, 1.0 / massScale_,
+                            selfCoefficient(opt.selfPotential), stream_));
+      out.stats.directInteractions = std::uint64_t(n) * (n - 1);
+    } else {
+      AG_TRY(computeMoments(n, nodes_, depth_, root_, opt, massScale_));
+      if (opt.anyPeriodic()) AG_TRY(prepareEwald(opt, scale_, out.stats));  // host table work overlaps the moments
+      AG_CUDA_TRY(cudaEventRecord(events_[4], stream_));
+      AG_TRY(walk(n, opt, massScale_, phi, g, out.stats));
+      out.stats.nodes = nodes_;
+      out.stats.leaves = nodes_ - splitNodes_;
+      out.stats.treeDepth = depth_;
+    }
+    AG_TRY(finishAndDownload(opt, dest));
+    fillStats(direct, t0, out.stats);
+    return Status::success();
+  }
+
+  /// uploadAndBound, then sortAndBuild (n > 0).
+  Status prepareCells(const CellsView& cells, const SolveOptions& opt, bool direct, double givenScale) {
+    AG_TRY(uploadAndBound(cells, opt, direct));
+    return sortAndBuild(cells, opt, direct, givenScale);
+  }
+
+  /// The cells' checks every solve makes on the device (CellChecks; the first bad cell's message from the host's
+  /// validateCells): positions and sizes here, the masses in sortAndBuild.
+  CellChecks cellChecks(const SolveOptions& opt) {
+    CellChecks checks;
+    checks.hasBox = opt.hasBox;
+    for (int d = 0; d < 3; ++d) {
+      checks.boxLo[d] = opt.boxLo[d];
+      checks.boxHi[d] = opt.boxHi[d];
+    }
+    checks.firstBad = walkCounters_.get();
+    return checks;
+  }
+
+  /// The solve's device block, x, y, z, size uploaded, checked, and their extents' bounds (extentLo_, extentHi_)
+  /// and this process's root cube (root_: chooseRootCube, caller's units). n > 0.
+  Status uploadAndBound(const CellsView& cells, const SolveOptions& opt, bool direct) {
+    const unsigned n = unsigned(cells.n);
+    n_ = n;
     cudaStream_t s = stream_;
     AG_CUDA_TRY(cudaEventRecord(events_[0], s));
 
     // ---- the solve's device block: BlockLayout says which phase owns which piece
     std::size_t tailBytes = std::size_t(n) * sizeof(double);  // the direct path's tail: phi
     if (!direct) AG_TRY(tailForTree(n, opt, &tailBytes));
-    const BlockLayout L = layoutFor(n, tailBytes);
+    layout_ = layoutFor(n, tailBytes);
+    const BlockLayout& L = layout_;
     AG_TRY(block_.reserve((L.total + sizeof(double) - 1) / sizeof(double), "the solve's device block"));
     char* const base = reinterpret_cast<char*>(block_.get());
-    double* slot[6];
-    for (int k = 0; k < 6; ++k) slot[k] = reinterpret_cast<double*>(base + L.slot[k]);
+    double* const* slot = slot_;
+    for (int k = 0; k < 6; ++k) slot_[k] = reinterpret_cast<double*>(base + L.slot[k]);
 
     // ---- upload x, y, z, size into slots 0-3 (the mass follows the sort: with all five arrays here the sort's
     //      halves would not fit in the block)
@@ -384,16 +680,10 @@ class CudaBackendImpl final : public CudaBackend {
     }
     AG_CUDA_TRY(cudaEventRecord(events_[1], s));
 
-    // ---- root cube (chooseRootCube), length scale, keys, sort
+    // ---- checks and root cube (chooseRootCube)
     AG_TRY(bounds_.reserve(7 * kBoundsBlocks + 7, "the bounds reduction"));
     AG_TRY(walkCounters_.reserve(kWalkCounterCount, "counters"));
-    CellChecks checks;
-    checks.hasBox = opt.hasBox;
-    for (int d = 0; d < 3; ++d) {
-      checks.boxLo[d] = opt.boxLo[d];
-      checks.boxHi[d] = opt.boxHi[d];
-    }
-    checks.firstBad = walkCounters_.get();
+    const CellChecks checks = cellChecks(opt);
     AG_CUDA_TRY(cudaMemsetAsync(checks.firstBad, 0xff, sizeof(unsigned), s));
     AG_TRY(launchBounds(slot[0], slot[1], slot[2], nullptr, slot[3], n, checks,
                         bounds_.get(), bounds_.get() + 7 * kBoundsBlocks, s));
@@ -403,6 +693,10 @@ class CudaBackendImpl final : public CudaBackend {
     AG_CUDA_TRY(cudaMemcpyAsync(hbad, checks.firstBad, sizeof(unsigned), cudaMemcpyDeviceToHost, s));
     AG_CUDA_TRY(cudaStreamSynchronize(s));
     if (*hbad != 0xffffffffu) AG_TRY(flaggedCell(*hbad, cells, opt));
+    for (int d = 0; d < 3; ++d) {
+      extentLo_[d] = hb[d];
+      extentHi_[d] = hb[3 + d];
+    }
     RootCube root;
     if (opt.hasBox) {
       root = chooseRootCube(cells, opt);  // the box: no pass over the cells
@@ -414,8 +708,26 @@ class CudaBackendImpl final : public CudaBackend {
       for (int d = 0; d < 3; ++d) root.lo[d] = hb[d];
       root.side = side;
     }
-    // as sortCellsByKey
-    const double scale = std::exp2(-std::round(std::log2(root.side)));
+    root_ = root;  // caller's units until sortAndBuild scales it
+    return Status::success();
+  }
+
+  /// Keys with the length scale `givenScale` (0: the root cube's own, lengthScaleFor(side); a distributed solve
+  /// gives the global one), sort, mass upload and check, octree topology (unless direct), gather into sorted
+  /// scaled cells, and the sums' arrays. Leaves the solve's state in the members (slot_, root_ scaled, scale_,
+  /// massScale_, nodes_, depth_, sums_).
+  Status sortAndBuild(const CellsView& cells, const SolveOptions& opt, bool direct, double givenScale) {
+    const unsigned n = n_;
+    cudaStream_t s = stream_;
+    const BlockLayout& L = layout_;
+    char* const base = reinterpret_cast<char*>(block_.get());
+    double* const* slot = slot_;
+    double* hb = static_cast<double*>(small_.get());
+    const CellChecks checks = cellChecks(opt);
+    RootCube root = root_;
+    AG_CUDA_TRY(cudaEventRecord(events_[8], s));
+    // ---- length scale, keys, sort (as sortCellsByKey)
+    const double scale = givenScale > 0 ? givenScale : lengthScaleFor(root.side);
     const double inv = double(kKeyCells) / root.side;
     // keys in slots 4 and 5, indices in the two index halves (CUB's double buffer)
     std::uint64_t* keyHalf[2] = {reinterpret_cast<std::uint64_t*>(slot[4]), reinterpret_cast<std::uint64_t*>(slot[5])};
@@ -457,11 +769,11 @@ class CudaBackendImpl final : public CudaBackend {
     // ---- octree topology and the nodes' first keys (in the spare index half), then the keys are dead
     tail_ = Carve(base + L.slot[5], block_.bytes() - L.slot[5]);
     extra_ = Carve(base + L.extra, block_.bytes() - L.extra);
-    unsigned nodes = 0;
-    int depth = 0;
+    nodes_ = 0;
+    depth_ = 0;
     if (!direct) {
-      AG_TRY(buildTree(n, opt.leafSize, &nodes, &depth));
-      AG_TRY(computeNodeKeys(nodes));
+      AG_TRY(buildTree(n, opt.leafSize, &nodes_, &depth_));
+      AG_TRY(computeNodeKeys(nodes_));
     }
     AG_CUDA_TRY(cudaEventRecord(events_[7], s));
     AG_CUDA_TRY(cudaStreamSynchronize(s));
@@ -485,59 +797,49 @@ class CudaBackendImpl final : public CudaBackend {
     scale_ = scale;
     for (int d = 0; d < 3; ++d) root.lo[d] *= scale;
     root.side *= scale;
-    const double massScale = powerOfTwoScale(massTotal);
+    root_ = root;
+    massScale_ = powerOfTwoScale(massTotal);
     AG_CUDA_TRY(cudaEventRecord(events_[3], s));
 
     // ---- sums in sorted order: the walk's phi in the sizes' slot (after the moments, the walk turns the sizes into
     //      self terms and each group's smallest size, and writes each cell's phi over its self term as it adds it);
     //      the direct path's phi in the tail; the acceleration sums in buffers of their own
-    double* sums[4] = {direct ? tail_.take<double>(n) : sortedSize_, nullptr, nullptr, nullptr};
-    if (!sums[0]) return Status::error(ErrorCode::Internal, "CUDA backend: no room for the potential sums");
+    sums_[0] = direct ? tail_.take<double>(n) : sortedSize_;
+    sums_[1] = sums_[2] = sums_[3] = nullptr;
+    if (!sums_[0]) return Status::error(ErrorCode::Internal, "CUDA backend: no room for the potential sums");
     const int nsum = opt.accelerations ? 4 : 1;
     for (int k = 1; k < nsum; ++k) {
       AG_TRY(accSum_[k - 1].reserve(n, "the walk's acceleration sums"));
-      sums[k] = accSum_[k - 1].get();
+      sums_[k] = accSum_[k - 1].get();
     }
-    double* g[3] = {sums[1], sums[2], sums[3]};
     if (copt_.poisonDevice)
       for (int k = 0; k < nsum; ++k)
-        if (sums[k] != sortedSize_) AG_TRY(launchPoison(sums[k], n, s));
+        if (sums_[k] != sortedSize_) AG_TRY(launchPoison(sums_[k], n, s));
+    return Status::success();
+  }
 
-    if (direct) {
-      AG_CUDA_TRY(cudaEventRecord(events_[4], s));
-      AG_TRY(launchDirect(sortedCells_, n, massScale, opt.accelerations, sums[0], g[0], g[1], g[2], s));
-      AG_TRY(launchFoldSelf(sums[0], sortedCells_.mass, sortedSize_, n, 1.0 / massScale,
-                            selfCoefficient(opt.selfPotential), s));
-      out.stats.directInteractions = std::uint64_t(n) * (n - 1);
-    } else {
-      AG_TRY(computeMoments(n, nodes, depth, root, opt, massScale));
-      if (opt.anyPeriodic()) AG_TRY(prepareEwald(opt, scale, out.stats));  // host table work overlaps the moments
-      AG_CUDA_TRY(cudaEventRecord(events_[4], s));
-      AG_TRY(walk(n, opt, massScale, sums[0], g, out.stats));
-      out.stats.nodes = nodes;
-      out.stats.leaves = nodes - splitNodes_;
-      out.stats.treeDepth = depth;
-    }
-
-    // ---- scale, scatter to the caller's order, into slots nothing reads any more: pot over x, ax over y, ay over
-    //      z, az over the mass
-    double* res[4] = {slot[4], slot[0], slot[1], slot[3]};
+  /// Scale, scatter to the caller's order, into slots nothing reads any more (pot over x, ax over y, ay over z, az
+  /// over the mass), and download into `dest`.
+  Status finishAndDownload(const SolveOptions& opt, const ResultTargets& dest) {
+    cudaStream_t s = stream_;
+    const unsigned n = n_;
+    double* res[4] = {slot_[4], slot_[0], slot_[1], slot_[3]};
     const int nout = opt.accelerations ? 4 : 1;
     if (copt_.poisonDevice)
       for (int k = 0; k < nout; ++k) AG_TRY(launchPoison(res[k], n, s));
     FinishParams fp;
     fp.order = order_;
-    fp.phi = sums[0];
-    fp.gx = g[0];
-    fp.gy = g[1];
-    fp.gz = g[2];
+    fp.phi = sums_[0];
+    fp.gx = sums_[1];
+    fp.gy = sums_[2];
+    fp.gz = sums_[3];
     fp.pot = res[0];
     fp.ax = res[1];
     fp.ay = res[2];
     fp.az = res[3];
     fp.n = n;
-    fp.invMassScale = 1.0 / massScale;
-    fp.scale = scale;
+    fp.invMassScale = 1.0 / massScale_;
+    fp.scale = scale_;
     fp.G = opt.G;
     AG_TRY(launchFinish(fp, opt.accelerations, s));
     AG_CUDA_TRY(cudaEventRecord(events_[5], s));
@@ -548,29 +850,32 @@ class CudaBackendImpl final : public CudaBackend {
       double* host[4] = {dest.potential, dest.ax, dest.ay, dest.az};
       Transfer t[4];
       for (int k = 0; k < nout; ++k) t[k] = Transfer{host[k], res[k], std::size_t(n) * 8};
-      AG_TRY(copyOut(t, nout));
+      AG_TRY(copyOut(t, nout, stream_));
     }
     AG_CUDA_TRY(cudaStreamSynchronize(s));
     stats_.secondsDownload = since(td);
+    return Status::success();
+  }
 
+  /// The phases' times from the events (after finishAndDownload) into stats_ and `st`.
+  void fillStats(bool direct, Clock::time_point t0, SolveStats& st) {
     stats_.secondsUpload = elapsed(0, 1) + elapsed(2, 6);
-    stats_.secondsKeys = elapsed(1, 2) + elapsed(7, 3);
+    stats_.secondsKeys = elapsed(8, 2) + elapsed(7, 3);
     stats_.secondsBuild = direct ? 0 : elapsed(6, 7);
     stats_.secondsMoments = direct ? 0 : elapsed(3, 4);
     stats_.secondsWalk = elapsed(4, 5);
     stats_.secondsTotal = since(t0);
     stats_.deviceBytes = deviceBytes();
-    stats_.deviceBytesPerCell = double(stats_.deviceBytes) / double(n);
+    stats_.deviceBytesPerCell = double(stats_.deviceBytes) / double(n_);
     stats_.pinnedBytes = staging_->pinnedBytes() + small_.bytes();
-    out.stats.secondsKeys = stats_.secondsKeys;
-    out.stats.secondsBuild = stats_.secondsBuild;
-    out.stats.secondsMoments = stats_.secondsMoments;
-    out.stats.secondsWalk = stats_.secondsWalk;
-    out.stats.secondsTotal = stats_.secondsTotal;
-    out.stats.secondsUpload = stats_.secondsUpload;
-    out.stats.secondsDownload = stats_.secondsDownload;
-    out.stats.deviceBytesPerCell = stats_.deviceBytesPerCell;
-    return Status::success();
+    st.secondsKeys = stats_.secondsKeys;
+    st.secondsBuild = stats_.secondsBuild;
+    st.secondsMoments = stats_.secondsMoments;
+    st.secondsWalk = stats_.secondsWalk;
+    st.secondsTotal = stats_.secondsTotal;
+    st.secondsUpload = stats_.secondsUpload;
+    st.secondsDownload = stats_.secondsDownload;
+    st.deviceBytesPerCell = stats_.deviceBytesPerCell;
   }
 
   int copyThreads() const {
@@ -588,14 +893,15 @@ class CudaBackendImpl final : public CudaBackend {
     return Status::success();
   }
 
-  Status copyOut(const Transfer* t, int count) {
+  /// Device -> host copies on `stream` (the backend's, or the tree export's), complete on return.
+  Status copyOut(const Transfer* t, int count, cudaStream_t stream) {
     if (copt_.pinnedStaging) {
       AG_TRY(staging_->prepare(copt_.stagingChunkBytes, copyThreads(), device_));
-      return staging_->download(t, count, stream_);
+      return staging_->download(t, count, stream);
     }
     for (int k = 0; k < count; ++k)
-      AG_CUDA_TRY(cudaMemcpyAsync(t[k].host, t[k].device, t[k].bytes, cudaMemcpyDeviceToHost, stream_));
-    AG_CUDA_TRY(cudaStreamSynchronize(stream_));
+      AG_CUDA_TRY(cudaMemcpyAsync(t[k].host, t[k].device, t[k].bytes, cudaMemcpyDeviceToHost, stream));
+    AG_CUDA_TRY(cudaStreamSynchronize(stream));
     return Status::success();
   }
 
@@ -728,26 +1034,32 @@ class CudaBackendImpl final : public CudaBackend {
     return Status::success();
   }
 
-  Status walk(unsigned n, const SolveOptions& opt, double massScale, double* phi, double* const* g, SolveStats& st) {
-    cudaStream_t s = stream_;
-    WalkConfig cfg;
-    int blocks = 1;
-    AG_TRY(walkShape(n, opt, &cfg, &blocks));
+  struct WalkTally {
+    unsigned long long approx = 0, direct = 0;
+    unsigned skipped = 0;
+  };
+
+  /// The walk over the local tree: its launch shape and parameters, each group's smallest size, and the sizes turned
+  /// into self terms (which phi overwrites: its array is the sizes', see prepareCells).
+  Status prepareWalk(unsigned n, const SolveOptions& opt, double massScale, double* phi, double* const* g,
+                     WalkConfig* cfg, int* blocks, WalkParams& p) {
+    AG_TRY(walkShape(n, opt, cfg, blocks));
     const unsigned groupSize = unsigned(opt.groupSize);
     const unsigned numGroups = (n + groupSize - 1) / groupSize;
     AG_TRY(walkCounters_.reserve(kWalkCounterCount, "walk counters"));
 
     // each group's smallest size after the topology in the spare index half (the node keys are dead), else in a
-    // buffer; then the sizes become the self terms, which phi overwrites (its array is the sizes', see run())
+    // buffer
     Carve spare = idxSpare_;
     if (reinterpret_cast<char*>(topoPtr_) == idxSpare_.base) (void)spare.take<uint4>(levelStart_.back());
     double* groupHmin = nullptr;
     AG_TRY(carveOrReserve(spare, groupHmin_, numGroups, "group sizes", groupHmin));
     const double selfCoef = selfCoefficient(opt.selfPotential);
-    AG_TRY(launchWalkPrep(phi, sortedCells_.mass, n, groupSize, selfCoef, groupHmin, s));
+    AG_TRY(launchWalkPrep(phi, sortedCells_.mass, n, groupSize, selfCoef, groupHmin, stream_));
 
-    WalkParams p;
+    p = WalkParams{};
     p.cells = sortedCells_;
+    p.sources = sortedCells_;  // the local tree's leaves hold the targets themselves
     p.groupHmin = groupHmin;
     p.selfTerm = phi;
     p.nodeMac = nodeMacPtr_;
@@ -765,15 +1077,32 @@ class CudaBackendImpl final : public CudaBackend {
     p.gz = g[2];
     p.invMassScale = 1.0 / massScale;
     p.selfPotential = selfCoef != 0.0;
-    if (cfg.periodic) p.ewald = ewaldView_;
+    if (cfg->periodic) p.ewald = ewaldView_;
     p.ewaldExpansion = opt.ewaldExpansion;
-
-    // Periodic: the walk of the groups that expand the Ewald correction, then (if any are left) the others, then
-    // the expanding groups' corrections (kernels.h WalkConfig). A queue overflow in any pass reruns them all: groups
-    // that finished wrote phi over their self terms, which come back.
-    WalkTally total;
     stats_.walkLaunches = 0;
     for (double& t : stats_.walkPassSeconds) t = 0;
+    stats_.walkBlocks = *blocks;
+    stats_.walkWarps = int(unsigned(*blocks) * kWalkWarpsPerBlock);
+    return Status::success();
+  }
+
+  Status walk(unsigned n, const SolveOptions& opt, double massScale, double* phi, double* const* g, SolveStats& st) {
+    WalkConfig cfg;
+    int blocks = 1;
+    WalkParams p;
+    AG_TRY(prepareWalk(n, opt, massScale, phi, g, &cfg, &blocks, p));
+    WalkTally total;
+    AG_TRY(walkUntilDone(cfg, blocks, opt, p, total));
+    st.approxInteractions = total.approx;
+    st.directInteractions = total.direct;
+    st.groups = p.numGroups;
+    return Status::success();
+  }
+
+  /// Periodic: the walk of the groups that expand the Ewald correction, then (if any are left) the others, then the
+  /// expanding groups' corrections (kernels.h WalkConfig). A queue overflow in any pass reruns them all: groups that
+  /// finished wrote phi over their self terms, which come back.
+  Status walkUntilDone(const WalkConfig& cfg, int blocks, const SolveOptions& opt, WalkParams& p, WalkTally& total) {
     for (;;) {
       total = WalkTally{};
       unsigned need = 0;
@@ -790,30 +1119,32 @@ class CudaBackendImpl final : public CudaBackend {
         AG_TRY(walkPass(e, blocks, p, total, &need));
         total.skipped = skipped;
       }
-      if (need == 0) break;
-      if (queueCap_ >= (1u << 24))
-        return Status::error(ErrorCode::Internal, "CUDA backend: the walk queue would need more than 2^24 entries "
-                                                  "per warp (" + std::to_string(need) + ")");
-      queueCap_ = std::max(2 * queueCap_, nextPow2(need));
-      AG_TRY(restoreSizes(n));
-      AG_TRY(launchWalkPrep(phi, sortedCells_.mass, n, groupSize, selfCoef, groupHmin, s));
+      if (need == 0) return Status::success();
+      AG_TRY(growQueue(need));
+      AG_TRY(restoreSizes(p.n));
+      AG_TRY(launchWalkPrep(p.phi, sortedCells_.mass, p.n, p.groupSize, selfCoefficient(opt.selfPotential),
+                            const_cast<double*>(p.groupHmin), stream_));
     }
-    stats_.walkBlocks = blocks;
-    stats_.walkWarps = int(unsigned(blocks) * kWalkWarpsPerBlock);
-    st.approxInteractions = total.approx;
-    st.directInteractions = total.direct;
-    st.groups = numGroups;
+  }
+
+  /// A larger walk queue after an overflow that needed `need` entries per warp.
+  Status growQueue(unsigned need) {
+    if (queueCap_ >= (1u << 24))
+      return Status::error(ErrorCode::Internal, "CUDA backend: the walk queue would need more than 2^24 entries "
+                                                "per warp (" + std::to_string(need) + ")");
+    queueCap_ = std::max(2 * queueCap_, nextPow2(need));
     return Status::success();
   }
 
-  struct WalkTally {
-    unsigned long long approx = 0, direct = 0;
-    unsigned skipped = 0;
-  };
-
   /// One launch of a walk kernel over the groups it owns; *need > 0 when a queue overflowed (rerun with a larger one).
-  /// The periodic kernels have their own occupancy: fewer blocks than walkShape's (sized for the queues) is fine.
   Status walkPass(const WalkConfig& cfg, int maxBlocks, WalkParams& p, WalkTally& total, unsigned* need) {
+    AG_TRY(launchPass(cfg, maxBlocks, p));
+    return collectPass(total, need);
+  }
+
+  /// walkPass's launch and the copies of its counters, not waited for. The periodic kernels have their own
+  /// occupancy: fewer blocks than walkShape's (sized for the queues) is fine.
+  Status launchPass(const WalkConfig& cfg, int maxBlocks, WalkParams& p) {
     cudaStream_t s = stream_;
     int perSm = 1;
     AG_TRY(walkBlocksPerSm(cfg, &perSm));
@@ -831,12 +1162,21 @@ class CudaBackendImpl final : public CudaBackend {
     p.queueCap = queueCap_;
     AG_CUDA_TRY(cudaMemsetAsync(walkCounters_.get(), 0, kWalkCounterCount * sizeof(unsigned), s));
     AG_CUDA_TRY(cudaMemsetAsync(tally_.get(), 0, 2 * sizeof(unsigned long long), s));  // keeps [2]: split nodes
-    const auto t0 = Clock::now();
+    passStart_ = Clock::now();
+    passIndex_ = cfg.ewaldCorrection ? 2 : cfg.perCellEwald ? 1 : 0;
     AG_TRY(launchWalk(cfg, p, blocks, s));
     AG_CUDA_TRY(cudaMemcpyAsync(hc, walkCounters_.get(), kWalkCounterCount * sizeof(unsigned), cudaMemcpyDeviceToHost, s));
     AG_CUDA_TRY(cudaMemcpyAsync(ht, tally_.get(), 3 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, s));
-    AG_CUDA_TRY(cudaStreamSynchronize(s));
-    stats_.walkPassSeconds[cfg.ewaldCorrection ? 2 : cfg.perCellEwald ? 1 : 0] = since(t0);
+    return Status::success();
+  }
+
+  /// Waits for the pass launchPass queued and reads its counters.
+  Status collectPass(WalkTally& total, unsigned* need) {
+    const unsigned* hc = static_cast<const unsigned*>(small_.get());
+    const unsigned long long* ht =
+        reinterpret_cast<const unsigned long long*>(static_cast<const char*>(small_.get()) + 64);
+    AG_CUDA_TRY(cudaStreamSynchronize(stream_));
+    stats_.walkPassSeconds[passIndex_] = since(passStart_);
     ++stats_.walkLaunches;
     stats_.queueCapacity = queueCap_;
     stats_.queuePeak = std::max(stats_.queuePeak, hc[kQueuePeak]);
@@ -860,6 +1200,27 @@ class CudaBackendImpl final : public CudaBackend {
     return Status::success();
   }
 
+  // The current solve between its phases (prepareCells onwards; a distributed solve's rank* calls)
+  unsigned n_ = 0, nodes_ = 0;
+  int depth_ = 0;
+  BlockLayout layout_;
+  double* slot_[6] = {};
+  double* sums_[4] = {};     ///< phi (the sizes' slot, or the tail for the direct path), gx, gy, gz sums
+  RootCube root_;            ///< scaled
+  double massScale_ = 1;
+  double extentLo_[3] = {}, extentHi_[3] = {};  ///< the cells' extents (caller's units) from the bounds pass
+  // A distributed solve's local walk and the received LETs
+  Clock::time_point rankT0_;
+  WalkConfig rankCfg_;
+  int rankBlocks_ = 1;
+  WalkParams rankWalk_ = {};
+  cudaStream_t copyStream_ = nullptr;  ///< the tree's export while the local walk runs
+  DeviceBuffer<uint4> letTopo_;
+  DeviceBuffer<D4> letMac_;
+  DeviceBuffer<float4> letMQ_;
+  DeviceBuffer<double> letCells_[4];  ///< x, y, z (scaled), mass
+  DeviceBuffer<double> letSums_;      ///< the received LETs' walk's sums (phi, gx, gy, gz), added to sums_
+
   mutable std::mutex mu_;
   CudaOptions copt_;
   CudaStats stats_;
@@ -869,6 +1230,8 @@ class CudaBackendImpl final : public CudaBackend {
   cudaStream_t stream_ = nullptr;
   cudaEvent_t events_[kEvents] = {};
   unsigned queueCap_ = 0;
+  Clock::time_point passStart_;  ///< the last walk pass's launch (CudaStats::walkPassSeconds)
+  int passIndex_ = 0;
   unsigned long long splitNodes_ = 0;
   std::vector<unsigned> levelStart_;
 
@@ -916,6 +1279,34 @@ std::unique_ptr<Backend> makeCudaBackend() { return std::make_unique<cuda::CudaB
 
 std::unique_ptr<CudaBackend> makeCudaBackend(const CudaOptions& options) {
   return std::make_unique<cuda::CudaBackendImpl>(options);
+}
+
+SourceTree HostTree::view() const {
+  SourceTree s;
+  s.nodeCount = cellCount.size();
+  s.cellBegin = cellBegin.data();
+  s.cellCount = cellCount.data();
+  s.childBegin = childBegin.data();
+  s.childCount = childCount.data();
+  s.mass = mass.data();
+  s.com = com.data();
+  s.quad = quad.data();
+  s.macRadius = macRadius.data();
+  s.cellTotal = x.size();
+  s.x = x.data();
+  s.y = y.data();
+  s.z = z.data();
+  s.cellMass = cellMass.data();
+  return s;
+}
+
+int cudaDeviceCount() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return count;
 }
 
 bool cudaDeviceAvailable(std::string* why) {

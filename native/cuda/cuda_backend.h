@@ -5,10 +5,13 @@
 /// driver or device as a Status (ErrorCode::NoDevice) rather than failing to load or aborting.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/backend.h"
+#include "core/source_tree.h"
 
 namespace amrgrav {
 
@@ -47,6 +50,16 @@ struct CudaStats {
   std::string device;               ///< name, compute capability, multiprocessors
 };
 
+/// The local tree copied down from the device, in SourceTree's layout (core/source_tree.h), for the host-side LET
+/// selection and packing (core/let.h). Multipoles are the device's (float, times massScale) divided back.
+struct HostTree {
+  std::vector<std::uint32_t> cellBegin, cellCount, childBegin;
+  std::vector<std::uint8_t> childCount;
+  std::vector<double> mass, com, quad, macRadius;
+  std::vector<double> x, y, z, cellMass;  ///< the sorted cells, scaled
+  SourceTree view() const;
+};
+
 class CudaBackend : public Backend {
  public:
   virtual void setCudaOptions(const CudaOptions& options) = 0;
@@ -55,7 +68,35 @@ class CudaBackend : public Backend {
   virtual CudaStats lastCudaStats() const = 0;
   /// Frees every device and pinned buffer now (they are otherwise kept, grow-only, for the next solve).
   virtual void releaseDeviceMemory() = 0;
+
+  // ---- One rank's share of a distributed solve (mpi/distributed_cuda.cpp calls these in this order; isolated
+  //      boxes only). The same semantics as the CPU rank's: root cube of this rank's cells, the caller's (global)
+  //      length scale, the same MAC; received LETs are walked into sums of their own, then added (the CPU's
+  //      accumulate), with no self pair.
+  /// Before the ranks' agreement: the options, the backend's limits, the device (NoDevice without one), and the
+  /// cells: uploaded and checked as validateCells does (its message on a failure), lo/hi = their extents' bounds
+  /// (the box when given; empty without cells or box).
+  virtual Status rankOpen(const CellsView& cells, const SolveOptions& opt, double lo[3], double hi[3]) = 0;
+  /// Keys with length scale `scale`, sort, masses, build, moments (the cells of rankOpen, cells.n > 0).
+  virtual Status rankBuild(const CellsView& cells, const SolveOptions& opt, double scale, SolveStats& st) = 0;
+  /// Queues the walk of the local tree and returns at once.
+  virtual Status rankStartLocalWalk(const SolveOptions& opt) = 0;
+  /// Copies the tree and the sorted cells down on a second stream while the local walk runs; blocks until done.
+  /// Also the extent box of the cells (scaled) from the device's bounds pass.
+  virtual Status rankExportTree(HostTree& out, double extentLo[3], double extentHi[3]) = 0;
+  /// Whether the local walk's launch has finished (never blocks).
+  virtual Status rankLocalWalkDone(bool* done) = 0;
+  /// Waits for the local walk, reruns it after a queue overflow, counts its interactions into `st`.
+  virtual Status rankFinishLocalWalk(const SolveOptions& opt, SolveStats& st) = 0;
+  /// Uploads the received LETs as one forest and walks it into the local sums (count 0: nothing).
+  virtual Status rankWalkReceived(const SourceTree* lets, std::size_t count, const SolveOptions& opt,
+                                  SolveStats& st) = 0;
+  /// Scale, scatter, download into out (its targets), device times into out.stats.
+  virtual Status rankFinish(const SolveOptions& opt, SolveResult& out) = 0;
 };
+
+/// The number of CUDA devices (0 without a driver or device; never aborts).
+int cudaDeviceCount();
 
 /// name() == "cuda". Creating one touches no GPU; the first solve initialises the device. Calls are serialised
 /// (one solve at a time per backend object); keep one object alive across solves to reuse its device memory.

@@ -61,6 +61,11 @@ __global__ void __launch_bounds__(kThreads) poisonKernel(double* p, std::size_t 
     p[i] = __longlong_as_double(0x7ff8dead0000beefLL);  // a quiet NaN with a recognisable payload
 }
 
+__global__ void __launch_bounds__(kThreads) addIntoKernel(double* dst, const double* src, std::size_t n) {
+  for (std::size_t i = blockIdx.x * std::size_t(kThreads) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * kThreads)
+    dst[i] = __dadd_rn(dst[i], src[i]);
+}
+
 unsigned gridFor(std::size_t n) {
   const std::size_t b = (n + kThreads - 1) / kThreads;
   return unsigned(b < 1 ? 1 : (b > 65535u * 4 ? 65535u * 4 : b));
@@ -91,6 +96,13 @@ Status launchWalkPrep(double* size, const double* mass, unsigned n, unsigned gro
   walkPrepKernel<<<gridFor(std::size_t(numGroups) * 32), kThreads, 0, s>>>(size, mass, n, groupSize, numGroups,
                                                                            selfCoef, groupHmin);
   AG_CUDA_LAUNCHED("walkPrepKernel");
+  return Status::success();
+}
+
+Status launchAddInto(double* dst, const double* src, std::size_t n, cudaStream_t s) {
+  if (n == 0) return Status::success();
+  addIntoKernel<<<gridFor(n), kThreads, 0, s>>>(dst, src, n);
+  AG_CUDA_LAUNCHED("addIntoKernel");
   return Status::success();
 }
 

@@ -556,7 +556,7 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
         const unsigned ctag = expand ? __shfl_sync(kFull, childTag, s) : 0u;
         const unsigned chunk = min(32u, leafCells - t0);
         if (unsigned(lane) < chunk) {
-          D4 c = p.cells[first + (v - before)];
+          D4 c = p.sources[first + (v - before)];  // the targets themselves, or a received LET's cells
           if (expand && ctag) {  // the hoisted node's image
             c.x = taggedImage(c.x, ctag, 0, p.ewald.period[0]);
             c.y = taggedImage(c.y, ctag, 1, p.ewald.period[1]);
@@ -623,9 +623,10 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
         }
       }
     }
-    // as cpu_walk.cpp: every cell meets itself in the opened leaves, and that pair is not an interaction
+    // as cpu_walk.cpp: every cell meets itself in the opened leaves of its own tree, and that pair is not an
+    // interaction
     approxSum += (unsigned long long)nt * accepted;
-    if (cellsOpened > 0) directSum += (unsigned long long)nt * (cellsOpened - 1);
+    if (cellsOpened > 0) directSum += (unsigned long long)nt * (cellsOpened - p.selfPairs);
   }
   if (lane == 0) {
     if (approxSum) atomicAdd(p.interactions + 0, approxSum);
@@ -721,7 +722,7 @@ __global__ void __launch_bounds__(kWalkThreads, AG_EWALD_CORRECTION_MIN_BLOCKS)
       } else if (open && topo.w == 0u) {
         // a leaf with no usable ancestor (shallow trees only: hoisting stops the traversal above the leaves)
         for (unsigned j = 0; j < topo.y; ++j) {
-          const D4 c = p.cells[topo.x + j];
+          const D4 c = p.sources[topo.x + j];
           const double x = imageNearCentre(c.x, gc[0], ev.period[0], ev.invPeriod[0]);
           const double y = imageNearCentre(c.y, gc[1], ev.period[1], ev.invPeriod[1]);
           const double z = imageNearCentre(c.z, gc[2], ev.period[2], ev.invPeriod[2]);

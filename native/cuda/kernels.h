@@ -164,6 +164,12 @@ struct WalkParams {
   EwaldDeviceView ewald;             ///< periodic walks (WalkConfig::periodic)
   bool ewaldExpansion = true;        ///< SolveOptions::ewaldExpansion
   bool hoistCorrection = true;       ///< expanding groups take corrections at hoisted nodes (cpu_walk.h WalkPass)
+  /// The cells of the source tree's leaves: `cells` itself for the local tree (each cell meets itself once, not
+  /// counted); a received LET's own cells (mpi/distributed_cuda.cpp), where no pair is a self pair. Read straight
+  /// from the kernel's parameters, as `cells` is: no registers for the choice. (A LET walk writes its sums into
+  /// arrays of their own, selfPotential false, then launchAddInto adds them: the kernel has no accumulate mode.)
+  DeviceCells sources = {nullptr, nullptr, nullptr, nullptr};
+  unsigned selfPairs = 1;  ///< 1: the sources are the targets (each cell meets itself once, not counted); 0: a LET
 };
 
 /// Before the walk (kernel_finish.cu): groupHmin[g] = smallest size of group g, then (selfCoef != 0)
@@ -215,6 +221,9 @@ Status launchFinish(const FinishParams& p, bool accelerations, cudaStream_t s);
 /// walk folds as it writes).
 Status launchFoldSelf(double* phi, const double* mass, const double* size, unsigned n, double invMassScale,
                       double selfCoef, cudaStream_t s);
+
+/// dst[i] += src[i] for i < n (a received LET walk's sums into the local walk's).
+Status launchAddInto(double* dst, const double* src, std::size_t n, cudaStream_t s);
 
 /// Fills n doubles with a quiet NaN (poisoning outputs in tests).
 Status launchPoison(double* p, std::size_t n, cudaStream_t s);

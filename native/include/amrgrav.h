@@ -65,8 +65,10 @@ typedef struct amrgrav_options {
   int ewald_resolution; /* Ewald table points per half period of the shortest periodic side    [28] */
   /* Nonzero: amrgrav_compute_potential is a collective over MPI_COMM_WORLD, which the caller initialised
    * (MPI_Init before amrgrav_create): every rank passes its own cells (any number, none included) and gets the
-   * potential of all ranks' cells, through locally essential trees (CPU backend; isolated boundaries). Needs a
-   * build with MPI (amrgrav_features bit 3).                                                     [0] */
+   * potential of all ranks' cells, through locally essential trees; with backend CUDA (or AUTO where a rank
+   * has a GPU) each rank's share runs on its GPU (node-local rank modulo the node's GPUs; periodic boxes on the
+   * CPU), and a rank without a usable GPU makes every rank's call fail with AMRGRAV_NO_DEVICE. Needs a build
+   * with MPI (amrgrav_features bit 3).                                                            [0] */
   int distributed;
 } amrgrav_options;
 

@@ -1,14 +1,16 @@
 /// \file distributed_solve.cpp
-/// \brief The distributed CPU solve (see distributed_solve.h). Sequence per rank: check the input and agree on
-/// it and on the global bounds (one allreduce) -> key sort with the global length scale, build, moments, groups ->
-/// allgather of rank summaries -> for each other rank, select and pack its LET and Isend it -> walk the local
-/// tree in slices, letting messages progress between slices -> walk each received LET (in rank order, so the
-/// sum has a fixed order) -> scale, self term, scatter.
+/// \brief The distributed solve's driver and its CPU rank (see distributed_solve.h, rank_engine.h). Sequence per
+/// rank: check the input and agree on it and on the global bounds (one allreduce) -> key sort with the global
+/// length scale, build, moments, groups (a GPU then starts its local walk) -> allgather of rank summaries -> for
+/// each other rank, select and pack its LET and Isend it -> complete the local walk, letting messages progress
+/// meanwhile -> walk the received LETs (in rank order, merged into one tree) -> scale, self term, scatter.
 #include "mpi/distributed_solve.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
+#include <memory>
 #include <new>
 #include <vector>
 
@@ -21,6 +23,10 @@
 #include "cpu/finish.h"
 #include "cpu/thread_pool.h"
 #include "mpi/mpi_world.h"
+#include "mpi/rank_engine.h"
+#if defined(AMRGRAV_HAVE_CUDA)
+#include "cuda/cuda_backend.h"
+#endif
 
 #if defined(AMRGRAV_HAVE_MPI)
 #include "mpi/agreement.h"
@@ -30,13 +36,18 @@
 
 namespace amrgrav {
 
-#if defined(AMRGRAV_HAVE_MPI)
+#if !(defined(AMRGRAV_HAVE_CUDA) && defined(AMRGRAV_HAVE_MPI))
+std::unique_ptr<RankEngine> makeCudaRankEngine() { return nullptr; }
+#endif
+
 namespace {
+
+constexpr const char* kNoCudaBuild = "this build of amrgrav has no CUDA backend (nvcc was not found at build time)";
 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-/// Slices of the local walk; between two slices pending messages are moved along (Open MPI has no progress
+/// Slices of the CPU's local walk; between two slices pending messages are moved along (Open MPI has no progress
 /// thread, so large messages only advance inside MPI calls).
 constexpr std::size_t kWalkSlices = 16;
 
@@ -55,50 +66,132 @@ void localBounds(const CellsView& c, const SolveOptions& opt, double lo[3], doub
     }
 }
 
+/// The CPU rank: the tree, walks and finish of the CPU backend (cpu/).
+class CpuRankEngine final : public RankEngine {
+ public:
+  const char* name() const override { return "cpu"; }
+  Status open(const CellsView& cells, const SolveOptions& opt, double lo[3], double hi[3]) override {
+    AG_TRY(validateCells(cells, opt));
+    localBounds(cells, opt, lo, hi);
+    return Status::success();
+  }
+
+  /// The root cube is this rank's own bounding cube (or the user's box): tight cubes make small, accurate trees,
+  /// and a far-away rank's whole tree is accepted by the others at its root.
+  Status build(const CellsView& cells, const SolveOptions& opt, double scale, SolveStats& st) override {
+    threads_ = resolveThreadCount(opt.threads);
+    st.threads = threads_;
+    auto t = Clock::now();
+    std::vector<std::uint64_t> keys;
+    RootCube root = chooseRootCube(cells, opt);
+    AG_TRY(sortCellsByKey(cells, root, cells_, keys, scale));
+    st.secondsKeys = since(t);
+    t = Clock::now();
+    AG_TRY(buildOctree(keys, root, opt.leafSize, tree_));
+    st.secondsBuild = since(t);
+    t = Clock::now();
+    computeMoments(cells_, opt, tree_);
+    st.secondsMoments = since(t);
+    groups_ = makeGroups(cells_, opt.groupSize);
+    st.nodes = tree_.nodeCount();
+    for (std::size_t i = 0; i < tree_.nodeCount(); ++i) st.leaves += tree_.isLeaf(i) ? 1 : 0;
+    st.treeDepth = tree_.depth;
+    st.groups = groups_.size();
+    // Periodic boxes: the table (every rank the same: same box, same scale) and the nodes' second moments; the
+    // essential nodes are chosen by the images a remote group may see (core/let.h essentialNodesForPeriodic).
+    periodic_ = opt.anyPeriodic();
+    if (periodic_) {
+      AG_TRY(prepareEwaldTable(opt, cells_.scale, threads_, ewald_, st));
+      ewald_.nodeS = nodeSecondMoments(cells_, tree_);
+    }
+    const std::size_t n = cells.n;
+    phi_.assign(n, 0.0);
+    for (auto& v : g_) v.assign(opt.accelerations ? n : 0, 0.0);
+    wo_ = WalkOutput{phi_.data(), opt.accelerations ? g_[0].data() : nullptr,
+                     opt.accelerations ? g_[1].data() : nullptr, opt.accelerations ? g_[2].data() : nullptr};
+    return Status::success();
+  }
+
+  Status startLocalWalk(const SolveOptions&) override { return Status::success(); }  // it needs the threads
+
+  Status localSource(SourceTree& tree, RankSummary& summary) override {
+    tree = source();
+    summary = summariseCells(cells_);
+    return Status::success();
+  }
+
+  const EwaldWalk* ewald() const override { return periodic_ ? &ewald_ : nullptr; }
+
+  Status completeLocalWalk(const SolveOptions& opt, const std::function<Status()>& progress, SolveStats&) override {
+    const SourceTree local = source();
+    const std::size_t ng = groups_.size();
+    for (std::size_t s = 0; s < kWalkSlices && ng > 0; ++s) {
+      walkGroups(local, cells_, groups_, ng * s / kWalkSlices, ng * (s + 1) / kWalkSlices, opt, threads_,
+                 WalkPass{false, true}, wo_, ewald());
+      AG_TRY(progress());
+    }
+    return Status::success();
+  }
+
+  Status walkReceived(const std::vector<SourceTree>& lets, const SolveOptions& opt, SolveStats& st) override {
+    if (!lets.empty()) {
+      LetForest forest;
+      AG_TRY(mergeLets(lets.data(), lets.size(), forest));
+      walkGroups(forest.view(), cells_, groups_, 0, groups_.size(), opt, threads_, WalkPass{true, false, false}, wo_,
+                 ewald());
+    }
+    st.approxInteractions = wo_.approx;
+    st.directInteractions = wo_.direct;
+    return Status::success();
+  }
+
+  Status finish(const SolveOptions& opt, SolveResult& out) override {
+    finishSolve(cells_, opt, phi_, opt.accelerations ? g_ : nullptr, out);
+    return Status::success();
+  }
+
+ private:
+  /// The local tree as a source (periodic: with its nodes' second moments).
+  SourceTree source() const {
+    SourceTree t = sourceTreeOf(tree_, cells_);
+    if (periodic_) t.secondMoment = ewald_.nodeS.data();
+    return t;
+  }
+
+  int threads_ = 1;
+  bool periodic_ = false;
+  SortedCells cells_;
+  Octree tree_;
+  Groups groups_;
+  EwaldWalk ewald_;
+  std::vector<double> phi_, g_[3];
+  WalkOutput wo_{nullptr, nullptr, nullptr, nullptr};
+};
+
+}  // namespace
+
+#if defined(AMRGRAV_HAVE_MPI)
+namespace {
+
 /// After the agreement every rank must reach the end: a failure here aborts the job (mpi_world.h).
 void orAbort(const Status& st) {
   if (!st.ok()) abortMpiWorld(std::string(errorCodeName(st.code)) + ": " + st.message);
 }
 
-struct LocalTree {
-  SortedCells cells;
-  Octree tree;
-  Groups groups;
-};
-
-/// Keys, build, moments and groups, timed into `stats`. The root cube is this rank's own bounding cube (or the
-/// user's box): tight cubes make small, accurate trees, and a far-away rank's whole tree is accepted by the others
-/// at its root. The length scale is the global one (lengthScaleFor of the bounds of all ranks' cells), so scaled
-/// positions, moments and MAC radii are the same numbers on every rank: a LET can be walked as it arrives.
-void buildLocalTree(const CellsView& cells, const SolveOptions& opt, double scale, LocalTree& L, SolveStats& stats) {
-  auto t = Clock::now();
-  std::vector<std::uint64_t> keys;
-  RootCube root = chooseRootCube(cells, opt);
-  orAbort(sortCellsByKey(cells, root, L.cells, keys, scale));
-  stats.secondsKeys = since(t);
-  t = Clock::now();
-  orAbort(buildOctree(keys, root, opt.leafSize, L.tree));
-  stats.secondsBuild = since(t);
-  t = Clock::now();
-  computeMoments(L.cells, opt, L.tree);
-  stats.secondsMoments = since(t);
-  L.groups = makeGroups(L.cells, opt.groupSize);
-  stats.nodes = L.tree.nodeCount();
-  for (std::size_t i = 0; i < L.tree.nodeCount(); ++i) stats.leaves += L.tree.isLeaf(i) ? 1 : 0;
-  stats.treeDepth = L.tree.depth;
-  stats.groups = L.groups.size();
-}
-
-Status distributedImpl(const CellsView& cells, const SolveOptions& opt, SolveResult& out) {
+/// The sequence of distributed_solve.h over `engine`. The length scale is the global one (lengthScaleFor of the
+/// bounds of all ranks' cells), so scaled positions, moments and MAC radii are the same numbers on every rank: a
+/// LET can be walked as it arrives, whichever backend built it.
+Status distributedImpl(RankEngine& engine, const CellsView& cells, const SolveOptions& opt, SolveResult& out) {
   const auto t0 = Clock::now();
   MPI_Comm comm = amrgravComm();
   const MpiWorld world = mpiWorld();
   const int rank = world.rank, size = world.size;
 
   Status st = validateOptions(opt);
-  if (st.ok()) st = validateCells(cells, opt);
   double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
-  if (st.ok()) localBounds(cells, opt, lo, hi);
+  if (st.ok()) st = engine.open(cells, opt, lo, hi);
+  if (!st.ok())
+    for (int d = 0; d < 3; ++d) { lo[d] = INFINITY; hi[d] = -INFINITY; }
   st = agreeToProceed(st, lo, hi);
   if (!st.ok()) return st;
 
@@ -109,27 +202,22 @@ Status distributedImpl(const CellsView& cells, const SolveOptions& opt, SolveRes
   DistributedStats& ds = out.stats.distributed;
   ds.ranks = size;
   ds.rank = rank;
-  const int threads = resolveThreadCount(opt.threads);
-  out.stats.threads = threads;
+  ds.backend = engine.name();
   double side = 0;  // of the cube chooseRootCube would give one process holding all cells: the same scale
   for (int d = 0; d < 3; ++d) side = std::max(side, hi[d] - lo[d]);
   if (!(side > 0)) side = 1;  // no cells anywhere, or a single point mass
 
-  LocalTree L;
-  buildLocalTree(cells, opt, lengthScaleFor(side), L, out.stats);
-  // Periodic boxes: the table (every rank the same: same box, same scale) and the nodes' second moments; the
-  // essential nodes are chosen by the images a remote group may see (core/let.h essentialNodesForPeriodic).
-  const bool periodic = opt.anyPeriodic();
-  EwaldWalk ewald;
-  if (periodic) {
-    orAbort(prepareEwaldTable(opt, L.cells.scale, threads, ewald, out.stats));
-    ewald.nodeS = nodeSecondMoments(L.cells, L.tree);
-  }
-  const EwaldWalk* ew = periodic ? &ewald : nullptr;
+  orAbort(engine.build(cells, opt, lengthScaleFor(side), out.stats));
+  const auto walkLaunched = Clock::now();
+  orAbort(engine.startLocalWalk(opt));
 
   auto t = Clock::now();
+  SourceTree local;
+  RankSummary mine;
+  orAbort(engine.localSource(local, mine));  // a GPU rank copies its tree down here, beside its local walk
+  const double sourceSeconds = since(t);
+  t = Clock::now();
   std::vector<RankSummary> all(size);
-  RankSummary mine = summariseCells(L.cells);
   orAbort(mpiStatus(MPI_Allgather(&mine, kRankSummaryDoubles, MPI_DOUBLE, all.data(), kRankSummaryDoubles,
                                   MPI_DOUBLE, comm), "MPI_Allgather", __FILE__, __LINE__));
   ds.secondsAgree = since(t);
@@ -142,13 +230,12 @@ Status distributedImpl(const CellsView& cells, const SolveOptions& opt, SolveRes
   orAbort(ex.start());
 
   t = Clock::now();
-  SourceTree local = sourceTreeOf(L.tree, L.cells);
-  if (periodic) local.secondMoment = ewald.nodeS.data();
+  const EwaldWalk* ew = engine.ewald();
   LetSelection sel;
   for (int k = 1; k < size && n > 0; ++k) {
     const int dst = (rank + k) % size;  // staggered, so no rank is everybody's first destination
     if (!expect[dst]) continue;
-    if (periodic) essentialNodesForPeriodic(local, all[dst].centreLo, all[dst].centreHi, ewald.view, sel);
+    if (ew) essentialNodesForPeriodic(local, all[dst].centreLo, all[dst].centreHi, ew->view, sel);
     else essentialNodesFor(local, all[dst].centreLo, all[dst].centreHi, sel);
     PackedLet let;
     packLet(local, sel, let);
@@ -157,35 +244,27 @@ Status distributedImpl(const CellsView& cells, const SolveOptions& opt, SolveRes
     orAbort(ex.send(dst, std::move(let)));
     orAbort(ex.progress());
   }
-  ds.secondsLetSelect = since(t);
+  ds.secondsLetSelect = sourceSeconds + since(t);
 
-  std::vector<double> phi(n, 0.0), g[3];
-  if (opt.accelerations) for (auto& v : g) v.assign(n, 0.0);
-  WalkOutput wo{phi.data(), opt.accelerations ? g[0].data() : nullptr, opt.accelerations ? g[1].data() : nullptr,
-                opt.accelerations ? g[2].data() : nullptr};
-
-  const double walkStart = ex.now();
-  const std::size_t ng = L.groups.size();
-  for (std::size_t s = 0; s < kWalkSlices && ng > 0; ++s) {
-    walkGroups(local, L.cells, L.groups, ng * s / kWalkSlices, ng * (s + 1) / kWalkSlices, opt, threads,
-               WalkPass{false, true}, wo, ew);
-    orAbort(ex.progress());
-  }
+  // on the exchange's clock; a walk that started before the exchange existed starts at a negative time
+  const double walkStart = engine.walksAlongside() ? ex.now() - since(walkLaunched) : ex.now();
+  orAbort(engine.completeLocalWalk(opt, [&] { return ex.progress(); }, out.stats));
   const double walkEnd = ex.now();
   ds.secondsLocalWalk = walkEnd - walkStart;
 
-  double waited = 0, remoteWalk = 0;
+  // every LET, in rank order (so the sum has a fixed order), then one walk over all of them
+  double w0 = ex.now();
+  std::vector<SourceTree> lets;
   for (int r = 0; r < size; ++r) {
     if (!expect[r]) continue;
-    const double w0 = ex.now();
-    SourceTree let;
-    orAbort(ex.receive(r, let));
-    const double w1 = ex.now();
-    waited += w1 - w0;
-    walkGroups(let, L.cells, L.groups, 0, ng, opt, threads, WalkPass{true, false, false}, wo, ew);
-    remoteWalk += ex.now() - w1;
+    lets.emplace_back();
+    orAbort(ex.receive(r, lets.back()));
   }
-  const double w0 = ex.now();
+  double waited = ex.now() - w0;
+  w0 = ex.now();
+  orAbort(engine.walkReceived(lets, opt, out.stats));
+  const double remoteWalk = ex.now() - w0;
+  w0 = ex.now();
   orAbort(ex.finish());
   waited += ex.now() - w0;
 
@@ -203,11 +282,21 @@ Status distributedImpl(const CellsView& cells, const SolveOptions& opt, SolveRes
     ds.secondsOverlap = std::max(0.0, std::min(end, walkEnd) - std::max(begin, walkStart));
   }
   out.stats.secondsWalk = ds.secondsLocalWalk + remoteWalk;
-  out.stats.approxInteractions = wo.approx;
-  out.stats.directInteractions = wo.direct;
-  finishSolve(L.cells, opt, phi, opt.accelerations ? g : nullptr, out);
+  orAbort(engine.finish(opt, out));
   out.stats.secondsTotal = since(t0);
   return Status::success();
+}
+
+/// distributedImpl under amrgrav's MPI lock; anything thrown after the agreement ends the job.
+Status distributedGuarded(RankEngine& engine, const CellsView& cells, const SolveOptions& opt, SolveResult& out) {
+  std::lock_guard<std::mutex> lock(mpiLock());
+  try {
+    return distributedImpl(engine, cells, opt, out);
+  } catch (const std::bad_alloc&) {
+    abortMpiWorld("host memory exhausted during the distributed solve");
+  } catch (const std::exception& e) {
+    abortMpiWorld(std::string("distributed solve: ") + e.what());
+  }
 }
 
 }  // namespace
@@ -216,17 +305,33 @@ Status distributedImpl(const CellsView& cells, const SolveOptions& opt, SolveRes
 Status solveDistributedCpu(const CellsView& cells, const SolveOptions& opt, SolveResult& out) {
 #if defined(AMRGRAV_HAVE_MPI)
   if (mpiWorld().size > 1) {
-    std::lock_guard<std::mutex> lock(mpiLock());
-    try {
-      return distributedImpl(cells, opt, out);
-    } catch (const std::bad_alloc&) {
-      abortMpiWorld("host memory exhausted during the distributed solve");
-    } catch (const std::exception& e) {
-      abortMpiWorld(std::string("distributed solve: ") + e.what());
-    }
+    CpuRankEngine engine;
+    return distributedGuarded(engine, cells, opt, out);
   }
 #endif
   return makeCpuBackend()->solve(cells, opt, out);
+}
+
+Status solveDistributedCuda(const CellsView& cells, const SolveOptions& opt, SolveResult& out) {
+#if defined(AMRGRAV_HAVE_MPI)
+  if (mpiWorld().size > 1) {
+    // periodic boxes: the GPU walk's periodic LET path is not written yet; those ranks solve on the CPU
+    // (DistributedStats::backend says which ran)
+    if (opt.anyPeriodic()) return solveDistributedCpu(cells, opt, out);
+    std::unique_ptr<RankEngine> engine = makeCudaRankEngine();
+    if (!engine)  // takes part in the agreement with the error, so that no rank waits
+      return failDistributedSolve(Status::error(ErrorCode::NoDevice, kNoCudaBuild));
+    return distributedGuarded(*engine, cells, opt, out);
+  }
+#endif
+#if defined(AMRGRAV_HAVE_CUDA)
+  return makeCudaBackend()->solve(cells, opt, out);
+#else
+  (void)cells;
+  (void)opt;
+  (void)out;
+  return Status::error(ErrorCode::NoDevice, kNoCudaBuild);
+#endif
 }
 
 Status failDistributedSolve(const Status& why) {

@@ -8,16 +8,21 @@
 
 namespace amrgrav {
 
-/// A GPU backend plugs in with the same sequence (see distributed_solve.cpp): agreeToProceed, its own key sort
-/// with the global length scale, build and moments, then the host-side essentialNodesFor + packLet over a
-/// SourceTree of its tree (copied down, or selected on the device in the same breadth-first order), LetExchange
-/// while its local walk runs, and each received LET viewed with viewPackedLet, uploaded and walked with the
-/// accumulate semantics of walkGroups (WalkPass{true, false}), in rank order.
+/// The driver is one sequence over a RankEngine (rank_engine.h), the CPU's or the GPU's: agreeToProceed, the
+/// engine's key sort with the global length scale, build and moments, then the host-side essentialNodesFor +
+/// packLet over a SourceTree of its tree, LetExchange while its local walk runs, and each received LET viewed with
+/// viewPackedLet and walked with the accumulate semantics of walkGroups (WalkPass{true, false}), in rank order.
 ///
 /// Collective over amrgrav's communicator: every rank calls it, in the same order, with the same options; a rank
 /// may pass no cells. Bad input on any rank makes every rank return that rank's error. Without MPI in the build
 /// (or a world of one rank) this is the single-process CPU solve.
 Status solveDistributedCpu(const CellsView& cells, const SolveOptions& opt, SolveResult& out);
+
+/// solveDistributedCpu with each rank's tree, local walk and LET walks on its GPU (rank_engine.h; the device is
+/// deviceForLocalRank(nodeLocalRank(), devices)). The same LETs on the wire, so CPU and GPU ranks can be mixed.
+/// Periodic boxes run on the CPU ranks' path (DistributedStats::backend says "cpu"). A rank without a usable
+/// device (or a build without CUDA) makes every rank return NoDevice. In a world of one rank: the plain CUDA solve.
+Status solveDistributedCuda(const CellsView& cells, const SolveOptions& opt, SolveResult& out);
 
 /// The matching call for a rank that failed before it could call solveDistributedCpu (e.g. input rejected in
 /// TypeScript): takes part in the agreement with `why`, so that every rank returns the error.

@@ -24,9 +24,28 @@ std::mutex& mpiLock() {
   return m;
 }
 
+namespace {
+int gLocalRank = 0;
+}  // namespace
+
+int nodeLocalRank() { return gLocalRank; }
+
 #if defined(AMRGRAV_HAVE_MPI)
 
 namespace {
+
+/// The node-local rank the launcher exported, or -1.
+int localRankFromEnvironment() {
+  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMIX_LOCAL_RANK"}) {
+    const char* s = std::getenv(v);
+    if (s == nullptr || *s == '\0') continue;
+    char* end = nullptr;
+    const long r = std::strtol(s, &end, 10);
+    if (end != s && *end == '\0' && r >= 0 && r < (1l << 30)) return int(r);
+  }
+  return -1;
+}
+
 MPI_Comm gComm = MPI_COMM_NULL;
 bool gInitialisedHere = false;
 std::string gReason = "not started by mpirun (set AMRGRAV_MPI=1 or call mpiInit() to force)";
@@ -58,6 +77,16 @@ Status initMpiWorld(bool force) {
   MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &gComm));
   // errors come back as codes (MPI_CHECK), never as MPI's default abort
   MPI_Comm_set_errhandler(gComm, MPI_ERRORS_RETURN);
+  // the node-local rank (the GPU choice) once, here, where every rank is: the split is a collective
+  gLocalRank = localRankFromEnvironment();
+  if (gLocalRank < 0) {
+    MPI_Comm node = MPI_COMM_NULL;
+    gLocalRank = 0;
+    if (MPI_Comm_split_type(gComm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+      MPI_Comm_rank(node, &gLocalRank);
+      MPI_Comm_free(&node);
+    }
+  }
   gReason = force ? "initialised on request" : "started by an MPI launcher";
   return Status::success();
 }

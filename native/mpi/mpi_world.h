@@ -35,6 +35,17 @@ void finalizeMpiWorld();
 /// of a failure after the ranks agreed to go ahead, where returning would leave the others waiting for ever.
 [[noreturn]] void abortMpiWorld(const std::string& message, int code = 1);
 
+/// This process's rank among the ranks on its node: OMPI_COMM_WORLD_LOCAL_RANK (Open MPI), MPI_LOCALRANKID
+/// (MPICH's Hydra) or PMIX's, else from MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) (collective then); 0 without MPI.
+int nodeLocalRank();
+
+/// The GPU a rank uses: its node-local rank modulo the node's device count, so several ranks on one node spread
+/// over its GPUs and share them when there are more ranks than GPUs. 0 when deviceCount <= 0.
+inline int deviceForLocalRank(int localRank, int deviceCount) {
+  if (deviceCount <= 0 || localRank < 0) return 0;
+  return localRank % deviceCount;
+}
+
 /// Serialises amrgrav's use of its communicator between worker threads (a distributed solve holds it throughout).
 std::mutex& mpiLock();
 

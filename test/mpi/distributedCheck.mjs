@@ -15,6 +15,12 @@ import {
 const { rank, size } = mpiWorld();
 const G = 1;
 const threads = 1; // ranks share the CI machine's two cores
+// --backend cpu|cuda|auto (default auto: the CPU on CI): every solve of the check, the one-process reference
+// included, runs on it (bench/gpu/device-check.sh step mpi runs it with cuda); 'mixed': even ranks on the GPU, odd
+// ranks on the CPU (the same LETs on the wire), rank 0's references on the GPU
+const backendArg = process.argv.indexOf('--backend');
+const backendChoice = backendArg > 0 ? process.argv[backendArg + 1] : 'auto';
+const backend = backendChoice === 'mixed' ? (rank % 2 === 0 ? 'cuda' : 'cpu') : backendChoice;
 
 function rng(seed) {
   let a = seed >>> 0;
@@ -116,7 +122,7 @@ function vecRel(a, b) {
 }
 
 const thetas = [0.5, 0.25, 0.1];
-const report = { ranks: size, scenarios: [] };
+const report = { ranks: size, backend: backendChoice, scenarios: [] };
 for (const sc of scenarios()) {
   const mine = slice(sc.cells, sc.bounds[rank], sc.bounds[rank + 1]);
   const opts = sc.box ? { box: sc.box } : {};
@@ -124,18 +130,18 @@ for (const sc of scenarios()) {
   let stats;
   for (const theta of thetas) {
     const accelerations = theta === 0.5;
-    const r = await new GravitySolver({ G, theta, threads, accelerations }).solveCells(mine, opts);
+    const r = await new GravitySolver({ G, theta, threads, accelerations, backend }).solveCells(mine, opts);
     if (theta === 0.5) {
       stats = r.stats;
       // a rerun on the same decomposition is bitwise identical (received LETs are summed in rank order)
-      const again = await new GravitySolver({ G, theta, threads, accelerations }).solveCells(mine, opts);
+      const again = await new GravitySolver({ G, theta, threads, accelerations, backend }).solveCells(mine, opts);
       const same = again.potential.every((v, i) => Object.is(v, r.potential[i]));
       row.repeatable = (await gatherToRoot(Float64Array.from([same ? 1 : 0]))).every((v) => v === 1);
     }
     const phi = await gatherToRoot(r.potential);
     const acc = accelerations ? [await gatherToRoot(r.accelerations.x), await gatherToRoot(r.accelerations.y), await gatherToRoot(r.accelerations.z)] : null;
     if (rank === 0) {
-      const single = await new GravitySolver({ G, theta, threads: 0, accelerations, distributed: false }).solveCells(sc.cells, opts);
+      const single = await new GravitySolver({ G, theta, threads: 0, accelerations, backend, distributed: false }).solveCells(sc.cells, opts);
       row.vsSingle[theta] = maxRel(phi, single.potential);
       if (acc) row.accelerationsVsSingle = vecRel(acc, [single.accelerations.x, single.accelerations.y, single.accelerations.z]);
       row.vsDirect[theta] = phi;
@@ -145,11 +151,12 @@ for (const sc of scenarios()) {
   const d = stats.distributed;
   const perRank = await gatherToRoot(Float64Array.from([mine.x.length, d?.letNodesSent ?? 0, d?.letCellsSent ?? 0, d?.bytesSent ?? 0, d?.letsSent ?? 0, d?.letsReceived ?? 0]));
   if (rank === 0) {
-    const direct = await new GravitySolver({ G, threads: 0, distributed: false }).directCells(sc.cells, opts);
+    const direct = await new GravitySolver({ G, threads: 0, backend, distributed: false }).directCells(sc.cells, opts);
     for (const theta of thetas) {
       row.vsDirect[theta] = maxRel(row.vsDirect[theta], direct.potential);
       row.singleVsDirect[theta] = maxRel(row.singleVsDirect[theta], direct.potential);
     }
+    row.backend = stats.backend;  // rank 0's: 'cuda' for a GPU rank
     row.perRank = [];
     for (let p = 0; p < perRank.length; p += 6)
       row.perRank.push({ cells: perRank[p], letNodesSent: perRank[p + 1], letCellsSent: perRank[p + 2], bytesSent: perRank[p + 3], letsSent: perRank[p + 4], letsReceived: perRank[p + 5] });
@@ -160,7 +167,7 @@ for (const sc of scenarios()) {
 // counts) and writes back the blocks of that chunk only.
 {
   const mesh = randomAmrMesh();
-  const r = await new GravitySolver({ G, threads }).solve(mesh);
+  const r = await new GravitySolver({ G, threads, backend }).solve(mesh);
   const cpb = mesh.cellsPerBlock;
   const leaves = mesh.leafBlocks();
   const gpot = mesh.variable('gpot');
@@ -172,7 +179,7 @@ for (const sc of scenarios()) {
   const oks = await gatherToRoot(Float64Array.from([writeBackOk ? 1 : 0, r.stats.cells]));
   if (rank === 0) {
     const all = extractCells(mesh, 'dens');
-    const single = await new GravitySolver({ G, threads: 0, distributed: false }).solveCells(all, { box: { lo: [0, 0, 0], hi: [1, 1, 1] } });
+    const single = await new GravitySolver({ G, threads: 0, backend, distributed: false }).solveCells(all, { box: { lo: [0, 0, 0], hi: [1, 1, 1] } });
     report.meshApi = {
       cells: all.count,
       vsSingle: maxRel(phi, single.potential),
