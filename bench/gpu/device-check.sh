@@ -21,8 +21,8 @@
 #   periodic   validate periodic (FLASH's tests, random masses) on the GPU, and bench 256^3 periodic vs isolated
 #   mpi        issue #5 on the GPU: test/mpi/distributedCheck.mjs --backend cuda under mpirun -np 1, 2, 4 on one
 #              GPU (gathered N-rank potential vs the one-rank GPU solve, must be <= 1e-4 at theta 0.5), -np 3 with
-#              GPU and CPU ranks mixed, then
-#              `bench --grid 256 --backend cuda` under mpirun -np 1, 2, 4 with each rank's distributed stats
+#              GPU and CPU ranks mixed
+#   mpibench   `bench --grid 256 --backend cuda` under mpirun -np 1, 2, 4 (one GPU) with each rank's distributed stats
 # Logs go to one archive, $OUT/logs.tar.gz (the device tool returns at most 8 files); a summary is printed last.
 set -u
 out=/tmp/amrgrav-logs; rm -rf "$out"; mkdir -p "$out"
@@ -151,7 +151,11 @@ print(f"backend {r['backend']} worst vsSingle(theta 0.5, far-rank aside) {worst:
 PY
 )")
         tail -5 "$out/mpi-check-$tag.err"
-      done
+      done ;;
+    mpibench)
+      # 16.7M cells on N ranks sharing this GPU; --bind-to none: Open MPI otherwise binds each of 1-2 ranks to one
+      # core, and the rank's staging copies and LET selection then share that core (np 1: 163 ms instead of 62)
+      mpi="mpirun --allow-run-as-root --oversubscribe --bind-to none"
       for np in 1 2 4; do
         timeout 400 $mpi -np $np node dist/solver/cli.js bench --grid 256 --backend cuda --repeat 5 --json \
           > "$out/mpi-bench256-np$np.json" 2> "$out/mpi-bench256-np$np.err"
