@@ -74,9 +74,10 @@ export interface SolverOptions {
   ewaldResolution?: number;
   /**
    * Periodic boxes: groups smaller than a table spacing take the Ewald correction as one cubic expansion about
-   * their centre instead of a table lookup per (cell, source) pair, which costs about 4x an interaction; the
-   * difference is ~1e-6 of the potential's largest magnitude (bench/RESULTS.md). false: per-pair lookups. Default
-   * true.
+   * their centre instead of a table lookup per (cell, source) pair, which costs about 4x an interaction; each
+   * source's correction is taken at the first node of its path whose other images are two MAC radii away. The
+   * difference is ~1e-6 of the potential's largest magnitude, up to ~2e-5 on uniform grids (bench/RESULTS.md).
+   * false: per-pair lookups. Default true.
    */
   ewaldExpansion?: boolean;
   /** Also compute accelerations -grad(phi) (cm s^-2) in the same walk. Default false. */
