@@ -254,9 +254,12 @@ class CudaBackendImpl final : public CudaBackend {
     std::lock_guard<std::mutex> lock(mu_);
     return guarded([&]() -> Status {
       const std::size_t nodes = nodes_, n = n_;
-      std::vector<uint4> topo(nodes);
-      std::vector<D4> mac(nodes);
-      std::vector<float4> mq(2 * nodes);
+      std::vector<uint4>& topo = hostTopo_;  // kept between solves (no zero-fill, no page faults after the first)
+      std::vector<D4>& mac = hostMac_;
+      std::vector<float4>& mq = hostMQ_;
+      topo.resize(nodes);
+      mac.resize(nodes);
+      mq.resize(2 * nodes);
       out.x.resize(n);
       out.y.resize(n);
       out.z.resize(n);
@@ -475,6 +478,9 @@ class CudaBackendImpl final : public CudaBackend {
     for (auto* b : {&block_, &accSum_[0], &accSum_[1], &accSum_[2], &bounds_}) b->release();
     cubTemp_.release(); topo_.release(); levelCount_.release(); levelOffset_.release(); nodeKeys_.release();
     groupHmin_.release();
+    std::vector<uint4>().swap(hostTopo_);
+    std::vector<D4>().swap(hostMac_);
+    std::vector<float4>().swap(hostMQ_);
     moments_.release(); nodeMac_.release(); nodeMQ_.release(); queue_.release(); queueTag_.release();
     walkCounters_.release();
     tally_.release();
@@ -1230,6 +1236,9 @@ class CudaBackendImpl final : public CudaBackend {
   cudaStream_t stream_ = nullptr;
   cudaEvent_t events_[kEvents] = {};
   unsigned queueCap_ = 0;
+  std::vector<uint4> hostTopo_;   ///< rankExportTree's downloads of the node arrays
+  std::vector<D4> hostMac_;
+  std::vector<float4> hostMQ_;
   Clock::time_point passStart_;  ///< the last walk pass's launch (CudaStats::walkPassSeconds)
   int passIndex_ = 0;
   unsigned long long splitNodes_ = 0;

@@ -697,13 +697,17 @@ __global__ void __launch_bounds__(kWalkThreads, AG_EWALD_CORRECTION_MIN_BLOCKS)
       if (lifo) tail -= batch;
       else head += batch;
       const unsigned keepFrom = lifo ? head : from;
+      // every record the batch may need at once, as the walk does: one memory round trip instead of two
       D4 mac;
       mac.x = mac.y = mac.z = 0.0;
       mac.w = -1.0;
       uint4 topo = make_uint4(0u, 0u, 0u, 0u);
+      float4 mq0 = make_float4(0.f, 0.f, 0.f, 0.f), mq1 = mq0;
       if (valid) {
         mac = p.nodeMac[node];
         topo = p.topo[node];
+        mq0 = p.nodeMQ[2 * std::size_t(node)];
+        if (Order >= 2) mq1 = p.nodeMQ[2 * std::size_t(node) + 1];
       }
       const bool live = valid && mac.w >= 0.0;
       double com[3] = {mac.x, mac.y, mac.z};
@@ -714,8 +718,6 @@ __global__ void __launch_bounds__(kWalkThreads, AG_EWALD_CORRECTION_MIN_BLOCKS)
       const bool open = live && !acc;
       const bool hoisted = open && p.hoistCorrection && hoistable && hoistedImageTag(image) != 0u;
       if (acc || hoisted) {
-        const float4 mq0 = p.nodeMQ[2 * std::size_t(node)];
-        const float4 mq1 = Order >= 2 ? p.nodeMQ[2 * std::size_t(node) + 1] : make_float4(0.f, 0.f, 0.f, 0.f);
         const float q[6] = {mq0.y, mq0.z, mq0.w, mq1.x, mq1.y, mq1.z};
         ewaldLocalAddNode<Order>(ev, float(gc[0] - com[0]), float(gc[1] - com[1]), float(gc[2] - com[2]), mq0.x, q,
                                  mq1.w, a);

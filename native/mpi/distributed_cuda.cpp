@@ -28,6 +28,13 @@ CudaBackend& backendFor(int device) {
   return *backend;
 }
 
+/// The host copy of the rank's tree, kept between solves like the backend: a hydro code solves every step with
+/// about the same cells, and fresh vectors of ~40 bytes per cell would be zero-filled and page-faulted each time.
+HostTree& persistentHostTree() {
+  static HostTree tree;
+  return tree;
+}
+
 class CudaRankEngine final : public RankEngine {
  public:
   const char* name() const override { return "cuda"; }
@@ -101,7 +108,7 @@ class CudaRankEngine final : public RankEngine {
  private:
   CudaBackend* gpu_ = nullptr;
   std::size_t n_ = 0;
-  HostTree host_;
+  HostTree& host_ = persistentHostTree();
 };
 
 }  // namespace
