@@ -181,8 +181,8 @@ __device__ __forceinline__ void evalApprox(const WarpLists<Order>& L, int count,
 }
 
 /// As evalApprox for the cells of opened leaves (the coincident self pair adds 0). Periodic: with kEwaldExpand the
-/// cells were entered at their image nearest the group's centre; with kEwaldPerCell each pair takes its own
-/// nearest image, then the correction (C(0) for the cell itself).
+/// cells were entered at their image nearest the group's centre, or at their hoisted ancestor's image; with
+/// kEwaldPerCell each pair takes its own nearest image, then the correction (C(0) for the cell itself).
 template <int Order, bool Accel, int CPL, bool Split, bool Full, int Ew>
 __device__ __forceinline__ void evalDirect(const WarpLists<Order>& L, int count, Targets<CPL>& T,
                                            const EwaldDeviceView& ev) {
