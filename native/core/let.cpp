@@ -205,26 +205,6 @@ Status viewPackedLet(const std::uint64_t* w, std::size_t bytes, SourceTree& out)
   return Status::success();
 }
 
-SourceTree LetForest::view() const {
-  SourceTree s;
-  s.nodeCount = cellCount.size();
-  s.cellBegin = cellBegin.data();
-  s.cellCount = cellCount.data();
-  s.childBegin = childBegin.data();
-  s.childCount = childCount.data();
-  s.mass = mass.data();
-  s.com = com.data();
-  s.quad = quad.data();
-  s.macRadius = macRadius.data();
-  s.secondMoment = secondMoment.data();
-  s.cellTotal = x.size();
-  s.x = x.data();
-  s.y = y.data();
-  s.z = z.data();
-  s.cellMass = cellMass.data();
-  return s;
-}
-
 Status mergeLets(const SourceTree* lets, std::size_t count, LetForest& out) {
   out = LetForest{};
   if (count == 0) return Status::success();

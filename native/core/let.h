@@ -78,13 +78,8 @@ Status viewPackedLet(const std::uint64_t* words, std::size_t bytes, SourceTree& 
 /// opens (infinite MAC radius; mass the total below them, so that no walk skips them as empty; fan-out at most 8),
 /// down to the LETs' roots; below those, each LET's other nodes in its own breadth-first order, links and cell
 /// ranges offset; the cells one LET after the other. Walking it adds exactly what walking each LET would.
-struct LetForest {
-  std::vector<std::uint32_t> cellBegin, cellCount, childBegin;
-  std::vector<std::uint8_t> childCount;
-  std::vector<double> mass, com, quad, macRadius, secondMoment;
-  std::vector<double> x, y, z, cellMass;
+struct LetForest : SourceTreeArrays {
   std::size_t virtualNodes = 0;  ///< nodes [0, virtualNodes) are the virtual ones
-  SourceTree view() const;
 };
 
 /// Merges `count` LETs (count > 0) into `out`; an error if the forest would have 2^32 nodes or cells.

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "core/tree.h"
 
@@ -31,6 +32,35 @@ struct SourceTree {
   const double *x = nullptr, *y = nullptr, *z = nullptr, *cellMass = nullptr;
 
   bool isLeaf(std::size_t i) const { return childCount[i] == 0; }
+};
+
+/// A SourceTree that owns its arrays (a received LETs' forest, core/let.h; a GPU rank's host copy of its tree).
+/// secondMoment may stay empty: the view then has none (isolated walks).
+struct SourceTreeArrays {
+  std::vector<std::uint32_t> cellBegin, cellCount, childBegin;
+  std::vector<std::uint8_t> childCount;
+  std::vector<double> mass, com, quad, macRadius, secondMoment;
+  std::vector<double> x, y, z, cellMass;
+
+  SourceTree view() const {
+    SourceTree s;
+    s.nodeCount = cellCount.size();
+    s.cellBegin = cellBegin.data();
+    s.cellCount = cellCount.data();
+    s.childBegin = childBegin.data();
+    s.childCount = childCount.data();
+    s.mass = mass.data();
+    s.com = com.data();
+    s.quad = quad.data();
+    s.macRadius = macRadius.data();
+    s.secondMoment = secondMoment.empty() ? nullptr : secondMoment.data();
+    s.cellTotal = x.size();
+    s.x = x.data();
+    s.y = y.data();
+    s.z = z.data();
+    s.cellMass = cellMass.data();
+    return s;
+  }
 };
 
 /// The local tree as a source: no copy, valid while `tree` and `cells` live.

@@ -1290,25 +1290,6 @@ std::unique_ptr<CudaBackend> makeCudaBackend(const CudaOptions& options) {
   return std::make_unique<cuda::CudaBackendImpl>(options);
 }
 
-SourceTree HostTree::view() const {
-  SourceTree s;
-  s.nodeCount = cellCount.size();
-  s.cellBegin = cellBegin.data();
-  s.cellCount = cellCount.data();
-  s.childBegin = childBegin.data();
-  s.childCount = childCount.data();
-  s.mass = mass.data();
-  s.com = com.data();
-  s.quad = quad.data();
-  s.macRadius = macRadius.data();
-  s.cellTotal = x.size();
-  s.x = x.data();
-  s.y = y.data();
-  s.z = z.data();
-  s.cellMass = cellMass.data();
-  return s;
-}
-
 int cudaDeviceCount() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {

@@ -52,13 +52,8 @@ struct CudaStats {
 
 /// The local tree copied down from the device, in SourceTree's layout (core/source_tree.h), for the host-side LET
 /// selection and packing (core/let.h). Multipoles are the device's (float, times massScale) divided back.
-struct HostTree {
-  std::vector<std::uint32_t> cellBegin, cellCount, childBegin;
-  std::vector<std::uint8_t> childCount;
-  std::vector<double> mass, com, quad, macRadius;
-  std::vector<double> x, y, z, cellMass;  ///< the sorted cells, scaled
-  SourceTree view() const;
-};
+/// The cells are the sorted ones, scaled; no second moments (isolated boxes only).
+using HostTree = SourceTreeArrays;
 
 class CudaBackend : public Backend {
  public:
