@@ -43,6 +43,7 @@ if(AMRGRAV_HAVE_CUDA)
     native/cuda/kernel_walk.cu
     native/cuda/kernel_direct.cu
     native/cuda/kernel_finish.cu
+    native/cuda/kernel_let.cu
   )
   set_target_properties(amrgrav_cuda PROPERTIES
     CUDA_STANDARD 17
@@ -59,9 +60,9 @@ if(AMRGRAV_HAVE_CUDA)
   set_source_files_properties(
     native/cuda/kernel_walk.cu native/cuda/kernel_direct.cu
     PROPERTIES COMPILE_OPTIONS "--use_fast_math")
-  # Keys, tree and moments must round exactly as the CPU core does: no contraction into FMAs anywhere.
+  # Keys, tree, moments and the LET choice must round exactly as the CPU core does: no contraction into FMAs anywhere.
   set_source_files_properties(
-    native/cuda/kernel_keys.cu native/cuda/kernel_build.cu native/cuda/kernel_moments.cu
+    native/cuda/kernel_keys.cu native/cuda/kernel_build.cu native/cuda/kernel_moments.cu native/cuda/kernel_let.cu
     PROPERTIES COMPILE_OPTIONS "-fmad=false")
 
   add_executable(amrgrav_gpu_parity native/tools/gpu_parity.cpp)

@@ -8,31 +8,10 @@
 #include <string>
 
 #include "core/ewald_lookup_k.h"
+#include "core/let_layout.h"
 #include "core/mac_k.h"
 
 namespace amrgrav {
-namespace {
-
-constexpr std::uint64_t kLetMagic = 0x414d52474c455431ull;  // "AMRGLET1"
-constexpr std::size_t kHeaderWords = 3;                       // magic, nodes, cells
-
-std::size_t words(std::size_t bytes) { return (bytes + 7) / 8; }
-
-/// Offsets (in bytes from the start of the buffer) of each array of a packed LET.
-struct LetLayout {
-  std::size_t mass, com, quad, macRadius, secondMoment, x, y, z, cellMass, cellBegin, cellCount, childBegin,
-      childCount, end;
-  LetLayout(std::size_t n, std::size_t c) {
-    std::size_t o = kHeaderWords * 8;
-    auto take = [&](std::size_t bytes) { const std::size_t at = o; o += bytes; return at; };
-    mass = take(8 * n); com = take(24 * n); quad = take(48 * n); macRadius = take(8 * n); secondMoment = take(8 * n);
-    x = take(8 * c); y = take(8 * c); z = take(8 * c); cellMass = take(8 * c);
-    cellBegin = take(4 * n); cellCount = take(4 * n); childBegin = take(4 * n); childCount = take(n);
-    end = words(o) * 8;
-  }
-};
-
-}  // namespace
 
 RankSummary summariseCells(const SortedCells& c) {
   return summariseCells(c.x.data(), c.y.data(), c.z.data(), c.mass.data(), c.size.data(), c.x.size());
@@ -178,7 +157,7 @@ void packLet(const SourceTree& t, const LetSelection& sel, PackedLet& out) {
 
 Status viewPackedLet(const std::uint64_t* w, std::size_t bytes, SourceTree& out) {
   out = SourceTree{};
-  if (bytes < kHeaderWords * 8 || w[0] != kLetMagic)
+  if (bytes < kLetHeaderWords * 8 || w[0] != kLetMagic)
     return Status::error(ErrorCode::Internal, "received LET has no valid header (" + std::to_string(bytes) + " bytes)");
   const std::size_t n = w[1], nc = w[2];
   const LetLayout L(n, nc);

@@ -30,6 +30,11 @@ RankSummary summariseCells(const SortedCells& cells);
 RankSummary summariseCells(const double* x, const double* y, const double* z, const double* mass,
                            const double* size, std::size_t n);
 
+/// The box of a remote rank's cell centres (RankSummary::centreLo/Hi) that a LET is chosen for.
+struct RemoteBox {
+  double lo[3], hi[3];
+};
+
 /// The local nodes a remote rank needs, in the breadth-first order of the LET it becomes.
 struct LetSelection {
   enum Kind : std::uint8_t { Accepted = 0, OpenedLeaf = 1, Opened = 2 };

@@ -78,7 +78,7 @@ struct DistributedStats {
   std::uint64_t bytesSent = 0, bytesReceived = 0;  ///< LET messages, this rank
   std::uint64_t letNodesSent = 0, letCellsSent = 0, letsSent = 0, letsReceived = 0;
   double secondsAgree = 0;        ///< status + bounds agreement and the summary allgather (collectives)
-  double secondsLetSelect = 0;    ///< choosing and packing the LETs for the other ranks (GPU: + the tree's copy)
+  double secondsLetSelect = 0;    ///< choosing and packing the LETs for the other ranks (GPU: on the device, + their downloads)
   double secondsLocalWalk = 0;    ///< walk of the local tree (messages in flight meanwhile)
   double secondsExchange = 0;     ///< first send to last LET here
   double secondsExchangeWait = 0; ///< blocked waiting for LETs after the local walk (the exchange not hidden)

@@ -242,6 +242,75 @@ class CudaBackendImpl final : public CudaBackend {
     });
   }
 
+  Status rankSummary(RankSummary& out) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return guarded([&]() -> Status {
+      // the box of the sorted, scaled centres (min/max: exact in any order) and the centre of mass (the root's)
+      cudaStream_t s = stream_;
+      const CellChecks none;
+      AG_TRY(launchBounds(sortedCells_.x, sortedCells_.y, sortedCells_.z, nullptr, nullptr, n_, none, bounds_.get(),
+                          bounds_.get() + 7 * kBoundsBlocks, s));
+      double* hb = static_cast<double*>(small_.get());
+      AG_CUDA_TRY(cudaMemcpyAsync(hb, bounds_.get() + 7 * kBoundsBlocks, 6 * sizeof(double), cudaMemcpyDeviceToHost, s));
+      AG_CUDA_TRY(cudaMemcpyAsync(hb + 8, nodeMacPtr_, sizeof(D4), cudaMemcpyDeviceToHost, s));
+      AG_CUDA_TRY(cudaStreamSynchronize(s));
+      out = RankSummary{};
+      for (int d = 0; d < 3; ++d) {
+        out.centreLo[d] = hb[d];
+        out.centreHi[d] = hb[3 + d];
+        out.extentLo[d] = extentLo_[d] * scale_;
+        out.extentHi[d] = extentHi_[d] * scale_;
+        out.com[d] = hb[8 + d];
+      }
+      out.mass = massTotal_;
+      out.cellCount = double(n_);
+      return Status::success();
+    });
+  }
+
+  Status rankChooseLets(const RemoteBox* boxes, std::size_t count, std::size_t* letNodes,
+                        std::size_t* letCells) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return guarded([&]() -> Status {
+      cudaStream_t s = stream_;
+      const std::size_t nodes = nodes_, stride = alignUp(nodes + 1);
+      while (letPacks_.size() < count) letPacks_.push_back(std::make_unique<DeviceBuffer<std::uint64_t>>());
+      letPackBytes_.assign(count, 0);
+      if (count == 0) return Status::success();
+      AG_TRY(letState_.reserve(count * stride, "the LET selection"));
+      AG_TRY(letCount_.reserve(nodes + 1, "the LET selection"));
+      AG_TRY(letOffset_.reserve(count * (nodes + 1), "the LET selection"));
+      std::size_t tempBytes = 0;
+      AG_TRY(scanLetCounts(nullptr, tempBytes, letCount_.get(), letOffset_.get(), unsigned(nodes + 1), s));
+      AG_TRY(reserveCubTemp(tempBytes));
+      const LetTreeView tree = letTreeView();
+      // every box's selection and scan, then one wait for all their totals
+      AG_TRY(letTotals_.reserve(count * sizeof(unsigned long long), "the LETs' sizes"));
+      unsigned long long* totals = static_cast<unsigned long long*>(letTotals_.get());
+      for (std::size_t k = 0; k < count; ++k) {
+        unsigned long long* offset = letOffset_.get() + k * (nodes + 1);
+        AG_TRY(launchLetSelect(tree, levelStart_.data(), depth_ + 1, boxes[k], letState_.get() + k * stride,
+                               letCount_.get(), s));
+        tempBytes = cubTemp_.bytes();
+        AG_TRY(scanLetCounts(cubTemp_.get(), tempBytes, letCount_.get(), offset, unsigned(nodes + 1), s));
+        AG_CUDA_TRY(cudaMemcpyAsync(totals + k, offset + nodes, sizeof(unsigned long long), cudaMemcpyDeviceToHost, s));
+      }
+      AG_CUDA_TRY(cudaStreamSynchronize(s));
+      for (std::size_t k = 0; k < count; ++k) {
+        letNodes[k] = std::size_t(totals[k] >> 32);
+        letCells[k] = std::size_t(totals[k] & 0xffffffffu);
+        letPackBytes_[k] = packedLetBytes(letNodes[k], letCells[k]);
+        DeviceBuffer<std::uint64_t>& pack = *letPacks_[k];
+        AG_TRY(pack.reserve(letPackBytes_[k] / sizeof(std::uint64_t), "a packed LET"));
+        AG_TRY(launchLetPack(tree, letState_.get() + k * stride, letOffset_.get() + k * (nodes + 1), letNodes[k],
+                             letCells[k], pack.get(), s));
+      }
+      // the downloads (rankDownloadLet, on the second stream) wait for the packing, not for the walk queued next
+      AG_CUDA_TRY(cudaEventRecord(events_[4], s));
+      return Status::success();
+    });
+  }
+
   Status rankStartLocalWalk(const SolveOptions& opt) override {
     std::lock_guard<std::mutex> lock(mu_);
     return guarded([&]() -> Status {
@@ -303,6 +372,18 @@ class CudaBackendImpl final : public CudaBackend {
         extentHi[d] = extentHi_[d] * scale_;
       }
       return Status::success();
+    });
+  }
+
+  Status rankDownloadLet(std::size_t k, PackedLet& out) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return guarded([&]() -> Status {
+      if (k >= letPackBytes_.size())
+        return Status::error(ErrorCode::Internal, "CUDA backend: LET " + std::to_string(k) + " was not chosen");
+      out.words.resize(letPackBytes_[k] / sizeof(std::uint64_t));
+      AG_CUDA_TRY(cudaStreamWaitEvent(copyStream_, events_[4], 0));
+      Transfer t{out.words.data(), letPacks_[k]->get(), letPackBytes_[k]};
+      return copyOut(&t, 1, copyStream_);
     });
   }
 
@@ -391,6 +472,18 @@ class CudaBackendImpl final : public CudaBackend {
       out.stats.deviceBytesPerCell = device.deviceBytesPerCell;
       return Status::success();
     });
+  }
+
+  /// The local tree as the LET kernels read it.
+  LetTreeView letTreeView() const {
+    LetTreeView v;
+    v.topo = topoPtr_;
+    v.mac = nodeMacPtr_;
+    v.mq = nodeMQPtr_;
+    v.cells = sortedCells_;
+    v.nodes = nodes_;
+    v.invMassScale = 1.0 / massScale_;  // a power of two: exact
+    return v;
   }
 
   /// The received LETs as one tree (core/let.h mergeLets: virtual nodes with an infinite MAC radius on top, which
@@ -805,6 +898,7 @@ class CudaBackendImpl final : public CudaBackend {
     root.side *= scale;
     root_ = root;
     massScale_ = powerOfTwoScale(massTotal);
+    massTotal_ = massTotal;
     AG_CUDA_TRY(cudaEventRecord(events_[3], s));
 
     // ---- sums in sorted order: the walk's phi in the sizes' slot (after the moments, the walk turns the sizes into
@@ -1214,6 +1308,7 @@ class CudaBackendImpl final : public CudaBackend {
   double* sums_[4] = {};     ///< phi (the sizes' slot, or the tail for the direct path), gx, gy, gz sums
   RootCube root_;            ///< scaled
   double massScale_ = 1;
+  double massTotal_ = 0;     ///< of the cells (the device's sum)
   double extentLo_[3] = {}, extentHi_[3] = {};  ///< the cells' extents (caller's units) from the bounds pass
   // A distributed solve's local walk and the received LETs
   Clock::time_point rankT0_;
@@ -1226,6 +1321,13 @@ class CudaBackendImpl final : public CudaBackend {
   DeviceBuffer<float4> letMQ_;
   DeviceBuffer<double> letCells_[4];  ///< x, y, z (scaled), mass
   DeviceBuffer<double> letSums_;      ///< the received LETs' walk's sums (phi, gx, gy, gz), added to sums_
+  // The LETs this rank sends, chosen and packed on the device (rankChooseLets)
+  DeviceBuffer<unsigned char> letState_;              ///< per LET: each node's LetSelection::Kind (or 0xff)
+  DeviceBuffer<unsigned long long> letCount_;         ///< (node, cells) counts of the LET being chosen
+  DeviceBuffer<unsigned long long> letOffset_;        ///< per LET: their exclusive scan
+  std::vector<std::unique_ptr<DeviceBuffer<std::uint64_t>>> letPacks_;  ///< per LET: packed (core/let_layout.h)
+  std::vector<std::size_t> letPackBytes_;
+  PinnedBuffer letTotals_;                            ///< per LET: its (nodes, cells) read back
 
   mutable std::mutex mu_;
   CudaOptions copt_;

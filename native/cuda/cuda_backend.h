@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/let.h"
 #include "core/source_tree.h"
 
 namespace amrgrav {
@@ -50,8 +51,8 @@ struct CudaStats {
   std::string device;               ///< name, compute capability, multiprocessors
 };
 
-/// The local tree copied down from the device, in SourceTree's layout (core/source_tree.h), for the host-side LET
-/// selection and packing (core/let.h). Multipoles are the device's (float, times massScale) divided back.
+/// The local tree copied down from the device, in SourceTree's layout (core/source_tree.h), as the host-side LET
+/// selection and packing (core/let.h) read it. Multipoles are the device's (float, times massScale) divided back.
 /// The cells are the sorted ones, scaled; no second moments (isolated boxes only).
 using HostTree = SourceTreeArrays;
 
@@ -74,10 +75,21 @@ class CudaBackend : public Backend {
   virtual Status rankOpen(const CellsView& cells, const SolveOptions& opt, double lo[3], double hi[3]) = 0;
   /// Keys with length scale `scale`, sort, masses, build, moments (the cells of rankOpen, cells.n > 0).
   virtual Status rankBuild(const CellsView& cells, const SolveOptions& opt, double scale, SolveStats& st) = 0;
+  /// The summary of the cells the ranks share (core/let.h; scaled): the box of the centres from a pass over the
+  /// sorted cells, the extents' box from rankOpen's, the root's centre of mass, the device's mass sum.
+  virtual Status rankSummary(RankSummary& out) = 0;
+  /// Chooses and packs on the device the LETs for these remote boxes of cell centres (core/let.h essentialNodesFor
+  /// and packLet: the same nodes, the same bytes); their node and cell counts into letNodes/letCells[count]. Call
+  /// before rankStartLocalWalk: the packing then runs before the walk, and the downloads beside it.
+  virtual Status rankChooseLets(const RemoteBox* boxes, std::size_t count, std::size_t* letNodes,
+                                std::size_t* letCells) = 0;
   /// Queues the walk of the local tree and returns at once.
   virtual Status rankStartLocalWalk(const SolveOptions& opt) = 0;
-  /// Copies the tree and the sorted cells down on a second stream while the local walk runs; blocks until done.
-  /// Also the extent box of the cells (scaled) from the device's bounds pass.
+  /// Downloads the k-th LET of rankChooseLets on a second stream (beside the local walk); blocks until done.
+  virtual Status rankDownloadLet(std::size_t k, PackedLet& out) = 0;
+  /// The whole tree and the sorted cells copied down (on the second stream; blocks until done), in the layout the
+  /// host's LET selection reads, and the extents' box (scaled). Not used by the solve: the parity tool checks the
+  /// device's LETs against the host's choice over this copy.
   virtual Status rankExportTree(HostTree& out, double extentLo[3], double extentHi[3]) = 0;
   /// Whether the local walk's launch has finished (never blocks).
   virtual Status rankLocalWalkDone(bool* done) = 0;

@@ -73,9 +73,9 @@ __global__ void __launch_bounds__(kThreads) boundsKernel(const double* __restric
     // validateCells: finite position (inside the box if any), finite non-negative mass, finite positive size
     bool bad = false;
     if (x) {
-      const double s = size[i];
+      const double s = size ? size[i] : 0.0;  // without sizes: the box of the centres
       const double h = __dmul_rn(0.5, s);  // as chooseRootCube: lo = min(p - h), hi = max(p + h)
-      bad = !(isfinite(s) && s > 0.0);
+      bad = size && !(isfinite(s) && s > 0.0);
       for (int d = 0; d < 3; ++d) {
         const double v = p[d][i];
         bad = bad || !isfinite(v) || (checks.hasBox && (v < checks.boxLo[d] || v > checks.boxHi[d]));

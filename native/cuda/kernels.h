@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "core/ewald_lookup_k.h"
+#include "core/let.h"
 #include "core/status.h"
 #include "core/types.h"
 
@@ -69,7 +70,7 @@ struct CellChecks {
 /// lo/hi of (x -+ size/2) over all cells and the total mass: result[0..2] = lo, [3..5] = hi, [6] = mass sum.
 /// partials: 7 * kBoundsBlocks doubles. Also flags invalid cells (see CellChecks). Either part may be skipped:
 /// x, y, z and size null (then lo/hi stay infinite) or mass null (then the sum is 0); the mass sum is taken in the
-/// same order either way.
+/// same order either way. With size alone null: the bounds of the centres (sizes unchecked).
 Status launchBounds(const double* x, const double* y, const double* z, const double* mass, const double* size,
                     unsigned n, const CellChecks& checks, double* partials, double* result, cudaStream_t s);
 
@@ -194,6 +195,38 @@ struct WalkConfig {
 /// Resident blocks per multiprocessor of the walk kernel for this configuration.
 Status walkBlocksPerSm(const WalkConfig& c, int* blocks);
 Status launchWalk(const WalkConfig& c, const WalkParams& p, int blocks, cudaStream_t s);
+
+// ---------------------------------------------------------------- LETs on the device (kernel_let.cu)
+
+/// The local tree as the LET kernels read it (the walk's arrays) and the factor back to unscaled masses.
+struct LetTreeView {
+  const uint4* topo;
+  const D4* mac;
+  const float4* mq;
+  DeviceCells cells;
+  unsigned nodes;
+  double invMassScale;
+};
+
+/// A node's selection state before its level is decided: its parent was opened (else 0xff: not in the LET).
+/// Decided nodes hold their LetSelection::Kind.
+constexpr unsigned char kLetReached = 0xfe;
+
+/// essentialNodesFor on the device: state[i] = the LetSelection::Kind of node i, or 0xff when not in the LET;
+/// count[i] = (1 << 32 | opened leaf's cells) for nodes in it, else 0; count[nodes] = 0. levelStart: levels + 1
+/// node offsets (host memory). state: nodes bytes, count: nodes + 1.
+Status launchLetSelect(const LetTreeView& tree, const unsigned* levelStart, int levels, const RemoteBox& box,
+                       unsigned char* state, unsigned long long* count, cudaStream_t s);
+
+/// Exclusive prefix sum of n counts (offset[nodes] = the LET's (nodes, cells)). With temp == nullptr only sets
+/// tempBytes.
+Status scanLetCounts(void* temp, std::size_t& tempBytes, const unsigned long long* count, unsigned long long* offset,
+                     unsigned n, cudaStream_t s);
+
+/// packLet on the device into `out` (LetLayout(letNodes, letCells).end bytes): the same bytes as the host's
+/// packLet of the same selection over the tree rankExportTree downloads.
+Status launchLetPack(const LetTreeView& tree, const unsigned char* state, const unsigned long long* offset,
+                     unsigned long long letNodes, unsigned long long letCells, void* out, cudaStream_t s);
 
 // ---------------------------------------------------------------- direct summation (kernel_direct.cu)
 

@@ -1,8 +1,8 @@
 /// \file distributed_cuda.cpp
 /// \brief The GPU rank of a distributed solve (rank_engine.h): the CUDA backend's tree on this rank's device, the
-/// local walk queued before the LETs are chosen (so the selection, the packing and the exchange run beside it),
-/// the tree copied down on a second stream for that selection, and the received LETs walked on the device as one
-/// forest into the same sums. Compiled only with both CUDA and MPI.
+/// LETs chosen and packed on the device (cuda/kernel_let.cu) before the local walk is queued, downloaded on a
+/// second stream and sent while it runs, and the received LETs walked on the device as one forest into the same
+/// sums. Compiled only with both CUDA and MPI.
 #include <chrono>
 #include <memory>
 #include <thread>
@@ -28,13 +28,6 @@ CudaBackend& backendFor(int device) {
   return *backend;
 }
 
-/// The host copy of the rank's tree, kept between solves like the backend: a hydro code solves every step with
-/// about the same cells, and fresh vectors of ~40 bytes per cell would be zero-filled and page-faulted each time.
-HostTree& persistentHostTree() {
-  static HostTree tree;
-  return tree;
-}
-
 class CudaRankEngine final : public RankEngine {
  public:
   const char* name() const override { return "cuda"; }
@@ -57,26 +50,30 @@ class CudaRankEngine final : public RankEngine {
     return gpu_->rankBuild(cells, opt, scale, st);
   }
 
+  Status summary(RankSummary& out) override {
+    if (n_ == 0) {
+      out = summariseCells(SortedCells{});
+      return Status::success();
+    }
+    return gpu_->rankSummary(out);
+  }
+
+  Status chooseLets(const std::vector<RemoteBox>& boxes) override {
+    letNodes_.assign(boxes.size(), 0);
+    letCells_.assign(boxes.size(), 0);
+    if (n_ == 0 || boxes.empty()) return Status::success();
+    return gpu_->rankChooseLets(boxes.data(), boxes.size(), letNodes_.data(), letCells_.data());
+  }
+
   Status startLocalWalk(const SolveOptions& opt) override {
     return n_ > 0 ? gpu_->rankStartLocalWalk(opt) : Status::success();
   }
   bool walksAlongside() const override { return true; }
 
-  Status localSource(SourceTree& tree, RankSummary& summary) override {
-    if (n_ == 0) {
-      tree = SourceTree{};
-      summary = summariseCells(SortedCells{});
-      return Status::success();
-    }
-    double lo[3], hi[3];
-    AG_TRY(gpu_->rankExportTree(host_, lo, hi));
-    tree = host_.view();
-    summary = summariseCells(host_.x.data(), host_.y.data(), host_.z.data(), host_.cellMass.data(), nullptr, n_);
-    for (int d = 0; d < 3; ++d) {
-      summary.extentLo[d] = lo[d];
-      summary.extentHi[d] = hi[d];
-    }
-    return Status::success();
+  Status takeLet(std::size_t k, PackedLet& out, std::size_t& nodes, std::size_t& cells) override {
+    nodes = letNodes_.at(k);
+    cells = letCells_.at(k);
+    return gpu_->rankDownloadLet(k, out);
   }
 
   /// Polls the device between message progress; a short sleep leaves the host's cores to the other ranks.
@@ -108,7 +105,7 @@ class CudaRankEngine final : public RankEngine {
  private:
   CudaBackend* gpu_ = nullptr;
   std::size_t n_ = 0;
-  HostTree& host_ = persistentHostTree();
+  std::vector<std::size_t> letNodes_, letCells_;
 };
 
 }  // namespace

@@ -1,9 +1,10 @@
 /// \file distributed_solve.cpp
 /// \brief The distributed solve's driver and its CPU rank (see distributed_solve.h, rank_engine.h). Sequence per
 /// rank: check the input and agree on it and on the global bounds (one allreduce) -> key sort with the global
-/// length scale, build, moments, groups (a GPU then starts its local walk) -> allgather of rank summaries -> for
-/// each other rank, select and pack its LET and Isend it -> complete the local walk, letting messages progress
-/// meanwhile -> walk the received LETs (in rank order, merged into one tree) -> scale, self term, scatter.
+/// length scale, build, moments, groups -> allgather of rank summaries -> the LETs chosen for the other ranks (a
+/// GPU chooses and packs them all on the device, then queues its local walk) -> each LET packed (CPU) or
+/// downloaded (GPU) and Isent -> complete the local walk, letting messages progress meanwhile -> walk the received
+/// LETs (in rank order, merged into one tree) -> scale, self term, scatter.
 #include "mpi/distributed_solve.h"
 
 #include <algorithm>
@@ -112,15 +113,29 @@ class CpuRankEngine final : public RankEngine {
     return Status::success();
   }
 
-  Status startLocalWalk(const SolveOptions&) override { return Status::success(); }  // it needs the threads
-
-  Status localSource(SourceTree& tree, RankSummary& summary) override {
-    tree = source();
-    summary = summariseCells(cells_);
+  Status summary(RankSummary& out) override {
+    out = summariseCells(cells_);
     return Status::success();
   }
 
-  const EwaldWalk* ewald() const override { return periodic_ ? &ewald_ : nullptr; }
+  Status chooseLets(const std::vector<RemoteBox>& boxes) override {
+    boxes_ = boxes;
+    return Status::success();
+  }
+
+  Status startLocalWalk(const SolveOptions&) override { return Status::success(); }  // it needs the threads
+
+  /// Chosen and packed as it is sent, so the first LET leaves before the others are chosen.
+  Status takeLet(std::size_t k, PackedLet& out, std::size_t& nodes, std::size_t& cells) override {
+    const SourceTree local = source();
+    const RemoteBox& b = boxes_.at(k);
+    if (periodic_) essentialNodesForPeriodic(local, b.lo, b.hi, ewald_.view, sel_);
+    else essentialNodesFor(local, b.lo, b.hi, sel_);
+    packLet(local, sel_, out);
+    nodes = sel_.node.size();
+    cells = sel_.cellCount;
+    return Status::success();
+  }
 
   Status completeLocalWalk(const SolveOptions& opt, const std::function<Status()>& progress, SolveStats&) override {
     const SourceTree local = source();
@@ -151,6 +166,8 @@ class CpuRankEngine final : public RankEngine {
   }
 
  private:
+  const EwaldWalk* ewald() const { return periodic_ ? &ewald_ : nullptr; }
+
   /// The local tree as a source (periodic: with its nodes' second moments).
   SourceTree source() const {
     SourceTree t = sourceTreeOf(tree_, cells_);
@@ -164,6 +181,8 @@ class CpuRankEngine final : public RankEngine {
   Octree tree_;
   Groups groups_;
   EwaldWalk ewald_;
+  std::vector<RemoteBox> boxes_;
+  LetSelection sel_;
   std::vector<double> phi_, g_[3];
   WalkOutput wo_{nullptr, nullptr, nullptr, nullptr};
 };
@@ -208,15 +227,10 @@ Status distributedImpl(RankEngine& engine, const CellsView& cells, const SolveOp
   if (!(side > 0)) side = 1;  // no cells anywhere, or a single point mass
 
   orAbort(engine.build(cells, opt, lengthScaleFor(side), out.stats));
-  const auto walkLaunched = Clock::now();
-  orAbort(engine.startLocalWalk(opt));
 
   auto t = Clock::now();
-  SourceTree local;
   RankSummary mine;
-  orAbort(engine.localSource(local, mine));  // a GPU rank copies its tree down here, beside its local walk
-  const double sourceSeconds = since(t);
-  t = Clock::now();
+  orAbort(engine.summary(mine));
   std::vector<RankSummary> all(size);
   orAbort(mpiStatus(MPI_Allgather(&mine, kRankSummaryDoubles, MPI_DOUBLE, all.data(), kRankSummaryDoubles,
                                   MPI_DOUBLE, comm), "MPI_Allgather", __FILE__, __LINE__));
@@ -229,22 +243,36 @@ Status distributedImpl(RankEngine& engine, const CellsView& cells, const SolveOp
   LetExchange ex(comm, expect);
   orAbort(ex.start());
 
-  t = Clock::now();
-  const EwaldWalk* ew = engine.ewald();
-  LetSelection sel;
-  for (int k = 1; k < size && n > 0; ++k) {
-    const int dst = (rank + k) % size;  // staggered, so no rank is everybody's first destination
+  // the LETs' destinations, staggered so that no rank is everybody's first
+  std::vector<int> dests;
+  std::vector<RemoteBox> boxes;
+  for (int k = 1; k < size; ++k) {
+    const int dst = (rank + k) % size;
     if (!expect[dst]) continue;
-    if (ew) essentialNodesForPeriodic(local, all[dst].centreLo, all[dst].centreHi, ew->view, sel);
-    else essentialNodesFor(local, all[dst].centreLo, all[dst].centreHi, sel);
+    dests.push_back(dst);
+    RemoteBox b;
+    for (int d = 0; d < 3; ++d) {
+      b.lo[d] = all[dst].centreLo[d];
+      b.hi[d] = all[dst].centreHi[d];
+    }
+    boxes.push_back(b);
+  }
+  t = Clock::now();
+  orAbort(engine.chooseLets(boxes));  // a GPU chooses and packs them all on the device, before its walk
+  const double selectSeconds = since(t);
+  const auto walkLaunched = Clock::now();
+  orAbort(engine.startLocalWalk(opt));
+  t = Clock::now();
+  for (std::size_t k = 0; k < dests.size(); ++k) {
     PackedLet let;
-    packLet(local, sel, let);
-    ds.letNodesSent += sel.node.size();
-    ds.letCellsSent += sel.cellCount;
-    orAbort(ex.send(dst, std::move(let)));
+    std::size_t nodes = 0, letCells = 0;
+    orAbort(engine.takeLet(k, let, nodes, letCells));
+    ds.letNodesSent += nodes;
+    ds.letCellsSent += letCells;
+    orAbort(ex.send(dests[k], std::move(let)));
     orAbort(ex.progress());
   }
-  ds.secondsLetSelect = sourceSeconds + since(t);
+  ds.secondsLetSelect = selectSeconds + since(t);
 
   // on the exchange's clock; a walk that started before the exchange existed starts at a negative time
   const double walkStart = engine.walksAlongside() ? ex.now() - since(walkLaunched) : ex.now();

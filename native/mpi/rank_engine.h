@@ -1,6 +1,6 @@
 /// \file rank_engine.h
-/// \brief One rank's own work in a distributed solve, on the CPU or on a GPU: its tree, the host view of it that
-/// the LETs are chosen from, the walk of its tree and of the received LETs, and its results. The MPI side (the
+/// \brief One rank's own work in a distributed solve, on the CPU or on a GPU: its tree, the summary of its cells,
+/// the LETs chosen from its tree, the walk of its tree and of the received LETs, and its results. The MPI side (the
 /// agreement, the summaries, the exchange, the statistics) is the driver's, distributed_solve.cpp, the same for
 /// both, so CPU and GPU ranks build the same LETs and can even be mixed in one job. Both walk the received LETs
 /// merged into one tree (core/let.h mergeLets).
@@ -10,13 +10,10 @@
 #include <vector>
 
 #include "core/let.h"
-#include "core/source_tree.h"
 #include "core/status.h"
 #include "core/types.h"
 
 namespace amrgrav {
-
-struct EwaldWalk;
 
 /// Called in this order, once per solve. After open() every failure aborts the job (the driver's orAbort).
 class RankEngine {
@@ -31,14 +28,18 @@ class RankEngine {
   /// Keys (root cube of this rank's cells, the global length `scale`), build, moments, groups; tree statistics
   /// into `st`. May be called with no cells.
   virtual Status build(const CellsView& cells, const SolveOptions& opt, double scale, SolveStats& st) = 0;
-  /// Where the walk of the local tree can run beside the LET selection and the exchange (a GPU), it starts here.
+  /// The summary of this rank's cells that the allgather shares (scaled lengths; core/let.h). After build.
+  virtual Status summary(RankSummary& out) = 0;
+  /// Chooses the LETs for these remote boxes of cell centres, in this order (core/let.h essentialNodesFor, or
+  /// essentialNodesForPeriodic for periodic boxes). A GPU selects and packs them all on the device here, before its
+  /// local walk is queued; the CPU only keeps the boxes (takeLet chooses each when it is sent).
+  virtual Status chooseLets(const std::vector<RemoteBox>& boxes) = 0;
+  /// Where the walk of the local tree can run beside the packing and the exchange (a GPU), it starts here.
   virtual Status startLocalWalk(const SolveOptions& opt) = 0;
   /// True when startLocalWalk started it (its time then counts from there).
   virtual bool walksAlongside() const { return false; }
-  /// The local tree as the LET selection reads it (valid until finish) and the summary of the cells.
-  virtual Status localSource(SourceTree& tree, RankSummary& summary) = 0;
-  /// Periodic boxes: the Ewald table the walk uses (the periodic LET selection needs its view); else null.
-  virtual const EwaldWalk* ewald() const { return nullptr; }
+  /// The k-th LET of chooseLets, packed (core/let.h), with its node and cell counts.
+  virtual Status takeLet(std::size_t k, PackedLet& out, std::size_t& nodes, std::size_t& cells) = 0;
   /// Completes the local walk; `progress` moves messages along and is called between pieces of the work.
   virtual Status completeLocalWalk(const SolveOptions& opt, const std::function<Status()>& progress,
                                    SolveStats& st) = 0;

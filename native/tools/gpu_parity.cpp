@@ -28,6 +28,8 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/let.h"
+#include "core/tree.h"
 #include "core/types.h"
 #include "cuda/cuda_backend.h"
 
@@ -438,6 +440,79 @@ void runPeriodicParity(const Args& a, Summary& sum, CudaBackend& gpu, Backend& c
   }
 }
 
+/// The LETs a GPU rank chooses and packs on the device (cuda/kernel_let.cu) against the host's essentialNodesFor and
+/// packLet over the same tree copied down: the same bytes, for remote boxes beside, across, inside and far from the
+/// cells; and the rank's summary against summariseCells over the copied cells.
+void runLetParity(Summary& sum, CudaBackend& gpu, const std::string& name, const Cells& cells) {
+  SolveOptions o;
+  o.theta = 0.5;
+  double lo[3], hi[3];
+  Status st = gpu.rankOpen(cells.view(), o, lo, hi);
+  double side = 0;
+  for (int d = 0; d < 3; ++d) side = std::max(side, hi[d] - lo[d]);
+  SolveStats stats;
+  if (st.ok()) st = gpu.rankBuild(cells.view(), o, lengthScaleFor(side), stats);
+  RankSummary rs{};
+  if (st.ok()) st = gpu.rankSummary(rs);
+  std::vector<RemoteBox> boxes;
+  if (st.ok()) {
+    auto shifted = [&](double fx, double fy, double fz, double shrink) {
+      RemoteBox b;
+      const double f[3] = {fx, fy, fz};
+      for (int d = 0; d < 3; ++d) {
+        const double w = rs.centreHi[d] - rs.centreLo[d], c = 0.5 * (rs.centreLo[d] + rs.centreHi[d]) + f[d] * w;
+        b.lo[d] = c - 0.5 * shrink * w;
+        b.hi[d] = c + 0.5 * shrink * w;
+      }
+      return b;
+    };
+    boxes = {shifted(1.02, 0, 0, 1), shifted(0.5, 0.5, 0, 1), shifted(0.3, -0.2, 0.1, 0.25), shifted(100, 0, 0, 1),
+             shifted(0, 0, -0.7, 0.05)};
+  }
+  std::vector<std::size_t> nodes(boxes.size()), letCells(boxes.size());
+  if (st.ok()) st = gpu.rankChooseLets(boxes.data(), boxes.size(), nodes.data(), letCells.data());
+  if (st.ok()) st = gpu.rankStartLocalWalk(o);
+  std::vector<PackedLet> device(boxes.size());
+  for (std::size_t k = 0; k < boxes.size() && st.ok(); ++k) st = gpu.rankDownloadLet(k, device[k]);
+  HostTree host;
+  double elo[3], ehi[3];
+  if (st.ok()) st = gpu.rankExportTree(host, elo, ehi);
+  if (st.ok()) st = gpu.rankFinishLocalWalk(o, stats);
+  SolveResult r;
+  if (st.ok()) st = gpu.rankFinish(o, r);
+  if (!st.ok()) {
+    check(sum, "let-on-device-" + name, false, st.message);
+    return;
+  }
+  std::string detail;
+  bool ok = true;
+  const SourceTree tree = host.view();
+  for (std::size_t k = 0; k < boxes.size(); ++k) {
+    LetSelection sel;
+    essentialNodesFor(tree, boxes[k].lo, boxes[k].hi, sel);
+    PackedLet ref;
+    packLet(tree, sel, ref);
+    SourceTree view;
+    const bool same = ref.words == device[k].words && nodes[k] == sel.node.size() && letCells[k] == sel.cellCount;
+    const bool valid = viewPackedLet(device[k].words.data(), device[k].bytes(), view).ok();
+    ok = ok && same && valid;
+    detail += (k ? "; " : "") + std::to_string(sel.node.size()) + " nodes " + std::to_string(sel.cellCount) + " cells " +
+              (same ? "same bytes" : "DIFFER") + (valid ? "" : " (invalid)");
+  }
+  const RankSummary hs = summariseCells(host.x.data(), host.y.data(), host.z.data(), host.cellMass.data(), nullptr,
+                                        host.x.size());
+  bool box = hs.cellCount == rs.cellCount;
+  double comErr = 0;
+  for (int d = 0; d < 3; ++d) {
+    box = box && hs.centreLo[d] == rs.centreLo[d] && hs.centreHi[d] == rs.centreHi[d];
+    comErr = std::max(comErr, std::fabs(hs.com[d] - rs.com[d]) / (rs.centreHi[0] - rs.centreLo[0]));
+  }
+  const bool summaryOk = box && comErr < 1e-12 && std::fabs(hs.mass - rs.mass) <= 1e-12 * hs.mass;
+  check(sum, "let-on-device-" + name, ok && summaryOk,
+        detail + " | summary: centre box " + (box ? "same" : "DIFFERS") + ", com " + num(comErr) + ", mass " +
+            num(std::fabs(hs.mass - rs.mass) / hs.mass));
+}
+
 void runParity(const Args& a, Summary& sum) {
   CudaOptions co;
   co.poisonDevice = true;
@@ -634,6 +709,8 @@ void runParity(const Args& a, Summary& sum) {
     check(sum, "direct-periodic-refused", st4.code == ErrorCode::InvalidOption, st4.message);
   }
   runPeriodicParity(a, sum, *gpu, *cpu, amr);
+  runLetParity(sum, *gpu, "uniform", uni);
+  runLetParity(sum, *gpu, "amr", amr);
   // the vote walk: different lists (counts differ from the CPU's), accuracy of the same order
   {
     auto vote = makeCudaBackend(cudaOpts(true, 4096, true));

@@ -1,0 +1,40 @@
+/// \file let_layout.h
+/// \brief The wire layout of a packed LET (core/let.h PackedLet), shared by the host's packLet/viewPackedLet and the
+/// GPU rank's device-side packing (cuda/kernel_let.cu), so both write the same bytes.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "core/hostdevice.h"
+
+namespace amrgrav {
+
+constexpr std::uint64_t kLetMagic = 0x414d52474c455431ull;  // "AMRGLET1"
+constexpr std::size_t kLetHeaderWords = 3;                   // magic, nodes, cells
+
+/// Byte offsets from the start of the buffer of each array of a packed LET of n nodes and c cells: the header, then
+/// mass, com (3), quad (6), macRadius, secondMoment, cell x, y, z, mass (doubles), then cellBegin, cellCount,
+/// childBegin (uint32), childCount (uint8); `end` is the buffer's size, a multiple of 8.
+struct LetLayout {
+  std::size_t mass, com, quad, macRadius, secondMoment, x, y, z, cellMass, cellBegin, cellCount, childBegin,
+      childCount, end;
+  AG_HD LetLayout(std::size_t n, std::size_t c) {
+    std::size_t o = kLetHeaderWords * 8;
+    mass = o; o += 8 * n;
+    com = o; o += 24 * n;
+    quad = o; o += 48 * n;
+    macRadius = o; o += 8 * n;
+    secondMoment = o; o += 8 * n;
+    x = o; o += 8 * c;
+    y = o; o += 8 * c;
+    z = o; o += 8 * c;
+    cellMass = o; o += 8 * c;
+    cellBegin = o; o += 4 * n;
+    cellCount = o; o += 4 * n;
+    childBegin = o; o += 4 * n;
+    childCount = o; o += n;
+    end = (o + 7) / 8 * 8;
+  }
+};
+
+}  // namespace amrgrav

@@ -1,0 +1,167 @@
+/// \file kernel_let.cu
+/// \brief A GPU rank's LETs chosen and packed on the device (core/let.h's essentialNodesFor and packLet, same
+/// decisions, same bytes): the selection top-down one tree level per launch (a node is reached when its parent
+/// was opened), an exclusive scan of (node, cells) counts that numbers the LET's nodes and places the opened
+/// leaves' cells, then one pass writing the packed buffer (core/let_layout.h). The tree is level-ordered
+/// (kernel_build.cu), so the LET's nodes in tree order are in the host's breadth-first order. Compiled with
+/// -fmad=false: the MAC must round as the host's does, so that both choose the same nodes.
+#include <cub/device/device_scan.cuh>
+
+#include "core/let.h"
+#include "core/let_layout.h"
+#include "core/mac_k.h"
+#include "cuda/check.h"
+#include "cuda/kernels.h"
+
+namespace amrgrav {
+namespace cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned blocksFor(std::size_t n) { return unsigned((n + kThreads - 1) / kThreads); }
+
+/// The node's mass as the host's copy of the tree holds it (cuda_backend.cu rankExportTree): 0 when massless.
+__device__ __forceinline__ double hostMass(const D4& mac, const float4& mq, double invMassScale) {
+  return mac.w >= 0.0 ? double(mq.x) * invMassScale : 0.0;
+}
+
+__global__ void __launch_bounds__(kThreads) letLevelKernel(const uint4* __restrict__ topo, const D4* __restrict__ mac,
+                                                           const float4* __restrict__ mq, double invMassScale,
+                                                           unsigned begin, unsigned end, const RemoteBox box,
+                                                           unsigned char* __restrict__ state,
+                                                           unsigned long long* __restrict__ count) {
+  const unsigned i = begin + blockIdx.x * kThreads + threadIdx.x;
+  if (i >= end) return;
+  if (state[i] != kLetReached) {  // not in this LET
+    count[i] = 0;
+    return;
+  }
+  const D4 r = mac[i];
+  const uint4 t = topo[i];
+  unsigned char kind;
+  unsigned cells = 0;
+  // the order of essentialNodesFor's tests
+  if (hostMass(r, mq[2 * i], invMassScale) <= 0.0 || macAccepts(r.x, r.y, r.z, r.w, box.lo, box.hi)) {
+    kind = LetSelection::Accepted;
+  } else if (t.w == 0) {
+    kind = LetSelection::OpenedLeaf;
+    cells = t.y;
+  } else {
+    kind = LetSelection::Opened;
+    for (unsigned j = 0; j < t.w; ++j) state[t.z + j] = kLetReached;
+  }
+  state[i] = kind;
+  count[i] = (1ull << 32) | cells;  // nodes in the high word, cells in the low (fewer than 2^32 of each)
+}
+
+struct PackParams {
+  const uint4* topo;
+  const D4* mac;
+  const float4* mq;
+  DeviceCells cells;
+  double invMassScale;
+  const unsigned char* state;
+  const unsigned long long* offset;  ///< exclusive scan of the counts: (LET node index, first cell)
+  unsigned nodes;
+  unsigned long long letNodes, letCells;
+  unsigned char* out;  ///< the packed LET, zeroed
+};
+
+__global__ void __launch_bounds__(kThreads) letPackKernel(const PackParams p) {
+  const unsigned i = blockIdx.x * kThreads + threadIdx.x;
+  const LetLayout L(p.letNodes, p.letCells);
+  if (i == 0) {
+    unsigned long long* w = reinterpret_cast<unsigned long long*>(p.out);
+    w[0] = kLetMagic;
+    w[1] = p.letNodes;
+    w[2] = p.letCells;
+  }
+  if (i >= p.nodes) return;
+  const unsigned char kind = p.state[i];
+  if (kind > LetSelection::Opened) return;
+  const unsigned long long o = p.offset[i];
+  const unsigned k = unsigned(o >> 32), c = unsigned(o & 0xffffffffu);
+  const D4 r = p.mac[i];
+  const float4 a = p.mq[2 * i], b = p.mq[2 * i + 1];
+  const uint4 t = p.topo[i];
+  double* f64 = reinterpret_cast<double*>(p.out);  // offsets in bytes, all multiples of 8 for the doubles
+  const bool live = r.w >= 0.0;
+  f64[L.mass / 8 + k] = hostMass(r, a, p.invMassScale);
+  f64[L.com / 8 + 3 * k] = r.x;
+  f64[L.com / 8 + 3 * k + 1] = r.y;
+  f64[L.com / 8 + 3 * k + 2] = r.z;
+  const float q[6] = {a.y, a.z, a.w, b.x, b.y, b.z};
+  for (int j = 0; j < 6; ++j) f64[L.quad / 8 + 6 * k + j] = double(q[j]) * p.invMassScale;
+  f64[L.macRadius / 8 + k] = live ? r.w : 0.0;
+  f64[L.secondMoment / 8 + k] = 0.0;
+  std::uint32_t* cellBegin = reinterpret_cast<std::uint32_t*>(p.out + L.cellBegin);
+  std::uint32_t* cellCount = reinterpret_cast<std::uint32_t*>(p.out + L.cellCount);
+  std::uint32_t* childBegin = reinterpret_cast<std::uint32_t*>(p.out + L.childBegin);
+  unsigned char* childCount = p.out + L.childCount;
+  cellBegin[k] = 0;
+  cellCount[k] = 0;
+  childBegin[k] = 0;
+  childCount[k] = 0;
+  if (kind == LetSelection::OpenedLeaf) {
+    cellBegin[k] = c;
+    cellCount[k] = t.y;
+    for (unsigned j = 0; j < t.y; ++j) {
+      const unsigned from = t.x + j, to = c + j;
+      f64[L.x / 8 + to] = p.cells.x[from];
+      f64[L.y / 8 + to] = p.cells.y[from];
+      f64[L.z / 8 + to] = p.cells.z[from];
+      f64[L.cellMass / 8 + to] = p.cells.mass[from];
+    }
+  } else if (kind == LetSelection::Opened) {
+    childBegin[k] = unsigned(p.offset[t.z] >> 32);  // the children are all in the LET, contiguous as in the tree
+    childCount[k] = static_cast<unsigned char>(t.w);
+  }
+}
+
+}  // namespace
+
+Status launchLetSelect(const LetTreeView& tree, const unsigned* levelStart, int levels, const RemoteBox& box,
+                       unsigned char* state, unsigned long long* count, cudaStream_t s) {
+  AG_CUDA_TRY(cudaMemsetAsync(state, 0xff, tree.nodes, s));
+  AG_CUDA_TRY(cudaMemsetAsync(state, kLetReached, 1, s));  // the root
+  AG_CUDA_TRY(cudaMemsetAsync(count + tree.nodes, 0, sizeof(unsigned long long), s));
+  for (int L = 0; L < levels; ++L) {
+    const unsigned b = levelStart[L], e = levelStart[L + 1];
+    if (e <= b) continue;
+    letLevelKernel<<<blocksFor(e - b), kThreads, 0, s>>>(tree.topo, tree.mac, tree.mq, tree.invMassScale, b, e, box,
+                                                         state, count);
+    AG_CUDA_LAUNCHED("letLevelKernel");
+  }
+  return Status::success();
+}
+
+Status scanLetCounts(void* temp, std::size_t& tempBytes, const unsigned long long* count, unsigned long long* offset,
+                     unsigned n, cudaStream_t s) {
+  AG_CUDA_TRY(cub::DeviceScan::ExclusiveSum(temp, tempBytes, count, offset, int(n), s));
+  if (temp) AG_CUDA_LAUNCHED("cub::DeviceScan::ExclusiveSum (LET counts)");
+  return Status::success();
+}
+
+Status launchLetPack(const LetTreeView& tree, const unsigned char* state, const unsigned long long* offset,
+                     unsigned long long letNodes, unsigned long long letCells, void* out, cudaStream_t s) {
+  AG_CUDA_TRY(cudaMemsetAsync(out, 0, LetLayout(letNodes, letCells).end, s));
+  PackParams p;
+  p.topo = tree.topo;
+  p.mac = tree.mac;
+  p.mq = tree.mq;
+  p.cells = tree.cells;
+  p.invMassScale = tree.invMassScale;
+  p.state = state;
+  p.offset = offset;
+  p.nodes = tree.nodes;
+  p.letNodes = letNodes;
+  p.letCells = letCells;
+  p.out = static_cast<unsigned char*>(out);
+  letPackKernel<<<blocksFor(tree.nodes), kThreads, 0, s>>>(p);
+  AG_CUDA_LAUNCHED("letPackKernel");
+  return Status::success();
+}
+
+}  // namespace cuda
+}  // namespace amrgrav
