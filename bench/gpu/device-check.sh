@@ -23,6 +23,8 @@
 #              GPU (gathered N-rank potential vs the one-rank GPU solve, must be <= 1e-4 at theta 0.5), -np 3 with
 #              GPU and CPU ranks mixed
 #   mpibench   `bench --grid 256 --backend cuda` under mpirun -np 1, 2, 4 (one GPU) with each rank's distributed stats
+#   split      the parity tool's --split 256: a two-rank solve emulated in one process, each rank's device work timed
+#              alone (what each GPU of a two-GPU run does), against the one-rank solve
 # Logs go to one archive, $OUT/logs.tar.gz (the device tool returns at most 8 files); a summary is printed last.
 set -u
 out=/tmp/amrgrav-logs; rm -rf "$out"; mkdir -p "$out"
@@ -172,6 +174,9 @@ PY
 )")
         tail -5 "$out/mpi-bench256-np$np.err"
       done ;;
+    split)
+      timeout 300 $tool --no-parity --no-perf --split 256 --reps 5 > "$out/split.log" 2>&1
+      summary+=("split 256 rc=$? $(grep '"split"' "$out/split.log" | head -c 1200)") ;;
     *) echo "unknown step $step" ;;
   esac
 done

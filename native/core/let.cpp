@@ -184,42 +184,80 @@ Status viewPackedLet(const std::uint64_t* w, std::size_t bytes, SourceTree& out)
   return Status::success();
 }
 
-Status mergeLets(const SourceTree* lets, std::size_t count, LetForest& out) {
-  out = LetForest{};
+Status letForestLayout(const SourceTree* lets, std::size_t count, LetForestLayout& out) {
+  out = LetForestLayout{};
   if (count == 0) return Status::success();
   // levels of virtual nodes above the `count` roots, fan-out 8: width[0] = 1, ..., width[depth] = count
-  std::vector<std::size_t> width{count};
-  while (width.front() > 1) width.insert(width.begin(), (width.front() + 7) / 8);
-  if (width.size() == 1) width.insert(width.begin(), 1);  // one LET: still under a virtual root (uniform walk)
-  std::vector<std::size_t> levelStart(width.size() + 1, 0);
-  for (std::size_t d = 0; d < width.size(); ++d) levelStart[d + 1] = levelStart[d] + width[d];
-  const std::size_t rootsAt = levelStart[width.size() - 1];  // index of LET 0's root
-  std::size_t nodes = levelStart.back(), cells = 0;
+  out.width.assign(1, count);
+  while (out.width.front() > 1) out.width.insert(out.width.begin(), (out.width.front() + 7) / 8);
+  if (out.width.size() == 1) out.width.insert(out.width.begin(), 1);  // one LET: still under a virtual root
+  out.levelStart.assign(out.width.size() + 1, 0);
+  for (std::size_t d = 0; d < out.width.size(); ++d) out.levelStart[d + 1] = out.levelStart[d] + out.width[d];
+  out.rootsAt = out.levelStart[out.width.size() - 1];
+  out.nodes = out.levelStart.back();
   for (std::size_t r = 0; r < count; ++r) {
-    nodes += lets[r].nodeCount > 0 ? lets[r].nodeCount - 1 : 0;
-    cells += lets[r].cellTotal;
+    out.nodeBase.push_back(out.nodes);
+    out.cellBase.push_back(out.cells);
+    out.nodes += lets[r].nodeCount > 0 ? lets[r].nodeCount - 1 : 0;
+    out.cells += lets[r].cellTotal;
   }
-  if (nodes > 0xffffffffull || cells > 0xffffffffull)
+  if (out.nodes > 0xffffffffull || out.cells > 0xffffffffull)
     return Status::error(ErrorCode::Internal, "the received LETs have more than 2^32 - 1 nodes or cells together");
-  out.virtualNodes = rootsAt;
-  out.cellBegin.assign(nodes, 0);
-  out.cellCount.assign(nodes, 0);
-  out.childBegin.assign(nodes, 0);
-  out.childCount.assign(nodes, 0);
-  out.mass.assign(nodes, 0.0);
-  out.com.assign(3 * nodes, 0.0);
-  out.quad.assign(6 * nodes, 0.0);
-  out.macRadius.assign(nodes, INFINITY);
-  out.secondMoment.assign(nodes, 0.0);
+  return Status::success();
+}
+
+void fillVirtualNodes(const LetForestLayout& L, const SourceTree* lets, SourceTreeArrays& out) {
+  const std::size_t v = L.rootsAt;
+  out.cellBegin.assign(v, 0);
+  out.cellCount.assign(v, 0);
+  out.childBegin.assign(v, 0);
+  out.childCount.assign(v, 0);
+  out.mass.assign(v, 0.0);
+  out.com.assign(3 * v, 0.0);
+  out.quad.assign(6 * v, 0.0);
+  out.macRadius.assign(v, INFINITY);
+  out.secondMoment.assign(v, 0.0);
+  // bottom-up: node j of level d has the children [8j, 8j + 8) of level d + 1; the last level is the LETs' roots
+  const std::size_t last = L.width.size() - 1;
+  std::vector<double> below(L.width[last]);
+  for (std::size_t r = 0; r < below.size(); ++r) below[r] = lets[r].nodeCount > 0 ? lets[r].mass[0] : 0.0;
+  for (std::size_t d = last; d-- > 0;) {
+    for (std::size_t j = 0; j < L.width[d]; ++j) {
+      const std::size_t i = L.levelStart[d] + j, first = 8 * j;
+      const std::size_t end = std::min(first + 8, L.width[d + 1]);
+      out.childBegin[i] = std::uint32_t(L.levelStart[d + 1] + first);
+      out.childCount[i] = std::uint8_t(end - first);
+      for (std::size_t c = first; c < end; ++c) out.mass[i] += below[c];
+    }
+    below.assign(out.mass.begin() + std::ptrdiff_t(L.levelStart[d]),
+                 out.mass.begin() + std::ptrdiff_t(L.levelStart[d] + L.width[d]));
+  }
+}
+
+Status mergeLets(const SourceTree* lets, std::size_t count, LetForest& out) {
+  LetForestLayout L;
+  AG_TRY(letForestLayout(lets, count, L));
+  // refilled in place: a rank merges every step, and the vectors keep their memory
+  fillVirtualNodes(L, lets, out);
+  out.virtualNodes = L.rootsAt;
+  const std::size_t nodes = L.nodes, cells = L.cells;
+  out.cellBegin.resize(nodes, 0);
+  out.cellCount.resize(nodes, 0);
+  out.childBegin.resize(nodes, 0);
+  out.childCount.resize(nodes, 0);
+  out.mass.resize(nodes, 0.0);
+  out.com.resize(3 * nodes, 0.0);
+  out.quad.resize(6 * nodes, 0.0);
+  out.macRadius.resize(nodes, INFINITY);
+  out.secondMoment.resize(nodes, 0.0);
   out.x.resize(cells);
   out.y.resize(cells);
   out.z.resize(cells);
   out.cellMass.resize(cells);
-  // the LETs, each node k at rootsAt + r (k = 0) or after the LETs before it (k > 0)
-  std::size_t nodeBase = levelStart.back(), cellBase = 0;
   for (std::size_t r = 0; r < count; ++r) {
     const SourceTree& t = lets[r];
-    auto at = [&](std::size_t k) { return k == 0 ? rootsAt + r : nodeBase + k - 1; };
+    const std::size_t cellBase = L.cellBase[r];
+    auto at = [&](std::size_t k) { return L.forestIndex(r, k); };
     for (std::size_t k = 0; k < t.nodeCount; ++k) {
       const std::size_t i = at(k);
       out.cellBegin[i] = std::uint32_t(cellBase + t.cellBegin[k]);
@@ -236,18 +274,6 @@ Status mergeLets(const SourceTree* lets, std::size_t count, LetForest& out) {
     std::copy(t.y, t.y + t.cellTotal, out.y.begin() + cellBase);
     std::copy(t.z, t.z + t.cellTotal, out.z.begin() + cellBase);
     std::copy(t.cellMass, t.cellMass + t.cellTotal, out.cellMass.begin() + cellBase);
-    nodeBase += t.nodeCount > 0 ? t.nodeCount - 1 : 0;
-    cellBase += t.cellTotal;
-  }
-  // the virtual levels, bottom-up: node j of level d has the children [8j, 8j + 8) of level d + 1
-  for (std::size_t d = width.size() - 1; d-- > 0;) {
-    for (std::size_t j = 0; j < width[d]; ++j) {
-      const std::size_t i = levelStart[d] + j, first = 8 * j;
-      const std::size_t last = std::min(first + 8, width[d + 1]);
-      out.childBegin[i] = std::uint32_t(levelStart[d + 1] + first);
-      out.childCount[i] = std::uint8_t(last - first);
-      for (std::size_t c = first; c < last; ++c) out.mass[i] += out.mass[levelStart[d + 1] + c];
-    }
   }
   return Status::success();
 }

@@ -87,7 +87,31 @@ struct LetForest : SourceTreeArrays {
   std::size_t virtualNodes = 0;  ///< nodes [0, virtualNodes) are the virtual ones
 };
 
-/// Merges `count` LETs (count > 0) into `out`; an error if the forest would have 2^32 nodes or cells.
+/// Where mergeLets puts what: the virtual levels (widths and first indices; the last level is the LETs' roots,
+/// at rootsAt + r), LET r's other nodes from nodeBase[r] on (its node k > 0 at nodeBase[r] + k - 1), its cells from
+/// cellBase[r] on.
+struct LetForestLayout {
+  std::vector<std::size_t> width, levelStart;
+  std::size_t rootsAt = 0, nodes = 0, cells = 0;
+  std::vector<std::size_t> nodeBase, cellBase;
+  std::size_t forestIndex(std::size_t r, std::size_t k) const { return k == 0 ? rootsAt + r : nodeBase[r] + k - 1; }
+};
+
+/// The layout of the forest of `count` LETs; an error if it would have 2^32 nodes or cells.
+Status letForestLayout(const SourceTree* lets, std::size_t count, LetForestLayout& out);
+
+/// The forest's virtual nodes [0, L.rootsAt) into `out` (resized to them): links, masses (the LET roots' below),
+/// zero com and quadrupole, infinite MAC radius.
+void fillVirtualNodes(const LetForestLayout& L, const SourceTree* lets, SourceTreeArrays& out);
+
+/// Merges `count` LETs into `out` (reusing its memory); an error if the forest would have 2^32 nodes or cells.
 Status mergeLets(const SourceTree* lets, std::size_t count, LetForest& out);
+
+/// A received LET: the packed words as they arrived (a GPU uploads them as they are) and the view of them.
+struct ReceivedLet {
+  const std::uint64_t* words = nullptr;
+  std::size_t bytes = 0;
+  SourceTree view;
+};
 
 }  // namespace amrgrav

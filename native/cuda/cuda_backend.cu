@@ -6,6 +6,7 @@
 /// Each step follows cpu_backend.cpp; the kernels live in kernel_*.cu. All per-cell data shares one device block
 /// (BlockLayout: about 60 bytes per cell for a potential solve).
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <exception>
@@ -201,12 +202,18 @@ class CudaBackendImpl final : public CudaBackend {
       AG_TRY(checkOptions(opt, cells.n, false));
       if (opt.anyPeriodic())
         return Status::error(ErrorCode::InvalidOption, "CUDA backend: distributed periodic solves run on the CPU");
-      // the masses are checked on the host (one array): on the device they go up only after the agreement
-      for (std::size_t i = 0; i < cells.n; ++i)
-        if (!(std::isfinite(cells.mass[i]) && cells.mass[i] >= 0.0)) {
-          const Status v = validateCells(cells, opt);
-          return v.ok() ? Status::error(ErrorCode::Internal, "CUDA backend: mass check and validateCells disagree") : v;
-        }
+      // the masses are checked on the host (one array, on the copy threads): on the device they go up only after
+      // the agreement
+      std::atomic<bool> badMass{false};
+      parallelFor(cells.n, std::size_t(1) << 18, copyThreads(), [&](std::size_t b, std::size_t e, int) {
+        bool bad = false;
+        for (std::size_t i = b; i < e; ++i) bad = bad || !(std::isfinite(cells.mass[i]) && cells.mass[i] >= 0.0);
+        if (bad) badMass = true;
+      });
+      if (badMass) {
+        const Status v = validateCells(cells, opt);
+        return v.ok() ? Status::error(ErrorCode::Internal, "CUDA backend: mass check and validateCells disagree") : v;
+      }
       stats_ = CudaStats{};
       rankT0_ = Clock::now();
       AG_TRY(ensureDevice());
@@ -417,7 +424,7 @@ class CudaBackendImpl final : public CudaBackend {
     });
   }
 
-  Status rankWalkReceived(const SourceTree* lets, std::size_t count, const SolveOptions& opt,
+  Status rankWalkReceived(const ReceivedLet* lets, std::size_t count, const SolveOptions& opt,
                           SolveStats& st) override {
     std::lock_guard<std::mutex> lock(mu_);
     return guarded([&]() -> Status {
@@ -486,39 +493,63 @@ class CudaBackendImpl final : public CudaBackend {
     return v;
   }
 
-  /// The received LETs as one tree (core/let.h mergeLets: virtual nodes with an infinite MAC radius on top, which
-  /// every walk opens) in the walk's device layout, masses and quadrupoles times this solve's massScale.
-  Status uploadForest(const SourceTree* lets, std::size_t count) {
-    LetForest f;
-    AG_TRY(mergeLets(lets, count, f));
-    const std::size_t nodes = f.cellCount.size(), cells = f.x.size();
-    std::vector<uint4> topo(nodes);
-    std::vector<D4> mac(nodes);
-    std::vector<float4> mq(2 * nodes);
-    const double ms = massScale_;
-    for (std::size_t i = 0; i < nodes; ++i) {
-      const bool leaf = f.childCount[i] == 0;
-      topo[i] = make_uint4(f.cellBegin[i], leaf ? f.cellCount[i] : 0u, f.childBegin[i], f.childCount[i]);
-      const double m = f.mass[i];
-      mac[i] = D4{f.com[3 * i], f.com[3 * i + 1], f.com[3 * i + 2], m > 0 ? f.macRadius[i] : -1.0};  // -1: skipped
-      const double* q = &f.quad[6 * i];
-      mq[2 * i] = make_float4(float(m * ms), float(q[0] * ms), float(q[1] * ms), float(q[2] * ms));
-      mq[2 * i + 1] = make_float4(float(q[3] * ms), float(q[4] * ms), float(q[5] * ms), 0.f);
+  /// The received LETs as one tree (core/let.h mergeLets' layout: virtual nodes with an infinite MAC radius on top,
+  /// which every walk opens) in the walk's device layout, masses and quadrupoles times this solve's massScale. The
+  /// packed LETs go up as they arrived and are merged and converted on the device; only the few virtual nodes are
+  /// made on the host.
+  Status uploadForest(const ReceivedLet* lets, std::size_t count) {
+    std::vector<SourceTree> views(count);
+    std::size_t words = 0;
+    for (std::size_t r = 0; r < count; ++r) {
+      views[r] = lets[r].view;
+      words += lets[r].bytes / sizeof(std::uint64_t);
     }
-    const std::vector<double>* from[4] = {&f.x, &f.y, &f.z, &f.cellMass};
+    LetForestLayout L;
+    AG_TRY(letForestLayout(views.data(), count, L));
+    fillVirtualNodes(L, views.data(), forestTop_);
+    const std::size_t top = L.rootsAt, nodes = L.nodes, cells = L.cells;
+    forestTopo_.resize(top);
+    forestMac_.resize(top);
+    forestMQ_.resize(2 * top);
+    const double ms = massScale_;
+    for (std::size_t i = 0; i < top; ++i) {
+      const double m = forestTop_.mass[i];
+      forestTopo_[i] = make_uint4(0u, 0u, forestTop_.childBegin[i], forestTop_.childCount[i]);
+      forestMac_[i] = D4{0.0, 0.0, 0.0, m > 0 ? forestTop_.macRadius[i] : -1.0};
+      forestMQ_[2 * i] = make_float4(float(m * ms), 0.f, 0.f, 0.f);
+      forestMQ_[2 * i + 1] = make_float4(0.f, 0.f, 0.f, 0.f);
+    }
     AG_TRY(letTopo_.reserve(nodes, "the received LETs"));
     AG_TRY(letMac_.reserve(nodes, "the received LETs"));
     AG_TRY(letMQ_.reserve(2 * nodes, "the received LETs"));
-    cudaStream_t s = stream_;
-    AG_CUDA_TRY(cudaMemcpyAsync(letTopo_.get(), topo.data(), nodes * sizeof(uint4), cudaMemcpyHostToDevice, s));
-    AG_CUDA_TRY(cudaMemcpyAsync(letMac_.get(), mac.data(), nodes * sizeof(D4), cudaMemcpyHostToDevice, s));
-    AG_CUDA_TRY(cudaMemcpyAsync(letMQ_.get(), mq.data(), 2 * nodes * sizeof(float4), cudaMemcpyHostToDevice, s));
-    for (int k = 0; k < 4; ++k) {
-      AG_TRY(letCells_[k].reserve(std::max<std::size_t>(cells, 1), "the received LETs' cells"));
-      AG_CUDA_TRY(cudaMemcpyAsync(letCells_[k].get(), from[k]->data(), cells * sizeof(double), cudaMemcpyHostToDevice,
-                                  s));
+    for (int k = 0; k < 4; ++k) AG_TRY(letCells_[k].reserve(std::max<std::size_t>(cells, 1), "the received LETs' cells"));
+    AG_TRY(letRaw_.reserve(std::max<std::size_t>(words, 1), "the received LETs"));
+    // the packed LETs through the pinned staging ring (copy threads), the virtual nodes as three small copies
+    std::vector<Transfer> t;
+    std::size_t at = 0;
+    for (std::size_t r = 0; r < count; ++r) {
+      t.push_back(Transfer{const_cast<std::uint64_t*>(lets[r].words), letRaw_.get() + at, lets[r].bytes});
+      at += lets[r].bytes / sizeof(std::uint64_t);
     }
-    AG_CUDA_TRY(cudaStreamSynchronize(s));  // the host vectors are freed on return
+    AG_TRY(copyIn(t.data(), int(t.size())));
+    cudaStream_t s = stream_;
+    AG_CUDA_TRY(cudaMemcpyAsync(letTopo_.get(), forestTopo_.data(), top * sizeof(uint4), cudaMemcpyHostToDevice, s));
+    AG_CUDA_TRY(cudaMemcpyAsync(letMac_.get(), forestMac_.data(), top * sizeof(D4), cudaMemcpyHostToDevice, s));
+    AG_CUDA_TRY(cudaMemcpyAsync(letMQ_.get(), forestMQ_.data(), 2 * top * sizeof(float4), cudaMemcpyHostToDevice, s));
+    double* const cellArrays[4] = {letCells_[0].get(), letCells_[1].get(), letCells_[2].get(), letCells_[3].get()};
+    at = 0;
+    for (std::size_t r = 0; r < count; ++r) {
+      LetIntoForest p;
+      p.raw = reinterpret_cast<const unsigned char*>(letRaw_.get() + at);
+      p.nodes = views[r].nodeCount;
+      p.cells = views[r].cellTotal;
+      p.rootAt = unsigned(L.rootsAt + r);
+      p.nodeBase = unsigned(L.nodeBase[r]);
+      p.cellBase = unsigned(L.cellBase[r]);
+      p.massScale = ms;
+      AG_TRY(launchLetToForest(p, letTopo_.get(), letMac_.get(), letMQ_.get(), cellArrays, s));
+      at += lets[r].bytes / sizeof(std::uint64_t);
+    }
     return Status::success();
   }
 
@@ -1321,6 +1352,11 @@ class CudaBackendImpl final : public CudaBackend {
   DeviceBuffer<float4> letMQ_;
   DeviceBuffer<double> letCells_[4];  ///< x, y, z (scaled), mass
   DeviceBuffer<double> letSums_;      ///< the received LETs' walk's sums (phi, gx, gy, gz), added to sums_
+  DeviceBuffer<std::uint64_t> letRaw_;  ///< the received LETs as they arrived (packed), one after the other
+  SourceTreeArrays forestTop_;        ///< uploadForest's virtual nodes on the host, and their device layout:
+  std::vector<uint4> forestTopo_;
+  std::vector<D4> forestMac_;
+  std::vector<float4> forestMQ_;
   // The LETs this rank sends, chosen and packed on the device (rankChooseLets)
   DeviceBuffer<unsigned char> letState_;              ///< per LET: each node's LetSelection::Kind (or 0xff)
   DeviceBuffer<unsigned long long> letCount_;         ///< (node, cells) counts of the LET being chosen

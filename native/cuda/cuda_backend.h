@@ -95,8 +95,9 @@ class CudaBackend : public Backend {
   virtual Status rankLocalWalkDone(bool* done) = 0;
   /// Waits for the local walk, reruns it after a queue overflow, counts its interactions into `st`.
   virtual Status rankFinishLocalWalk(const SolveOptions& opt, SolveStats& st) = 0;
-  /// Uploads the received LETs as one forest and walks it into the local sums (count 0: nothing).
-  virtual Status rankWalkReceived(const SourceTree* lets, std::size_t count, const SolveOptions& opt,
+  /// Uploads the received LETs as they are packed, merges them on the device into one forest (core/let.h
+  /// mergeLets' layout) and walks it into the local sums (count 0: nothing).
+  virtual Status rankWalkReceived(const ReceivedLet* lets, std::size_t count, const SolveOptions& opt,
                                   SolveStats& st) = 0;
   /// Scale, scatter, download into out (its targets), device times into out.stats.
   virtual Status rankFinish(const SolveOptions& opt, SolveResult& out) = 0;

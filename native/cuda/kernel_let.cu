@@ -119,7 +119,45 @@ __global__ void __launch_bounds__(kThreads) letPackKernel(const PackParams p) {
   }
 }
 
+/// Node k of one received LET (packed, on the device) into the forest's device arrays, as the host's mergeLets
+/// followed by the walk's layout would place and convert it.
+__global__ void __launch_bounds__(kThreads) letToForestKernel(const LetIntoForest p, uint4* __restrict__ topo,
+                                                              D4* __restrict__ mac, float4* __restrict__ mq) {
+  const unsigned k = blockIdx.x * kThreads + threadIdx.x;
+  if (k >= p.nodes) return;
+  const LetLayout L(p.nodes, p.cells);
+  const double* f64 = reinterpret_cast<const double*>(p.raw);
+  const std::uint32_t* cellBegin = reinterpret_cast<const std::uint32_t*>(p.raw + L.cellBegin);
+  const std::uint32_t* cellCount = reinterpret_cast<const std::uint32_t*>(p.raw + L.cellCount);
+  const std::uint32_t* childBegin = reinterpret_cast<const std::uint32_t*>(p.raw + L.childBegin);
+  const unsigned char* childCount = p.raw + L.childCount;
+  auto at = [&](unsigned j) { return j == 0 ? p.rootAt : p.nodeBase + j - 1; };
+  const unsigned i = at(k), kids = childCount[k];
+  topo[i] = make_uint4(p.cellBase + cellBegin[k], kids == 0 ? cellCount[k] : 0u, kids > 0 ? at(childBegin[k]) : 0u,
+                       kids);
+  const double m = f64[L.mass / 8 + k], ms = p.massScale;
+  mac[i] = D4{f64[L.com / 8 + 3 * k], f64[L.com / 8 + 3 * k + 1], f64[L.com / 8 + 3 * k + 2],
+              m > 0 ? f64[L.macRadius / 8 + k] : -1.0};  // -1: the walk skips a massless node
+  const double* q = f64 + L.quad / 8 + 6 * k;
+  mq[2 * i] = make_float4(float(m * ms), float(q[0] * ms), float(q[1] * ms), float(q[2] * ms));
+  mq[2 * i + 1] = make_float4(float(q[3] * ms), float(q[4] * ms), float(q[5] * ms), 0.f);
+}
+
 }  // namespace
+
+Status launchLetToForest(const LetIntoForest& p, uint4* topo, D4* mac, float4* mq, double* const cells[4],
+                         cudaStream_t s) {
+  if (p.nodes > 0) {
+    letToForestKernel<<<blocksFor(p.nodes), kThreads, 0, s>>>(p, topo, mac, mq);
+    AG_CUDA_LAUNCHED("letToForestKernel");
+  }
+  const LetLayout L(p.nodes, p.cells);
+  const std::size_t from[4] = {L.x, L.y, L.z, L.cellMass};
+  for (int d = 0; d < 4 && p.cells > 0; ++d)
+    AG_CUDA_TRY(cudaMemcpyAsync(cells[d] + p.cellBase, p.raw + from[d], p.cells * sizeof(double),
+                                cudaMemcpyDeviceToDevice, s));
+  return Status::success();
+}
 
 Status launchLetSelect(const LetTreeView& tree, const unsigned* levelStart, int levels, const RemoteBox& box,
                        unsigned char* state, unsigned long long* count, cudaStream_t s) {

@@ -228,6 +228,20 @@ Status scanLetCounts(void* temp, std::size_t& tempBytes, const unsigned long lon
 Status launchLetPack(const LetTreeView& tree, const unsigned char* state, const unsigned long long* offset,
                      unsigned long long letNodes, unsigned long long letCells, void* out, cudaStream_t s);
 
+/// One received LET, packed (core/let_layout.h) in device memory, and where the forest puts it (core/let.h
+/// LetForestLayout: its root at rootAt, its node k > 0 at nodeBase + k - 1, its cells from cellBase on).
+struct LetIntoForest {
+  const unsigned char* raw;
+  unsigned long long nodes, cells;
+  unsigned rootAt, nodeBase, cellBase;
+  double massScale;  ///< the walk's masses and quadrupoles are stored times this (as float)
+};
+
+/// The LET's nodes into the forest's topology, MAC records and multipoles (the walk's layout, as the host would
+/// convert mergeLets' forest), its cells into cells[0..3] (x, y, z, mass).
+Status launchLetToForest(const LetIntoForest& p, uint4* topo, D4* mac, float4* mq, double* const cells[4],
+                         cudaStream_t s);
+
 // ---------------------------------------------------------------- direct summation (kernel_direct.cu)
 
 constexpr int kDirectThreads = 256;

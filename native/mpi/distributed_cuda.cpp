@@ -89,7 +89,7 @@ class CudaRankEngine final : public RankEngine {
     return gpu_->rankFinishLocalWalk(opt, st);
   }
 
-  Status walkReceived(const std::vector<SourceTree>& lets, const SolveOptions& opt, SolveStats& st) override {
+  Status walkReceived(const std::vector<ReceivedLet>& lets, const SolveOptions& opt, SolveStats& st) override {
     if (n_ == 0) return Status::success();
     return gpu_->rankWalkReceived(lets.data(), lets.size(), opt, st);
   }

@@ -148,11 +148,12 @@ class CpuRankEngine final : public RankEngine {
     return Status::success();
   }
 
-  Status walkReceived(const std::vector<SourceTree>& lets, const SolveOptions& opt, SolveStats& st) override {
+  Status walkReceived(const std::vector<ReceivedLet>& lets, const SolveOptions& opt, SolveStats& st) override {
     if (!lets.empty()) {
-      LetForest forest;
-      AG_TRY(mergeLets(lets.data(), lets.size(), forest));
-      walkGroups(forest.view(), cells_, groups_, 0, groups_.size(), opt, threads_, WalkPass{true, false, false}, wo_,
+      std::vector<SourceTree> views;
+      for (const ReceivedLet& l : lets) views.push_back(l.view);
+      AG_TRY(mergeLets(views.data(), views.size(), forest_));
+      walkGroups(forest_.view(), cells_, groups_, 0, groups_.size(), opt, threads_, WalkPass{true, false, false}, wo_,
                  ewald());
     }
     st.approxInteractions = wo_.approx;
@@ -183,6 +184,7 @@ class CpuRankEngine final : public RankEngine {
   EwaldWalk ewald_;
   std::vector<RemoteBox> boxes_;
   LetSelection sel_;
+  LetForest forest_;
   std::vector<double> phi_, g_[3];
   WalkOutput wo_{nullptr, nullptr, nullptr, nullptr};
 };
@@ -240,7 +242,8 @@ Status distributedImpl(RankEngine& engine, const CellsView& cells, const SolveOp
   const std::size_t n = cells.n;
   std::vector<bool> expect(size, false);
   for (int r = 0; r < size; ++r) expect[r] = r != rank && n > 0 && all[r].cellCount > 0;
-  LetExchange ex(comm, expect);
+  static LetBuffers buffers;  // kept between solves (under the MPI lock, like the exchange itself)
+  LetExchange ex(comm, expect, buffers);
   orAbort(ex.start());
 
   // the LETs' destinations, staggered so that no rank is everybody's first
@@ -264,12 +267,12 @@ Status distributedImpl(RankEngine& engine, const CellsView& cells, const SolveOp
   orAbort(engine.startLocalWalk(opt));
   t = Clock::now();
   for (std::size_t k = 0; k < dests.size(); ++k) {
-    PackedLet let;
+    PackedLet& let = ex.nextOutgoing();
     std::size_t nodes = 0, letCells = 0;
     orAbort(engine.takeLet(k, let, nodes, letCells));
     ds.letNodesSent += nodes;
     ds.letCellsSent += letCells;
-    orAbort(ex.send(dests[k], std::move(let)));
+    orAbort(ex.send(dests[k], let));
     orAbort(ex.progress());
   }
   ds.secondsLetSelect = selectSeconds + since(t);
@@ -282,7 +285,7 @@ Status distributedImpl(RankEngine& engine, const CellsView& cells, const SolveOp
 
   // every LET, in rank order (so the sum has a fixed order), then one walk over all of them
   double w0 = ex.now();
-  std::vector<SourceTree> lets;
+  std::vector<ReceivedLet> lets;
   for (int r = 0; r < size; ++r) {
     if (!expect[r]) continue;
     lets.emplace_back();

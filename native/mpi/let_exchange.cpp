@@ -13,15 +13,15 @@ constexpr int kTagSize = 4101;
 constexpr int kTagData = 4102;
 }  // namespace
 
-LetExchange::LetExchange(MPI_Comm comm, const std::vector<bool>& expectFrom)
-    : comm_(comm), t0_(std::chrono::steady_clock::now()), expect_(expectFrom) {
+LetExchange::LetExchange(MPI_Comm comm, const std::vector<bool>& expectFrom, LetBuffers& buffers)
+    : comm_(comm), t0_(std::chrono::steady_clock::now()), expect_(expectFrom), buf_(buffers) {
   const std::size_t n = expect_.size();
   inSize_.assign(n, 0);
-  inData_.resize(n);
+  if (buf_.in.size() < n) buf_.in.resize(n);
+  if (buf_.out.size() < n) buf_.out.resize(n);  // at most one LET per other rank: no reallocation while sending
   sizeReq_.assign(n, MPI_REQUEST_NULL);
   dataReq_.assign(n, MPI_REQUEST_NULL);
   arrived_.assign(n, false);
-  outData_.reserve(n);
   outSize_.reserve(n);  // reserved: Isend reads these in place, so they must not move
   sendReq_.reserve(2 * n);
 }
@@ -39,18 +39,24 @@ Status LetExchange::start() {
   return Status::success();
 }
 
-Status LetExchange::send(int dest, PackedLet&& let) {
+PackedLet& LetExchange::nextOutgoing() {
+  if (outCount_ >= buf_.out.size()) buf_.out.resize(outCount_ + 1);  // only before the first send()
+  return buf_.out[outCount_];
+}
+
+Status LetExchange::send(int dest, const PackedLet& let) {
+  if (outCount_ >= buf_.out.size() || &let != &buf_.out[outCount_])
+    return Status::error(ErrorCode::Internal, "LetExchange::send: the LET is not the buffer nextOutgoing() gave");
   if (let.bytes() > std::size_t(INT_MAX))
     return Status::error(ErrorCode::Internal, "a LET of " + std::to_string(let.bytes()) + " bytes for rank " +
                                                   std::to_string(dest) + " exceeds one MPI message (2^31 bytes)");
+  ++outCount_;
   outSize_.push_back(let.bytes());
-  outData_.push_back(std::move(let));
   if (stats_.firstSend < 0) stats_.firstSend = now();
   sendReq_.push_back(MPI_REQUEST_NULL);
   MPI_CHECK(MPI_Isend(&outSize_.back(), 1, MPI_UINT64_T, dest, kTagSize, comm_, &sendReq_.back()));
   sendReq_.push_back(MPI_REQUEST_NULL);
-  MPI_CHECK(MPI_Isend(outData_.back().words.data(), int(outSize_.back()), MPI_BYTE, dest, kTagData, comm_,
-                      &sendReq_.back()));
+  MPI_CHECK(MPI_Isend(let.words.data(), int(outSize_.back()), MPI_BYTE, dest, kTagData, comm_, &sendReq_.back()));
   stats_.bytesSent += outSize_.back() + sizeof(std::uint64_t);
   ++stats_.letsSent;
   return Status::success();
@@ -61,8 +67,8 @@ Status LetExchange::postPayload(int from) {
   if (bytes % 8 != 0 || bytes > std::uint64_t(INT_MAX))
     return Status::error(ErrorCode::Internal, "rank " + std::to_string(from) + " announced a LET of " +
                                                   std::to_string(bytes) + " bytes");
-  inData_[from].assign(bytes / 8, 0);
-  MPI_CHECK(MPI_Irecv(inData_[from].data(), int(bytes), MPI_BYTE, from, kTagData, comm_, &dataReq_[from]));
+  buf_.in[from].resize(bytes / 8);  // the message overwrites every word
+  MPI_CHECK(MPI_Irecv(buf_.in[from].data(), int(bytes), MPI_BYTE, from, kTagData, comm_, &dataReq_[from]));
   return Status::success();
 }
 
@@ -97,7 +103,7 @@ Status LetExchange::progress() {
   return Status::success();
 }
 
-Status LetExchange::receive(int from, SourceTree& out) {
+Status LetExchange::receive(int from, ReceivedLet& out) {
   if (sizeReq_[from] != MPI_REQUEST_NULL) {
     MPI_CHECK(MPI_Wait(&sizeReq_[from], MPI_STATUS_IGNORE));
     Status st = postPayload(from);
@@ -108,7 +114,9 @@ Status LetExchange::receive(int from, SourceTree& out) {
   noteArrivals();
   stats_.bytesReceived += inSize_[from] + sizeof(std::uint64_t);
   ++stats_.letsReceived;
-  return viewPackedLet(inData_[from].data(), inSize_[from], out);
+  out.words = buf_.in[from].data();
+  out.bytes = inSize_[from];
+  return viewPackedLet(out.words, out.bytes, out.view);
 }
 
 Status LetExchange::finish() {

@@ -21,21 +21,31 @@ struct LetExchangeStats {
   double lastArrival = -1;   ///< when the last expected LET was seen complete
 };
 
+/// The message buffers, kept from one solve to the next by the caller: a hydro code exchanges LETs of about the same
+/// size every step, and fresh buffers of tens of MB would be zero-filled and page-faulted each time.
+struct LetBuffers {
+  std::vector<PackedLet> out;                   ///< per LET sent, in the order of send()
+  std::vector<std::vector<std::uint64_t>> in;   ///< per source rank
+};
+
 class LetExchange {
  public:
-  /// `expectFrom[r]`: a LET will come from rank r. Posts the receives of the sizes.
-  LetExchange(MPI_Comm comm, const std::vector<bool>& expectFrom);
+  /// `expectFrom[r]`: a LET will come from rank r. Posts the receives of the sizes. `buffers` must outlive the
+  /// exchange; its `in` buffers are the received LETs' (their views stay valid while they are not reused).
+  LetExchange(MPI_Comm comm, const std::vector<bool>& expectFrom, LetBuffers& buffers);
   ~LetExchange();
   LetExchange(const LetExchange&) = delete;
   LetExchange& operator=(const LetExchange&) = delete;
 
   Status start();
-  /// Sends a packed LET to rank `dest` (the buffer is kept until finish()).
-  Status send(int dest, PackedLet&& let);
+  /// The buffer of the next LET to send (buffers.out), to be filled and then passed to send().
+  PackedLet& nextOutgoing();
+  /// Sends the LET that nextOutgoing() gave to rank `dest` (it must stay untouched until finish()).
+  Status send(int dest, const PackedLet& let);
   /// Moves messages along without blocking: posts payload receives for sizes that have arrived.
   Status progress();
-  /// Blocks until the LET from rank `from` is here and views it (valid until the exchange is destroyed).
-  Status receive(int from, SourceTree& out);
+  /// Blocks until the LET from rank `from` is here and views it (valid until `buffers` is used again).
+  Status receive(int from, ReceivedLet& out);
   /// Waits for every send.
   Status finish();
 
@@ -49,11 +59,11 @@ class LetExchange {
   MPI_Comm comm_;
   std::chrono::steady_clock::time_point t0_;
   std::vector<bool> expect_;
+  LetBuffers& buf_;
   std::vector<std::uint64_t> inSize_;               ///< per source rank: bytes of its LET
-  std::vector<std::vector<std::uint64_t>> inData_;  ///< per source rank: the LET
   std::vector<MPI_Request> sizeReq_, dataReq_;      ///< per source rank
   std::vector<bool> arrived_;
-  std::vector<PackedLet> outData_;
+  std::size_t outCount_ = 0;                        ///< LETs sent (buf_.out[0, outCount_))
   std::vector<std::uint64_t> outSize_;
   std::vector<MPI_Request> sendReq_;
   LetExchangeStats stats_;

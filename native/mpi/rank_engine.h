@@ -45,7 +45,7 @@ class RankEngine {
                                    SolveStats& st) = 0;
   /// Walks the received LETs (in rank order; none is fine) into the local sums, as one tree (core/let.h
   /// mergeLets) with accumulate set and no self pair; the solve's interaction counts into `st`.
-  virtual Status walkReceived(const std::vector<SourceTree>& lets, const SolveOptions& opt, SolveStats& st) = 0;
+  virtual Status walkReceived(const std::vector<ReceivedLet>& lets, const SolveOptions& opt, SolveStats& st) = 0;
   /// Scale, self term, scatter into out (its targets); out.stats keeps what the driver filled.
   virtual Status finish(const SolveOptions& opt, SolveResult& out) = 0;
 };
