@@ -24,7 +24,8 @@
 #              GPU and CPU ranks mixed
 #   mpibench   `bench --grid 256 --backend cuda` under mpirun -np 1, 2, 4 (one GPU) with each rank's distributed stats
 #   split      the parity tool's --split 256: a two-rank solve emulated in one process, each rank's device work timed
-#              alone (what each GPU of a two-GPU run does), against the one-rank solve
+#              alone (what each GPU of a two-GPU run does), against the one-rank solve; with the copy threads
+#              $SPLIT_COPY_THREADS (default 0: the backend's own choice)
 # Logs go to one archive, $OUT/logs.tar.gz (the device tool returns at most 8 files); a summary is printed last.
 set -u
 out=/tmp/amrgrav-logs; rm -rf "$out"; mkdir -p "$out"
@@ -175,8 +176,10 @@ PY
         tail -5 "$out/mpi-bench256-np$np.err"
       done ;;
     split)
-      timeout 300 $tool --no-parity --no-perf --split 256 --reps 5 > "$out/split.log" 2>&1
-      summary+=("split 256 rc=$? $(grep '"split"' "$out/split.log" | head -c 1200)") ;;
+      for ct in ${SPLIT_COPY_THREADS:-0}; do
+        timeout 300 $tool --no-parity --no-perf --split 256 --reps 5 --copy-threads $ct > "$out/split-ct$ct.log" 2>&1
+        summary+=("split 256 copy threads $ct rc=$? $(grep '"split"' "$out/split-ct$ct.log" | head -c 1400)")
+      done ;;
     *) echo "unknown step $step" ;;
   esac
 done

@@ -216,6 +216,7 @@ class CudaBackendImpl final : public CudaBackend {
       }
       stats_ = CudaStats{};
       rankT0_ = Clock::now();
+      lentCount_ = 0;
       AG_TRY(ensureDevice());
       stats_.device = deviceName_;
       if (!copyStream_) AG_CUDA_TRY(cudaStreamCreateWithFlags(&copyStream_, cudaStreamNonBlocking));
@@ -394,6 +395,19 @@ class CudaBackendImpl final : public CudaBackend {
     });
   }
 
+  Status rankPrepareReceived(const ReceivedLet* lets, std::size_t count) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return guarded([&]() -> Status {
+      lentCount_ = 0;
+      if (count == 0) return Status::success();
+      if (!letsReady_) AG_CUDA_TRY(cudaEventCreateWithFlags(&letsReady_, cudaEventDisableTiming));
+      AG_TRY(uploadForest(lets, count, copyStream_));
+      AG_CUDA_TRY(cudaEventRecord(letsReady_, copyStream_));
+      lentCount_ = count;
+      return Status::success();
+    });
+  }
+
   Status rankLocalWalkDone(bool* done) override {
     std::lock_guard<std::mutex> lock(mu_);
     const cudaError_t e = cudaStreamQuery(stream_);
@@ -429,7 +443,12 @@ class CudaBackendImpl final : public CudaBackend {
     std::lock_guard<std::mutex> lock(mu_);
     return guarded([&]() -> Status {
       if (count == 0) return Status::success();
-      AG_TRY(uploadForest(lets, count));
+      if (lentCount_ == count) {
+        AG_CUDA_TRY(cudaStreamWaitEvent(stream_, letsReady_, 0));  // uploaded beside the local walk
+      } else {
+        AG_TRY(uploadForest(lets, count, stream_));
+      }
+      lentCount_ = 0;
       WalkParams p = rankWalk_;
       p.topo = letTopo_.get();
       p.nodeMac = letMac_.get();
@@ -497,7 +516,7 @@ class CudaBackendImpl final : public CudaBackend {
   /// which every walk opens) in the walk's device layout, masses and quadrupoles times this solve's massScale. The
   /// packed LETs go up as they arrived and are merged and converted on the device; only the few virtual nodes are
   /// made on the host.
-  Status uploadForest(const ReceivedLet* lets, std::size_t count) {
+  Status uploadForest(const ReceivedLet* lets, std::size_t count, cudaStream_t s) {
     std::vector<SourceTree> views(count);
     std::size_t words = 0;
     for (std::size_t r = 0; r < count; ++r) {
@@ -531,8 +550,7 @@ class CudaBackendImpl final : public CudaBackend {
       t.push_back(Transfer{const_cast<std::uint64_t*>(lets[r].words), letRaw_.get() + at, lets[r].bytes});
       at += lets[r].bytes / sizeof(std::uint64_t);
     }
-    AG_TRY(copyIn(t.data(), int(t.size())));
-    cudaStream_t s = stream_;
+    AG_TRY(copyIn(t.data(), int(t.size()), s));
     AG_CUDA_TRY(cudaMemcpyAsync(letTopo_.get(), forestTopo_.data(), top * sizeof(uint4), cudaMemcpyHostToDevice, s));
     AG_CUDA_TRY(cudaMemcpyAsync(letMac_.get(), forestMac_.data(), top * sizeof(D4), cudaMemcpyHostToDevice, s));
     AG_CUDA_TRY(cudaMemcpyAsync(letMQ_.get(), forestMQ_.data(), 2 * top * sizeof(float4), cudaMemcpyHostToDevice, s));
@@ -616,8 +634,14 @@ class CudaBackendImpl final : public CudaBackend {
       if (e) (void)cudaEventDestroy(e);
       e = nullptr;
     }
-    letTopo_.release(); letMac_.release(); letMQ_.release(); letSums_.release();
+    letTopo_.release(); letMac_.release(); letMQ_.release(); letSums_.release(); letRaw_.release();
     for (auto& b : letCells_) b.release();
+    letState_.release(); letCount_.release(); letOffset_.release(); letTotals_.release();
+    letPacks_.clear();
+    letPackBytes_.clear();
+    if (letsReady_) (void)cudaEventDestroy(letsReady_);
+    letsReady_ = nullptr;
+    lentCount_ = 0;
     if (copyStream_) (void)cudaStreamDestroy(copyStream_);
     copyStream_ = nullptr;
     if (stream_) (void)cudaStreamDestroy(stream_);
@@ -1014,13 +1038,15 @@ class CudaBackendImpl final : public CudaBackend {
     return std::max(1, std::min(8, resolveThreadCount(0) / 2));
   }
 
-  Status copyIn(const Transfer* t, int count) {
+  /// Host -> device copies queued on `stream` (the backend's unless given).
+  Status copyIn(const Transfer* t, int count, cudaStream_t stream = nullptr) {
+    if (!stream) stream = stream_;
     if (copt_.pinnedStaging) {
       AG_TRY(staging_->prepare(copt_.stagingChunkBytes, copyThreads(), device_));
-      return staging_->upload(t, count, stream_);
+      return staging_->upload(t, count, stream);
     }
     for (int k = 0; k < count; ++k)
-      AG_CUDA_TRY(cudaMemcpyAsync(t[k].device, t[k].host, t[k].bytes, cudaMemcpyHostToDevice, stream_));
+      AG_CUDA_TRY(cudaMemcpyAsync(t[k].device, t[k].host, t[k].bytes, cudaMemcpyHostToDevice, stream));
     return Status::success();
   }
 
@@ -1353,6 +1379,8 @@ class CudaBackendImpl final : public CudaBackend {
   DeviceBuffer<double> letCells_[4];  ///< x, y, z (scaled), mass
   DeviceBuffer<double> letSums_;      ///< the received LETs' walk's sums (phi, gx, gy, gz), added to sums_
   DeviceBuffer<std::uint64_t> letRaw_;  ///< the received LETs as they arrived (packed), one after the other
+  cudaEvent_t letsReady_ = nullptr;   ///< rankPrepareReceived's upload and merge are done (on copyStream_)
+  std::size_t lentCount_ = 0;         ///< LETs rankPrepareReceived put up for the next rankWalkReceived (0: none)
   SourceTreeArrays forestTop_;        ///< uploadForest's virtual nodes on the host, and their device layout:
   std::vector<uint4> forestTopo_;
   std::vector<D4> forestMac_;

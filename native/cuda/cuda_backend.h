@@ -95,8 +95,11 @@ class CudaBackend : public Backend {
   virtual Status rankLocalWalkDone(bool* done) = 0;
   /// Waits for the local walk, reruns it after a queue overflow, counts its interactions into `st`.
   virtual Status rankFinishLocalWalk(const SolveOptions& opt, SolveStats& st) = 0;
-  /// Uploads the received LETs as they are packed, merges them on the device into one forest (core/let.h
-  /// mergeLets' layout) and walks it into the local sums (count 0: nothing).
+  /// The received LETs, all here before the local walk is done: uploaded and merged on the second stream, beside
+  /// the walk. The same LETs (their buffers untouched) must then be passed to rankWalkReceived.
+  virtual Status rankPrepareReceived(const ReceivedLet* lets, std::size_t count) = 0;
+  /// Uploads the received LETs as they are packed (unless rankPrepareReceived did), merges them on the device into
+  /// one forest (core/let.h mergeLets' layout) and walks it into the local sums (count 0: nothing).
   virtual Status rankWalkReceived(const ReceivedLet* lets, std::size_t count, const SolveOptions& opt,
                                   SolveStats& st) = 0;
   /// Scale, scatter, download into out (its targets), device times into out.stats.

@@ -89,6 +89,11 @@ class CudaRankEngine final : public RankEngine {
     return gpu_->rankFinishLocalWalk(opt, st);
   }
 
+  Status prepareReceived(const std::vector<ReceivedLet>& lets) override {
+    if (n_ == 0 || lets.empty()) return Status::success();
+    return gpu_->rankPrepareReceived(lets.data(), lets.size());
+  }
+
   Status walkReceived(const std::vector<ReceivedLet>& lets, const SolveOptions& opt, SolveStats& st) override {
     if (n_ == 0) return Status::success();
     return gpu_->rankWalkReceived(lets.data(), lets.size(), opt, st);

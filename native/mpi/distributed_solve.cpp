@@ -279,18 +279,31 @@ Status distributedImpl(RankEngine& engine, const CellsView& cells, const SolveOp
 
   // on the exchange's clock; a walk that started before the exchange existed starts at a negative time
   const double walkStart = engine.walksAlongside() ? ex.now() - since(walkLaunched) : ex.now();
-  orAbort(engine.completeLocalWalk(opt, [&] { return ex.progress(); }, out.stats));
+  // every LET in rank order (so the sum has a fixed order); when all are in before the local walk is done, the
+  // engine gets them at once (a GPU uploads and merges them beside its walk)
+  std::vector<ReceivedLet> lets;
+  bool received = false;
+  auto receiveAll = [&]() -> Status {
+    for (int r = 0; r < size; ++r) {
+      if (!expect[r]) continue;
+      lets.emplace_back();
+      AG_TRY(ex.receive(r, lets.back()));
+    }
+    received = true;
+    return Status::success();
+  };
+  orAbort(engine.completeLocalWalk(opt, [&]() -> Status {
+    AG_TRY(ex.progress());
+    if (received || !ex.allArrived()) return Status::success();
+    AG_TRY(receiveAll());
+    return engine.prepareReceived(lets);
+  }, out.stats));
   const double walkEnd = ex.now();
   ds.secondsLocalWalk = walkEnd - walkStart;
 
-  // every LET, in rank order (so the sum has a fixed order), then one walk over all of them
+  // then one walk over all of them
   double w0 = ex.now();
-  std::vector<ReceivedLet> lets;
-  for (int r = 0; r < size; ++r) {
-    if (!expect[r]) continue;
-    lets.emplace_back();
-    orAbort(ex.receive(r, lets.back()));
-  }
+  if (!received) orAbort(receiveAll());
   double waited = ex.now() - w0;
   w0 = ex.now();
   orAbort(engine.walkReceived(lets, opt, out.stats));

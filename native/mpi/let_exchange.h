@@ -46,6 +46,8 @@ class LetExchange {
   Status progress();
   /// Blocks until the LET from rank `from` is here and views it (valid until `buffers` is used again).
   Status receive(int from, ReceivedLet& out);
+  /// Whether every expected LET has been seen complete (by progress()); receive() then does not block.
+  bool allArrived() const { return stats_.lastArrival >= 0; }
   /// Waits for every send.
   Status finish();
 

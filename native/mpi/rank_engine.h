@@ -43,6 +43,12 @@ class RankEngine {
   /// Completes the local walk; `progress` moves messages along and is called between pieces of the work.
   virtual Status completeLocalWalk(const SolveOptions& opt, const std::function<Status()>& progress,
                                    SolveStats& st) = 0;
+  /// All the received LETs (in rank order), when they are here before completeLocalWalk returns (called from its
+  /// `progress`, at most once): a GPU uploads and merges them beside its walk. walkReceived then gets the same LETs.
+  virtual Status prepareReceived(const std::vector<ReceivedLet>& lets) {
+    (void)lets;
+    return Status::success();
+  }
   /// Walks the received LETs (in rank order; none is fine) into the local sums, as one tree (core/let.h
   /// mergeLets) with accumulate set and no self pair; the solve's interaction counts into `st`.
   virtual Status walkReceived(const std::vector<ReceivedLet>& lets, const SolveOptions& opt, SolveStats& st) = 0;
