@@ -240,7 +240,7 @@ class CudaBackendImpl final : public CudaBackend {
     std::lock_guard<std::mutex> lock(mu_);
     return guarded([&]() -> Status {
       AG_TRY(ensureDevice());
-      AG_TRY(sortAndBuild(cells, opt, false, scale));
+      AG_TRY(sortAndBuild(cells, opt, false, scale, true));
       AG_TRY(computeMoments(n_, nodes_, depth_, root_, opt, massScale_));
       AG_CUDA_TRY(cudaEventRecord(events_[4], stream_));  // the tree is complete: the export may copy it
       st.nodes = nodes_;
@@ -636,6 +636,7 @@ class CudaBackendImpl final : public CudaBackend {
     }
     letTopo_.release(); letMac_.release(); letMQ_.release(); letSums_.release(); letRaw_.release();
     for (auto& b : letCells_) b.release();
+    massAside_.release();
     letState_.release(); letCount_.release(); letOffset_.release(); letTotals_.release();
     letPacks_.clear();
     letPackBytes_.clear();
@@ -870,7 +871,10 @@ class CudaBackendImpl final : public CudaBackend {
   /// gives the global one), sort, mass upload and check, octree topology (unless direct), gather into sorted
   /// scaled cells, and the sums' arrays. Leaves the solve's state in the members (slot_, root_ scaled, scale_,
   /// massScale_, nodes_, depth_, sums_).
-  Status sortAndBuild(const CellsView& cells, const SolveOptions& opt, bool direct, double givenScale) {
+  /// massAside (a distributed solve's rank): the masses go up into a buffer of their own on the second stream while
+  /// the keys are sorted (8 more bytes per cell; slot 5 is the sort's until it ends), instead of into slot 5 after it.
+  Status sortAndBuild(const CellsView& cells, const SolveOptions& opt, bool direct, double givenScale,
+                      bool massAside = false) {
     const unsigned n = n_;
     cudaStream_t s = stream_;
     const BlockLayout& L = layout_;
@@ -889,6 +893,11 @@ class CudaBackendImpl final : public CudaBackend {
                                  reinterpret_cast<std::uint32_t*>(base + L.idx[1])};
     AG_TRY(launchKeys(slot[0], slot[1], slot[2], n, root.lo[0], root.lo[1], root.lo[2], inv, keyHalf[0], idxHalf[0],
                       s));
+    double* massAt = slot[5];
+    if (massAside) {
+      AG_TRY(massAside_.reserve(n, "the cells' masses"));
+      massAt = massAside_.get();
+    }
     std::size_t tempBytes = 0;
     int sel = 0;
     AG_TRY(sortPairs(nullptr, tempBytes, keyHalf, idxHalf, n, &sel, s));
@@ -904,17 +913,23 @@ class CudaBackendImpl final : public CudaBackend {
     idxSpare_ = Carve(idxHalf[1 - sel], std::size_t(n) * sizeof(std::uint32_t));
     AG_CUDA_TRY(cudaEventRecord(events_[2], s));
 
-    // ---- the mass into slot 5, checked and summed by the bounds kernel (the same order of additions as before);
-    //      read back after the build's synchronisations
+    // ---- the mass into slot 5 (or aside, already while the sort runs), checked and summed by the bounds kernel (the
+    //      same order of additions as before); read back after the build's synchronisations
     {
-      Transfer t{const_cast<double*>(cells.mass), slot[5], std::size_t(n) * 8};
-      AG_TRY(copyIn(&t, 1));
+      Transfer t{const_cast<double*>(cells.mass), massAt, std::size_t(n) * 8};
+      if (massAside) {
+        AG_TRY(copyIn(&t, 1, copyStream_));
+        AG_CUDA_TRY(cudaEventRecord(events_[6], copyStream_));
+        AG_CUDA_TRY(cudaStreamWaitEvent(s, events_[6], 0));
+      } else {
+        AG_TRY(copyIn(&t, 1));
+        AG_CUDA_TRY(cudaEventRecord(events_[6], s));
+      }
     }
-    AG_CUDA_TRY(cudaEventRecord(events_[6], s));
     double* hmass = hb + 16;
     unsigned* hmassBad = reinterpret_cast<unsigned*>(hb + 17);
     AG_CUDA_TRY(cudaMemsetAsync(checks.firstBad, 0xff, sizeof(unsigned), s));
-    AG_TRY(launchBounds(nullptr, nullptr, nullptr, slot[5], nullptr, n, checks, bounds_.get(),
+    AG_TRY(launchBounds(nullptr, nullptr, nullptr, massAt, nullptr, n, checks, bounds_.get(),
                         bounds_.get() + 7 * kBoundsBlocks, s));
     AG_CUDA_TRY(cudaMemcpyAsync(hmass, bounds_.get() + 7 * kBoundsBlocks + 6, sizeof(double), cudaMemcpyDeviceToHost,
                                 s));
@@ -937,7 +952,7 @@ class CudaBackendImpl final : public CudaBackend {
     // ---- gather in place, rotating through slot 4 (the keys' slot): each array lands in the slot the previous one
     //      left; the mass's unsorted copy in slot 5 is read last, so slot 5 ends free
     {
-      const double* from[5] = {slot[0], slot[1], slot[2], slot[3], slot[5]};
+      const double* from[5] = {slot[0], slot[1], slot[2], slot[3], massAt};
       double* to[5] = {slot[4], slot[0], slot[1], slot[2], slot[3]};
       const double by[5] = {scale, scale, scale, scale, 1.0};  // masses unscaled (times 1: exact)
       for (int k = 0; k < 5; ++k) AG_TRY(launchGather(from[k], order_, n, by[k], to[k], s));
@@ -1014,7 +1029,7 @@ class CudaBackendImpl final : public CudaBackend {
 
   /// The phases' times from the events (after finishAndDownload) into stats_ and `st`.
   void fillStats(bool direct, Clock::time_point t0, SolveStats& st) {
-    stats_.secondsUpload = elapsed(0, 1) + elapsed(2, 6);
+    stats_.secondsUpload = elapsed(0, 1) + std::max(0.0, elapsed(2, 6));  // a rank's masses may go up during the sort
     stats_.secondsKeys = elapsed(8, 2) + elapsed(7, 3);
     stats_.secondsBuild = direct ? 0 : elapsed(6, 7);
     stats_.secondsMoments = direct ? 0 : elapsed(3, 4);
@@ -1378,6 +1393,7 @@ class CudaBackendImpl final : public CudaBackend {
   DeviceBuffer<float4> letMQ_;
   DeviceBuffer<double> letCells_[4];  ///< x, y, z (scaled), mass
   DeviceBuffer<double> letSums_;      ///< the received LETs' walk's sums (phi, gx, gy, gz), added to sums_
+  DeviceBuffer<double> massAside_;    ///< a rank's masses as they went up (sortAndBuild's massAside)
   DeviceBuffer<std::uint64_t> letRaw_;  ///< the received LETs as they arrived (packed), one after the other
   cudaEvent_t letsReady_ = nullptr;   ///< rankPrepareReceived's upload and merge are done (on copyStream_)
   std::size_t lentCount_ = 0;         ///< LETs rankPrepareReceived put up for the next rankWalkReceived (0: none)
