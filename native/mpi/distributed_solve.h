@@ -1,5 +1,5 @@
 /// \file distributed_solve.h
-/// \brief The distributed tree solve on the CPU backend: every rank passes its own cells and gets the potential
+/// \brief The distributed tree solve, CPU or GPU ranks: every rank passes its own cells and gets the potential
 /// (and accelerations) of the whole distribution at them, through locally essential trees exchanged with
 /// non-blocking MPI while the local walk runs.
 #pragma once
@@ -9,9 +9,10 @@
 namespace amrgrav {
 
 /// The driver is one sequence over a RankEngine (rank_engine.h), the CPU's or the GPU's: agreeToProceed, the
-/// engine's key sort with the global length scale, build and moments, then the host-side essentialNodesFor +
-/// packLet over a SourceTree of its tree, LetExchange while its local walk runs, and each received LET viewed with
-/// viewPackedLet and walked with the accumulate semantics of walkGroups (WalkPass{true, false}), in rank order.
+/// engine's key sort with the global length scale, build and moments, the summaries' allgather, then the LETs
+/// chosen with essentialNodesFor and packed with packLet (the GPU: the same on the device), LetExchange while its
+/// local walk runs, and the received LETs, viewed with viewPackedLet, merged in rank order and walked with the
+/// accumulate semantics of walkGroups (WalkPass{true, false}).
 ///
 /// Collective over amrgrav's communicator: every rank calls it, in the same order, with the same options; a rank
 /// may pass no cells. Bad input on any rank makes every rank return that rank's error. Without MPI in the build
