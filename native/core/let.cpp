@@ -217,6 +217,7 @@ void fillVirtualNodes(const LetForestLayout& L, const SourceTree* lets, SourceTr
   out.quad.assign(6 * v, 0.0);
   out.macRadius.assign(v, INFINITY);
   out.secondMoment.assign(v, 0.0);
+  if (L.width.empty()) return;  // no LETs
   // bottom-up: node j of level d has the children [8j, 8j + 8) of level d + 1; the last level is the LETs' roots
   const std::size_t last = L.width.size() - 1;
   std::vector<double> below(L.width[last]);
