@@ -21,7 +21,8 @@
 #   periodic   validate periodic (FLASH's tests, random masses) on the GPU, and bench 256^3 periodic vs isolated
 #   mpi        issue #5 on the GPU: test/mpi/distributedCheck.mjs --backend cuda under mpirun -np 1, 2, 4 on one
 #              GPU (gathered N-rank potential vs the one-rank GPU solve, must be <= 1e-4 at theta 0.5), -np 3 with
-#              GPU and CPU ranks mixed
+#              GPU and CPU ranks mixed; then test/mpi/periodicCheck.mjs (periodic and x-y periodic boxes) on 2 and 3
+#              GPU ranks and 3 mixed
 #   mpibench   `bench --grid 256 --backend cuda` under mpirun -np 1, 2, 4 (one GPU) with each rank's distributed stats
 #   split      the parity tool's --split 256: a two-rank solve emulated in one process, each rank's device work timed
 #              alone (what each GPU of a two-GPU run does), against the one-rank solve; with the copy threads
@@ -154,6 +155,26 @@ print(f"backend {r['backend']} worst vsSingle(theta 0.5, far-rank aside) {worst:
 PY
 )")
         tail -5 "$out/mpi-check-$tag.err"
+      done
+      # periodic boxes (fully, and x-y only) on GPU ranks and mixed, against the one-process solve on the same backend
+      for run in "2 cuda" "3 cuda" "3 mixed"; do
+        read -r np bk <<< "$run"; tag=np$np-$bk
+        timeout 400 $mpi -np $np node test/mpi/periodicCheck.mjs --backend $bk \
+          > "$out/mpi-periodic-$tag.json" 2> "$out/mpi-periodic-$tag.err"
+        rc=$?
+        summary+=("mpi periodic $tag rc=$rc $(python3 - "$out/mpi-periodic-$tag.json" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith('{')]
+if not rows:
+    print("no report"); sys.exit()
+worst = max(max(r[n]['potentialDiff'], r[n]['accelerationDiff']) for r in rows for n in ('periodic', 'layer'))
+print(f"worst (phi, g) vs one process {worst:.3g} {'PASS' if worst < 1e-4 else 'FAIL'} | " +
+      "; ".join(f"rank {r['rank']} ({r['periodic']['backend']}): periodic {r['periodic']['potentialDiff']:.2g}/"
+                f"{r['periodic']['accelerationDiff']:.2g} layer {r['layer']['potentialDiff']:.2g}/"
+                f"{r['layer']['accelerationDiff']:.2g}" for r in rows))
+PY
+)")
+        tail -5 "$out/mpi-periodic-$tag.err"
       done ;;
     mpibench)
       # 16.7M cells on N ranks sharing this GPU; --bind-to none: Open MPI otherwise binds each of 1-2 ranks to one

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/ewald_lookup_k.h"
+#include "core/let_accept_k.h"
 #include "core/let_layout.h"
 #include "core/mac_k.h"
 
@@ -76,35 +77,6 @@ void essentialNodesFor(const SourceTree& t, const double lo[3], const double hi[
   selectNodes(t, [&](const double* c, double r) { return macAccepts(c[0], c[1], c[2], r, lo, hi); }, out);
 }
 
-namespace {
-
-/// Would the receiving periodic walk accept node (com, R) for every group inside [lo, hi]? See let.h.
-bool periodicBoxAccepts(const EwaldTableView& v, const double* com, double R, const double lo[3], const double hi[3]) {
-  constexpr double kMargin = 1 + 1e-9;
-  long kLo[3] = {0, 0, 0}, kHi[3] = {0, 0, 0};
-  for (int d = 0; d < 3; ++d) {
-    if (v.period[d] <= 0) continue;
-    // the receiver's shift is P rint((group centre - com) / P), monotone in the group centre
-    kLo[d] = long(std::rint((lo[d] - com[d]) * v.invPeriod[d]));
-    kHi[d] = long(std::rint((hi[d] - com[d]) * v.invPeriod[d]));
-  }
-  for (long kx = kLo[0]; kx <= kHi[0]; ++kx)
-    for (long ky = kLo[1]; ky <= kHi[1]; ++ky)
-      for (long kz = kLo[2]; kz <= kHi[2]; ++kz) {
-        const long k[3] = {kx, ky, kz};
-        double s[3];
-        for (int d = 0; d < 3; ++d) {
-          s[d] = com[d] + double(k[d]) * v.period[d];
-          if (v.period[d] <= 0) continue;
-          const double far = std::max(hi[d] - s[d], s[d] - lo[d]);
-          if (!(far * kMargin <= v.reach[d] && v.period[d] - far * kMargin > R * kMargin)) return false;
-        }
-        if (!macAccepts(s[0], s[1], s[2], R * kMargin, lo, hi)) return false;
-      }
-  return true;
-}
-
-}  // namespace
 
 void essentialNodesForPeriodic(const SourceTree& t, const double lo[3], const double hi[3], const EwaldTableView& v,
                                LetSelection& out) {

@@ -200,8 +200,7 @@ class CudaBackendImpl final : public CudaBackend {
     std::lock_guard<std::mutex> lock(mu_);
     return guarded([&]() -> Status {
       AG_TRY(checkOptions(opt, cells.n, false));
-      if (opt.anyPeriodic())
-        return Status::error(ErrorCode::InvalidOption, "CUDA backend: distributed periodic solves run on the CPU");
+      rankPeriodic_ = opt.anyPeriodic();
       // the masses are checked on the host (one array, on the copy threads): on the device they go up only after
       // the agreement
       std::atomic<bool> badMass{false};
@@ -242,6 +241,7 @@ class CudaBackendImpl final : public CudaBackend {
       AG_TRY(ensureDevice());
       AG_TRY(sortAndBuild(cells, opt, false, scale, true));
       AG_TRY(computeMoments(n_, nodes_, depth_, root_, opt, massScale_));
+      if (rankPeriodic_) AG_TRY(prepareEwald(opt, scale_, st));  // every rank the same table: same box and scale
       AG_CUDA_TRY(cudaEventRecord(events_[4], stream_));  // the tree is complete: the export may copy it
       st.nodes = nodes_;
       st.treeDepth = depth_;
@@ -297,8 +297,8 @@ class CudaBackendImpl final : public CudaBackend {
       unsigned long long* totals = static_cast<unsigned long long*>(letTotals_.get());
       for (std::size_t k = 0; k < count; ++k) {
         unsigned long long* offset = letOffset_.get() + k * (nodes + 1);
-        AG_TRY(launchLetSelect(tree, levelStart_.data(), depth_ + 1, boxes[k], letState_.get() + k * stride,
-                               letCount_.get(), s));
+        AG_TRY(launchLetSelect(tree, levelStart_.data(), depth_ + 1, boxes[k], rankPeriodic_ ? &ewaldView_ : nullptr,
+                               letState_.get() + k * stride, letCount_.get(), s));
         tempBytes = cubTemp_.bytes();
         AG_TRY(scanLetCounts(cubTemp_.get(), tempBytes, letCount_.get(), offset, unsigned(nodes + 1), s));
         AG_CUDA_TRY(cudaMemcpyAsync(totals + k, offset + nodes, sizeof(unsigned long long), cudaMemcpyDeviceToHost, s));
@@ -311,7 +311,7 @@ class CudaBackendImpl final : public CudaBackend {
         DeviceBuffer<std::uint64_t>& pack = *letPacks_[k];
         AG_TRY(pack.reserve(letPackBytes_[k] / sizeof(std::uint64_t), "a packed LET"));
         AG_TRY(launchLetPack(tree, letState_.get() + k * stride, letOffset_.get() + k * (nodes + 1), letNodes[k],
-                             letCells[k], pack.get(), s));
+                             letCells[k], rankPeriodic_, pack.get(), s));
       }
       // the downloads (rankDownloadLet, on the second stream) wait for the packing, not for the walk queued next
       AG_CUDA_TRY(cudaEventRecord(events_[4], s));
@@ -323,7 +323,9 @@ class CudaBackendImpl final : public CudaBackend {
     std::lock_guard<std::mutex> lock(mu_);
     return guarded([&]() -> Status {
       AG_TRY(prepareWalk(n_, opt, massScale_, sums_[0], sums_ + 1, &rankCfg_, &rankBlocks_, rankWalk_));
-      return launchPass(rankCfg_, rankBlocks_, rankWalk_);
+      WalkConfig first = rankCfg_;  // periodic: the image walk, or the per-pair one without the expansion
+      first.perCellEwald = rankCfg_.periodic && !opt.ewaldExpansion;
+      return launchPass(first, rankBlocks_, rankWalk_);
     });
   }
 
@@ -360,6 +362,7 @@ class CudaBackendImpl final : public CudaBackend {
       out.com.resize(3 * nodes);
       out.quad.resize(6 * nodes);
       out.macRadius.resize(nodes);
+      out.secondMoment.resize(rankPeriodic_ ? nodes : 0);  // periodic: the walk's S (times massScale on the device)
       const double inv = 1.0 / massScale_;  // a power of two: exact
       for (std::size_t i = 0; i < nodes; ++i) {
         out.cellBegin[i] = topo[i].x;
@@ -374,6 +377,7 @@ class CudaBackendImpl final : public CudaBackend {
         const float q[6] = {mq[2 * i].y, mq[2 * i].z, mq[2 * i].w, mq[2 * i + 1].x, mq[2 * i + 1].y, mq[2 * i + 1].z};
         for (int k = 0; k < 6; ++k) out.quad[6 * i + k] = double(q[k]) * inv;
         out.macRadius[i] = live ? mac[i].w : 0.0;
+        if (rankPeriodic_) out.secondMoment[i] = double(mq[2 * i + 1].w) * inv;
       }
       for (int d = 0; d < 3; ++d) {
         extentLo[d] = extentLo_[d] * scale_;
@@ -423,6 +427,8 @@ class CudaBackendImpl final : public CudaBackend {
       WalkTally total;
       unsigned need = 0;
       AG_TRY(collectPass(total, &need));
+      // periodic: the other passes now (their number depends on the first's counts)
+      if (need == 0 && rankCfg_.periodic) AG_TRY(walkPasses(rankCfg_, rankBlocks_, opt, rankWalk_, total, &need, true));
       if (need > 0) {  // a queue overflowed: the whole walk again with a larger queue (as walkUntilDone)
         AG_TRY(growQueue(need));
         AG_TRY(restoreSizes(n_));
@@ -468,11 +474,14 @@ class CudaBackendImpl final : public CudaBackend {
       p.gx = sum[1];
       p.gy = sum[2];
       p.gz = sum[3];
+      // periodic: no hoisted corrections (the LETs were pruned for each node's own nearest image, cpu_walk.h
+      // WalkPass); the passes write phi before the corrections add to it, so a rerun needs no reset
+      p.hoistCorrection = false;
       WalkTally total;
       for (;;) {
         total = WalkTally{};
         unsigned need = 0;
-        AG_TRY(walkPass(rankCfg_, rankBlocks_, p, total, &need));
+        AG_TRY(walkPasses(rankCfg_, rankBlocks_, opt, p, total, &need, false));
         if (need == 0) break;
         AG_TRY(growQueue(need));
       }
@@ -1278,25 +1287,35 @@ class CudaBackendImpl final : public CudaBackend {
     for (;;) {
       total = WalkTally{};
       unsigned need = 0;
-      WalkConfig c = cfg;
-      if (!c.periodic || opt.ewaldExpansion) AG_TRY(walkPass(c, blocks, p, total, &need));
-      if (need == 0 && c.periodic && (!opt.ewaldExpansion || total.skipped > 0)) {
-        c.perCellEwald = true;
-        AG_TRY(walkPass(c, blocks, p, total, &need));
-      }
-      if (need == 0 && c.periodic && opt.ewaldExpansion) {  // the expanding groups' corrections, added to phi
-        WalkConfig e = cfg;
-        e.ewaldCorrection = true;
-        const unsigned skipped = total.skipped;
-        AG_TRY(walkPass(e, blocks, p, total, &need));
-        total.skipped = skipped;
-      }
+      AG_TRY(walkPasses(cfg, blocks, opt, p, total, &need, false));
       if (need == 0) return Status::success();
       AG_TRY(growQueue(need));
       AG_TRY(restoreSizes(p.n));
       AG_TRY(launchWalkPrep(p.phi, sortedCells_.mass, p.n, p.groupSize, selfCoefficient(opt.selfPotential),
                             const_cast<double*>(p.groupHmin), stream_));
     }
+  }
+
+  /// One try of the walk's passes (periodic: up to three, kernels.h WalkConfig), into `total`; stops at the first
+  /// pass that overflowed its queue (*need > 0). firstDone: the first pass was launched (launchPass) and collected
+  /// already (a GPU rank's local walk), its counts in `total`.
+  Status walkPasses(const WalkConfig& cfg, int blocks, const SolveOptions& opt, WalkParams& p, WalkTally& total,
+                    unsigned* need, bool firstDone) {
+    WalkConfig c = cfg;
+    const bool imagePass = !c.periodic || opt.ewaldExpansion;  // the first pass: the walk (periodic: the images)
+    if (imagePass && !firstDone) AG_TRY(walkPass(c, blocks, p, total, need));
+    if (*need == 0 && c.periodic && (!opt.ewaldExpansion || total.skipped > 0) && (imagePass || !firstDone)) {
+      c.perCellEwald = true;
+      AG_TRY(walkPass(c, blocks, p, total, need));
+    }
+    if (*need == 0 && c.periodic && opt.ewaldExpansion) {  // the expanding groups' corrections, added to phi
+      WalkConfig e = cfg;
+      e.ewaldCorrection = true;
+      const unsigned skipped = total.skipped;
+      AG_TRY(walkPass(e, blocks, p, total, need));
+      total.skipped = skipped;
+    }
+    return Status::success();
   }
 
   /// A larger walk queue after an overflow that needed `need` entries per warp.
@@ -1381,6 +1400,7 @@ class CudaBackendImpl final : public CudaBackend {
   RootCube root_;            ///< scaled
   double massScale_ = 1;
   double massTotal_ = 0;     ///< of the cells (the device's sum)
+  bool rankPeriodic_ = false;  ///< a distributed solve's rank in a periodic box
   double extentLo_[3] = {}, extentHi_[3] = {};  ///< the cells' extents (caller's units) from the bounds pass
   // A distributed solve's local walk and the received LETs
   Clock::time_point rankT0_;

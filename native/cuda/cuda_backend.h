@@ -53,7 +53,7 @@ struct CudaStats {
 
 /// The local tree copied down from the device, in SourceTree's layout (core/source_tree.h), as the host-side LET
 /// selection and packing (core/let.h) read it. Multipoles are the device's (float, times massScale) divided back.
-/// The cells are the sorted ones, scaled; no second moments (isolated boxes only).
+/// The cells are the sorted ones, scaled; second moments only in a periodic box.
 using HostTree = SourceTreeArrays;
 
 class CudaBackend : public Backend {
@@ -65,10 +65,11 @@ class CudaBackend : public Backend {
   /// Frees every device and pinned buffer now (they are otherwise kept, grow-only, for the next solve).
   virtual void releaseDeviceMemory() = 0;
 
-  // ---- One rank's share of a distributed solve (mpi/distributed_cuda.cpp calls these in this order; isolated
-  //      boxes only). The same semantics as the CPU rank's: root cube of this rank's cells, the caller's (global)
-  //      length scale, the same MAC; received LETs are walked into sums of their own, then added (the CPU's
-  //      accumulate), with no self pair.
+  // ---- One rank's share of a distributed solve (mpi/distributed_cuda.cpp calls these in this order). The same
+  //      semantics as the CPU rank's: root cube of this rank's cells, the caller's (global) length scale, the same
+  //      MAC (periodic boxes: the same Ewald table, LETs chosen by essentialNodesForPeriodic's test); received LETs
+  //      are walked into sums of their own, then added (the CPU's accumulate), with no self pair and, in a periodic
+  //      box, no hoisted corrections.
   /// Before the ranks' agreement: the options, the backend's limits, the device (NoDevice without one), and the
   /// cells: uploaded and checked as validateCells does (its message on a failure), lo/hi = their extents' bounds
   /// (the box when given; empty without cells or box).

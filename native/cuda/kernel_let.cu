@@ -8,6 +8,7 @@
 #include <cub/device/device_scan.cuh>
 
 #include "core/let.h"
+#include "core/let_accept_k.h"
 #include "core/let_layout.h"
 #include "core/mac_k.h"
 #include "cuda/check.h"
@@ -26,9 +27,12 @@ __device__ __forceinline__ double hostMass(const D4& mac, const float4& mq, doub
   return mac.w >= 0.0 ? double(mq.x) * invMassScale : 0.0;
 }
 
+/// Periodic: essentialNodesForPeriodic's test over the Ewald table's periods and reach.
+template <bool Periodic>
 __global__ void __launch_bounds__(kThreads) letLevelKernel(const uint4* __restrict__ topo, const D4* __restrict__ mac,
                                                            const float4* __restrict__ mq, double invMassScale,
                                                            unsigned begin, unsigned end, const RemoteBox box,
+                                                           const EwaldDeviceView ewald,
                                                            unsigned char* __restrict__ state,
                                                            unsigned long long* __restrict__ count) {
   const unsigned i = begin + blockIdx.x * kThreads + threadIdx.x;
@@ -42,7 +46,10 @@ __global__ void __launch_bounds__(kThreads) letLevelKernel(const uint4* __restri
   unsigned char kind;
   unsigned cells = 0;
   // the order of essentialNodesFor's tests
-  if (hostMass(r, mq[2 * i], invMassScale) <= 0.0 || macAccepts(r.x, r.y, r.z, r.w, box.lo, box.hi)) {
+  const double com[3] = {r.x, r.y, r.z};
+  const bool accepts = Periodic ? periodicBoxAccepts(ewald, com, r.w, box.lo, box.hi)
+                                : macAccepts(r.x, r.y, r.z, r.w, box.lo, box.hi);
+  if (hostMass(r, mq[2 * i], invMassScale) <= 0.0 || accepts) {
     kind = LetSelection::Accepted;
   } else if (t.w == 0) {
     kind = LetSelection::OpenedLeaf;
@@ -65,6 +72,7 @@ struct PackParams {
   const unsigned long long* offset;  ///< exclusive scan of the counts: (LET node index, first cell)
   unsigned nodes;
   unsigned long long letNodes, letCells;
+  bool secondMoment;   ///< periodic: the nodes' second moments travel (else 0)
   unsigned char* out;  ///< the packed LET, zeroed
 };
 
@@ -94,7 +102,7 @@ __global__ void __launch_bounds__(kThreads) letPackKernel(const PackParams p) {
   const float q[6] = {a.y, a.z, a.w, b.x, b.y, b.z};
   for (int j = 0; j < 6; ++j) f64[L.quad / 8 + 6 * k + j] = double(q[j]) * p.invMassScale;
   f64[L.macRadius / 8 + k] = live ? r.w : 0.0;
-  f64[L.secondMoment / 8 + k] = 0.0;
+  f64[L.secondMoment / 8 + k] = p.secondMoment ? double(b.w) * p.invMassScale : 0.0;
   std::uint32_t* cellBegin = reinterpret_cast<std::uint32_t*>(p.out + L.cellBegin);
   std::uint32_t* cellCount = reinterpret_cast<std::uint32_t*>(p.out + L.cellCount);
   std::uint32_t* childBegin = reinterpret_cast<std::uint32_t*>(p.out + L.childBegin);
@@ -140,7 +148,8 @@ __global__ void __launch_bounds__(kThreads) letToForestKernel(const LetIntoFores
               m > 0 ? f64[L.macRadius / 8 + k] : -1.0};  // -1: the walk skips a massless node
   const double* q = f64 + L.quad / 8 + 6 * k;
   mq[2 * i] = make_float4(float(m * ms), float(q[0] * ms), float(q[1] * ms), float(q[2] * ms));
-  mq[2 * i + 1] = make_float4(float(q[3] * ms), float(q[4] * ms), float(q[5] * ms), 0.f);
+  mq[2 * i + 1] = make_float4(float(q[3] * ms), float(q[4] * ms), float(q[5] * ms),
+                               float(f64[L.secondMoment / 8 + k] * ms));  // the periodic walk's S, times massScale
 }
 
 }  // namespace
@@ -160,15 +169,21 @@ Status launchLetToForest(const LetIntoForest& p, uint4* topo, D4* mac, float4* m
 }
 
 Status launchLetSelect(const LetTreeView& tree, const unsigned* levelStart, int levels, const RemoteBox& box,
-                       unsigned char* state, unsigned long long* count, cudaStream_t s) {
+                       const EwaldDeviceView* periodic, unsigned char* state, unsigned long long* count,
+                       cudaStream_t s) {
+  const EwaldDeviceView ewald = periodic ? *periodic : EwaldDeviceView{};
   AG_CUDA_TRY(cudaMemsetAsync(state, 0xff, tree.nodes, s));
   AG_CUDA_TRY(cudaMemsetAsync(state, kLetReached, 1, s));  // the root
   AG_CUDA_TRY(cudaMemsetAsync(count + tree.nodes, 0, sizeof(unsigned long long), s));
   for (int L = 0; L < levels; ++L) {
     const unsigned b = levelStart[L], e = levelStart[L + 1];
     if (e <= b) continue;
-    letLevelKernel<<<blocksFor(e - b), kThreads, 0, s>>>(tree.topo, tree.mac, tree.mq, tree.invMassScale, b, e, box,
-                                                         state, count);
+    if (periodic)
+      letLevelKernel<true><<<blocksFor(e - b), kThreads, 0, s>>>(tree.topo, tree.mac, tree.mq, tree.invMassScale, b, e,
+                                                                 box, ewald, state, count);
+    else
+      letLevelKernel<false><<<blocksFor(e - b), kThreads, 0, s>>>(tree.topo, tree.mac, tree.mq, tree.invMassScale, b,
+                                                                  e, box, ewald, state, count);
     AG_CUDA_LAUNCHED("letLevelKernel");
   }
   return Status::success();
@@ -182,7 +197,8 @@ Status scanLetCounts(void* temp, std::size_t& tempBytes, const unsigned long lon
 }
 
 Status launchLetPack(const LetTreeView& tree, const unsigned char* state, const unsigned long long* offset,
-                     unsigned long long letNodes, unsigned long long letCells, void* out, cudaStream_t s) {
+                     unsigned long long letNodes, unsigned long long letCells, bool secondMoment, void* out,
+                     cudaStream_t s) {
   AG_CUDA_TRY(cudaMemsetAsync(out, 0, LetLayout(letNodes, letCells).end, s));
   PackParams p;
   p.topo = tree.topo;
@@ -195,6 +211,7 @@ Status launchLetPack(const LetTreeView& tree, const unsigned char* state, const 
   p.nodes = tree.nodes;
   p.letNodes = letNodes;
   p.letCells = letCells;
+  p.secondMoment = secondMoment;
   p.out = static_cast<unsigned char*>(out);
   letPackKernel<<<blocksFor(tree.nodes), kThreads, 0, s>>>(p);
   AG_CUDA_LAUNCHED("letPackKernel");

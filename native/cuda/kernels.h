@@ -212,11 +212,13 @@ struct LetTreeView {
 /// Decided nodes hold their LetSelection::Kind.
 constexpr unsigned char kLetReached = 0xfe;
 
-/// essentialNodesFor on the device: state[i] = the LetSelection::Kind of node i, or 0xff when not in the LET;
-/// count[i] = (1 << 32 | opened leaf's cells) for nodes in it, else 0; count[nodes] = 0. levelStart: levels + 1
-/// node offsets (host memory). state: nodes bytes, count: nodes + 1.
+/// essentialNodesFor (periodic non-null: essentialNodesForPeriodic over its periods and reach) on the device:
+/// state[i] = the LetSelection::Kind of node i, or 0xff when not in the LET; count[i] = (1 << 32 | opened leaf's
+/// cells) for nodes in it, else 0; count[nodes] = 0. levelStart: levels + 1 node offsets (host memory). state: nodes
+/// bytes, count: nodes + 1.
 Status launchLetSelect(const LetTreeView& tree, const unsigned* levelStart, int levels, const RemoteBox& box,
-                       unsigned char* state, unsigned long long* count, cudaStream_t s);
+                       const EwaldDeviceView* periodic, unsigned char* state, unsigned long long* count,
+                       cudaStream_t s);
 
 /// Exclusive prefix sum of n counts (offset[nodes] = the LET's (nodes, cells)). With temp == nullptr only sets
 /// tempBytes.
@@ -224,9 +226,11 @@ Status scanLetCounts(void* temp, std::size_t& tempBytes, const unsigned long lon
                      unsigned n, cudaStream_t s);
 
 /// packLet on the device into `out` (LetLayout(letNodes, letCells).end bytes): the same bytes as the host's
-/// packLet of the same selection over the tree rankExportTree downloads.
+/// packLet of the same selection over the tree rankExportTree downloads. secondMoment: the nodes' second moments
+/// travel (periodic), else zeros.
 Status launchLetPack(const LetTreeView& tree, const unsigned char* state, const unsigned long long* offset,
-                     unsigned long long letNodes, unsigned long long letCells, void* out, cudaStream_t s);
+                     unsigned long long letNodes, unsigned long long letCells, bool secondMoment, void* out,
+                     cudaStream_t s);
 
 /// One received LET, packed (core/let_layout.h) in device memory, and where the forest puts it (core/let.h
 /// LetForestLayout: its root at rootAt, its node k > 0 at nodeBase + k - 1, its cells from cellBase on).
@@ -238,7 +242,8 @@ struct LetIntoForest {
 };
 
 /// The LET's nodes into the forest's topology, MAC records and multipoles (the walk's layout, as the host would
-/// convert mergeLets' forest), its cells into cells[0..3] (x, y, z, mass).
+/// convert mergeLets' forest; the second moments into the multipoles' last slot), its cells into cells[0..3] (x, y,
+/// z, mass).
 Status launchLetToForest(const LetIntoForest& p, uint4* topo, D4* mac, float4* mq, double* const cells[4],
                          cudaStream_t s);
 

@@ -359,9 +359,6 @@ Status solveDistributedCpu(const CellsView& cells, const SolveOptions& opt, Solv
 Status solveDistributedCuda(const CellsView& cells, const SolveOptions& opt, SolveResult& out) {
 #if defined(AMRGRAV_HAVE_MPI)
   if (mpiWorld().size > 1) {
-    // periodic boxes: the GPU walk's periodic LET path is not written yet; those ranks solve on the CPU
-    // (DistributedStats::backend says which ran)
-    if (opt.anyPeriodic()) return solveDistributedCpu(cells, opt, out);
     std::unique_ptr<RankEngine> engine = makeCudaRankEngine();
     if (!engine)  // takes part in the agreement with the error, so that no rank waits
       return failDistributedSolve(Status::error(ErrorCode::NoDevice, kNoCudaBuild));

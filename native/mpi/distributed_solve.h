@@ -20,8 +20,8 @@ namespace amrgrav {
 Status solveDistributedCpu(const CellsView& cells, const SolveOptions& opt, SolveResult& out);
 
 /// solveDistributedCpu with each rank's tree, local walk and LET walks on its GPU (rank_engine.h; the device is
-/// deviceForLocalRank(nodeLocalRank(), devices)). The same LETs on the wire, so CPU and GPU ranks can be mixed.
-/// Periodic boxes run on the CPU ranks' path (DistributedStats::backend says "cpu"). A rank without a usable
+/// deviceForLocalRank(nodeLocalRank(), devices)). The same LETs on the wire, so CPU and GPU ranks can be mixed,
+/// in isolated and in periodic boxes. A rank without a usable
 /// device (or a build without CUDA) makes every rank return NoDevice. In a world of one rank: the plain CUDA solve.
 Status solveDistributedCuda(const CellsView& cells, const SolveOptions& opt, SolveResult& out);
 

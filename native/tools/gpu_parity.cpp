@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/ewald_walk.h"
 #include "core/let.h"
 #include "core/tree.h"
 #include "core/types.h"
@@ -450,12 +451,14 @@ void runPeriodicParity(const Args& a, Summary& sum, CudaBackend& gpu, Backend& c
   }
 }
 
-/// The LETs a GPU rank chooses and packs on the device (cuda/kernel_let.cu) against the host's essentialNodesFor and
-/// packLet over the same tree copied down: the same bytes, for remote boxes beside, across, inside and far from the
-/// cells; and the rank's summary against summariseCells over the copied cells.
-void runLetParity(Summary& sum, CudaBackend& gpu, const std::string& name, const Cells& cells) {
-  SolveOptions o;
-  o.theta = 0.5;
+/// The LETs a GPU rank chooses and packs on the device (cuda/kernel_let.cu) against the host's essentialNodesFor
+/// (periodic: essentialNodesForPeriodic over the host's own Ewald table view) and packLet over the same tree copied
+/// down: the same bytes, for remote boxes beside, across, inside and far from the cells (periodic: inside the box);
+/// and the rank's summary against summariseCells over the copied cells.
+void runLetParity(Summary& sum, CudaBackend& gpu, const std::string& name, const Cells& cells,
+                  const SolveOptions& options) {
+  const SolveOptions& o = options;
+  const bool periodic = o.anyPeriodic();
   double lo[3], hi[3];
   Status st = gpu.rankOpen(cells.view(), o, lo, hi);
   double side = 0;
@@ -476,9 +479,15 @@ void runLetParity(Summary& sum, CudaBackend& gpu, const std::string& name, const
       }
       return b;
     };
-    boxes = {shifted(1.02, 0, 0, 1), shifted(0.5, 0.5, 0, 1), shifted(0.3, -0.2, 0.1, 0.25), shifted(100, 0, 0, 1),
-             shifted(0, 0, -0.7, 0.05)};
+    if (periodic)  // boxes of centres inside the periodic box: a half, a quarter slab, a corner, a sliver
+      boxes = {shifted(0.25, 0, 0, 0.5), shifted(0, 0.375, 0, 0.25), shifted(0.4, 0.4, 0.4, 0.2),
+               shifted(0, 0, -0.45, 0.05)};
+    else
+      boxes = {shifted(1.02, 0, 0, 1), shifted(0.5, 0.5, 0, 1), shifted(0.3, -0.2, 0.1, 0.25), shifted(100, 0, 0, 1),
+               shifted(0, 0, -0.7, 0.05)};
   }
+  EwaldWalk ew;  // the host's table view (periods and reach in the solve's scaled units), as a CPU rank's
+  if (st.ok() && periodic) st = prepareEwaldTable(o, lengthScaleFor(side), 4, ew, stats);
   std::vector<std::size_t> nodes(boxes.size()), letCells(boxes.size());
   if (st.ok()) st = gpu.rankChooseLets(boxes.data(), boxes.size(), nodes.data(), letCells.data());
   if (st.ok()) st = gpu.rankStartLocalWalk(o);
@@ -499,7 +508,8 @@ void runLetParity(Summary& sum, CudaBackend& gpu, const std::string& name, const
   const SourceTree tree = host.view();
   for (std::size_t k = 0; k < boxes.size(); ++k) {
     LetSelection sel;
-    essentialNodesFor(tree, boxes[k].lo, boxes[k].hi, sel);
+    if (periodic) essentialNodesForPeriodic(tree, boxes[k].lo, boxes[k].hi, ew.view, sel);
+    else essentialNodesFor(tree, boxes[k].lo, boxes[k].hi, sel);
     PackedLet ref;
     packLet(tree, sel, ref);
     SourceTree view;
@@ -719,8 +729,15 @@ void runParity(const Args& a, Summary& sum) {
     check(sum, "direct-periodic-refused", st4.code == ErrorCode::InvalidOption, st4.message);
   }
   runPeriodicParity(a, sum, *gpu, *cpu, amr);
-  runLetParity(sum, *gpu, "uniform", uni);
-  runLetParity(sum, *gpu, "amr", amr);
+  {
+    SolveOptions o;
+    o.theta = 0.5;
+    runLetParity(sum, *gpu, "uniform", uni, o);
+    runLetParity(sum, *gpu, "amr", amr, o);
+    runLetParity(sum, *gpu, "periodic-uniform", uni, periodicBox(o, true, true, true));
+    runLetParity(sum, *gpu, "sheet-xy-amr", subset(amr, std::min<std::size_t>(amr.size(), 100000)),
+                 periodicBox(o, true, true, false));
+  }
   // the vote walk: different lists (counts differ from the CPU's), accuracy of the same order
   {
     auto vote = makeCudaBackend(cudaOpts(true, 4096, true));

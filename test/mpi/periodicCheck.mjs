@@ -1,9 +1,16 @@
 // Run under mpirun by test/mpi.test.ts: a refined dense blob in a periodic box (fully periodic, and periodic in x
 // and y only), solved on every rank's chunk of the mesh with the others (distributed), against a single-process
 // solve of the whole mesh that each rank makes itself. Prints one JSON line per rank.
+// --backend cpu|cuda|mixed (default auto: the CPU on CI): the distributed solve and the reference run on it
+// ('mixed': even ranks on the GPU, odd ranks on the CPU, the reference on the CPU); bench/gpu/device-check.sh step mpi
+// runs it with cuda and mixed.
 import { GravitySolver, fillVariable, mpiWorld, refineMesh, uniformMesh } from '../../dist/solver/index.js';
 
 const { rank, size } = mpiWorld();
+const backendArg = process.argv.indexOf('--backend');
+const backendChoice = backendArg > 0 ? process.argv[backendArg + 1] : 'auto';
+const backend = backendChoice === 'mixed' ? (rank % 2 === 0 ? 'cuda' : 'cpu') : backendChoice;
+const refBackend = backendChoice === 'mixed' ? 'cpu' : backendChoice;
 function mesh() {
   const m = uniformMesh({ lrefineMax: 4, level: 2 });
   const c = [0.62, 0.41, 0.55];
@@ -21,8 +28,8 @@ for (const [name, boundary] of [['periodic', 'periodic'], ['layer', { x: 'period
   const m = mesh();
   const ref = mesh();
   const opts = { G: 1, threads: 1, accelerations: true, boundary };
-  const r = await new GravitySolver(opts).solve(m);
-  await new GravitySolver({ ...opts, distributed: false }).solve(ref);
+  const r = await new GravitySolver({ ...opts, backend }).solve(m);
+  await new GravitySolver({ ...opts, backend: refBackend, distributed: false }).solve(ref);
   const leaves = m.leafBlocks();
   const cpb = m.cellsPerBlock;
   const begin = Math.floor((leaves.length * rank) / size), end = Math.floor((leaves.length * (rank + 1)) / size);
@@ -37,6 +44,7 @@ for (const [name, boundary] of [['periodic', 'periodic'], ['layer', { x: 'period
       worst = Math.max(worst, Math.abs(m.variable('gpot')[i] - ref.variable('gpot')[i]));
       accWorst = Math.max(accWorst, Math.abs(m.variable('gacx')[i] - ref.variable('gacx')[i]));
     }
-  out[name] = { cells: r.stats.cells, ranks: r.stats.ranks, potentialDiff: worst / scale, accelerationDiff: accWorst / accScale, bytesSent: r.stats.distributed?.bytesSent ?? 0 };
+  out[name] = { cells: r.stats.cells, ranks: r.stats.ranks, backend: r.stats.distributed?.backend ?? r.stats.backend,
+    potentialDiff: worst / scale, accelerationDiff: accWorst / accScale, bytesSent: r.stats.distributed?.bytesSent ?? 0 };
 }
 console.log(JSON.stringify(out));
