@@ -164,14 +164,14 @@ describe('GravityModule under mpirun', () => {
 });
 
 describe('periodic boxes under mpirun', () => {
-  it('a refined blob in a periodic box (3 and 2 periodic axes) on 3 ranks matches one process', async () => {
+  it('a refined blob in a periodic box (3 and 2 periodic axes) and a uniform grid cut in slabs, on 3 ranks, match one process', async () => {
     const run = await mpirun(3, script('periodicCheck.mjs'));
     expect(run.timedOut, run.stderr).toBe(false);
     expect(run.code, run.stderr).toBe(0);
     const lines = run.stdout.trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
     expect(lines).toHaveLength(3);
     for (const l of lines)
-      for (const name of ['periodic', 'layer']) {
+      for (const name of ['periodic', 'layer', 'slabs']) {
         expect(l[name].ranks, name).toBe(3);
         expect(l[name].bytesSent, name).toBeGreaterThan(0);
         // relative to the largest |phi| (|g|): periodic potentials have zero mean, so per-cell ratios mean little

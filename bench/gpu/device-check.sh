@@ -24,6 +24,7 @@
 #              GPU and CPU ranks mixed; then test/mpi/periodicCheck.mjs (periodic and x-y periodic boxes) on 2 and 3
 #              GPU ranks and 3 mixed
 #   mpibench   `bench --grid 256 --backend cuda` under mpirun -np 1, 2, 4 (one GPU) with each rank's distributed stats
+#   mpibenchper  the same in a periodic box (--boundary periodic)
 #   split      the parity tool's --split 256: a two-rank solve emulated in one process, each rank's device work timed
 #              alone (what each GPU of a two-GPU run does), against the one-rank solve; with the copy threads
 #              $SPLIT_COPY_THREADS (default 0: the backend's own choice)
@@ -167,24 +168,29 @@ import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith('{')]
 if not rows:
     print("no report"); sys.exit()
-worst = max(max(r[n]['potentialDiff'], r[n]['accelerationDiff']) for r in rows for n in ('periodic', 'layer'))
+worst = max(max(r[n]['potentialDiff'], r[n]['accelerationDiff']) for r in rows for n in ('periodic', 'layer', 'slabs'))
 print(f"worst (phi, g) vs one process {worst:.3g} {'PASS' if worst < 1e-4 else 'FAIL'} | " +
       "; ".join(f"rank {r['rank']} ({r['periodic']['backend']}): periodic {r['periodic']['potentialDiff']:.2g}/"
                 f"{r['periodic']['accelerationDiff']:.2g} layer {r['layer']['potentialDiff']:.2g}/"
-                f"{r['layer']['accelerationDiff']:.2g}" for r in rows))
+                f"{r['layer']['accelerationDiff']:.2g} slabs {r['slabs']['potentialDiff']:.2g}/"
+                f"{r['slabs']['accelerationDiff']:.2g} bytes {r['periodic']['bytesSent']}/{r['layer']['bytesSent']}/"
+                f"{r['slabs']['bytesSent']}" for r in rows))
 PY
 )")
         tail -5 "$out/mpi-periodic-$tag.err"
       done ;;
-    mpibench)
-      # 16.7M cells on N ranks sharing this GPU; --bind-to none: Open MPI otherwise binds each of 1-2 ranks to one
-      # core, and the rank's staging copies and LET selection then share that core (np 1: 163 ms instead of 62)
+    mpibench|mpibenchper)
+      # 16.7M cells on N ranks sharing this GPU (mpibenchper: in a periodic box); --bind-to none: Open MPI otherwise
+      # binds each of 1-2 ranks to one core, and the rank's staging copies then share that core (np 1: 163 ms
+      # instead of 62)
       mpi="mpirun --allow-run-as-root --oversubscribe --bind-to none"
+      extra=""; tag=bench256
+      [ "$step" = mpibenchper ] && { extra="--boundary periodic"; tag=bench256per; }
       for np in 1 2 4; do
-        timeout 400 $mpi -np $np node dist/solver/cli.js bench --grid 256 --backend cuda --repeat 5 --json \
-          > "$out/mpi-bench256-np$np.json" 2> "$out/mpi-bench256-np$np.err"
+        timeout 400 $mpi -np $np node dist/solver/cli.js bench --grid 256 --backend cuda --repeat 5 --json $extra \
+          > "$out/mpi-$tag-np$np.json" 2> "$out/mpi-$tag-np$np.err"
         rc=$?
-        summary+=("mpi bench 256^3 np=$np rc=$rc $(python3 - "$out/mpi-bench256-np$np.json" <<'PY'
+        summary+=("mpi $tag np=$np rc=$rc $(python3 - "$out/mpi-$tag-np$np.json" <<'PY'
 import json, sys
 try:
     r = json.loads([l for l in open(sys.argv[1]) if l.strip().startswith('{')][-1])
@@ -194,7 +200,7 @@ print(f"{r.get('backend')} ranks {r.get('ranks')} best {r.get('seconds')} s wall
       json.dumps(r.get('perRank', []))[:1500])
 PY
 )")
-        tail -5 "$out/mpi-bench256-np$np.err"
+        tail -5 "$out/mpi-$tag-np$np.err"
       done ;;
     split)
       for ct in ${SPLIT_COPY_THREADS:-0}; do

@@ -27,4 +27,10 @@ Groups makeGroups(const SortedCells& c, int groupSize) {
   return g;
 }
 
+void groupHalfWidths(const Groups& g, double out[3]) {
+  for (int d = 0; d < 3; ++d) out[d] = 0.0;
+  for (std::size_t i = 0; i < g.size(); ++i)
+    for (int d = 0; d < 3; ++d) out[d] = std::max(out[d], 0.5 * (g.hi[3 * i + d] - g.lo[3 * i + d]));
+}
+
 }  // namespace amrgrav

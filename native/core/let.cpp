@@ -78,9 +78,9 @@ void essentialNodesFor(const SourceTree& t, const double lo[3], const double hi[
 }
 
 
-void essentialNodesForPeriodic(const SourceTree& t, const double lo[3], const double hi[3], const EwaldTableView& v,
-                               LetSelection& out) {
-  selectNodes(t, [&](const double* c, double r) { return periodicBoxAccepts(v, c, r, lo, hi); }, out);
+void essentialNodesForPeriodic(const SourceTree& t, const double lo[3], const double hi[3], const double W[3],
+                               const EwaldTableView& v, LetSelection& out) {
+  selectNodes(t, [&](const double* c, double r) { return periodicBoxAccepts(v, c, r, lo, hi, W); }, out);
 }
 
 std::size_t packedLetBytes(std::size_t nodes, std::size_t cells) { return LetLayout(nodes, cells).end; }

@@ -3,6 +3,7 @@
 /// the FLASH4 GPU tree solver): the part of a rank's tree another rank needs, chosen with the walk's own MAC
 /// against the other rank's box of cell centres, packed as a small SourceTree in one contiguous buffer.
 #pragma once
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -19,10 +20,12 @@ struct RankSummary {
   double com[3];
   double mass;
   double cellCount;                 ///< a double so the summary is one MPI_DOUBLE array
+  double groupHalfWidth[3];         ///< largest half-extent of a walk group's box per axis (periodic LETs' choice)
 };
 constexpr int kRankSummaryDoubles = int(sizeof(RankSummary) / sizeof(double));
 
-/// Summary of the local cells (scaled lengths); a rank with no cells has cellCount 0 and an empty box.
+/// Summary of the local cells (scaled lengths); a rank with no cells has cellCount 0 and an empty box. The group
+/// half-widths are left 0 (the caller's, from its groups: groupHalfWidths).
 RankSummary summariseCells(const SortedCells& cells);
 
 /// The same over plain arrays of n scaled cells; without sizes (null) the extent box is the box of the centres
@@ -30,9 +33,11 @@ RankSummary summariseCells(const SortedCells& cells);
 RankSummary summariseCells(const double* x, const double* y, const double* z, const double* mass,
                            const double* size, std::size_t n);
 
-/// The box of a remote rank's cell centres (RankSummary::centreLo/Hi) that a LET is chosen for.
+/// The box of a remote rank's cell centres (RankSummary::centreLo/Hi) that a LET is chosen for, and the largest
+/// half-width of its walk groups per axis (RankSummary::groupHalfWidth; periodic boxes only).
 struct RemoteBox {
   double lo[3], hi[3];
+  double groupHalfWidth[3] = {INFINITY, INFINITY, INFINITY};
 };
 
 /// The local nodes a remote rank needs, in the breadth-first order of the LET it becomes.
@@ -54,13 +59,11 @@ template <class Coef>
 struct EwaldTableViewOf;
 using EwaldTableView = EwaldTableViewOf<double>;
 
-/// essentialNodesFor for periodic boxes: a node travels childless only if, for every image of it that a group of
-/// the remote box could see (the image nearest the group's centre: core/ewald_lookup_k.h periodicNodeImage), the
-/// receiving walk would accept it: the MAC holds for the whole box at that image and the image's other copies and
-/// table reach allow its expansion. Tested with a margin of 1e-9 so that rounding can never make the receiver open
-/// a node that was not sent open.
+/// essentialNodesFor for periodic boxes: a node travels childless only if every group of the remote box would
+/// accept it at the image it picks (core/let_accept_k.h periodicBoxAccepts): groups of half-width at most
+/// groupHalfWidth (the remote rank's largest per axis; infinite: any group inside the box).
 void essentialNodesForPeriodic(const SourceTree& local, const double lo[3], const double hi[3],
-                               const EwaldTableView& view, LetSelection& out);
+                               const double groupHalfWidth[3], const EwaldTableView& view, LetSelection& out);
 
 /// A LET in one buffer of 8-byte words: a header, then mass, com, quad, macRadius, second moment (0 when the
 /// source has none), cell x, y, z, mass (doubles),

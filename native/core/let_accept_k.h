@@ -10,13 +10,19 @@
 
 namespace amrgrav {
 
-/// Would the receiving periodic walk accept node (com, R) for every group inside [lo, hi]? For every image of it
-/// that a group of the box could see (the image nearest the group's centre), the MAC holds for the whole box and the
-/// image's other copies and the table's reach allow its expansion. With a margin of 1e-9, so that rounding can
-/// never make the receiver open a node that was not sent open. View: an EwaldTableViewOf (its period, invPeriod and
-/// reach).
+/// Would the receiving periodic walk accept node (com, R) for every group of the remote box [lo, hi] of cell
+/// centres? A group takes the node's image nearest its centre (core/ewald_lookup_k.h periodicNodeImage), and may use
+/// the node there when the MAC holds, the group's points lie within the table's reach of the image, and the node's
+/// other copies are more than R away. For each image s = com + kP that some group centre in the box may pick, the
+/// groups that pick it have their centres within P/2 of s (and in the box) and their half-widths at most W (the
+/// remote rank's largest group half-width per axis; W = infinity: any group inside the box): every one of them lies
+/// in the box B_k = [max(lo, s - P/2 - W), min(hi, s + P/2 + W)] and reaches at most min(max(b - s, s - a) + W,
+/// whole box) from s, with [a, b] its centres' range. The node travels childless when all of them would accept it.
+/// With a margin of 1e-9, so that rounding can never make the receiver open a node that was not sent open.
+/// View: an EwaldTableViewOf (its period, invPeriod and reach).
 template <class View>
-AG_HD bool periodicBoxAccepts(const View& v, const double* com, double R, const double lo[3], const double hi[3]) {
+AG_HD bool periodicBoxAccepts(const View& v, const double* com, double R, const double lo[3], const double hi[3],
+                              const double W[3]) {
   const double kMargin = 1 + 1e-9;
   long kLo[3] = {0, 0, 0}, kHi[3] = {0, 0, 0};
   for (int d = 0; d < 3; ++d) {
@@ -29,15 +35,23 @@ AG_HD bool periodicBoxAccepts(const View& v, const double* com, double R, const 
     for (long ky = kLo[1]; ky <= kHi[1]; ++ky)
       for (long kz = kLo[2]; kz <= kHi[2]; ++kz) {
         const long k[3] = {kx, ky, kz};
-        double s[3];
+        double s[3], blo[3], bhi[3];
         for (int d = 0; d < 3; ++d) {
           s[d] = com[d] + double(k[d]) * v.period[d];
+          blo[d] = lo[d];
+          bhi[d] = hi[d];
           if (v.period[d] <= 0) continue;
-          const double a = hi[d] - s[d], b = s[d] - lo[d];
-          const double far = a > b ? a : b;
+          const double half = 0.5 * v.period[d] * kMargin;  // ties and rounding: the wider range
+          const double a = lo[d] > s[d] - half ? lo[d] : s[d] - half;
+          const double b = hi[d] < s[d] + half ? hi[d] : s[d] + half;
+          const double whole = hi[d] - s[d] > s[d] - lo[d] ? hi[d] - s[d] : s[d] - lo[d];
+          const double centres = b - s[d] > s[d] - a ? b - s[d] : s[d] - a;
+          const double far = centres + W[d] < whole ? centres + W[d] : whole;
           if (!(far * kMargin <= v.reach[d] && v.period[d] - far * kMargin > R * kMargin)) return false;
+          if (a - W[d] > blo[d]) blo[d] = a - W[d];
+          if (b + W[d] < bhi[d]) bhi[d] = b + W[d];
         }
-        if (!macAccepts(s[0], s[1], s[2], R * kMargin, lo, hi)) return false;
+        if (!macAccepts(s[0], s[1], s[2], R * kMargin, blo, bhi)) return false;
       }
   return true;
 }

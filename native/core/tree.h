@@ -73,4 +73,7 @@ struct Groups {
 };
 Groups makeGroups(const SortedCells& cells, int groupSize);
 
+/// The largest half-extent of the groups' boxes per axis (0 without groups).
+void groupHalfWidths(const Groups& groups, double out[3]);
+
 }  // namespace amrgrav

@@ -239,6 +239,7 @@ class CudaBackendImpl final : public CudaBackend {
     std::lock_guard<std::mutex> lock(mu_);
     return guarded([&]() -> Status {
       AG_TRY(ensureDevice());
+      rankGroupSize_ = unsigned(opt.groupSize);
       AG_TRY(sortAndBuild(cells, opt, false, scale, true));
       AG_TRY(computeMoments(n_, nodes_, depth_, root_, opt, massScale_));
       if (rankPeriodic_) AG_TRY(prepareEwald(opt, scale_, st));  // every rank the same table: same box and scale
@@ -261,6 +262,9 @@ class CudaBackendImpl final : public CudaBackend {
       double* hb = static_cast<double*>(small_.get());
       AG_CUDA_TRY(cudaMemcpyAsync(hb, bounds_.get() + 7 * kBoundsBlocks, 6 * sizeof(double), cudaMemcpyDeviceToHost, s));
       AG_CUDA_TRY(cudaMemcpyAsync(hb + 8, nodeMacPtr_, sizeof(D4), cudaMemcpyDeviceToHost, s));
+      unsigned long long* widths = reinterpret_cast<unsigned long long*>(bounds_.get() + 7 * kBoundsBlocks + 8);
+      AG_TRY(launchGroupHalfWidths(sortedCells_, n_, rankGroupSize_, widths, s));
+      AG_CUDA_TRY(cudaMemcpyAsync(hb + 12, widths, 3 * sizeof(double), cudaMemcpyDeviceToHost, s));
       AG_CUDA_TRY(cudaStreamSynchronize(s));
       out = RankSummary{};
       for (int d = 0; d < 3; ++d) {
@@ -269,6 +273,7 @@ class CudaBackendImpl final : public CudaBackend {
         out.extentLo[d] = extentLo_[d] * scale_;
         out.extentHi[d] = extentHi_[d] * scale_;
         out.com[d] = hb[8 + d];
+        out.groupHalfWidth[d] = hb[12 + d];  // the bits of a double
       }
       out.mass = massTotal_;
       out.cellCount = double(n_);
@@ -845,7 +850,7 @@ class CudaBackendImpl final : public CudaBackend {
     AG_CUDA_TRY(cudaEventRecord(events_[1], s));
 
     // ---- checks and root cube (chooseRootCube)
-    AG_TRY(bounds_.reserve(7 * kBoundsBlocks + 7, "the bounds reduction"));
+    AG_TRY(bounds_.reserve(7 * kBoundsBlocks + 11, "the bounds reduction"));  // + a rank's group half-widths
     AG_TRY(walkCounters_.reserve(kWalkCounterCount, "counters"));
     const CellChecks checks = cellChecks(opt);
     AG_CUDA_TRY(cudaMemsetAsync(checks.firstBad, 0xff, sizeof(unsigned), s));
@@ -1401,6 +1406,7 @@ class CudaBackendImpl final : public CudaBackend {
   double massScale_ = 1;
   double massTotal_ = 0;     ///< of the cells (the device's sum)
   bool rankPeriodic_ = false;  ///< a distributed solve's rank in a periodic box
+  unsigned rankGroupSize_ = 32;
   double extentLo_[3] = {}, extentHi_[3] = {};  ///< the cells' extents (caller's units) from the bounds pass
   // A distributed solve's local walk and the received LETs
   Clock::time_point rankT0_;

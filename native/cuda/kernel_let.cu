@@ -47,7 +47,7 @@ __global__ void __launch_bounds__(kThreads) letLevelKernel(const uint4* __restri
   unsigned cells = 0;
   // the order of essentialNodesFor's tests
   const double com[3] = {r.x, r.y, r.z};
-  const bool accepts = Periodic ? periodicBoxAccepts(ewald, com, r.w, box.lo, box.hi)
+  const bool accepts = Periodic ? periodicBoxAccepts(ewald, com, r.w, box.lo, box.hi, box.groupHalfWidth)
                                 : macAccepts(r.x, r.y, r.z, r.w, box.lo, box.hi);
   if (hostMass(r, mq[2 * i], invMassScale) <= 0.0 || accepts) {
     kind = LetSelection::Accepted;
@@ -152,7 +152,48 @@ __global__ void __launch_bounds__(kThreads) letToForestKernel(const LetIntoFores
                                float(f64[L.secondMoment / 8 + k] * ms));  // the periodic walk's S, times massScale
 }
 
+/// The largest half-extent per axis of the walk groups' boxes (groupSize consecutive sorted cells, as the walk's
+/// loadGroup and core/groups.cpp make them); non-negative doubles order as their bits, so an integer atomicMax.
+__global__ void __launch_bounds__(kThreads) groupHalfWidthKernel(const DeviceCells cells, unsigned n,
+                                                                 unsigned groupSize,
+                                                                 unsigned long long* __restrict__ out) {
+  const unsigned g = blockIdx.x * kThreads + threadIdx.x;
+  const unsigned long long b = (unsigned long long)g * groupSize;
+  double w[3] = {0.0, 0.0, 0.0};
+  if (b < n) {
+    const unsigned e = unsigned(b + groupSize < n ? b + groupSize : n);
+    const double* p[3] = {cells.x, cells.y, cells.z};
+    for (int d = 0; d < 3; ++d) {
+      double lo = p[d][b], hi = lo;
+      for (unsigned j = unsigned(b) + 1; j < e; ++j) {
+        lo = fmin(lo, p[d][j]);
+        hi = fmax(hi, p[d][j]);
+      }
+      w[d] = 0.5 * (hi - lo);
+    }
+  }
+  for (int d = 0; d < 3; ++d) {
+    unsigned long long v = __double_as_longlong(w[d]);
+    for (int off = 16; off > 0; off >>= 1) {
+      const unsigned long long o = __shfl_down_sync(0xffffffffu, v, off);
+      v = o > v ? o : v;
+    }
+    if ((threadIdx.x & 31) == 0) atomicMax(out + d, v);
+  }
+}
+
 }  // namespace
+
+Status launchGroupHalfWidths(const DeviceCells& cells, unsigned n, unsigned groupSize, unsigned long long* out,
+                             cudaStream_t s) {
+  AG_CUDA_TRY(cudaMemsetAsync(out, 0, 3 * sizeof(unsigned long long), s));
+  const unsigned groups = (n + groupSize - 1) / groupSize;
+  if (groups > 0) {
+    groupHalfWidthKernel<<<blocksFor(groups), kThreads, 0, s>>>(cells, n, groupSize, out);
+    AG_CUDA_LAUNCHED("groupHalfWidthKernel");
+  }
+  return Status::success();
+}
 
 Status launchLetToForest(const LetIntoForest& p, uint4* topo, D4* mac, float4* mq, double* const cells[4],
                          cudaStream_t s) {

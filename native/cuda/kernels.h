@@ -232,6 +232,11 @@ Status launchLetPack(const LetTreeView& tree, const unsigned char* state, const 
                      unsigned long long letNodes, unsigned long long letCells, bool secondMoment, void* out,
                      cudaStream_t s);
 
+/// The largest half-extent per axis of the walk groups' boxes (groupSize consecutive sorted cells) into out[0..2],
+/// as the bits of non-negative doubles (core/groups.cpp groupHalfWidths).
+Status launchGroupHalfWidths(const DeviceCells& cells, unsigned n, unsigned groupSize, unsigned long long* out,
+                             cudaStream_t s);
+
 /// One received LET, packed (core/let_layout.h) in device memory, and where the forest puts it (core/let.h
 /// LetForestLayout: its root at rootAt, its node k > 0 at nodeBase + k - 1, its cells from cellBase on).
 struct LetIntoForest {

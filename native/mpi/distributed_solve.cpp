@@ -115,6 +115,7 @@ class CpuRankEngine final : public RankEngine {
 
   Status summary(RankSummary& out) override {
     out = summariseCells(cells_);
+    groupHalfWidths(groups_, out.groupHalfWidth);
     return Status::success();
   }
 
@@ -129,7 +130,7 @@ class CpuRankEngine final : public RankEngine {
   Status takeLet(std::size_t k, PackedLet& out, std::size_t& nodes, std::size_t& cells) override {
     const SourceTree local = source();
     const RemoteBox& b = boxes_.at(k);
-    if (periodic_) essentialNodesForPeriodic(local, b.lo, b.hi, ewald_.view, sel_);
+    if (periodic_) essentialNodesForPeriodic(local, b.lo, b.hi, b.groupHalfWidth, ewald_.view, sel_);
     else essentialNodesFor(local, b.lo, b.hi, sel_);
     packLet(local, sel_, out);
     nodes = sel_.node.size();
@@ -257,6 +258,7 @@ Status distributedImpl(RankEngine& engine, const CellsView& cells, const SolveOp
     for (int d = 0; d < 3; ++d) {
       b.lo[d] = all[dst].centreLo[d];
       b.hi[d] = all[dst].centreHi[d];
+      b.groupHalfWidth[d] = all[dst].groupHalfWidth[d];
     }
     boxes.push_back(b);
   }

@@ -479,9 +479,13 @@ void runLetParity(Summary& sum, CudaBackend& gpu, const std::string& name, const
       }
       return b;
     };
-    if (periodic)  // boxes of centres inside the periodic box: a half, a quarter slab, a corner, a sliver
+    if (periodic) {  // boxes of centres inside the periodic box: a half, a quarter slab, a corner, a sliver; the
+      // first two with groups of half-width 1/64 of the box, the others of any size
       boxes = {shifted(0.25, 0, 0, 0.5), shifted(0, 0.375, 0, 0.25), shifted(0.4, 0.4, 0.4, 0.2),
                shifted(0, 0, -0.45, 0.05)};
+      for (int k = 0; k < 2; ++k)
+        for (int d = 0; d < 3; ++d) boxes[k].groupHalfWidth[d] = (rs.centreHi[d] - rs.centreLo[d]) / 64;
+    }
     else
       boxes = {shifted(1.02, 0, 0, 1), shifted(0.5, 0.5, 0, 1), shifted(0.3, -0.2, 0.1, 0.25), shifted(100, 0, 0, 1),
                shifted(0, 0, -0.7, 0.05)};
@@ -508,7 +512,7 @@ void runLetParity(Summary& sum, CudaBackend& gpu, const std::string& name, const
   const SourceTree tree = host.view();
   for (std::size_t k = 0; k < boxes.size(); ++k) {
     LetSelection sel;
-    if (periodic) essentialNodesForPeriodic(tree, boxes[k].lo, boxes[k].hi, ew.view, sel);
+    if (periodic) essentialNodesForPeriodic(tree, boxes[k].lo, boxes[k].hi, boxes[k].groupHalfWidth, ew.view, sel);
     else essentialNodesFor(tree, boxes[k].lo, boxes[k].hi, sel);
     PackedLet ref;
     packLet(tree, sel, ref);
@@ -522,6 +526,16 @@ void runLetParity(Summary& sum, CudaBackend& gpu, const std::string& name, const
   const RankSummary hs = summariseCells(host.x.data(), host.y.data(), host.z.data(), host.cellMass.data(), nullptr,
                                         host.x.size());
   bool box = hs.cellCount == rs.cellCount;
+  {  // the group half-widths as the CPU's groups give them (groupSize consecutive sorted cells)
+    SortedCells sc;
+    sc.x = host.x;
+    sc.y = host.y;
+    sc.z = host.z;
+    sc.order.resize(host.x.size());
+    double w[3];
+    groupHalfWidths(makeGroups(sc, o.groupSize), w);
+    for (int d = 0; d < 3; ++d) box = box && w[d] == rs.groupHalfWidth[d];
+  }
   double comErr = 0;
   for (int d = 0; d < 3; ++d) {
     box = box && hs.centreLo[d] == rs.centreLo[d] && hs.centreHi[d] == rs.centreHi[d];
@@ -529,7 +543,7 @@ void runLetParity(Summary& sum, CudaBackend& gpu, const std::string& name, const
   }
   const bool summaryOk = box && comErr < 1e-12 && std::fabs(hs.mass - rs.mass) <= 1e-12 * hs.mass;
   check(sum, "let-on-device-" + name, ok && summaryOk,
-        detail + " | summary: centre box " + (box ? "same" : "DIFFERS") + ", com " + num(comErr) + ", mass " +
+        detail + " | summary: centre box, group widths " + (box ? "same" : "DIFFER") + ", com " + num(comErr) + ", mass " +
             num(std::fabs(hs.mass - rs.mass) / hs.mass));
 }
 
