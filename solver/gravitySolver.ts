@@ -123,7 +123,7 @@ export class GravitySolver {
     if (this.distributed) {
       // Each rank's share on its GPU ('cuda', or 'auto' where this rank sees one). A rank without a usable device is
       // not rejected here, where the others could not know: the native solve makes every rank fail with NoDevice.
-      // Periodic boxes run on the CPU ranks' path (stats.distributed.backend says which ran).
+      // Isolated and periodic boxes alike (stats.distributed.backend says which ran).
       const gpu = this.options.backend === 'cuda' || (this.options.backend === 'auto' && features.cuda);
       this.backend = gpu ? 'cuda' : 'cpu';
       this.backendReason = gpu
@@ -256,7 +256,7 @@ export class GravitySolver {
     } catch (err) {
       throw fromNativeError(err, callerStack, method === 'tree' ? 'tree solve' : 'direct summation');
     }
-    // a distributed solve says which backend each rank ran (periodic boxes stay on the CPU)
+    // a distributed solve says which backend this rank ran
     return this.toResult(method, nc.x.length, r, r.stats.distributed?.backend ?? backend);
   }
 
@@ -270,7 +270,7 @@ export class GravitySolver {
         backend === this.backend
           ? this.backendReason
           : r.stats.distributed
-            ? 'distributed: periodic boxes run on the CPU ranks\' path (the GPU LET walk is isolated only)'
+            ? `distributed: this rank's share ran on the ${backend === 'cuda' ? 'GPU' : 'CPU'}`
             : 'auto: the GPU had too little memory for this input',
       method,
       cells: n,

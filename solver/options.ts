@@ -94,7 +94,7 @@ export interface SolverOptions {
    * Under mpirun: 'auto' (or true) makes {@link GravitySolver.solveCells} a collective in which each rank passes
    * its own cells and gets the potential of all ranks' cells (locally essential trees; with backend 'cuda', or
    * 'auto' where the rank sees a GPU, each rank's tree and walks run on its GPU: node-local rank modulo the node's
-   * GPUs; periodic boxes stay on the CPU); false solves each rank's cells alone. No effect in a single process.
+   * GPUs, isolated and periodic boxes alike); false solves each rank's cells alone. No effect in a single process.
    * Default 'auto'.
    */
   distributed?: boolean | 'auto';

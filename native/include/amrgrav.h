@@ -59,8 +59,8 @@ typedef struct amrgrav_options {
   int has_box;          /* nonzero: cells must lie in [box_lo, box_hi] (the domain)            [0] */
   double box_lo[3], box_hi[3];
   /* Added in 0.2 (callers built against an older header pass a smaller struct_size; these then keep their
-   * defaults). Periodic axes x, y, z (nonzero = periodic; needs has_box: the box sides are the periods; CPU
-   * backend): the Ewald-corrected walk, zero-mean potential when all three are periodic.         [0, 0, 0] */
+   * defaults). Periodic axes x, y, z (nonzero = periodic; needs has_box: the box sides are the periods; both
+   * backends, distributed too): the Ewald-corrected walk, zero-mean potential when all three are periodic. [0, 0, 0] */
   int periodic[3];
   int ewald_resolution; /* Ewald table points per half period of the shortest periodic side    [28] */
   /* Nonzero: amrgrav_compute_potential is a collective over MPI_COMM_WORLD, which the caller initialised
