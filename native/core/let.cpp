@@ -179,16 +179,8 @@ Status letForestLayout(const SourceTree* lets, std::size_t count, LetForestLayou
 }
 
 void fillVirtualNodes(const LetForestLayout& L, const SourceTree* lets, SourceTreeArrays& out) {
-  const std::size_t v = L.rootsAt;
-  out.cellBegin.assign(v, 0);
-  out.cellCount.assign(v, 0);
-  out.childBegin.assign(v, 0);
-  out.childCount.assign(v, 0);
-  out.mass.assign(v, 0.0);
-  out.com.assign(3 * v, 0.0);
-  out.quad.assign(6 * v, 0.0);
-  out.macRadius.assign(v, INFINITY);
-  out.secondMoment.assign(v, 0.0);
+  out.resizeNodes(0);  // the vectors keep their memory
+  out.resizeNodes(L.rootsAt);
   if (L.width.empty()) return;  // no LETs
   // bottom-up: node j of level d has the children [8j, 8j + 8) of level d + 1; the last level is the LETs' roots
   const std::size_t last = L.width.size() - 1;
@@ -213,16 +205,8 @@ Status mergeLets(const SourceTree* lets, std::size_t count, LetForest& out) {
   // refilled in place: a rank merges every step, and the vectors keep their memory
   fillVirtualNodes(L, lets, out);
   out.virtualNodes = L.rootsAt;
-  const std::size_t nodes = L.nodes, cells = L.cells;
-  out.cellBegin.resize(nodes, 0);
-  out.cellCount.resize(nodes, 0);
-  out.childBegin.resize(nodes, 0);
-  out.childCount.resize(nodes, 0);
-  out.mass.resize(nodes, 0.0);
-  out.com.resize(3 * nodes, 0.0);
-  out.quad.resize(6 * nodes, 0.0);
-  out.macRadius.resize(nodes, INFINITY);
-  out.secondMoment.resize(nodes, 0.0);
+  const std::size_t cells = L.cells;
+  out.resizeNodes(L.nodes);
   out.x.resize(cells);
   out.y.resize(cells);
   out.z.resize(cells);

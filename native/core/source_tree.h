@@ -3,6 +3,7 @@
 /// cells, or a locally essential tree (LET) received from another rank. Plain pointers and counts, so a GPU walk
 /// can read the same layout from device memory.
 #pragma once
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -41,6 +42,20 @@ struct SourceTreeArrays {
   std::vector<std::uint8_t> childCount;
   std::vector<double> mass, com, quad, macRadius, secondMoment;
   std::vector<double> x, y, z, cellMass;
+
+  /// n nodes, the first ones kept; new ones childless, massless, with an infinite MAC radius (a forest's virtual
+  /// nodes start so) and no second moment.
+  void resizeNodes(std::size_t n) {
+    cellBegin.resize(n, 0);
+    cellCount.resize(n, 0);
+    childBegin.resize(n, 0);
+    childCount.resize(n, 0);
+    mass.resize(n, 0.0);
+    com.resize(3 * n, 0.0);
+    quad.resize(6 * n, 0.0);
+    macRadius.resize(n, INFINITY);
+    secondMoment.resize(n, 0.0);
+  }
 
   SourceTree view() const {
     SourceTree s;

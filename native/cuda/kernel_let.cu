@@ -63,14 +63,9 @@ __global__ void __launch_bounds__(kThreads) letLevelKernel(const uint4* __restri
 }
 
 struct PackParams {
-  const uint4* topo;
-  const D4* mac;
-  const float4* mq;
-  DeviceCells cells;
-  double invMassScale;
+  LetTreeView tree;
   const unsigned char* state;
   const unsigned long long* offset;  ///< exclusive scan of the counts: (LET node index, first cell)
-  unsigned nodes;
   unsigned long long letNodes, letCells;
   bool secondMoment;   ///< periodic: the nodes' second moments travel (else 0)
   unsigned char* out;  ///< the packed LET, zeroed
@@ -85,24 +80,24 @@ __global__ void __launch_bounds__(kThreads) letPackKernel(const PackParams p) {
     w[1] = p.letNodes;
     w[2] = p.letCells;
   }
-  if (i >= p.nodes) return;
+  if (i >= p.tree.nodes) return;
   const unsigned char kind = p.state[i];
   if (kind > LetSelection::Opened) return;
   const unsigned long long o = p.offset[i];
   const unsigned k = unsigned(o >> 32), c = unsigned(o & 0xffffffffu);
-  const D4 r = p.mac[i];
-  const float4 a = p.mq[2 * i], b = p.mq[2 * i + 1];
-  const uint4 t = p.topo[i];
+  const D4 r = p.tree.mac[i];
+  const float4 a = p.tree.mq[2 * i], b = p.tree.mq[2 * i + 1];
+  const uint4 t = p.tree.topo[i];
   double* f64 = reinterpret_cast<double*>(p.out);  // offsets in bytes, all multiples of 8 for the doubles
   const bool live = r.w >= 0.0;
-  f64[L.mass / 8 + k] = hostMass(r, a, p.invMassScale);
+  f64[L.mass / 8 + k] = hostMass(r, a, p.tree.invMassScale);
   f64[L.com / 8 + 3 * k] = r.x;
   f64[L.com / 8 + 3 * k + 1] = r.y;
   f64[L.com / 8 + 3 * k + 2] = r.z;
   const float q[6] = {a.y, a.z, a.w, b.x, b.y, b.z};
-  for (int j = 0; j < 6; ++j) f64[L.quad / 8 + 6 * k + j] = double(q[j]) * p.invMassScale;
+  for (int j = 0; j < 6; ++j) f64[L.quad / 8 + 6 * k + j] = double(q[j]) * p.tree.invMassScale;
   f64[L.macRadius / 8 + k] = live ? r.w : 0.0;
-  f64[L.secondMoment / 8 + k] = p.secondMoment ? double(b.w) * p.invMassScale : 0.0;
+  f64[L.secondMoment / 8 + k] = p.secondMoment ? double(b.w) * p.tree.invMassScale : 0.0;
   std::uint32_t* cellBegin = reinterpret_cast<std::uint32_t*>(p.out + L.cellBegin);
   std::uint32_t* cellCount = reinterpret_cast<std::uint32_t*>(p.out + L.cellCount);
   std::uint32_t* childBegin = reinterpret_cast<std::uint32_t*>(p.out + L.childBegin);
@@ -116,10 +111,10 @@ __global__ void __launch_bounds__(kThreads) letPackKernel(const PackParams p) {
     cellCount[k] = t.y;
     for (unsigned j = 0; j < t.y; ++j) {
       const unsigned from = t.x + j, to = c + j;
-      f64[L.x / 8 + to] = p.cells.x[from];
-      f64[L.y / 8 + to] = p.cells.y[from];
-      f64[L.z / 8 + to] = p.cells.z[from];
-      f64[L.cellMass / 8 + to] = p.cells.mass[from];
+      f64[L.x / 8 + to] = p.tree.cells.x[from];
+      f64[L.y / 8 + to] = p.tree.cells.y[from];
+      f64[L.z / 8 + to] = p.tree.cells.z[from];
+      f64[L.cellMass / 8 + to] = p.tree.cells.mass[from];
     }
   } else if (kind == LetSelection::Opened) {
     childBegin[k] = unsigned(p.offset[t.z] >> 32);  // the children are all in the LET, contiguous as in the tree
@@ -242,14 +237,9 @@ Status launchLetPack(const LetTreeView& tree, const unsigned char* state, const 
                      cudaStream_t s) {
   AG_CUDA_TRY(cudaMemsetAsync(out, 0, LetLayout(letNodes, letCells).end, s));
   PackParams p;
-  p.topo = tree.topo;
-  p.mac = tree.mac;
-  p.mq = tree.mq;
-  p.cells = tree.cells;
-  p.invMassScale = tree.invMassScale;
+  p.tree = tree;
   p.state = state;
   p.offset = offset;
-  p.nodes = tree.nodes;
   p.letNodes = letNodes;
   p.letCells = letCells;
   p.secondMoment = secondMoment;
