@@ -163,6 +163,22 @@ describe('GravityModule under mpirun', () => {
   });
 });
 
+describe('ten ranks: nine LETs per rank, two levels of virtual nodes above them', () => {
+  it('isolated and periodic: the gathered potential matches one process (and, isolated, direct summation)', async () => {
+    const run = await mpirun(10, script('manyRanksCheck.mjs'));
+    expect(run.timedOut, run.stderr).toBe(false);
+    expect(run.code, run.stderr).toBe(0);
+    const r = lastJson<{ ranks: number } & Record<'isolated' | 'periodic', { vsSingle: number; vsDirect: number | null; letsReceived: number[] }>>(run.stdout);
+    expect(r.ranks).toBe(10);
+    for (const name of ['isolated', 'periodic'] as const) {
+      expect(r[name].letsReceived, name).toEqual(Array(10).fill(9));
+      // relative to the largest |phi|: theta 0.5, every rank's cells spread over the whole box
+      expect(r[name].vsSingle, name).toBeLessThan(1e-4);
+    }
+    expect(r.isolated.vsDirect).toBeLessThan(1e-3);
+  });
+});
+
 describe('periodic boxes under mpirun', () => {
   it('a refined blob in a periodic box (3 and 2 periodic axes) and a uniform grid cut in slabs, on 3 ranks, match one process', async () => {
     const run = await mpirun(3, script('periodicCheck.mjs'));
