@@ -82,6 +82,40 @@ __device__ __forceinline__ unsigned warpInclusiveScan(unsigned v, int lane) {
   return v;
 }
 
+/// One batch off a warp's ring of node indices: up to 32 entries, breadth-first, or depth-first (the newest) while
+/// the ring is more than half full. Lane `lane` takes ring slot `slot` when `valid`; the slots from `keepFrom` on must
+/// survive this batch's pushes (a LIFO pop frees its slots for the children, a FIFO pop keeps them).
+struct RingBatch {
+  unsigned slot, keepFrom;
+  bool valid;
+};
+__device__ __forceinline__ RingBatch popBatch(unsigned& head, unsigned& tail, unsigned queueCap, int lane) {
+  const unsigned batch = min(32u, tail - head);
+  const bool lifo = tail - head > (queueCap >> 1);
+  const unsigned from = lifo ? tail - batch : head;
+  if (lifo) tail -= batch;
+  else head += batch;
+  return RingBatch{from + unsigned(lane), lifo ? head : from, unsigned(lane) < batch};
+}
+
+/// Every record a batch's node may need, loaded at once before the MAC decides which are used (one memory round
+/// trip per batch instead of dependent ones); an invalid lane gets a massless record (mac.w = -1).
+template <int Order>
+__device__ __forceinline__ void loadNodeRecords(const WalkParams& p, unsigned node, bool valid, D4& mac, uint4& topo,
+                                                float4& mq0, float4& mq1) {
+  mac.x = mac.y = mac.z = 0.0;
+  mac.w = -1.0;
+  topo = make_uint4(0u, 0u, 0u, 0u);
+  mq0 = make_float4(0.f, 0.f, 0.f, 0.f);
+  mq1 = mq0;
+  if (valid) {
+    mac = p.nodeMac[node];
+    topo = p.topo[node];
+    mq0 = p.nodeMQ[2 * std::size_t(node)];
+    if (Order >= 2) mq1 = p.nodeMQ[2 * std::size_t(node) + 1];
+  }
+}
+
 __device__ __forceinline__ double stdMin(double a, double b) { return b < a ? b : a; }
 __device__ __forceinline__ double stdMax(double a, double b) { return a < b ? b : a; }
 
@@ -463,30 +497,16 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
     if (expand && lane == 0) qtag[0] = 0;
     __syncwarp();
     while (head < tail) {
-      const unsigned batch = min(32u, tail - head);
-      const bool lifo = tail - head > (p.queueCap >> 1);
-      const unsigned from = lifo ? tail - batch : head;
-      const bool valid = unsigned(lane) < batch;
-      const unsigned node = valid ? queue[(from + lane) & qmask] : 0u;
-      const unsigned tag = expand && valid ? unsigned(qtag[(from + lane) & qmask]) : 0u;
-      if (lifo) tail -= batch;
-      else head += batch;
-      // The slots just read are reused no earlier than step 3 (after several __syncwarp): a LIFO pop frees them
-      // for the children; a FIFO pop keeps them out of reach of this batch's pushes (see `need`).
-      const unsigned keepFrom = lifo ? head : from;
-      // Every record this batch may need is loaded at once, before the MAC decides which are used: one memory
-      // round trip per batch instead of three dependent ones (MAC record, then topology, then multipoles).
+      // the slots just read are reused no earlier than step 3 (after several __syncwarp), see `need`
+      const RingBatch rb = popBatch(head, tail, p.queueCap, lane);
+      const bool valid = rb.valid;
+      const unsigned node = valid ? queue[rb.slot & qmask] : 0u;
+      const unsigned tag = expand && valid ? unsigned(qtag[rb.slot & qmask]) : 0u;
+      const unsigned keepFrom = rb.keepFrom;
       D4 mac;
-      mac.x = mac.y = mac.z = 0.0;
-      mac.w = -1.0;
-      uint4 topo = make_uint4(0u, 0u, 0u, 0u);
-      float4 mq0 = make_float4(0.f, 0.f, 0.f, 0.f), mq1 = mq0;
-      if (valid) {
-        mac = p.nodeMac[node];
-        topo = p.topo[node];
-        mq0 = p.nodeMQ[2 * std::size_t(node)];
-        if (Order >= 2) mq1 = p.nodeMQ[2 * std::size_t(node) + 1];
-      }
+      uint4 topo;
+      float4 mq0, mq1;
+      loadNodeRecords<Order>(p, node, valid, mac, topo, mq0, mq1);
       const bool live = valid && mac.w >= 0.0;  // mass > 0
       // periodic: the node's image nearest the group; a node unusable there is opened (cpu_walk.cpp buildLists).
       // Below a hoisted node: that node's image, no test.
@@ -689,26 +709,14 @@ __global__ void __launch_bounds__(kWalkThreads, AG_EWALD_CORRECTION_MIN_BLOCKS)
     if (lane == 0) queue[0] = 0u;  // the root
     __syncwarp();
     while (head < tail) {  // the walk's ring (walkBody)
-      const unsigned batch = min(32u, tail - head);
-      const bool lifo = tail - head > (p.queueCap >> 1);
-      const unsigned from = lifo ? tail - batch : head;
-      const bool valid = unsigned(lane) < batch;
-      const unsigned node = valid ? queue[(from + lane) & qmask] : 0u;
-      if (lifo) tail -= batch;
-      else head += batch;
-      const unsigned keepFrom = lifo ? head : from;
-      // every record the batch may need at once, as the walk does: one memory round trip instead of two
+      const RingBatch rb = popBatch(head, tail, p.queueCap, lane);
+      const bool valid = rb.valid;
+      const unsigned node = valid ? queue[rb.slot & qmask] : 0u;
+      const unsigned keepFrom = rb.keepFrom;
       D4 mac;
-      mac.x = mac.y = mac.z = 0.0;
-      mac.w = -1.0;
-      uint4 topo = make_uint4(0u, 0u, 0u, 0u);
-      float4 mq0 = make_float4(0.f, 0.f, 0.f, 0.f), mq1 = mq0;
-      if (valid) {
-        mac = p.nodeMac[node];
-        topo = p.topo[node];
-        mq0 = p.nodeMQ[2 * std::size_t(node)];
-        if (Order >= 2) mq1 = p.nodeMQ[2 * std::size_t(node) + 1];
-      }
+      uint4 topo;
+      float4 mq0, mq1;
+      loadNodeRecords<Order>(p, node, valid, mac, topo, mq0, mq1);
       const bool live = valid && mac.w >= 0.0;
       double com[3] = {mac.x, mac.y, mac.z};
       int image[3] = {0, 0, 0};
