@@ -11,6 +11,7 @@ import {
   refineMesh,
   uniformMesh,
 } from '../../dist/solver/index.js';
+import { backendFromArgs, rng } from './common.mjs';
 
 const { rank, size } = mpiWorld();
 const G = 1;
@@ -18,20 +19,7 @@ const threads = 1; // ranks share the CI machine's two cores
 // --backend cpu|cuda|auto (default auto: the CPU on CI): every solve of the check, the one-process reference
 // included, runs on it (bench/gpu/device-check.sh step mpi runs it with cuda); 'mixed': even ranks on the GPU, odd
 // ranks on the CPU (the same LETs on the wire), rank 0's references on the GPU
-const backendArg = process.argv.indexOf('--backend');
-const backendChoice = backendArg > 0 ? process.argv[backendArg + 1] : 'auto';
-const backend = backendChoice === 'mixed' ? (rank % 2 === 0 ? 'cuda' : 'cpu') : backendChoice;
-
-function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const { choice: backendChoice, backend } = backendFromArgs(rank);
 
 function concatCells(parts) {
   const out = {};

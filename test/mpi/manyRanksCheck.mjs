@@ -3,18 +3,9 @@
 // cells, a chunk per rank in the caller's order (so the chunks overlap in space); the gathered potential against the
 // one-process solve and against direct summation. Isolated and periodic boxes. Rank 0 prints one JSON line.
 import { GravitySolver, gatherToRoot, mpiWorld } from '../../dist/solver/index.js';
+import { rng } from './common.mjs';
 
 const { rank, size } = mpiWorld();
-function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const n = 2700, h = 1 / 64, r = rng(7);
 const all = { x: new Float64Array(n), y: new Float64Array(n), z: new Float64Array(n), mass: new Float64Array(n), size: new Float64Array(n) };
 for (let i = 0; i < n; i++) {

@@ -5,11 +5,10 @@
 // ('mixed': even ranks on the GPU, odd ranks on the CPU, the reference on the CPU); bench/gpu/device-check.sh step mpi
 // runs it with cuda and mixed.
 import { GravitySolver, fillVariable, mpiWorld, refineMesh, uniformMesh } from '../../dist/solver/index.js';
+import { backendFromArgs } from './common.mjs';
 
 const { rank, size } = mpiWorld();
-const backendArg = process.argv.indexOf('--backend');
-const backendChoice = backendArg > 0 ? process.argv[backendArg + 1] : 'auto';
-const backend = backendChoice === 'mixed' ? (rank % 2 === 0 ? 'cuda' : 'cpu') : backendChoice;
+const { choice: backendChoice, backend } = backendFromArgs(rank);
 const refBackend = backendChoice === 'mixed' ? 'cpu' : backendChoice;
 function mesh() {
   const m = uniformMesh({ lrefineMax: 4, level: 2 });
