@@ -2,17 +2,10 @@
 import type { CellInput } from '../solver/cells.js';
 import { fillVariable, refineMesh, uniformMesh } from '../mesh/index.js';
 
-/** Mulberry32: a small seeded PRNG so every test input is reproducible. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { rng } from './mpi/common.mjs';
+
+/** Mulberry32: a small seeded PRNG so every test input is reproducible (the one the mpirun scripts use). */
+export { rng };
 
 export interface Cells {
   x: Float64Array;
