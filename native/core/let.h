@@ -29,7 +29,7 @@ constexpr int kRankSummaryDoubles = int(sizeof(RankSummary) / sizeof(double));
 RankSummary summariseCells(const SortedCells& cells);
 
 /// The same over plain arrays of n scaled cells; without sizes (null) the extent box is the box of the centres
-/// (a GPU rank fills it from its bounds pass).
+/// (the parity tool's reference for a GPU rank's summary, which the device makes).
 RankSummary summariseCells(const double* x, const double* y, const double* z, const double* mass,
                            const double* size, std::size_t n);
 

@@ -82,6 +82,14 @@ __device__ __forceinline__ unsigned warpInclusiveScan(unsigned v, int lane) {
   return v;
 }
 
+/// The warp's next group (lane 0 takes it from the launch's counter, every lane gets it), or numGroups when the
+/// groups are all taken or a queue overflowed somewhere (the host reruns the pass).
+__device__ __forceinline__ unsigned claimGroup(const WalkParams& p, volatile unsigned* overflowFlag, int lane) {
+  unsigned g = 0;
+  if (lane == 0) g = *overflowFlag ? p.numGroups : atomicAdd(p.counters + kNextGroup, 1u);
+  return __shfl_sync(kFull, g, 0);
+}
+
 /// One batch off a warp's ring of node indices: up to 32 entries, breadth-first, or depth-first (the newest) while
 /// the ring is more than half full. Lane `lane` takes ring slot `slot` when `valid`; the slots from `keepFrom` on must
 /// survive this batch's pushes (a LIFO pop frees its slots for the children, a FIFO pop keeps them).
@@ -452,9 +460,7 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
   unsigned peak = 0;
 
   for (;;) {
-    unsigned g = 0;
-    if (lane == 0) g = *overflowFlag ? p.numGroups : atomicAdd(p.counters + kNextGroup, 1u);
-    g = __shfl_sync(kFull, g, 0);
+    const unsigned g = claimGroup(p, overflowFlag, lane);
     if (g >= p.numGroups) break;
     const unsigned gb = g * p.groupSize;
     const int nt = int(min(p.groupSize, p.n - gb));
@@ -690,9 +696,7 @@ __global__ void __launch_bounds__(kWalkThreads, AG_EWALD_CORRECTION_MIN_BLOCKS)
   const EwaldDeviceView& ev = p.ewald;
   unsigned peak = 0;
   for (;;) {
-    unsigned g = 0;
-    if (lane == 0) g = *overflowFlag ? p.numGroups : atomicAdd(p.counters + kNextGroup, 1u);
-    g = __shfl_sync(kFull, g, 0);
+    const unsigned g = claimGroup(p, overflowFlag, lane);
     if (g >= p.numGroups) break;
     const unsigned gb = g * p.groupSize;
     const int nt = int(min(p.groupSize, p.n - gb));
