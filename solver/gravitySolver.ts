@@ -46,6 +46,16 @@ export interface SolveStats {
   distributed?: NativeDistributedStats;
   /** Periodic solves: where the Ewald table came from and how long getting it took (s); 'none' when isolated. */
   ewaldTable: { source: 'none' | 'memory' | 'disk' | 'built'; seconds: number };
+  /** Fully periodic boxes: whether the sources were the density contrast (option densityContrast). */
+  densityContrast: boolean;
+  /** The mean density removed, M / V_box (g cm^-3); 0 without the contrast. */
+  meanDensity: number;
+  /**
+   * Fully periodic boxes: the volume-weighted mean of the potential over the cells, sum h^3 phi / sum h^3 (erg/g;
+   * all ranks' cells): zero to rounding on uniform grids with the contrast (the check a hydro code's energy
+   * diagnostic needs). 0 for other boxes.
+   */
+  meanPotential: number;
 }
 
 export interface SolveResult {
@@ -232,6 +242,7 @@ export class GravitySolver {
       periodic: this.periodic,
       ewaldResolution: o.ewaldResolution,
       ewaldExpansion: o.ewaldExpansion,
+      densityContrast: o.densityContrast,
       ...(opts.box ? { box: opts.box } : {}),
       distributed,
     };
@@ -296,6 +307,9 @@ export class GravitySolver {
       ranks: s.distributed?.ranks ?? 1,
       ...(s.distributed ? { distributed: s.distributed } : {}),
       ewaldTable: { source: s.ewaldTableSource ?? 'none', seconds: s.secondsEwaldTable ?? 0 },
+      densityContrast: s.densityContrast ?? false,
+      meanDensity: s.meanDensity ?? 0,
+      meanPotential: s.meanPotential ?? 0,
     };
     const result: SolveResult = { potential: r.potential, stats };
     if (r.ax && r.ay && r.az) result.accelerations = { x: r.ax, y: r.ay, z: r.az };

@@ -34,6 +34,7 @@ export interface NativeOptions {
   periodic: [boolean, boolean, boolean];
   ewaldResolution: number;
   ewaldExpansion: boolean;
+  densityContrast: boolean;
   box?: { lo: [number, number, number]; hi: [number, number, number] };
   /** A collective tree solve over the MPI world (see native/mpi/distributed_solve.h). */
   distributed?: boolean;
@@ -58,6 +59,9 @@ export interface NativeStats {
   treeDepth: number;
   secondsEwaldTable: number;
   ewaldTableSource: 'none' | 'memory' | 'disk' | 'built';
+  densityContrast: boolean;
+  meanDensity: number;
+  meanPotential: number;
   /** Present after a distributed solve over more than one rank. */
   distributed?: NativeDistributedStats;
 }

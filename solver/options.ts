@@ -80,6 +80,17 @@ export interface SolverOptions {
    * false: per-pair lookups. Default true.
    */
   ewaldExpansion?: boolean;
+  /**
+   * Fully periodic boxes: the sources are the density contrast, each cell's mass minus the mean density times its
+   * volume, m - (M / V_box) h^3 (M: all cells' mass, every rank's). A uniform density has no potential in a
+   * periodic box (the Green's function has zero mean), so this removes only the tree's error on the background:
+   * the error then scales with the perturbation, not with the whole mass, and adding a constant density changes
+   * the potential by rounding alone. Signed masses (a contrast the caller made) are accepted. Nodes are expanded
+   * about their cube centres with a dipole term (a centre of mass is undefined when the masses sum to ~0).
+   * false: the masses as given, none negative (point sets that do not tile the box). Ignored in isolated and
+   * partly periodic boxes (see README, "Periodic boxes"). Default true.
+   */
+  densityContrast?: boolean;
   /** Also compute accelerations -grad(phi) (cm s^-2) in the same walk. Default false. */
   accelerations?: boolean;
   /** Each cell's own term -c G m / h, see {@link SelfPotentialChoice}. Default 'lattice'. */
@@ -112,6 +123,7 @@ export const defaultOptions: ResolvedOptions = Object.freeze({
   boundary: 'isolated',
   ewaldResolution: 28,
   ewaldExpansion: true,
+  densityContrast: true,
   accelerations: false,
   selfPotential: 'lattice',
   leafSize: 16,
@@ -143,6 +155,7 @@ export function resolveOptions(options: SolverOptions = {}): ResolvedOptions {
   if (!isInt(o.ewaldResolution) || o.ewaldResolution < 4 || o.ewaldResolution > 512)
     throw invalidOption('ewaldResolution', 'an integer in [4, 512]', o.ewaldResolution);
   if (typeof o.ewaldExpansion !== 'boolean') throw invalidOption('ewaldExpansion', 'a boolean', o.ewaldExpansion);
+  if (typeof o.densityContrast !== 'boolean') throw invalidOption('densityContrast', 'a boolean', o.densityContrast);
   if (typeof o.accelerations !== 'boolean') throw invalidOption('accelerations', 'a boolean', o.accelerations);
   if (typeof o.selfPotential !== 'boolean' && !['cube', 'lattice', 'none'].includes(o.selfPotential as string))
     throw invalidOption('selfPotential', "'cube', 'lattice', 'none' or a boolean (true = 'cube')", o.selfPotential);

@@ -28,7 +28,9 @@ describe('C API', () => {
     expect(out.maxAccelerationErrorOverMax).toBeLessThan(1e-2);
     expect(out.interactionsPerCell).toBeGreaterThan(0);
     expect(out.badMass).toBe(1); // AMRGRAV_INVALID_INPUT
-    expect(out.badMassMessage).toBe('cell 17: mass is negative (got -1)');
+    expect(out.badMassMessage).toBe(
+      'cell 17: mass is negative (got -1); signed masses (a density contrast) need a fully periodic box with densityContrast',
+    );
     expect(out.recovered).toBe(0);
     expect(out.nullArrays).toBe(1);
     expect(out.empty).toBe(0);

@@ -45,10 +45,20 @@ describe('self term', () => {
     const box = { lo: [0, 0, 0] as [number, number, number], hi: [0.4, 0.3, 0.5] as [number, number, number] };
     const cells = boxGrid(box, h, () => rho * h * h * h); // 4 x 3 x 5 cells, a rectangular box
     const unit = rho * h * h; // G = 1
+    // the masses as given (densityContrast false): the self term's own physics
     for (const [self, want] of [['lattice', 0], ['cube', kLattice - cubeSelfPotentialCoefficient]] as const) {
-      const r = await new GravitySolver({ G: 1, theta: 0.3, selfPotential: self, boundary: 'periodic', backend: 'cpu' }).solveCells(cells, { box });
+      const r = await new GravitySolver({ G: 1, theta: 0.3, selfPotential: self, boundary: 'periodic', backend: 'cpu',
+        densityContrast: false }).solveCells(cells, { box });
       // the Ewald table interpolates C to ~1e-8 / L: that, not the self term, sets the residual
       for (const v of r.potential) expect(Math.abs(v / unit - want)).toBeLessThan(1e-6);
+    }
+    // as a density contrast (the default) a uniform density has no sources at all: zero whatever the self term
+    for (const self of ['lattice', 'cube'] as const) {
+      const r = await new GravitySolver({ G: 1, theta: 0.3, selfPotential: self, boundary: 'periodic', backend: 'cpu' })
+        .solveCells(cells, { box });
+      expect(r.stats.densityContrast).toBe(true);
+      expect(r.stats.meanDensity).toBeCloseTo(rho, 12);
+      for (const v of r.potential) expect(Math.abs(v / unit)).toBeLessThan(1e-12);
     }
   });
 

@@ -180,7 +180,8 @@ export async function runPointMasses(
   const errors = [];
   let backend = '';
   for (const theta of thetas) {
-    const s = new GravitySolver({ ...solver, G, theta, boundary, selfPotential: false });
+    // point masses that do not tile the box: their masses as given, not a density contrast
+    const s = new GravitySolver({ ...solver, G, theta, boundary, selfPotential: false, densityContrast: false });
     const r = await s.solveCells({ x, y, z, mass, size: 1e-3 * Math.min(...box.L) }, { box: { lo: [0, 0, 0], hi: box.L } });
     backend = r.stats.backend;
     let m = 0;

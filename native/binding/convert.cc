@@ -100,6 +100,7 @@ Status readOptions(const Napi::Value& value, SolveOptions& opt, std::string& bac
   if (!(st = readInt(o, "threads", opt.threads)).ok()) return st;
   if (!(st = readInt(o, "ewaldResolution", opt.ewaldResolution)).ok()) return st;
   if (!(st = readBool(o, "ewaldExpansion", opt.ewaldExpansion)).ok()) return st;
+  if (!(st = readBool(o, "densityContrast", opt.densityContrast)).ok()) return st;
   if (o.Has("periodic") && !o.Get("periodic").IsUndefined()) {
     Napi::Value p = o.Get("periodic");
     if (!p.IsArray() || p.As<Napi::Array>().Length() != 3)
@@ -193,6 +194,9 @@ Napi::Object resultToJs(Napi::Env env, const SolveResult& r, const char* backend
   s.Set("secondsEwaldTable", t.secondsEwaldTable);
   static const char* sources[4] = {"none", "memory", "disk", "built"};
   s.Set("ewaldTableSource", sources[t.ewaldTableSource & 3]);
+  s.Set("densityContrast", t.densityContrast);
+  s.Set("meanDensity", t.meanDensity);
+  s.Set("meanPotential", t.meanPotential);
   if (t.distributed.ranks > 1) s.Set("distributed", distributedStatsToJs(env, t.distributed));
   o.Set("stats", s);
   return o;

@@ -96,8 +96,9 @@ AG_EWALD_HD void ewaldLocalAddCell(const V& t, R rx, R ry, R rz, R m, A&& a) {
 /// As ewaldLocalAddCell for a node (mass m, plain traceless quadrupole q, second-moment trace S at its com; see
 /// ewaldNodeCorrection): the quadrupole and S terms, (1/6)(Q:H + S lap C), enter the value and, through the third
 /// derivatives, the gradient (their own curvature is of the order of the node's next multipole and is dropped).
+/// A dipole p (non-null: signed sources) adds -p.grad C, -H p and -T p to the value, gradient and Hessian.
 template <int Order, class V, class R, class A>
-AG_EWALD_HD void ewaldLocalAddNode(const V& t, R rx, R ry, R rz, R m, const R* q, R S, A&& a) {
+AG_EWALD_HD void ewaldLocalAddNode(const V& t, R rx, R ry, R rz, R m, const R* q, R S, A&& a, const R* p = nullptr) {
   R c, g[3], H[6], T[10];
   ewaldLookup<3>(t, rx, ry, rz, &c, g, H, T);
   R c0 = m * c, g0 = m * g[0], g1 = m * g[1], g2 = m * g[2];
@@ -112,12 +113,25 @@ AG_EWALD_HD void ewaldLocalAddNode(const V& t, R rx, R ry, R rz, R m, const R* q
     g1 += sixth * qty + (S / R(6)) * (T[1] + T[6] + T[8]);
     g2 += sixth * qtz + (S / R(6)) * (T[2] + T[7] + T[9]);
   }
+  R h[6] = {m * H[0], m * H[1], m * H[2], m * H[3], m * H[4], m * H[5]};
+  if (p) {
+    c0 -= p[0] * g[0] + p[1] * g[1] + p[2] * g[2];
+    g0 -= H[0] * p[0] + H[1] * p[1] + H[2] * p[2];
+    g1 -= H[1] * p[0] + H[3] * p[1] + H[4] * p[2];
+    g2 -= H[2] * p[0] + H[4] * p[1] + H[5] * p[2];
+    h[0] -= T[0] * p[0] + T[1] * p[1] + T[2] * p[2];
+    h[1] -= T[1] * p[0] + T[3] * p[1] + T[4] * p[2];
+    h[2] -= T[2] * p[0] + T[4] * p[1] + T[5] * p[2];
+    h[3] -= T[3] * p[0] + T[6] * p[1] + T[7] * p[2];
+    h[4] -= T[4] * p[0] + T[7] * p[1] + T[8] * p[2];
+    h[5] -= T[5] * p[0] + T[8] * p[1] + T[9] * p[2];
+  }
   a[0] += c0;
   a[1] += g0;
   a[2] += g1;
   a[3] += g2;
   AG_EWALD_UNROLL
-  for (int k = 0; k < 6; ++k) a[4 + k] += m * H[k];
+  for (int k = 0; k < 6; ++k) a[4 + k] += h[k];
   AG_EWALD_UNROLL
   for (int k = 0; k < 10; ++k) a[10 + k] += m * T[k];
 }

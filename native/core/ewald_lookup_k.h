@@ -189,28 +189,46 @@ AG_EWALD_HD void ewaldCellCorrection(const V& t, R dx, R dy, R dz, R m, R& phi, 
 
 /// Correction of a node (mass m, traceless quadrupole q = xx xy xz yy yz zz, trace of the second moment
 /// S = sum m |x - com|^2) at separation d from its com: the Taylor series of sum_j m_j C(d - (x_j - com)) to
-/// second order, m C + (1/6) Q:H + (S/6) lap C (Order 1: m C only).
-template <int Order, bool Accel, class V, class R>
+/// second order, m C + (1/6) Q:H + (S/6) lap C (Order 1: m C only). With Dipole (signed sources, core/moments.cpp)
+/// the dipole p = sum m (x - com) adds -p.grad C (and -H p to the gradient).
+template <int Order, bool Accel, bool Dipole = false, class V, class R>
 AG_EWALD_HD void ewaldNodeCorrection(const V& t, R dx, R dy, R dz, R m, const R* q, R S, R& phi, R& gx, R& gy,
-                                     R& gz) {
-  if (Order < 2) {
+                                     R& gz, const R* p = nullptr) {
+  if (Order < 2 && !Dipole) {
     ewaldCellCorrection<Accel>(t, dx, dy, dz, m, phi, gx, gy, gz);
     return;
   }
+  constexpr int kDeriv = Order >= 2 ? (Accel ? 3 : 2) : (Accel ? 2 : 1);
   R c, g[3], H[6], T[10];
-  ewaldLookup<Accel ? 3 : 2>(t, dx, dy, dz, &c, g, H, T);
-  const double qh = q[0] * H[0] + q[3] * H[3] + q[5] * H[5] + 2 * (q[1] * H[1] + q[2] * H[2] + q[4] * H[4]);
+  ewaldLookup<kDeriv>(t, dx, dy, dz, &c, g, H, T);
   const R sixth = R(1) / R(6);
-  phi += m * c + sixth * qh + (S / R(6)) * (H[0] + H[3] + H[5]);
+  R val = m * c;
+  if (Order >= 2) {
+    const double qh = q[0] * H[0] + q[3] * H[3] + q[5] * H[5] + 2 * (q[1] * H[1] + q[2] * H[2] + q[4] * H[4]);
+    val += sixth * qh + (S / R(6)) * (H[0] + H[3] + H[5]);
+  }
+  if (Dipole) val -= p[0] * g[0] + p[1] * g[1] + p[2] * g[2];
+  phi += val;
   if (Accel) {
-    // d/dx_k of Q:H = sum_ij Q_ij T_ijk; lap C's gradient = sum_i T_iik
-    const double qtx = q[0] * T[0] + q[3] * T[3] + q[5] * T[5] + 2 * (q[1] * T[1] + q[2] * T[2] + q[4] * T[4]);
-    const double qty = q[0] * T[1] + q[3] * T[6] + q[5] * T[8] + 2 * (q[1] * T[3] + q[2] * T[4] + q[4] * T[7]);
-    const double qtz = q[0] * T[2] + q[3] * T[7] + q[5] * T[9] + 2 * (q[1] * T[4] + q[2] * T[5] + q[4] * T[8]);
-    const double lx = T[0] + T[3] + T[5], ly = T[1] + T[6] + T[8], lz = T[2] + T[7] + T[9];
-    gx -= m * g[0] + sixth * qtx + (S / R(6)) * lx;
-    gy -= m * g[1] + sixth * qty + (S / R(6)) * ly;
-    gz -= m * g[2] + sixth * qtz + (S / R(6)) * lz;
+    R ax = m * g[0], ay = m * g[1], az = m * g[2];
+    if (Order >= 2) {
+      // d/dx_k of Q:H = sum_ij Q_ij T_ijk; lap C's gradient = sum_i T_iik
+      const double qtx = q[0] * T[0] + q[3] * T[3] + q[5] * T[5] + 2 * (q[1] * T[1] + q[2] * T[2] + q[4] * T[4]);
+      const double qty = q[0] * T[1] + q[3] * T[6] + q[5] * T[8] + 2 * (q[1] * T[3] + q[2] * T[4] + q[4] * T[7]);
+      const double qtz = q[0] * T[2] + q[3] * T[7] + q[5] * T[9] + 2 * (q[1] * T[4] + q[2] * T[5] + q[4] * T[8]);
+      const double lx = T[0] + T[3] + T[5], ly = T[1] + T[6] + T[8], lz = T[2] + T[7] + T[9];
+      ax += sixth * qtx + (S / R(6)) * lx;
+      ay += sixth * qty + (S / R(6)) * ly;
+      az += sixth * qtz + (S / R(6)) * lz;
+    }
+    if (Dipole) {  // grad(-p.grad C) = -H p
+      ax -= H[0] * p[0] + H[1] * p[1] + H[2] * p[2];
+      ay -= H[1] * p[0] + H[3] * p[1] + H[4] * p[2];
+      az -= H[2] * p[0] + H[4] * p[1] + H[5] * p[2];
+    }
+    gx -= ax;
+    gy -= ay;
+    gz -= az;
   }
 }
 

@@ -39,6 +39,8 @@ std::vector<double> nodeSecondMoments(const SortedCells& c, const Octree& t) {
       for (std::uint32_t k = b; k < e; ++k) {
         const double dx = t.com[3 * k] - cm[0], dy = t.com[3 * k + 1] - cm[1], dz = t.com[3 * k + 2] - cm[2];
         s += S[k] + t.mass[k] * (dx * dx + dy * dy + dz * dz);
+        if (!t.dipole.empty())  // about a centre that is not the child's centre of mass: 2 D.s
+          s += 2 * (t.dipole[3 * k] * dx + t.dipole[3 * k + 1] * dy + t.dipole[3 * k + 2] * dz);
       }
     }
     S[i] = s;

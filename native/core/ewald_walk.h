@@ -23,7 +23,8 @@ struct EwaldWalk {
 /// tree in the scaled lengths of `cells`. Records the time and the table's source in `stats`.
 Status prepareEwaldTable(const SolveOptions& opt, double lengthScale, int threads, EwaldWalk& out, SolveStats& stats);
 
-/// S of every node, bottom-up with the parallel-axis theorem.
+/// S of every node about its com (the expansion centre), bottom-up with the parallel-axis theorem (and the
+/// children's dipoles when the tree has them).
 std::vector<double> nodeSecondMoments(const SortedCells& cells, const Octree& tree);
 
 }  // namespace amrgrav

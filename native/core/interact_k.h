@@ -80,31 +80,45 @@ AG_HD void halfUpperQuadrupole(const R* q, R* h) {
 /// Node of mass m and traceless quadrupole Q (given as half-upper h, see above) at offset d = target - com:
 /// phi += m/r + (1/2) d.Q.d / r^5, written as (m + h(d) / r^4) / r with
 /// h(d) = dx (h0 dx + h1 dy + h2 dz) + dy (h3 dy + h4 dz) + dz h5 dz: the GPU walk's time is mostly this function,
-/// so it is written for the fewest operations. order 1 drops the quadrupole.
-template <class R, int Order>
-AG_HD void nodeCellPotential(R dx, R dy, R dz, R m, const R* h, R& phi) {
+/// so it is written for the fewest operations. order 1 drops the quadrupole. With Dipole (signed sources, expanded
+/// about a centre that is not their centre of mass, core/moments.cpp) the dipole p adds p.d / r^3 = (p.d / r^2) / r.
+template <class R, int Order, bool Dipole = false>
+AG_HD void nodeCellPotential(R dx, R dy, R dz, R m, const R* h, R& phi, const R* p = nullptr) {
   R r2 = dx * dx + dy * dy + dz * dz;
   R rinv = rsqrtOf(r2);
+  R rinv2 = rinv * rinv;
+  R mm = m;
+  if (Dipole) mm += (p[0] * dx + p[1] * dy + p[2] * dz) * rinv2;
   if (Order >= 2) {
-    R rinv2 = rinv * rinv;
     R hd = dx * (h[0] * dx + h[1] * dy + h[2] * dz) + dy * (h[3] * dy + h[4] * dz) + dz * (h[5] * dz);
-    phi += (m + hd * (rinv2 * rinv2)) * rinv;
+    phi += (mm + hd * (rinv2 * rinv2)) * rinv;
   } else {
-    phi += m * rinv;
+    phi += mm * rinv;
   }
 }
 
 /// As nodeCellPotential (but with the plain quadrupole q), plus the acceleration sums, acceleration = -G g with
 /// g = m d/r^3 - Q.d/r^5 + (5/2)(d.Q.d) d/r^7. With h = d.Q.d / r^5: phi += m/r + h/2, the radial part
 /// d (m/r^3 + (5/2) h/r^2) accumulates in (gx, gy, gz) and Q.d/r^5 in (qx, qy, qz), which the caller subtracts
-/// once per batch: two fused multiply-adds per component instead of three operations.
-template <class R, int Order>
-AG_HD void nodeCellForce(R dx, R dy, R dz, R m, const R* q, R& phi, R& gx, R& gy, R& gz, R& qx, R& qy, R& qz) {
+/// once per batch: two fused multiply-adds per component instead of three operations. A dipole p (Dipole) adds
+/// p.d/r^3 to phi, 3 (p.d) d/r^5 to the radial part and p/r^3 to (qx, qy, qz).
+template <class R, int Order, bool Dipole = false>
+AG_HD void nodeCellForce(R dx, R dy, R dz, R m, const R* q, R& phi, R& gx, R& gy, R& gz, R& qx, R& qy, R& qz,
+                         const R* p = nullptr) {
   R r2 = dx * dx + dy * dy + dz * dz;
   R rinv = rsqrtOf(r2);
   R rinv2 = rinv * rinv;
   R mr = m * rinv;
   R s = mr * rinv2;  // m/r^3
+  if (Dipole) {
+    const R rinv3 = rinv2 * rinv;
+    const R pd3 = (p[0] * dx + p[1] * dy + p[2] * dz) * rinv3;  // p.d / r^3
+    phi += pd3;
+    s += R(3) * pd3 * rinv2;
+    qx += p[0] * rinv3;
+    qy += p[1] * rinv3;
+    qz += p[2] * rinv3;
+  }
   if (Order >= 2) {
     R qdx = q[0] * dx + q[1] * dy + q[2] * dz;
     R qdy = q[1] * dx + q[3] * dy + q[4] * dz;

@@ -59,7 +59,7 @@ void selectNodes(const SourceTree& t, Accepts accepts, LetSelection& out) {
   out.node.push_back(0);
   for (std::size_t k = 0; k < out.node.size(); ++k) {
     const std::uint32_t i = out.node[k];
-    if (t.mass[i] <= 0.0 || accepts(&t.com[3 * i], t.macRadius[i])) {
+    if (t.macRadius[i] < 0.0 || accepts(&t.com[3 * i], t.macRadius[i])) {
       out.kind.push_back(LetSelection::Accepted);
     } else if (t.isLeaf(i)) {
       out.kind.push_back(LetSelection::OpenedLeaf);
@@ -83,20 +83,24 @@ void essentialNodesForPeriodic(const SourceTree& t, const double lo[3], const do
   selectNodes(t, [&](const double* c, double r) { return periodicBoxAccepts(v, c, r, lo, hi, W); }, out);
 }
 
-std::size_t packedLetBytes(std::size_t nodes, std::size_t cells) { return LetLayout(nodes, cells).end; }
+std::size_t packedLetBytes(std::size_t nodes, std::size_t cells, bool withDipole) {
+  return LetLayout(nodes, cells, withDipole).end;
+}
 
 void packLet(const SourceTree& t, const LetSelection& sel, PackedLet& out) {
   const std::size_t n = sel.node.size(), nc = sel.cellCount;
-  const LetLayout L(n, nc);
+  const bool withDipole = t.dipole != nullptr;
+  const LetLayout L(n, nc, withDipole);
   out.words.assign(L.end / 8, 0);
   unsigned char* base = reinterpret_cast<unsigned char*>(out.words.data());
-  out.words[0] = kLetMagic;
+  out.words[0] = withDipole ? kLetMagicDipole : kLetMagic;
   out.words[1] = n;
   out.words[2] = nc;
   auto f64 = [&](std::size_t off) { return reinterpret_cast<double*>(base + off); };
   auto u32 = [&](std::size_t off) { return reinterpret_cast<std::uint32_t*>(base + off); };
   double *mass = f64(L.mass), *com = f64(L.com), *quad = f64(L.quad), *mac = f64(L.macRadius);
   double* sm = f64(L.secondMoment);
+  double* dp = f64(L.dipole);
   double *x = f64(L.x), *y = f64(L.y), *z = f64(L.z), *cm = f64(L.cellMass);
   std::uint32_t *cb = u32(L.cellBegin), *cc = u32(L.cellCount), *kb = u32(L.childBegin);
   std::uint8_t* kc = base + L.childCount;
@@ -109,6 +113,7 @@ void packLet(const SourceTree& t, const LetSelection& sel, PackedLet& out) {
     std::memcpy(quad + 6 * k, t.quad + 6 * i, 6 * sizeof(double));
     mac[k] = t.macRadius[i];
     sm[k] = t.secondMoment ? t.secondMoment[i] : 0.0;
+    if (withDipole) std::memcpy(dp + 3 * k, t.dipole + 3 * i, 3 * sizeof(double));
     cb[k] = 0; cc[k] = 0; kb[k] = 0; kc[k] = 0;
     if (sel.kind[k] == LetSelection::OpenedLeaf) {
       const std::uint32_t b = t.cellBegin[i], m = t.cellCount[i];
@@ -129,10 +134,11 @@ void packLet(const SourceTree& t, const LetSelection& sel, PackedLet& out) {
 
 Status viewPackedLet(const std::uint64_t* w, std::size_t bytes, SourceTree& out) {
   out = SourceTree{};
-  if (bytes < kLetHeaderWords * 8 || w[0] != kLetMagic)
+  if (bytes < kLetHeaderWords * 8 || (w[0] != kLetMagic && w[0] != kLetMagicDipole))
     return Status::error(ErrorCode::Internal, "received LET has no valid header (" + std::to_string(bytes) + " bytes)");
   const std::size_t n = w[1], nc = w[2];
-  const LetLayout L(n, nc);
+  const bool withDipole = w[0] == kLetMagicDipole;
+  const LetLayout L(n, nc, withDipole);
   if (L.end != bytes)
     return Status::error(ErrorCode::Internal, "received LET of " + std::to_string(bytes) + " bytes, expected " +
                                                   std::to_string(L.end) + " for its header");
@@ -142,6 +148,7 @@ Status viewPackedLet(const std::uint64_t* w, std::size_t bytes, SourceTree& out)
   out.nodeCount = n;
   out.mass = f64(L.mass); out.com = f64(L.com); out.quad = f64(L.quad); out.macRadius = f64(L.macRadius);
   out.secondMoment = f64(L.secondMoment);
+  out.dipole = withDipole ? f64(L.dipole) : nullptr;
   out.cellTotal = nc;
   out.x = f64(L.x); out.y = f64(L.y); out.z = f64(L.z); out.cellMass = f64(L.cellMass);
   out.cellBegin = u32(L.cellBegin); out.cellCount = u32(L.cellCount); out.childBegin = u32(L.childBegin);
@@ -205,6 +212,7 @@ Status mergeLets(const SourceTree* lets, std::size_t count, LetForest& out) {
   // refilled in place: a rank merges every step, and the vectors keep their memory
   fillVirtualNodes(L, lets, out);
   out.virtualNodes = L.rootsAt;
+  out.hasDipole = count > 0 && lets[0].dipole != nullptr;  // every rank's tree is of the same kind
   const std::size_t cells = L.cells;
   out.resizeNodes(L.nodes);
   out.x.resize(cells);
@@ -226,6 +234,7 @@ Status mergeLets(const SourceTree* lets, std::size_t count, LetForest& out) {
       std::memcpy(&out.quad[6 * i], t.quad + 6 * k, 6 * sizeof(double));
       out.macRadius[i] = t.macRadius[k];
       out.secondMoment[i] = t.secondMoment ? t.secondMoment[k] : 0.0;
+      for (int d = 0; d < 3; ++d) out.dipole[3 * i + d] = t.dipole ? t.dipole[3 * k + d] : 0.0;
     }
     std::copy(t.x, t.x + t.cellTotal, out.x.begin() + cellBase);
     std::copy(t.y, t.y + t.cellTotal, out.y.begin() + cellBase);

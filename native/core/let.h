@@ -66,7 +66,8 @@ void essentialNodesForPeriodic(const SourceTree& local, const double lo[3], cons
                                const double groupHalfWidth[3], const EwaldTableView& view, LetSelection& out);
 
 /// A LET in one buffer of 8-byte words: a header, then mass, com, quad, macRadius, second moment (0 when the
-/// source has none), cell x, y, z, mass (doubles),
+/// source has none), the dipole when the source has one (signed sources; core/let_layout.h), cell x, y, z, mass
+/// (doubles),
 /// then cellBegin, cellCount, childBegin (uint32), childCount (uint8). Sent as bytes; viewed in place.
 struct PackedLet {
   std::vector<std::uint64_t> words;
@@ -74,7 +75,7 @@ struct PackedLet {
 };
 
 /// Bytes a LET of `nodes` nodes and `cells` cells takes (a multiple of 8).
-std::size_t packedLetBytes(std::size_t nodes, std::size_t cells);
+std::size_t packedLetBytes(std::size_t nodes, std::size_t cells, bool withDipole = false);
 
 /// Copies the selected nodes (with links renumbered to the LET's breadth-first order) and cells into `out`.
 void packLet(const SourceTree& local, const LetSelection& sel, PackedLet& out);
@@ -83,7 +84,7 @@ void packLet(const SourceTree& local, const LetSelection& sel, PackedLet& out);
 Status viewPackedLet(const std::uint64_t* words, std::size_t bytes, SourceTree& out);
 
 /// The LETs a rank received, as one tree for a single walk (CPU or GPU): on top, virtual nodes that every walk
-/// opens (infinite MAC radius; mass the total below them, so that no walk skips them as empty; fan-out at most 8),
+/// opens (infinite MAC radius, so that no walk skips them as empty; mass the total below them; fan-out at most 8),
 /// down to the LETs' roots; below those, each LET's other nodes in its own breadth-first order, links and cell
 /// ranges offset; the cells one LET after the other. Walking it adds exactly what walking each LET would.
 struct LetForest : SourceTreeArrays {

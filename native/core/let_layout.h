@@ -9,22 +9,25 @@
 
 namespace amrgrav {
 
-constexpr std::uint64_t kLetMagic = 0x414d52474c455431ull;  // "AMRGLET1"
+constexpr std::uint64_t kLetMagic = 0x414d52474c455431ull;        // "AMRGLET1"
+constexpr std::uint64_t kLetMagicDipole = 0x414d52474c455432ull;  // "AMRGLET2": the nodes carry dipoles
 constexpr std::size_t kLetHeaderWords = 3;                   // magic, nodes, cells
 
 /// Byte offsets from the start of the buffer of each array of a packed LET of n nodes and c cells: the header, then
-/// mass, com (3), quad (6), macRadius, secondMoment, cell x, y, z, mass (doubles), then cellBegin, cellCount,
-/// childBegin (uint32), childCount (uint8); `end` is the buffer's size, a multiple of 8.
+/// mass, com (3), quad (6), macRadius, secondMoment, with `dipole` the dipole (3; signed sources, magic
+/// kLetMagicDipole), cell x, y, z, mass (doubles), then cellBegin, cellCount, childBegin (uint32), childCount
+/// (uint8); `end` is the buffer's size, a multiple of 8.
 struct LetLayout {
-  std::size_t mass, com, quad, macRadius, secondMoment, x, y, z, cellMass, cellBegin, cellCount, childBegin,
+  std::size_t mass, com, quad, macRadius, secondMoment, dipole, x, y, z, cellMass, cellBegin, cellCount, childBegin,
       childCount, end;
-  AG_HD LetLayout(std::size_t n, std::size_t c) {
+  AG_HD LetLayout(std::size_t n, std::size_t c, bool withDipole = false) {
     std::size_t o = kLetHeaderWords * 8;
     mass = o; o += 8 * n;
     com = o; o += 24 * n;
     quad = o; o += 48 * n;
     macRadius = o; o += 8 * n;
     secondMoment = o; o += 8 * n;
+    dipole = o; o += withDipole ? 24 * n : 0;
     x = o; o += 8 * c;
     y = o; o += 8 * c;
     z = o; o += 8 * c;

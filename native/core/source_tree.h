@@ -29,6 +29,9 @@ struct SourceTree {
   /// Per node sum m |x - com|^2 (the trace the traceless quadrupole drops): the periodic walk's node correction
   /// needs it (core/ewald_walk.h); null for isolated walks.
   const double* secondMoment = nullptr;
+  /// Per node the dipole about com (3 per node; signed sources, whose com is the MAC's centre: core/moments.cpp);
+  /// null when the nodes are centred on their centre of mass (the dipole is then 0).
+  const double* dipole = nullptr;
   std::size_t cellTotal = 0;
   const double *x = nullptr, *y = nullptr, *z = nullptr, *cellMass = nullptr;
 
@@ -41,10 +44,12 @@ struct SourceTreeArrays {
   std::vector<std::uint32_t> cellBegin, cellCount, childBegin;
   std::vector<std::uint8_t> childCount;
   std::vector<double> mass, com, quad, macRadius, secondMoment;
+  std::vector<double> dipole;  ///< 3 per node; in the view only when hasDipole
+  bool hasDipole = false;
   std::vector<double> x, y, z, cellMass;
 
   /// n nodes, the first ones kept; new ones childless, massless, with an infinite MAC radius (a forest's virtual
-  /// nodes start so) and no second moment.
+  /// nodes start so) and no second moment or dipole.
   void resizeNodes(std::size_t n) {
     cellBegin.resize(n, 0);
     cellCount.resize(n, 0);
@@ -55,6 +60,7 @@ struct SourceTreeArrays {
     quad.resize(6 * n, 0.0);
     macRadius.resize(n, INFINITY);
     secondMoment.resize(n, 0.0);
+    dipole.resize(3 * n, 0.0);
   }
 
   SourceTree view() const {
@@ -69,6 +75,7 @@ struct SourceTreeArrays {
     s.quad = quad.data();
     s.macRadius = macRadius.data();
     s.secondMoment = secondMoment.empty() ? nullptr : secondMoment.data();
+    s.dipole = hasDipole ? dipole.data() : nullptr;
     s.cellTotal = x.size();
     s.x = x.data();
     s.y = y.data();
@@ -90,6 +97,7 @@ inline SourceTree sourceTreeOf(const Octree& tree, const SortedCells& cells) {
   s.com = tree.com.data();
   s.quad = tree.quad.data();
   s.macRadius = tree.macRadius.data();
+  s.dipole = tree.dipole.empty() ? nullptr : tree.dipole.data();
   s.cellTotal = cells.x.size();
   s.x = cells.x.data();
   s.y = cells.y.data();

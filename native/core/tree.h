@@ -37,8 +37,11 @@ struct Octree {
   std::vector<double> mass;
   std::vector<double> com;       ///< centre of mass, 3 per node
   std::vector<double> quad;      ///< traceless quadrupole about com: xx, xy, xz, yy, yz, zz (6 per node)
+  /// Signed sources (SolveOptions::signedSources): com is the MAC's centre, not the centre of mass, and this is
+  /// the dipole sum m (x - com) about it (3 per node). Empty otherwise (about the centre of mass it is 0).
+  std::vector<double> dipole;
   std::vector<double> extentLo, extentHi;  ///< tight box around the cells' extents (3 per node)
-  std::vector<double> macRadius; ///< l/theta + delta: accept when dist(com, group box) > macRadius
+  std::vector<double> macRadius; ///< l/theta + delta: accept when dist(com, group box) > macRadius; -1: no mass at all
   int depth = 0;
 
   std::size_t nodeCount() const { return cellCount.size(); }
@@ -62,8 +65,18 @@ Status sortCellsByKey(const CellsView& cells, RootCube& root, SortedCells& out, 
 /// Build the octree topology over key-sorted cells; a node with more than leafSize cells is split.
 Status buildOctree(const std::vector<std::uint64_t>& sortedKeys, const RootCube& root, int leafSize, Octree& tree);
 
-/// Mass, centre of mass, quadrupole, cell-extent box and MAC radius of every node, bottom-up.
+/// Mass, centre of mass, quadrupole, cell-extent box and MAC radius of every node, bottom-up. With signed sources
+/// (opt.signedSources()) the expansion centre is the MAC's centre (a centre of mass is undefined when the masses
+/// sum to ~0), the dipole about it is kept, and the MAC's delta is |D| / sum |m| (Barnes' |com - centre| when no
+/// mass is negative). A node whose cells are all massless gets macRadius -1:
+/// every walk skips it.
 void computeMoments(const SortedCells& cells, const SolveOptions& opt, Octree& tree);
+
+/// Fully periodic solves with opt.densityContrast: replaces each sorted cell's mass by m - rho size^3, rho =
+/// totalMass / (box volume), in the scaled units of `cells`; returns rho in the caller's units (g/cm^3 for cgs).
+/// totalMass is the sum of every rank's masses (this rank's alone in a single-process solve; cpu/fixed_sum.h, so
+/// that both backends subtract the same mean). No-op (0) otherwise.
+double applyDensityContrast(SortedCells& cells, const SolveOptions& opt, double totalMass);
 
 /// Groups of consecutive sorted cells (the walk's unit of work) with the bounding box of their centres.
 struct Groups {

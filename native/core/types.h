@@ -68,7 +68,19 @@ struct SolveOptions {
   /// Small groups take the Ewald correction as one expansion about their centre (core/ewald_expansion_k.h);
   /// false: a table lookup per (cell, source) pair, the reference for the expansion's error.
   bool ewaldExpansion = true;
+  /// Fully periodic boxes: the sources are the density contrast, each cell's mass minus the mean density times its
+  /// volume, m_i - (M / V_box) size_i^3 (M summed over all cells, every rank's). The zero-mean Green's function
+  /// gives a uniform density no potential, so this changes the result only by what the tree's error on the
+  /// background was, and makes the error scale with the perturbation instead of the whole mass. false: the masses
+  /// as given (point-mass sets that do not tile the box; none may be negative). Ignored unless all three axes are
+  /// periodic.
+  bool densityContrast = true;
   bool anyPeriodic() const { return periodic[0] || periodic[1] || periodic[2]; }
+  bool fullyPeriodic() const { return periodic[0] && periodic[1] && periodic[2]; }
+  /// The sources are signed (the density contrast of a fully periodic box): nodes are then expanded about the
+  /// MAC's centre with a dipole term (core/moments.cpp), since a centre of mass is undefined when a node's masses
+  /// sum to ~0; negative masses are accepted.
+  bool signedSources() const { return fullyPeriodic() && densityContrast; }
 };
 
 /// The distributed part of a solve (zeros in a single-process solve).
@@ -97,6 +109,12 @@ struct SolveStats {
   int treeDepth = 0;
   double secondsEwaldTable = 0;  ///< getting the Ewald table (memory, disk or build); 0 for isolated solves
   int ewaldTableSource = 0;      ///< 0 none, 1 this process's memory, 2 disk cache, 3 built
+  bool densityContrast = false;  ///< the sources were the density contrast (SolveOptions::densityContrast)
+  double meanDensity = 0;        ///< the mean density removed (g/cm^3, caller's units); 0 without the contrast
+  /// Fully periodic boxes: the volume-weighted mean of the potential over the cells, sum size^3 phi / sum size^3
+  /// (erg/g; every rank's cells in a distributed solve); zero to rounding on uniform grids with the contrast. 0 for
+  /// other boxes.
+  double meanPotential = 0;
   DistributedStats distributed;
 };
 

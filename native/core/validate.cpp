@@ -56,7 +56,11 @@ Status validateCells(const CellsView& c, const SolveOptions& o) {
                            "]").c_str(), p[d]);
     }
     if (!std::isfinite(c.mass[i])) return badCell(i, "mass is not finite", c.mass[i]);
-    if (c.mass[i] < 0.0) return badCell(i, "mass is negative", c.mass[i]);
+    // signed masses are a density contrast, meaningful only where the mean density is removed (fully periodic)
+    if (c.mass[i] < 0.0 && !o.signedSources()) {
+      Status st = badCell(i, "mass is negative", c.mass[i]);
+      return Status::error(ErrorCode::InvalidInput, st.message + "; signed masses (a density contrast) need a fully periodic box with densityContrast");
+    }
     if (!(std::isfinite(c.size[i]) && c.size[i] > 0.0)) return badCell(i, "size must be finite and positive", c.size[i]);
   }
   return Status::success();

@@ -10,6 +10,7 @@
 #include "core/validate.h"
 #include "cpu/cpu_walk.h"
 #include "cpu/finish.h"
+#include "cpu/fixed_sum.h"
 #include "cpu/thread_pool.h"
 
 namespace amrgrav {
@@ -60,6 +61,10 @@ class CpuBackend final : public Backend {
     st = sortCellsByKey(cells, root, sorted, keys);
     if (!st.ok()) return st;
     out.stats.secondsKeys = since(t0);
+    if (!direct && opt.fullyPeriodic() && opt.densityContrast) {
+      out.stats.meanDensity = applyDensityContrast(sorted, opt, fixedOrderSum(cells.mass, cells.n, threads));
+      out.stats.densityContrast = true;
+    }
 
     const std::size_t n = cells.n;
     std::vector<double> phi(n, 0.0), g[3];

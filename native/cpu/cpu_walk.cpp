@@ -26,15 +26,16 @@ struct Lists {
   std::vector<double> nx, ny, nz, nm, q0, q1, q2, q3, q4, q5;  // accepted nodes
   std::vector<double> cx, cy, cz, cm;                          // cells of opened leaves
   std::vector<double> ns;                 // accepted nodes' second moments (periodic walks only)
+  std::vector<double> nd;                 // accepted nodes' dipoles, 3 each (periodic walks only; 0 about a com)
   // periodic walks: does accepted node / cell k add its own correction? (not below a hoisted node)
   std::vector<std::uint8_t> nCorrect, cCorrect;
   // periodic walks: opened nodes that take the correction of their whole subtree (hoisted), plain quadrupoles
-  std::vector<double> hx, hy, hz, hm, hs, hq;
+  std::vector<double> hx, hy, hz, hm, hs, hq, hd;
   const EwaldWalk* ewald = nullptr;       // periodic walks: table and moments; null when isolated
   bool expandEwald = true;                // periodic walks: small groups expand the correction (SolveOptions)
   void clear() {
-    for (auto* v : {&nx, &ny, &nz, &nm, &q0, &q1, &q2, &q3, &q4, &q5, &cx, &cy, &cz, &cm, &ns, &hx, &hy, &hz, &hm, &hs,
-                    &hq})
+    for (auto* v : {&nx, &ny, &nz, &nm, &q0, &q1, &q2, &q3, &q4, &q5, &cx, &cy, &cz, &cm, &ns, &nd, &hx, &hy, &hz, &hm,
+                    &hs, &hq, &hd})
       v->clear();
     nCorrect.clear();
     cCorrect.clear();
@@ -49,6 +50,11 @@ bool everyCellAccepts(const SourceTree& t, const double* com, std::uint32_t i, c
     if (!macAccepts(com[0], com[1], com[2], t.macRadius[i], p, p)) return false;
   }
   return true;
+}
+
+/// Appends node i's dipole (3 values; zeros for a tree centred on its centres of mass).
+inline void pushDipole(const SourceTree& t, std::uint32_t i, std::vector<double>& out) {
+  for (int d = 0; d < 3; ++d) out.push_back(t.dipole ? t.dipole[3 * i + d] : 0.0);
 }
 
 /// Interaction lists of group gi (cells of `c`) against the sources of `t`; accepted nodes carry their quadrupole
@@ -72,7 +78,7 @@ void buildLists(const SourceTree& t, const SortedCells& c, const Groups& g, std:
     const unsigned tag = L.stackTag.back();
     L.stack.pop_back();
     L.stackTag.pop_back();
-    if (t.mass[i] <= 0.0) continue;  // nothing to add (and an empty node has no meaningful com)
+    if (t.macRadius[i] < 0.0) continue;  // no mass at all (core/moments.cpp): nothing to add
     double com[3] = {t.com[3 * i], t.com[3 * i + 1], t.com[3 * i + 2]};
     int image[3] = {0, 0, 0};
     // periodic: the node's image nearest the group, or must it be opened (its images too close, off the table)?
@@ -94,6 +100,7 @@ void buildLists(const SourceTree& t, const SortedCells& c, const Groups& g, std:
       if (Periodic) {
         L.ns.push_back(t.secondMoment[i]);
         L.nCorrect.push_back(tag ? 0 : 1);
+        pushDipole(t, i, L.nd);
       }
       double h[6];
       const double* q = &t.quad[6 * i];
@@ -113,6 +120,7 @@ void buildLists(const SourceTree& t, const SortedCells& c, const Groups& g, std:
         L.hm.push_back(t.mass[i]);
         L.hs.push_back(t.secondMoment[i]);
         L.hq.insert(L.hq.end(), &t.quad[6 * i], &t.quad[6 * i] + 6);
+        pushDipole(t, i, L.hd);
       }
     }
     if (t.isLeaf(i)) {
@@ -156,12 +164,15 @@ inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const d
   for (std::size_t k = 0; k < nn; ++k) {
     const double sx = L.nx[k], sy = L.ny[k], sz = L.nz[k], sm = L.nm[k];
     const double q[6] = {L.q0[k], L.q1[k], L.q2[k], L.q3[k], L.q4[k], L.q5[k]};
+    // periodic walks carry dipoles (signed sources are expanded about the MAC centre: core/moments.cpp)
+    const double pd[3] = {Periodic ? L.nd[3 * k] : 0.0, Periodic ? L.nd[3 * k + 1] : 0.0,
+                          Periodic ? L.nd[3 * k + 2] : 0.0};
 #pragma GCC ivdep
     for (int i = 0; i < nt; ++i) {
       if (Accel)
-        nodeCellForce<double, Order>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, q, p[i], fx[i], fy[i], fz[i], qx[i],
-                                     qy[i], qz[i]);
-      else nodeCellPotential<double, Order>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, q, p[i]);
+        nodeCellForce<double, Order, Periodic>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, q, p[i], fx[i], fy[i], fz[i],
+                                               qx[i], qy[i], qz[i], pd);
+      else nodeCellPotential<double, Order, Periodic>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, q, p[i], pd);
     }
     if (Periodic) {  // the node's other images; its com is already the image nearest the group
       const EwaldTableView v = L.ewald->view;  // a local copy: provably not aliased by the outputs
@@ -169,18 +180,19 @@ inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const d
       const double qf[6] = {Accel ? q[0] : 2 * q[0], q[1], q[2], Accel ? q[3] : 2 * q[3], q[4], Accel ? q[5] : 2 * q[5]};
       if (expand) {
         if (L.nCorrect[k])
-          ewaldLocalAddNode<Order>(v, centre[0] - sx, centre[1] - sy, centre[2] - sz, sm, qf, L.ns[k], a);
+          ewaldLocalAddNode<Order>(v, centre[0] - sx, centre[1] - sy, centre[2] - sz, sm, qf, L.ns[k], a, pd);
         continue;
       }
 #pragma GCC ivdep
       for (int i = 0; i < nt; ++i)
-        ewaldNodeCorrection<Order, Accel>(v, tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, qf, L.ns[k], p[i], fx[i], fy[i], fz[i]);
+        ewaldNodeCorrection<Order, Accel, true>(v, tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, qf, L.ns[k], p[i], fx[i],
+                                                fy[i], fz[i], pd);
     }
   }
   if (expand) {  // hoisted nodes: the correction of their subtrees
     for (std::size_t k = 0; k < L.hm.size(); ++k)
       ewaldLocalAddNode<Order>(L.ewald->view, centre[0] - L.hx[k], centre[1] - L.hy[k], centre[2] - L.hz[k], L.hm[k],
-                               &L.hq[6 * k], L.hs[k], a);
+                               &L.hq[6 * k], L.hs[k], a, &L.hd[3 * k]);
   }
   const std::size_t nc = L.cm.size();
   for (std::size_t k = 0; k < nc; ++k) {
@@ -325,6 +337,7 @@ void walkAllGroups(const Octree& t, const SortedCells& c, const Groups& g, const
                    WalkOutput& out, const EwaldWalk* ewald) {
   SourceTree src = sourceTreeOf(t, c);
   if (ewald) src.secondMoment = ewald->nodeS.data();
+  assert(!src.dipole || ewald);  // signed sources only in (fully) periodic boxes
   walkGroups(src, c, g, 0, g.size(), opt, threads, WalkPass{false, true}, out, ewald);
 }
 

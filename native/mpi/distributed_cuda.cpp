@@ -43,11 +43,12 @@ class CudaRankEngine final : public RankEngine {
     return gpu_->rankOpen(cells, opt, lo, hi);  // the cells are checked and bounded on the device
   }
 
-  Status build(const CellsView& cells, const SolveOptions& opt, double scale, SolveStats& st) override {
+  Status build(const CellsView& cells, const SolveOptions& opt, double scale, double totalMass,
+               SolveStats& st) override {
     n_ = cells.n;
     st.threads = 1;
     if (n_ == 0) return Status::success();
-    return gpu_->rankBuild(cells, opt, scale, st);
+    return gpu_->rankBuild(cells, opt, scale, totalMass, st);
   }
 
   Status summary(RankSummary& out) override {

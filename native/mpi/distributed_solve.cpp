@@ -22,6 +22,7 @@
 #include "core/validate.h"
 #include "cpu/cpu_walk.h"
 #include "cpu/finish.h"
+#include "cpu/fixed_sum.h"
 #include "cpu/thread_pool.h"
 #include "mpi/mpi_world.h"
 #include "mpi/rank_engine.h"
@@ -79,13 +80,18 @@ class CpuRankEngine final : public RankEngine {
 
   /// The root cube is this rank's own bounding cube (or the user's box): tight cubes make small, accurate trees,
   /// and a far-away rank's whole tree is accepted by the others at its root.
-  Status build(const CellsView& cells, const SolveOptions& opt, double scale, SolveStats& st) override {
+  Status build(const CellsView& cells, const SolveOptions& opt, double scale, double totalMass,
+               SolveStats& st) override {
     threads_ = resolveThreadCount(opt.threads);
     st.threads = threads_;
     auto t = Clock::now();
     std::vector<std::uint64_t> keys;
     RootCube root = chooseRootCube(cells, opt);
     AG_TRY(sortCellsByKey(cells, root, cells_, keys, scale));
+    if (opt.fullyPeriodic() && opt.densityContrast) {
+      st.meanDensity = applyDensityContrast(cells_, opt, totalMass);
+      st.densityContrast = true;
+    }
     st.secondsKeys = since(t);
     t = Clock::now();
     AG_TRY(buildOctree(keys, root, opt.leafSize, tree_));
@@ -170,7 +176,7 @@ class CpuRankEngine final : public RankEngine {
  private:
   const EwaldWalk* ewald() const { return periodic_ ? &ewald_ : nullptr; }
 
-  /// The local tree as a source (periodic: with its nodes' second moments).
+  /// The local tree as a source (periodic: with its nodes' second moments; signed sources: their dipoles).
   SourceTree source() const {
     SourceTree t = sourceTreeOf(tree_, cells_);
     if (periodic_) t.secondMoment = ewald_.nodeS.data();
@@ -229,7 +235,14 @@ Status distributedImpl(RankEngine& engine, const CellsView& cells, const SolveOp
   for (int d = 0; d < 3; ++d) side = std::max(side, hi[d] - lo[d]);
   if (!(side > 0)) side = 1;  // no cells anywhere, or a single point mass
 
-  orAbort(engine.build(cells, opt, lengthScaleFor(side), out.stats));
+  // fully periodic boxes: the density contrast needs every rank's mass (core/tree.h applyDensityContrast)
+  double sums[2] = {fixedOrderSum(cells.mass, cells.n, opt.threads), 0};  // mass, volume of this rank's cells
+  if (opt.fullyPeriodic())  // for the mean potential
+    for (std::size_t i = 0; i < cells.n; ++i) sums[1] += cells.size[i] * cells.size[i] * cells.size[i];
+  const double localVolume = sums[1];
+  orAbort(mpiStatus(MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, comm), "MPI_Allreduce", __FILE__,
+                    __LINE__));
+  orAbort(engine.build(cells, opt, lengthScaleFor(side), sums[0], out.stats));
 
   auto t = Clock::now();
   RankSummary mine;
@@ -329,6 +342,11 @@ Status distributedImpl(RankEngine& engine, const CellsView& cells, const SolveOp
   }
   out.stats.secondsWalk = ds.secondsLocalWalk + remoteWalk;
   orAbort(engine.finish(opt, out));
+  // the volume-weighted mean potential over every rank's cells
+  double vPhi = out.stats.meanPotential * localVolume;
+  orAbort(mpiStatus(MPI_Allreduce(MPI_IN_PLACE, &vPhi, 1, MPI_DOUBLE, MPI_SUM, comm), "MPI_Allreduce", __FILE__,
+                    __LINE__));
+  out.stats.meanPotential = sums[1] > 0 ? vPhi / sums[1] : 0.0;
   out.stats.secondsTotal = since(t0);
   return Status::success();
 }

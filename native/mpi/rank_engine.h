@@ -25,9 +25,11 @@ class RankEngine {
   /// device, a backend limit. lo/hi: the bounds of the cells with their extents, or the box when given (empty,
   /// lo > hi, without cells or box).
   virtual Status open(const CellsView& cells, const SolveOptions& opt, double lo[3], double hi[3]) = 0;
-  /// Keys (root cube of this rank's cells, the global length `scale`), build, moments, groups; tree statistics
-  /// into `st`. May be called with no cells.
-  virtual Status build(const CellsView& cells, const SolveOptions& opt, double scale, SolveStats& st) = 0;
+  /// Keys (root cube of this rank's cells, the global length `scale`), the density contrast of fully periodic
+  /// boxes (`totalMass`: every rank's masses summed; core/tree.h applyDensityContrast), build, moments, groups;
+  /// tree statistics into `st`. May be called with no cells.
+  virtual Status build(const CellsView& cells, const SolveOptions& opt, double scale, double totalMass,
+                       SolveStats& st) = 0;
   /// The summary of this rank's cells that the allgather shares (scaled lengths; core/let.h). After build.
   virtual Status summary(RankSummary& out) = 0;
   /// Chooses the LETs for these remote boxes of cell centres, in this order (core/let.h essentialNodesFor, or
