@@ -138,16 +138,22 @@ void computeMoments(const SortedCells& c, const SolveOptions& opt, Octree& t) {
   }
 }
 
-double applyDensityContrast(SortedCells& c, const SolveOptions& opt, double totalMass) {
-  if (!(opt.fullyPeriodic() && opt.densityContrast)) return 0.0;
+ContrastDensity contrastDensity(const SolveOptions& opt, double scale, double totalMass) {
   double volume = 1, volumeScaled = 1;
   for (int d = 0; d < 3; ++d) {
     volume *= opt.boxHi[d] - opt.boxLo[d];
-    volumeScaled *= (opt.boxHi[d] - opt.boxLo[d]) * c.scale;
+    volumeScaled *= (opt.boxHi[d] - opt.boxLo[d]) * scale;
   }
-  const double rho = totalMass / volumeScaled;  // the sizes are scaled, the masses not
+  return ContrastDensity{totalMass / volume, totalMass / volumeScaled};  // sizes scaled, masses not
+}
+
+double applyDensityContrast(SortedCells& c, const SolveOptions& opt, double totalMass) {
+  if (!(opt.fullyPeriodic() && opt.densityContrast)) return 0.0;
+  const ContrastDensity cd = contrastDensity(opt, c.scale, totalMass);
+  const double rho = cd.rhoScaled;
+  // (kernel_moments.cu densityContrastKernel does the same operations on the device)
   for (std::size_t j = 0; j < c.mass.size(); ++j) c.mass[j] -= rho * (c.size[j] * c.size[j] * c.size[j]);
-  return totalMass / volume;
+  return cd.rho;
 }
 
 }  // namespace amrgrav

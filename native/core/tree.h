@@ -78,6 +78,13 @@ void computeMoments(const SortedCells& cells, const SolveOptions& opt, Octree& t
 /// that both backends subtract the same mean). No-op (0) otherwise.
 double applyDensityContrast(SortedCells& cells, const SolveOptions& opt, double totalMass);
 
+/// The mean density that applyDensityContrast removes: in the caller's units and in the scaled units of a solve
+/// whose lengths are multiplied by `scale` (masses unscaled); the GPU backend subtracts rhoScaled h^3 itself.
+struct ContrastDensity {
+  double rho, rhoScaled;
+};
+ContrastDensity contrastDensity(const SolveOptions& opt, double scale, double totalMass);
+
 /// Groups of consecutive sorted cells (the walk's unit of work) with the bounding box of their centres.
 struct Groups {
   std::vector<std::uint32_t> begin, count;

@@ -20,6 +20,7 @@
 #include "core/let.h"
 #include "core/tree.h"
 #include "core/validate.h"
+#include "cpu/fixed_sum.h"
 #include "cpu/thread_pool.h"
 #include "cuda/check.h"
 #include "cuda/cuda_backend.h"
@@ -206,7 +207,9 @@ class CudaBackendImpl final : public CudaBackend {
       std::atomic<bool> badMass{false};
       parallelFor(cells.n, std::size_t(1) << 18, copyThreads(), [&](std::size_t b, std::size_t e, int) {
         bool bad = false;
-        for (std::size_t i = b; i < e; ++i) bad = bad || !(std::isfinite(cells.mass[i]) && cells.mass[i] >= 0.0);
+        const bool signedOk = opt.signedSources();
+        for (std::size_t i = b; i < e; ++i)
+          bad = bad || !(std::isfinite(cells.mass[i]) && (signedOk || cells.mass[i] >= 0.0));
         if (bad) badMass = true;
       });
       if (badMass) {
@@ -235,12 +238,16 @@ class CudaBackendImpl final : public CudaBackend {
     });
   }
 
-  Status rankBuild(const CellsView& cells, const SolveOptions& opt, double scale, SolveStats& st) override {
+  Status rankBuild(const CellsView& cells, const SolveOptions& opt, double scale, double totalMass,
+                   SolveStats& st) override {
     std::lock_guard<std::mutex> lock(mu_);
     return guarded([&]() -> Status {
       AG_TRY(ensureDevice());
       rankGroupSize_ = unsigned(opt.groupSize);
+      contrastTotal_ = totalMass;  // every rank's (the driver's fixed-order sums, reduced)
       AG_TRY(sortAndBuild(cells, opt, false, scale, true));
+      st.densityContrast = contrastApplied_;
+      st.meanDensity = meanDensity_;
       AG_TRY(computeMoments(n_, nodes_, depth_, root_, opt, massScale_));
       if (rankPeriodic_) AG_TRY(prepareEwald(opt, scale_, st));  // every rank the same table: same box and scale
       AG_CUDA_TRY(cudaEventRecord(events_[4], stream_));  // the tree is complete: the export may copy it
@@ -312,7 +319,7 @@ class CudaBackendImpl final : public CudaBackend {
       for (std::size_t k = 0; k < count; ++k) {
         letNodes[k] = std::size_t(totals[k] >> 32);
         letCells[k] = std::size_t(totals[k] & 0xffffffffu);
-        letPackBytes_[k] = packedLetBytes(letNodes[k], letCells[k]);
+        letPackBytes_[k] = packedLetBytes(letNodes[k], letCells[k], tree.dip != nullptr);
         DeviceBuffer<std::uint64_t>& pack = *letPacks_[k];
         AG_TRY(pack.reserve(letPackBytes_[k] / sizeof(std::uint64_t), "a packed LET"));
         AG_TRY(launchLetPack(tree, letState_.get() + k * stride, letOffset_.get() + k * (nodes + 1), letNodes[k],
@@ -341,6 +348,7 @@ class CudaBackendImpl final : public CudaBackend {
       std::vector<uint4>& topo = hostTopo_;  // kept between solves (no zero-fill, no page faults after the first)
       std::vector<D4>& mac = hostMac_;
       std::vector<float4>& mq = hostMQ_;
+      std::vector<float4> dip(nodeDipPtr_ ? nodes : 0);
       topo.resize(nodes);
       mac.resize(nodes);
       mq.resize(2 * nodes);
@@ -359,6 +367,10 @@ class CudaBackendImpl final : public CudaBackend {
                        {out.z.data(), const_cast<double*>(sortedCells_.z), n * sizeof(double)},
                        {out.cellMass.data(), const_cast<double*>(sortedCells_.mass), n * sizeof(double)}};
       AG_TRY(copyOut(t, 7, copyStream_));
+      if (nodeDipPtr_) {
+        Transfer td{dip.data(), nodeDipPtr_, nodes * sizeof(float4)};
+        AG_TRY(copyOut(&td, 1, copyStream_));
+      }
       out.cellBegin.resize(nodes);
       out.cellCount.resize(nodes);
       out.childBegin.resize(nodes);
@@ -368,20 +380,27 @@ class CudaBackendImpl final : public CudaBackend {
       out.quad.resize(6 * nodes);
       out.macRadius.resize(nodes);
       out.secondMoment.resize(rankPeriodic_ ? nodes : 0);  // periodic: the walk's S (times massScale on the device)
+      out.hasDipole = nodeDipPtr_ != nullptr;
+      out.dipole.resize(out.hasDipole ? 3 * nodes : 0);
       const double inv = 1.0 / massScale_;  // a power of two: exact
       for (std::size_t i = 0; i < nodes; ++i) {
         out.cellBegin[i] = topo[i].x;
         out.cellCount[i] = topo[i].y;
         out.childBegin[i] = topo[i].z;
         out.childCount[i] = std::uint8_t(topo[i].w);
-        const bool live = mac[i].w >= 0.0;  // kernel_moments.cu: -1 for a massless node
+        const bool live = mac[i].w >= 0.0;  // kernel_moments.cu: -1 for an empty node
         out.mass[i] = live ? double(mq[2 * i].x) * inv : 0.0;
+        if (out.hasDipole) {
+          out.dipole[3 * i] = double(dip[i].x) * inv;
+          out.dipole[3 * i + 1] = double(dip[i].y) * inv;
+          out.dipole[3 * i + 2] = double(dip[i].z) * inv;
+        }
         out.com[3 * i] = mac[i].x;
         out.com[3 * i + 1] = mac[i].y;
         out.com[3 * i + 2] = mac[i].z;
         const float q[6] = {mq[2 * i].y, mq[2 * i].z, mq[2 * i].w, mq[2 * i + 1].x, mq[2 * i + 1].y, mq[2 * i + 1].z};
         for (int k = 0; k < 6; ++k) out.quad[6 * i + k] = double(q[k]) * inv;
-        out.macRadius[i] = live ? mac[i].w : 0.0;
+        out.macRadius[i] = mac[i].w;  // -1 for an empty node, as the CPU's tree
         if (rankPeriodic_) out.secondMoment[i] = double(mq[2 * i + 1].w) * inv;
       }
       for (int d = 0; d < 3; ++d) {
@@ -464,6 +483,7 @@ class CudaBackendImpl final : public CudaBackend {
       p.topo = letTopo_.get();
       p.nodeMac = letMac_.get();
       p.nodeMQ = letMQ_.get();
+      p.nodeDip = lets[0].view.dipole ? letDip_.get() : nullptr;
       p.sources = DeviceCells{letCells_[0].get(), letCells_[1].get(), letCells_[2].get(), letCells_[3].get()};
       p.selfPairs = 0;
       // the LETs' sums into arrays of their own (phi = sum / massScale, no self term), then added to the local
@@ -510,6 +530,7 @@ class CudaBackendImpl final : public CudaBackend {
       out.stats.secondsUpload = device.secondsUpload;
       out.stats.secondsDownload = device.secondsDownload;
       out.stats.deviceBytesPerCell = device.deviceBytesPerCell;
+      if (opt.fullyPeriodic()) out.stats.meanPotential = meanPotentialOf(dest.potential, hostSize_, n_);
       return Status::success();
     });
   }
@@ -520,6 +541,7 @@ class CudaBackendImpl final : public CudaBackend {
     v.topo = topoPtr_;
     v.mac = nodeMacPtr_;
     v.mq = nodeMQPtr_;
+    v.dip = nodeDipPtr_;
     v.cells = sortedCells_;
     v.nodes = nodes_;
     v.invMassScale = 1.0 / massScale_;  // a power of two: exact
@@ -548,13 +570,18 @@ class CudaBackendImpl final : public CudaBackend {
     for (std::size_t i = 0; i < top; ++i) {
       const double m = forestTop_.mass[i];
       forestTopo_[i] = make_uint4(0u, 0u, forestTop_.childBegin[i], forestTop_.childCount[i]);
-      forestMac_[i] = D4{0.0, 0.0, 0.0, m > 0 ? forestTop_.macRadius[i] : -1.0};
+      forestMac_[i] = D4{0.0, 0.0, 0.0, forestTop_.macRadius[i]};  // infinite: every walk opens a virtual node
       forestMQ_[2 * i] = make_float4(float(m * ms), 0.f, 0.f, 0.f);
       forestMQ_[2 * i + 1] = make_float4(0.f, 0.f, 0.f, 0.f);
     }
     AG_TRY(letTopo_.reserve(nodes, "the received LETs"));
     AG_TRY(letMac_.reserve(nodes, "the received LETs"));
     AG_TRY(letMQ_.reserve(2 * nodes, "the received LETs"));
+    const bool dipoles = count > 0 && lets[0].view.dipole != nullptr;  // every rank's LETs are of one kind
+    if (dipoles) {
+      AG_TRY(letDip_.reserve(nodes, "the received LETs"));
+      AG_CUDA_TRY(cudaMemsetAsync(letDip_.get(), 0, top * sizeof(float4), s));  // the virtual nodes: none
+    }
     for (int k = 0; k < 4; ++k) AG_TRY(letCells_[k].reserve(std::max<std::size_t>(cells, 1), "the received LETs' cells"));
     AG_TRY(letRaw_.reserve(std::max<std::size_t>(words, 1), "the received LETs"));
     // the packed LETs through the pinned staging ring (copy threads), the virtual nodes as three small copies
@@ -579,7 +606,9 @@ class CudaBackendImpl final : public CudaBackend {
       p.nodeBase = unsigned(L.nodeBase[r]);
       p.cellBase = unsigned(L.cellBase[r]);
       p.massScale = ms;
-      AG_TRY(launchLetToForest(p, letTopo_.get(), letMac_.get(), letMQ_.get(), cellArrays, s));
+      p.dipole = views[r].dipole != nullptr;
+      AG_TRY(launchLetToForest(p, letTopo_.get(), letMac_.get(), letMQ_.get(), dipoles ? letDip_.get() : nullptr,
+                               cellArrays, s));
       at += lets[r].bytes / sizeof(std::uint64_t);
     }
     return Status::success();
@@ -648,7 +677,8 @@ class CudaBackendImpl final : public CudaBackend {
       if (e) (void)cudaEventDestroy(e);
       e = nullptr;
     }
-    letTopo_.release(); letMac_.release(); letMQ_.release(); letSums_.release(); letRaw_.release();
+    letTopo_.release(); letMac_.release(); letMQ_.release(); letDip_.release(); letSums_.release(); letRaw_.release();
+    nodeDip_.release();
     for (auto& b : letCells_) b.release();
     massAside_.release();
     letState_.release(); letCount_.release(); letOffset_.release(); letTotals_.release();
@@ -673,7 +703,7 @@ class CudaBackendImpl final : public CudaBackend {
     b += moments_.bytes() + nodeMac_.bytes() + nodeMQ_.bytes() + queue_.bytes() + queueTag_.bytes() +
          walkCounters_.bytes() +
          tally_.bytes() + ewaldCoef_.bytes();
-    b += letTopo_.bytes() + letMac_.bytes() + letMQ_.bytes() + letSums_.bytes();
+    b += letTopo_.bytes() + letMac_.bytes() + letMQ_.bytes() + letDip_.bytes() + letSums_.bytes() + nodeDip_.bytes();
     for (const auto& c : letCells_) b += c.bytes();
     return b;
   }
@@ -779,6 +809,7 @@ class CudaBackendImpl final : public CudaBackend {
       stats_.secondsTotal = out.stats.secondsTotal = since(t0);
       return Status::success();
     }
+    if (!direct && opt.signedSources()) contrastTotal_ = fixedOrderSum(cells.mass, n, copyThreads());
     AG_TRY(prepareCells(cells, opt, direct, 0.0));
     double* const phi = sums_[0];
     double* g[3] = {sums_[1], sums_[2], sums_[3]};
@@ -799,6 +830,9 @@ class CudaBackendImpl final : public CudaBackend {
     }
     AG_TRY(finishAndDownload(opt, dest));
     fillStats(direct, t0, out.stats);
+    out.stats.densityContrast = contrastApplied_;
+    out.stats.meanDensity = meanDensity_;
+    if (opt.fullyPeriodic()) out.stats.meanPotential = meanPotentialOf(dest.potential, cells.size, n);
     return Status::success();
   }
 
@@ -813,6 +847,7 @@ class CudaBackendImpl final : public CudaBackend {
   CellChecks cellChecks(const SolveOptions& opt) {
     CellChecks checks;
     checks.hasBox = opt.hasBox;
+    checks.signedMasses = opt.signedSources();
     for (int d = 0; d < 3; ++d) {
       checks.boxLo[d] = opt.boxLo[d];
       checks.boxHi[d] = opt.boxHi[d];
@@ -983,6 +1018,15 @@ class CudaBackendImpl final : public CudaBackend {
     root_ = root;
     massScale_ = powerOfTwoScale(massTotal);
     massTotal_ = massTotal;
+    // fully periodic boxes: the density contrast, as the CPU (core/tree.h applyDensityContrast; the total from
+    // cpu/fixed_sum.h, so both subtract the same mean)
+    contrastApplied_ = !direct && opt.fullyPeriodic() && opt.densityContrast;
+    meanDensity_ = 0;
+    if (contrastApplied_) {
+      const ContrastDensity cd = contrastDensity(opt, scale, contrastTotal_);
+      AG_TRY(launchDensityContrast(slot[3], sortedSize_, n, cd.rhoScaled, s));  // slot 3: the sorted masses
+      meanDensity_ = cd.rho;
+    }
     AG_CUDA_TRY(cudaEventRecord(events_[3], s));
 
     // ---- sums in sorted order: the walk's phi in the sizes' slot (after the moments, the walk turns the sizes into
@@ -1060,6 +1104,27 @@ class CudaBackendImpl final : public CudaBackend {
     st.secondsUpload = stats_.secondsUpload;
     st.secondsDownload = stats_.secondsDownload;
     st.deviceBytesPerCell = stats_.deviceBytesPerCell;
+  }
+
+  /// cpu/finish.cpp's volume-weighted mean potential over the caller's arrays (on the copy threads: a serial pass
+  /// would cost a tenth of a 16M-cell solve).
+  double meanPotentialOf(const double* phi, const double* size, std::size_t n) const {
+    const std::size_t chunk = std::size_t(1) << 16, chunks = (n + chunk - 1) / chunk;
+    std::vector<double> vp(chunks, 0.0), vv(chunks, 0.0);
+    parallelFor(chunks, 1, copyThreads(), [&](std::size_t b, std::size_t e, int) {
+      for (std::size_t c = b; c < e; ++c)
+        for (std::size_t i = c * chunk; i < std::min(n, (c + 1) * chunk); ++i) {
+          const double v = size[i] * size[i] * size[i];
+          vp[c] += v * phi[i];
+          vv[c] += v;
+        }
+    });
+    double p = 0, v = 0;
+    for (std::size_t c = 0; c < chunks; ++c) {
+      p += vp[c];
+      v += vv[c];
+    }
+    return v > 0 ? p / v : 0.0;
   }
 
   int copyThreads() const {
@@ -1179,6 +1244,8 @@ class CudaBackendImpl final : public CudaBackend {
     // deepest level's are recomputed by their parents
     AG_TRY(carveOrReserve(tail_, nodeMac_, nodes, "node MAC records", nodeMacPtr_));
     AG_TRY(carveOrReserve(tail_, nodeMQ_, 2 * std::size_t(nodes), "node multipoles", nodeMQPtr_));
+    nodeDipPtr_ = nullptr;
+    if (opt.signedSources()) AG_TRY(carveOrReserve(tail_, nodeDip_, nodes, "node dipoles", nodeDipPtr_));
     walkRoom_ = tail_;
     const unsigned stored = levelStart_[depth];
     NodeMoments* moments = nullptr;
@@ -1197,6 +1264,8 @@ class CudaBackendImpl final : public CudaBackend {
     p.theta = opt.theta;
     p.mac = int(opt.mac);
     p.massScale = massScale;
+    p.signedSources = opt.signedSources();
+    p.nodeDip = nodeDipPtr_;
     for (int level = depth; level >= 0; --level)
       AG_TRY(launchMomentsLevel(p, levelStart_[level], levelStart_[level + 1], level, stream_));
     return Status::success();
@@ -1250,6 +1319,7 @@ class CudaBackendImpl final : public CudaBackend {
     p.selfTerm = phi;
     p.nodeMac = nodeMacPtr_;
     p.nodeMQ = nodeMQPtr_;
+    p.nodeDip = nodeDipPtr_;
     p.topo = topoPtr_;
     p.n = n;
     p.groupSize = groupSize;
@@ -1405,6 +1475,9 @@ class CudaBackendImpl final : public CudaBackend {
   RootCube root_;            ///< scaled
   double massScale_ = 1;
   double massTotal_ = 0;     ///< of the cells (the device's sum)
+  double contrastTotal_ = 0; ///< the density contrast's total mass (cpu/fixed_sum.h; every rank's in a distributed solve)
+  bool contrastApplied_ = false;  ///< this solve's sources are the density contrast
+  double meanDensity_ = 0;   ///< ... the mean density removed (caller's units)
   bool rankPeriodic_ = false;  ///< a distributed solve's rank in a periodic box
   unsigned rankGroupSize_ = 32;
   double extentLo_[3] = {}, extentHi_[3] = {};  ///< the cells' extents (caller's units) from the bounds pass
@@ -1417,6 +1490,7 @@ class CudaBackendImpl final : public CudaBackend {
   DeviceBuffer<uint4> letTopo_;
   DeviceBuffer<D4> letMac_;
   DeviceBuffer<float4> letMQ_;
+  DeviceBuffer<float4> letDip_;      ///< the received LETs' dipoles (signed sources)
   DeviceBuffer<double> letCells_[4];  ///< x, y, z (scaled), mass
   DeviceBuffer<double> letSums_;      ///< the received LETs' walk's sums (phi, gx, gy, gz), added to sums_
   DeviceBuffer<double> massAside_;    ///< a rank's masses as they went up (sortAndBuild's massAside)
@@ -1470,6 +1544,7 @@ class CudaBackendImpl final : public CudaBackend {
   std::uint64_t* nodeKeysPtr_ = nullptr; ///< first key of each node (spare index half, or nodeKeys_)
   D4* nodeMacPtr_ = nullptr;             ///< node MAC records (tail, or nodeMac_)
   float4* nodeMQPtr_ = nullptr;          ///< node multipoles (tail, or nodeMQ_)
+  float4* nodeDipPtr_ = nullptr;         ///< signed sources: node dipoles (tail, or nodeDip_); else null
   DeviceBuffer<unsigned char> cubTemp_;
   DeviceBuffer<uint4> topo_;  ///< (*)
   DeviceBuffer<unsigned> levelCount_, levelOffset_;  ///< (*)
@@ -1478,6 +1553,7 @@ class CudaBackendImpl final : public CudaBackend {
   DeviceBuffer<NodeMoments> moments_;  ///< (*)
   DeviceBuffer<D4> nodeMac_;            ///< (*)
   DeviceBuffer<float4> nodeMQ_;         ///< (*)
+  DeviceBuffer<float4> nodeDip_;        ///< (*) signed sources
   DeviceBuffer<unsigned> queue_;        ///< (*)
   DeviceBuffer<unsigned char> queueTag_;  ///< (*) periodic expansion walks
   DeviceBuffer<unsigned> walkCounters_;

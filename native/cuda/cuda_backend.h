@@ -75,7 +75,8 @@ class CudaBackend : public Backend {
   /// (the box when given; empty without cells or box).
   virtual Status rankOpen(const CellsView& cells, const SolveOptions& opt, double lo[3], double hi[3]) = 0;
   /// Keys with length scale `scale`, sort, masses, build, moments (the cells of rankOpen, cells.n > 0).
-  virtual Status rankBuild(const CellsView& cells, const SolveOptions& opt, double scale, SolveStats& st) = 0;
+  virtual Status rankBuild(const CellsView& cells, const SolveOptions& opt, double scale, double totalMass,
+                           SolveStats& st) = 0;
   /// The summary of the cells the ranks share (core/let.h; scaled): the box of the centres from a pass over the
   /// sorted cells, the extents' box from rankOpen's, the root's centre of mass, the device's mass sum.
   virtual Status rankSummary(RankSummary& out) = 0;

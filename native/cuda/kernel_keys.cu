@@ -70,7 +70,8 @@ __global__ void __launch_bounds__(kThreads) boundsKernel(const double* __restric
   const double* p[3] = {x, y, z};
   unsigned firstBad = 0xffffffffu;
   for (unsigned i = blockIdx.x * kThreads + threadIdx.x; i < n; i += gridDim.x * kThreads) {
-    // validateCells: finite position (inside the box if any), finite non-negative mass, finite positive size
+    // validateCells: finite position (inside the box if any), finite mass (non-negative unless signed), finite
+    // positive size
     bool bad = false;
     if (x) {
       const double s = size ? size[i] : 0.0;  // without sizes: the box of the centres
@@ -85,7 +86,7 @@ __global__ void __launch_bounds__(kThreads) boundsKernel(const double* __restric
     }
     if (mass) {
       const double m = mass[i];
-      bad = bad || !isfinite(m) || m < 0.0;
+      bad = bad || !isfinite(m) || (m < 0.0 && !checks.signedMasses);
       b.mass += m;
     }
     if (bad && i < firstBad) firstBad = i;

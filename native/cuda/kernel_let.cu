@@ -49,7 +49,9 @@ __global__ void __launch_bounds__(kThreads) letLevelKernel(const uint4* __restri
   const double com[3] = {r.x, r.y, r.z};
   const bool accepts = Periodic ? periodicBoxAccepts(ewald, com, r.w, box.lo, box.hi, box.groupHalfWidth)
                                 : macAccepts(r.x, r.y, r.z, r.w, box.lo, box.hi);
-  if (hostMass(r, mq[2 * i], invMassScale) <= 0.0 || accepts) {
+  (void)mq;
+  (void)invMassScale;
+  if (r.w < 0.0 || accepts) {  // an empty node (core/moments.cpp) travels childless, as essentialNodesFor's
     kind = LetSelection::Accepted;
   } else if (t.w == 0) {
     kind = LetSelection::OpenedLeaf;
@@ -73,10 +75,10 @@ struct PackParams {
 
 __global__ void __launch_bounds__(kThreads) letPackKernel(const PackParams p) {
   const unsigned i = blockIdx.x * kThreads + threadIdx.x;
-  const LetLayout L(p.letNodes, p.letCells);
+  const LetLayout L(p.letNodes, p.letCells, p.tree.dip != nullptr);
   if (i == 0) {
     unsigned long long* w = reinterpret_cast<unsigned long long*>(p.out);
-    w[0] = kLetMagic;
+    w[0] = p.tree.dip ? kLetMagicDipole : kLetMagic;
     w[1] = p.letNodes;
     w[2] = p.letCells;
   }
@@ -89,15 +91,20 @@ __global__ void __launch_bounds__(kThreads) letPackKernel(const PackParams p) {
   const float4 a = p.tree.mq[2 * i], b = p.tree.mq[2 * i + 1];
   const uint4 t = p.tree.topo[i];
   double* f64 = reinterpret_cast<double*>(p.out);  // offsets in bytes, all multiples of 8 for the doubles
-  const bool live = r.w >= 0.0;
   f64[L.mass / 8 + k] = hostMass(r, a, p.tree.invMassScale);
   f64[L.com / 8 + 3 * k] = r.x;
   f64[L.com / 8 + 3 * k + 1] = r.y;
   f64[L.com / 8 + 3 * k + 2] = r.z;
   const float q[6] = {a.y, a.z, a.w, b.x, b.y, b.z};
   for (int j = 0; j < 6; ++j) f64[L.quad / 8 + 6 * k + j] = double(q[j]) * p.tree.invMassScale;
-  f64[L.macRadius / 8 + k] = live ? r.w : 0.0;
+  f64[L.macRadius / 8 + k] = r.w;  // -1 for an empty node: the receiver's walk skips it
   f64[L.secondMoment / 8 + k] = p.secondMoment ? double(b.w) * p.tree.invMassScale : 0.0;
+  if (p.tree.dip) {
+    const float4 d = p.tree.dip[i];
+    f64[L.dipole / 8 + 3 * k] = double(d.x) * p.tree.invMassScale;
+    f64[L.dipole / 8 + 3 * k + 1] = double(d.y) * p.tree.invMassScale;
+    f64[L.dipole / 8 + 3 * k + 2] = double(d.z) * p.tree.invMassScale;
+  }
   std::uint32_t* cellBegin = reinterpret_cast<std::uint32_t*>(p.out + L.cellBegin);
   std::uint32_t* cellCount = reinterpret_cast<std::uint32_t*>(p.out + L.cellCount);
   std::uint32_t* childBegin = reinterpret_cast<std::uint32_t*>(p.out + L.childBegin);
@@ -125,10 +132,11 @@ __global__ void __launch_bounds__(kThreads) letPackKernel(const PackParams p) {
 /// Node k of one received LET (packed, on the device) into the forest's device arrays, as the host's mergeLets
 /// followed by the walk's layout would place and convert it.
 __global__ void __launch_bounds__(kThreads) letToForestKernel(const LetIntoForest p, uint4* __restrict__ topo,
-                                                              D4* __restrict__ mac, float4* __restrict__ mq) {
+                                                              D4* __restrict__ mac, float4* __restrict__ mq,
+                                                              float4* __restrict__ dip) {
   const unsigned k = blockIdx.x * kThreads + threadIdx.x;
   if (k >= p.nodes) return;
-  const LetLayout L(p.nodes, p.cells);
+  const LetLayout L(p.nodes, p.cells, p.dipole);
   const double* f64 = reinterpret_cast<const double*>(p.raw);
   const std::uint32_t* cellBegin = reinterpret_cast<const std::uint32_t*>(p.raw + L.cellBegin);
   const std::uint32_t* cellCount = reinterpret_cast<const std::uint32_t*>(p.raw + L.cellCount);
@@ -140,11 +148,16 @@ __global__ void __launch_bounds__(kThreads) letToForestKernel(const LetIntoFores
                        kids);
   const double m = f64[L.mass / 8 + k], ms = p.massScale;
   mac[i] = D4{f64[L.com / 8 + 3 * k], f64[L.com / 8 + 3 * k + 1], f64[L.com / 8 + 3 * k + 2],
-              m > 0 ? f64[L.macRadius / 8 + k] : -1.0};  // -1: the walk skips a massless node
+              f64[L.macRadius / 8 + k]};  // -1: an empty node, which the walk skips
   const double* q = f64 + L.quad / 8 + 6 * k;
   mq[2 * i] = make_float4(float(m * ms), float(q[0] * ms), float(q[1] * ms), float(q[2] * ms));
   mq[2 * i + 1] = make_float4(float(q[3] * ms), float(q[4] * ms), float(q[5] * ms),
                                float(f64[L.secondMoment / 8 + k] * ms));  // the periodic walk's S, times massScale
+  if (dip) {
+    const double* d = f64 + L.dipole / 8 + 3 * k;
+    dip[i] = p.dipole ? make_float4(float(d[0] * ms), float(d[1] * ms), float(d[2] * ms), 0.f)
+                      : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
 }
 
 /// The largest half-extent per axis of the walk groups' boxes (groupSize consecutive sorted cells, as the walk's
@@ -190,13 +203,13 @@ Status launchGroupHalfWidths(const DeviceCells& cells, unsigned n, unsigned grou
   return Status::success();
 }
 
-Status launchLetToForest(const LetIntoForest& p, uint4* topo, D4* mac, float4* mq, double* const cells[4],
-                         cudaStream_t s) {
+Status launchLetToForest(const LetIntoForest& p, uint4* topo, D4* mac, float4* mq, float4* dip,
+                         double* const cells[4], cudaStream_t s) {
   if (p.nodes > 0) {
-    letToForestKernel<<<blocksFor(p.nodes), kThreads, 0, s>>>(p, topo, mac, mq);
+    letToForestKernel<<<blocksFor(p.nodes), kThreads, 0, s>>>(p, topo, mac, mq, dip);
     AG_CUDA_LAUNCHED("letToForestKernel");
   }
-  const LetLayout L(p.nodes, p.cells);
+  const LetLayout L(p.nodes, p.cells, p.dipole);
   const std::size_t from[4] = {L.x, L.y, L.z, L.cellMass};
   for (int d = 0; d < 4 && p.cells > 0; ++d)
     AG_CUDA_TRY(cudaMemcpyAsync(cells[d] + p.cellBase, p.raw + from[d], p.cells * sizeof(double),
@@ -235,7 +248,7 @@ Status scanLetCounts(void* temp, std::size_t& tempBytes, const unsigned long lon
 Status launchLetPack(const LetTreeView& tree, const unsigned char* state, const unsigned long long* offset,
                      unsigned long long letNodes, unsigned long long letCells, bool secondMoment, void* out,
                      cudaStream_t s) {
-  AG_CUDA_TRY(cudaMemsetAsync(out, 0, LetLayout(letNodes, letCells).end, s));
+  AG_CUDA_TRY(cudaMemsetAsync(out, 0, LetLayout(letNodes, letCells, tree.dip != nullptr).end, s));
   PackParams p;
   p.tree = tree;
   p.state = state;

@@ -61,6 +61,25 @@ __device__ __forceinline__ void addCellSecondMoments(const D4& cell, double cx, 
   S = __dadd_rn(S, __dmul_rn(cell.w, squaredNorm(dx, dy, dz)));
 }
 
+/// core/moments.cpp's leaf dipole about (cx, cy, cz): d += m (x - c), the same differences as the quadrupole's.
+__device__ __forceinline__ void addCellDipole(const D4& cell, double cx, double cy, double cz, double* d) {
+  d[0] = __dadd_rn(d[0], __dmul_rn(cell.w, __dsub_rn(cell.x, cx)));
+  d[1] = __dadd_rn(d[1], __dmul_rn(cell.w, __dsub_rn(cell.y, cy)));
+  d[2] = __dadd_rn(d[2], __dmul_rn(cell.w, __dsub_rn(cell.z, cz)));
+}
+
+/// moments.cpp addDipoleShift: the child's dipole's part of moving its quadrupole to the parent's centre.
+__device__ __forceinline__ void addDipoleShift(double* q, const double* D, const double* s) {
+  const double ds = __dadd_rn(__dadd_rn(__dmul_rn(D[0], s[0]), __dmul_rn(D[1], s[1])), __dmul_rn(D[2], s[2]));
+  const double ds2 = __dmul_rn(2.0, ds);
+  q[0] = __dadd_rn(q[0], __dsub_rn(__dmul_rn(__dmul_rn(6.0, D[0]), s[0]), ds2));
+  q[1] = __dadd_rn(q[1], __dmul_rn(3.0, __dadd_rn(__dmul_rn(D[0], s[1]), __dmul_rn(s[0], D[1]))));
+  q[2] = __dadd_rn(q[2], __dmul_rn(3.0, __dadd_rn(__dmul_rn(D[0], s[2]), __dmul_rn(s[0], D[2]))));
+  q[3] = __dadd_rn(q[3], __dsub_rn(__dmul_rn(__dmul_rn(6.0, D[1]), s[1]), ds2));
+  q[4] = __dadd_rn(q[4], __dmul_rn(3.0, __dadd_rn(__dmul_rn(D[1], s[2]), __dmul_rn(s[1], D[2]))));
+  q[5] = __dadd_rn(q[5], __dsub_rn(__dmul_rn(__dmul_rn(6.0, D[2]), s[2]), ds2));
+}
+
 template <bool Recompute>
 __device__ __forceinline__ NodeMoments childMoments(const MomentsParams& p, unsigned k) {
   if (!Recompute || k < p.stored) return p.moments[k];
@@ -68,6 +87,8 @@ __device__ __forceinline__ NodeMoments childMoments(const MomentsParams& p, unsi
   const D4 mac = p.nodeMac[k];
   NodeMoments c;
   c.m = 0;
+  c.a = 0;
+  c.d[0] = c.d[1] = c.d[2] = 0;
   c.cx = mac.x;
   c.cy = mac.y;
   c.cz = mac.z;
@@ -80,6 +101,7 @@ __device__ __forceinline__ NodeMoments childMoments(const MomentsParams& p, unsi
   for (unsigned j = t.x; j < t.x + t.y; ++j) {
     const D4 cell = p.cells[j];
     c.m = __dadd_rn(c.m, cell.w);
+    if (p.signedSources) c.a = __dadd_rn(c.a, fabs(cell.w));
     const double h = __dmul_rn(0.5, p.size[j]);
     c.lo[0] = stdMin(c.lo[0], __dsub_rn(cell.x, h));
     c.hi[0] = stdMax(c.hi[0], __dadd_rn(cell.x, h));
@@ -88,7 +110,9 @@ __device__ __forceinline__ NodeMoments childMoments(const MomentsParams& p, unsi
     c.lo[2] = stdMin(c.lo[2], __dsub_rn(cell.z, h));
     c.hi[2] = stdMax(c.hi[2], __dadd_rn(cell.z, h));
     addCellSecondMoments(cell, c.cx, c.cy, c.cz, c.q, c.s);
+    if (p.signedSources) addCellDipole(cell, c.cx, c.cy, c.cz, c.d);
   }
+  if (!p.signedSources) c.a = c.m;
   return c;
 }
 
@@ -108,13 +132,16 @@ __global__ void __launch_bounds__(kThreads) momentsLevelKernel(MomentsParams p, 
   double centre[3];
   for (int d = 0; d < 3; ++d) centre[d] = __dadd_rn(p.rootLo[d], __dmul_rn(double(ic[d]) + 0.5, side));
 
-  double M = 0, sx = 0, sy = 0, sz = 0;
+  const bool sgn = p.signedSources;
+  double M = 0, A = 0, sx = 0, sy = 0, sz = 0;  // A: sum |m| (signed sources)
   double lo[3] = {CUDART_INF, CUDART_INF, CUDART_INF}, hi[3] = {-CUDART_INF, -CUDART_INF, -CUDART_INF};
   double q[6] = {0, 0, 0, 0, 0, 0};
+  double D[3] = {0, 0, 0};
   if (leaf) {
     for (unsigned j = t.x; j < t.x + t.y; ++j) {
       const D4 c = p.cells[j];
       M = __dadd_rn(M, c.w);
+      if (sgn) A = __dadd_rn(A, fabs(c.w));
       sx = __dadd_rn(sx, __dmul_rn(c.w, c.x));
       sy = __dadd_rn(sy, __dmul_rn(c.w, c.y));
       sz = __dadd_rn(sz, __dmul_rn(c.w, c.z));
@@ -130,6 +157,7 @@ __global__ void __launch_bounds__(kThreads) momentsLevelKernel(MomentsParams p, 
     for (unsigned k = t.z; k < t.z + t.w; ++k) {
       const NodeMoments c = childMoments<Recompute>(p, k);
       M = __dadd_rn(M, c.m);
+      if (sgn) A = __dadd_rn(A, c.a);
       sx = __dadd_rn(sx, __dmul_rn(c.m, c.cx));
       sy = __dadd_rn(sy, __dmul_rn(c.m, c.cy));
       sz = __dadd_rn(sz, __dmul_rn(c.m, c.cz));
@@ -139,43 +167,7 @@ __global__ void __launch_bounds__(kThreads) momentsLevelKernel(MomentsParams p, 
       }
     }
   }
-  double cm[3];
-  if (M > 0) {
-    cm[0] = __ddiv_rn(sx, M);
-    cm[1] = __ddiv_rn(sy, M);
-    cm[2] = __ddiv_rn(sz, M);
-  } else {
-    for (int d = 0; d < 3; ++d) cm[d] = centre[d];  // massless: as the CPU (the walk skips it anyway)
-  }
-  double S = 0;  // core/ewald_walk.cpp nodeSecondMoments
-  if (leaf) {
-    for (unsigned j = t.x; j < t.x + t.y; ++j) {
-      addCellSecondMoments(p.cells[j], cm[0], cm[1], cm[2], q, S);
-    }
-  } else {
-    for (unsigned k = t.z; k < t.z + t.w; ++k) {  // parallel-axis theorem
-      const NodeMoments c = childMoments<Recompute>(p, k);
-      const double dx = __dsub_rn(c.cx, cm[0]), dy = __dsub_rn(c.cy, cm[1]), dz = __dsub_rn(c.cz, cm[2]);
-      for (int r = 0; r < 6; ++r) q[r] = __dadd_rn(q[r], c.q[r]);
-      addQuadrupole(q, c.m, dx, dy, dz);
-      S = __dadd_rn(S, __dadd_rn(c.s, __dmul_rn(c.m, squaredNorm(dx, dy, dz))));
-    }
-  }
-  if (ii < p.stored) {
-    NodeMoments& out = p.moments[ii];
-    out.m = M;
-    out.cx = cm[0];
-    out.cy = cm[1];
-    out.cz = cm[2];
-    for (int r = 0; r < 6; ++r) out.q[r] = q[r];
-    out.s = S;
-    for (int d = 0; d < 3; ++d) {
-      out.lo[d] = lo[d];
-      out.hi[d] = hi[d];
-    }
-  }
-
-  // MAC radius l/theta + delta
+  // the MAC's length and centre (moments.cpp: Barnes the cube's, Bonsai the tight box's)
   double l, ctr[3];
   if (p.mac == int(MacKind::Bonsai)) {
     // std::max({a, b, c})
@@ -188,22 +180,99 @@ __global__ void __launch_bounds__(kThreads) momentsLevelKernel(MomentsParams p, 
     l = side;
     for (int d = 0; d < 3; ++d) ctr[d] = centre[d];
   }
-  const double e0 = __dsub_rn(cm[0], ctr[0]), e1 = __dsub_rn(cm[1], ctr[1]), e2 = __dsub_rn(cm[2], ctr[2]);
-  const double delta = __dsqrt_rn(__dadd_rn(__dadd_rn(__dmul_rn(e0, e0), __dmul_rn(e1, e1)), __dmul_rn(e2, e2)));
+  const double W = sgn ? A : M;  // the node is empty unless W > 0
+  double cm[3];
+  if (sgn) {
+    for (int d = 0; d < 3; ++d) cm[d] = ctr[d];  // signed sources: about the MAC's centre, with the dipole
+  } else if (M > 0) {
+    cm[0] = __ddiv_rn(sx, M);
+    cm[1] = __ddiv_rn(sy, M);
+    cm[2] = __ddiv_rn(sz, M);
+  } else {
+    for (int d = 0; d < 3; ++d) cm[d] = centre[d];  // massless: as the CPU (the walk skips it anyway)
+  }
+  double S = 0;  // core/ewald_walk.cpp nodeSecondMoments
+  if (leaf) {
+    for (unsigned j = t.x; j < t.x + t.y; ++j) {
+      const D4 cell = p.cells[j];
+      addCellSecondMoments(cell, cm[0], cm[1], cm[2], q, S);
+      if (sgn) addCellDipole(cell, cm[0], cm[1], cm[2], D);
+    }
+  } else {
+    for (unsigned k = t.z; k < t.z + t.w; ++k) {  // parallel-axis theorem (with the child's dipole when signed)
+      const NodeMoments c = childMoments<Recompute>(p, k);
+      const double dx = __dsub_rn(c.cx, cm[0]), dy = __dsub_rn(c.cy, cm[1]), dz = __dsub_rn(c.cz, cm[2]);
+      for (int r = 0; r < 6; ++r) q[r] = __dadd_rn(q[r], c.q[r]);
+      addQuadrupole(q, c.m, dx, dy, dz);
+      S = __dadd_rn(S, __dadd_rn(c.s, __dmul_rn(c.m, squaredNorm(dx, dy, dz))));
+      if (sgn) {
+        const double s[3] = {dx, dy, dz};
+        addDipoleShift(q, c.d, s);
+        for (int d = 0; d < 3; ++d) D[d] = __dadd_rn(D[d], __dadd_rn(c.d[d], __dmul_rn(c.m, s[d])));
+        // ewald_walk.cpp: + 2 D.s
+        S = __dadd_rn(S, __dmul_rn(2.0, __dadd_rn(__dadd_rn(__dmul_rn(c.d[0], dx), __dmul_rn(c.d[1], dy)),
+                                                  __dmul_rn(c.d[2], dz))));
+      }
+    }
+  }
+  if (ii < p.stored) {
+    NodeMoments& out = p.moments[ii];
+    out.m = M;
+    out.cx = cm[0];
+    out.cy = cm[1];
+    out.cz = cm[2];
+    for (int r = 0; r < 6; ++r) out.q[r] = q[r];
+    out.s = S;
+    for (int d = 0; d < 3; ++d) out.d[d] = D[d];
+    out.a = W;
+    for (int d = 0; d < 3; ++d) {
+      out.lo[d] = lo[d];
+      out.hi[d] = hi[d];
+    }
+  }
+
+  // MAC radius l/theta + delta (moments.cpp: signed sources |D + M (cm - ctr)| / sum |m|, else |cm - ctr|)
+  double delta;
+  if (sgn && W > 0) {
+    double e[3];
+    for (int d = 0; d < 3; ++d) e[d] = __dadd_rn(D[d], __dmul_rn(M, __dsub_rn(cm[d], ctr[d])));
+    delta = __ddiv_rn(__dsqrt_rn(squaredNorm(e[0], e[1], e[2])), W);
+  } else {
+    const double e0 = __dsub_rn(cm[0], ctr[0]), e1 = __dsub_rn(cm[1], ctr[1]), e2 = __dsub_rn(cm[2], ctr[2]);
+    delta = __dsqrt_rn(squaredNorm(e0, e1, e2));
+  }
   const double macRadius = __dadd_rn(__ddiv_rn(l, p.theta), delta);
 
   D4 mac;
   mac.x = cm[0];
   mac.y = cm[1];
   mac.z = cm[2];
-  mac.w = M > 0 ? macRadius : -1.0;  // the CPU walk skips mass <= 0; macRadius >= 0 otherwise
+  mac.w = W > 0 ? macRadius : -1.0;  // -1: no mass at all, the walks skip it (moments.cpp)
   p.nodeMac[ii] = mac;
   const double s = p.massScale;
   p.nodeMQ[2 * ii] = make_float4(float(M * s), float(q[0] * s), float(q[1] * s), float(q[2] * s));
   p.nodeMQ[2 * ii + 1] = make_float4(float(q[3] * s), float(q[4] * s), float(q[5] * s), float(S * s));
+  if (p.nodeDip) p.nodeDip[ii] = make_float4(float(D[0] * s), float(D[1] * s), float(D[2] * s), 0.f);
+}
+
+__global__ void __launch_bounds__(kThreads) densityContrastKernel(double* __restrict__ mass,
+                                                                  const double* __restrict__ size, unsigned n,
+                                                                  double rho) {
+  for (unsigned i = blockIdx.x * kThreads + threadIdx.x; i < n; i += gridDim.x * kThreads) {
+    const double h = size[i];
+    mass[i] = __dsub_rn(mass[i], __dmul_rn(rho, __dmul_rn(__dmul_rn(h, h), h)));  // moments.cpp, unfused
+  }
 }
 
 }  // namespace
+
+Status launchDensityContrast(double* mass, const double* size, unsigned n, double rho, cudaStream_t s) {
+  if (n == 0) return Status::success();
+  const unsigned want = (n + kThreads - 1) / kThreads, blocks = want < 4096u ? want : 4096u;
+  densityContrastKernel<<<blocks, kThreads, 0, s>>>(mass, size, n, rho);
+  AG_CUDA_LAUNCHED("densityContrastKernel");
+  return Status::success();
+}
 
 Status launchMomentsLevel(const MomentsParams& p, unsigned begin, unsigned end, int level, cudaStream_t s) {
   if (end <= begin) return Status::success();

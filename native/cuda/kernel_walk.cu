@@ -107,20 +107,23 @@ __device__ __forceinline__ RingBatch popBatch(unsigned& head, unsigned& tail, un
 }
 
 /// Every record a batch's node may need, loaded at once before the MAC decides which are used (one memory round
-/// trip per batch instead of dependent ones); an invalid lane gets a massless record (mac.w = -1).
-template <int Order>
+/// trip per batch instead of dependent ones); an invalid lane gets a massless record (mac.w = -1). Periodic walks
+/// also take the node's dipole (0 unless the sources are signed: p.nodeDip).
+template <int Order, bool Periodic>
 __device__ __forceinline__ void loadNodeRecords(const WalkParams& p, unsigned node, bool valid, D4& mac, uint4& topo,
-                                                float4& mq0, float4& mq1) {
+                                                float4& mq0, float4& mq1, float4& dip) {
   mac.x = mac.y = mac.z = 0.0;
   mac.w = -1.0;
   topo = make_uint4(0u, 0u, 0u, 0u);
   mq0 = make_float4(0.f, 0.f, 0.f, 0.f);
   mq1 = mq0;
+  dip = mq0;
   if (valid) {
     mac = p.nodeMac[node];
     topo = p.topo[node];
     mq0 = p.nodeMQ[2 * std::size_t(node)];
     if (Order >= 2) mq1 = p.nodeMQ[2 * std::size_t(node) + 1];
+    if (Periodic && p.nodeDip) dip = p.nodeDip[node];
   }
 }
 
@@ -186,8 +189,9 @@ __device__ __forceinline__ void entryQuadrupole(const WarpLists<Order>& L, int k
 /// compile-time trip count that unrolls). Ew = kEwaldPerCell: every (cell, entry) pair adds its own correction
 /// (aLo.w holds the node's S).
 template <int Order, bool Accel, int CPL, bool Split, bool Full, int Ew>
-__device__ __forceinline__ void evalApprox(const WarpLists<Order>& L, int count, Targets<CPL>& T,
+__device__ __forceinline__ void evalApprox(const WarpLists<Order>& L, const float4* aDip, int count, Targets<CPL>& T,
                                            const EwaldDeviceView& ev) {
+  constexpr bool Dipole = Ew != kNoEwald;  // periodic lists carry the nodes' dipoles (signed sources)
   float p[CPL], fx[CPL], fy[CPL], fz[CPL], qx[CPL], qy[CPL], qz[CPL];
 #pragma unroll
   for (int c = 0; c < CPL; ++c) p[c] = fx[c] = fy[c] = fz[c] = qx[c] = qy[c] = qz[c] = 0.0f;
@@ -198,16 +202,22 @@ __device__ __forceinline__ void evalApprox(const WarpLists<Order>& L, int count,
     const float4 sl = Split || Ew == kEwaldPerCell ? L.aLo[k] : make_float4(0.f, 0.f, 0.f, 0.f);
     float q[6];
     entryQuadrupole(L, k, q);
+    float pd[3] = {0.f, 0.f, 0.f};
+    if (Dipole) {
+      const float4 dv = aDip[k];
+      pd[0] = dv.x; pd[1] = dv.y; pd[2] = dv.z;
+    }
 #pragma unroll
     for (int c = 0; c < CPL; ++c) {
       const float dx = diff<Split>(T.tx[c], T.txl[c], s.x, sl.x), dy = diff<Split>(T.ty[c], T.tyl[c], s.y, sl.y),
                   dz = diff<Split>(T.tz[c], T.tzl[c], s.z, sl.z);
-      if (Accel) nodeCellForce<float, Order>(dx, dy, dz, s.w, q, p[c], fx[c], fy[c], fz[c], qx[c], qy[c], qz[c]);
-      else nodeCellPotential<float, Order>(dx, dy, dz, s.w, q, p[c]);
+      if (Accel)
+        nodeCellForce<float, Order, Dipole>(dx, dy, dz, s.w, q, p[c], fx[c], fy[c], fz[c], qx[c], qy[c], qz[c], pd);
+      else nodeCellPotential<float, Order, Dipole>(dx, dy, dz, s.w, q, p[c], pd);
       if (Ew == kEwaldPerCell) {
         float qf[6];
         plainQuadrupole<Accel>(q, qf);
-        ewaldNodeCorrection<Order, Accel>(ev, dx, dy, dz, s.w, qf, sl.w, p[c], fx[c], fy[c], fz[c]);
+        ewaldNodeCorrection<Order, Accel, true>(ev, dx, dy, dz, s.w, qf, sl.w, p[c], fx[c], fy[c], fz[c], pd);
       }
     }
   }
@@ -263,12 +273,13 @@ __device__ __forceinline__ void evalDirect(const WarpLists<Order>& L, int count,
 
 /// After a full flush: entries [32, count) move to [0, count - 32) (fewer than 32, one per lane).
 template <int Order>
-__device__ __forceinline__ void shiftApprox(WarpLists<Order>& L, int rem, int lane) {
-  float4 a = make_float4(0, 0, 0, 0), al = a, qa = a;
+__device__ __forceinline__ void shiftApprox(WarpLists<Order>& L, float4* aDip, int rem, int lane) {
+  float4 a = make_float4(0, 0, 0, 0), al = a, qa = a, dp = a;
   float2 qb = make_float2(0, 0);
   if (lane < rem) {
     a = L.aPos[32 + lane];
     al = L.aLo[32 + lane];
+    if (aDip) dp = aDip[32 + lane];
     if (Order >= 2) {
       qa = L.aQa[32 + lane];
       qb = L.aQb[32 + lane];
@@ -278,6 +289,7 @@ __device__ __forceinline__ void shiftApprox(WarpLists<Order>& L, int rem, int la
   if (lane < rem) {
     L.aPos[lane] = a;
     L.aLo[lane] = al;
+    if (aDip) aDip[lane] = dp;
     if (Order >= 2) {
       L.aQa[lane] = qa;
       L.aQb[lane] = qb;
@@ -304,10 +316,10 @@ __device__ __forceinline__ void shiftDirect(WarpLists<Order>& L, int rem, int la
 /// Evaluates a full batch (Full) or the last entries of the accepted-node list with the group's precision
 /// (warp-uniform).
 template <int Order, bool Accel, int CPL, int Ew, bool Full>
-__device__ __forceinline__ void flushApprox(const WarpLists<Order>& L, int count, Targets<CPL>& T, bool split,
-                                            const EwaldDeviceView& ev) {
-  if (split) evalApprox<Order, Accel, CPL, true, Full, Ew>(L, count, T, ev);
-  else evalApprox<Order, Accel, CPL, false, Full, Ew>(L, count, T, ev);
+__device__ __forceinline__ void flushApprox(const WarpLists<Order>& L, const float4* aDip, int count, Targets<CPL>& T,
+                                            bool split, const EwaldDeviceView& ev) {
+  if (split) evalApprox<Order, Accel, CPL, true, Full, Ew>(L, aDip, count, T, ev);
+  else evalApprox<Order, Accel, CPL, false, Full, Ew>(L, aDip, count, T, ev);
 }
 
 /// As flushApprox for the direct list.
@@ -447,8 +459,11 @@ template <int Order, bool Accel, int CPL, bool Vote, int Ew>
 __device__ __forceinline__ void walkBody(const WalkParams& p) {
   constexpr bool Periodic = Ew != kNoEwald;
   __shared__ WarpLists<Order> lists[kWalkWarpsPerBlock];
+  // periodic walks: the accepted nodes' dipoles beside the lists (signed sources; zeros otherwise)
+  __shared__ float4 dipLists[kWalkWarpsPerBlock][Periodic ? kListCap : 1];
   const int lane = threadIdx.x & 31;
   WarpLists<Order>& L = lists[threadIdx.x >> 5];
+  float4* const aDip = Periodic ? dipLists[threadIdx.x >> 5] : nullptr;
   const unsigned warpId = blockIdx.x * kWalkWarpsPerBlock + (threadIdx.x >> 5);
   unsigned* const queue = p.queue + std::size_t(warpId) * p.queueCap;
   // the expansion kernel's image tags, one per queue entry (core/ewald_expansion_k.h, hoisted corrections)
@@ -511,9 +526,9 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
       const unsigned keepFrom = rb.keepFrom;
       D4 mac;
       uint4 topo;
-      float4 mq0, mq1;
-      loadNodeRecords<Order>(p, node, valid, mac, topo, mq0, mq1);
-      const bool live = valid && mac.w >= 0.0;  // mass > 0
+      float4 mq0, mq1, dip;
+      loadNodeRecords<Order, Periodic>(p, node, valid, mac, topo, mq0, mq1, dip);
+      const bool live = valid && mac.w >= 0.0;  // not empty (core/moments.cpp)
       // periodic: the node's image nearest the group; a node unusable there is opened (cpu_walk.cpp buildLists).
       // Below a hoisted node: that node's image, no test.
       double com[3] = {mac.x, mac.y, mac.z};
@@ -552,13 +567,14 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
           L.aQa[pos] = make_float4(d * mq0.y, mq0.z, mq0.w, d * mq1.x);
           L.aQb[pos] = make_float2(mq1.y, d * mq1.z);
         }
+        if (Periodic) aDip[pos] = dip;
       }
       aCount += __popc(am);
       accepted += __popc(am);
       __syncwarp();
       if (aCount >= 32) {
-        flushApprox<Order, Accel, CPL, Ew, true>(L, 32, T, split, p.ewald);
-        shiftApprox(L, aCount - 32, lane);
+        flushApprox<Order, Accel, CPL, Ew, true>(L, aDip, 32, T, split, p.ewald);
+        shiftApprox(L, aDip, aCount - 32, lane);
         aCount -= 32;
       }
 
@@ -634,7 +650,7 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
     if (overflow) break;  // the host reruns the whole walk with a larger queue
 
     // ---- the remaining entries, then the results
-    if (aCount > 0) flushApprox<Order, Accel, CPL, Ew, false>(L, aCount, T, split, p.ewald);
+    if (aCount > 0) flushApprox<Order, Accel, CPL, Ew, false>(L, aDip, aCount, T, split, p.ewald);
     if (dCount > 0) flushDirect<Order, Accel, CPL, Ew, false>(L, dCount, T, split, p.ewald);
     __syncwarp();  // the lists are rewritten by the next group
 #pragma unroll
@@ -719,8 +735,8 @@ __global__ void __launch_bounds__(kWalkThreads, AG_EWALD_CORRECTION_MIN_BLOCKS)
       const unsigned keepFrom = rb.keepFrom;
       D4 mac;
       uint4 topo;
-      float4 mq0, mq1;
-      loadNodeRecords<Order>(p, node, valid, mac, topo, mq0, mq1);
+      float4 mq0, mq1, dip;
+      loadNodeRecords<Order, true>(p, node, valid, mac, topo, mq0, mq1, dip);
       const bool live = valid && mac.w >= 0.0;
       double com[3] = {mac.x, mac.y, mac.z};
       int image[3] = {0, 0, 0};
@@ -731,8 +747,9 @@ __global__ void __launch_bounds__(kWalkThreads, AG_EWALD_CORRECTION_MIN_BLOCKS)
       const bool hoisted = open && p.hoistCorrection && hoistable && hoistedImageTag(image) != 0u;
       if (acc || hoisted) {
         const float q[6] = {mq0.y, mq0.z, mq0.w, mq1.x, mq1.y, mq1.z};
+        const float pd[3] = {dip.x, dip.y, dip.z};
         ewaldLocalAddNode<Order>(ev, float(gc[0] - com[0]), float(gc[1] - com[1]), float(gc[2] - com[2]), mq0.x, q,
-                                 mq1.w, a);
+                                 mq1.w, a, pd);
       } else if (open && topo.w == 0u) {
         // a leaf with no usable ancestor (shallow trees only: hoisting stops the traversal above the leaves)
         for (unsigned j = 0; j < topo.y; ++j) {

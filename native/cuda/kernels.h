@@ -54,6 +54,8 @@ struct NodeMoments {
   double q[6];          ///< traceless quadrupole about (cx, cy, cz): xx, xy, xz, yy, yz, zz
   double s;             ///< second-moment trace sum m |x - com|^2 (the periodic walk's correction needs it)
   double lo[3], hi[3];  ///< tight box around the cells' extents
+  double d[3];          ///< signed sources: the dipole about (cx, cy, cz) (core/moments.cpp), else 0
+  double a;             ///< signed sources: sum |m|, else the mass
 };
 
 // ---------------------------------------------------------------- keys, sort, gather (kernel_keys.cu)
@@ -63,6 +65,7 @@ constexpr int kBoundsBlocks = 256;  ///< partial results of the bounds reduction
 /// What the bounds kernel checks of every cell: the conditions of core/validate.cpp validateCells.
 struct CellChecks {
   bool hasBox = false;
+  bool signedMasses = false;  ///< negative masses are allowed (SolveOptions::signedSources)
   double boxLo[3] = {0, 0, 0}, boxHi[3] = {0, 0, 0};
   unsigned* firstBad = nullptr;  ///< atomicMin of the index of a cell that fails (initialise to 0xffffffff)
 };
@@ -130,7 +133,12 @@ struct MomentsParams {
   double theta;
   int mac;            ///< MacKind
   double massScale;   ///< power of two applied to masses (and quadrupoles) stored as float
+  bool signedSources; ///< expand about the MAC's centre with a dipole (core/moments.cpp)
+  float4* nodeDip;    ///< signed sources: per node the dipole (x, y, z, 0) times massScale, else null
 };
+
+/// The density contrast (core/tree.h applyDensityContrast): mass[i] -= rho size[i]^3 over the sorted, scaled cells.
+Status launchDensityContrast(double* mass, const double* size, unsigned n, double rho, cudaStream_t s);
 
 /// Moments of the nodes [begin, end) of one level; the next level's moments must be complete.
 Status launchMomentsLevel(const MomentsParams& p, unsigned begin, unsigned end, int level, cudaStream_t s);
@@ -151,6 +159,7 @@ struct WalkParams {
   const double* selfTerm;   ///< sorted self terms (launchWalkPrep); phi is the same array
   const D4* nodeMac;
   const float4* nodeMQ;
+  const float4* nodeDip;  ///< signed sources: per node the dipole (times massScale); null: none (about the com, 0)
   const uint4* topo;
   unsigned n, groupSize, numGroups;
   double massScale;
@@ -203,6 +212,7 @@ struct LetTreeView {
   const uint4* topo;
   const D4* mac;
   const float4* mq;
+  const float4* dip;  ///< signed sources: the nodes' dipoles (times massScale), packed as AMRGLET2; else null
   DeviceCells cells;
   unsigned nodes;
   double invMassScale;
@@ -244,13 +254,14 @@ struct LetIntoForest {
   unsigned long long nodes, cells;
   unsigned rootAt, nodeBase, cellBase;
   double massScale;  ///< the walk's masses and quadrupoles are stored times this (as float)
+  bool dipole;       ///< the LET carries dipoles (AMRGLET2, core/let_layout.h)
 };
 
 /// The LET's nodes into the forest's topology, MAC records and multipoles (the walk's layout, as the host would
-/// convert mergeLets' forest; the second moments into the multipoles' last slot), its cells into cells[0..3] (x, y,
-/// z, mass).
-Status launchLetToForest(const LetIntoForest& p, uint4* topo, D4* mac, float4* mq, double* const cells[4],
-                         cudaStream_t s);
+/// convert mergeLets' forest; the second moments into the multipoles' last slot), its dipoles into `dip` (an
+/// AMRGLET2 LET; `dip` may be null otherwise), its cells into cells[0..3] (x, y, z, mass).
+Status launchLetToForest(const LetIntoForest& p, uint4* topo, D4* mac, float4* mq, float4* dip,
+                         double* const cells[4], cudaStream_t s);
 
 // ---------------------------------------------------------------- direct summation (kernel_direct.cu)
 

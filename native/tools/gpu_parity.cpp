@@ -38,6 +38,7 @@
 #include "core/let.h"
 #include "core/tree.h"
 #include "core/types.h"
+#include "cpu/fixed_sum.h"
 #include "cuda/cuda_backend.h"
 
 using namespace amrgrav;
@@ -464,7 +465,8 @@ void runLetParity(Summary& sum, CudaBackend& gpu, const std::string& name, const
   double side = 0;
   for (int d = 0; d < 3; ++d) side = std::max(side, hi[d] - lo[d]);
   SolveStats stats;
-  if (st.ok()) st = gpu.rankBuild(cells.view(), o, lengthScaleFor(side), stats);
+  const double total = fixedOrderSum(cells.view().mass, cells.view().n, 0);  // as the driver's, one rank
+  if (st.ok()) st = gpu.rankBuild(cells.view(), o, lengthScaleFor(side), total, stats);
   RankSummary rs{};
   if (st.ok()) st = gpu.rankSummary(rs);
   std::vector<RemoteBox> boxes;
@@ -963,7 +965,9 @@ void runSplitBench(const Args& a) {
     SolveStats stats[2];
     for (int r = 0; r < 2; ++r)
       timed(r, kBuild, [&] {
-        AG_TRY(rank[r]->rankBuild(half[r].view(), o, lengthScaleFor(side), stats[r]));
+        const double total = fixedOrderSum(half[0].view().mass, half[0].view().n, 0) +
+                             fixedOrderSum(half[1].view().mass, half[1].view().n, 0);  // the driver's allreduce
+        AG_TRY(rank[r]->rankBuild(half[r].view(), o, lengthScaleFor(side), total, stats[r]));
         return rank[r]->rankSummary(sm[r]);
       });
     for (int r = 0; r < 2; ++r)
