@@ -214,7 +214,7 @@ Status distributedImpl(RankEngine& engine, const CellsView& cells, const SolveOp
   if (st.ok()) st = engine.open(cells, opt, lo, hi);
   if (!st.ok())
     for (int d = 0; d < 3; ++d) { lo[d] = INFINITY; hi[d] = -INFINITY; }
-  st = agreeToProceed(st, lo, hi);
+  st = agreeToProceed(st, lo, hi, &opt);
   if (!st.ok()) return st;
 
   // ---- from here on, every rank goes on to the end or the job aborts ----
@@ -229,7 +229,14 @@ Status distributedImpl(RankEngine& engine, const CellsView& cells, const SolveOp
   for (int d = 0; d < 3; ++d) side = std::max(side, hi[d] - lo[d]);
   if (!(side > 0)) side = 1;  // no cells anywhere, or a single point mass
 
-  orAbort(engine.build(cells, opt, lengthScaleFor(side), out.stats));
+  // The build can still reject the input (coincident cells show only after the key sort), so the ranks agree once
+  // more (one small allreduce) before the first step that would leave another rank waiting.
+  {
+    Status built = engine.build(cells, opt, lengthScaleFor(side), out.stats);
+    double noLo[3] = {INFINITY, INFINITY, INFINITY}, noHi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    built = agreeToProceed(built, noLo, noHi, &opt);
+    if (!built.ok()) return built;
+  }
 
   auto t = Clock::now();
   RankSummary mine;
@@ -382,7 +389,7 @@ Status failDistributedSolve(const Status& why) {
   if (mpiWorld().size > 1) {
     std::lock_guard<std::mutex> lock(mpiLock());
     double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
-    return agreeToProceed(why, lo, hi);
+    return agreeToProceed(why, lo, hi, nullptr);
   }
 #endif
   return why;
