@@ -41,7 +41,15 @@ describe('bad cell data', () => {
     c.y[b] = c.y[a];
     c.z[b] = c.z[a];
     c.mass[b] = 3; // the masses and sizes may differ: the centre alone makes them coincide
-    for (const run of [() => solver.solveCells(c), () => solver.directCells(c), () => solver.solveCells(c, { box: { lo: [0, 0, 0], hi: [1, 1, 1] } })]) {
+    // the GPU (where there is one: the lead's device run) checks on the device after its own sort, same message
+    const gpu = nativeFeatures().cuda ? new GravitySolver({ backend: 'cuda' }) : solver;
+    for (const run of [
+      () => solver.solveCells(c),
+      () => solver.directCells(c),
+      () => solver.solveCells(c, { box: { lo: [0, 0, 0], hi: [1, 1, 1] } }),
+      () => gpu.solveCells(c),
+      () => gpu.directCells(c),
+    ]) {
       const err = await run().catch((e: unknown) => e);
       expect(err).toBeInstanceOf(InvalidInputError);
       expect((err as Error).message).toMatch(new RegExp(`cells ${a} and ${b} have the same centre \\(`));
@@ -56,8 +64,11 @@ describe('bad cell data', () => {
     for (let i = 0; i < 200; i++) c.x[i] = 0.5 + i * 1e-12; // all 200 in one key cell (2^-21 of the root)
     for (let i = 0; i < 200; i++) c.y[i] = c.z[i] = 0.5;
     await expect(solver.solveCells(c)).resolves.toBeDefined();
+    const gpu = nativeFeatures().cuda ? new GravitySolver({ backend: 'cuda' }) : solver;
+    await expect(gpu.solveCells(c)).resolves.toBeDefined();
     c.x[150] = c.x[20];
     await expect(solver.solveCells(c)).rejects.toThrow(/cells 20 and 150 have the same centre/);
+    await expect(gpu.solveCells(c)).rejects.toThrow(/cells 20 and 150 have the same centre/);
   });
 
   // masses >= ~1e306 used to give -Inf potentials with status OK
@@ -69,16 +80,19 @@ describe('bad cell data', () => {
     const c = randomCells(100, 11);
     spoil(c);
     const s = new GravitySolver(options);
-    for (const run of [() => s.solveCells(c), () => s.directCells(c)])
+    const gpu = nativeFeatures().cuda ? new GravitySolver({ ...options, backend: 'cuda' }) : s;
+    for (const run of [() => s.solveCells(c), () => s.directCells(c), () => gpu.solveCells(c), () => gpu.directCells(c)])
       await expect(run()).rejects.toThrow(/the masses are too large for double precision/);
   });
 
   it('large but representable masses solve to finite potentials', async () => {
     const c = randomCells(100, 11);
     c.mass.fill(1e290);
-    const r = await new GravitySolver({ accelerations: true }).solveCells(c);
-    expect(r.potential.every((p) => Number.isFinite(p) && p < 0)).toBe(true);
-    expect(r.accelerations!.x.every(Number.isFinite)).toBe(true);
+    for (const backend of nativeFeatures().cuda ? (['cpu', 'cuda'] as const) : (['cpu'] as const)) {
+      const r = await new GravitySolver({ accelerations: true, backend }).solveCells(c);
+      expect(r.potential.every((p) => Number.isFinite(p) && p < 0), backend).toBe(true);
+      expect(r.accelerations!.x.every(Number.isFinite), backend).toBe(true);
+    }
   });
 
   it('cells outside the box', async () => {

@@ -232,6 +232,14 @@ describe('failures under mpirun', () => {
     expect(run.stdout).not.toContain('not reached');
   });
 
+  it('a rank killed with SIGKILL before its first solve still ends the job', async () => {
+    const run = await mpirun(2, script('exitCheck.mjs'), { args: ['kill'] });
+    expect(run.timedOut, run.stderr).toBe(false);
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toMatch(/signal 9|Killed/);
+    expect(run.stdout).not.toContain('not reached');
+  });
+
   it('ranks passing different options (G, boundary, theta) or coincident cells get an error naming them on every rank', async () => {
     const np = 3;
     const run = await mpirun(np, script('optionsCheck.mjs'));

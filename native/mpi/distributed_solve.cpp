@@ -217,7 +217,7 @@ Status distributedImpl(RankEngine& engine, const CellsView& cells, const SolveOp
   st = agreeToProceed(st, lo, hi, &opt);
   if (!st.ok()) return st;
 
-  // ---- from here on, every rank goes on to the end or the job aborts ----
+  // ---- from here on, every rank goes on to the end or the job aborts (the build's checks are agreed on below) ----
   const ResultTargets into = out.into;  // the caller's result arrays, if any
   out = SolveResult{};
   out.into = into;
