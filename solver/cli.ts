@@ -172,7 +172,8 @@ function table(rows: Record<string, string | number>[]): string {
   return [line(keys), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');
 }
 
-async function validate(argv: string[]): Promise<void> {
+/** Exit status of a validation: 1 when --check is given and a verdict is FAIL. */
+async function validate(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -189,13 +190,18 @@ async function validate(argv: string[]): Promise<void> {
       problem: { type: 'string' },
       n: { type: 'string' },
       sampling: { type: 'string' },
+      check: { type: 'boolean' },
     },
   });
   const problem = positionals[0] ?? 'maclaurin';
   if (problem === 'periodic') return validatePeriodic(values);
-  if (values.help) return void console.log(`${HELP.validate}\n${HELP.periodic}\n${HELP.solver}`);
+  if (values.help) {
+    console.log(`${HELP.validate}\n${HELP.periodic}\n${HELP.solver}`);
+    return 0;
+  }
   if (problem !== 'maclaurin') throw new UsageError(`unknown validation problem '${problem}' (known: maclaurin, periodic)`);
   const { runMaclaurin, sweepMaclaurin } = await import('../validation/maclaurinRun.js');
+  const { maclaurinVerdict } = await import('../validation/verdict.js');
   const setup = {
     levels: intArg('levels', values.levels, 5, 1, 12),
     e: numberArg('e', values.e, 0.9, (x) => x >= 0 && x < 1),
@@ -214,11 +220,16 @@ async function validate(argv: string[]): Promise<void> {
       const { plotSweep } = await import('../validation/plot/sweepPlot.js');
       await plotSweep(reports, values.plot);
     }
-    if (values.json) return void console.log(JSON.stringify(reports));
+    const verdicts = reports.map((r) => maclaurinVerdict(r, setup));
+    const failed = values.check && verdicts.some((v) => !v.pass) ? 1 : 0;
+    if (values.json) {
+      console.log(JSON.stringify(reports.map((r, i) => ({ ...r, verdict: verdicts[i] }))));
+      return failed;
+    }
     console.log(`MacLaurin spheroid e=${setup.e}, a1=${setup.a1}, levels=${setup.levels}, ${reports[0].cells} cells`);
     console.log(
       table(
-        reports.map((r) => ({
+        reports.map((r, i) => ({
           theta: r.method === 'direct' ? 'direct' : String(r.theta),
           order: String(r.order),
           maxRelError: r.maxRelError,
@@ -226,13 +237,20 @@ async function validate(argv: string[]): Promise<void> {
           'tree-vs-direct max': r.treeVsDirectMaxRelError ?? '-',
           interactionsPerCell: Math.round(r.interactionsPerCell),
           seconds: r.seconds,
+          tolerance: verdicts[i].tolerance,
+          verdict: verdicts[i].pass ? 'PASS' : 'FAIL',
         })),
       ),
     );
-    return;
+    console.log(`(tolerance: max relative error against the analytic potential; ${[...new Set(verdicts.map((v) => v.basis))].join('; ')})`);
+    return failed;
   }
   const r = await runMaclaurin({ ...setup, solver, direct: !!values.direct });
-  if (values.json) return void console.log(JSON.stringify(r));
+  const v = maclaurinVerdict(r, setup);
+  if (values.json) {
+    console.log(JSON.stringify({ ...r, verdict: v }));
+    return values.check && !v.pass ? 1 : 0;
+  }
   console.log(
     `MacLaurin spheroid e=${r.e}, a1=${r.a1}: ${r.cells} leaf cells in ${r.blocks} blocks, levels ${r.levels}, ` +
       `${r.method === 'direct' ? 'direct summation' : `tree theta=${r.theta} order=${r.order}`} on ${r.backend}` +
@@ -242,19 +260,29 @@ async function validate(argv: string[]): Promise<void> {
   console.log(`  mean relative error  ${fmt(r.meanRelError)}`);
   console.log(`  interactions/cell    ${Math.round(r.interactionsPerCell)}`);
   console.log(`  solve time           ${fmt(r.seconds)} s`);
+  console.log(`  ${v.pass ? 'PASS' : 'FAIL'}: max relative error ${fmt(v.error)} ${v.pass ? '<=' : '>'} tolerance ${fmt(v.tolerance)} (${v.basis})`);
+  return values.check && !v.pass ? 1 : 0;
 }
 
-async function validatePeriodic(values: Record<string, string | boolean | undefined>): Promise<void> {
-  if (values.help) return void console.log(`${HELP.periodic}\n${HELP.solver}`);
+async function validatePeriodic(values: Record<string, string | boolean | undefined>): Promise<number> {
+  if (values.help) {
+    console.log(`${HELP.periodic}\n${HELP.solver}`);
+    return 0;
+  }
   const { flashProblems, periodicProblems, runPeriodicProblem } = await import('../validation/periodicRun.js');
+  const { periodicVerdict, periodicMarginBelowFlash } = await import('../validation/verdict.js');
   const which = choiceArg('problem', values.problem as string | undefined, 'all', ['all', 'flash', ...periodicProblems] as const);
   const n = intArg('n', values.n as string | undefined, 32, 4, 512);
   const sampling = choiceArg('sampling', values.sampling as string | undefined, 'average', ['average', 'centre'] as const);
   const solver = solverOptions(values);
   const names = which === 'all' ? periodicProblems : which === 'flash' ? flashProblems : [which];
-  const reports = [];
+  const reports: Awaited<ReturnType<typeof runPeriodicProblem>>[] = [];
   for (const name of names) reports.push(await runPeriodicProblem(name, n, solver, sampling));
-  if (values.json) return void console.log(JSON.stringify(reports.flat()));
+  const failed = values.check && reports.some((r) => !Array.isArray(r) && periodicVerdict(r)?.pass === false) ? 1 : 0;
+  if (values.json) {
+    console.log(JSON.stringify(reports.flat().map((r) => ('maxError' in r ? { ...r, verdict: periodicVerdict(r) } : r))));
+    return failed;
+  }
   const grids = reports.flat().filter((r) => 'maxError' in r);
   if (grids.length) {
     console.log(`periodic validation, theta ${solver.theta}, order ${solver.order}, self term ${solver.selfPotential}, ` +
@@ -270,11 +298,13 @@ async function validatePeriodic(values: Record<string, string | boolean | undefi
           'FLASH tol': r.flashTolerance ?? '-',
           'below FLASH': r.marginBelowFlash ? `${r.marginBelowFlash.toFixed(1)}x` : '-',
           seconds: r.seconds,
+          verdict: ((v) => (v ? (v.pass ? 'PASS' : 'FAIL') : '-'))(periodicVerdict(r)),
         })),
       ),
     );
     console.log('(FLASH tolerance against maxError: absolute, no fitted constant; zero mean when fully periodic,');
     console.log(' the sheet and line conventions for the layer and the cylinder)');
+    console.log(`(verdict: PASS when maxError is at least ${periodicMarginBelowFlash}x below FLASH's tolerance; '-': no tolerance, reported only)`);
   }
   for (const r of reports.flat()) {
     if ('errors' in r) {
@@ -282,6 +312,7 @@ async function validatePeriodic(values: Record<string, string | boolean | undefi
         r.errors.map((e) => `theta ${e.theta}: ${fmt(e.maxError)}`).join(', '));
     }
   }
+  return failed;
 }
 
 async function bench(argv: string[]): Promise<void> {
@@ -486,7 +517,7 @@ async function main(argv: string[]): Promise<number> {
     // FLASH files are read and written whole by one process: the file commands are not distributed (yet)
     if (ranks > 1 && (command === 'make' || command === 'plot'))
       throw new UsageError(`'${command}' runs on one rank; under mpirun use solve, validate or bench`);
-    if (command === 'validate') await validate(rest);
+    if (command === 'validate') return await validate(rest);
     else if (command === 'bench') await bench(rest);
     else if (command === 'solve') await solve(rest);
     else if (command === 'make') await make(rest);

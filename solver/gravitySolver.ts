@@ -91,6 +91,19 @@ export interface MeshSolveOptions {
 
 let warnedFallback = false;
 
+/**
+ * The CUDA probe's reason in a user's words (stats.backendReason keeps the runtime's own). CUDA's runtime says
+ * "CUDA driver version is insufficient" both when no NVIDIA driver is installed and when it is too old for the
+ * runtime; on a machine without a GPU that reads as a broken install, so it is said plainly.
+ * @private exported for the tests
+ */
+export function fallbackReason(cudaReason: string): string {
+  if (/InsufficientDriver|NoDriver|driver version is insufficient/i.test(cudaReason))
+    return 'no GPU driver found';
+  if (/NoDevice|no CUDA device/i.test(cudaReason)) return 'no GPU found';
+  return `no usable GPU (${cudaReason.replace(/^CUDA backend: /, '')})`;
+}
+
 /** The caller's result arrays as the addon takes them (lengths are checked natively, against the cell count). */
 function toNativeOutputs(out: NonNullable<CellSolveOptions['out']>, accelerations: boolean): NativeOutputs {
   if (!(out.potential instanceof Float64Array)) throw new InvalidInputError('out.potential must be a Float64Array');
@@ -151,7 +164,7 @@ export class GravitySolver {
       this.backendReason = `auto: ${features.cudaReason}`;
       if (!features.cuda && features.cudaBuilt && !warnedFallback) {
         warnedFallback = true; // once per process: a hydro code constructs solvers often
-        process.emitWarning(`amrgrav: falling back to the CPU backend (${features.cudaReason})`);
+        process.stderr.write(`amrgrav: ${fallbackReason(features.cudaReason)}: using the CPU backend\n`);
       }
     }
   }

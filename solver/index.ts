@@ -2,6 +2,8 @@
  * amrgrav public API: the solver, its options and errors, the AMR mesh, and the validation problems.
  */
 export { GravitySolver } from './gravitySolver.js';
+export { features } from './native.js';
+export type { Features } from './native.js';
 export type { SolveResult, SolveStats, CellSolveOptions, MeshSolveOptions } from './gravitySolver.js';
 export { GravityModule } from './gravityModule.js';
 export type { GravityModuleOptions, CellLayout, GravityState, GravityStep, GravityTotals } from './gravityModule.js';

@@ -26,7 +26,29 @@ export function mpiWorld(): MpiWorld {
   } catch (err) {
     throw fromNativeError(err, new Error().stack, 'MPI initialisation');
   }
+  if (world.active && world.size > 1) abortJobOnFailedExit();
   return world;
+}
+
+/**
+ * A rank that ends with an uncaught error or a non-zero exit code ends the whole job (MPI_Abort) with its message.
+ * Otherwise its exit runs MPI_Finalize, which waits for the other ranks, while they wait in a collective for it:
+ * the job hangs. An exit with code 0 still finalises normally.
+ */
+function abortJobOnFailedExit(): void {
+  let uncaught: unknown;
+  // the monitor sees the error before Node prints it; Node prints only after the 'exit' listeners, which abort
+  process.on('uncaughtExceptionMonitor', (err) => {
+    uncaught = err;
+  });
+  process.on('exit', (code) => {
+    if (code === 0) return;
+    const what =
+      uncaught === undefined
+        ? `exited with code ${code}`
+        : `uncaught ${uncaught instanceof Error ? (uncaught.stack ?? String(uncaught)) : String(uncaught)}`;
+    loadNative().mpiAbort(what, code);
+  });
 }
 
 /** True when this process is one of several MPI ranks. */

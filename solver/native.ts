@@ -3,7 +3,7 @@
  * @private
  */
 import { createRequire } from 'node:module';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NativeLoadError } from './errors.js';
@@ -211,4 +211,32 @@ export function loadNative(): NativeAddon {
     `the amrgrav native addon could not be loaded; tried:\n${failures.join('\n')}\n` +
       `Build it with 'npm run build:native' (needs cmake and a C++17 compiler) in ${root}.`,
   );
+}
+
+/** What this installation of amrgrav has (see {@link features}). */
+export interface Features {
+  /** The package version (package.json). */
+  version: string;
+  /** The CUDA backend was built (nvcc was found at install, and AMRGRAV_CUDA was not OFF). */
+  cuda: boolean;
+  /** A GPU this build can run on is usable now (backend 'auto' picks it). */
+  gpu: boolean;
+  /** Why the GPU is or is not usable. */
+  gpuReason: string;
+  /** The MPI layer was built (an MPI library was found at install): solves under mpirun are distributed. */
+  mpi: boolean;
+  mpiReason: string;
+}
+
+/**
+ * What was built and what is usable: the CUDA backend, a GPU now, MPI, and the version.
+ * @throws NativeLoadError when the native addon is missing.
+ * @example
+ * import { features } from 'amrgrav';
+ * console.log(features()); // { version: '0.1.0', cuda: true, gpu: false, gpuReason: '...', mpi: true, ... }
+ */
+export function features(): Features {
+  const f = nativeFeatures();
+  const pkg = JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string };
+  return { version: pkg.version, cuda: f.cudaBuilt, gpu: f.cuda, gpuReason: f.cudaReason, mpi: f.mpi, mpiReason: f.mpiReason };
 }

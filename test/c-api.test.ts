@@ -42,6 +42,16 @@ describe('C API', () => {
     // the lattice self term: minus the cubic lattice's Ewald C(0) (test/self-potential.test.ts checks it independently)
     expect(Math.abs(out.latticeCoefficient - 2.837297479)).toBeLessThan(1e-9);
     expect(out.badSelf).toBe(2); // self_potential 3: AMRGRAV_INVALID_OPTION
+    // coincident cells and overflowing masses are refused, naming the cells and the mass (item 8 of issue 15)
+    expect(out.coincident).toBe(1);
+    expect(out.coincidentMessage).toMatch(/^cells 3 and 40 have the same centre/);
+    expect(out.huge).toBe(1);
+    expect(out.hugeMessage).toMatch(/masses are too large for double precision/);
+    // a NULL solver: a status and a message for amrgrav_last_error(NULL) (thread-local)
+    expect(out.nullSolver).toBe(1);
+    expect(out.nullSolverMessage).toMatch(/amrgrav_compute_potential: the solver is NULL/);
+    expect(out.nullSolverStats).toBe(1);
+    expect(out.nullStatsMessage).toMatch(/amrgrav_get_stats: the solver is NULL/);
     expect(out.ok).toBe(true);
   });
 });

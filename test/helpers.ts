@@ -1,4 +1,6 @@
 /** Shared test helpers: seeded random inputs and error metrics. */
+import { execFile } from 'node:child_process';
+
 import type { CellInput } from '../solver/cells.js';
 import { fillVariable, refineMesh, uniformMesh } from '../mesh/index.js';
 
@@ -115,4 +117,47 @@ export function sphereMesh(a = 0.3, lrefineMax = 4) {
   const inside = (x: number, y: number, z: number) => ((x - 0.5) ** 2 + (y - 0.5) ** 2 + (z - 0.5) ** 2 <= a * a ? 1 : 0);
   fillVariable(mesh, 'dens', (x, y, z) => 1e-10 + inside(x, y, z), { subsample: 4 });
   return { mesh, a };
+}
+
+/**
+ * Factor for every time limit of the suite (AMRGRAV_TEST_TIMEOUT_SCALE, default 1; vitest.config.ts reads it
+ * too): a slow or busy machine raises it instead of failing right results.
+ */
+export function timeoutScale(): number {
+  const s = Number(process.env.AMRGRAV_TEST_TIMEOUT_SCALE);
+  return Number.isFinite(s) && s > 0 ? s : 1;
+}
+
+/** `ms` times timeoutScale(). */
+export function scaledTimeout(ms: number): number {
+  return Math.round(ms * timeoutScale());
+}
+
+export interface MpiRun {
+  code: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+  seconds: number;
+}
+
+/**
+ * mpirun -np N node <file> [args], killed after `timeoutMs` (scaled; a hang is a failure, never a stuck suite).
+ * The default, 240 s, is generous: the jobs take 5-40 s on an idle machine, and vitest's own limit
+ * (vitest.config.ts, 600 s scaled) stays above it so that a killed job reports its output.
+ */
+export function mpirun(np: number, file: string, opts: { args?: string[]; timeoutMs?: number } = {}): Promise<MpiRun> {
+  const args = ['--allow-run-as-root', '--oversubscribe', '-np', String(np), 'node', file, ...(opts.args ?? [])];
+  const t0 = Date.now();
+  return new Promise((resolve, reject) => {
+    const child = execFile('mpirun', args, { timeout: scaledTimeout(opts.timeoutMs ?? 240_000), killSignal: 'SIGKILL', maxBuffer: 1 << 24 }, (err, stdout, stderr) => {
+      const e = err as (NodeJS.ErrnoException & { killed?: boolean }) | null;
+      if (e && e.code === 'ENOENT') {
+        reject(new Error('mpirun not found: install Open MPI (apt-get install openmpi-bin libopenmpi-dev), as .ci/run does'));
+        return;
+      }
+      resolve({ code: child.exitCode, signal: child.signalCode, stdout, stderr, timedOut: !!e?.killed, seconds: (Date.now() - t0) / 1000 });
+    });
+  });
 }

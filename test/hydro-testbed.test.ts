@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { scaledTimeout } from './helpers.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const libDir = join(root, 'build', 'Release');
@@ -33,7 +34,7 @@ function runJson(program: string, args: string[], ranks = 0) {
   const [cmd, argv] = ranks > 0
     ? ['mpirun', ['--allow-run-as-root', '--oversubscribe', '-np', String(ranks), program, ...args]]
     : [program, args];
-  return JSON.parse(execFileSync(cmd as string, argv as string[], { encoding: 'utf8', timeout: 120_000 }).trim());
+  return JSON.parse(execFileSync(cmd as string, argv as string[], { encoding: 'utf8', timeout: scaledTimeout(240_000) }).trim());
 }
 const run = (...args: string[]): JeansRun => runJson(exe, args);
 

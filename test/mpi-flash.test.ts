@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { readFlashFile } from '../mesh/flashRead.js';
 import { FLASH_LEAF, cellsPerBlock } from '../mesh/flashFormat.js';
 import { removeTempDirs, sha256, tempDir } from './flashHelpers.js';
+import { scaledTimeout } from './helpers.js';
 
 const run = promisify(execFile);
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -28,7 +29,7 @@ describe('solve a FLASH file on several ranks', () => {
     const three = await run(
       'mpirun',
       ['--allow-run-as-root', '--oversubscribe', '-np', '3', 'node', cli, 'solve', input, '-o', join(dir, 'three.h5'), '--accel', '--json'],
-      { timeout: 120_000 },
+      { timeout: scaledTimeout(240_000), killSignal: 'SIGKILL' },
     );
     const report = JSON.parse(three.stdout.trim().split('\n').filter((l) => l.startsWith('{')).pop()!);
     expect(report.ranks).toBe(3);
@@ -61,7 +62,7 @@ describe('solve a FLASH file on several ranks', () => {
     await run(
       'mpirun',
       ['--allow-run-as-root', '--oversubscribe', '-np', '2', 'node', cli, 'solve', input, '-o', join(dir, 'p2.h5'), '--boundary', 'periodic', '--json'],
-      { timeout: 60_000 },
+      { timeout: scaledTimeout(240_000), killSignal: 'SIGKILL' },
     );
     const [a, b] = [await readFlashFile(join(dir, 'p1.h5')), await readFlashFile(join(dir, 'p2.h5'))];
     const pa = a.variables.get('gpot')!, pb = b.variables.get('gpot')!;

@@ -4,43 +4,15 @@
  * others), and a failure on one rank ends every rank instead of hanging. The scripts in test/mpi/ run in the
  * ranks and import the compiled package from dist/ (built by `npm ci` / `npm run build`).
  */
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { loadNative, nativeFeatures } from '../solver/native.js';
+import { mpirun } from './helpers.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const script = (name: string) => join(root, 'test', 'mpi', name);
-
-interface Run {
-  code: number | null;
-  signal: string | null;
-  stdout: string;
-  stderr: string;
-  timedOut: boolean;
-}
-
-/** mpirun -np N node <script>, killed after `timeoutMs` (a hang is a failure, not a stuck suite). */
-function mpirun(np: number, file: string, timeoutMs = 90_000): Promise<Run> {
-  const args = ['--allow-run-as-root', '--oversubscribe', '-np', String(np), 'node', file];
-  return new Promise((resolve) => {
-    const child = execFile('mpirun', args, { cwd: root, timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: 1 << 24 }, (err, stdout, stderr) => {
-      const e = err as (NodeJS.ErrnoException & { killed?: boolean; code?: number | string }) | null;
-      if (e && e.code === 'ENOENT') {
-        throw new Error('mpirun not found: install Open MPI (apt-get install openmpi-bin libopenmpi-dev), as .ci/run does');
-      }
-      resolve({
-        code: child.exitCode,
-        signal: child.signalCode,
-        stdout,
-        stderr,
-        timedOut: !!e?.killed,
-      });
-    });
-  });
-}
 
 function lastJson<T>(stdout: string): T {
   const line = stdout.trim().split('\n').filter((l) => l.startsWith('{')).pop();
@@ -128,7 +100,7 @@ describe('distributed solve on 10 ranks', () => {
   // fan-out 8), the layout the GPU rank walks too; a LET lost or misplaced there would miss a tenth of the mass
   it('agrees with one process and converges to direct summation', async () => {
     const np = 10;
-    const run = await mpirun(np, script('distributedCheck.mjs'), 120_000);
+    const run = await mpirun(np, script('distributedCheck.mjs'));
     expect(run.timedOut, run.stderr).toBe(false);
     expect(run.code, run.stderr).toBe(0);
     const report = lastJson<{ ranks: number; scenarios: Scenario[] }>(run.stdout);
@@ -200,7 +172,7 @@ describe('periodic boxes under mpirun', () => {
 describe('failures under mpirun', () => {
   it('bad input on one rank raises that rank\'s error on every rank, and the solver stays usable', async () => {
     const np = 3;
-    const run = await mpirun(np, script('badInputCheck.mjs'), 60_000);
+    const run = await mpirun(np, script('badInputCheck.mjs'));
     expect(run.timedOut, run.stderr).toBe(false);
     expect(run.code, run.stderr).toBe(0);
     const lines = run.stdout.trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
@@ -221,7 +193,7 @@ describe('failures under mpirun', () => {
 
   it("GPU ranks: node-local rank -> device, and backend 'cuda' without a GPU fails on every rank with NoDevice", async () => {
     const np = 3;
-    const run = await mpirun(np, script('gpuRankCheck.mjs'), 60_000);
+    const run = await mpirun(np, script('gpuRankCheck.mjs'));
     expect(run.timedOut, run.stderr).toBe(false);
     expect(run.code, run.stderr).toBe(0);
     const lines = run.stdout.trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
@@ -238,20 +210,66 @@ describe('failures under mpirun', () => {
   });
 
   it('a rank that aborts ends the whole job with its message instead of leaving the others waiting', async () => {
-    const run = await mpirun(2, script('abortCheck.mjs'), 60_000);
+    const run = await mpirun(2, script('abortCheck.mjs'));
     expect(run.timedOut).toBe(false);
     expect(run.code).not.toBe(0);
     expect(run.stderr).toContain('rank 1 of 2: rank 1 could not read its part of the mesh');
     expect(run.stdout).not.toContain('not reached');
   });
 
+  // Without the handlers mpiWorld() installs, rank 1's exit runs MPI_Finalize and waits for rank 0, which waits in
+  // its solve for rank 1: the job hangs until the helper kills it. Time to end: 1-3 s on an idle machine.
+  it.each([
+    ['throw', 'uncaught Error: rank 1 failed before its first solve'],
+    ['reject', 'uncaught Error: rank 1 rejected before its first solve'],
+    ['exit', 'exited with code 3'],
+    ['exitCode', 'exited with code 4'],
+  ])('a rank that ends outside a solve (%s) ends the whole job with its message', async (what, message) => {
+    const run = await mpirun(2, script('exitCheck.mjs'), { args: [what] });
+    expect(run.timedOut, run.stderr).toBe(false);
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toContain(`amrgrav: rank 1 of 2: ${message}`);
+    expect(run.stdout).not.toContain('not reached');
+  });
+
+  it('a rank killed with SIGKILL before its first solve still ends the job', async () => {
+    const run = await mpirun(2, script('exitCheck.mjs'), { args: ['kill'] });
+    expect(run.timedOut, run.stderr).toBe(false);
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toMatch(/signal 9|Killed/);
+    expect(run.stdout).not.toContain('not reached');
+  });
+
+  it('ranks passing different options (G, boundary, theta) or coincident cells get an error naming them on every rank', async () => {
+    const np = 3;
+    const run = await mpirun(np, script('optionsCheck.mjs'));
+    expect(run.timedOut, run.stderr).toBe(false);
+    expect(run.code, run.stderr).toBe(0);
+    const lines = run.stdout.trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+    for (const [name, pattern] of [
+      ['G', /different solve options: G \(from 1 to 2\)/],
+      ['boundary', /different solve options: boundary \(from 0 to 1\)/],
+      ['theta', /different solve options: theta \(from 0.4 to 0.5\)/],
+    ] as const) {
+      const got = lines.filter((l) => l.case === name);
+      expect(got.map((l) => l.rank).sort(), name).toEqual([0, 1, 2]);
+      for (const l of got) {
+        expect(l.ok, name).toBe(false);
+        expect(l.name, name).toBe('InvalidOptionError');
+        expect(l.message, name).toMatch(pattern);
+      }
+    }
+    const coincident = lines.filter((l) => l.case === 'coincident');
+    expect(coincident).toHaveLength(np);
+    for (const l of coincident) {
+      expect(l.name).toBe('InvalidInputError');
+      expect(l.message).toMatch(new RegExp(`rank ${np - 1} of ${np}: cells 40 and 150 have the same centre`));
+    }
+    expect(lines.filter((l) => l.case === 'same' && l.ok && l.ranks === np)).toHaveLength(np);
+  });
+
   it('the CLI prints once, on rank 0, with the rank count in the JSON', async () => {
-    const run = await new Promise<Run>((resolve) => {
-      const args = ['--allow-run-as-root', '--oversubscribe', '-np', '2', 'node', join(root, 'dist', 'solver', 'cli.js'), 'validate', 'maclaurin', '--levels', '3', '--threads', '1', '--json'];
-      const child = execFile('mpirun', args, { cwd: root, timeout: 60_000, killSignal: 'SIGKILL' }, (err, stdout, stderr) =>
-        resolve({ code: child.exitCode, signal: child.signalCode, stdout, stderr, timedOut: !!(err as { killed?: boolean } | null)?.killed }),
-      );
-    });
+    const run = await mpirun(2, join(root, 'dist', 'solver', 'cli.js'), { args: ['validate', 'maclaurin', '--levels', '3', '--threads', '1', '--json'] });
     expect(run.code, run.stderr).toBe(0);
     const lines = run.stdout.trim().split('\n').filter((l) => l.startsWith('{'));
     expect(lines).toHaveLength(1);

@@ -34,7 +34,9 @@ struct amrgrav_solver {
 
 namespace {
 
-thread_local std::string createError;
+/// The message of the last failure on this thread that had no solver to keep it: amrgrav_create, or any call
+/// given a NULL solver (amrgrav_last_error(NULL)).
+thread_local std::string threadError;
 
 amrgrav_status toC(ErrorCode c) {
   switch (c) {
@@ -136,7 +138,7 @@ void amrgrav_default_options(amrgrav_options* o) {
 
 amrgrav_status amrgrav_create(const amrgrav_options* options, amrgrav_solver** out) {
   if (out) *out = nullptr;
-  return guarded(createError, [&]() -> Status {
+  return guarded(threadError, [&]() -> Status {
     if (!options || !out) return Status::error(ErrorCode::InvalidInput, "amrgrav_create: options and solver must not be NULL");
     auto s = std::make_unique<amrgrav_solver>();
     Status st = readOptions(*options, s->options);
@@ -176,7 +178,10 @@ amrgrav_status amrgrav_create(const amrgrav_options* options, amrgrav_solver** o
 amrgrav_status amrgrav_compute_potential(amrgrav_solver* s, size_t n, const double* x, const double* y,
                                          const double* z, const double* mass, const double* size, double* potential,
                                          double* ax, double* ay, double* az) {
-  if (!s) return AMRGRAV_INVALID_INPUT;
+  if (!s) {
+    threadError = "amrgrav_compute_potential: the solver is NULL (did amrgrav_create fail?)";
+    return AMRGRAV_INVALID_INPUT;
+  }
   return guarded(s->error, [&]() -> Status {
     if (n > 0 && (!x || !y || !z || !mass || !size || !potential))
       return Status::error(ErrorCode::InvalidInput, "x, y, z, mass, size and potential must not be NULL");
@@ -218,10 +223,14 @@ amrgrav_status amrgrav_compute_potential(amrgrav_solver* s, size_t n, const doub
   });
 }
 
-const char* amrgrav_last_error(const amrgrav_solver* s) { return s ? s->error.c_str() : createError.c_str(); }
+const char* amrgrav_last_error(const amrgrav_solver* s) { return s ? s->error.c_str() : threadError.c_str(); }
 
 amrgrav_status amrgrav_get_stats(const amrgrav_solver* s, amrgrav_stats* out) {
-  if (!s || !out) return AMRGRAV_INVALID_INPUT;
+  if (!s || !out) {
+    (s ? const_cast<amrgrav_solver*>(s)->error : threadError) =
+        s ? "amrgrav_get_stats: stats is NULL" : "amrgrav_get_stats: the solver is NULL (did amrgrav_create fail?)";
+    return AMRGRAV_INVALID_INPUT;
+  }
   const SolveStats& t = s->stats;
   *out = amrgrav_stats{};
   if (s->cells > 0) out->interactions_per_cell = double(t.approxInteractions + t.directInteractions) / double(s->cells);

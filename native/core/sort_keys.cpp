@@ -5,6 +5,7 @@
 
 #include "core/keys.h"
 #include "core/tree.h"
+#include "core/validate.h"
 
 namespace amrgrav {
 
@@ -64,6 +65,9 @@ Status sortCellsByKey(const CellsView& c, RootCube& root, SortedCells& out, std:
     k.swap(ktmp);
     idx.swap(itmp);
   }
+  // Two cells at one centre would each skip the other as "itself" in the walk: refuse them. Equal centres have
+  // equal keys, so after the sort they sit in one run of equal keys.
+  AG_TRY(checkCoincidentCells(c, k.data(), idx.data()));
   out.order = std::move(idx);
   out.scale = scale;
   out.x.resize(n); out.y.resize(n); out.z.resize(n); out.mass.resize(n); out.size.resize(n);

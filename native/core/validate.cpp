@@ -2,6 +2,7 @@
 /// \brief Input validation: NaN/Inf, negative masses, non-positive sizes, cells outside the box, bad options.
 #include "core/validate.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -47,6 +48,7 @@ Status validateOptions(const SolveOptions& o) {
 
 Status validateCells(const CellsView& c, const SolveOptions& o) {
   static const char* axis[3] = {"x", "y", "z"};
+  double total = 0, hmin = INFINITY, lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
   for (std::size_t i = 0; i < c.n; ++i) {
     const double p[3] = {c.x[i], c.y[i], c.z[i]};
     for (int d = 0; d < 3; ++d) {
@@ -62,6 +64,55 @@ Status validateCells(const CellsView& c, const SolveOptions& o) {
       return Status::error(ErrorCode::InvalidInput, st.message + "; signed masses (a density contrast) need a fully periodic box with densityContrast");
     }
     if (!(std::isfinite(c.size[i]) && c.size[i] > 0.0)) return badCell(i, "size must be finite and positive", c.size[i]);
+    total += c.mass[i];
+    hmin = std::min(hmin, c.size[i]);
+    for (int d = 0; d < 3; ++d) {
+      lo[d] = std::min(lo[d], p[d] - 0.5 * c.size[i]);
+      hi[d] = std::max(hi[d], p[d] + 0.5 * c.size[i]);
+    }
+  }
+  if (c.n == 0) return Status::success();
+  double side = 0;
+  for (int d = 0; d < 3; ++d) side = std::max(side, o.hasBox ? o.boxHi[d] - o.boxLo[d] : hi[d] - lo[d]);
+  return checkMassRange(total, hmin, side, o);
+}
+
+Status checkMassRange(double total, double hmin, double side, const SolveOptions& o) {
+  // The walk sums m/r (m/r^2 for accelerations) in lengths scaled so that the root cube's side is near 1 (within a
+  // factor sqrt 2), and neighbours' centres are at least about one smallest cell apart; the result is then times
+  // G / scale. Both must stay finite with a margin (16) for the self term and multipole terms, or the potential
+  // would come out -Inf with no error.
+  const double margin = 16.0 * (1.0 + kLatticeSelf);
+  const double hs = hmin / (side > 0 ? 2.0 * side : 1.0);  // the smallest cell in scaled lengths, at least
+  const double sums = margin * total / hs, phi = margin * o.G * total / hmin;
+  const bool accOk = !o.accelerations || (std::isfinite(sums / hs) && std::isfinite(phi / hmin));
+  if (std::isfinite(total) && std::isfinite(sums) && std::isfinite(phi) && accOk) return Status::success();
+  return Status::error(ErrorCode::InvalidInput,
+                       "the masses are too large for double precision: total mass " + fmt(total) + " g over cells as "
+                       "small as " + fmt(hmin) + " cm (G M / h = " + fmt(o.G * total / hmin) + ") would overflow the " +
+                       (accOk ? "potential" : "accelerations") + "; use units with smaller masses (any unit system "
+                       "works if G matches it)");
+}
+
+Status coincidentCellsError(const CellsView& c, std::size_t b) {
+  for (std::size_t a = 0; a < b; ++a)
+    if (c.x[a] == c.x[b] && c.y[a] == c.y[b] && c.z[a] == c.z[b])
+      return Status::error(ErrorCode::InvalidInput,
+                           "cells " + std::to_string(a) + " and " + std::to_string(b) + " have the same centre (" +
+                               fmt(c.x[b]) + ", " + fmt(c.y[b]) + ", " + fmt(c.z[b]) +
+                               "): coincident cells would ignore each other's mass; merge them into one cell");
+  return Status::error(ErrorCode::Internal, "cell " + std::to_string(b) + " was flagged as coincident, but no earlier "
+                                            "cell has its centre");
+}
+
+Status checkCoincidentCells(const CellsView& c, const std::uint64_t* k, const std::uint32_t* order) {
+  for (std::size_t i = 1; i < c.n; ++i) {
+    if (k[i] != k[i - 1]) continue;  // the common case: one cell per key
+    const std::uint32_t b = order[i];
+    for (std::size_t j = i, back = 0; j-- > 0 && back < kCoincidentLookBack && k[j] == k[i]; ++back) {
+      const std::uint32_t a = order[j];
+      if (c.x[a] == c.x[b] && c.y[a] == c.y[b] && c.z[a] == c.z[b]) return coincidentCellsError(c, b);
+    }
   }
   return Status::success();
 }

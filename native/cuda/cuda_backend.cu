@@ -265,11 +265,11 @@ class CudaBackendImpl final : public CudaBackend {
       cudaStream_t s = stream_;
       const CellChecks none;
       AG_TRY(launchBounds(sortedCells_.x, sortedCells_.y, sortedCells_.z, nullptr, nullptr, n_, none, bounds_.get(),
-                          bounds_.get() + 7 * kBoundsBlocks, s));
+                          bounds_.get() + kBoundsStride * kBoundsBlocks, s));
       double* hb = static_cast<double*>(small_.get());
-      AG_CUDA_TRY(cudaMemcpyAsync(hb, bounds_.get() + 7 * kBoundsBlocks, 6 * sizeof(double), cudaMemcpyDeviceToHost, s));
+      AG_CUDA_TRY(cudaMemcpyAsync(hb, bounds_.get() + kBoundsStride * kBoundsBlocks, 6 * sizeof(double), cudaMemcpyDeviceToHost, s));
       AG_CUDA_TRY(cudaMemcpyAsync(hb + 8, nodeMacPtr_, sizeof(D4), cudaMemcpyDeviceToHost, s));
-      unsigned long long* widths = reinterpret_cast<unsigned long long*>(bounds_.get() + 7 * kBoundsBlocks + 8);
+      unsigned long long* widths = reinterpret_cast<unsigned long long*>(bounds_.get() + kBoundsStride * kBoundsBlocks + 8);
       AG_TRY(launchGroupHalfWidths(sortedCells_, n_, rankGroupSize_, widths, s));
       AG_CUDA_TRY(cudaMemcpyAsync(hb + 12, widths, 3 * sizeof(double), cudaMemcpyDeviceToHost, s));
       AG_CUDA_TRY(cudaStreamSynchronize(s));
@@ -885,15 +885,15 @@ class CudaBackendImpl final : public CudaBackend {
     AG_CUDA_TRY(cudaEventRecord(events_[1], s));
 
     // ---- checks and root cube (chooseRootCube)
-    AG_TRY(bounds_.reserve(7 * kBoundsBlocks + 11, "the bounds reduction"));  // + a rank's group half-widths
+    AG_TRY(bounds_.reserve(kBoundsStride * kBoundsBlocks + 11, "the bounds reduction"));  // + a rank's group half-widths
     AG_TRY(walkCounters_.reserve(kWalkCounterCount, "counters"));
     const CellChecks checks = cellChecks(opt);
     AG_CUDA_TRY(cudaMemsetAsync(checks.firstBad, 0xff, sizeof(unsigned), s));
     AG_TRY(launchBounds(slot[0], slot[1], slot[2], nullptr, slot[3], n, checks,
-                        bounds_.get(), bounds_.get() + 7 * kBoundsBlocks, s));
+                        bounds_.get(), bounds_.get() + kBoundsStride * kBoundsBlocks, s));
     double* hb = static_cast<double*>(small_.get());
     unsigned* hbad = reinterpret_cast<unsigned*>(hb + 8);
-    AG_CUDA_TRY(cudaMemcpyAsync(hb, bounds_.get() + 7 * kBoundsBlocks, 7 * sizeof(double), cudaMemcpyDeviceToHost, s));
+    AG_CUDA_TRY(cudaMemcpyAsync(hb, bounds_.get() + kBoundsStride * kBoundsBlocks, 8 * sizeof(double), cudaMemcpyDeviceToHost, s));
     AG_CUDA_TRY(cudaMemcpyAsync(hbad, checks.firstBad, sizeof(unsigned), cudaMemcpyDeviceToHost, s));
     AG_CUDA_TRY(cudaStreamSynchronize(s));
     if (*hbad != 0xffffffffu) AG_TRY(flaggedCell(*hbad, cells, opt));
@@ -901,6 +901,7 @@ class CudaBackendImpl final : public CudaBackend {
       extentLo_[d] = hb[d];
       extentHi_[d] = hb[3 + d];
     }
+    minSize_ = hb[7];
     RootCube root;
     if (opt.hasBox) {
       root = chooseRootCube(cells, opt);  // the box: no pass over the cells
@@ -960,6 +961,13 @@ class CudaBackendImpl final : public CudaBackend {
     sortedKeys_ = keyHalf[0];
     order_ = idxHalf[sel];
     idxSpare_ = Carve(idxHalf[1 - sel], std::size_t(n) * sizeof(std::uint32_t));
+    // coincident cells (checkCoincidentCells), while slots 0-2 still hold the caller's centres; the walk's overflow
+    // counter is free until the walk resets it
+    unsigned* coincident = walkCounters_.get() + kOverflowNeed;
+    unsigned* hcoincident = reinterpret_cast<unsigned*>(hb + 18);
+    AG_CUDA_TRY(cudaMemsetAsync(coincident, 0xff, sizeof(unsigned), s));
+    AG_TRY(launchCoincident(slot[0], slot[1], slot[2], sortedKeys_, order_, n, coincident, s));
+    AG_CUDA_TRY(cudaMemcpyAsync(hcoincident, coincident, sizeof(unsigned), cudaMemcpyDeviceToHost, s));
     AG_CUDA_TRY(cudaEventRecord(events_[2], s));
 
     // ---- the mass into slot 5 (or aside, already while the sort runs), checked and summed by the bounds kernel (the
@@ -979,8 +987,8 @@ class CudaBackendImpl final : public CudaBackend {
     unsigned* hmassBad = reinterpret_cast<unsigned*>(hb + 17);
     AG_CUDA_TRY(cudaMemsetAsync(checks.firstBad, 0xff, sizeof(unsigned), s));
     AG_TRY(launchBounds(nullptr, nullptr, nullptr, massAt, nullptr, n, checks, bounds_.get(),
-                        bounds_.get() + 7 * kBoundsBlocks, s));
-    AG_CUDA_TRY(cudaMemcpyAsync(hmass, bounds_.get() + 7 * kBoundsBlocks + 6, sizeof(double), cudaMemcpyDeviceToHost,
+                        bounds_.get() + kBoundsStride * kBoundsBlocks, s));
+    AG_CUDA_TRY(cudaMemcpyAsync(hmass, bounds_.get() + kBoundsStride * kBoundsBlocks + 6, sizeof(double), cudaMemcpyDeviceToHost,
                                 s));
     AG_CUDA_TRY(cudaMemcpyAsync(hmassBad, checks.firstBad, sizeof(unsigned), cudaMemcpyDeviceToHost, s));
 
@@ -997,6 +1005,12 @@ class CudaBackendImpl final : public CudaBackend {
     AG_CUDA_TRY(cudaStreamSynchronize(s));
     if (*hmassBad != 0xffffffffu) AG_TRY(flaggedCell(*hmassBad, cells, opt));
     const double massTotal = *hmass;
+    if (*hcoincident != 0xffffffffu) {  // the caller's index of that sorted cell, then the host names the pair
+      std::uint32_t b = 0;
+      AG_CUDA_TRY(cudaMemcpy(&b, order_ + *hcoincident, sizeof b, cudaMemcpyDeviceToHost));
+      return coincidentCellsError(cells, b);
+    }
+    AG_TRY(checkMassRange(massTotal, minSize_, root.side, opt));  // root: still in the caller's units
 
     // ---- gather in place, rotating through slot 4 (the keys' slot): each array lands in the slot the previous one
     //      left; the mass's unsorted copy in slot 5 is read last, so slot 5 ends free
@@ -1481,6 +1495,7 @@ class CudaBackendImpl final : public CudaBackend {
   bool rankPeriodic_ = false;  ///< a distributed solve's rank in a periodic box
   unsigned rankGroupSize_ = 32;
   double extentLo_[3] = {}, extentHi_[3] = {};  ///< the cells' extents (caller's units) from the bounds pass
+  double minSize_ = 0;                            ///< the smallest cell size (caller's units) from the bounds pass
   // A distributed solve's local walk and the received LETs
   Clock::time_point rankT0_;
   WalkConfig rankCfg_;

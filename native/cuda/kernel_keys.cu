@@ -6,6 +6,7 @@
 #include <math_constants.h>
 
 #include "core/keys.h"
+#include "core/validate.h"
 #include "cuda/check.h"
 #include "cuda/kernels.h"
 
@@ -20,7 +21,7 @@ __device__ __forceinline__ double stdMin(double a, double b) { return b < a ? b 
 __device__ __forceinline__ double stdMax(double a, double b) { return a < b ? b : a; }
 
 struct Bounds {
-  double lo[3], hi[3], mass;
+  double lo[3], hi[3], mass, minSize;
 };
 
 __device__ __forceinline__ void combine(Bounds& a, const Bounds& b) {
@@ -29,6 +30,7 @@ __device__ __forceinline__ void combine(Bounds& a, const Bounds& b) {
     a.hi[d] = stdMax(a.hi[d], b.hi[d]);
   }
   a.mass += b.mass;
+  a.minSize = stdMin(a.minSize, b.minSize);
 }
 
 __device__ __forceinline__ Bounds emptyBounds() {
@@ -38,6 +40,7 @@ __device__ __forceinline__ Bounds emptyBounds() {
     b.hi[d] = -CUDART_INF;
   }
   b.mass = 0;
+  b.minSize = CUDART_INF;
   return b;
 }
 
@@ -51,6 +54,7 @@ __device__ Bounds blockReduce(Bounds b) {
       o.hi[d] = __shfl_down_sync(0xffffffffu, b.hi[d], off);
     }
     o.mass = __shfl_down_sync(0xffffffffu, b.mass, off);
+    o.minSize = __shfl_down_sync(0xffffffffu, b.minSize, off);
     combine(b, o);
   }
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -77,6 +81,7 @@ __global__ void __launch_bounds__(kThreads) boundsKernel(const double* __restric
       const double s = size ? size[i] : 0.0;  // without sizes: the box of the centres
       const double h = __dmul_rn(0.5, s);  // as chooseRootCube: lo = min(p - h), hi = max(p + h)
       bad = size && !(isfinite(s) && s > 0.0);
+      if (size) b.minSize = stdMin(b.minSize, s);
       for (int d = 0; d < 3; ++d) {
         const double v = p[d][i];
         bad = bad || !isfinite(v) || (checks.hasBox && (v < checks.boxLo[d] || v > checks.boxHi[d]));
@@ -94,12 +99,13 @@ __global__ void __launch_bounds__(kThreads) boundsKernel(const double* __restric
   if (firstBad != 0xffffffffu && checks.firstBad) atomicMin(checks.firstBad, firstBad);
   b = blockReduce(b);
   if (threadIdx.x == 0) {
-    double* o = partials + 7 * blockIdx.x;
+    double* o = partials + kBoundsStride * blockIdx.x;
     for (int d = 0; d < 3; ++d) {
       o[d] = b.lo[d];
       o[3 + d] = b.hi[d];
     }
     o[6] = b.mass;
+    o[7] = b.minSize;
   }
 }
 
@@ -109,10 +115,11 @@ __global__ void __launch_bounds__(kThreads) boundsFinalKernel(const double* __re
   for (int i = threadIdx.x; i < count; i += kThreads) {
     Bounds o;
     for (int d = 0; d < 3; ++d) {
-      o.lo[d] = partials[7 * i + d];
-      o.hi[d] = partials[7 * i + 3 + d];
+      o.lo[d] = partials[kBoundsStride * i + d];
+      o.hi[d] = partials[kBoundsStride * i + 3 + d];
     }
-    o.mass = partials[7 * i + 6];
+    o.mass = partials[kBoundsStride * i + 6];
+    o.minSize = partials[kBoundsStride * i + 7];
     combine(b, o);
   }
   b = blockReduce(b);
@@ -122,6 +129,7 @@ __global__ void __launch_bounds__(kThreads) boundsFinalKernel(const double* __re
       result[3 + d] = b.hi[d];
     }
     result[6] = b.mass;
+    result[7] = b.minSize;
   }
 }
 
@@ -149,6 +157,30 @@ __global__ void __launch_bounds__(kThreads) nodeKeysKernel(const uint4* __restri
   for (unsigned i = blockIdx.x * kThreads + threadIdx.x; i < nodes; i += gridDim.x * kThreads) out[i] = keys[topo[i].x];
 }
 
+/// checkCoincidentCells (core/validate.cpp) on the device: the smallest sorted position i whose cell has an
+/// earlier one at the same centre within its run of equal keys, at most kCoincidentLookBack back (atomicMin).
+/// x, y, z: the caller's (unsorted) centres; order: sorted position -> caller's index.
+__global__ void __launch_bounds__(kThreads) coincidentKernel(const double* __restrict__ x, const double* __restrict__ y,
+                                                             const double* __restrict__ z,
+                                                             const std::uint64_t* __restrict__ keys,
+                                                             const std::uint32_t* __restrict__ order, unsigned n,
+                                                             unsigned* __restrict__ firstSorted) {
+  for (unsigned i = blockIdx.x * kThreads + threadIdx.x + 1; i < n; i += gridDim.x * kThreads) {
+    const std::uint64_t k = keys[i];
+    if (keys[i - 1] != k) continue;  // the common case: one cell per key
+    const std::uint32_t b = order[i];
+    const double bx = x[b], by = y[b], bz = z[b];
+    unsigned back = 0;
+    for (unsigned j = i; j-- > 0 && back < unsigned(kCoincidentLookBack) && keys[j] == k; ++back) {
+      const std::uint32_t a = order[j];
+      if (x[a] == bx && y[a] == by && z[a] == bz) {
+        atomicMin(firstSorted, i);
+        break;
+      }
+    }
+  }
+}
+
 unsigned gridFor(unsigned n) {
   const unsigned b = (n + kThreads - 1) / kThreads;
   return b < 1 ? 1 : (b > 65535u * 4 ? 65535u * 4 : b);
@@ -165,6 +197,14 @@ Status launchBounds(const double* x, const double* y, const double* z, const dou
   AG_CUDA_LAUNCHED("boundsKernel");
   boundsFinalKernel<<<1, kThreads, 0, s>>>(partials, int(blocks), result);
   AG_CUDA_LAUNCHED("boundsFinalKernel");
+  return Status::success();
+}
+
+Status launchCoincident(const double* x, const double* y, const double* z, const std::uint64_t* sortedKeys,
+                       const std::uint32_t* order, unsigned n, unsigned* firstSorted, cudaStream_t s) {
+  if (n < 2) return Status::success();
+  coincidentKernel<<<gridFor(n - 1), kThreads, 0, s>>>(x, y, z, sortedKeys, order, n, firstSorted);
+  AG_CUDA_LAUNCHED("coincidentKernel");
   return Status::success();
 }
 

@@ -61,6 +61,7 @@ struct NodeMoments {
 // ---------------------------------------------------------------- keys, sort, gather (kernel_keys.cu)
 
 constexpr int kBoundsBlocks = 256;  ///< partial results of the bounds reduction
+constexpr int kBoundsStride = 8;    ///< doubles per partial result (and in the result): lo[3], hi[3], mass, min size
 
 /// What the bounds kernel checks of every cell: the conditions of core/validate.cpp validateCells.
 struct CellChecks {
@@ -70,12 +71,18 @@ struct CellChecks {
   unsigned* firstBad = nullptr;  ///< atomicMin of the index of a cell that fails (initialise to 0xffffffff)
 };
 
-/// lo/hi of (x -+ size/2) over all cells and the total mass: result[0..2] = lo, [3..5] = hi, [6] = mass sum.
-/// partials: 7 * kBoundsBlocks doubles. Also flags invalid cells (see CellChecks). Either part may be skipped:
+/// lo/hi of (x -+ size/2) over all cells, the total mass and the smallest size: result[0..2] = lo, [3..5] = hi,
+/// [6] = mass sum, [7] = smallest size (infinite without sizes). partials: kBoundsStride * kBoundsBlocks doubles. Also flags invalid cells (see CellChecks). Either part may be skipped:
 /// x, y, z and size null (then lo/hi stay infinite) or mass null (then the sum is 0); the mass sum is taken in the
 /// same order either way. With size alone null: the bounds of the centres (sizes unchecked).
 Status launchBounds(const double* x, const double* y, const double* z, const double* mass, const double* size,
                     unsigned n, const CellChecks& checks, double* partials, double* result, cudaStream_t s);
+
+/// Coincident cells after the key sort (core/validate.h checkCoincidentCells): *firstSorted = min of its value and
+/// the first sorted position whose cell has an earlier one at the same centre in its run of equal keys (initialise
+/// it to 0xffffffff). x, y, z: the caller's centres, unsorted; order: sorted position -> caller's index.
+Status launchCoincident(const double* x, const double* y, const double* z, const std::uint64_t* sortedKeys,
+                        const std::uint32_t* order, unsigned n, unsigned* firstSorted, cudaStream_t s);
 
 /// Morton keys of the caller's (unscaled) positions on the root cube [lo, lo + side), and idx[i] = i.
 Status launchKeys(const double* x, const double* y, const double* z, unsigned n, double lo0, double lo1, double lo2,

@@ -90,12 +90,18 @@ AMRGRAV_API void amrgrav_default_options(amrgrav_options* options);
 AMRGRAV_API amrgrav_status amrgrav_create(const amrgrav_options* options, amrgrav_solver** solver);
 
 /* The potential (and, with accelerations, ax, ay, az; else they may be NULL) of n cells. Inputs are not modified.
- * n = 0 is valid and does nothing. */
+ * n = 0 is valid and does nothing.
+ * Contract: x, y, z, mass, size, potential (and ax, ay, az with accelerations) must each hold at least n doubles.
+ * The library cannot check this (a C array does not carry its length): a shorter array is undefined behaviour
+ * (reads or writes past its end), not an error status. Everything else is checked: NULL arrays, NaN, negative
+ * masses, sizes, cells outside the box, coincident cells, masses whose potential would overflow. */
 AMRGRAV_API amrgrav_status amrgrav_compute_potential(amrgrav_solver* solver, size_t n, const double* x, const double* y,
                                          const double* z, const double* mass, const double* size, double* potential,
                                          double* ax, double* ay, double* az);
 
-/* The message of the last failure of this solver (NULL: of the last amrgrav_create on this thread); "" if none. */
+/* The message of the last failure of this solver; "" if none. NULL: of the last failed call on this thread that
+ * had no solver to keep it (amrgrav_create, or a call given a NULL solver); "" after a successful amrgrav_create.
+ * The string stays valid until the next call on the same solver (NULL: on this thread). */
 AMRGRAV_API const char* amrgrav_last_error(const amrgrav_solver* solver);
 
 /* Statistics of the solver's last successful computation. */

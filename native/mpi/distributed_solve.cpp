@@ -220,10 +220,10 @@ Status distributedImpl(RankEngine& engine, const CellsView& cells, const SolveOp
   if (st.ok()) st = engine.open(cells, opt, lo, hi);
   if (!st.ok())
     for (int d = 0; d < 3; ++d) { lo[d] = INFINITY; hi[d] = -INFINITY; }
-  st = agreeToProceed(st, lo, hi);
+  st = agreeToProceed(st, lo, hi, &opt);
   if (!st.ok()) return st;
 
-  // ---- from here on, every rank goes on to the end or the job aborts ----
+  // ---- from here on, every rank goes on to the end or the job aborts (the build's checks are agreed on below) ----
   const ResultTargets into = out.into;  // the caller's result arrays, if any
   out = SolveResult{};
   out.into = into;
@@ -242,7 +242,14 @@ Status distributedImpl(RankEngine& engine, const CellsView& cells, const SolveOp
   const double localVolume = sums[1];
   orAbort(mpiStatus(MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, comm), "MPI_Allreduce", __FILE__,
                     __LINE__));
-  orAbort(engine.build(cells, opt, lengthScaleFor(side), sums[0], out.stats));
+  // The build can still reject the input (coincident cells show only after the key sort), so the ranks agree once
+  // more (one small allreduce) before the first step that would leave another rank waiting.
+  {
+    Status built = engine.build(cells, opt, lengthScaleFor(side), sums[0], out.stats);
+    double noLo[3] = {INFINITY, INFINITY, INFINITY}, noHi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    built = agreeToProceed(built, noLo, noHi, &opt);
+    if (!built.ok()) return built;
+  }
 
   auto t = Clock::now();
   RankSummary mine;
@@ -400,7 +407,7 @@ Status failDistributedSolve(const Status& why) {
   if (mpiWorld().size > 1) {
     std::lock_guard<std::mutex> lock(mpiLock());
     double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
-    return agreeToProceed(why, lo, hi);
+    return agreeToProceed(why, lo, hi, nullptr);
   }
 #endif
   return why;

@@ -80,7 +80,29 @@ int main(void) {
   const amrgrav_status again = amrgrav_compute_potential(s, N, x, y, z, m, h, pot, ax, ay, az);
   const amrgrav_status nullArrays = amrgrav_compute_potential(s, N, x, y, z, m, h, pot, NULL, NULL, NULL);
   const amrgrav_status empty = amrgrav_compute_potential(s, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+  /* two cells at one centre are named, not silently ignoring each other */
+  const double keep[3] = {x[40], y[40], z[40]};
+  x[40] = x[3]; y[40] = y[3]; z[40] = z[3];
+  const amrgrav_status coincident = amrgrav_compute_potential(s, N, x, y, z, m, h, pot, ax, ay, az);
+  char coincidentMsg[256];
+  snprintf(coincidentMsg, sizeof coincidentMsg, "%s", amrgrav_last_error(s));
+  x[40] = keep[0]; y[40] = keep[1]; z[40] = keep[2];
+  /* a mass whose potential would overflow (-Inf) is refused */
+  m[5] = 1e306;
+  const amrgrav_status huge = amrgrav_compute_potential(s, N, x, y, z, m, h, pot, ax, ay, az);
+  char hugeMsg[256];
+  snprintf(hugeMsg, sizeof hugeMsg, "%s", amrgrav_last_error(s));
+  m[5] = 1;
   amrgrav_destroy(s);
+
+  /* a NULL solver (amrgrav_create failed and the caller went on): a status, and a message on this thread */
+  const amrgrav_status nullSolver = amrgrav_compute_potential(NULL, N, x, y, z, m, h, pot, NULL, NULL, NULL);
+  char nullSolverMsg[256];
+  snprintf(nullSolverMsg, sizeof nullSolverMsg, "%s", amrgrav_last_error(NULL));
+  amrgrav_stats nullStats;
+  const amrgrav_status nullSolverStats = amrgrav_get_stats(NULL, &nullStats);
+  char nullStatsMsg[256];
+  snprintf(nullStatsMsg, sizeof nullStatsMsg, "%s", amrgrav_last_error(NULL));
 
   /* a bad option fails at create, with a message */
   amrgrav_options bad;
@@ -155,9 +177,12 @@ int main(void) {
   printf("{\"cells\":%d,\"backend\":%d,\"features\":%d,\"maxRelPotentialError\":%.3e,\"maxAccelerationErrorOverMax\":%.3e,"
          "\"interactionsPerCell\":%.1f,\"badMass\":%d,\"badMassMessage\":\"%s\",\"recovered\":%d,\"nullArrays\":%d,"
          "\"empty\":%d,\"badTheta\":%d,\"badThetaMessage\":\"%s\",\"periodicNoBox\":%d,\"periodicShiftError\":%.3e,"
-         "\"periodicBackend\":%d,\"latticeCoefficient\":%.15g,\"badSelf\":%d,\"ok\":%s}\n",
+         "\"periodicBackend\":%d,\"latticeCoefficient\":%.15g,\"badSelf\":%d,\"coincident\":%d,\"coincidentMessage\":\"%s\","
+         "\"huge\":%d,\"hugeMessage\":\"%s\",\"nullSolver\":%d,\"nullSolverMessage\":\"%s\",\"nullSolverStats\":%d,"
+         "\"nullStatsMessage\":\"%s\",\"ok\":%s}\n",
          N, stats.backend, amrgrav_features(), maxPot, maxAcc / gmax, stats.interactions_per_cell, badMass, badMassMsg,
          again, nullArrays, empty, badTheta, badThetaMsg, periodicNoBox, maxShift, periodicBackend, latticeCoefficient,
-         badSelf, ok ? "true" : "false");
+         badSelf, coincident, coincidentMsg, huge, hugeMsg, nullSolver, nullSolverMsg, nullSolverStats, nullStatsMsg,
+         ok ? "true" : "false");
   return ok ? 0 : 1;
 }
