@@ -79,6 +79,20 @@ Cells uniformGrid(int n, double L, double rho0) {
   return c;
 }
 
+/// Uniform n^3 grid on [0, L)^3 of density rho0 (1 + A sin(k.x) along the diagonal): a small perturbation that
+/// only the density contrast resolves (issue #21).
+Cells perturbedGrid(int n, double L, double rho0, double A) {
+  Cells c;
+  const double h = L / n, k = 2 * M_PI / L;
+  for (int iz = 0; iz < n; ++iz)
+    for (int iy = 0; iy < n; ++iy)
+      for (int ix = 0; ix < n; ++ix) {
+        const double px = (ix + 0.5) * h, py = (iy + 0.5) * h, pz = (iz + 0.5) * h;
+        c.push(px, py, pz, rho0 * (1 + A * std::sin(k * (px + py + pz))) * h * h * h, h);
+      }
+  return c;
+}
+
 struct Cluster {
   double x, y, z, a, mass;
 };
@@ -438,6 +452,18 @@ void runPeriodicParity(const Args& a, Summary& sum, CudaBackend& gpu, Backend& c
   parityCase(sum, "periodic-amr-o2-acc", c, o, gpu, cpu, tol);
   o.walk = WalkKind::Vote;
   parityCase(sum, "periodic-amr-vote-o2-acc", c, o, gpu, cpu, tol);
+  // the density contrast (signed sources): a 1e-6 perturbation, and the masses as given (centres of mass)
+  {
+    const Cells small = perturbedGrid(a.uniform >= 32 ? 64 : a.uniform, kKpc, 1e-24, 1e-6);
+    o = periodicBox(base, true, true, true);
+    parityCase(sum, "periodic-contrast-1e-6-o2-acc", small, o, gpu, cpu, tol);
+    o.groupSize = 8;
+    o.accelerations = false;
+    parityCase(sum, "periodic-contrast-1e-6-expand-o2-pot", small, o, gpu, cpu, tol);
+    o = periodicBox(base, true, true, true);
+    o.densityContrast = false;
+    parityCase(sum, "periodic-masses-o2-acc", uni, o, gpu, cpu, tol);
+  }
   // the expansion against per-pair lookups on the GPU: the gap the expansion costs
   {
     SolveOptions e = periodicBox(base, true, true, true), f = e;
