@@ -152,20 +152,25 @@ describe('ten ranks: nine LETs per rank, two levels of virtual nodes above them'
 });
 
 describe('periodic boxes under mpirun', () => {
-  it('a refined blob in a periodic box (3 and 2 periodic axes) and a uniform grid cut in slabs, on 3 ranks, match one process', async () => {
+  it('a refined blob in a periodic box (3 and 2 periodic axes, and on a background 1e4 times its mean) and a uniform grid cut in slabs, on 3 ranks, match one process', async () => {
     const run = await mpirun(3, script('periodicCheck.mjs'));
     expect(run.timedOut, run.stderr).toBe(false);
     expect(run.code, run.stderr).toBe(0);
     const lines = run.stdout.trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
     expect(lines).toHaveLength(3);
     for (const l of lines)
-      for (const name of ['periodic', 'layer', 'slabs']) {
+      for (const name of ['periodic', 'layer', 'slabs', 'background']) {
         expect(l[name].ranks, name).toBe(3);
         expect(l[name].bytesSent, name).toBeGreaterThan(0);
         // relative to the largest |phi| (|g|): periodic potentials have zero mean, so per-cell ratios mean little
         expect(l[name].potentialDiff, name).toBeLessThan(1e-4);
         expect(l[name].accelerationDiff, name).toBeLessThan(1e-4);
       }
+    // every rank removed the same mean density, of every rank's cells: the background plus the blob's mean
+    const rho = lines.map((l) => l.background.meanDensity);
+    expect(new Set(rho).size).toBe(1);
+    expect(rho[0]).toBeGreaterThan(1.2e4 + 1);
+    expect(lines[0].layer.meanDensity).toBe(0); // no contrast where the box is not fully periodic
   });
 });
 

@@ -10,7 +10,7 @@ import { backendFromArgs } from './common.mjs';
 const { rank, size } = mpiWorld();
 const { choice: backendChoice, backend } = backendFromArgs(rank);
 const refBackend = backendChoice === 'mixed' ? 'cpu' : backendChoice;
-function mesh() {
+function mesh(background = 0) {
   const m = uniformMesh({ lrefineMax: 4, level: 2 });
   const c = [0.62, 0.41, 0.55];
   refineMesh(m, (mm, b) => {
@@ -19,13 +19,16 @@ function mesh() {
     for (let d = 0; d < 3; d++) d2 += Math.max(lo[d] - c[d], 0, c[d] - hi[d]) ** 2;
     return d2 < 0.1 * 0.1;
   });
-  fillVariable(m, 'dens', (x, y, z) => 1 + 50 * Math.exp(-((x - c[0]) ** 2 + (y - c[1]) ** 2 + (z - c[2]) ** 2) / 0.003));
+  fillVariable(m, 'dens', (x, y, z) => background + 1 + 50 * Math.exp(-((x - c[0]) ** 2 + (y - c[1]) ** 2 + (z - c[2]) ** 2) / 0.003));
   return m;
 }
 const out = { rank, size };
-for (const [name, boundary] of [['periodic', 'periodic'], ['layer', { x: 'periodic', y: 'periodic', z: 'isolated' }]]) {
-  const m = mesh();
-  const ref = mesh();
+// 'background': the blob on a uniform density 1.2e4, about 1e4 times the mesh's mean of 1.05 (the density contrast,
+// issue #21): the ranks must share the mean density they remove
+for (const [name, boundary, bg] of [['periodic', 'periodic', 0], ['layer', { x: 'periodic', y: 'periodic', z: 'isolated' }, 0],
+  ['background', 'periodic', 1e4 * 1.2]]) {
+  const m = mesh(bg);
+  const ref = mesh(bg);
   const opts = { G: 1, threads: 1, accelerations: true, boundary };
   const r = await new GravitySolver({ ...opts, backend }).solve(m);
   await new GravitySolver({ ...opts, backend: refBackend, distributed: false }).solve(ref);
@@ -44,7 +47,8 @@ for (const [name, boundary] of [['periodic', 'periodic'], ['layer', { x: 'period
       accWorst = Math.max(accWorst, Math.abs(m.variable('gacx')[i] - ref.variable('gacx')[i]));
     }
   out[name] = { cells: r.stats.cells, ranks: r.stats.ranks, backend: r.stats.distributed?.backend ?? r.stats.backend,
-    potentialDiff: worst / scale, accelerationDiff: accWorst / accScale, bytesSent: r.stats.distributed?.bytesSent ?? 0 };
+    potentialDiff: worst / scale, accelerationDiff: accWorst / accScale, bytesSent: r.stats.distributed?.bytesSent ?? 0,
+    meanDensity: r.stats.meanDensity, meanPotential: r.stats.meanPotential / scale };
 }
 // A uniform 24^3 grid with a density wave and a clump, cut into slabs in z (one per rank): with few ranks every slab
 // borders the others through a periodic face, the case where whole trees used to travel.
