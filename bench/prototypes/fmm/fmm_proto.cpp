@@ -228,7 +228,7 @@ struct Options {
   std::string mesh = "uniform";
   std::string file;
   int n = 32, p = 4, leaf = 16, ntargets = 1000, seed = 1, levels = 3, accel = 1, lib = 1, reps = 1;
-  double theta = 0.5, floor = 1e-6, pdirect = 0; // pdirect: P2P instead of M2L when nA*nB <= pdirect
+  double theta = 0.5, libTheta = 0.5, floor = 1e-6, pdirect = 0; // pdirect: P2P instead of M2L when nA*nB <= pdirect
   bool geoCentre = false, signedMass = false;
   bool tableKernel = false;  // --kernel table: the generic table-driven M2L (any p), immediately in the walk
 };
@@ -337,7 +337,7 @@ struct Fmm {
 
   /// The listed M2L pairs, W at a time in SIMD lanes (the node data transposed into lanes and back); the rest
   /// one at a time. Each pair adds to both nodes' local expansions.
-  template <int P>
+  template <int P, bool Dip>
   void m2lBatch() {
     constexpr int NT = (P + 1) * (P + 2) * (P + 3) / 6;
     const std::size_t np = m2lList.size();
@@ -354,7 +354,7 @@ struct Fmm {
         for (int t = 0; t < NT; ++t) { Ma[t][l] = ma[t]; Mb[t][l] = mb[t]; }
       }
       derivativesFor<P>(rx, ry, rz, D);
-      m2lFor<P>(D, Ma, Mb, La, Lb);
+      m2lFor<P, Dip>(D, Ma, Mb, La, Lb);
       for (int l = 0; l < W; ++l) {
         double* la = &L[std::size_t(m2lList[q + l][0]) * NT];
         double* lb = &L[std::size_t(m2lList[q + l][1]) * NT];
@@ -365,7 +365,7 @@ struct Fmm {
       const std::uint32_t A = m2lList[q][0], B = m2lList[q][1];
       double D[NT];
       derivativesFor<P>(nodes[A].c[0] - nodes[B].c[0], nodes[A].c[1] - nodes[B].c[1], nodes[A].c[2] - nodes[B].c[2], D);
-      m2lFor<P>(D, &M[std::size_t(A) * NT], &M[std::size_t(B) * NT], &L[std::size_t(A) * NT], &L[std::size_t(B) * NT]);
+      m2lFor<P, Dip>(D, &M[std::size_t(A) * NT], &M[std::size_t(B) * NT], &L[std::size_t(A) * NT], &L[std::size_t(B) * NT]);
     }
   }
   template <int P, class T> static void derivativesFor(T x, T y, T z, T* D) {
@@ -375,12 +375,21 @@ struct Fmm {
     else if constexpr (P == 6) derivatives6(x, y, z, D);
     else derivatives7(x, y, z, D);
   }
-  template <int P, class T> static void m2lFor(const T* D, const T* Ma, const T* Mb, T* La, T* Lb) {
-    if constexpr (P == 3) m2l3(D, Ma, Mb, La, Lb);
-    else if constexpr (P == 4) m2l4(D, Ma, Mb, La, Lb);
-    else if constexpr (P == 5) m2l5(D, Ma, Mb, La, Lb);
-    else if constexpr (P == 6) m2l6(D, Ma, Mb, La, Lb);
-    else m2l7(D, Ma, Mb, La, Lb);
+  /// Dip false: multipoles about centres of mass, whose dipoles vanish, skip the dipole terms.
+  template <int P, bool Dip, class T> static void m2lFor(const T* D, const T* Ma, const T* Mb, T* La, T* Lb) {
+    if constexpr (Dip) {
+      if constexpr (P == 3) m2l3(D, Ma, Mb, La, Lb);
+      else if constexpr (P == 4) m2l4(D, Ma, Mb, La, Lb);
+      else if constexpr (P == 5) m2l5(D, Ma, Mb, La, Lb);
+      else if constexpr (P == 6) m2l6(D, Ma, Mb, La, Lb);
+      else m2l7(D, Ma, Mb, La, Lb);
+    } else {
+      if constexpr (P == 3) m2l3nd(D, Ma, Mb, La, Lb);
+      else if constexpr (P == 4) m2l4nd(D, Ma, Mb, La, Lb);
+      else if constexpr (P == 5) m2l5nd(D, Ma, Mb, La, Lb);
+      else if constexpr (P == 6) m2l6nd(D, Ma, Mb, La, Lb);
+      else m2l7nd(D, Ma, Mb, La, Lb);
+    }
   }
 
   Fmm(const MultiIndex& m, const Options& opt) : mi(m), o(opt) {}
@@ -573,12 +582,17 @@ struct Fmm {
   /// coincident pair masked), each pair's two terms computed with the same r: antisymmetric to rounding.
   static constexpr int kMaxV = 256 / W;
   void p2pSimd(std::uint32_t A, std::uint32_t B) {
+    if (A == B) { if (o.accel) p2pLanes<true, true>(A, B); else p2pLanes<true, false>(A, B); }
+    else { if (o.accel) p2pLanes<false, true>(A, B); else p2pLanes<false, false>(A, B); }
+  }
+  template <bool Same, bool Accel>
+  void p2pLanes(std::uint32_t A, std::uint32_t B) {
 #ifdef PROFILE
     const std::uint64_t t0 = __rdtsc();
     struct Acc { std::uint64_t t0; std::uint64_t& s; ~Acc() { s += __rdtsc() - t0; } } acc{t0, cycP2P};
 #endif
     const Node &a = nodes[A], &b = nodes[B];
-    const bool same = A == B;
+    constexpr bool same = Same;
     const std::uint32_t nb = b.e - b.b, nv = (nb + W - 1) / W;
     nP2P += same ? std::uint64_t(nb) * (nb - 1) / 2 : std::uint64_t(a.e - a.b) * nb;
     Vd bx[kMaxV], by[kMaxV], bz[kMaxV], bm[kMaxV], bp[kMaxV], bgx[kMaxV], bgy[kMaxV], bgz[kMaxV];
@@ -598,20 +612,20 @@ struct Fmm {
         const Vd dx = xi - bx[v], dy = yi - by[v], dz = zi - bz[v];
         const Vd r2 = dx * dx + dy * dy + dz * dz;
         Vd rinv;
-        if (same) rinv = r2 > 0.0 ? vrsqrt(r2 > 0.0 ? r2 : Vd{} + 1.0) : Vd{};
+        if constexpr (same) rinv = r2 > 0.0 ? vrsqrt(r2 > 0.0 ? r2 : Vd{} + 1.0) : Vd{};
         else rinv = vrsqrt(r2);
         p += bm[v] * rinv;
-        if (o.accel) {
+        if constexpr (Accel) {
           const Vd r3 = rinv * rinv * rinv, t = bm[v] * r3;
           fx -= t * dx; fy -= t * dy; fz -= t * dz;
-          if (!same) { const Vd u = mi_ * r3; bgx[v] += u * dx; bgy[v] += u * dy; bgz[v] += u * dz; }
+          if constexpr (!same) { const Vd u = mi_ * r3; bgx[v] += u * dx; bgy[v] += u * dy; bgz[v] += u * dz; }
         }
-        if (!same) bp[v] += mi_ * rinv;
+        if constexpr (!same) bp[v] += mi_ * rinv;
       }
       phi[i] += hsum(p);
-      if (o.accel) { gx[i] += hsum(fx); gy[i] += hsum(fy); gz[i] += hsum(fz); }
+      if constexpr (Accel) { gx[i] += hsum(fx); gy[i] += hsum(fy); gz[i] += hsum(fz); }
     }
-    if (same) return;
+    if constexpr (same) return;
     for (std::uint32_t v = 0; v < nv; ++v)
       for (int l = 0; l < W; ++l) {
         const std::uint32_t j = b.b + v * W + l;
@@ -718,12 +732,20 @@ struct Fmm {
 #ifdef PROFILE
     const std::uint64_t t0 = __rdtsc();
 #endif
-    switch (mi.P) {
-      case 3: m2lBatch<3>(); break;
-      case 4: m2lBatch<4>(); break;
-      case 5: m2lBatch<5>(); break;
-      case 6: m2lBatch<6>(); break;
-      default: m2lBatch<7>(); break;
+    // dipoles vanish about centres of mass (nodes of positive mass); otherwise keep them
+    bool dip = o.geoCentre;
+    for (const Node& nd : nodes) dip = dip || !(nd.mass > 0);
+    switch (mi.P * 2 + dip) {
+      case 6: m2lBatch<3, false>(); break;
+      case 7: m2lBatch<3, true>(); break;
+      case 8: m2lBatch<4, false>(); break;
+      case 9: m2lBatch<4, true>(); break;
+      case 10: m2lBatch<5, false>(); break;
+      case 11: m2lBatch<5, true>(); break;
+      case 12: m2lBatch<6, false>(); break;
+      case 13: m2lBatch<6, true>(); break;
+      case 14: m2lBatch<7, false>(); break;
+      default: m2lBatch<7, true>(); break;
     }
 #ifdef PROFILE
     cycM2L += __rdtsc() - t0;
@@ -742,7 +764,7 @@ void usage() {
   std::puts(
       "fmm_proto [--mesh uniform|nested|amr|maclaurin|file] [--n N] [--levels L] [--file cells.bin]\n"
       "          [--p P] [--theta T] [--leaf K] [--pdirect NANB] [--geo] [--signed] [--accel 0|1]\n"
-      "          [--targets K] [--seed S] [--lib 0|1] [--reps R]\n"
+      "          [--targets K] [--seed S] [--lib 0|1] [--libtheta T] [--reps R] [--kernel table|gen]\n"
       "  uniform: N^3 grid, random masses; nested: three nested levels of N^3 cells each (random masses);\n"
       "  amr: 8^3 blocks, 2^3 root blocks refined at random (p 0.3) up to --levels more levels, density 4^level x\n"
       "  random; maclaurin: N^3 grid, e 0.9 spheroid, floor 1e-6; file: cells from dump_maclaurin.mjs.\n"
@@ -771,6 +793,7 @@ int main(int argc, char** argv) {
     else if (a == "--seed") o.seed = std::stoi(next());
     else if (a == "--lib") o.lib = std::stoi(next());
     else if (a == "--reps") o.reps = std::stoi(next());
+    else if (a == "--libtheta") o.libTheta = std::stod(next());
     else if (a == "--kernel") o.tableKernel = next() == "table";
     else { usage(); return a == "--help" ? 0 : 1; }
   }
@@ -887,7 +910,7 @@ int main(int argc, char** argv) {
   if (o.lib) {
     amrgrav_options lo;
     amrgrav_default_options(&lo);
-    lo.theta = 0.5; lo.order = 2; lo.G = 1; lo.backend = AMRGRAV_BACKEND_CPU; lo.self_potential = 0;
+    lo.theta = o.libTheta; lo.order = 2; lo.G = 1; lo.backend = AMRGRAV_BACKEND_CPU; lo.self_potential = 0;
     lo.threads = 1; lo.accelerations = o.accel;
     amrgrav_solver* s = nullptr;
     if (amrgrav_create(&lo, &s) != AMRGRAV_OK) { std::fprintf(stderr, "%s\n", amrgrav_last_error(nullptr)); return 1; }
@@ -916,9 +939,9 @@ int main(int argc, char** argv) {
         for (int d = 0; d < 3; ++d) Q[d] += (long double)cells.m[i] * la[d][i];
         Qa += cells.m[i] * std::sqrt(la[0][i] * la[0][i] + la[1][i] * la[1][i] + la[2][i] * la[2][i]);
       }
-    std::printf("  TREE (library, theta 0.5, order 2, 1 thread): %.3f s = %.3g cells/s, %.0f interactions/cell, phi rel "
+    std::printf("  TREE (library, theta %.3g, order 2, 1 thread): %.3f s = %.3g cells/s, %.0f interactions/cell, phi rel "
                 "err max %.3e median %.3e | acc max %.3e median %.3e | momentum %.2e | FMM speed-up %.2fx\n",
-                best, n / best, st.interactions_per_cell, lpm, lpmed, lgm, lgmed,
+                o.libTheta, best, n / best, st.interactions_per_cell, lpm, lpmed, lgm, lgmed,
                 o.accel ? double(std::sqrt(Q[0] * Q[0] + Q[1] * Q[1] + Q[2] * Q[2]) / Qa) : 0.0, best / tFmm);
   }
 #endif

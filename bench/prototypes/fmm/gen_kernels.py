@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes fmm_kernels.h: straight-line Cartesian M2L kernels (derivatives of 1/r and the mutual M2L) for orders
-3..7, templated on the arithmetic type (double, or a SIMD vector of doubles: one M2L pair per lane).
+3..7 (with and without the dipole terms), templated on the arithmetic type (double, or a SIMD vector of doubles: one M2L pair per lane).
 
 Conventions (fmm_proto.cpp): multipoles M[n] = sum m d^n / n!, local coefficients L[k] = d^k phi (derivatives),
 D[n] = d^n (1/|R|) at R = z_A - z_B; mutual M2L with |n| + |k| <= p:
@@ -22,12 +22,14 @@ def terms(p):
     return out
 
 
-def emit(p):
+def emit(p, dip=True):
     t = terms(p)
     idx = {n: i for i, n in enumerate(t)}
     nt = len(t)
     deg = [sum(n) for n in t]
     L = []
+    if not dip:
+        return emit_m2l(p, t, idx, nt, deg, False)
     L.append(f"template <class T> AG_INLINE void derivatives{p}(T x, T y, T z, T* __restrict D) {{")
     L.append("  const T r2 = x * x + y * y + z * z;")
     L.append("  const T rinv2 = bc<T>(1.0) / r2;")
@@ -58,13 +60,21 @@ def emit(p):
         L.append(f"  D[{i}] = t[{i}]" + (f" * bc<T>({float(f)!r});" if f != 1 else ";"))
     L.append("}")
     L.append("")
-    L.append(f"template <class T> AG_INLINE void m2l{p}(const T* __restrict D, const T* __restrict Ma, "
-             "const T* __restrict Mb, T* __restrict La, T* __restrict Lb) {")
+    return "\n".join(L) + "\n" + emit_m2l(p, t, idx, nt, deg, True)
+
+
+def emit_m2l(p, t, idx, nt, deg, dip):
+    """dip False: the dipole terms are left out (multipoles about the centre of mass, where they vanish)."""
+    L = []
+    L.append(f"template <class T> AG_INLINE void m2l{p}{'' if dip else 'nd'}(const T* __restrict D, "
+             "const T* __restrict Ma, const T* __restrict Mb, T* __restrict La, T* __restrict Lb) {")
     for k in range(nt):
         pa, pb = [], []
         for q in range(nt):
             if deg[k] + deg[q] > p:
                 break
+            if not dip and deg[q] == 1:
+                continue
             nk = idx[(t[k][0] + t[q][0], t[k][1] + t[q][1], t[k][2] + t[q][2])]
             sign = "-" if deg[q] % 2 else "+"
             pa.append((sign, f"Mb[{q}] * D[{nk}]"))
@@ -89,6 +99,7 @@ def main():
     print("// T must provide vsqrt(T) and bc<T>(double) (broadcast).")
     for p in ORDERS:
         print(emit(p))
+        print(emit(p, dip=False))
 
 
 if __name__ == "__main__":
