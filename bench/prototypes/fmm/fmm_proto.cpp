@@ -179,6 +179,12 @@ struct MultiIndex {
     }
   }
 
+  /// monomials in SIMD lanes (W cells at a time)
+  void monomialsV(Vd hx, Vd hy, Vd hz, Vd* out) const {
+    const Vd h[3] = {hx, hy, hz};
+    out[0] = Vd{} + 1.0;
+    for (int t = 1; t < nt; ++t) out[t] = out[monoPrev[t]] * h[monoAxis[t]] * (1.0 / double(n[t][monoAxis[t]]));
+  }
   /// out[t] = h^n / n! for every term
   void monomials(double hx, double hy, double hz, double* out) const {
     const double h[3] = {hx, hy, hz};
@@ -463,6 +469,7 @@ struct Fmm {
     M.assign(nodes.size() * nt, 0.0);
     L.assign(nodes.size() * nt, 0.0);
     std::vector<double> mono(nt);
+    std::vector<Vd> monoV(nt), accV(nt);
     for (std::size_t ii = nodes.size(); ii-- > 0;) {
       Node& a = nodes[ii];
       double m = 0, am = 0, s[3] = {0, 0, 0};
@@ -481,7 +488,20 @@ struct Fmm {
       a.rmax = std::sqrt(r2);
       double* Ma = &M[ii * nt];
       if (a.leaf()) {
-        for (std::uint32_t j = a.b; j < a.e; ++j) {
+        std::uint32_t j = a.b;
+        if (a.e - a.b >= std::uint32_t(W)) {  // W cells at a time in SIMD lanes
+          for (int t = 0; t < nt; ++t) accV[t] = Vd{};
+          for (; j + W <= a.e; j += W) {
+            Vd hx, hy, hz, mm;
+            for (int l = 0; l < W; ++l) {
+              hx[l] = c.x[j + l] - a.c[0]; hy[l] = c.y[j + l] - a.c[1]; hz[l] = c.z[j + l] - a.c[2]; mm[l] = c.m[j + l];
+            }
+            mi.monomialsV(hx, hy, hz, monoV.data());
+            for (int t = 0; t < nt; ++t) accV[t] += mm * monoV[t];
+          }
+          for (int t = 0; t < nt; ++t) Ma[t] += hsum(accV[t]);
+        }
+        for (; j < a.e; ++j) {
           mi.monomials(c.x[j] - a.c[0], c.y[j] - a.c[1], c.z[j] - a.c[2], mono.data());
           for (int t = 0; t < nt; ++t) Ma[t] += c.m[j] * mono[t];
         }
@@ -694,6 +714,7 @@ struct Fmm {
   void downward() {
     const int nt = mi.nt;
     std::vector<double> mono(nt);
+    std::vector<Vd> monoV(nt);
     for (std::size_t ii = 0; ii < nodes.size(); ++ii) {
       const Node& a = nodes[ii];
       const double* La = &L[ii * nt];
@@ -706,7 +727,24 @@ struct Fmm {
         }
         continue;
       }
-      for (std::uint32_t j = a.b; j < a.e; ++j) {
+      // L2P, W cells at a time in SIMD lanes
+      std::uint32_t j = a.b;
+      for (; j + W <= a.e; j += W) {
+        Vd hx, hy, hz;
+        for (int l = 0; l < W; ++l) { hx[l] = c.x[j + l] - a.c[0]; hy[l] = c.y[j + l] - a.c[1]; hz[l] = c.z[j + l] - a.c[2]; }
+        mi.monomialsV(hx, hy, hz, monoV.data());
+        Vd p{}, f0{}, f1{}, f2{};
+        for (int t = 0; t < nt; ++t) p += La[t] * monoV[t];
+        if (o.accel)
+          for (int t = 0; t < nt; ++t) {
+            if (mi.deg[t] >= mi.P) break;  // terms are numbered by degree
+            f0 += La[mi.plusAxis[0][t]] * monoV[t];
+            f1 += La[mi.plusAxis[1][t]] * monoV[t];
+            f2 += La[mi.plusAxis[2][t]] * monoV[t];
+          }
+        for (int l = 0; l < W; ++l) { phi[j + l] += p[l]; gx[j + l] += f0[l]; gy[j + l] += f1[l]; gz[j + l] += f2[l]; }
+      }
+      for (; j < a.e; ++j) {
         mi.monomials(c.x[j] - a.c[0], c.y[j] - a.c[1], c.z[j] - a.c[2], mono.data());
         double p = 0, f[3] = {0, 0, 0};
         for (int t = 0; t < nt; ++t) {
@@ -764,7 +802,7 @@ void usage() {
   std::puts(
       "fmm_proto [--mesh uniform|nested|amr|maclaurin|file] [--n N] [--levels L] [--file cells.bin]\n"
       "          [--p P] [--theta T] [--leaf K] [--pdirect NANB] [--geo] [--signed] [--accel 0|1]\n"
-      "          [--targets K] [--seed S] [--lib 0|1] [--libtheta T] [--reps R] [--kernel table|gen]\n"
+      "          [--targets K (random, plus the 8 corner cells)] [--seed S] [--lib 0|1] [--libtheta T] [--reps R] [--kernel table|gen]\n"
       "  uniform: N^3 grid, random masses; nested: three nested levels of N^3 cells each (random masses);\n"
       "  amr: 8^3 blocks, 2^3 root blocks refined at random (p 0.3) up to --levels more levels, density 4^level x\n"
       "  random; maclaurin: N^3 grid, e 0.9 spheroid, floor 1e-6; file: cells from dump_maclaurin.mjs.\n"
@@ -811,7 +849,33 @@ int main(int argc, char** argv) {
   MultiIndex mi(o.p);
   Fmm f(mi, o);
   double tBuild = 1e30, tUp = 1e30, tWalk = 1e30, tDown = 1e30;
+#ifdef WITH_AMRGRAV
+  // the library's tree on the same cells, timed in the same loop (best of reps each: the machine is shared)
+  amrgrav_solver* solver = nullptr;
+  std::vector<double> lp(n), la[3];
+  double tLib = 1e30;
+  if (o.lib) {
+    amrgrav_options lo;
+    amrgrav_default_options(&lo);
+    lo.theta = o.libTheta; lo.order = 2; lo.G = 1; lo.backend = AMRGRAV_BACKEND_CPU; lo.self_potential = 0;
+    lo.threads = 1; lo.accelerations = o.accel;
+    if (amrgrav_create(&lo, &solver) != AMRGRAV_OK) { std::fprintf(stderr, "%s\n", amrgrav_last_error(nullptr)); return 1; }
+    for (auto& v : la) v.resize(n);
+  }
+#endif
   for (int r = 0; r < o.reps; ++r) {
+#ifdef WITH_AMRGRAV
+    if (solver) {
+      auto t0 = Clock::now();
+      if (amrgrav_compute_potential(solver, n, cells.x.data(), cells.y.data(), cells.z.data(), cells.m.data(),
+                                    cells.h.data(), lp.data(), o.accel ? la[0].data() : nullptr,
+                                    o.accel ? la[1].data() : nullptr, o.accel ? la[2].data() : nullptr) != AMRGRAV_OK) {
+        std::fprintf(stderr, "library: %s\n", amrgrav_last_error(solver));
+        amrgrav_destroy(solver);
+        solver = nullptr;
+      } else tLib = std::min(tLib, secondsSince(t0));
+    }
+#endif
     auto t0 = Clock::now();
     f.build(cells);
     const double b = secondsSince(t0);
@@ -850,7 +914,20 @@ int main(int argc, char** argv) {
     std::uniform_int_distribution<std::size_t> pick(0, n - 1);
     const std::size_t k = std::min<std::size_t>(o.ntargets, n);
     if (k == n) { tgt.resize(n); std::iota(tgt.begin(), tgt.end(), 0u); }
-    else for (std::size_t q = 0; q < k; ++q) tgt.push_back(std::uint32_t(pick(r2)));
+    else {
+      for (std::size_t q = 0; q < k; ++q) tgt.push_back(std::uint32_t(pick(r2)));
+      // plus the cell nearest each corner of the bounding box (the far field's worst case on concentrated masses)
+      for (int corner = 0; corner < 8; ++corner) {
+        std::uint32_t best = 0;
+        double bv = -1e300;
+        for (std::size_t i = 0; i < n; ++i) {
+          const double v = (corner & 1 ? 1 : -1) * cells.x[i] + (corner & 2 ? 1 : -1) * cells.y[i] +
+                           (corner & 4 ? 1 : -1) * cells.z[i];
+          if (v > bv) { bv = v; best = std::uint32_t(i); }
+        }
+        tgt.push_back(best);
+      }
+    }
   }
   std::vector<double> dphi(tgt.size()), dg[3];
   for (auto& v : dg) v.resize(tgt.size());
@@ -870,6 +947,7 @@ int main(int argc, char** argv) {
   }
   double phimax = 0;
   for (double v : dphi) phimax = std::max(phimax, std::fabs(v));
+  std::uint32_t worst = 0;
   auto errors = [&](const std::vector<double>& pp, const std::vector<double>* gg, double& pmax, double& pmed,
                     double& gmax, double& gmed, double& gnorm) {
     std::vector<double> ep, eg;
@@ -887,10 +965,12 @@ int main(int argc, char** argv) {
       }
     }
     pmax = percentile(ep, 1.0); pmed = percentile(ep, 0.5);
+    worst = tgt[std::max_element(ep.begin(), ep.end()) - ep.begin()];
     gmax = percentile(eg, 1.0); gmed = percentile(eg, 0.5);
   };
   double pmax, pmed, gmax = 0, gmed = 0, gnorm = 0;
   errors(phi, o.accel ? g : nullptr, pmax, pmed, gmax, gmed, gnorm);
+  const std::uint32_t worstFmm = worst;
   std::size_t leaves = 0;
   for (auto& nd : f.nodes) leaves += nd.leaf();
   std::printf("FMM mesh=%s cells=%zu p=%d terms=%d m2l_terms=%zu theta=%.3g leaf=%d pdirect=%g centre=%s accel=%d\n",
@@ -900,6 +980,8 @@ int main(int argc, char** argv) {
               f.nodes.size(), leaves, double(f.nM2L) / n, double(f.nP2P) / n, 2.0 * f.nM2L / n, 2.0 * f.nP2P / n);
   std::printf("  phi rel err max %.3e median %.3e | acc rel err max %.3e median %.3e, max/|a|max %.3e | |sum m a|/sum|m a| %.2e\n",
               pmax, pmed, gmax, gmed, gnorm, mom);
+  std::printf("  worst phi error at cell %u (%.4f, %.4f, %.4f), size %.3g, mass %.3g\n", worstFmm, cells.x[worstFmm],
+              cells.y[worstFmm], cells.z[worstFmm], cells.h[worstFmm], cells.m[worstFmm]);
   std::printf("  time %.3f s (build %.3f, up %.3f, walk %.3f, down %.3f) = %.3g cells/s, 1 thread\n", tFmm, tBuild,
               tUp, tWalk, tDown, n / tFmm);
 #ifdef PROFILE
@@ -907,27 +989,10 @@ int main(int argc, char** argv) {
               double(f.cycM2L) / double(f.nM2L), double(f.cycP2P), double(f.cycP2P) / double(f.nP2P));
 #endif
 #ifdef WITH_AMRGRAV
-  if (o.lib) {
-    amrgrav_options lo;
-    amrgrav_default_options(&lo);
-    lo.theta = o.libTheta; lo.order = 2; lo.G = 1; lo.backend = AMRGRAV_BACKEND_CPU; lo.self_potential = 0;
-    lo.threads = 1; lo.accelerations = o.accel;
-    amrgrav_solver* s = nullptr;
-    if (amrgrav_create(&lo, &s) != AMRGRAV_OK) { std::fprintf(stderr, "%s\n", amrgrav_last_error(nullptr)); return 1; }
-    std::vector<double> lp(n), la[3];
-    for (auto& v : la) v.resize(n);
-    double best = 1e30;
+  if (solver) {
+    const double best = tLib;
     amrgrav_stats st{};
-    for (int r = 0; r < std::max(o.reps, 1); ++r) {
-      auto t0 = Clock::now();
-      if (amrgrav_compute_potential(s, n, cells.x.data(), cells.y.data(), cells.z.data(), cells.m.data(),
-                                    cells.h.data(), lp.data(), o.accel ? la[0].data() : nullptr,
-                                    o.accel ? la[1].data() : nullptr, o.accel ? la[2].data() : nullptr) != AMRGRAV_OK) {
-        std::fprintf(stderr, "%s\n", amrgrav_last_error(s));
-        return 1;
-      }
-      best = std::min(best, secondsSince(t0));
-    }
+    amrgrav_solver* s = solver;
     amrgrav_get_stats(s, &st);
     amrgrav_destroy(s);
     for (auto& v : lp) v = -v;  // library: phi = -G sum m/r, acceleration = G grad(sum m/r)
