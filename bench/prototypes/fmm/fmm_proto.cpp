@@ -222,6 +222,8 @@ struct Cells {
 struct Node {
   double c[3];         // expansion centre
   double rmax;         // largest distance of one of its cells from c
+  double rcrit;        // rmax / theta (or rmax / theta(M) with --thetam)
+  double phiLow;       // --eps: a lower bound of sum |m| / r over the node's cells (|M_root| / farthest distance)
   double geo[3], half; // cube
   double mass, absMass;
   std::uint32_t b, e;  // cells [b, e) in sorted order
@@ -236,7 +238,9 @@ struct Options {
   int n = 32, p = 4, leaf = 16, ntargets = 1000, seed = 1, levels = 3, accel = 1, lib = 1, reps = 1;
   double theta = 0.5, libTheta = 0.5, floor = 1e-6, pdirect = 0; // pdirect: P2P instead of M2L when nA*nB <= pdirect
   bool geoCentre = false, signedMass = false;
-  bool tableKernel = false;  // --kernel table: the generic table-driven M2L (any p), immediately in the walk
+  bool tableKernel = false;
+  double eps = 0;             // --eps E: also require the M2L's error bound <= E x both nodes' phiLow
+  bool thetaM = false;       // --thetam: Dehnen (2002)'s mass-dependent opening angle, theta = theta_min at the root  // --kernel table: the generic table-driven M2L (any p), immediately in the walk
 };
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -516,6 +520,37 @@ struct Fmm {
     }
   }
 
+  /// theta(M): theta^(p+2) / (1 - theta)^2 = theta0^(p+2) / (1 - theta0)^2 (M / M_root)^(-1/3) (Dehnen 2002, with p+2
+  /// for his 5), so that light nodes open less: their error is a smaller share of any target's potential.
+  void criticalRadii() {
+    const double mroot = nodes[0].absMass;
+    const double e = mi.P + 2, t0 = o.theta, c0 = std::pow(t0, e) / ((1 - t0) * (1 - t0));
+    for (Node& a : nodes) {
+      double th = o.theta;
+      if (o.thetaM && a.absMass > 0) {
+        const double target = c0 * std::pow(a.absMass / mroot, -1.0 / 3.0);
+        double lo = t0, hi = 0.95;  // f(theta) increases with theta; cap the angle at 0.95
+        if (std::pow(hi, e) / ((1 - hi) * (1 - hi)) <= target) th = hi;
+        else {
+          for (int it = 0; it < 60; ++it) {
+            const double mid = 0.5 * (lo + hi);
+            (std::pow(mid, e) / ((1 - mid) * (1 - mid)) < target ? lo : hi) = mid;
+          }
+          th = lo;
+        }
+      }
+      a.rcrit = a.rmax / th;
+      // farthest distance from the node's cells to any cell: at most |c - farthest root corner| + rmax
+      double d2 = 0;
+      for (int k = 0; k < 3; ++k) {
+        const double lo = nodes[0].geo[k] - nodes[0].half, hi = nodes[0].geo[k] + nodes[0].half;
+        const double d = std::max(a.c[k] - lo, hi - a.c[k]);
+        d2 += d * d;
+      }
+      a.phiLow = mroot / (std::sqrt(d2) + a.rmax);
+    }
+  }
+
   void m2l(std::uint32_t A, std::uint32_t B) {
     ++nM2L;
 #ifdef PROFILE
@@ -678,9 +713,16 @@ struct Fmm {
   void interact(std::uint32_t A, std::uint32_t B) {
     const Node &a = nodes[A], &b = nodes[B];
     const double dx = a.c[0] - b.c[0], dy = a.c[1] - b.c[1], dz = a.c[2] - b.c[2];
-    const double R2 = dx * dx + dy * dy + dz * dz, s = a.rmax + b.rmax;
+    const double R2 = dx * dx + dy * dy + dz * dz, s = a.rcrit + b.rcrit;
     const double na = a.e - a.b, nb = b.e - b.b;
-    if (s * s < o.theta * o.theta * R2) {
+    bool accept = s * s < R2;
+    if (accept && o.eps > 0) {
+      // error-controlled MAC (after Dehnen 2014's idea, with a crude bound): the truncation error of the pair is
+      // below M (s/R)^(p+1) / (R - s) with s = r_A + r_B; require it below eps x each side's lowest potential
+      const double R = std::sqrt(R2), sr = a.rmax + b.rmax, q = std::pow(sr / R, mi.P + 1) / (R - sr);
+      accept = b.absMass * q <= o.eps * a.phiLow && a.absMass * q <= o.eps * b.phiLow;
+    }
+    if (accept) {
       if (na * nb <= o.pdirect) p2p(A, B);
       else if (useList) { m2lList.push_back({A, B}); ++nM2L; }
       else m2l(A, B);
@@ -764,6 +806,7 @@ struct Fmm {
     Sbuf.assign(mi.nt, 0.0);
     nM2L = nP2P = 0;
     useList = !o.tableKernel && mi.P >= 3 && mi.P <= 7;
+    criticalRadii();
     m2lList.clear();
     self(0);
     if (!useList) return;
@@ -801,7 +844,7 @@ double percentile(std::vector<double> v, double q) {
 void usage() {
   std::puts(
       "fmm_proto [--mesh uniform|nested|amr|maclaurin|file] [--n N] [--levels L] [--file cells.bin]\n"
-      "          [--p P] [--theta T] [--leaf K] [--pdirect NANB] [--geo] [--signed] [--accel 0|1]\n"
+      "          [--p P] [--theta T] [--leaf K] [--pdirect NANB] [--thetam] [--eps E] [--geo] [--signed] [--accel 0|1]\n"
       "          [--targets K (random, plus the 8 corner cells)] [--seed S] [--lib 0|1] [--libtheta T] [--reps R] [--kernel table|gen]\n"
       "  uniform: N^3 grid, random masses; nested: three nested levels of N^3 cells each (random masses);\n"
       "  amr: 8^3 blocks, 2^3 root blocks refined at random (p 0.3) up to --levels more levels, density 4^level x\n"
@@ -832,6 +875,8 @@ int main(int argc, char** argv) {
     else if (a == "--lib") o.lib = std::stoi(next());
     else if (a == "--reps") o.reps = std::stoi(next());
     else if (a == "--libtheta") o.libTheta = std::stod(next());
+    else if (a == "--thetam") o.thetaM = true;
+    else if (a == "--eps") o.eps = std::stod(next());
     else if (a == "--kernel") o.tableKernel = next() == "table";
     else { usage(); return a == "--help" ? 0 : 1; }
   }
@@ -973,8 +1018,8 @@ int main(int argc, char** argv) {
   const std::uint32_t worstFmm = worst;
   std::size_t leaves = 0;
   for (auto& nd : f.nodes) leaves += nd.leaf();
-  std::printf("FMM mesh=%s cells=%zu p=%d terms=%d m2l_terms=%zu theta=%.3g leaf=%d pdirect=%g centre=%s accel=%d\n",
-              o.mesh.c_str(), n, o.p, mi.nt, mi.m2lK.size(), o.theta, o.leaf, o.pdirect, o.geoCentre ? "geo" : "com",
+  std::printf("FMM mesh=%s cells=%zu p=%d terms=%d m2l_terms=%zu theta=%.3g%s eps=%g leaf=%d pdirect=%g centre=%s accel=%d\n",
+              o.mesh.c_str(), n, o.p, mi.nt, mi.m2lK.size(), o.theta, o.thetaM ? "(M)" : "", o.eps, o.leaf, o.pdirect, o.geoCentre ? "geo" : "com",
               o.accel);
   std::printf("  nodes=%zu leaves=%zu  M2L pairs/cell=%.1f  P2P pairs/cell=%.1f  (directed: M2L %.1f, P2P %.1f per cell)\n",
               f.nodes.size(), leaves, double(f.nM2L) / n, double(f.nP2P) / n, 2.0 * f.nM2L / n, 2.0 * f.nP2P / n);
