@@ -39,6 +39,7 @@ solved with locally essential trees; rank 0 prints, and the JSON carries "ranks"
   --self S         each cell's own term -c G m/h: lattice (c = 2.8373: a grid of point masses then sums to
                    the smooth density's potential), cube (c = 2.3801, the cell alone) or none     [lattice]
   --G VALUE        gravitational constant                                          [6.674e-8]
+  --no-contrast    fully periodic boxes: the masses as given, not the density contrast (the mean removed)
   --json           print JSON only`,
   periodic: `amrgrav validate periodic [options]
 
@@ -142,6 +143,7 @@ function solverOptions(v: Record<string, string | boolean | undefined>): SolverO
     leafSize: intArg('leaf-size', s('leaf-size'), 16, 1, 4096),
     boundary: boundaryArg(s('boundary')),
     selfPotential: choiceArg('self', s('self'), 'lattice', ['lattice', 'cube', 'none'] as const),
+    densityContrast: v['no-contrast'] !== true,
   };
 }
 
@@ -158,6 +160,7 @@ const solverArgs = {
   'leaf-size': { type: 'string' },
   boundary: { type: 'string' },
   self: { type: 'string' },
+  'no-contrast': { type: 'boolean' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
