@@ -4,9 +4,6 @@
  * The file is written to a temporary name in the target directory and renamed over the target only when
  * complete, so a failed write never leaves a half-written file under the target name.
  */
-import { randomBytes } from 'node:crypto';
-import { renameSync, rmSync } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
 import type { File as H5File } from 'h5wasm';
 import { FlashFileError, MeshError } from './errors.js';
 import {
@@ -19,11 +16,14 @@ import {
   type FlashParameterKind,
   type RawDataset,
 } from './flashFormat.js';
-import { firstLine, h5wasm } from './hdf5.js';
+import { h5wasm } from './hdf5.js';
+import { writeAtomically } from './outputFile.js';
 
 export interface FlashWriteOptions {
   /** Called after each dataset is written: (datasets done, datasets in all, name). */
   onProgress?: (done: number, total: number, name: string) => void;
+  /** Files the output must not be (e.g. the file the data was read from). */
+  inputs?: string[];
 }
 
 const VALUE_DTYPE: Record<FlashParameterKind, string> = { integer: '<i', real: '<d', logical: '<i', string: `S${FLASH_STRING_LENGTH}` };
@@ -136,30 +136,20 @@ function writeAll(f: H5File, d: FlashData, opts: FlashWriteOptions): void {
 /**
  * Writes a FLASH file: parameter tables, 'sim info' (a default one if `data` has none), 'unknown names' (the
  * variables held, in order), block metadata, the other datasets of `data.extra`, then the variables, in the
- * precision `data` names. Replaces `path` atomically.
+ * precision `data` names. Replaces `path` atomically (never an input, a directory, device, FIFO or socket).
  * @throws MeshError 'INVALID_OPTION' for a partial block range or a name FLASH cannot store; FlashFileError
- *   'BAD_SHAPE' for arrays of the wrong length, 'WRITE_FAILED' when HDF5 or the file system refuses.
+ *   'BAD_SHAPE' for arrays of the wrong length; OutputFileError 'OUTPUT_IS_INPUT', 'OUTPUT_NOT_REGULAR',
+ *   'WRITE_FAILED' (missing or read-only directory, disk full, ...).
  */
 export async function writeFlashFile(path: string, data: FlashData, opts: FlashWriteOptions = {}): Promise<void> {
   checkData(data, path);
-  const target = resolve(path);
-  const temp = join(dirname(target), `.${basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
   const h5 = await h5wasm();
-  let f: H5File | null = null;
-  try {
-    f = new h5.File(temp, 'w');
-    writeAll(f, data, opts);
-    f.close();
-    f = null;
-    renameSync(temp, target);
-  } catch (err) {
+  await writeAtomically(path, opts.inputs ?? [], async (temp) => {
+    const f: H5File = new h5.File(temp, 'w');
     try {
-      f?.close();
-    } catch {
-      // the write error below is the one worth reporting
+      writeAll(f, data, opts);
+    } finally {
+      f.close();
     }
-    rmSync(temp, { force: true });
-    if (err instanceof MeshError) throw err;
-    throw new FlashFileError('WRITE_FAILED', `cannot write ${path}: ${firstLine(err)}`);
-  }
+  });
 }

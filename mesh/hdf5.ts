@@ -12,6 +12,7 @@ import { FlashFileError } from './errors.js';
 
 type H5wasm = typeof import('h5wasm');
 let loaded: Promise<H5wasm> | null = null;
+let wasmModule: H5Module | null = null;
 
 /** h5wasm, ready; its HDF5 errors are thrown as JS errors instead of printed to stderr. */
 export function h5wasm(): Promise<H5wasm> {
@@ -19,9 +20,51 @@ export function h5wasm(): Promise<H5wasm> {
     const mod = (await import('h5wasm/node')) as unknown as H5wasm;
     const module = await mod.ready;
     module.activate_throwing_error_handler();
+    wasmModule = module as unknown as H5Module;
     return mod;
   })();
   return loaded;
+}
+
+/** The low-level h5wasm functions used to copy datasets and attributes byte for byte (see flashCopy.ts). */
+export interface H5Module {
+  _malloc(n: number): number;
+  _free(ptr: number): void;
+  HEAPU8: Uint8Array;
+  get_dataset_metadata(fileId: bigint, path: string): H5Metadata;
+  get_dataset_data(fileId: bigint, path: string, count: null, offset: null, stride: null, ptr: bigint): number;
+  create_dataset(fileId: bigint, path: string, ptr: bigint, metadata: unknown): number;
+  get_attribute_names(fileId: bigint, path: string): string[];
+  get_attribute_metadata(fileId: bigint, path: string, name: string): H5Metadata;
+  get_attribute_data(fileId: bigint, path: string, name: string, ptr: bigint): number;
+  create_attribute(fileId: bigint, path: string, name: string, ptr: bigint, metadata: unknown): number;
+  create_group(fileId: bigint, path: string, trackOrder: boolean): number;
+  get_names(fileId: bigint, path: string, recursive: boolean): string[];
+  get_type(fileId: bigint, path: string): number;
+  H5G_GROUP: number;
+  H5G_DATASET: number;
+}
+
+/** h5wasm's description of a dataset or attribute: its type (class, size, members) and dataspace. */
+export interface H5Metadata {
+  type: number;
+  size: number;
+  signed?: boolean;
+  vlen?: boolean;
+  littleEndian?: boolean;
+  cset?: number;
+  strpad?: number;
+  shape: number[] | null;
+  maxshape?: number[] | null;
+  chunks?: number[] | null;
+  total_size: number;
+  compound_type?: { nmembers: number; members: (H5Metadata & { name: string; offset: number })[] };
+}
+
+/** The low-level module (after {@link h5wasm} resolved). */
+export async function h5module(): Promise<H5Module> {
+  await h5wasm();
+  return wasmModule!;
 }
 
 const SIGNATURE = [0x89, 0x48, 0x44, 0x46, 0x0d, 0x0a, 0x1a, 0x0a];

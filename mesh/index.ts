@@ -2,7 +2,7 @@
 export { AmrMesh } from './amrMesh.js';
 export { uniformMesh, refineMesh, balanceMesh } from './builders.js';
 export { extractCells, writeBack, fillVariable, type CellArrays } from './cells.js';
-export { MeshError, FlashFileError, type MeshErrorCode } from './errors.js';
+export { MeshError, FlashFileError, OutputFileError, type MeshErrorCode } from './errors.js';
 export { readFlashFile, type FlashReadOptions } from './flashRead.js';
 export { writeFlashFile, type FlashWriteOptions } from './flashWrite.js';
 export { flashToMesh, meshToFlash, meshVariableToFlash, type FlashMesh, type MeshToFlashOptions } from './flashMesh.js';

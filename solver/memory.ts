@@ -3,6 +3,7 @@
  * \brief Host-memory estimates made before large allocations: work that cannot fit is refused up front with an
  * OutOfMemoryError naming the size and the limit, instead of failing minutes later (or ending in a RangeError).
  */
+import { constants } from 'node:buffer';
 import { freemem, totalmem } from 'node:os';
 import { OutOfMemoryError } from './errors.js';
 
@@ -36,5 +37,20 @@ export function checkHostMemory(bytes: number, what: string): void {
   }
 }
 
-/** The largest typed array (elements) this JavaScript engine allocates: beyond it Node throws a RangeError. */
-export const MAX_TYPED_ARRAY_LENGTH = 2 ** 32 - 1;
+/** The largest typed array, in bytes, this Node allocates (4 GiB on Node 20): beyond it Node throws a RangeError. */
+export const MAX_ARRAY_BYTES = constants.MAX_LENGTH;
+
+/**
+ * Refuses work that needs `cells` float64 values per array (cell positions, masses, potentials) beyond Node's
+ * typed-array limit, and `bytesPerCell * cells` beyond {@link hostMemoryLimit}.
+ * @throws OutOfMemoryError naming the size and the limit.
+ */
+export function checkCells(cells: number, bytesPerCell: number, what: string): void {
+  if (cells * 8 > MAX_ARRAY_BYTES) {
+    throw new OutOfMemoryError(
+      `${what}: ${cells.toExponential(3)} cells need arrays of ${formatBytes(cells * 8)}; Node's typed arrays hold at most ` +
+        `${formatBytes(MAX_ARRAY_BYTES)} (${Math.floor(MAX_ARRAY_BYTES / 8)} cells)`,
+    );
+  }
+  checkHostMemory(cells * bytesPerCell, `${what} (${cells.toExponential(3)} cells at about ${bytesPerCell} bytes each)`);
+}
