@@ -15,7 +15,7 @@ import {
   type RawDataset,
 } from './flashFormat.js';
 import { checkHostMemory } from '../solver/memory.js';
-import { asFlashError, checkShape, h5call, openHdf5, optionalDataset, readInts, readNumbers, readValue, requireDataset } from './hdf5.js';
+import { asFlashError, checkReadSize, checkShape, h5call, openHdf5, optionalDataset, readInts, readNumbers, readValue, requireDataset } from './hdf5.js';
 
 export interface FlashReadOptions {
   /** Read only blocks [start, start + count) (0-based). Default: all blocks. */
@@ -200,7 +200,9 @@ function readOpenFile(file: H5File, path: string, opts: FlashReadOptions): Flash
     datasets.set(v, ds);
   }
 
-  // what the reader will hold: the block metadata and each variable read as float64, before any of it is read
+  // claims against the file's size and h5wasm's heap, then what the reader will hold (the block metadata and
+  // each variable as float64) against host memory: all before any of it is read
+  for (const [name, ds] of datasets) checkReadSize(ds, path, name, rows);
   const cpb = nxb * nyb * nzb;
   checkHostMemory(rows.count * (8 * (cpb * wanted.length + 12) + 4 * (2 + gidColumns)), `${path}: reading ${rows.count} blocks of ${cpb} cells (${wanted.length} variables)`);
   const steps = BLOCK_DATASETS.length + wanted.length;
