@@ -269,7 +269,7 @@ const SIZE_TOLERANCE = 1e-4;
  * The FLASH-file checks that keep a damaged or meaningless block structure from being solved and copied into an
  * output: every bounding box, block size and coordinate finite, boxes not inverted, block sizes positive (on the
  * file's axes) and equal to their boxes' extents, 'refine level' >= 1, 'node type' 1, 2 or 3; and, when every
- * block was read, the 'gid' tree: each parent and child number in range, a child's parent is the block naming it,
+ * block was read, the 'gid' tree: each parent and child number -1 (none) or a block number, a child's parent is the block naming it,
  * a child is one level finer and half the size of its parent, a block without parent is on level 1, and 'node
  * type' is 1 (leaf) exactly for the blocks without children.
  * @throws FlashFileError 'BAD_MESH' naming the block (1-based, as FLASH numbers them) and the dataset.
@@ -305,7 +305,8 @@ export function checkBlocks(d: FlashData, path: string): void {
   for (let b = 0; b < n; b++) {
     const parent = d.gid[b * gc + parentCol];
     const level = d.refineLevel[b];
-    if (parent === -1 || parent < 0) {
+    if (parent < -1 || parent === 0) throw bad(b, `'gid' names parent ${parent} (expected -1 for none, or a block number)`);
+    if (parent === -1) {
       if (level !== 1) throw bad(b, `'refine level' is ${level} but 'gid' gives it no parent (${parent}); only level-1 blocks have none`);
     } else {
       if (parent > n) throw bad(b, `'gid' names parent ${parent} but the file has ${n} blocks`);
@@ -326,8 +327,8 @@ export function checkBlocks(d: FlashData, path: string): void {
     let children = 0;
     for (let c = 0; c < nChildren; c++) {
       const child = d.gid[b * gc + parentCol + 1 + c];
-      if (child < 0) continue;
-      if (child === 0 || child > n) throw bad(b, `'gid' names child ${child} but the file has ${n} blocks`);
+      if (child === -1) continue;
+      if (child < -1 || child === 0 || child > n) throw bad(b, `'gid' names child ${child} but the file has ${n} blocks`);
       if (d.gid[(child - 1) * gc + parentCol] !== b + 1) {
         throw bad(b, `'gid' names block ${child} as a child, but block ${child} names ${d.gid[(child - 1) * gc + parentCol]} as its parent`);
       }

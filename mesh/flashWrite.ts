@@ -89,23 +89,20 @@ function checkData(d: FlashData, path: string): void {
   }
 }
 
-function writeAll(f: H5File, d: FlashData, opts: FlashWriteOptions): void {
+/**
+ * The datasets of a FLASH file for `d`, in writing order: parameter tables, 'unknown names', block metadata,
+ * 'sim info' (a default one if `d` has none) and the other datasets of `d.extra`, then the variables.
+ */
+export function flashDatasets(d: FlashData): RawDataset[] {
   const n = d.blockCount;
   const names = [...d.variables.keys()];
   const hasSimInfo = d.extra.some((e) => e.name === 'sim info');
   const extra = hasSimInfo ? d.extra : [defaultSimInfo('amrgrav'), ...d.extra];
-  const steps = PARAMETER_TABLES.length + 7 + extra.length + names.length;
-  let done = 0;
-  const put = (name: string, data: RawDataset['data'], shape: number[], dtype: RawDataset['dtype']) => {
-    f.create_dataset({ name, data: data as never, shape, dtype });
-    opts.onProgress?.(++done, steps, name);
-  };
+  const out: RawDataset[] = [];
+  const put = (name: string, data: RawDataset['data'], shape: number[], dtype: RawDataset['dtype']) => out.push({ name, data, shape, dtype });
   for (const t of PARAMETER_TABLES) {
     const table = d.params[t.key] as Map<string, number | string | boolean>;
-    if (table.size === 0) {
-      opts.onProgress?.(++done, steps, t.dataset);
-      continue;
-    }
+    if (table.size === 0) continue;
     const keys = [...table.keys()];
     const values = [...table.values()];
     const column =
@@ -131,6 +128,16 @@ function writeAll(f: H5File, d: FlashData, opts: FlashWriteOptions): void {
   for (const e of extra) put(e.name, e.data, e.shape, e.dtype);
   const vtype = realDtype(d.variablePrecision);
   for (const name of names) put(name, asPrecision(d.variables.get(name)!, d.variablePrecision), [n, d.nzb, d.nyb, d.nxb], vtype);
+  return out;
+}
+
+function writeAll(f: H5File, d: FlashData, opts: FlashWriteOptions): void {
+  const list = flashDatasets(d);
+  const steps = list.length;
+  list.forEach((e, i) => {
+    f.create_dataset({ name: e.name, data: e.data as never, shape: e.shape, dtype: e.dtype });
+    opts.onProgress?.(i + 1, steps, e.name);
+  });
 }
 
 /**
