@@ -377,3 +377,19 @@ describe('MeshError is still the base of the file errors', () => {
     expect(new OutOfMemoryError('x').code).toBe('OUT_OF_MEMORY');
   });
 });
+
+const haveScript = spawnSync('script', ['--version'], { encoding: 'utf8' }).status === 0;
+
+describe.skipIf(!haveScript)('progress on a terminal only', () => {
+  // `script` runs the command on a pseudo-terminal, as a user's shell would
+  const onTty = (args: string[]) =>
+    spawnSync('script', ['-qec', [process.execPath, CLI, ...args].map((a) => `'${a}'`).join(' '), '/dev/null'], { encoding: 'utf8' }).stdout;
+  it('bench and the sweep draw progress on a terminal; with --json or in a pipe nothing', () => {
+    expect(onTty(['bench', '--grid', '12', '--repeat', '2'])).toMatch(/\[#*\.*\] +\d+% timed solve 1 of 2/);
+    expect(onTty(['validate', 'maclaurin', '--sweep', '--levels', '2', '--subsample', '1'])).toMatch(/direct summation of 4096 cells[\s\S]*tree solve theta=1 \(1 of 5\)/);
+    expect(onTty(['bench', '--grid', '12', '--repeat', '2', '--json'])).not.toMatch(/timed solve|\x1b\[2K/);
+    const piped = cli(['bench', '--grid', '12', '--repeat', '2']);
+    expect(piped.status).toBe(0);
+    expect(piped.stdout + piped.stderr).not.toMatch(/timed solve|\x1b\[2K/);
+  });
+});
