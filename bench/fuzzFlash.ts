@@ -496,6 +496,7 @@ function runCli(root: string, timeoutS: number): CaseResult[] {
   mkdirSync(dir, { recursive: true });
   const good = join(dir, 'good.h5');
   spawnSync(process.execPath, [CLI, 'make', 'uniform', '--levels', '1', '-o', good], { encoding: 'utf8' });
+  const pristine = readFileSync(good);
   const before = sha(good);
   const results: CaseResult[] = [];
   const expected = new Set(['good.h5', 'fifo', 'adir', 'text.h5']);
@@ -509,12 +510,17 @@ function runCli(root: string, timeoutS: number): CaseResult[] {
     const leftBehind = readdirSync(dir).filter((f) => !expected.has(f));
     for (const f of leftBehind) rmSync(join(dir, f), { recursive: true, force: true });
     for (const f of readdirSync(join(dir, 'adir'))) leftBehind.push(`adir/${f}`);
+    const inputModified = !existsSync(good) || sha(good) !== before;
+    if (inputModified) {
+      rmSync(good, { recursive: true, force: true });
+      writeFileSync(good, pristine); // each case starts from the same input
+    }
     results.push({
       index,
       kind: 'bad command lines',
       what: `amrgrav ${args.join(' ')}`,
       outcome,
-      inputModified: sha(good) !== before,
+      inputModified,
       leftBehind,
       ...(outcome === 'crash' || outcome === 'hang' ? { detail: `status ${r.status} signal ${r.signal}: ${(r.stderr ?? '').slice(0, 400)}` } : {}),
     });
