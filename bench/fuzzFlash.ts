@@ -6,7 +6,8 @@
  * untyped exception or a dead process), a hang (no answer within the watchdog's time), silently wrong (a file
  * known to be meaningless accepted, or an accepted output that does not check), input modified, files left behind.
  *
- *   node dist/bench/fuzzFlash.js [--seed 15] [--files 300] [--no-cli] [--verbose]   prints the table (RESULTS.md)
+ *   node dist/bench/fuzzFlash.js [--seed 15] [--files 300] [--no-cli] [--verbose] [--timeout S]
+ *   prints the table of bench/RESULTS.md
  *
  * The files are run by a worker process (this file with --worker) that the parent watches: a worker that dies
  * marks its case a crash, one silent for `caseTimeoutS` is killed and its case marked a hang; a new worker goes on.
@@ -574,7 +575,12 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
       return i >= 0 ? args[i + 1] : undefined;
     };
     const t0 = performance.now();
-    const report = await runFuzz({ seed: Number(get('--seed') ?? 15), files: Number(get('--files') ?? 300), cli: !args.includes('--no-cli') });
+    const report = await runFuzz({
+      seed: Number(get('--seed') ?? 15),
+      files: Number(get('--files') ?? 300),
+      cli: !args.includes('--no-cli'),
+      caseTimeoutS: Number(get('--timeout') ?? 180),
+    });
     console.log(fuzzTable(report));
     console.log(`\nseed ${report.seed}, ${((performance.now() - t0) / 1e3).toFixed(1)} s`);
     if (args.includes('--verbose')) for (const c of report.cases.filter((c) => c.outcome === 'accepted')) console.log(`accepted ${c.kind} #${c.index}: ${c.what}`);
