@@ -6,6 +6,14 @@ import { GravitySolver, type SolveStats } from '../solver/gravitySolver.js';
 import type { SolverOptions } from '../solver/options.js';
 import { benchDensity, gridCells } from '../validation/gridCells.js';
 import { rankChunk } from '../solver/mpiDecomposition.js';
+import { checkCells } from '../solver/memory.js';
+import type { Progress } from '../solver/progress.js';
+
+/**
+ * Host bytes per cell of a bench run: the cells and results in JavaScript (9 float64 arrays) and the native
+ * solver's sorted copies, keys, tree and interaction buffers.
+ */
+const BENCH_BYTES_PER_CELL = 256;
 import { gatherToRoot, mpiWorld } from '../solver/mpiWorld.js';
 
 export interface BenchOptions {
@@ -19,6 +27,8 @@ export interface BenchOptions {
   levels?: number;
   /** Timed repetitions (the best and the mean are reported). Default 3. */
   repeat?: number;
+  /** Progress display (the CLI's, on a terminal); default none. */
+  progress?: Progress;
   solver?: SolverOptions;
 }
 
@@ -95,8 +105,10 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
   const solver = new GravitySolver(opts.solver);
   let cells;
   let unitCells: number; // decomposition unit under mpirun: a z-plane of the grid, a block of the mesh
+  opts.progress?.phase(`building the ${problem} cells`);
   if (problem === 'uniform') {
     const n = opts.cells !== undefined ? Math.max(1, Math.round(Math.cbrt(opts.cells))) : (opts.grid ?? 100);
+    checkCells(n ** 3, BENCH_BYTES_PER_CELL, `bench: a ${n}^3 grid`);
     cells = gridCells(n, benchDensity);
     unitCells = n * n;
   } else {
@@ -116,6 +128,8 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
     accelerations: { x: new Float64Array(n), y: new Float64Array(n), z: new Float64Array(n) },
   };
   const box = { lo: [0, 0, 0] as [number, number, number], hi: [1, 1, 1] as [number, number, number] }; // both problems
+  const progress = opts.progress;
+  progress?.phase(`warm-up solve of ${total} cells`);
   await solver.solveCells(cells, { box, out }); // warm-up: page in the arrays, the thread stacks, device buffers
   let best: SolveStats | undefined;
   let bestRanks: RankBench[] = [];
@@ -123,6 +137,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
   let sum = 0;
   let bestWall = Infinity;
   for (let i = 0; i < repeat; i++) {
+    progress?.update(`timed solve ${i + 1} of ${repeat} (${total} cells)`, i, repeat);
     const t0 = performance.now();
     const { stats } = await solver.solveCells(cells, { box, out });
     bestWall = Math.min(bestWall, (performance.now() - t0) / 1e3);
@@ -136,6 +151,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
       bestRanks = ranks;
     }
   }
+  progress?.end();
   const s = best!;
   return {
     ranks: size,

@@ -19,7 +19,11 @@ export type MeshErrorCode =
   | 'BAD_SHAPE'
   | 'BAD_MESH'
   | 'UNSUPPORTED_DIMENSIONALITY'
-  | 'WRITE_FAILED';
+  | 'WRITE_FAILED'
+  // output paths (mesh/outputFile.ts)
+  | 'OUTPUT_IS_INPUT'
+  | 'OUTPUT_NOT_REGULAR'
+  | 'UNSUPPORTED_DATATYPE';
 
 export class MeshError extends AmrgravError {
   declare readonly code: MeshErrorCode;
@@ -36,3 +40,10 @@ export function invalidMeshOption(name: string, expected: string, actual: unknow
 
 /** A FLASH HDF5 file that cannot be read, understood or written; the message names the file and the dataset. */
 export class FlashFileError extends MeshError {}
+
+/**
+ * An output that cannot or must not be written: 'OUTPUT_IS_INPUT' (the same file as an input, also through
+ * symlinks, hard links or '..'), 'OUTPUT_NOT_REGULAR' (an existing directory, device, FIFO or socket, never
+ * replaced), 'WRITE_FAILED' (missing or read-only directory, disk full, ...).
+ */
+export class OutputFileError extends MeshError {}

@@ -14,7 +14,8 @@ import {
   type FlashParameters,
   type RawDataset,
 } from './flashFormat.js';
-import { checkShape, openHdf5, readInts, readNumbers, readValue, requireDataset } from './hdf5.js';
+import { checkHostMemory } from '../solver/memory.js';
+import { asFlashError, checkReadSize, checkShape, h5call, openHdf5, optionalDataset, readInts, readNumbers, readValue, requireDataset } from './hdf5.js';
 
 export interface FlashReadOptions {
   /** Read only blocks [start, start + count) (0-based). Default: all blocks. */
@@ -34,9 +35,9 @@ function trimName(s: unknown): string {
 }
 
 function readTable(file: H5File, path: string, dataset: string, kind: string, into: Map<string, unknown>): void {
-  const ds = file.get(dataset) as Dataset | null;
+  const ds = optionalDataset(file, path, dataset);
   if (!ds) return;
-  const dtype = ds.dtype;
+  const dtype = h5call(path, `the type of '${dataset}'`, () => ds.dtype);
   const fields = Array.isArray(dtype) ? dtype.map((m) => (m as [string, unknown])[0]) : [];
   if ((ds.shape ?? []).length !== 1 || fields[0] !== 'name' || fields[1] !== 'value') {
     throw new FlashFileError(
@@ -61,8 +62,8 @@ function memberDtype(m: { type: number; size: number; signed?: boolean }): strin
 
 /** Keeps a dataset the reader does not interpret; per-block ones are cut to the block range. */
 function readRaw(file: H5File, path: string, name: string, total: number, rows: { start: number; count: number }): RawDataset | null {
-  const ds = file.get(name) as Dataset | null;
-  if (!ds || (ds as { type?: string }).type !== 'Dataset') return null;
+  const ds = optionalDataset(file, path, name);
+  if (!ds) return null;
   const shape = ds.shape ?? [];
   const meta = ds.metadata as { type: number; size: number; compound_type?: { members: { name: string; type: number; size: number; signed?: boolean }[] } };
   if (meta.compound_type) {
@@ -105,14 +106,14 @@ function readParameters(file: H5File, path: string): FlashParameters {
 }
 
 function formatVersion(file: H5File, path: string): number {
-  const info = file.get('sim info') as Dataset | null;
+  const info = optionalDataset(file, path, 'sim info');
   if (info) {
     const rows = readValue(info, path, 'sim info') as unknown[][];
     const dtype = info.dtype;
     const at = Array.isArray(dtype) ? dtype.findIndex((m) => (m as unknown as [string])[0] === 'file format version') : -1;
     if (at >= 0 && rows.length > 0) return Number(rows[0][at]);
   }
-  const ds = file.get('file format version') as Dataset | null;
+  const ds = optionalDataset(file, path, 'file format version');
   return ds ? Number(readNumbers(ds, path, 'file format version')[0]) : 0;
 }
 
@@ -128,14 +129,22 @@ function formatVersion(file: H5File, path: string): number {
 export async function readFlashFile(path: string, opts: FlashReadOptions = {}): Promise<FlashData> {
   const file = await openHdf5(path);
   try {
-    return readOpenFile(file, path, opts);
+    const data = readOpenFile(file, path, opts);
+    checkBlocks(data, path);
+    return data;
+  } catch (err) {
+    throw asFlashError(err, path, 'the file');
   } finally {
-    file.close();
+    try {
+      file.close();
+    } catch {
+      // a damaged file may fail to close; the read's own outcome is what matters
+    }
   }
 }
 
 function readOpenFile(file: H5File, path: string, opts: FlashReadOptions): FlashData {
-  const keys = file.keys();
+  const keys = h5call(path, 'the list of datasets', () => file.keys());
   if (!keys.includes('bounding box') && !keys.includes('unknown names')) {
     throw new FlashFileError('NOT_FLASH', `${path} is an HDF5 file but not a FLASH file (no 'bounding box' or 'unknown names'; datasets: ${keys.join(', ') || 'none'})`);
   }
@@ -156,12 +165,15 @@ function readOpenFile(file: H5File, path: string, opts: FlashReadOptions): Flash
     }
   }
   // Block size: the integer scalars, else the first variable's shape.
-  const firstVar = unknownNames.length > 0 ? (file.get(unknownNames[0]) as Dataset | null) : null;
+  const firstVar = unknownNames.length > 0 ? optionalDataset(file, path, unknownNames[0]) : null;
   const varShape = firstVar?.shape ?? [];
   const nb = (k: string, axis: number) => params.integerScalars.get(k) ?? varShape[axis];
   const [nxb, nyb, nzb] = [nb('nxb', 3), nb('nyb', 2), nb('nzb', 1)];
   if (![nxb, nyb, nzb].every((n) => Number.isInteger(n) && n >= 1)) {
     throw new FlashFileError('MISSING_DATASET', `${path}: block size unknown: no integer scalars nxb, nyb, nzb and no variable to infer them from`);
+  }
+  if (Math.max(nxb, nyb, nzb) > 4096 || nxb * nyb * nzb > 2 ** 24) {
+    throw new FlashFileError('BAD_SHAPE', `${path}: blocks of ${nxb} x ${nyb} x ${nzb} cells (integer scalars nxb, nyb, nzb) are beyond any FLASH setup (at most 4096 per axis, 2^24 per block)`);
   }
   const dimensionality = params.integerScalars.get('dimensionality') ?? (nzb > 1 ? 3 : nyb > 1 ? 2 : 1);
   if (![1, 2, 3].includes(dimensionality)) {
@@ -188,6 +200,11 @@ function readOpenFile(file: H5File, path: string, opts: FlashReadOptions): Flash
     datasets.set(v, ds);
   }
 
+  // claims against the file's size and h5wasm's heap, then what the reader will hold (the block metadata and
+  // each variable as float64) against host memory: all before any of it is read
+  for (const [name, ds] of datasets) checkReadSize(ds, path, name, rows);
+  const cpb = nxb * nyb * nzb;
+  checkHostMemory(rows.count * (8 * (cpb * wanted.length + 12) + 4 * (2 + gidColumns)), `${path}: reading ${rows.count} blocks of ${cpb} cells (${wanted.length} variables)`);
   const steps = BLOCK_DATASETS.length + wanted.length;
   let done = 0;
   const tick = (name: string) => opts.onProgress?.(++done, steps, name);
@@ -243,4 +260,84 @@ function readOpenFile(file: H5File, path: string, opts: FlashReadOptions): Flash
     throw new FlashFileError('CORRUPT_FILE', `${path}: variable data is shorter than its shape`);
   }
   return data;
+}
+
+/** Block sizes of a parent and its child agree to this relative slack (float32 metadata carries ~1e-7). */
+const SIZE_TOLERANCE = 1e-4;
+
+/**
+ * The FLASH-file checks that keep a damaged or meaningless block structure from being solved and copied into an
+ * output: every bounding box, block size and coordinate finite, boxes not inverted, block sizes positive (on the
+ * file's axes) and equal to their boxes' extents, 'refine level' >= 1, 'node type' 1, 2 or 3; and, when every
+ * block was read, the 'gid' tree: each parent and child number -1 (none) or a block number, a child's parent is the block naming it,
+ * a child is one level finer and half the size of its parent, a block without parent is on level 1, and 'node
+ * type' is 1 (leaf) exactly for the blocks without children.
+ * @throws FlashFileError 'BAD_MESH' naming the block (1-based, as FLASH numbers them) and the dataset.
+ */
+export function checkBlocks(d: FlashData, path: string): void {
+  const bad = (b: number, what: string) => new FlashFileError('BAD_MESH', `${path}: block ${d.blockStart + b + 1}: ${what}`);
+  const n = d.blockCount;
+  const dim = d.dimensionality;
+  for (let b = 0; b < n; b++) {
+    for (let a = 0; a < 3; a++) {
+      const lo = d.boundingBox[b * 6 + 2 * a];
+      const hi = d.boundingBox[b * 6 + 2 * a + 1];
+      const size = d.blockSize[b * 3 + a];
+      if (!Number.isFinite(lo) || !Number.isFinite(hi)) throw bad(b, `'bounding box' on axis ${'xyz'[a]} is [${lo}, ${hi}] (not finite)`);
+      if (!Number.isFinite(size)) throw bad(b, `'block size' on axis ${'xyz'[a]} is ${size} (not finite)`);
+      if (!Number.isFinite(d.coordinates[b * 3 + a])) throw bad(b, `'coordinates' on axis ${'xyz'[a]} is ${d.coordinates[b * 3 + a]} (not finite)`);
+      if (a >= dim) continue;
+      if (!(hi > lo)) throw bad(b, `'bounding box' on axis ${'xyz'[a]} is [${lo}, ${hi}] (empty or inverted)`);
+      if (!(size > 0)) throw bad(b, `'block size' on axis ${'xyz'[a]} is ${size} (must be positive)`);
+      if (Math.abs(size - (hi - lo)) > SIZE_TOLERANCE * size) {
+        throw bad(b, `'block size' on axis ${'xyz'[a]} is ${size} but its 'bounding box' spans ${hi - lo}`);
+      }
+    }
+    const level = d.refineLevel[b];
+    if (!(level >= 1 && level <= 60)) throw bad(b, `'refine level' is ${level} (expected 1 to 60)`);
+    const type = d.nodeType[b];
+    if (type !== 1 && type !== 2 && type !== 3) throw bad(b, `'node type' is ${type} (PARAMESH: 1 leaf, 2 or 3 parent)`);
+  }
+  if (d.blockStart !== 0 || d.blockCount !== d.totalBlocks) return; // the tree needs every block
+  const gc = d.gidColumns;
+  const parentCol = 2 * dim;
+  const nChildren = 2 ** dim;
+  for (let b = 0; b < n; b++) {
+    const parent = d.gid[b * gc + parentCol];
+    const level = d.refineLevel[b];
+    if (parent < -1 || parent === 0) throw bad(b, `'gid' names parent ${parent} (expected -1 for none, or a block number)`);
+    if (parent === -1) {
+      if (level !== 1) throw bad(b, `'refine level' is ${level} but 'gid' gives it no parent (${parent}); only level-1 blocks have none`);
+    } else {
+      if (parent > n) throw bad(b, `'gid' names parent ${parent} but the file has ${n} blocks`);
+      const p = parent - 1;
+      if (level !== d.refineLevel[p] + 1) {
+        throw bad(b, `'refine level' is ${level} but its parent, block ${parent}, is on level ${d.refineLevel[p]} (expected ${d.refineLevel[p] + 1})`);
+      }
+      let named = false;
+      for (let c = 0; c < nChildren; c++) named ||= d.gid[p * gc + parentCol + 1 + c] === b + 1;
+      if (!named) throw bad(b, `'gid' names block ${parent} as its parent, but block ${parent} does not list it as a child`);
+      for (let a = 0; a < dim; a++) {
+        const ratio = d.blockSize[p * 3 + a] / d.blockSize[b * 3 + a];
+        if (Math.abs(ratio - 2) > 2 * SIZE_TOLERANCE) {
+          throw bad(b, `'block size' on axis ${'xyz'[a]} is ${d.blockSize[b * 3 + a]}, not half of its parent's (block ${parent}: ${d.blockSize[p * 3 + a]})`);
+        }
+      }
+    }
+    let children = 0;
+    for (let c = 0; c < nChildren; c++) {
+      const child = d.gid[b * gc + parentCol + 1 + c];
+      if (child === -1) continue;
+      if (child < -1 || child === 0 || child > n) throw bad(b, `'gid' names child ${child} but the file has ${n} blocks`);
+      if (d.gid[(child - 1) * gc + parentCol] !== b + 1) {
+        throw bad(b, `'gid' names block ${child} as a child, but block ${child} names ${d.gid[(child - 1) * gc + parentCol]} as its parent`);
+      }
+      children++;
+    }
+    if (children !== 0 && children !== nChildren) throw bad(b, `'gid' lists ${children} children (expected none or ${nChildren})`);
+    const leaf = children === 0;
+    if ((d.nodeType[b] === 1) !== leaf) {
+      throw bad(b, `'node type' is ${d.nodeType[b]} but 'gid' gives it ${children} children (node type 1 means a leaf, without children)`);
+    }
+  }
 }

@@ -4,9 +4,6 @@
  * The file is written to a temporary name in the target directory and renamed over the target only when
  * complete, so a failed write never leaves a half-written file under the target name.
  */
-import { randomBytes } from 'node:crypto';
-import { renameSync, rmSync } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
 import type { File as H5File } from 'h5wasm';
 import { FlashFileError, MeshError } from './errors.js';
 import {
@@ -19,11 +16,14 @@ import {
   type FlashParameterKind,
   type RawDataset,
 } from './flashFormat.js';
-import { firstLine, h5wasm } from './hdf5.js';
+import { h5wasm } from './hdf5.js';
+import { writeAtomically } from './outputFile.js';
 
 export interface FlashWriteOptions {
   /** Called after each dataset is written: (datasets done, datasets in all, name). */
   onProgress?: (done: number, total: number, name: string) => void;
+  /** Files the output must not be (e.g. the file the data was read from). */
+  inputs?: string[];
 }
 
 const VALUE_DTYPE: Record<FlashParameterKind, string> = { integer: '<i', real: '<d', logical: '<i', string: `S${FLASH_STRING_LENGTH}` };
@@ -89,23 +89,20 @@ function checkData(d: FlashData, path: string): void {
   }
 }
 
-function writeAll(f: H5File, d: FlashData, opts: FlashWriteOptions): void {
+/**
+ * The datasets of a FLASH file for `d`, in writing order: parameter tables, 'unknown names', block metadata,
+ * 'sim info' (a default one if `d` has none) and the other datasets of `d.extra`, then the variables.
+ */
+export function flashDatasets(d: FlashData): RawDataset[] {
   const n = d.blockCount;
   const names = [...d.variables.keys()];
   const hasSimInfo = d.extra.some((e) => e.name === 'sim info');
   const extra = hasSimInfo ? d.extra : [defaultSimInfo('amrgrav'), ...d.extra];
-  const steps = PARAMETER_TABLES.length + 7 + extra.length + names.length;
-  let done = 0;
-  const put = (name: string, data: RawDataset['data'], shape: number[], dtype: RawDataset['dtype']) => {
-    f.create_dataset({ name, data: data as never, shape, dtype });
-    opts.onProgress?.(++done, steps, name);
-  };
+  const out: RawDataset[] = [];
+  const put = (name: string, data: RawDataset['data'], shape: number[], dtype: RawDataset['dtype']) => out.push({ name, data, shape, dtype });
   for (const t of PARAMETER_TABLES) {
     const table = d.params[t.key] as Map<string, number | string | boolean>;
-    if (table.size === 0) {
-      opts.onProgress?.(++done, steps, t.dataset);
-      continue;
-    }
+    if (table.size === 0) continue;
     const keys = [...table.keys()];
     const values = [...table.values()];
     const column =
@@ -131,35 +128,35 @@ function writeAll(f: H5File, d: FlashData, opts: FlashWriteOptions): void {
   for (const e of extra) put(e.name, e.data, e.shape, e.dtype);
   const vtype = realDtype(d.variablePrecision);
   for (const name of names) put(name, asPrecision(d.variables.get(name)!, d.variablePrecision), [n, d.nzb, d.nyb, d.nxb], vtype);
+  return out;
+}
+
+function writeAll(f: H5File, d: FlashData, opts: FlashWriteOptions): void {
+  const list = flashDatasets(d);
+  const steps = list.length;
+  list.forEach((e, i) => {
+    f.create_dataset({ name: e.name, data: e.data as never, shape: e.shape, dtype: e.dtype });
+    opts.onProgress?.(i + 1, steps, e.name);
+  });
 }
 
 /**
  * Writes a FLASH file: parameter tables, 'sim info' (a default one if `data` has none), 'unknown names' (the
  * variables held, in order), block metadata, the other datasets of `data.extra`, then the variables, in the
- * precision `data` names. Replaces `path` atomically.
+ * precision `data` names. Replaces `path` atomically (never an input, a directory, device, FIFO or socket).
  * @throws MeshError 'INVALID_OPTION' for a partial block range or a name FLASH cannot store; FlashFileError
- *   'BAD_SHAPE' for arrays of the wrong length, 'WRITE_FAILED' when HDF5 or the file system refuses.
+ *   'BAD_SHAPE' for arrays of the wrong length; OutputFileError 'OUTPUT_IS_INPUT', 'OUTPUT_NOT_REGULAR',
+ *   'WRITE_FAILED' (missing or read-only directory, disk full, ...).
  */
 export async function writeFlashFile(path: string, data: FlashData, opts: FlashWriteOptions = {}): Promise<void> {
   checkData(data, path);
-  const target = resolve(path);
-  const temp = join(dirname(target), `.${basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
   const h5 = await h5wasm();
-  let f: H5File | null = null;
-  try {
-    f = new h5.File(temp, 'w');
-    writeAll(f, data, opts);
-    f.close();
-    f = null;
-    renameSync(temp, target);
-  } catch (err) {
+  await writeAtomically(path, opts.inputs ?? [], async (temp) => {
+    const f: H5File = new h5.File(temp, 'w');
     try {
-      f?.close();
-    } catch {
-      // the write error below is the one worth reporting
+      writeAll(f, data, opts);
+    } finally {
+      f.close();
     }
-    rmSync(temp, { force: true });
-    if (err instanceof MeshError) throw err;
-    throw new FlashFileError('WRITE_FAILED', `cannot write ${path}: ${firstLine(err)}`);
-  }
+  });
 }

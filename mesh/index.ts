@@ -2,9 +2,11 @@
 export { AmrMesh } from './amrMesh.js';
 export { uniformMesh, refineMesh, balanceMesh } from './builders.js';
 export { extractCells, writeBack, fillVariable, type CellArrays } from './cells.js';
-export { MeshError, FlashFileError, type MeshErrorCode } from './errors.js';
+export { MeshError, FlashFileError, OutputFileError, type MeshErrorCode } from './errors.js';
 export { readFlashFile, type FlashReadOptions } from './flashRead.js';
 export { writeFlashFile, type FlashWriteOptions } from './flashWrite.js';
+export { copyFlashFileWith, type FlashCopyOptions } from './flashCopy.js';
+export { checkOutputPath, writeAtomically, removeTempFilesOnSignals } from './outputFile.js';
 export { flashToMesh, meshToFlash, meshVariableToFlash, type FlashMesh, type MeshToFlashOptions } from './flashMesh.js';
 export type { FlashData, FlashParameters, RawDataset } from './flashFormat.js';
 export { restrictToParents } from './restrict.js';

@@ -86,7 +86,7 @@ copy of IN.h5 with 'gpot' (erg/g) added or replaced (and 'gacx', 'gacy', 'gacz' 
 the input's precision. IN.h5 is never modified; OUT.h5 appears only when complete. Prints cells, levels, time
 per phase, backend and the energy W = 1/2 sum m phi (erg).
 
-  -o, --output F   output file (required; must differ from IN.h5)
+  -o, --output F   output file (required; never IN.h5, a directory, device or FIFO)
   --var NAME       density variable, g/cm^3                                        [dens]
 `,
   make: `amrgrav make maclaurin|sphere|uniform -o FILE.h5 [options]
@@ -220,7 +220,9 @@ async function validate(argv: string[]): Promise<number> {
   if ((values.sweep || values.direct) && mpiWorld().size > 1)
     throw new UsageError('--direct and --sweep use direct summation, which is not distributed: run them on one rank');
   if (values.sweep) {
-    const reports = await sweepMaclaurin({ ...setup, solver });
+    if (values.plot) (await import('../mesh/outputFile.js')).checkOutputPath(values.plot); // before minutes of work
+    const { createProgress, progressWanted } = await import('./progress.js');
+    const reports = await sweepMaclaurin({ ...setup, solver, progress: createProgress(progressWanted(!!values.json)) });
     if (values.plot) {
       const { plotSweep } = await import('../validation/plot/sweepPlot.js');
       await plotSweep(reports, values.plot);
@@ -334,7 +336,9 @@ async function bench(argv: string[]): Promise<void> {
   });
   if (values.help) return void console.log(`${HELP.bench}\n${HELP.solver}`);
   const { runBench } = await import('../bench/runBench.js');
+  const { createProgress, progressWanted } = await import('./progress.js');
   const r = await runBench({
+    progress: createProgress(progressWanted(!!values.json) && mpiWorld().rank === 0),
     problem: choiceArg('problem', values.problem, 'uniform', ['uniform', 'maclaurin'] as const),
     grid: intArg('grid', values.grid, 100, 1, 2048),
     cells: values.cells === undefined ? undefined : intArg('cells', values.cells, 0, 1, 2 ** 32 - 1),
@@ -445,24 +449,24 @@ async function make(argv: string[]): Promise<void> {
   const kind = kinds.find((k) => k === positionals[0]);
   if (!kind || positionals.length !== 1) throw new UsageError(`make: name one problem: ${kinds.join(', ')} (got ${positionals.join(' ') || 'none'})`);
   const output = requireOutput(values.output, 'make');
-  const { writeProblemFile } = await import('../validation/problemFiles.js');
+  const { writeProblemFile, estimateProblemCells } = await import('../validation/problemFiles.js');
+  const { checkOutputPath } = await import('../mesh/outputFile.js');
+  const { formatBytes } = await import('./memory.js');
   const { createProgress, progressWanted } = await import('./progress.js');
+  const setup = {
+    levels: intArg('levels', values.levels, kind === 'uniform' ? 3 : 5, 1, 12),
+    e: numberArg('e', values.e, 0.9, (x) => x >= 0 && x < 1),
+    a1: numberArg('a1', values.a1, 0.25, (x) => x > 0 && x < 0.5),
+    rho: numberArg('rho', values.rho, 1, (x) => x > 0),
+    subsample: intArg('subsample', values.subsample, 4, 1, 16),
+    G: numberArg('G', values.G, 6.674e-8, (x) => x > 0),
+  };
+  checkOutputPath(output); // before the work: never over a directory, device, FIFO or socket
   const progress = createProgress(progressWanted(!!values.json));
   const t0 = performance.now();
-  progress.phase(`building the ${kind} mesh`);
-  const d = await writeProblemFile(
-    output,
-    kind,
-    {
-      levels: intArg('levels', values.levels, kind === 'uniform' ? 3 : 5, 1, 12),
-      e: numberArg('e', values.e, 0.9, (x) => x >= 0 && x < 1),
-      a1: numberArg('a1', values.a1, 0.25, (x) => x > 0 && x < 0.5),
-      rho: numberArg('rho', values.rho, 1, (x) => x > 0),
-      subsample: intArg('subsample', values.subsample, 4, 1, 16),
-      G: numberArg('G', values.G, 6.674e-8, (x) => x > 0),
-    },
-    { onProgress: (i, n, name) => progress.update(`writing ${name}`, i, n) },
-  );
+  const est = estimateProblemCells(kind, setup); // refuses (OutOfMemoryError) what cannot fit
+  progress.phase(`building the ${kind} mesh (estimate: ${fmt(est.cells)} cells, ${formatBytes(est.bytes)} of memory, ~${fmt(est.seconds)} s)`);
+  const d = await writeProblemFile(output, kind, setup, { onProgress: (i, n, name) => progress.update(`writing ${name}`, i, n) });
   progress.end();
   let leaves = 0;
   for (const t of d.nodeType) leaves += t === 1 ? 1 : 0;
@@ -522,6 +526,7 @@ async function main(argv: string[]): Promise<number> {
     // FLASH files are read and written whole by one process: the file commands are not distributed (yet)
     if (ranks > 1 && (command === 'make' || command === 'plot'))
       throw new UsageError(`'${command}' runs on one rank; under mpirun use solve, validate or bench`);
+    (await import('../mesh/outputFile.js')).removeTempFilesOnSignals(); // an interrupted write leaves no .tmp file
     if (command === 'validate') return await validate(rest);
     else if (command === 'bench') await bench(rest);
     else if (command === 'solve') await solve(rest);

@@ -3,13 +3,12 @@
  * \brief Solves a FLASH HDF5 file: read it, rebuild its mesh, solve for the potential (and accelerations), and
  * write a copy with 'gpot' (and 'gacx', 'gacy', 'gacz') added or replaced. The input file is only read.
  */
-import { realpathSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { extractCells, writeBlockCells } from '../mesh/cells.js';
 import { MeshError } from '../mesh/errors.js';
 import { flashToMesh, meshVariableToFlash } from '../mesh/flashMesh.js';
 import { readFlashFile } from '../mesh/flashRead.js';
-import { writeFlashFile } from '../mesh/flashWrite.js';
+import { copyFlashFileWith } from '../mesh/flashCopy.js';
+import { checkOutputPath } from '../mesh/outputFile.js';
 import { restrictToParents } from '../mesh/restrict.js';
 import { GravitySolver, type SolveStats } from './gravitySolver.js';
 import { chunkOf } from './mpiDecomposition.js';
@@ -46,29 +45,18 @@ export interface SolveFileReport {
   solve: SolveStats;
 }
 
-function samePath(a: string, b: string): boolean {
-  const real = (p: string) => {
-    try {
-      return realpathSync(p);
-    } catch {
-      return resolve(p);
-    }
-  };
-  return real(a) === real(b);
-}
-
 /**
  * Solves `input` (a 3-D FLASH checkpoint or plot file) and writes `output`: a copy of every dataset of the
  * input plus 'gpot' (erg/g; parent blocks hold the mean of their children) and, with accelerations, 'gacx', 'gacy', 'gacz' (cm s^-2), in the input's precision.
- * @throws MeshError 'INVALID_OPTION' when output is the input; the errors of readFlashFile, flashToMesh,
- *   GravitySolver and writeFlashFile.
+ * Every dataset and attribute not replaced is copied byte for byte (see copyFlashFileWith).
+ * @throws OutputFileError 'OUTPUT_IS_INPUT' when output is the input (also through links), 'OUTPUT_NOT_REGULAR'
+ *   for an existing directory, device, FIFO or socket, 'WRITE_FAILED'; the errors of readFlashFile, flashToMesh,
+ *   GravitySolver and copyFlashFileWith.
  * @example
  * const r = await solveFlashFile('maclaurin.h5', 'maclaurin_gpot.h5', { solver: { theta: 0.5 } });
  */
 export async function solveFlashFile(input: string, output: string, opts: SolveFileOptions = {}): Promise<SolveFileReport> {
-  if (samePath(input, output)) {
-    throw new MeshError('INVALID_OPTION', `the output file must differ from the input ${input}: the input is never modified`);
-  }
+  checkOutputPath(output, [input]); // before any work; checked again when the output is written
   if (mpiWorld().size > 1) return solveFlashFileDistributed(input, output, opts);
   const progress = opts.progress;
   const densityVar = opts.densityVar ?? 'dens';
@@ -90,7 +78,8 @@ export async function solveFlashFile(input: string, output: string, opts: SolveF
     restrictToParents(fm.mesh, v);
     meshVariableToFlash(fm, data, v);
   }
-  await writeFlashFile(output, data, { onProgress: (i, n, name) => progress?.update(`writing ${name}`, i, n) });
+  const replaced = new Map(written.map((v) => [v, data.variables.get(v)!]));
+  await copyFlashFileWith(input, output, replaced, { onProgress: (i, n, name) => progress?.update(`writing ${name}`, i, n) });
   const t4 = performance.now();
   progress?.end();
 
@@ -169,7 +158,7 @@ async function solveFlashFileDistributed(input: string, output: string, opts: So
       restrictToParents(full.mesh, written[v]);
       meshVariableToFlash(full, data, written[v]);
     }
-    await writeFlashFile(output, data);
+    await copyFlashFileWith(input, output, new Map(written.map((v) => [v, data.variables.get(v)!])));
     t4 = performance.now();
   }
   const levels = leaves.reduce((mm, b) => [Math.min(mm[0], structure.refineLevel[b]), Math.max(mm[1], structure.refineLevel[b])], [Infinity, 0]);

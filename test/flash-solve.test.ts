@@ -75,7 +75,7 @@ describe('amrgrav solve on a MacLaurin file', () => {
     const input = join(dir, 'u.h5');
     await writeProblemFile(input, 'uniform', { levels: 1 });
     const before = sha256(input);
-    await expect(solveFlashFile(input, join(dir, '.', 'u.h5'))).rejects.toThrow(/must differ from the input/);
+    await expect(solveFlashFile(input, join(dir, '.', 'u.h5'))).rejects.toThrow(/is the input .*the same file/);
     expect(sha256(input)).toBe(before);
   });
 });

@@ -2,6 +2,7 @@
  * MacLaurin validation runs: solve the spheroid mesh with the tree (or direct summation) and compare with the
  * analytic potential cell by cell (the FLASH4 GPU tree-code paper's Fig. 9 test).
  */
+import type { Progress } from '../solver/progress.js';
 import { GravitySolver, type SolveResult } from '../solver/gravitySolver.js';
 import { selfPotentialModel, type SolverOptions } from '../solver/options.js';
 import { relativeErrorStats } from './errorMetrics.js';
@@ -13,6 +14,8 @@ export interface MaclaurinRunOptions extends MaclaurinSetupOptions {
   solver?: SolverOptions;
   /** Direct summation instead of the tree. Default false. */
   direct?: boolean;
+  /** Progress display (the CLI's, on a terminal); default none. */
+  progress?: Progress;
 }
 
 export interface MaclaurinReport {
@@ -106,14 +109,20 @@ export async function sweepMaclaurin(
   opts: MaclaurinRunOptions = {},
   thetas: readonly number[] = [1, 0.75, 0.5, 0.25, 0.1],
 ): Promise<MaclaurinReport[]> {
+  const progress = opts.progress;
+  progress?.phase('building the MacLaurin mesh');
   const problem = maclaurinProblem(opts);
+  const n = problem.cells.count;
+  progress?.phase(`direct summation of ${n} cells (${n} x ${n} = ${(n * n).toExponential(2)} pairs; one native call)`);
   const direct = await solveOne(problem, opts.solver ?? {}, true);
   const out: MaclaurinReport[] = [];
-  for (const theta of thetas) {
+  for (const [i, theta] of thetas.entries()) {
+    progress?.update(`tree solve theta=${theta} (${i + 1} of ${thetas.length}) after direct summation`, i, thetas.length);
     const tree = await solveOne(problem, { ...opts.solver, theta }, false);
     const vs = relativeErrorStats(tree.potential, direct.potential);
     out.push({ ...tree.report, treeVsDirectMaxRelError: vs.maxRelError, treeVsDirectMeanRelError: vs.meanRelError });
   }
   out.push(direct.report);
+  progress?.end();
   return out;
 }

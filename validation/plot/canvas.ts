@@ -2,7 +2,8 @@
  * \file canvas.ts
  * \brief An RGBA pixel canvas for plots: rectangles, lines, text in the bitmap font, saved as PNG by pngjs.
  */
-import { writeFileSync, renameSync, rmSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
+import { writeAtomically } from '../../mesh/outputFile.js';
 import { PNG } from 'pngjs';
 import { GLYPH_HEIGHT, GLYPH_WIDTH, glyph, textWidth } from './font.js';
 
@@ -77,17 +78,14 @@ export class Canvas {
     }
   }
 
-  /** Encodes as PNG (pngjs) and writes through a temporary file, renamed when complete. */
-  save(path: string): void {
+  /**
+   * Encodes as PNG (pngjs) and writes through a temporary file, renamed when complete; refuses an output that is
+   * one of `inputs` or an existing non-regular file (OutputFileError, also for write failures).
+   */
+  async save(path: string, inputs: readonly string[] = []): Promise<void> {
     const png = new PNG({ width: this.width, height: this.height });
     this.data.copy(png.data);
-    const temp = `${path}.${process.pid}.tmp`;
-    try {
-      writeFileSync(temp, PNG.sync.write(png));
-      renameSync(temp, path);
-    } catch (err) {
-      rmSync(temp, { force: true });
-      throw err;
-    }
+    const bytes = PNG.sync.write(png);
+    await writeAtomically(path, inputs, (temp) => writeFileSync(temp, bytes));
   }
 }

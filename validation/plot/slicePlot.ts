@@ -5,6 +5,7 @@
  * the leaf blocks cut by the slice. 'relerr' compares gpot with the analytic potential the file records.
  */
 import { MeshError } from '../../mesh/errors.js';
+import { checkOutputPath } from '../../mesh/outputFile.js';
 import { FLASH_LEAF, type FlashData } from '../../mesh/flashFormat.js';
 import { readFlashFile } from '../../mesh/flashRead.js';
 import { analyticPotentialOf } from '../problemFiles.js';
@@ -85,10 +86,12 @@ function sampleSlice(d: FlashData, values: (b: number, cell: number, x: number, 
 
 /**
  * Reads `input` and writes a slice of `variable` to the PNG `output`.
- * @throws MeshError 'UNKNOWN_VARIABLE' for a variable the file lacks (or relerr without gpot or without a
+ * @throws OutputFileError 'OUTPUT_IS_INPUT', 'OUTPUT_NOT_REGULAR', 'WRITE_FAILED' for the output;
+ *   MeshError 'UNKNOWN_VARIABLE' for a variable the file lacks (or relerr without gpot or without a
  *   recorded problem), 'INVALID_OPTION' for a slice outside the domain; the errors of readFlashFile.
  */
 export async function plotSliceFile(input: string, output: string, opts: SlicePlotOptions = {}): Promise<SlicePlotReport> {
+  checkOutputPath(output, [input]); // before reading: refuse writing over the input or a device, FIFO, directory
   const variable = opts.variable ?? 'gpot';
   const relerr = variable === 'relerr';
   const d = await readFlashFile(input, { variables: [relerr ? 'gpot' : variable] });
@@ -155,6 +158,6 @@ export async function plotSliceFile(input: string, output: string, opts: SlicePl
   const unit = UNITS[variable] ?? '';
   drawColourBar(c, { x: area.x + nu + 30, y: area.y, w: 22, h: nv }, cs, `${log && !relerr ? '|' + variable + '|' : variable}${unit ? ` (${unit})` : ''}`);
   c.text(`${variable} at ${axisName} = ${Number(at.toPrecision(4))} cm, ${cut.length} leaf blocks`, area.x, 12);
-  c.save(output);
+  await c.save(output, [input]);
   return { input, output, variable, axis: axisName, at, width: c.width, height: c.height, min, max, blocksCut: cut.length };
 }

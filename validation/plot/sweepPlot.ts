@@ -62,5 +62,5 @@ export async function plotSweep(reports: MaclaurinReport[], output: string): Pro
   }
   const r0 = tree[0];
   c.text(`MACLAURIN E=${r0.e} A1=${r0.a1} LEVELS ${r0.levels} ${r0.cells} CELLS ORDER ${r0.order}`, 20, 14);
-  c.save(output);
+  await c.save(output);
 }
