@@ -42,6 +42,9 @@ describe('C API', () => {
     // the lattice self term: minus the cubic lattice's Ewald C(0) (test/self-potential.test.ts checks it independently)
     expect(Math.abs(out.latticeCoefficient - 2.837297479)).toBeLessThan(1e-9);
     expect(out.badSelf).toBe(2); // self_potential 3: AMRGRAV_INVALID_OPTION
+    expect(out.densityContrastDefault).toBe(1); // fully periodic boxes solve for the density contrast (issue #21)
+    expect(out.signedWithContrast).toBe(0); // signed masses accepted there
+    expect(out.signedWithout).toBe(1); // density_contrast 0: a negative mass is AMRGRAV_INVALID_INPUT
     expect(out.ok).toBe(true);
   });
 });
