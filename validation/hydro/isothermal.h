@@ -1,7 +1,8 @@
 /// \file isothermal.h
 /// \brief The hydro test bed's solver (validation/hydro/*.cpp): isothermal gas on a uniform grid, MUSCL-Hancock
-/// with limited slopes (minmod by default, or monotonised central) and the HLL Riemann solver, unsplit; periodic or outflow (zero-gradient) boundaries. Gravity
-/// enters from outside as kicks (see the programs), so this file knows nothing of amrgrav.
+/// with limited slopes (minmod by default, or monotonised central) and the HLL Riemann solver, unsplit; periodic
+/// or outflow (zero-gradient) boundaries. Gravity enters from outside as kicks (see the programs), so this file
+/// knows nothing of amrgrav.
 #pragma once
 #include <chrono>
 #include <cmath>

@@ -28,7 +28,7 @@
 // error on the uniform background then acts on the gas; bench/RESULTS.md, "Jeans test at A = 1e-6").
 // With -DAMRGRAV_TESTBED_MPI (mpicxx) under mpirun, gravity is distributed over the ranks (gravity_field.h).
 //
-// Units: rho0 = 1, 4 pi G rho0 = 1 (G = 1/(4 pi)), box 1 along x (one wavelength) and nx/8 cells across.
+// Units: rho0 = 1, 4 pi G rho0 = 1 (G = 1/(4 pi)), box 1 along x (one wavelength) and ny cells across.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -85,7 +85,8 @@ int main(int argc, char** argv) {
     else if (k == "--ny") ny = std::atoi(argv[a + 1]);
     else if (k == "--leaf") leaf = std::atoi(argv[a + 1]);
     else if (k == "--group") group = std::atoi(argv[a + 1]);
-    else if (k == "--limiter") limiter = std::string(argv[a + 1]) == "mc" ? hydro::Limiter::MC : hydro::Limiter::Minmod;
+    else if (k == "--limiter")
+      limiter = std::string(argv[a + 1]) == "mc" ? hydro::Limiter::MC : hydro::Limiter::Minmod;
   }
   const double G = 1 / (4 * M_PI), k = 2 * M_PI;
   const double s2 = 1 - cs * cs * k * k;  // 4 pi G rho0 - cs^2 k^2
@@ -177,14 +178,16 @@ int main(int argc, char** argv) {
     return std::isfinite(v) ? std::string(b) : std::string("null");
   };
   if (field.rank() == 0)
-    std::printf("{\"ranks\":%d,\"cells\":%zu,\"nx\":%d,\"ny\":%d,\"limiter\":\"%s\",\"cs\":%.6g,\"amplitude\":%.3g,\"densityContrast\":%s,"
-                "\"unstable\":%s,\"theory\":%.6g,\"measured\":%.6g,\"relError\":%.3e,\"zeroCrossings\":%d,"
-                "\"amplitudeRatio\":%.6g,\"dampingRate\":%s,\"keRatio\":%.6g,\"keAcrossRatio\":%.3e,\"kePeakRatio\":%s,\"keLinearMean\":%.6g,"
-                "\"tEnd\":%.6g,\"steps\":%d,\"gravityFraction\":%.3f,\"seconds\":%.3f,\"massDrift\":%.3e}\n",
-                field.ranks(), n, nx, ny, limiter == hydro::Limiter::MC ? "mc" : "minmod", cs, delta, contrast ? "true" : "false", unstable ? "true" : "false", rate,
-                measured, std::fabs(measured - rate) / rate, crossings, amp / delta, num(damping).c_str(),
-                keSim / keLin, keSide / keLin, num(kePeakRatio).c_str(), keLin / (tEnd / dt), tEnd, steps, field.seconds / total,
-                total, std::fabs(massTotal / double(n) - 1.0));
+    std::printf("{\"ranks\":%d,\"cells\":%zu,\"nx\":%d,\"ny\":%d,\"limiter\":\"%s\",\"cs\":%.6g,\"amplitude\":%.3g,"
+                "\"densityContrast\":%s,\"unstable\":%s,\"theory\":%.6g,\"measured\":%.6g,\"relError\":%.3e,"
+                "\"zeroCrossings\":%d,\"amplitudeRatio\":%.6g,\"dampingRate\":%s,\"keRatio\":%.6g,"
+                "\"keAcrossRatio\":%.3e,\"kePeakRatio\":%s,\"keLinearMean\":%.6g,\"tEnd\":%.6g,\"steps\":%d,\"gravityFraction\":%.3f,"
+                "\"seconds\":%.3f,\"massDrift\":%.3e}\n",
+                field.ranks(), n, nx, ny, limiter == hydro::Limiter::MC ? "mc" : "minmod", cs, delta,
+                contrast ? "true" : "false", unstable ? "true" : "false", rate, measured,
+                std::fabs(measured - rate) / rate, crossings, amp / delta, num(damping).c_str(), keSim / keLin,
+                keSide / keLin, num(kePeakRatio).c_str(), keLin / steps, tEnd, steps, field.seconds / total, total,
+                std::fabs(massTotal / double(n) - 1.0));
 #if defined(AMRGRAV_TESTBED_MPI)
   MPI_Finalize();
 #endif
