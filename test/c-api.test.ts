@@ -52,6 +52,9 @@ describe('C API', () => {
     expect(out.nullSolverMessage).toMatch(/amrgrav_compute_potential: the solver is NULL/);
     expect(out.nullSolverStats).toBe(1);
     expect(out.nullStatsMessage).toMatch(/amrgrav_get_stats: the solver is NULL/);
+    expect(out.densityContrastDefault).toBe(1); // fully periodic boxes solve for the density contrast (issue #21)
+    expect(out.signedWithContrast).toBe(0); // signed masses accepted there
+    expect(out.signedWithout).toBe(1); // density_contrast 0: a negative mass is AMRGRAV_INVALID_INPUT
     expect(out.ok).toBe(true);
   });
 });

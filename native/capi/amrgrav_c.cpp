@@ -93,6 +93,8 @@ Status readOptions(const amrgrav_options& o, SolveOptions& s) {
     for (int d = 0; d < 3; ++d) s.periodic[d] = o.periodic[d] != 0;
     s.ewaldResolution = o.ewald_resolution;
   }
+  if (o.struct_size >= offsetof(amrgrav_options, density_contrast) + sizeof(int))
+    s.densityContrast = o.density_contrast != 0;
   return validateOptions(s);
 }
 
@@ -134,6 +136,7 @@ void amrgrav_default_options(amrgrav_options* o) {
   for (int d = 0; d < 3; ++d) o->periodic[d] = 0;
   o->ewald_resolution = d.ewaldResolution;
   o->distributed = 0;
+  o->density_contrast = d.densityContrast ? 1 : 0;
 }
 
 amrgrav_status amrgrav_create(const amrgrav_options* options, amrgrav_solver** out) {

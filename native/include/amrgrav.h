@@ -70,6 +70,11 @@ typedef struct amrgrav_options {
    * CPU), and a rank without a usable GPU makes every rank's call fail with AMRGRAV_NO_DEVICE. Needs a build
    * with MPI (amrgrav_features bit 3).                                                            [0] */
   int distributed;
+  /* Fully periodic boxes (ignored otherwise): nonzero solves for the density contrast, the sources being each
+   * cell's mass minus the mean density times its volume, m - (M/V_box) size^3, so the tree's error scales with the
+   * perturbation rather than the whole mass; negative masses are then accepted (a caller may pass the contrast
+   * itself). 0: the masses as given (none negative). Callers built without this field keep the default. [1] */
+  int density_contrast;
 } amrgrav_options;
 
 typedef struct amrgrav_solver amrgrav_solver;

@@ -168,21 +168,41 @@ int main(void) {
     amrgrav_destroy(ps);
   }
 
+  /* density_contrast (default 1): a fully periodic solve takes signed masses (the caller's own contrast); 0 takes
+   * the masses as given and rejects a negative one */
+  const int contrastDefault = po.density_contrast;
+  int signedWithContrast = -1, signedWithout = -1;
+  {
+    enum { NS = 64 };
+    static double sm[NS];
+    for (int i = 0; i < NS; ++i) sm[i] = m[i] - 1.0; /* m in [0.5, 1.5): about half negative */
+    for (int c = 1; c >= 0; --c) {
+      po.density_contrast = c;
+      amrgrav_solver* cs = NULL;
+      if (amrgrav_create(&po, &cs) != AMRGRAV_OK) return 1;
+      const amrgrav_status st = amrgrav_compute_potential(cs, NS, x, y, z, sm, h, pot, NULL, NULL, NULL);
+      if (c) signedWithContrast = st; else signedWithout = st;
+      amrgrav_destroy(cs);
+    }
+  }
+
   ok = ok && periodicNoBox == AMRGRAV_INVALID_OPTION && noBox == NULL && maxShift < 1e-3 &&
        (periodicBackend == AMRGRAV_BACKEND_CPU || periodicBackend == AMRGRAV_BACKEND_CUDA);
   ok = ok && maxPot < 1e-4 && maxAcc / gmax < 1e-2 && badMass == AMRGRAV_INVALID_INPUT &&
        strstr(badMassMsg, "cell 17: mass is negative") != NULL && again == AMRGRAV_OK &&
        nullArrays == AMRGRAV_INVALID_INPUT && empty == AMRGRAV_OK && badTheta == AMRGRAV_INVALID_OPTION &&
        s2 == NULL && strstr(badThetaMsg, "theta") != NULL && badSelf == AMRGRAV_INVALID_OPTION && ss3 == NULL;
+  ok = ok && contrastDefault == 1 && signedWithContrast == AMRGRAV_OK && signedWithout == AMRGRAV_INVALID_INPUT;
   printf("{\"cells\":%d,\"backend\":%d,\"features\":%d,\"maxRelPotentialError\":%.3e,\"maxAccelerationErrorOverMax\":%.3e,"
          "\"interactionsPerCell\":%.1f,\"badMass\":%d,\"badMassMessage\":\"%s\",\"recovered\":%d,\"nullArrays\":%d,"
          "\"empty\":%d,\"badTheta\":%d,\"badThetaMessage\":\"%s\",\"periodicNoBox\":%d,\"periodicShiftError\":%.3e,"
          "\"periodicBackend\":%d,\"latticeCoefficient\":%.15g,\"badSelf\":%d,\"coincident\":%d,\"coincidentMessage\":\"%s\","
          "\"huge\":%d,\"hugeMessage\":\"%s\",\"nullSolver\":%d,\"nullSolverMessage\":\"%s\",\"nullSolverStats\":%d,"
-         "\"nullStatsMessage\":\"%s\",\"ok\":%s}\n",
+         "\"nullStatsMessage\":\"%s\",\"densityContrastDefault\":%d,\"signedWithContrast\":%d,\"signedWithout\":%d,"
+         "\"ok\":%s}\n",
          N, stats.backend, amrgrav_features(), maxPot, maxAcc / gmax, stats.interactions_per_cell, badMass, badMassMsg,
          again, nullArrays, empty, badTheta, badThetaMsg, periodicNoBox, maxShift, periodicBackend, latticeCoefficient,
          badSelf, coincident, coincidentMsg, huge, hugeMsg, nullSolver, nullSolverMsg, nullSolverStats, nullStatsMsg,
-         ok ? "true" : "false");
+         contrastDefault, signedWithContrast, signedWithout, ok ? "true" : "false");
   return ok ? 0 : 1;
 }
