@@ -19,6 +19,7 @@
 #   ncu        Nsight Compute on one order-2 walk launch (128^3): throughput, occupancy, stalls, instruction mix
 #   ncuper     the same on the periodic walk's expansion kernel
 #   periodic   validate periodic (FLASH's tests, random masses) on the GPU, and bench 256^3 periodic vs isolated
+#   contrast   issue #21: sines of amplitude 1e-8 .. 1 on the GPU against analytic and against the CPU backend
 #   mpi        issue #5 on the GPU: test/mpi/distributedCheck.mjs --backend cuda under mpirun -np 1, 2, 4 on one
 #              GPU (gathered N-rank potential vs the one-rank GPU solve, must be <= 1e-4 at theta 0.5), -np 3 with
 #              GPU and CPU ranks mixed; then test/mpi/periodicCheck.mjs (periodic and x-y periodic boxes) on 2 and 3
@@ -115,14 +116,25 @@ for step in "$@"; do
       summary+=("ncu rc=$?")
       grep -vE '^\{' "$out/ncu.log" | grep -E '^ {4}[A-Z]|^  [A-Za-z]' | head -120 ;;
     periodic)
-      # issue #6 on the GPU through the CLI: FLASH's three tests, random masses vs the independent Ewald sum, and
-      # the 256^3 periodic solve against the isolated one through the API
-      for args in "--problem flash --theta 0.25 --sampling centre" "--problem flash --n 64 --theta 0.25" "--problem points"; do
+      # issues #6 and #21 on the GPU through the CLI: FLASH's three tests at the defaults (theta 0.5, centre sampling,
+      # the density contrast) and with cell averages, random masses vs the independent Ewald sum, and the 256^3
+      # periodic solve (contrast, and the masses as given) against the isolated one through the API
+      for args in "--problem flash" "--problem flash --sampling average" "--problem flash --theta 0.25" "--problem points"; do
         tag=$(echo "$args" | tr -d ' -')
         timeout 300 node dist/solver/cli.js validate periodic $args --backend cuda --json > "$out/per-$tag.json" 2> "$out/per-$tag.err"
         summary+=("validate periodic $args (cuda) rc=$? $(head -c 1500 "$out/per-$tag.json")")
       done
-      apiBench256 "--boundary periodic" "--boundary periodic --accel" "--boundary isolated" ;;
+      apiBench256 "--boundary periodic" "--boundary periodic --accel" "--boundary periodic --no-contrast" "--boundary isolated" ;;
+    contrast)
+      # issue #21 on the GPU: sines of amplitude 1e-8 .. 1 (32^3, 64^3; x and diagonal) against their analytic
+      # potential, and against the CPU backend (the same interaction lists)
+      timeout 400 node dist/bench/contrastSine.js --backend cuda --n 32,64 --compare cpu > "$out/contrast.json" 2> "$out/contrast.err"
+      summary+=("contrast sines (cuda vs analytic and cpu) rc=$? $(python3 - "$out/contrast.json" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith('{')]
+print(' '.join(f"n{r['n']}-{r['direction']}-A{r['A']:g}: err {r['error']:.2e} vsCPU {r.get('vsCompare', 0):.1e} same {r.get('sameInteractions')}" for r in rows))
+PY
+)") ;;
     ncuper)
       # the periodic walk (expansion kernel), order 2 potential at 128^3: launch [0] warm-up, [1] timed
       timeout 300 ncu --kernel-name regex:walkKernelEwald --launch-skip 1 --launch-count 1 \
