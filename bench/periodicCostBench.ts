@@ -3,7 +3,7 @@
  * perturbation (rho = 1 + 1e-3 sin 2 pi x), theta 0.5, order 2, default options, backend 'cpu'.
  * For each size: the isolated solve (best of --repeat after a warm-up), the FIRST periodic solve of the process
  * (it pays for the Ewald table: memory, disk cache or build, see stats.ewaldTable) and the steady-state periodic
- * solve (best of --repeat). The table is taken from a fresh, empty cache directory unless --cache-dir is given
+ * solve (best of --repeat), in wall time and in the process's CPU time (all threads). The table is taken from a fresh, empty cache directory unless --cache-dir is given
  * (so "first" includes the build; run twice with the same --cache-dir to see a disk-cache load instead).
  *
  *   node dist/bench/periodicCostBench.js [--sizes 16,32,64,128] [--repeat 5] [--cache-dir DIR] [--json]
@@ -36,21 +36,29 @@ try {
     const reps = n >= 128 ? Math.max(2, Math.min(repeat, 3)) : repeat;
     const iso = new GravitySolver({ boundary: 'isolated', backend: 'cpu' });
     const per = new GravitySolver({ boundary: 'periodic', backend: 'cpu' });
+    // wall seconds (stats) and the process's CPU seconds (all threads; less sensitive to a shared machine's load)
+    const cpuOf = async (s: GravitySolver) => {
+      const c0 = process.cpuUsage();
+      const res = await s.solveCells(cells, { box });
+      const c = process.cpuUsage(c0);
+      return { res, cpu: (c.user + c.system) / 1e6 };
+    };
     const best = async (s: GravitySolver) => {
-      let b = Infinity;
+      let b = Infinity, bc = Infinity;
       let st;
       for (let r = 0; r < reps; r++) {
-        const res = await s.solveCells(cells, { box });
+        const { res, cpu } = await cpuOf(s);
         if (res.stats.seconds.total < b) { b = res.stats.seconds.total; st = res.stats; }
+        bc = Math.min(bc, cpu);
       }
-      return { seconds: b, stats: st! };
+      return { seconds: b, cpu: bc, stats: st! };
     };
     await iso.solveCells(cells, { box }); // warm-up (pages, threads)
     const isoBest = await best(iso);
     // the first periodic solve on a new solver; the table's source says what it paid (built / disk only once per
     // process: later sizes find it in memory, as every later solve of one hydro run does)
     const t0 = performance.now();
-    const first = await per.solveCells(cells, { box });
+    const { res: first, cpu: firstCpu } = await cpuOf(per);
     const firstWall = (performance.now() - t0) / 1000;
     const perBest = await best(per);
     const isoInt = isoBest.stats.interactionsPerCell, perInt = perBest.stats.interactionsPerCell;
@@ -63,6 +71,8 @@ try {
       ratioFirst: first.stats.seconds.total / isoBest.seconds,
       ratioSteady: perBest.seconds / isoBest.seconds,
       interactionsRatio: perInt / isoInt,
+      isolatedCpuMs: 1e3 * isoBest.cpu, periodicFirstCpuMs: 1e3 * firstCpu, periodicSteadyCpuMs: 1e3 * perBest.cpu,
+      cpuRatioFirst: firstCpu / isoBest.cpu, cpuRatioSteady: perBest.cpu / isoBest.cpu,
       isolatedWalkMs: 1e3 * isoBest.stats.seconds.walk, periodicWalkMs: 1e3 * perBest.stats.seconds.walk,
       isolatedInteractionsPerCell: isoInt, periodicInteractionsPerCell: perInt,
       firstPeriodicOfProcess: !firstPeriodicDone,
@@ -74,11 +84,12 @@ try {
 }
 if (json) console.log(JSON.stringify(rows, null, 1));
 else {
-  console.log('size  isolated ms  periodic first ms (table)  periodic steady ms  ratio first  ratio steady  interactions ratio');
+  console.log('size  isolated ms  periodic first ms (table)  periodic steady ms  ratio first  ratio steady  interactions ratio  CPU-time ratio first / steady');
   for (const r of rows) {
     console.log(`${r.n}^3`.padEnd(6) + r.isolatedMs.toFixed(1).padStart(11) +
       `${r.periodicFirstMs.toFixed(1)} (${r.tableSource} ${r.tableMs.toFixed(1)})`.padStart(27) +
       r.periodicSteadyMs.toFixed(1).padStart(20) + r.ratioFirst.toFixed(2).padStart(13) +
-      r.ratioSteady.toFixed(2).padStart(14) + r.interactionsRatio.toFixed(2).padStart(20));
+      r.ratioSteady.toFixed(2).padStart(14) + r.interactionsRatio.toFixed(2).padStart(20) +
+      `${r.cpuRatioFirst.toFixed(2)} / ${r.cpuRatioSteady.toFixed(2)}`.padStart(31));
   }
 }
