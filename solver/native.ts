@@ -144,6 +144,9 @@ export interface NativeEwaldTable {
   lookup?: Float64Array;
   /** Per point: the 20 exact coefficients (C, gradient, Hessian, third derivatives). */
   exact?: Float64Array;
+  /** With gridCheck: per coefficient, max |stored - exact| and max |exact| over the checked grid points. */
+  gridMaxDiff?: Float64Array;
+  gridMaxAbs?: Float64Array;
 }
 
 export interface NativeEwaldRequest {
@@ -154,6 +157,8 @@ export interface NativeEwaldRequest {
   memoryCache?: boolean;
   at?: Float64Array;
   exact?: boolean;
+  /** compare the stored coefficients at about this many grid points with the exact sums (gridMaxDiff, gridMaxAbs) */
+  gridCheck?: number;
 }
 
 export interface NativeAddon {

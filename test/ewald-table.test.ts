@@ -106,6 +106,19 @@ describe('brute-force image sums (no splitting) against the Ewald-type sums and 
   });
 });
 
+describe('the fully periodic table build (one grid at once, separable reciprocal sum)', () => {
+  // the fast build must give the point-by-point exact sums' coefficients (all 20: C to third derivatives) at every
+  // grid point, out to the table's reach, to rounding; a wrong splitting, a lost image or a lost k-vector shows here
+  it.each([
+    { L: [1, 1, 1], resolution: 28 },
+    { L: [1, 0.6, 1.7], resolution: 12 },
+    { L: [0.5, 1, 1], resolution: 10 },
+  ] as { L: [number, number, number]; resolution: number }[])('equals the exact sums at every grid point: %j', ({ L, resolution }) => {
+    const t = ewaldTable({ L, periodic: [true, true, true], resolution, memoryCache: false, gridCheck: 4000 });
+    for (let e = 0; e < 20; e++) expect(t.gridMaxDiff![e]).toBeLessThan(1e-11 * Math.max(1, t.gridMaxAbs![e]));
+  });
+});
+
 describe('Ewald table cache', () => {
   const dir = mkdtempSync(join(tmpdir(), 'amrgrav-ewald-'));
   const saved = process.env.AMRGRAV_CACHE_DIR;

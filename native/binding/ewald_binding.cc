@@ -4,6 +4,7 @@
 #include "binding/ewald_binding.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <thread>
@@ -79,6 +80,28 @@ Napi::Value ewaldTable(const Napi::CallbackInfo& info) {
   r.Set("source", source == 1 ? "memory" : source == 2 ? "disk" : "built");
   r.Set("cachePath", t->cachePath);
   r.Set("cacheNote", t->cacheNote);
+
+  // gridCheck: N: the stored coefficients at N grid points spread over the table (every point when N >= points)
+  // against the exact sums at the same points: the largest difference and the largest |exact| of each
+  // coefficient (tests: the fast fully periodic build equals the point-by-point sums)
+  if (o.Has("gridCheck") && o.Get("gridCheck").IsNumber()) {
+    const std::size_t want = std::size_t(std::max(1.0, o.Get("gridCheck").As<Napi::Number>().DoubleValue()));
+    const std::size_t total = t->points(), step = std::max<std::size_t>(1, total / want);
+    std::vector<double> diff(kEwaldCoefs, 0.0), scale(kEwaldCoefs, 0.0);
+    for (std::size_t p = 0; p < total; p += step) {
+      const int i = int(p % (t->n[0] + 1)), j = int((p / (t->n[0] + 1)) % (t->n[1] + 1)),
+                k = int(p / (std::size_t(t->n[0] + 1) * (t->n[1] + 1)));
+      const double r[3] = {i * t->h[0], j * t->h[1], k * t->h[2]};
+      double ex[kEwaldCoefs];
+      ewaldCorrectionExact(t->spec.box, r, ex);
+      for (int e = 0; e < kEwaldCoefs; ++e) {
+        diff[e] = std::max(diff[e], std::fabs(t->coef[p * kEwaldCoefs + e] - ex[e]));
+        scale[e] = std::max(scale[e], std::fabs(ex[e]));
+      }
+    }
+    r.Set("gridMaxDiff", copyOut(env, diff));
+    r.Set("gridMaxAbs", copyOut(env, scale));
+  }
 
   Napi::Value pv = o.Get("at");
   if (pv.IsTypedArray() && pv.As<Napi::TypedArray>().TypedArrayType() == napi_float64_array) {

@@ -18,7 +18,7 @@ namespace amrgrav {
 namespace {
 
 constexpr char kMagic[8] = {'A', 'G', 'E', 'W', 'A', 'L', 'D', '2'};
-constexpr std::uint32_t kVersion = 2;
+constexpr std::uint32_t kVersion = 3;  // 3: word-lane checksum
 
 struct Header {
   char magic[8];
@@ -30,13 +30,32 @@ struct Header {
   std::int32_t pad;
   double h[3];
   std::uint64_t count;     ///< doubles that follow
-  std::uint64_t checksum;  ///< FNV-1a 64 of those doubles' bytes
+  std::uint64_t checksum;  ///< fnv1a() below of those doubles
 };
 
+/// FNV-1a style over 64-bit words in four interleaved lanes (independent multiplies: ~1 ms for a 6 MB table, where
+/// the byte-serial FNV-1a took ~8 ms, most of a cached load), the lanes folded at the end. Tables are whole doubles.
 std::uint64_t fnv1a(const void* data, std::size_t bytes) {
   const unsigned char* p = static_cast<const unsigned char*>(data);
+  constexpr std::uint64_t kPrime = 1099511628211ull;
+  std::uint64_t lane[4] = {1469598103934665603ull, 1469598103934665603ull ^ 1, 1469598103934665603ull ^ 2,
+                           1469598103934665603ull ^ 3};
+  const std::size_t words = bytes / 8;
+  std::size_t i = 0;
+  for (; i + 4 <= words; i += 4)
+    for (int l = 0; l < 4; ++l) {
+      std::uint64_t w;
+      std::memcpy(&w, p + 8 * (i + l), 8);
+      lane[l] = (lane[l] ^ w) * kPrime;
+    }
   std::uint64_t h = 1469598103934665603ull;
-  for (std::size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  for (; i < words; ++i) {
+    std::uint64_t w;
+    std::memcpy(&w, p + 8 * i, 8);
+    h = (h ^ w) * kPrime;
+  }
+  for (std::size_t b = 8 * words; b < bytes; ++b) h = (h ^ p[b]) * kPrime;
+  for (int l = 0; l < 4; ++l) h = (h ^ lane[l]) * kPrime;
   return h;
 }
 

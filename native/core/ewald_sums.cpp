@@ -5,6 +5,9 @@
 #include "core/ewald_sums.h"
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
+#include <vector>
 #include <cmath>
 #include <string>
 
@@ -196,7 +199,8 @@ struct Setup {
   double L[3];
   int per[3], nper = 0, iso[3], niso = 0;
   double alpha;
-  explicit Setup(const EwaldGeometry& g) {
+  /// alpha > 0 overrides the balanced choice (the fully periodic grid build, ewaldCorrectionGrid3).
+  explicit Setup(const EwaldGeometry& g, double alphaOverride = 0) {
     double prod = 1;
     for (int d = 0; d < 3; ++d) {
       L[d] = g.L[d];
@@ -204,18 +208,19 @@ struct Setup {
       else iso[niso++] = d;
     }
     // balances real- and reciprocal-space work for a cube (alpha = sqrt(pi)/L)
-    alpha = kSqrtPi / std::pow(prod, 1.0 / nper);
+    alpha = alphaOverride > 0 ? alphaOverride : kSqrtPi / std::pow(prod, 1.0 / nper);
   }
 };
 
-/// Real space: sum over the images n of erfc(alpha|r + n|)/|r + n|, with 1/|r| removed from n = 0.
-void addRealSpace(const Setup& S, const double r[3], Jet& acc) {
-  const double rc = kRealCut / S.alpha;
+/// Real space: sum over the images n of erfc(alpha|r + n|)/|r + n|, with 1/|r| removed from n = 0; images stop
+/// at alpha |r + n| = cut.
+void addRealSpace(const Setup& S, const double r[3], Jet& acc, double cut = kRealCut) {
+  const double rc = cut / S.alpha;
   int lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
   for (int a = 0; a < S.nper; ++a) {
     const int d = S.per[a];
-    lo[d] = int(std::ceil((-rc - r[d]) / S.L[d]));
-    hi[d] = int(std::floor((rc - r[d]) / S.L[d]));
+    lo[d] = std::min(0, int(std::ceil((-rc - r[d]) / S.L[d])));  // n = 0 always (it removes 1/|r|)
+    hi[d] = std::max(0, int(std::floor((rc - r[d]) / S.L[d])));
   }
   double f[4];
   for (int i = lo[0]; i <= hi[0]; ++i)
@@ -352,13 +357,8 @@ Status validateEwaldGeometry(const EwaldGeometry& g) {
   return Status::success();
 }
 
-void ewaldCorrectionExact(const EwaldGeometry& g, const double r[3], double out[kEwaldCoefs]) {
-  const Setup S(g);
-  Jet acc;
-  addRealSpace(S, r, acc);
-  if (S.nper == 3) addReciprocal3(S, r, acc);
-  else if (S.nper == 2) addReciprocal2(S, r, acc);
-  else addReciprocal1(S, r, acc);
+namespace {
+void packJet(const Jet& acc, double out[kEwaldCoefs]) {
   out[0] = acc.v;
   out[1] = acc.g[0]; out[2] = acc.g[1]; out[3] = acc.g[2];
   out[4] = acc.h[0][0]; out[5] = acc.h[0][1]; out[6] = acc.h[0][2];
@@ -366,6 +366,108 @@ void ewaldCorrectionExact(const EwaldGeometry& g, const double r[3], double out[
   const auto& t = acc.t;
   out[10] = t[0][0][0]; out[11] = t[0][0][1]; out[12] = t[0][0][2]; out[13] = t[0][1][1]; out[14] = t[0][1][2];
   out[15] = t[0][2][2]; out[16] = t[1][1][1]; out[17] = t[1][1][2]; out[18] = t[1][2][2]; out[19] = t[2][2][2];
+}
+}  // namespace
+
+void ewaldCorrectionExact(const EwaldGeometry& g, const double r[3], double out[kEwaldCoefs]) {
+  const Setup S(g);
+  Jet acc;
+  addRealSpace(S, r, acc);
+  if (S.nper == 3) addReciprocal3(S, r, acc);
+  else if (S.nper == 2) addReciprocal2(S, r, acc);
+  else addReciprocal1(S, r, acc);
+  packJet(acc, out);
+}
+
+void ewaldCorrectionGrid3(const EwaldGeometry& g, const int n[3], const double h[3], int threads, double* out) {
+  // alpha such that real space stops (at alpha r = kGridRealCut) within 3/4 of the shortest side: at most the 8
+  // images n in {-1, 0}^3 for r in the table's octant (r_d <= 9/16 L_d), most points 1 to 3 of them
+  constexpr double kGridRealCut = 7.0, kGridRecipCut = 14.0;  // erfc(7) ~ 4e-23, exp(-49) ~ 5e-22
+  const double Lmin = std::min({g.L[0], g.L[1], g.L[2]});
+  const Setup S(g, kGridRealCut / (0.75 * Lmin));
+  const double V = S.L[0] * S.L[1] * S.L[2], kc = kGridRecipCut * S.alpha, a2 = S.alpha * S.alpha;
+  const int np[3] = {n[0] + 1, n[1] + 1, n[2] + 1};
+  int m[3];
+  for (int d = 0; d < 3; ++d) m[d] = int(kc * S.L[d] / (2 * kPi));
+  const int m0 = m[0] + 1, m1 = m[1] + 1, m2 = m[2] + 1;
+  // sum_{k != 0} A(k) cos(k.r) over the whole k space, A even in each component: = sum over a, b, c >= 0 of
+  // w_a w_b w_c A cos(kx x) cos(ky y) cos(kz z) (w = 1 for index 0, else 2; the sine terms cancel in pairs)
+  std::vector<double> A(std::size_t(m0) * m1 * m2, 0.0);
+  for (int a = 0; a < m0; ++a)
+    for (int b = 0; b < m1; ++b)
+      for (int c = 0; c < m2; ++c) {
+        const double kx = 2 * kPi * a / S.L[0], ky = 2 * kPi * b / S.L[1], kz = 2 * kPi * c / S.L[2];
+        const double k2 = kx * kx + ky * ky + kz * kz;
+        if (k2 == 0 || k2 > kc * kc) continue;
+        A[(std::size_t(a) * m1 + b) * m2 + c] = (a ? 2 : 1) * (b ? 2 : 1) * (c ? 2 : 1) * 4 * kPi / V *
+                                                 std::exp(-k2 / (4 * a2)) / k2;
+      }
+  // per axis: B[p][a][i] = d^p/dx^p cos(k_a x) at x = i h (p = 0..3)
+  std::vector<double> B[3];
+  for (int d = 0; d < 3; ++d) {
+    const int ma = m[d] + 1;
+    B[d].assign(std::size_t(4) * ma * np[d], 0.0);
+    for (int a = 0; a < ma; ++a)
+      for (int i = 0; i < np[d]; ++i) {
+        const double k = 2 * kPi * a / S.L[d], x = i * h[d], c = std::cos(k * x), s = std::sin(k * x);
+        const double v[4] = {c, -k * s, -k * k * c, k * k * k * s};
+        for (int p = 0; p < 4; ++p) B[d][(std::size_t(p) * ma + a) * np[d] + i] = v[p];
+      }
+  }
+  // derivative orders (x, y, z) of the 20 coefficients, in the table's order
+  static const int ord[kEwaldCoefs][3] = {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {0, 0, 1}, {2, 0, 0}, {1, 1, 0}, {1, 0, 1},
+                                         {0, 2, 0}, {0, 1, 1}, {0, 0, 2}, {3, 0, 0}, {2, 1, 0}, {2, 0, 1}, {1, 2, 0},
+                                         {1, 1, 1}, {1, 0, 2}, {0, 3, 0}, {0, 2, 1}, {0, 1, 2}, {0, 0, 3}};
+  const double constant = -kPi / (a2 * V);
+  // one z plane at a time (threads take planes): the reciprocal sum by three one-axis contractions, then the
+  // real-space images point by point
+  std::atomic<int> next{0};
+  auto work = [&] {
+    std::vector<double> T1(std::size_t(4) * m0 * m1), T2(std::size_t(16) * m0 * np[1]);
+    for (int l; (l = next.fetch_add(1)) < np[2];) {
+      double* plane = out + std::size_t(l) * np[0] * np[1] * kEwaldCoefs;
+      for (int s = 0; s < 4; ++s)  // T1[s][a][b] = sum_c A[a][b][c] Bz[s][c][l]
+        for (int a = 0; a < m0; ++a)
+          for (int b = 0; b < m1; ++b) {
+            double t = 0;
+            const double* Ar = &A[(std::size_t(a) * m1 + b) * m2];
+            for (int c = 0; c < m2; ++c) t += Ar[c] * B[2][(std::size_t(s) * m2 + c) * np[2] + l];
+            T1[(std::size_t(s) * m0 + a) * m1 + b] = t;
+          }
+      for (int q = 0; q < 4; ++q)  // T2[q][s][a][j] = sum_b By[q][b][j] T1[s][a][b], q + s <= 3
+        for (int s = 0; q + s < 4; ++s)
+          for (int a = 0; a < m0; ++a)
+            for (int j = 0; j < np[1]; ++j) {
+              double t = 0;
+              for (int b = 0; b < m1; ++b)
+                t += B[1][(std::size_t(q) * m1 + b) * np[1] + j] * T1[(std::size_t(s) * m0 + a) * m1 + b];
+              T2[((std::size_t(q) * 4 + s) * m0 + a) * np[1] + j] = t;
+            }
+      for (int j = 0; j < np[1]; ++j)
+        for (int i = 0; i < np[0]; ++i) {
+          double* o = plane + (std::size_t(j) * np[0] + i) * kEwaldCoefs;
+          for (int e = 0; e < kEwaldCoefs; ++e) {  // out = sum_a Bx[p][a][i] T2[q][s][a][j]
+            const int p = ord[e][0], q = ord[e][1], s = ord[e][2];
+            double t = 0;
+            for (int a = 0; a < m0; ++a)
+              t += B[0][(std::size_t(p) * m0 + a) * np[0] + i] * T2[((std::size_t(q) * 4 + s) * m0 + a) * np[1] + j];
+            o[e] = t;
+          }
+          o[0] += constant;
+          Jet acc;
+          const double r[3] = {i * h[0], j * h[1], l * h[2]};
+          addRealSpace(S, r, acc, kGridRealCut);
+          double re[kEwaldCoefs];
+          packJet(acc, re);
+          for (int e = 0; e < kEwaldCoefs; ++e) o[e] += re[e];
+        }
+    }
+  };
+  const int nt = std::max(1, std::min(threads, np[2]));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < nt; ++t) pool.emplace_back(work);
+  work();
+  for (auto& th : pool) th.join();
 }
 
 }  // namespace amrgrav

@@ -31,4 +31,11 @@ constexpr double kEwaldMaxAspect = 16;
 /// Terms are summed until they fall below ~1e-16 of the leading term (real and reciprocal space).
 void ewaldCorrectionExact(const EwaldGeometry& g, const double r[3], double out[kEwaldCoefs]);
 
+/// A fully periodic box's coefficients at every grid point (i h[0], j h[1], k h[2]), 0 <= i <= n[0] etc., x fastest,
+/// kEwaldCoefs per point, into out, on `threads` threads: the same sums as ewaldCorrectionExact (equal to ~1e-13 of
+/// each coefficient's scale, test/ewald-table.test.ts) with a larger splitting parameter, so that real space needs
+/// at most the 8 nearest images, and the reciprocal sum done separably over the grid (cos(k.r) is a product of
+/// one-axis cosines for the even C): ~30x less work than point by point. Only for 3 periodic axes.
+void ewaldCorrectionGrid3(const EwaldGeometry& g, const int n[3], const double h[3], int threads, double* out);
+
 }  // namespace amrgrav

@@ -149,6 +149,72 @@ void buildLists(const SourceTree& t, const SortedCells& c, const Groups& g, std:
   }
 }
 
+/// The expansion's coefficients a (core/ewald_expansion_k.h) of a group's lists: accepted nodes that add their
+/// own correction, hoisted nodes, and cells that add their own (seen through their image nearest the centre).
+/// One table lookup per entry that adds a correction, kLanes such entries at a time (the loop over lanes
+/// vectorises: gathered table loads, contiguous partial sums). The partial
+/// sums are added in lane order at the end: a fixed order, so the result is the same for any thread count.
+constexpr int kLanes = 8;
+struct LaneSums {
+  double* p;
+  int lane;
+  double& operator[](int e) const { return p[e * kLanes + lane]; }
+};
+template <int Order, bool Accel>
+inline __attribute__((always_inline)) void ewaldExpansionTerms(const Lists& L, const double* centre,
+                                                               double* a) {
+  alignas(64) double part[kEwaldLocalCoefs * kLanes] = {};
+  const EwaldTableView v = L.ewald->view;  // a local copy: provably not aliased by the sums
+  const double cx = centre[0], cy = centre[1], cz = centre[2];
+  std::uint32_t idx[kLanes];
+  // accepted nodes that add their own correction (their com already at the image nearest the group)
+  const std::size_t nn = L.nm.size();
+  for (std::size_t k0 = 0; k0 < nn;) {
+    int lanes = 0;
+    for (; k0 < nn && lanes < kLanes; ++k0) if (L.nCorrect[k0]) idx[lanes++] = std::uint32_t(k0);
+#pragma GCC ivdep
+    for (int l = 0; l < lanes; ++l) {
+      const std::size_t k = idx[l];
+      // the correction takes the plain quadrupole; the potential-only list holds half-upper coefficients (exact x2)
+      const double qf[6] = {Accel ? L.q0[k] : 2 * L.q0[k], L.q1[k], L.q2[k], Accel ? L.q3[k] : 2 * L.q3[k], L.q4[k],
+                            Accel ? L.q5[k] : 2 * L.q5[k]};
+      ewaldLocalAddNode<Order>(v, cx - L.nx[k], cy - L.ny[k], cz - L.nz[k], L.nm[k], qf, L.ns[k], LaneSums{part, l},
+                               &L.nd[3 * k]);
+    }
+  }
+  // hoisted nodes: the correction of their subtrees
+  const std::size_t nh = L.hm.size();
+  for (std::size_t k0 = 0; k0 < nh; k0 += kLanes) {
+    const int lanes = int(std::min<std::size_t>(kLanes, nh - k0));
+#pragma GCC ivdep
+    for (int l = 0; l < lanes; ++l) {
+      const std::size_t k = k0 + l;
+      ewaldLocalAddNode<Order>(v, cx - L.hx[k], cy - L.hy[k], cz - L.hz[k], L.hm[k], &L.hq[6 * k], L.hs[k],
+                               LaneSums{part, l}, &L.hd[3 * k]);
+    }
+  }
+  // cells that add their own correction, through their image nearest the centre (a whole number of periods; none
+  // for the group's own cells)
+  const std::size_t nc = L.cm.size();
+  for (std::size_t k0 = 0; k0 < nc;) {
+    int lanes = 0;
+    for (; k0 < nc && lanes < kLanes; ++k0) if (L.cCorrect[k0]) idx[lanes++] = std::uint32_t(k0);
+#pragma GCC ivdep
+    for (int l = 0; l < lanes; ++l) {
+      const std::size_t k = idx[l];
+      const double sx = L.cx[k] - v.period[0] * std::rint((L.cx[k] - cx) * v.invPeriod[0]);
+      const double sy = L.cy[k] - v.period[1] * std::rint((L.cy[k] - cy) * v.invPeriod[1]);
+      const double sz = L.cz[k] - v.period[2] * std::rint((L.cz[k] - cz) * v.invPeriod[2]);
+      ewaldLocalAddCell(v, cx - sx, cy - sy, cz - sz, L.cm[k], LaneSums{part, l});
+    }
+  }
+  for (int e = 0; e < kEwaldLocalCoefs; ++e) {
+    double t = 0;
+    for (int l = 0; l < kLanes; ++l) t += part[e * kLanes + l];
+    a[e] = t;
+  }
+}
+
 /// Periodic walks: with `centre` (the group's, core/ewald_expansion_k.h) the correction is one expansion about it,
 /// summed once per source and evaluated once per cell, and source cells are seen through their image nearest the
 /// centre; without, every (cell, source) pair looks the table up through its own nearest image.
@@ -178,21 +244,12 @@ inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const d
       const EwaldTableView v = L.ewald->view;  // a local copy: provably not aliased by the outputs
       // the correction takes the plain quadrupole; the potential-only list holds half-upper coefficients (exact x2)
       const double qf[6] = {Accel ? q[0] : 2 * q[0], q[1], q[2], Accel ? q[3] : 2 * q[3], q[4], Accel ? q[5] : 2 * q[5]};
-      if (expand) {
-        if (L.nCorrect[k])
-          ewaldLocalAddNode<Order>(v, centre[0] - sx, centre[1] - sy, centre[2] - sz, sm, qf, L.ns[k], a, pd);
-        continue;
-      }
+      if (expand) continue;  // the expansion's terms: ewaldExpansionTerms, after the lists
 #pragma GCC ivdep
       for (int i = 0; i < nt; ++i)
         ewaldNodeCorrection<Order, Accel, true>(v, tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, qf, L.ns[k], p[i], fx[i],
                                                 fy[i], fz[i], pd);
     }
-  }
-  if (expand) {  // hoisted nodes: the correction of their subtrees
-    for (std::size_t k = 0; k < L.hm.size(); ++k)
-      ewaldLocalAddNode<Order>(L.ewald->view, centre[0] - L.hx[k], centre[1] - L.hy[k], centre[2] - L.hz[k], L.hm[k],
-                               &L.hq[6 * k], L.hs[k], a, &L.hd[3 * k]);
   }
   const std::size_t nc = L.cm.size();
   for (std::size_t k = 0; k < nc; ++k) {
@@ -223,8 +280,8 @@ inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const d
       if (Accel) cellCellForce<double>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, p[i], fx[i], fy[i], fz[i]);
       else cellCellPotential<double>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, p[i]);
     }
-    if (correct) ewaldLocalAddCell(L.ewald->view, centre[0] - sx, centre[1] - sy, centre[2] - sz, sm, a);
   }
+  if (expand) ewaldExpansionTerms<Order, Accel>(L, centre, a);
   for (int i = 0; i < nt; ++i) {
     double ex = 0, ey = 0, ez = 0;
     if (expand) ewaldLocalEval<Accel>(a, tx[i] - centre[0], ty[i] - centre[1], tz[i] - centre[2], p[i], ex, ey, ez);

@@ -1,0 +1,95 @@
+/**
+ * Periodic vs isolated CPU solve cost (issue #21), in ONE process: uniform grids 16^3..128^3 with a small
+ * perturbation (rho = 1 + 1e-3 sin 2 pi x), theta 0.5, order 2, default options, backend 'cpu'.
+ * For each size: the isolated solve (best of --repeat after a warm-up), the FIRST periodic solve of the process
+ * (it pays for the Ewald table: memory, disk cache or build, see stats.ewaldTable) and the steady-state periodic
+ * solve (best of --repeat), in wall time and in the process's CPU time (all threads). The table is taken from a fresh, empty cache directory unless --cache-dir is given
+ * (so "first" includes the build; run twice with the same --cache-dir to see a disk-cache load instead).
+ *
+ *   node dist/bench/periodicCostBench.js [--sizes 16,32,64,128] [--repeat 5] [--cache-dir DIR] [--json]
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { GravitySolver } from '../solver/gravitySolver.js';
+import { gridCells } from '../validation/gridCells.js';
+
+function arg(name: string, dflt: string): string {
+  const i = process.argv.indexOf(name);
+  return i > 0 ? process.argv[i + 1] : dflt;
+}
+
+const sizes = arg('--sizes', '16,32,64,128').split(',').map(Number);
+const repeat = Number(arg('--repeat', '5'));
+const given = arg('--cache-dir', '');
+const json = process.argv.includes('--json');
+const dir = given || mkdtempSync(join(tmpdir(), 'amrgrav-pcost-'));
+process.env.AMRGRAV_CACHE_DIR = dir;
+
+const box = { lo: [0, 0, 0] as [number, number, number], hi: [1, 1, 1] as [number, number, number] };
+const rho = (x: number) => 1 + 1e-3 * Math.sin(2 * Math.PI * x);
+const rows = [];
+let firstPeriodicDone = false;
+try {
+  for (const n of sizes) {
+    const cells = gridCells(n, rho);
+    const reps = n >= 128 ? Math.max(2, Math.min(repeat, 3)) : repeat;
+    const iso = new GravitySolver({ boundary: 'isolated', backend: 'cpu' });
+    const per = new GravitySolver({ boundary: 'periodic', backend: 'cpu' });
+    // wall seconds (stats) and the process's CPU seconds (all threads; less sensitive to a shared machine's load)
+    const cpuOf = async (s: GravitySolver) => {
+      const c0 = process.cpuUsage();
+      const res = await s.solveCells(cells, { box });
+      const c = process.cpuUsage(c0);
+      return { res, cpu: (c.user + c.system) / 1e6 };
+    };
+    const best = async (s: GravitySolver) => {
+      let b = Infinity, bc = Infinity;
+      let st;
+      for (let r = 0; r < reps; r++) {
+        const { res, cpu } = await cpuOf(s);
+        if (res.stats.seconds.total < b) { b = res.stats.seconds.total; st = res.stats; }
+        bc = Math.min(bc, cpu);
+      }
+      return { seconds: b, cpu: bc, stats: st! };
+    };
+    await iso.solveCells(cells, { box }); // warm-up (pages, threads)
+    const isoBest = await best(iso);
+    // the first periodic solve on a new solver; the table's source says what it paid (built / disk only once per
+    // process: later sizes find it in memory, as every later solve of one hydro run does)
+    const t0 = performance.now();
+    const { res: first, cpu: firstCpu } = await cpuOf(per);
+    const firstWall = (performance.now() - t0) / 1000;
+    const perBest = await best(per);
+    const isoInt = isoBest.stats.interactionsPerCell, perInt = perBest.stats.interactionsPerCell;
+    rows.push({
+      n, cells: cells.x.length, threads: isoBest.stats.threads,
+      isolatedMs: 1e3 * isoBest.seconds,
+      periodicFirstMs: 1e3 * first.stats.seconds.total, periodicFirstWallMs: 1e3 * firstWall,
+      tableSource: first.stats.ewaldTable.source, tableMs: 1e3 * first.stats.ewaldTable.seconds,
+      periodicSteadyMs: 1e3 * perBest.seconds,
+      ratioFirst: first.stats.seconds.total / isoBest.seconds,
+      ratioSteady: perBest.seconds / isoBest.seconds,
+      interactionsRatio: perInt / isoInt,
+      isolatedCpuMs: 1e3 * isoBest.cpu, periodicFirstCpuMs: 1e3 * firstCpu, periodicSteadyCpuMs: 1e3 * perBest.cpu,
+      cpuRatioFirst: firstCpu / isoBest.cpu, cpuRatioSteady: perBest.cpu / isoBest.cpu,
+      isolatedWalkMs: 1e3 * isoBest.stats.seconds.walk, periodicWalkMs: 1e3 * perBest.stats.seconds.walk,
+      isolatedInteractionsPerCell: isoInt, periodicInteractionsPerCell: perInt,
+      firstPeriodicOfProcess: !firstPeriodicDone,
+    });
+    firstPeriodicDone = true;
+  }
+} finally {
+  if (!given) rmSync(dir, { recursive: true, force: true });
+}
+if (json) console.log(JSON.stringify(rows, null, 1));
+else {
+  console.log('size  isolated ms  periodic first ms (table)  periodic steady ms  ratio first  ratio steady  interactions ratio  CPU-time ratio first / steady');
+  for (const r of rows) {
+    console.log(`${r.n}^3`.padEnd(6) + r.isolatedMs.toFixed(1).padStart(11) +
+      `${r.periodicFirstMs.toFixed(1)} (${r.tableSource} ${r.tableMs.toFixed(1)})`.padStart(27) +
+      r.periodicSteadyMs.toFixed(1).padStart(20) + r.ratioFirst.toFixed(2).padStart(13) +
+      r.ratioSteady.toFixed(2).padStart(14) + r.interactionsRatio.toFixed(2).padStart(20) +
+      `${r.cpuRatioFirst.toFixed(2)} / ${r.cpuRatioSteady.toFixed(2)}`.padStart(31));
+  }
+}
