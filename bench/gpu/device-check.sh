@@ -124,7 +124,7 @@ for step in "$@"; do
         timeout 300 node dist/solver/cli.js validate periodic $args --backend cuda --json > "$out/per-$tag.json" 2> "$out/per-$tag.err"
         summary+=("validate periodic $args (cuda) rc=$? $(head -c 1500 "$out/per-$tag.json")")
       done
-      apiBench256 "--boundary periodic" "--boundary periodic --accel" "--boundary periodic --no-contrast" "--boundary isolated" ;;
+      apiBench256 "--boundary periodic" "--boundary periodic --accel" "--boundary periodic --no-contrast" "--boundary xy" "--boundary isolated" ;;
     contrast)
       # issue #21 on the GPU: sines of amplitude 1e-8 .. 1 (32^3, 64^3; x and diagonal) against their analytic
       # potential, and against the CPU backend (the same interaction lists)

@@ -736,6 +736,7 @@ class CudaBackendImpl final : public CudaBackend {
     cfg->cellsPerLane = opt.groupSize > 32 ? 2 : 1;
     cfg->vote = opt.walk == WalkKind::Vote;
     cfg->periodic = opt.anyPeriodic();
+    cfg->dipole = opt.signedSources();
     const unsigned groupSize = unsigned(opt.groupSize);
     const unsigned numGroups = (n + groupSize - 1) / groupSize;
     int perSm = 1;

@@ -188,10 +188,9 @@ __device__ __forceinline__ void entryQuadrupole(const WarpLists<Order>& L, int k
 /// Evaluates list entries [0, count) of the accepted nodes for this lane's targets. Full: count == 32 (a
 /// compile-time trip count that unrolls). Ew = kEwaldPerCell: every (cell, entry) pair adds its own correction
 /// (aLo.w holds the node's S).
-template <int Order, bool Accel, int CPL, bool Split, bool Full, int Ew>
+template <int Order, bool Accel, int CPL, bool Split, bool Full, int Ew, bool Dipole>
 __device__ __forceinline__ void evalApprox(const WarpLists<Order>& L, const float4* aDip, int count, Targets<CPL>& T,
                                            const EwaldDeviceView& ev) {
-  constexpr bool Dipole = Ew != kNoEwald;  // periodic lists carry the nodes' dipoles (signed sources)
   float p[CPL], fx[CPL], fy[CPL], fz[CPL], qx[CPL], qy[CPL], qz[CPL];
 #pragma unroll
   for (int c = 0; c < CPL; ++c) p[c] = fx[c] = fy[c] = fz[c] = qx[c] = qy[c] = qz[c] = 0.0f;
@@ -217,7 +216,7 @@ __device__ __forceinline__ void evalApprox(const WarpLists<Order>& L, const floa
       if (Ew == kEwaldPerCell) {
         float qf[6];
         plainQuadrupole<Accel>(q, qf);
-        ewaldNodeCorrection<Order, Accel, true>(ev, dx, dy, dz, s.w, qf, sl.w, p[c], fx[c], fy[c], fz[c], pd);
+        ewaldNodeCorrection<Order, Accel, Dipole>(ev, dx, dy, dz, s.w, qf, sl.w, p[c], fx[c], fy[c], fz[c], pd);
       }
     }
   }
@@ -315,11 +314,11 @@ __device__ __forceinline__ void shiftDirect(WarpLists<Order>& L, int rem, int la
 
 /// Evaluates a full batch (Full) or the last entries of the accepted-node list with the group's precision
 /// (warp-uniform).
-template <int Order, bool Accel, int CPL, int Ew, bool Full>
+template <int Order, bool Accel, int CPL, int Ew, bool Dipole, bool Full>
 __device__ __forceinline__ void flushApprox(const WarpLists<Order>& L, const float4* aDip, int count, Targets<CPL>& T,
                                             bool split, const EwaldDeviceView& ev) {
-  if (split) evalApprox<Order, Accel, CPL, true, Full, Ew>(L, aDip, count, T, ev);
-  else evalApprox<Order, Accel, CPL, false, Full, Ew>(L, aDip, count, T, ev);
+  if (split) evalApprox<Order, Accel, CPL, true, Full, Ew, Dipole>(L, aDip, count, T, ev);
+  else evalApprox<Order, Accel, CPL, false, Full, Ew, Dipole>(L, aDip, count, T, ev);
 }
 
 /// As flushApprox for the direct list.
@@ -455,15 +454,16 @@ __device__ __forceinline__ bool nodeAccepted(bool candidate, const double* com, 
 /// kEwaldExpand walks the groups that take the expansion and counts the others (kSkippedGroups), kEwaldPerCell
 /// walks those, and ewaldCorrectionKernel adds the expanding groups' corrections; one kernel for all would carry
 /// the table code's registers into the common case.
-template <int Order, bool Accel, int CPL, bool Vote, int Ew>
+template <int Order, bool Accel, int CPL, bool Vote, int Ew, bool Dipole>
 __device__ __forceinline__ void walkBody(const WalkParams& p) {
   constexpr bool Periodic = Ew != kNoEwald;
+  static_assert(Periodic || !Dipole, "dipoles only in periodic walks (signed sources)");
   __shared__ WarpLists<Order> lists[kWalkWarpsPerBlock];
-  // periodic walks: the accepted nodes' dipoles beside the lists (signed sources; zeros otherwise)
-  __shared__ float4 dipLists[kWalkWarpsPerBlock][Periodic ? kListCap : 1];
+  // signed sources: the accepted nodes' dipoles beside the lists
+  __shared__ float4 dipLists[kWalkWarpsPerBlock][Dipole ? kListCap : 1];
   const int lane = threadIdx.x & 31;
   WarpLists<Order>& L = lists[threadIdx.x >> 5];
-  float4* const aDip = Periodic ? dipLists[threadIdx.x >> 5] : nullptr;
+  float4* const aDip = Dipole ? dipLists[threadIdx.x >> 5] : nullptr;
   const unsigned warpId = blockIdx.x * kWalkWarpsPerBlock + (threadIdx.x >> 5);
   unsigned* const queue = p.queue + std::size_t(warpId) * p.queueCap;
   // the expansion kernel's image tags, one per queue entry (core/ewald_expansion_k.h, hoisted corrections)
@@ -527,7 +527,7 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
       D4 mac;
       uint4 topo;
       float4 mq0, mq1, dip;
-      loadNodeRecords<Order, Periodic>(p, node, valid, mac, topo, mq0, mq1, dip);
+      loadNodeRecords<Order, Dipole>(p, node, valid, mac, topo, mq0, mq1, dip);
       const bool live = valid && mac.w >= 0.0;  // not empty (core/moments.cpp)
       // periodic: the node's image nearest the group; a node unusable there is opened (cpu_walk.cpp buildLists).
       // Below a hoisted node: that node's image, no test.
@@ -567,13 +567,13 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
           L.aQa[pos] = make_float4(d * mq0.y, mq0.z, mq0.w, d * mq1.x);
           L.aQb[pos] = make_float2(mq1.y, d * mq1.z);
         }
-        if (Periodic) aDip[pos] = dip;
+        if (Dipole) aDip[pos] = dip;
       }
       aCount += __popc(am);
       accepted += __popc(am);
       __syncwarp();
       if (aCount >= 32) {
-        flushApprox<Order, Accel, CPL, Ew, true>(L, aDip, 32, T, split, p.ewald);
+        flushApprox<Order, Accel, CPL, Ew, Dipole, true>(L, aDip, 32, T, split, p.ewald);
         shiftApprox(L, aDip, aCount - 32, lane);
         aCount -= 32;
       }
@@ -650,7 +650,7 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
     if (overflow) break;  // the host reruns the whole walk with a larger queue
 
     // ---- the remaining entries, then the results
-    if (aCount > 0) flushApprox<Order, Accel, CPL, Ew, false>(L, aDip, aCount, T, split, p.ewald);
+    if (aCount > 0) flushApprox<Order, Accel, CPL, Ew, Dipole, false>(L, aDip, aCount, T, split, p.ewald);
     if (dCount > 0) flushDirect<Order, Accel, CPL, Ew, false>(L, dCount, T, split, p.ewald);
     __syncwarp();  // the lists are rewritten by the next group
 #pragma unroll
@@ -681,19 +681,21 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
 /// own choice; the per-pair periodic walk: capped, see above).
 template <int Order, bool Accel, int CPL, bool Vote>
 __global__ void AG_WALK_BOUNDS walkKernel(const WalkParams p) {
-  walkBody<Order, Accel, CPL, Vote, kNoEwald>(p);
+  walkBody<Order, Accel, CPL, Vote, kNoEwald, false>(p);
 }
-template <int Order, bool Accel, int CPL, bool Vote>
+// Periodic kernels come with and without the dipole terms (Dip: signed sources, WalkConfig::dipole), so that sheets,
+// lines and boxes of masses as given pay nothing for them.
+template <int Order, bool Accel, int CPL, bool Vote, bool Dip>
 __global__ void AG_WALK_BOUNDS walkKernelImagesAccel(const WalkParams p) {
-  walkBody<Order, Accel, CPL, Vote, kEwaldExpand>(p);
+  walkBody<Order, Accel, CPL, Vote, kEwaldExpand, Dip>(p);
 }
-template <int Order, bool Accel, int CPL, bool Vote>
+template <int Order, bool Accel, int CPL, bool Vote, bool Dip>
 __global__ void __launch_bounds__(kWalkThreads, AG_WALK_IMAGES_MIN_BLOCKS) walkKernelImagesPot(const WalkParams p) {
-  walkBody<Order, Accel, CPL, Vote, kEwaldExpand>(p);
+  walkBody<Order, Accel, CPL, Vote, kEwaldExpand, Dip>(p);
 }
-template <int Order, bool Accel, int CPL, bool Vote, int Ew>
+template <int Order, bool Accel, int CPL, bool Vote, int Ew, bool Dip>
 __global__ void __launch_bounds__(kWalkThreads, AG_WALK_EWALD_MIN_BLOCKS) walkKernelEwald(const WalkParams p) {
-  walkBody<Order, Accel, CPL, Vote, Ew>(p);
+  walkBody<Order, Accel, CPL, Vote, Ew, Dip>(p);
 }
 
 /// The Ewald correction of the groups that take the expansion (core/ewald_expansion_k.h), launched after the walk
@@ -803,21 +805,25 @@ __global__ void __launch_bounds__(kWalkThreads, AG_EWALD_CORRECTION_MIN_BLOCKS)
 
 using WalkFn = void (*)(const WalkParams);
 
-template <int Order, bool Accel, int CPL, int Ew>
+template <int Order, bool Accel, int CPL, int Ew, bool Dip>
 WalkFn pickVote(const WalkConfig& c) {
   if constexpr (Ew == kEwaldExpand && Accel)
-    return c.vote ? walkKernelImagesAccel<Order, Accel, CPL, true> : walkKernelImagesAccel<Order, Accel, CPL, false>;
+    return c.vote ? walkKernelImagesAccel<Order, Accel, CPL, true, Dip> : walkKernelImagesAccel<Order, Accel, CPL, false, Dip>;
   else if constexpr (Ew == kEwaldExpand)
-    return c.vote ? walkKernelImagesPot<Order, Accel, CPL, true> : walkKernelImagesPot<Order, Accel, CPL, false>;
+    return c.vote ? walkKernelImagesPot<Order, Accel, CPL, true, Dip> : walkKernelImagesPot<Order, Accel, CPL, false, Dip>;
   else
-    return c.vote ? walkKernelEwald<Order, Accel, CPL, true, Ew> : walkKernelEwald<Order, Accel, CPL, false, Ew>;
+    return c.vote ? walkKernelEwald<Order, Accel, CPL, true, Ew, Dip> : walkKernelEwald<Order, Accel, CPL, false, Ew, Dip>;
+}
+template <int Order, bool Accel, int CPL, int Ew>
+WalkFn pickDipole(const WalkConfig& c) {
+  return c.dipole ? pickVote<Order, Accel, CPL, Ew, true>(c) : pickVote<Order, Accel, CPL, Ew, false>(c);
 }
 template <int Order, bool Accel, int CPL>
 WalkFn pickEwald(const WalkConfig& c) {
   if (!c.periodic) return c.vote ? walkKernel<Order, Accel, CPL, true> : walkKernel<Order, Accel, CPL, false>;
   if (c.ewaldCorrection)
     return c.vote ? ewaldCorrectionKernel<Order, Accel, CPL, true> : ewaldCorrectionKernel<Order, Accel, CPL, false>;
-  return c.perCellEwald ? pickVote<Order, Accel, CPL, kEwaldPerCell>(c) : pickVote<Order, Accel, CPL, kEwaldExpand>(c);
+  return c.perCellEwald ? pickDipole<Order, Accel, CPL, kEwaldPerCell>(c) : pickDipole<Order, Accel, CPL, kEwaldExpand>(c);
 }
 template <int Order, bool Accel>
 WalkFn pickCpl(const WalkConfig& c) {

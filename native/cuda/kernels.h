@@ -206,6 +206,7 @@ struct WalkConfig {
   /// corrections (perCellEwald), then the expanding groups' corrections (ewaldCorrection), added to phi.
   bool perCellEwald = false;
   bool ewaldCorrection = false;
+  bool dipole = false;    ///< signed sources (SolveOptions::signedSources): the periodic lists carry node dipoles
 };
 
 /// Resident blocks per multiprocessor of the walk kernel for this configuration.
