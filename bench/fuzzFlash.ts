@@ -55,17 +55,8 @@ const CLI = join(DIST, 'solver/cli.js');
 const WORKER = join(DIST, 'bench/fuzzFlash.js');
 const DEFAULT_SEDOV = resolve(DIST, '../../shared/data/flash/sedov_hdf5_plt_cnt_0000');
 
-/** mulberry32: a small seeded generator, [0, 1). */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { rng } from '../validation/random.js';
+export { rng };
 
 const sha = (p: string) => createHash('sha256').update(readFileSync(p)).digest('hex');
 

@@ -4,9 +4,9 @@ import { execFile } from 'node:child_process';
 import type { CellInput } from '../solver/cells.js';
 import { fillVariable, refineMesh, uniformMesh } from '../mesh/index.js';
 
-import { rng } from './mpi/common.mjs';
+import { rng } from '../validation/random.js';
 
-/** Mulberry32: a small seeded PRNG so every test input is reproducible (the one the mpirun scripts use). */
+/** Mulberry32 (validation/random.ts): a seeded PRNG so every test input is reproducible (the mpirun scripts' too). */
 export { rng };
 
 export interface Cells {

@@ -2,19 +2,12 @@
 // lengths caught in TypeScript, a result array of the wrong length); every rank must get that rank's error instead of waiting for ever. Each
 // rank prints one JSON line per case.
 import { GravitySolver, mpiWorld } from '../../dist/solver/index.js';
+import { scatteredCells } from './common.mjs';
 
 const { rank, size } = mpiWorld();
 const bad = size - 1;
 const n = 200;
-function cells(seed) {
-  const c = { x: new Float64Array(n), y: new Float64Array(n), z: new Float64Array(n), mass: new Float64Array(n).fill(1), size: new Float64Array(n).fill(0.01) };
-  for (let i = 0; i < n; i++) {
-    c.x[i] = ((i * 37 + seed) % 101) / 101;
-    c.y[i] = ((i * 53 + seed) % 103) / 103;
-    c.z[i] = ((i * 71 + seed) % 107) / 107;
-  }
-  return c;
-}
+const cells = (seed) => scatteredCells(n, seed);
 
 const cases = {
   'nan-mass': (c) => {

@@ -1,16 +1,17 @@
-// Shared by the scripts mpirun starts (test/mpi/*.mjs): a seeded random generator (test/helpers.ts has the same for
-// the vitest side) and the --backend argument.
+// Shared by the scripts mpirun starts (test/mpi/*.mjs): the seeded random generator (validation/random.ts, also
+// test/helpers.ts's), scattered test cells and the --backend argument.
 
-/** mulberry32: a small seeded generator in [0, 1). */
-export function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+export { rng } from '../../dist/validation/random.js';
+
+/** n cells spread over the unit box without coincident centres (integer hashes of i and seed), masses 1, size 0.01. */
+export function scatteredCells(n, seed) {
+  const c = { x: new Float64Array(n), y: new Float64Array(n), z: new Float64Array(n), mass: new Float64Array(n).fill(1), size: new Float64Array(n).fill(0.01) };
+  for (let i = 0; i < n; i++) {
+    c.x[i] = ((i * 37 + seed) % 101) / 101;
+    c.y[i] = ((i * 53 + seed) % 103) / 103;
+    c.z[i] = ((i * 71 + seed) % 107) / 107;
+  }
+  return c;
 }
 
 /**
