@@ -46,18 +46,17 @@ void computeMoments(const SortedCells& c, const SolveOptions& opt, Octree& t) {
   std::vector<double> absMass(signedSources ? m : 0, 0.0);  // sum |m|: a signed node is empty only when it is 0
   // Children always follow their parent, so a reverse sweep sees every child before its parent.
   for (std::size_t ii = m; ii-- > 0;) {
-    // W, (sx, sy, sz): the weights that place the expansion centre and their first moments: the masses, or for
-    // signed sources their absolute values (the same numbers when no mass is negative)
+    // M the mass; W the weight that decides emptiness and delta's scale: M, or for signed sources sum |m|;
+    // (sx, sy, sz) the first moments that place a centre of mass (not used for signed sources)
     double M = 0, W = 0, sx = 0, sy = 0, sz = 0;
     double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
     double* q = &t.quad[6 * ii];
     if (t.isLeaf(ii)) {
       const std::uint32_t b = t.cellBegin[ii], e = b + t.cellCount[ii];
       for (std::uint32_t j = b; j < e; ++j) {
-        const double w = signedSources ? std::fabs(c.mass[j]) : c.mass[j];
         M += c.mass[j];
-        W += w;
-        sx += w * c.x[j]; sy += w * c.y[j]; sz += w * c.z[j];
+        W += signedSources ? std::fabs(c.mass[j]) : c.mass[j];
+        sx += c.mass[j] * c.x[j]; sy += c.mass[j] * c.y[j]; sz += c.mass[j] * c.z[j];
         const double h = 0.5 * c.size[j];
         lo[0] = std::min(lo[0], c.x[j] - h); hi[0] = std::max(hi[0], c.x[j] + h);
         lo[1] = std::min(lo[1], c.y[j] - h); hi[1] = std::max(hi[1], c.y[j] + h);
@@ -66,10 +65,9 @@ void computeMoments(const SortedCells& c, const SolveOptions& opt, Octree& t) {
     } else {
       const std::uint32_t b = t.childBegin[ii], e = b + t.childCount[ii];
       for (std::uint32_t k = b; k < e; ++k) {
-        const double w = signedSources ? absMass[k] : t.mass[k];
         M += t.mass[k];
-        W += w;
-        sx += w * t.com[3 * k]; sy += w * t.com[3 * k + 1]; sz += w * t.com[3 * k + 2];
+        W += signedSources ? absMass[k] : t.mass[k];
+        sx += t.mass[k] * t.com[3 * k]; sy += t.mass[k] * t.com[3 * k + 1]; sz += t.mass[k] * t.com[3 * k + 2];
         for (int d = 0; d < 3; ++d) {
           lo[d] = std::min(lo[d], t.extentLo[3 * k + d]);
           hi[d] = std::max(hi[d], t.extentHi[3 * k + d]);
