@@ -10,16 +10,19 @@ void finishSolve(const SortedCells& c, const SolveOptions& opt, const std::vecto
   const ResultTargets t = out.targets(n, g != nullptr);
   const double s = c.scale, s2 = c.scale * c.scale;
   const double self = selfCoefficient(opt.selfPotential);
-  double vPhi = 0, vol = 0;  // the volume-weighted mean of the potential (stats.meanPotential)
   for (std::size_t i = 0; i < n; ++i) {
     const double p = phi[i] + self * c.mass[i] / c.size[i];
-    const double v = c.size[i] * c.size[i] * c.size[i];
-    const double pot = -opt.G * (p * s);
-    t.potential[c.order[i]] = pot;
-    vPhi += v * pot;
-    vol += v;
+    t.potential[c.order[i]] = -opt.G * (p * s);
   }
-  out.stats.meanPotential = opt.fullyPeriodic() && vol > 0 ? vPhi / vol : 0.0;
+  // fully periodic boxes: the volume-weighted mean of the potential (stats.meanPotential)
+  double vPhi = 0, vol = 0;
+  if (opt.fullyPeriodic())
+    for (std::size_t i = 0; i < n; ++i) {
+      const double v = c.size[i] * c.size[i] * c.size[i];
+      vPhi += v * t.potential[c.order[i]];
+      vol += v;
+    }
+  out.stats.meanPotential = vol > 0 ? vPhi / vol : 0.0;
   if (g) {
     double* a[3] = {t.ax, t.ay, t.az};
     for (int d = 0; d < 3; ++d)
