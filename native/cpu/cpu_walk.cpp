@@ -26,7 +26,7 @@ struct Lists {
   std::vector<double> nx, ny, nz, nm, q0, q1, q2, q3, q4, q5;  // accepted nodes
   std::vector<double> cx, cy, cz, cm;                          // cells of opened leaves
   std::vector<double> ns;                 // accepted nodes' second moments (periodic walks only)
-  std::vector<double> nd;                 // accepted nodes' dipoles, 3 each (periodic walks only; 0 about a com)
+  std::vector<double> nd;                 // accepted nodes' dipoles, 3 each (signed sources only)
   // periodic walks: does accepted node / cell k add its own correction? (not below a hoisted node)
   std::vector<std::uint8_t> nCorrect, cCorrect;
   // periodic walks: opened nodes that take the correction of their whole subtree (hoisted), plain quadrupoles
@@ -52,9 +52,9 @@ bool everyCellAccepts(const SourceTree& t, const double* com, std::uint32_t i, c
   return true;
 }
 
-/// Appends node i's dipole (3 values; zeros for a tree centred on its centres of mass).
+/// Appends node i's dipole (3 values) where the tree has dipoles (signed sources; about a centre of mass it is 0).
 inline void pushDipole(const SourceTree& t, std::uint32_t i, std::vector<double>& out) {
-  for (int d = 0; d < 3; ++d) out.push_back(t.dipole ? t.dipole[3 * i + d] : 0.0);
+  if (t.dipole) out.insert(out.end(), t.dipole + 3 * i, t.dipole + 3 * i + 3);
 }
 
 /// Interaction lists of group gi (cells of `c`) against the sources of `t`; accepted nodes carry their quadrupole
@@ -160,7 +160,7 @@ struct LaneSums {
   int lane;
   double& operator[](int e) const { return p[e * kLanes + lane]; }
 };
-template <int Order, bool Accel>
+template <int Order, bool Accel, bool Dipole>
 inline __attribute__((always_inline)) void ewaldExpansionTerms(const Lists& L, const double* centre,
                                                                double* a) {
   alignas(64) double part[kEwaldLocalCoefs * kLanes] = {};
@@ -179,7 +179,7 @@ inline __attribute__((always_inline)) void ewaldExpansionTerms(const Lists& L, c
       const double qf[6] = {Accel ? L.q0[k] : 2 * L.q0[k], L.q1[k], L.q2[k], Accel ? L.q3[k] : 2 * L.q3[k], L.q4[k],
                             Accel ? L.q5[k] : 2 * L.q5[k]};
       ewaldLocalAddNode<Order>(v, cx - L.nx[k], cy - L.ny[k], cz - L.nz[k], L.nm[k], qf, L.ns[k], LaneSums{part, l},
-                               &L.nd[3 * k]);
+                               Dipole ? &L.nd[3 * k] : nullptr);
     }
   }
   // hoisted nodes: the correction of their subtrees
@@ -190,7 +190,7 @@ inline __attribute__((always_inline)) void ewaldExpansionTerms(const Lists& L, c
     for (int l = 0; l < lanes; ++l) {
       const std::size_t k = k0 + l;
       ewaldLocalAddNode<Order>(v, cx - L.hx[k], cy - L.hy[k], cz - L.hz[k], L.hm[k], &L.hq[6 * k], L.hs[k],
-                               LaneSums{part, l}, &L.hd[3 * k]);
+                               LaneSums{part, l}, Dipole ? &L.hd[3 * k] : nullptr);
     }
   }
   // cells that add their own correction, through their image nearest the centre (a whole number of periods; none
@@ -217,8 +217,9 @@ inline __attribute__((always_inline)) void ewaldExpansionTerms(const Lists& L, c
 
 /// Periodic walks: with `centre` (the group's, core/ewald_expansion_k.h) the correction is one expansion about it,
 /// summed once per source and evaluated once per cell, and source cells are seen through their image nearest the
-/// centre; without, every (cell, source) pair looks the table up through its own nearest image.
-template <int Order, bool Accel, bool Periodic>
+/// centre; without, every (cell, source) pair looks the table up through its own nearest image. Dipole: the nodes
+/// carry dipoles (signed sources, periodic walks only).
+template <int Order, bool Accel, bool Periodic, bool Dipole>
 inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const double* tx, const double* ty,
                                                          const double* tz, int nt, const double* centre, double* phi,
                                                          double* gx, double* gy, double* gz) {
@@ -230,15 +231,14 @@ inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const d
   for (std::size_t k = 0; k < nn; ++k) {
     const double sx = L.nx[k], sy = L.ny[k], sz = L.nz[k], sm = L.nm[k];
     const double q[6] = {L.q0[k], L.q1[k], L.q2[k], L.q3[k], L.q4[k], L.q5[k]};
-    // periodic walks carry dipoles (signed sources are expanded about the MAC centre: core/moments.cpp)
-    const double pd[3] = {Periodic ? L.nd[3 * k] : 0.0, Periodic ? L.nd[3 * k + 1] : 0.0,
-                          Periodic ? L.nd[3 * k + 2] : 0.0};
+    // signed sources are expanded about the MAC centre with a dipole (core/moments.cpp)
+    const double pd[3] = {Dipole ? L.nd[3 * k] : 0.0, Dipole ? L.nd[3 * k + 1] : 0.0, Dipole ? L.nd[3 * k + 2] : 0.0};
 #pragma GCC ivdep
     for (int i = 0; i < nt; ++i) {
       if (Accel)
-        nodeCellForce<double, Order, Periodic>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, q, p[i], fx[i], fy[i], fz[i],
-                                               qx[i], qy[i], qz[i], pd);
-      else nodeCellPotential<double, Order, Periodic>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, q, p[i], pd);
+        nodeCellForce<double, Order, Dipole>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, q, p[i], fx[i], fy[i], fz[i],
+                                             qx[i], qy[i], qz[i], pd);
+      else nodeCellPotential<double, Order, Dipole>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, q, p[i], pd);
     }
     if (Periodic) {  // the node's other images; its com is already the image nearest the group
       const EwaldTableView v = L.ewald->view;  // a local copy: provably not aliased by the outputs
@@ -247,8 +247,8 @@ inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const d
       if (expand) continue;  // the expansion's terms: ewaldExpansionTerms, after the lists
 #pragma GCC ivdep
       for (int i = 0; i < nt; ++i)
-        ewaldNodeCorrection<Order, Accel, true>(v, tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, qf, L.ns[k], p[i], fx[i],
-                                                fy[i], fz[i], pd);
+        ewaldNodeCorrection<Order, Accel, Dipole>(v, tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, qf, L.ns[k], p[i],
+                                                  fx[i], fy[i], fz[i], pd);
     }
   }
   const std::size_t nc = L.cm.size();
@@ -281,7 +281,7 @@ inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const d
       else cellCellPotential<double>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, p[i]);
     }
   }
-  if (expand) ewaldExpansionTerms<Order, Accel>(L, centre, a);
+  if (expand) ewaldExpansionTerms<Order, Accel, Dipole>(L, centre, a);
   for (int i = 0; i < nt; ++i) {
     double ex = 0, ey = 0, ez = 0;
     if (expand) ewaldLocalEval<Accel>(a, tx[i] - centre[0], ty[i] - centre[1], tz[i] - centre[2], p[i], ex, ey, ez);
@@ -300,33 +300,42 @@ inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const d
 
 using EvalFn = void (*)(const Lists&, const double*, const double*, const double*, int, const double*, double*,
                         double*, double*, double*);
-#define AG_EVAL(NAME, ORDER, ACCEL, PERIODIC)                                                                     \
+#define AG_EVAL(NAME, ORDER, ACCEL, PERIODIC, DIPOLE)                                                             \
   AG_MULTIVERSION void NAME(const Lists& L, const double* x, const double* y, const double* z, int n,             \
                             const double* centre, double* p, double* gx, double* gy, double* gz) {                \
-    evaluateLists<ORDER, ACCEL, PERIODIC>(L, x, y, z, n, centre, p, gx, gy, gz);                                  \
+    evaluateLists<ORDER, ACCEL, PERIODIC, DIPOLE>(L, x, y, z, n, centre, p, gx, gy, gz);                          \
   }
-AG_EVAL(evalPot1, 1, false, false)
-AG_EVAL(evalPot2, 2, false, false)
-AG_EVAL(evalForce1, 1, true, false)
-AG_EVAL(evalForce2, 2, true, false)
-AG_EVAL(evalPerPot1, 1, false, true)
-AG_EVAL(evalPerPot2, 2, false, true)
-AG_EVAL(evalPerForce1, 1, true, true)
-AG_EVAL(evalPerForce2, 2, true, true)
+AG_EVAL(evalPot1, 1, false, false, false)
+AG_EVAL(evalPot2, 2, false, false, false)
+AG_EVAL(evalForce1, 1, true, false, false)
+AG_EVAL(evalForce2, 2, true, false, false)
+AG_EVAL(evalPerPot1, 1, false, true, false)
+AG_EVAL(evalPerPot2, 2, false, true, false)
+AG_EVAL(evalPerForce1, 1, true, true, false)
+AG_EVAL(evalPerForce2, 2, true, true, false)
+AG_EVAL(evalSignedPot1, 1, false, true, true)
+AG_EVAL(evalSignedPot2, 2, false, true, true)
+AG_EVAL(evalSignedForce1, 1, true, true, true)
+AG_EVAL(evalSignedForce2, 2, true, true, true)
 #undef AG_EVAL
 
-template <int Order, bool Accel, bool Periodic>
+/// The evaluator of a walk: isolated, periodic, or periodic with the dipoles of signed sources.
+EvalFn pickEval(int order, bool accel, bool periodic, bool dipole) {
+  static constexpr EvalFn fns[3][2][2] = {{{evalPot1, evalForce1}, {evalPot2, evalForce2}},
+                                          {{evalPerPot1, evalPerForce1}, {evalPerPot2, evalPerForce2}},
+                                          {{evalSignedPot1, evalSignedForce1}, {evalSignedPot2, evalSignedForce2}}};
+  return fns[periodic ? (dipole ? 2 : 1) : 0][order == 1 ? 0 : 1][accel ? 1 : 0];
+}
+
+template <bool Accel, bool Periodic>
 void walkRange(const SourceTree& t, const SortedCells& c, const Groups& g, std::size_t gb, std::size_t ge, bool vote,
-               WalkPass pass, Lists& L, WalkOutput& out, std::uint64_t& approx, std::uint64_t& direct) {
+               WalkPass pass, EvalFn eval, Lists& L, WalkOutput& out, std::uint64_t& approx, std::uint64_t& direct) {
   for (std::size_t gi = gb; gi < ge; ++gi) {
     // periodic: small groups take the correction as one expansion about their centre
     const bool expand = Periodic && L.expandEwald && ewaldGroupExpands(L.ewald->view, &g.lo[3 * gi], &g.hi[3 * gi]);
     buildLists<Periodic>(t, c, g, gi, vote, !Accel, expand && pass.hoistCorrection, L);
     const std::uint32_t b = g.begin[gi];
     const int nt = int(g.count[gi]);
-    constexpr EvalFn eval =
-        Periodic ? (Order == 1 ? (Accel ? evalPerForce1 : evalPerPot1) : (Accel ? evalPerForce2 : evalPerPot2))
-                 : (Order == 1 ? (Accel ? evalForce1 : evalPot1) : (Accel ? evalForce2 : evalPot2));
     double centre[3];
     for (int d = 0; d < 3; ++d) centre[d] = 0.5 * (g.lo[3 * gi + d] + g.hi[3 * gi + d]);
     const double* ctr = expand ? centre : nullptr;
@@ -355,6 +364,7 @@ void walkGroups(const SourceTree& t, const SortedCells& c, const Groups& g, std:
                 const SolveOptions& opt, int threads, WalkPass pass, WalkOutput& out, const EwaldWalk* ewald) {
   if (t.nodeCount == 0 || ge <= gb) return;
   assert(!ewald || t.secondMoment);  // every periodic source tree carries its nodes' second moments
+  assert(!t.dipole || ewald);        // signed sources only in (fully) periodic boxes
   std::vector<Lists> lists(std::max(1, threads));
   for (auto& l : lists) {
     l.ewald = ewald;
@@ -363,25 +373,18 @@ void walkGroups(const SourceTree& t, const SortedCells& c, const Groups& g, std:
   std::atomic<std::uint64_t> approx{0}, direct{0};
   const bool accel = out.gx != nullptr;
   const bool vote = opt.walk == WalkKind::Vote;
+  const EvalFn eval = pickEval(opt.order, accel, ewald != nullptr, t.dipole != nullptr);
   parallelFor(ge - gb, 8, threads, [&](std::size_t b, std::size_t e, int tid) {
     std::uint64_t a = 0, d = 0;
     b += gb;
     e += gb;
     Lists& L = lists[tid];
     if (ewald) {
-      if (opt.order == 1) {
-        if (accel) walkRange<1, true, true>(t, c, g, b, e, vote, pass, L, out, a, d);
-        else walkRange<1, false, true>(t, c, g, b, e, vote, pass, L, out, a, d);
-      } else {
-        if (accel) walkRange<2, true, true>(t, c, g, b, e, vote, pass, L, out, a, d);
-        else walkRange<2, false, true>(t, c, g, b, e, vote, pass, L, out, a, d);
-      }
-    } else if (opt.order == 1) {
-      if (accel) walkRange<1, true, false>(t, c, g, b, e, vote, pass, L, out, a, d);
-      else walkRange<1, false, false>(t, c, g, b, e, vote, pass, L, out, a, d);
+      if (accel) walkRange<true, true>(t, c, g, b, e, vote, pass, eval, L, out, a, d);
+      else walkRange<false, true>(t, c, g, b, e, vote, pass, eval, L, out, a, d);
     } else {
-      if (accel) walkRange<2, true, false>(t, c, g, b, e, vote, pass, L, out, a, d);
-      else walkRange<2, false, false>(t, c, g, b, e, vote, pass, L, out, a, d);
+      if (accel) walkRange<true, false>(t, c, g, b, e, vote, pass, eval, L, out, a, d);
+      else walkRange<false, false>(t, c, g, b, e, vote, pass, eval, L, out, a, d);
     }
     approx += a;
     direct += d;
@@ -394,7 +397,6 @@ void walkAllGroups(const Octree& t, const SortedCells& c, const Groups& g, const
                    WalkOutput& out, const EwaldWalk* ewald) {
   SourceTree src = sourceTreeOf(t, c);
   if (ewald) src.secondMoment = ewald->nodeS.data();
-  assert(!src.dipole || ewald);  // signed sources only in (fully) periodic boxes
   walkGroups(src, c, g, 0, g.size(), opt, threads, WalkPass{false, true}, out, ewald);
 }
 
