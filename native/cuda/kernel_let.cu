@@ -30,7 +30,6 @@ __device__ __forceinline__ double hostMass(const D4& mac, const float4& mq, doub
 /// Periodic: essentialNodesForPeriodic's test over the Ewald table's periods and reach.
 template <bool Periodic>
 __global__ void __launch_bounds__(kThreads) letLevelKernel(const uint4* __restrict__ topo, const D4* __restrict__ mac,
-                                                           const float4* __restrict__ mq, double invMassScale,
                                                            unsigned begin, unsigned end, const RemoteBox box,
                                                            const EwaldDeviceView ewald,
                                                            unsigned char* __restrict__ state,
@@ -49,8 +48,6 @@ __global__ void __launch_bounds__(kThreads) letLevelKernel(const uint4* __restri
   const double com[3] = {r.x, r.y, r.z};
   const bool accepts = Periodic ? periodicBoxAccepts(ewald, com, r.w, box.lo, box.hi, box.groupHalfWidth)
                                 : macAccepts(r.x, r.y, r.z, r.w, box.lo, box.hi);
-  (void)mq;
-  (void)invMassScale;
   if (r.w < 0.0 || accepts) {  // an empty node (core/moments.cpp) travels childless, as essentialNodesFor's
     kind = LetSelection::Accepted;
   } else if (t.w == 0) {
@@ -228,11 +225,9 @@ Status launchLetSelect(const LetTreeView& tree, const unsigned* levelStart, int 
     const unsigned b = levelStart[L], e = levelStart[L + 1];
     if (e <= b) continue;
     if (periodic)
-      letLevelKernel<true><<<blocksFor(e - b), kThreads, 0, s>>>(tree.topo, tree.mac, tree.mq, tree.invMassScale, b, e,
-                                                                 box, ewald, state, count);
+      letLevelKernel<true><<<blocksFor(e - b), kThreads, 0, s>>>(tree.topo, tree.mac, b, e, box, ewald, state, count);
     else
-      letLevelKernel<false><<<blocksFor(e - b), kThreads, 0, s>>>(tree.topo, tree.mac, tree.mq, tree.invMassScale, b,
-                                                                  e, box, ewald, state, count);
+      letLevelKernel<false><<<blocksFor(e - b), kThreads, 0, s>>>(tree.topo, tree.mac, b, e, box, ewald, state, count);
     AG_CUDA_LAUNCHED("letLevelKernel");
   }
   return Status::success();
