@@ -96,7 +96,7 @@ describe.each([1, 2, 3, 4])('distributed solve on %i rank(s)', (np) => {
 });
 
 describe('distributed solve on 10 ranks', () => {
-  // nine LETs per rank: the received trees are merged under two levels of virtual nodes (core/let.h mergeLets,
+  // nine LETs per rank: the received trees are merged under two levels of virtual nodes (let/let.h mergeLets,
   // fan-out 8), the layout the GPU rank walks too; a LET lost or misplaced there would miss a tenth of the mass
   it('agrees with one process and converges to direct summation', async () => {
     const np = 10;

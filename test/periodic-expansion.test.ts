@@ -1,5 +1,5 @@
 /**
- * The Ewald correction expanded about each group's centre (native/core/ewald_expansion_k.h) against per-pair table
+ * The Ewald correction expanded about each group's centre (native/ewald/expansion_k.h) against per-pair table
  * lookups (ewaldExpansion: false) and against the independent Ewald sum: groups smaller than a table spacing take
  * the expansion, and it must not cost accuracy.
  */
@@ -87,7 +87,7 @@ describe.each([
 /**
  * A uniform periodic grid: the zero-mean potential is that of the density's fluctuations, small against what the whole
  * mass contributes, so errors in the correction of large nodes show. The expanded walk takes each source's correction
- * at the first node of its path whose other images are two MAC radii away (hoisted, core/ewald_expansion_k.h); a
+ * at the first node of its path whose other images are two MAC radii away (hoisted, ewald/expansion_k.h); a
  * looser margin (1.5) left 4.6e-4 here, margin 2 1.6e-5, per-pair lookups being the reference.
  */
 describe('hoisted corrections on a uniform periodic grid', () => {

@@ -105,7 +105,7 @@ for step in "$@"; do
       # the periodic correction kernel's register cap (default 4 blocks per SM) at $ECB
       for mb in ${ECB:-3 6}; do perfVariant ec$mb "-DAG_EWALD_CORRECTION_MIN_BLOCKS=$mb" 3; done ;;
     hoistmargin)
-      # the periodic walk with the hoisting margin (core/ewald_lookup_k.h kEwaldHoistMargin) at $HM (default 1 2)
+      # the periodic walk with the hoisting margin (ewald/lookup_k.h kEwaldHoistMargin) at $HM (default 1 2)
       for m in ${HM:-1.0 2.0}; do perfVariant hm$m "-DAG_HOIST_MARGIN=$m" 3; done ;;
     ncu)
       # launches: [0] o2+acc warm-up, [1] o2+acc timed, [2] o2 potential warm-up

@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "binding/convert.h"
-#include "core/ewald_sums.h"
-#include "core/ewald_table.h"
+#include "ewald/sums.h"
+#include "ewald/table.h"
 
 namespace amrgrav {
 namespace {

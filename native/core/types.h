@@ -29,7 +29,7 @@ enum class MacKind {
 
 /// How a group decides that a node is acceptable for all of its cells.
 enum class WalkKind {
-  /// The group's bounding box against the node (core/mac_k.h): conservative, one test per node.
+  /// The group's bounding box against the node (physics/mac_k.h): conservative, one test per node.
   Box = 0,
   /// The FLASH4 GPU solver's literal warp vote: every cell tests the node against its own centre and the node is
   /// accepted only if all agree (__all_sync). Accepts a superset of Box's nodes, so fewer interactions.
@@ -62,10 +62,10 @@ struct SolveOptions {
   double boxLo[3] = {0, 0, 0};
   double boxHi[3] = {0, 0, 0};
   /// Periodic axes (x, y, z). Any periodic axis needs the box, whose sides are the periods; the walk then adds
-  /// the Ewald correction of the images (core/ewald_lookup_k.h), with the mean density removed when all three are.
+  /// the Ewald correction of the images (ewald/lookup_k.h), with the mean density removed when all three are.
   bool periodic[3] = {false, false, false};
   int ewaldResolution = 28;  ///< Ewald table points per half period of the shortest periodic side, [4, 512]
-  /// Small groups take the Ewald correction as one expansion about their centre (core/ewald_expansion_k.h);
+  /// Small groups take the Ewald correction as one expansion about their centre (ewald/expansion_k.h);
   /// false: a table lookup per (cell, source) pair, the reference for the expansion's error.
   bool ewaldExpansion = true;
   /// Fully periodic boxes: the sources are the density contrast, each cell's mass minus the mean density times its
@@ -78,7 +78,7 @@ struct SolveOptions {
   bool anyPeriodic() const { return periodic[0] || periodic[1] || periodic[2]; }
   bool fullyPeriodic() const { return periodic[0] && periodic[1] && periodic[2]; }
   /// The sources are signed (the density contrast of a fully periodic box): nodes are then expanded about the
-  /// MAC's centre with a dipole term (core/moments.cpp), since a centre of mass is undefined when a node's masses
+  /// MAC's centre with a dipole term (tree/moments.cpp), since a centre of mass is undefined when a node's masses
   /// sum to ~0; negative masses are accepted.
   bool signedSources() const { return fullyPeriodic() && densityContrast; }
 };

@@ -5,13 +5,13 @@
 #include <new>
 
 #include "core/backend.h"
-#include "core/ewald_walk.h"
-#include "core/tree.h"
+#include "ewald/walk_setup.h"
+#include "tree/tree.h"
 #include "core/validate.h"
 #include "cpu/cpu_walk.h"
 #include "cpu/finish.h"
-#include "cpu/fixed_sum.h"
-#include "cpu/thread_pool.h"
+#include "core/fixed_sum.h"
+#include "core/thread_pool.h"
 
 namespace amrgrav {
 namespace {

@@ -7,12 +7,12 @@
 #include <cassert>
 #include <vector>
 
-#include "core/ewald_expansion_k.h"
-#include "core/ewald_walk.h"
-#include "core/interact_k.h"
-#include "core/mac_k.h"
+#include "ewald/expansion_k.h"
+#include "ewald/walk_setup.h"
+#include "physics/interact_k.h"
+#include "physics/mac_k.h"
 #include "cpu/cpu_walk.h"
-#include "cpu/thread_pool.h"
+#include "core/thread_pool.h"
 
 namespace amrgrav {
 namespace {
@@ -22,7 +22,7 @@ constexpr int kMaxGroup = 256;
 /// Per-thread interaction lists, as structs of arrays.
 struct Lists {
   std::vector<std::uint32_t> stack;
-  std::vector<std::uint8_t> stackTag;     // periodic: the image tag of each stack entry (core/ewald_expansion_k.h)
+  std::vector<std::uint8_t> stackTag;     // periodic: the image tag of each stack entry (ewald/expansion_k.h)
   std::vector<double> nx, ny, nz, nm, q0, q1, q2, q3, q4, q5;  // accepted nodes
   std::vector<double> cx, cy, cz, cm;                          // cells of opened leaves
   std::vector<double> ns;                 // accepted nodes' second moments (periodic walks only)
@@ -58,11 +58,11 @@ inline void pushDipole(const SourceTree& t, std::uint32_t i, std::vector<double>
 }
 
 /// Interaction lists of group gi (cells of `c`) against the sources of `t`; accepted nodes carry their quadrupole
-/// as is (forces) or, for the potential-only kernel, as half-upper coefficients (core/interact_k.h).
+/// as is (forces) or, for the potential-only kernel, as half-upper coefficients (physics/interact_k.h).
 /// Periodic: a node is seen through its image nearest the group (the MAC uses that distance), and a node whose
-/// other images are too close, or whose separations leave the table (core/ewald_lookup_k.h periodicNodeImage), is
+/// other images are too close, or whose separations leave the table (ewald/lookup_k.h periodicNodeImage), is
 /// opened whatever the MAC. With `hoist` (an expanding group walking its own tree) the first usable node on each
-/// path takes the correction of its subtree, and its subtree is seen through its image (core/ewald_expansion_k.h).
+/// path takes the correction of its subtree, and its subtree is seen through its image (ewald/expansion_k.h).
 template <bool Periodic>
 void buildLists(const SourceTree& t, const SortedCells& c, const Groups& g, std::size_t gi, bool vote, bool halfUpper,
                 bool hoist, Lists& L) {
@@ -78,7 +78,7 @@ void buildLists(const SourceTree& t, const SortedCells& c, const Groups& g, std:
     const unsigned tag = L.stackTag.back();
     L.stack.pop_back();
     L.stackTag.pop_back();
-    if (t.macRadius[i] < 0.0) continue;  // no mass at all (core/moments.cpp): nothing to add
+    if (t.macRadius[i] < 0.0) continue;  // no mass at all (tree/moments.cpp): nothing to add
     double com[3] = {t.com[3 * i], t.com[3 * i + 1], t.com[3 * i + 2]};
     int image[3] = {0, 0, 0};
     // periodic: the node's image nearest the group, or must it be opened (its images too close, off the table)?
@@ -149,7 +149,7 @@ void buildLists(const SourceTree& t, const SortedCells& c, const Groups& g, std:
   }
 }
 
-/// The expansion's coefficients a (core/ewald_expansion_k.h) of a group's lists: accepted nodes that add their
+/// The expansion's coefficients a (ewald/expansion_k.h) of a group's lists: accepted nodes that add their
 /// own correction, hoisted nodes, and cells that add their own (seen through their image nearest the centre).
 /// One table lookup per entry that adds a correction, kLanes such entries at a time (the loop over lanes
 /// vectorises: gathered table loads, contiguous partial sums). The partial
@@ -215,7 +215,7 @@ inline __attribute__((always_inline)) void ewaldExpansionTerms(const Lists& L, c
   }
 }
 
-/// Periodic walks: with `centre` (the group's, core/ewald_expansion_k.h) the correction is one expansion about it,
+/// Periodic walks: with `centre` (the group's, ewald/expansion_k.h) the correction is one expansion about it,
 /// summed once per source and evaluated once per cell, and source cells are seen through their image nearest the
 /// centre; without, every (cell, source) pair looks the table up through its own nearest image. Dipole: the nodes
 /// carry dipoles (signed sources, periodic walks only).
@@ -231,7 +231,7 @@ inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const d
   for (std::size_t k = 0; k < nn; ++k) {
     const double sx = L.nx[k], sy = L.ny[k], sz = L.nz[k], sm = L.nm[k];
     const double q[6] = {L.q0[k], L.q1[k], L.q2[k], L.q3[k], L.q4[k], L.q5[k]};
-    // signed sources are expanded about the MAC centre with a dipole (core/moments.cpp)
+    // signed sources are expanded about the MAC centre with a dipole (tree/moments.cpp)
     const double pd[3] = {Dipole ? L.nd[3 * k] : 0.0, Dipole ? L.nd[3 * k + 1] : 0.0, Dipole ? L.nd[3 * k + 2] : 0.0};
 #pragma GCC ivdep
     for (int i = 0; i < nt; ++i) {

@@ -4,8 +4,8 @@
 #pragma once
 #include <cstdint>
 
-#include "core/source_tree.h"
-#include "core/tree.h"
+#include "tree/source_tree.h"
+#include "tree/tree.h"
 
 namespace amrgrav {
 struct EwaldWalk;
@@ -24,7 +24,7 @@ struct WalkPass {
   bool accumulate = false;        ///< add to the output (a further source tree) instead of overwriting it
   bool sourcesAreTargets = true;  ///< the targets' own tree: each cell meets itself once (not counted in stats)
   /// Periodic, expanding groups: take each source's correction at the first usable node of its path
-  /// (core/ewald_expansion_k.h). Off for received LETs, whose pruning assumed every node's own nearest image.
+  /// (ewald/expansion_k.h). Off for received LETs, whose pruning assumed every node's own nearest image.
   bool hoistCorrection = true;
 };
 

@@ -3,7 +3,7 @@
 #pragma once
 #include <vector>
 
-#include "core/tree.h"
+#include "tree/tree.h"
 #include "core/types.h"
 
 namespace amrgrav {

@@ -15,13 +15,13 @@
 #include <string>
 #include <vector>
 
-#include "core/ewald_walk.h"
-#include "core/keys.h"
-#include "core/let.h"
-#include "core/tree.h"
+#include "ewald/walk_setup.h"
+#include "tree/keys.h"
+#include "let/let.h"
+#include "tree/tree.h"
 #include "core/validate.h"
-#include "cpu/fixed_sum.h"
-#include "cpu/thread_pool.h"
+#include "core/fixed_sum.h"
+#include "core/thread_pool.h"
 #include "cuda/check.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/device_buffers.h"
@@ -548,7 +548,7 @@ class CudaBackendImpl final : public CudaBackend {
     return v;
   }
 
-  /// The received LETs as one tree (core/let.h mergeLets' layout: virtual nodes with an infinite MAC radius on top,
+  /// The received LETs as one tree (let/let.h mergeLets' layout: virtual nodes with an infinite MAC radius on top,
   /// which every walk opens) in the walk's device layout, masses and quadrupoles times this solve's massScale. The
   /// packed LETs go up as they arrived and are merged and converted on the device; only the few virtual nodes are
   /// made on the host.
@@ -1033,8 +1033,8 @@ class CudaBackendImpl final : public CudaBackend {
     root_ = root;
     massScale_ = powerOfTwoScale(massTotal);
     massTotal_ = massTotal;
-    // fully periodic boxes: the density contrast, as the CPU (core/tree.h applyDensityContrast; the total from
-    // cpu/fixed_sum.h, so both subtract the same mean)
+    // fully periodic boxes: the density contrast, as the CPU (tree/tree.h applyDensityContrast; the total from
+    // core/fixed_sum.h, so both subtract the same mean)
     contrastApplied_ = !direct && opt.fullyPeriodic() && opt.densityContrast;
     meanDensity_ = 0;
     if (contrastApplied_) {
@@ -1286,7 +1286,7 @@ class CudaBackendImpl final : public CudaBackend {
     return Status::success();
   }
 
-  /// The Ewald table for this box (core/ewald_walk.h: memory, disk cache or build) and its float copy on the
+  /// The Ewald table for this box (ewald/walk_setup.h: memory, disk cache or build) and its float copy on the
   /// device, uploaded once per table; fills ewaldView_ in the walk's scaled lengths.
   Status prepareEwald(const SolveOptions& opt, double scale, SolveStats& st) {
     EwaldWalk ew;
@@ -1490,7 +1490,7 @@ class CudaBackendImpl final : public CudaBackend {
   RootCube root_;            ///< scaled
   double massScale_ = 1;
   double massTotal_ = 0;     ///< of the cells (the device's sum)
-  double contrastTotal_ = 0; ///< the density contrast's total mass (cpu/fixed_sum.h; every rank's in a distributed solve)
+  double contrastTotal_ = 0; ///< the density contrast's total mass (core/fixed_sum.h; every rank's in a distributed solve)
   bool contrastApplied_ = false;  ///< this solve's sources are the density contrast
   double meanDensity_ = 0;   ///< ... the mean density removed (caller's units)
   bool rankPeriodic_ = false;  ///< a distributed solve's rank in a periodic box
@@ -1521,7 +1521,7 @@ class CudaBackendImpl final : public CudaBackend {
   DeviceBuffer<unsigned char> letState_;              ///< per LET: each node's LetSelection::Kind (or 0xff)
   DeviceBuffer<unsigned long long> letCount_;         ///< (node, cells) counts of the LET being chosen
   DeviceBuffer<unsigned long long> letOffset_;        ///< per LET: their exclusive scan
-  std::vector<std::unique_ptr<DeviceBuffer<std::uint64_t>>> letPacks_;  ///< per LET: packed (core/let_layout.h)
+  std::vector<std::unique_ptr<DeviceBuffer<std::uint64_t>>> letPacks_;  ///< per LET: packed (let/let_layout.h)
   std::vector<std::size_t> letPackBytes_;
   PinnedBuffer letTotals_;                            ///< per LET: its (nodes, cells) read back
 

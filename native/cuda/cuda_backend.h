@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "core/backend.h"
-#include "core/let.h"
-#include "core/source_tree.h"
+#include "let/let.h"
+#include "tree/source_tree.h"
 
 namespace amrgrav {
 
@@ -51,8 +51,8 @@ struct CudaStats {
   std::string device;               ///< name, compute capability, multiprocessors
 };
 
-/// The local tree copied down from the device, in SourceTree's layout (core/source_tree.h), as the host-side LET
-/// selection and packing (core/let.h) read it. Multipoles are the device's (float, times massScale) divided back.
+/// The local tree copied down from the device, in SourceTree's layout (tree/source_tree.h), as the host-side LET
+/// selection and packing (let/let.h) read it. Multipoles are the device's (float, times massScale) divided back.
 /// The cells are the sorted ones, scaled; second moments only in a periodic box.
 using HostTree = SourceTreeArrays;
 
@@ -77,10 +77,10 @@ class CudaBackend : public Backend {
   /// Keys with length scale `scale`, sort, masses, build, moments (the cells of rankOpen, cells.n > 0).
   virtual Status rankBuild(const CellsView& cells, const SolveOptions& opt, double scale, double totalMass,
                            SolveStats& st) = 0;
-  /// The summary of the cells the ranks share (core/let.h; scaled): the box of the centres from a pass over the
+  /// The summary of the cells the ranks share (let/let.h; scaled): the box of the centres from a pass over the
   /// sorted cells, the extents' box from rankOpen's, the root's centre of mass, the device's mass sum.
   virtual Status rankSummary(RankSummary& out) = 0;
-  /// Chooses and packs on the device the LETs for these remote boxes of cell centres (core/let.h essentialNodesFor
+  /// Chooses and packs on the device the LETs for these remote boxes of cell centres (let/let.h essentialNodesFor
   /// and packLet: the same nodes, the same bytes); their node and cell counts into letNodes/letCells[count]. Call
   /// before rankStartLocalWalk: the packing then runs before the walk, and the downloads beside it.
   virtual Status rankChooseLets(const RemoteBox* boxes, std::size_t count, std::size_t* letNodes,
@@ -101,7 +101,7 @@ class CudaBackend : public Backend {
   /// the walk. The same LETs (their buffers untouched) must then be passed to rankWalkReceived.
   virtual Status rankPrepareReceived(const ReceivedLet* lets, std::size_t count) = 0;
   /// Uploads the received LETs as they are packed (unless rankPrepareReceived did), merges them on the device into
-  /// one forest (core/let.h mergeLets' layout) and walks it into the local sums (count 0: nothing).
+  /// one forest (let/let.h mergeLets' layout) and walks it into the local sums (count 0: nothing).
   virtual Status rankWalkReceived(const ReceivedLet* lets, std::size_t count, const SolveOptions& opt,
                                   SolveStats& st) = 0;
   /// Scale, scatter, download into out (its targets), device times into out.stats.

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "cpu/thread_pool.h"
+#include "core/thread_pool.h"
 #include "cuda/check.h"
 
 namespace amrgrav {

@@ -2,11 +2,11 @@
 /// \brief Breadth-first octree topology on the GPU, one level per pass: per node, the 8 octant boundaries of its
 /// sorted key range by binary search; an exclusive scan of the child counts over the level places the children.
 /// Nodes of a level are a contiguous index range, children of one node are contiguous and in octant order, and
-/// the levels follow each other: exactly the order of core/tree_build.cpp's queue (level by level, parent order
+/// the levels follow each other: exactly the order of tree/build.cpp's queue (level by level, parent order
 /// within a level), so node indices agree with the CPU tree.
 #include <cub/device/device_scan.cuh>
 
-#include "core/keys.h"
+#include "tree/keys.h"
 #include "cuda/check.h"
 #include "cuda/kernels.h"
 
@@ -34,7 +34,7 @@ __device__ __forceinline__ void octantBounds(const std::uint64_t* __restrict__ k
   }
 }
 
-/// The CPU's rule (tree_build.cpp): split when count > leafSize and level < kKeyBits.
+/// The CPU's rule (tree/build.cpp): split when count > leafSize and level < kKeyBits.
 __device__ __forceinline__ bool splits(const uint4& t, int level, int leafSize) {
   return t.y > unsigned(leafSize) && level < kKeyBits;
 }

@@ -4,8 +4,8 @@
 /// block's first cell are carried as float pairs hi + lo (one double subtraction per source per block) and
 /// d = (t_hi - s_hi) + (t_lo - s_lo) is accurate to float rounding of d itself, however far the block's cells are
 /// spread (a sparse input) and however deep the mesh. Each tile's sum is taken in float and added to double
-/// accumulators. The interaction bodies are core/interact_k.h's, with R = float.
-#include "core/interact_k.h"
+/// accumulators. The interaction bodies are physics/interact_k.h's, with R = float.
+#include "physics/interact_k.h"
 #include "cuda/check.h"
 #include "cuda/kernels.h"
 

@@ -1,11 +1,11 @@
 /// \file kernel_keys.cu
 /// \brief Root-cube bounds, Morton keys, the stable key sort (CUB radix sort), the gather of one array into sorted,
 /// scaled order and the nodes' first keys. Compiled with -fmad=false: every double here must round exactly as in
-/// core/sort_keys.cpp.
+/// tree/sort_keys.cpp.
 #include <cub/device/device_radix_sort.cuh>
 #include <math_constants.h>
 
-#include "core/keys.h"
+#include "tree/keys.h"
 #include "core/validate.h"
 #include "cuda/check.h"
 #include "cuda/kernels.h"
@@ -139,7 +139,7 @@ __global__ void __launch_bounds__(kThreads) keysKernel(const double* __restrict_
                                                        std::uint64_t* __restrict__ keys,
                                                        std::uint32_t* __restrict__ idx) {
   for (unsigned i = blockIdx.x * kThreads + threadIdx.x; i < n; i += gridDim.x * kThreads) {
-    // the same expression as sortCellsByKey (core/keys.h is shared)
+    // the same expression as sortCellsByKey (tree/keys.h is shared)
     keys[i] = mortonKey(keyCoordinate(x[i], lo0, inv), keyCoordinate(y[i], lo1, inv), keyCoordinate(z[i], lo2, inv));
     idx[i] = i;
   }

@@ -1,16 +1,16 @@
 /// \file kernel_let.cu
-/// \brief A GPU rank's LETs chosen and packed on the device (core/let.h's essentialNodesFor and packLet, same
+/// \brief A GPU rank's LETs chosen and packed on the device (let/let.h's essentialNodesFor and packLet, same
 /// decisions, same bytes): the selection top-down one tree level per launch (a node is reached when its parent
 /// was opened), an exclusive scan of (node, cells) counts that numbers the LET's nodes and places the opened
-/// leaves' cells, then one pass writing the packed buffer (core/let_layout.h). The tree is level-ordered
+/// leaves' cells, then one pass writing the packed buffer (let/let_layout.h). The tree is level-ordered
 /// (kernel_build.cu), so the LET's nodes in tree order are in the host's breadth-first order. Compiled with
 /// -fmad=false: the MAC must round as the host's does, so that both choose the same nodes.
 #include <cub/device/device_scan.cuh>
 
-#include "core/let.h"
-#include "core/let_accept_k.h"
-#include "core/let_layout.h"
-#include "core/mac_k.h"
+#include "let/let.h"
+#include "physics/let_accept_k.h"
+#include "let/let_layout.h"
+#include "physics/mac_k.h"
 #include "cuda/check.h"
 #include "cuda/kernels.h"
 
@@ -48,7 +48,7 @@ __global__ void __launch_bounds__(kThreads) letLevelKernel(const uint4* __restri
   const double com[3] = {r.x, r.y, r.z};
   const bool accepts = Periodic ? periodicBoxAccepts(ewald, com, r.w, box.lo, box.hi, box.groupHalfWidth)
                                 : macAccepts(r.x, r.y, r.z, r.w, box.lo, box.hi);
-  if (r.w < 0.0 || accepts) {  // an empty node (core/moments.cpp) travels childless, as essentialNodesFor's
+  if (r.w < 0.0 || accepts) {  // an empty node (tree/moments.cpp) travels childless, as essentialNodesFor's
     kind = LetSelection::Accepted;
   } else if (t.w == 0) {
     kind = LetSelection::OpenedLeaf;
@@ -158,7 +158,7 @@ __global__ void __launch_bounds__(kThreads) letToForestKernel(const LetIntoFores
 }
 
 /// The largest half-extent per axis of the walk groups' boxes (groupSize consecutive sorted cells, as the walk's
-/// loadGroup and core/groups.cpp make them); non-negative doubles order as their bits, so an integer atomicMax.
+/// loadGroup and tree/groups.cpp make them); non-negative doubles order as their bits, so an integer atomicMax.
 __global__ void __launch_bounds__(kThreads) groupHalfWidthKernel(const DeviceCells cells, unsigned n,
                                                                  unsigned groupSize,
                                                                  unsigned long long* __restrict__ out) {

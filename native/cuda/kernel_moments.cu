@@ -1,12 +1,12 @@
 /// \file kernel_moments.cu
-/// \brief Bottom-up moments, one level per launch (deepest first), in double, bit-for-bit as core/moments.cpp:
+/// \brief Bottom-up moments, one level per launch (deepest first), in double, bit-for-bit as tree/moments.cpp:
 /// the same operations in the same order, each product and sum rounded on its own (__dmul_rn/__dadd_rn, which
 /// nvcc never fuses into an FMA, and the file is compiled with -fmad=false as well). The MAC radius and centre
 /// of mass then equal the CPU's exactly, so the walk accepts exactly the CPU's nodes.
 /// Also writes what the walk reads: the MAC record (double com, macRadius) and mass + quadrupole as float.
 #include <math_constants.h>
 
-#include "core/keys.h"
+#include "tree/keys.h"
 #include "cuda/check.h"
 #include "cuda/kernels.h"
 
@@ -51,8 +51,8 @@ __device__ __forceinline__ void addQuadrupole(double* q, double m, double dx, do
 /// operations in the same order (mass and quadrupole in one pass: the centre of mass, which the leaf code finds
 /// between its two passes, is the child's MAC record's, exactly), so they equal the leaf's own bit for bit.
 /// Recompute: only the level above the deepest has such children (and the registers this takes).
-/// A leaf's cell about the leaf's centre of mass: its quadrupole and second-moment trace S (core/moments.cpp,
-/// core/ewald_walk.cpp), one rounded operation at a time; the leaf code and childMoments' recomputation share it, so
+/// A leaf's cell about the leaf's centre of mass: its quadrupole and second-moment trace S (tree/moments.cpp,
+/// ewald/walk_setup.cpp), one rounded operation at a time; the leaf code and childMoments' recomputation share it, so
 /// both give the same bits.
 __device__ __forceinline__ void addCellSecondMoments(const D4& cell, double cx, double cy, double cz, double* q,
                                                      double& S) {
@@ -61,7 +61,7 @@ __device__ __forceinline__ void addCellSecondMoments(const D4& cell, double cx, 
   S = __dadd_rn(S, __dmul_rn(cell.w, squaredNorm(dx, dy, dz)));
 }
 
-/// core/moments.cpp's leaf dipole about (cx, cy, cz): d += m (x - c), the same differences as the quadrupole's.
+/// tree/moments.cpp's leaf dipole about (cx, cy, cz): d += m (x - c), the same differences as the quadrupole's.
 __device__ __forceinline__ void addCellDipole(const D4& cell, double cx, double cy, double cz, double* d) {
   d[0] = __dadd_rn(d[0], __dmul_rn(cell.w, __dsub_rn(cell.x, cx)));
   d[1] = __dadd_rn(d[1], __dmul_rn(cell.w, __dsub_rn(cell.y, cy)));
@@ -191,7 +191,7 @@ __global__ void __launch_bounds__(kThreads) momentsLevelKernel(MomentsParams p, 
   } else {
     for (int d = 0; d < 3; ++d) cm[d] = centre[d];  // massless: as the CPU (the walk skips it anyway)
   }
-  double S = 0;  // core/ewald_walk.cpp nodeSecondMoments
+  double S = 0;  // ewald/walk_setup.cpp nodeSecondMoments
   if (leaf) {
     for (unsigned j = t.x; j < t.x + t.y; ++j) {
       const D4 cell = p.cells[j];
@@ -209,7 +209,7 @@ __global__ void __launch_bounds__(kThreads) momentsLevelKernel(MomentsParams p, 
         const double s[3] = {dx, dy, dz};
         addDipoleShift(q, c.d, s);
         for (int d = 0; d < 3; ++d) D[d] = __dadd_rn(D[d], __dadd_rn(c.d[d], __dmul_rn(c.m, s[d])));
-        // ewald_walk.cpp: + 2 D.s
+        // ewald/walk_setup.cpp: + 2 D.s
         S = __dadd_rn(S, __dmul_rn(2.0, __dadd_rn(__dadd_rn(__dmul_rn(c.d[0], dx), __dmul_rn(c.d[1], dy)),
                                                   __dmul_rn(c.d[2], dz))));
       }

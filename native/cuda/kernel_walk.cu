@@ -17,7 +17,7 @@
 ///
 /// MAC. In double, on the same com, macRadius and group box as the CPU, with every product and sum rounded on its
 /// own (__dmul_rn/__dadd_rn are never fused into FMAs, while this file's float code is compiled with FMA and fast
-/// math): the test is bit-for-bit core/mac_k.h's macAccepts<double>.
+/// math): the test is bit-for-bit physics/mac_k.h's macAccepts<double>.
 ///   box  (default): accept when the node is acceptable for the group's bounding box (as the CPU);
 ///   vote (FLASH4's GPU solver, literally): each lane tests its own cell (a degenerate box) and the node is
 ///         accepted only if __all_sync agrees; interaction counts then differ from the CPU's, as expected.
@@ -35,8 +35,8 @@
 
 #include <cstdint>
 
-#include "core/ewald_expansion_k.h"
-#include "core/interact_k.h"
+#include "ewald/expansion_k.h"
+#include "physics/interact_k.h"
 #include "cuda/check.h"
 #include "cuda/kernels.h"
 
@@ -130,7 +130,7 @@ __device__ __forceinline__ void loadNodeRecords(const WalkParams& p, unsigned no
 __device__ __forceinline__ double stdMin(double a, double b) { return b < a ? b : a; }
 __device__ __forceinline__ double stdMax(double a, double b) { return a < b ? b : a; }
 
-/// core/mac_k.h macAccepts<double>, bit for bit: distanceSquaredToBox(com, box) > macRadius^2, every operation
+/// physics/mac_k.h macAccepts<double>, bit for bit: distanceSquaredToBox(com, box) > macRadius^2, every operation
 /// rounded separately, in the same order ((dx^2 + dy^2) + dz^2).
 __device__ __forceinline__ bool macAcceptsExact(double cx, double cy, double cz, double r, const double* lo,
                                                 const double* hi) {
@@ -329,7 +329,7 @@ __device__ __forceinline__ void flushDirect(const WarpLists<Order>& L, int count
   else evalDirect<Order, Accel, CPL, false, Full, Ew>(L, count, T, ev);
 }
 
-/// core/ewald_lookup_k.h periodicNodeImage bit for bit (every operation rounded on its own, as the MAC): the
+/// ewald/lookup_k.h periodicNodeImage bit for bit (every operation rounded on its own, as the MAC): the
 /// node's image nearest the group's centre, and whether the group may use its expansion there.
 __device__ __forceinline__ bool periodicNodeImageExact(const EwaldDeviceView& v, const double* lo, const double* hi,
                                                        const D4& mac, double* shifted, int* image, bool& hoistable) {
@@ -387,7 +387,7 @@ __device__ __forceinline__ double imageNearCentre(double x, double c, double P, 
 #endif
 
 /// A group's cells (CPL per lane: lane + 32 c; tv: the lane holds a cell) and the bounding box of their centres
-/// (core/groups.cpp), the same on every lane.
+/// (tree/groups.cpp), the same on every lane.
 template <int CPL>
 __device__ __forceinline__ void loadGroup(const WalkParams& p, unsigned gb, int nt, int lane, double* px, double* py,
                                           double* pz, bool* tv, double* lo, double* hi) {
@@ -466,7 +466,7 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
   float4* const aDip = Dipole ? dipLists[threadIdx.x >> 5] : nullptr;
   const unsigned warpId = blockIdx.x * kWalkWarpsPerBlock + (threadIdx.x >> 5);
   unsigned* const queue = p.queue + std::size_t(warpId) * p.queueCap;
-  // the expansion kernel's image tags, one per queue entry (core/ewald_expansion_k.h, hoisted corrections)
+  // the expansion kernel's image tags, one per queue entry (ewald/expansion_k.h, hoisted corrections)
   unsigned char* const qtag = Ew == kEwaldExpand ? p.queueTag + std::size_t(warpId) * p.queueCap : nullptr;
   const unsigned qmask = p.queueCap - 1;
   volatile unsigned* const overflowFlag = p.counters + kOverflowNeed;
@@ -480,7 +480,7 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
     const unsigned gb = g * p.groupSize;
     const int nt = int(min(p.groupSize, p.n - gb));
 
-    // ---- the group: targets, bounding box of the cell centres (core/groups.cpp), centre
+    // ---- the group: targets, bounding box of the cell centres (tree/groups.cpp), centre
     double px[CPL], py[CPL], pz[CPL], lo[3], hi[3];
     bool tv[CPL];
     loadGroup<CPL>(p, gb, nt, lane, px, py, pz, tv, lo, hi);
@@ -528,7 +528,7 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
       uint4 topo;
       float4 mq0, mq1, dip;
       loadNodeRecords<Order, Dipole>(p, node, valid, mac, topo, mq0, mq1, dip);
-      const bool live = valid && mac.w >= 0.0;  // not empty (core/moments.cpp)
+      const bool live = valid && mac.w >= 0.0;  // not empty (tree/moments.cpp)
       // periodic: the node's image nearest the group; a node unusable there is opened (cpu_walk.cpp buildLists).
       // Below a hoisted node: that node's image, no test.
       double com[3] = {mac.x, mac.y, mac.z};
@@ -562,7 +562,7 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
         L.aPos[pos] = h;
         L.aLo[pos] = l;
         if (Order >= 2) {
-          // the potential-only kernel takes half-upper coefficients (core/interact_k.h); halving is exact
+          // the potential-only kernel takes half-upper coefficients (physics/interact_k.h); halving is exact
           const float d = Accel ? 1.0f : 0.5f;
           L.aQa[pos] = make_float4(d * mq0.y, mq0.z, mq0.w, d * mq1.x);
           L.aQb[pos] = make_float2(mq1.y, d * mq1.z);
@@ -603,7 +603,7 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
             c.x = taggedImage(c.x, ctag, 0, p.ewald.period[0]);
             c.y = taggedImage(c.y, ctag, 1, p.ewald.period[1]);
             c.z = taggedImage(c.z, ctag, 2, p.ewald.period[2]);
-          } else if (expand) {  // the image nearest the group's centre (core/ewald_expansion_k.h)
+          } else if (expand) {  // the image nearest the group's centre (ewald/expansion_k.h)
             c.x = imageNearCentre(c.x, gcx, p.ewald.period[0], p.ewald.invPeriod[0]);
             c.y = imageNearCentre(c.y, gcy, p.ewald.period[1], p.ewald.invPeriod[1]);
             c.z = imageNearCentre(c.z, gcz, p.ewald.period[2], p.ewald.invPeriod[2]);
@@ -698,7 +698,7 @@ __global__ void __launch_bounds__(kWalkThreads, AG_WALK_EWALD_MIN_BLOCKS) walkKe
   walkBody<Order, Accel, CPL, Vote, Ew, Dip>(p);
 }
 
-/// The Ewald correction of the groups that take the expansion (core/ewald_expansion_k.h), launched after the walk
+/// The Ewald correction of the groups that take the expansion (ewald/expansion_k.h), launched after the walk
 /// (kEwaldExpand) has written their phi: the walk's traversal again, but only down to the nodes that carry a
 /// correction (cpu_walk.cpp buildLists): accepted and hoisted nodes take theirs at their image and are not descended,
 /// opened leaves that are neither give their cells' (each at its image nearest the centre). So it visits the top

@@ -7,8 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/ewald_lookup_k.h"
-#include "core/let.h"
+#include "ewald/lookup_k.h"
+#include "let/let.h"
 #include "core/status.h"
 #include "core/types.h"
 
@@ -54,7 +54,7 @@ struct NodeMoments {
   double q[6];          ///< traceless quadrupole about (cx, cy, cz): xx, xy, xz, yy, yz, zz
   double s;             ///< second-moment trace sum m |x - com|^2 (the periodic walk's correction needs it)
   double lo[3], hi[3];  ///< tight box around the cells' extents
-  double d[3];          ///< signed sources: the dipole about (cx, cy, cz) (core/moments.cpp), else 0
+  double d[3];          ///< signed sources: the dipole about (cx, cy, cz) (tree/moments.cpp), else 0
   double a;             ///< signed sources: sum |m|, else the mass
 };
 
@@ -140,11 +140,11 @@ struct MomentsParams {
   double theta;
   int mac;            ///< MacKind
   double massScale;   ///< power of two applied to masses (and quadrupoles) stored as float
-  bool signedSources; ///< expand about the MAC's centre with a dipole (core/moments.cpp)
+  bool signedSources; ///< expand about the MAC's centre with a dipole (tree/moments.cpp)
   float4* nodeDip;    ///< signed sources: per node the dipole (x, y, z, 0) times massScale, else null
 };
 
-/// The density contrast (core/tree.h applyDensityContrast): mass[i] -= rho size[i]^3 over the sorted, scaled cells.
+/// The density contrast (tree/tree.h applyDensityContrast): mass[i] -= rho size[i]^3 over the sorted, scaled cells.
 Status launchDensityContrast(double* mass, const double* size, unsigned n, double rho, cudaStream_t s);
 
 /// Moments of the nodes [begin, end) of one level; the next level's moments must be complete.
@@ -171,7 +171,7 @@ struct WalkParams {
   unsigned n, groupSize, numGroups;
   double massScale;
   unsigned* queue;       ///< queueCap entries per warp of the grid
-  unsigned char* queueTag;  ///< the periodic expansion kernel: each queue entry's image tag (core/ewald_expansion_k.h)
+  unsigned char* queueTag;  ///< the periodic expansion kernel: each queue entry's image tag (ewald/expansion_k.h)
   unsigned queueCap;     ///< power of two
   unsigned* counters;    ///< WalkCounter
   unsigned long long* interactions;  ///< [0] approx, [1] direct
@@ -251,18 +251,18 @@ Status launchLetPack(const LetTreeView& tree, const unsigned char* state, const 
                      cudaStream_t s);
 
 /// The largest half-extent per axis of the walk groups' boxes (groupSize consecutive sorted cells) into out[0..2],
-/// as the bits of non-negative doubles (core/groups.cpp groupHalfWidths).
+/// as the bits of non-negative doubles (tree/groups.cpp groupHalfWidths).
 Status launchGroupHalfWidths(const DeviceCells& cells, unsigned n, unsigned groupSize, unsigned long long* out,
                              cudaStream_t s);
 
-/// One received LET, packed (core/let_layout.h) in device memory, and where the forest puts it (core/let.h
+/// One received LET, packed (let/let_layout.h) in device memory, and where the forest puts it (let/let.h
 /// LetForestLayout: its root at rootAt, its node k > 0 at nodeBase + k - 1, its cells from cellBase on).
 struct LetIntoForest {
   const unsigned char* raw;
   unsigned long long nodes, cells;
   unsigned rootAt, nodeBase, cellBase;
   double massScale;  ///< the walk's masses and quadrupoles are stored times this (as float)
-  bool dipole;       ///< the LET carries dipoles (AMRGLET2, core/let_layout.h)
+  bool dipole;       ///< the LET carries dipoles (AMRGLET2, let/let_layout.h)
 };
 
 /// The LET's nodes into the forest's topology, MAC records and multipoles (the walk's layout, as the host would

@@ -10,7 +10,7 @@
 
 #include "cuda/cuda_backend.h"
 #include "mpi/mpi_world.h"
-#include "mpi/rank_engine.h"
+#include "core/rank_engine.h"
 
 namespace amrgrav {
 namespace {

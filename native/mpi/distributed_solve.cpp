@@ -16,16 +16,16 @@
 #include <vector>
 
 #include "core/backend.h"
-#include "core/ewald_walk.h"
-#include "core/let.h"
-#include "core/tree.h"
+#include "ewald/walk_setup.h"
+#include "let/let.h"
+#include "tree/tree.h"
 #include "core/validate.h"
 #include "cpu/cpu_walk.h"
 #include "cpu/finish.h"
-#include "cpu/fixed_sum.h"
-#include "cpu/thread_pool.h"
+#include "core/fixed_sum.h"
+#include "core/thread_pool.h"
 #include "mpi/mpi_world.h"
-#include "mpi/rank_engine.h"
+#include "core/rank_engine.h"
 #if defined(AMRGRAV_HAVE_CUDA)
 #include "cuda/cuda_backend.h"
 #endif
@@ -105,7 +105,7 @@ class CpuRankEngine final : public RankEngine {
     st.treeDepth = tree_.depth;
     st.groups = groups_.size();
     // Periodic boxes: the table (every rank the same: same box, same scale) and the nodes' second moments; the
-    // essential nodes are chosen by the images a remote group may see (core/let.h essentialNodesForPeriodic).
+    // essential nodes are chosen by the images a remote group may see (let/let.h essentialNodesForPeriodic).
     periodic_ = opt.anyPeriodic();
     if (periodic_) {
       AG_TRY(prepareEwaldTable(opt, cells_.scale, threads_, ewald_, st));
@@ -235,7 +235,7 @@ Status distributedImpl(RankEngine& engine, const CellsView& cells, const SolveOp
   for (int d = 0; d < 3; ++d) side = std::max(side, hi[d] - lo[d]);
   if (!(side > 0)) side = 1;  // no cells anywhere, or a single point mass
 
-  // fully periodic boxes: the density contrast needs every rank's mass (core/tree.h applyDensityContrast)
+  // fully periodic boxes: the density contrast needs every rank's mass (tree/tree.h applyDensityContrast)
   double sums[2] = {fixedOrderSum(cells.mass, cells.n, opt.threads), 0};  // mass, volume of this rank's cells
   if (opt.fullyPeriodic())  // for the mean potential
     for (std::size_t i = 0; i < cells.n; ++i) sums[1] += cells.size[i] * cells.size[i] * cells.size[i];

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/let.h"
+#include "let/let.h"
 #include "core/status.h"
 
 namespace amrgrav {

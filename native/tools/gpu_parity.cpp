@@ -34,11 +34,11 @@
 #include <vector>
 
 #include "core/backend.h"
-#include "core/ewald_walk.h"
-#include "core/let.h"
-#include "core/tree.h"
+#include "ewald/walk_setup.h"
+#include "let/let.h"
+#include "tree/tree.h"
 #include "core/types.h"
-#include "cpu/fixed_sum.h"
+#include "core/fixed_sum.h"
 #include "cuda/cuda_backend.h"
 
 using namespace amrgrav;

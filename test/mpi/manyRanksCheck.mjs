@@ -1,5 +1,5 @@
 // Run under mpirun -np 10 by test/mpi.test.ts: each rank receives 9 LETs, more than one virtual node's fan-out (8), so the
-// received forest has two levels of virtual nodes above the LETs' roots (core/let.h LetForestLayout). Random clumped
+// received forest has two levels of virtual nodes above the LETs' roots (let/let.h LetForestLayout). Random clumped
 // cells, a chunk per rank in the caller's order (so the chunks overlap in space); the gathered potential against the
 // one-process solve and against direct summation. Isolated and periodic boxes. Rank 0 prints one JSON line.
 import { GravitySolver, gatherToRoot, mpiWorld } from '../../dist/solver/index.js';

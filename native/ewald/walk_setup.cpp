@@ -1,6 +1,6 @@
-/// \file ewald_walk.cpp
+/// \file walk_setup.cpp
 /// \brief Table acquisition for a solve and the nodes' second moments.
-#include "core/ewald_walk.h"
+#include "ewald/walk_setup.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,11 +1,11 @@
 /// \file fixed_sum.cpp
 /// \brief fixedOrderSum (see fixed_sum.h).
-#include "cpu/fixed_sum.h"
+#include "core/fixed_sum.h"
 
 #include <algorithm>
 #include <vector>
 
-#include "cpu/thread_pool.h"
+#include "core/thread_pool.h"
 
 namespace amrgrav {
 

@@ -74,7 +74,7 @@ void computeMoments(const SortedCells& cells, const SolveOptions& opt, Octree& t
 
 /// Fully periodic solves with opt.densityContrast: replaces each sorted cell's mass by m - rho size^3, rho =
 /// totalMass / (box volume), in the scaled units of `cells`; returns rho in the caller's units (g/cm^3 for cgs).
-/// totalMass is the sum of every rank's masses (this rank's alone in a single-process solve; cpu/fixed_sum.h, so
+/// totalMass is the sum of every rank's masses (this rank's alone in a single-process solve; core/fixed_sum.h, so
 /// that both backends subtract the same mean). No-op (0) otherwise.
 double applyDensityContrast(SortedCells& cells, const SolveOptions& opt, double totalMass);
 

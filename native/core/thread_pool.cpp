@@ -1,5 +1,5 @@
 /// \file thread_pool.cpp
-#include "cpu/thread_pool.h"
+#include "core/thread_pool.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,4 +1,4 @@
-/// \file ewald_lookup_k.h
+/// \file lookup_k.h
 /// \brief Table lookup of the Ewald correction C(r) = psi(r) - 1/|r| and of the periodic offsets, shared by the CPU
 /// backend and (later) CUDA. The table is one plain array of doubles, kEwaldCoefs per grid point, x fastest:
 /// C, grad (3), Hessian (xx xy xz yy yz zz), third derivatives (xxx xxy xxz xyy xyz xzz yyy yyz yzz zzz) at the
@@ -87,7 +87,7 @@ AG_EWALD_HD R nearestImage(R d, R P, R invP) {
 /// classic "open every node that straddles the half-box distance", which opens a whole shell of cells around
 /// the half-box surface for each group of 32.
 /// `image` (optional) receives the number of periods added per axis, rint(sep / P) (0 on isolated axes);
-/// `hoistable` (optional) whether the node may also take its subtree's correction (core/ewald_expansion_k.h): (3)
+/// `hoistable` (optional) whether the node may also take its subtree's correction (ewald/expansion_k.h): (3)
 /// with kEwaldHoistMargin x R.
 constexpr double kEwaldHoistMargin = AG_HOIST_MARGIN;
 AG_EWALD_HD bool periodicNodeImage(const EwaldTableView& v, const double* glo, const double* ghi, const double* com,
@@ -189,7 +189,7 @@ AG_EWALD_HD void ewaldCellCorrection(const V& t, R dx, R dy, R dz, R m, R& phi, 
 
 /// Correction of a node (mass m, traceless quadrupole q = xx xy xz yy yz zz, trace of the second moment
 /// S = sum m |x - com|^2) at separation d from its com: the Taylor series of sum_j m_j C(d - (x_j - com)) to
-/// second order, m C + (1/6) Q:H + (S/6) lap C (Order 1: m C only). With Dipole (signed sources, core/moments.cpp)
+/// second order, m C + (1/6) Q:H + (S/6) lap C (Order 1: m C only). With Dipole (signed sources, tree/moments.cpp)
 /// the dipole p = sum m (x - com) adds -p.grad C (and -H p to the gradient).
 template <int Order, bool Accel, bool Dipole = false, class V, class R>
 AG_EWALD_HD void ewaldNodeCorrection(const V& t, R dx, R dy, R dz, R m, const R* q, R S, R& phi, R& gx, R& gy,

@@ -3,13 +3,13 @@
 /// the LETs chosen from its tree, the walk of its tree and of the received LETs, and its results. The MPI side (the
 /// agreement, the summaries, the exchange, the statistics) is the driver's, distributed_solve.cpp, the same for
 /// both, so CPU and GPU ranks build the same LETs and can even be mixed in one job. Both walk the received LETs
-/// merged into one tree (core/let.h mergeLets).
+/// merged into one tree (let/let.h mergeLets).
 #pragma once
 #include <functional>
 #include <memory>
 #include <vector>
 
-#include "core/let.h"
+#include "let/let.h"
 #include "core/status.h"
 #include "core/types.h"
 
@@ -26,13 +26,13 @@ class RankEngine {
   /// lo > hi, without cells or box).
   virtual Status open(const CellsView& cells, const SolveOptions& opt, double lo[3], double hi[3]) = 0;
   /// Keys (root cube of this rank's cells, the global length `scale`), the density contrast of fully periodic
-  /// boxes (`totalMass`: every rank's masses summed; core/tree.h applyDensityContrast), build, moments, groups;
+  /// boxes (`totalMass`: every rank's masses summed; tree/tree.h applyDensityContrast), build, moments, groups;
   /// tree statistics into `st`. May be called with no cells.
   virtual Status build(const CellsView& cells, const SolveOptions& opt, double scale, double totalMass,
                        SolveStats& st) = 0;
-  /// The summary of this rank's cells that the allgather shares (scaled lengths; core/let.h). After build.
+  /// The summary of this rank's cells that the allgather shares (scaled lengths; let/let.h). After build.
   virtual Status summary(RankSummary& out) = 0;
-  /// Chooses the LETs for these remote boxes of cell centres, in this order (core/let.h essentialNodesFor, or
+  /// Chooses the LETs for these remote boxes of cell centres, in this order (let/let.h essentialNodesFor, or
   /// essentialNodesForPeriodic for periodic boxes). A GPU selects and packs them all on the device here, before its
   /// local walk is queued; the CPU only keeps the boxes (takeLet chooses each when it is sent).
   virtual Status chooseLets(const std::vector<RemoteBox>& boxes) = 0;
@@ -40,7 +40,7 @@ class RankEngine {
   virtual Status startLocalWalk(const SolveOptions& opt) = 0;
   /// True when startLocalWalk started it (its time then counts from there).
   virtual bool walksAlongside() const { return false; }
-  /// The k-th LET of chooseLets, packed (core/let.h), with its node and cell counts.
+  /// The k-th LET of chooseLets, packed (let/let.h), with its node and cell counts.
   virtual Status takeLet(std::size_t k, PackedLet& out, std::size_t& nodes, std::size_t& cells) = 0;
   /// Completes the local walk; `progress` moves messages along and is called between pieces of the work.
   virtual Status completeLocalWalk(const SolveOptions& opt, const std::function<Status()>& progress,
@@ -51,7 +51,7 @@ class RankEngine {
     (void)lets;
     return Status::success();
   }
-  /// Walks the received LETs (in rank order; none is fine) into the local sums, as one tree (core/let.h
+  /// Walks the received LETs (in rank order; none is fine) into the local sums, as one tree (let/let.h
   /// mergeLets) with accumulate set and no self pair; the solve's interaction counts into `st`.
   virtual Status walkReceived(const std::vector<ReceivedLet>& lets, const SolveOptions& opt, SolveStats& st) = 0;
   /// Scale, self term, scatter into out (its targets); out.stats keeps what the driver filled.

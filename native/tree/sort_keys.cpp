@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/keys.h"
-#include "core/tree.h"
+#include "tree/keys.h"
+#include "tree/tree.h"
 #include "core/validate.h"
 
 namespace amrgrav {

@@ -1,8 +1,8 @@
-/// \file ewald_sums.cpp
-/// \brief The converged Ewald sums behind the table (see ewald_sums.h for the conventions). Every term is
+/// \file sums.cpp
+/// \brief The converged Ewald sums behind the table (see sums.h for the conventions). Every term is
 /// accumulated as a third-order jet (value, gradient, Hessian, third derivatives) by the chain rule, so the table
 /// gets exact derivatives instead of finite differences.
-#include "core/ewald_sums.h"
+#include "ewald/sums.h"
 
 #include <algorithm>
 #include <atomic>

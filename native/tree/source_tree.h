@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/tree.h"
+#include "tree/tree.h"
 
 namespace amrgrav {
 
@@ -27,9 +27,9 @@ struct SourceTree {
   const double* quad = nullptr;       ///< 6 per node: traceless quadrupole xx, xy, xz, yy, yz, zz about com
   const double* macRadius = nullptr;  ///< l/theta + delta
   /// Per node sum m |x - com|^2 (the trace the traceless quadrupole drops): the periodic walk's node correction
-  /// needs it (core/ewald_walk.h); null for isolated walks.
+  /// needs it (ewald/walk_setup.h); null for isolated walks.
   const double* secondMoment = nullptr;
-  /// Per node the dipole about com (3 per node; signed sources, whose com is the MAC's centre: core/moments.cpp);
+  /// Per node the dipole about com (3 per node; signed sources, whose com is the MAC's centre: tree/moments.cpp);
   /// null when the nodes are centred on their centre of mass (the dipole is then 0).
   const double* dipole = nullptr;
   std::size_t cellTotal = 0;
@@ -38,7 +38,7 @@ struct SourceTree {
   bool isLeaf(std::size_t i) const { return childCount[i] == 0; }
 };
 
-/// A SourceTree that owns its arrays (a received LETs' forest, core/let.h; a GPU rank's host copy of its tree).
+/// A SourceTree that owns its arrays (a received LETs' forest, let/let.h; a GPU rank's host copy of its tree).
 /// secondMoment may stay empty: the view then has none (isolated walks).
 struct SourceTreeArrays {
   std::vector<std::uint32_t> cellBegin, cellCount, childBegin;

@@ -1,4 +1,4 @@
-/// \file ewald_sums.h
+/// \file sums.h
 /// \brief Exact Ewald sums for the periodic Green's function of a box periodic along 1, 2 or 3 axes, and the
 /// correction C(r) = psi(r) - 1/|r| with its derivatives to third order (the table's Taylor coefficients).
 ///
@@ -11,7 +11,7 @@
 ///  - 1 periodic axis (a line lattice of period L, isolated across it): psi averaged along the axis is exactly
 ///    -(2/L) ln(rho / L), rho the distance from the axis (Porto 2000-type sum; the constant fixes ln's scale L).
 #pragma once
-#include "core/ewald_lookup_k.h"
+#include "ewald/lookup_k.h"
 #include "core/status.h"
 
 namespace amrgrav {

@@ -1,4 +1,4 @@
-/// \file ewald_table.h
+/// \file table.h
 /// \brief The tabulated Ewald correction of one box shape: build (threaded), cache on disk, hand out a view.
 /// A table is made for a normalised box (longest side 1), so one table serves every box of the same shape and
 /// periodic axes; the view rescales to the caller's lengths.
@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "core/ewald_lookup_k.h"
-#include "core/ewald_sums.h"
+#include "ewald/lookup_k.h"
+#include "ewald/sums.h"
 #include "core/status.h"
 
 namespace amrgrav {
@@ -49,7 +49,7 @@ struct EwaldTable {
 };
 
 /// Grid of a spec: the spacing is (shortest periodic side)/(2 resolution); periodic axes span [0, kEwaldReach L]
-/// (beyond the half period: see core/ewald_lookup_k.h periodicNodeImage), isolated axes [0, L] (separations along
+/// (beyond the half period: see ewald/lookup_k.h periodicNodeImage), isolated axes [0, L] (separations along
 /// them reach the full side).
 Status ewaldGrid(const EwaldTableSpec& spec, int n[3], double h[3]);
 

@@ -1,4 +1,4 @@
-/// \file ewald_walk.h
+/// \file walk_setup.h
 /// \brief What a periodic walk needs besides the tree: the table view in the walk's (scaled) lengths, and each
 /// node's second moment S = sum m |x - com|^2 (the trace the traceless quadrupole drops; the correction C is not
 /// harmonic in a fully periodic box, lap C = 4 pi / V, so its node expansion needs S).
@@ -6,10 +6,10 @@
 #include <memory>
 #include <vector>
 
-#include "core/ewald_lookup_k.h"
-#include "core/ewald_table.h"
+#include "ewald/lookup_k.h"
+#include "ewald/table.h"
 #include "core/status.h"
-#include "core/tree.h"
+#include "tree/tree.h"
 
 namespace amrgrav {
 

@@ -1,9 +1,9 @@
-/// \file tree_build.cpp
+/// \file build.cpp
 /// \brief Breadth-first octree construction over Morton-sorted keys.
 #include <algorithm>
 
-#include "core/keys.h"
-#include "core/tree.h"
+#include "tree/keys.h"
+#include "tree/tree.h"
 
 namespace amrgrav {
 

@@ -81,7 +81,7 @@ AG_HD void halfUpperQuadrupole(const R* q, R* h) {
 /// phi += m/r + (1/2) d.Q.d / r^5, written as (m + h(d) / r^4) / r with
 /// h(d) = dx (h0 dx + h1 dy + h2 dz) + dy (h3 dy + h4 dz) + dz h5 dz: the GPU walk's time is mostly this function,
 /// so it is written for the fewest operations. order 1 drops the quadrupole. With Dipole (signed sources, expanded
-/// about a centre that is not their centre of mass, core/moments.cpp) the dipole p adds p.d / r^3 = (p.d / r^2) / r.
+/// about a centre that is not their centre of mass, tree/moments.cpp) the dipole p adds p.d / r^3 = (p.d / r^2) / r.
 template <class R, int Order, bool Dipole = false>
 AG_HD void nodeCellPotential(R dx, R dy, R dz, R m, const R* h, R& phi, const R* p = nullptr) {
   R r2 = dx * dx + dy * dy + dz * dz;

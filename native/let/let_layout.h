@@ -1,5 +1,5 @@
 /// \file let_layout.h
-/// \brief The wire layout of a packed LET (core/let.h PackedLet), shared by the host's packLet/viewPackedLet and the
+/// \brief The wire layout of a packed LET (let/let.h PackedLet), shared by the host's packLet/viewPackedLet and the
 /// GPU rank's device-side packing (cuda/kernel_let.cu), so both write the same bytes.
 #pragma once
 #include <cstddef>

@@ -1,6 +1,6 @@
-/// \file ewald_table.cpp
+/// \file table.cpp
 /// \brief Table grid, threaded build from the exact sums, the view, and the per-process memory cache.
-#include "core/ewald_table.h"
+#include "ewald/table.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,16 +1,16 @@
 /// \file let.cpp
 /// \brief Selection, packing and viewing of locally essential trees (see let.h).
-#include "core/let.h"
+#include "let/let.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
 
-#include "core/ewald_lookup_k.h"
-#include "core/let_accept_k.h"
-#include "core/let_layout.h"
-#include "core/mac_k.h"
+#include "ewald/lookup_k.h"
+#include "physics/let_accept_k.h"
+#include "let/let_layout.h"
+#include "physics/mac_k.h"
 
 namespace amrgrav {
 

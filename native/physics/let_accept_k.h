@@ -1,17 +1,17 @@
 /// \file let_accept_k.h
 /// \brief When a LET may carry a node childless for a remote box of cell centres: the test of the host's
-/// essentialNodesFor / essentialNodesForPeriodic (core/let.h), shared with the GPU rank's selection
+/// essentialNodesFor / essentialNodesForPeriodic (let/let.h), shared with the GPU rank's selection
 /// (cuda/kernel_let.cu, compiled without FMA contraction so that both choose the same nodes).
 #pragma once
 #include <math.h>
 
 #include "core/hostdevice.h"
-#include "core/mac_k.h"
+#include "physics/mac_k.h"
 
 namespace amrgrav {
 
 /// Would the receiving periodic walk accept node (com, R) for every group of the remote box [lo, hi] of cell
-/// centres? A group takes the node's image nearest its centre (core/ewald_lookup_k.h periodicNodeImage), and may use
+/// centres? A group takes the node's image nearest its centre (ewald/lookup_k.h periodicNodeImage), and may use
 /// the node there when the MAC holds, the group's points lie within the table's reach of the image, and the node's
 /// other copies are more than R away. For each image s = com + kP that some group centre in the box may pick, the
 /// groups that pick it have their centres within P/2 of s (and in the box) and their half-widths at most W (the

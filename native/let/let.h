@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/source_tree.h"
+#include "tree/source_tree.h"
 #include "core/status.h"
 
 namespace amrgrav {
@@ -48,7 +48,7 @@ struct LetSelection {
   std::size_t cellCount = 0;        ///< cells of the opened leaves
 };
 
-/// Walks the local tree against the remote box of cell centres [lo, hi] with the walk's MAC (core/mac_k.h):
+/// Walks the local tree against the remote box of cell centres [lo, hi] with the walk's MAC (physics/mac_k.h):
 /// an accepted node travels as a childless node with its multipoles, an opened internal node with its multipoles
 /// and its children, an opened leaf with its cells. A massless node travels childless (the walk skips it).
 /// Accepting a node for the whole box accepts it for every group box inside it, so the remote walk over the LET
@@ -60,13 +60,13 @@ struct EwaldTableViewOf;
 using EwaldTableView = EwaldTableViewOf<double>;
 
 /// essentialNodesFor for periodic boxes: a node travels childless only if every group of the remote box would
-/// accept it at the image it picks (core/let_accept_k.h periodicBoxAccepts): groups of half-width at most
+/// accept it at the image it picks (physics/let_accept_k.h periodicBoxAccepts): groups of half-width at most
 /// groupHalfWidth (the remote rank's largest per axis; infinite: any group inside the box).
 void essentialNodesForPeriodic(const SourceTree& local, const double lo[3], const double hi[3],
                                const double groupHalfWidth[3], const EwaldTableView& view, LetSelection& out);
 
 /// A LET in one buffer of 8-byte words: a header, then mass, com, quad, macRadius, second moment (0 when the
-/// source has none), the dipole when the source has one (signed sources; core/let_layout.h), cell x, y, z, mass
+/// source has none), the dipole when the source has one (signed sources; let/let_layout.h), cell x, y, z, mass
 /// (doubles),
 /// then cellBegin, cellCount, childBegin (uint32), childCount (uint8). Sent as bytes; viewed in place.
 struct PackedLet {

@@ -1,8 +1,8 @@
-/// \file ewald_expansion_k.h
+/// \file expansion_k.h
 /// \brief The Ewald correction of a group's whole interaction list as one Taylor expansion about the group's
 /// centre, shared by the CPU and CUDA walks.
 ///
-/// Per-cell lookups (core/ewald_lookup_k.h) cost one table lookup per (cell, source) pair: about 4x the 1/r
+/// Per-cell lookups (ewald/lookup_k.h) cost one table lookup per (cell, source) pair: about 4x the 1/r
 /// interaction, so a periodic walk cost ~12x the isolated one on the CPU. The correction is smooth, though, and
 /// the table's lookup is itself a cubic Taylor polynomial P_g about the grid point g nearest the separation. For
 /// a source at separation r = centre - source from the group's centre, re-expanding P_g about r to third order is
@@ -16,7 +16,7 @@
 /// split psi = 1/|s| + C_ext(s) holds for any image whose separation lies inside the table's reach (9/16 of a
 /// period), and |s| <= P/2 + half-extent <= 9/16 P for the groups that expand.
 #pragma once
-#include "core/ewald_lookup_k.h"
+#include "ewald/lookup_k.h"
 
 namespace amrgrav {
 

@@ -1,4 +1,4 @@
-/// \file ewald_cache.cpp
+/// \file cache.cpp
 /// \brief The Ewald table's disk cache: a fixed header (magic, version, spec, grid, count, checksum) and the
 /// coefficients. Anything that does not match exactly is treated as missing, and the table is rebuilt.
 #include <sys/stat.h>
@@ -12,7 +12,7 @@
 #include <cstring>
 #include <string>
 
-#include "core/ewald_table.h"
+#include "ewald/table.h"
 
 namespace amrgrav {
 namespace {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/tree.h"
+#include "tree/tree.h"
 
 namespace amrgrav {
 
