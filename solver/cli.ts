@@ -53,7 +53,7 @@ Periodic boxes (Ewald-corrected walk, CPU and CUDA backends). FLASH's tree-solve
   flash          FLASH's three: sine, layer and cylinder ('below FLASH': its tolerance / our error)
 Errors: maxError = max |phi - ref| / max |ref|, l2Error, and maxDiffError (means removed, over the range of
 ref: potential differences). FLASH's tolerances are compared with maxError, absolute: fully periodic
-potentials have zero mean, the layer and the cylinder follow the sheet and line conventions (ewald/README.md).
+potentials have zero mean, the layer and the cylinder follow the sheet and line conventions (docs/ewald.md).
 Fully periodic boxes solve for the density contrast (the mean density removed). The defaults (theta 0.5, cell
 centres as FLASH's set-ups sample) put FLASH's three tests at least 10x below FLASH's tolerances; with exact
 cell averages the error is the averaging's (cells acting as points on their neighbours: RESULTS.md).
