@@ -7,7 +7,7 @@ import { parseArgs } from 'node:util';
 import { AmrgravError } from './errors.js';
 import { UsageError, choiceArg, intArg, numberArg } from './args.js';
 import type { BoundaryChoice, SolverOptions } from './options.js';
-import { abortAllRanks, mpiWorld } from './mpiWorld.js';
+import { abortAllRanks, mpiWorld } from './mpi/world.js';
 
 const HELP: Record<string, string> = {
   main: `amrgrav: self-gravity Poisson solver for AMR meshes (Barnes-Hut tree, CPU/CUDA)
