@@ -15,7 +15,7 @@ import type { MaclaurinReport } from '../validation/maclaurinRun.js';
 import type { PeriodicReport } from '../validation/periodicRun.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const CLI = join(root, 'dist', 'solver', 'cli.js');
+const CLI = join(root, 'dist', 'app', 'cli.js');
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 
 describe('package', () => {
