@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ewaldTable } from '../ewald/index.js';
+import { ewaldTable } from '../solver/ewaldTable.js';
 import { GravitySolver } from '../solver/gravitySolver.js';
 import { benchDensity, gridCells } from '../validation/gridCells.js';
 

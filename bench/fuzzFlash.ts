@@ -51,7 +51,7 @@ export interface FuzzReport {
 const HERE = fileURLToPath(new URL('.', import.meta.url));
 /** The compiled tree (dist/): workers and the CLI run from it, also when this module is loaded from source. */
 const DIST = /[\\/]dist[\\/]bench[\\/]?$/.test(HERE) ? resolve(HERE, '..') : resolve(HERE, '../dist');
-const CLI = join(DIST, 'solver/cli.js');
+const CLI = join(DIST, 'app/cli.js');
 const WORKER = join(DIST, 'bench/fuzzFlash.js');
 const DEFAULT_SEDOV = resolve(DIST, '../../shared/data/flash/sedov_hdf5_plt_cnt_0000');
 

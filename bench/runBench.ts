@@ -5,7 +5,7 @@
 import { GravitySolver, type SolveStats } from '../solver/gravitySolver.js';
 import type { SolverOptions } from '../solver/options.js';
 import { benchDensity, gridCells } from '../validation/gridCells.js';
-import { rankChunk } from '../solver/mpiDecomposition.js';
+import { rankChunk } from '../solver/mpi/decomposition.js';
 import { checkCells } from '../solver/memory.js';
 import type { Progress } from '../solver/progress.js';
 
@@ -14,7 +14,7 @@ import type { Progress } from '../solver/progress.js';
  * solver's sorted copies, keys, tree and interaction buffers.
  */
 const BENCH_BYTES_PER_CELL = 256;
-import { gatherToRoot, mpiWorld } from '../solver/mpiWorld.js';
+import { gatherToRoot, mpiWorld } from '../solver/mpi/world.js';
 
 export interface BenchOptions {
   /** 'uniform' (an n^3 grid) or 'maclaurin' (the validation mesh). Default 'uniform'. */

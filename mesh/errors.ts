@@ -1,29 +1,8 @@
 /** Errors of the mesh module: one class, told apart by a stable `code`; an AmrgravError like every other. */
-import { AmrgravError } from '../solver/errors.js';
+import { AmrgravError, type MeshErrorCode } from '../solver/errors.js';
 
-export type MeshErrorCode =
-  | 'INVALID_OPTION'
-  | 'UNKNOWN_VARIABLE'
-  | 'INVALID_BLOCK'
-  | 'NOT_A_LEAF'
-  | 'MAX_LEVEL'
-  | 'NON_CUBIC_CELLS'
-  | 'LENGTH_MISMATCH'
-  | 'STALE_CELLS'
-  // FLASH HDF5 files (mesh/flash*.ts)
-  | 'FILE_NOT_FOUND'
-  | 'NOT_HDF5'
-  | 'CORRUPT_FILE'
-  | 'NOT_FLASH'
-  | 'MISSING_DATASET'
-  | 'BAD_SHAPE'
-  | 'BAD_MESH'
-  | 'UNSUPPORTED_DIMENSIONALITY'
-  | 'WRITE_FAILED'
-  // output paths (mesh/outputFile.ts)
-  | 'OUTPUT_IS_INPUT'
-  | 'OUTPUT_NOT_REGULAR'
-  | 'UNSUPPORTED_DATATYPE';
+/** The mesh's codes; the list lives with the error base (solver/errors.ts), which does not import the mesh. */
+export type { MeshErrorCode };
 
 export class MeshError extends AmrgravError {
   declare readonly code: MeshErrorCode;

@@ -1,19 +1,43 @@
 /**
  * Typed errors of amrgrav. Every error thrown by the public API is an {@link AmrgravError} with a stable `code`;
  * errors raised in native code arrive with the same codes and the caller's stack.
+ *
+ * The base of the package's errors: it imports nothing, so every module (mesh/ included) may derive from it.
  */
 
-import type { MeshErrorCode } from '../mesh/errors.js';
+/** Codes of the solver's errors, shared with native/core/status.h. */
+export type SolverErrorCode = 'INVALID_INPUT' | 'INVALID_OPTION' | 'OUT_OF_MEMORY' | 'NO_DEVICE' | 'NATIVE_LOAD' | 'INTERNAL';
+
+/**
+ * Codes of the mesh's errors (`MeshError`, mesh/errors.ts). Listed here, with the solver's, so that the base
+ * of every error knows every code without importing the mesh module (mesh/ depends on this file, not the reverse).
+ */
+export type MeshErrorCode =
+  | 'INVALID_OPTION'
+  | 'UNKNOWN_VARIABLE'
+  | 'INVALID_BLOCK'
+  | 'NOT_A_LEAF'
+  | 'MAX_LEVEL'
+  | 'NON_CUBIC_CELLS'
+  | 'LENGTH_MISMATCH'
+  | 'STALE_CELLS'
+  // FLASH HDF5 files (mesh/flash*.ts)
+  | 'FILE_NOT_FOUND'
+  | 'NOT_HDF5'
+  | 'CORRUPT_FILE'
+  | 'NOT_FLASH'
+  | 'MISSING_DATASET'
+  | 'BAD_SHAPE'
+  | 'BAD_MESH'
+  | 'UNSUPPORTED_DIMENSIONALITY'
+  | 'WRITE_FAILED'
+  // output paths (mesh/outputFile.ts)
+  | 'OUTPUT_IS_INPUT'
+  | 'OUTPUT_NOT_REGULAR'
+  | 'UNSUPPORTED_DATATYPE';
 
 /** Stable error codes: the solver's (shared with native/core/status.h) and the mesh's. */
-export type ErrorCode =
-  | 'INVALID_INPUT'
-  | 'INVALID_OPTION'
-  | 'OUT_OF_MEMORY'
-  | 'NO_DEVICE'
-  | 'NATIVE_LOAD'
-  | 'INTERNAL'
-  | MeshErrorCode;
+export type ErrorCode = SolverErrorCode | MeshErrorCode;
 
 export class AmrgravError extends Error {
   readonly code: ErrorCode;

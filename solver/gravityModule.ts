@@ -18,8 +18,8 @@ import { GravitySolver, type SolveResult, type SolveStats } from './gravitySolve
 import type { SolverOptions } from './options.js';
 import type { Box } from './cells.js';
 import { AmrMesh, extractCells, finiteDifferenceAccelerations, writeBack, type CellArrays } from '../mesh/index.js';
-import { rankChunk } from './mpiDecomposition.js';
-import { mpiWorld } from './mpiWorld.js';
+import { rankChunk } from './mpi/decomposition.js';
+import { mpiWorld } from './mpi/world.js';
 
 export interface GravityModuleOptions extends SolverOptions {
   /** Mesh variable holding the density, g cm^-3. Default 'dens'. */

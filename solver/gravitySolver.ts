@@ -15,8 +15,8 @@ import {
   type NativeResult,
 } from './native.js';
 import { extractCells, writeBack, type AmrMesh } from '../mesh/index.js';
-import { failDistributedSolve, mpiWorld } from './mpiWorld.js';
-import { rankChunk } from './mpiDecomposition.js';
+import { failDistributedSolve, mpiWorld } from './mpi/world.js';
+import { rankChunk } from './mpi/decomposition.js';
 
 /** Per-solve statistics. Times in seconds. */
 export interface SolveStats {

@@ -18,7 +18,7 @@ export type AxisBoundary = 'periodic' | 'isolated';
 /**
  * Boundary conditions: 'isolated' (phi -> 0 at infinity), 'periodic' (all three axes), or per axis, e.g.
  * `{ x: 'periodic', y: 'periodic', z: 'isolated' }` for a layer. Periodic solves need the box (its sides are the
- * periods). Conventions of the potential's constant (see ewald/README.md):
+ * periods). Conventions of the potential's constant (see docs/ewald.md):
  * - 3 periodic axes: the mean density is removed and the potential has zero mean over the box;
  * - 2 periodic axes (x, y): nothing is removed; the potential averaged over a plane z = const is
  *   2 pi G integral Sigma(z') |z - z'| dz' exactly (Sigma the mass per unit area), no further constant;

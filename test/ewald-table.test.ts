@@ -3,7 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ewaldTable } from '../ewald/index.js';
+import { ewaldTable } from '../solver/ewaldTable.js';
 import { InvalidOptionError } from '../solver/errors.js';
 import { ewaldCorrection, lineImageSum, periodicGreen, sheetImageSum, type PeriodicBox } from '../validation/ewaldReference.js';
 import { rng } from './helpers.js';

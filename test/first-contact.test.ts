@@ -3,7 +3,7 @@
  * install script's line and AMRGRAV_CUDA=OFF, the plain CPU-fallback message, and validate's PASS/FAIL verdicts.
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -15,7 +15,7 @@ import type { MaclaurinReport } from '../validation/maclaurinRun.js';
 import type { PeriodicReport } from '../validation/periodicRun.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const CLI = join(root, 'dist', 'solver', 'cli.js');
+const CLI = join(root, 'dist', 'app', 'cli.js');
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 
 describe('package', () => {
@@ -26,6 +26,20 @@ describe('package', () => {
     expect(f.gpu).toBe(nativeFeatures().cuda);
     expect(f.mpi).toBe(nativeFeatures().mpi);
     expect(typeof f.gpuReason).toBe('string');
+  });
+
+  it("has two entries: the solver ('amrgrav') and the validations ('amrgrav/validation'), and the amrgrav command", async () => {
+    expect(Object.keys(pkg.exports)).toEqual(['.', './validation']);
+    const targets = [pkg.bin.amrgrav, ...Object.values(pkg.exports as Record<string, Record<string, string>>).flatMap((e) => Object.values(e))];
+    for (const file of targets) expect(existsSync(join(root, file)), file).toBe(true);
+    const main: Record<string, unknown> = await import('../solver/index.js');
+    const validation: Record<string, unknown> = await import('../validation/index.js');
+    for (const name of ['runMaclaurin', 'sweepMaclaurin', 'maclaurinProblem', 'writeProblemFile', 'problemData']) {
+      expect(name in main, name).toBe(false);
+      expect(typeof validation[name], name).toBe('function');
+    }
+    for (const name of ['GravitySolver', 'solveFlashFile', 'ewaldTable', 'mpiWorld', 'gatherToRoot', 'chunkOf', 'solveWholeProblem', 'MeshError'])
+      expect(typeof main[name], name).toBe('function');
   });
 
   it('ships an MIT LICENSE matching package.json', () => {

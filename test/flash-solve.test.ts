@@ -27,7 +27,7 @@ import { sha256, removeTempDirs, tempDir } from './flashHelpers.js';
 afterAll(removeTempDirs);
 
 const LEVELS = 4;
-const CLI = resolve(__dirname, '../dist/solver/cli.js');
+const CLI = resolve(__dirname, '../dist/app/cli.js');
 
 describe('amrgrav solve on a MacLaurin file', () => {
   it('equals the in-memory solve of the same mesh, matches the analytic potential and energy, leaves the input alone', async () => {

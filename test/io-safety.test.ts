@@ -24,7 +24,7 @@ import { PYTHON, SEDOV_PLOT_FILE, haveSedov, removeTempDirs, sha256, tempDir } f
 
 afterAll(removeTempDirs);
 
-const CLI = resolve(__dirname, '../dist/solver/cli.js');
+const CLI = resolve(__dirname, '../dist/app/cli.js');
 const cli = (args: string[], env: Record<string, string> = {}) =>
   spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...process.env, ...env } });
 

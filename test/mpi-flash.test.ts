@@ -15,7 +15,7 @@ import { scaledTimeout } from './helpers.js';
 
 const run = promisify(execFile);
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const cli = join(root, 'dist', 'solver', 'cli.js');
+const cli = join(root, 'dist', 'app', 'cli.js');
 
 afterAll(removeTempDirs);
 

@@ -274,7 +274,7 @@ describe('failures under mpirun', () => {
   });
 
   it('the CLI prints once, on rank 0, with the rank count in the JSON', async () => {
-    const run = await mpirun(2, join(root, 'dist', 'solver', 'cli.js'), { args: ['validate', 'maclaurin', '--levels', '3', '--threads', '1', '--json'] });
+    const run = await mpirun(2, join(root, 'dist', 'app', 'cli.js'), { args: ['validate', 'maclaurin', '--levels', '3', '--threads', '1', '--json'] });
     expect(run.code, run.stderr).toBe(0);
     const lines = run.stdout.trim().split('\n').filter((l) => l.startsWith('{'));
     expect(lines).toHaveLength(1);

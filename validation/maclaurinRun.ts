@@ -7,8 +7,8 @@ import { GravitySolver, type SolveResult } from '../solver/gravitySolver.js';
 import { selfPotentialModel, type SolverOptions } from '../solver/options.js';
 import { relativeErrorStats } from './errorMetrics.js';
 import { maclaurinProblem, type MaclaurinProblem, type MaclaurinSetupOptions } from './maclaurinSetup.js';
-import { solveWholeProblem } from '../solver/mpiSolve.js';
-import { mpiWorld } from '../solver/mpiWorld.js';
+import { solveWholeProblem } from '../solver/mpi/wholeProblem.js';
+import { mpiWorld } from '../solver/mpi/world.js';
 
 export interface MaclaurinRunOptions extends MaclaurinSetupOptions {
   solver?: SolverOptions;

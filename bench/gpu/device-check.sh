@@ -44,7 +44,7 @@ summary=()
 apiBench256() {
   for args in "$@"; do
     tag=$(echo "$args" | tr -d ' -')
-    timeout 300 node dist/solver/cli.js bench --grid 256 --backend cuda $args --repeat 5 --json \
+    timeout 300 node dist/app/cli.js bench --grid 256 --backend cuda $args --repeat 5 --json \
       > "$out/api256-$tag.json" 2> "$out/api256-$tag.err"
     summary+=("api bench 256^3 $args rc=$? $(head -c 400 "$out/api256-$tag.json")")
   done
@@ -87,7 +87,7 @@ for step in "$@"; do
       apiBench256 "--order 2" "--order 1" "--order 2 --accel" ;;
     maclaurin)
       for o in 2 1; do
-        timeout 300 node dist/solver/cli.js bench --problem maclaurin --levels 7 --backend cuda --order $o --repeat 5 --json \
+        timeout 300 node dist/app/cli.js bench --problem maclaurin --levels 7 --backend cuda --order $o --repeat 5 --json \
           > "$out/maclaurin7-o$o.json" 2> "$out/maclaurin7-o$o.err"
         summary+=("maclaurin levels 7 order $o rc=$? $(head -c 600 "$out/maclaurin7-o$o.json")")
       done ;;
@@ -121,7 +121,7 @@ for step in "$@"; do
       # periodic solve (contrast, and the masses as given) against the isolated one through the API
       for args in "--problem flash" "--problem flash --sampling average" "--problem flash --theta 0.25" "--problem points"; do
         tag=$(echo "$args" | tr -d ' -')
-        timeout 300 node dist/solver/cli.js validate periodic $args --backend cuda --json > "$out/per-$tag.json" 2> "$out/per-$tag.err"
+        timeout 300 node dist/app/cli.js validate periodic $args --backend cuda --json > "$out/per-$tag.json" 2> "$out/per-$tag.err"
         summary+=("validate periodic $args (cuda) rc=$? $(head -c 1500 "$out/per-$tag.json")")
       done
       apiBench256 "--boundary periodic" "--boundary periodic --accel" "--boundary periodic --no-contrast" "--boundary xy" "--boundary isolated" ;;
@@ -199,7 +199,7 @@ PY
       extra=""; tag=bench256
       [ "$step" = mpibenchper ] && { extra="--boundary periodic"; tag=bench256per; }
       for np in 1 2 4; do
-        timeout 400 $mpi -np $np node dist/solver/cli.js bench --grid 256 --backend cuda --repeat 5 --json $extra \
+        timeout 400 $mpi -np $np node dist/app/cli.js bench --grid 256 --backend cuda --repeat 5 --json $extra \
           > "$out/mpi-$tag-np$np.json" 2> "$out/mpi-$tag-np$np.err"
         rc=$?
         summary+=("mpi $tag np=$np rc=$rc $(python3 - "$out/mpi-$tag-np$np.json" <<'PY'

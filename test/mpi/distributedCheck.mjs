@@ -6,11 +6,11 @@ import {
   extractCells,
   fillVariable,
   gatherToRoot,
-  maclaurinProblem,
   mpiWorld,
   refineMesh,
   uniformMesh,
 } from '../../dist/solver/index.js';
+import { maclaurinProblem } from '../../dist/validation/index.js';
 import { backendFromArgs, rng } from './common.mjs';
 
 const { rank, size } = mpiWorld();

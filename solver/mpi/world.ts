@@ -3,8 +3,8 @@
  * the solver's callers need (gather to rank 0, abort). MPI is initialised on first use when the process was
  * started by mpirun (or AMRGRAV_MPI=1 is set); a plain single process never touches MPI.
  */
-import { fromNativeError } from './errors.js';
-import { loadNative, type NativeMpiWorld } from './native.js';
+import { fromNativeError } from '../errors.js';
+import { loadNative, type NativeMpiWorld } from '../native.js';
 
 export type MpiWorld = NativeMpiWorld;
 

@@ -8,8 +8,8 @@
  */
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { fromNativeError } from '../solver/errors.js';
-import { loadNative, type NativeEwaldRequest, type NativeEwaldTable } from '../solver/native.js';
+import { fromNativeError } from './errors.js';
+import { loadNative, type NativeEwaldRequest, type NativeEwaldTable } from './native.js';
 
 export type EwaldTableRequest = NativeEwaldRequest;
 export type EwaldTableInfo = NativeEwaldTable;

@@ -1,11 +1,11 @@
 /**
  * Standalone distributed runs (validate, bench): every rank holds the whole problem, solves its chunk of it
- * (mpiDecomposition.ts) as a collective, and rank 0 gathers the potential of all cells in the input order.
+ * (decomposition.ts) as a collective, and rank 0 gathers the potential of all cells in the input order.
  */
-import type { CellSolveOptions, GravitySolver, SolveResult } from './gravitySolver.js';
-import type { NativeCells } from './native.js';
-import { chunkOf, rankChunk } from './mpiDecomposition.js';
-import { gatherToRoot, mpiWorld } from './mpiWorld.js';
+import type { CellSolveOptions, GravitySolver, SolveResult } from '../gravitySolver.js';
+import type { NativeCells } from '../native.js';
+import { chunkOf, rankChunk } from './decomposition.js';
+import { gatherToRoot, mpiWorld } from './world.js';
 
 export interface WholeProblemSolve {
   /** This rank's solve (of its chunk). */

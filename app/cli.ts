@@ -4,10 +4,10 @@
  * for scripts, a progress bar on a terminal.
  */
 import { parseArgs } from 'node:util';
-import { AmrgravError } from './errors.js';
+import { AmrgravError } from '../solver/errors.js';
 import { UsageError, choiceArg, intArg, numberArg } from './args.js';
-import type { BoundaryChoice, SolverOptions } from './options.js';
-import { abortAllRanks, mpiWorld } from './mpiWorld.js';
+import type { BoundaryChoice, SolverOptions } from '../solver/options.js';
+import { abortAllRanks, mpiWorld } from '../solver/mpi/world.js';
 
 const HELP: Record<string, string> = {
   main: `amrgrav: self-gravity Poisson solver for AMR meshes (Barnes-Hut tree, CPU/CUDA)
@@ -53,7 +53,7 @@ Periodic boxes (Ewald-corrected walk, CPU and CUDA backends). FLASH's tree-solve
   flash          FLASH's three: sine, layer and cylinder ('below FLASH': its tolerance / our error)
 Errors: maxError = max |phi - ref| / max |ref|, l2Error, and maxDiffError (means removed, over the range of
 ref: potential differences). FLASH's tolerances are compared with maxError, absolute: fully periodic
-potentials have zero mean, the layer and the cylinder follow the sheet and line conventions (ewald/README.md).
+potentials have zero mean, the layer and the cylinder follow the sheet and line conventions (docs/ewald.md).
 Fully periodic boxes solve for the density contrast (the mean density removed). The defaults (theta 0.5, cell
 centres as FLASH's set-ups sample) put FLASH's three tests at least 10x below FLASH's tolerances; with exact
 cell averages the error is the averaging's (cells acting as points on their neighbours: RESULTS.md).
@@ -407,7 +407,7 @@ async function solve(argv: string[]): Promise<void> {
   if (values.help) return void console.log(`${HELP.solve}\n${HELP.solver}`);
   if (positionals.length !== 1) throw new UsageError(`solve: expected one input file, got ${positionals.length}`);
   const output = requireOutput(values.output, 'solve');
-  const { solveFlashFile } = await import('./solveFile.js');
+  const { solveFlashFile } = await import('../solver/solveFile.js');
   const { createProgress, progressWanted } = await import('./progress.js');
   const r = await solveFlashFile(positionals[0], output, {
     densityVar: values.var ?? 'dens',
@@ -451,7 +451,7 @@ async function make(argv: string[]): Promise<void> {
   const output = requireOutput(values.output, 'make');
   const { writeProblemFile, estimateProblemCells } = await import('../validation/problemFiles.js');
   const { checkOutputPath } = await import('../mesh/outputFile.js');
-  const { formatBytes } = await import('./memory.js');
+  const { formatBytes } = await import('../solver/memory.js');
   const { createProgress, progressWanted } = await import('./progress.js');
   const setup = {
     levels: intArg('levels', values.levels, kind === 'uniform' ? 3 : 5, 1, 12),
