@@ -185,6 +185,8 @@ void amrgrav_default_options(amrgrav_options* o) {
   o->ewald_resolution = d.ewaldResolution;
   o->distributed = 0;
   o->density_contrast = d.densityContrast ? 1 : 0;
+  o->ewald_expansion = d.ewaldExpansion ? 1 : 0;
+  o->walk = static_cast<int>(d.walk);
 }
 
 amrgrav_status amrgrav_create(const amrgrav_options* options, amrgrav_solver** out) {
