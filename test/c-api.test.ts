@@ -2,15 +2,17 @@
  * The C API (native/include/amrgrav.h, libamrgrav): a C program (test/c/capi_demo.c) links the library the
  * package builds, solves random cells, and checks the tree against its own direct sum and the error paths.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { scaledTimeout } from './helpers.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const libDir = join(root, 'build', 'Release');
+const mpicc = spawnSync('mpicc', ['--version'], { stdio: 'ignore' }).status === 0;
 
 describe('C API', () => {
   it('a C program computes the potential through libamrgrav, matching its own direct sum, and gets clear errors', () => {
@@ -90,6 +92,32 @@ describe('C API', () => {
     expect(out.tooFine).toBe(2);
     expect(out.commNotDistributed).toBe(2);
     expect(out.commNull).toBe(1);
+    expect(out.ok).toBe(true);
+  });
+
+  const commTitle = "the caller's MPI communicator (amrgrav_set_communicator): the world, a split into halves, MPI_COMM_SELF, under mpirun -np 4";
+  it.skipIf(!mpicc)(mpicc ? commTitle : `skipped: mpicc is not installed (apt-get install libopenmpi-dev, as .ci/run does): ${commTitle}`, () => {
+    const exe = join(mkdtempSync(join(tmpdir(), 'amrgrav-c-')), 'capi_comm');
+    execFileSync('mpicc', [
+      '-std=c99', '-O2', '-Wall', '-Wextra', '-Werror',
+      `-I${join(root, 'native', 'include')}`,
+      join(root, 'test', 'c', 'capi_comm.c'),
+      `-L${libDir}`, '-lamrgrav', `-Wl,-rpath,${libDir}`, '-lm',
+      '-o', exe,
+    ]);
+    const stdout = execFileSync('mpirun', ['--allow-run-as-root', '--oversubscribe', '-np', '4', exe], {
+      encoding: 'utf8',
+      timeout: scaledTimeout(240_000),
+    });
+    const out = JSON.parse(stdout.trim().split('\n').filter((l) => l.startsWith('{')).pop() ?? '{}');
+    expect(out.ranks).toBe(4);
+    // against one process's solve of the same cells: the distributed walk's LETs differ by the tree's error only
+    expect(out.world).toBeGreaterThan(0); // (a collective really ran)
+    expect(out.world).toBeLessThan(1e-3);
+    expect(out.halves).toBeGreaterThan(0); // two ranks per half, each half its own cells: a collective per half
+    expect(out.halves).toBeLessThan(1e-3);
+    expect(out.self).toBe(0); // a communicator of one rank: the local solve itself
+    expect(out.nullCommunicator).toBe(1); // MPI_COMM_NULL: AMRGRAV_INVALID_INPUT
     expect(out.ok).toBe(true);
   });
 });
