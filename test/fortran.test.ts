@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { scaledTimeout } from './helpers.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const libDir = join(root, 'build', 'Release');
@@ -19,6 +20,7 @@ function has(exe: string): boolean {
   return spawnSync(exe, ['--version'], { stdio: 'ignore' }).status === 0;
 }
 const gfortran = has('gfortran');
+const mpifort = gfortran && has('mpifort');
 
 const flashTitle = 'a FLASH-style Gravity unit: leaf blocks with guard cells gathered, solved, scattered into unk, against direct summation';
 
@@ -53,6 +55,29 @@ describe('Fortran module (gfortran)', () => {
     expect(out.badThetaMessage).toMatch(/theta must be in \(0, 1\]/);
     expect(out.aspect).toBe(2); // the periodic box's shape, refused at create
     expect(out.aspectMessage).toMatch(/aspect ratio 32/);
+    expect(out.ok).toBe(true);
+  });
+
+  const splitTitle = "a Fortran MPI code's own communicator (amrgrav_set_communicator with use mpi's integer handle): the world split in halves, mpirun -np 4";
+  it.skipIf(!mpifort)(mpifort ? splitTitle : `skipped: mpifort is not installed (apt-get install libopenmpi-dev gfortran, as .ci/run does): ${splitTitle}`, () => {
+    const dir = mkdtempSync(join(tmpdir(), 'amrgrav-fmpi-'));
+    const exe = join(dir, 'comm_split');
+    execFileSync('mpifort', [
+      '-std=f2008', '-O2', '-Wall', '-Wextra', '-Werror', '-J', dir,
+      join(root, 'native', 'include', 'amrgrav.f90'),
+      join(root, 'test', 'fortran', 'comm_split.f90'),
+      `-L${libDir}`, '-lamrgrav', `-Wl,-rpath,${libDir}`,
+      '-o', exe,
+    ], { cwd: dir });
+    const stdout = execFileSync('mpirun', ['--allow-run-as-root', '--oversubscribe', '-np', '4', exe], {
+      encoding: 'utf8',
+      timeout: scaledTimeout(240_000),
+    });
+    const out = JSON.parse(stdout.trim().split('\n').filter((l) => l.startsWith('{')).pop() ?? '{}');
+    expect(out.ranks).toBe(4);
+    expect(out.halfRanks).toBe(2);
+    expect(out.halves).toBeGreaterThan(0); // a collective over each half ran (LETs: the tree's error vs one process)
+    expect(out.halves).toBeLessThan(1e-3);
     expect(out.ok).toBe(true);
   });
 });
