@@ -44,8 +44,12 @@ export interface SolveStats {
   ranks: number;
   /** This rank's share of a distributed solve: LET bytes, exchange and overlap times (absent otherwise). */
   distributed?: NativeDistributedStats;
-  /** Periodic solves: where the Ewald table came from and how long getting it took (s); 'none' when isolated. */
-  ewaldTable: { source: 'none' | 'memory' | 'disk' | 'built'; seconds: number };
+  /**
+   * Periodic solves: where the Ewald table came from and how long getting it took (s); 'none' when isolated.
+   * cacheWarning: set when this solve built the table and could not cache it on disk (every new process then
+   * builds it again; set AMRGRAV_CACHE_DIR to a writable directory).
+   */
+  ewaldTable: { source: 'none' | 'memory' | 'disk' | 'built'; seconds: number; cacheWarning?: string };
   /** Fully periodic boxes: whether the sources were the density contrast (option densityContrast). */
   densityContrast: boolean;
   /** The mean density removed, M / V_box (g cm^-3); 0 without the contrast. */
@@ -319,7 +323,11 @@ export class GravitySolver {
       treeDepth: s.treeDepth,
       ranks: s.distributed?.ranks ?? 1,
       ...(s.distributed ? { distributed: s.distributed } : {}),
-      ewaldTable: { source: s.ewaldTableSource ?? 'none', seconds: s.secondsEwaldTable ?? 0 },
+      ewaldTable: {
+        source: s.ewaldTableSource ?? 'none',
+        seconds: s.secondsEwaldTable ?? 0,
+        ...(s.ewaldCacheWarning ? { cacheWarning: s.ewaldCacheWarning } : {}),
+      },
       densityContrast: s.densityContrast ?? false,
       meanDensity: s.meanDensity ?? 0,
       meanPotential: s.meanPotential ?? 0,

@@ -59,6 +59,8 @@ export interface NativeStats {
   treeDepth: number;
   secondsEwaldTable: number;
   ewaldTableSource: 'none' | 'memory' | 'disk' | 'built';
+  /** Present when this solve built the Ewald table and could not cache it on disk (why, and what to do). */
+  ewaldCacheWarning?: string;
   densityContrast: boolean;
   meanDensity: number;
   meanPotential: number;

@@ -2,15 +2,17 @@
  * The C API (native/include/amrgrav.h, libamrgrav): a C program (test/c/capi_demo.c) links the library the
  * package builds, solves random cells, and checks the tree against its own direct sum and the error paths.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { scaledTimeout } from './helpers.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const libDir = join(root, 'build', 'Release');
+const mpicc = spawnSync('mpicc', ['--version'], { stdio: 'ignore' }).status === 0;
 
 describe('C API', () => {
   it('a C program computes the potential through libamrgrav, matching its own direct sum, and gets clear errors', () => {
@@ -55,6 +57,67 @@ describe('C API', () => {
     expect(out.densityContrastDefault).toBe(1); // fully periodic boxes solve for the density contrast (issue #21)
     expect(out.signedWithContrast).toBe(0); // signed masses accepted there
     expect(out.signedWithout).toBe(1); // density_contrast 0: a negative mass is AMRGRAV_INVALID_INPUT
+    expect(out.ok).toBe(true);
+  });
+
+  it('version, build info, walk and ewald_expansion, older structs, checks at create, OMP_NUM_THREADS, cache warning (issue #19)', () => {
+    const exe = join(mkdtempSync(join(tmpdir(), 'amrgrav-c-')), 'capi_options');
+    execFileSync('cc', [
+      '-std=c99', '-O2', '-Wall', '-Wextra', '-Werror',
+      `-I${join(root, 'native', 'include')}`,
+      join(root, 'test', 'c', 'capi_options.c'),
+      `-L${libDir}`, '-lamrgrav', `-Wl,-rpath,${libDir}`, '-lm',
+      '-o', exe,
+    ]);
+    const out = JSON.parse(execFileSync(exe, { encoding: 'utf8' }).trim());
+    expect(out.version).toBe(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version);
+    expect(out.features & 1).toBe(1);
+    expect(out.cudaBuilt).toBe((out.features >> 1) & 1);
+    expect(out.mpiBuilt).toBe((out.features >> 3) & 1);
+    expect(out.smallUntouched).toBe(1); // an older caller's smaller amrgrav_build_info: nothing written past it
+    expect(out.threadsFromOmp).toBe(3); // threads 0 = OMP_NUM_THREADS's first number ("3,1")
+    expect(out.ompWarning).toMatch(/^OMP_NUM_THREADS='many' is not a positive integer/);
+    expect(out.defaultWalk).toBe(0);
+    expect(out.defaultExpansion).toBe(1);
+    expect(out.oldStructSame).toBe(1); // a caller of the previous header: same potential, bit for bit
+    expect(out.interactionsVote).toBeLessThan(out.interactionsBox);
+    expect(out.voteVsBox).toBeLessThan(1e-3);
+    expect(out.badWalk).toBe(2);
+    expect(out.cacheWarning).toMatch(/could not be cached on disk: cannot create the cache directory/);
+    expect(out.cacheWarningAgain).toBe(''); // the table is in memory now: nothing rebuilt, nothing to say
+    expect(out.expansionVsPairs).toBeGreaterThan(0); // the option reaches the walk...
+    expect(out.expansionVsPairs).toBeLessThan(1e-4); // ...and changes the potential by ~1e-6
+    expect(out.aspect).toBe(2); // the box's shape fails at create now
+    expect(out.aspectMessage).toMatch(/aspect ratio 32/);
+    expect(out.tooFine).toBe(2);
+    expect(out.commNotDistributed).toBe(2);
+    expect(out.commNull).toBe(1);
+    expect(out.ok).toBe(true);
+  });
+
+  const commTitle = "the caller's MPI communicator (amrgrav_set_communicator): the world, a split into halves, MPI_COMM_SELF, under mpirun -np 4";
+  it.skipIf(!mpicc)(mpicc ? commTitle : `skipped: mpicc is not installed (apt-get install libopenmpi-dev, as .ci/run does): ${commTitle}`, () => {
+    const exe = join(mkdtempSync(join(tmpdir(), 'amrgrav-c-')), 'capi_comm');
+    execFileSync('mpicc', [
+      '-std=c99', '-O2', '-Wall', '-Wextra', '-Werror',
+      `-I${join(root, 'native', 'include')}`,
+      join(root, 'test', 'c', 'capi_comm.c'),
+      `-L${libDir}`, '-lamrgrav', `-Wl,-rpath,${libDir}`, '-lm',
+      '-o', exe,
+    ]);
+    const stdout = execFileSync('mpirun', ['--allow-run-as-root', '--oversubscribe', '-np', '4', exe], {
+      encoding: 'utf8',
+      timeout: scaledTimeout(240_000),
+    });
+    const out = JSON.parse(stdout.trim().split('\n').filter((l) => l.startsWith('{')).pop() ?? '{}');
+    expect(out.ranks).toBe(4);
+    // against one process's solve of the same cells: the distributed walk's LETs differ by the tree's error only
+    expect(out.world).toBeGreaterThan(0); // (a collective really ran)
+    expect(out.world).toBeLessThan(1e-3);
+    expect(out.halves).toBeGreaterThan(0); // two ranks per half, each half its own cells: a collective per half
+    expect(out.halves).toBeLessThan(1e-3);
+    expect(out.self).toBe(0); // a communicator of one rank: the local solve itself
+    expect(out.nullCommunicator).toBe(1); // MPI_COMM_NULL: AMRGRAV_INVALID_INPUT
     expect(out.ok).toBe(true);
   });
 });

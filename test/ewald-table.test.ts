@@ -6,7 +6,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ewaldTable } from '../solver/ewaldTable.js';
 import { InvalidOptionError } from '../solver/errors.js';
 import { ewaldCorrection, lineImageSum, periodicGreen, sheetImageSum, type PeriodicBox } from '../validation/ewaldReference.js';
-import { rng } from './helpers.js';
+import { GravitySolver } from '../solver/gravitySolver.js';
+import { randomCells, rng } from './helpers.js';
 
 const boxes: PeriodicBox[] = [
   { L: [1, 1, 1], periodic: [true, true, true] },
@@ -161,6 +162,22 @@ describe('Ewald table cache', () => {
     expect(t.source).toBe('built');
     expect(t.cacheNote).toMatch(/cannot/);
     expect(Number.isFinite(t.lookup![0])).toBe(true);
+  });
+
+  it('a solve that builds the table and cannot cache it says so in its stats, once (issue #19)', async () => {
+    const file = join(dir, 'not-a-directory-either');
+    writeFileSync(file, 'x');
+    process.env.AMRGRAV_CACHE_DIR = join(file, 'sub');
+    const cells = randomCells(200, 19, 1e-3);
+    for (const k of ['y', 'z'] as const) for (let i = 0; i < 200; i++) cells[k][i] *= 0.55; // a box shape of its own
+    const solver = new GravitySolver({ boundary: 'periodic', threads: 1 });
+    const box = { lo: [0, 0, 0] as [number, number, number], hi: [1, 0.55, 0.55] as [number, number, number] };
+    const first = await solver.solveCells(cells, { box });
+    expect(first.stats.ewaldTable.source).toBe('built');
+    expect(first.stats.ewaldTable.cacheWarning).toMatch(/could not be cached on disk: cannot create the cache directory/);
+    const again = await solver.solveCells(cells, { box });
+    expect(again.stats.ewaldTable.source).toBe('memory');
+    expect(again.stats.ewaldTable.cacheWarning).toBeUndefined();
   });
 
   it('keys files by shape, periodic axes and resolution', () => {

@@ -194,6 +194,7 @@ Napi::Object resultToJs(Napi::Env env, const SolveResult& r, const char* backend
   s.Set("secondsEwaldTable", t.secondsEwaldTable);
   static const char* sources[4] = {"none", "memory", "disk", "built"};
   s.Set("ewaldTableSource", sources[t.ewaldTableSource & 3]);
+  if (!t.ewaldCacheWarning.empty()) s.Set("ewaldCacheWarning", t.ewaldCacheWarning);
   s.Set("densityContrast", t.densityContrast);
   s.Set("meanDensity", t.meanDensity);
   s.Set("meanPotential", t.meanPotential);

@@ -3,14 +3,19 @@
 /// arrays in, Status out as a code plus a message; no exception crosses the C boundary.
 #include "amrgrav.h"
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <new>
 #include <string>
 
 #include "core/backend.h"
+#include "core/thread_pool.h"
 #include "core/validate.h"
+#include "ewald/table.h"
 #include "mpi/distributed_solve.h"
 #include "mpi/mpi_world.h"
 #if defined(AMRGRAV_HAVE_CUDA)
@@ -30,6 +35,10 @@ struct amrgrav_solver {
   SolveStats stats;
   std::size_t cells = 0;  ///< of the last successful computation
   std::string error;
+  std::string warning;          ///< of the last call that succeeded (amrgrav_last_warning)
+  bool requestedDistributed = false;  ///< options.distributed was set (whatever the world's size)
+  bool hasComm = false;         ///< amrgrav_set_communicator gave a communicator (its duplicate's Fortran handle)
+  int comm = 0;
 };
 
 namespace {
@@ -37,6 +46,8 @@ namespace {
 /// The message of the last failure on this thread that had no solver to keep it: amrgrav_create, or any call
 /// given a NULL solver (amrgrav_last_error(NULL)).
 thread_local std::string threadError;
+/// The warnings of the last amrgrav_create on this thread (amrgrav_last_warning(NULL)).
+thread_local std::string threadWarning;
 
 amrgrav_status toC(ErrorCode c) {
   switch (c) {
@@ -72,6 +83,8 @@ Status readOptions(const amrgrav_options& o, SolveOptions& s) {
   if (o.backend < AMRGRAV_BACKEND_AUTO || o.backend > AMRGRAV_BACKEND_CUDA)
     return Status::error(ErrorCode::InvalidOption, "option backend must be 0 (auto), 1 (cpu) or 2 (cuda), got " +
                                                        std::to_string(o.backend));
+  if (o.struct_size >= offsetof(amrgrav_options, walk) + sizeof(int) && o.walk != 0 && o.walk != 1)
+    return Status::error(ErrorCode::InvalidOption, "option walk must be 0 (box) or 1 (vote), got " + std::to_string(o.walk));
   if (o.self_potential < 0 || o.self_potential > 2)
     return Status::error(ErrorCode::InvalidOption, "option self_potential must be 0 (none), 1 (cube) or 2 (lattice), got " +
                                                        std::to_string(o.self_potential));
@@ -95,7 +108,42 @@ Status readOptions(const amrgrav_options& o, SolveOptions& s) {
   }
   if (o.struct_size >= offsetof(amrgrav_options, density_contrast) + sizeof(int))
     s.densityContrast = o.density_contrast != 0;
+  if (o.struct_size >= offsetof(amrgrav_options, ewald_expansion) + sizeof(int))
+    s.ewaldExpansion = o.ewald_expansion != 0;
+  if (o.struct_size >= offsetof(amrgrav_options, walk) + sizeof(int))
+    s.walk = o.walk == 1 ? WalkKind::Vote : WalkKind::Box;
   return validateOptions(s);
+}
+
+/// What threads = 0 means: $OMP_NUM_THREADS's first number when set (a host code's OpenMP setting: amrgrav's
+/// threads then do not outnumber the cores the host gave its own), else the hardware threads. A malformed value is
+/// ignored with a warning.
+int defaultThreads(std::string* warning) {
+  const char* env = std::getenv("OMP_NUM_THREADS");
+  if (env && *env) {
+    char* end = nullptr;
+    const long v = std::strtol(env, &end, 10);
+    while (end && (*end == ' ' || *end == '\t')) ++end;
+    if (end != env && v >= 1 && v <= 4096 && (*end == '\0' || *end == ',')) return int(v);
+    if (warning)
+      *warning = std::string("OMP_NUM_THREADS='") + env + "' is not a positive integer (at most 4096): threads = 0 "
+                 "uses all " + std::to_string(resolveThreadCount(0)) + " hardware threads";
+  }
+  return resolveThreadCount(0);
+}
+
+/// The checks amrgrav_create makes beyond the options' ranges, so that nothing the options decide fails first at a
+/// computation: the periodic box's shape (aspect ratio, Ewald table size: ewald/table.h). Also resolves threads = 0.
+Status checkAtCreate(SolveOptions& s, std::string& warning) {
+  if (s.threads == 0) s.threads = defaultThreads(&warning);
+  if (s.anyPeriodic()) {
+    double L[3];
+    for (int d = 0; d < 3; ++d) L[d] = s.boxHi[d] - s.boxLo[d];
+    int n[3];
+    double h[3];
+    return ewaldGrid(ewaldSpecFor(L, s.periodic, s.ewaldResolution), n, h);
+  }
+  return Status::success();
 }
 
 template <class F>
@@ -137,6 +185,8 @@ void amrgrav_default_options(amrgrav_options* o) {
   o->ewald_resolution = d.ewaldResolution;
   o->distributed = 0;
   o->density_contrast = d.densityContrast ? 1 : 0;
+  o->ewald_expansion = d.ewaldExpansion ? 1 : 0;
+  o->walk = static_cast<int>(d.walk);
 }
 
 amrgrav_status amrgrav_create(const amrgrav_options* options, amrgrav_solver** out) {
@@ -144,12 +194,16 @@ amrgrav_status amrgrav_create(const amrgrav_options* options, amrgrav_solver** o
   return guarded(threadError, [&]() -> Status {
     if (!options || !out) return Status::error(ErrorCode::InvalidInput, "amrgrav_create: options and solver must not be NULL");
     auto s = std::make_unique<amrgrav_solver>();
+    threadWarning.clear();
     Status st = readOptions(*options, s->options);
     if (!st.ok()) return st;
+    if (!(st = checkAtCreate(s->options, s->warning)).ok()) return st;
+    threadWarning = s->warning;
     s->requested = options->backend;
     if (options->struct_size >= offsetof(amrgrav_options, distributed) + sizeof(int) && options->distributed) {
       st = initMpiWorld(true);  // uses the caller's MPI (MPI_COMM_WORLD) when it initialised MPI already
       if (!st.ok()) return st;
+      s->requestedDistributed = true;
       s->distributed = mpiWorld().size > 1;
       // each rank's share on its GPU (CUDA, or AUTO where this rank has one); a rank without a usable GPU fails in
       // the solve's agreement, with every other rank (an error here would leave the others waiting in it)
@@ -194,13 +248,17 @@ amrgrav_status amrgrav_compute_potential(amrgrav_solver* s, size_t n, const doub
     SolveResult r;
     r.into = ResultTargets{potential, s->options.accelerations ? ax : nullptr, s->options.accelerations ? ay : nullptr,
                            s->options.accelerations ? az : nullptr};
+    s->warning.clear();
     if (s->distributed) {  // collective: a rank with no cells still takes part
+      std::unique_ptr<ScopedCommunicator> scope;  // amrgrav_set_communicator's communicator, else the world
+      if (s->hasComm) scope = std::make_unique<ScopedCommunicator>(s->comm);
       const Status st = s->distributedGpu ? solveDistributedCuda(cells, s->options, r)
                                           : solveDistributedCpu(cells, s->options, r);
       if (st.ok()) {
         s->stats = r.stats;
         s->cells = n;
         s->ran = std::string(r.stats.distributed.backend) == "cuda" ? AMRGRAV_BACKEND_CUDA : AMRGRAV_BACKEND_CPU;
+        s->warning = r.stats.ewaldCacheWarning;
       }
       return st;
     }
@@ -221,6 +279,7 @@ amrgrav_status amrgrav_compute_potential(amrgrav_solver* s, size_t n, const doub
       s->stats = r.stats;
       s->cells = n;
       s->ran = ran;
+      s->warning = r.stats.ewaldCacheWarning;
     }
     return st;
   });
@@ -259,6 +318,60 @@ int amrgrav_features(void) {
   return f;
 }
 
-void amrgrav_destroy(amrgrav_solver* s) { delete s; }
+void amrgrav_destroy(amrgrav_solver* s) {
+  if (s && s->hasComm) freeCallerCommunicator(s->comm);
+  delete s;
+}
+
+// ---- version, build, warnings and the caller's communicator (issue #19) ----
+
+#ifndef AMRGRAV_VERSION_STRING
+#error "AMRGRAV_VERSION_STRING comes from package.json's version through CMakeLists.txt"
+#endif
+
+const char* amrgrav_version(void) { return AMRGRAV_VERSION_STRING; }
+
+amrgrav_status amrgrav_get_build_info(amrgrav_build_info* info) {
+  if (!info || info->struct_size < sizeof(size_t)) {
+    threadError = "amrgrav_get_build_info: info is NULL or its struct_size is not set (sizeof(amrgrav_build_info))";
+    return AMRGRAV_INVALID_INPUT;
+  }
+  amrgrav_build_info b{};
+  b.struct_size = info->struct_size;
+#if defined(AMRGRAV_HAVE_CUDA)
+  b.cuda_built = 1;
+  b.cuda_devices = cudaDeviceCount();
+#endif
+  b.cuda_usable = cudaUsable(nullptr) ? 1 : 0;
+  b.mpi_built = mpiWorld().built ? 1 : 0;
+  b.default_threads = defaultThreads(nullptr);
+  std::memcpy(info, &b, std::min(info->struct_size, sizeof b));  // an older caller's smaller struct: its fields only
+  return AMRGRAV_OK;
+}
+
+const char* amrgrav_last_warning(const amrgrav_solver* s) { return s ? s->warning.c_str() : threadWarning.c_str(); }
+
+amrgrav_status amrgrav_set_communicator(amrgrav_solver* s, int fortran_comm) {
+  if (!s) {
+    threadError = "amrgrav_set_communicator: the solver is NULL (did amrgrav_create fail?)";
+    return AMRGRAV_INVALID_INPUT;
+  }
+  return guarded(s->error, [&]() -> Status {
+    if (!s->requestedDistributed)
+      return Status::error(ErrorCode::InvalidOption, "amrgrav_set_communicator: the solver was created without "
+                                                     "options.distributed (a communicator is for distributed solves)");
+    int dup = 0, size = 1;
+    Status st = dupCallerCommunicator(fortran_comm, &dup, &size);
+    if (!st.ok()) return st;
+    if (s->hasComm) freeCallerCommunicator(s->comm);
+    s->hasComm = true;
+    s->comm = dup;
+    // as amrgrav_create decides it for the world: a collective only over several ranks
+    s->distributed = size > 1;
+    s->distributedGpu = s->distributed && (s->requested == AMRGRAV_BACKEND_CUDA ||
+                                           (s->requested == AMRGRAV_BACKEND_AUTO && cudaUsable(nullptr)));
+    return Status::success();
+  });
+}
 
 }  // extern "C"

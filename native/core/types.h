@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace amrgrav {
@@ -109,6 +110,9 @@ struct SolveStats {
   int treeDepth = 0;
   double secondsEwaldTable = 0;  ///< getting the Ewald table (memory, disk or build); 0 for isolated solves
   int ewaldTableSource = 0;      ///< 0 none, 1 this process's memory, 2 disk cache, 3 built
+  /// Set when this solve built the Ewald table and could not cache it on disk (no cache directory, or it cannot be
+  /// written): every new process then builds it again. Why, and what to do; empty otherwise.
+  std::string ewaldCacheWarning;
   bool densityContrast = false;  ///< the sources were the density contrast (SolveOptions::densityContrast)
   double meanDensity = 0;        ///< the mean density removed (g/cm^3, caller's units); 0 without the contrast
   /// Fully periodic boxes: the volume-weighted mean of the potential over the cells, sum size^3 phi / sum size^3

@@ -135,7 +135,12 @@ Status acquireEwaldTable(const EwaldTableSpec& spec, int threads, bool useMemory
     Status st = buildEwaldTable(spec, threads, *table);
     if (!st.ok()) return st;
     std::string wwhy;
-    if (!path.empty() && !writeEwaldTableFile(path, *table, wwhy)) why += (why.empty() ? "" : "; ") + wwhy;
+    if (path.empty()) {
+      table->cacheWriteError = why;
+    } else if (!writeEwaldTableFile(path, *table, wwhy)) {
+      why += (why.empty() ? "" : "; ") + wwhy;
+      table->cacheWriteError = wwhy;
+    }
   }
   table->cachePath = path;
   table->cacheNote = why;

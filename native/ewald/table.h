@@ -42,6 +42,7 @@ struct EwaldTable {
   bool fromCache = false;    ///< read from the disk cache
   std::string cachePath;     ///< the cache file ('' when no cache directory is usable)
   std::string cacheNote;     ///< why the cache was not used or not written, if so
+  std::string cacheWriteError;  ///< why a built table could not be cached on disk ('' when it was, or was read)
 
   std::size_t points() const { return std::size_t(n[0] + 1) * (n[1] + 1) * (n[2] + 1); }
   /// A view for a caller whose box has longest side `unitLength` and periods `period` (0 = isolated).

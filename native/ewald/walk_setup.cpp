@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <string>
 
 namespace amrgrav {
 
@@ -18,6 +20,14 @@ Status prepareEwaldTable(const SolveOptions& opt, double lengthScale, int thread
   Status st = acquireEwaldTable(spec, threads, true, out.table, &stats.ewaldTableSource);
   if (!st.ok()) return st;
   out.view = out.table->view(std::max({L[0], L[1], L[2]}), period);
+  // built here and not cached: said once per process (later solves find the table in memory)
+  if (stats.ewaldTableSource == 3 && !out.table->cacheWriteError.empty()) {
+    char took[32];
+    std::snprintf(took, sizeof took, "%.2g", out.table->secondsBuild);
+    stats.ewaldCacheWarning = std::string("the Ewald table (") + took + " s to build) could not be cached on disk: " +
+                              out.table->cacheWriteError +
+                              "; every new process builds it again (set AMRGRAV_CACHE_DIR to a writable directory)";
+  }
   stats.secondsEwaldTable = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return Status::success();
 }

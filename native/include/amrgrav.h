@@ -7,8 +7,11 @@
  *   amrgrav_solver* s;  if (amrgrav_create(&o, &s) != AMRGRAV_OK) { ... amrgrav_last_error(NULL) ... }
  *   each step: amrgrav_compute_potential(s, n, x, y, z, mass, size, pot, ax, ay, az);
  *   amrgrav_destroy(s);
- * Units are the caller's (cgs by default: G = 6.674e-8); the potential is negative. Arrays are plain doubles, one
- * element per cell (centres, masses = density x volume, cube sides); the results land in the caller's order.
+ * Units are the caller's (cgs by default: G = 6.674e-8); the potential is negative and solves lap(phi) = 4 pi G rho.
+ * Arrays are plain doubles, one element per cell (centres, masses = density x volume, cube sides: cells are cubes,
+ * one size each; a mesh with dx != dy or dz is not supported); the results land in the caller's order. Pass interior
+ * cells only (no guard cells). Conventions (the potential's constant, the self term, periodic boxes): docs/coupling.md.
+ * Fortran: native/include/amrgrav.f90 beside this header (module amrgrav, the same names over ISO_C_BINDING).
  * A solver keeps its buffers (device memory too) between calls. Calls on one solver must not overlap; separate
  * solvers may be used from separate threads. Nothing here aborts or exits: every failure is a status code plus a
  * message naming the problem (amrgrav_last_error).
@@ -55,7 +58,8 @@ typedef struct amrgrav_options {
                          * grid then sum to a smooth density's potential (bench/RESULTS.md, "Self term")  [2] */
   int leaf_size;        /* most cells in a tree leaf                                           [16] */
   int group_size;       /* cells per walk group (CUDA: at most 64)                             [32] */
-  int threads;          /* CPU threads, 0 = all                                                [0] */
+  int threads;          /* CPU threads; 0: $OMP_NUM_THREADS (its first number) when set, else all hardware
+                         * threads, read at amrgrav_create (amrgrav_build_info.default_threads)  [0] */
   int has_box;          /* nonzero: cells must lie in [box_lo, box_hi] (the domain)            [0] */
   double box_lo[3], box_hi[3];
   /* Added in 0.2 (callers built against an older header pass a smaller struct_size; these then keep their
@@ -63,8 +67,8 @@ typedef struct amrgrav_options {
    * backends, distributed too): the Ewald-corrected walk, zero-mean potential when all three are periodic. [0, 0, 0] */
   int periodic[3];
   int ewald_resolution; /* Ewald table points per half period of the shortest periodic side    [28] */
-  /* Nonzero: amrgrav_compute_potential is a collective over MPI_COMM_WORLD, which the caller initialised
-   * (MPI_Init before amrgrav_create): every rank passes its own cells (any number, none included) and gets the
+  /* Nonzero: amrgrav_compute_potential is a collective over MPI_COMM_WORLD (or amrgrav_set_communicator's), which
+   * the caller initialised (MPI_Init before amrgrav_create): every rank passes its own cells (any number, none included) and gets the
    * potential of all ranks' cells, through locally essential trees; with backend CUDA (or AUTO where a rank
    * has a GPU) each rank's share runs on its GPU (node-local rank modulo the node's GPUs; periodic boxes on the
    * CPU), and a rank without a usable GPU makes every rank's call fail with AMRGRAV_NO_DEVICE. Needs a build
@@ -75,6 +79,14 @@ typedef struct amrgrav_options {
    * perturbation rather than the whole mass; negative masses are then accepted (a caller may pass the contrast
    * itself). 0: the masses as given (none negative). Callers built without this field keep the default. [1] */
   int density_contrast;
+  /* Added with amrgrav_version (older callers' smaller struct_size keeps these defaults). Periodic boxes: nonzero
+   * lets groups smaller than a table spacing take the Ewald correction as one expansion about their centre (~1e-6
+   * of the potential's largest magnitude from per-pair lookups, up to ~2e-5 on uniform grids); 0: a table lookup
+   * per (cell, source) pair, the reference (slower).                                              [1] */
+  int ewald_expansion;
+  /* Group acceptance: 0 = box (the group's bounding box against the node: conservative), 1 = vote (the FLASH4 GPU
+   * solver's per-cell warp vote: fewer interactions, slightly larger errors).                    [0] */
+  int walk;
 } amrgrav_options;
 
 typedef struct amrgrav_solver amrgrav_solver;
@@ -90,8 +102,9 @@ typedef struct amrgrav_stats {
 
 AMRGRAV_API void amrgrav_default_options(amrgrav_options* options);
 
-/* A solver with these options (checked here: a bad option fails now, not at the first step). With backend AUTO the
- * GPU is used when one is usable. On failure *solver is NULL and amrgrav_last_error(NULL) says why. */
+/* A solver with these options (checked here: a bad option fails now, not at the first step; with periodic axes this
+ * includes the box's shape, its aspect ratio at most 16 and the Ewald table's size). With backend AUTO the GPU is
+ * used when one is usable. On failure *solver is NULL and amrgrav_last_error(NULL) says why. */
 AMRGRAV_API amrgrav_status amrgrav_create(const amrgrav_options* options, amrgrav_solver** solver);
 
 /* The potential (and, with accelerations, ax, ay, az; else they may be NULL) of n cells. Inputs are not modified.
@@ -116,6 +129,36 @@ AMRGRAV_API amrgrav_status amrgrav_get_stats(const amrgrav_solver* solver, amrgr
 AMRGRAV_API int amrgrav_features(void);
 
 AMRGRAV_API void amrgrav_destroy(amrgrav_solver* solver);
+
+/* The library's version, "major.minor.patch" (the npm package's); a static string. */
+AMRGRAV_API const char* amrgrav_version(void);
+
+/* What this build and machine have (amrgrav_features as fields, and more). */
+typedef struct amrgrav_build_info {
+  size_t struct_size;  /* set by the caller: sizeof(amrgrav_build_info); fields past it are not written */
+  int cuda_built;      /* the CUDA backend was compiled in */
+  int cuda_devices;    /* CUDA devices the driver reports (0 without CUDA or a driver) */
+  int cuda_usable;     /* device 0 is usable now (backend AUTO picks it) */
+  int mpi_built;       /* the distributed solve was compiled in (an MPI library was found) */
+  int default_threads; /* what threads = 0 means now: $OMP_NUM_THREADS when set, else the hardware threads */
+} amrgrav_build_info;
+AMRGRAV_API amrgrav_status amrgrav_get_build_info(amrgrav_build_info* info);
+
+/* Warnings of this solver's last amrgrav_create or amrgrav_compute_potential (calls that succeeded all the same),
+ * "" if none (NULL: of the last amrgrav_create on this thread). Today: the Ewald table of a periodic box was built but could not be
+ * cached on disk (no cache directory, or it is not writable: every new process builds it again; set
+ * AMRGRAV_CACHE_DIR), and an $OMP_NUM_THREADS that is not a positive integer. Valid until the next call on it. */
+AMRGRAV_API const char* amrgrav_last_warning(const amrgrav_solver* solver);
+
+/* Distributed solvers (options.distributed): the collective runs over this communicator instead of MPI_COMM_WORLD,
+ * e.g. a hydro code's mesh communicator or part of a split. `fortran_comm` is its Fortran handle (MPI_Fint, an int
+ * in Open MPI and MPICH): Fortran passes the integer communicator (mpi_f08: comm%MPI_VAL), C passes
+ * MPI_Comm_c2f(comm). The library duplicates it (collective over it: call on every rank of it, after amrgrav_create,
+ * before the first amrgrav_compute_potential) and frees the duplicate in amrgrav_destroy (call that before
+ * MPI_Finalize). Every rank of the communicator must then call amrgrav_compute_potential together; a communicator of
+ * one rank solves that rank's cells alone. Fails with AMRGRAV_INVALID_OPTION on a solver created without
+ * distributed, or in a build without MPI. */
+AMRGRAV_API amrgrav_status amrgrav_set_communicator(amrgrav_solver* solver, int fortran_comm);
 
 #ifdef __cplusplus
 }

@@ -51,7 +51,51 @@ bool gInitialisedHere = false;
 std::string gReason = "not started by mpirun (set AMRGRAV_MPI=1 or call mpiInit() to force)";
 }  // namespace
 
-MPI_Comm amrgravComm() { return gComm; }
+/// The communicator of a ScopedCommunicator on this thread, if any.
+thread_local MPI_Comm tComm = MPI_COMM_NULL;
+
+MPI_Comm amrgravComm() { return tComm != MPI_COMM_NULL ? tComm : gComm; }
+
+Status dupCallerCommunicator(int fortranHandle, int* dupHandle, int* size) {
+  int initialised = 0, finalised = 0;
+  MPI_Initialized(&initialised);
+  MPI_Finalized(&finalised);
+  if (!initialised || finalised)
+    return Status::error(ErrorCode::InvalidInput, "a communicator needs MPI initialised (MPI_Init before amrgrav_create) "
+                                                  "and not yet finalised");
+  const MPI_Comm c = MPI_Comm_f2c(MPI_Fint(fortranHandle));
+  if (c == MPI_COMM_NULL)
+    return Status::error(ErrorCode::InvalidInput, "the communicator is MPI_COMM_NULL (Fortran handle " +
+                                                      std::to_string(fortranHandle) + ")");
+  std::lock_guard<std::mutex> lock(mpiLock());
+  MPI_Comm dup = MPI_COMM_NULL;
+  MPI_CHECK(MPI_Comm_dup(c, &dup));
+  MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+  MPI_CHECK(MPI_Comm_size(dup, size));
+  *dupHandle = int(MPI_Comm_c2f(dup));
+  return Status::success();
+}
+
+void freeCallerCommunicator(int dupHandle) {
+  int finalised = 0;
+  MPI_Finalized(&finalised);
+  if (finalised) return;
+  MPI_Comm c = MPI_Comm_f2c(MPI_Fint(dupHandle));
+  if (c == MPI_COMM_NULL) return;
+  std::lock_guard<std::mutex> lock(mpiLock());
+  MPI_Comm_free(&c);
+}
+
+ScopedCommunicator::ScopedCommunicator(int dupHandle) {
+  const MPI_Comm c = MPI_Comm_f2c(MPI_Fint(dupHandle));
+  if (c == MPI_COMM_NULL) return;
+  tComm = c;
+  set_ = true;
+}
+
+ScopedCommunicator::~ScopedCommunicator() {
+  if (set_) tComm = MPI_COMM_NULL;
+}
 
 Status initMpiWorld(bool force) {
   if (gComm != MPI_COMM_NULL) return Status::success();
@@ -95,10 +139,11 @@ MpiWorld mpiWorld() {
   MpiWorld w;
   w.built = true;
   w.reason = gReason;
-  if (gComm == MPI_COMM_NULL) return w;
+  const MPI_Comm c = amrgravComm();
+  if (c == MPI_COMM_NULL) return w;
   w.active = true;
-  MPI_Comm_rank(gComm, &w.rank);
-  MPI_Comm_size(gComm, &w.size);
+  MPI_Comm_rank(c, &w.rank);
+  MPI_Comm_size(c, &w.size);
   return w;
 }
 
@@ -118,7 +163,7 @@ void abortMpiWorld(const std::string& message, int code) {
   const MpiWorld w = mpiWorld();
   std::fprintf(stderr, "amrgrav: rank %d of %d: %s; aborting every rank\n", w.rank, w.size, message.c_str());
   std::fflush(stderr);
-  MPI_Abort(w.active ? gComm : MPI_COMM_WORLD, code);
+  MPI_Abort(w.active ? amrgravComm() : MPI_COMM_WORLD, code);
   std::_Exit(code);  // MPI_Abort does not return; this only satisfies [[noreturn]]
 }
 
@@ -141,6 +186,16 @@ MpiWorld mpiWorld() {
 }
 
 void finalizeMpiWorld() {}
+
+Status dupCallerCommunicator(int, int*, int*) {
+  return Status::error(ErrorCode::InvalidOption, "this build of amrgrav has no MPI (no MPI library was found at build time)");
+}
+
+void freeCallerCommunicator(int) {}
+
+ScopedCommunicator::ScopedCommunicator(int) {}
+
+ScopedCommunicator::~ScopedCommunicator() {}
 
 void abortMpiWorld(const std::string& message, int code) {
   std::fprintf(stderr, "amrgrav: %s\n", message.c_str());

@@ -49,4 +49,24 @@ inline int deviceForLocalRank(int localRank, int deviceCount) {
 /// Serialises amrgrav's use of its communicator between worker threads (a distributed solve holds it throughout).
 std::mutex& mpiLock();
 
+/// A communicator of the caller's (the C API's amrgrav_set_communicator), given by its Fortran handle (MPI_Fint:
+/// MPI_Comm_c2f from C), duplicated so that amrgrav's messages never match the caller's. Collective over it; MPI
+/// must be initialised (initMpiWorld). `*dupHandle` is the duplicate's Fortran handle, `*size` its size.
+Status dupCallerCommunicator(int fortranHandle, int* dupHandle, int* size);
+/// Frees a duplicate of dupCallerCommunicator (nothing once MPI is finalised).
+void freeCallerCommunicator(int dupHandle);
+
+/// While alive, amrgravComm() and mpiWorld() on this thread are those of a duplicate from dupCallerCommunicator
+/// instead of the world's (a distributed solve makes its MPI calls on the calling thread). No-op without MPI.
+class ScopedCommunicator {
+ public:
+  explicit ScopedCommunicator(int dupHandle);
+  ~ScopedCommunicator();
+  ScopedCommunicator(const ScopedCommunicator&) = delete;
+  ScopedCommunicator& operator=(const ScopedCommunicator&) = delete;
+
+ private:
+  bool set_ = false;
+};
+
 }  // namespace amrgrav
