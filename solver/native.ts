@@ -181,6 +181,8 @@ export interface NativeEwaldRequest {
 
 export interface NativeAddon {
   ewaldTable(request: NativeEwaldRequest): NativeEwaldTable;
+  /** ewaldTable on a worker thread: the same request and result, without blocking the event loop. */
+  ewaldTableAsync(request: NativeEwaldRequest): Promise<NativeEwaldTable>;
   solve(cells: NativeCells, options: NativeOptions, out?: NativeOutputs): Promise<NativeResult>;
   direct(cells: NativeCells, options: NativeOptions, out?: NativeOutputs): Promise<NativeResult>;
   features(): NativeFeatures;

@@ -151,6 +151,7 @@ static Napi::Object InitAddon(Napi::Env env, Napi::Object exports) {
   exports.Set("gpuReasonInWords", Napi::Function::New(env, gpuReasonInWords, "gpuReasonInWords"));
   registerMpiExports(env, exports);
   exports.Set("ewaldTable", Napi::Function::New(env, ewaldTable, "ewaldTable"));
+  exports.Set("ewaldTableAsync", Napi::Function::New(env, ewaldTableAsync, "ewaldTableAsync"));
   return exports;
 }
 
