@@ -2,7 +2,9 @@
 # addon:
 #   include(cmake/cuda.cmake)
 # Defines (when the backend is built):
-#   amrgrav_cuda         static library (CUDA code, cudart linked statically; links amrgrav_core)
+#   amrgrav_cuda         static library (CUDA code, cudart linked statically; links amrgrav_core): the backend, split
+#                        by phase, and the GPU rank of a distributed solve (no MPI in it: api/ hands it to mpi/)
+#   amrgrav_cuda_testing the tools' view of the backend (native/cuda/testing.h); never linked into the addon or libamrgrav
 #   amrgrav_gpu_parity   standalone CPU-vs-CUDA parity and timing program (native/tools/gpu_parity.cpp)
 # Sets AMRGRAV_HAVE_CUDA to ON or OFF.
 #
@@ -37,6 +39,13 @@ if(AMRGRAV_HAVE_CUDA)
 
   add_library(amrgrav_cuda STATIC
     native/cuda/cuda_backend.cu
+    native/cuda/device.cu
+    native/cuda/memory_plan.cu
+    native/cuda/tree_phase.cu
+    native/cuda/ewald_phase.cu
+    native/cuda/walk_phase.cu
+    native/cuda/rank_phase.cu
+    native/cuda/cuda_rank_engine.cu
     native/cuda/kernel_keys.cu
     native/cuda/kernel_build.cu
     native/cuda/kernel_moments.cu
@@ -65,8 +74,15 @@ if(AMRGRAV_HAVE_CUDA)
     native/cuda/kernel_keys.cu native/cuda/kernel_build.cu native/cuda/kernel_moments.cu native/cuda/kernel_let.cu
     PROPERTIES COMPILE_OPTIONS "-fmad=false")
 
+  add_library(amrgrav_cuda_testing STATIC native/cuda/testing.cu)
+  set_target_properties(amrgrav_cuda_testing PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON
+                        POSITION_INDEPENDENT_CODE ON)
+  target_link_libraries(amrgrav_cuda_testing PUBLIC amrgrav_cuda)
+  target_compile_options(amrgrav_cuda_testing PRIVATE
+    $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo --Werror=all-warnings -Xcompiler=-Wall,-Wextra>)
+
   add_executable(amrgrav_gpu_parity native/tools/gpu_parity.cpp)
-  target_link_libraries(amrgrav_gpu_parity PRIVATE amrgrav_cuda amrgrav_core)
+  target_link_libraries(amrgrav_gpu_parity PRIVATE amrgrav_cuda_testing amrgrav_cuda amrgrav_core)
   target_compile_options(amrgrav_gpu_parity PRIVATE -O2 -Wall -Wextra)
 
   message(STATUS "amrgrav: GPU backend CUDA (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES})")

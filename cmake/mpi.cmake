@@ -1,6 +1,7 @@
 # amrgrav's MPI layer. Include from the top-level CMakeLists.txt after amrgrav_core is defined.
-# Defines amrgrav_mpi (static library: the MPI world, the LET exchange and the distributed solve) and sets
-# AMRGRAV_HAVE_MPI. Option AMRGRAV_MPI: ON (default; MPI is used when found, the build goes on without it) or OFF.
+# Defines amrgrav_mpi (static library: the MPI world, the LET exchange and the distributed solve's driver; no backend:
+# the rank engines are cpu/'s and cuda/'s, handed over by api/) and sets AMRGRAV_HAVE_MPI. Option AMRGRAV_MPI: ON
+# (default; MPI is used when found, the build goes on without it) or OFF.
 option(AMRGRAV_MPI "Build the distributed (MPI) solve when an MPI library is found" ON)
 
 set(AMRGRAV_HAVE_MPI OFF)
@@ -16,16 +17,9 @@ endif()
 set(_amrgrav_mpi_sources native/mpi/mpi_world.cpp native/mpi/agreement.cpp native/mpi/distributed_solve.cpp)
 if(AMRGRAV_HAVE_MPI)
   list(APPEND _amrgrav_mpi_sources native/mpi/let_exchange.cpp)
-  if(AMRGRAV_HAVE_CUDA)
-    list(APPEND _amrgrav_mpi_sources native/mpi/distributed_cuda.cpp)  # the GPU rank (cuda.cmake comes first)
-  endif()
 endif()
 add_library(amrgrav_mpi STATIC ${_amrgrav_mpi_sources})
 target_link_libraries(amrgrav_mpi PUBLIC amrgrav_core)
-if(AMRGRAV_HAVE_CUDA)
-  target_link_libraries(amrgrav_mpi PUBLIC amrgrav_cuda)
-  target_compile_definitions(amrgrav_mpi PRIVATE AMRGRAV_HAVE_CUDA=1)
-endif()
 target_compile_options(amrgrav_mpi PRIVATE -O3 -Wall -Wextra)
 if(AMRGRAV_HAVE_MPI)
   # OMPI_SKIP_MPICXX: the C++ bindings would leave an undefined MPI C++ symbol when Node loads the addon

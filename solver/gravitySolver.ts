@@ -1,13 +1,13 @@
 /**
- * GravitySolver: the public entry. Resolves options once, picks the backend, and runs solves on plain cell arrays
- * or on an AMR mesh (writing the potential, and accelerations if asked, back into block variables).
+ * GravitySolver: the public entry. Resolves options once, asks the native backend policy (native/api/session.h)
+ * what runs, and runs solves on plain cell arrays or on an AMR mesh (writing the potential, and accelerations if
+ * asked, back into block variables).
  */
 import { InvalidInputError, InvalidOptionError, NoDeviceError, fromNativeError } from './errors.js';
 import { periodicAxes, resolveOptions, selfPotentialModel, type ResolvedOptions, type SolverOptions } from './options.js';
 import { toNativeCells, type Box, type CellInput } from './cells.js';
 import {
   loadNative,
-  nativeFeatures,
   type NativeAddon,
   type NativeDistributedStats,
   type NativeOptions,
@@ -96,16 +96,14 @@ export interface MeshSolveOptions {
 let warnedFallback = false;
 
 /**
- * The CUDA probe's reason in a user's words (stats.backendReason keeps the runtime's own). CUDA's runtime says
- * "CUDA driver version is insufficient" both when no NVIDIA driver is installed and when it is too old for the
- * runtime; on a machine without a GPU that reads as a broken install, so it is said plainly.
+ * The CUDA probe's reason in a user's words (stats.backendReason keeps the runtime's own), as the native backend
+ * policy words it (native/api/session.h gpuReasonInWords). CUDA's runtime says "CUDA driver version is
+ * insufficient" both when no NVIDIA driver is installed and when it is too old for the runtime; on a machine
+ * without a GPU that reads as a broken install, so it is said plainly.
  * @private exported for the tests
  */
 export function fallbackReason(cudaReason: string): string {
-  if (/InsufficientDriver|NoDriver|driver version is insufficient/i.test(cudaReason))
-    return 'no GPU driver found';
-  if (/NoDevice|no CUDA device/i.test(cudaReason)) return 'no GPU found';
-  return `no usable GPU (${cudaReason.replace(/^CUDA backend: /, '')})`;
+  return loadNative().gpuReasonInWords(cudaReason);
 }
 
 /** The caller's result arrays as the addon takes them (lengths are checked natively, against the cell count). */
@@ -122,8 +120,6 @@ function toNativeOutputs(out: NonNullable<CellSolveOptions['out']>, acceleration
 export class GravitySolver {
   readonly options: ResolvedOptions;
   private readonly native: NativeAddon;
-  private readonly backend: 'cpu' | 'cuda';
-  private readonly backendReason: string;
   /** Tree solves are collectives over the MPI world (option `distributed` under mpirun with several ranks). */
   private readonly distributed: boolean;
 
@@ -145,31 +141,15 @@ export class GravitySolver {
     this.options = resolveOptions(options);
     this.periodic = periodicAxes(this.options.boundary);
     this.native = loadNative();
-    const features = nativeFeatures();
     this.distributed = this.options.distributed !== false && mpiWorld().size > 1;
-    if (this.distributed) {
-      // Each rank's share on its GPU ('cuda', or 'auto' where this rank sees one). A rank without a usable device is
-      // not rejected here, where the others could not know: the native solve makes every rank fail with NoDevice.
-      // Isolated and periodic boxes alike (stats.distributed.backend says which ran).
-      const gpu = this.options.backend === 'cuda' || (this.options.backend === 'auto' && features.cuda);
-      this.backend = gpu ? 'cuda' : 'cpu';
-      this.backendReason = gpu
-        ? `distributed: each rank's tree and walks on its GPU (${this.options.backend === 'cuda' ? 'requested' : 'auto'})`
-        : `distributed: the LET solve on the CPU (${this.options.backend === 'cpu' ? 'requested' : `auto: ${features.cudaReason}`})`;
-    } else if (this.options.backend === 'cuda') {
-      if (!features.cuda) throw new NoDeviceError(`backend 'cuda' was requested but ${features.cudaReason}`);
-      this.backend = 'cuda';
-      this.backendReason = 'requested';
-    } else if (this.options.backend === 'cpu') {
-      this.backend = 'cpu';
-      this.backendReason = 'requested';
-    } else {
-      this.backend = features.cuda ? 'cuda' : 'cpu';
-      this.backendReason = `auto: ${features.cudaReason}`;
-      if (!features.cuda && features.cudaBuilt && !warnedFallback) {
-        warnedFallback = true; // once per process: a hydro code constructs solvers often
-        process.stderr.write(`amrgrav: ${fallbackReason(features.cudaReason)}: using the CPU backend\n`);
-      }
+    // The backend policy is native (native/api/session.h): 'cuda' without a usable GPU fails here (not when
+    // distributed: a rank without a GPU fails inside the collective solve, with every rank); 'auto' says once why
+    // the CPU runs when CUDA was built but cannot be used. Each solve passes the choice through and reports what ran.
+    const choice = this.native.backendPolicy(this.options.backend, this.distributed);
+    if (choice.error) throw new NoDeviceError(choice.error);
+    if (choice.notice && !warnedFallback) {
+      warnedFallback = true; // once per process: a hydro code constructs solvers often
+      process.stderr.write(`${choice.notice}\n`);
     }
   }
 
@@ -245,7 +225,7 @@ export class GravitySolver {
       throw err;
     }
     const nopts: NativeOptions = {
-      backend: this.backend,
+      backend: o.backend,
       theta: o.theta,
       order: o.order,
       mac: o.mac,
@@ -263,43 +243,26 @@ export class GravitySolver {
       ...(opts.box ? { box: opts.box } : {}),
       distributed,
     };
-    const call = (backend: 'cpu' | 'cuda') => {
-      const b = { ...nopts, backend };
-      return method === 'tree' ? this.native.solve(nc, b, out) : this.native.direct(nc, b, out);
-    };
     let r: NativeResult;
-    let backend = this.backend;
     try {
-      try {
-        r = await call(backend);
-      } catch (err) {
-        // 'auto' falls back to the CPU when the GPU has too little memory for this input (with a warning)
-        const code = (err as { code?: string }).code;
-        // (never in a distributed solve: the other ranks would not follow)
-        if (!(this.options.backend === 'auto' && backend === 'cuda' && code === 'OUT_OF_MEMORY') || distributed) throw err;
-        process.emitWarning(`amrgrav: the GPU has too little memory for ${nc.x.length} cells; solving on the CPU (${(err as Error).message})`);
-        backend = 'cpu';
-        r = await call(backend);
-      }
+      // the native policy picks the backend; 'auto' falls back to the CPU when the GPU has too little memory for
+      // this input (never in a distributed solve: the other ranks would not follow), and says so in r.warning
+      r = await (method === 'tree' ? this.native.solve(nc, nopts, out) : this.native.direct(nc, nopts, out));
     } catch (err) {
       throw fromNativeError(err, callerStack, method === 'tree' ? 'tree solve' : 'direct summation');
     }
-    // a distributed solve says which backend this rank ran
-    return this.toResult(method, nc.x.length, r, r.stats.distributed?.backend ?? backend);
+    if (r.warning) process.emitWarning(r.warning);
+    return this.toResult(method, nc.x.length, r);
   }
 
-  private toResult(method: 'tree' | 'direct', n: number, r: NativeResult, backend: 'cpu' | 'cuda'): SolveResult {
+  private toResult(method: 'tree' | 'direct', n: number, r: NativeResult): SolveResult {
     const s = r.stats;
     const approx = n > 0 ? s.approxInteractions / n : 0;
     const direct = n > 0 ? s.directInteractions / n : 0;
     const stats: SolveStats = {
-      backend,
-      backendReason:
-        backend === this.backend
-          ? this.backendReason
-          : r.stats.distributed
-            ? `distributed: this rank's share ran on the ${backend === 'cuda' ? 'GPU' : 'CPU'}`
-            : 'auto: the GPU had too little memory for this input',
+      // what ran (a distributed solve: this rank's share) and why, as the native policy reports it
+      backend: s.backend,
+      backendReason: s.backendReason,
       method,
       cells: n,
       threads: s.threads,

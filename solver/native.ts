@@ -19,7 +19,8 @@ export interface NativeCells {
 
 /** Options as the addon reads them (see native/core/types.h SolveOptions). */
 export interface NativeOptions {
-  backend: 'cpu' | 'cuda';
+  /** The request; the native backend policy (native/api/session.h) picks what runs. */
+  backend: 'auto' | 'cpu' | 'cuda';
   theta: number;
   order: 1 | 2;
   mac: 'barnes' | 'bonsai';
@@ -41,7 +42,10 @@ export interface NativeOptions {
 }
 
 export interface NativeStats {
-  backend: string;
+  /** What ran (a distributed solve: this rank's share). */
+  backend: 'cpu' | 'cuda';
+  /** Why, e.g. "auto: CUDA device present" (native/api/session.h). */
+  backendReason: string;
   threads: number;
   secondsKeys: number;
   secondsBuild: number;
@@ -108,6 +112,18 @@ export interface NativeResult {
   ay?: Float64Array;
   az?: Float64Array;
   stats: NativeStats;
+  /** Set when 'auto' left the GPU for the CPU (too little device memory for this input). */
+  warning?: string;
+}
+
+/** The native backend policy's decision for a solver (native/api/session.h chooseBackend). */
+export interface NativeBackendPolicy {
+  backend: 'cpu' | 'cuda';
+  reason: string;
+  /** 'auto' fell back to the CPU though CUDA was built: the line to print (once per process). */
+  notice?: string;
+  /** backend 'cuda' without a usable GPU: the NoDevice message. */
+  error?: string;
 }
 
 export interface NativeFeatures {
@@ -118,6 +134,8 @@ export interface NativeFeatures {
   cuda: boolean;
   /** Why CUDA is or is not usable. */
   cudaReason: string;
+  /** CUDA devices present (0 without a driver or without the CUDA backend). */
+  cudaDevices: number;
   /** The MPI layer was compiled in. */
   mpi: boolean;
   mpiReason: string;
@@ -165,9 +183,15 @@ export interface NativeEwaldRequest {
 
 export interface NativeAddon {
   ewaldTable(request: NativeEwaldRequest): NativeEwaldTable;
+  /** ewaldTable on a worker thread: the same request and result, without blocking the event loop. */
+  ewaldTableAsync(request: NativeEwaldRequest): Promise<NativeEwaldTable>;
   solve(cells: NativeCells, options: NativeOptions, out?: NativeOutputs): Promise<NativeResult>;
   direct(cells: NativeCells, options: NativeOptions, out?: NativeOutputs): Promise<NativeResult>;
   features(): NativeFeatures;
+  /** The native backend policy for a solver with this request (distributed: collective over several ranks). */
+  backendPolicy(backend: 'auto' | 'cpu' | 'cuda', distributed: boolean): NativeBackendPolicy;
+  /** The CUDA probe's reason in a user's words ("no GPU driver found", ...). */
+  gpuReasonInWords(cudaReason: string): string;
   mpiInit(force: boolean): NativeMpiWorld;
   mpiWorld(): NativeMpiWorld;
   mpiFinalize(): void;

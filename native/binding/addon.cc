@@ -1,84 +1,42 @@
 /// \file addon.cc
 /// \brief Node-API entry points. Each export reads its arguments into plain structs, queues an AsyncWorker whose
-/// Execute() touches no JS value, and resolves or rejects a Promise. No physics lives here.
+/// Execute() touches no JS value, and resolves or rejects a Promise. No physics and no backend choice lives here:
+/// both are api/'s (api/session.h), which this file and its siblings reach native code through.
 #include <napi.h>
 
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "api/session.h"
+#include "api/world.h"
 #include "binding/convert.h"
-#include "binding/mpi_exports.h"
 #include "binding/ewald_binding.h"
-#include "core/backend.h"
-#include "mpi/distributed_solve.h"
-#include "mpi/mpi_world.h"
-#if defined(AMRGRAV_HAVE_CUDA)
-#include "cuda/cuda_backend.h"
-#endif
+#include "binding/mpi_exports.h"
 
 namespace amrgrav {
 namespace {
 
-enum class Mode { Tree, Direct };
-
-/// A backend and the lock that serialises its use. The CUDA backend is one per process: it keeps its device
-/// buffers between solves (a hydro code calls every step), so concurrent workers take turns on it.
-struct BackendSlot {
-  Backend* backend;
-  std::mutex* lock;  ///< null: the backend keeps no state between calls and needs no lock
-};
-
-BackendSlot cpuSlot() {
-  static std::unique_ptr<Backend> cpu = makeCpuBackend();
-  return {cpu.get(), nullptr};
-}
-
-#if defined(AMRGRAV_HAVE_CUDA)
-BackendSlot cudaSlot() {
-  static std::unique_ptr<Backend> gpu = makeCudaBackend();
-  static std::mutex m;
-  return {gpu.get(), &m};
-}
-#endif
-
-/// The backend named by the options ('cpu' or 'cuda'); an error status if this build or machine lacks it.
-Status pickBackend(const std::string& name, BackendSlot& slot) {
-  if (name == "cpu") {
-    slot = cpuSlot();
-    return Status::success();
-  }
-#if defined(AMRGRAV_HAVE_CUDA)
-  std::string why;
-  if (!cudaDeviceAvailable(&why)) return Status::error(ErrorCode::NoDevice, "no usable CUDA device: " + why);
-  slot = cudaSlot();
-  return Status::success();
-#else
-  return Status::error(ErrorCode::NoDevice, "this build of amrgrav has no CUDA backend (nvcc was not found at build time)");
-#endif
+/// The process's session: its backends (the GPU's keeps its device buffers between solves, as a hydro code calls
+/// every step; concurrent workers take turns on it).
+api::Session& session() {
+  static api::Session s;
+  return s;
 }
 
 class SolveWorker final : public Napi::AsyncWorker {
  public:
-  SolveWorker(Napi::Env env, Mode mode) : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), mode_(mode) {}
+  SolveWorker(Napi::Env env, api::Method method)
+      : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), method_(method) {}
 
   CellArrays cells;
   OutputArrays outputs;
   SolveOptions options;
-  bool distributed = false;  ///< a collective tree solve over the MPI world (several ranks)
-  bool distributedGpu = false;  ///< ... with backend 'cuda': each rank's share on its GPU
-  BackendSlot slot{nullptr, nullptr};
+  api::BackendChoice choice;  ///< the policy's, for this call's request
   Napi::Promise promise() { return deferred_.Promise(); }
 
   void Execute() override {
-    std::unique_lock<std::mutex> guard;
-    if (slot.lock) guard = std::unique_lock<std::mutex>(*slot.lock);
     result_.into = outputs.targets;
-    if (distributed)
-      status_ = distributedGpu ? solveDistributedCuda(cells.view, options, result_)
-                               : solveDistributedCpu(cells.view, options, result_);
-    else status_ = mode_ == Mode::Tree ? slot.backend->solve(cells.view, options, result_)
-                                       : slot.backend->direct(cells.view, options, result_);
+    status_ = session().solve(method_, choice, cells.view, options, result_, report_);
   }
   void OnOK() override {
     Napi::Env env = Env();
@@ -86,26 +44,32 @@ class SolveWorker final : public Napi::AsyncWorker {
       deferred_.Reject(makeError(env, status_).Value());
       return;
     }
-    deferred_.Resolve(
-        resultToJs(env, result_, distributed ? result_.stats.distributed.backend : slot.backend->name(), outputs));
+    Napi::Object r = resultToJs(env, result_, api::backendName(report_.ran), outputs);
+    r.Get("stats").As<Napi::Object>().Set("backendReason", report_.reason);
+    if (!report_.warning.empty()) r.Set("warning", report_.warning);
+    deferred_.Resolve(r);
   }
   void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
 
  private:
   Napi::Promise::Deferred deferred_;
-  Mode mode_;
+  api::Method method_;
   Status status_;
   SolveResult result_;
+  api::SolveReport report_;
 };
 
 /// solve(cells, options, out?) / direct(cells, options, out?) -> Promise<result>. `out`: optional caller arrays
 /// {potential, ax?, ay?, az?} (Float64Array, one element per cell) that receive the results; new ones otherwise.
-Napi::Value startSolve(const Napi::CallbackInfo& info, Mode mode) {
+/// options.backend 'auto' | 'cpu' | 'cuda' goes through api/'s policy; stats.backend and stats.backendReason say
+/// what ran and why, and `warning` is set when 'auto' had to leave the GPU (too little device memory).
+Napi::Value startSolve(const Napi::CallbackInfo& info, api::Method method) {
   Napi::Env env = info.Env();
-  auto* w = new SolveWorker(env, mode);
+  auto* w = new SolveWorker(env, method);
   Napi::Promise p = w->promise();
   Status st;
   std::string backendName;
+  bool distributed = false;
   if (info.Length() < 1 || !info[0].IsObject())
     st = Status::error(ErrorCode::InvalidInput, "cells must be an object {x, y, z, mass, size}");
   if (st.ok()) st = readCells(info[0].As<Napi::Object>(), w->cells);
@@ -113,12 +77,14 @@ Napi::Value startSolve(const Napi::CallbackInfo& info, Mode mode) {
   if (st.ok())
     st = prepareOutputs(env, info.Length() > 2 ? info[2] : env.Undefined(), w->cells.view.n, w->options.accelerations,
                         w->outputs);
-  if (st.ok() && mode == Mode::Tree) st = readDistributed(info.Length() > 1 ? info[1] : env.Undefined(), w->distributed);
-  w->distributed = w->distributed && mpiWorld().size > 1;
+  if (st.ok() && method == api::Method::Tree)
+    st = readDistributed(info.Length() > 1 ? info[1] : env.Undefined(), distributed);
+  distributed = distributed && api::world().size > 1;
+  api::BackendRequest request = api::BackendRequest::Cpu;
+  if (st.ok()) (void)api::parseBackendRequest(backendName, request);  // readOptions accepted it
   // a distributed solve checks its backend inside the collective (a rank without a GPU must not leave the others
-  // waiting): no backend slot here
-  if (st.ok() && w->distributed) w->distributedGpu = backendName == "cuda";
-  else if (st.ok()) st = pickBackend(backendName, w->slot);
+  // waiting): the policy rejects nothing then
+  if (st.ok()) st = api::chooseBackend(request, distributed, "'cuda'", w->choice);
   if (!st.ok()) {
     Napi::Promise::Deferred d = Napi::Promise::Deferred::New(env);
     d.Reject(makeError(env, st).Value());
@@ -129,29 +95,48 @@ Napi::Value startSolve(const Napi::CallbackInfo& info, Mode mode) {
   return p;
 }
 
-Napi::Value solve(const Napi::CallbackInfo& info) { return startSolve(info, Mode::Tree); }
-Napi::Value direct(const Napi::CallbackInfo& info) { return startSolve(info, Mode::Direct); }
+Napi::Value solve(const Napi::CallbackInfo& info) { return startSolve(info, api::Method::Tree); }
+Napi::Value direct(const Napi::CallbackInfo& info) { return startSolve(info, api::Method::Direct); }
 
-/// What this build contains, so TS can choose backends and explain a missing one.
+/// What this build contains, so TS can explain a missing backend.
 Napi::Value features(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
+  const api::Features f = api::features();
   Napi::Object o = Napi::Object::New(env);
-  o.Set("cpu", true);
-#if defined(AMRGRAV_HAVE_CUDA)
-  std::string why;
-  const bool gpu = cudaDeviceAvailable(&why);
-  o.Set("cudaBuilt", true);
-  o.Set("cuda", gpu);
-  o.Set("cudaReason", gpu ? std::string("CUDA device present") : why);
-#else
-  o.Set("cudaBuilt", false);
-  o.Set("cuda", false);
-  o.Set("cudaReason", "this build has no CUDA backend (nvcc was not found at build time)");
-#endif
-  const MpiWorld world = mpiWorld();
-  o.Set("mpi", world.built);
-  o.Set("mpiReason", world.reason);
+  o.Set("cpu", f.cpu);
+  o.Set("cudaBuilt", f.cudaBuilt);
+  o.Set("cuda", f.cudaUsable);
+  o.Set("cudaReason", f.cudaReason);
+  o.Set("cudaDevices", f.cudaDevices);
+  o.Set("mpi", f.mpiBuilt);
+  o.Set("mpiReason", f.mpiReason);
   return o;
+}
+
+/// backendPolicy(backend: 'auto' | 'cpu' | 'cuda', distributed: boolean) -> {backend: 'cpu' | 'cuda', reason,
+/// notice?, error?}: api/'s backend policy for a solver (error: the NoDevice message of backend 'cuda' without a
+/// usable GPU; notice: the line to print once when 'auto' falls back to the CPU though CUDA was built).
+Napi::Value backendPolicy(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const std::string name = info.Length() > 0 && info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "";
+  api::BackendRequest request;
+  if (!api::parseBackendRequest(name, request))
+    throw makeError(env, Status::error(ErrorCode::InvalidOption, "option 'backend' must be 'auto', 'cpu' or 'cuda'"));
+  const bool distributed = info.Length() > 1 && info[1].ToBoolean().Value();
+  api::BackendChoice c;
+  const Status st = api::chooseBackend(request, distributed, "'cuda'", c);
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("backend", api::backendName(c.backend));
+  o.Set("reason", c.reason);
+  if (!c.notice.empty()) o.Set("notice", c.notice);
+  if (!st.ok()) o.Set("error", st.message);
+  return o;
+}
+
+/// gpuReasonInWords(cudaReason) -> the CUDA probe's reason in a user's words ("no GPU driver found", ...).
+Napi::Value gpuReasonInWords(const Napi::CallbackInfo& info) {
+  const std::string why = info.Length() > 0 && info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "";
+  return Napi::String::New(info.Env(), api::gpuReasonInWords(why));
 }
 
 }  // namespace
@@ -162,8 +147,11 @@ static Napi::Object InitAddon(Napi::Env env, Napi::Object exports) {
   exports.Set("solve", Napi::Function::New(env, solve, "solve"));
   exports.Set("direct", Napi::Function::New(env, direct, "direct"));
   exports.Set("features", Napi::Function::New(env, features, "features"));
+  exports.Set("backendPolicy", Napi::Function::New(env, backendPolicy, "backendPolicy"));
+  exports.Set("gpuReasonInWords", Napi::Function::New(env, gpuReasonInWords, "gpuReasonInWords"));
   registerMpiExports(env, exports);
   exports.Set("ewaldTable", Napi::Function::New(env, ewaldTable, "ewaldTable"));
+  exports.Set("ewaldTableAsync", Napi::Function::New(env, ewaldTableAsync, "ewaldTableAsync"));
   return exports;
 }
 

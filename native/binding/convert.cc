@@ -136,7 +136,8 @@ Status readOptions(const Napi::Value& value, SolveOptions& opt, std::string& bac
   if (o.Has("backend") && !o.Get("backend").IsUndefined()) {
     Napi::Value b = o.Get("backend");
     backend = b.IsString() ? b.As<Napi::String>().Utf8Value() : std::string();
-    if (backend != "cpu" && backend != "cuda") return invalidOption("option 'backend' must be 'cpu' or 'cuda'");
+    if (backend != "auto" && backend != "cpu" && backend != "cuda")
+      return invalidOption("option 'backend' must be 'auto', 'cpu' or 'cuda'");
   }
   if (o.Has("box") && !o.Get("box").IsUndefined()) {
     Napi::Value b = o.Get("box");

@@ -30,7 +30,8 @@ struct OutputArrays {
 /// object (ax, ay, az required with accelerations), else new arrays. An error status names a bad array.
 Status prepareOutputs(Napi::Env env, const Napi::Value& value, std::size_t n, bool accelerations, OutputArrays& out);
 
-/// Reads the options object (missing fields keep their defaults); `backend` receives 'cpu' (default) or 'cuda'.
+/// Reads the options object (missing fields keep their defaults); `backend` receives 'cpu' (default), 'cuda' or
+/// 'auto' (api/session.h chooses).
 Status readOptions(const Napi::Value& value, SolveOptions& opt, std::string& backend);
 
 /// Reads options.distributed (default false): run the tree solve as a collective over the MPI world.

@@ -1,27 +1,26 @@
 /// \file mpi_exports.cc
-/// \brief Node-API wrappers of native/mpi/ (see mpi_exports.h). Collective calls (gather, failure agreement) run
-/// in AsyncWorkers, as solves do, so a rank waiting for the others never blocks its event loop.
+/// \brief Node-API wrappers of the MPI world (api/world.h over native/mpi/; see mpi_exports.h). Collective calls
+/// (gather, failure agreement) run in AsyncWorkers, as solves do, so a rank waiting for the others never blocks its
+/// event loop.
 #include "binding/mpi_exports.h"
 
 #include <string>
 #include <vector>
 
+#include "api/world.h"
 #include "binding/convert.h"
-#include "mpi/agreement.h"
-#include "mpi/distributed_solve.h"
-#include "mpi/mpi_world.h"
 
 namespace amrgrav {
 namespace {
 
 Napi::Object worldToJs(Napi::Env env) {
-  const MpiWorld w = mpiWorld();
+  const api::World w = api::world();
   Napi::Object o = Napi::Object::New(env);
   o.Set("built", w.built);
   o.Set("active", w.active);
   o.Set("rank", w.rank);
   o.Set("size", w.size);
-  o.Set("localRank", nodeLocalRank());
+  o.Set("localRank", api::nodeLocalRank());
   o.Set("reason", w.reason);
   return o;
 }
@@ -29,7 +28,7 @@ Napi::Object worldToJs(Napi::Env env) {
 /// mpiInit(force: boolean) -> world; initialises only under an MPI launcher unless forced.
 Napi::Value mpiInit(const Napi::CallbackInfo& info) {
   const bool force = info.Length() > 0 && info[0].ToBoolean().Value();
-  const Status st = initMpiWorld(force);
+  const Status st = api::initWorld(force);
   if (!st.ok()) throw makeError(info.Env(), st);
   return worldToJs(info.Env());
 }
@@ -37,7 +36,7 @@ Napi::Value mpiInit(const Napi::CallbackInfo& info) {
 Napi::Value mpiWorldJs(const Napi::CallbackInfo& info) { return worldToJs(info.Env()); }
 
 Napi::Value mpiFinalize(const Napi::CallbackInfo& info) {
-  finalizeMpiWorld();
+  api::finalizeWorld();
   return info.Env().Undefined();
 }
 
@@ -45,7 +44,7 @@ Napi::Value mpiFinalize(const Napi::CallbackInfo& info) {
 Napi::Value mpiAbort(const Napi::CallbackInfo& info) {
   const std::string msg = info.Length() > 0 && info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "aborted";
   const int code = info.Length() > 1 && info[1].IsNumber() ? info[1].As<Napi::Number>().Int32Value() : 1;
-  abortMpiWorld(msg, code);
+  api::abortWorld(msg, code);
 }
 
 /// A collective run off the JS thread; resolves with `result` or rejects with the status.
@@ -60,13 +59,8 @@ class CollectiveWorker final : public Napi::AsyncWorker {
   Napi::Promise promise() { return deferred_.Promise(); }
 
   void Execute() override {
-    if (kind_ == Kind::Gather) {
-      std::lock_guard<std::mutex> lock(mpiLock());
-      if (mpiWorld().active) status_ = gatherToRoot(inputData, inputLength, result_);
-      else result_.assign(inputData, inputData + inputLength);
-    } else {
-      status_ = failDistributedSolve(failure);
-    }
+    if (kind_ == Kind::Gather) status_ = api::gatherToRoot(inputData, inputLength, result_);
+    else status_ = api::failDistributedSolve(failure);
   }
   void OnOK() override {
     Napi::Env env = Env();
@@ -121,11 +115,11 @@ Napi::Value mpiDeviceFor(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsNumber())
     throw Napi::TypeError::New(env, "mpiDeviceFor expects (localRank, deviceCount)");
-  return Napi::Number::New(env, deviceForLocalRank(info[0].As<Napi::Number>().Int32Value(),
+  return Napi::Number::New(env, api::deviceForLocalRank(info[0].As<Napi::Number>().Int32Value(),
                                                    info[1].As<Napi::Number>().Int32Value()));
 }
 
-void finalizeAtTeardown(void*) { finalizeMpiWorld(); }
+void finalizeAtTeardown(void*) { api::finalizeWorld(); }
 
 }  // namespace
 

@@ -1,6 +1,7 @@
 /// \file amrgrav_c.cpp
-/// \brief The C API (native/include/amrgrav.h) over the same backends as the Node binding. Thin: options and
-/// arrays in, Status out as a code plus a message; no exception crosses the C boundary.
+/// \brief The C API (native/include/amrgrav.h) over the same session, backends and backend policy as the Node
+/// binding (api/session.h). Thin: options and arrays in, Status out as a code plus a message; no exception crosses
+/// the C boundary.
 #include "amrgrav.h"
 
 #include <algorithm>
@@ -12,32 +13,26 @@
 #include <new>
 #include <string>
 
-#include "core/backend.h"
+#include "api/ewald.h"
+#include "api/session.h"
+#include "api/world.h"
 #include "core/thread_pool.h"
 #include "core/validate.h"
-#include "ewald/table.h"
-#include "mpi/distributed_solve.h"
-#include "mpi/mpi_world.h"
-#if defined(AMRGRAV_HAVE_CUDA)
-#include "cuda/cuda_backend.h"
-#endif
 
 using namespace amrgrav;
 
 struct amrgrav_solver {
   SolveOptions options;
-  bool distributed = false;  ///< a collective over the caller's MPI world
-  bool distributedGpu = false;  ///< ... with this rank's share on its GPU (mpi/distributed_solve.h)
-  int requested = AMRGRAV_BACKEND_AUTO;
-  std::unique_ptr<Backend> backend;  ///< the GPU's or the CPU's
-  std::unique_ptr<Backend> cpu;      ///< AUTO's fallback when the GPU has too little memory (made when needed)
+  api::BackendRequest requested = api::BackendRequest::Auto;
+  api::BackendChoice choice;  ///< the policy's (distributed: a collective over the caller's MPI world)
+  api::Session session;       ///< this solver's backends (the GPU's keeps its device buffers between steps)
   int ran = AMRGRAV_BACKEND_CPU;
   SolveStats stats;
   std::size_t cells = 0;  ///< of the last successful computation
   std::string error;
-  std::string warning;          ///< of the last call that succeeded (amrgrav_last_warning)
+  std::string warning;                ///< of the last call that succeeded (amrgrav_last_warning)
   bool requestedDistributed = false;  ///< options.distributed was set (whatever the world's size)
-  bool hasComm = false;         ///< amrgrav_set_communicator gave a communicator (its duplicate's Fortran handle)
+  bool hasComm = false;               ///< amrgrav_set_communicator gave a communicator (its duplicate's Fortran handle)
   int comm = 0;
 };
 
@@ -59,15 +54,6 @@ amrgrav_status toC(ErrorCode c) {
     case ErrorCode::Internal: return AMRGRAV_INTERNAL;
   }
   return AMRGRAV_INTERNAL;
-}
-
-bool cudaUsable(std::string* why) {
-#if defined(AMRGRAV_HAVE_CUDA)
-  return cudaDeviceAvailable(why);
-#else
-  if (why) *why = "this build of amrgrav has no CUDA backend (nvcc was not found at build time)";
-  return false;
-#endif
 }
 
 /// The first version's options end at box_hi; later fields are read only when the caller's struct has them.
@@ -133,17 +119,10 @@ int defaultThreads(std::string* warning) {
 }
 
 /// The checks amrgrav_create makes beyond the options' ranges, so that nothing the options decide fails first at a
-/// computation: the periodic box's shape (aspect ratio, Ewald table size: ewald/table.h). Also resolves threads = 0.
+/// computation: the periodic box's shape (aspect ratio, Ewald table size: api/ewald.h). Also resolves threads = 0.
 Status checkAtCreate(SolveOptions& s, std::string& warning) {
   if (s.threads == 0) s.threads = defaultThreads(&warning);
-  if (s.anyPeriodic()) {
-    double L[3];
-    for (int d = 0; d < 3; ++d) L[d] = s.boxHi[d] - s.boxLo[d];
-    int n[3];
-    double h[3];
-    return ewaldGrid(ewaldSpecFor(L, s.periodic, s.ewaldResolution), n, h);
-  }
-  return Status::success();
+  return api::checkPeriodicBox(s);
 }
 
 template <class F>
@@ -199,34 +178,26 @@ amrgrav_status amrgrav_create(const amrgrav_options* options, amrgrav_solver** o
     if (!st.ok()) return st;
     if (!(st = checkAtCreate(s->options, s->warning)).ok()) return st;
     threadWarning = s->warning;
-    s->requested = options->backend;
+    bool distributed = false;
     if (options->struct_size >= offsetof(amrgrav_options, distributed) + sizeof(int) && options->distributed) {
-      st = initMpiWorld(true);  // uses the caller's MPI (MPI_COMM_WORLD) when it initialised MPI already
+      st = api::initWorld(true);  // uses the caller's MPI (MPI_COMM_WORLD) when it initialised MPI already
       if (!st.ok()) return st;
       s->requestedDistributed = true;
-      s->distributed = mpiWorld().size > 1;
-      // each rank's share on its GPU (CUDA, or AUTO where this rank has one); a rank without a usable GPU fails in
-      // the solve's agreement, with every other rank (an error here would leave the others waiting in it)
-      s->distributedGpu = s->distributed && (options->backend == AMRGRAV_BACKEND_CUDA ||
-                                             (options->backend == AMRGRAV_BACKEND_AUTO && cudaUsable(nullptr)));
+      distributed = api::world().size > 1;
     }
-    std::string why;
-    const bool gpu = options->backend != AMRGRAV_BACKEND_CPU && !s->distributed && cudaUsable(&why);
-    if (options->backend == AMRGRAV_BACKEND_CUDA && !gpu && !s->distributed)
-      return Status::error(ErrorCode::NoDevice, "backend CUDA was requested but " + why);
-#if defined(AMRGRAV_HAVE_CUDA)
-    if (gpu) {
-      if (s->options.groupSize > 64)
-        return Status::error(ErrorCode::InvalidOption, "group_size must be at most 64 on the CUDA backend, got " +
-                                                           std::to_string(s->options.groupSize));
-      s->backend = makeCudaBackend();
-      s->ran = AMRGRAV_BACKEND_CUDA;
-    }
-#endif
-    if (!s->backend) {
-      s->backend = makeCpuBackend();
-      s->ran = AMRGRAV_BACKEND_CPU;
-    }
+    // api/'s policy: AUTO is CUDA when usable; distributed, each rank's share on its GPU (CUDA, or AUTO where this
+    // rank has one), and a rank without a usable GPU fails in the solve's agreement, with every other rank
+    const api::BackendRequest request = options->backend == AMRGRAV_BACKEND_CUDA  ? api::BackendRequest::Cuda
+                                        : options->backend == AMRGRAV_BACKEND_CPU ? api::BackendRequest::Cpu
+                                                                                  : api::BackendRequest::Auto;
+    s->requested = request;
+    st = api::chooseBackend(request, distributed, "CUDA", s->choice);
+    if (!st.ok()) return st;
+    const bool gpu = !distributed && s->choice.backend == api::BackendKind::Cuda;
+    if (gpu && s->options.groupSize > 64)
+      return Status::error(ErrorCode::InvalidOption, "group_size must be at most 64 on the CUDA backend, got " +
+                                                         std::to_string(s->options.groupSize));
+    s->ran = gpu ? AMRGRAV_BACKEND_CUDA : AMRGRAV_BACKEND_CPU;
     *out = s.release();
     return Status::success();
   });
@@ -249,37 +220,23 @@ amrgrav_status amrgrav_compute_potential(amrgrav_solver* s, size_t n, const doub
     r.into = ResultTargets{potential, s->options.accelerations ? ax : nullptr, s->options.accelerations ? ay : nullptr,
                            s->options.accelerations ? az : nullptr};
     s->warning.clear();
-    if (s->distributed) {  // collective: a rank with no cells still takes part
-      std::unique_ptr<ScopedCommunicator> scope;  // amrgrav_set_communicator's communicator, else the world
-      if (s->hasComm) scope = std::make_unique<ScopedCommunicator>(s->comm);
-      const Status st = s->distributedGpu ? solveDistributedCuda(cells, s->options, r)
-                                          : solveDistributedCpu(cells, s->options, r);
-      if (st.ok()) {
-        s->stats = r.stats;
-        s->cells = n;
-        s->ran = std::string(r.stats.distributed.backend) == "cuda" ? AMRGRAV_BACKEND_CUDA : AMRGRAV_BACKEND_CPU;
-        s->warning = r.stats.ewaldCacheWarning;
-      }
-      return st;
-    }
-    if (n == 0) {
+    // collective when distributed: a rank with no cells still takes part
+    if (!s->choice.distributed && n == 0) {
       s->stats = SolveStats{};
       s->cells = 0;
       return Status::success();
     }
-    Status st = s->backend->solve(cells, s->options, r);
-    int ran = std::string(s->backend->name()) == "cuda" ? AMRGRAV_BACKEND_CUDA : AMRGRAV_BACKEND_CPU;
-    if (st.code == ErrorCode::OutOfMemory && s->requested == AMRGRAV_BACKEND_AUTO && ran == AMRGRAV_BACKEND_CUDA) {
-      // AUTO: too little GPU memory for this input; the CPU solves it (the GPU is tried again next call)
-      if (!s->cpu) s->cpu = makeCpuBackend();
-      st = s->cpu->solve(cells, s->options, r);
-      ran = AMRGRAV_BACKEND_CPU;
-    }
+    // AUTO: too little GPU memory for this input, and the CPU solves it (the GPU is tried again next call)
+    api::SolveReport report;
+    std::unique_ptr<api::CommunicatorScope> scope;  // amrgrav_set_communicator's communicator, else the world
+    if (s->choice.distributed && s->hasComm) scope = std::make_unique<api::CommunicatorScope>(s->comm);
+    const Status st = s->session.solve(api::Method::Tree, s->choice, cells, s->options, r, report);
     if (st.ok()) {
       s->stats = r.stats;
       s->cells = n;
-      s->ran = ran;
+      s->ran = report.ran == api::BackendKind::Cuda ? AMRGRAV_BACKEND_CUDA : AMRGRAV_BACKEND_CPU;
       s->warning = r.stats.ewaldCacheWarning;
+      if (!report.warning.empty()) s->warning += (s->warning.empty() ? "" : "\n") + report.warning;
     }
     return st;
   });
@@ -309,17 +266,16 @@ amrgrav_status amrgrav_get_stats(const amrgrav_solver* s, amrgrav_stats* out) {
 }
 
 int amrgrav_features(void) {
-  int f = 1;
-#if defined(AMRGRAV_HAVE_CUDA)
-  f |= 2;
-#endif
-  if (cudaUsable(nullptr)) f |= 4;
-  if (mpiWorld().built) f |= 8;
-  return f;
+  const api::Features f = api::features();
+  int bits = 1;
+  if (f.cudaBuilt) bits |= 2;
+  if (f.cudaUsable) bits |= 4;
+  if (f.mpiBuilt) bits |= 8;
+  return bits;
 }
 
 void amrgrav_destroy(amrgrav_solver* s) {
-  if (s && s->hasComm) freeCallerCommunicator(s->comm);
+  if (s && s->hasComm) api::freeCommunicator(s->comm);
   delete s;
 }
 
@@ -338,12 +294,11 @@ amrgrav_status amrgrav_get_build_info(amrgrav_build_info* info) {
   }
   amrgrav_build_info b{};
   b.struct_size = info->struct_size;
-#if defined(AMRGRAV_HAVE_CUDA)
-  b.cuda_built = 1;
-  b.cuda_devices = cudaDeviceCount();
-#endif
-  b.cuda_usable = cudaUsable(nullptr) ? 1 : 0;
-  b.mpi_built = mpiWorld().built ? 1 : 0;
+  const api::Features f = api::features();
+  b.cuda_built = f.cudaBuilt ? 1 : 0;
+  b.cuda_devices = f.cudaDevices;
+  b.cuda_usable = f.cudaUsable ? 1 : 0;
+  b.mpi_built = f.mpiBuilt ? 1 : 0;
   b.default_threads = defaultThreads(nullptr);
   std::memcpy(info, &b, std::min(info->struct_size, sizeof b));  // an older caller's smaller struct: its fields only
   return AMRGRAV_OK;
@@ -361,15 +316,19 @@ amrgrav_status amrgrav_set_communicator(amrgrav_solver* s, int fortran_comm) {
       return Status::error(ErrorCode::InvalidOption, "amrgrav_set_communicator: the solver was created without "
                                                      "options.distributed (a communicator is for distributed solves)");
     int dup = 0, size = 1;
-    Status st = dupCallerCommunicator(fortran_comm, &dup, &size);
+    Status st = api::dupCommunicator(fortran_comm, &dup, &size);
     if (!st.ok()) return st;
-    if (s->hasComm) freeCallerCommunicator(s->comm);
+    if (s->hasComm) api::freeCommunicator(s->comm);
     s->hasComm = true;
     s->comm = dup;
     // as amrgrav_create decides it for the world: a collective only over several ranks
-    s->distributed = size > 1;
-    s->distributedGpu = s->distributed && (s->requested == AMRGRAV_BACKEND_CUDA ||
-                                           (s->requested == AMRGRAV_BACKEND_AUTO && cudaUsable(nullptr)));
+    api::BackendChoice choice;
+    if (!(st = api::chooseBackend(s->requested, size > 1, "CUDA", choice)).ok()) return st;
+    if (!choice.distributed && choice.backend == api::BackendKind::Cuda && s->options.groupSize > 64)
+      return Status::error(ErrorCode::InvalidOption, "group_size must be at most 64 on the CUDA backend, got " +
+                                                         std::to_string(s->options.groupSize));
+    s->choice = choice;
+    s->ran = !choice.distributed && choice.backend == api::BackendKind::Cuda ? AMRGRAV_BACKEND_CUDA : AMRGRAV_BACKEND_CPU;
     return Status::success();
   });
 }

@@ -1,9 +1,10 @@
 /// \file rank_engine.h
 /// \brief One rank's own work in a distributed solve, on the CPU or on a GPU: its tree, the summary of its cells,
 /// the LETs chosen from its tree, the walk of its tree and of the received LETs, and its results. The MPI side (the
-/// agreement, the summaries, the exchange, the statistics) is the driver's, distributed_solve.cpp, the same for
+/// agreement, the summaries, the exchange, the statistics) is the driver's, mpi/distributed_solve.cpp, the same for
 /// both, so CPU and GPU ranks build the same LETs and can even be mixed in one job. Both walk the received LETs
-/// merged into one tree (let/let.h mergeLets).
+/// merged into one tree (let/let.h mergeLets). The engines are cpu/cpu_rank_engine.h and cuda/cuda_rank_engine.h;
+/// api/ picks one and hands it to the driver.
 #pragma once
 #include <functional>
 #include <memory>
@@ -57,9 +58,5 @@ class RankEngine {
   /// Scale, self term, scatter into out (its targets); out.stats keeps what the driver filled.
   virtual Status finish(const SolveOptions& opt, SolveResult& out) = 0;
 };
-
-/// (The CPU rank lives in distributed_solve.cpp.) The GPU rank (mpi/distributed_cuda.cpp): its device is deviceForLocalRank(nodeLocalRank(), devices); null in a
-/// build without CUDA.
-std::unique_ptr<RankEngine> makeCudaRankEngine();
 
 }  // namespace amrgrav

@@ -1,18 +1,21 @@
 /// \file cuda_backend.h
 /// \brief The CUDA backend: the same solve as the CPU backend (same validation, root cube, keys, tree, moments,
-/// groups and MAC decisions, hence identical interaction counts), run on one GPU. Plain C++: the binding and the
-/// tools include this without CUDA headers; cudart is linked statically, and every entry point reports a missing
-/// driver or device as a Status (ErrorCode::NoDevice) rather than failing to load or aborting.
+/// groups and MAC decisions, hence identical interaction counts), run on one GPU. Plain C++: api/ includes this
+/// without CUDA headers; cudart is linked statically, and every entry point reports a missing driver or device as a
+/// Status (ErrorCode::NoDevice) rather than failing to load or aborting. The device checks are cuda/device.h's, the
+/// distributed solve's GPU rank is cuda/cuda_rank_engine.h, and the tools' view of the backend (its settings, its
+/// device statistics, its rank steps one by one) is cuda/testing.h.
+///
+/// The implementation is split by phase over one plain state (cuda/device_state.h): device set-up (device.cu), the
+/// memory plan (memory_plan.cu), the tree (tree_phase.cu), the Ewald table (ewald_phase.cu), the walk and the
+/// results (walk_phase.cu), a distributed solve's rank steps (rank_phase.cu); cuda_backend.cu orchestrates a solve.
 #pragma once
 #include <cstddef>
-#include <cstdint>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "core/backend.h"
-#include "let/let.h"
-#include "tree/source_tree.h"
+#include "cuda/device.h"
 
 namespace amrgrav {
 
@@ -51,73 +54,8 @@ struct CudaStats {
   std::string device;               ///< name, compute capability, multiprocessors
 };
 
-/// The local tree copied down from the device, in SourceTree's layout (tree/source_tree.h), as the host-side LET
-/// selection and packing (let/let.h) read it. Multipoles are the device's (float, times massScale) divided back.
-/// The cells are the sorted ones, scaled; second moments only in a periodic box.
-using HostTree = SourceTreeArrays;
-
-class CudaBackend : public Backend {
- public:
-  virtual void setCudaOptions(const CudaOptions& options) = 0;
-  virtual CudaOptions cudaOptions() const = 0;
-  /// The last solve()'s or direct()'s measurements.
-  virtual CudaStats lastCudaStats() const = 0;
-  /// Frees every device and pinned buffer now (they are otherwise kept, grow-only, for the next solve).
-  virtual void releaseDeviceMemory() = 0;
-
-  // ---- One rank's share of a distributed solve (mpi/distributed_cuda.cpp calls these in this order). The same
-  //      semantics as the CPU rank's: root cube of this rank's cells, the caller's (global) length scale, the same
-  //      MAC (periodic boxes: the same Ewald table, LETs chosen by essentialNodesForPeriodic's test); received LETs
-  //      are walked into sums of their own, then added (the CPU's accumulate), with no self pair and, in a periodic
-  //      box, no hoisted corrections.
-  /// Before the ranks' agreement: the options, the backend's limits, the device (NoDevice without one), and the
-  /// cells: uploaded and checked as validateCells does (its message on a failure), lo/hi = their extents' bounds
-  /// (the box when given; empty without cells or box).
-  virtual Status rankOpen(const CellsView& cells, const SolveOptions& opt, double lo[3], double hi[3]) = 0;
-  /// Keys with length scale `scale`, sort, masses, build, moments (the cells of rankOpen, cells.n > 0).
-  virtual Status rankBuild(const CellsView& cells, const SolveOptions& opt, double scale, double totalMass,
-                           SolveStats& st) = 0;
-  /// The summary of the cells the ranks share (let/let.h; scaled): the box of the centres from a pass over the
-  /// sorted cells, the extents' box from rankOpen's, the root's centre of mass, the device's mass sum.
-  virtual Status rankSummary(RankSummary& out) = 0;
-  /// Chooses and packs on the device the LETs for these remote boxes of cell centres (let/let.h essentialNodesFor
-  /// and packLet: the same nodes, the same bytes); their node and cell counts into letNodes/letCells[count]. Call
-  /// before rankStartLocalWalk: the packing then runs before the walk, and the downloads beside it.
-  virtual Status rankChooseLets(const RemoteBox* boxes, std::size_t count, std::size_t* letNodes,
-                                std::size_t* letCells) = 0;
-  /// Queues the walk of the local tree and returns at once.
-  virtual Status rankStartLocalWalk(const SolveOptions& opt) = 0;
-  /// Downloads the k-th LET of rankChooseLets on a second stream (beside the local walk); blocks until done.
-  virtual Status rankDownloadLet(std::size_t k, PackedLet& out) = 0;
-  /// The whole tree and the sorted cells copied down (on the second stream; blocks until done), in the layout the
-  /// host's LET selection reads, and the extents' box (scaled). Not used by the solve: the parity tool checks the
-  /// device's LETs against the host's choice over this copy.
-  virtual Status rankExportTree(HostTree& out, double extentLo[3], double extentHi[3]) = 0;
-  /// Whether the local walk's launch has finished (never blocks).
-  virtual Status rankLocalWalkDone(bool* done) = 0;
-  /// Waits for the local walk, reruns it after a queue overflow, counts its interactions into `st`.
-  virtual Status rankFinishLocalWalk(const SolveOptions& opt, SolveStats& st) = 0;
-  /// The received LETs, all here before the local walk is done: uploaded and merged on the second stream, beside
-  /// the walk. The same LETs (their buffers untouched) must then be passed to rankWalkReceived.
-  virtual Status rankPrepareReceived(const ReceivedLet* lets, std::size_t count) = 0;
-  /// Uploads the received LETs as they are packed (unless rankPrepareReceived did), merges them on the device into
-  /// one forest (let/let.h mergeLets' layout) and walks it into the local sums (count 0: nothing).
-  virtual Status rankWalkReceived(const ReceivedLet* lets, std::size_t count, const SolveOptions& opt,
-                                  SolveStats& st) = 0;
-  /// Scale, scatter, download into out (its targets), device times into out.stats.
-  virtual Status rankFinish(const SolveOptions& opt, SolveResult& out) = 0;
-};
-
-/// The number of CUDA devices (0 without a driver or device; never aborts).
-int cudaDeviceCount();
-
 /// name() == "cuda". Creating one touches no GPU; the first solve initialises the device. Calls are serialised
 /// (one solve at a time per backend object); keep one object alive across solves to reuse its device memory.
 std::unique_ptr<Backend> makeCudaBackend();
-std::unique_ptr<CudaBackend> makeCudaBackend(const CudaOptions& options);
-
-/// True when a CUDA driver and a device this build can run on are present; otherwise false, with the reason in
-/// *why (if given). Never aborts, also without any NVIDIA driver installed.
-bool cudaDeviceAvailable(std::string* why);
 
 }  // namespace amrgrav

@@ -1,31 +1,37 @@
 /// \file distributed_solve.h
 /// \brief The distributed tree solve, CPU or GPU ranks: every rank passes its own cells and gets the potential
 /// (and accelerations) of the whole distribution at them, through locally essential trees exchanged with
-/// non-blocking MPI while the local walk runs.
+/// non-blocking MPI while the local walk runs. The driver only: each rank's own work is a RankEngine
+/// (core/rank_engine.h) that the caller makes (api/ picks cpu/cpu_rank_engine.h or cuda/cuda_rank_engine.h).
 #pragma once
+#include <functional>
+#include <memory>
+
+#include "core/rank_engine.h"
 #include "core/status.h"
 #include "core/types.h"
 
 namespace amrgrav {
 
-/// The driver is one sequence over a RankEngine (rank_engine.h), the CPU's or the GPU's: agreeToProceed, the
-/// engine's key sort with the global length scale, build and moments, the summaries' allgather, then the LETs
-/// chosen with essentialNodesFor and packed with packLet (the GPU: the same on the device), LetExchange while its
-/// local walk runs, and the received LETs, viewed with viewPackedLet, merged in rank order and walked with the
-/// accumulate semantics of walkGroups (WalkPass{true, false}).
+/// Makes this rank's engine for one solve; a failure (e.g. a build without the backend asked for) is agreed on, so
+/// that every rank returns it.
+using RankEngineFactory = std::function<Status(std::unique_ptr<RankEngine>& engine)>;
+
+/// The driver is one sequence over a RankEngine, the CPU's or the GPU's: agreeToProceed, the engine's key sort
+/// with the global length scale, build and moments, the summaries' allgather, then the LETs chosen with
+/// essentialNodesFor and packed with packLet (the GPU: the same on the device), LetExchange while its local walk
+/// runs, and the received LETs, viewed with viewPackedLet, merged in rank order and walked with the accumulate
+/// semantics of walkGroups (WalkPass{true, false}). The same LETs on the wire whatever the engine, so CPU and GPU
+/// ranks can be mixed, in isolated and in periodic boxes.
 ///
 /// Collective over amrgrav's communicator: every rank calls it, in the same order, with the same options; a rank
-/// may pass no cells. Bad input on any rank makes every rank return that rank's error. Without MPI in the build
-/// (or a world of one rank) this is the single-process CPU solve.
-Status solveDistributedCpu(const CellsView& cells, const SolveOptions& opt, SolveResult& out);
+/// may pass no cells. Bad input on any rank (or an engine that cannot be made or opened, e.g. no usable device) makes
+/// every rank return that rank's error. Only for a world of more than one rank (mpiWorld().size > 1; Internal
+/// otherwise, and in a build without MPI): one process solves on its backend instead.
+Status solveDistributed(const RankEngineFactory& makeEngine, const CellsView& cells, const SolveOptions& opt,
+                        SolveResult& out);
 
-/// solveDistributedCpu with each rank's tree, local walk and LET walks on its GPU (rank_engine.h; the device is
-/// deviceForLocalRank(nodeLocalRank(), devices)). The same LETs on the wire, so CPU and GPU ranks can be mixed,
-/// in isolated and in periodic boxes. A rank without a usable
-/// device (or a build without CUDA) makes every rank return NoDevice. In a world of one rank: the plain CUDA solve.
-Status solveDistributedCuda(const CellsView& cells, const SolveOptions& opt, SolveResult& out);
-
-/// The matching call for a rank that failed before it could call solveDistributedCpu (e.g. input rejected in
+/// The matching call for a rank that failed before it could call solveDistributed (e.g. input rejected in
 /// TypeScript): takes part in the agreement with `why`, so that every rank returns the error.
 Status failDistributedSolve(const Status& why);
 

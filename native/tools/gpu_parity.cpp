@@ -39,7 +39,7 @@
 #include "tree/tree.h"
 #include "core/types.h"
 #include "core/fixed_sum.h"
-#include "cuda/cuda_backend.h"
+#include "cuda/testing.h"
 
 using namespace amrgrav;
 

@@ -1,0 +1,201 @@
+/// \file session.cpp
+/// \brief The front ends' entry (session.h): features, the backend policy, the session's backends and solves, and
+/// the distributed solve's rank engine. The only place that knows which backends this build has.
+#include "api/session.h"
+
+#include <mutex>
+#include <regex>
+#include <string>
+
+#include "cpu/cpu_rank_engine.h"
+#include "mpi/distributed_solve.h"
+#include "mpi/mpi_world.h"
+#if defined(AMRGRAV_HAVE_CUDA)
+#include "cuda/cuda_backend.h"
+#include "cuda/cuda_rank_engine.h"
+#include "cuda/device.h"
+#endif
+
+namespace amrgrav {
+namespace api {
+
+const char* const kNoCudaBuild = "this build of amrgrav has no CUDA backend (nvcc was not found at build time)";
+
+namespace {
+
+/// The CUDA part of Features, probed once per process (probing initialises the driver).
+struct CudaProbe {
+  bool built = false, usable = false;
+  std::string reason;
+  int devices = 0;
+};
+
+const CudaProbe& cudaProbe() {
+  static CudaProbe probe;
+  static std::once_flag once;
+  std::call_once(once, [] {
+#if defined(AMRGRAV_HAVE_CUDA)
+    std::string why;
+    probe.built = true;
+    probe.usable = cudaDeviceAvailable(&why);
+    probe.reason = probe.usable ? std::string("CUDA device present") : why;
+    probe.devices = cudaDeviceCount();
+#else
+    probe.reason = kNoCudaBuild;
+#endif
+  });
+  return probe;
+}
+
+}  // namespace
+
+const char* backendName(BackendKind kind) { return kind == BackendKind::Cuda ? "cuda" : "cpu"; }
+
+bool parseBackendRequest(const std::string& name, BackendRequest& out) {
+  if (name == "auto") out = BackendRequest::Auto;
+  else if (name == "cpu") out = BackendRequest::Cpu;
+  else if (name == "cuda") out = BackendRequest::Cuda;
+  else return false;
+  return true;
+}
+
+Features features() {
+  const CudaProbe& c = cudaProbe();
+  Features f;
+  f.cudaBuilt = c.built;
+  f.cudaUsable = c.usable;
+  f.cudaReason = c.reason;
+  f.cudaDevices = c.devices;
+  const MpiWorld world = mpiWorld();
+  f.mpiBuilt = world.built;
+  f.mpiReason = world.reason;
+  return f;
+}
+
+std::string gpuReasonInWords(const std::string& cudaReason) {
+  const auto icase = std::regex::ECMAScript | std::regex::icase;
+  if (std::regex_search(cudaReason, std::regex("InsufficientDriver|NoDriver|driver version is insufficient", icase)))
+    return "no GPU driver found";
+  if (std::regex_search(cudaReason, std::regex("NoDevice|no CUDA device", icase))) return "no GPU found";
+  return "no usable GPU (" + std::regex_replace(cudaReason, std::regex("^CUDA backend: "), "") + ")";
+}
+
+Status chooseBackend(BackendRequest requested, bool distributed, const char* cudaSpelling, BackendChoice& out) {
+  const Features f = features();
+  out = BackendChoice{};
+  out.requested = requested;
+  out.distributed = distributed;
+  if (distributed) {
+    // each rank's share on its GPU ('cuda', or 'auto' where this rank sees one); a rank without a usable device is
+    // not rejected here, where the others could not know: the collective solve makes every rank fail with NoDevice
+    const bool gpu = requested == BackendRequest::Cuda || (requested == BackendRequest::Auto && f.cudaUsable);
+    out.backend = gpu ? BackendKind::Cuda : BackendKind::Cpu;
+    const std::string why = requested == BackendRequest::Cpu ? std::string("requested") : "auto: " + f.cudaReason;
+    out.reason = gpu ? std::string("distributed: each rank's tree and walks on its GPU (") +
+                           (requested == BackendRequest::Cuda ? "requested" : "auto") + ")"
+                     : "distributed: the LET solve on the CPU (" + why + ")";
+    return Status::success();
+  }
+  switch (requested) {
+    case BackendRequest::Cuda:
+      if (!f.cudaUsable)
+        return Status::error(ErrorCode::NoDevice,
+                             std::string("backend ") + cudaSpelling + " was requested but " + f.cudaReason);
+      out.backend = BackendKind::Cuda;
+      out.reason = "requested";
+      break;
+    case BackendRequest::Cpu:
+      out.backend = BackendKind::Cpu;
+      out.reason = "requested";
+      break;
+    case BackendRequest::Auto:
+      out.backend = f.cudaUsable ? BackendKind::Cuda : BackendKind::Cpu;
+      out.reason = "auto: " + f.cudaReason;
+      if (!f.cudaUsable && f.cudaBuilt)
+        out.notice = "amrgrav: " + gpuReasonInWords(f.cudaReason) + ": using the CPU backend";
+      break;
+  }
+  return Status::success();
+}
+
+Session::Session() = default;
+Session::~Session() = default;
+
+Status Session::run(Method method, BackendKind kind, const CellsView& cells, const SolveOptions& opt,
+                    SolveResult& out) {
+  Backend* backend = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(make_);
+    if (kind == BackendKind::Cpu) {
+      if (!cpu_) cpu_ = makeCpuBackend();
+      backend = cpu_.get();
+    } else {
+#if defined(AMRGRAV_HAVE_CUDA)
+      if (!cuda_) cuda_ = makeCudaBackend();
+      backend = cuda_.get();
+#else
+      return Status::error(ErrorCode::NoDevice, kNoCudaBuild);
+#endif
+    }
+  }
+  std::unique_lock<std::mutex> turn;
+  if (kind == BackendKind::Cuda) turn = std::unique_lock<std::mutex>(cudaTurn_);
+  return method == Method::Tree ? backend->solve(cells, opt, out) : backend->direct(cells, opt, out);
+}
+
+Status Session::solve(Method method, const BackendChoice& choice, const CellsView& cells, const SolveOptions& opt,
+                      SolveResult& out, SolveReport& report) {
+  report = SolveReport{};
+  report.ran = choice.backend;
+  report.reason = choice.reason;
+  if (choice.distributed && method == Method::Tree) {
+    const Status st = solveDistributed(choice.backend, cells, opt, out);
+    if (st.ok() && out.stats.distributed.ranks > 1) {  // this rank's engine says which backend ran its share
+      report.ran = std::string(out.stats.distributed.backend) == "cuda" ? BackendKind::Cuda : BackendKind::Cpu;
+      if (report.ran != choice.backend)
+        report.reason = std::string("distributed: this rank's share ran on the ") +
+                        (report.ran == BackendKind::Cuda ? "GPU" : "CPU");
+    }
+    return st;
+  }
+  Status st = run(method, choice.backend, cells, opt, out);
+  if (st.code == ErrorCode::OutOfMemory && choice.requested == BackendRequest::Auto &&
+      choice.backend == BackendKind::Cuda) {
+    // 'auto': too little GPU memory for this input; the CPU solves it (the GPU is tried again next call)
+    report.warning = "amrgrav: the GPU has too little memory for " + std::to_string(cells.n) +
+                     " cells; solving on the CPU (" + st.message + ")";
+    report.ran = BackendKind::Cpu;
+    report.reason = "auto: the GPU had too little memory for this input";
+    st = run(method, BackendKind::Cpu, cells, opt, out);
+  }
+  return st;
+}
+
+Status solveDistributed(BackendKind kind, const CellsView& cells, const SolveOptions& opt, SolveResult& out) {
+  if (mpiWorld().size > 1) {
+    RankEngineFactory make = [kind](std::unique_ptr<RankEngine>& engine) -> Status {
+      if (kind == BackendKind::Cpu) {
+        engine = makeCpuRankEngine();
+        return Status::success();
+      }
+#if defined(AMRGRAV_HAVE_CUDA)
+      // this rank's GPU: its node-local rank modulo the node's devices (asked when the solve opens)
+      engine = makeCudaRankEngine([](int devices) { return deviceForLocalRank(nodeLocalRank(), devices); });
+      return Status::success();
+#else
+      return Status::error(ErrorCode::NoDevice, kNoCudaBuild);
+#endif
+    };
+    return ::amrgrav::solveDistributed(make, cells, opt, out);
+  }
+  // a world of one rank: the plain solve
+  if (kind == BackendKind::Cpu) return makeCpuBackend()->solve(cells, opt, out);
+#if defined(AMRGRAV_HAVE_CUDA)
+  return makeCudaBackend()->solve(cells, opt, out);
+#else
+  return Status::error(ErrorCode::NoDevice, kNoCudaBuild);
+#endif
+}
+
+}  // namespace api
+}  // namespace amrgrav

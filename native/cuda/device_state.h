@@ -1,0 +1,161 @@
+/// \file device_state.h
+/// \brief The CUDA backend's state as one plain struct: the device and its streams, the memory plan's buffers, and
+/// the current solve between its phases. The phase functions (device.h, memory_plan.h, tree_phase.h, ewald_phase.h,
+/// walk_phase.h, rank_phase.h) take it; the backend (cuda_backend.cu), the GPU rank (cuda_rank_engine.cu) and the
+/// tools' adapter (testing.cu) each own one. Internal to native/cuda (CUDA types).
+#pragma once
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "cuda/cuda_backend.h"
+#include "cuda/device_buffers.h"
+#include "cuda/kernels.h"
+#include "cuda/memory_plan.h"
+#include "ewald/table.h"
+#include "tree/source_tree.h"
+#include "tree/tree.h"
+
+namespace amrgrav {
+namespace cuda {
+
+using Clock = std::chrono::steady_clock;
+inline double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// start, uploaded, sorted, gathered, moments, walked, mass uploaded, built, keys started (a distributed solve's ranks
+// agree between uploaded and keys started)
+constexpr int kEvents = 9;
+
+/// Interactions counted by the walk's passes, and the groups the first periodic pass left to the per-pair walk.
+struct WalkTally {
+  unsigned long long approx = 0, direct = 0;
+  unsigned skipped = 0;
+};
+
+/// `f()`, with host exceptions as a Status (no exception leaves the CUDA backend).
+template <class F>
+Status guarded(F&& f) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    return Status::error(ErrorCode::OutOfMemory, "host memory exhausted during the CUDA solve");
+  } catch (const std::exception& e) {
+    return Status::error(ErrorCode::Internal, std::string("CUDA backend: ") + e.what());
+  }
+}
+
+struct DeviceState {
+  explicit DeviceState(const CudaOptions& o) : copt(o) {}
+  ~DeviceState();  ///< releaseAll
+  DeviceState(const DeviceState&) = delete;
+  DeviceState& operator=(const DeviceState&) = delete;
+
+  // The current solve between its phases (prepareCells onwards; a distributed solve's rank* calls)
+  unsigned n = 0, nodes = 0;
+  int depth = 0;
+  BlockLayout layout;
+  double* slot[6] = {};
+  double* sums[4] = {};     ///< phi (the sizes' slot, or the tail for the direct path), gx, gy, gz sums
+  RootCube root;            ///< scaled
+  double massScale = 1;
+  double massTotal = 0;     ///< of the cells (the device's sum)
+  double contrastTotal = 0; ///< the density contrast's total mass (core/fixed_sum.h; every rank's, distributed)
+  bool contrastApplied = false;  ///< this solve's sources are the density contrast
+  double meanDensity = 0;   ///< ... the mean density removed (caller's units)
+  bool rankPeriodic = false;  ///< a distributed solve's rank in a periodic box
+  unsigned rankGroupSize = 32;
+  double extentLo[3] = {}, extentHi[3] = {};  ///< the cells' extents (caller's units) from the bounds pass
+  double minSize = 0;                            ///< the smallest cell size (caller's units) from the bounds pass
+  // A distributed solve's local walk and the received LETs
+  Clock::time_point rankT0;
+  WalkConfig rankCfg;
+  int rankBlocks = 1;
+  WalkParams rankWalk = {};
+  cudaStream_t copyStream = nullptr;  ///< the tree's export while the local walk runs
+  DeviceBuffer<uint4> letTopo;
+  DeviceBuffer<D4> letMac;
+  DeviceBuffer<float4> letMQ;
+  DeviceBuffer<float4> letDip;      ///< the received LETs' dipoles (signed sources)
+  DeviceBuffer<double> letCells[4];  ///< x, y, z (scaled), mass
+  DeviceBuffer<double> letSums;      ///< the received LETs' walk's sums (phi, gx, gy, gz), added to sums
+  DeviceBuffer<double> massAside;    ///< a rank's masses as they went up (sortAndBuild's massAside)
+  DeviceBuffer<std::uint64_t> letRaw;  ///< the received LETs as they arrived (packed), one after the other
+  cudaEvent_t letsReady = nullptr;   ///< rankPrepareReceived's upload and merge are done (on copyStream)
+  std::size_t lentCount = 0;         ///< LETs rankPrepareReceived put up for the next rankWalkReceived (0: none)
+  SourceTreeArrays forestTop;        ///< uploadForest's virtual nodes on the host, and their device layout:
+  std::vector<uint4> forestTopo;
+  std::vector<D4> forestMac;
+  std::vector<float4> forestMQ;
+  // The LETs this rank sends, chosen and packed on the device (rankChooseLets)
+  DeviceBuffer<unsigned char> letState;              ///< per LET: each node's LetSelection::Kind (or 0xff)
+  DeviceBuffer<unsigned long long> letCount;         ///< (node, cells) counts of the LET being chosen
+  DeviceBuffer<unsigned long long> letOffset;        ///< per LET: their exclusive scan
+  std::vector<std::unique_ptr<DeviceBuffer<std::uint64_t>>> letPacks;  ///< per LET: packed (let/let_layout.h)
+  std::vector<std::size_t> letPackBytes;
+  PinnedBuffer letTotals;                            ///< per LET: its (nodes, cells) read back
+
+  mutable std::mutex mu;  ///< serialises the calls on this state (one solve at a time)
+  CudaOptions copt;
+  CudaStats stats;
+  bool ready = false;
+  int device = -1, smCount = 0;
+  std::string deviceName;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t events[kEvents] = {};
+  unsigned queueCap = 0;
+  std::vector<uint4> hostTopo;   ///< rankExportTree's downloads of the node arrays
+  std::vector<D4> hostMac;
+  std::vector<float4> hostMQ;
+  Clock::time_point passStart;  ///< the last walk pass's launch (CudaStats::walkPassSeconds)
+  int passIndex = 0;
+  unsigned long long splitNodes = 0;
+  std::vector<unsigned> levelStart;
+
+  // Device memory. Buffers marked (*) are used only when the block's pieces have no room for them.
+  DeviceBuffer<double> block;      ///< the solve's block (BlockLayout): cells, keys, order, node data, phi, results
+  DeviceBuffer<double> accSum[3];  ///< gx, gy, gz sums in sorted order (phi is in the block)
+  DeviceBuffer<double> bounds;
+  std::uint64_t* sortedKeys = nullptr;  ///< slot 4 until the gather
+  std::uint32_t* order = nullptr;       ///< the index half holding sorted position -> caller's index
+  Carve idxSpare;                       ///< the other half: topology, node keys
+  Carve tail, extra;                   ///< slot 5 onwards; the extra bytes after slot 5
+  Carve walkRoom;                       ///< the tail after the MAC records and multipoles: the walk queues
+  DeviceCells sortedCells = {};         ///< in slots 4, 0, 1, 3 after the gather
+  double* sortedSize = nullptr;         ///< slot 2: sorted, scaled sizes (self terms in the walk, then phi)
+  const double* hostSize = nullptr;     ///< the caller's sizes (restoreSizes)
+  double scale = 1;                     ///< the length scale of this solve
+  uint4* topoPtr = nullptr;             ///< node topology (spare index half, or topo)
+  std::size_t topoCap = 0;
+  std::uint64_t* nodeKeysPtr = nullptr; ///< first key of each node (spare index half, or nodeKeys)
+  D4* nodeMacPtr = nullptr;             ///< node MAC records (tail, or nodeMac)
+  float4* nodeMQPtr = nullptr;          ///< node multipoles (tail, or nodeMQ)
+  float4* nodeDipPtr = nullptr;         ///< signed sources: node dipoles (tail, or nodeDip); else null
+  DeviceBuffer<unsigned char> cubTemp;
+  DeviceBuffer<uint4> topo;  ///< (*)
+  DeviceBuffer<unsigned> levelCount, levelOffset;  ///< (*)
+  DeviceBuffer<std::uint64_t> nodeKeys;             ///< (*)
+  DeviceBuffer<double> groupHmin;                   ///< (*)
+  DeviceBuffer<NodeMoments> moments;  ///< (*)
+  DeviceBuffer<D4> nodeMac;            ///< (*)
+  DeviceBuffer<float4> nodeMQ;         ///< (*)
+  DeviceBuffer<float4> nodeDip;        ///< (*) signed sources
+  DeviceBuffer<unsigned> queue;        ///< (*)
+  DeviceBuffer<unsigned char> queueTag;  ///< (*) periodic expansion walks
+  DeviceBuffer<unsigned> walkCounters;
+  DeviceBuffer<unsigned long long> tally;  ///< [0] approx, [1] direct interactions, [2] split nodes
+  DeviceBuffer<float> ewaldCoef;           ///< periodic solves: the Ewald table's coefficients as float
+  std::shared_ptr<const EwaldTable> ewaldTable;  ///< the table ewaldCoef holds (uploaded once)
+  EwaldDeviceView ewaldView;
+  std::unique_ptr<StagingRing> staging = std::make_unique<StagingRing>();
+  PinnedBuffer small;
+};
+
+}  // namespace cuda
+}  // namespace amrgrav

@@ -1,0 +1,64 @@
+/// \file rank_phase.h
+/// \brief One rank's share of a distributed solve on the device, step by step over a DeviceState (the GPU rank,
+/// cuda_rank_engine.h, calls these in this order; the tools' adapter, testing.h, too). The same semantics as the CPU
+/// rank's: root cube of this rank's cells, the caller's (global) length scale, the same MAC (periodic boxes: the
+/// same Ewald table, LETs chosen by essentialNodesForPeriodic's test); received LETs are walked into sums of their
+/// own, then added (the CPU's accumulate), with no self pair and, in a periodic box, no hoisted corrections. Each
+/// step takes the state's lock; host exceptions come back as a Status.
+#pragma once
+#include <cstddef>
+
+#include "core/status.h"
+#include "core/types.h"
+#include "let/let.h"
+
+namespace amrgrav {
+namespace cuda {
+
+struct DeviceState;
+
+/// Before the ranks' agreement: the options, the backend's limits, the device (NoDevice without one), and the
+/// cells: uploaded and checked as validateCells does (its message on a failure), lo/hi = their extents' bounds
+/// (the box when given; empty without cells or box).
+Status rankOpen(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, double lo[3], double hi[3]);
+
+/// Keys with length scale `scale`, sort, masses, build, moments (the cells of rankOpen, cells.n > 0).
+Status rankBuild(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, double scale, double totalMass,
+                 SolveStats& st);
+
+/// The summary of the cells the ranks share (let/let.h; scaled): the box of the centres from a pass over the
+/// sorted cells, the extents' box from rankOpen's, the root's centre of mass, the device's mass sum.
+Status rankSummary(DeviceState& ds, RankSummary& out);
+
+/// Chooses and packs on the device the LETs for these remote boxes of cell centres (let/let.h essentialNodesFor
+/// and packLet: the same nodes, the same bytes); their node and cell counts into letNodes/letCells[count]. Call
+/// before rankStartLocalWalk: the packing then runs before the walk, and the downloads beside it.
+Status rankChooseLets(DeviceState& ds, const RemoteBox* boxes, std::size_t count, std::size_t* letNodes,
+                      std::size_t* letCells);
+
+/// Queues the walk of the local tree and returns at once.
+Status rankStartLocalWalk(DeviceState& ds, const SolveOptions& opt);
+
+/// Downloads the k-th LET of rankChooseLets on a second stream (beside the local walk); blocks until done.
+Status rankDownloadLet(DeviceState& ds, std::size_t k, PackedLet& out);
+
+/// Whether the local walk's launch has finished (never blocks).
+Status rankLocalWalkDone(DeviceState& ds, bool* done);
+
+/// Waits for the local walk, reruns it after a queue overflow, counts its interactions into `st`.
+Status rankFinishLocalWalk(DeviceState& ds, const SolveOptions& opt, SolveStats& st);
+
+/// The received LETs, all here before the local walk is done: uploaded and merged on the second stream, beside
+/// the walk. The same LETs (their buffers untouched) must then be passed to rankWalkReceived.
+Status rankPrepareReceived(DeviceState& ds, const ReceivedLet* lets, std::size_t count);
+
+/// Uploads the received LETs as they are packed (unless rankPrepareReceived did), merges them on the device into
+/// one forest (let/let.h mergeLets' layout) and walks it into the local sums (count 0: nothing).
+Status rankWalkReceived(DeviceState& ds, const ReceivedLet* lets, std::size_t count, const SolveOptions& opt,
+                        SolveStats& st);
+
+/// Scale, scatter, download into out (its targets), device times into out.stats.
+Status rankFinish(DeviceState& ds, const SolveOptions& opt, SolveResult& out);
+
+}  // namespace cuda
+}  // namespace amrgrav

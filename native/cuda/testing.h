@@ -1,0 +1,58 @@
+/// \file testing.h
+/// \brief The CUDA backend as the tools drive it (native/tools/gpu_parity.cpp; not a production interface: the
+/// addon and libamrgrav reach the backend through api/ and never link this). Besides Backend: the CUDA settings,
+/// the last solve's device measurements, the release of the device memory, a distributed solve's rank steps one by
+/// one (cuda/rank_phase.h, on the backend's own device state) and a copy of the device's tree, which the parity tool
+/// checks the device's LETs against. Plain C++ (no CUDA headers). Linked from the amrgrav_cuda_testing library.
+#pragma once
+#include <cstddef>
+#include <memory>
+
+#include "core/backend.h"
+#include "cuda/cuda_backend.h"
+#include "cuda/device.h"
+#include "let/let.h"
+#include "tree/source_tree.h"
+
+namespace amrgrav {
+
+/// The local tree copied down from the device, in SourceTree's layout (tree/source_tree.h), as the host-side LET
+/// selection and packing (let/let.h) read it. Multipoles are the device's (float, times massScale) divided back.
+/// The cells are the sorted ones, scaled; second moments only in a periodic box.
+using HostTree = SourceTreeArrays;
+
+class CudaBackend : public Backend {
+ public:
+  virtual void setCudaOptions(const CudaOptions& options) = 0;
+  virtual CudaOptions cudaOptions() const = 0;
+  /// The last solve()'s or direct()'s measurements.
+  virtual CudaStats lastCudaStats() const = 0;
+  /// Frees every device and pinned buffer now (they are otherwise kept, grow-only, for the next solve).
+  virtual void releaseDeviceMemory() = 0;
+
+  // ---- One rank's share of a distributed solve, step by step as the GPU rank (cuda_rank_engine.h) takes them;
+  //      see cuda/rank_phase.h for each step.
+  virtual Status rankOpen(const CellsView& cells, const SolveOptions& opt, double lo[3], double hi[3]) = 0;
+  virtual Status rankBuild(const CellsView& cells, const SolveOptions& opt, double scale, double totalMass,
+                           SolveStats& st) = 0;
+  virtual Status rankSummary(RankSummary& out) = 0;
+  virtual Status rankChooseLets(const RemoteBox* boxes, std::size_t count, std::size_t* letNodes,
+                                std::size_t* letCells) = 0;
+  virtual Status rankStartLocalWalk(const SolveOptions& opt) = 0;
+  virtual Status rankDownloadLet(std::size_t k, PackedLet& out) = 0;
+  /// The whole tree and the sorted cells copied down (on the second stream; blocks until done), in the layout the
+  /// host's LET selection reads, and the extents' box (scaled). Not used by the solve: the parity tool checks the
+  /// device's LETs against the host's choice over this copy. Call after rankBuild (any time until rankFinish).
+  virtual Status rankExportTree(HostTree& out, double extentLo[3], double extentHi[3]) = 0;
+  virtual Status rankLocalWalkDone(bool* done) = 0;
+  virtual Status rankFinishLocalWalk(const SolveOptions& opt, SolveStats& st) = 0;
+  virtual Status rankPrepareReceived(const ReceivedLet* lets, std::size_t count) = 0;
+  virtual Status rankWalkReceived(const ReceivedLet* lets, std::size_t count, const SolveOptions& opt,
+                                  SolveStats& st) = 0;
+  virtual Status rankFinish(const SolveOptions& opt, SolveResult& out) = 0;
+};
+
+/// A CUDA backend with these settings (name() == "cuda"; creating one touches no GPU).
+std::unique_ptr<CudaBackend> makeCudaBackend(const CudaOptions& options);
+
+}  // namespace amrgrav

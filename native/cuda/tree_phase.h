@@ -1,0 +1,63 @@
+/// \file tree_phase.h
+/// \brief The CUDA backend's tree phase, step by step as cpu_backend.cpp does it: the options' and cells' checks,
+/// upload and root-cube bounds, Morton keys, stable sort, mass upload and check, octree topology level by level,
+/// the nodes' first keys, the gather into sorted scaled cells, and the moments bottom-up. The kernels are
+/// kernel_keys.cu, kernel_build.cu and kernel_moments.cu; the pieces of the device block are memory_plan.h's.
+#pragma once
+#include <cstddef>
+
+#include "core/status.h"
+#include "core/types.h"
+#include "cuda/kernels.h"
+#include "tree/tree.h"
+
+namespace amrgrav {
+namespace cuda {
+
+struct DeviceState;
+
+/// The checks every solve makes before touching the cells on the device: options, the CUDA backend's limits.
+Status checkOptions(const SolveOptions& opt, std::size_t n, bool direct);
+
+/// The device flagged cell `bad`: the host validator names the first bad cell exactly as the CPU backend does.
+Status flaggedCell(DeviceState& ds, unsigned bad, const CellsView& cells, const SolveOptions& opt);
+
+/// The cells' checks every solve makes on the device (CellChecks; the first bad cell's message from the host's
+/// validateCells): positions and sizes in uploadAndBound, the masses in sortAndBuild.
+CellChecks cellChecks(DeviceState& ds, const SolveOptions& opt);
+
+/// The solve's device block, x, y, z, size uploaded, checked, and their extents' bounds (extentLo, extentHi)
+/// and this process's root cube (root: chooseRootCube, caller's units). n > 0.
+Status uploadAndBound(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, bool direct);
+
+/// Keys with the length scale `givenScale` (0: the root cube's own, lengthScaleFor(side); a distributed solve
+/// gives the global one), sort, mass upload and check, octree topology (unless direct), gather into sorted
+/// scaled cells, and the sums' arrays. Leaves the solve's state in the DeviceState (slot, root scaled, scale,
+/// massScale, nodes, depth, sums).
+/// massAside (a distributed solve's rank): the masses go up into a buffer of their own on the second stream while
+/// the keys are sorted (8 more bytes per cell; slot 5 is the sort's until it ends), instead of into slot 5 after it.
+Status sortAndBuild(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, bool direct, double givenScale,
+                    bool massAside = false);
+
+/// uploadAndBound, then sortAndBuild (n > 0).
+Status prepareCells(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, bool direct, double givenScale);
+
+/// Room for `need` nodes of topology, keeping the first `used`: in the spare index half while they fit (n/4
+/// nodes), else in a buffer of its own.
+Status reserveTopo(DeviceState& ds, std::size_t need, std::size_t used);
+
+/// Octree topology, one level per pass (see kernel_build.cu). levelStart[L] = first node of level L, with a
+/// final entry = node count.
+Status buildTree(DeviceState& ds, unsigned n, int leafSize, unsigned* nodesOut, int* depthOut);
+
+/// nodeKeysPtr[i] = key of node i's first cell, after the topology in the spare index half (n/6 nodes fit
+/// with it), else in a buffer of its own.
+Status computeNodeKeys(DeviceState& ds, unsigned nodes);
+
+/// The MAC records, multipoles (and, for signed sources, dipoles) of every node, level by level from the deepest:
+/// in the block's tail when they fit, else in buffers of their own.
+Status computeMoments(DeviceState& ds, unsigned n, unsigned nodes, int depth, const RootCube& root,
+                      const SolveOptions& opt, double massScale);
+
+}  // namespace cuda
+}  // namespace amrgrav

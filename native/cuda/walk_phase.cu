@@ -1,0 +1,287 @@
+/// \file walk_phase.cu
+/// \brief The walk phase and the results (walk_phase.h): launch shape, passes, queue growth and reruns, finish and
+/// download, the phases' times.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "cuda/memory_plan.h"
+#include "cuda/walk_phase.h"
+#include "ewald/walk_setup.h"
+
+namespace amrgrav {
+namespace cuda {
+
+unsigned nextPow2(unsigned long long v) {
+  unsigned p = 1;
+  while (p < v && p < (1u << 31)) p <<= 1;
+  return p;
+}
+
+Status walkShape(DeviceState& ds, unsigned n, const SolveOptions& opt, WalkConfig* cfg, int* blocks) {
+  cfg->order = opt.order;
+  cfg->accelerations = opt.accelerations;
+  cfg->cellsPerLane = opt.groupSize > 32 ? 2 : 1;
+  cfg->vote = opt.walk == WalkKind::Vote;
+  cfg->periodic = opt.anyPeriodic();
+  cfg->dipole = opt.signedSources();
+  const unsigned groupSize = unsigned(opt.groupSize);
+  const unsigned numGroups = (n + groupSize - 1) / groupSize;
+  int perSm = 1;
+  AG_TRY(walkBlocksPerSm(*cfg, &perSm));
+  const unsigned long long wanted = (numGroups + kWalkWarpsPerBlock - 1) / kWalkWarpsPerBlock;
+  *blocks = int(std::max<unsigned long long>(1, std::min<unsigned long long>(wanted, 1ull * ds.smCount * perSm)));
+  if (ds.queueCap == 0) ds.queueCap = nextPow2(std::max(64u, ds.copt.initialQueueCapacity));
+  return Status::success();
+}
+
+Status prepareWalk(DeviceState& ds, unsigned n, const SolveOptions& opt, double massScale, double* phi,
+                   double* const* g, WalkConfig* cfg, int* blocks, WalkParams& p) {
+  AG_TRY(walkShape(ds, n, opt, cfg, blocks));
+  const unsigned groupSize = unsigned(opt.groupSize);
+  const unsigned numGroups = (n + groupSize - 1) / groupSize;
+  AG_TRY(ds.walkCounters.reserve(kWalkCounterCount, "walk counters"));
+
+  // each group's smallest size after the topology in the spare index half (the node keys are dead), else in a
+  // buffer
+  Carve spare = ds.idxSpare;
+  if (reinterpret_cast<char*>(ds.topoPtr) == ds.idxSpare.base) (void)spare.take<uint4>(ds.levelStart.back());
+  double* groupHmin = nullptr;
+  AG_TRY(carveOrReserve(spare, ds.groupHmin, numGroups, "group sizes", groupHmin));
+  const double selfCoef = selfCoefficient(opt.selfPotential);
+  AG_TRY(launchWalkPrep(phi, ds.sortedCells.mass, n, groupSize, selfCoef, groupHmin, ds.stream));
+
+  p = WalkParams{};
+  p.cells = ds.sortedCells;
+  p.sources = ds.sortedCells;  // the local tree's leaves hold the targets themselves
+  p.groupHmin = groupHmin;
+  p.selfTerm = phi;
+  p.nodeMac = ds.nodeMacPtr;
+  p.nodeMQ = ds.nodeMQPtr;
+  p.nodeDip = ds.nodeDipPtr;
+  p.topo = ds.topoPtr;
+  p.n = n;
+  p.groupSize = groupSize;
+  p.numGroups = numGroups;
+  p.massScale = massScale;
+  p.counters = ds.walkCounters.get();
+  p.interactions = ds.tally.get();
+  p.phi = phi;
+  p.gx = g[0];
+  p.gy = g[1];
+  p.gz = g[2];
+  p.invMassScale = 1.0 / massScale;
+  p.selfPotential = selfCoef != 0.0;
+  if (cfg->periodic) p.ewald = ds.ewaldView;
+  p.ewaldExpansion = opt.ewaldExpansion;
+  ds.stats.walkLaunches = 0;
+  for (double& t : ds.stats.walkPassSeconds) t = 0;
+  ds.stats.walkBlocks = *blocks;
+  ds.stats.walkWarps = int(unsigned(*blocks) * kWalkWarpsPerBlock);
+  return Status::success();
+}
+
+Status walk(DeviceState& ds, unsigned n, const SolveOptions& opt, double massScale, double* phi, double* const* g,
+            SolveStats& st) {
+  WalkConfig cfg;
+  int blocks = 1;
+  WalkParams p;
+  AG_TRY(prepareWalk(ds, n, opt, massScale, phi, g, &cfg, &blocks, p));
+  WalkTally total;
+  AG_TRY(walkUntilDone(ds, cfg, blocks, opt, p, total));
+  st.approxInteractions = total.approx;
+  st.directInteractions = total.direct;
+  st.groups = p.numGroups;
+  return Status::success();
+}
+
+Status walkUntilDone(DeviceState& ds, const WalkConfig& cfg, int blocks, const SolveOptions& opt, WalkParams& p,
+                     WalkTally& total) {
+  for (;;) {
+    total = WalkTally{};
+    unsigned need = 0;
+    AG_TRY(walkPasses(ds, cfg, blocks, opt, p, total, &need, false));
+    if (need == 0) return Status::success();
+    AG_TRY(growQueue(ds, need));
+    AG_TRY(restoreSizes(ds, p.n));
+    AG_TRY(launchWalkPrep(p.phi, ds.sortedCells.mass, p.n, p.groupSize, selfCoefficient(opt.selfPotential),
+                          const_cast<double*>(p.groupHmin), ds.stream));
+  }
+}
+
+Status walkPasses(DeviceState& ds, const WalkConfig& cfg, int blocks, const SolveOptions& opt, WalkParams& p,
+                  WalkTally& total, unsigned* need, bool firstDone) {
+  WalkConfig c = cfg;
+  const bool imagePass = !c.periodic || opt.ewaldExpansion;  // the first pass: the walk (periodic: the images)
+  if (imagePass && !firstDone) AG_TRY(walkPass(ds, c, blocks, p, total, need));
+  if (*need == 0 && c.periodic && (!opt.ewaldExpansion || total.skipped > 0) && (imagePass || !firstDone)) {
+    c.perCellEwald = true;
+    AG_TRY(walkPass(ds, c, blocks, p, total, need));
+  }
+  if (*need == 0 && c.periodic && opt.ewaldExpansion) {  // the expanding groups' corrections, added to phi
+    WalkConfig e = cfg;
+    e.ewaldCorrection = true;
+    const unsigned skipped = total.skipped;
+    AG_TRY(walkPass(ds, e, blocks, p, total, need));
+    total.skipped = skipped;
+  }
+  return Status::success();
+}
+
+Status growQueue(DeviceState& ds, unsigned need) {
+  if (ds.queueCap >= (1u << 24))
+    return Status::error(ErrorCode::Internal, "CUDA backend: the walk queue would need more than 2^24 entries "
+                                              "per warp (" + std::to_string(need) + ")");
+  ds.queueCap = std::max(2 * ds.queueCap, nextPow2(need));
+  return Status::success();
+}
+
+Status walkPass(DeviceState& ds, const WalkConfig& cfg, int maxBlocks, WalkParams& p, WalkTally& total,
+                unsigned* need) {
+  AG_TRY(launchPass(ds, cfg, maxBlocks, p));
+  return collectPass(ds, total, need);
+}
+
+Status launchPass(DeviceState& ds, const WalkConfig& cfg, int maxBlocks, WalkParams& p) {
+  cudaStream_t s = ds.stream;
+  int perSm = 1;
+  AG_TRY(walkBlocksPerSm(cfg, &perSm));
+  const int blocks = std::max(1, std::min(maxBlocks, ds.smCount * perSm));
+  const unsigned warps = unsigned(blocks) * kWalkWarpsPerBlock;
+  unsigned* hc = static_cast<unsigned*>(ds.small.get());
+  unsigned long long* ht = reinterpret_cast<unsigned long long*>(static_cast<char*>(ds.small.get()) + 64);
+  // the queues in the block's tail after the node arrays when they fit, else a buffer of their own
+  const std::size_t queueEntries = std::size_t(warps) * ds.queueCap;
+  Carve room = ds.walkRoom;
+  AG_TRY(carveOrReserve(room, ds.queue, queueEntries, "the walk queues", p.queue));
+  p.queueTag = nullptr;
+  if (cfg.periodic && !cfg.perCellEwald && !cfg.ewaldCorrection)
+    AG_TRY(carveOrReserve(room, ds.queueTag, queueEntries, "the walk queues' image tags", p.queueTag));
+  p.queueCap = ds.queueCap;
+  AG_CUDA_TRY(cudaMemsetAsync(ds.walkCounters.get(), 0, kWalkCounterCount * sizeof(unsigned), s));
+  AG_CUDA_TRY(cudaMemsetAsync(ds.tally.get(), 0, 2 * sizeof(unsigned long long), s));  // keeps [2]: split nodes
+  ds.passStart = Clock::now();
+  ds.passIndex = cfg.ewaldCorrection ? 2 : cfg.perCellEwald ? 1 : 0;
+  AG_TRY(launchWalk(cfg, p, blocks, s));
+  AG_CUDA_TRY(
+      cudaMemcpyAsync(hc, ds.walkCounters.get(), kWalkCounterCount * sizeof(unsigned), cudaMemcpyDeviceToHost, s));
+  AG_CUDA_TRY(cudaMemcpyAsync(ht, ds.tally.get(), 3 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, s));
+  return Status::success();
+}
+
+Status collectPass(DeviceState& ds, WalkTally& total, unsigned* need) {
+  const unsigned* hc = static_cast<const unsigned*>(ds.small.get());
+  const unsigned long long* ht =
+      reinterpret_cast<const unsigned long long*>(static_cast<const char*>(ds.small.get()) + 64);
+  AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));
+  ds.stats.walkPassSeconds[ds.passIndex] = since(ds.passStart);
+  ++ds.stats.walkLaunches;
+  ds.stats.queueCapacity = ds.queueCap;
+  ds.stats.queuePeak = std::max(ds.stats.queuePeak, hc[kQueuePeak]);
+  *need = hc[kOverflowNeed];
+  total.approx += ht[0];
+  total.direct += ht[1];
+  total.skipped = hc[kSkippedGroups];
+  ds.splitNodes = ht[2];  // counted by the build; leaves = nodes - split nodes
+  return Status::success();
+}
+
+Status restoreSizes(DeviceState& ds, unsigned n) {
+  DeviceBuffer<double> unsorted;
+  AG_TRY(unsorted.reserve(n, "the cell sizes (walk rerun)"));
+  Transfer t{const_cast<double*>(ds.hostSize), unsorted.get(), std::size_t(n) * sizeof(double)};
+  AG_TRY(copyIn(ds, &t, 1));
+  AG_TRY(launchGather(unsorted.get(), ds.order, n, ds.scale, ds.sortedSize, ds.stream));
+  AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));
+  return Status::success();
+}
+
+Status finishAndDownload(DeviceState& ds, const SolveOptions& opt, const ResultTargets& dest) {
+  cudaStream_t s = ds.stream;
+  const unsigned n = ds.n;
+  double* res[4] = {ds.slot[4], ds.slot[0], ds.slot[1], ds.slot[3]};
+  const int nout = opt.accelerations ? 4 : 1;
+  if (ds.copt.poisonDevice)
+    for (int k = 0; k < nout; ++k) AG_TRY(launchPoison(res[k], n, s));
+  FinishParams fp;
+  fp.order = ds.order;
+  fp.phi = ds.sums[0];
+  fp.gx = ds.sums[1];
+  fp.gy = ds.sums[2];
+  fp.gz = ds.sums[3];
+  fp.pot = res[0];
+  fp.ax = res[1];
+  fp.ay = res[2];
+  fp.az = res[3];
+  fp.n = n;
+  fp.invMassScale = 1.0 / ds.massScale;
+  fp.scale = ds.scale;
+  fp.G = opt.G;
+  AG_TRY(launchFinish(fp, opt.accelerations, s));
+  AG_CUDA_TRY(cudaEventRecord(ds.events[5], s));
+
+  // ---- download
+  const auto td = Clock::now();
+  {
+    double* host[4] = {dest.potential, dest.ax, dest.ay, dest.az};
+    Transfer t[4];
+    for (int k = 0; k < nout; ++k) t[k] = Transfer{host[k], res[k], std::size_t(n) * 8};
+    AG_TRY(copyOut(ds, t, nout, ds.stream));
+  }
+  AG_CUDA_TRY(cudaStreamSynchronize(s));
+  ds.stats.secondsDownload = since(td);
+  return Status::success();
+}
+
+double elapsed(DeviceState& ds, int a, int b) {
+  float ms = 0;
+  if (cudaEventElapsedTime(&ms, ds.events[a], ds.events[b]) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return double(ms) * 1e-3;
+}
+
+void fillStats(DeviceState& ds, bool direct, Clock::time_point t0, SolveStats& st) {
+  // a rank's masses may go up during the sort
+  ds.stats.secondsUpload = elapsed(ds, 0, 1) + std::max(0.0, elapsed(ds, 2, 6));
+  ds.stats.secondsKeys = elapsed(ds, 8, 2) + elapsed(ds, 7, 3);
+  ds.stats.secondsBuild = direct ? 0 : elapsed(ds, 6, 7);
+  ds.stats.secondsMoments = direct ? 0 : elapsed(ds, 3, 4);
+  ds.stats.secondsWalk = elapsed(ds, 4, 5);
+  ds.stats.secondsTotal = since(t0);
+  ds.stats.deviceBytes = deviceBytes(ds);
+  ds.stats.deviceBytesPerCell = double(ds.stats.deviceBytes) / double(ds.n);
+  ds.stats.pinnedBytes = ds.staging->pinnedBytes() + ds.small.bytes();
+  st.secondsKeys = ds.stats.secondsKeys;
+  st.secondsBuild = ds.stats.secondsBuild;
+  st.secondsMoments = ds.stats.secondsMoments;
+  st.secondsWalk = ds.stats.secondsWalk;
+  st.secondsTotal = ds.stats.secondsTotal;
+  st.secondsUpload = ds.stats.secondsUpload;
+  st.secondsDownload = ds.stats.secondsDownload;
+  st.deviceBytesPerCell = ds.stats.deviceBytesPerCell;
+}
+
+double meanPotentialOf(DeviceState& ds, const double* phi, const double* size, std::size_t n) {
+  const std::size_t chunk = std::size_t(1) << 16, chunks = (n + chunk - 1) / chunk;
+  std::vector<double> vp(chunks, 0.0), vv(chunks, 0.0);
+  parallelFor(chunks, 1, copyThreads(ds), [&](std::size_t b, std::size_t e, int) {
+    for (std::size_t c = b; c < e; ++c)
+      for (std::size_t i = c * chunk; i < std::min(n, (c + 1) * chunk); ++i) {
+        const double v = size[i] * size[i] * size[i];
+        vp[c] += v * phi[i];
+        vv[c] += v;
+      }
+  });
+  double p = 0, v = 0;
+  for (std::size_t c = 0; c < chunks; ++c) {
+    p += vp[c];
+    v += vv[c];
+  }
+  return v > 0 ? p / v : 0.0;
+}
+
+}  // namespace cuda
+}  // namespace amrgrav
