@@ -97,7 +97,7 @@ double median(std::vector<double> v) {
 /// Times one configuration (one warm-up, then a.reps solves; medians) and prints one "perf" JSON line.
 void timeVariant(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid, const SolveOptions& o,
                  const CudaOptions& co) {
-  gpu.setCudaOptions(co);
+  setDeviceOptions(gpu, co);
   SolveResult r;
   Status st = gpu.solve(cells.view(), o, r);  // warm-up (allocations, module load)
   std::vector<double> wall, val, up, keys, build, mom, walk, down;
@@ -105,7 +105,7 @@ void timeVariant(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int 
     const auto t = Clock::now();
     st = gpu.solve(cells.view(), o, r);
     wall.push_back(since(t));
-    const CudaStats cs = gpu.lastCudaStats();
+    const CudaStats cs = deviceStats(gpu);
     val.push_back(cs.secondsValidate);
     up.push_back(cs.secondsUpload); keys.push_back(cs.secondsKeys); build.push_back(cs.secondsBuild);
     mom.push_back(cs.secondsMoments); walk.push_back(cs.secondsWalk); down.push_back(cs.secondsDownload);
@@ -115,7 +115,7 @@ void timeVariant(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int 
     ++gErrors;
     return;
   }
-  const CudaStats cs = gpu.lastCudaStats();
+  const CudaStats cs = deviceStats(gpu);
   const double n = double(cells.size());
   const double inter = double(r.stats.approxInteractions + r.stats.directInteractions);
   const double w = median(wall), wk = median(walk);
@@ -195,7 +195,7 @@ void runPerf(const TimingArgs& a) {
     if (a.cpuPerf)
       for (int order : {2, 1}) timeCpu(cells, grid, order, false);
   }
-  gpu->setCudaOptions(CudaOptions{});
+  setDeviceOptions(*gpu, CudaOptions{});
   // the direct-summation kernel's rate on a uniform subset
   {
     int side = 1;
@@ -210,7 +210,7 @@ void runPerf(const TimingArgs& a) {
       std::vector<double> k;
       for (int rep = 0; rep < a.reps && st.ok(); ++rep) {
         st = gpu->direct(cells.view(), o, r);
-        k.push_back(gpu->lastCudaStats().secondsWalk);
+        k.push_back(deviceStats(*gpu).secondsWalk);
       }
       if (!st.ok()) {
         std::printf("{\"kind\":\"perf_direct\",\"error\":\"%s\"}\n", jsonEscape(st.message).c_str());
@@ -334,7 +334,7 @@ void runSplitBench(const TimingArgs& a) {
               std::to_string(letBytes[r]);
     for (int p = 0; p < kPhases; ++p) phases += std::string(",\"") + names[p] + "\":" + num(bestPhase[r][p]);
     phases += ",\"localPairsPerCell\":" + num(pairsPerCell[r][0]) + ",\"letPairsPerCell\":" + num(pairsPerCell[r][1]);
-    const CudaStats cs = rank[r]->lastCudaStats();  // the last repetition's device phases
+    const CudaStats cs = deviceStats(*rank[r]);  // the last repetition's device phases
     phases += ",\"device\":{\"upload\":" + num(cs.secondsUpload) + ",\"keys\":" + num(cs.secondsKeys) +
               ",\"build\":" + num(cs.secondsBuild) + ",\"moments\":" + num(cs.secondsMoments) +
               ",\"download\":" + num(cs.secondsDownload) + "}";

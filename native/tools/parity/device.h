@@ -1,8 +1,9 @@
 /// \file device.h
-/// \brief The one file under native/tools that reaches into the CUDA backend: its class, options and statistics
-/// (cuda/cuda_backend.h), and the test-only parts the checks use (result buffers poisoned with NaN, a small initial
-/// walk queue, validation on the host, the device tree copied down). When those move, re-point this file; the
-/// checks (parity/*.cpp) and the timings (gpu_timing.cpp) include only this.
+/// \brief The one file under native/tools that reaches into the CUDA backend (cuda/cuda_backend.h): its class, and
+/// the parts only the checks and timings use, each behind one function here: the options (result buffers poisoned
+/// with NaN, a small initial walk queue, validation on the host, staging), the per-solve device statistics, and the
+/// device tree copied down. When those move (say to a cuda/testing.h), re-point this file; the checks
+/// (parity/*.cpp) and the timings (gpu_timing.cpp) include only this, through parity/harness.h.
 #pragma once
 #include "cuda/cuda_backend.h"
 
@@ -21,6 +22,12 @@ inline CudaOptions cudaOpts(bool pinned, unsigned queueCapacity, bool poison, in
   o.validateOnDevice = validateOnDevice;
   return o;
 }
+
+/// The last solve()'s or direct()'s device measurements (phases, queue, launches, memory held).
+inline CudaStats deviceStats(const CudaBackend& gpu) { return gpu.lastCudaStats(); }
+
+/// The options for the next solves (the timings switch staging and copy threads on one backend object).
+inline void setDeviceOptions(CudaBackend& gpu, const CudaOptions& options) { gpu.setCudaOptions(options); }
 
 /// The rank's tree and sorted cells as the device holds them, copied down (after rankChooseLets), for the host's
 /// LET choice over the same tree.

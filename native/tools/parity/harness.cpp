@@ -258,9 +258,7 @@ void Report::note(const std::string& jsonLine, const std::string& text) const {
 
 Context::Context(const Args& a) : args(a) {
   report.json = a.json;
-  CudaOptions co;
-  co.poisonDevice = true;
-  gpu = makeCudaBackend(co);
+  gpu = makeCudaBackend(cudaOpts(true, 4096, true));  // results poisoned before every solve
   cpu = makeCpuBackend();
 }
 
@@ -322,7 +320,7 @@ void parityCase(Context& cx, const std::string& name, const Cells& cells, const 
   // periodic potentials (zero mean) cross zero: judged relative to their largest magnitude
   const double potErr = opt.anyPeriodic() ? d.potOfMax : d.pot;
   const bool pass = d.finite && potErr <= tol && accOk && (sameCounts || !expectSameCounts);
-  const CudaStats cs = gpu.lastCudaStats();
+  const CudaStats cs = deviceStats(gpu);
   char js[2048];
   std::snprintf(js, sizeof js,
                 "{\"kind\":\"parity\",\"case\":\"%s\",\"pass\":%s,\"cells\":%zu,%s,\"direct\":%s,"

@@ -17,7 +17,7 @@ void runMemory(Context& cx) {
   {
     auto small = makeCudaBackend(cudaOpts(true, 64, true));
     parityCase(cx, "amr-queue-regrow", amr, base, *small, tol);
-    const CudaStats cs = small->lastCudaStats();
+    const CudaStats cs = deviceStats(*small);
     check(cx, "queue-regrow-happened", cs.walkLaunches > 1,
           "walk launches " + std::to_string(cs.walkLaunches) + ", final capacity " + std::to_string(cs.queueCapacity));
   }
