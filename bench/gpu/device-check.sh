@@ -72,7 +72,7 @@ for step in "$@"; do
       AMRGRAV_REQUIRE_GPU=1 timeout 300 compute-sanitizer --tool racecheck --error-exitcode 3 \
         $check all --quick > "$out/racecheck.log" 2>&1
       summary+=("racecheck rc=$? $(grep 'RACECHECK SUMMARY' "$out/racecheck.log" | tail -1) | $(grep 'parity summary' "$out/racecheck.log")")
-      grep -E '^FAIL' "$out/memcheck.log" "$out/racecheck.log" ;;
+      grep -hE '^FAIL' "$out/memcheck.log" "$out/racecheck.log" | awk '!seen[$0]++' ;;
     parity|ctest)
       # every GPU check, one CTest test per subject; AMRGRAV_REQUIRE_GPU=1: no device is a failure, not a skip.
       # Each test's own output (one line per case, passing or not) is kept in Testing/Temporary/LastTest.log.
@@ -81,7 +81,7 @@ for step in "$@"; do
       cp build/Testing/Temporary/LastTest.log "$out/parity-cases.log" 2>/dev/null
       summary+=("parity (ctest -L gpu) rc=$rc $(grep -E 'tests passed|No tests were found' "$out/parity.log") | $(grep -h 'parity summary' "$out/parity-cases.log" 2>/dev/null | sed 's/^== parity summary //; s/ ==$//' | tr '\n' ';')")
       grep -E 'Test +#' "$out/parity.log"
-      grep -hE '^FAIL' "$out/parity-cases.log" 2>/dev/null ;;
+      grep -hE '^FAIL' "$out/parity-cases.log" 2>/dev/null | awk '!seen[$0]++' ;;  # each failure once
     api)
       timeout 400 node dist/bench/gpuParity.js --levels 6 > "$out/api-parity.log" 2>&1
       summary+=("api parity rc=$?")
