@@ -86,7 +86,6 @@ if(AMRGRAV_HAVE_CUDA)
 
   # The checks' shared harness (problems, comparisons, the report), the checks and the timings.
   add_library(amrgrav_gpu_harness STATIC native/tools/parity/harness.cpp)
-  target_include_directories(amrgrav_gpu_harness PUBLIC ${PROJECT_SOURCE_DIR}/native/tools)
   target_link_libraries(amrgrav_gpu_harness PUBLIC amrgrav_cuda_testing amrgrav_cuda amrgrav_core)
   target_compile_options(amrgrav_gpu_harness PRIVATE -O2 -Wall -Wextra)
   add_executable(amrgrav_gpu_parity

@@ -32,7 +32,7 @@
 
 #include "core/fixed_sum.h"
 #include "let/let.h"
-#include "parity/harness.h"
+#include "tools/parity/harness.h"
 #include "tree/tree.h"
 
 using namespace amrgrav;

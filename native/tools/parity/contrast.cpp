@@ -2,7 +2,7 @@
 /// \brief Subject `contrast` (issue #21): signed sources in a periodic box. The density contrast of a 1e-6
 /// perturbation (per-pair lookups and the expansion), and the masses as given (centres of mass): CPU vs CUDA,
 /// identical lists, potentials within tol of the largest.
-#include "parity/harness.h"
+#include "tools/parity/harness.h"
 
 namespace amrgrav::parity {
 

@@ -3,7 +3,7 @@
 /// the self term, and on 18 levels of nesting.
 #include <string>
 
-#include "parity/harness.h"
+#include "tools/parity/harness.h"
 
 namespace amrgrav::parity {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "parity/harness.h"
+#include "tools/parity/harness.h"
 
 namespace amrgrav::parity {
 

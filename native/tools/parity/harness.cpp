@@ -1,6 +1,6 @@
 /// \file harness.cpp
 /// \brief The checks' shared harness (harness.h): problems, comparisons, the report, the shared context.
-#include "parity/harness.h"
+#include "tools/parity/harness.h"
 
 #include <algorithm>
 #include <cmath>

@@ -15,7 +15,7 @@
 
 #include "core/backend.h"
 #include "core/types.h"
-#include "parity/device.h"
+#include "tools/parity/device.h"
 
 namespace amrgrav::parity {
 

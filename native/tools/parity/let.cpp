@@ -10,7 +10,7 @@
 #include "core/fixed_sum.h"
 #include "ewald/walk_setup.h"
 #include "let/let.h"
-#include "parity/harness.h"
+#include "tools/parity/harness.h"
 #include "tree/tree.h"
 
 namespace amrgrav::parity {

@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "parity/harness.h"
+#include "tools/parity/harness.h"
 
 using namespace amrgrav;
 using namespace amrgrav::parity;

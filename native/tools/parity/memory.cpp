@@ -4,7 +4,7 @@
 /// pinned staging.
 #include <string>
 
-#include "parity/harness.h"
+#include "tools/parity/harness.h"
 
 namespace amrgrav::parity {
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <string>
 
-#include "parity/harness.h"
+#include "tools/parity/harness.h"
 
 namespace amrgrav::parity {
 
