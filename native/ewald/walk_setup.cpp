@@ -45,7 +45,8 @@ std::vector<double> nodeSecondMoments(const SortedCells& c, const Octree& t) {
         double d[3];
         offsetFrom(&t.com[3 * k], cm, d);
         // with dipoles the child's centre is not its centre of mass: + 2 D.s
-        s = addChildSecondMoment(s, S[k], t.mass[k], t.dipole.empty() ? nullptr : &t.dipole[3 * k], d);
+        const bool dipoles = !t.dipole.empty();
+        s = addChildSecondMoment(s, S[k], t.mass[k], dipoles, dipoles ? dipoleDot(&t.dipole[3 * k], d) : 0.0, d);
       }
     }
     S[i] = s;

@@ -43,6 +43,7 @@ template <class Rn = RoundNearest, class View>
 AG_HD bool periodicNodeImage(const View& v, const double* glo, const double* ghi, const double* com,
                              double macRadius, double shifted[3], int* image = nullptr, bool* hoistable = nullptr) {
   bool ok = true, hoist = true;
+  AG_RULE_UNROLL
   for (int d = 0; d < 3; ++d) {
     const double c = com[d];  // read before shifted[d] is written: com may be shifted itself
     shifted[d] = c;

@@ -67,6 +67,7 @@ struct NodeSums {
 AG_HD NodeSums emptyNodeSums() {
   NodeSums s;
   s.M = s.A = s.sx = s.sy = s.sz = 0.0;
+  AG_RULE_UNROLL
   for (int d = 0; d < 3; ++d) {
     s.lo[d] = INFINITY;
     s.hi[d] = -INFINITY;
@@ -105,6 +106,7 @@ AG_HD void addChildToSums(NodeSums& s, double m, double a, const double* com, co
   s.sx = Rn::add(s.sx, Rn::mul(m, com[0]));
   s.sy = Rn::add(s.sy, Rn::mul(m, com[1]));
   s.sz = Rn::add(s.sz, Rn::mul(m, com[2]));
+  AG_RULE_UNROLL
   for (int d = 0; d < 3; ++d) {
     s.lo[d] = stdMin(s.lo[d], lo[d]);
     s.hi[d] = stdMax(s.hi[d], hi[d]);
@@ -123,9 +125,11 @@ AG_HD void macFrame(bool bonsai, const NodeSums& s, double cubeSide, const doubl
     const double l1 = Rn::sub(s.hi[1], s.lo[1]), l2 = Rn::sub(s.hi[2], s.lo[2]);
     if (l < l1) l = l1;
     if (l < l2) l = l2;
+    AG_RULE_UNROLL
     for (int d = 0; d < 3; ++d) ctr[d] = Rn::mul(0.5, Rn::add(s.lo[d], s.hi[d]));
   } else {
     l = cubeSide;
+    AG_RULE_UNROLL
     for (int d = 0; d < 3; ++d) ctr[d] = cubeCentre[d];
   }
 }
@@ -138,12 +142,14 @@ template <class Rn = RoundNearest>
 AG_HD void expansionCentre(const NodeSums& s, bool signedSources, const double* ctr, const double* cubeCentre,
                            double cm[3]) {
   if (signedSources) {
+    AG_RULE_UNROLL
     for (int d = 0; d < 3; ++d) cm[d] = ctr[d];
   } else if (s.M > 0) {
     cm[0] = Rn::div(s.sx, s.M);
     cm[1] = Rn::div(s.sy, s.M);
     cm[2] = Rn::div(s.sz, s.M);
   } else {
+    AG_RULE_UNROLL
     for (int d = 0; d < 3; ++d) cm[d] = cubeCentre[d];
   }
 }
@@ -153,6 +159,7 @@ AG_HD void expansionCentre(const NodeSums& s, bool signedSources, const double* 
 /// d = p - c, per axis.
 template <class Rn = RoundNearest>
 AG_HD void offsetFrom(const double* p, const double* c, double d[3]) {
+  AG_RULE_UNROLL
   for (int k = 0; k < 3; ++k) d[k] = Rn::sub(p[k], c[k]);
 }
 
@@ -168,11 +175,18 @@ AG_HD void addQuadrupole(double* q, double m, double dx, double dy, double dz) {
   q[5] = Rn::add(q[5], Rn::mul(m, Rn::sub(Rn::mul(Rn::mul(3.0, dz), dz), d2)));
 }
 
-/// The dipole's part of shifting a child's quadrupole to the parent's centre (s = child centre - parent centre):
-/// 3 (D s^T + s D^T) - 2 (D.s) I, the cross terms of 3 (d + s)(d + s)^T - |d + s|^2 I summed with weights m.
+/// D.s, (D0 s0 + D1 s1) + D2 s2: a child's dipole D along the shift s to its parent's centre. The quadrupole's
+/// and S's dipole terms both take it (computed once, so the device evaluates it once).
 template <class Rn = RoundNearest>
-AG_HD void addDipoleShift(double* q, const double* D, const double* s) {
-  const double ds = Rn::add(Rn::add(Rn::mul(D[0], s[0]), Rn::mul(D[1], s[1])), Rn::mul(D[2], s[2]));
+AG_HD double dipoleDot(const double* D, const double* s) {
+  return Rn::add(Rn::add(Rn::mul(D[0], s[0]), Rn::mul(D[1], s[1])), Rn::mul(D[2], s[2]));
+}
+
+/// The dipole's part of shifting a child's quadrupole to the parent's centre (s = child centre - parent centre,
+/// ds = dipoleDot(D, s)): 3 (D s^T + s D^T) - 2 (D.s) I, the cross terms of 3 (d + s)(d + s)^T - |d + s|^2 I summed
+/// with weights m.
+template <class Rn = RoundNearest>
+AG_HD void addDipoleShift(double* q, const double* D, const double* s, double ds) {
   const double ds2 = Rn::mul(2.0, ds);
   q[0] = Rn::add(q[0], Rn::sub(Rn::mul(Rn::mul(6.0, D[0]), s[0]), ds2));
   q[1] = Rn::add(q[1], Rn::mul(3.0, Rn::add(Rn::mul(D[0], s[1]), Rn::mul(s[0], D[1]))));
@@ -185,6 +199,7 @@ AG_HD void addDipoleShift(double* q, const double* D, const double* s) {
 /// A leaf's cell of mass m at offset d = x - cm from the expansion centre: its dipole m d.
 template <class Rn = RoundNearest>
 AG_HD void addCellDipole(double* D, double m, const double* d) {
+  AG_RULE_UNROLL
   for (int k = 0; k < 3; ++k) D[k] = Rn::add(D[k], Rn::mul(m, d[k]));
 }
 
@@ -194,29 +209,32 @@ AG_HD double addCellSecondMoment(double S, double m, const double* d) {
   return Rn::add(S, Rn::mul(m, squaredNorm<Rn>(d[0], d[1], d[2])));
 }
 
-/// A child (quadrupole qc, mass m, dipole Dc or null when the tree keeps none) at offset s = child centre - parent
-/// centre, into its parent's quadrupole: the parallel-axis theorem, qc + m (3 s s^T - |s|^2 I), plus the dipole's
-/// cross terms when the child's expansion centre is not its centre of mass (signed sources).
+/// A child (quadrupole qc, mass m, dipole Dc and ds = dipoleDot(Dc, s): read only withDipole, when the tree keeps
+/// dipoles) at offset s = child centre - parent centre, into its parent's quadrupole: the parallel-axis theorem,
+/// qc + m (3 s s^T - |s|^2 I), plus the dipole's cross terms when the child's expansion centre is not its centre of
+/// mass (signed sources). (A flag, not a nullable pointer: the device keeps the dipole in registers.)
 template <class Rn = RoundNearest>
-AG_HD void addChildQuadrupole(double* q, const double* qc, double m, const double* Dc, const double* s) {
+AG_HD void addChildQuadrupole(double* q, const double* qc, double m, bool withDipole, const double* Dc, double ds,
+                              const double* s) {
+  AG_RULE_UNROLL
   for (int r = 0; r < 6; ++r) q[r] = Rn::add(q[r], qc[r]);
   addQuadrupole<Rn>(q, m, s[0], s[1], s[2]);
-  if (Dc) addDipoleShift<Rn>(q, Dc, s);
+  if (withDipole) addDipoleShift<Rn>(q, Dc, s, ds);
 }
 
 /// A child's dipole Dc about its own centre, moved to the parent's: D += Dc + m s.
 template <class Rn = RoundNearest>
 AG_HD void addChildDipole(double* D, const double* Dc, double m, const double* s) {
+  AG_RULE_UNROLL
   for (int k = 0; k < 3; ++k) D[k] = Rn::add(D[k], Rn::add(Dc[k], Rn::mul(m, s[k])));
 }
 
-/// A child's second-moment trace Sc into its parent's (parallel-axis): S += Sc + m |s|^2, then + 2 Dc.s when the
-/// child carries a dipole (about a centre that is not its centre of mass).
+/// A child's second-moment trace Sc into its parent's (parallel-axis): S += Sc + m |s|^2, then + 2 ds (ds =
+/// dipoleDot(Dc, s)) when the child carries a dipole (withDipole: about a centre that is not its centre of mass).
 template <class Rn = RoundNearest>
-AG_HD double addChildSecondMoment(double S, double Sc, double m, const double* Dc, const double* s) {
+AG_HD double addChildSecondMoment(double S, double Sc, double m, bool withDipole, double ds, const double* s) {
   S = Rn::add(S, Rn::add(Sc, Rn::mul(m, squaredNorm<Rn>(s[0], s[1], s[2]))));
-  if (Dc)
-    S = Rn::add(S, Rn::mul(2.0, Rn::add(Rn::add(Rn::mul(Dc[0], s[0]), Rn::mul(Dc[1], s[1])), Rn::mul(Dc[2], s[2]))));
+  if (withDipole) S = Rn::add(S, Rn::mul(2.0, ds));
   return S;
 }
 
@@ -224,14 +242,15 @@ AG_HD double addChildSecondMoment(double S, double Sc, double m, const double* D
 
 /// MAC radius l/theta + delta, or kEmptyNodeMacRadius for a node of weight W = 0 (nodeWeight). delta is the offset
 /// of the centre of mass from the MAC's centre ctr: |cm - ctr|; for signed sources (D, the dipole about cm = ctr,
-/// non-null) |D + M (cm - ctr)| / W, the same offset weighted by |m| (|com - centre| again when no mass is
+/// read only then) |D + M (cm - ctr)| / W, the same offset weighted by |m| (|com - centre| again when no mass is
 /// negative; delta = 0 left 3x the error on smooth perturbations, bench/RESULTS.md).
 template <class Rn = RoundNearest>
-AG_HD double nodeMacRadius(double l, double theta, double M, double W, const double* D, const double* cm,
-                           const double* ctr) {
+AG_HD double nodeMacRadius(double l, double theta, double M, double W, bool signedSources, const double* D,
+                           const double* cm, const double* ctr) {
   double delta;
-  if (D && W > 0) {
+  if (signedSources && W > 0) {
     double e[3];
+    AG_RULE_UNROLL
     for (int d = 0; d < 3; ++d) e[d] = Rn::add(D[d], Rn::mul(M, Rn::sub(cm[d], ctr[d])));
     delta = Rn::div(Rn::sqrt(squaredNorm<Rn>(e[0], e[1], e[2])), W);
   } else {

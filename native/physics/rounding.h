@@ -24,6 +24,13 @@
 
 namespace amrgrav {
 
+/// Unrolls a rule's short fixed loop on the device (its arrays then stay in registers); nothing on the host.
+#if defined(__CUDA_ARCH__)
+#define AG_RULE_UNROLL _Pragma("unroll")
+#else
+#define AG_RULE_UNROLL
+#endif
+
 /// The rules' default rounding policy (see the file comment).
 struct RoundNearest {
 #if defined(__CUDA_ARCH__)

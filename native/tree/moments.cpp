@@ -54,7 +54,7 @@ void computeMoments(const SortedCells& c, const SolveOptions& opt, Octree& t) {
         double s[3];
         offsetFrom(&t.com[3 * k], cm, s);
         const double* Dk = D ? &t.dipole[3 * k] : nullptr;
-        addChildQuadrupole(q, &t.quad[6 * k], t.mass[k], Dk, s);
+        addChildQuadrupole(q, &t.quad[6 * k], t.mass[k], signedSources, Dk, D ? dipoleDot(Dk, s) : 0.0, s);
         if (D) addChildDipole(D, Dk, t.mass[k], s);
       }
     }
@@ -65,7 +65,7 @@ void computeMoments(const SortedCells& c, const SolveOptions& opt, Octree& t) {
       t.extentLo[3 * ii + d] = sums.lo[d];
       t.extentHi[3 * ii + d] = sums.hi[d];
     }
-    t.macRadius[ii] = nodeMacRadius(l, opt.theta, sums.M, W, D, cm, ctr);
+    t.macRadius[ii] = nodeMacRadius(l, opt.theta, sums.M, W, signedSources, D, cm, ctr);
   }
 }
 
