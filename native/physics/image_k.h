@@ -77,21 +77,25 @@ AG_HD double imageNearCentre(double x, double c, double P, double invP) {
 /// Largest group half-diagonal, in (finest) table spacings, for which a group uses the expansion.
 constexpr double kEwaldExpansionSpacings = 1.0;
 /// Does the group whose cell centres span [lo, hi] take its Ewald correction as one expansion about its centre
-/// (ewald/expansion_k.h)? (V: a table view with double geometry: h, invUnit, period, reach.)
-template <class V>
+/// (ewald/expansion_k.h)? Its half-diagonal must be at most kEwaldExpansionSpacings of the finest table spacing,
+/// and every separation must stay inside the table's reach, P/2 + e <= reach. It decides the lists too (a group
+/// that expands walks its own tree with hoisted nodes, whose image tags place the MAC below them), so it rounds as
+/// the other rules: e = (hi - lo) / 2, ((e0^2 + e1^2) + e2^2) <= lim^2, every operation on its own.
+/// (V: a table view with double geometry: h, invUnit, period, reach.)
+template <class Rn = RoundNearest, class V>
 AG_HD bool ewaldGroupExpands(const V& v, const double* lo, const double* hi) {
   double e2 = 0, hmin = 0;
   bool ok = true;
+  AG_RULE_UNROLL
   for (int d = 0; d < 3; ++d) {
-    const double e = 0.5 * (hi[d] - lo[d]);
-    e2 += e * e;
-    const double hd = v.h[d] / v.invUnit;
+    const double e = Rn::mul(0.5, Rn::sub(hi[d], lo[d]));
+    e2 = Rn::add(e2, Rn::mul(e, e));
+    const double hd = Rn::div(v.h[d], v.invUnit);
     hmin = d == 0 || hd < hmin ? hd : hmin;
-    // every separation must stay inside the table's reach: P/2 + e <= reach
-    if (v.period[d] > 0) ok = ok && 0.5 * v.period[d] + e <= v.reach[d];
+    if (v.period[d] > 0) ok = ok && Rn::add(Rn::mul(0.5, v.period[d]), e) <= v.reach[d];
   }
-  const double lim = kEwaldExpansionSpacings * hmin;
-  return ok && e2 <= lim * lim;
+  const double lim = Rn::mul(kEwaldExpansionSpacings, hmin);
+  return ok && e2 <= Rn::mul(lim, lim);
 }
 
 /// Hoisted corrections. In an expanding group's walk over its own tree, a source's correction is taken at the
