@@ -200,7 +200,8 @@ EvalFn pickEval(int order, bool accel, bool periodic, bool dipole) {
 
 template <bool Accel, bool Periodic>
 void walkRange(const SourceTree& t, const SortedCells& c, const Groups& g, std::size_t gb, std::size_t ge, bool vote,
-               WalkPass pass, EvalFn eval, WalkLists& L, WalkOutput& out, std::uint64_t& approx, std::uint64_t& direct) {
+               WalkPass pass, EvalFn eval, WalkLists& L, WalkOutput& out, std::uint64_t& approx,
+               std::uint64_t& direct) {
   for (std::size_t gi = gb; gi < ge; ++gi) {
     // periodic: small groups take the correction as one expansion about their centre
     const bool expand = Periodic && L.expandEwald && groupExpands(L.ewald->view, g, gi);

@@ -50,7 +50,7 @@ __global__ void __launch_bounds__(kThreads) letLevelKernel(const uint4* __restri
   const double com[3] = {r.x, r.y, r.z};
   const bool accepts = Periodic ? periodicBoxAccepts(ewald, com, r.w, box.lo, box.hi, box.groupHalfWidth)
                                 : macAccepts(r.x, r.y, r.z, r.w, box.lo, box.hi);
-  if (nodeIsEmpty(r.w) || accepts) {  // an empty node (physics/moments_k.h) travels childless, as essentialNodesFor's
+  if (nodeIsEmpty(r.w) || accepts) {  // an empty node (physics/moments_k.h) travels childless, as the host's
     kind = LetSelection::Accepted;
   } else if (t.w == 0) {
     kind = LetSelection::OpenedLeaf;

@@ -24,7 +24,8 @@ void computeMoments(const SortedCells& c, const SolveOptions& opt, Octree& t) {
     NodeSums sums = emptyNodeSums();
     if (t.isLeaf(ii)) {
       const std::uint32_t b = t.cellBegin[ii], e = b + t.cellCount[ii];
-      for (std::uint32_t j = b; j < e; ++j) addCellToSums(sums, c.x[j], c.y[j], c.z[j], c.mass[j], c.size[j], signedSources);
+      for (std::uint32_t j = b; j < e; ++j)
+        addCellToSums(sums, c.x[j], c.y[j], c.z[j], c.mass[j], c.size[j], signedSources);
     } else {
       const std::uint32_t b = t.childBegin[ii], e = b + t.childCount[ii];
       for (std::uint32_t k = b; k < e; ++k)
