@@ -121,10 +121,14 @@ __global__ void __launch_bounds__(kThreads) momentsLevelKernel(MomentsParams p, 
       const double com[3] = {c.cx, c.cy, c.cz};
       double s[3];
       offsetFrom(com, cm, s);
-      const double ds = sgn ? dipoleDot(c.d, s) : 0.0;  // D.s, for the quadrupole's and S's dipole terms
-      addChildQuadrupole(q, c.q, c.m, sgn, c.d, ds, s);
-      S = addChildSecondMoment(S, c.s, c.m, sgn, ds, s);
-      if (sgn) addChildDipole(D, c.d, c.m, s);
+      addChildQuadrupole(q, c.q, c.m, s);
+      S = addChildSecondMoment(S, c.s, c.m, s);
+      if (sgn) {  // the child's dipole terms, in one branch (three cost the kernel 14 registers)
+        const double ds = dipoleDot(c.d, s);
+        addDipoleShift(q, c.d, s, ds);
+        addChildDipole(D, c.d, c.m, s);
+        S = addDipoleSecondMoment(S, ds);
+      }
     }
   }
   if (ii < p.stored) {

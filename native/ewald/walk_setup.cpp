@@ -44,9 +44,9 @@ std::vector<double> nodeSecondMoments(const SortedCells& c, const Octree& t) {
       for (std::uint32_t k = b; k < e; ++k) {
         double d[3];
         offsetFrom(&t.com[3 * k], cm, d);
+        s = addChildSecondMoment(s, S[k], t.mass[k], d);
         // with dipoles the child's centre is not its centre of mass: + 2 D.s
-        const bool dipoles = !t.dipole.empty();
-        s = addChildSecondMoment(s, S[k], t.mass[k], dipoles, dipoles ? dipoleDot(&t.dipole[3 * k], d) : 0.0, d);
+        if (!t.dipole.empty()) s = addDipoleSecondMoment(s, dipoleDot(&t.dipole[3 * k], d));
       }
     }
     S[i] = s;

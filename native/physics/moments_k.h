@@ -176,7 +176,7 @@ AG_HD void addQuadrupole(double* q, double m, double dx, double dy, double dz) {
 }
 
 /// D.s, (D0 s0 + D1 s1) + D2 s2: a child's dipole D along the shift s to its parent's centre. The quadrupole's
-/// and S's dipole terms both take it (computed once, so the device evaluates it once).
+/// and S's dipole terms both take it (computed once).
 template <class Rn = RoundNearest>
 AG_HD double dipoleDot(const double* D, const double* s) {
   return Rn::add(Rn::add(Rn::mul(D[0], s[0]), Rn::mul(D[1], s[1])), Rn::mul(D[2], s[2]));
@@ -209,17 +209,14 @@ AG_HD double addCellSecondMoment(double S, double m, const double* d) {
   return Rn::add(S, Rn::mul(m, squaredNorm<Rn>(d[0], d[1], d[2])));
 }
 
-/// A child (quadrupole qc, mass m, dipole Dc and ds = dipoleDot(Dc, s): read only withDipole, when the tree keeps
-/// dipoles) at offset s = child centre - parent centre, into its parent's quadrupole: the parallel-axis theorem,
-/// qc + m (3 s s^T - |s|^2 I), plus the dipole's cross terms when the child's expansion centre is not its centre of
-/// mass (signed sources). (A flag, not a nullable pointer: the device keeps the dipole in registers.)
+/// A child (quadrupole qc, mass m) at offset s = child centre - parent centre, into its parent's quadrupole: the
+/// parallel-axis theorem, qc + m (3 s s^T - |s|^2 I). A child with a dipole (signed sources: its expansion centre
+/// is not its centre of mass) then adds addDipoleShift's terms.
 template <class Rn = RoundNearest>
-AG_HD void addChildQuadrupole(double* q, const double* qc, double m, bool withDipole, const double* Dc, double ds,
-                              const double* s) {
+AG_HD void addChildQuadrupole(double* q, const double* qc, double m, const double* s) {
   AG_RULE_UNROLL
   for (int r = 0; r < 6; ++r) q[r] = Rn::add(q[r], qc[r]);
   addQuadrupole<Rn>(q, m, s[0], s[1], s[2]);
-  if (withDipole) addDipoleShift<Rn>(q, Dc, s, ds);
 }
 
 /// A child's dipole Dc about its own centre, moved to the parent's: D += Dc + m s.
@@ -229,14 +226,25 @@ AG_HD void addChildDipole(double* D, const double* Dc, double m, const double* s
   for (int k = 0; k < 3; ++k) D[k] = Rn::add(D[k], Rn::add(Dc[k], Rn::mul(m, s[k])));
 }
 
-/// A child's second-moment trace Sc into its parent's (parallel-axis): S += Sc + m |s|^2, then + 2 ds (ds =
-/// dipoleDot(Dc, s)) when the child carries a dipole (withDipole: about a centre that is not its centre of mass).
+/// A child's second-moment trace Sc into its parent's (parallel-axis): S + (Sc + m |s|^2). A child with a dipole
+/// then adds addDipoleSecondMoment's term.
 template <class Rn = RoundNearest>
-AG_HD double addChildSecondMoment(double S, double Sc, double m, bool withDipole, double ds, const double* s) {
-  S = Rn::add(S, Rn::add(Sc, Rn::mul(m, squaredNorm<Rn>(s[0], s[1], s[2]))));
-  if (withDipole) S = Rn::add(S, Rn::mul(2.0, ds));
-  return S;
+AG_HD double addChildSecondMoment(double S, double Sc, double m, const double* s) {
+  return Rn::add(S, Rn::add(Sc, Rn::mul(m, squaredNorm<Rn>(s[0], s[1], s[2]))));
 }
+
+/// The dipole's part of moving a child's S to the parent's centre: S + 2 ds, ds = dipoleDot(Dc, s).
+template <class Rn = RoundNearest>
+AG_HD double addDipoleSecondMoment(double S, double ds) {
+  return Rn::add(S, Rn::mul(2.0, ds));
+}
+
+/// The order in which a parent takes a child k, on the host (tree/moments.cpp, ewald/walk_setup.cpp) and the
+/// device (cuda/kernel_moments.cu) alike, s = offsetFrom(child centre, parent centre):
+///   addChildQuadrupole(q, ...); S = addChildSecondMoment(S, ...);
+///   with dipoles: ds = dipoleDot(Dc, s); addDipoleShift(q, Dc, s, ds); addChildDipole(D, ...);
+///                 S = addDipoleSecondMoment(S, ds).
+/// (q, D and S are separate sums, so only the order within each matters.)
 
 // ---- the MAC radius
 
@@ -256,7 +264,8 @@ AG_HD double nodeMacRadius(double l, double theta, double M, double W, bool sign
   } else {
     delta = Rn::sqrt(squaredNorm<Rn>(Rn::sub(cm[0], ctr[0]), Rn::sub(cm[1], ctr[1]), Rn::sub(cm[2], ctr[2])));
   }
-  return W > 0 ? Rn::add(Rn::div(l, theta), delta) : kEmptyNodeMacRadius;
+  const double r = Rn::add(Rn::div(l, theta), delta);  // always computed: the device then selects, no branch
+  return W > 0 ? r : kEmptyNodeMacRadius;
 }
 
 // ---- the density contrast

@@ -441,10 +441,14 @@ Node parentNode(const std::vector<Node>& kids, bool bonsai, bool sgn, double sid
   for (const Node& k : kids) {
     double off[3];
     offsetFrom<Rn>(k.com, n.com, off);
-    const double ds = sgn ? dipoleDot<Rn>(k.D, off) : 0.0;
-    addChildQuadrupole<Rn>(n.q, k.q, k.m, sgn, k.D, ds, off);
-    n.S = addChildSecondMoment<Rn>(n.S, k.S, k.m, sgn, ds, off);
-    if (sgn) addChildDipole<Rn>(n.D, k.D, k.m, off);
+    addChildQuadrupole<Rn>(n.q, k.q, k.m, off);
+    n.S = addChildSecondMoment<Rn>(n.S, k.S, k.m, off);
+    if (sgn) {
+      const double ds = dipoleDot<Rn>(k.D, off);
+      addDipoleShift<Rn>(n.q, k.D, off, ds);
+      addChildDipole<Rn>(n.D, k.D, k.m, off);
+      n.S = addDipoleSecondMoment<Rn>(n.S, ds);
+    }
   }
   n.m = s.M;
   n.a = nodeWeight(s, sgn);

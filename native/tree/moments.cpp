@@ -54,9 +54,12 @@ void computeMoments(const SortedCells& c, const SolveOptions& opt, Octree& t) {
       for (std::uint32_t k = b; k < e; ++k) {  // parallel-axis theorem (with the child's dipole when signed)
         double s[3];
         offsetFrom(&t.com[3 * k], cm, s);
-        const double* Dk = D ? &t.dipole[3 * k] : nullptr;
-        addChildQuadrupole(q, &t.quad[6 * k], t.mass[k], signedSources, Dk, D ? dipoleDot(Dk, s) : 0.0, s);
-        if (D) addChildDipole(D, Dk, t.mass[k], s);
+        addChildQuadrupole(q, &t.quad[6 * k], t.mass[k], s);
+        if (D) {
+          const double* Dk = &t.dipole[3 * k];
+          addDipoleShift(q, Dk, s, dipoleDot(Dk, s));
+          addChildDipole(D, Dk, t.mass[k], s);
+        }
       }
     }
     t.mass[ii] = sums.M;
