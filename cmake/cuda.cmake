@@ -67,12 +67,19 @@ if(AMRGRAV_HAVE_CUDA)
   target_link_libraries(amrgrav_cuda PUBLIC amrgrav_core CUDA::cudart_static)
   target_compile_options(amrgrav_cuda PRIVATE
     $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo --Werror=all-warnings -Xcompiler=-Wall,-Wextra>)
+  # Floating-point contraction and the interaction lists: the rules that decide them (native/physics/: the MAC, the
+  # periodic image test, which groups expand, the node moments and MAC radii, the LET choice) are the CPU core's
+  # own headers, written with physics/rounding.h's RoundNearest, which is __dadd_rn/__dsub_rn/__dmul_rn/__ddiv_rn/
+  # __dsqrt_rn on the device: never fused, whatever the flags below, so they round as the host (built with
+  # -ffp-contract=off, CMakeLists.txt) and both backends build the same lists.
   # Interactions: float with FMA, hardware reciprocal square root and flush-to-zero (accuracy ~1e-7 per term).
-  # Double-precision code in these files (the MAC, relative positions) is unaffected by these flags.
+  # The double-precision rules in these files are unaffected by these flags (explicit rounding, see above; fast
+  # math flushes and approximates float only).
   set_source_files_properties(
     native/cuda/kernel_walk.cu native/cuda/kernel_direct.cu
     PROPERTIES COMPILE_OPTIONS "--use_fast_math")
-  # Keys, tree, moments and the LET choice must round exactly as the CPU core does: no contraction into FMAs anywhere.
+  # Keys, tree, moments and the LET choice must round exactly as the CPU core does: their rules round explicitly,
+  # and the rest of these files (key coordinates, the gather's scaling, sums) is kept unfused by -fmad=false too.
   set_source_files_properties(
     native/cuda/kernel_keys.cu native/cuda/kernel_build.cu native/cuda/kernel_moments.cu native/cuda/kernel_let.cu
     PROPERTIES COMPILE_OPTIONS "-fmad=false")
