@@ -21,8 +21,10 @@ namespace amrgrav {
 /// The MAC radius of a node with no mass at all (and, for signed sources, no |mass|): every walk skips it and a
 /// LET carries it childless.
 constexpr double kEmptyNodeMacRadius = -1.0;
-/// Is this MAC radius the empty node's marker?
-AG_HD bool nodeIsEmpty(double macRadius) { return macRadius < 0.0; }
+/// Is this MAC radius the empty node's marker? (Written as !(r >= 0): the walks' test of a live node stays
+/// r >= 0, the instruction the CUDA walk always had; a NaN radius, which validation makes impossible, counts as
+/// empty everywhere.)
+AG_HD bool nodeIsEmpty(double macRadius) { return !(macRadius >= 0.0); }
 
 // ---- geometry
 
