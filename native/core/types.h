@@ -119,6 +119,9 @@ struct SolveStats {
   /// (erg/g; every rank's cells in a distributed solve); zero to rounding on uniform grids with the contrast. 0 for
   /// other boxes.
   double meanPotential = 0;
+  /// A block solve (core/blocks.h) kept the keys, order, tree topology and groups of the previous call (the mesh
+  /// was unchanged) and recomputed only what depends on the masses.
+  bool treeReused = false;
   DistributedStats distributed;
 };
 
