@@ -111,7 +111,7 @@ std::string blockCellName(const BlocksView& v, std::size_t p) {
          ", " + std::to_string(j) + ", " + std::to_string(k) + ")";
 }
 
-Status blocksStatus(const BlocksView& v, const Status& st) {
+Status blocksStatus(const BlocksView& v, const Status& st, const double* rhoKnown) {
   if (st.ok()) return st;
   std::smatch m;
   const std::size_t n = v.cells();
@@ -126,11 +126,12 @@ Status blocksStatus(const BlocksView& v, const Status& st) {
     if (p < n) {
       std::string what = m[2].str();
       // the mass is the density times the volume: speak of the density the caller gave
-      const double rho = v.deviceData ? NAN : blockDensity(v, p);
+      const bool known = rhoKnown || !v.deviceData;
+      const double rho = rhoKnown ? *rhoKnown : v.deviceData ? NAN : blockDensity(v, p);
       const std::string tail = what.find(';') != std::string::npos ? what.substr(what.find(';')) : "";
-      if (what.rfind("mass is not finite", 0) == 0 && std::isfinite(rho))
+      if (what.rfind("mass is not finite", 0) == 0 && known && std::isfinite(rho))
         what = "the mass (density x cell volume) is not finite (density " + fmt(rho) + ")";
-      else if (what.rfind("mass ", 0) == 0 && !v.deviceData)
+      else if (what.rfind("mass ", 0) == 0 && known)
         what = "density " + what.substr(5, what.find(" (got") - 5) + " (got " + fmt(rho) + ")" + tail;
       return Status::error(st.code, blockCellName(v, p) + ": " + what);
     }

@@ -117,8 +117,9 @@ double blockDensity(const BlocksView& v, std::size_t p);
 std::string blockCellName(const BlocksView& v, std::size_t p);
 
 /// A cell-path Status about cell p (or cells a and b) rewritten in the blocks' words ("cell 17: mass ..." ->
-/// "block 0 (slot 0), cell (1, 2, 0): mass ..."); other messages are returned as they are.
-Status blocksStatus(const BlocksView& v, const Status& cellStatus);
+/// "block 0 (slot 0), cell (1, 2, 0): density ..."); other messages are returned as they are. rho: cell p's density
+/// when the caller knows it (device data), else it is read from the host density.
+Status blocksStatus(const BlocksView& v, const Status& cellStatus, const double* rho = nullptr);
 
 /// The cells of the view into host arrays (x, y, z, mass, size; n = v.cells()), on `threads` threads.
 /// The density is read from host memory (not deviceData).
