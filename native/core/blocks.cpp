@@ -94,6 +94,13 @@ Status validateBlocks(const BlocksView& v, const BlockOutputs& out, const SolveO
   return Status::success();
 }
 
+std::size_t blockFieldElements(const BlocksView& v) {
+  if (v.nBlocks == 0 || v.cellsPerBlock() == 0) return 0;
+  std::size_t top = 0;
+  for (std::size_t b = 0; b < v.nBlocks; ++b) top = std::max(top, v.slotOf(b));
+  return v.element(top, v.nxb - 1, v.nyb - 1, v.nzb - 1) + 1;
+}
+
 double blockDensity(const BlocksView& v, std::size_t p) {
   std::size_t b;
   int i, j, k;

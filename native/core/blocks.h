@@ -110,6 +110,11 @@ AG_HD double blockCellMass(double rho, double dx, double dy, double dz) {
 /// with accelerations).
 Status validateBlocks(const BlocksView& v, const BlockOutputs& out, const SolveOptions& opt);
 
+/// The fewest elements a field array of this layout must have: the last interior element of the highest slot the
+/// view names, plus one (0 without blocks). Front ends whose arrays carry their length check it (call after
+/// validateBlocks: negative slots are refused there).
+std::size_t blockFieldElements(const BlocksView& v);
+
 /// Reads the density of cell p of the view (blocks in order, i fastest) from host memory.
 double blockDensity(const BlocksView& v, std::size_t p);
 
