@@ -356,6 +356,7 @@ export class GravitySolver {
       ewaldResolution: o.ewaldResolution,
       ewaldExpansion: o.ewaldExpansion,
       densityContrast: o.densityContrast,
+      autoGpuMinCells: o.autoGpuMinCells,
       ...(box ? { box } : {}),
       distributed,
     };

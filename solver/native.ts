@@ -39,6 +39,8 @@ export interface NativeOptions {
   box?: { lo: [number, number, number]; hi: [number, number, number] };
   /** A collective tree solve over the MPI world (see native/mpi/distributed_solve.h). */
   distributed?: boolean;
+  /** 'auto' on a GPU: fewer cells than this run on the CPU (0: off). */
+  autoGpuMinCells?: number;
 }
 
 export interface NativeStats {

@@ -11,7 +11,10 @@
 #   flash256   256^3 timings with FLASH's layout (8 variables, 4 guard cells): the packing's cost
 #   big        1000^3 = 1e9 cells, float32, plain layout, host entry only (new mesh, unchanged), best of 2: needs
 #              about 60 GB of device memory (the ~60 bytes per cell of the solve) and 8 GB of host memory
-#   node       `amrgrav bench --grid 256 --backend cuda --blocks` through the Node API (if the CLI has --blocks)
+#   auto       backend 'auto' with autoGpuMinCells 100000: a 32^3 solve on the CPU (reason "auto: 32768 cells below
+#              the GPU's break-even (100000)"), a 64^3 one on the GPU, through the Node API (cells and blocks)
+#   node       `amrgrav bench --grid 256 --backend cuda` through the Node API: the cell entry, then the block entry
+#              (--blocks 8: unchanged mesh and new mesh), float64 and float32
 # Usage on the GPU host, from the project root, with .gpuhost carried:
 #   bash bench/gpu/blocks-check.sh                 (all steps)
 #   bash bench/gpu/blocks-check.sh check64 check256
@@ -20,7 +23,7 @@ set -u
 out=/tmp/amrgrav-blocks-logs; rm -rf "$out"; mkdir -p "$out"
 t0=$(date +%s)
 stamp() { echo "== [$(( $(date +%s) - t0 ))s] $*"; }
-steps=("$@"); [ ${#steps[@]} -eq 0 ] && steps=(check64 check256 flash256 big node)
+steps=("$@"); [ ${#steps[@]} -eq 0 ] && steps=(check64 check256 flash256 auto node big)
 stamp "build"
 source .gpuhost/setup.sh || exit 1
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$out/gpu.txt"
@@ -69,9 +72,20 @@ for step in "${steps[@]}"; do
     big)
       free -g | head -2 > "$out/big-mem.txt"
       run big1000 590 --grid 1000 --block 8 --guard 0 --nvar 1 --float32 --reps 2 --only host ;;
+    auto)
+      timeout 120 node --input-type=module -e "
+        const { GravitySolver, uniformMesh, fillVariable } = await import('./dist/solver/index.js');
+        const s = new GravitySolver({ backend: 'auto', autoGpuMinCells: 100000 });
+        for (const level of [3, 4]) {
+          const mesh = uniformMesh({ lrefineMax: level, level });
+          fillVariable(mesh, 'dens', (x, y, z) => 1 + x * y * z);
+          const r = await s.solve(mesh);
+          console.log(JSON.stringify({ cells: r.stats.cells, backend: r.stats.backend, reason: r.stats.backendReason }));
+        }" > "$out/auto.json" 2> "$out/auto.err"
+      summary+=("-- auto rc=$? $(tr '\n' ' ' < "$out/auto.json")") ;;
     node)
       if node dist/app/cli.js bench --help 2>&1 | grep -q -- '--blocks'; then
-        for args in "" "--blocks"; do
+        for args in "" "--blocks 8" "--blocks 8 --float32"; do
           tag=node256$(echo "$args" | tr -d ' -')
           timeout 300 node dist/app/cli.js bench --grid 256 --backend cuda $args --repeat 5 --json \
             > "$out/$tag.json" 2> "$out/$tag.err"

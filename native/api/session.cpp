@@ -118,6 +118,21 @@ Status chooseBackend(BackendRequest requested, bool distributed, const char* cud
   return Status::success();
 }
 
+namespace {
+
+/// 'auto' on the GPU with a problem below the break-even (SolveOptions::autoGpuMinCells): the CPU runs it.
+bool belowBreakEven(const BackendChoice& c, std::size_t cells, const SolveOptions& opt, SolveReport& report) {
+  if (c.requested != BackendRequest::Auto || c.backend != BackendKind::Cuda || c.distributed ||
+      opt.autoGpuMinCells == 0 || cells >= opt.autoGpuMinCells)
+    return false;
+  report.ran = BackendKind::Cpu;
+  report.reason = "auto: " + std::to_string(cells) + " cells below the GPU's break-even (" +
+                  std::to_string(opt.autoGpuMinCells) + ")";
+  return true;
+}
+
+}  // namespace
+
 Session::Session() = default;
 Session::~Session() = default;
 
@@ -162,6 +177,7 @@ Status Session::solve(Method method, const BackendChoice& choice, const CellsVie
     }
     return st;
   }
+  if (belowBreakEven(choice, cells.n, opt, report)) return run(method, BackendKind::Cpu, cells, opt, out);
   Status st = run(method, choice.backend, cells, opt, out);
   if (st.code == ErrorCode::OutOfMemory && choice.requested == BackendRequest::Auto &&
       choice.backend == BackendKind::Cuda) {
@@ -208,6 +224,7 @@ Status Session::solveBlocks(const BackendChoice& choice, const BlocksView& block
     if (kind == BackendKind::Cuda) turn = std::unique_lock<std::mutex>(cudaTurn_);
     return backend->solveBlocks(blocks, out, opt, result);
   };
+  if (!blocks.deviceData && belowBreakEven(choice, blocks.cells(), opt, report)) return runOn(BackendKind::Cpu);
   Status st = runOn(choice.backend);
   if (st.code == ErrorCode::OutOfMemory && !blocks.deviceData && choice.requested == BackendRequest::Auto &&
       choice.backend == BackendKind::Cuda) {

@@ -16,6 +16,9 @@
 ///     usable device fails inside the collective solve, and every rank returns its error.
 ///   - while solving (Session::solve): 'auto' on the GPU that runs out of device memory solves on the CPU instead,
 ///     with a warning (never in a distributed solve: the other ranks would not follow).
+///   - small problems (Session::solve, solveBlocks): 'auto' on the GPU runs a solve of fewer cells than
+///     SolveOptions::autoGpuMinCells on the CPU, reason "auto: N cells below the GPU's break-even (M)" (default 0:
+///     off; not for distributed solves nor device data).
 #pragma once
 #include <memory>
 #include <mutex>

@@ -196,6 +196,13 @@ Status readOptions(const Napi::Value& value, SolveOptions& opt, std::string& bac
   if (!(st = readInt(o, "ewaldResolution", opt.ewaldResolution)).ok()) return st;
   if (!(st = readBool(o, "ewaldExpansion", opt.ewaldExpansion)).ok()) return st;
   if (!(st = readBool(o, "densityContrast", opt.densityContrast)).ok()) return st;
+  {
+    double minCells = double(opt.autoGpuMinCells);
+    if (!(st = readNumber(o, "autoGpuMinCells", minCells)).ok()) return st;
+    if (!(minCells >= 0 && minCells <= 9.0e15 && minCells == double(std::size_t(minCells))))
+      return invalidOption("option 'autoGpuMinCells' must be a non-negative integer");
+    opt.autoGpuMinCells = std::size_t(minCells);
+  }
   if (o.Has("periodic") && !o.Get("periodic").IsUndefined()) {
     Napi::Value p = o.Get("periodic");
     if (!p.IsArray() || p.As<Napi::Array>().Length() != 3)
