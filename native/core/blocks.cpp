@@ -186,9 +186,33 @@ void generateBlockCells(const BlocksView& v, int threads, GeneratedCells& out, b
               });
 }
 
+namespace {
+
+/// Interior cells of a block are contiguous in the field (no guard cells, no variable stride): whole blocks can
+/// be copied at once.
+bool blocksContiguous(const BlocksView& v) {
+  return v.varStride == 1 && v.guard[0] == 0 && v.guard[1] == 0 && v.guard[2] == 0;
+}
+
+}  // namespace
+
 void scatterRange(const BlocksView& v, const double* packed, std::size_t begin, std::size_t end, void* dst) {
   if (begin >= end) return;
   const std::size_t cpb = v.cellsPerBlock();
+  if (blocksContiguous(v)) {  // block by block (the identity layout: one run)
+    for (std::size_t p = begin; p < end;) {
+      const std::size_t b = p / cpb, c = p % cpb, run = std::min(cpb - c, end - p);
+      const std::size_t e0 = v.slotOf(b) * v.strideOfBlock() + c;
+      if (v.dtype == DType::Float32) {
+        float* d = static_cast<float*>(dst) + e0;
+        for (std::size_t t = 0; t < run; ++t) d[t] = float(packed[p - begin + t]);
+      } else {
+        std::memcpy(static_cast<double*>(dst) + e0, packed + (p - begin), run * sizeof(double));
+      }
+      p += run;
+    }
+    return;
+  }
   std::size_t b;
   int i, j, k;
   cellOf(v, begin, b, i, j, k);
@@ -198,14 +222,15 @@ void scatterRange(const BlocksView& v, const double* packed, std::size_t begin, 
     // the rest of this row
     const std::size_t e0 = v.element(s, i, j, k);
     const int run = int(std::min<std::size_t>(std::size_t(v.nxb - i), end - p));
+    const double* src = packed + (p - begin);  // packed points at cell `begin`
     if (v.dtype == DType::Float32) {
       float* d = static_cast<float*>(dst) + e0;
-      for (int t = 0; t < run; ++t) d[std::size_t(t) * v.varStride] = float(packed[p + t]);
+      for (int t = 0; t < run; ++t) d[std::size_t(t) * v.varStride] = float(src[t]);
     } else if (v.varStride == 1) {
-      std::memcpy(static_cast<double*>(dst) + e0, packed + p, std::size_t(run) * sizeof(double));
+      std::memcpy(static_cast<double*>(dst) + e0, src, std::size_t(run) * sizeof(double));
     } else {
       double* d = static_cast<double*>(dst) + e0;
-      for (int t = 0; t < run; ++t) d[std::size_t(t) * v.varStride] = packed[p + t];
+      for (int t = 0; t < run; ++t) d[std::size_t(t) * v.varStride] = src[t];
     }
     p += std::size_t(run);
     i += run;
@@ -225,6 +250,16 @@ void scatterRange(const BlocksView& v, const double* packed, std::size_t begin, 
 
 void packRange(const BlocksView& v, std::size_t begin, std::size_t end, void* dst) {
   if (begin >= end) return;
+  if (blocksContiguous(v)) {  // block by block (the identity layout: one run)
+    const std::size_t cpb = v.cellsPerBlock(), es = dtypeBytes(v.dtype);
+    for (std::size_t p = begin; p < end;) {
+      const std::size_t b = p / cpb, c = p % cpb, run = std::min(cpb - c, end - p);
+      std::memcpy(static_cast<char*>(dst) + (p - begin) * es,
+                  static_cast<const char*>(v.density) + (v.slotOf(b) * v.strideOfBlock() + c) * es, run * es);
+      p += run;
+    }
+    return;
+  }
   std::size_t b;
   int i, j, k;
   cellOf(v, begin, b, i, j, k);
@@ -262,7 +297,7 @@ void packRange(const BlocksView& v, std::size_t begin, std::size_t end, void* ds
 
 void scatterToBlocks(const BlocksView& v, const double* packed, void* dst, int threads) {
   const std::size_t n = v.cells();
-  parallelFor(n, kChunk, threads, [&](std::size_t b, std::size_t e, int) { scatterRange(v, packed, b, e, dst); });
+  parallelFor(n, kChunk, threads, [&](std::size_t b, std::size_t e, int) { scatterRange(v, packed + b, b, e, dst); });
 }
 
 bool BlockTreeKey::matches(const BlocksView& v, const SolveOptions& opt) const {

@@ -137,7 +137,8 @@ void generateBlockCells(const BlocksView& v, int threads, GeneratedCells& out, b
 
 /// Packed results (cells in order, i fastest) into the caller's layout and dtype, on `threads` threads.
 void scatterToBlocks(const BlocksView& v, const double* packed, void* dst, int threads);
-/// Cells [begin, end) of the packed results into the caller's layout (a chunk of scatterToBlocks).
+/// Cells [begin, end) of the packed results into the caller's layout (a chunk of scatterToBlocks); `packed` points
+/// at cell `begin`'s result.
 void scatterRange(const BlocksView& v, const double* packed, std::size_t begin, std::size_t end, void* dst);
 /// Densities of cells [begin, end) packed into `dst` (contiguous, the view's dtype).
 void packRange(const BlocksView& v, std::size_t begin, std::size_t end, void* dst);

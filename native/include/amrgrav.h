@@ -177,8 +177,8 @@ AMRGRAV_API amrgrav_status amrgrav_set_communicator(amrgrav_solver* solver, int 
  * Reuse between steps: when the blocks' geometry (n_blocks, nxb/nyb/nzb, lo, dx) and the tree options equal the
  * previous block call's on this solver, the keys, order, tree topology and groups are kept and only what depends on
  * the masses is recomputed (amrgrav_tree_reused says whether it was). The comparison is bitwise over lo and dx
- * (6 doubles per block: cheap); mesh_changed = 1 skips it and rebuilds. An amrgrav_compute_potential call on the same
- * solver in between forgets the kept tree. */
+ * (6 doubles per block: cheap); mesh_changed = 1 skips it and rebuilds. On the GPU an amrgrav_compute_potential call
+ * on the same solver in between forgets the kept tree (it reuses the device memory). */
 typedef enum amrgrav_dtype { AMRGRAV_FLOAT64 = 0, AMRGRAV_FLOAT32 = 1 } amrgrav_dtype;
 
 typedef struct amrgrav_blocks {
@@ -212,8 +212,11 @@ AMRGRAV_API amrgrav_status amrgrav_compute_blocks(amrgrav_solver* solver, const 
 
 /* The same with the density and the results in device memory (cudaMalloc'd, or managed, on the solver's GPU,
  * device 0); blocks->lo, dx and block_index stay host arrays (small). Needs a solver running on the CUDA backend
- * (AMRGRAV_NO_DEVICE otherwise; not distributed). Nothing else crosses PCIe: the cells are made from the
- * density on the device and the results are written into the caller's arrays on the device.
+ * (AMRGRAV_NO_DEVICE otherwise; not distributed). No per-cell data crosses PCIe: the cells are made from the
+ * density on the device and the results are written into the caller's arrays on the device (what does cross: the
+ * blocks' geometry when the mesh changed, 48 bytes per block; block_index, 4 bytes per block, every call; a few
+ * bytes of counters and reductions; fully periodic boxes: one double per 65536 cells for the contrast's total and
+ * the mean potential).
  * Synchronisation: the call's device work is ordered after the work already enqueued on cuda_stream (a
  * cudaStream_t; NULL: the legacy default stream) by an event, without blocking the host, and the call returns once
  * the results are in the caller's arrays (it synchronises internally: the tree build and the walk read counters
