@@ -5,7 +5,10 @@
 #   amrgrav_cuda         static library (CUDA code, cudart linked statically; links amrgrav_core): the backend, split
 #                        by phase, and the GPU rank of a distributed solve (no MPI in it: api/ hands it to mpi/)
 #   amrgrav_cuda_testing the tools' view of the backend (native/cuda/testing.h); never linked into the addon or libamrgrav
-#   amrgrav_gpu_parity   standalone CPU-vs-CUDA parity and timing program (native/tools/gpu_parity.cpp)
+#   amrgrav_gpu_parity   the CPU-vs-CUDA checks, one subject per argument (native/tools/parity/)
+#   amrgrav_gpu_timing   CUDA timings: benchmarks, not tests (native/tools/gpu_timing.cpp)
+#   CTest tests gpu.<subject> and gpu.sequence-quick, label gpu: `ctest -L gpu --output-on-failure` in the build
+#   directory runs every GPU check (needs enable_testing() in the top-level CMakeLists.txt)
 # Sets AMRGRAV_HAVE_CUDA to ON or OFF.
 #
 # Option AMRGRAV_GPU_BACKEND: AUTO (CUDA when a CUDA compiler is found), NONE, or CUDA (error without a compiler).
@@ -66,12 +69,19 @@ if(AMRGRAV_HAVE_CUDA)
   target_link_libraries(amrgrav_cuda PUBLIC amrgrav_core CUDA::cudart_static)
   target_compile_options(amrgrav_cuda PRIVATE
     $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo --Werror=all-warnings -Xcompiler=-Wall,-Wextra>)
+  # Floating-point contraction and the interaction lists: the rules that decide them (native/physics/: the MAC, the
+  # periodic image test, which groups expand, the node moments and MAC radii, the LET choice) are the CPU core's
+  # own headers, written with physics/rounding.h's RoundNearest, which is __dadd_rn/__dsub_rn/__dmul_rn/__ddiv_rn/
+  # __dsqrt_rn on the device: never fused, whatever the flags below, so they round as the host (built with
+  # -ffp-contract=off, CMakeLists.txt) and both backends build the same lists.
   # Interactions: float with FMA, hardware reciprocal square root and flush-to-zero (accuracy ~1e-7 per term).
-  # Double-precision code in these files (the MAC, relative positions) is unaffected by these flags.
+  # The double-precision rules in these files are unaffected by these flags (explicit rounding, see above; fast
+  # math flushes and approximates float only).
   set_source_files_properties(
     native/cuda/kernel_walk.cu native/cuda/kernel_direct.cu
     PROPERTIES COMPILE_OPTIONS "--use_fast_math")
-  # Keys, tree, moments and the LET choice must round exactly as the CPU core does: no contraction into FMAs anywhere.
+  # Keys, tree, moments and the LET choice must round exactly as the CPU core does: their rules round explicitly,
+  # and the rest of these files (key coordinates, the gather's scaling, sums) is kept unfused by -fmad=false too.
   set_source_files_properties(
     native/cuda/kernel_keys.cu native/cuda/kernel_build.cu native/cuda/kernel_moments.cu native/cuda/kernel_let.cu
     native/cuda/kernel_blocks.cu
@@ -84,9 +94,40 @@ if(AMRGRAV_HAVE_CUDA)
   target_compile_options(amrgrav_cuda_testing PRIVATE
     $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo --Werror=all-warnings -Xcompiler=-Wall,-Wextra>)
 
-  add_executable(amrgrav_gpu_parity native/tools/gpu_parity.cpp)
-  target_link_libraries(amrgrav_gpu_parity PRIVATE amrgrav_cuda_testing amrgrav_cuda amrgrav_core)
+  # The checks' shared harness (problems, comparisons, the report), the checks and the timings.
+  add_library(amrgrav_gpu_harness STATIC native/tools/parity/harness.cpp)
+  target_link_libraries(amrgrav_gpu_harness PUBLIC amrgrav_cuda_testing amrgrav_cuda amrgrav_core)
+  target_compile_options(amrgrav_gpu_harness PRIVATE -O2 -Wall -Wextra)
+  add_executable(amrgrav_gpu_parity
+    native/tools/parity/main.cpp
+    native/tools/parity/isolated.cpp
+    native/tools/parity/direct.cpp
+    native/tools/parity/errors.cpp
+    native/tools/parity/memory.cpp
+    native/tools/parity/periodic.cpp
+    native/tools/parity/contrast.cpp
+    native/tools/parity/let.cpp
+    native/tools/parity/vote.cpp)
+  target_link_libraries(amrgrav_gpu_parity PRIVATE amrgrav_gpu_harness)
   target_compile_options(amrgrav_gpu_parity PRIVATE -O2 -Wall -Wextra)
+  add_executable(amrgrav_gpu_timing native/tools/gpu_timing.cpp)
+  target_link_libraries(amrgrav_gpu_timing PRIVATE amrgrav_gpu_harness)
+  target_compile_options(amrgrav_gpu_timing PRIVATE -O2 -Wall -Wextra)
+
+  # CTest: one test per subject (native/tools/parity/main.cpp kSubjects), and every subject at small sizes on one
+  # backend object in one process (device buffers reused across all of them). Exit 2 = no usable device: skipped,
+  # unless AMRGRAV_REQUIRE_GPU=1 is in the environment (bench/gpu/device-check.sh sets it), then a failure. One at
+  # a time on the GPU, whatever ctest -j says. Timings (amrgrav_gpu_timing) are not tests.
+  set(_amrgrav_gpu_tests "")
+  foreach(_subject isolated direct errors memory periodic contrast let vote)
+    add_test(NAME gpu.${_subject} COMMAND amrgrav_gpu_parity ${_subject})
+    list(APPEND _amrgrav_gpu_tests gpu.${_subject})
+  endforeach()
+  add_test(NAME gpu.sequence-quick COMMAND amrgrav_gpu_parity all --quick)
+  set_tests_properties(${_amrgrav_gpu_tests} gpu.sequence-quick PROPERTIES
+    LABELS gpu SKIP_RETURN_CODE 2 RESOURCE_LOCK amrgrav_gpu TIMEOUT 600)
+  # the CPU reference over 24 cases of up to 200k cells: the longest
+  set_tests_properties(gpu.isolated PROPERTIES TIMEOUT 900)
 
   message(STATUS "amrgrav: GPU backend CUDA (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES})")
 else()

@@ -20,7 +20,7 @@ if(AMRGRAV_HAVE_MPI)
 endif()
 add_library(amrgrav_mpi STATIC ${_amrgrav_mpi_sources})
 target_link_libraries(amrgrav_mpi PUBLIC amrgrav_core)
-target_compile_options(amrgrav_mpi PRIVATE -O3 -Wall -Wextra)
+target_compile_options(amrgrav_mpi PRIVATE -O3 -Wall -Wextra ${AMRGRAV_NO_CONTRACT})  # as the core (CMakeLists.txt)
 if(AMRGRAV_HAVE_MPI)
   # OMPI_SKIP_MPICXX: the C++ bindings would leave an undefined MPI C++ symbol when Node loads the addon
   target_compile_definitions(amrgrav_mpi PRIVATE AMRGRAV_HAVE_MPI=1 OMPI_SKIP_MPICXX=1 MPICH_SKIP_MPICXX=1)

@@ -34,7 +34,22 @@ export function ewaldTable(request: EwaldTableRequest): EwaldTableInfo {
   }
 }
 
-/** Where tables are cached (mirrors native/core/ewald_cache.cpp), '' when no directory can be named. */
+/**
+ * ewaldTable without blocking the event loop: the table is fetched or built (up to about a second) on a worker
+ * thread; the same request, result and errors.
+ * @example
+ * const t = await ewaldTableAsync({ L: [1, 1, 1], periodic: [true, true, true] });
+ */
+export async function ewaldTableAsync(request: EwaldTableRequest): Promise<EwaldTableInfo> {
+  const stack = new Error().stack;
+  try {
+    return await loadNative().ewaldTableAsync(request);
+  } catch (err) {
+    throw fromNativeError(err, stack, 'Ewald table');
+  }
+}
+
+/** Where tables are cached (mirrors native/ewald/cache.cpp), '' when no directory can be named. */
 export function ewaldCacheDir(): string {
   const env = process.env;
   if (env.AMRGRAV_CACHE_DIR) return env.AMRGRAV_CACHE_DIR;

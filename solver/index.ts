@@ -11,7 +11,7 @@ export { GravityModule } from './gravityModule.js';
 export type { GravityModuleOptions, CellLayout, GravityState, GravityStep, GravityTotals } from './gravityModule.js';
 export { defaultOptions, resolveOptions, periodicAxes, selfPotentialModel } from './options.js';
 export type { SolverOptions, SelfPotentialChoice, BackendChoice, MacChoice, WalkChoice, BoundaryChoice, AxisBoundary } from './options.js';
-export { ewaldTable, ewaldCacheDir } from './ewaldTable.js';
+export { ewaldTable, ewaldTableAsync, ewaldCacheDir } from './ewaldTable.js';
 export type { EwaldTableRequest, EwaldTableInfo } from './ewaldTable.js';
 export type { CellInput, Box } from './cells.js';
 export {

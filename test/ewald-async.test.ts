@@ -56,3 +56,15 @@ describe('ewaldTableAsync', () => {
     await expect(native.ewaldTableAsync(negative)).rejects.toMatchObject({ code: thrown!.code, message: thrown!.message });
   });
 });
+
+describe('ewaldTableAsync (the public entry)', () => {
+  it('gives ewaldTable\'s values and its typed errors', async () => {
+    const { ewaldTable, ewaldTableAsync, InvalidOptionError } = await import('../solver/index.js');
+    const request = { L: [1, 1, 1] as [number, number, number], periodic: [true, true, true] as [boolean, boolean, boolean],
+      at: new Float64Array([0.1, -0.2, 0.3]) };
+    const a = await ewaldTableAsync(request);
+    const s = ewaldTable(request);
+    expect(Array.from(a.lookup!)).toEqual(Array.from(s.lookup!));
+    await expect(ewaldTableAsync({ L: [1, 1, 1], periodic: [false, false, false] })).rejects.toBeInstanceOf(InvalidOptionError);
+  });
+});

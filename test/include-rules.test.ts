@@ -1,6 +1,6 @@
 /**
- * Include rules (issue #16): who may import whom, checked on every import of the sources, and no import cycle in
- * the library. The layers, bottom up: the error base and host-memory checks (solver/errors.ts, solver/memory.ts),
+ * Include rules (issue #16): who may import whom, checked on every import of the sources (TypeScript imports and
+ * native/'s #include "..." lines), and no import cycle in the library nor in native/. The layers, bottom up: the error base and host-memory checks (solver/errors.ts, solver/memory.ts),
  * mesh/, solver/ (together the library, the main entry 'amrgrav'), validation/ ('amrgrav/validation'), bench/,
  * app/ (the command line). A file may import from its own layer and below; the rules table says what is refused.
  *
@@ -102,10 +102,84 @@ const rules: Rule[] = [
   },
 ];
 
+// native/ (#include "..." lines; <...> includes are the system's): the layers, bottom up, are core/ (types, status,
+// validation, thread pool, the backend and rank-engine interfaces), physics/ (the rules both backends share), tree/,
+// ewald/, let/; then the backends cpu/ and cuda/ and the MPI driver mpi/ beside each other; api/ (the session that
+// owns the backends); the front ends binding/ and capi/ on top.
+const N = (...folders: string[]) => folders.map((f) => `native/${f}/`);
+const nativeRules: Rule[] = [
+  {
+    name: 'native core/ is the bottom: it includes only core/ (the rank-engine interface also the LET types)',
+    from: N('core'),
+    mayNotImport: ['native/'],
+    except: [...N('core'), 'native/let/let.h'],
+    probe: { file: 'native/core/probe.h', text: '#include "tree/tree.h"' },
+  },
+  {
+    name: 'native physics/ (the rules both backends compile) includes only core/ and physics/',
+    from: N('physics'),
+    mayNotImport: ['native/'],
+    except: N('core', 'physics'),
+    probe: { file: 'native/physics/probe.h', text: '#include "ewald/table.h"' },
+  },
+  {
+    name: 'native tree/, ewald/, let/ include no backend, driver or front end',
+    from: N('tree', 'ewald', 'let'),
+    mayNotImport: N('cpu', 'cuda', 'mpi', 'api', 'binding', 'capi', 'tools'),
+    probe: { file: 'native/tree/probe.cpp', text: '#include "cpu/cpu_walk.h"' },
+  },
+  {
+    name: 'native cpu/ and cuda/ include neither each other nor the driver or the front ends',
+    from: N('cpu', 'cuda'),
+    mayNotImport: N('mpi', 'api', 'binding', 'capi', 'tools'),
+    probe: { file: 'native/cuda/probe.cu', text: '#include "mpi/mpi_world.h"' },
+  },
+  {
+    name: 'native cpu/ does not include cuda/',
+    from: N('cpu'),
+    mayNotImport: N('cuda'),
+    probe: { file: 'native/cpu/probe.cpp', text: '#include "cuda/cuda_backend.h"' },
+  },
+  {
+    name: 'native cuda/ does not include cpu/',
+    from: N('cuda'),
+    mayNotImport: N('cpu'),
+    probe: { file: 'native/cuda/probe.cu', text: '#include "cpu/cpu_walk.h"' },
+  },
+  {
+    name: 'native mpi/ is the driver and the exchange only: no cpu/, cuda/, api/ or front end',
+    from: N('mpi'),
+    mayNotImport: N('cpu', 'cuda', 'api', 'binding', 'capi', 'tools'),
+    probe: { file: 'native/mpi/probe.cpp', text: '#include "cuda/cuda_backend.h"' },
+  },
+  {
+    name: 'native api/ headers include only core/ and api/ (what the front ends see)',
+    from: ['native/api/session.h', 'native/api/world.h', 'native/api/ewald.h'],
+    mayNotImport: ['native/'],
+    except: N('core', 'api'),
+    probe: { file: 'native/api/session.h', text: '#include "cuda/cuda_backend.h"' },
+  },
+  {
+    name: 'native binding/ and capi/ include only api/, core/, their own files and the public header',
+    from: N('binding', 'capi'),
+    mayNotImport: ['native/'],
+    except: [...N('api', 'core', 'binding', 'capi', 'include')],
+    probe: { file: 'native/capi/probe.cpp', text: '#include "mpi/mpi_world.h"' },
+  },
+  {
+    name: 'nothing native below the front ends includes binding/ or capi/',
+    from: N('core', 'physics', 'tree', 'ewald', 'let', 'cpu', 'cuda', 'mpi', 'api', 'tools'),
+    mayNotImport: N('binding', 'capi'),
+    probe: { file: 'native/api/probe.cpp', text: '#include "binding/convert.h"' },
+  },
+];
+rules.push(...nativeRules);
+
 /** Where import cycles are refused. */
 const acyclic = [
   { name: 'the library (solver/, mesh/)', within: LIBRARY },
   { name: 'the rest of the TypeScript (validation/, bench/, app/)', within: ['validation/', 'bench/', 'app/'] },
+  { name: 'native/ (#include)', within: ['native/'] },
 ];
 
 // ---- reading imports ------------------------------------------------------------------------------------------
@@ -169,12 +243,24 @@ function tsResolve(file: string, spec: string, exists: (p: string) => boolean = 
   return undefined; // node:*, dependencies
 }
 
+/** A native #include "spec": from native/ (the include root), the public header's folder, or the including file's. */
+function nativeResolve(file: string, spec: string, exists: (p: string) => boolean = fileExists): string | undefined {
+  const candidates = [`native/${spec}`, `native/include/${spec}`, posix.normalize(posix.join(posix.dirname(file), spec))];
+  return candidates.find(exists) ?? `${spec} (missing)`;
+}
+
 const languages: Language[] = [
   {
     name: 'TypeScript',
     matches: (f) => /\.(ts|mts)$/.test(f) && !/\.d\.m?ts$/.test(f),
     imports: tsImports,
     resolve: (file, spec) => tsResolve(file, spec),
+  },
+  {
+    name: 'C++/CUDA (native/)',
+    matches: (f) => f.startsWith('native/') && /\.(h|hpp|cpp|cc|cu|cuh)$/.test(f),
+    imports: (file, text) => linesMatching(file, text, /^\s*#\s*include\s*"([^"]+)"/),
+    resolve: (file, spec) => nativeResolve(file, spec),
   },
 ];
 
@@ -344,6 +430,7 @@ describe('include rules: the checker', () => {
 describe('include rules: the sources', () => {
   it('scans the sources: more than 50 TypeScript files, their imports, and files under every rule', () => {
     expect(files.length).toBeGreaterThan(50);
+    expect(files.filter((f) => f.startsWith('native/')).length).toBeGreaterThan(60);
     expect(edges.length).toBeGreaterThan(200);
     for (const rule of rules) expect(files.some((f) => under(f, rule.from)), `no file under ${rule.from.join(', ')}`).toBe(true);
     for (const scope of acyclic) expect(edges.filter((e) => under(e.file, scope.within)).length).toBeGreaterThan(50);

@@ -1,7 +1,10 @@
 #!/bin/bash
 # One device call: build the addon with CUDA (and MPI) on the GPU host, then the steps asked for:
-#   sanitize   compute-sanitizer memcheck + racecheck on the parity tool's small case
-#   parity     CPU-vs-GPU parity (C++ tool: uniform, clustered AMR, edge cases, errors)
+#   sanitize   compute-sanitizer memcheck + racecheck on the parity checks' small case (every subject, --quick)
+#   parity     CPU-vs-GPU parity: `ctest -L gpu --output-on-failure` in build/ (amrgrav_gpu_parity, one test per
+#              subject: isolated, direct, errors, memory, periodic, contrast, let, vote, and sequence-quick; each
+#              case's line in parity-cases.log)
+#   ctest      the same as parity
 #   api        CPU-vs-GPU parity through the public API (MacLaurin levels 6, random AMR mesh)
 #   perf       timings of issue #4 on uniform 128^3 and 256^3 (+ the direct kernel)
 #   sweep      perf plus group/leaf-size sweep and the CPU backend on the same grids
@@ -26,7 +29,7 @@
 #              GPU ranks and 3 mixed
 #   mpibench   `bench --grid 256 --backend cuda` under mpirun -np 1, 2, 4 (one GPU) with each rank's distributed stats
 #   mpibenchper  the same in a periodic box (--boundary periodic)
-#   split      the parity tool's --split 256: a two-rank solve emulated in one process, each rank's device work timed
+#   split      amrgrav_gpu_timing --split 256: a two-rank solve emulated in one process, each rank's device work timed
 #              alone (what each GPU of a two-GPU run does), against the one-rank solve; with the copy threads
 #              $SPLIT_COPY_THREADS (default 0: the backend's own choice)
 # Logs go to one archive, $OUT/logs.tar.gz (the device tool returns at most 8 files); a summary is printed last.
@@ -37,7 +40,8 @@ stamp() { echo "== [$(( $(date +%s) - t0 ))s] $*"; }
 stamp "build"
 source .gpuhost/setup.sh || exit 1
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
-tool=build/amrgrav_gpu_parity
+check=build/amrgrav_gpu_parity   # the checks (native/tools/parity/); CTest runs them
+timing=build/amrgrav_gpu_timing  # the timings (native/tools/gpu_timing.cpp)
 summary=()
 # apiBench256 "ARGS" ...: `amrgrav bench --grid 256 --backend cuda ARGS` through the public API (Node), results into
 # reused arrays, best of 5 (api256-TAG.json; wallSeconds includes the JS side)
@@ -49,35 +53,44 @@ apiBench256() {
     summary+=("api bench 256^3 $args rc=$? $(head -c 400 "$out/api256-$tag.json")")
   done
 }
-# perfVariant TAG CUDA_FLAGS REPS: the parity tool built with extra CUDA flags, timed at 256^3 (perf-TAG.log)
+# perfVariant TAG CUDA_FLAGS REPS: the timing tool built with extra CUDA flags, timed at 256^3 (perf-TAG.log)
 perfVariant() {
   cmake -S . -B build-$1 -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_FLAGS="$2" > "$out/$1-cmake.log" 2>&1 &&
-    cmake --build build-$1 --target amrgrav_gpu_parity -j "$(nproc)" > "$out/$1-build.log" 2>&1 ||
+    cmake --build build-$1 --target amrgrav_gpu_timing -j "$(nproc)" > "$out/$1-build.log" 2>&1 ||
     { summary+=("variant $1 ($2): build failed"); return; }
-  timeout 300 build-$1/amrgrav_gpu_parity --no-parity --perf 256 --reps "$3" > "$out/perf-$1.log" 2>&1
+  timeout 300 build-$1/amrgrav_gpu_timing --perf 256 --reps "$3" > "$out/perf-$1.log" 2>&1
   summary+=("variant $1 ($2) rc=$?")
 }
 for step in "$@"; do
   stamp "$step"
   case $step in
     sanitize)
-      timeout 300 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 $tool --quick > "$out/memcheck.log" 2>&1
-      summary+=("memcheck rc=$? $(grep 'ERROR SUMMARY' "$out/memcheck.log" | tail -1)")
-      timeout 300 compute-sanitizer --tool racecheck --error-exitcode 3 $tool --quick > "$out/racecheck.log" 2>&1
-      summary+=("racecheck rc=$? $(grep 'RACECHECK SUMMARY' "$out/racecheck.log" | tail -1)") ;;
-    parity)
-      timeout 400 $tool --no-perf > "$out/parity.log" 2>&1
-      summary+=("parity rc=$? $(grep 'parity summary' "$out/parity.log")")
-      grep -E '^FAIL' "$out/parity.log" ;;
+      # every subject in one process (one backend object), small sizes; a missing device fails (exit 1, not 2)
+      AMRGRAV_REQUIRE_GPU=1 timeout 300 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 \
+        $check all --quick > "$out/memcheck.log" 2>&1
+      summary+=("memcheck rc=$? $(grep 'ERROR SUMMARY' "$out/memcheck.log" | tail -1) | $(grep 'parity summary' "$out/memcheck.log")")
+      AMRGRAV_REQUIRE_GPU=1 timeout 300 compute-sanitizer --tool racecheck --error-exitcode 3 \
+        $check all --quick > "$out/racecheck.log" 2>&1
+      summary+=("racecheck rc=$? $(grep 'RACECHECK SUMMARY' "$out/racecheck.log" | tail -1) | $(grep 'parity summary' "$out/racecheck.log")")
+      grep -hE '^FAIL' "$out/memcheck.log" "$out/racecheck.log" | awk '!seen[$0]++' ;;
+    parity|ctest)
+      # every GPU check, one CTest test per subject; AMRGRAV_REQUIRE_GPU=1: no device is a failure, not a skip.
+      # Each test's own output (one line per case, passing or not) is kept in Testing/Temporary/LastTest.log.
+      (cd build && AMRGRAV_REQUIRE_GPU=1 timeout 500 ctest -L gpu --output-on-failure) > "$out/parity.log" 2>&1
+      rc=$?
+      cp build/Testing/Temporary/LastTest.log "$out/parity-cases.log" 2>/dev/null
+      summary+=("parity (ctest -L gpu) rc=$rc $(grep -E 'tests passed|No tests were found' "$out/parity.log") | $(grep -h 'parity summary' "$out/parity-cases.log" 2>/dev/null | sed 's/^== parity summary //; s/ ==$//' | tr '\n' ';')")
+      grep -E 'Test +#' "$out/parity.log"
+      grep -hE '^FAIL' "$out/parity-cases.log" 2>/dev/null | awk '!seen[$0]++' ;;  # each failure once
     api)
       timeout 400 node dist/bench/gpuParity.js --levels 6 > "$out/api-parity.log" 2>&1
       summary+=("api parity rc=$?")
       cut -c1-300 "$out/api-parity.log" ;;
     perf)
-      timeout 400 $tool --no-parity --perf 128,256 > "$out/perf.log" 2>&1
+      timeout 400 $timing --perf 128,256 > "$out/perf.log" 2>&1
       summary+=("perf rc=$?") ;;
     sweep)
-      timeout 500 $tool --no-parity --perf 128,256 --sweep --cpu-perf --reps 3 > "$out/sweep.log" 2>&1
+      timeout 500 $timing --perf 128,256 --sweep --cpu-perf --reps 3 > "$out/sweep.log" 2>&1
       summary+=("sweep rc=$?") ;;
     capi)
       cc -std=c99 -O2 -Inative/include test/c/capi_demo.c -Lbuild/Release -lamrgrav -Wl,-rpath,$PWD/build/Release -lm \
@@ -112,7 +125,7 @@ for step in "$@"; do
       timeout 300 ncu --kernel-name regex:walkKernel --launch-skip 2 --launch-count 1 \
         --section SpeedOfLight --section Occupancy --section WarpStateStats --section InstructionStats \
         --section SchedulerStats --section MemoryWorkloadAnalysis \
-        $tool --no-parity --perf 128 --reps 1 > "$out/ncu.log" 2>&1
+        $timing --perf 128 --reps 1 > "$out/ncu.log" 2>&1
       summary+=("ncu rc=$?")
       grep -vE '^\{' "$out/ncu.log" | grep -E '^ {4}[A-Z]|^  [A-Za-z]' | head -120 ;;
     periodic)
@@ -140,7 +153,7 @@ PY
       timeout 300 ncu --kernel-name regex:walkKernelEwald --launch-skip 1 --launch-count 1 \
         --section SpeedOfLight --section Occupancy --section WarpStateStats --section InstructionStats \
         --section SchedulerStats --section MemoryWorkloadAnalysis \
-        $tool --no-parity --perf 128 --reps 1 > "$out/ncu-periodic.log" 2>&1
+        $timing --perf 128 --reps 1 > "$out/ncu-periodic.log" 2>&1
       summary+=("ncu periodic rc=$?")
       grep -vE '^\{' "$out/ncu-periodic.log" | grep -E '^ {4}[A-Z]|^  [A-Za-z]' | head -120 ;;
     mpi)
@@ -216,7 +229,7 @@ PY
       done ;;
     split)
       for ct in ${SPLIT_COPY_THREADS:-0}; do
-        timeout 300 $tool --no-parity --no-perf --split 256 --reps 5 --copy-threads $ct > "$out/split-ct$ct.log" 2>&1
+        timeout 300 $timing --no-perf --split 256 --reps 5 --copy-threads $ct > "$out/split-ct$ct.log" 2>&1
         summary+=("split 256 copy threads $ct rc=$? $(grep '"split"' "$out/split-ct$ct.log" | head -c 1400)")
       done ;;
     *) echo "unknown step $step" ;;

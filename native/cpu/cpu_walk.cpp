@@ -9,145 +9,16 @@
 
 #include "ewald/expansion_k.h"
 #include "ewald/walk_setup.h"
+#include "physics/image_k.h"
 #include "physics/interact_k.h"
-#include "physics/mac_k.h"
 #include "cpu/cpu_walk.h"
+#include "cpu/walk_lists.h"
 #include "core/thread_pool.h"
 
 namespace amrgrav {
 namespace {
 
 constexpr int kMaxGroup = 256;
-
-/// Per-thread interaction lists, as structs of arrays.
-struct Lists {
-  std::vector<std::uint32_t> stack;
-  std::vector<std::uint8_t> stackTag;     // periodic: the image tag of each stack entry (ewald/expansion_k.h)
-  std::vector<double> nx, ny, nz, nm, q0, q1, q2, q3, q4, q5;  // accepted nodes
-  std::vector<double> cx, cy, cz, cm;                          // cells of opened leaves
-  std::vector<double> ns;                 // accepted nodes' second moments (periodic walks only)
-  std::vector<double> nd;                 // accepted nodes' dipoles, 3 each (signed sources only)
-  // periodic walks: does accepted node / cell k add its own correction? (not below a hoisted node)
-  std::vector<std::uint8_t> nCorrect, cCorrect;
-  // periodic walks: opened nodes that take the correction of their whole subtree (hoisted), plain quadrupoles
-  std::vector<double> hx, hy, hz, hm, hs, hq, hd;
-  const EwaldWalk* ewald = nullptr;       // periodic walks: table and moments; null when isolated
-  bool expandEwald = true;                // periodic walks: small groups expand the correction (SolveOptions)
-  void clear() {
-    for (auto* v : {&nx, &ny, &nz, &nm, &q0, &q1, &q2, &q3, &q4, &q5, &cx, &cy, &cz, &cm, &ns, &nd, &hx, &hy, &hz, &hm,
-                    &hs, &hq, &hd})
-      v->clear();
-    nCorrect.clear();
-    cCorrect.clear();
-  }
-};
-
-/// The warp vote (WalkKind::Vote): every cell of the group tests the node (centre of mass com) against its own centre.
-bool everyCellAccepts(const SourceTree& t, const double* com, std::uint32_t i, const SortedCells& c, std::uint32_t b,
-                      std::uint32_t n) {
-  for (std::uint32_t j = b; j < b + n; ++j) {
-    const double p[3] = {c.x[j], c.y[j], c.z[j]};
-    if (!macAccepts(com[0], com[1], com[2], t.macRadius[i], p, p)) return false;
-  }
-  return true;
-}
-
-/// Appends node i's dipole (3 values) where the tree has dipoles (signed sources; about a centre of mass it is 0).
-inline void pushDipole(const SourceTree& t, std::uint32_t i, std::vector<double>& out) {
-  if (t.dipole) out.insert(out.end(), t.dipole + 3 * i, t.dipole + 3 * i + 3);
-}
-
-/// Interaction lists of group gi (cells of `c`) against the sources of `t`; accepted nodes carry their quadrupole
-/// as is (forces) or, for the potential-only kernel, as half-upper coefficients (physics/interact_k.h).
-/// Periodic: a node is seen through its image nearest the group (the MAC uses that distance), and a node whose
-/// other images are too close, or whose separations leave the table (ewald/lookup_k.h periodicNodeImage), is
-/// opened whatever the MAC. With `hoist` (an expanding group walking its own tree) the first usable node on each
-/// path takes the correction of its subtree, and its subtree is seen through its image (ewald/expansion_k.h).
-template <bool Periodic>
-void buildLists(const SourceTree& t, const SortedCells& c, const Groups& g, std::size_t gi, bool vote, bool halfUpper,
-                bool hoist, Lists& L) {
-  const double* glo = &g.lo[3 * gi];
-  const double* ghi = &g.hi[3 * gi];
-  L.clear();
-  L.stack.clear();
-  L.stackTag.clear();
-  L.stack.push_back(0);
-  L.stackTag.push_back(0);
-  while (!L.stack.empty()) {
-    const std::uint32_t i = L.stack.back();
-    const unsigned tag = L.stackTag.back();
-    L.stack.pop_back();
-    L.stackTag.pop_back();
-    if (t.macRadius[i] < 0.0) continue;  // no mass at all (tree/moments.cpp): nothing to add
-    double com[3] = {t.com[3 * i], t.com[3 * i + 1], t.com[3 * i + 2]};
-    int image[3] = {0, 0, 0};
-    // periodic: the node's image nearest the group, or must it be opened (its images too close, off the table)?
-    // Below a hoisted node: the image of that node, no test (its correction is taken).
-    bool usable = true, hoistable = false;
-    if (Periodic) {
-      const EwaldTableView& v = L.ewald->view;
-      if (tag) {
-        for (int d = 0; d < 3; ++d) com[d] = taggedImage(com[d], tag, d, v.period[d]);
-      } else {
-        usable = periodicNodeImage(v, glo, ghi, &t.com[3 * i], t.macRadius[i], com, image, &hoistable);
-      }
-    }
-    // what the box accepts every cell accepts (each cell is in the box), so the vote only revisits box rejections
-    if (usable && (macAccepts(com[0], com[1], com[2], t.macRadius[i], glo, ghi) ||
-                   (vote && everyCellAccepts(t, com, i, c, g.begin[gi], g.count[gi])))) {
-      L.nx.push_back(com[0]); L.ny.push_back(com[1]); L.nz.push_back(com[2]);
-      L.nm.push_back(t.mass[i]);
-      if (Periodic) {
-        L.ns.push_back(t.secondMoment[i]);
-        L.nCorrect.push_back(tag ? 0 : 1);
-        pushDipole(t, i, L.nd);
-      }
-      double h[6];
-      const double* q = &t.quad[6 * i];
-      if (halfUpper) {
-        halfUpperQuadrupole(q, h);
-        q = h;
-      }
-      L.q0.push_back(q[0]); L.q1.push_back(q[1]); L.q2.push_back(q[2]);
-      L.q3.push_back(q[3]); L.q4.push_back(q[4]); L.q5.push_back(q[5]);
-      continue;
-    }
-    unsigned childTag = tag;
-    if (Periodic && hoist && !tag && hoistable) {
-      childTag = hoistedImageTag(image);
-      if (childTag) {  // this node takes its subtree's correction
-        L.hx.push_back(com[0]); L.hy.push_back(com[1]); L.hz.push_back(com[2]);
-        L.hm.push_back(t.mass[i]);
-        L.hs.push_back(t.secondMoment[i]);
-        L.hq.insert(L.hq.end(), &t.quad[6 * i], &t.quad[6 * i] + 6);
-        pushDipole(t, i, L.hd);
-      }
-    }
-    if (t.isLeaf(i)) {
-      const std::uint32_t b = t.cellBegin[i], e = b + t.cellCount[i];
-      if (Periodic && childTag) {
-        const EwaldTableView& v = L.ewald->view;
-        for (std::uint32_t j = b; j < e; ++j) {
-          L.cx.push_back(taggedImage(t.x[j], childTag, 0, v.period[0]));
-          L.cy.push_back(taggedImage(t.y[j], childTag, 1, v.period[1]));
-          L.cz.push_back(taggedImage(t.z[j], childTag, 2, v.period[2]));
-        }
-      } else {
-        L.cx.insert(L.cx.end(), t.x + b, t.x + e);
-        L.cy.insert(L.cy.end(), t.y + b, t.y + e);
-        L.cz.insert(L.cz.end(), t.z + b, t.z + e);
-      }
-      L.cm.insert(L.cm.end(), t.cellMass + b, t.cellMass + e);
-      if (Periodic) L.cCorrect.insert(L.cCorrect.end(), e - b, childTag ? 0 : 1);
-    } else {
-      // push in reverse so children are visited in key order
-      for (int k = int(t.childCount[i]) - 1; k >= 0; --k) {
-        L.stack.push_back(t.childBegin[i] + std::uint32_t(k));
-        L.stackTag.push_back(std::uint8_t(childTag));
-      }
-    }
-  }
-}
 
 /// The expansion's coefficients a (ewald/expansion_k.h) of a group's lists: accepted nodes that add their
 /// own correction, hoisted nodes, and cells that add their own (seen through their image nearest the centre).
@@ -161,7 +32,7 @@ struct LaneSums {
   double& operator[](int e) const { return p[e * kLanes + lane]; }
 };
 template <int Order, bool Accel, bool Dipole>
-inline __attribute__((always_inline)) void ewaldExpansionTerms(const Lists& L, const double* centre,
+inline __attribute__((always_inline)) void ewaldExpansionTerms(const WalkLists& L, const double* centre,
                                                                double* a) {
   alignas(64) double part[kEwaldLocalCoefs * kLanes] = {};
   const EwaldTableView v = L.ewald->view;  // a local copy: provably not aliased by the sums
@@ -202,9 +73,9 @@ inline __attribute__((always_inline)) void ewaldExpansionTerms(const Lists& L, c
 #pragma GCC ivdep
     for (int l = 0; l < lanes; ++l) {
       const std::size_t k = idx[l];
-      const double sx = L.cx[k] - v.period[0] * std::rint((L.cx[k] - cx) * v.invPeriod[0]);
-      const double sy = L.cy[k] - v.period[1] * std::rint((L.cy[k] - cy) * v.invPeriod[1]);
-      const double sz = L.cz[k] - v.period[2] * std::rint((L.cz[k] - cz) * v.invPeriod[2]);
+      const double sx = imageNearCentre(L.cx[k], cx, v.period[0], v.invPeriod[0]);
+      const double sy = imageNearCentre(L.cy[k], cy, v.period[1], v.invPeriod[1]);
+      const double sz = imageNearCentre(L.cz[k], cz, v.period[2], v.invPeriod[2]);
       ewaldLocalAddCell(v, cx - sx, cy - sy, cz - sz, L.cm[k], LaneSums{part, l});
     }
   }
@@ -220,7 +91,7 @@ inline __attribute__((always_inline)) void ewaldExpansionTerms(const Lists& L, c
 /// centre; without, every (cell, source) pair looks the table up through its own nearest image. Dipole: the nodes
 /// carry dipoles (signed sources, periodic walks only).
 template <int Order, bool Accel, bool Periodic, bool Dipole>
-inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const double* tx, const double* ty,
+inline __attribute__((always_inline)) void evaluateLists(const WalkLists& L, const double* tx, const double* ty,
                                                          const double* tz, int nt, const double* centre, double* phi,
                                                          double* gx, double* gy, double* gz) {
   double p[kMaxGroup], fx[kMaxGroup], fy[kMaxGroup], fz[kMaxGroup], qx[kMaxGroup], qy[kMaxGroup], qz[kMaxGroup];
@@ -271,9 +142,9 @@ inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const d
     const bool correct = expand && L.cCorrect[k];  // else seen through a hoisted node's image, already corrected
     if (correct) {  // the image nearest the centre: a whole number of periods (none for the group's own cells)
       const EwaldTableView& v = L.ewald->view;
-      sx -= v.period[0] * std::rint((sx - centre[0]) * v.invPeriod[0]);
-      sy -= v.period[1] * std::rint((sy - centre[1]) * v.invPeriod[1]);
-      sz -= v.period[2] * std::rint((sz - centre[2]) * v.invPeriod[2]);
+      sx = imageNearCentre(sx, centre[0], v.period[0], v.invPeriod[0]);
+      sy = imageNearCentre(sy, centre[1], v.period[1], v.invPeriod[1]);
+      sz = imageNearCentre(sz, centre[2], v.period[2], v.invPeriod[2]);
     }
 #pragma GCC ivdep
     for (int i = 0; i < nt; ++i) {
@@ -298,10 +169,10 @@ inline __attribute__((always_inline)) void evaluateLists(const Lists& L, const d
 #define AG_MULTIVERSION
 #endif
 
-using EvalFn = void (*)(const Lists&, const double*, const double*, const double*, int, const double*, double*,
+using EvalFn = void (*)(const WalkLists&, const double*, const double*, const double*, int, const double*, double*,
                         double*, double*, double*);
 #define AG_EVAL(NAME, ORDER, ACCEL, PERIODIC, DIPOLE)                                                             \
-  AG_MULTIVERSION void NAME(const Lists& L, const double* x, const double* y, const double* z, int n,             \
+  AG_MULTIVERSION void NAME(const WalkLists& L, const double* x, const double* y, const double* z, int n,             \
                             const double* centre, double* p, double* gx, double* gy, double* gz) {                \
     evaluateLists<ORDER, ACCEL, PERIODIC, DIPOLE>(L, x, y, z, n, centre, p, gx, gy, gz);                          \
   }
@@ -329,10 +200,11 @@ EvalFn pickEval(int order, bool accel, bool periodic, bool dipole) {
 
 template <bool Accel, bool Periodic>
 void walkRange(const SourceTree& t, const SortedCells& c, const Groups& g, std::size_t gb, std::size_t ge, bool vote,
-               WalkPass pass, EvalFn eval, Lists& L, WalkOutput& out, std::uint64_t& approx, std::uint64_t& direct) {
+               WalkPass pass, EvalFn eval, WalkLists& L, WalkOutput& out, std::uint64_t& approx,
+               std::uint64_t& direct) {
   for (std::size_t gi = gb; gi < ge; ++gi) {
     // periodic: small groups take the correction as one expansion about their centre
-    const bool expand = Periodic && L.expandEwald && ewaldGroupExpands(L.ewald->view, &g.lo[3 * gi], &g.hi[3 * gi]);
+    const bool expand = Periodic && L.expandEwald && groupExpands(L.ewald->view, g, gi);
     buildLists<Periodic>(t, c, g, gi, vote, !Accel, expand && pass.hoistCorrection, L);
     const std::uint32_t b = g.begin[gi];
     const int nt = int(g.count[gi]);
@@ -365,7 +237,7 @@ void walkGroups(const SourceTree& t, const SortedCells& c, const Groups& g, std:
   if (t.nodeCount == 0 || ge <= gb) return;
   assert(!ewald || t.secondMoment);  // every periodic source tree carries its nodes' second moments
   assert(!t.dipole || ewald);        // signed sources only in (fully) periodic boxes
-  std::vector<Lists> lists(std::max(1, threads));
+  std::vector<WalkLists> lists(std::max(1, threads));
   for (auto& l : lists) {
     l.ewald = ewald;
     l.expandEwald = opt.ewaldExpansion;
@@ -378,7 +250,7 @@ void walkGroups(const SourceTree& t, const SortedCells& c, const Groups& g, std:
     std::uint64_t a = 0, d = 0;
     b += gb;
     e += gb;
-    Lists& L = lists[tid];
+    WalkLists& L = lists[tid];
     if (ewald) {
       if (accel) walkRange<true, true>(t, c, g, b, e, vote, pass, eval, L, out, a, d);
       else walkRange<false, true>(t, c, g, b, e, vote, pass, eval, L, out, a, d);

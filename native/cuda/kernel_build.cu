@@ -34,11 +34,6 @@ __device__ __forceinline__ void octantBounds(const std::uint64_t* __restrict__ k
   }
 }
 
-/// The CPU's rule (tree/build.cpp): split when count > leafSize and level < kKeyBits.
-__device__ __forceinline__ bool splits(const uint4& t, int level, int leafSize) {
-  return t.y > unsigned(leafSize) && level < kKeyBits;
-}
-
 __global__ void __launch_bounds__(kThreads) setRootKernel(uint4* topo, unsigned n) { topo[0] = make_uint4(0u, n, 0u, 0u); }
 
 __global__ void __launch_bounds__(kThreads) countChildrenKernel(const uint4* __restrict__ topo,
@@ -54,7 +49,7 @@ __global__ void __launch_bounds__(kThreads) countChildrenKernel(const uint4* __r
   }
   const uint4 t = topo[levelBegin + i];
   unsigned nchild = 0;
-  if (splits(t, level, leafSize)) {
+  if (nodeSplits(t.y, level, leafSize)) {  // tree/keys.h, as tree/build.cpp
     unsigned s[9];
     octantBounds(keys, t.x, t.x + t.y, level + 1, s);
 #pragma unroll
@@ -72,7 +67,7 @@ __global__ void __launch_bounds__(kThreads) emitChildrenKernel(uint4* __restrict
   const unsigned i = blockIdx.x * kThreads + threadIdx.x;
   if (i >= width) return;
   const uint4 t = topo[levelBegin + i];
-  if (!splits(t, level, leafSize)) return;  // a leaf: its child range was written as (0, 0) when it was emitted
+  if (!nodeSplits(t.y, level, leafSize)) return;  // a leaf: its child range was written as (0, 0) when it was emitted
   unsigned s[9];
   octantBounds(keys, t.x, t.x + t.y, level + 1, s);
   const unsigned first = levelEnd + offset[i];

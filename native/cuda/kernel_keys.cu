@@ -1,10 +1,11 @@
 /// \file kernel_keys.cu
 /// \brief Root-cube bounds, Morton keys, the stable key sort (CUB radix sort), the gather of one array into sorted,
 /// scaled order and the nodes' first keys. Compiled with -fmad=false: every double here must round exactly as in
-/// tree/sort_keys.cpp.
+/// tree/sort_keys.cpp (the cells' extents through physics/moments_k.h's rules, the keys through tree/keys.h's).
 #include <cub/device/device_radix_sort.cuh>
 #include <math_constants.h>
 
+#include "physics/moments_k.h"  // a cell's extent, std::min/max's pick (physics/rounding.h)
 #include "tree/keys.h"
 #include "core/validate.h"
 #include "cuda/check.h"
@@ -15,10 +16,6 @@ namespace cuda {
 namespace {
 
 constexpr int kThreads = 256;
-
-// std::min / std::max exactly (no NaN reaches here: validation rejects it).
-__device__ __forceinline__ double stdMin(double a, double b) { return b < a ? b : a; }
-__device__ __forceinline__ double stdMax(double a, double b) { return a < b ? b : a; }
 
 struct Bounds {
   double lo[3], hi[3], mass, minSize;
@@ -79,14 +76,13 @@ __global__ void __launch_bounds__(kThreads) boundsKernel(const double* __restric
     bool bad = false;
     if (x) {
       const double s = size ? size[i] : 0.0;  // without sizes: the box of the centres
-      const double h = __dmul_rn(0.5, s);  // as chooseRootCube: lo = min(p - h), hi = max(p + h)
+      const double h = cellHalfSize(s);  // as chooseRootCube (physics/moments_k.h): lo = min(p - h), hi = max(p + h)
       bad = size && !(isfinite(s) && s > 0.0);
       if (size) b.minSize = stdMin(b.minSize, s);
       for (int d = 0; d < 3; ++d) {
         const double v = p[d][i];
         bad = bad || !isfinite(v) || (checks.hasBox && (v < checks.boxLo[d] || v > checks.boxHi[d]));
-        b.lo[d] = stdMin(b.lo[d], __dsub_rn(v, h));
-        b.hi[d] = stdMax(b.hi[d], __dadd_rn(v, h));
+        growByCell(b.lo[d], b.hi[d], v, h);
       }
     }
     if (mass) {

@@ -3,14 +3,16 @@
 /// decisions, same bytes): the selection top-down one tree level per launch (a node is reached when its parent
 /// was opened), an exclusive scan of (node, cells) counts that numbers the LET's nodes and places the opened
 /// leaves' cells, then one pass writing the packed buffer (let/let_layout.h). The tree is level-ordered
-/// (kernel_build.cu), so the LET's nodes in tree order are in the host's breadth-first order. Compiled with
-/// -fmad=false: the MAC must round as the host's does, so that both choose the same nodes.
+/// (kernel_build.cu), so the LET's nodes in tree order are in the host's breadth-first order. The choice is the
+/// host's own code (physics/let_accept_k.h, physics/mac_k.h), every operation rounded on its own
+/// (physics/rounding.h); the file is compiled with -fmad=false as well.
 #include <cub/device/device_scan.cuh>
 
 #include "let/let.h"
 #include "physics/let_accept_k.h"
 #include "let/let_layout.h"
 #include "physics/mac_k.h"
+#include "physics/moments_k.h"
 #include "cuda/check.h"
 #include "cuda/kernels.h"
 
@@ -48,7 +50,7 @@ __global__ void __launch_bounds__(kThreads) letLevelKernel(const uint4* __restri
   const double com[3] = {r.x, r.y, r.z};
   const bool accepts = Periodic ? periodicBoxAccepts(ewald, com, r.w, box.lo, box.hi, box.groupHalfWidth)
                                 : macAccepts(r.x, r.y, r.z, r.w, box.lo, box.hi);
-  if (r.w < 0.0 || accepts) {  // an empty node (tree/moments.cpp) travels childless, as essentialNodesFor's
+  if (nodeIsEmpty(r.w) || accepts) {  // an empty node (physics/moments_k.h) travels childless, as the host's
     kind = LetSelection::Accepted;
   } else if (t.w == 0) {
     kind = LetSelection::OpenedLeaf;

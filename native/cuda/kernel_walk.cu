@@ -15,9 +15,10 @@
 /// box), so it is exactly the CPU walk's (cpu_walk.cpp), whatever the visiting order: interaction counts match.
 /// If a ring would overflow, the warp records the capacity it needed and the host reruns with a larger ring.
 ///
-/// MAC. In double, on the same com, macRadius and group box as the CPU, with every product and sum rounded on its
-/// own (__dmul_rn/__dadd_rn are never fused into FMAs, while this file's float code is compiled with FMA and fast
-/// math): the test is bit-for-bit physics/mac_k.h's macAccepts<double>.
+/// MAC. In double, on the same com, macRadius and group box as the CPU, with the CPU's own code: physics/mac_k.h's
+/// macAccepts and physics/image_k.h's periodicNodeImage, whose every product and sum is rounded on its own
+/// (physics/rounding.h: __dmul_rn/__dadd_rn, never fused into FMAs, while this file's float code is compiled with
+/// FMA and fast math), so the lists are the CPU's bit for bit.
 ///   box  (default): accept when the node is acceptable for the group's bounding box (as the CPU);
 ///   vote (FLASH4's GPU solver, literally): each lane tests its own cell (a degenerate box) and the node is
 ///         accepted only if __all_sync agrees; interaction counts then differ from the CPU's, as expected.
@@ -36,7 +37,10 @@
 #include <cstdint>
 
 #include "ewald/expansion_k.h"
+#include "physics/image_k.h"
 #include "physics/interact_k.h"
+#include "physics/mac_k.h"
+#include "physics/moments_k.h"
 #include "cuda/check.h"
 #include "cuda/kernels.h"
 
@@ -125,20 +129,6 @@ __device__ __forceinline__ void loadNodeRecords(const WalkParams& p, unsigned no
     if (Order >= 2) mq1 = p.nodeMQ[2 * std::size_t(node) + 1];
     if (Periodic && p.nodeDip) dip = p.nodeDip[node];
   }
-}
-
-__device__ __forceinline__ double stdMin(double a, double b) { return b < a ? b : a; }
-__device__ __forceinline__ double stdMax(double a, double b) { return a < b ? b : a; }
-
-/// physics/mac_k.h macAccepts<double>, bit for bit: distanceSquaredToBox(com, box) > macRadius^2, every operation
-/// rounded separately, in the same order ((dx^2 + dy^2) + dz^2).
-__device__ __forceinline__ bool macAcceptsExact(double cx, double cy, double cz, double r, const double* lo,
-                                                const double* hi) {
-  const double dx = cx < lo[0] ? __dsub_rn(lo[0], cx) : (cx > hi[0] ? __dsub_rn(cx, hi[0]) : 0.0);
-  const double dy = cy < lo[1] ? __dsub_rn(lo[1], cy) : (cy > hi[1] ? __dsub_rn(cy, hi[1]) : 0.0);
-  const double dz = cz < lo[2] ? __dsub_rn(lo[2], cz) : (cz > hi[2] ? __dsub_rn(cz, hi[2]) : 0.0);
-  const double d2 = __dadd_rn(__dadd_rn(__dmul_rn(dx, dx), __dmul_rn(dy, dy)), __dmul_rn(dz, dz));
-  return d2 > __dmul_rn(r, r);
 }
 
 /// Per-lane targets and accumulators (CPL cells per lane: lane + 32 c).
@@ -329,38 +319,6 @@ __device__ __forceinline__ void flushDirect(const WarpLists<Order>& L, int count
   else evalDirect<Order, Accel, CPL, false, Full, Ew>(L, count, T, ev);
 }
 
-/// ewald/lookup_k.h periodicNodeImage bit for bit (every operation rounded on its own, as the MAC): the
-/// node's image nearest the group's centre, and whether the group may use its expansion there.
-__device__ __forceinline__ bool periodicNodeImageExact(const EwaldDeviceView& v, const double* lo, const double* hi,
-                                                       const D4& mac, double* shifted, int* image, bool& hoistable) {
-  const double com[3] = {mac.x, mac.y, mac.z};
-  bool ok = true, hoist = true;
-#pragma unroll
-  for (int d = 0; d < 3; ++d) {
-    shifted[d] = com[d];
-    image[d] = 0;
-    if (v.period[d] <= 0) continue;
-    const double P = v.period[d];
-    const double sep = __dsub_rn(__dmul_rn(0.5, __dadd_rn(lo[d], hi[d])), com[d]);
-    const double k = rint(__dmul_rn(sep, v.invPeriod[d]));
-    image[d] = int(k);
-    const double ni = __dsub_rn(sep, __dmul_rn(P, k));
-    shifted[d] = __dadd_rn(com[d], __dsub_rn(sep, ni));
-    const double up = __dsub_rn(hi[d], shifted[d]), down = __dsub_rn(shifted[d], lo[d]);
-    const double far = up > down ? up : down;
-    ok = ok && far <= v.reach[d] && __dsub_rn(P, far) > mac.w;
-    hoist = hoist && __dsub_rn(P, far) > __dmul_rn(kEwaldHoistMargin, mac.w);
-  }
-  hoistable = ok && hoist;
-  return ok;
-}
-
-/// The image of coordinate x nearest the group's centre c along one axis: x - P rint((x - c)/P), exactly as
-/// cpu_walk.cpp (x itself when the axis is isolated or x is in the nearest period).
-__device__ __forceinline__ double imageNearCentre(double x, double c, double P, double invP) {
-  return __dsub_rn(x, __dmul_rn(P, rint(__dmul_rn(__dsub_rn(x, c), invP))));
-}
-
 // Occupancy knob: -DAG_WALK_MIN_BLOCKS=N caps registers so that N blocks of 4 warps fit per multiprocessor.
 #ifndef AG_WALK_MIN_BLOCKS
 #define AG_WALK_MIN_BLOCKS 0
@@ -426,7 +384,7 @@ template <int CPL, bool Vote>
 __device__ __forceinline__ bool nodeAccepted(bool candidate, const double* com, double macRadius, const double* lo,
                                              const double* hi, const double* px, const double* py, const double* pz,
                                              const bool* tv, int lane) {
-  bool acc = candidate && macAcceptsExact(com[0], com[1], com[2], macRadius, lo, hi);
+  bool acc = candidate && macAccepts(com[0], com[1], com[2], macRadius, lo, hi);
   if (Vote) {
     // A node the box accepts, every cell of the box accepts: rounding is monotonic, so a point's computed
     // distance is never below the box's. Only the others go to the per-cell vote, one node at a time.
@@ -441,7 +399,7 @@ __device__ __forceinline__ bool nodeAccepted(bool candidate, const double* com, 
 #pragma unroll
       for (int c = 0; c < CPL; ++c) {
         const double pt[3] = {px[c], py[c], pz[c]};
-        if (tv[c]) ok = ok && macAcceptsExact(cx, cy, cz, r, pt, pt);
+        if (tv[c]) ok = ok && macAccepts(cx, cy, cz, r, pt, pt);
       }
       if (__all_sync(kFull, ok)) accMask |= 1u << k;
     }
@@ -528,9 +486,9 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
       uint4 topo;
       float4 mq0, mq1, dip;
       loadNodeRecords<Order, Dipole>(p, node, valid, mac, topo, mq0, mq1, dip);
-      const bool live = valid && mac.w >= 0.0;  // not empty (tree/moments.cpp)
-      // periodic: the node's image nearest the group; a node unusable there is opened (cpu_walk.cpp buildLists).
-      // Below a hoisted node: that node's image, no test.
+      const bool live = valid && !nodeIsEmpty(mac.w);  // physics/moments_k.h
+      // periodic: the node's image nearest the group; a node unusable there is opened (cpu/walk_lists.cpp
+      // buildLists). Below a hoisted node: that node's image, no test. (physics/image_k.h; com shifted in place.)
       double com[3] = {mac.x, mac.y, mac.z};
       int image[3] = {0, 0, 0};
       bool usable = true, hoistable = false;
@@ -538,7 +496,7 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
 #pragma unroll
         for (int d = 0; d < 3; ++d) com[d] = taggedImage(com[d], tag, d, p.ewald.period[d]);
       } else if (Periodic && live) {
-        usable = periodicNodeImageExact(p.ewald, lo, hi, mac, com, image, hoistable);
+        usable = periodicNodeImage(p.ewald, lo, hi, com, mac.w, com, image, &hoistable);
       }
 
       const bool acc = nodeAccepted<CPL, Vote>(live && usable, com, mac.w, lo, hi, px, py, pz, tv, lane);
@@ -739,11 +697,11 @@ __global__ void __launch_bounds__(kWalkThreads, AG_EWALD_CORRECTION_MIN_BLOCKS)
       uint4 topo;
       float4 mq0, mq1, dip;
       loadNodeRecords<Order, true>(p, node, valid, mac, topo, mq0, mq1, dip);
-      const bool live = valid && mac.w >= 0.0;
+      const bool live = valid && !nodeIsEmpty(mac.w);
       double com[3] = {mac.x, mac.y, mac.z};
       int image[3] = {0, 0, 0};
       bool hoistable = false;
-      const bool usable = live && periodicNodeImageExact(ev, lo, hi, mac, com, image, hoistable);
+      const bool usable = live && periodicNodeImage(ev, lo, hi, com, mac.w, com, image, &hoistable);
       const bool acc = nodeAccepted<CPL, Vote>(usable, com, mac.w, lo, hi, px, py, pz, tv, lane);
       const bool open = live && !acc;
       const bool hoisted = open && p.hoistCorrection && hoistable && hoistedImageTag(image) != 0u;

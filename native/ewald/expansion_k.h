@@ -17,6 +17,7 @@
 /// period), and |s| <= P/2 + half-extent <= 9/16 P for the groups that expand.
 #pragma once
 #include "ewald/lookup_k.h"
+#include "physics/image_k.h"  // which groups expand, hoisted nodes and their image tags
 
 namespace amrgrav {
 
@@ -27,56 +28,8 @@ namespace amrgrav {
 #define AG_EWALD_UNROLL  // the host compilers unroll these fixed trip counts at -O3 by themselves
 #endif
 
-/// Largest group half-diagonal, in (finest) table spacings, for which a group uses the expansion.
-constexpr double kEwaldExpansionSpacings = 1.0;
 /// Coefficients of an expansion: C, gradient (3), Hessian (xx xy xz yy yz zz), third derivatives (10, as the table).
 constexpr int kEwaldLocalCoefs = 20;
-
-/// Does the group whose cell centres span [lo, hi] use the expansion? (V: a table view with double geometry.)
-template <class V>
-AG_EWALD_HD bool ewaldGroupExpands(const V& v, const double* lo, const double* hi) {
-  double e2 = 0, hmin = 0;
-  bool ok = true;
-  for (int d = 0; d < 3; ++d) {
-    const double e = 0.5 * (hi[d] - lo[d]);
-    e2 += e * e;
-    const double hd = v.h[d] / v.invUnit;
-    hmin = d == 0 || hd < hmin ? hd : hmin;
-    // every separation must stay inside the table's reach: P/2 + e <= reach
-    if (v.period[d] > 0) ok = ok && 0.5 * v.period[d] + e <= v.reach[d];
-  }
-  const double lim = kEwaldExpansionSpacings * hmin;
-  return ok && e2 <= lim * lim;
-}
-
-/// Hoisted corrections. In an expanding group's walk over its own tree, a source's correction is taken at the
-/// first node on its path from the root whose image the group can use (periodicNodeImage) with its other images,
-/// C_ext's singularities, at least kEwaldHoistMargin (2) MAC radii away: that node's multipoles at that image,
-/// whether the node is then accepted or opened. Everything below an opened node of that kind is seen through the
-/// same image (so psi = 1/|s| + C_ext(s) keeps one s per mass) and adds no further correction. An accepted node's
-/// correction already rests on this bound with margin 1, but a hoisted node carries far more mass: on a uniform
-/// grid (where the potential of the fluctuations is small against that of the whole mass) margins 1.5 and 1 left
-/// gaps of 4.6e-4 of max |phi| against per-pair corrections, margin 2 1.8e-5 (bench/RESULTS.md). A walk entry
-/// below such a node carries an image
-/// tag: bit 7 set, and the periods added per axis (-1, 0 or 1) plus 1 in two bits each; 0 = no tag.
-constexpr unsigned kHoistedTag = 0x80u;
-
-/// The tag of a node image (periods per axis), or 0 when a shift is outside -1..1 (the node is then not hoisted).
-AG_EWALD_HD unsigned hoistedImageTag(const int* image) {
-  unsigned t = kHoistedTag;
-  for (int d = 0; d < 3; ++d) {
-    if (image[d] < -1 || image[d] > 1) return 0u;
-    t |= unsigned(image[d] + 1) << (2 * d);
-  }
-  return t;
-}
-
-/// Coordinate x seen through a tag's image along axis d (period P; 0 for an isolated axis, whose shift is 0).
-/// k P is exact for k in -1..1, so x + k P rounds once on the CPU and the GPU alike (FMA or not).
-AG_EWALD_HD double taggedImage(double x, unsigned tag, int d, double P) {
-  const int k = int((tag >> (2 * d)) & 3u) - 1;
-  return x + double(k) * P;
-}
 
 /// a += m x (C, grad C, Hessian, third derivatives) at separation r (r = group centre - source image). `a` is
 /// anything indexable as a[k] (an array, or the CUDA walk's strided view of shared memory).

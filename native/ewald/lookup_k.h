@@ -55,9 +55,6 @@ struct EwaldTableViewOf {
 };
 using EwaldTableView = EwaldTableViewOf<double>;
 
-#ifndef AG_HOIST_MARGIN
-#define AG_HOIST_MARGIN 2.0
-#endif
 /// rint on host and device.
 template <class R>
 AG_EWALD_HD R roundHalfEven(R v) {
@@ -72,41 +69,6 @@ AG_EWALD_HD R roundHalfEven(R v) {
 template <class R>
 AG_EWALD_HD R nearestImage(R d, R P, R invP) {
   return d - P * roundHalfEven(d * invP);
-}
-
-/// The image of a node that a group sees, and whether the group may use the node's expansion there.
-/// The node (com, MAC radius R = l/theta + delta) is placed at the image whose com is nearest the group's centre
-/// (`shifted`). For every mass j of the node, psi(t - x_j) = 1/|t - x_j - s| + C_ext(t - x_j - s) holds exactly for
-/// that one shift s, with C_ext(x) = psi(x) - 1/|x| the correction continued beyond the half box (the table
-/// reaches 9/16 of a period). Both parts are expanded about the shifted com, so the node is usable when:
-///  (1) the MAC holds at the shifted com (tested by the caller, with the shifted com);
-///  (2) every separation group point - shifted com lies within the table's reach on each periodic axis;
-///  (3) the node's other images, C_ext's singularities, also satisfy the MAC: they are at least
-///      P - (largest separation along that axis) away, which must exceed R.
-/// A node that fails (2) or (3) is opened; its cells then take their own nearest images. This replaces the
-/// classic "open every node that straddles the half-box distance", which opens a whole shell of cells around
-/// the half-box surface for each group of 32.
-/// `image` (optional) receives the number of periods added per axis, rint(sep / P) (0 on isolated axes);
-/// `hoistable` (optional) whether the node may also take its subtree's correction (ewald/expansion_k.h): (3)
-/// with kEwaldHoistMargin x R.
-constexpr double kEwaldHoistMargin = AG_HOIST_MARGIN;
-AG_EWALD_HD bool periodicNodeImage(const EwaldTableView& v, const double* glo, const double* ghi, const double* com,
-                             double macRadius, double shifted[3], int* image = nullptr, bool* hoistable = nullptr) {
-  bool ok = true, hoist = true;
-  for (int d = 0; d < 3; ++d) {
-    shifted[d] = com[d];
-    if (image) image[d] = 0;
-    if (v.period[d] <= 0) continue;
-    const double P = v.period[d];
-    const double sep = 0.5 * (glo[d] + ghi[d]) - com[d];
-    shifted[d] = com[d] + (sep - nearestImage(sep, P, v.invPeriod[d]));  // a whole number of periods
-    if (image) image[d] = int(roundHalfEven(sep * v.invPeriod[d]));
-    const double far = ghi[d] - shifted[d] > shifted[d] - glo[d] ? ghi[d] - shifted[d] : shifted[d] - glo[d];
-    ok = ok && far <= v.reach[d] && P - far > macRadius;
-    hoist = hoist && P - far > kEwaldHoistMargin * macRadius;
-  }
-  if (hoistable) *hoistable = ok && hoist;
-  return ok;
 }
 
 /// C and derivatives at separation (dx, dy, dz) (already the nearest image). Deriv: 0 = C only, 1 = + gradient,

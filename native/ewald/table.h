@@ -50,7 +50,7 @@ struct EwaldTable {
 };
 
 /// Grid of a spec: the spacing is (shortest periodic side)/(2 resolution); periodic axes span [0, kEwaldReach L]
-/// (beyond the half period: see ewald/lookup_k.h periodicNodeImage), isolated axes [0, L] (separations along
+/// (beyond the half period: see physics/image_k.h periodicNodeImage), isolated axes [0, L] (separations along
 /// them reach the full side).
 Status ewaldGrid(const EwaldTableSpec& spec, int n[3], double h[3]);
 

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <string>
 
+#include "physics/moments_k.h"
+
 namespace amrgrav {
 
 Status prepareEwaldTable(const SolveOptions& opt, double lengthScale, int threads, EwaldWalk& out, SolveStats& stats) {
@@ -33,6 +35,7 @@ Status prepareEwaldTable(const SolveOptions& opt, double lengthScale, int thread
 }
 
 std::vector<double> nodeSecondMoments(const SortedCells& c, const Octree& t) {
+  // physics/moments_k.h's rules, as cuda/kernel_moments.cu applies them on the device
   const std::size_t m = t.nodeCount();
   std::vector<double> S(m, 0.0);
   for (std::size_t i = m; i-- > 0;) {  // children follow their parent: reverse order sees children first
@@ -41,16 +44,19 @@ std::vector<double> nodeSecondMoments(const SortedCells& c, const Octree& t) {
     if (t.isLeaf(i)) {
       const std::uint32_t b = t.cellBegin[i], e = b + t.cellCount[i];
       for (std::uint32_t j = b; j < e; ++j) {
-        const double dx = c.x[j] - cm[0], dy = c.y[j] - cm[1], dz = c.z[j] - cm[2];
-        s += c.mass[j] * (dx * dx + dy * dy + dz * dz);
+        const double p[3] = {c.x[j], c.y[j], c.z[j]};
+        double d[3];
+        offsetFrom(p, cm, d);
+        s = addCellSecondMoment(s, c.mass[j], d);
       }
     } else {
       const std::uint32_t b = t.childBegin[i], e = b + t.childCount[i];
       for (std::uint32_t k = b; k < e; ++k) {
-        const double dx = t.com[3 * k] - cm[0], dy = t.com[3 * k + 1] - cm[1], dz = t.com[3 * k + 2] - cm[2];
-        s += S[k] + t.mass[k] * (dx * dx + dy * dy + dz * dz);
-        if (!t.dipole.empty())  // about a centre that is not the child's centre of mass: 2 D.s
-          s += 2 * (t.dipole[3 * k] * dx + t.dipole[3 * k + 1] * dy + t.dipole[3 * k + 2] * dz);
+        double d[3];
+        offsetFrom(&t.com[3 * k], cm, d);
+        s = addChildSecondMoment(s, S[k], t.mass[k], d);
+        // with dipoles the child's centre is not its centre of mass: + 2 D.s
+        if (!t.dipole.empty()) s = addDipoleSecondMoment(s, dipoleDot(&t.dipole[3 * k], d));
       }
     }
     S[i] = s;

@@ -11,6 +11,7 @@
 #include "physics/let_accept_k.h"
 #include "let/let_layout.h"
 #include "physics/mac_k.h"
+#include "physics/moments_k.h"
 
 namespace amrgrav {
 
@@ -59,7 +60,7 @@ void selectNodes(const SourceTree& t, Accepts accepts, LetSelection& out) {
   out.node.push_back(0);
   for (std::size_t k = 0; k < out.node.size(); ++k) {
     const std::uint32_t i = out.node[k];
-    if (t.macRadius[i] < 0.0 || accepts(&t.com[3 * i], t.macRadius[i])) {
+    if (nodeIsEmpty(t.macRadius[i]) || accepts(&t.com[3 * i], t.macRadius[i])) {
       out.kind.push_back(LetSelection::Accepted);
     } else if (t.isLeaf(i)) {
       out.kind.push_back(LetSelection::OpenedLeaf);

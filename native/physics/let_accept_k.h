@@ -1,17 +1,17 @@
 /// \file let_accept_k.h
 /// \brief When a LET may carry a node childless for a remote box of cell centres: the test of the host's
 /// essentialNodesFor / essentialNodesForPeriodic (let/let.h), shared with the GPU rank's selection
-/// (cuda/kernel_let.cu, compiled without FMA contraction so that both choose the same nodes).
+/// (cuda/kernel_let.cu): every operation rounded on its own (physics/rounding.h), so that both choose the same
+/// nodes.
 #pragma once
-#include <math.h>
-
 #include "core/hostdevice.h"
 #include "physics/mac_k.h"
+#include "physics/rounding.h"
 
 namespace amrgrav {
 
 /// Would the receiving periodic walk accept node (com, R) for every group of the remote box [lo, hi] of cell
-/// centres? A group takes the node's image nearest its centre (ewald/lookup_k.h periodicNodeImage), and may use
+/// centres? A group takes the node's image nearest its centre (physics/image_k.h periodicNodeImage), and may use
 /// the node there when the MAC holds, the group's points lie within the table's reach of the image, and the node's
 /// other copies are more than R away. For each image s = com + kP that some group centre in the box may pick, the
 /// groups that pick it have their centres within P/2 of s (and in the box) and their half-widths at most W (the
@@ -20,7 +20,7 @@ namespace amrgrav {
 /// whole box) from s, with [a, b] its centres' range. The node travels childless when all of them would accept it.
 /// With a margin of 1e-9, so that rounding can never make the receiver open a node that was not sent open.
 /// View: an EwaldTableViewOf (its period, invPeriod and reach).
-template <class View>
+template <class Rn = RoundNearest, class View>
 AG_HD bool periodicBoxAccepts(const View& v, const double* com, double R, const double lo[3], const double hi[3],
                               const double W[3]) {
   const double kMargin = 1 + 1e-9;
@@ -28,30 +28,37 @@ AG_HD bool periodicBoxAccepts(const View& v, const double* com, double R, const 
   for (int d = 0; d < 3; ++d) {
     if (v.period[d] <= 0) continue;
     // the receiver's shift is P rint((group centre - com) / P), monotone in the group centre
-    kLo[d] = long(rint((lo[d] - com[d]) * v.invPeriod[d]));
-    kHi[d] = long(rint((hi[d] - com[d]) * v.invPeriod[d]));
+    kLo[d] = long(Rn::rint(Rn::mul(Rn::sub(lo[d], com[d]), v.invPeriod[d])));
+    kHi[d] = long(Rn::rint(Rn::mul(Rn::sub(hi[d], com[d]), v.invPeriod[d])));
   }
+  const double Rm = Rn::mul(R, kMargin);
   for (long kx = kLo[0]; kx <= kHi[0]; ++kx)
     for (long ky = kLo[1]; ky <= kHi[1]; ++ky)
       for (long kz = kLo[2]; kz <= kHi[2]; ++kz) {
         const long k[3] = {kx, ky, kz};
         double s[3], blo[3], bhi[3];
         for (int d = 0; d < 3; ++d) {
-          s[d] = com[d] + double(k[d]) * v.period[d];
+          s[d] = Rn::add(com[d], Rn::mul(double(k[d]), v.period[d]));
           blo[d] = lo[d];
           bhi[d] = hi[d];
           if (v.period[d] <= 0) continue;
-          const double half = 0.5 * v.period[d] * kMargin;  // ties and rounding: the wider range
-          const double a = lo[d] > s[d] - half ? lo[d] : s[d] - half;
-          const double b = hi[d] < s[d] + half ? hi[d] : s[d] + half;
-          const double whole = hi[d] - s[d] > s[d] - lo[d] ? hi[d] - s[d] : s[d] - lo[d];
-          const double centres = b - s[d] > s[d] - a ? b - s[d] : s[d] - a;
-          const double far = centres + W[d] < whole ? centres + W[d] : whole;
-          if (!(far * kMargin <= v.reach[d] && v.period[d] - far * kMargin > R * kMargin)) return false;
-          if (a - W[d] > blo[d]) blo[d] = a - W[d];
-          if (b + W[d] < bhi[d]) bhi[d] = b + W[d];
+          const double half = Rn::mul(Rn::mul(0.5, v.period[d]), kMargin);  // ties and rounding: the wider range
+          const double sLo = Rn::sub(s[d], half), sHi = Rn::add(s[d], half);
+          const double a = lo[d] > sLo ? lo[d] : sLo;
+          const double b = hi[d] < sHi ? hi[d] : sHi;
+          const double up = Rn::sub(hi[d], s[d]), down = Rn::sub(s[d], lo[d]);
+          const double whole = up > down ? up : down;
+          const double cUp = Rn::sub(b, s[d]), cDown = Rn::sub(s[d], a);
+          const double centres = cUp > cDown ? cUp : cDown;
+          const double reached = Rn::add(centres, W[d]);
+          const double far = reached < whole ? reached : whole;
+          const double farM = Rn::mul(far, kMargin);
+          if (!(farM <= v.reach[d] && Rn::sub(v.period[d], farM) > Rm)) return false;
+          const double aW = Rn::sub(a, W[d]), bW = Rn::add(b, W[d]);
+          if (aW > blo[d]) blo[d] = aW;
+          if (bW < bhi[d]) bhi[d] = bW;
         }
-        if (!macAccepts(s[0], s[1], s[2], R * kMargin, blo, bhi)) return false;
+        if (!macAccepts<Rn>(s[0], s[1], s[2], Rm, blo, bhi)) return false;
       }
   return true;
 }

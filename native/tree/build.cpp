@@ -2,6 +2,7 @@
 /// \brief Breadth-first octree construction over Morton-sorted keys.
 #include <algorithm>
 
+#include "physics/moments_k.h"
 #include "tree/keys.h"
 #include "tree/tree.h"
 
@@ -24,7 +25,7 @@ Status buildOctree(const std::vector<std::uint64_t>& keys, const RootCube& root,
     const std::uint32_t b = t.cellBegin[i], c = t.cellCount[i];
     const int lev = t.level[i];
     t.depth = std::max(t.depth, lev);
-    if (c <= std::uint32_t(leafSize) || lev >= kKeyBits) continue;
+    if (!nodeSplits(c, lev, leafSize)) continue;
     const std::uint32_t first = std::uint32_t(t.cellBegin.size());
     std::uint32_t s = b, e = b + c;
     std::uint8_t nchild = 0;
@@ -43,11 +44,11 @@ Status buildOctree(const std::vector<std::uint64_t>& keys, const RootCube& root,
   }
   const std::size_t m = t.cellBegin.size();
   t.centre.resize(3 * m);
-  for (std::size_t i = 0; i < m; ++i) {
-    const double side = root.side / double(1u << t.level[i]);
-    t.centre[3 * i + 0] = root.lo[0] + (coords[i].ix + 0.5) * side;
-    t.centre[3 * i + 1] = root.lo[1] + (coords[i].iy + 0.5) * side;
-    t.centre[3 * i + 2] = root.lo[2] + (coords[i].iz + 0.5) * side;
+  for (std::size_t i = 0; i < m; ++i) {  // physics/moments_k.h, as cuda/kernel_moments.cu finds them on the device
+    const double side = nodeCubeSide(root.side, t.level[i]);
+    t.centre[3 * i + 0] = nodeCubeCentre(root.lo[0], coords[i].ix, side);
+    t.centre[3 * i + 1] = nodeCubeCentre(root.lo[1], coords[i].iy, side);
+    t.centre[3 * i + 2] = nodeCubeCentre(root.lo[2], coords[i].iz, side);
   }
   return Status::success();
 }

@@ -32,6 +32,12 @@ AG_HD std::uint32_t keyCoordinate(double x, double lo, double invCellSide) {
   return std::uint32_t(q);
 }
 
+/// Is a node of `count` cells at tree level `level` split into children? More than leafSize cells and a level
+/// above the keys' finest (tree/build.cpp on the host, cuda/kernel_build.cu on the device).
+AG_HD bool nodeSplits(std::uint32_t count, int level, int leafSize) {
+  return count > std::uint32_t(leafSize) && level < kKeyBits;
+}
+
 /// The octant digit (0..7) of a key at tree level `level` (children of the root are level 1).
 AG_HD unsigned octantAt(std::uint64_t key, int level) {
   return unsigned(key >> (3 * (kKeyBits - level))) & 7u;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "physics/moments_k.h"
 #include "tree/keys.h"
 #include "tree/tree.h"
 #include "core/validate.h"
@@ -17,12 +18,9 @@ RootCube chooseRootCube(const CellsView& c, const SolveOptions& opt) {
   } else {
     for (int d = 0; d < 3; ++d) { lo[d] = INFINITY; hi[d] = -INFINITY; }
     const double* p[3] = {c.x, c.y, c.z};
-    for (std::size_t i = 0; i < c.n; ++i) {
-      double h = 0.5 * c.size[i];
-      for (int d = 0; d < 3; ++d) {
-        lo[d] = std::min(lo[d], p[d][i] - h);
-        hi[d] = std::max(hi[d], p[d][i] + h);
-      }
+    for (std::size_t i = 0; i < c.n; ++i) {  // physics/moments_k.h, as cuda/kernel_keys.cu boundsKernel
+      const double h = cellHalfSize(c.size[i]);
+      for (int d = 0; d < 3; ++d) growByCell(lo[d], hi[d], p[d][i], h);
     }
     if (c.n == 0) for (int d = 0; d < 3; ++d) { lo[d] = 0; hi[d] = 1; }
   }

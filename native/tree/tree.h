@@ -7,6 +7,7 @@
 #include <vector>
 #include "core/status.h"
 #include "core/types.h"
+#include "physics/moments_k.h"
 
 namespace amrgrav {
 
@@ -32,7 +33,7 @@ struct Octree {
   std::vector<std::uint32_t> childBegin;            ///< index of the first child (children are contiguous)
   std::vector<std::uint8_t> childCount;             ///< 0 for a leaf
   std::vector<std::uint8_t> level;                  ///< 0 = root
-  std::vector<double> centre;                       ///< geometric cube centre, 3 per node
+  std::vector<double> centre;                       ///< geometric cube centre, 3 per node (nodeCubeCentre)
   // moments (double: single-precision moments cost up to 1% error in Bonsai's tests)
   std::vector<double> mass;
   std::vector<double> com;       ///< centre of mass, 3 per node
@@ -46,7 +47,7 @@ struct Octree {
 
   std::size_t nodeCount() const { return cellCount.size(); }
   bool isLeaf(std::size_t i) const { return childCount[i] == 0; }
-  double side(std::size_t i) const { return root.side / double(1u << level[i]); }
+  double side(std::size_t i) const { return nodeCubeSide(root.side, level[i]); }  ///< cube side (physics/moments_k.h)
 };
 
 /// Choose the root cube: the caller's box when given, else the bounding cube of the cells' extents.

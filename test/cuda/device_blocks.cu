@@ -14,7 +14,8 @@
 //   host-new, host-unchanged, device-new, device-unchanged, cells (the per-cell entry on the same cells)
 // --only host: the host entry's timings alone (the density is made on the device, copied down, and the device
 // arrays freed: for the largest grids); --only device: the device entry's alone.
-// Exit status 0 when every check passed, 1 otherwise; 2 on a setup failure.
+// Exit status 0 when every check passed, 1 otherwise; 2 when no usable GPU is present (CTest skips: gpu.blocks),
+// unless AMRGRAV_REQUIRE_GPU=1 (then 1), or on another setup failure.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -230,6 +231,13 @@ int main(int argc, char** argv) {
   const bool wantHost = a.only != "device", wantDevice = a.only != "host";
   if (a.only != "all") a.check = false;
   amrgrav_solver *dev = nullptr, *host = nullptr;
+  if (!(amrgrav_features() & 4)) {
+    const char* req = std::getenv("AMRGRAV_REQUIRE_GPU");
+    const bool required = req && std::strcmp(req, "1") == 0;
+    std::printf("{\"kind\":\"error\",\"what\":\"no usable CUDA device (amrgrav_features bit 2)%s\"}\n",
+                required ? ": AMRGRAV_REQUIRE_GPU=1, so this fails" : ": skipped");
+    return required ? 1 : 2;
+  }
   API(amrgrav_create(&o, &dev), nullptr);
   API(amrgrav_create(&o, &host), nullptr);
 

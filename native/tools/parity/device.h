@@ -1,0 +1,38 @@
+/// \file device.h
+/// \brief The one file under native/tools that reaches into the CUDA backend (cuda/cuda_backend.h): its class, and
+/// the parts only the checks and timings use, each behind one function here: the options (result buffers poisoned
+/// with NaN, a small initial walk queue, validation on the host, staging), the per-solve device statistics, and the
+/// device tree copied down. When those move (say to a cuda/testing.h), re-point this file; the checks
+/// (parity/*.cpp) and the timings (gpu_timing.cpp) include only this, through parity/harness.h.
+#pragma once
+#include "cuda/testing.h"
+
+namespace amrgrav::parity {
+
+/// The backend's options for a check or a timing. poison: NaN in the device's result buffers before every solve;
+/// queueCapacity: the walk queue's first size per warp (a small one forces reruns); validateOnDevice false: the
+/// cells checked on the host (core/validate.h) instead of in the bounds kernel.
+inline CudaOptions cudaOpts(bool pinned, unsigned queueCapacity, bool poison, int copyThreads = 0,
+                            bool validateOnDevice = true) {
+  CudaOptions o;
+  o.pinnedStaging = pinned;
+  o.initialQueueCapacity = queueCapacity;
+  o.poisonDevice = poison;
+  o.copyThreads = copyThreads;
+  o.validateOnDevice = validateOnDevice;
+  return o;
+}
+
+/// The last solve()'s or direct()'s device measurements (phases, queue, launches, memory held).
+inline CudaStats deviceStats(const CudaBackend& gpu) { return gpu.lastCudaStats(); }
+
+/// The options for the next solves (the timings switch staging and copy threads on one backend object).
+inline void setDeviceOptions(CudaBackend& gpu, const CudaOptions& options) { gpu.setCudaOptions(options); }
+
+/// The rank's tree and sorted cells as the device holds them, copied down (after rankChooseLets), for the host's
+/// LET choice over the same tree.
+inline Status exportDeviceTree(CudaBackend& gpu, HostTree& out, double extentLo[3], double extentHi[3]) {
+  return gpu.rankExportTree(out, extentLo, extentHi);
+}
+
+}  // namespace amrgrav::parity
