@@ -20,6 +20,7 @@
 #   bash bench/gpu/blocks-check.sh check64 check256
 # Logs: $OUT/blocks-logs.tar.gz; a summary (one line per check and timing) is printed last.
 set -u
+export AMRGRAV_REQUIRE_GPU=1  # the checks fail, not skip, without a usable GPU
 out=/tmp/amrgrav-blocks-logs; rm -rf "$out"; mkdir -p "$out"
 t0=$(date +%s)
 stamp() { echo "== [$(( $(date +%s) - t0 ))s] $*"; }
