@@ -125,6 +125,9 @@ for files written by 'amrgrav make maclaurin|sphere' and solved by 'amrgrav solv
   --cells N        uniform grid of about N cells (overrides --grid)
   --levels L       MacLaurin levels for --problem maclaurin                        [6]
   --repeat R       timed repetitions (best and mean reported)                      [3]
+  --blocks B       uniform grid through the block entry in blocks of B^3 cells: timed
+                   on an unchanged mesh (tree kept) and with a new mesh every call
+  --float32        with --blocks: float32 density and potential
 `,
 };
 
@@ -332,6 +335,8 @@ async function bench(argv: string[]): Promise<void> {
       cells: { type: 'string' },
       levels: { type: 'string' },
       repeat: { type: 'string' },
+      blocks: { type: 'string' },
+      float32: { type: 'boolean' },
     },
   });
   if (values.help) return void console.log(`${HELP.bench}\n${HELP.solver}`);
@@ -344,6 +349,8 @@ async function bench(argv: string[]): Promise<void> {
     cells: values.cells === undefined ? undefined : intArg('cells', values.cells, 0, 1, 2 ** 32 - 1),
     levels: intArg('levels', values.levels, 6, 1, 12),
     repeat: intArg('repeat', values.repeat, 3, 1, 1000),
+    ...(values.blocks !== undefined ? { blocks: intArg('blocks', values.blocks, 8, 1, 256) } : {}),
+    blockDtype: values.float32 ? 'float32' : 'float64',
     solver: solverOptions(values),
   });
   if (values.json) return void console.log(JSON.stringify(r));
@@ -361,6 +368,11 @@ async function bench(argv: string[]): Promise<void> {
       `moments ${fmt(p.moments)}, walk ${fmt(p.walk)}, download ${fmt(p.download)}`,
   );
   if (r.deviceBytesPerCell > 0) console.log(`  device memory           ${fmt(r.deviceBytesPerCell)} bytes/cell`);
+  if (r.blocks)
+    console.log(
+      `  block entry (${r.blocks.blockSize}^3 blocks, ${r.blocks.dtype}): unchanged mesh ${fmt(r.seconds)} s (tree kept: ` +
+        `${r.blocks.treeReused}), new mesh ${fmt(r.blocks.secondsNewMesh)} s`,
+    );
   if (r.perRank) {
     console.log('  per rank (best repetition; seconds, LET bytes):');
     console.log(

@@ -27,6 +27,13 @@ export interface BenchOptions {
   levels?: number;
   /** Timed repetitions (the best and the mean are reported). Default 3. */
   repeat?: number;
+  /**
+   * 'uniform' only: solve through the block entry (GravitySolver.solveBlocks) with the grid cut into blocks of this
+   * many cells per axis (it must divide the grid), density in `blockDtype`. The timed repetitions are on an
+   * unchanged mesh (the tree kept), and as many again with meshChanged (a new mesh every call). One rank only.
+   */
+  blocks?: number;
+  blockDtype?: 'float64' | 'float32';
   /** Progress display (the CLI's, on a terminal); default none. */
   progress?: Progress;
   solver?: SolverOptions;
@@ -55,6 +62,17 @@ export interface BenchReport {
   /** MPI ranks. With several, `seconds` is the slowest rank's time and `perRank` has each rank's share. */
   ranks: number;
   perRank?: RankBench[];
+  /** With `blocks`: the block entry's figures (seconds and wallSeconds above are the unchanged mesh's). */
+  blocks?: {
+    blockSize: number;
+    dtype: 'float64' | 'float32';
+    /** Best native time and JS wall time with a new mesh every call (meshChanged). */
+    secondsNewMesh: number;
+    wallSecondsNewMesh: number;
+    phasesNewMesh: SolveStats['seconds'];
+    /** The timed unchanged-mesh solves kept the tree. */
+    treeReused: boolean;
+  };
 }
 
 /** One rank's part of the best distributed repetition. Seconds; bytes of LET messages. */
@@ -99,7 +117,88 @@ async function gatherRankBench(s: SolveStats): Promise<RankBench[]> {
   return out;
 }
 
+/** `runBench` through the block entry: an n^3 grid in blocks of b^3 cells, block order, density at the centres. */
+async function runBlocksBench(opts: BenchOptions): Promise<BenchReport> {
+  const n = opts.cells !== undefined ? Math.max(1, Math.round(Math.cbrt(opts.cells))) : (opts.grid ?? 100);
+  const b = opts.blocks!;
+  if (!Number.isInteger(b) || b < 1 || n % b !== 0) throw new Error(`bench --blocks ${b}: the block size must divide the grid (${n})`);
+  if (mpiWorld().size > 1) throw new Error('bench --blocks runs on one rank');
+  const dtype = opts.blockDtype ?? 'float64';
+  const repeat = opts.repeat ?? 3;
+  const solver = new GravitySolver(opts.solver);
+  checkCells(n ** 3, BENCH_BYTES_PER_CELL / 2, `bench: a ${n}^3 grid in blocks`);
+  opts.progress?.phase(`building the ${n}^3 grid in blocks of ${b}^3`);
+  const nb = n / b, blocks = nb ** 3, cpb = b ** 3, h = 1 / n;
+  const lo = new Float64Array(3 * blocks);
+  const dx = new Float64Array(3 * blocks).fill(h);
+  const density = dtype === 'float32' ? new Float32Array(blocks * cpb) : new Float64Array(blocks * cpb);
+  for (let q = 0, p = 0; q < blocks; q++) {
+    const c = [q % nb, Math.floor(q / nb) % nb, Math.floor(q / (nb * nb))];
+    for (let d = 0; d < 3; d++) lo[3 * q + d] = c[d] / nb;
+    for (let k = 0; k < b; k++)
+      for (let j = 0; j < b; j++)
+        for (let i = 0; i < b; i++, p++)
+          density[p] = benchDensity(lo[3 * q] + (i + 0.5) * h, lo[3 * q + 1] + (j + 0.5) * h, lo[3 * q + 2] + (k + 0.5) * h);
+  }
+  const potential = dtype === 'float32' ? new Float32Array(blocks * cpb) : new Float64Array(blocks * cpb);
+  const box = { lo: [0, 0, 0] as [number, number, number], hi: [1, 1, 1] as [number, number, number] };
+  const input = { nxb: b, nyb: b, nzb: b, lo, dx, density };
+  const out = { potential };
+  opts.progress?.phase(`warm-up solve of ${n ** 3} cells`);
+  await solver.solveBlocks({ ...input, meshChanged: true }, { box, out });
+  const timed = async (meshChanged: boolean) => {
+    let best: SolveStats | undefined;
+    let wall = Infinity;
+    let sum = 0;
+    let reused = true;
+    for (let i = 0; i < repeat; i++) {
+      const t0 = performance.now();
+      const { stats } = await solver.solveBlocks({ ...input, meshChanged }, { box, out });
+      wall = Math.min(wall, (performance.now() - t0) / 1e3);
+      sum += stats.seconds.total;
+      reused &&= stats.treeReused;
+      if (!best || stats.seconds.total < best.seconds.total) best = stats;
+    }
+    return { best: best!, wall, mean: sum / repeat, reused };
+  };
+  const fresh = await timed(true);
+  await solver.solveBlocks({ ...input, meshChanged: true }, { box, out }); // this mesh's tree, then unchanged
+  const kept = await timed(false);
+  opts.progress?.end();
+  const s = kept.best;
+  const total = n ** 3;
+  return {
+    ranks: 1,
+    problem: `uniform-blocks${b}`,
+    cells: total,
+    backend: s.backend,
+    theta: solver.options.theta,
+    order: solver.options.order,
+    repeat,
+    seconds: s.seconds.total,
+    wallSeconds: kept.wall,
+    secondsMean: kept.mean,
+    cellsPerSecond: total / s.seconds.total,
+    interactionsPerCell: s.interactionsPerCell,
+    approxInteractionsPerCell: s.approxInteractionsPerCell,
+    directInteractionsPerCell: s.directInteractionsPerCell,
+    interactionsPerSecond: (s.interactionsPerCell * s.cells) / s.seconds.walk,
+    phases: s.seconds,
+    threads: s.threads,
+    deviceBytesPerCell: s.deviceBytesPerCell,
+    blocks: {
+      blockSize: b,
+      dtype,
+      secondsNewMesh: fresh.best.seconds.total,
+      wallSecondsNewMesh: fresh.wall,
+      phasesNewMesh: fresh.best.seconds,
+      treeReused: kept.reused,
+    },
+  };
+}
+
 export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
+  if (opts.blocks !== undefined && (opts.problem ?? 'uniform') === 'uniform') return runBlocksBench(opts);
   const problem = opts.problem ?? 'uniform';
   const repeat = opts.repeat ?? 3;
   const solver = new GravitySolver(opts.solver);

@@ -56,6 +56,8 @@ if(AMRGRAV_HAVE_CUDA)
     native/cuda/kernel_direct.cu
     native/cuda/kernel_finish.cu
     native/cuda/kernel_let.cu
+    native/cuda/blocks_phase.cu
+    native/cuda/kernel_blocks.cu
   )
   set_target_properties(amrgrav_cuda PROPERTIES
     CUDA_STANDARD 17
@@ -82,6 +84,7 @@ if(AMRGRAV_HAVE_CUDA)
   # and the rest of these files (key coordinates, the gather's scaling, sums) is kept unfused by -fmad=false too.
   set_source_files_properties(
     native/cuda/kernel_keys.cu native/cuda/kernel_build.cu native/cuda/kernel_moments.cu native/cuda/kernel_let.cu
+    native/cuda/kernel_blocks.cu
     PROPERTIES COMPILE_OPTIONS "-fmad=false")
 
   add_library(amrgrav_cuda_testing STATIC native/cuda/testing.cu)

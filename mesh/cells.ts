@@ -98,6 +98,55 @@ export function writeBlockCells(
 }
 
 /**
+ * The leaf blocks of a mesh as the block entry takes them (GravitySolver.solveBlocks, native/core/blocks.h): in
+ * {@link AmrMesh.leafBlocks} order, each leaf's lower corner and cell widths, and its block number, which is its
+ * storage slot in the mesh's variables (index ((b * nzb + k) * nyb + j) * nxb + i). The block entry makes the same
+ * cells as {@link extractCells}, in the same order.
+ */
+export interface MeshBlocks {
+  leaves: number[];
+  /** 3 per leaf: lower corner, cm. */
+  lo: Float64Array;
+  /** 3 per leaf: cell widths, cm (as blockCellSize). */
+  dx: Float64Array;
+  /** Each leaf's block number. */
+  blockIndex: Int32Array;
+}
+
+/**
+ * The leaf blocks of the mesh for the block entry.
+ * @throws MeshError 'NON_CUBIC_CELLS' if cells are not cubes.
+ */
+export function meshBlocks(mesh: AmrMesh): MeshBlocks {
+  assertCubicCells(mesh);
+  const leaves = mesh.leafBlocks();
+  const lo = new Float64Array(3 * leaves.length);
+  const dx = new Float64Array(3 * leaves.length);
+  const blockIndex = new Int32Array(leaves.length);
+  leaves.forEach((b, k) => {
+    const l = mesh.block(b).lo;
+    const h = mesh.blockCellSize(b);
+    for (let d = 0; d < 3; d++) {
+      lo[3 * k + d] = l[d];
+      dx[3 * k + d] = h[d];
+    }
+    blockIndex[k] = b;
+  });
+  return { leaves, lo, dx, blockIndex };
+}
+
+/**
+ * The values of a per-cell variable array (mesh layout) at the leaf cells, in the order {@link extractCells}
+ * gives them (leaves in order, i fastest), into `out` (new if not given).
+ */
+export function leafValues(mesh: AmrMesh, values: Float64Array, leaves: readonly number[], out?: Float64Array): Float64Array {
+  const cpb = mesh.cellsPerBlock;
+  const r = out ?? new Float64Array(leaves.length * cpb);
+  leaves.forEach((b, k) => r.set(values.subarray(b * cpb, (b + 1) * cpb), k * cpb));
+  return r;
+}
+
+/**
  * Writes one value per extracted cell into variable `varName` (created if missing).
  * @throws MeshError 'LENGTH_MISMATCH' if values and cells differ in length, 'STALE_CELLS' if the mesh was refined
  *   since the cells were extracted.

@@ -1,7 +1,7 @@
 /** The mesh module: block-structured AMR (PARAMESH/FLASH style) and its bridge to cell arrays. */
 export { AmrMesh } from './amrMesh.js';
 export { uniformMesh, refineMesh, balanceMesh } from './builders.js';
-export { extractCells, writeBack, fillVariable, type CellArrays } from './cells.js';
+export { extractCells, writeBack, fillVariable, meshBlocks, leafValues, type CellArrays, type MeshBlocks } from './cells.js';
 export { MeshError, FlashFileError, OutputFileError, type MeshErrorCode } from './errors.js';
 export { readFlashFile, type FlashReadOptions } from './flashRead.js';
 export { writeFlashFile, type FlashWriteOptions } from './flashWrite.js';

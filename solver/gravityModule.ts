@@ -17,7 +17,15 @@ import { InvalidInputError } from './errors.js';
 import { GravitySolver, type SolveResult, type SolveStats } from './gravitySolver.js';
 import type { SolverOptions } from './options.js';
 import type { Box } from './cells.js';
-import { AmrMesh, extractCells, finiteDifferenceAccelerations, writeBack, type CellArrays } from '../mesh/index.js';
+import {
+  AmrMesh,
+  extractCells,
+  finiteDifferenceAccelerations,
+  meshBlocks,
+  writeBack,
+  type CellArrays,
+  type MeshBlocks,
+} from '../mesh/index.js';
 import { rankChunk } from './mpi/decomposition.js';
 import { mpiWorld } from './mpi/world.js';
 
@@ -74,6 +82,7 @@ export class GravityModule {
   private mesh: AmrMesh | undefined;
   private meshCells: CellArrays | undefined;
   private meshLeaves: number[] = [];
+  private meshBlocksValue: MeshBlocks | undefined;
   private out: { potential: Float64Array; accelerations: { x: Float64Array; y: Float64Array; z: Float64Array } } | undefined;
   private readonly sizes: Float64Array | undefined;
   private totalsValue: GravityTotals = { calls: 0, seconds: 0, solveSeconds: 0, cells: 0 };
@@ -132,15 +141,28 @@ export class GravityModule {
     if (state instanceof AmrMesh) {
       if (!this.mesh) throw new InvalidInputError('computePotential: this module was made for a cell layout; pass { mass }');
       if (state !== this.mesh) throw new InvalidInputError('computePotential: pass the mesh the module was made for');
-      const cells = this.cellsOfMesh(state);
-      const o = state.options;
-      r = await solver.solveCells(cells, { box: { lo: [...o.domainLo], hi: [...o.domainHi] }, out: this.out });
-      writeBack(state, this.opts.potentialVar ?? 'gpot', cells, r.potential);
-      if (r.accelerations) {
-        const [vx, vy, vz] = this.opts.accelerationVars ?? ['gacx', 'gacy', 'gacz'];
-        writeBack(state, vx, cells, r.accelerations.x);
-        writeBack(state, vy, cells, r.accelerations.y);
-        writeBack(state, vz, cells, r.accelerations.z);
+      if (!solver.isDistributed) {
+        // the block entry: the density read and the results written in place; the leaf blocks are made again only
+        // when the mesh was refined, and an unchanged mesh keeps its tree natively (stats.treeReused)
+        const { blocks, changed } = this.blocksOfMesh(state);
+        r = await solver.solveMeshBlocks(
+          state,
+          blocks,
+          { densityVar: this.opts.densityVar, potentialVar: this.opts.potentialVar, accelerationVars: this.opts.accelerationVars },
+          this.out,
+          changed,
+        );
+      } else {
+        const cells = this.cellsOfMesh(state);
+        const o = state.options;
+        r = await solver.solveCells(cells, { box: { lo: [...o.domainLo], hi: [...o.domainHi] }, out: this.out });
+        writeBack(state, this.opts.potentialVar ?? 'gpot', cells, r.potential);
+        if (r.accelerations) {
+          const [vx, vy, vz] = this.opts.accelerationVars ?? ['gacx', 'gacy', 'gacz'];
+          writeBack(state, vx, cells, r.accelerations.x);
+          writeBack(state, vy, cells, r.accelerations.y);
+          writeBack(state, vz, cells, r.accelerations.z);
+        }
       }
       if (this.opts.finiteDifferenceVars)
         finiteDifferenceAccelerations(state, this.opts.potentialVar ?? 'gpot', this.opts.finiteDifferenceVars);
@@ -172,6 +194,7 @@ export class GravityModule {
     this.solver = undefined;
     this.out = undefined;
     this.meshCells = undefined;
+    this.meshBlocksValue = undefined;
     this.mesh = undefined;
   }
 
@@ -185,6 +208,19 @@ export class GravityModule {
       potential: new Float64Array(n),
       accelerations: { x: new Float64Array(n), y: new Float64Array(n), z: new Float64Array(n) },
     };
+  }
+
+  /** The mesh's leaf blocks for the block entry: made again (and the result arrays resized) only when they changed. */
+  private blocksOfMesh(mesh: AmrMesh): { blocks: MeshBlocks; changed: boolean } {
+    const leaves = mesh.leafBlocks();
+    const prev = this.meshBlocksValue;
+    if (prev && leaves.length === prev.leaves.length && leaves.every((b, i) => b === prev.leaves[i]))
+      return { blocks: prev, changed: false };
+    const blocks = meshBlocks(mesh);
+    this.meshBlocksValue = blocks;
+    const n = blocks.leaves.length * mesh.cellsPerBlock;
+    if (!this.out || this.out.potential.length !== n) this.allocate(n);
+    return { blocks, changed: true };
   }
 
   /**

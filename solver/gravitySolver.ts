@@ -9,12 +9,14 @@ import { toNativeCells, type Box, type CellInput } from './cells.js';
 import {
   loadNative,
   type NativeAddon,
+  type NativeBlocks,
   type NativeDistributedStats,
   type NativeOptions,
   type NativeOutputs,
   type NativeResult,
+  type NativeStats,
 } from './native.js';
-import { extractCells, writeBack, type AmrMesh } from '../mesh/index.js';
+import { extractCells, leafValues, meshBlocks, writeBack, type AmrMesh, type MeshBlocks } from '../mesh/index.js';
 import { failDistributedSolve, mpiWorld } from './mpi/world.js';
 import { rankChunk } from './mpi/decomposition.js';
 
@@ -60,6 +62,34 @@ export interface SolveStats {
    * diagnostic needs). 0 for other boxes.
    */
   meanPotential: number;
+  /**
+   * A block solve ({@link GravitySolver.solveBlocks}, and {@link GravitySolver.solve} on a mesh) kept the keys,
+   * order, tree topology and groups of the previous block solve on this solver's backend: the mesh was unchanged and
+   * only what depends on the masses was computed. false for cell solves.
+   */
+  treeReused: boolean;
+}
+
+/**
+ * Leaf blocks for {@link GravitySolver.solveBlocks} (native/core/blocks.h; the C API's amrgrav_blocks): cell
+ * (i, j, k) of block b has centre lo + (i + 0.5) dx on each axis, size dx (cells are cubes: dy, dz equal dx within
+ * 1e-12), mass density x (dx dy dz). The density is read, and the results written, in place: the element of cell
+ * (i, j, k) of the block stored at slot s (blockIndex[b], else b) is
+ * s * blockStride + varStride * (((k + g) * NY + (j + g)) * NX + i + g), NX = nxb + 2 g (likewise NY, NZ).
+ */
+export type BlockInput = NativeBlocks;
+
+export interface BlockSolveOptions {
+  /** As {@link CellSolveOptions.box}: cells must lie in it; required with periodic boundaries. */
+  box?: Box;
+  /**
+   * The arrays the results are written into, in the density's layout and type (guard cells and other slots are not
+   * written); accelerations when the solver computes them.
+   */
+  out: {
+    potential: Float64Array | Float32Array;
+    accelerations?: { x: Float64Array | Float32Array; y: Float64Array | Float32Array; z: Float64Array | Float32Array };
+  };
 }
 
 export interface SolveResult {
@@ -161,6 +191,7 @@ export class GravitySolver {
    * @throws MeshError for an unknown density variable or non-cubic cells; the errors of {@link solveCells}.
    */
   async solve(mesh: AmrMesh, opts: MeshSolveOptions = {}): Promise<SolveResult> {
+    if (!this.distributed) return this.solveMeshBlocks(mesh, meshBlocks(mesh), opts);
     const all = extractCells(mesh, opts.densityVar ?? 'dens');
     const { rank, size } = mpiWorld();
     const cells = this.distributed ? rankChunk(all, all.count, mesh.cellsPerBlock, rank, size) : all;
@@ -174,6 +205,76 @@ export class GravitySolver {
       writeBack(mesh, vz, cells, r.accelerations.z);
     }
     return r;
+  }
+
+  /**
+   * The mesh's leaf blocks through the block entry (what {@link solve} does outside a distributed solve): the density
+   * variable is read in place and the potential (and accelerations) written in place into their variables (created
+   * if missing); the result's arrays are their values at the leaf cells in {@link extractCells} order, into `into`
+   * when given. The cells are extractCells' (same formula, same order), so the result is bitwise the cell path's.
+   * @internal GravityModule passes the leaf blocks it keeps between steps.
+   */
+  async solveMeshBlocks(
+    mesh: AmrMesh,
+    blocks: MeshBlocks,
+    opts: MeshSolveOptions = {},
+    into?: { potential: Float64Array; accelerations: { x: Float64Array; y: Float64Array; z: Float64Array } },
+    meshChanged = false,
+  ): Promise<SolveResult> {
+    mesh.variable(opts.densityVar ?? 'dens'); // an unknown density variable fails before anything is added
+    const potVar = opts.potentialVar ?? 'gpot';
+    const accVars = opts.accelerationVars ?? ['gacx', 'gacy', 'gacz'];
+    mesh.addVariable(potVar);
+    if (this.options.accelerations) for (const v of accVars) mesh.addVariable(v);
+    const density = mesh.variable(opts.densityVar ?? 'dens');
+    const potential = mesh.variable(potVar);
+    const acc = this.options.accelerations
+      ? { x: mesh.variable(accVars[0]), y: mesh.variable(accVars[1]), z: mesh.variable(accVars[2]) }
+      : undefined;
+    const o = mesh.options;
+    const { nxb, nyb, nzb } = o;
+    const { stats } = await this.solveBlocks(
+      { nxb, nyb, nzb, lo: blocks.lo, dx: blocks.dx, blockIndex: blocks.blockIndex, density, meshChanged },
+      { box: { lo: [...o.domainLo], hi: [...o.domainHi] }, out: { potential, ...(acc ? { accelerations: acc } : {}) } },
+    );
+    const result: SolveResult = { potential: leafValues(mesh, potential, blocks.leaves, into?.potential), stats };
+    if (acc)
+      result.accelerations = {
+        x: leafValues(mesh, acc.x, blocks.leaves, into?.accelerations.x),
+        y: leafValues(mesh, acc.y, blocks.leaves, into?.accelerations.y),
+        z: leafValues(mesh, acc.z, blocks.leaves, into?.accelerations.z),
+      };
+    return result;
+  }
+
+  /**
+   * The block entry: the potential (and accelerations) of the leaf blocks' cells, written into `opts.out` in the
+   * density's layout and type (Float64Array or Float32Array density; float32 results are the double results
+   * rounded). The cells are made natively from the blocks (on the GPU: only the density crosses PCIe), and on an
+   * unchanged mesh the tree of the previous block solve is kept (stats.treeReused; the geometry is compared, or
+   * `blocks.meshChanged` says it changed). Bitwise the result of {@link solveCells} on the same cells in block order.
+   * Under mpirun (option `distributed`) a collective: each rank passes its own blocks.
+   * @throws InvalidInputError naming the block (and cell) for bad geometry or density, short arrays;
+   *   InvalidOptionError for periodic boundaries without `box`.
+   */
+  async solveBlocks(blocks: BlockInput, opts: BlockSolveOptions): Promise<{ stats: SolveStats }> {
+    const callerStack = new Error().stack;
+    if (this.periodic.some((p) => p) && !opts.box) {
+      throw new InvalidOptionError(
+        "option 'boundary': periodic boundaries need the box (its sides are the periods): pass solveBlocks(blocks, { box, out })",
+      );
+    }
+    const a = opts.out?.accelerations;
+    const out = { potential: opts.out?.potential, ...(a ? { ax: a.x, ay: a.y, az: a.z } : {}) };
+    let r;
+    try {
+      r = await this.native.solveBlocks(blocks, this.nativeOptions(this.distributed, opts.box), out as Parameters<NativeAddon['solveBlocks']>[2]);
+    } catch (err) {
+      throw fromNativeError(err, callerStack, 'tree solve');
+    }
+    if (r.warning) process.emitWarning(r.warning);
+    const nb = blocks.lo.length / 3;
+    return { stats: this.toStats('tree', nb * blocks.nxb * blocks.nyb * blocks.nzb, r.stats) };
   }
 
   /**
@@ -224,7 +325,22 @@ export class GravitySolver {
       }
       throw err;
     }
-    const nopts: NativeOptions = {
+    const nopts = this.nativeOptions(distributed, opts.box);
+    let r: NativeResult;
+    try {
+      // the native policy picks the backend; 'auto' falls back to the CPU when the GPU has too little memory for
+      // this input (never in a distributed solve: the other ranks would not follow), and says so in r.warning
+      r = await (method === 'tree' ? this.native.solve(nc, nopts, out) : this.native.direct(nc, nopts, out));
+    } catch (err) {
+      throw fromNativeError(err, callerStack, method === 'tree' ? 'tree solve' : 'direct summation');
+    }
+    if (r.warning) process.emitWarning(r.warning);
+    return this.toResult(method, nc.x.length, r);
+  }
+
+  private nativeOptions(distributed: boolean, box: Box | undefined): NativeOptions {
+    const o = this.options;
+    return {
       backend: o.backend,
       theta: o.theta,
       order: o.order,
@@ -240,23 +356,19 @@ export class GravitySolver {
       ewaldResolution: o.ewaldResolution,
       ewaldExpansion: o.ewaldExpansion,
       densityContrast: o.densityContrast,
-      ...(opts.box ? { box: opts.box } : {}),
+      autoGpuMinCells: o.autoGpuMinCells,
+      ...(box ? { box } : {}),
       distributed,
     };
-    let r: NativeResult;
-    try {
-      // the native policy picks the backend; 'auto' falls back to the CPU when the GPU has too little memory for
-      // this input (never in a distributed solve: the other ranks would not follow), and says so in r.warning
-      r = await (method === 'tree' ? this.native.solve(nc, nopts, out) : this.native.direct(nc, nopts, out));
-    } catch (err) {
-      throw fromNativeError(err, callerStack, method === 'tree' ? 'tree solve' : 'direct summation');
-    }
-    if (r.warning) process.emitWarning(r.warning);
-    return this.toResult(method, nc.x.length, r);
   }
 
   private toResult(method: 'tree' | 'direct', n: number, r: NativeResult): SolveResult {
-    const s = r.stats;
+    const result: SolveResult = { potential: r.potential, stats: this.toStats(method, n, r.stats) };
+    if (r.ax && r.ay && r.az) result.accelerations = { x: r.ax, y: r.ay, z: r.az };
+    return result;
+  }
+
+  private toStats(method: 'tree' | 'direct', n: number, s: NativeStats): SolveStats {
     const approx = n > 0 ? s.approxInteractions / n : 0;
     const direct = n > 0 ? s.directInteractions / n : 0;
     const stats: SolveStats = {
@@ -294,9 +406,8 @@ export class GravitySolver {
       densityContrast: s.densityContrast ?? false,
       meanDensity: s.meanDensity ?? 0,
       meanPotential: s.meanPotential ?? 0,
+      treeReused: s.treeReused ?? false,
     };
-    const result: SolveResult = { potential: r.potential, stats };
-    if (r.ax && r.ay && r.az) result.accelerations = { x: r.ax, y: r.ay, z: r.az };
-    return result;
+    return stats;
   }
 }

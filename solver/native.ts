@@ -39,6 +39,8 @@ export interface NativeOptions {
   box?: { lo: [number, number, number]; hi: [number, number, number] };
   /** A collective tree solve over the MPI world (see native/mpi/distributed_solve.h). */
   distributed?: boolean;
+  /** 'auto' on a GPU: fewer cells than this run on the CPU (0: off). */
+  autoGpuMinCells?: number;
 }
 
 export interface NativeStats {
@@ -68,6 +70,8 @@ export interface NativeStats {
   densityContrast: boolean;
   meanDensity: number;
   meanPotential: number;
+  /** A block solve kept the tree of the previous call (the mesh was unchanged). */
+  treeReused?: boolean;
   /** Present after a distributed solve over more than one rank. */
   distributed?: NativeDistributedStats;
 }
@@ -149,6 +153,47 @@ export interface NativeOutputs {
   az?: Float64Array;
 }
 
+/**
+ * The leaf blocks of a block-structured mesh and their density (native/core/blocks.h): cell (i, j, k) of block b
+ * has centre lo + (i + 0.5) dx (per axis), size dx, mass density * (dx dy dz); the density and the results are read
+ * and written in place at element slot * blockStride + varStride * (((k + gz) NY + j + gy) NX + i + gx).
+ */
+export interface NativeBlocks {
+  nxb: number;
+  nyb: number;
+  nzb: number;
+  /** 3 per block: the lower corner of the block's interior, cm. */
+  lo: Float64Array;
+  /** 3 per block: the cell widths (cubes: equal within 1e-12), cm. */
+  dx: Float64Array;
+  /** g cm^-3; the results come back in this type and layout. */
+  density: Float64Array | Float32Array;
+  /** Guard cells per side, one number or [gx, gy, gz]. Default 0. */
+  guard?: number | [number, number, number];
+  /** The storage slot of each block in the density/result arrays. Default: block b at slot b. */
+  blockIndex?: Int32Array;
+  /** Elements between neighbouring cells (FLASH's unk: the variable count). Default 1. */
+  varStride?: number;
+  /** Elements between block slots. Default 0: varStride * NX * NY * NZ. */
+  blockStride?: number;
+  /** The mesh changed since the last call: rebuild the tree without comparing the geometry. Default false. */
+  meshChanged?: boolean;
+}
+
+/** Where a block solve writes its results: arrays of the density's type and layout. */
+export interface NativeBlockOutputs {
+  potential: Float64Array | Float32Array;
+  ax?: Float64Array | Float32Array;
+  ay?: Float64Array | Float32Array;
+  az?: Float64Array | Float32Array;
+}
+
+/** What solveBlocks resolves with: the statistics (the results are in the caller's arrays). */
+export interface NativeBlocksResult {
+  stats: NativeStats;
+  warning?: string;
+}
+
 /** What ewaldTable() returns: the table's grid and provenance, and values at the points `at` if given. */
 export interface NativeEwaldTable {
   n: [number, number, number];
@@ -187,6 +232,8 @@ export interface NativeAddon {
   ewaldTableAsync(request: NativeEwaldRequest): Promise<NativeEwaldTable>;
   solve(cells: NativeCells, options: NativeOptions, out?: NativeOutputs): Promise<NativeResult>;
   direct(cells: NativeCells, options: NativeOptions, out?: NativeOutputs): Promise<NativeResult>;
+  /** The block entry (native/core/blocks.h): results written into `out` in the density's layout. */
+  solveBlocks(blocks: NativeBlocks, options: NativeOptions, out: NativeBlockOutputs): Promise<NativeBlocksResult>;
   features(): NativeFeatures;
   /** The native backend policy for a solver with this request (distributed: collective over several ranks). */
   backendPolicy(backend: 'auto' | 'cpu' | 'cuda', distributed: boolean): NativeBackendPolicy;

@@ -91,6 +91,13 @@ export interface SolverOptions {
    * partly periodic boxes (see README, "Periodic boxes"). Default true.
    */
   densityContrast?: boolean;
+  /**
+   * Backend 'auto' with a usable GPU: solves of fewer cells than this run on the CPU, where the GPU's fixed costs
+   * (transfers, launches) outweigh its speed; stats.backendReason then says "auto: N cells below the GPU's
+   * break-even (M)". Not applied to distributed solves. Default 0 (off): the break-even is not measured yet
+   * (bench/RESULTS.md: the GPU is 90x the CPU at 128^3; nothing smaller was timed).
+   */
+  autoGpuMinCells?: number;
   /** Also compute accelerations -grad(phi) (cm s^-2) in the same walk. Default false. */
   accelerations?: boolean;
   /** Each cell's own term -c G m / h, see {@link SelfPotentialChoice}. Default 'lattice'. */
@@ -124,6 +131,7 @@ export const defaultOptions: ResolvedOptions = Object.freeze({
   ewaldResolution: 28,
   ewaldExpansion: true,
   densityContrast: true,
+  autoGpuMinCells: 0,
   accelerations: false,
   selfPotential: 'lattice',
   leafSize: 16,
@@ -156,6 +164,7 @@ export function resolveOptions(options: SolverOptions = {}): ResolvedOptions {
     throw invalidOption('ewaldResolution', 'an integer in [4, 512]', o.ewaldResolution);
   if (typeof o.ewaldExpansion !== 'boolean') throw invalidOption('ewaldExpansion', 'a boolean', o.ewaldExpansion);
   if (typeof o.densityContrast !== 'boolean') throw invalidOption('densityContrast', 'a boolean', o.densityContrast);
+  if (!isInt(o.autoGpuMinCells) || o.autoGpuMinCells < 0) throw invalidOption('autoGpuMinCells', 'an integer >= 0', o.autoGpuMinCells);
   if (typeof o.accelerations !== 'boolean') throw invalidOption('accelerations', 'a boolean', o.accelerations);
   if (typeof o.selfPotential !== 'boolean' && !['cube', 'lattice', 'none'].includes(o.selfPotential as string))
     throw invalidOption('selfPotential', "'cube', 'lattice', 'none' or a boolean (true = 'cube')", o.selfPotential);

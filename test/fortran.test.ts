@@ -55,6 +55,14 @@ describe('Fortran module (gfortran)', () => {
     expect(out.badThetaMessage).toMatch(/theta must be in \(0, 1\]/);
     expect(out.aspect).toBe(2); // the periodic box's shape, refused at create
     expect(out.aspectMessage).toMatch(/aspect ratio 32/);
+    // the block entry (issue #17) on unk in place: bitwise the gathered solve, guards and the density variable of
+    // the output array untouched, the tree kept on the second call, the bind(C) type the C struct's size
+    expect(out.blocksStatus).toBe(0);
+    expect(out.blocksSameBits).toBe(out.cells);
+    expect(out.blocksMaxRelDiff).toBe(0);
+    expect(out.blocksGuardsIntact).toBe(true);
+    expect(out.blocksTreeReused).toBe(1);
+    expect(out.fortranBlocksBytes).toBe(out.blocksBytes);
     expect(out.ok).toBe(true);
   });
 

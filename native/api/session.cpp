@@ -118,26 +118,45 @@ Status chooseBackend(BackendRequest requested, bool distributed, const char* cud
   return Status::success();
 }
 
+namespace {
+
+/// 'auto' on the GPU with a problem below the break-even (SolveOptions::autoGpuMinCells): the CPU runs it.
+bool belowBreakEven(const BackendChoice& c, std::size_t cells, const SolveOptions& opt, SolveReport& report) {
+  if (c.requested != BackendRequest::Auto || c.backend != BackendKind::Cuda || c.distributed ||
+      opt.autoGpuMinCells == 0 || cells >= opt.autoGpuMinCells)
+    return false;
+  report.ran = BackendKind::Cpu;
+  report.reason = "auto: " + std::to_string(cells) + " cells below the GPU's break-even (" +
+                  std::to_string(opt.autoGpuMinCells) + ")";
+  return true;
+}
+
+}  // namespace
+
 Session::Session() = default;
 Session::~Session() = default;
 
+Backend* Session::backendFor(BackendKind kind, Status& st) {
+  std::lock_guard<std::mutex> lock(make_);
+  st = Status::success();
+  if (kind == BackendKind::Cpu) {
+    if (!cpu_) cpu_ = makeCpuBackend();
+    return cpu_.get();
+  }
+#if defined(AMRGRAV_HAVE_CUDA)
+  if (!cuda_) cuda_ = makeCudaBackend();
+  return cuda_.get();
+#else
+  st = Status::error(ErrorCode::NoDevice, kNoCudaBuild);
+  return nullptr;
+#endif
+}
+
 Status Session::run(Method method, BackendKind kind, const CellsView& cells, const SolveOptions& opt,
                     SolveResult& out) {
-  Backend* backend = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(make_);
-    if (kind == BackendKind::Cpu) {
-      if (!cpu_) cpu_ = makeCpuBackend();
-      backend = cpu_.get();
-    } else {
-#if defined(AMRGRAV_HAVE_CUDA)
-      if (!cuda_) cuda_ = makeCudaBackend();
-      backend = cuda_.get();
-#else
-      return Status::error(ErrorCode::NoDevice, kNoCudaBuild);
-#endif
-    }
-  }
+  Status made;
+  Backend* backend = backendFor(kind, made);
+  if (!backend) return made;
   std::unique_lock<std::mutex> turn;
   if (kind == BackendKind::Cuda) turn = std::unique_lock<std::mutex>(cudaTurn_);
   return method == Method::Tree ? backend->solve(cells, opt, out) : backend->direct(cells, opt, out);
@@ -158,6 +177,7 @@ Status Session::solve(Method method, const BackendChoice& choice, const CellsVie
     }
     return st;
   }
+  if (belowBreakEven(choice, cells.n, opt, report)) return run(method, BackendKind::Cpu, cells, opt, out);
   Status st = run(method, choice.backend, cells, opt, out);
   if (st.code == ErrorCode::OutOfMemory && choice.requested == BackendRequest::Auto &&
       choice.backend == BackendKind::Cuda) {
@@ -167,6 +187,52 @@ Status Session::solve(Method method, const BackendChoice& choice, const CellsVie
     report.ran = BackendKind::Cpu;
     report.reason = "auto: the GPU had too little memory for this input";
     st = run(method, BackendKind::Cpu, cells, opt, out);
+  }
+  return st;
+}
+
+Status Session::solveBlocks(const BackendChoice& choice, const BlocksView& blocks, const BlockOutputs& out,
+                            const SolveOptions& opt, SolveResult& result, SolveReport& report) {
+  report = SolveReport{};
+  report.ran = choice.backend;
+  report.reason = choice.reason;
+  if (blocks.deviceData) {
+    if (choice.distributed)
+      return Status::error(ErrorCode::InvalidOption, "the device entry (device pointers) is not distributed: use the "
+                                                     "host block entry or the cell entry for a distributed solve");
+    if (choice.backend != BackendKind::Cuda)
+      return Status::error(ErrorCode::NoDevice, "the device entry (device pointers) needs the CUDA backend, but this "
+                                                "solver runs on the CPU (" + choice.reason + ")");
+  }
+  if (choice.distributed) {
+    const Status st = solveBlocksViaCells(blocks, out, opt, result, [&](const CellsView& c, SolveResult& r) {
+      return solveDistributed(choice.backend, c, opt, r);
+    });
+    if (st.ok() && result.stats.distributed.ranks > 1) {
+      report.ran = std::string(result.stats.distributed.backend) == "cuda" ? BackendKind::Cuda : BackendKind::Cpu;
+      if (report.ran != choice.backend)
+        report.reason = std::string("distributed: this rank's share ran on the ") +
+                        (report.ran == BackendKind::Cuda ? "GPU" : "CPU");
+    }
+    return st;
+  }
+  auto runOn = [&](BackendKind kind) -> Status {
+    Status made;
+    Backend* backend = backendFor(kind, made);
+    if (!backend) return made;
+    std::unique_lock<std::mutex> turn;
+    if (kind == BackendKind::Cuda) turn = std::unique_lock<std::mutex>(cudaTurn_);
+    return backend->solveBlocks(blocks, out, opt, result);
+  };
+  if (!blocks.deviceData && belowBreakEven(choice, blocks.cells(), opt, report)) return runOn(BackendKind::Cpu);
+  Status st = runOn(choice.backend);
+  if (st.code == ErrorCode::OutOfMemory && !blocks.deviceData && choice.requested == BackendRequest::Auto &&
+      choice.backend == BackendKind::Cuda) {
+    report.warning = "amrgrav: the GPU has too little memory for " + std::to_string(blocks.cells()) +
+                     " cells; solving on the CPU (" + st.message + ")";
+    report.ran = BackendKind::Cpu;
+    report.reason = "auto: the GPU had too little memory for this input";
+    st = runOn(BackendKind::Cpu);
   }
   return st;
 }

@@ -16,6 +16,9 @@
 ///     usable device fails inside the collective solve, and every rank returns its error.
 ///   - while solving (Session::solve): 'auto' on the GPU that runs out of device memory solves on the CPU instead,
 ///     with a warning (never in a distributed solve: the other ranks would not follow).
+///   - small problems (Session::solve, solveBlocks): 'auto' on the GPU runs a solve of fewer cells than
+///     SolveOptions::autoGpuMinCells on the CPU, reason "auto: N cells below the GPU's break-even (M)" (default 0:
+///     off; not for distributed solves nor device data).
 #pragma once
 #include <memory>
 #include <mutex>
@@ -95,7 +98,16 @@ class Session {
   Status solve(Method method, const BackendChoice& choice, const CellsView& cells, const SolveOptions& opt,
                SolveResult& out, SolveReport& report);
 
+  /// A block solve (core/blocks.h; Backend::solveBlocks) on the chosen backend: the results into `out` in the
+  /// density's layout, the statistics into result.stats. Host data: as solve() ('auto' leaves a GPU with too little
+  /// memory for the CPU; a distributed choice generates the cells and solves collectively). Device data
+  /// (blocks.deviceData): the CUDA backend only (NoDevice otherwise), never distributed. The backend keeps the tree
+  /// between calls on an unchanged mesh (stats.treeReused); a cell solve on the same backend in between forgets it.
+  Status solveBlocks(const BackendChoice& choice, const BlocksView& blocks, const BlockOutputs& out,
+                     const SolveOptions& opt, SolveResult& result, SolveReport& report);
+
  private:
+  Backend* backendFor(BackendKind kind, Status& st);
   Status run(Method method, BackendKind kind, const CellsView& cells, const SolveOptions& opt, SolveResult& out);
 
   std::mutex make_;                 ///< guards making the backends

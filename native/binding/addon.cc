@@ -95,6 +95,65 @@ Napi::Value startSolve(const Napi::CallbackInfo& info, api::Method method) {
   return p;
 }
 
+/// A block solve (core/blocks.h) off the JS thread: the results land in the caller's arrays.
+class BlocksWorker final : public Napi::AsyncWorker {
+ public:
+  explicit BlocksWorker(Napi::Env env) : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)) {}
+
+  BlockArrays blocks;
+  SolveOptions options;
+  api::BackendChoice choice;
+  Napi::Promise promise() { return deferred_.Promise(); }
+
+  void Execute() override { status_ = session().solveBlocks(choice, blocks.view, blocks.out, options, result_, report_); }
+  void OnOK() override {
+    Napi::Env env = Env();
+    if (!status_.ok()) {
+      deferred_.Reject(makeError(env, status_).Value());
+      return;
+    }
+    Napi::Object r = resultToJs(env, result_, api::backendName(report_.ran), OutputArrays{});
+    r.Get("stats").As<Napi::Object>().Set("backendReason", report_.reason);
+    if (!report_.warning.empty()) r.Set("warning", report_.warning);
+    deferred_.Resolve(r);
+  }
+  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  Status status_;
+  SolveResult result_;
+  api::SolveReport report_;
+};
+
+/// solveBlocks(blocks, options, out) -> Promise<{stats, warning?}>: the potential (and accelerations) of the blocks'
+/// cells written into out.potential (out.ax, ay, az) in the density's layout and type (binding/convert.h readBlocks).
+/// options as solve()'s, distributed included (a collective: each rank passes its own blocks).
+Napi::Value solveBlocks(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto* w = new BlocksWorker(env);
+  Napi::Promise p = w->promise();
+  std::string backendName;
+  bool distributed = false;
+  const Napi::Value opts = info.Length() > 1 ? info[1] : env.Undefined();
+  Status st = readOptions(opts, w->options, backendName);
+  if (st.ok()) st = readBlocks(info.Length() > 0 ? info[0] : env.Undefined(), info.Length() > 2 ? info[2] : env.Undefined(),
+                               w->options, w->blocks);
+  if (st.ok()) st = readDistributed(opts, distributed);
+  distributed = distributed && api::world().size > 1;
+  api::BackendRequest request = api::BackendRequest::Cpu;
+  if (st.ok()) (void)api::parseBackendRequest(backendName, request);
+  if (st.ok()) st = api::chooseBackend(request, distributed, "'cuda'", w->choice);
+  if (!st.ok()) {
+    Napi::Promise::Deferred d = Napi::Promise::Deferred::New(env);
+    d.Reject(makeError(env, st).Value());
+    delete w;
+    return d.Promise();
+  }
+  w->Queue();
+  return p;
+}
+
 Napi::Value solve(const Napi::CallbackInfo& info) { return startSolve(info, api::Method::Tree); }
 Napi::Value direct(const Napi::CallbackInfo& info) { return startSolve(info, api::Method::Direct); }
 
@@ -146,6 +205,7 @@ static Napi::Object InitAddon(Napi::Env env, Napi::Object exports) {
   using namespace amrgrav;
   exports.Set("solve", Napi::Function::New(env, solve, "solve"));
   exports.Set("direct", Napi::Function::New(env, direct, "direct"));
+  exports.Set("solveBlocks", Napi::Function::New(env, solveBlocks, "solveBlocks"));
   exports.Set("features", Napi::Function::New(env, features, "features"));
   exports.Set("backendPolicy", Napi::Function::New(env, backendPolicy, "backendPolicy"));
   exports.Set("gpuReasonInWords", Napi::Function::New(env, gpuReasonInWords, "gpuReasonInWords"));

@@ -85,6 +85,101 @@ Status readCells(const Napi::Object& obj, CellArrays& out) {
   return Status::success();
 }
 
+Status readBlocks(const Napi::Value& value, const Napi::Value& outValue, const SolveOptions& opt, BlockArrays& b) {
+  auto bad = [](const std::string& m) { return Status::error(ErrorCode::InvalidInput, m); };
+  if (!value.IsObject()) return bad("blocks must be an object {nxb, nyb, nzb, lo, dx, density, ...}");
+  Napi::Object o = value.As<Napi::Object>();
+  BlocksView& v = b.view;
+  v = BlocksView{};
+  auto typed = [&](const char* key, napi_typedarray_type type, const char* typeName, bool optional,
+                   Napi::TypedArray& a) -> Status {
+    Napi::Value x = o.Get(key);
+    if (optional && (x.IsUndefined() || x.IsNull())) return Status::success();
+    if (!x.IsTypedArray() || x.As<Napi::TypedArray>().TypedArrayType() != type)
+      return bad(std::string("blocks.") + key + " must be a " + typeName);
+    a = x.As<Napi::TypedArray>();
+    b.refs.push_back(Napi::Persistent(a));
+    return Status::success();
+  };
+  const char* dims[3] = {"nxb", "nyb", "nzb"};
+  int* dimsOut[3] = {&v.nxb, &v.nyb, &v.nzb};
+  for (int d = 0; d < 3; ++d) {
+    Napi::Value x = o.Get(dims[d]);
+    if (!x.IsNumber() || x.As<Napi::Number>().DoubleValue() != double(x.As<Napi::Number>().Int32Value()))
+      return bad(std::string("blocks.") + dims[d] + " must be an integer");
+    *dimsOut[d] = x.As<Napi::Number>().Int32Value();
+  }
+  Napi::TypedArray lo, dx, index, density;
+  AG_TRY(typed("lo", napi_float64_array, "Float64Array (3 per block)", false, lo));
+  AG_TRY(typed("dx", napi_float64_array, "Float64Array (3 per block)", false, dx));
+  AG_TRY(typed("blockIndex", napi_int32_array, "Int32Array", true, index));
+  Napi::Value dv = o.Get("density");
+  const bool f32 = dv.IsTypedArray() && dv.As<Napi::TypedArray>().TypedArrayType() == napi_float32_array;
+  AG_TRY(typed("density", f32 ? napi_float32_array : napi_float64_array, "Float64Array or Float32Array", false,
+               density));
+  if (lo.ElementLength() % 3 != 0 || dx.ElementLength() != lo.ElementLength())
+    return bad("blocks.lo and blocks.dx must hold 3 numbers per block (lengths " + std::to_string(lo.ElementLength()) +
+               " and " + std::to_string(dx.ElementLength()) + ")");
+  v.nBlocks = lo.ElementLength() / 3;
+  v.lo = lo.As<Napi::Float64Array>().Data();
+  v.dx = dx.As<Napi::Float64Array>().Data();
+  if (!index.IsEmpty()) {
+    if (index.ElementLength() != v.nBlocks)
+      return bad("blocks.blockIndex has " + std::to_string(index.ElementLength()) + " elements for " +
+                 std::to_string(v.nBlocks) + " blocks");
+    v.blockIndex = index.As<Napi::Int32Array>().Data();
+  }
+  v.dtype = f32 ? DType::Float32 : DType::Float64;
+  v.density = f32 ? static_cast<const void*>(density.As<Napi::Float32Array>().Data())
+                  : static_cast<const void*>(density.As<Napi::Float64Array>().Data());
+  Napi::Value g = o.Get("guard");
+  if (!g.IsUndefined() && !g.IsNull()) {
+    if (g.IsNumber()) {
+      for (int d = 0; d < 3; ++d) v.guard[d] = g.As<Napi::Number>().Int32Value();
+    } else if (g.IsArray() && g.As<Napi::Array>().Length() == 3) {
+      for (uint32_t d = 0; d < 3; ++d) v.guard[d] = g.As<Napi::Array>().Get(d).As<Napi::Number>().Int32Value();
+    } else {
+      return bad("blocks.guard must be a number or [gx, gy, gz]");
+    }
+  }
+  double stride = 1, blockStride = 0;
+  AG_TRY(readNumber(o, "varStride", stride));
+  AG_TRY(readNumber(o, "blockStride", blockStride));
+  if (!(stride >= 1 && stride == double(std::size_t(stride))) || !(blockStride >= 0 && blockStride == double(std::size_t(blockStride))))
+    return invalidOption("blocks.varStride and blocks.blockStride must be non-negative integers (varStride >= 1)");
+  v.varStride = std::size_t(stride);
+  v.blockStride = std::size_t(blockStride);
+  AG_TRY(readBool(o, "meshChanged", v.meshChanged));
+  // the outputs: the density's type
+  static const char* names[4] = {"potential", "ax", "ay", "az"};
+  void** outPtr[4] = {&b.out.potential, &b.out.ax, &b.out.ay, &b.out.az};
+  const std::size_t need = v.nBlocks > 0 && v.nxb > 0 && v.nyb > 0 && v.nzb > 0 ? 1 : 0;
+  std::vector<std::pair<std::string, std::size_t>> lengths;
+  lengths.emplace_back("blocks.density", density.ElementLength());
+  const int count = opt.accelerations ? 4 : 1;
+  if (!outValue.IsObject()) return bad("out must be {potential, ax?, ay?, az?}: the arrays the results are written into");
+  for (int k = 0; k < count; ++k) {
+    Napi::Value x = outValue.As<Napi::Object>().Get(names[k]);
+    if (!x.IsTypedArray() || x.As<Napi::TypedArray>().TypedArrayType() != (f32 ? napi_float32_array : napi_float64_array))
+      return bad(std::string("out.") + names[k] + " must be a " + (f32 ? "Float32Array" : "Float64Array") +
+                 " (the density's type)");
+    Napi::TypedArray a = x.As<Napi::TypedArray>();
+    b.refs.push_back(Napi::Persistent(a));
+    *outPtr[k] = f32 ? static_cast<void*>(a.As<Napi::Float32Array>().Data())
+                     : static_cast<void*>(a.As<Napi::Float64Array>().Data());
+    lengths.emplace_back(std::string("out.") + names[k], a.ElementLength());
+  }
+  AG_TRY(validateBlocks(v, b.out, opt));
+  if (need) {
+    const std::size_t want = blockFieldElements(v);
+    for (const auto& l : lengths)
+      if (l.second < want)
+        return bad(l.first + " has " + std::to_string(l.second) + " elements; the blocks' layout reads or "
+                   "writes up to element " + std::to_string(want - 1));
+  }
+  return Status::success();
+}
+
 Status readOptions(const Napi::Value& value, SolveOptions& opt, std::string& backend) {
   backend = "cpu";
   if (value.IsUndefined() || value.IsNull()) return Status::success();
@@ -101,6 +196,13 @@ Status readOptions(const Napi::Value& value, SolveOptions& opt, std::string& bac
   if (!(st = readInt(o, "ewaldResolution", opt.ewaldResolution)).ok()) return st;
   if (!(st = readBool(o, "ewaldExpansion", opt.ewaldExpansion)).ok()) return st;
   if (!(st = readBool(o, "densityContrast", opt.densityContrast)).ok()) return st;
+  {
+    double minCells = double(opt.autoGpuMinCells);
+    if (!(st = readNumber(o, "autoGpuMinCells", minCells)).ok()) return st;
+    if (!(minCells >= 0 && minCells <= 9.0e15 && minCells == double(std::size_t(minCells))))
+      return invalidOption("option 'autoGpuMinCells' must be a non-negative integer");
+    opt.autoGpuMinCells = std::size_t(minCells);
+  }
   if (o.Has("periodic") && !o.Get("periodic").IsUndefined()) {
     Napi::Value p = o.Get("periodic");
     if (!p.IsArray() || p.As<Napi::Array>().Length() != 3)
@@ -199,6 +301,7 @@ Napi::Object resultToJs(Napi::Env env, const SolveResult& r, const char* backend
   s.Set("densityContrast", t.densityContrast);
   s.Set("meanDensity", t.meanDensity);
   s.Set("meanPotential", t.meanPotential);
+  s.Set("treeReused", t.treeReused);
   if (t.distributed.ranks > 1) s.Set("distributed", distributedStatsToJs(env, t.distributed));
   o.Set("stats", s);
   return o;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/blocks.h"
 #include "core/status.h"
 #include "core/types.h"
 
@@ -29,6 +30,19 @@ struct OutputArrays {
 /// Output arrays for n cells: the caller's {potential, ax?, ay?, az?} Float64Arrays of length n when `value` is an
 /// object (ax, ay, az required with accelerations), else new arrays. An error status names a bad array.
 Status prepareOutputs(Napi::Env env, const Napi::Value& value, std::size_t n, bool accelerations, OutputArrays& out);
+
+/// The caller's blocks and result arrays (core/blocks.h), kept alive while a worker reads and writes them.
+struct BlockArrays {
+  std::vector<Napi::Reference<Napi::TypedArray>> refs;
+  BlocksView view;
+  BlockOutputs out;
+};
+
+/// Reads {nxb, nyb, nzb, lo, dx, density, guard?, blockIndex?, varStride?, blockStride?, meshChanged?} (lo, dx:
+/// Float64Arrays of 3 per block; blockIndex: Int32Array; density: Float64Array or Float32Array) and the outputs
+/// {potential, ax?, ay?, az?} (the density's type; ax, ay, az with accelerations). Checks the blocks
+/// (validateBlocks) and that every array is long enough for the slots it is read or written at.
+Status readBlocks(const Napi::Value& blocks, const Napi::Value& out, const SolveOptions& opt, BlockArrays& b);
 
 /// Reads the options object (missing fields keep their defaults); `backend` receives 'cpu' (default), 'cuda' or
 /// 'auto' (api/session.h chooses).

@@ -242,6 +242,94 @@ amrgrav_status amrgrav_compute_potential(amrgrav_solver* s, size_t n, const doub
   });
 }
 
+void amrgrav_default_blocks(amrgrav_blocks* b) {
+  if (!b) return;
+  *b = amrgrav_blocks{};
+  b->struct_size = sizeof(amrgrav_blocks);
+  b->nxb = b->nyb = b->nzb = 8;
+  b->dtype = AMRGRAV_FLOAT64;
+  b->var_stride = 1;
+}
+
+namespace {
+
+/// The C struct as core/blocks.h's view (the first version's struct is the whole struct).
+Status readBlocks(const amrgrav_blocks* b, bool device, void* stream, BlocksView& v) {
+  if (!b) return Status::error(ErrorCode::InvalidInput, "blocks must not be NULL");
+  if (b->struct_size != sizeof(amrgrav_blocks))
+    return Status::error(ErrorCode::InvalidOption, "amrgrav_blocks.struct_size is " + std::to_string(b->struct_size) +
+                                                       ", expected " + std::to_string(sizeof(amrgrav_blocks)) +
+                                                       " (fill the struct with amrgrav_default_blocks)");
+  if (b->dtype != AMRGRAV_FLOAT64 && b->dtype != AMRGRAV_FLOAT32)
+    return Status::error(ErrorCode::InvalidOption, "amrgrav_blocks.dtype must be 0 (AMRGRAV_FLOAT64) or 1 "
+                                                   "(AMRGRAV_FLOAT32), got " + std::to_string(b->dtype));
+  v = BlocksView{};
+  v.nBlocks = b->n_blocks;
+  v.nxb = b->nxb;
+  v.nyb = b->nyb;
+  v.nzb = b->nzb;
+  for (int d = 0; d < 3; ++d) v.guard[d] = b->guard[d];
+  v.lo = b->lo;
+  v.dx = b->dx;
+  static_assert(sizeof(int) == sizeof(std::int32_t), "block_index is read as int32");
+  v.blockIndex = reinterpret_cast<const std::int32_t*>(b->block_index);
+  v.density = b->density;
+  v.dtype = b->dtype == AMRGRAV_FLOAT32 ? DType::Float32 : DType::Float64;
+  v.varStride = b->var_stride;
+  v.blockStride = b->block_stride;
+  v.deviceData = device;
+  v.stream = stream;
+  v.meshChanged = b->mesh_changed != 0;
+  return Status::success();
+}
+
+amrgrav_status computeBlocks(amrgrav_solver* s, const char* what, const amrgrav_blocks* blocks, void* potential,
+                             void* ax, void* ay, void* az, bool device, void* stream) {
+  if (!s) {
+    threadError = std::string(what) + ": the solver is NULL (did amrgrav_create fail?)";
+    return AMRGRAV_INVALID_INPUT;
+  }
+  return guarded(s->error, [&]() -> Status {
+    BlocksView v;
+    AG_TRY(readBlocks(blocks, device, stream, v));
+    const BlockOutputs out{potential, s->options.accelerations ? ax : nullptr, s->options.accelerations ? ay : nullptr,
+                           s->options.accelerations ? az : nullptr};
+    s->warning.clear();
+    if (!s->choice.distributed && v.cells() == 0) {
+      s->stats = SolveStats{};
+      s->cells = 0;
+      return Status::success();
+    }
+    api::SolveReport report;
+    std::unique_ptr<api::CommunicatorScope> scope;
+    if (s->choice.distributed && s->hasComm) scope = std::make_unique<api::CommunicatorScope>(s->comm);
+    SolveResult r;
+    const Status st = s->session.solveBlocks(s->choice, v, out, s->options, r, report);
+    if (st.ok()) {
+      s->stats = r.stats;
+      s->cells = v.cells();
+      s->ran = report.ran == api::BackendKind::Cuda ? AMRGRAV_BACKEND_CUDA : AMRGRAV_BACKEND_CPU;
+      s->warning = r.stats.ewaldCacheWarning;
+      if (!report.warning.empty()) s->warning += (s->warning.empty() ? "" : "\n") + report.warning;
+    }
+    return st;
+  });
+}
+
+}  // namespace
+
+amrgrav_status amrgrav_compute_blocks(amrgrav_solver* s, const amrgrav_blocks* blocks, void* potential, void* ax,
+                                      void* ay, void* az) {
+  return computeBlocks(s, "amrgrav_compute_blocks", blocks, potential, ax, ay, az, false, nullptr);
+}
+
+amrgrav_status amrgrav_compute_blocks_device(amrgrav_solver* s, const amrgrav_blocks* blocks, void* potential,
+                                             void* ax, void* ay, void* az, void* cuda_stream) {
+  return computeBlocks(s, "amrgrav_compute_blocks_device", blocks, potential, ax, ay, az, true, cuda_stream);
+}
+
+int amrgrav_tree_reused(const amrgrav_solver* s) { return s ? (s->stats.treeReused ? 1 : 0) : -1; }
+
 const char* amrgrav_last_error(const amrgrav_solver* s) { return s ? s->error.c_str() : threadError.c_str(); }
 
 amrgrav_status amrgrav_get_stats(const amrgrav_solver* s, amrgrav_stats* out) {

@@ -76,6 +76,11 @@ struct SolveOptions {
   /// as given (point-mass sets that do not tile the box; none may be negative). Ignored unless all three axes are
   /// periodic.
   bool densityContrast = true;
+  /// Backend 'auto' on a GPU: solves of fewer cells than this run on the CPU, where the GPU's fixed costs (device
+  /// set-up, transfers, the walk's launch) outweigh its speed (api/session.h; the reason says so). 0: off, the
+  /// default until the break-even is measured (bench/RESULTS.md has no figure below 128^3, where the GPU is 90x the
+  /// CPU). Not applied to distributed solves nor to device data.
+  std::size_t autoGpuMinCells = 0;
   bool anyPeriodic() const { return periodic[0] || periodic[1] || periodic[2]; }
   bool fullyPeriodic() const { return periodic[0] && periodic[1] && periodic[2]; }
   /// The sources are signed (the density contrast of a fully periodic box): nodes are then expanded about the
@@ -119,6 +124,9 @@ struct SolveStats {
   /// (erg/g; every rank's cells in a distributed solve); zero to rounding on uniform grids with the contrast. 0 for
   /// other boxes.
   double meanPotential = 0;
+  /// A block solve (core/blocks.h) kept the keys, order, tree topology and groups of the previous call (the mesh
+  /// was unchanged) and recomputed only what depends on the masses.
+  bool treeReused = false;
   DistributedStats distributed;
 };
 

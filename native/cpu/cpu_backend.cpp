@@ -2,6 +2,8 @@
 /// \brief The CPU backend: the reference implementation of a solve (keys, sort, build, moments, groups, walk).
 #include <chrono>
 #include <exception>
+#include <memory>
+#include <mutex>
 #include <new>
 
 #include "core/backend.h"
@@ -19,18 +21,51 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
+/// What a tree solve keeps for the next call on an unchanged mesh (a block solve's reuse): the sorted cells
+/// (order, scaled positions and sizes; the masses are gathered again), the root cube, the tree's topology (its
+/// moments are recomputed) and the groups.
+struct KeptTree {
+  SortedCells sorted;
+  RootCube root;
+  Octree tree;
+  Groups groups;
+};
+
 class CpuBackend final : public Backend {
  public:
   const char* name() const override { return "cpu"; }
 
   Status solve(const CellsView& cells, const SolveOptions& opt, SolveResult& out) override {
-    return guarded([&] { return solveImpl(cells, opt, out, false); });
+    return guarded([&] { return solveImpl(cells, opt, out, false, nullptr, false); });
   }
   Status direct(const CellsView& cells, const SolveOptions& opt, SolveResult& out) override {
-    return guarded([&] { return solveImpl(cells, opt, out, true); });
+    return guarded([&] { return solveImpl(cells, opt, out, true, nullptr, false); });
+  }
+
+  /// The cells generated from the blocks, then the tree solve; when the mesh is unchanged since the last block
+  /// solve on this backend (BlockTreeKey), the kept keys' order, tree topology and groups serve again and only the
+  /// masses, moments, walk and results are computed.
+  Status solveBlocks(const BlocksView& v, const BlockOutputs& out, const SolveOptions& opt,
+                     SolveResult& result) override {
+    std::lock_guard<std::mutex> lock(keptMu_);
+    return guarded([&]() -> Status {
+      const bool reuse = !v.deviceData && key_.matches(v, opt);
+      key_.valid = false;  // until this solve succeeds
+      if (!kept_) kept_ = std::make_unique<KeptTree>();
+      Status st = solveBlocksViaCells(v, out, opt, result, [&](const CellsView& c, SolveResult& r) {
+        return solveImpl(c, opt, r, false, kept_.get(), reuse);
+      });
+      if (st.ok() && v.cells() > 0) key_.assign(v, opt);
+      if (st.ok()) result.stats.treeReused = reuse && v.cells() > 0;
+      return st;
+    });
   }
 
  private:
+  std::mutex keptMu_;
+  std::unique_ptr<KeptTree> kept_;
+  BlockTreeKey key_;
+
   template <class F>
   static Status guarded(F&& f) {
     try {
@@ -42,7 +77,10 @@ class CpuBackend final : public Backend {
     }
   }
 
-  static Status solveImpl(const CellsView& cells, const SolveOptions& opt, SolveResult& out, bool direct) {
+  /// keep: where the sorted cells, tree and groups live (null: this call's own); reuse: they hold those of the same
+  /// cells in the same order already (only the masses differ).
+  static Status solveImpl(const CellsView& cells, const SolveOptions& opt, SolveResult& out, bool direct,
+                          KeptTree* keep, bool reuse) {
     Status st = validateOptions(opt);
     if (!st.ok()) return st;
     st = validateCells(cells, opt);
@@ -55,11 +93,22 @@ class CpuBackend final : public Backend {
     out.stats.threads = threads;
     const auto t0 = Clock::now();
 
-    SortedCells sorted;
+    KeptTree local;
+    KeptTree& K = keep ? *keep : local;
+    SortedCells& sorted = K.sorted;
     std::vector<std::uint64_t> keys;
-    RootCube root = chooseRootCube(cells, opt);
-    st = sortCellsByKey(cells, root, sorted, keys);
-    if (!st.ok()) return st;
+    if (reuse) {
+      // the same cells in the same order: only the masses are new
+      if (sorted.order.size() != cells.n) return Status::error(ErrorCode::Internal, "CPU backend: kept tree of another size");
+      parallelFor(cells.n, std::size_t(1) << 15, threads, [&](std::size_t b, std::size_t e, int) {
+        for (std::size_t i = b; i < e; ++i) sorted.mass[i] = cells.mass[sorted.order[i]];
+      });
+    } else {
+      K.root = chooseRootCube(cells, opt);
+      st = sortCellsByKey(cells, K.root, sorted, keys);
+      if (!st.ok()) return st;
+    }
+    const RootCube root = K.root;
     out.stats.secondsKeys = since(t0);
     if (!direct && opt.fullyPeriodic() && opt.densityContrast) {
       out.stats.meanDensity = applyDensityContrast(sorted, opt, fixedOrderSum(cells.mass, cells.n, threads));
@@ -78,9 +127,11 @@ class CpuBackend final : public Backend {
       out.stats.secondsWalk = since(tw);
     } else {
       auto tb = Clock::now();
-      Octree tree;
-      st = buildOctree(keys, root, opt.leafSize, tree);
-      if (!st.ok()) return st;
+      Octree& tree = K.tree;
+      if (!reuse) {
+        st = buildOctree(keys, root, opt.leafSize, tree);
+        if (!st.ok()) return st;
+      }
       out.stats.secondsBuild = since(tb);
       tb = Clock::now();
       computeMoments(sorted, opt, tree);
@@ -96,7 +147,8 @@ class CpuBackend final : public Backend {
         ewald.nodeS = nodeSecondMoments(sorted, tree);
       }
       tb = Clock::now();
-      const Groups groups = makeGroups(sorted, opt.groupSize);
+      if (!reuse) K.groups = makeGroups(sorted, opt.groupSize);
+      const Groups& groups = K.groups;
       out.stats.groups = groups.size();
       if (n > 0) walkAllGroups(tree, sorted, groups, opt, threads, wo, opt.anyPeriodic() ? &ewald : nullptr);
       out.stats.secondsWalk = since(tb);

@@ -12,6 +12,7 @@
 
 #include "core/fixed_sum.h"
 #include "core/validate.h"
+#include "cuda/blocks_phase.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/device.h"
 #include "cuda/device_state.h"
@@ -27,6 +28,7 @@ namespace cuda {
 namespace {
 
 Status run(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, SolveResult& out, bool direct) {
+  ds.blk.key.valid = false;  // this solve reuses the device block: a block solve's kept tree is gone
   Status st = checkOptions(opt, cells.n, direct);
   if (!st.ok()) return st;
   const auto tv = Clock::now();
@@ -94,6 +96,10 @@ class CudaBackendImpl final : public Backend {
   }
   Status direct(const CellsView& cells, const SolveOptions& opt, SolveResult& out) override {
     return solveOnDevice(ds_, cells, opt, out, true);
+  }
+  Status solveBlocks(const BlocksView& blocks, const BlockOutputs& out, const SolveOptions& opt,
+                     SolveResult& result) override {
+    return solveBlocksOnDevice(ds_, blocks, out, opt, result);
   }
 
  private:

@@ -185,15 +185,23 @@ class StagingRing {
     return Status::success();
   }
 
-  /// Host -> device: returns once every chunk is queued on `stream` (the last DMAs may still be running).
-  Status upload(const Transfer* t, int count, cudaStream_t stream) {
+  /// fill(pinned, transfer, byteOffset, bytes): writes the bytes [byteOffset, byteOffset + bytes) of transfer
+  /// `transfer`'s data into pinned memory (a packing copy in place of memcpy from Transfer::host).
+  using Fill = std::function<void(void*, int, std::size_t, std::size_t)>;
+  /// drain(pinned, transfer, byteOffset, bytes): takes those bytes from pinned memory (an unpacking copy).
+  using Drain = std::function<void(const void*, int, std::size_t, std::size_t)>;
+
+  /// Host -> device: returns once every chunk is queued on `stream` (the last DMAs may still be running). With
+  /// `fill`, the chunks are made by it (Transfer::host unused), on the copy threads.
+  Status upload(const Transfer* t, int count, cudaStream_t stream, const Fill* fill = nullptr) {
     return run(t, count, [&](const std::vector<Chunk>& chunks, int w) -> Status {
       int k = 0;
       for (std::size_t c = std::size_t(w); c < chunks.size(); c += std::size_t(workers_), ++k) {
         const int slot = w * kSlotsPerWorker + (k & 1);
         // the slot's previous DMA (this call's or an earlier solve's) must be done; a fresh event counts as done
         AG_CUDA_TRY(cudaEventSynchronize(events_[slot]));
-        std::memcpy(pin(slot), chunks[c].host, chunks[c].len);
+        if (fill) (*fill)(pin(slot), chunks[c].transfer, chunks[c].off, chunks[c].len);
+        else std::memcpy(pin(slot), chunks[c].host, chunks[c].len);
         AG_CUDA_TRY(cudaMemcpyAsync(chunks[c].dev, pin(slot), chunks[c].len, cudaMemcpyHostToDevice, stream));
         AG_CUDA_TRY(cudaEventRecord(events_[slot], stream));
       }
@@ -201,15 +209,18 @@ class StagingRing {
     });
   }
 
-  /// Device -> host, after the work queued on `stream`; returns when the data is in the caller's memory.
-  Status download(const Transfer* t, int count, cudaStream_t stream) {
+  /// Device -> host, after the work queued on `stream`; returns when the data is in the caller's memory. With
+  /// `drain`, the chunks go to it (Transfer::host unused), on the copy threads.
+  Status download(const Transfer* t, int count, cudaStream_t stream, const Drain* drain = nullptr) {
     return run(t, count, [&](const std::vector<Chunk>& chunks, int w) -> Status {
       std::size_t mine[kSlotsPerWorker] = {0, 0};  // chunk index waiting in each slot
       bool busy[kSlotsPerWorker] = {false, false};
       auto finish = [&](int k) -> Status {
         const int slot = w * kSlotsPerWorker + k;
         AG_CUDA_TRY(cudaEventSynchronize(events_[slot]));
-        std::memcpy(chunks[mine[k]].host, pin(slot), chunks[mine[k]].len);
+        const Chunk& ch = chunks[mine[k]];
+        if (drain) (*drain)(pin(slot), ch.transfer, ch.off, ch.len);
+        else std::memcpy(ch.host, pin(slot), ch.len);
         busy[k] = false;
         return Status::success();
       };
@@ -233,6 +244,8 @@ class StagingRing {
     char* host;
     char* dev;
     std::size_t len;
+    int transfer;     ///< which of the call's transfers
+    std::size_t off;  ///< byte offset in it
   };
 
   char* pin(int slot) const { return static_cast<char*>(pinned_.get()) + std::size_t(slot) * chunk_; }
@@ -245,8 +258,9 @@ class StagingRing {
     std::vector<Chunk> chunks;
     for (int a = 0; a < count; ++a)
       for (std::size_t off = 0; off < t[a].bytes; off += chunk_)
-        chunks.push_back(Chunk{static_cast<char*>(t[a].host) + off, static_cast<char*>(t[a].device) + off,
-                               t[a].bytes - off < chunk_ ? t[a].bytes - off : chunk_});
+        chunks.push_back(Chunk{t[a].host ? static_cast<char*>(t[a].host) + off : nullptr,
+                               static_cast<char*>(t[a].device) + off,
+                               t[a].bytes - off < chunk_ ? t[a].bytes - off : chunk_, a, off});
     const int used = int(chunks.size() < std::size_t(workers_) ? chunks.size() : std::size_t(workers_));
     if (used == 0) return Status::success();
     std::vector<Status> status(static_cast<std::size_t>(used));

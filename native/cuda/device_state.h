@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/blocks.h"
 #include "core/status.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/device_buffers.h"
@@ -50,6 +51,22 @@ Status guarded(F&& f) {
     return Status::error(ErrorCode::Internal, std::string("CUDA backend: ") + e.what());
   }
 }
+
+/// A block solve's part of the state (blocks_phase.h): the running solve's blocks (the tree phase makes the cells
+/// from them instead of copying them up), their geometry on the device, and what a block solve keeps for the next
+/// one on an unchanged mesh (the order, topology and levels stay where the build left them in the device block).
+struct BlockState {
+  const BlocksView* view = nullptr;  ///< the running block solve's blocks; null during a cell solve
+  DeviceBuffer<double> geo;          ///< 6 per block: lo[3], dx[3]
+  DeviceBuffer<std::int32_t> slots;  ///< the device entry's block index (BlocksView::blockIndex)
+  DeviceBuffer<double> chunkSums;    ///< fixed-order chunk sums (the density contrast's total, the mean potential)
+  BlockTreeKey key;                  ///< the kept tree's geometry and options; valid: it may serve again
+  RootCube rootUnscaled;             ///< its root cube in the caller's units (the keys are made on it)
+  RootCube rootScaled;               ///< ... scaled (the moments')
+  const void* blockBase = nullptr;   ///< the device block it lives in (a reallocated block loses it)
+  std::size_t blockBytes = 0;
+  cudaEvent_t callerEvent = nullptr; ///< the device entry's ordering with the caller's stream
+};
 
 struct DeviceState {
   explicit DeviceState(const CudaOptions& o) : copt(o) {}
@@ -155,6 +172,7 @@ struct DeviceState {
   EwaldDeviceView ewaldView;
   std::unique_ptr<StagingRing> staging = std::make_unique<StagingRing>();
   PinnedBuffer small;
+  BlockState blk;  ///< the block entry (blocks_phase.h)
 };
 
 }  // namespace cuda

@@ -71,6 +71,10 @@ void releaseAll(DeviceState& ds) {
   ds.nodeDip.release();
   for (auto& b : ds.letCells) b.release();
   ds.massAside.release();
+  ds.blk.geo.release(); ds.blk.slots.release(); ds.blk.chunkSums.release();
+  ds.blk.key.valid = false;
+  if (ds.blk.callerEvent) (void)cudaEventDestroy(ds.blk.callerEvent);
+  ds.blk.callerEvent = nullptr;
   ds.letState.release(); ds.letCount.release(); ds.letOffset.release(); ds.letTotals.release();
   ds.letPacks.clear();
   ds.letPackBytes.clear();
@@ -98,6 +102,7 @@ std::size_t deviceBytes(DeviceState& ds) {
   b += ds.letTopo.bytes() + ds.letMac.bytes() + ds.letMQ.bytes() + ds.letDip.bytes() + ds.letSums.bytes() +
        ds.nodeDip.bytes();
   for (const auto& c : ds.letCells) b += c.bytes();
+  b += ds.blk.geo.bytes() + ds.blk.slots.bytes() + ds.blk.chunkSums.bytes();
   return b;
 }
 
@@ -106,24 +111,40 @@ int copyThreads(DeviceState& ds) {
   return std::max(1, std::min(8, resolveThreadCount(0) / 2));
 }
 
-Status copyIn(DeviceState& ds, const Transfer* t, int count, cudaStream_t stream) {
+Status copyIn(DeviceState& ds, const Transfer* t, int count, cudaStream_t stream, const StagingRing::Fill* fill) {
   if (!stream) stream = ds.stream;
   if (ds.copt.pinnedStaging) {
     AG_TRY(ds.staging->prepare(ds.copt.stagingChunkBytes, copyThreads(ds), ds.device));
-    return ds.staging->upload(t, count, stream);
+    return ds.staging->upload(t, count, stream, fill);
   }
-  for (int k = 0; k < count; ++k)
-    AG_CUDA_TRY(cudaMemcpyAsync(t[k].device, t[k].host, t[k].bytes, cudaMemcpyHostToDevice, stream));
+  for (int k = 0; k < count; ++k) {
+    if (fill) {  // pageable: made on the host, then copied (synchronously: the vector dies here)
+      std::vector<char> made(t[k].bytes);
+      (*fill)(made.data(), k, 0, t[k].bytes);
+      AG_CUDA_TRY(cudaMemcpyAsync(t[k].device, made.data(), t[k].bytes, cudaMemcpyHostToDevice, stream));
+      AG_CUDA_TRY(cudaStreamSynchronize(stream));
+    } else {
+      AG_CUDA_TRY(cudaMemcpyAsync(t[k].device, t[k].host, t[k].bytes, cudaMemcpyHostToDevice, stream));
+    }
+  }
   return Status::success();
 }
 
-Status copyOut(DeviceState& ds, const Transfer* t, int count, cudaStream_t stream) {
+Status copyOut(DeviceState& ds, const Transfer* t, int count, cudaStream_t stream, const StagingRing::Drain* drain) {
   if (ds.copt.pinnedStaging) {
     AG_TRY(ds.staging->prepare(ds.copt.stagingChunkBytes, copyThreads(ds), ds.device));
-    return ds.staging->download(t, count, stream);
+    return ds.staging->download(t, count, stream, drain);
   }
-  for (int k = 0; k < count; ++k)
-    AG_CUDA_TRY(cudaMemcpyAsync(t[k].host, t[k].device, t[k].bytes, cudaMemcpyDeviceToHost, stream));
+  for (int k = 0; k < count; ++k) {
+    if (drain) {
+      std::vector<char> got(t[k].bytes);
+      AG_CUDA_TRY(cudaMemcpyAsync(got.data(), t[k].device, t[k].bytes, cudaMemcpyDeviceToHost, stream));
+      AG_CUDA_TRY(cudaStreamSynchronize(stream));
+      (*drain)(got.data(), k, 0, t[k].bytes);
+    } else {
+      AG_CUDA_TRY(cudaMemcpyAsync(t[k].host, t[k].device, t[k].bytes, cudaMemcpyDeviceToHost, stream));
+    }
+  }
   AG_CUDA_TRY(cudaStreamSynchronize(stream));
   return Status::success();
 }

@@ -90,11 +90,15 @@ std::size_t deviceBytes(DeviceState& ds);
 /// Host threads of the staged copies (CudaOptions::copyThreads; 0: min(8, hardware threads / 2)).
 int copyThreads(DeviceState& ds);
 
-/// Host -> device copies queued on `stream` (the backend's unless given).
-Status copyIn(DeviceState& ds, const Transfer* t, int count, cudaStream_t stream = nullptr);
+/// Host -> device copies queued on `stream` (the backend's unless given). With `fill` the bytes are made by it
+/// (StagingRing::Fill; a block solve's packed densities) instead of read from Transfer::host.
+Status copyIn(DeviceState& ds, const Transfer* t, int count, cudaStream_t stream = nullptr,
+              const StagingRing::Fill* fill = nullptr);
 
-/// Device -> host copies on `stream` (the backend's, or the tree export's), complete on return.
-Status copyOut(DeviceState& ds, const Transfer* t, int count, cudaStream_t stream);
+/// Device -> host copies on `stream` (the backend's, or the tree export's), complete on return. With `drain` the
+/// bytes go to it (StagingRing::Drain; a block solve's results into the caller's layout).
+Status copyOut(DeviceState& ds, const Transfer* t, int count, cudaStream_t stream,
+               const StagingRing::Drain* drain = nullptr);
 
 }  // namespace cuda
 }  // namespace amrgrav

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/validate.h"
+#include "cuda/blocks_phase.h"
 #include "cuda/device_state.h"
 #include "cuda/memory_plan.h"
 #include "cuda/tree_phase.h"
@@ -14,17 +15,13 @@
 
 namespace amrgrav {
 namespace cuda {
-namespace {
 
-/// 2^-round(log2(v)) for v > 0 (exact scaling), 1 when v is zero or out of range.
 double powerOfTwoScale(double v) {
   if (!(v > 0) || !std::isfinite(v)) return 1.0;
   const double e = std::round(std::log2(v));
   if (!(std::fabs(e) < 1000)) return 1.0;
   return std::exp2(-e);
 }
-
-}  // namespace
 
 Status checkOptions(const SolveOptions& opt, std::size_t n, bool direct) {
   Status st = validateOptions(opt);
@@ -41,6 +38,7 @@ Status checkOptions(const SolveOptions& opt, std::size_t n, bool direct) {
 }
 
 Status flaggedCell(DeviceState& ds, unsigned bad, const CellsView& cells, const SolveOptions& opt) {
+  if (ds.blk.view) return blockFlagged(ds, bad, opt);  // a block solve: no host cells, the blocks' words
   const Status st = validateCells(cells, opt);
   if (!st.ok()) return st;
   if (ds.copt.validateOnDevice)
@@ -79,7 +77,9 @@ Status uploadAndBound(DeviceState& ds, const CellsView& cells, const SolveOption
 
   // ---- upload x, y, z, size into slots 0-3 (the mass follows the sort: with all five arrays here the sort's
   //      halves would not fit in the block)
-  {
+  if (ds.blk.view) {  // a block solve: the cells are made on the device from the blocks' geometry
+    AG_TRY(blockCellsIntoSlots(ds));
+  } else {
     const double* host[4] = {cells.x, cells.y, cells.z, cells.size};
     Transfer t[4];
     for (int k = 0; k < 4; ++k) t[k] = Transfer{const_cast<double*>(host[k]), slot[k], std::size_t(n) * 8};
@@ -171,7 +171,10 @@ Status sortAndBuild(DeviceState& ds, const CellsView& cells, const SolveOptions&
 
   // ---- the mass into slot 5 (or aside, already while the sort runs), checked and summed by the bounds kernel (the
   //      same order of additions as before); read back after the build's synchronisations
-  {
+  if (ds.blk.view) {  // a block solve: the masses from the densities (packed float32 in the free index half)
+    AG_TRY(blockMassesInto(ds, massAt, ds.idxSpare.base, opt));
+    AG_CUDA_TRY(cudaEventRecord(ds.events[6], s));
+  } else {
     Transfer t{const_cast<double*>(cells.mass), massAt, std::size_t(n) * 8};
     if (massAside) {
       AG_TRY(copyIn(ds, &t, 1, ds.copyStream));
@@ -207,6 +210,7 @@ Status sortAndBuild(DeviceState& ds, const CellsView& cells, const SolveOptions&
   if (*hcoincident != 0xffffffffu) {  // the caller's index of that sorted cell, then the host names the pair
     std::uint32_t b = 0;
     AG_CUDA_TRY(cudaMemcpy(&b, ds.order + *hcoincident, sizeof b, cudaMemcpyDeviceToHost));
+    if (ds.blk.view) return blockCoincident(ds, b);
     return coincidentCellsError(cells, b);
   }
   AG_TRY(checkMassRange(massTotal, ds.minSize, root.side, opt));  // root: still in the caller's units
@@ -229,6 +233,14 @@ Status sortAndBuild(DeviceState& ds, const CellsView& cells, const SolveOptions&
   for (int d = 0; d < 3; ++d) root.lo[d] *= scale;
   root.side *= scale;
   ds.root = root;
+  return finishCells(ds, opt, direct, massTotal);
+}
+
+Status finishCells(DeviceState& ds, const SolveOptions& opt, bool direct, double massTotal) {
+  const unsigned n = ds.n;
+  cudaStream_t s = ds.stream;
+  double* const* slot = ds.slot;
+  const double scale = ds.scale;
   ds.massScale = powerOfTwoScale(massTotal);
   ds.massTotal = massTotal;
   // fully periodic boxes: the density contrast, as the CPU (tree/tree.h applyDensityContrast; the total from

@@ -39,6 +39,15 @@ Status uploadAndBound(DeviceState& ds, const CellsView& cells, const SolveOption
 Status sortAndBuild(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, bool direct, double givenScale,
                     bool massAside = false);
 
+/// The end of sortAndBuild after the gather (the cells sorted and scaled in their slots, ds.scale and ds.root set):
+/// the mass scale from the cells' total mass, the density contrast, and the sums' arrays. A block solve that kept
+/// its tree calls it too (blocks_phase.cu).
+Status finishCells(DeviceState& ds, const SolveOptions& opt, bool direct, double massTotal);
+
+/// 2^-round(log2(v)) for v > 0 (exact scaling: the masses' scale from their total), 1 when v is zero or out of
+/// range.
+double powerOfTwoScale(double v);
+
 /// uploadAndBound, then sortAndBuild (n > 0).
 Status prepareCells(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, bool direct, double givenScale);
 

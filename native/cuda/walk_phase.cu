@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "cuda/blocks_phase.h"
 #include "cuda/memory_plan.h"
 #include "cuda/walk_phase.h"
 #include "ewald/walk_setup.h"
@@ -188,6 +189,7 @@ Status collectPass(DeviceState& ds, WalkTally& total, unsigned* need) {
 }
 
 Status restoreSizes(DeviceState& ds, unsigned n) {
+  if (ds.blk.view) return blockSortedSizes(ds);  // a block solve: made again from the blocks' geometry
   DeviceBuffer<double> unsorted;
   AG_TRY(unsorted.reserve(n, "the cell sizes (walk rerun)"));
   Transfer t{const_cast<double*>(ds.hostSize), unsorted.get(), std::size_t(n) * sizeof(double)};
@@ -198,9 +200,31 @@ Status restoreSizes(DeviceState& ds, unsigned n) {
 }
 
 Status finishAndDownload(DeviceState& ds, const SolveOptions& opt, const ResultTargets& dest) {
+  const unsigned n = ds.n;
+  double* res[4];
+  AG_TRY(finishOnDevice(ds, opt, res));
+  const int nout = opt.accelerations ? 4 : 1;
+
+  // ---- download
+  const auto td = Clock::now();
+  {
+    double* host[4] = {dest.potential, dest.ax, dest.ay, dest.az};
+    Transfer t[4];
+    for (int k = 0; k < nout; ++k) t[k] = Transfer{host[k], res[k], std::size_t(n) * 8};
+    AG_TRY(copyOut(ds, t, nout, ds.stream));
+  }
+  AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));
+  ds.stats.secondsDownload = since(td);
+  return Status::success();
+}
+
+Status finishOnDevice(DeviceState& ds, const SolveOptions& opt, double* res[4]) {
   cudaStream_t s = ds.stream;
   const unsigned n = ds.n;
-  double* res[4] = {ds.slot[4], ds.slot[0], ds.slot[1], ds.slot[3]};
+  res[0] = ds.slot[4];
+  res[1] = ds.slot[0];
+  res[2] = ds.slot[1];
+  res[3] = ds.slot[3];
   const int nout = opt.accelerations ? 4 : 1;
   if (ds.copt.poisonDevice)
     for (int k = 0; k < nout; ++k) AG_TRY(launchPoison(res[k], n, s));
@@ -220,17 +244,6 @@ Status finishAndDownload(DeviceState& ds, const SolveOptions& opt, const ResultT
   fp.G = opt.G;
   AG_TRY(launchFinish(fp, opt.accelerations, s));
   AG_CUDA_TRY(cudaEventRecord(ds.events[5], s));
-
-  // ---- download
-  const auto td = Clock::now();
-  {
-    double* host[4] = {dest.potential, dest.ax, dest.ay, dest.az};
-    Transfer t[4];
-    for (int k = 0; k < nout; ++k) t[k] = Transfer{host[k], res[k], std::size_t(n) * 8};
-    AG_TRY(copyOut(ds, t, nout, ds.stream));
-  }
-  AG_CUDA_TRY(cudaStreamSynchronize(s));
-  ds.stats.secondsDownload = since(td);
   return Status::success();
 }
 

@@ -63,6 +63,10 @@ Status restoreSizes(DeviceState& ds, unsigned n);
 /// over the mass), and download into `dest`.
 Status finishAndDownload(DeviceState& ds, const SolveOptions& opt, const ResultTargets& dest);
 
+/// finishAndDownload's device part: the results in the caller's order in res[0..3] (pot, ax, ay, az: slots 4, 0, 1,
+/// 3), queued on the backend's stream (events[5] after them).
+Status finishOnDevice(DeviceState& ds, const SolveOptions& opt, double* res[4]);
+
 /// The seconds between two of the state's events (0 when they cannot be read).
 double elapsed(DeviceState& ds, int a, int b);
 

@@ -73,6 +73,29 @@ module amrgrav
     integer(c_int) :: cuda_built, cuda_devices, cuda_usable, mpi_built, default_threads
   end type amrgrav_build_info
 
+  ! ---- the block entry (amrgrav.h, "The block entry"): leaf blocks in, the potential back in the density's layout
+  integer(c_int), parameter, public :: AMRGRAV_FLOAT64 = 0
+  integer(c_int), parameter, public :: AMRGRAV_FLOAT32 = 1
+
+  !> The C struct amrgrav_blocks, field for field. Fill it with amrgrav_default_blocks, then the geometry and
+  !> c_loc's of the caller's arrays (which need the target attribute): for FLASH's unk(NUNK_VARS, NX, NY, NZ, MAXB),
+  !> density = c_loc(unk(DENS_VAR, 1, 1, 1, 1)), var_stride = NUNK_VARS, guard = NGUARD, block_index = the leaf
+  !> blocks' numbers minus 1 (0-based), lo and dx 3 per leaf block (interior lower corner, cell widths).
+  type, bind(C), public :: amrgrav_blocks
+    integer(c_size_t) :: struct_size
+    integer(c_size_t) :: n_blocks
+    integer(c_int) :: nxb, nyb, nzb
+    integer(c_int) :: guard(3)
+    type(c_ptr) :: lo            ! real(c_double) lo(3, n_blocks)
+    type(c_ptr) :: dx            ! real(c_double) dx(3, n_blocks)
+    type(c_ptr) :: block_index   ! integer(c_int) block_index(n_blocks), 0-based slots; c_null_ptr: slot b
+    type(c_ptr) :: density       ! the density's first element (guard cells included)
+    integer(c_int) :: dtype      ! AMRGRAV_FLOAT64 or AMRGRAV_FLOAT32 (density and results)
+    integer(c_size_t) :: var_stride
+    integer(c_size_t) :: block_stride
+    integer(c_int) :: mesh_changed
+  end type amrgrav_blocks
+
   !> A solver (the C API's amrgrav_solver*). Null until amrgrav_create succeeds; amrgrav_destroy nulls it again.
   type, public :: amrgrav_solver
     type(c_ptr) :: ptr = c_null_ptr
@@ -80,7 +103,8 @@ module amrgrav
 
   public :: amrgrav_default_options, amrgrav_create, amrgrav_compute_potential, amrgrav_last_error, &
             amrgrav_last_warning, amrgrav_get_stats, amrgrav_features, amrgrav_destroy, amrgrav_version, &
-            amrgrav_get_build_info, amrgrav_set_communicator, amrgrav_cube_side
+            amrgrav_get_build_info, amrgrav_set_communicator, amrgrav_cube_side, amrgrav_default_blocks, &
+            amrgrav_compute_blocks, amrgrav_tree_reused
 
   !> The message of the last failure found by this module itself (array lengths, non-cubic cells), which
   !> amrgrav_last_error returns before the library's; cleared by every call that goes on to the library.
@@ -154,6 +178,25 @@ module amrgrav
       integer(c_int), value :: comm
       integer(c_int) :: st
     end function c_set_communicator
+
+    subroutine amrgrav_default_blocks(blocks) bind(C, name='amrgrav_default_blocks')
+      import :: amrgrav_blocks
+      type(amrgrav_blocks), intent(out) :: blocks
+    end subroutine amrgrav_default_blocks
+
+    function c_compute_blocks(solver, blocks, pot, ax, ay, az) bind(C, name='amrgrav_compute_blocks') result(st)
+      import :: c_ptr, c_int, amrgrav_blocks
+      type(c_ptr), value :: solver
+      type(amrgrav_blocks), intent(in) :: blocks
+      type(c_ptr), value :: pot, ax, ay, az
+      integer(c_int) :: st
+    end function c_compute_blocks
+
+    function c_tree_reused(solver) bind(C, name='amrgrav_tree_reused') result(r)
+      import :: c_ptr, c_int
+      type(c_ptr), value :: solver
+      integer(c_int) :: r
+    end function c_tree_reused
 
     function c_strlen(s) bind(C, name='strlen') result(n)
       import :: c_ptr, c_size_t
@@ -310,6 +353,39 @@ contains
     if (allocated(module_error)) deallocate (module_error)
     st = c_set_communicator(solver%ptr, int(comm, c_int))
   end function amrgrav_set_communicator
+
+  !> The block entry: the potential (and, with options%accelerations, ax, ay, az: then required) of the blocks'
+  !> interior cells, written in the density's layout and type at `potential` (c_loc of the field's first element,
+  !> e.g. c_loc(unk(GPOT_VAR, 1, 1, 1, 1))). The library checks the blocks (errors name the block and cell); the
+  !> arrays' lengths cannot be checked through c_ptr: every slot block_index names must exist in them.
+  function amrgrav_compute_blocks(solver, blocks, potential, ax, ay, az) result(st)
+    type(amrgrav_solver), intent(in) :: solver
+    type(amrgrav_blocks), intent(in) :: blocks
+    type(c_ptr), intent(in) :: potential
+    type(c_ptr), intent(in), optional :: ax, ay, az
+    integer(c_int) :: st
+    type(c_ptr) :: a(3)
+    if (allocated(module_error)) deallocate (module_error)
+    if (count([present(ax), present(ay), present(az)]) == 1 .or. count([present(ax), present(ay), present(az)]) == 2) then
+      module_error = 'amrgrav_compute_blocks: pass all of ax, ay and az, or none'
+      st = AMRGRAV_INVALID_INPUT
+      return
+    end if
+    a = c_null_ptr
+    if (present(ax)) then
+      a(1) = ax
+      a(2) = ay
+      a(3) = az
+    end if
+    st = c_compute_blocks(solver%ptr, blocks, potential, a(1), a(2), a(3))
+  end function amrgrav_compute_blocks
+
+  !> 1 when the solver's last block computation kept the previous call's tree (unchanged mesh), 0 when it built one.
+  function amrgrav_tree_reused(solver) result(r)
+    type(amrgrav_solver), intent(in) :: solver
+    integer(c_int) :: r
+    r = c_tree_reused(solver%ptr)
+  end function amrgrav_tree_reused
 
   !> The cube side of a block's cells from its deltas (FLASH: Grid_getDeltas), or AMRGRAV_INVALID_INPUT with a
   !> message when they differ by more than 1e-12 relative: amrgrav's cells are cubes (one size per cell), so a mesh

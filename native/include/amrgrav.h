@@ -160,6 +160,76 @@ AMRGRAV_API const char* amrgrav_last_warning(const amrgrav_solver* solver);
  * distributed, or in a build without MPI. */
 AMRGRAV_API amrgrav_status amrgrav_set_communicator(amrgrav_solver* solver, int fortran_comm);
 
+/* ---- The block entry (issue #17): leaf blocks in, the potential back in the same layout ----
+ *
+ * A block-structured AMR code (FLASH/PARAMESH style) passes its leaf blocks: per block the lower corner of its
+ * interior and its cell widths, and a pointer to the density in its own layout (guard cells and a variable stride
+ * allowed, float64 or float32). Cell centres, sizes and masses are made inside the library (on the GPU with the CUDA
+ * backend: only the density crosses PCIe, one number per cell), and the results come back in the density's layout
+ * and dtype, interior cells only (guard cells are not written). Cell (i, j, k) of block b (0-based, interior):
+ *   x = lo[3b] + (i + 0.5) dx[3b]   (y, z likewise),   size = dx[3b],   mass = density (dx dy dz)
+ * with each operation rounded as written (no FMA): the result is bitwise that of amrgrav_compute_potential on those
+ * cells in block order (i fastest). The field element of cell (i, j, k) of the block stored at slot s is
+ *   s * block_stride + var_stride * (((k + gz) * NY + (j + gy)) * NX + (i + gx)),   NX = nxb + 2 gx, ...
+ * e.g. FLASH's unk(NUNK_VARS, NX, NY, NZ, MAXBLOCKS): density = &unk(DENS_VAR, 1, 1, 1, 1), var_stride = NUNK_VARS,
+ * guard = NGUARD, block_index = the leaf blocks' numbers minus 1, and potential = &unk(GPOT_VAR, 1, 1, 1, 1).
+ *
+ * Reuse between steps: when the blocks' geometry (n_blocks, nxb/nyb/nzb, lo, dx) and the tree options equal the
+ * previous block call's on this solver, the keys, order, tree topology and groups are kept and only what depends on
+ * the masses is recomputed (amrgrav_tree_reused says whether it was). The comparison is bitwise over lo and dx
+ * (6 doubles per block: cheap); mesh_changed = 1 skips it and rebuilds. On the GPU an amrgrav_compute_potential call
+ * on the same solver in between forgets the kept tree (it reuses the device memory). */
+typedef enum amrgrav_dtype { AMRGRAV_FLOAT64 = 0, AMRGRAV_FLOAT32 = 1 } amrgrav_dtype;
+
+typedef struct amrgrav_blocks {
+  size_t struct_size;     /* sizeof(amrgrav_blocks), set by amrgrav_default_blocks */
+  size_t n_blocks;        /* leaf blocks passed                                                       [0] */
+  int nxb, nyb, nzb;      /* interior cells per block along x, y, z                                   [8, 8, 8] */
+  int guard[3];           /* guard cells per side along x, y, z in the field arrays                  [0, 0, 0] */
+  const double* lo;       /* 3 per block: lower corner of the block's interior (host memory)            */
+  const double* dx;       /* 3 per block: cell widths dx, dy, dz (cubes: equal within 1e-12; host memory) */
+  const int* block_index; /* optional: the storage slot (0-based) of block b in the field arrays (host
+                           * memory); NULL: slot b                                                      [NULL] */
+  const void* density;    /* g/cm^3 (caller's units), in the layout above; a device pointer for
+                           * amrgrav_compute_blocks_device                                                  */
+  int dtype;              /* amrgrav_dtype of the density and of the results                           [FLOAT64] */
+  size_t var_stride;      /* elements between neighbouring cells (FLASH's unk: NUNK_VARS)              [1] */
+  size_t block_stride;    /* elements between block slots; 0: var_stride * NX * NY * NZ                 [0] */
+  int mesh_changed;       /* nonzero: the mesh changed since the last call (rebuild without comparing) [0] */
+} amrgrav_blocks;
+
+AMRGRAV_API void amrgrav_default_blocks(amrgrav_blocks* blocks);
+
+/* The potential (and, with accelerations, ax, ay, az; else they may be NULL) of the blocks' interior cells,
+ * written in the density's layout and dtype (float32 density: float32 results, rounded from the double results).
+ * Host memory. n_blocks = 0 is valid and does nothing (a distributed solver still takes part in the collective).
+ * Checked: NULL pointers, zero sizes, NaN/infinite corners or widths, non-positive widths, non-cubic cells, cells
+ * outside the box, negative or NaN densities (outside fully periodic boxes with density_contrast), overlapping
+ * strides; errors name the block and cell. As for amrgrav_compute_potential, the arrays' lengths cannot be checked:
+ * every slot block_index names must exist in the density and result arrays. */
+AMRGRAV_API amrgrav_status amrgrav_compute_blocks(amrgrav_solver* solver, const amrgrav_blocks* blocks,
+                                                  void* potential, void* ax, void* ay, void* az);
+
+/* The same with the density and the results in device memory (cudaMalloc'd, or managed, on the solver's GPU,
+ * device 0); blocks->lo, dx and block_index stay host arrays (small). Needs a solver running on the CUDA backend
+ * (AMRGRAV_NO_DEVICE otherwise; not distributed). No per-cell data crosses PCIe: the cells are made from the
+ * density on the device and the results are written into the caller's arrays on the device (what does cross: the
+ * blocks' geometry when the mesh changed, 48 bytes per block; block_index, 4 bytes per block, every call; a few
+ * bytes of counters and reductions; fully periodic boxes: one double per 65536 cells for the contrast's total and
+ * the mean potential).
+ * Synchronisation: the call's device work is ordered after the work already enqueued on cuda_stream (a
+ * cudaStream_t; NULL: the legacy default stream) by an event, without blocking the host, and the call returns once
+ * the results are in the caller's arrays (it synchronises internally: the tree build and the walk read counters
+ * back, so it cannot return with work in flight); work enqueued on cuda_stream afterwards sees them, and so does
+ * the host. Do not write the density or read the results on another stream while the call runs. */
+AMRGRAV_API amrgrav_status amrgrav_compute_blocks_device(amrgrav_solver* solver, const amrgrav_blocks* blocks,
+                                                         void* potential, void* ax, void* ay, void* az,
+                                                         void* cuda_stream);
+
+/* 1 when the solver's last successful block computation kept the tree of the call before (unchanged mesh), 0 when
+ * it built one, -1 for a NULL solver. */
+AMRGRAV_API int amrgrav_tree_reused(const amrgrav_solver* solver);
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,6 +4,8 @@
 ! gathers the interior cells (centre, mass = dens * dV, side), one solve, a loop that scatters the potential back
 ! into unk(GPOT_VAR, ...), and a check against direct summation with the library's self term (the lattice term,
 ! c = 2.837297479480620, the default: docs/coupling.md). Guard cells hold NaN throughout: amrgrav never needs them.
+! Then the same step through the block entry (amrgrav_compute_blocks, issue #17): unk read in place, the potential
+! written in unk's layout into a second array, against the gathered solve.
 ! Prints one JSON line; exits non-zero (error stop) when a check fails. Built and run by test/fortran.test.ts and
 ! quoted in docs/coupling.md.
 program flash_gravity
@@ -27,7 +29,13 @@ program flash_gravity
   ! the CPU and GPU backends agree within 4e-7), with a margin of about 6x. The comparison excludes no cell.
   real(c_double), parameter :: TOLERANCE = 5d-4
 
-  real(c_double), allocatable :: unk(:, :, :, :, :)
+  real(c_double), allocatable, target :: unk(:, :, :, :, :), unkb(:, :, :, :, :), blo(:, :), bdx(:, :)
+  integer(c_int), allocatable, target :: bidx(:)
+  type(amrgrav_blocks) :: blocks
+  integer(c_int) :: stBlocks, reusedBlocks
+  integer :: sameBits
+  real(c_double) :: maxBlockDiff
+  logical :: blockGuardsIntact
   real(c_double) :: bnd_box(2, 3, MAXBLOCKS), deltas(3, MAXBLOCKS)
   integer :: lrefine(MAXBLOCKS), nodetype(MAXBLOCKS), nblocks
 
@@ -141,6 +149,53 @@ program flash_gravity
       end do
     end do
   end do
+  ! ---- the block entry on the same solver: the leaf blocks' corners, widths and slots, unk read in place (guard
+  !      cells and the variable stride as they are), the potential written in unk's layout into unkb
+  allocate (unkb(NUNK_VARS, IL:IU, JL:JU, KL:KU, MAXBLOCKS), blo(3, nleaves), bdx(3, nleaves), bidx(nleaves))
+  unkb = nan
+  n = 0
+  do blk = 1, nblocks
+    if (nodetype(blk) /= LEAF) cycle
+    n = n + 1
+    blo(:, n) = bnd_box(1, :, blk)
+    bdx(:, n) = deltas(:, blk)
+    bidx(n) = int(blk - 1, c_int)  ! 0-based slot in unk
+  end do
+  call amrgrav_default_blocks(blocks)
+  blocks%n_blocks = int(nleaves, c_size_t)
+  blocks%nxb = NXB
+  blocks%nyb = NYB
+  blocks%nzb = NZB
+  blocks%guard = NGUARD
+  blocks%lo = c_loc(blo)
+  blocks%dx = c_loc(bdx)
+  blocks%block_index = c_loc(bidx)
+  blocks%density = c_loc(unk(DENS_VAR, IL, JL, KL, 1))
+  blocks%var_stride = int(NUNK_VARS, c_size_t)
+  do step = 1, 2  ! the second call keeps the tree (the mesh is unchanged)
+    stBlocks = amrgrav_compute_blocks(solver, blocks, c_loc(unkb(GPOT_VAR, IL, JL, KL, 1)))
+  end do
+  reusedBlocks = amrgrav_tree_reused(solver)
+  sameBits = 0
+  maxBlockDiff = 0d0
+  blockGuardsIntact = .true.
+  do blk = 1, nblocks
+    do k = KL, KU
+      do j = JL, JU
+        do i = IL, IU
+          if (nodetype(blk) /= LEAF .or. i < ILO .or. i > IHI .or. j < JLO .or. j > JHI .or. k < KLO .or. k > KHI) then
+            if (.not. ieee_is_nan(unkb(GPOT_VAR, i, j, k, blk))) blockGuardsIntact = .false.
+            cycle
+          end if
+          if (transfer(unkb(GPOT_VAR, i, j, k, blk), 0_c_int64_t) == transfer(unk(GPOT_VAR, i, j, k, blk), 0_c_int64_t)) &
+            sameBits = sameBits + 1
+          e = abs(unkb(GPOT_VAR, i, j, k, blk) - unk(GPOT_VAR, i, j, k, blk)) / abs(unk(GPOT_VAR, i, j, k, blk))
+          if (.not. (e <= maxBlockDiff)) maxBlockDiff = e
+        end do
+      end do
+    end do
+  end do
+  if (any(.not. ieee_is_nan(unkb(DENS_VAR, :, :, :, :)))) blockGuardsIntact = .false.
   call amrgrav_destroy(solver)
 
   ! ---- the module's own checks and a few of the library's, as a Fortran caller sees them
@@ -162,7 +217,9 @@ program flash_gravity
 
   ok = maxErr < TOLERANCE .and. guardsIntact .and. opts%struct_size == c_sizeof(opts) .and. &
        stMismatch == AMRGRAV_INVALID_INPUT .and. stCube == AMRGRAV_INVALID_INPUT .and. &
-       stTheta == AMRGRAV_INVALID_OPTION .and. .not. c_associated(bad%ptr) .and. stAspect == AMRGRAV_INVALID_OPTION
+       stTheta == AMRGRAV_INVALID_OPTION .and. .not. c_associated(bad%ptr) .and. stAspect == AMRGRAV_INVALID_OPTION .and. &
+       stBlocks == AMRGRAV_OK .and. sameBits == ncells .and. blockGuardsIntact .and. reusedBlocks == 1 .and. &
+       blocks%struct_size == c_sizeof(blocks)
   write (line, '(a,i0,a,i0,a,i0,a,es10.3,a,es10.3,a,f8.2,a,a,a,i0,a,i0,a,a,a,i0,a,i0,a,i0,a,i0,a)') &
     '{"cells":', ncells, ',"leafBlocks":', nleaves, ',"blocks":', nblocks, ',"maxRelError":', maxErr, &
     ',"tolerance":', TOLERANCE, ',"interactionsPerCell":', stats%interactions_per_cell, &
@@ -171,12 +228,24 @@ program flash_gravity
     ',"nonCubic":', stCube, &
     ',"badTheta":', stTheta, ',"aspect":', stAspect, ','
   print '(a)', trim(line) // '"mismatchMessage":"' // msgMismatch // '","nonCubicMessage":"' // msgCube // &
-    '","badThetaMessage":"' // msgTheta // '","aspectMessage":"' // msgAspect // '","defaultThreads":' // &
+    '","badThetaMessage":"' // msgTheta // '","aspectMessage":"' // msgAspect // '","blocksStatus":' // &
+    itoa(int(stBlocks)) // ',"blocksSameBits":' // itoa(sameBits) // ',"blocksMaxRelDiff":' // rtoa(maxBlockDiff) // &
+    ',"blocksGuardsIntact":' // trim(merge('true ', 'false', blockGuardsIntact)) // ',"blocksTreeReused":' // &
+    itoa(int(reusedBlocks)) // ',"blocksBytes":' // itoa(int(blocks%struct_size)) // ',"fortranBlocksBytes":' // &
+    itoa(int(c_sizeof(blocks))) // ',"defaultThreads":' // &
     itoa(int(info%default_threads)) // ',"mpiBuilt":' // itoa(int(info%mpi_built)) // ',"ok":' // &
     trim(merge('true ', 'false', ok)) // '}'
   if (.not. ok) error stop 1
 
 contains
+
+  function rtoa(v) result(t)
+    real(c_double), intent(in) :: v
+    character(len=:), allocatable :: t
+    character(len=32) :: b
+    write (b, '(es12.4)') v
+    t = trim(adjustl(b))
+  end function rtoa
 
   function itoa(v) result(t)
     integer, intent(in) :: v

@@ -1,0 +1,365 @@
+/// \file blocks_phase.cu
+/// \brief The block entry on the CUDA backend (blocks_phase.h): the block solve's orchestration, the kept tree's
+/// reuse, and the tree phase's hooks.
+#include <cmath>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/blocks.h"
+#include "core/fixed_sum.h"
+#include "core/validate.h"
+#include "cuda/blocks_phase.h"
+#include "cuda/device.h"
+#include "cuda/device_state.h"
+#include "cuda/ewald_phase.h"
+#include "cuda/kernels_blocks.h"
+#include "cuda/memory_plan.h"
+#include "cuda/tree_phase.h"
+#include "cuda/walk_phase.h"
+#include "tree/keys.h"
+
+namespace amrgrav {
+namespace cuda {
+namespace {
+
+BlockGeometry geometryOf(const DeviceState& ds) {
+  const BlocksView& v = *ds.blk.view;
+  BlockGeometry g;
+  g.geo = ds.blk.geo.get();
+  g.nxb = unsigned(v.nxb);
+  g.nyb = unsigned(v.nyb);
+  g.nzb = unsigned(v.nzb);
+  g.n = unsigned(v.cells());
+  return g;
+}
+
+/// The caller's field (device memory) as the kernels read it.
+BlockField callerField(const DeviceState& ds, const void* data) {
+  const BlocksView& v = *ds.blk.view;
+  BlockField f;
+  f.data = const_cast<void*>(data);
+  f.dtype = v.dtype == DType::Float32 ? 1 : 0;
+  f.varStride = v.varStride;
+  f.blockStride = v.strideOfBlock();
+  f.nx = v.nx();
+  f.ny = v.ny();
+  f.gx = v.guard[0];
+  f.gy = v.guard[1];
+  f.gz = v.guard[2];
+  f.slots = v.blockIndex ? ds.blk.slots.get() : nullptr;
+  return f;
+}
+
+/// Densities packed in block order (the upload's form).
+BlockField packedField(const BlocksView& v, void* data) {
+  BlockField f;
+  f.data = data;
+  f.dtype = v.dtype == DType::Float32 ? 1 : 0;
+  f.varStride = 1;
+  f.blockStride = v.cellsPerBlock();
+  f.nx = v.nxb;
+  f.ny = v.nyb;
+  return f;
+}
+
+/// The density, the results (and their device) must be device memory of the solver's device.
+Status checkDevicePointers(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const SolveOptions& opt) {
+  const void* ptr[5] = {v.density, o.potential, o.ax, o.ay, o.az};
+  const char* name[5] = {"the density", "the potential", "ax", "ay", "az"};
+  const int count = opt.accelerations ? 5 : 2;
+  for (int k = 0; k < count; ++k) {
+    cudaPointerAttributes a{};
+    const cudaError_t e = cudaPointerGetAttributes(&a, ptr[k]);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return Status::error(ErrorCode::InvalidInput, std::string(name[k]) + " is not a pointer CUDA knows (" +
+                                                        cudaGetErrorString(e) + "): the device entry takes device memory");
+    }
+    if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged)
+      return Status::error(ErrorCode::InvalidInput, std::string(name[k]) + " is host memory: the device entry takes "
+                                                    "device memory (cudaMalloc or managed); use the host block entry");
+    if (a.type == cudaMemoryTypeDevice && a.device != ds.device)
+      return Status::error(ErrorCode::InvalidInput, std::string(name[k]) + " is on device " + std::to_string(a.device) +
+                                                        ", the solver runs on device " + std::to_string(ds.device));
+  }
+  return Status::success();
+}
+
+/// Chunk sums (core/fixed_sum.h) of the device array v (n values), added in order on the host.
+Status fixedOrderSumOnDevice(DeviceState& ds, const double* v, unsigned n, double* total) {
+  const unsigned chunks = unsigned((std::size_t(n) + kFixedSumChunk - 1) / kFixedSumChunk);
+  AG_TRY(ds.blk.chunkSums.reserve(2 * std::size_t(chunks) + 2, "chunk sums"));
+  AG_TRY(launchChunkSums(v, n, unsigned(kFixedSumChunk), ds.blk.chunkSums.get(), ds.stream));
+  std::vector<double> part(chunks);
+  AG_CUDA_TRY(cudaMemcpyAsync(part.data(), ds.blk.chunkSums.get(), chunks * sizeof(double), cudaMemcpyDeviceToHost,
+                              ds.stream));
+  AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));
+  double t = 0;
+  for (double s : part) t += s;
+  *total = t;
+  return Status::success();
+}
+
+/// The mean potential of a fully periodic solve over the packed results (walk_phase.h meanPotentialOf's sums).
+Status meanPotentialOnDevice(DeviceState& ds, const double* pot, double* mean) {
+  const BlockGeometry g = geometryOf(ds);
+  const unsigned chunks = unsigned((std::size_t(g.n) + kFixedSumChunk - 1) / kFixedSumChunk);
+  AG_TRY(ds.blk.chunkSums.reserve(2 * std::size_t(chunks) + 2, "chunk sums"));
+  double* vp = ds.blk.chunkSums.get();
+  AG_TRY(launchChunkVolumePhi(g, pot, unsigned(kFixedSumChunk), vp, vp + chunks, ds.stream));
+  std::vector<double> part(2 * std::size_t(chunks));
+  AG_CUDA_TRY(cudaMemcpyAsync(part.data(), vp, part.size() * sizeof(double), cudaMemcpyDeviceToHost, ds.stream));
+  AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));
+  double p = 0, w = 0;
+  for (unsigned c = 0; c < chunks; ++c) {
+    p += part[c];
+    w += part[chunks + c];
+  }
+  *mean = w > 0 ? p / w : 0.0;
+  return Status::success();
+}
+
+/// An unchanged mesh: the masses made and checked, the sorted keys (for the nodes' first keys) and sorted cells
+/// made from the kept order, then sortAndBuild's end (finishCells). The events are those sortAndBuild records, so
+/// that fillStats reads this path's phases (upload: the densities; keys: the keys and cells made again; build: 0).
+Status reuseTree(DeviceState& ds, const SolveOptions& opt) {
+  const unsigned n = ds.n;
+  cudaStream_t s = ds.stream;
+  const BlockLayout& L = ds.layout;
+  char* const base = reinterpret_cast<char*>(ds.block.get());
+  double* const* slot = ds.slot;
+  const BlockGeometry g = geometryOf(ds);
+  double* hb = static_cast<double*>(ds.small.get());
+  const CellChecks checks = cellChecks(ds, opt);
+  AG_CUDA_TRY(cudaEventRecord(ds.events[0], s));
+  // the masses (unsorted) into slot 5, the tail's start, free until the moments (packed float32: slot 3, free until
+  // the gather below), checked and summed by the bounds kernel as sortAndBuild does
+  double* const massAt = slot[5];
+  AG_TRY(blockMassesInto(ds, massAt, slot[3], opt));
+  AG_CUDA_TRY(cudaEventRecord(ds.events[1], s));
+  AG_CUDA_TRY(cudaEventRecord(ds.events[8], s));
+  double* hmass = hb + 16;
+  unsigned* hmassBad = reinterpret_cast<unsigned*>(hb + 17);
+  AG_CUDA_TRY(cudaMemsetAsync(checks.firstBad, 0xff, sizeof(unsigned), s));
+  AG_TRY(launchBounds(nullptr, nullptr, nullptr, massAt, nullptr, n, checks, ds.bounds.get(),
+                      ds.bounds.get() + kBoundsStride * kBoundsBlocks, s));
+  AG_CUDA_TRY(cudaMemcpyAsync(hmass, ds.bounds.get() + kBoundsStride * kBoundsBlocks + 6, sizeof(double),
+                              cudaMemcpyDeviceToHost, s));
+  AG_CUDA_TRY(cudaMemcpyAsync(hmassBad, checks.firstBad, sizeof(unsigned), cudaMemcpyDeviceToHost, s));
+  // the sorted keys into the sort's slot (slot 4), then the nodes' first keys after the kept topology
+  const RootCube& r = ds.blk.rootUnscaled;
+  AG_TRY(launchBlockSortedKeys(g, ds.order, r.lo[0], r.lo[1], r.lo[2], double(kKeyCells) / r.side, ds.sortedKeys, s));
+  AG_TRY(computeNodeKeys(ds, ds.nodes));
+  AG_CUDA_TRY(cudaEventRecord(ds.events[2], s));
+  AG_CUDA_TRY(cudaEventRecord(ds.events[6], s));
+  AG_CUDA_TRY(cudaEventRecord(ds.events[7], s));
+  AG_CUDA_TRY(cudaStreamSynchronize(s));
+  if (*hmassBad != 0xffffffffu) return blockFlagged(ds, *hmassBad, opt);
+  const double massTotal = *hmass;
+  AG_TRY(checkMassRange(massTotal, ds.minSize, r.side, opt));
+  // the sorted cells: positions and sizes made (the gather's values), the masses gathered from slot 5
+  AG_TRY(launchBlockSortedCells(g, ds.order, ds.scale, slot[4], slot[0], slot[1], slot[2], s));
+  AG_TRY(launchGather(massAt, ds.order, n, 1.0, slot[3], s));
+  ds.sortedCells.x = slot[4];
+  ds.sortedCells.y = slot[0];
+  ds.sortedCells.z = slot[1];
+  ds.sortedCells.mass = slot[3];
+  ds.sortedSize = slot[2];
+  ds.hostSize = nullptr;
+  ds.tail = Carve(base + L.slot[5], ds.block.bytes() - L.slot[5]);
+  ds.extra = Carve(base + L.extra, ds.block.bytes() - L.extra);
+  ds.root = ds.blk.rootScaled;
+  return finishCells(ds, opt, false, massTotal);
+}
+
+Status run(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const SolveOptions& opt, SolveResult& out) {
+  const std::size_t cells = v.cells();
+  AG_TRY(checkOptions(opt, cells, false));
+  const auto tv = Clock::now();
+  AG_TRY(validateBlocks(v, o, opt));
+  ds.stats = CudaStats{};
+  AG_TRY(ensureDevice(ds));
+  ds.stats.secondsValidate = since(tv);
+  ds.stats.device = ds.deviceName;
+  const auto t0 = Clock::now();
+  out = SolveResult{};
+  out.stats.threads = 1;
+  if (cells == 0) {
+    ds.stats.secondsTotal = out.stats.secondsTotal = since(t0);
+    return Status::success();
+  }
+  const unsigned n = unsigned(cells);
+  cudaStream_t caller = static_cast<cudaStream_t>(v.stream);
+  if (v.deviceData) {
+    AG_TRY(checkDevicePointers(ds, v, o, opt));
+    // after the work the caller queued on its stream (the density it wrote), without blocking the host
+    if (!ds.blk.callerEvent) AG_CUDA_TRY(cudaEventCreateWithFlags(&ds.blk.callerEvent, cudaEventDisableTiming));
+    AG_CUDA_TRY(cudaEventRecord(ds.blk.callerEvent, caller));
+    AG_CUDA_TRY(cudaStreamWaitEvent(ds.stream, ds.blk.callerEvent, 0));
+  }
+  struct Active {
+    DeviceState& ds;
+    ~Active() { ds.blk.view = nullptr; }
+  } active{ds};
+  ds.blk.view = &v;
+  const bool reuse = ds.blk.key.matches(v, opt) && ds.n == n && ds.block.get() == ds.blk.blockBase &&
+                     ds.block.bytes() == ds.blk.blockBytes;
+  ds.blk.key.valid = false;  // until this solve succeeds
+
+  // the blocks' geometry (6 doubles per block; unchanged when the tree is kept), the device entry's block index
+  if (!reuse) {
+    std::vector<double> geo(6 * v.nBlocks);
+    for (std::size_t b = 0; b < v.nBlocks; ++b)
+      for (int d = 0; d < 3; ++d) {
+        geo[6 * b + d] = v.lo[3 * b + d];
+        geo[6 * b + 3 + d] = v.dx[3 * b + d];
+      }
+    AG_TRY(ds.blk.geo.reserve(geo.size(), "the blocks' geometry"));
+    AG_CUDA_TRY(cudaMemcpyAsync(ds.blk.geo.get(), geo.data(), geo.size() * sizeof(double), cudaMemcpyHostToDevice,
+                                ds.stream));
+    AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));  // geo dies here
+  }
+  if (v.deviceData && v.blockIndex) {
+    AG_TRY(ds.blk.slots.reserve(v.nBlocks, "the block index"));
+    AG_CUDA_TRY(cudaMemcpyAsync(ds.blk.slots.get(), v.blockIndex, v.nBlocks * sizeof(std::int32_t),
+                                cudaMemcpyHostToDevice, ds.stream));
+    AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));
+  }
+
+  const CellsView none{nullptr, nullptr, nullptr, nullptr, nullptr, cells};
+  if (!reuse) {
+    AG_TRY(uploadAndBound(ds, none, opt, false));
+    ds.blk.rootUnscaled = ds.root;
+    AG_TRY(sortAndBuild(ds, none, opt, false, 0.0));
+    ds.blk.rootScaled = ds.root;
+  } else {
+    AG_TRY(reuseTree(ds, opt));
+  }
+  AG_TRY(computeMoments(ds, n, ds.nodes, ds.depth, ds.root, opt, ds.massScale));
+  if (opt.anyPeriodic()) AG_TRY(prepareEwald(ds, opt, ds.scale, out.stats));
+  AG_CUDA_TRY(cudaEventRecord(ds.events[4], ds.stream));
+  double* g[3] = {ds.sums[1], ds.sums[2], ds.sums[3]};
+  AG_TRY(walk(ds, n, opt, ds.massScale, ds.sums[0], g, out.stats));
+  out.stats.nodes = ds.nodes;
+  out.stats.leaves = ds.nodes - ds.splitNodes;
+  out.stats.treeDepth = ds.depth;
+  double* res[4];
+  AG_TRY(finishOnDevice(ds, opt, res));
+
+  // ---- the results into the caller's layout: on the device (device entry), or from the download's chunks
+  const auto td = Clock::now();
+  const int nout = opt.accelerations ? 4 : 1;
+  void* dst[4] = {o.potential, o.ax, o.ay, o.az};
+  if (v.deviceData) {
+    const BlockGeometry geo = geometryOf(ds);
+    for (int k = 0; k < nout; ++k) AG_TRY(launchBlockScatter(geo, res[k], callerField(ds, dst[k]), ds.stream));
+    // the caller's later work on its stream follows these writes
+    AG_CUDA_TRY(cudaEventRecord(ds.blk.callerEvent, ds.stream));
+    AG_CUDA_TRY(cudaStreamWaitEvent(caller, ds.blk.callerEvent, 0));
+    AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));
+  } else {
+    Transfer t[4];
+    for (int k = 0; k < nout; ++k) t[k] = Transfer{nullptr, res[k], std::size_t(n) * sizeof(double)};
+    const StagingRing::Drain drain = [&](const void* src, int k, std::size_t off, std::size_t len) {
+      scatterRange(v, static_cast<const double*>(src), off / sizeof(double), (off + len) / sizeof(double), dst[k]);
+    };
+    AG_TRY(copyOut(ds, t, nout, ds.stream, &drain));
+  }
+  ds.stats.secondsDownload = since(td);
+  if (opt.fullyPeriodic()) AG_TRY(meanPotentialOnDevice(ds, res[0], &out.stats.meanPotential));
+  fillStats(ds, false, t0, out.stats);
+  out.stats.densityContrast = ds.contrastApplied;
+  out.stats.meanDensity = ds.meanDensity;
+  out.stats.treeReused = reuse;
+  // kept for the next block solve on this mesh
+  ds.blk.key.assign(v, opt);
+  ds.blk.blockBase = ds.block.get();
+  ds.blk.blockBytes = ds.block.bytes();
+  return Status::success();
+}
+
+}  // namespace
+
+Status solveBlocksOnDevice(DeviceState& ds, const BlocksView& v, const BlockOutputs& out, const SolveOptions& opt,
+                           SolveResult& result) {
+  std::lock_guard<std::mutex> lock(ds.mu);
+  return guarded([&] { return run(ds, v, out, opt, result); });
+}
+
+Status blockCellsIntoSlots(DeviceState& ds) {
+  return launchBlockCells(geometryOf(ds), ds.slot[0], ds.slot[1], ds.slot[2], ds.slot[3], ds.stream);
+}
+
+Status blockMassesInto(DeviceState& ds, double* massAt, void* scratch32, const SolveOptions& opt) {
+  const BlocksView& v = *ds.blk.view;
+  const BlockGeometry g = geometryOf(ds);
+  if (v.deviceData) {
+    AG_TRY(launchBlockMasses(g, callerField(ds, v.density), massAt, ds.stream));
+  } else {
+    // one number per cell, in the caller's dtype, packed by the copy threads straight into the pinned chunks
+    const std::size_t es = dtypeBytes(v.dtype);
+    void* packed = v.dtype == DType::Float32 ? scratch32 : static_cast<void*>(massAt);
+    Transfer t{nullptr, packed, std::size_t(g.n) * es};
+    const StagingRing::Fill fill = [&v, es](void* dst, int, std::size_t off, std::size_t len) {
+      packRange(v, off / es, (off + len) / es, dst);
+    };
+    AG_TRY(copyIn(ds, &t, 1, ds.stream, &fill));
+    AG_TRY(launchBlockMasses(g, packedField(v, packed), massAt, ds.stream));
+  }
+  if (opt.signedSources()) AG_TRY(fixedOrderSumOnDevice(ds, massAt, g.n, &ds.contrastTotal));
+  return Status::success();
+}
+
+Status blockFlagged(DeviceState& ds, unsigned bad, const SolveOptions& opt) {
+  const BlocksView& v = *ds.blk.view;
+  if (std::size_t(bad) >= v.cells())
+    return Status::error(ErrorCode::Internal, "CUDA backend: the device flagged cell " + std::to_string(bad) +
+                                                  " of " + std::to_string(v.cells()));
+  // the cell as the host makes it, its density read where it lives, checked as validateCells checks a cell
+  const std::size_t cpb = v.cellsPerBlock(), b = bad / cpb;
+  std::size_t c = bad % cpb;
+  const int i = int(c % std::size_t(v.nxb));
+  c /= std::size_t(v.nxb);
+  const int j = int(c % std::size_t(v.nyb)), k = int(c / std::size_t(v.nyb));
+  const double* lo = v.lo + 3 * b;
+  const double* h = v.dx + 3 * b;
+  double rho = 0;
+  if (v.deviceData) {
+    const std::size_t es = dtypeBytes(v.dtype), e = v.element(v.slotOf(b), i, j, k);
+    float f = 0;
+    double d = 0;
+    AG_CUDA_TRY(cudaMemcpy(es == 4 ? static_cast<void*>(&f) : static_cast<void*>(&d),
+                           static_cast<const char*>(v.density) + e * es, es, cudaMemcpyDeviceToHost));
+    rho = es == 4 ? double(f) : d;
+  } else {
+    rho = blockDensity(v, bad);
+  }
+  double x = blockCellCentre(lo[0], i, h[0]), y = blockCellCentre(lo[1], j, h[1]), z = blockCellCentre(lo[2], k, h[2]);
+  double m = blockCellMass(rho, h[0], h[1], h[2]), size = h[0];
+  const Status st = validateCells(CellsView{&x, &y, &z, &m, &size, 1}, opt);
+  if (st.ok())
+    return Status::error(ErrorCode::Internal, "CUDA backend: the device flagged " + blockCellName(v, bad) +
+                                                  " as invalid but the host accepts it");
+  const std::string prefix = "cell 0";
+  const std::string msg = st.message.rfind(prefix, 0) == 0 ? "cell " + std::to_string(bad) + st.message.substr(prefix.size())
+                                                           : st.message;
+  return blocksStatus(v, Status::error(st.code, msg), &rho);
+}
+
+Status blockCoincident(DeviceState& ds, std::uint32_t b) {
+  const BlocksView& v = *ds.blk.view;
+  GeneratedCells cells;
+  generateBlockCells(v, copyThreads(ds), cells, true, false);
+  return blocksStatus(v, coincidentCellsError(cells.view(), b));
+}
+
+Status blockSortedSizes(DeviceState& ds) {
+  AG_TRY(launchBlockSortedCells(geometryOf(ds), ds.order, ds.scale, nullptr, nullptr, nullptr, ds.sortedSize,
+                                ds.stream));
+  AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));
+  return Status::success();
+}
+
+}  // namespace cuda
+}  // namespace amrgrav

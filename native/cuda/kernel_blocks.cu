@@ -1,0 +1,202 @@
+/// \file kernel_blocks.cu
+/// \brief The block entry's kernels (kernels_blocks.h). Compiled with -fmad=false, and the formula itself
+/// (core/blocks.h blockCellCentre, blockCellMass) rounds each operation explicitly: the cells are the host's bits.
+#include "core/blocks.h"
+#include "cuda/check.h"
+#include "cuda/kernels_blocks.h"
+#include "tree/keys.h"
+
+namespace amrgrav {
+namespace cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned gridFor(std::size_t n) {
+  const std::size_t b = (n + kThreads - 1) / kThreads;
+  return unsigned(b < 1 ? 1 : (b > 65535u * 4 ? 65535u * 4 : b));
+}
+
+/// Block and (i, j, k) of cell p.
+struct CellIndex {
+  unsigned b;
+  int i, j, k;
+};
+
+__device__ __forceinline__ CellIndex cellIndex(const BlockGeometry& g, unsigned p) {
+  const unsigned cpb = g.nxb * g.nyb * g.nzb;
+  CellIndex c;
+  c.b = p / cpb;
+  unsigned r = p - c.b * cpb;
+  c.i = int(r % g.nxb);
+  r /= g.nxb;
+  c.j = int(r % g.nyb);
+  c.k = int(r / g.nyb);
+  return c;
+}
+
+__device__ __forceinline__ unsigned long long elementOf(const BlockField& f, const CellIndex& c) {
+  const unsigned long long s = f.slots ? (unsigned long long)f.slots[c.b] : (unsigned long long)c.b;
+  const unsigned long long cell =
+      ((unsigned long long)(c.k + f.gz) * (unsigned long long)f.ny + (unsigned long long)(c.j + f.gy)) *
+          (unsigned long long)f.nx +
+      (unsigned long long)(c.i + f.gx);
+  return s * f.blockStride + f.varStride * cell;
+}
+
+__device__ __forceinline__ double readField(const BlockField& f, unsigned long long e) {
+  return f.dtype == 1 ? double(static_cast<const float*>(f.data)[e]) : static_cast<const double*>(f.data)[e];
+}
+
+__global__ void __launch_bounds__(kThreads) blockCellsKernel(const BlockGeometry g, double* x, double* y, double* z,
+                                                             double* size) {
+  for (unsigned p = blockIdx.x * kThreads + threadIdx.x; p < g.n; p += gridDim.x * kThreads) {
+    const CellIndex c = cellIndex(g, p);
+    const double* b = g.geo + 6 * std::size_t(c.b);
+    if (x) x[p] = blockCellCentre(b[0], c.i, b[3]);
+    if (y) y[p] = blockCellCentre(b[1], c.j, b[4]);
+    if (z) z[p] = blockCellCentre(b[2], c.k, b[5]);
+    if (size) size[p] = b[3];
+  }
+}
+
+// no __restrict__: the packed float64 density may be the mass array itself (each thread reads its element first)
+__global__ void __launch_bounds__(kThreads) blockMassesKernel(const BlockGeometry g, const BlockField rho,
+                                                              double* mass) {
+  for (unsigned p = blockIdx.x * kThreads + threadIdx.x; p < g.n; p += gridDim.x * kThreads) {
+    const CellIndex c = cellIndex(g, p);
+    const double* b = g.geo + 6 * std::size_t(c.b);
+    const double r = readField(rho, elementOf(rho, c));
+    mass[p] = blockCellMass(r, b[3], b[4], b[5]);
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) blockSortedKeysKernel(const BlockGeometry g,
+                                                                  const std::uint32_t* __restrict__ order, double lo0,
+                                                                  double lo1, double lo2, double inv,
+                                                                  std::uint64_t* __restrict__ keys) {
+  for (unsigned i = blockIdx.x * kThreads + threadIdx.x; i < g.n; i += gridDim.x * kThreads) {
+    const CellIndex c = cellIndex(g, order[i]);
+    const double* b = g.geo + 6 * std::size_t(c.b);
+    // launchKeys' expression (tree/keys.h) on the cell's unscaled centre
+    keys[i] = mortonKey(keyCoordinate(blockCellCentre(b[0], c.i, b[3]), lo0, inv),
+                        keyCoordinate(blockCellCentre(b[1], c.j, b[4]), lo1, inv),
+                        keyCoordinate(blockCellCentre(b[2], c.k, b[5]), lo2, inv));
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) blockSortedCellsKernel(const BlockGeometry g,
+                                                                   const std::uint32_t* __restrict__ order,
+                                                                   double scale, double* x, double* y, double* z,
+                                                                   double* size) {
+  for (unsigned i = blockIdx.x * kThreads + threadIdx.x; i < g.n; i += gridDim.x * kThreads) {
+    const CellIndex c = cellIndex(g, order[i]);
+    const double* b = g.geo + 6 * std::size_t(c.b);
+    // launchGather's in[order[i]] * scale
+    if (x) x[i] = __dmul_rn(blockCellCentre(b[0], c.i, b[3]), scale);
+    if (y) y[i] = __dmul_rn(blockCellCentre(b[1], c.j, b[4]), scale);
+    if (z) z[i] = __dmul_rn(blockCellCentre(b[2], c.k, b[5]), scale);
+    if (size) size[i] = __dmul_rn(b[3], scale);
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) blockScatterKernel(const BlockGeometry g,
+                                                               const double* __restrict__ packed,
+                                                               const BlockField dst) {
+  for (unsigned p = blockIdx.x * kThreads + threadIdx.x; p < g.n; p += gridDim.x * kThreads) {
+    const unsigned long long e = elementOf(dst, cellIndex(g, p));
+    if (dst.dtype == 1) static_cast<float*>(dst.data)[e] = float(packed[p]);
+    else static_cast<double*>(dst.data)[e] = packed[p];
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) chunkSumsKernel(const double* __restrict__ v, unsigned n,
+                                                            unsigned chunk, unsigned chunks,
+                                                            double* __restrict__ out) {
+  const unsigned c = blockIdx.x * kThreads + threadIdx.x;
+  if (c >= chunks) return;
+  const unsigned long long b = (unsigned long long)c * chunk;
+  const unsigned long long e = b + chunk < n ? b + chunk : n;
+  double s = 0;
+  for (unsigned long long i = b; i < e; ++i) s = __dadd_rn(s, v[i]);
+  out[c] = s;
+}
+
+__global__ void __launch_bounds__(kThreads) chunkVolumePhiKernel(const BlockGeometry g,
+                                                                 const double* __restrict__ phi, unsigned chunk,
+                                                                 unsigned chunks, double* __restrict__ vp,
+                                                                 double* __restrict__ vv) {
+  const unsigned c = blockIdx.x * kThreads + threadIdx.x;
+  if (c >= chunks) return;
+  const unsigned long long b = (unsigned long long)c * chunk;
+  const unsigned long long e = b + chunk < g.n ? b + chunk : g.n;
+  const unsigned cpb = g.nxb * g.nyb * g.nzb;
+  double p = 0, w = 0;
+  for (unsigned long long i = b; i < e; ++i) {
+    const double h = g.geo[6 * (i / cpb) + 3];
+    const double v = __dmul_rn(__dmul_rn(h, h), h);  // size * size * size
+    p = __dadd_rn(p, __dmul_rn(v, phi[i]));
+    w = __dadd_rn(w, v);
+  }
+  vp[c] = p;
+  vv[c] = w;
+}
+
+}  // namespace
+
+Status launchBlockCells(const BlockGeometry& g, double* x, double* y, double* z, double* size, cudaStream_t s) {
+  if (g.n == 0) return Status::success();
+  blockCellsKernel<<<gridFor(g.n), kThreads, 0, s>>>(g, x, y, z, size);
+  AG_CUDA_LAUNCHED("blockCellsKernel");
+  return Status::success();
+}
+
+Status launchBlockMasses(const BlockGeometry& g, const BlockField& rho, double* mass, cudaStream_t s) {
+  if (g.n == 0) return Status::success();
+  blockMassesKernel<<<gridFor(g.n), kThreads, 0, s>>>(g, rho, mass);
+  AG_CUDA_LAUNCHED("blockMassesKernel");
+  return Status::success();
+}
+
+Status launchBlockSortedKeys(const BlockGeometry& g, const std::uint32_t* order, double lo0, double lo1, double lo2,
+                             double invCellSide, std::uint64_t* keys, cudaStream_t s) {
+  if (g.n == 0) return Status::success();
+  blockSortedKeysKernel<<<gridFor(g.n), kThreads, 0, s>>>(g, order, lo0, lo1, lo2, invCellSide, keys);
+  AG_CUDA_LAUNCHED("blockSortedKeysKernel");
+  return Status::success();
+}
+
+Status launchBlockSortedCells(const BlockGeometry& g, const std::uint32_t* order, double scale, double* x, double* y,
+                              double* z, double* size, cudaStream_t s) {
+  if (g.n == 0) return Status::success();
+  blockSortedCellsKernel<<<gridFor(g.n), kThreads, 0, s>>>(g, order, scale, x, y, z, size);
+  AG_CUDA_LAUNCHED("blockSortedCellsKernel");
+  return Status::success();
+}
+
+Status launchBlockScatter(const BlockGeometry& g, const double* packed, const BlockField& dst, cudaStream_t s) {
+  if (g.n == 0) return Status::success();
+  blockScatterKernel<<<gridFor(g.n), kThreads, 0, s>>>(g, packed, dst);
+  AG_CUDA_LAUNCHED("blockScatterKernel");
+  return Status::success();
+}
+
+Status launchChunkSums(const double* v, unsigned n, unsigned chunk, double* out, cudaStream_t s) {
+  const unsigned chunks = (n + chunk - 1) / chunk;
+  if (chunks == 0) return Status::success();
+  chunkSumsKernel<<<(chunks + kThreads - 1) / kThreads, kThreads, 0, s>>>(v, n, chunk, chunks, out);
+  AG_CUDA_LAUNCHED("chunkSumsKernel");
+  return Status::success();
+}
+
+Status launchChunkVolumePhi(const BlockGeometry& g, const double* phi, unsigned chunk, double* vp, double* vv,
+                            cudaStream_t s) {
+  const unsigned chunks = (g.n + chunk - 1) / chunk;
+  if (chunks == 0) return Status::success();
+  chunkVolumePhiKernel<<<(chunks + kThreads - 1) / kThreads, kThreads, 0, s>>>(g, phi, chunk, chunks, vp, vv);
+  AG_CUDA_LAUNCHED("chunkVolumePhiKernel");
+  return Status::success();
+}
+
+}  // namespace cuda
+}  // namespace amrgrav

@@ -1,0 +1,65 @@
+/// \file kernels_blocks.h
+/// \brief The block entry's kernels (kernel_blocks.cu, built with -fmad=false): the cells made from the blocks'
+/// geometry with core/blocks.h's formula (the host's bits), the masses from the caller's density in its own layout
+/// (or packed), the sorted keys and cells of a kept tree, the results scattered into the caller's layout, and the
+/// fixed-order chunk sums (core/fixed_sum.h) of the density contrast and the mean potential. Internal to native/cuda.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/status.h"
+
+namespace amrgrav {
+namespace cuda {
+
+/// The blocks as the kernels read them: per block lo[3], dx[3] (6 doubles, device memory), cells per block axis.
+/// Cell p: block p / (nxb nyb nzb), then i fastest.
+struct BlockGeometry {
+  const double* geo = nullptr;
+  unsigned nxb = 0, nyb = 0, nzb = 0;
+  unsigned n = 0;  ///< cells
+};
+
+/// A per-cell field over the blocks in device memory (core/blocks.h's layout): element of cell (i, j, k) of the
+/// block at slot s = slots ? slots[b] : b is s * blockStride + varStride * (((k + gz) ny + (j + gy)) nx + i + gx).
+/// The packed form (cells in order) is varStride 1, no guards, blockStride = cells per block, no slots.
+struct BlockField {
+  void* data = nullptr;
+  int dtype = 0;  ///< 0 float64, 1 float32
+  unsigned long long varStride = 1, blockStride = 0;
+  int nx = 0, ny = 0;
+  int gx = 0, gy = 0, gz = 0;
+  const std::int32_t* slots = nullptr;
+};
+
+/// x, y, z (unscaled) and size of every cell in block order (any pointer may be null: not written).
+Status launchBlockCells(const BlockGeometry& g, double* x, double* y, double* z, double* size, cudaStream_t s);
+
+/// mass[p] = blockCellMass(rho(p), dx, dy, dz) of every cell; rho may be packed in `mass` itself (float64: each
+/// element is read before it is written).
+Status launchBlockMasses(const BlockGeometry& g, const BlockField& rho, double* mass, cudaStream_t s);
+
+/// keys[i] of the cell order[i] (unscaled positions on the root cube, as launchKeys makes them).
+Status launchBlockSortedKeys(const BlockGeometry& g, const std::uint32_t* order, double lo0, double lo1, double lo2,
+                             double invCellSide, std::uint64_t* keys, cudaStream_t s);
+
+/// The sorted cells' positions and sizes times `scale` (as launchGather of the unsorted ones gives them); any
+/// pointer may be null.
+Status launchBlockSortedCells(const BlockGeometry& g, const std::uint32_t* order, double scale, double* x, double* y,
+                              double* z, double* size, cudaStream_t s);
+
+/// The packed results (cells in order) into the caller's field (its dtype; guard cells untouched).
+Status launchBlockScatter(const BlockGeometry& g, const double* packed, const BlockField& dst, cudaStream_t s);
+
+/// out[c] = sum of v[c chunk .. (c + 1) chunk) in order (core/fixed_sum.h's chunks), c < ceil(n / chunk).
+Status launchChunkSums(const double* v, unsigned n, unsigned chunk, double* out, cudaStream_t s);
+
+/// The mean potential's chunk sums (walk_phase.h meanPotentialOf): vp[c] = sum size^3 phi, vv[c] = sum size^3 over
+/// the packed cells of chunk c, in order; size = the block's dx.
+Status launchChunkVolumePhi(const BlockGeometry& g, const double* phi, unsigned chunk, double* vp, double* vv,
+                            cudaStream_t s);
+
+}  // namespace cuda
+}  // namespace amrgrav
