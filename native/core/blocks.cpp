@@ -38,6 +38,18 @@ void cellOf(const BlocksView& v, std::size_t p, std::size_t& b, int& i, int& j, 
   k = int(c / std::size_t(v.nyb));
 }
 
+/// After a run of `run` cells along x from (i, j, k) of block b, to the next row's first cell (or the next block's).
+void nextRun(const BlocksView& v, int run, std::size_t& b, int& i, int& j, int& k) {
+  i += run;
+  if (i < v.nxb) return;
+  i = 0;
+  if (++j < v.nyb) return;
+  j = 0;
+  if (++k < v.nzb) return;
+  k = 0;
+  ++b;
+}
+
 constexpr std::size_t kChunk = std::size_t(1) << 15;  // cells per parallelFor chunk
 
 }  // namespace
@@ -198,8 +210,8 @@ bool blocksContiguous(const BlocksView& v) {
 
 void scatterRange(const BlocksView& v, const double* packed, std::size_t begin, std::size_t end, void* dst) {
   if (begin >= end) return;
-  const std::size_t cpb = v.cellsPerBlock();
   if (blocksContiguous(v)) {  // block by block (the identity layout: one run)
+    const std::size_t cpb = v.cellsPerBlock();
     for (std::size_t p = begin; p < end;) {
       const std::size_t b = p / cpb, c = p % cpb, run = std::min(cpb - c, end - p);
       const std::size_t e0 = v.slotOf(b) * v.strideOfBlock() + c;
@@ -233,18 +245,7 @@ void scatterRange(const BlocksView& v, const double* packed, std::size_t begin, 
       for (int t = 0; t < run; ++t) d[std::size_t(t) * v.varStride] = src[t];
     }
     p += std::size_t(run);
-    i += run;
-    if (i == v.nxb) {
-      i = 0;
-      if (++j == v.nyb) {
-        j = 0;
-        if (++k == v.nzb) {
-          k = 0;
-          ++b;
-        }
-      }
-    }
-    (void)cpb;
+    nextRun(v, run, b, i, j, k);
   }
 }
 
@@ -281,17 +282,7 @@ void packRange(const BlocksView& v, std::size_t begin, std::size_t end, void* ds
         reinterpret_cast<float*>(o)[t] = reinterpret_cast<const float*>(src)[std::size_t(t) * v.varStride];
     }
     p += std::size_t(run);
-    i += run;
-    if (i == v.nxb) {
-      i = 0;
-      if (++j == v.nyb) {
-        j = 0;
-        if (++k == v.nzb) {
-          k = 0;
-          ++b;
-        }
-      }
-    }
+    nextRun(v, run, b, i, j, k);
   }
 }
 
