@@ -23,6 +23,52 @@ api::Session& session() {
   return s;
 }
 
+/// Settles a solve's promise: its error, or its result with what ran (stats.backend), why (stats.backendReason)
+/// and 'auto''s warning when it had to leave the GPU.
+void settleSolve(Napi::Env env, Napi::Promise::Deferred& deferred, const Status& status, const SolveResult& result,
+                 const api::SolveReport& report, const OutputArrays& outputs) {
+  if (!status.ok()) {
+    deferred.Reject(makeError(env, status).Value());
+    return;
+  }
+  Napi::Object r = resultToJs(env, result, api::backendName(report.ran), outputs);
+  r.Get("stats").As<Napi::Object>().Set("backendReason", report.reason);
+  if (!report.warning.empty()) r.Set("warning", report.warning);
+  deferred.Resolve(r);
+}
+
+/// api/'s choice for a call whose options (already read by readOptions, which accepted `backendName`) are `opts`.
+/// `collective`: the call may be a distributed solve (options.distributed over several ranks), whose backend is
+/// checked inside the collective (a rank without a GPU must not leave the others waiting): the policy rejects
+/// nothing then.
+Status chooseForCall(const Napi::Value& opts, const std::string& backendName, bool collective,
+                     api::BackendChoice& choice) {
+  bool distributed = false;
+  if (collective) {
+    const Status st = readDistributed(opts, distributed);
+    if (!st.ok()) return st;
+  }
+  distributed = distributed && api::world().size > 1;
+  api::BackendRequest request = api::BackendRequest::Cpu;
+  (void)api::parseBackendRequest(backendName, request);  // readOptions accepted it
+  return api::chooseBackend(request, distributed, "'cuda'", choice);
+}
+
+/// Queues the worker and returns its promise, or, when reading the call failed, drops it and returns a promise
+/// rejected with `st`.
+template <class Worker>
+Napi::Value queueOrReject(Napi::Env env, Worker* w, const Status& st) {
+  if (!st.ok()) {
+    delete w;
+    Napi::Promise::Deferred d = Napi::Promise::Deferred::New(env);
+    d.Reject(makeError(env, st).Value());
+    return d.Promise();
+  }
+  Napi::Promise p = w->promise();
+  w->Queue();
+  return p;
+}
+
 class SolveWorker final : public Napi::AsyncWorker {
  public:
   SolveWorker(Napi::Env env, api::Method method)
@@ -38,17 +84,7 @@ class SolveWorker final : public Napi::AsyncWorker {
     result_.into = outputs.targets;
     status_ = session().solve(method_, choice, cells.view, options, result_, report_);
   }
-  void OnOK() override {
-    Napi::Env env = Env();
-    if (!status_.ok()) {
-      deferred_.Reject(makeError(env, status_).Value());
-      return;
-    }
-    Napi::Object r = resultToJs(env, result_, api::backendName(report_.ran), outputs);
-    r.Get("stats").As<Napi::Object>().Set("backendReason", report_.reason);
-    if (!report_.warning.empty()) r.Set("warning", report_.warning);
-    deferred_.Resolve(r);
-  }
+  void OnOK() override { settleSolve(Env(), deferred_, status_, result_, report_, outputs); }
   void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
 
  private:
@@ -66,33 +102,18 @@ class SolveWorker final : public Napi::AsyncWorker {
 Napi::Value startSolve(const Napi::CallbackInfo& info, api::Method method) {
   Napi::Env env = info.Env();
   auto* w = new SolveWorker(env, method);
-  Napi::Promise p = w->promise();
   Status st;
   std::string backendName;
-  bool distributed = false;
+  const Napi::Value opts = info.Length() > 1 ? info[1] : env.Undefined();
   if (info.Length() < 1 || !info[0].IsObject())
     st = Status::error(ErrorCode::InvalidInput, "cells must be an object {x, y, z, mass, size}");
   if (st.ok()) st = readCells(info[0].As<Napi::Object>(), w->cells);
-  if (st.ok()) st = readOptions(info.Length() > 1 ? info[1] : env.Undefined(), w->options, backendName);
+  if (st.ok()) st = readOptions(opts, w->options, backendName);
   if (st.ok())
     st = prepareOutputs(env, info.Length() > 2 ? info[2] : env.Undefined(), w->cells.view.n, w->options.accelerations,
                         w->outputs);
-  if (st.ok() && method == api::Method::Tree)
-    st = readDistributed(info.Length() > 1 ? info[1] : env.Undefined(), distributed);
-  distributed = distributed && api::world().size > 1;
-  api::BackendRequest request = api::BackendRequest::Cpu;
-  if (st.ok()) (void)api::parseBackendRequest(backendName, request);  // readOptions accepted it
-  // a distributed solve checks its backend inside the collective (a rank without a GPU must not leave the others
-  // waiting): the policy rejects nothing then
-  if (st.ok()) st = api::chooseBackend(request, distributed, "'cuda'", w->choice);
-  if (!st.ok()) {
-    Napi::Promise::Deferred d = Napi::Promise::Deferred::New(env);
-    d.Reject(makeError(env, st).Value());
-    delete w;
-    return d.Promise();
-  }
-  w->Queue();
-  return p;
+  if (st.ok()) st = chooseForCall(opts, backendName, method == api::Method::Tree, w->choice);
+  return queueOrReject(env, w, st);
 }
 
 /// A block solve (core/blocks.h) off the JS thread: the results land in the caller's arrays.
@@ -106,17 +127,7 @@ class BlocksWorker final : public Napi::AsyncWorker {
   Napi::Promise promise() { return deferred_.Promise(); }
 
   void Execute() override { status_ = session().solveBlocks(choice, blocks.view, blocks.out, options, result_, report_); }
-  void OnOK() override {
-    Napi::Env env = Env();
-    if (!status_.ok()) {
-      deferred_.Reject(makeError(env, status_).Value());
-      return;
-    }
-    Napi::Object r = resultToJs(env, result_, api::backendName(report_.ran), OutputArrays{});
-    r.Get("stats").As<Napi::Object>().Set("backendReason", report_.reason);
-    if (!report_.warning.empty()) r.Set("warning", report_.warning);
-    deferred_.Resolve(r);
-  }
+  void OnOK() override { settleSolve(Env(), deferred_, status_, result_, report_, OutputArrays{}); }
   void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
 
  private:
@@ -132,26 +143,13 @@ class BlocksWorker final : public Napi::AsyncWorker {
 Napi::Value solveBlocks(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto* w = new BlocksWorker(env);
-  Napi::Promise p = w->promise();
   std::string backendName;
-  bool distributed = false;
   const Napi::Value opts = info.Length() > 1 ? info[1] : env.Undefined();
   Status st = readOptions(opts, w->options, backendName);
   if (st.ok()) st = readBlocks(info.Length() > 0 ? info[0] : env.Undefined(), info.Length() > 2 ? info[2] : env.Undefined(),
                                w->options, w->blocks);
-  if (st.ok()) st = readDistributed(opts, distributed);
-  distributed = distributed && api::world().size > 1;
-  api::BackendRequest request = api::BackendRequest::Cpu;
-  if (st.ok()) (void)api::parseBackendRequest(backendName, request);
-  if (st.ok()) st = api::chooseBackend(request, distributed, "'cuda'", w->choice);
-  if (!st.ok()) {
-    Napi::Promise::Deferred d = Napi::Promise::Deferred::New(env);
-    d.Reject(makeError(env, st).Value());
-    delete w;
-    return d.Promise();
-  }
-  w->Queue();
-  return p;
+  if (st.ok()) st = chooseForCall(opts, backendName, true, w->choice);
+  return queueOrReject(env, w, st);
 }
 
 Napi::Value solve(const Napi::CallbackInfo& info) { return startSolve(info, api::Method::Tree); }
