@@ -130,7 +130,6 @@ Status reuseTree(DeviceState& ds, const SolveOptions& opt) {
   char* const base = reinterpret_cast<char*>(ds.block.get());
   double* const* slot = ds.slot;
   const BlockGeometry g = geometryOf(ds);
-  double* hb = static_cast<double*>(ds.small.get());
   const CellChecks checks = cellChecks(ds, opt);
   AG_CUDA_TRY(cudaEventRecord(ds.events[0], s));
   // the masses (unsorted) into slot 5, the tail's start, free until the moments (packed float32: slot 3, free until
@@ -139,14 +138,9 @@ Status reuseTree(DeviceState& ds, const SolveOptions& opt) {
   AG_TRY(blockMassesInto(ds, massAt, slot[3], opt));
   AG_CUDA_TRY(cudaEventRecord(ds.events[1], s));
   AG_CUDA_TRY(cudaEventRecord(ds.events[8], s));
-  double* hmass = hb + 16;
-  unsigned* hmassBad = reinterpret_cast<unsigned*>(hb + 17);
-  AG_CUDA_TRY(cudaMemsetAsync(checks.firstBad, 0xff, sizeof(unsigned), s));
-  AG_TRY(launchBounds(nullptr, nullptr, nullptr, massAt, nullptr, n, checks, ds.bounds.get(),
-                      ds.bounds.get() + kBoundsStride * kBoundsBlocks, s));
-  AG_CUDA_TRY(cudaMemcpyAsync(hmass, ds.bounds.get() + kBoundsStride * kBoundsBlocks + 6, sizeof(double),
-                              cudaMemcpyDeviceToHost, s));
-  AG_CUDA_TRY(cudaMemcpyAsync(hmassBad, checks.firstBad, sizeof(unsigned), cudaMemcpyDeviceToHost, s));
+  double* hmass = nullptr;
+  unsigned* hmassBad = nullptr;
+  AG_TRY(queueMassCheck(ds, checks, massAt, n, &hmass, &hmassBad));
   // the sorted keys into the sort's slot (slot 4), then the nodes' first keys after the kept topology
   const RootCube& r = ds.blk.rootUnscaled;
   AG_TRY(launchBlockSortedKeys(g, ds.order, r.lo[0], r.lo[1], r.lo[2], double(kKeyCells) / r.side, ds.sortedKeys, s));

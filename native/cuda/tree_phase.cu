@@ -122,6 +122,21 @@ Status uploadAndBound(DeviceState& ds, const CellsView& cells, const SolveOption
   return Status::success();
 }
 
+Status queueMassCheck(DeviceState& ds, const CellChecks& checks, const double* mass, unsigned n, double** total,
+                      unsigned** firstBad) {
+  cudaStream_t s = ds.stream;
+  double* hb = static_cast<double*>(ds.small.get());
+  *total = hb + 16;
+  *firstBad = reinterpret_cast<unsigned*>(hb + 17);
+  AG_CUDA_TRY(cudaMemsetAsync(checks.firstBad, 0xff, sizeof(unsigned), s));
+  AG_TRY(launchBounds(nullptr, nullptr, nullptr, mass, nullptr, n, checks, ds.bounds.get(),
+                      ds.bounds.get() + kBoundsStride * kBoundsBlocks, s));
+  AG_CUDA_TRY(cudaMemcpyAsync(*total, ds.bounds.get() + kBoundsStride * kBoundsBlocks + 6, sizeof(double),
+                              cudaMemcpyDeviceToHost, s));
+  AG_CUDA_TRY(cudaMemcpyAsync(*firstBad, checks.firstBad, sizeof(unsigned), cudaMemcpyDeviceToHost, s));
+  return Status::success();
+}
+
 Status sortAndBuild(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, bool direct, double givenScale,
                     bool massAside) {
   const unsigned n = ds.n;
@@ -185,14 +200,9 @@ Status sortAndBuild(DeviceState& ds, const CellsView& cells, const SolveOptions&
       AG_CUDA_TRY(cudaEventRecord(ds.events[6], s));
     }
   }
-  double* hmass = hb + 16;
-  unsigned* hmassBad = reinterpret_cast<unsigned*>(hb + 17);
-  AG_CUDA_TRY(cudaMemsetAsync(checks.firstBad, 0xff, sizeof(unsigned), s));
-  AG_TRY(launchBounds(nullptr, nullptr, nullptr, massAt, nullptr, n, checks, ds.bounds.get(),
-                      ds.bounds.get() + kBoundsStride * kBoundsBlocks, s));
-  AG_CUDA_TRY(cudaMemcpyAsync(hmass, ds.bounds.get() + kBoundsStride * kBoundsBlocks + 6, sizeof(double),
-                              cudaMemcpyDeviceToHost, s));
-  AG_CUDA_TRY(cudaMemcpyAsync(hmassBad, checks.firstBad, sizeof(unsigned), cudaMemcpyDeviceToHost, s));
+  double* hmass = nullptr;
+  unsigned* hmassBad = nullptr;
+  AG_TRY(queueMassCheck(ds, checks, massAt, n, &hmass, &hmassBad));
 
   // ---- octree topology and the nodes' first keys (in the spare index half), then the keys are dead
   ds.tail = Carve(base + L.slot[5], ds.block.bytes() - L.slot[5]);

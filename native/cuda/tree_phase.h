@@ -30,6 +30,12 @@ CellChecks cellChecks(DeviceState& ds, const SolveOptions& opt);
 /// and this process's root cube (root: chooseRootCube, caller's units). n > 0.
 Status uploadAndBound(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, bool direct);
 
+/// The masses' check and total (the bounds kernel over `mass`, the same order of additions in every solve), queued on
+/// ds.stream with their read-back into the pinned small buffer: *total and *firstBad (0xffffffff: none) point there;
+/// read them after a synchronisation of ds.stream.
+Status queueMassCheck(DeviceState& ds, const CellChecks& checks, const double* mass, unsigned n, double** total,
+                      unsigned** firstBad);
+
 /// Keys with the length scale `givenScale` (0: the root cube's own, lengthScaleFor(side); a distributed solve
 /// gives the global one), sort, mass upload and check, octree topology (unless direct), gather into sorted
 /// scaled cells, and the sums' arrays. Leaves the solve's state in the DeviceState (slot, root scaled, scale,
