@@ -73,7 +73,7 @@ class CpuRankEngine final : public RankEngine {
     t = Clock::now();
     computeMoments(cells_, opt, tree_);
     st.secondsMoments = since(t);
-    groups_ = makeGroups(cells_, opt.groupSize);
+    groups_ = makeGroups(cells_, keys, opt.groupSize);
     st.nodes = tree_.nodeCount();
     for (std::size_t i = 0; i < tree_.nodeCount(); ++i) st.leaves += tree_.isLeaf(i) ? 1 : 0;
     st.treeDepth = tree_.depth;

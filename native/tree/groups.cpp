@@ -1,28 +1,35 @@
 /// \file groups.cpp
-/// \brief Walk groups: runs of groupSize consecutive key-sorted cells, i.e. spatially compact sets of cells.
+/// \brief Walk groups: runs of at most groupSize consecutive key-sorted cells, cut where tree/groups_k.h says.
 #include <algorithm>
 #include <cmath>
 
+#include "tree/groups_k.h"
 #include "tree/tree.h"
 
 namespace amrgrav {
 
-Groups makeGroups(const SortedCells& c, int groupSize) {
+Groups makeGroups(const SortedCells& c, const std::vector<std::uint64_t>& keys, int groupSize) {
   Groups g;
-  const std::size_t n = c.order.size();
-  const std::size_t ng = (n + groupSize - 1) / groupSize;
-  g.begin.resize(ng); g.count.resize(ng); g.lo.resize(3 * ng); g.hi.resize(3 * ng);
-  for (std::size_t i = 0; i < ng; ++i) {
-    const std::size_t b = i * groupSize, e = std::min(n, b + groupSize);
-    g.begin[i] = std::uint32_t(b);
-    g.count[i] = std::uint32_t(e - b);
+  const std::uint32_t n = std::uint32_t(c.order.size());
+  const std::uint32_t gs = std::uint32_t(groupSize);
+  const std::uint32_t cap = groupNodeCap(gs);
+  std::uint32_t home = 0;  // where the current cell's home node starts
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (i > 0 && homeNodeStartsAt(keys.data(), n, i, cap)) home = i;
+    if (groupStartsAt(i, home, gs)) g.begin.push_back(i);
+  }
+  const std::size_t ng = g.begin.size();
+  g.count.resize(ng); g.lo.resize(3 * ng); g.hi.resize(3 * ng);
+  for (std::size_t k = 0; k < ng; ++k) {
+    const std::uint32_t b = g.begin[k], e = k + 1 < ng ? g.begin[k + 1] : n;
+    g.count[k] = e - b;
     double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
-    for (std::size_t j = b; j < e; ++j) {
+    for (std::uint32_t j = b; j < e; ++j) {
       lo[0] = std::min(lo[0], c.x[j]); hi[0] = std::max(hi[0], c.x[j]);
       lo[1] = std::min(lo[1], c.y[j]); hi[1] = std::max(hi[1], c.y[j]);
       lo[2] = std::min(lo[2], c.z[j]); hi[2] = std::max(hi[2], c.z[j]);
     }
-    for (int d = 0; d < 3; ++d) { g.lo[3 * i + d] = lo[d]; g.hi[3 * i + d] = hi[d]; }
+    for (int d = 0; d < 3; ++d) { g.lo[3 * k + d] = lo[d]; g.hi[3 * k + d] = hi[d]; }
   }
   return g;
 }

@@ -86,13 +86,14 @@ struct ContrastDensity {
 };
 ContrastDensity contrastDensity(const SolveOptions& opt, double scale, double totalMass);
 
-/// Groups of consecutive sorted cells (the walk's unit of work) with the bounding box of their centres.
+/// Groups of consecutive sorted cells (the walk's unit of work) with the bounding box of their centres: runs of at
+/// most groupSize cells, cut where tree/groups_k.h's rule says (the CUDA backend cuts the same runs).
 struct Groups {
   std::vector<std::uint32_t> begin, count;
   std::vector<double> lo, hi;  ///< 3 per group
   std::size_t size() const { return begin.size(); }
 };
-Groups makeGroups(const SortedCells& cells, int groupSize);
+Groups makeGroups(const SortedCells& cells, const std::vector<std::uint64_t>& sortedKeys, int groupSize);
 
 /// The largest half-extent of the groups' boxes per axis (0 without groups).
 void groupHalfWidths(const Groups& groups, double out[3]);

@@ -93,14 +93,13 @@ void letCase(Context& cx, const std::string& name, const Cells& cells, const Sol
   const RankSummary hs = summariseCells(host.x.data(), host.y.data(), host.z.data(), host.cellMass.data(), nullptr,
                                         host.x.size());
   bool box = hs.cellCount == rs.cellCount;
-  {  // the group half-widths as the CPU's groups give them (groupSize consecutive sorted cells)
+  {  // the group half-widths as the CPU's groups give them (tree/groups_k.h over the CPU's own sort of the cells)
     SortedCells sc;
-    sc.x = host.x;
-    sc.y = host.y;
-    sc.z = host.z;
-    sc.order.resize(host.x.size());
-    double w[3];
-    groupHalfWidths(makeGroups(sc, o.groupSize), w);
+    std::vector<std::uint64_t> keys;
+    RootCube root = chooseRootCube(cells.view(), o);
+    double w[3] = {-1, -1, -1};
+    if (sortCellsByKey(cells.view(), root, sc, keys, lengthScaleFor(side)).ok())
+      groupHalfWidths(makeGroups(sc, keys, o.groupSize), w);
     for (int d = 0; d < 3; ++d) box = box && w[d] == rs.groupHalfWidth[d];
   }
   double comErr = 0;
