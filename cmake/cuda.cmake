@@ -51,6 +51,7 @@ if(AMRGRAV_HAVE_CUDA)
     native/cuda/cuda_rank_engine.cu
     native/cuda/kernel_keys.cu
     native/cuda/kernel_build.cu
+    native/cuda/kernel_groups.cu
     native/cuda/kernel_moments.cu
     native/cuda/kernel_walk.cu
     native/cuda/kernel_direct.cu

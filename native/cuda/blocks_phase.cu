@@ -144,7 +144,7 @@ Status reuseTree(DeviceState& ds, const SolveOptions& opt) {
   // the sorted keys into the sort's slot (slot 4), then the nodes' first keys after the kept topology
   const RootCube& r = ds.blk.rootUnscaled;
   AG_TRY(launchBlockSortedKeys(g, ds.order, r.lo[0], r.lo[1], r.lo[2], double(kKeyCells) / r.side, ds.sortedKeys, s));
-  AG_TRY(computeNodeKeys(ds, ds.nodes));
+  AG_TRY(computeNodeKeys(ds, ds.nodes));  // the walk groups (ds.groupBegin) are kept with the topology
   AG_CUDA_TRY(cudaEventRecord(ds.events[2], s));
   AG_CUDA_TRY(cudaEventRecord(ds.events[6], s));
   AG_CUDA_TRY(cudaEventRecord(ds.events[7], s));

@@ -87,7 +87,7 @@ struct DeviceState {
   bool contrastApplied = false;  ///< this solve's sources are the density contrast
   double meanDensity = 0;   ///< ... the mean density removed (caller's units)
   bool rankPeriodic = false;  ///< a distributed solve's rank in a periodic box
-  unsigned rankGroupSize = 32;
+  unsigned numGroups = 0;     ///< the walk groups of the last tree built (groupBegin)
   double extentLo[3] = {}, extentHi[3] = {};  ///< the cells' extents (caller's units) from the bounds pass
   double minSize = 0;                            ///< the smallest cell size (caller's units) from the bounds pass
   // A distributed solve's local walk and the received LETs
@@ -159,6 +159,10 @@ struct DeviceState {
   DeviceBuffer<unsigned> levelCount, levelOffset;  ///< (*)
   DeviceBuffer<std::uint64_t> nodeKeys;             ///< (*)
   DeviceBuffer<double> groupHmin;                   ///< (*)
+  /// The walk groups (tree/groups_k.h): numGroups + 1 first cells, made from the sorted keys with the tree and
+  /// kept with it (a block solve's kept tree walks the same groups); 4 bytes per group, so about 0.15 per cell.
+  DeviceBuffer<unsigned> groupBegin;
+  DeviceBuffer<unsigned> groupTiles;  ///< the group kernels' per-tile counts and their scan (2 x (tiles + 1))
   DeviceBuffer<NodeMoments> moments;  ///< (*)
   DeviceBuffer<D4> nodeMac;            ///< (*)
   DeviceBuffer<float4> nodeMQ;         ///< (*)

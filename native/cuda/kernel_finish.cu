@@ -36,12 +36,13 @@ __global__ void __launch_bounds__(kThreads) foldSelfKernel(double* __restrict__ 
 
 /// One warp per group: the group's smallest size, then the sizes replaced by the self terms.
 __global__ void __launch_bounds__(kThreads) walkPrepKernel(double* __restrict__ size, const double* __restrict__ mass,
-                                                           unsigned n, unsigned groupSize, unsigned numGroups,
-                                                           double selfCoef, double* __restrict__ groupHmin) {
+                                                           const unsigned* __restrict__ groupBegin,
+                                                           unsigned numGroups, double selfCoef,
+                                                           double* __restrict__ groupHmin) {
   const bool self = selfCoef != 0.0;
   const unsigned lane = threadIdx.x & 31, warps = gridDim.x * (kThreads / 32);
   for (unsigned g = blockIdx.x * (kThreads / 32) + (threadIdx.x >> 5); g < numGroups; g += warps) {
-    const unsigned gb = g * groupSize, nt = min(groupSize, n - gb);
+    const unsigned gb = groupBegin[g], nt = groupBegin[g + 1] - gb;
     double h = CUDART_INF;
     for (unsigned t = lane; t < nt; t += 32) {
       const double s = size[gb + t];
@@ -89,11 +90,10 @@ Status launchFoldSelf(double* phi, const double* mass, const double* size, unsig
   return Status::success();
 }
 
-Status launchWalkPrep(double* size, const double* mass, unsigned n, unsigned groupSize, double selfCoef,
-                      double* groupHmin, cudaStream_t s) {
-  if (n == 0) return Status::success();
-  const unsigned numGroups = (n + groupSize - 1) / groupSize;
-  walkPrepKernel<<<gridFor(std::size_t(numGroups) * 32), kThreads, 0, s>>>(size, mass, n, groupSize, numGroups,
+Status launchWalkPrep(double* size, const double* mass, const unsigned* groupBegin, unsigned numGroups,
+                      double selfCoef, double* groupHmin, cudaStream_t s) {
+  if (numGroups == 0) return Status::success();
+  walkPrepKernel<<<gridFor(std::size_t(numGroups) * 32), kThreads, 0, s>>>(size, mass, groupBegin, numGroups,
                                                                            selfCoef, groupHmin);
   AG_CUDA_LAUNCHED("walkPrepKernel");
   return Status::success();

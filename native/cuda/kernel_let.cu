@@ -159,20 +159,20 @@ __global__ void __launch_bounds__(kThreads) letToForestKernel(const LetIntoFores
   }
 }
 
-/// The largest half-extent per axis of the walk groups' boxes (groupSize consecutive sorted cells, as the walk's
-/// loadGroup and tree/groups.cpp make them); non-negative doubles order as their bits, so an integer atomicMax.
-__global__ void __launch_bounds__(kThreads) groupHalfWidthKernel(const DeviceCells cells, unsigned n,
-                                                                 unsigned groupSize,
+/// The largest half-extent per axis of the walk groups' boxes (tree/groups_k.h's groups, as the walk's loadGroup
+/// and tree/groups.cpp take them); non-negative doubles order as their bits, so an integer atomicMax.
+__global__ void __launch_bounds__(kThreads) groupHalfWidthKernel(const DeviceCells cells,
+                                                                 const unsigned* __restrict__ groupBegin,
+                                                                 unsigned numGroups,
                                                                  unsigned long long* __restrict__ out) {
   const unsigned g = blockIdx.x * kThreads + threadIdx.x;
-  const unsigned long long b = (unsigned long long)g * groupSize;
   double w[3] = {0.0, 0.0, 0.0};
-  if (b < n) {
-    const unsigned e = unsigned(b + groupSize < n ? b + groupSize : n);
+  if (g < numGroups) {
+    const unsigned b = groupBegin[g], e = groupBegin[g + 1];
     const double* p[3] = {cells.x, cells.y, cells.z};
     for (int d = 0; d < 3; ++d) {
       double lo = p[d][b], hi = lo;
-      for (unsigned j = unsigned(b) + 1; j < e; ++j) {
+      for (unsigned j = b + 1; j < e; ++j) {
         lo = fmin(lo, p[d][j]);
         hi = fmax(hi, p[d][j]);
       }
@@ -191,12 +191,11 @@ __global__ void __launch_bounds__(kThreads) groupHalfWidthKernel(const DeviceCel
 
 }  // namespace
 
-Status launchGroupHalfWidths(const DeviceCells& cells, unsigned n, unsigned groupSize, unsigned long long* out,
-                             cudaStream_t s) {
+Status launchGroupHalfWidths(const DeviceCells& cells, const unsigned* groupBegin, unsigned numGroups,
+                             unsigned long long* out, cudaStream_t s) {
   AG_CUDA_TRY(cudaMemsetAsync(out, 0, 3 * sizeof(unsigned long long), s));
-  const unsigned groups = (n + groupSize - 1) / groupSize;
-  if (groups > 0) {
-    groupHalfWidthKernel<<<blocksFor(groups), kThreads, 0, s>>>(cells, n, groupSize, out);
+  if (numGroups > 0) {
+    groupHalfWidthKernel<<<blocksFor(numGroups), kThreads, 0, s>>>(cells, groupBegin, numGroups, out);
     AG_CUDA_LAUNCHED("groupHalfWidthKernel");
   }
   return Status::success();

@@ -1,5 +1,6 @@
 /// \file kernel_walk.cu
-/// \brief The tree walk: one warp per group of up to 32 (or 64: two per lane) consecutive sorted cells, a
+/// \brief The tree walk: one warp per group of up to 32 (or 64: two per lane) consecutive sorted cells (the groups
+/// of tree/groups_k.h, WalkParams::groupBegin), a
 /// Bonsai-style breadth-first traversal with a per-warp node queue, warp-compacted interaction lists in shared
 /// memory, and evaluation of the lists 32 entries at a time with the core's float interaction kernels.
 ///
@@ -25,8 +26,8 @@
 ///
 /// Precision. Positions stay double on the device. A source entering a list (node com or cell) is converted to
 /// float relative to the group centre (one double subtraction per entry, shared by the 32 lanes), targets
-/// likewise, so float differences stay accurate at 15+ refinement levels. A group of 32 consecutive Morton cells
-/// can still be extended (a jump of the Z curve, a sparse input): then |target - centre| >> |target - source| for
+/// likewise, so float differences stay accurate at 15+ refinement levels. A group can still be extended (a jump of
+/// the Z curve inside its home node, a sparse input): then |target - centre| >> |target - source| for
 /// near pairs and a single float loses digits. Such groups (half-diagonal > kCompact x their smallest cell) carry
 /// each relative position as a float pair hi + lo and form d = (t_hi - s_hi) + (t_lo - s_lo), accurate to float
 /// rounding of d itself (3 more adds per interaction; the choice is per group, warp-uniform). Each 32-entry batch
@@ -434,8 +435,8 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
   for (;;) {
     const unsigned g = claimGroup(p, overflowFlag, lane);
     if (g >= p.numGroups) break;
-    const unsigned gb = g * p.groupSize;
-    const int nt = int(min(p.groupSize, p.n - gb));
+    const unsigned gb = p.groupBegin[g];
+    const int nt = int(p.groupBegin[g + 1] - gb);
 
     // ---- the group: targets, bounding box of the cell centres (tree/groups.cpp), centre
     double px[CPL], py[CPL], pz[CPL], lo[3], hi[3];
@@ -676,8 +677,8 @@ __global__ void __launch_bounds__(kWalkThreads, AG_EWALD_CORRECTION_MIN_BLOCKS)
   for (;;) {
     const unsigned g = claimGroup(p, overflowFlag, lane);
     if (g >= p.numGroups) break;
-    const unsigned gb = g * p.groupSize;
-    const int nt = int(min(p.groupSize, p.n - gb));
+    const unsigned gb = p.groupBegin[g];
+    const int nt = int(p.groupBegin[g + 1] - gb);
     double px[CPL], py[CPL], pz[CPL], lo[3], hi[3];
     bool tv[CPL];
     loadGroup<CPL>(p, gb, nt, lane, px, py, pz, tv, lo, hi);

@@ -150,6 +150,22 @@ Status launchDensityContrast(double* mass, const double* size, unsigned n, doubl
 /// Moments of the nodes [begin, end) of one level; the next level's moments must be complete.
 Status launchMomentsLevel(const MomentsParams& p, unsigned begin, unsigned end, int level, cudaStream_t s);
 
+// ---------------------------------------------------------------- walk groups (kernel_groups.cu)
+
+constexpr unsigned kGroupTile = 2048;  ///< sorted cells per block of the group kernels
+
+/// Tiles of kGroupTile cells over n cells (the group kernels' blocks; tileCount and tileOffset hold tiles + 1).
+unsigned groupTiles(unsigned n);
+
+/// tileCount[t] = the walk groups (tree/groups_k.h) starting in tile t of the sorted keys, tileCount[tiles] = 0.
+Status launchCountGroups(const std::uint64_t* keys, unsigned n, unsigned groupSize, unsigned* tileCount,
+                         cudaStream_t s);
+
+/// After tileOffset = the exclusive scan of tileCount (scanExclusive over tiles + 1): groupBegin[g] = the first
+/// sorted cell of group g, in cell order, and groupBegin[numGroups] = n (numGroups = tileOffset[tiles]).
+Status launchWriteGroups(const std::uint64_t* keys, unsigned n, unsigned groupSize, const unsigned* tileOffset,
+                         unsigned* groupBegin, cudaStream_t s);
+
 // ---------------------------------------------------------------- walk (kernel_walk.cu)
 
 constexpr int kWalkWarpsPerBlock = 4;
@@ -168,7 +184,8 @@ struct WalkParams {
   const float4* nodeMQ;
   const float4* nodeDip;  ///< signed sources: per node the dipole (times massScale); null: none (about the com, 0)
   const uint4* topo;
-  unsigned n, groupSize, numGroups;
+  const unsigned* groupBegin;  ///< numGroups + 1: group g is the sorted cells [groupBegin[g], groupBegin[g + 1])
+  unsigned n, numGroups;
   double massScale;
   unsigned* queue;       ///< queueCap entries per warp of the grid
   unsigned char* queueTag;  ///< the periodic expansion kernel: each queue entry's image tag (ewald/expansion_k.h)
@@ -189,11 +206,11 @@ struct WalkParams {
   unsigned selfPairs = 1;  ///< 1: the sources are the targets (each cell meets itself once, not counted); 0: a LET
 };
 
-/// Before the walk (kernel_finish.cu): groupHmin[g] = smallest size of group g, then (selfCoef != 0)
-/// size[i] = selfTerm(selfCoef, mass[i], size[i]): the walk needs no sizes but each group's smallest, and writes phi
-/// over the self terms as it adds them.
-Status launchWalkPrep(double* size, const double* mass, unsigned n, unsigned groupSize, double selfCoef,
-                      double* groupHmin, cudaStream_t s);
+/// Before the walk (kernel_finish.cu): groupHmin[g] = smallest size of group g (groupBegin: numGroups + 1 starts),
+/// then (selfCoef != 0) size[i] = selfTerm(selfCoef, mass[i], size[i]): the walk needs no sizes but each group's
+/// smallest, and writes phi over the self terms as it adds them.
+Status launchWalkPrep(double* size, const double* mass, const unsigned* groupBegin, unsigned numGroups,
+                      double selfCoef, double* groupHmin, cudaStream_t s);
 
 struct WalkConfig {
   int order = 2;          ///< 1 or 2
@@ -250,10 +267,10 @@ Status launchLetPack(const LetTreeView& tree, const unsigned char* state, const 
                      unsigned long long letNodes, unsigned long long letCells, bool secondMoment, void* out,
                      cudaStream_t s);
 
-/// The largest half-extent per axis of the walk groups' boxes (groupSize consecutive sorted cells) into out[0..2],
+/// The largest half-extent per axis of the walk groups' boxes (groupBegin: numGroups + 1 starts) into out[0..2],
 /// as the bits of non-negative doubles (tree/groups.cpp groupHalfWidths).
-Status launchGroupHalfWidths(const DeviceCells& cells, unsigned n, unsigned groupSize, unsigned long long* out,
-                             cudaStream_t s);
+Status launchGroupHalfWidths(const DeviceCells& cells, const unsigned* groupBegin, unsigned numGroups,
+                             unsigned long long* out, cudaStream_t s);
 
 /// One received LET, packed (let/let_layout.h) in device memory, and where the forest puts it (let/let.h
 /// LetForestLayout: its root at rootAt, its node k > 0 at nodeBase + k - 1, its cells from cellBase on).

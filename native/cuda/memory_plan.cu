@@ -94,7 +94,7 @@ std::size_t deviceBytes(DeviceState& ds) {
   std::size_t b = 0;
   b += ds.block.bytes();
   for (int k = 0; k < 3; ++k) b += ds.accSum[k].bytes();
-  b += ds.bounds.bytes() + ds.nodeKeys.bytes() + ds.groupHmin.bytes();
+  b += ds.bounds.bytes() + ds.nodeKeys.bytes() + ds.groupHmin.bytes() + ds.groupBegin.bytes() + ds.groupTiles.bytes();
   b += ds.cubTemp.bytes() + ds.topo.bytes() + ds.levelCount.bytes() + ds.levelOffset.bytes();
   b += ds.moments.bytes() + ds.nodeMac.bytes() + ds.nodeMQ.bytes() + ds.queue.bytes() + ds.queueTag.bytes() +
        ds.walkCounters.bytes() +

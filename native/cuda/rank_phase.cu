@@ -155,7 +155,6 @@ Status rankBuild(DeviceState& ds, const CellsView& cells, const SolveOptions& op
   std::lock_guard<std::mutex> lock(ds.mu);
   return guarded([&]() -> Status {
     AG_TRY(ensureDevice(ds));
-    ds.rankGroupSize = unsigned(opt.groupSize);
     ds.contrastTotal = totalMass;  // every rank's (the driver's fixed-order sums, reduced)
     AG_TRY(sortAndBuild(ds, cells, opt, false, scale, true));
     st.densityContrast = ds.contrastApplied;
@@ -184,7 +183,7 @@ Status rankSummary(DeviceState& ds, RankSummary& out) {
     AG_CUDA_TRY(cudaMemcpyAsync(hb + 8, ds.nodeMacPtr, sizeof(D4), cudaMemcpyDeviceToHost, s));
     unsigned long long* widths =
         reinterpret_cast<unsigned long long*>(ds.bounds.get() + kBoundsStride * kBoundsBlocks + 8);
-    AG_TRY(launchGroupHalfWidths(ds.sortedCells, ds.n, ds.rankGroupSize, widths, s));
+    AG_TRY(launchGroupHalfWidths(ds.sortedCells, ds.groupBegin.get(), ds.numGroups, widths, s));
     AG_CUDA_TRY(cudaMemcpyAsync(hb + 12, widths, 3 * sizeof(double), cudaMemcpyDeviceToHost, s));
     AG_CUDA_TRY(cudaStreamSynchronize(s));
     out = RankSummary{};
@@ -302,7 +301,7 @@ Status rankFinishLocalWalk(DeviceState& ds, const SolveOptions& opt, SolveStats&
     if (need > 0) {  // a queue overflowed: the whole walk again with a larger queue (as walkUntilDone)
       AG_TRY(growQueue(ds, need));
       AG_TRY(restoreSizes(ds, ds.n));
-      AG_TRY(launchWalkPrep(ds.sums[0], ds.sortedCells.mass, ds.n, ds.rankWalk.groupSize,
+      AG_TRY(launchWalkPrep(ds.sums[0], ds.sortedCells.mass, ds.rankWalk.groupBegin, ds.rankWalk.numGroups,
                             selfCoefficient(opt.selfPotential), const_cast<double*>(ds.rankWalk.groupHmin),
                             ds.stream));
       AG_TRY(walkUntilDone(ds, ds.rankCfg, ds.rankBlocks, opt, ds.rankWalk, total));

@@ -212,6 +212,7 @@ Status sortAndBuild(DeviceState& ds, const CellsView& cells, const SolveOptions&
   if (!direct) {
     AG_TRY(buildTree(ds, n, opt.leafSize, &ds.nodes, &ds.depth));
     AG_TRY(computeNodeKeys(ds, ds.nodes));
+    AG_TRY(countGroups(ds, unsigned(opt.groupSize)));
   }
   AG_CUDA_TRY(cudaEventRecord(ds.events[7], s));
   AG_CUDA_TRY(cudaStreamSynchronize(s));
@@ -224,6 +225,7 @@ Status sortAndBuild(DeviceState& ds, const CellsView& cells, const SolveOptions&
     return coincidentCellsError(cells, b);
   }
   AG_TRY(checkMassRange(massTotal, ds.minSize, root.side, opt));  // root: still in the caller's units
+  if (!direct) AG_TRY(writeGroups(ds, unsigned(opt.groupSize)));  // queued before the gather overwrites the keys
 
   // ---- gather in place, rotating through slot 4 (the keys' slot): each array lands in the slot the previous one
   //      left; the mass's unsorted copy in slot 5 is read last, so slot 5 ends free
@@ -359,6 +361,30 @@ Status computeNodeKeys(DeviceState& ds, unsigned nodes) {
   if (reinterpret_cast<char*>(ds.topoPtr) == ds.idxSpare.base) (void)room.take<uint4>(nodes);
   AG_TRY(carveOrReserve(room, ds.nodeKeys, nodes, "node keys", ds.nodeKeysPtr));
   return launchNodeKeys(ds.topoPtr, ds.sortedKeys, nodes, ds.nodeKeysPtr, ds.stream);
+}
+
+Status countGroups(DeviceState& ds, unsigned groupSize) {
+  const unsigned n = ds.n, tiles = groupTiles(n);
+  AG_TRY(ds.groupTiles.reserve(2 * (std::size_t(tiles) + 1), "the walk groups' tile counts"));
+  unsigned* count = ds.groupTiles.get();
+  unsigned* offset = count + tiles + 1;
+  AG_TRY(launchCountGroups(ds.sortedKeys, n, groupSize, count, ds.stream));
+  std::size_t tempBytes = 0;
+  AG_TRY(scanExclusive(nullptr, tempBytes, count, offset, tiles + 1, ds.stream));
+  AG_TRY(reserveCubTemp(ds, tempBytes));
+  tempBytes = ds.cubTemp.bytes();
+  AG_TRY(scanExclusive(ds.cubTemp.get(), tempBytes, count, offset, tiles + 1, ds.stream));
+  unsigned* total = reinterpret_cast<unsigned*>(static_cast<double*>(ds.small.get()) + kGroupCountSlot);
+  AG_CUDA_TRY(cudaMemcpyAsync(total, offset + tiles, sizeof(unsigned), cudaMemcpyDeviceToHost, ds.stream));
+  return Status::success();
+}
+
+Status writeGroups(DeviceState& ds, unsigned groupSize) {
+  const unsigned n = ds.n, tiles = groupTiles(n);
+  ds.numGroups = *reinterpret_cast<const unsigned*>(static_cast<const double*>(ds.small.get()) + kGroupCountSlot);
+  AG_TRY(ds.groupBegin.reserve(std::size_t(ds.numGroups) + 1, "the walk groups"));
+  return launchWriteGroups(ds.sortedKeys, n, groupSize, ds.groupTiles.get() + tiles + 1, ds.groupBegin.get(),
+                           ds.stream);
 }
 
 Status computeMoments(DeviceState& ds, unsigned n, unsigned nodes, int depth, const RootCube& root,

@@ -69,6 +69,15 @@ Status buildTree(DeviceState& ds, unsigned n, int leafSize, unsigned* nodesOut, 
 /// with it), else in a buffer of its own.
 Status computeNodeKeys(DeviceState& ds, unsigned nodes);
 
+/// The small read-back slot (in doubles from the start of ds.small) of countGroups' total.
+constexpr int kGroupCountSlot = 19;
+
+/// The walk groups (tree/groups_k.h) from the sorted keys, in two steps around the build's synchronisation: queue
+/// the per-tile counts, their scan and the total's read-back; then, with the total read (ds.numGroups), each
+/// group's first cell into ds.groupBegin, queued while the keys are still in slot 4 (before the gather).
+Status countGroups(DeviceState& ds, unsigned groupSize);
+Status writeGroups(DeviceState& ds, unsigned groupSize);
+
 /// The MAC records, multipoles (and, for signed sources, dipoles) of every node, level by level from the deepest:
 /// in the block's tail when they fit, else in buffers of their own.
 Status computeMoments(DeviceState& ds, unsigned n, unsigned nodes, int depth, const RootCube& root,

@@ -27,8 +27,8 @@ Status walkShape(DeviceState& ds, unsigned n, const SolveOptions& opt, WalkConfi
   cfg->vote = opt.walk == WalkKind::Vote;
   cfg->periodic = opt.anyPeriodic();
   cfg->dipole = opt.signedSources();
-  const unsigned groupSize = unsigned(opt.groupSize);
-  const unsigned numGroups = (n + groupSize - 1) / groupSize;
+  (void)n;
+  const unsigned numGroups = ds.numGroups;
   int perSm = 1;
   AG_TRY(walkBlocksPerSm(*cfg, &perSm));
   const unsigned long long wanted = (numGroups + kWalkWarpsPerBlock - 1) / kWalkWarpsPerBlock;
@@ -40,8 +40,7 @@ Status walkShape(DeviceState& ds, unsigned n, const SolveOptions& opt, WalkConfi
 Status prepareWalk(DeviceState& ds, unsigned n, const SolveOptions& opt, double massScale, double* phi,
                    double* const* g, WalkConfig* cfg, int* blocks, WalkParams& p) {
   AG_TRY(walkShape(ds, n, opt, cfg, blocks));
-  const unsigned groupSize = unsigned(opt.groupSize);
-  const unsigned numGroups = (n + groupSize - 1) / groupSize;
+  const unsigned numGroups = ds.numGroups;
   AG_TRY(ds.walkCounters.reserve(kWalkCounterCount, "walk counters"));
 
   // each group's smallest size after the topology in the spare index half (the node keys are dead), else in a
@@ -51,7 +50,7 @@ Status prepareWalk(DeviceState& ds, unsigned n, const SolveOptions& opt, double 
   double* groupHmin = nullptr;
   AG_TRY(carveOrReserve(spare, ds.groupHmin, numGroups, "group sizes", groupHmin));
   const double selfCoef = selfCoefficient(opt.selfPotential);
-  AG_TRY(launchWalkPrep(phi, ds.sortedCells.mass, n, groupSize, selfCoef, groupHmin, ds.stream));
+  AG_TRY(launchWalkPrep(phi, ds.sortedCells.mass, ds.groupBegin.get(), numGroups, selfCoef, groupHmin, ds.stream));
 
   p = WalkParams{};
   p.cells = ds.sortedCells;
@@ -62,8 +61,8 @@ Status prepareWalk(DeviceState& ds, unsigned n, const SolveOptions& opt, double 
   p.nodeMQ = ds.nodeMQPtr;
   p.nodeDip = ds.nodeDipPtr;
   p.topo = ds.topoPtr;
+  p.groupBegin = ds.groupBegin.get();
   p.n = n;
-  p.groupSize = groupSize;
   p.numGroups = numGroups;
   p.massScale = massScale;
   p.counters = ds.walkCounters.get();
@@ -106,7 +105,7 @@ Status walkUntilDone(DeviceState& ds, const WalkConfig& cfg, int blocks, const S
     if (need == 0) return Status::success();
     AG_TRY(growQueue(ds, need));
     AG_TRY(restoreSizes(ds, p.n));
-    AG_TRY(launchWalkPrep(p.phi, ds.sortedCells.mass, p.n, p.groupSize, selfCoefficient(opt.selfPotential),
+    AG_TRY(launchWalkPrep(p.phi, ds.sortedCells.mass, p.groupBegin, p.numGroups, selfCoefficient(opt.selfPotential),
                           const_cast<double*>(p.groupHmin), ds.stream));
   }
 }
