@@ -120,10 +120,17 @@ for files written by 'amrgrav make maclaurin|sphere' and solved by 'amrgrav solv
 `,
   bench: `amrgrav bench [options]
 
-  --problem P      uniform | maclaurin                                             [uniform]
+  --problem P      uniform | maclaurin | plummer                                   [uniform]
+                   plummer: issue #18's clustered set, a Plummer sphere of points (G = M = a = 1,
+                   truncated at r = 20, cells of size 1e-6), solved with --G 1, --self none and
+                   --accel whatever those say
   --grid N         uniform grid of N^3 cells                                       [100]
   --cells N        uniform grid of about N cells (overrides --grid)
   --levels L       MacLaurin levels for --problem maclaurin                        [6]
+  --points N       points of --problem plummer                                     [1000000]
+  --check-points K --problem plummer: median, 99th percentile and largest relative
+                   acceleration error against float64 direct sums at K random
+                   points (JavaScript, one thread: 4096 at 1M take about a minute) [0]
   --repeat R       timed repetitions (best and mean reported)                      [3]
   --blocks B       uniform grid through the block entry in blocks of B^3 cells: timed
                    on an unchanged mesh (tree kept) and with a new mesh every call
@@ -334,6 +341,8 @@ async function bench(argv: string[]): Promise<void> {
       grid: { type: 'string' },
       cells: { type: 'string' },
       levels: { type: 'string' },
+      points: { type: 'string' },
+      'check-points': { type: 'string' },
       repeat: { type: 'string' },
       blocks: { type: 'string' },
       float32: { type: 'boolean' },
@@ -344,7 +353,9 @@ async function bench(argv: string[]): Promise<void> {
   const { createProgress, progressWanted } = await import('./progress.js');
   const r = await runBench({
     progress: createProgress(progressWanted(!!values.json) && mpiWorld().rank === 0),
-    problem: choiceArg('problem', values.problem, 'uniform', ['uniform', 'maclaurin'] as const),
+    problem: choiceArg('problem', values.problem, 'uniform', ['uniform', 'maclaurin', 'plummer'] as const),
+    points: intArg('points', values.points, 1_000_000, 1, 2 ** 31 - 1),
+    checkPoints: intArg('check-points', values['check-points'], 0, 0, 1_000_000),
     grid: intArg('grid', values.grid, 100, 1, 2048),
     cells: values.cells === undefined ? undefined : intArg('cells', values.cells, 0, 1, 2 ** 32 - 1),
     levels: intArg('levels', values.levels, 6, 1, 12),
@@ -368,6 +379,12 @@ async function bench(argv: string[]): Promise<void> {
       `moments ${fmt(p.moments)}, walk ${fmt(p.walk)}, download ${fmt(p.download)}`,
   );
   if (r.deviceBytesPerCell > 0) console.log(`  device memory           ${fmt(r.deviceBytesPerCell)} bytes/cell`);
+  console.log(`  walk groups             ${r.groups} (${fmt(r.cells / r.groups)} cells each on average)`);
+  if (r.accuracy)
+    console.log(
+      `  acceleration error      median ${fmt(r.accuracy.median)}, 99th percentile ${fmt(r.accuracy.p99)}, ` +
+        `largest ${fmt(r.accuracy.max)} (${r.accuracy.checkPoints} points vs float64 direct sums)`,
+    );
   if (r.blocks)
     console.log(
       `  block entry (${r.blocks.blockSize}^3 blocks, ${r.blocks.dtype}): unchanged mesh ${fmt(r.seconds)} s (tree kept: ` +

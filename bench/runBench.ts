@@ -1,12 +1,15 @@
 /**
- * `amrgrav bench`: time solves on a uniform grid or the MacLaurin mesh and report cells/s, interactions per cell
- * and per-phase times. Timings live here, never in tests.
+ * `amrgrav bench`: time solves on a uniform grid, the MacLaurin mesh or a Plummer sphere of points and report
+ * cells/s, interactions per cell and per-phase times (the sphere also its accuracy against float64 direct sums).
+ * Timings live here, never in tests.
  */
 import { GravitySolver, type SolveStats } from '../solver/gravitySolver.js';
 import type { SolverOptions } from '../solver/options.js';
 import { benchDensity, gridCells } from '../validation/gridCells.js';
 import { rankChunk } from '../solver/mpi/decomposition.js';
 import { checkCells } from '../solver/memory.js';
+import { accelerationErrors, directAccelerations, plummerCells } from '../validation/plummer.js';
+import { rng } from '../validation/random.js';
 import type { Progress } from '../solver/progress.js';
 
 /**
@@ -17,8 +20,17 @@ const BENCH_BYTES_PER_CELL = 256;
 import { gatherToRoot, mpiWorld } from '../solver/mpi/world.js';
 
 export interface BenchOptions {
-  /** 'uniform' (an n^3 grid) or 'maclaurin' (the validation mesh). Default 'uniform'. */
-  problem?: 'uniform' | 'maclaurin';
+  /**
+   * 'uniform' (an n^3 grid), 'maclaurin' (the validation mesh) or 'plummer' (issue #18's clustered set: a Plummer
+   * sphere of points, validation/plummer.ts, solved with G = 1, selfPotential 'none' and accelerations, whatever
+   * `solver` says). Default 'uniform'.
+   */
+  problem?: 'uniform' | 'maclaurin' | 'plummer';
+  /** Points of the Plummer sphere. Default 1e6. */
+  points?: number;
+  /** 'plummer': relative acceleration errors against float64 direct sums at this many random points (one rank
+   * only; JavaScript, single-threaded: 4096 points at 1M take about a minute). Default 0: none. */
+  checkPoints?: number;
   /** Grid cells per axis for 'uniform'. Default 100 (1M cells). */
   grid?: number;
   /** Approximate cell count for 'uniform' (rounded to a cube); overrides grid. */
@@ -59,6 +71,10 @@ export interface BenchReport {
   phases: SolveStats['seconds'];
   threads: number;
   deviceBytesPerCell: number;
+  /** Walk groups of the best repetition. */
+  groups: number;
+  /** 'plummer' with checkPoints: median, 99th percentile and largest |a - a_direct| / |a_direct|. */
+  accuracy?: { checkPoints: number; median: number; p99: number; max: number };
   /** MPI ranks. With several, `seconds` is the slowest rank's time and `perRank` has each rank's share. */
   ranks: number;
   perRank?: RankBench[];
@@ -186,6 +202,7 @@ async function runBlocksBench(opts: BenchOptions): Promise<BenchReport> {
     phases: s.seconds,
     threads: s.threads,
     deviceBytesPerCell: s.deviceBytesPerCell,
+    groups: s.groups,
     blocks: {
       blockSize: b,
       dtype,
@@ -201,7 +218,11 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
   if (opts.blocks !== undefined && (opts.problem ?? 'uniform') === 'uniform') return runBlocksBench(opts);
   const problem = opts.problem ?? 'uniform';
   const repeat = opts.repeat ?? 3;
-  const solver = new GravitySolver(opts.solver);
+  const plummer = problem === 'plummer';
+  // the Plummer sphere is defined with G = 1, points (no self term) and accelerations (issue #18's measurement)
+  const solver = new GravitySolver(
+    plummer ? { ...opts.solver, G: 1, selfPotential: 'none', accelerations: true } : opts.solver,
+  );
   let cells;
   let unitCells: number; // decomposition unit under mpirun: a z-plane of the grid, a block of the mesh
   opts.progress?.phase(`building the ${problem} cells`);
@@ -210,6 +231,11 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
     checkCells(n ** 3, BENCH_BYTES_PER_CELL, `bench: a ${n}^3 grid`);
     cells = gridCells(n, benchDensity);
     unitCells = n * n;
+  } else if (plummer) {
+    const points = opts.points ?? 1_000_000;
+    checkCells(points, BENCH_BYTES_PER_CELL, `bench: a Plummer sphere of ${points} points`);
+    cells = plummerCells({ points });
+    unitCells = 1;
   } else {
     const { maclaurinCells } = await import('../validation/maclaurinSetup.js');
     const m = maclaurinCells({ levels: opts.levels ?? 6 });
@@ -226,7 +252,8 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
     potential: new Float64Array(n),
     accelerations: { x: new Float64Array(n), y: new Float64Array(n), z: new Float64Array(n) },
   };
-  const box = { lo: [0, 0, 0] as [number, number, number], hi: [1, 1, 1] as [number, number, number] }; // both problems
+  // the unit box for the grid and the mesh; the sphere's points choose their own root cube
+  const box = plummer ? undefined : { lo: [0, 0, 0] as [number, number, number], hi: [1, 1, 1] as [number, number, number] };
   const progress = opts.progress;
   progress?.phase(`warm-up solve of ${total} cells`);
   await solver.solveCells(cells, { box, out }); // warm-up: page in the arrays, the thread stacks, device buffers
@@ -252,6 +279,21 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
   }
   progress?.end();
   const s = best!;
+  let accuracy: BenchReport['accuracy'];
+  const checkPoints = Math.min(opts.checkPoints ?? 0, n);
+  if (plummer && checkPoints > 0 && size === 1) {
+    progress?.phase(`float64 direct sums at ${checkPoints} points`);
+    const pick = rng(4096);
+    const targets = Array.from({ length: checkPoints }, () => Math.floor(pick() * n));
+    const ref = directAccelerations(cells, targets);
+    const a = new Float64Array(3 * checkPoints);
+    targets.forEach((t, k) => {
+      a[3 * k] = out.accelerations.x[t];
+      a[3 * k + 1] = out.accelerations.y[t];
+      a[3 * k + 2] = out.accelerations.z[t];
+    });
+    accuracy = { checkPoints, ...accelerationErrors(a, ref) };
+  }
   return {
     ranks: size,
     ...(size > 1 ? { perRank: bestRanks } : {}),
@@ -272,5 +314,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
     phases: s.seconds,
     threads: s.threads,
     deviceBytesPerCell: s.deviceBytesPerCell,
+    groups: s.groups,
+    ...(accuracy ? { accuracy } : {}),
   };
 }

@@ -3,7 +3,8 @@
 /// amrgrav_gpu_parity, native/tools/parity/, run by CTest). One JSON object per line on stdout.
 ///
 ///   amrgrav_gpu_timing [--perf 128,256 | --no-perf] [--reps R] [--direct-n CELLS] [--cpu-perf] [--sweep]
-///                      [--split N] [--copy-threads T]
+///                      [--split N] [--copy-threads T] [--plummer 1000000,16000000 [--thetas 0.5,0.4]
+///                      [--check-points K]]
 ///
 ///   --perf LIST       uniform grids timed on the GPU (default 128,256), each over the variants below (the order is
 ///                     fixed: bench/gpu/device-check.sh's ncu steps count kernel launches into it), then the direct
@@ -14,6 +15,13 @@
 ///   --cpu-perf        also time the CPU backend (all threads, potential only, order 2 and 1) on every perf grid
 ///   --sweep           also time group sizes 32/64 x leaf sizes 8/16/32, order 2 and 1, with and without accelerations
 ///   --copy-threads T  host threads of the staged copies (--split; default: the backend's, min(8, cores / 2))
+///   --plummer LIST    issue #18: Plummer spheres of these many points (tools/plummer.h: G = M = a = 1, truncated at
+///                     r = 20, cells of size 1e-6, self term off; order 2, accelerations), box and vote walks at each
+///                     theta of --thetas (default 0.5,0.4): best of --reps of the device work (keys, sort, build,
+///                     moments, walk: the points already uploaded) and end to end (upload to results in the caller's
+///                     reused arrays), groups, interactions, device bytes per cell, and the median, 99th percentile
+///                     and largest relative acceleration error against float64 direct sums (all CPU threads) at
+///                     --check-points random points (default 4096); one "plummer" JSON line each
 ///   --split N         a two-rank solve of the uniform N^3 grid emulated in one process on this one GPU (two backend
 ///                     objects, halves in z, each rank's device work timed alone, the LETs handed over in memory)
 ///                     against the one-rank solve: what each rank of a two-GPU run has to do
@@ -27,12 +35,15 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "core/fixed_sum.h"
+#include "core/thread_pool.h"
 #include "let/let.h"
 #include "tools/parity/harness.h"
+#include "tools/plummer.h"
 #include "tree/tree.h"
 
 using namespace amrgrav;
@@ -47,7 +58,21 @@ struct TimingArgs {
   std::size_t directN = 131072;
   std::vector<int> perfGrids = {128, 256};
   int reps = 5;
+  std::vector<double> plummer;  ///< point counts (--plummer)
+  std::vector<double> thetas = {0.5, 0.4};
+  std::size_t checkPoints = 4096;
 };
+
+std::vector<double> numberList(const std::string& v) {
+  std::vector<double> out;
+  for (std::size_t p = 0; p < v.size();) {
+    std::size_t q = v.find(',', p);
+    if (q == std::string::npos) q = v.size();
+    out.push_back(std::atof(v.substr(p, q - p).c_str()));
+    p = q + 1;
+  }
+  return out;
+}
 
 int gErrors = 0;  // timings that could not run
 
@@ -66,6 +91,9 @@ TimingArgs parseArgs(int argc, char** argv) {
     else if (k == "--copy-threads") a.copyThreads = std::atoi(next().c_str());
     else if (k == "--direct-n") a.directN = std::strtoull(next().c_str(), nullptr, 10);
     else if (k == "--reps") a.reps = std::max(1, std::atoi(next().c_str()));
+    else if (k == "--plummer") a.plummer = numberList(next());
+    else if (k == "--thetas") a.thetas = numberList(next());
+    else if (k == "--check-points") a.checkPoints = std::strtoull(next().c_str(), nullptr, 10);
     else if (k == "--perf") {
       a.perf = true;
       a.perfGrids.clear();
@@ -156,6 +184,89 @@ void timeCpu(const Cells& cells, int grid, int order, bool accel) {
               num(r.stats.secondsWalk).c_str(), r.stats.threads, num(double(cells.size()) / w).c_str(),
               num(double(r.stats.approxInteractions + r.stats.directInteractions) / r.stats.secondsWalk).c_str());
   std::fflush(stdout);
+}
+
+/// Issue #18: a Plummer sphere of n points, box and vote walks at each theta (see --plummer above).
+void runPlummer(const TimingArgs& a, std::size_t n) {
+  const auto tg = Clock::now();
+  const tools::PlummerPoints pts = tools::plummerPoints(n, 18);
+  const CellsView view{pts.x.data(), pts.y.data(), pts.z.data(), pts.m.data(), pts.h.data(), n};
+  // float64 direct sums (G = 1) at checkPoints random points, every CPU thread
+  std::mt19937_64 pick(4096);
+  std::vector<std::size_t> targets(std::min(a.checkPoints, n));
+  for (auto& t : targets) t = std::size_t(pick() % n);
+  std::vector<double> ref(3 * targets.size(), 0.0);
+  parallelFor(targets.size(), 1, 0, [&](std::size_t b, std::size_t e, int) {
+    for (std::size_t k = b; k < e; ++k) {
+      const std::size_t t = targets[k];
+      const double tx = pts.x[t], ty = pts.y[t], tz = pts.z[t];
+      double ax = 0, ay = 0, az = 0;
+      for (std::size_t j = 0; j < n; ++j) {
+        const double dx = pts.x[j] - tx, dy = pts.y[j] - ty, dz = pts.z[j] - tz;
+        const double r2 = dx * dx + dy * dy + dz * dz;
+        const double f = j == t ? 0.0 : pts.m[j] / (r2 * std::sqrt(r2));
+        ax += f * dx;
+        ay += f * dy;
+        az += f * dz;
+      }
+      ref[3 * k] = ax;
+      ref[3 * k + 1] = ay;
+      ref[3 * k + 2] = az;
+    }
+  });
+  std::fprintf(stderr, "plummer %zu points and %zu direct sums in %.2f s\n", n, targets.size(), since(tg));
+  auto gpu = makeCudaBackend(CudaOptions{});
+  std::vector<double> out[4];
+  for (auto& v : out) v.assign(n, 0.0);
+  for (double theta : a.thetas)
+    for (WalkKind walk : {WalkKind::Box, WalkKind::Vote}) {
+      SolveOptions o;
+      o.G = 1;
+      o.theta = theta;
+      o.order = 2;
+      o.accelerations = true;
+      o.selfPotential = SelfPotential::None;
+      o.walk = walk;
+      SolveResult r;
+      r.into = ResultTargets{out[0].data(), out[1].data(), out[2].data(), out[3].data()};
+      Status st = gpu->solve(view, o, r);  // warm-up
+      double wall = INFINITY, device = INFINITY, walkS = INFINITY;
+      for (int rep = 0; rep < a.reps && st.ok(); ++rep) {
+        const auto t = Clock::now();
+        st = gpu->solve(view, o, r);
+        wall = std::min(wall, since(t));
+        const CudaStats cs = deviceStats(*gpu);
+        device = std::min(device, cs.secondsKeys + cs.secondsBuild + cs.secondsMoments + cs.secondsWalk);
+        walkS = std::min(walkS, cs.secondsWalk);
+      }
+      const char* wname = walk == WalkKind::Vote ? "vote" : "box";
+      if (!st.ok()) {
+        std::printf("{\"kind\":\"plummer\",\"points\":%zu,\"walk\":\"%s\",\"error\":\"%s\"}\n", n, wname,
+                    jsonEscape(st.message).c_str());
+        ++gErrors;
+        continue;
+      }
+      std::vector<double> err(targets.size());
+      for (std::size_t k = 0; k < targets.size(); ++k) {
+        const std::size_t t = targets[k];
+        const double* q = &ref[3 * k];
+        const double dx = out[1][t] - q[0], dy = out[2][t] - q[1], dz = out[3][t] - q[2];
+        err[k] = std::sqrt(dx * dx + dy * dy + dz * dz) / std::sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2]);
+      }
+      std::sort(err.begin(), err.end());
+      const std::size_t m = err.size();
+      const CudaStats cs = deviceStats(*gpu);
+      std::printf("{\"kind\":\"plummer\",\"points\":%zu,\"walk\":\"%s\",\"theta\":%s,\"reps\":%d,"
+                  "\"device_s\":%s,\"walk_s\":%s,\"wall_s\":%s,\"groups\":%llu,\"interactions_per_cell\":%s,"
+                  "\"err_median\":%s,\"err_p99\":%s,\"err_max\":%s,\"check_points\":%zu,"
+                  "\"device_bytes_per_cell\":%s,\"queue_peak\":%u,\"device\":\"%s\"}\n",
+                  n, wname, num(theta).c_str(), a.reps, num(device).c_str(), num(walkS).c_str(), num(wall).c_str(),
+                  (unsigned long long)r.stats.groups,
+                  num(double(r.stats.approxInteractions + r.stats.directInteractions) / double(n)).c_str(),
+                  num(err[m / 2]).c_str(), num(err[std::min(m - 1, m * 99 / 100)]).c_str(), num(err[m - 1]).c_str(), m,
+                  num(cs.deviceBytesPerCell).c_str(), cs.queuePeak, jsonEscape(cs.device).c_str());
+      std::fflush(stdout);
+    }
 }
 
 void runPerf(const TimingArgs& a) {
@@ -358,5 +469,6 @@ int main(int argc, char** argv) {
   }
   if (a.perf) runPerf(a);
   if (a.split > 0) runSplitBench(a);
+  for (double points : a.plummer) runPlummer(a, std::size_t(points));
   return gErrors == 0 ? kExitPass : kExitFail;
 }

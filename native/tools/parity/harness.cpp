@@ -1,6 +1,7 @@
 /// \file harness.cpp
 /// \brief The checks' shared harness (harness.h): problems, comparisons, the report, the shared context.
 #include "tools/parity/harness.h"
+#include "tools/plummer.h"
 
 #include <algorithm>
 #include <cmath>
@@ -124,6 +125,17 @@ Cells deepNest(int coarsest, int finest) {
 }
 
 /// A clustered AMR-like set of about `target` cells: Plummer clusters refined by mass, a massless slab at low x.
+Cells plummerSphere(std::size_t n, std::uint32_t seed) {
+  tools::PlummerPoints p = tools::plummerPoints(n, seed);
+  Cells c;
+  c.x = std::move(p.x);
+  c.y = std::move(p.y);
+  c.z = std::move(p.z);
+  c.m = std::move(p.m);
+  c.h = std::move(p.h);
+  return c;
+}
+
 Cells amrClustered(std::size_t target, double L, double massUnit, std::uint64_t seed, int maxLevel) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> pos(0.2 * L, 0.8 * L), logA(std::log(0.004 * L), std::log(0.05 * L)),
@@ -273,6 +285,16 @@ SolveOptions Context::base() {
 const Cells& Context::uniform() {
   if (!uniform_) uniform_ = uniformGrid(args.uniform, kKpc, 1e-24);
   return *uniform_;
+}
+
+const Cells& Context::plummer() {
+  if (!plummer_) {
+    plummer_ = plummerSphere(args.amr / 2, std::uint32_t(args.seed));
+    report.note("{\"kind\":\"input\",\"name\":\"plummer\",\"cells\":" + std::to_string(plummer_->size()) + "}",
+                "# input plummer: " + std::to_string(plummer_->size()) + " points (seed " + std::to_string(args.seed) +
+                    ")");
+  }
+  return *plummer_;
 }
 
 const Cells& Context::amr() {

@@ -52,6 +52,9 @@ Cells deepNest(int coarsest, int finest);
 /// A clustered AMR-like set of about `target` cells: Plummer clusters refined by mass, a massless slab at low x,
 /// in shuffled order.
 Cells amrClustered(std::size_t target, double L, double massUnit, std::uint64_t seed, int maxLevel = 11);
+/// A Plummer sphere of n equal point masses (tools/plummer.h: G = M = a = 1, truncated at r = 20, cells of size
+/// 1e-6; solve with SelfPotential::None): issue #18's clustered set.
+Cells plummerSphere(std::size_t n, std::uint32_t seed);
 /// The first n cells (all of them when n >= size).
 Cells subset(const Cells& c, std::size_t n);
 
@@ -120,9 +123,11 @@ class Context {
   const Cells& amr();
   /// the periodic cases' grid: 64^3 (args.uniform below 32: args.uniform^3)
   const Cells& periodicGrid();
+  /// plummerSphere(args.amr / 2, seed): points, clustered (issue #18)
+  const Cells& plummer();
 
  private:
-  std::optional<Cells> uniform_, amr_, periodicGrid_;
+  std::optional<Cells> uniform_, amr_, periodicGrid_, plummer_;
 };
 
 /// One CPU-vs-CUDA tree (or direct) comparison on `gpu` against cx.cpu: potentials within tol (periodic: of the
@@ -143,5 +148,6 @@ void runPeriodic(Context& cx);  ///< periodic.cpp: Ewald walks (expansion and pe
 void runContrast(Context& cx);  ///< contrast.cpp: signed sources (density contrast) and masses as given
 void runLet(Context& cx);       ///< let.cpp: LETs chosen and packed on the device vs the host's, byte for byte
 void runVote(Context& cx);      ///< vote.cpp: the vote walk against direct summation and the CPU's vote walk
+void runClustered(Context& cx); ///< clustered.cpp: a Plummer sphere of points: the groups of tree/groups_k.h
 
 }  // namespace amrgrav::parity
