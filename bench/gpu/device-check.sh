@@ -29,6 +29,12 @@
 #              GPU ranks and 3 mixed
 #   mpibench   `bench --grid 256 --backend cuda` under mpirun -np 1, 2, 4 (one GPU) with each rank's distributed stats
 #   mpibenchper  the same in a periodic box (--boundary periodic)
+#   plummer    issue #18: amrgrav_gpu_timing --plummer 1000000,16000000: a Plummer sphere of points (G = M = a = 1,
+#              r <= 20, cells of size 1e-6, self term off, order 2, accelerations), box vs vote walks at theta
+#              $PLUMMER_THETAS (default 0.5,0.4): best of 5 device work (points already uploaded) and end to end,
+#              groups, device bytes per cell, median / 99th-percentile relative acceleration error against float64
+#              direct sums at 4096 random points (targets: <= 6e-5 / 5e-4 at <= 14 ms for 1M, 250 ms for 16M); then
+#              the 1M sphere end to end through the Node API (amrgrav bench --problem plummer), box and vote
 #   split      amrgrav_gpu_timing --split 256: a two-rank solve emulated in one process, each rank's device work timed
 #              alone (what each GPU of a two-GPU run does), against the one-rank solve; with the copy threads
 #              $SPLIT_COPY_THREADS (default 0: the backend's own choice)
@@ -227,6 +233,24 @@ PY
 )")
         tail -5 "$out/mpi-$tag-np$np.err"
       done ;;
+    plummer)
+      timeout 480 $timing --no-perf --plummer 1000000,16000000 --thetas "${PLUMMER_THETAS:-0.5,0.4}" --reps 5 \
+        --check-points 4096 > "$out/plummer.log" 2>&1
+      summary+=("plummer (amrgrav_gpu_timing) rc=$?")
+      for w in box vote; do
+        timeout 200 node dist/app/cli.js bench --problem plummer --points 1000000 --backend cuda --walk $w --repeat 5 \
+          --json > "$out/plummer-api-$w.json" 2> "$out/plummer-api-$w.err"
+        summary+=("plummer 1M API $w rc=$? $(python3 - "$out/plummer-api-$w.json" <<'PY'
+import json, sys
+try:
+    r = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+    print(f"native {r['seconds']*1e3:.2f} ms, wall {r['wallSeconds']*1e3:.2f} ms, walk {r['phases']['walk']*1e3:.2f} ms, "
+          f"groups {r['groups']}, {r['interactionsPerCell']:.0f} int/cell")
+except Exception as e:
+    print(f"no report ({e})")
+PY
+)")
+      done ;;
     split)
       for ct in ${SPLIT_COPY_THREADS:-0}; do
         timeout 300 $timing --no-perf --split 256 --reps 5 --copy-threads $ct > "$out/split-ct$ct.log" 2>&1
@@ -239,6 +263,23 @@ true
 stamp "done"
 [ -n "${OUT:-}" ] && tar czf "$OUT/logs.tar.gz" -C "$out" .
 printf '%s\n' "${summary[@]}"
+if [ -f "$out/plummer.log" ]; then
+  echo "-- plummer.log (issue #18; best of reps: device work, end to end; errors vs float64 direct sums)"
+  python3 - "$out/plummer.log" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    if not line.startswith('{'): continue
+    r = json.loads(line)
+    if r.get('kind') != 'plummer': continue
+    if 'error' in r:
+        print(f"{r['points']:>9} {r['walk']}: ERROR {r['error']}"); continue
+    ok = r['err_median'] <= 6e-5 and r['err_p99'] <= 5e-4
+    print(f"{r['points']:>9} {r['walk']:4} theta {r['theta']}: device {r['device_s']*1e3:8.2f} ms (walk {r['walk_s']*1e3:8.2f}) "
+          f"end to end {r['wall_s']*1e3:8.2f} ms  groups {r['groups']}  int/cell {r['interactions_per_cell']:.0f}  "
+          f"err median {r['err_median']:.2e} p99 {r['err_p99']:.2e} max {r['err_max']:.2e} ({'meets' if ok else 'misses'} 6e-5/5e-4)  "
+          f"B/cell {r['device_bytes_per_cell']:.1f}  {r['device']}")
+PY
+fi
 for f in "$out"/perf.log "$out"/sweep.log "$out"/perf-*.log; do
   [ -f "$f" ] && echo "-- $(basename "$f")"
   [ -f "$f" ] && python3 - "$f" <<'PY'
