@@ -43,20 +43,7 @@ __device__ __forceinline__ unsigned tileStarts(const std::uint64_t* __restrict__
   for (unsigned k = 0; k < kPerThread; ++k) {
     const unsigned i = first + k;
     if (i >= n) break;
-    // the last mark in [i - cap + 1, i] (clamped at 0), else a home node of the finest level
-    const unsigned off = unsigned(i - windowStart);
-    const unsigned lowest = i + 1 >= cap ? i + 1 - cap : 0u;
-    unsigned w = off / 32, b = off % 32;
-    unsigned m = bits[w] & (b == 31 ? 0xffffffffu : ((2u << b) - 1u));
-    const unsigned wLowest = unsigned(lowest - windowStart) / 32;
-    while (m == 0 && w > wLowest) m = bits[--w];
-    unsigned home = 0;
-    bool found = false;
-    if (m != 0) {
-      home = unsigned(windowStart + 32ll * w + (31 - __clz(m)));
-      found = home >= lowest;
-    }
-    if (!found) home = firstEqualKey(keys, i);
+    const unsigned home = homeStartFromMarks(bits, windowStart, keys, i, cap);
     if (groupStartsAt(i, home, groupSize)) {
       if (Write) at[count] = i;
       ++count;

@@ -8,6 +8,8 @@
 ///   2. On clustered point sets (a Plummer sphere, random points, points sharing keys) the groups are the rule's,
 ///      re-derived by brute force: every cell's home node found by counting each of its key prefixes over the whole
 ///      sorted key array (std::equal_range), groups restarting at home-node starts, at most G cells each.
+///   3. The CUDA backend's way to them (cuda/kernel_groups.cu: tiles, marks, homeStartFromMarks) emulated on the
+///      host gives the same group starts.
 /// Prints one line per case and a summary; exits 1 on any failure. CTest runs it (label cpu), and so does
 /// test/groups.test.ts.
 #include <algorithm>
@@ -232,6 +234,36 @@ void ruleByBruteForce(const std::string& name, const Cells& c, int G) {
             (ok ? ", the brute-force rule's" : ", NOT the brute-force rule's"));
 }
 
+/// 3. the device's way to the same groups (cuda/kernel_groups.cu), emulated: tiles of `tile` cells, each marking
+///    the home-node starts of its cells and of the cap cells before it, each cell's home start from those marks
+///    (tree/groups_k.h homeStartFromMarks, the kernel's own code); the group starts must be makeGroups'.
+void deviceTilesEmulated(const std::string& name, const Cells& c, int G, std::uint32_t tile) {
+  const SolveOptions o;
+  const Sorted s = sortOf(c, o);
+  const std::uint64_t* keys = s.keys.data();
+  const std::uint32_t n = std::uint32_t(s.keys.size()), cap = groupNodeCap(std::uint32_t(G));
+  const std::uint32_t pad = (cap + 31) / 32 * 32, words = (pad + tile) / 32;
+  std::vector<std::uint32_t> starts, marks(words);
+  for (std::uint32_t t0 = 0; t0 < n; t0 += tile) {
+    const long long windowStart = (long long)t0 - pad;
+    for (std::uint32_t w = 0; w < words; ++w) {
+      marks[w] = 0;
+      for (int b = 0; b < 32; ++b) {
+        const long long cell = windowStart + 32ll * w + b;
+        const bool start = cell == 0 || (cell > 0 && cell < n && homeNodeStartsAt(keys, n, std::uint32_t(cell), cap));
+        if (start) marks[w] |= 1u << b;
+      }
+    }
+    for (std::uint32_t i = t0; i < std::min(n, t0 + tile); ++i)
+      if (groupStartsAt(i, homeStartFromMarks(marks.data(), windowStart, keys, i, cap), std::uint32_t(G)))
+        starts.push_back(i);
+  }
+  const Groups g = makeGroups(s.cells, s.keys, G);
+  check(name + "-device-tiles" + std::to_string(tile) + "-G" + std::to_string(G), g.begin == starts,
+        std::to_string(starts.size()) + " group starts from tiles of " + std::to_string(tile) + " cells, " +
+            (g.begin == starts ? "makeGroups' own" : "NOT makeGroups'"));
+}
+
 }  // namespace
 
 int main() {
@@ -251,6 +283,11 @@ int main() {
   const Cells shared = randomWithSharedKeys(20000, 7);
   for (int G : {32, 16, 7, 64}) ruleByBruteForce("plummer", plummer, G);
   for (int G : {32, 1}) ruleByBruteForce("random-shared-keys", shared, G);
+  for (std::uint32_t tile : {2048u, 64u}) {  // the kernel's tile (cuda/kernels.h kGroupTile), and a small one
+    for (int G : {32, 7, 64}) deviceTilesEmulated("plummer", plummer, G, tile);
+    deviceTilesEmulated("random-shared-keys", shared, 32, tile);
+    deviceTilesEmulated("blocks-8root", eight, 32, tile);
+  }
   std::printf("groups rule: %d checks, %d failed\n", gChecks, gFailed);
   return gFailed == 0 ? 0 : 1;
 }

@@ -83,6 +83,31 @@ AG_HD std::uint32_t firstEqualKey(const std::uint64_t* keys, std::uint32_t i) {
   return lo;
 }
 
+/// Where cell i's home node starts, from marks of the home-node starts (cuda/kernel_groups.cu's tile: bit b of
+/// marks[w] marks cell windowStart + 32 w + b, for every cell of the window up to i; the window must begin at most
+/// cap - 1 cells before max(i + 1 - cap, 0)). A home node of at most cap cells starts at the last mark in
+/// [i + 1 - cap, i]; without one, it is a node of the finest level holding more (firstEqualKey).
+AG_HD std::uint32_t homeStartFromMarks(const std::uint32_t* marks, long long windowStart, const std::uint64_t* keys,
+                                       std::uint32_t i, std::uint32_t cap) {
+  const std::uint32_t off = std::uint32_t(i - windowStart);
+  const std::uint32_t lowest = i + 1 >= cap ? i + 1 - cap : 0u;
+  const std::uint32_t wLowest = std::uint32_t(lowest - windowStart) / 32;
+  std::uint32_t w = off / 32;
+  const std::uint32_t b = off % 32;
+  std::uint32_t m = marks[w] & (b == 31 ? 0xffffffffu : ((2u << b) - 1u));
+  while (m == 0 && w > wLowest) m = marks[--w];
+  if (m != 0) {
+#ifdef __CUDA_ARCH__
+    const int top = 31 - __clz(static_cast<int>(m));
+#else
+    const int top = 31 - __builtin_clz(m);
+#endif
+    const std::uint32_t home = std::uint32_t(windowStart + 32ll * w + top);
+    if (home >= lowest) return home;
+  }
+  return firstEqualKey(keys, i);
+}
+
 /// Does a group start at sorted cell i, whose home node starts at `home`?
 AG_HD bool groupStartsAt(std::uint32_t i, std::uint32_t home, std::uint32_t groupSize) {
   return (i - home) % groupSize == 0;
