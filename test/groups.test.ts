@@ -1,6 +1,6 @@
 /**
  * The walk groups (issue #18, native/tree/groups_k.h): runs of groupSize sorted cells cut where they leave their
- * home node (the largest key-octree node of at most 8 groupSize cells). native/tests/groups_rule.cpp (the
+ * home node (the largest key-octree node of at most 32 groupSize cells). native/tests/groups_rule.cpp (the
  * executable amrgrav_groups_rule, built with the addon) checks on the host that uniform grids and block meshes keep
  * the runs of before for every power-of-two group size (bitwise the same walk), that clustered sets get the rule as
  * a brute-force derivation gives it, and that the CUDA kernels' tiles (emulated) find the same groups; this runs it.
@@ -50,7 +50,7 @@ describe('walk groups (issue #18)', () => {
       expect(Number(plummer![1])).toBeGreaterThan(Number(plummer![2]));
       expect(out).toMatch(/^PASS random-shared-keys-rule-G32: .* [1-9]\d* home nodes of one key above the cap/m);
       // the CUDA backend's tiles (cuda/kernel_groups.cu) emulated on the host
-      expect(out).toMatch(/^PASS plummer-device-tiles2048-G32: \d+ group starts/m);
+      expect(out).toMatch(/^PASS plummer-device-tiles4096-G32: \d+ group starts/m);
     },
   );
 

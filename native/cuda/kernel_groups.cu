@@ -17,7 +17,7 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr unsigned kPerThread = kGroupTile / kThreads;  ///< consecutive cells per thread
-constexpr unsigned kMaxCap = 8u * 64u;                  ///< groupNodeCap of the largest CUDA groupSize (64)
+constexpr unsigned kMaxCap = 32u * 64u;                 ///< groupNodeCap of the largest CUDA groupSize (64)
 constexpr unsigned kWords = (kMaxCap + kGroupTile) / 32;
 static_assert(kGroupTile % kThreads == 0 && kGroupTile % 32 == 0, "whole words per tile");
 

@@ -152,7 +152,7 @@ Status launchMomentsLevel(const MomentsParams& p, unsigned begin, unsigned end, 
 
 // ---------------------------------------------------------------- walk groups (kernel_groups.cu)
 
-constexpr unsigned kGroupTile = 2048;  ///< sorted cells per block of the group kernels
+constexpr unsigned kGroupTile = 4096;  ///< sorted cells per block of the group kernels
 
 /// Tiles of kGroupTile cells over n cells (the group kernels' blocks; tileCount and tileOffset hold tiles + 1).
 unsigned groupTiles(unsigned n);

@@ -113,10 +113,11 @@ Cells randomWithSharedKeys(std::size_t n, std::uint32_t seed) {
   std::uniform_real_distribution<double> u(0, 1);
   Cells c;
   for (std::size_t i = 0; i < n; ++i) c.push(u(rng), u(rng), u(rng), 1.0, 1e-9);
-  // 3 clumps of 700 points within 1e-9 of a point (a key cell is 2^-21 of the root side: ~5e-7 here)
+  // 3 clumps of 1500 points within 1e-9 of a point (a key cell is 2^-21 of the root side: ~5e-7 here), more
+  // than the cap of groupSize 32
   for (int k = 0; k < 3; ++k) {
     const double cx = u(rng), cy = u(rng), cz = u(rng);
-    for (int i = 0; i < 700; ++i) c.push(cx + 1e-9 * u(rng), cy + 1e-9 * u(rng), cz + 1e-9 * u(rng), 1.0, 1e-12);
+    for (int i = 0; i < 1500; ++i) c.push(cx + 1e-9 * u(rng), cy + 1e-9 * u(rng), cz + 1e-9 * u(rng), 1.0, 1e-12);
   }
   return c;
 }
@@ -283,7 +284,7 @@ int main() {
   const Cells shared = randomWithSharedKeys(20000, 7);
   for (int G : {32, 16, 7, 64}) ruleByBruteForce("plummer", plummer, G);
   for (int G : {32, 1}) ruleByBruteForce("random-shared-keys", shared, G);
-  for (std::uint32_t tile : {2048u, 64u}) {  // the kernel's tile (cuda/kernels.h kGroupTile), and a small one
+  for (std::uint32_t tile : {4096u, 64u}) {  // the kernel's tile (cuda/kernels.h kGroupTile), and a small one
     for (int G : {32, 7, 64}) deviceTilesEmulated("plummer", plummer, G, tile);
     deviceTilesEmulated("random-shared-keys", shared, 32, tile);
     deviceTilesEmulated("blocks-8root", eight, 32, tile);

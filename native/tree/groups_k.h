@@ -3,19 +3,20 @@
 /// integer arithmetic on the sorted Morton keys only, so both backends cut the cells into the same groups.
 ///
 /// Rule. A cell's "home node" is the largest node of the key octree that contains it and holds at most
-/// groupNodeCap(groupSize) = 8 groupSize cells (a node of the finest key level counts as one node, whatever it
+/// groupNodeCap(groupSize) = 32 groupSize cells (a node of the finest key level counts as one node, whatever it
 /// holds). Home nodes partition the sorted cells into contiguous runs; each run is cut into groups of groupSize
 /// consecutive cells from its start (the last one shorter). So a group's box stays inside a region that holds at
-/// most 8 groupSize cells, in any distribution. Until issue #18 group g was [g groupSize, (g + 1) groupSize): in
+/// most 32 groupSize cells, in any distribution. Until issue #18 group g was [g groupSize, (g + 1) groupSize): in
 /// the sparse outskirts of a clustered point set such a run of 32 Morton keys can jump across most of the root
 /// cube, and its warp then opens most of the tree (a Plummer sphere's box walk was 8x slower than the vote).
-/// (On a 200k-point Plummer sphere the largest group's lists fell from 195k entries to 5k; a cap of 4 groupSize
-/// gave 7% more list entries in all than 8, and cutting the old runs at home-node starts instead of restarting
-/// them 25% more.)
+/// Measured on the CPU (bench/RESULTS.md, issue #18): on a 200k-point Plummer sphere the largest group's lists fell
+/// from 195k entries to 7-11k; caps of 8 and 32 groupSize need 40 and 37 million list entries in all for a median
+/// acceleration error of 6e-5 (a larger box is more accurate at the same theta); restarting runs at home nodes
+/// instead of only cutting the old runs there saves a fifth of them.
 ///
 /// Meshes keep the runs of before: on a uniform 2^k grid or a block-structured mesh whose 8^3 blocks are nodes of
 /// the key octree (a cubic domain of 2^k blocks per axis, the root cube being the domain), every node holds a
-/// power of 8 cells, so a home node holds the largest power of 8 <= 8 groupSize cells, a multiple of groupSize
+/// power of 8 cells, so a home node holds the largest power of 8 <= 32 groupSize cells, a multiple of groupSize
 /// for any power-of-two groupSize, and starts at a multiple of groupSize. The groups are then
 /// [g groupSize, (g + 1) groupSize) as before: the same lists, bitwise the same results (test/groups.test.ts).
 ///
@@ -30,7 +31,7 @@
 namespace amrgrav {
 
 /// The most cells a home node holds (see the file comment).
-AG_HD std::uint32_t groupNodeCap(std::uint32_t groupSize) { return 8u * groupSize; }
+AG_HD std::uint32_t groupNodeCap(std::uint32_t groupSize) { return 32u * groupSize; }
 
 /// The level of the smallest key-octree node holding both keys (0: the root; kKeyBits: a == b).
 AG_HD int commonKeyLevel(std::uint64_t a, std::uint64_t b) {
