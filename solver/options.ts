@@ -104,7 +104,11 @@ export interface SolverOptions {
   selfPotential?: SelfPotentialChoice;
   /** Largest number of cells in a tree leaf, [1, 256]. Default 16. */
   leafSize?: number;
-  /** Cells per walk group (the GPU warp), [1, 256]. Default 32. */
+  /**
+   * Cells per walk group (the GPU warp), [1, 256]. Default 32. A group is at most this many consecutive sorted cells
+   * inside one "home node" (the largest octree node of at most 32 groupSize cells), so clustered point sets get
+   * compact groups; uniform 2^k grids and 8^3-block meshes keep runs of exactly groupSize.
+   */
   groupSize?: number;
   /** CPU threads; 0 = all hardware threads. Default 0. */
   threads?: number;
