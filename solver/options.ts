@@ -94,8 +94,8 @@ export interface SolverOptions {
   /**
    * Backend 'auto' with a usable GPU: solves of fewer cells than this run on the CPU, where the GPU's fixed costs
    * (transfers, launches) outweigh its speed; stats.backendReason then says "auto: N cells below the GPU's
-   * break-even (M)". Not applied to distributed solves. Default 0 (off): the break-even is not measured yet
-   * (bench/RESULTS.md: the GPU is 90x the CPU at 128^3; nothing smaller was timed).
+   * break-even (M)". Not applied to distributed solves. Default 1000 (0 = off): measured on an H100 with 16 host
+   * cores, the GPU took as long as the CPU at 512 cells and half as long at 1728 (bench/RESULTS.md).
    */
   autoGpuMinCells?: number;
   /** Also compute accelerations -grad(phi) (cm s^-2) in the same walk. Default false. */
@@ -135,7 +135,7 @@ export const defaultOptions: ResolvedOptions = Object.freeze({
   ewaldResolution: 28,
   ewaldExpansion: true,
   densityContrast: true,
-  autoGpuMinCells: 0,
+  autoGpuMinCells: 1000,
   accelerations: false,
   selfPotential: 'lattice',
   leafSize: 16,

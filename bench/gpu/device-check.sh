@@ -35,6 +35,8 @@
 #              groups, device bytes per cell, median / 99th-percentile relative acceleration error against float64
 #              direct sums at 4096 random points (targets: <= 6e-5 / 5e-4 at <= 14 ms for 1M, 250 ms for 16M); then
 #              the 1M sphere end to end through the Node API (amrgrav bench --problem plummer), box and vote
+#   autogpu    issue #17's 'auto' break-even: `amrgrav bench` on the CPU backend (all cores) and on the GPU for uniform
+#              grids 8^3..96^3 and MacLaurin levels 3-5, best of 7 each, one process per backend and size (autogpu.tsv)
 #   split      amrgrav_gpu_timing --split 256: a two-rank solve emulated in one process, each rank's device work timed
 #              alone (what each GPU of a two-GPU run does), against the one-rank solve; with the copy threads
 #              $SPLIT_COPY_THREADS (default 0: the backend's own choice)
@@ -134,6 +136,18 @@ for step in "$@"; do
         $timing --perf 128 --reps 1 > "$out/ncu.log" 2>&1
       summary+=("ncu rc=$?")
       grep -vE '^\{' "$out/ncu.log" | grep -E '^ {4}[A-Z]|^  [A-Za-z]' | head -120 ;;
+    autogpu)
+      printf 'problem\tcells\tbackend\tseconds\twallSeconds\tsecondsMean\tthreads\n' > "$out/autogpu.tsv"
+      for prob in "--grid 8" "--grid 12" "--grid 16" "--grid 24" "--grid 32" "--grid 48" "--grid 64" "--grid 96" \
+                  "--problem maclaurin --levels 3" "--problem maclaurin --levels 4" "--problem maclaurin --levels 5"; do
+        for be in cpu "cpu --threads 4" cuda; do
+          timeout 120 node dist/app/cli.js bench $prob --backend $be --repeat 7 --json > "$out/ag.json" 2>/dev/null
+          node -e 'const r=JSON.parse(require("fs").readFileSync(process.argv[1],"utf8"));console.log([process.argv[2],r.cells,r.backend,r.seconds,r.wallSeconds,r.secondsMean,r.threads].join("\t"))' \
+            "$out/ag.json" "$prob" >> "$out/autogpu.tsv" 2>> "$out/autogpu.err" || cp "$out/ag.json" "$out/ag-fail.json"
+        done
+      done
+      cat "$out/autogpu.tsv"
+      summary+=("autogpu rows $(($(wc -l < "$out/autogpu.tsv") - 1))") ;;
     periodic)
       # issues #6 and #21 on the GPU through the CLI: FLASH's three tests at the defaults (theta 0.5, centre sampling,
       # the density contrast) and with cell averages, random masses vs the independent Ewald sum, and the 256^3

@@ -17,8 +17,8 @@
 ///   - while solving (Session::solve): 'auto' on the GPU that runs out of device memory solves on the CPU instead,
 ///     with a warning (never in a distributed solve: the other ranks would not follow).
 ///   - small problems (Session::solve, solveBlocks): 'auto' on the GPU runs a solve of fewer cells than
-///     SolveOptions::autoGpuMinCells on the CPU, reason "auto: N cells below the GPU's break-even (M)" (default 0:
-///     off; not for distributed solves nor device data).
+///     SolveOptions::autoGpuMinCells on the CPU, reason "auto: N cells below the GPU's break-even (M)" (default 1000,
+///     the measured break-even; not for distributed solves nor device data).
 #pragma once
 #include <memory>
 #include <mutex>

@@ -77,10 +77,10 @@ struct SolveOptions {
   /// periodic.
   bool densityContrast = true;
   /// Backend 'auto' on a GPU: solves of fewer cells than this run on the CPU, where the GPU's fixed costs (device
-  /// set-up, transfers, the walk's launch) outweigh its speed (api/session.h; the reason says so). 0: off, the
-  /// default until the break-even is measured (bench/RESULTS.md has no figure below 128^3, where the GPU is 90x the
-  /// CPU). Not applied to distributed solves nor to device data.
-  std::size_t autoGpuMinCells = 0;
+  /// set-up, transfers, the walk's launch) outweigh its speed (api/session.h; the reason says so). 0: off.
+  /// Default 1000: on an H100 with 16 host cores the GPU solve took as long as the CPU's at 512 cells and half
+  /// of it at 1728 (bench/RESULTS.md, 'auto' break-even). Not applied to distributed solves nor to device data.
+  std::size_t autoGpuMinCells = 1000;
   bool anyPeriodic() const { return periodic[0] || periodic[1] || periodic[2]; }
   bool fullyPeriodic() const { return periodic[0] && periodic[1] && periodic[2]; }
   /// The sources are signed (the density contrast of a fully periodic box): nodes are then expanded about the
