@@ -638,21 +638,21 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
   }
 }
 
-/// The kernels: one body, two register budgets (isolated and the periodic walk that only places images: ptxas's
-/// own choice; the per-pair periodic walk: capped, see above).
 /// The isolated box walks' resident blocks per SM as before issue #18 (0: ptxas's own choice). Reading each group's
 /// range from groupBegin instead of computing g * groupSize made ptxas give these kernels one occupancy step less
 /// (order 2 potential: 72 -> 80 registers, 7 -> 6 blocks); the bound keeps the old step (72 registers, a few more
-/// bytes spilled; order 1: 64).
+/// bytes spilled; order 1: 64). -DAG_WALK_MIN_BLOCKS=N overrides it for every isolated walk.
 template <int Order, bool Accel, int CPL, bool Vote>
 constexpr int walkMinBlocks() {
   if (AG_WALK_MIN_BLOCKS > 0) return AG_WALK_MIN_BLOCKS;
   if (Vote) return 0;
-  if (Order == 2 && !Accel) return 7;           // CPL 1 and 2: 72 registers
-  if (Order == 1 && CPL == 1) return 8;         // 64 registers
+  if (Order == 2 && !Accel) return 7;  // CPL 1 and 2: 72 registers
+  if (Order == 1 && CPL == 1) return 8;  // 64 registers
   return 0;
 }
 
+/// The kernels: one body, two register budgets (isolated and the periodic walk that only places images: ptxas's
+/// own choice; the per-pair periodic walk: capped, see above).
 template <int Order, bool Accel, int CPL, bool Vote>
 __global__ void __launch_bounds__(kWalkThreads, walkMinBlocks<Order, Accel, CPL, Vote>())
     walkKernel(const WalkParams p) {
