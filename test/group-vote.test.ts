@@ -49,6 +49,10 @@ describe("walk: 'vote' (the FLASH4 GPU solver's literal warp vote)", () => {
     const vote = relErrors((await new GravitySolver({ G: 1, walk: 'vote' }).solveCells(cells)).potential, ref.potential);
     expect(vote.max).toBeLessThan(2 * single.max);
     const fine = relErrors((await new GravitySolver({ G: 1, walk: 'vote', theta: 0.1 }).solveCells(cells)).potential, ref.potential);
-    expect(fine.max).toBeLessThan(1e-6);
+    const singleFine = relErrors((await new GravitySolver({ G: 1, groupSize: 1, theta: 0.1 }).solveCells(cells)).potential, ref.potential);
+    // per-cell acceptance errs by 2.0e-6 at theta 0.1 here; the vote by 1.1e-6 (groups cut at home nodes, #18; 7.6e-7
+    // with the runs of 32 before, whose boxes spanned more). Quadrupoles: the error falls ~theta^4 (over 100x here)
+    expect(fine.max).toBeLessThan(singleFine.max);
+    expect(fine.max).toBeLessThan(vote.max / 50);
   });
 });

