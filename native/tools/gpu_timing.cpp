@@ -196,7 +196,7 @@ void runPlummer(const TimingArgs& a, std::size_t n) {
   std::vector<std::size_t> targets(std::min(a.checkPoints, n));
   for (auto& t : targets) t = std::size_t(pick() % n);
   std::vector<double> ref(3 * targets.size(), 0.0);
-  parallelFor(targets.size(), 1, 0, [&](std::size_t b, std::size_t e, int) {
+  parallelFor(targets.size(), 1, resolveThreadCount(0), [&](std::size_t b, std::size_t e, int) {
     for (std::size_t k = b; k < e; ++k) {
       const std::size_t t = targets[k];
       const double tx = pts.x[t], ty = pts.y[t], tz = pts.z[t];
@@ -255,6 +255,7 @@ void runPlummer(const TimingArgs& a, std::size_t n) {
       }
       std::sort(err.begin(), err.end());
       const std::size_t m = err.size();
+      auto at = [&](std::size_t k) { return m == 0 ? NAN : err[std::min(m - 1, k)]; };  // num(NaN) is null
       const CudaStats cs = deviceStats(*gpu);
       std::printf("{\"kind\":\"plummer\",\"points\":%zu,\"walk\":\"%s\",\"theta\":%s,\"reps\":%d,"
                   "\"device_s\":%s,\"walk_s\":%s,\"wall_s\":%s,\"groups\":%llu,\"interactions_per_cell\":%s,"
@@ -263,7 +264,7 @@ void runPlummer(const TimingArgs& a, std::size_t n) {
                   n, wname, num(theta).c_str(), a.reps, num(device).c_str(), num(walkS).c_str(), num(wall).c_str(),
                   (unsigned long long)r.stats.groups,
                   num(double(r.stats.approxInteractions + r.stats.directInteractions) / double(n)).c_str(),
-                  num(err[m / 2]).c_str(), num(err[std::min(m - 1, m * 99 / 100)]).c_str(), num(err[m - 1]).c_str(), m,
+                  num(at(m / 2)).c_str(), num(at(m * 99 / 100)).c_str(), num(at(m - 1)).c_str(), m,
                   num(cs.deviceBytesPerCell).c_str(), cs.queuePeak, jsonEscape(cs.device).c_str());
       std::fflush(stdout);
     }
