@@ -2,8 +2,8 @@
 # One device call: build the addon with CUDA (and MPI) on the GPU host, then the steps asked for:
 #   sanitize   compute-sanitizer memcheck + racecheck on the parity checks' small case (every subject, --quick)
 #   parity     CPU-vs-GPU parity: `ctest -L gpu --output-on-failure` in build/ (amrgrav_gpu_parity, one test per
-#              subject: isolated, direct, errors, memory, periodic, contrast, let, vote, and sequence-quick; each
-#              case's line in parity-cases.log)
+#              subject: isolated, direct, errors, memory, periodic, contrast, let, vote, clustered, and
+#              sequence-quick; each case's line in parity-cases.log)
 #   ctest      the same as parity
 #   api        CPU-vs-GPU parity through the public API (MacLaurin levels 6, random AMR mesh)
 #   perf       timings of issue #4 on uniform 128^3 and 256^3 (+ the direct kernel)
