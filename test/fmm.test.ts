@@ -3,9 +3,9 @@
  * AMR mesh (potential and accelerations), momentum conservation of the symmetric interactions, the same bits for
  * any thread count, the block entry, and typed errors for what is not built yet (CUDA, periodic boxes).
  *
- * The direct sums are taken in this file (float64, each cell's own pair left out, G = 1, no self term) at 1000
- * target cells spread over the input plus the cell nearest each corner of the box (whose potential is all far
- * field: the hardest cells for a relative error), over every source cell.
+ * The direct sums (validation/directAtTargets.ts: float64, each cell's own pair left out, G = 1, no self term) are
+ * taken at 1000 target cells spread over the input plus the cell nearest each corner of the box (whose potential is
+ * all far field: the hardest cells for a relative error), over every source cell.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { GravitySolver } from '../solver/gravitySolver.js';
@@ -14,6 +14,7 @@ import { maclaurinProblem } from '../validation/maclaurinSetup.js';
 import { randomAmrCells } from '../validation/randomAmr.js';
 import { extractCells, fillVariable, uniformMesh } from '../mesh/index.js';
 import type { SolverOptions } from '../solver/options.js';
+import { directAtTargets, targetErrors, type DirectReference } from '../validation/directAtTargets.js';
 
 interface Cells {
   x: Float64Array;
@@ -23,55 +24,12 @@ interface Cells {
   size: Float64Array;
 }
 
-interface Reference {
-  targets: number[];
-  phi: number[];
-  acc: [number, number, number][];
-}
-
-function reference(c: Cells, count = 1000): Reference {
-  const n = c.x.length;
-  const targets = Array.from({ length: count }, (_, k) => Math.floor(((k + 0.5) * n) / count));
-  for (let corner = 0; corner < 8; corner++) {
-    let best = 0;
-    let bv = -Infinity;
-    for (let i = 0; i < n; i++) {
-      const v = (corner & 1 ? 1 : -1) * c.x[i] + (corner & 2 ? 1 : -1) * c.y[i] + (corner & 4 ? 1 : -1) * c.z[i];
-      if (v > bv) [bv, best] = [v, i];
-    }
-    targets.push(best);
-  }
-  const phi: number[] = [];
-  const acc: [number, number, number][] = [];
-  for (const i of targets) {
-    let p = 0, ax = 0, ay = 0, az = 0;
-    for (let j = 0; j < n; j++) {
-      if (j === i) continue;
-      const dx = c.x[i] - c.x[j], dy = c.y[i] - c.y[j], dz = c.z[i] - c.z[j];
-      const rinv = 1 / Math.sqrt(dx * dx + dy * dy + dz * dz);
-      const m3 = c.mass[j] * rinv * rinv * rinv;
-      p += c.mass[j] * rinv;
-      ax -= m3 * dx;
-      ay -= m3 * dy;
-      az -= m3 * dz;
-    }
-    phi.push(-p);
-    acc.push([ax, ay, az]);
-  }
-  return { targets, phi, acc };
-}
-
+type Reference = DirectReference;
+const reference = directAtTargets;
 /** Max relative errors at the reference's targets: potential, acceleration per cell (|da| / |a|). */
 function errors(ref: Reference, r: { potential: Float64Array; accelerations?: { x: Float64Array; y: Float64Array; z: Float64Array } }) {
-  let phi = 0, acc = 0;
-  ref.targets.forEach((i, q) => {
-    phi = Math.max(phi, Math.abs(r.potential[i] - ref.phi[q]) / Math.abs(ref.phi[q]));
-    if (!r.accelerations) return;
-    const a = r.accelerations;
-    const [rx, ry, rz] = ref.acc[q];
-    acc = Math.max(acc, Math.hypot(a.x[i] - rx, a.y[i] - ry, a.z[i] - rz) / Math.hypot(rx, ry, rz));
-  });
-  return { phi, acc };
+  const e = targetErrors(ref, r.potential, r.accelerations);
+  return { phi: e.potential, acc: e.acceleration };
 }
 
 const base: SolverOptions = { G: 1, selfPotential: 'none', backend: 'cpu', method: 'fmm', accelerations: true };
