@@ -16,12 +16,6 @@ namespace amrgrav {
 namespace fmm {
 namespace {
 
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-#define AG_FMM_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define AG_FMM_CLONES
-#endif
-
 // ------------------------------------------------------------------------------------------------------------------
 // M2L: one target node per task, its sources kLanes at a time in lanes; lanes summed in lane order at the end.
 

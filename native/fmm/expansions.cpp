@@ -9,12 +9,6 @@ namespace amrgrav {
 namespace fmm {
 namespace {
 
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-#define AG_FMM_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define AG_FMM_CLONES
-#endif
-
 constexpr int kMaxTerms = termCount(7);
 
 /// out[t] = h^n / n! for every term, in lanes (T = Vd) or not (T = double).

@@ -13,6 +13,14 @@
 #define AG_FMM_INLINE inline __attribute__((always_inline))
 #endif
 
+/// The hot loops (evaluate.cpp, expansions.cpp) are compiled for AVX-512, AVX2 and the baseline and picked at load
+/// time (ifunc), as cpu/cpu_walk.cpp's.
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+#define AG_FMM_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define AG_FMM_CLONES
+#endif
+
 // Vd values cross only always-inline functions: the ABI note about passing them without AVX-512 does not apply.
 #pragma GCC diagnostic ignored "-Wpsabi"
 
