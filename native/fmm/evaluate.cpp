@@ -5,6 +5,7 @@
 #include "fmm/evaluate.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -36,9 +37,26 @@ template <int P, class T> AG_FMM_INLINE void m2lOneFor(const T* D, const T* Mb, 
   else m2lOne7nd(D, Mb, La);
 }
 
+/// Eight rows of eight doubles in, their columns out (c[k][l] = r[l][k]): three rounds of shuffles.
+AG_FMM_INLINE void transpose8(const Vd* r, Vd* c) {
+  Vd a[8], b[8];
+  for (int l = 0; l < 8; l += 2) {
+    a[l] = __builtin_shufflevector(r[l], r[l + 1], 0, 8, 2, 10, 4, 12, 6, 14);
+    a[l + 1] = __builtin_shufflevector(r[l], r[l + 1], 1, 9, 3, 11, 5, 13, 7, 15);
+  }
+  for (int l : {0, 1, 4, 5}) {
+    b[l] = __builtin_shufflevector(a[l], a[l + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+    b[l + 2] = __builtin_shufflevector(a[l], a[l + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+  }
+  for (int l = 0; l < 4; ++l) {
+    c[l] = __builtin_shufflevector(b[l], b[l + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+    c[l + 4] = __builtin_shufflevector(b[l], b[l + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+  }
+}
+
 template <int P>
 AG_FMM_INLINE void m2lTargets(const FmmLists& l, FmmTree& t, std::size_t b, std::size_t e) {
-  constexpr int NT = termCount(P);
+  constexpr int NT = termCount(P), NB = (NT + 7) / 8;  // M's stride is NB * 8 (fmm_tree.h)
   const double* M = t.M.data();
   const double* c = t.centre.data();
   for (std::size_t A = b; A < e; ++A) {
@@ -47,20 +65,30 @@ AG_FMM_INLINE void m2lTargets(const FmmLists& l, FmmTree& t, std::size_t b, std:
     Vd La[NT];
     for (int k = 0; k < NT; ++k) La[k] = Vd{};
     for (std::uint32_t q = s0; q < s1; q += kLanes) {
-      Vd rx, ry, rz, Mb[NT];
+      Vd rx{}, ry{}, rz{}, Mb[NB * 8];
+      const double* src[kLanes];
       for (int lane = 0; lane < kLanes; ++lane) {
         if (q + lane < s1) {
           const std::uint32_t B = l.m2lSource[q + lane];
           rx[lane] = c[3 * A] - c[3 * B];
           ry[lane] = c[3 * A + 1] - c[3 * B + 1];
           rz[lane] = c[3 * A + 2] - c[3 * B + 2];
-          for (int k = 0; k < NT; ++k) Mb[k][lane] = M[std::size_t(B) * NT + k];
+          src[lane] = &M[std::size_t(B) * NB * 8];
         } else {  // an empty lane: a massless source at unit distance
           rx[lane] = 1;
           ry[lane] = 0;
           rz[lane] = 0;
-          for (int k = 0; k < NT; ++k) Mb[k][lane] = 0;
+          src[lane] = nullptr;
         }
+      }
+      // the sources' multipoles into lanes, eight terms at a time
+      for (int blk = 0; blk < NB; ++blk) {
+        Vd rows[kLanes];
+        for (int lane = 0; lane < kLanes; ++lane) {
+          if (src[lane]) std::memcpy(&rows[lane], src[lane] + 8 * blk, sizeof(Vd));
+          else rows[lane] = Vd{};
+        }
+        transpose8(rows, &Mb[8 * blk]);
       }
       Vd D[NT];
       derivativesFor<P>(rx, ry, rz, D);

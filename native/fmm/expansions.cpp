@@ -36,7 +36,7 @@ AG_FMM_INLINE void laneOffsets(const SortedCells& s, std::uint32_t j, std::uint3
 AG_FMM_CLONES void multipolesOfNode(const MultiIndex& mi, const SortedCells& s, std::size_t i, FmmTree& t) {
   const Octree& o = t.topo;
   const int nt = t.terms;
-  double* Mi = &t.M[i * nt];
+  double* Mi = &t.M[i * t.mStride];
   const double* c = &t.centre[3 * i];
   if (o.isLeaf(i)) {
     Vd acc[kMaxTerms], mono[kMaxTerms];
@@ -55,7 +55,7 @@ AG_FMM_CLONES void multipolesOfNode(const MultiIndex& mi, const SortedCells& s, 
   for (int q = 0; q < nt; ++q) Mi[q] = 0;
   for (std::uint32_t k = 0; k < o.childCount[i]; ++k) {
     const std::size_t ch = o.childBegin[i] + k;
-    const double* Mc = &t.M[ch * nt];
+    const double* Mc = &t.M[ch * t.mStride];
     monomials(mi, t.centre[3 * ch] - c[0], t.centre[3 * ch + 1] - c[1], t.centre[3 * ch + 2] - c[2], mono);
     for (std::size_t q = 0; q < mi.m2mN.size(); ++q) Mi[mi.m2mN[q]] += Mc[mi.m2mJ[q]] * mono[mi.m2mNJ[q]];
   }

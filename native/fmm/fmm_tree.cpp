@@ -49,6 +49,7 @@ Status buildFmmTree(const std::vector<std::uint64_t>& keys, const RootCube& root
   const std::size_t n = t.topo.nodeCount();
   t.order = opt.fmmOrder;
   t.terms = mi.terms;
+  t.mStride = (mi.terms + 7) / 8 * 8;
   t.levelBegin.assign(1, 0);
   for (std::size_t i = 0; i < n; ++i)
     while (std::size_t(t.topo.level[i]) >= t.levelBegin.size()) t.levelBegin.push_back(std::uint32_t(i));
@@ -58,7 +59,7 @@ Status buildFmmTree(const std::vector<std::uint64_t>& keys, const RootCube& root
   t.critical.assign(n, 0.0);
   t.absMass.assign(n, 0.0);
   t.lowBound.assign(n, 0.0);
-  t.M.assign(n * mi.terms, 0.0);
+  t.M.assign(n * t.mStride, 0.0);
   t.L.assign(n * mi.terms, 0.0);
   if (n == 0) return Status::success();
   // bottom-up, a level at a time (children are a level below their parent)

@@ -21,13 +21,15 @@ struct FmmTree {
   Octree topo;                              ///< topology (its moment arrays stay empty)
   int order = 0;                            ///< expansion order p
   int terms = 0;                            ///< coefficients per node
+  int mStride = 0;                          ///< M's doubles per node: terms rounded up to 8, zero-padded (M2L's lanes)
   std::vector<std::uint32_t> levelBegin;    ///< nodes of level l: [levelBegin[l], levelBegin[l + 1])
   std::vector<double> centre;               ///< expansion centre, 3 per node: the centre of mass (cube centre if massless)
   std::vector<double> radius;               ///< largest distance from the centre to one of the node's cell centres
   std::vector<double> critical;             ///< radius / theta (fmmCriticalRadius)
   std::vector<double> absMass;              ///< sum |m|
   std::vector<double> lowBound;             ///< fmmPotentialLowerBound
-  std::vector<double> M, L;                 ///< terms per node
+  std::vector<double> M;                    ///< mStride per node
+  std::vector<double> L;                    ///< terms per node
   std::size_t nodeCount() const { return topo.nodeCount(); }
   bool isLeaf(std::size_t i) const { return topo.isLeaf(i); }
 };
