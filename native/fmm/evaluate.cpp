@@ -10,6 +10,7 @@
 
 #include "core/thread_pool.h"
 #include "fmm/multi_index.h"
+#include "fmm/p2p_tables.h"
 #include "fmm/simd.h"
 #include "fmm/m2l_kernels.h"
 
@@ -270,6 +271,10 @@ void evaluateM2L(const FmmLists& lists, int threads, FmmTree& tree) {
 void evaluateP2P(const FmmLists& lists, const FmmTree& tree, const SortedCells& c, int threads, FmmOutput out) {
   const Octree& o = tree.topo;
   const bool accel = out.gx != nullptr;
+  // regular leaves (4^3 lattices) and pairs of them at whole-leaf offsets go by table (p2p_tables.h)
+  const RegularLeaves reg = findRegularLeaves(tree, c, threads);
+  P2pTables tables;
+  tables.prepare(tree, reg, lists.p2pA, lists.p2pB, accel, threads);
   // each leaf with itself (overwrites its cells)
   std::vector<std::uint32_t> leaves;
   for (std::size_t i = 0; i < o.nodeCount(); ++i)
@@ -277,7 +282,10 @@ void evaluateP2P(const FmmLists& lists, const FmmTree& tree, const SortedCells& 
   parallelFor(leaves.size(), 8, threads, [&](std::size_t b, std::size_t e, int) {
     for (std::size_t k = b; k < e; ++k) {
       const std::uint32_t L = leaves[k], cb = o.cellBegin[L], ce = cb + o.cellCount[L];
-      (accel ? p2pSelfForce : p2pSelfPot)(c, cb, ce, out);
+      if (const P2pTable* t = tables.find(reg, L, L))
+        tableP2P(*t, &c.mass[cb], reg.h[L], &out.phi[cb], accel ? &out.gx[cb] : nullptr, accel ? &out.gy[cb] : nullptr,
+                 accel ? &out.gz[cb] : nullptr);
+      else (accel ? p2pSelfForce : p2pSelfPot)(c, cb, ce, out);
     }
   });
   // the mutual pairs, a chunk at a time: both sides into the chunk's buffers in parallel, then each leaf adds its
@@ -318,7 +326,15 @@ void evaluateP2P(const FmmLists& lists, const FmmTree& tree, const SortedCells& 
       for (std::size_t q = q0 + b; q < q0 + e; ++q) {
         const std::uint32_t A = lists.p2pA[q], B = lists.p2pB[q], s = slot[q];
         const std::uint32_t a0 = o.cellBegin[A], b0 = o.cellBegin[B];
-        if (accel) p2pPairForce(c, a0, a0 + o.cellCount[A], b0, b0 + o.cellCount[B], &bp[s], &bx[s], &by[s], &bz[s]);
+        const P2pTable* ab = tables.find(reg, A, B);
+        if (ab) {  // B's cells into A's slots, A's into B's (the table of the opposite offset)
+          const P2pTable* ba = tables.find(reg, B, A);
+          const std::uint32_t sb = s + o.cellCount[A];
+          tableP2P(*ab, &c.mass[b0], reg.h[A], &bp[s], accel ? &bx[s] : nullptr, accel ? &by[s] : nullptr,
+                   accel ? &bz[s] : nullptr);
+          tableP2P(*ba, &c.mass[a0], reg.h[B], &bp[sb], accel ? &bx[sb] : nullptr, accel ? &by[sb] : nullptr,
+                   accel ? &bz[sb] : nullptr);
+        } else if (accel) p2pPairForce(c, a0, a0 + o.cellCount[A], b0, b0 + o.cellCount[B], &bp[s], &bx[s], &by[s], &bz[s]);
         else p2pPairPot(c, a0, a0 + o.cellCount[A], b0, b0 + o.cellCount[B], &bp[s], nullptr, nullptr, nullptr);
       }
     });
