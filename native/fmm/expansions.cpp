@@ -3,6 +3,9 @@
 /// sets, as evaluate.cpp: nothing here decides an interaction list.
 #include "fmm/expansions.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "fmm/simd.h"
 
 namespace amrgrav {
@@ -51,14 +54,28 @@ AG_FMM_CLONES void multipolesOfNode(const MultiIndex& mi, const SortedCells& s, 
     for (int q = 0; q < nt; ++q) Mi[q] = hsum(acc[q]);
     return;
   }
-  double mono[kMaxTerms];
-  for (int q = 0; q < nt; ++q) Mi[q] = 0;
+  // M2M with the children in lanes (at most 8): their multipoles transposed into lanes, one shift per lane
+  Vd hx{}, hy{}, hz{}, mono[kMaxTerms], Mc[kMaxTerms + 8], acc[kMaxTerms];
+  const double* rows[kLanes] = {};
   for (std::uint32_t k = 0; k < o.childCount[i]; ++k) {
     const std::size_t ch = o.childBegin[i] + k;
-    const double* Mc = &t.M[ch * t.mStride];
-    monomials(mi, t.centre[3 * ch] - c[0], t.centre[3 * ch + 1] - c[1], t.centre[3 * ch + 2] - c[2], mono);
-    for (std::size_t q = 0; q < mi.m2mN.size(); ++q) Mi[mi.m2mN[q]] += Mc[mi.m2mJ[q]] * mono[mi.m2mNJ[q]];
+    hx[k] = t.centre[3 * ch] - c[0];
+    hy[k] = t.centre[3 * ch + 1] - c[1];
+    hz[k] = t.centre[3 * ch + 2] - c[2];
+    rows[k] = &t.M[ch * t.mStride];
   }
+  monomials(mi, hx, hy, hz, mono);
+  for (int blk = 0; blk < t.mStride / 8; ++blk) {
+    Vd r[kLanes];
+    for (int l = 0; l < kLanes; ++l) {
+      if (rows[l]) std::memcpy(&r[l], rows[l] + 8 * blk, sizeof(Vd));
+      else r[l] = Vd{};  // no child in this lane: no multipoles
+    }
+    transpose8(r, &Mc[8 * blk]);
+  }
+  for (int q = 0; q < nt; ++q) acc[q] = Vd{};
+  for (std::size_t q = 0; q < mi.m2mN.size(); ++q) acc[mi.m2mN[q]] += Mc[mi.m2mJ[q]] * mono[mi.m2mNJ[q]];
+  for (int q = 0; q < nt; ++q) Mi[q] = hsum(acc[q]);
 }
 
 AG_FMM_CLONES void localsOfNode(const MultiIndex& mi, const SortedCells& s, std::size_t i, FmmTree& t, FmmOutput out) {
@@ -67,12 +84,20 @@ AG_FMM_CLONES void localsOfNode(const MultiIndex& mi, const SortedCells& s, std:
   const double* Li = &t.L[i * nt];
   const double* c = &t.centre[3 * i];
   if (!o.isLeaf(i)) {
-    double mono[kMaxTerms];
-    for (std::uint32_t k = 0; k < o.childCount[i]; ++k) {
-      const std::size_t ch = o.childBegin[i] + k;
-      double* Lc = &t.L[ch * nt];
-      monomials(mi, t.centre[3 * ch] - c[0], t.centre[3 * ch + 1] - c[1], t.centre[3 * ch + 2] - c[2], mono);
-      for (std::size_t q = 0; q < mi.l2lK.size(); ++q) Lc[mi.l2lK[q]] += Li[mi.l2lKJ[q]] * mono[mi.l2lJ[q]];
+    // L2L with the children in lanes (at most 8): one shift per lane, then each lane added to its child's L
+    Vd hx{}, hy{}, hz{}, mono[kMaxTerms], acc[kMaxTerms];
+    const std::uint32_t nc = o.childCount[i], c0 = o.childBegin[i];
+    for (std::uint32_t k = 0; k < nc; ++k) {
+      hx[k] = t.centre[3 * (c0 + k)] - c[0];
+      hy[k] = t.centre[3 * (c0 + k) + 1] - c[1];
+      hz[k] = t.centre[3 * (c0 + k) + 2] - c[2];
+    }
+    monomials(mi, hx, hy, hz, mono);
+    for (int q = 0; q < nt; ++q) acc[q] = Vd{};
+    for (std::size_t q = 0; q < mi.l2lK.size(); ++q) acc[mi.l2lK[q]] += Li[mi.l2lKJ[q]] * mono[mi.l2lJ[q]];
+    for (std::uint32_t k = 0; k < nc; ++k) {
+      double* Lc = &t.L[(c0 + k) * nt];
+      for (int q = 0; q < nt; ++q) Lc[q] += acc[q][k];
     }
     return;
   }

@@ -57,6 +57,23 @@ AG_FMM_INLINE Vd vrsqrt(Vd r2) {
   return y;
 }
 
+/// Eight rows of eight doubles in, their columns out (c[k][l] = r[l][k]): three rounds of shuffles.
+AG_FMM_INLINE void transpose8(const Vd* r, Vd* c) {
+  Vd a[8], b[8];
+  for (int l = 0; l < 8; l += 2) {
+    a[l] = __builtin_shufflevector(r[l], r[l + 1], 0, 8, 2, 10, 4, 12, 6, 14);
+    a[l + 1] = __builtin_shufflevector(r[l], r[l + 1], 1, 9, 3, 11, 5, 13, 7, 15);
+  }
+  for (int l : {0, 1, 4, 5}) {
+    b[l] = __builtin_shufflevector(a[l], a[l + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+    b[l + 2] = __builtin_shufflevector(a[l], a[l + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+  }
+  for (int l = 0; l < 4; ++l) {
+    c[l] = __builtin_shufflevector(b[l], b[l + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+    c[l + 4] = __builtin_shufflevector(b[l], b[l + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+  }
+}
+
 /// Lanes summed in lane order.
 AG_FMM_INLINE double hsum(Vd v) {
   double s = v[0];
