@@ -257,7 +257,7 @@ void evaluateP2P(const FmmLists& lists, const FmmTree& tree, const SortedCells& 
   // regular leaves (4^3 lattices) and pairs of them at whole-leaf offsets go by table (p2p_tables.h)
   const RegularLeaves reg = findRegularLeaves(tree, c, threads);
   P2pTables tables;
-  tables.prepare(tree, reg, lists.p2pA, lists.p2pB, accel, threads);
+  tables.prepare(reg, lists.p2pA, lists.p2pB, threads);
   // each leaf with itself (overwrites its cells)
   std::vector<std::uint32_t> leaves;
   for (std::size_t i = 0; i < o.nodeCount(); ++i)

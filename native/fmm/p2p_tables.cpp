@@ -29,31 +29,26 @@ int slotOf(int a, int b, int c) {
   return ((a + r) * w + (b + r)) * w + (c + r);
 }
 
-void fillTable(int a, int b, int c, bool accel, P2pTable& t) {
+void fillTable(int a, int b, int c, P2pTable& t) {
   const int delta[3] = {4 * a, 4 * b, 4 * c};
+  for (int d = 0; d < 3; ++d) t.delta[d] = delta[d];
   for (int s = 0; s < kTableCells; ++s) {
     int ps[3];
     latticeOf(s, ps);
     for (int u = 0; u < kTableCells; ++u) {
       int pt[3];
       latticeOf(u, pt);
-      const double d[3] = {double(pt[0] - ps[0] - delta[0]), double(pt[1] - ps[1] - delta[1]),
-                           double(pt[2] - ps[2] - delta[2])};
-      const double r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-      const double rinv = r2 > 0 ? 1.0 / std::sqrt(r2) : 0.0;  // a cell with itself: no term
-      t.k[s * kTableCells + u] = rinv;
-      if (accel)
-        for (int x = 0; x < 3; ++x) t.g[x][s * kTableCells + u] = d[x] * rinv * rinv * rinv;
+      const int d[3] = {pt[0] - ps[0] - delta[0], pt[1] - ps[1] - delta[1], pt[2] - ps[2] - delta[2]};
+      const double r2 = double(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);  // exact
+      t.k[s * kTableCells + u] = r2 > 0 ? 1.0 / std::sqrt(r2) : 0.0;  // a cell with itself: no term
     }
   }
-  t.hasG = accel;
 }
 
-/// The process's tables: potential-only and with accelerations apart, so a table never changes once made (solves
-/// on other threads may be reading it).
+/// The process's tables: made once, never changed (solves on other threads may be reading them).
 struct TableCache {
   std::mutex mu;
-  std::unique_ptr<P2pTable> tables[2][kOffsetSlots];
+  std::unique_ptr<P2pTable> tables[kOffsetSlots];
 };
 TableCache& cache() {
   static TableCache c;
@@ -110,8 +105,8 @@ RegularLeaves findRegularLeaves(const FmmTree& t, const SortedCells& c, int thre
   return r;
 }
 
-void P2pTables::prepare(const FmmTree& t, const RegularLeaves& reg, const std::vector<std::uint32_t>& pairA,
-                        const std::vector<std::uint32_t>& pairB, bool accel, int threads) {
+void P2pTables::prepare(const RegularLeaves& reg, const std::vector<std::uint32_t>& pairA,
+                        const std::vector<std::uint32_t>& pairB, int threads) {
   bool need[kOffsetSlots] = {};
   for (std::size_t i = 0; i < reg.regular.size(); ++i)
     if (reg.regular[i]) need[slotOf(0, 0, 0)] = true;
@@ -121,10 +116,9 @@ void P2pTables::prepare(const FmmTree& t, const RegularLeaves& reg, const std::v
     if (slot < 0 || opposite < 0) continue;
     need[slot] = need[opposite] = true;
   }
-  (void)t;
   TableCache& tc = cache();
   std::lock_guard<std::mutex> lock(tc.mu);
-  auto& tables = tc.tables[accel ? 1 : 0];
+  auto& tables = tc.tables;
   std::vector<int> missing;
   for (int s = 0; s < kOffsetSlots; ++s)
     if (need[s] && !tables[s]) missing.push_back(s);
@@ -134,7 +128,7 @@ void P2pTables::prepare(const FmmTree& t, const RegularLeaves& reg, const std::v
     for (std::size_t k = b; k < e; ++k) {
       const int s = missing[k];
       made[k] = std::make_unique<P2pTable>();
-      fillTable(s / (w * w) - kMaxLeafOffset, s / w % w - kMaxLeafOffset, s % w - kMaxLeafOffset, accel, *made[k]);
+      fillTable(s / (w * w) - kMaxLeafOffset, s / w % w - kMaxLeafOffset, s % w - kMaxLeafOffset, *made[k]);
     }
   });
   for (std::size_t k = 0; k < missing.size(); ++k) tables[missing[k]] = std::move(made[k]);
@@ -147,29 +141,44 @@ const P2pTable* P2pTables::find(const RegularLeaves& reg, std::uint32_t target, 
   return slot < 0 ? nullptr : byOffset_[slot];
 }
 
+/// The lattice coordinates of the 64 cells, 8 per vector: lattice[axis][v] holds cells 8v .. 8v + 7.
+struct LatticeVectors {
+  Vd p[3][kTableCells / kLanes];
+  LatticeVectors() {
+    for (int k = 0; k < kTableCells; ++k) {
+      int q[3];
+      latticeOf(k, q);
+      for (int d = 0; d < 3; ++d) p[d][k / kLanes][k % kLanes] = q[d];
+    }
+  }
+};
+const LatticeVectors& latticeVectors() {
+  static const LatticeVectors v;
+  return v;
+}
+
 AG_FMM_CLONES void tableP2P(const P2pTable& t, const double* m, double h, double* p, double* gx, double* gy,
                             double* gz) {
   constexpr int V = kTableCells / kLanes;
   Vd ap[V] = {}, ax[V] = {}, ay[V] = {}, az[V] = {};
+  const LatticeVectors& lat = latticeVectors();
   const bool accel = gx != nullptr;
   for (int s = 0; s < kTableCells; ++s) {
     const double ms = m[s];
     const double* k = &t.k[s * kTableCells];
+    int ps[3];
+    latticeOf(s, ps);
+    // d = p_t - (p_s + delta): small integers, exact
+    const double sx = ps[0] + t.delta[0], sy = ps[1] + t.delta[1], sz = ps[2] + t.delta[2];
     for (int v = 0; v < V; ++v) {
       Vd row;
       std::memcpy(&row, k + v * kLanes, sizeof row);
       ap[v] += row * ms;
-    }
-    if (!accel) continue;
-    const double* g[3] = {&t.g[0][s * kTableCells], &t.g[1][s * kTableCells], &t.g[2][s * kTableCells]};
-    for (int v = 0; v < V; ++v) {
-      Vd rx, ry, rz;
-      std::memcpy(&rx, g[0] + v * kLanes, sizeof rx);
-      std::memcpy(&ry, g[1] + v * kLanes, sizeof ry);
-      std::memcpy(&rz, g[2] + v * kLanes, sizeof rz);
-      ax[v] += rx * ms;
-      ay[v] += ry * ms;
-      az[v] += rz * ms;
+      if (!accel) continue;
+      const Vd w = row * row * row * ms;
+      ax[v] += (lat.p[0][v] - sx) * w;
+      ay[v] += (lat.p[1][v] - sy) * w;
+      az[v] += (lat.p[2][v] - sz) * w;
     }
   }
   const double ih = 1.0 / h, ih2 = ih * ih;

@@ -2,10 +2,11 @@
 /// \brief The near field of regular leaves as table products (docs/fmm-design.md, section 4): a leaf whose 64 cells
 /// form a 4^3 lattice of one cell size h (a 4^3 sub-block of an AMR block) has its cells at fixed positions, so the
 /// P2P between two such leaves of the same h depends only on their offset delta (in cells): phi_T[t] += (1/h)
-/// sum_s K_delta[s][t] m_S[s], and g likewise with (1/h^2) G_delta. The unit tables K_delta[s][t] = 1/|d| and
-/// G_delta[s][t] = d/|d|^3, d = p_t - p_s - delta (p: a cell's lattice position), are the same for every solve and
-/// are kept for the process. G_{-delta}[t][s] = -G_delta[s][t] exactly, so a pair's two sides still cancel to
-/// rounding (momentum). Other leaves and pairs take the computed P2P (evaluate.cpp).
+/// sum_s K_delta[s][t] m_S[s], and g_T[t] += (1/h^2) sum_s d K_delta[s][t]^3 m_S[s]. The unit table
+/// K_delta[s][t] = 1/|d|, d = p_t - p_s - delta (p: a cell's lattice position; d is a vector of small integers,
+/// made exactly in the loop), is the same for every solve and is kept for the process. The opposite offset's d and K
+/// are the exact negation and the same value, so a pair's two sides still cancel to rounding (momentum). Other leaves
+/// and pairs take the computed P2P (evaluate.cpp).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -17,12 +18,11 @@ namespace fmm {
 
 constexpr int kTableCells = 64;  ///< a 4^3 leaf
 
-/// The unit tables of one offset: K, and with accelerations Gx, Gy, Gz; row s = source cell, column t = target cell
-/// (cells in the leaf's sorted order, which is the Morton order of their lattice positions).
+/// The unit table of one offset: row s = source cell, column t = target cell (cells in the leaf's sorted order,
+/// which is the Morton order of their lattice positions), and the offset itself in cells.
 struct P2pTable {
   double k[kTableCells * kTableCells];
-  double g[3][kTableCells * kTableCells];
-  bool hasG = false;
+  double delta[3];
 };
 
 /// Which leaves are regular, with their first cell's centre and cell size (scaled lengths).
@@ -35,8 +35,8 @@ struct RegularLeaves {
 RegularLeaves findRegularLeaves(const FmmTree& tree, const SortedCells& cells, int threads);
 
 /// Offsets with a table: whole leaves (4 cells) apart, at most kMaxLeafOffset leaves per axis (the near field of
-/// leaves of one size is one to two leaves away): at most 7^3 tables, 32 KB each (128 KB with accelerations).
-constexpr int kMaxLeafOffset = 3;
+/// leaves of one size is one to four leaves away): at most 9^3 tables of 32 KB.
+constexpr int kMaxLeafOffset = 4;
 constexpr int kOffsetSlots = (2 * kMaxLeafOffset + 1) * (2 * kMaxLeafOffset + 1) * (2 * kMaxLeafOffset + 1);
 
 /// The tables a solve reads, found or made in the process's cache before the evaluation.
@@ -44,8 +44,8 @@ class P2pTables {
  public:
   /// Offsets of the pairs (T, S) and (S, T) of `pairs` and of each regular leaf with itself: their tables are made
   /// (or found in the process's cache) now, so the evaluation only reads.
-  void prepare(const FmmTree& tree, const RegularLeaves& reg, const std::vector<std::uint32_t>& pairA,
-               const std::vector<std::uint32_t>& pairB, bool accelerations, int threads);
+  void prepare(const RegularLeaves& reg, const std::vector<std::uint32_t>& pairA,
+               const std::vector<std::uint32_t>& pairB, int threads);
   /// The table of source leaf S's offset from target leaf T when both are regular with the same h and the offset is
   /// a whole number of leaves (at most kMaxLeafOffset per axis); null otherwise.
   const P2pTable* find(const RegularLeaves& reg, std::uint32_t target, std::uint32_t source) const;
@@ -54,8 +54,8 @@ class P2pTables {
   const P2pTable* byOffset_[kOffsetSlots] = {};
 };
 
-/// Cells of the target leaf T (n = 64) get sum over the source leaf's cells through `table`, overwritten into
-/// p (and gx, gy, gz with accelerations): (1/h) K m and (1/h^2) G m.
+/// Cells of the target leaf T (n = 64) get the sums over the source leaf's cells through `table`, overwritten into
+/// p (and gx, gy, gz unless null): (1/h) K m and (1/h^2) d K^3 m.
 void tableP2P(const P2pTable& table, const double* sourceMass, double h, double* p, double* gx, double* gy, double* gz);
 
 }  // namespace fmm
