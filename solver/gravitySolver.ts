@@ -25,7 +25,11 @@ export interface SolveStats {
   backend: 'cpu' | 'cuda';
   /** Why this backend was chosen, e.g. "auto: no CUDA backend in this build". */
   backendReason: string;
-  method: 'tree' | 'direct';
+  /**
+   * What computed the result: 'tree' (the Barnes-Hut walk), 'fmm' (the fast multipole method; its interactions
+   * per cell are then M2L node-node interactions (approx) and P2P cell pairs (direct)) or 'direct' (summation).
+   */
+  method: 'tree' | 'fmm' | 'direct';
   cells: number;
   threads: number;
   /** upload/download: host <-> device copies (0 on the CPU). */
@@ -172,6 +176,11 @@ export class GravitySolver {
     this.periodic = periodicAxes(this.options.boundary);
     this.native = loadNative();
     this.distributed = this.options.distributed !== false && mpiWorld().size > 1;
+    if (this.distributed && this.options.method === 'fmm') {
+      throw new InvalidOptionError(
+        "option 'method': 'fmm' is not distributed yet (issue #20): under mpirun with several ranks use method 'tree', or distributed: false",
+      );
+    }
     // The backend policy is native (native/api/session.h): 'cuda' without a usable GPU fails here (not when
     // distributed: a rank without a GPU fails inside the collective solve, with every rank); 'auto' says once why
     // the CPU runs when CUDA was built but cannot be used. Each solve passes the choice through and reports what ran.
@@ -274,7 +283,7 @@ export class GravitySolver {
     }
     if (r.warning) process.emitWarning(r.warning);
     const nb = blocks.lo.length / 3;
-    return { stats: this.toStats('tree', nb * blocks.nxb * blocks.nyb * blocks.nzb, r.stats) };
+    return { stats: this.toStats(this.options.method, nb * blocks.nxb * blocks.nyb * blocks.nzb, r.stats) };
   }
 
   /**
@@ -335,13 +344,17 @@ export class GravitySolver {
       throw fromNativeError(err, callerStack, method === 'tree' ? 'tree solve' : 'direct summation');
     }
     if (r.warning) process.emitWarning(r.warning);
-    return this.toResult(method, nc.x.length, r);
+    return this.toResult(method === 'tree' ? o.method : method, nc.x.length, r);
   }
 
   private nativeOptions(distributed: boolean, box: Box | undefined): NativeOptions {
     const o = this.options;
     return {
       backend: o.backend,
+      method: o.method,
+      fmmOrder: o.fmmOrder,
+      fmmTheta: o.fmmTheta,
+      fmmTolerance: o.fmmTolerance,
       theta: o.theta,
       order: o.order,
       mac: o.mac,
@@ -362,13 +375,13 @@ export class GravitySolver {
     };
   }
 
-  private toResult(method: 'tree' | 'direct', n: number, r: NativeResult): SolveResult {
+  private toResult(method: SolveStats['method'], n: number, r: NativeResult): SolveResult {
     const result: SolveResult = { potential: r.potential, stats: this.toStats(method, n, r.stats) };
     if (r.ax && r.ay && r.az) result.accelerations = { x: r.ax, y: r.ay, z: r.az };
     return result;
   }
 
-  private toStats(method: 'tree' | 'direct', n: number, s: NativeStats): SolveStats {
+  private toStats(method: SolveStats['method'], n: number, s: NativeStats): SolveStats {
     const approx = n > 0 ? s.approxInteractions / n : 0;
     const direct = n > 0 ? s.directInteractions / n : 0;
     const stats: SolveStats = {

@@ -18,6 +18,9 @@
 # Usage on the GPU host, from the project root, with .gpuhost and dist carried:
 #   bash bench/gpu/device-check.sh sanitize parity api perf
 #   capi       the C API's test program (test/c/capi_demo.c) against libamrgrav with CUDA
+#   fmm        method 'fmm' (issue #20, CPU only so far) on a GPU host: test/c/capi_fmm.c (backend CUDA refused at
+#              create with AMRGRAV_INVALID_OPTION, AUTO runs on the CPU) and the Node API ('auto' reports the CPU and
+#              why in backendReason; 'cuda' is an InvalidOptionError)
 #   apibench   `amrgrav bench --grid 256` through the Node API, order 2, 1, and 2 with accelerations
 #   ncu        Nsight Compute on one order-2 walk launch (128^3): throughput, occupancy, stalls, instruction mix
 #   ncuper     the same on the periodic walk's expansion kernel
@@ -98,6 +101,19 @@ for step in "$@"; do
       cc -std=c99 -O2 -Inative/include test/c/capi_demo.c -Lbuild/Release -lamrgrav -Wl,-rpath,$PWD/build/Release -lm \
         -o /tmp/capi_demo > "$out/capi.log" 2>&1 && /tmp/capi_demo >> "$out/capi.log" 2>&1
       summary+=("capi rc=$? $(tail -c 400 "$out/capi.log")") ;;
+    fmm)
+      cc -std=c99 -O2 -Wall -Inative/include test/c/capi_fmm.c -Lbuild/Release -lamrgrav -Wl,-rpath,$PWD/build/Release \
+        -lm -o /tmp/capi_fmm > "$out/fmm.log" 2>&1 && /tmp/capi_fmm >> "$out/fmm.log" 2>&1
+      summary+=("fmm capi rc=$? $(tail -c 300 "$out/fmm.log")")
+      timeout 120 node --input-type=module -e "
+        import { GravitySolver } from './dist/solver/index.js';
+        const c = { x: [0.1, 0.5, 0.9], y: [0.2, 0.5, 0.8], z: [0.3, 0.5, 0.7], mass: [1, 2, 3], size: [0.1, 0.1, 0.1] };
+        const r = await new GravitySolver({ method: 'fmm', backend: 'auto' }).solveCells(c);
+        let cuda = 'accepted';
+        try { new GravitySolver({ method: 'fmm', backend: 'cuda' }); } catch (e) { cuda = e.name + ': ' + e.message; }
+        console.log(JSON.stringify({ backend: r.stats.backend, method: r.stats.method, reason: r.stats.backendReason, cuda }));
+      " >> "$out/fmm.log" 2>&1
+      summary+=("fmm node rc=$? $(tail -1 "$out/fmm.log" | head -c 400)") ;;
     apibench)
       apiBench256 "--order 2" "--order 1" "--order 2 --accel" ;;
     maclaurin)

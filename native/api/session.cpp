@@ -118,6 +118,22 @@ Status chooseBackend(BackendRequest requested, bool distributed, const char* cud
   return Status::success();
 }
 
+Status fitMethod(const SolveOptions& opt, const char* cudaSpelling, BackendChoice& choice) {
+  if (opt.method != SolveMethod::Fmm) return Status::success();
+  if (choice.distributed)
+    return Status::error(ErrorCode::InvalidOption, "method 'fmm' is not distributed yet (issue #20): a solve over "
+                                                   "several MPI ranks needs method 'tree'");
+  if (choice.backend != BackendKind::Cuda) return Status::success();
+  if (choice.requested == BackendRequest::Cuda)
+    return Status::error(ErrorCode::InvalidOption, std::string("method 'fmm' runs on the CPU backend only so far "
+                                                               "(issue #20): backend ") + cudaSpelling +
+                                                       " needs method 'tree'");
+  choice.backend = BackendKind::Cpu;
+  choice.reason = "auto: method 'fmm' runs on the CPU backend only so far (" + choice.reason.substr(6) + ")";
+  choice.notice.clear();
+  return Status::success();
+}
+
 namespace {
 
 /// 'auto' on the GPU with a problem below the break-even (SolveOptions::autoGpuMinCells): the CPU runs it.
@@ -162,8 +178,13 @@ Status Session::run(Method method, BackendKind kind, const CellsView& cells, con
   return method == Method::Tree ? backend->solve(cells, opt, out) : backend->direct(cells, opt, out);
 }
 
-Status Session::solve(Method method, const BackendChoice& choice, const CellsView& cells, const SolveOptions& opt,
+Status Session::solve(Method method, const BackendChoice& requested, const CellsView& cells, const SolveOptions& opt,
                       SolveResult& out, SolveReport& report) {
+  BackendChoice choice = requested;
+  if (method == Method::Tree) {
+    const Status fit = fitMethod(opt, "'cuda'", choice);
+    if (!fit.ok()) return fit;
+  }
   report = SolveReport{};
   report.ran = choice.backend;
   report.reason = choice.reason;
@@ -191,8 +212,11 @@ Status Session::solve(Method method, const BackendChoice& choice, const CellsVie
   return st;
 }
 
-Status Session::solveBlocks(const BackendChoice& choice, const BlocksView& blocks, const BlockOutputs& out,
+Status Session::solveBlocks(const BackendChoice& requested, const BlocksView& blocks, const BlockOutputs& out,
                             const SolveOptions& opt, SolveResult& result, SolveReport& report) {
+  BackendChoice choice = requested;
+  const Status fit = fitMethod(opt, "'cuda'", choice);
+  if (!fit.ok()) return fit;
   report = SolveReport{};
   report.ran = choice.backend;
   report.reason = choice.reason;

@@ -187,6 +187,16 @@ Status readOptions(const Napi::Value& value, SolveOptions& opt, std::string& bac
   Napi::Object o = value.As<Napi::Object>();
   Status st;
   if (!(st = readNumber(o, "theta", opt.theta)).ok()) return st;
+  if (!(st = readInt(o, "fmmOrder", opt.fmmOrder)).ok()) return st;
+  if (!(st = readNumber(o, "fmmTheta", opt.fmmTheta)).ok()) return st;
+  if (!(st = readNumber(o, "fmmTolerance", opt.fmmTolerance)).ok()) return st;
+  if (o.Has("method") && !o.Get("method").IsUndefined()) {
+    Napi::Value m = o.Get("method");
+    std::string v = m.IsString() ? m.As<Napi::String>().Utf8Value() : std::string();
+    if (v == "tree") opt.method = SolveMethod::Tree;
+    else if (v == "fmm") opt.method = SolveMethod::Fmm;
+    else return invalidOption("option 'method' must be 'tree' or 'fmm'");
+  }
   if (!(st = readInt(o, "order", opt.order)).ok()) return st;
   if (!(st = readNumber(o, "G", opt.G)).ok()) return st;
   if (!(st = readInt(o, "leafSize", opt.leafSize)).ok()) return st;

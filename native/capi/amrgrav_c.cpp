@@ -98,6 +98,15 @@ Status readOptions(const amrgrav_options& o, SolveOptions& s) {
     s.ewaldExpansion = o.ewald_expansion != 0;
   if (o.struct_size >= offsetof(amrgrav_options, walk) + sizeof(int))
     s.walk = o.walk == 1 ? WalkKind::Vote : WalkKind::Box;
+  if (o.struct_size >= offsetof(amrgrav_options, fmm_tolerance) + sizeof(double)) {
+    if (o.method != 0 && o.method != 1)
+      return Status::error(ErrorCode::InvalidOption, "option method must be 0 (tree) or 1 (fmm), got " +
+                                                         std::to_string(o.method));
+    s.method = o.method == 1 ? SolveMethod::Fmm : SolveMethod::Tree;
+    s.fmmOrder = o.fmm_order;
+    s.fmmTheta = o.fmm_theta;
+    s.fmmTolerance = o.fmm_tolerance;
+  }
   return validateOptions(s);
 }
 
@@ -166,6 +175,10 @@ void amrgrav_default_options(amrgrav_options* o) {
   o->density_contrast = d.densityContrast ? 1 : 0;
   o->ewald_expansion = d.ewaldExpansion ? 1 : 0;
   o->walk = static_cast<int>(d.walk);
+  o->method = static_cast<int>(d.method);
+  o->fmm_order = d.fmmOrder;
+  o->fmm_theta = d.fmmTheta;
+  o->fmm_tolerance = d.fmmTolerance;
 }
 
 amrgrav_status amrgrav_create(const amrgrav_options* options, amrgrav_solver** out) {
@@ -193,6 +206,7 @@ amrgrav_status amrgrav_create(const amrgrav_options* options, amrgrav_solver** o
     s->requested = request;
     st = api::chooseBackend(request, distributed, "CUDA", s->choice);
     if (!st.ok()) return st;
+    if (!(st = api::fitMethod(s->options, "CUDA", s->choice)).ok()) return st;  // method 'fmm': CPU, one rank
     const bool gpu = !distributed && s->choice.backend == api::BackendKind::Cuda;
     if (gpu && s->options.groupSize > 64)
       return Status::error(ErrorCode::InvalidOption, "group_size must be at most 64 on the CUDA backend, got " +

@@ -36,6 +36,16 @@ Status validateOptions(const SolveOptions& o) {
     return bad("periodic boundaries need the box (its sides are the periods): pass the box of the domain");
   if (o.ewaldResolution < 4 || o.ewaldResolution > 512)
     return bad("ewaldResolution must be in [4, 512], got " + std::to_string(o.ewaldResolution));
+  if (o.method != SolveMethod::Tree && o.method != SolveMethod::Fmm)
+    return bad("method must be 'tree' or 'fmm', got " + std::to_string(int(o.method)));
+  if (o.fmmOrder < 3 || o.fmmOrder > 7) return bad("fmmOrder must be in [3, 7], got " + std::to_string(o.fmmOrder));
+  if (!(o.fmmTheta > 0.0 && o.fmmTheta < 1.0))
+    return bad("fmmTheta must be in (0, 1) (got " + fmt(o.fmmTheta) + ")");
+  if (!(o.fmmTolerance >= 0.0 && o.fmmTolerance < 1.0))
+    return bad("fmmTolerance must be in [0, 1) (got " + fmt(o.fmmTolerance) + "); 0 = the opening angle alone");
+  if (o.method == SolveMethod::Fmm && o.anyPeriodic())
+    return bad("method 'fmm' is built for isolated boxes only so far (issue #20): periodic and mixed boundaries need "
+               "method 'tree'");
   if (o.hasBox) {
     for (int d = 0; d < 3; ++d) {
       if (!(std::isfinite(o.boxLo[d]) && std::isfinite(o.boxHi[d]) && o.boxHi[d] > o.boxLo[d]))

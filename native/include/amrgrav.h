@@ -87,6 +87,15 @@ typedef struct amrgrav_options {
   /* Group acceptance: 0 = box (the group's bounding box against the node: conservative), 1 = vote (the FLASH4 GPU
    * solver's per-cell warp vote: fewer interactions, slightly larger errors).                    [0] */
   int walk;
+  /* Added with the FMM (issue #20; older callers' smaller struct_size keeps these defaults). Far-field method:
+   * 0 = the tree walk (theta, order, mac, walk above), 1 = the fast multipole method (fmm_order, fmm_theta,
+   * fmm_tolerance below; built so far for the CPU backend (AUTO then runs on the CPU), isolated boxes and one rank:
+   * CUDA, periodic axes or a distributed solver are AMRGRAV_INVALID_OPTION at amrgrav_create).   [0] */
+  int method;
+  int fmm_order;        /* FMM expansion order p, in [3, 7]                                     [7] */
+  double fmm_theta;     /* FMM opening angle: M2L only when r_A + r_B < fmm_theta R, in (0, 1)   [0.65] */
+  double fmm_tolerance; /* FMM error tolerance: each M2L's error bound <= this x a lower bound of the
+                         * target's potential, in [0, 1); 0 = the opening angle alone             [2e-4] */
 } amrgrav_options;
 
 typedef struct amrgrav_solver amrgrav_solver;
