@@ -93,6 +93,21 @@ __device__ __forceinline__ unsigned claimGroup(const WalkParams& p, volatile uns
   return __shfl_sync(kFull, g, 0);
 }
 
+/// The claimed group (a subset's list entry, or itself: WalkParams::groupList), its first target and its size
+/// (WalkParams::groupRange, or groupSize consecutive targets).
+__device__ __forceinline__ unsigned groupSpan(const WalkParams& p, unsigned claimed, unsigned& gb, int& nt) {
+  const unsigned g = p.groupList ? p.groupList[claimed] : claimed;
+  if (p.groupRange) {
+    const uint2 r = p.groupRange[g];
+    gb = r.x;
+    nt = int(r.y);
+  } else {
+    gb = g * p.groupSize;
+    nt = int(min(p.groupSize, p.n - gb));
+  }
+  return g;
+}
+
 /// One batch off a warp's ring of node indices: up to 32 entries, breadth-first, or depth-first (the newest) while
 /// the ring is more than half full. Lane `lane` takes ring slot `slot` when `valid`; the slots from `keepFrom` on must
 /// survive this batch's pushes (a LIFO pop frees its slots for the children, a FIFO pop keeps them).
@@ -432,10 +447,11 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
   unsigned peak = 0;
 
   for (;;) {
-    const unsigned g = claimGroup(p, overflowFlag, lane);
-    if (g >= p.numGroups) break;
-    const unsigned gb = g * p.groupSize;
-    const int nt = int(min(p.groupSize, p.n - gb));
+    const unsigned claimed = claimGroup(p, overflowFlag, lane);
+    if (claimed >= p.numGroups) break;
+    unsigned gb;
+    int nt;
+    const unsigned g = groupSpan(p, claimed, gb, nt);
 
     // ---- the group: targets, bounding box of the cell centres (tree/groups.cpp), centre
     double px[CPL], py[CPL], pz[CPL], lo[3], hi[3];
@@ -674,10 +690,11 @@ __global__ void __launch_bounds__(kWalkThreads, AG_EWALD_CORRECTION_MIN_BLOCKS)
   const EwaldDeviceView& ev = p.ewald;
   unsigned peak = 0;
   for (;;) {
-    const unsigned g = claimGroup(p, overflowFlag, lane);
-    if (g >= p.numGroups) break;
-    const unsigned gb = g * p.groupSize;
-    const int nt = int(min(p.groupSize, p.n - gb));
+    const unsigned claimed = claimGroup(p, overflowFlag, lane);
+    if (claimed >= p.numGroups) break;
+    unsigned gb;
+    int nt;
+    (void)groupSpan(p, claimed, gb, nt);
     double px[CPL], py[CPL], pz[CPL], lo[3], hi[3];
     bool tv[CPL];
     loadGroup<CPL>(p, gb, nt, lane, px, py, pz, tv, lo, hi);

@@ -187,6 +187,11 @@ struct WalkParams {
   /// arrays of their own, selfPotential false, then launchAddInto adds them: the kernel has no accumulate mode.)
   DeviceCells sources = {nullptr, nullptr, nullptr, nullptr};
   unsigned selfPairs = 1;  ///< 1: the sources are the targets (each cell meets itself once, not counted); 0: a LET
+  /// A system solve (core/system.h). groupList: the groups to walk (numGroups of them; a subset of targets), null:
+  /// groups 0..numGroups-1. groupRange: per group its first target and count (probes' octree-leaf groups,
+  /// tree/system_points.h), null: groupSize consecutive targets each. groupHmin is indexed by the group.
+  const unsigned* groupList = nullptr;
+  const uint2* groupRange = nullptr;
 };
 
 /// Before the walk (kernel_finish.cu): groupHmin[g] = smallest size of group g, then (selfCoef != 0)
@@ -279,6 +284,20 @@ constexpr int kDirectThreads = 256;
 /// Positions relative to each block's first cell, as float pairs hi + lo.
 Status launchDirect(const DeviceCells& cells, unsigned n, double massScale, bool accelerations, double* phi, double* gx,
                     double* gy, double* gz, cudaStream_t s);
+
+/// launchDirect at other targets: sums over the n sources `cells` at the nt points `targets` (times massScale; a
+/// source at a target's position adds 0): a system solve's probes.
+Status launchDirectAt(const DeviceCells& targets, unsigned nt, const DeviceCells& cells, unsigned n, double massScale,
+                      bool accelerations, double* phi, double* gx, double* gy, double* gz, cudaStream_t s);
+
+// ---------------------------------------------------------------- system solves (kernel_system.cu)
+
+/// The groups (groupSize consecutive sorted cells each) that hold a target: flags (n bytes, zeroed here) marks the
+/// targets' caller indices, groupFlag (numGroups + 1, zeroed here) their groups through `order`, offset their
+/// exclusive scan (offset[numGroups] = how many), list the groups ascending. temp: scanExclusive's scratch.
+Status launchTargetGroups(const std::uint32_t* targets, unsigned count, const std::uint32_t* order, unsigned n,
+                          unsigned groupSize, unsigned char* flags, unsigned* groupFlag, unsigned* offset,
+                          unsigned* list, void* temp, std::size_t tempBytes, cudaStream_t s);
 
 // ---------------------------------------------------------------- finish (kernel_finish.cu)
 
