@@ -112,8 +112,8 @@ export interface SolveResult {
 /** Statistics of a system solve: the cells' (cells = the cells computed) and the probes'. */
 export interface SystemSolveStats extends SolveStats {
   /**
-   * targets: cells computed; targetGroups: cell walk groups walked (fewer with a subset); probes, probeGroups, the
-   * probes' interactions and seconds (sort, walk, finish).
+   * targets: cells computed; targetGroups: cell walk groups walked (of stats.groups: fewer with a subset; 0 for
+   * 'direct'); probes, probeGroups, the probes' interactions and seconds (CPU: sort, walk, finish; GPU: walk, finish).
    */
   system: NativeSystemStats;
 }

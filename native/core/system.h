@@ -73,7 +73,7 @@ struct PointResults {
 /// What the system's parts cost beside SolveStats (which counts the cells' walk: with targets, of their groups only).
 struct SystemStats {
   std::size_t targets = 0;       ///< cells computed (all of them without a subset)
-  std::size_t targetGroups = 0;  ///< cell groups walked
+  std::size_t targetGroups = 0;  ///< cell groups walked (SolveStats::groups: all of them; direct: 0)
   std::size_t probes = 0, probeGroups = 0;
   std::uint64_t probeApprox = 0, probeDirect = 0;  ///< node-probe and cell-probe interactions, summed over probes
   double secondsProbes = 0;      ///< sorting, walking and finishing the probes

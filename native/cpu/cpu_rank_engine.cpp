@@ -98,7 +98,7 @@ class CpuRankEngine final : public RankEngine {
     st.nodes = tree_.nodeCount();
     for (std::size_t i = 0; i < tree_.nodeCount(); ++i) st.leaves += tree_.isLeaf(i) ? 1 : 0;
     st.treeDepth = tree_.depth;
-    st.groups = walkedGroups().size();
+    st.groups = groups_.size();
     // Periodic boxes: the table (every rank the same: same box, same scale) and the nodes' second moments; the
     // essential nodes are chosen by the images a remote group may see (let/let.h essentialNodesForPeriodic).
     periodic_ = opt.anyPeriodic();

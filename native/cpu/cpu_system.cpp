@@ -69,6 +69,7 @@ Status cpuSolveSystem(const SystemView& sys, const SolveOptions& opt, bool direc
   EwaldWalk ewald;
   SourceTree src;
   std::vector<std::uint32_t> sortedOf;
+  std::size_t walkedGroups = 0;  // cell groups walked (direct: none)
   if (direct) {
     const auto tw = Clock::now();
     directAll(sorted, accel, threads, wo);
@@ -97,7 +98,8 @@ Status cpuSolveSystem(const SystemView& sys, const SolveOptions& opt, bool direc
                               ? pickGroups(all, groupsHoldingTargets(all, sortedOf, sys.targets, sys.targetCount))
                               : Groups{};
     const Groups& groups = sys.hasTargets() ? walked : all;
-    out.stats.groups = groups.size();
+    out.stats.groups = all.size();  // every group of the cells; system.targetGroups: those walked
+    walkedGroups = groups.size();
     walkGroups(src, sorted, groups, 0, groups.size(), opt, threads, WalkPass{false, true}, wo,
                opt.anyPeriodic() ? &ewald : nullptr);
     out.stats.secondsWalk = since(tb);
@@ -105,7 +107,7 @@ Status cpuSolveSystem(const SystemView& sys, const SolveOptions& opt, bool direc
   out.stats.approxInteractions = wo.approx;
   out.stats.directInteractions = wo.direct;
   out.system.targets = sys.cellResults();
-  out.system.targetGroups = direct ? 0 : out.stats.groups;
+  out.system.targetGroups = walkedGroups;
   if (sys.hasTargets()) {
     if (direct) sortedOf = sortedPositions(sorted);
     out.stats.meanPotential = finishTargets(sorted, opt, cs.phi, accel ? cs.g : nullptr, sys.targets,

@@ -239,7 +239,7 @@ Status run(DeviceState& ds, const SystemView& sys, const SolveOptions& opt, bool
     AG_TRY(walkUntilDone(ds, cfg, blocks, opt, p, total));
     out.stats.approxInteractions = total.approx;
     out.stats.directInteractions = total.direct;
-    out.stats.groups = p.numGroups;
+    out.stats.groups = (n + p.groupSize - 1) / p.groupSize;  // every group; system.targetGroups: those walked
     out.stats.nodes = ds.nodes;
     out.stats.leaves = ds.nodes - ds.splitNodes;
     out.stats.treeDepth = ds.depth;
