@@ -346,10 +346,12 @@ amrgrav_status amrgrav_solve_system(amrgrav_solver* s, const amrgrav_system* sys
     return AMRGRAV_INVALID_INPUT;
   }
   return guarded(s->error, [&]() -> Status {
-    if (!sys || !res) return Status::error(ErrorCode::InvalidInput, "amrgrav_solve_system: system and results must not be NULL");
+    if (!sys || !res)
+      return Status::error(ErrorCode::InvalidInput, "amrgrav_solve_system: system and results must not be NULL");
     if (sys->struct_size != sizeof(amrgrav_system))
-      return Status::error(ErrorCode::InvalidOption, "amrgrav_system.struct_size is " + std::to_string(sys->struct_size) +
-                                                         ", expected " + std::to_string(sizeof(amrgrav_system)) +
+      return Status::error(ErrorCode::InvalidOption, "amrgrav_system.struct_size is " +
+                                                         std::to_string(sys->struct_size) + ", expected " +
+                                                         std::to_string(sizeof(amrgrav_system)) +
                                                          " (fill the struct with amrgrav_default_system)");
     if (res->struct_size != sizeof(amrgrav_system_results))
       return Status::error(ErrorCode::InvalidOption, "amrgrav_system_results.struct_size is " +
@@ -381,8 +383,8 @@ amrgrav_status amrgrav_solve_system(amrgrav_solver* s, const amrgrav_system* sys
                                                         " but targets is NULL");
     }
     SystemResult r;
-    r.cells.into = ResultTargets{nc > 0 ? res->potential : nullptr, accel ? res->ax : nullptr, accel ? res->ay : nullptr,
-                                 accel ? res->az : nullptr};
+    r.cells.into = ResultTargets{nc > 0 ? res->potential : nullptr, accel ? res->ax : nullptr,
+                                 accel ? res->ay : nullptr, accel ? res->az : nullptr};
     r.probes.into = ResultTargets{sys->n_probes > 0 ? res->probe_potential : nullptr, accel ? res->probe_ax : nullptr,
                                   accel ? res->probe_ay : nullptr, accel ? res->probe_az : nullptr};
     s->warning.clear();

@@ -292,9 +292,13 @@ inline __attribute__((always_inline)) void directBlock(const SortedCells& c, con
   }
 }
 AG_MULTIVERSION void directBlockPot(const SortedCells& c, const SortedCells& t, std::size_t b, int nt, double* p,
-                                    double* fx, double* fy, double* fz) { directBlock<false>(c, t, b, nt, p, fx, fy, fz); }
+                                    double* fx, double* fy, double* fz) {
+  directBlock<false>(c, t, b, nt, p, fx, fy, fz);
+}
 AG_MULTIVERSION void directBlockForce(const SortedCells& c, const SortedCells& t, std::size_t b, int nt, double* p,
-                                      double* fx, double* fy, double* fz) { directBlock<true>(c, t, b, nt, p, fx, fy, fz); }
+                                      double* fx, double* fy, double* fz) {
+  directBlock<true>(c, t, b, nt, p, fx, fy, fz);
+}
 
 /// Direct sums at every point of `t` (sorted order) over the sources `c`.
 void directInto(const SortedCells& c, const SortedCells& t, bool accel, int threads, WalkOutput& out) {

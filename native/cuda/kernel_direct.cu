@@ -1,10 +1,11 @@
 /// \file kernel_direct.cu
 /// \brief O(N^2) direct summation on the GPU: tiled all-pairs. A block owns kDirectThreads consecutive targets
-/// (sorted cells, or a system solve's probes) and streams every cell through shared memory in tiles of kDirectThreads. Positions relative to the
-/// block's first cell are carried as float pairs hi + lo (one double subtraction per source per block) and
-/// d = (t_hi - s_hi) + (t_lo - s_lo) is accurate to float rounding of d itself, however far the block's cells are
-/// spread (a sparse input) and however deep the mesh. Each tile's sum is taken in float and added to double
-/// accumulators. The interaction bodies are physics/interact_k.h's, with R = float.
+/// (sorted cells, or a system solve's probes) and streams every cell through shared memory in tiles of
+/// kDirectThreads. Positions relative to the block's first target are carried as float pairs hi + lo (one double
+/// subtraction per source per block) and d = (t_hi - s_hi) + (t_lo - s_lo) is accurate to float rounding of d
+/// itself, however far the block's targets are spread (a sparse input) and however deep the mesh. Each tile's sum
+/// is taken in float and added to double accumulators. The interaction bodies are physics/interact_k.h's, with
+/// R = float.
 #include "physics/interact_k.h"
 #include "cuda/check.h"
 #include "cuda/kernels.h"

@@ -55,8 +55,8 @@ Status uploadProbes(DeviceState& ds, const SystemView& sys, const SolveOptions& 
 }
 
 /// The probes' walk against the local tree: the cells' walk parameters with the probes as targets.
-Status walkProbes(DeviceState& ds, const SolveOptions& opt, const WalkConfig& cfg, int blocks, const WalkParams& cellsWalk,
-                  const DeviceProbes& P, SystemStats& st) {
+Status walkProbes(DeviceState& ds, const SolveOptions& opt, const WalkConfig& cfg, int blocks,
+                  const WalkParams& cellsWalk, const DeviceProbes& P, SystemStats& st) {
   WalkParams p = cellsWalk;
   p.cells = DeviceCells{P.at(0), P.at(1), P.at(2), P.at(3)};
   p.sources = ds.sortedCells;
@@ -132,7 +132,8 @@ Status targetGroups(DeviceState& ds, const SystemView& sys, unsigned n, unsigned
   AG_TRY(launchTargetGroups(b.targets.get(), k, ds.order, n, groupSize, b.flags.get(), b.groupFlag.get(),
                             b.groupOffset.get(), b.groupList.get(), ds.cubTemp.get(), tempBytes, ds.stream));
   unsigned* hc = static_cast<unsigned*>(ds.small.get());
-  AG_CUDA_TRY(cudaMemcpyAsync(hc, b.groupOffset.get() + numGroups, sizeof(unsigned), cudaMemcpyDeviceToHost, ds.stream));
+  AG_CUDA_TRY(
+      cudaMemcpyAsync(hc, b.groupOffset.get() + numGroups, sizeof(unsigned), cudaMemcpyDeviceToHost, ds.stream));
   AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));
   *count = *hc;
   return Status::success();

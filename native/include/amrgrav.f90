@@ -461,7 +461,8 @@ contains
         return
       end if
     end if
-    if (count([present(ax), present(ay), present(az)]) == 1 .or. count([present(ax), present(ay), present(az)]) == 2) then
+    if (count([present(ax), present(ay), present(az)]) == 1 .or. &
+        count([present(ax), present(ay), present(az)]) == 2) then
       module_error = 'amrgrav_solve_system: pass all of ax, ay and az, or none'
       return
     end if
