@@ -210,7 +210,7 @@ describe('failures under mpirun', () => {
     expect(run.timedOut, run.stderr).toBe(false);
     expect(run.code, run.stderr).toBe(0);
     const lines = run.stdout.trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
-    for (const name of ['nan-mass', 'mismatched-lengths', 'short-output']) {
+    for (const name of ['nan-mass', 'mismatched-lengths', 'short-output', 'nan-probe', 'repeated-target', 'probe-outside-slab']) {
       const got = lines.filter((l) => l.case === name);
       expect(got.map((l) => l.rank).sort()).toEqual([0, 1, 2]);
       for (const l of got) {
@@ -222,6 +222,9 @@ describe('failures under mpirun', () => {
     expect(lines.filter((l) => l.case === 'nan-mass')[0].message).toMatch(/cell 17: mass is not finite/);
     expect(lines.filter((l) => l.case === 'mismatched-lengths')[0].message).toMatch(/mismatched array lengths/);
     expect(lines.filter((l) => l.case === 'short-output')[0].message).toMatch(/out.potential has 199 elements, expected 200/);
+    expect(lines.filter((l) => l.case === 'nan-probe')[0].message).toMatch(/probe 1: x is not finite/);
+    expect(lines.filter((l) => l.case === 'repeated-target')[0].message).toMatch(/targets\[2\] = 3 repeats targets\[0\]/);
+    expect(lines.filter((l) => l.case === 'probe-outside-slab')[0].message).toMatch(/probe 0: z is outside the box/);
     expect(lines.filter((l) => l.case === 'after' && l.ok)).toHaveLength(np);
   });
 
