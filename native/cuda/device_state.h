@@ -77,6 +77,8 @@ struct SystemBuffers {
   DeviceBuffer<std::uint32_t> targets;  ///< the caller's subset
   DeviceBuffer<unsigned char> flags;    ///< per cell: a target
   DeviceBuffer<unsigned> groupFlag, groupOffset, groupList;
+  DeviceBuffer<uint2> subsetRange;      ///< the walk's view of the groups holding targets
+  DeviceBuffer<double> subsetHmin;
   DeviceBuffer<double> targetOut;       ///< pot, ax, ay, az at the targets
 };
 

@@ -1,7 +1,8 @@
 /// \file kernel_system.cu
 /// \brief A system solve's subset of targets on the device (core/system.h): which walk groups hold a target, from the
-/// targets' caller indices and the sorted order, compacted into the list the walk claims from
-/// (WalkParams::groupList). The same groups as the host's tree/system_points.cpp groupsHoldingTargets.
+/// targets' caller indices and the sorted order, compacted into a list, and that list as a ranged walk's groups
+/// (launchSubsetGroups: their ranges and smallest sizes, WalkParams::groupRange). The same groups as the host's
+/// tree/system_points.cpp groupsHoldingTargets.
 #include "cuda/check.h"
 #include "cuda/kernels.h"
 
@@ -36,7 +37,27 @@ __global__ void __launch_bounds__(kThreads) compactGroupsKernel(const unsigned* 
     if (groupFlag[g]) list[offset[g]] = g;
 }
 
+__global__ void __launch_bounds__(kThreads) subsetGroupsKernel(const unsigned* __restrict__ list,
+                                                               const unsigned* __restrict__ count, unsigned n,
+                                                               unsigned groupSize, const double* __restrict__ groupHmin,
+                                                               uint2* __restrict__ range, double* __restrict__ hmin) {
+  const unsigned c = *count;
+  for (unsigned k = blockIdx.x * kThreads + threadIdx.x; k < c; k += gridDim.x * kThreads) {
+    const unsigned g = list[k];
+    range[k] = make_uint2(g * groupSize, min(groupSize, n - g * groupSize));
+    hmin[k] = groupHmin[g];
+  }
+}
+
 }  // namespace
+
+Status launchSubsetGroups(const unsigned* list, const unsigned* count, unsigned numGroups, unsigned n,
+                          unsigned groupSize, const double* groupHmin, uint2* range, double* hmin, cudaStream_t s) {
+  if (numGroups == 0) return Status::success();
+  subsetGroupsKernel<<<gridFor(numGroups), kThreads, 0, s>>>(list, count, n, groupSize, groupHmin, range, hmin);
+  AG_CUDA_LAUNCHED("subsetGroupsKernel");
+  return Status::success();
+}
 
 Status launchTargetGroups(const std::uint32_t* targets, unsigned count, const std::uint32_t* order, unsigned n,
                           unsigned groupSize, unsigned char* flags, unsigned* groupFlag, unsigned* offset,

@@ -187,10 +187,9 @@ struct WalkParams {
   /// arrays of their own, selfPotential false, then launchAddInto adds them: the kernel has no accumulate mode.)
   DeviceCells sources = {nullptr, nullptr, nullptr, nullptr};
   unsigned selfPairs = 1;  ///< 1: the sources are the targets (each cell meets itself once, not counted); 0: a LET
-  /// A system solve (core/system.h). groupList: the groups to walk (numGroups of them; a subset of targets), null:
-  /// groups 0..numGroups-1. groupRange: per group its first target and count (probes' octree-leaf groups,
-  /// tree/system_points.h), null: groupSize consecutive targets each. groupHmin is indexed by the group.
-  const unsigned* groupList = nullptr;
+  /// A system solve's walks (WalkConfig::ranges): per group (numGroups of them) its first target and count, the
+  /// groups holding a subset of targets (launchSubsetGroups) or the probes' octree-leaf groups
+  /// (tree/system_points.h). Unused by a cell walk (groupSize consecutive cells per group).
   const uint2* groupRange = nullptr;
 };
 
@@ -199,6 +198,7 @@ struct WalkParams {
 /// over the self terms as it adds them.
 Status launchWalkPrep(double* size, const double* mass, unsigned n, unsigned groupSize, double selfCoef,
                       double* groupHmin, cudaStream_t s);
+
 
 struct WalkConfig {
   int order = 2;          ///< 1 or 2
@@ -212,6 +212,9 @@ struct WalkConfig {
   bool perCellEwald = false;
   bool ewaldCorrection = false;
   bool dipole = false;    ///< signed sources (SolveOptions::signedSources): the periodic lists carry node dipoles
+  /// The groups are WalkParams::groupRange's (a system solve's probes or subset of targets): kernels of their own,
+  /// so the cell walks' kernels are unchanged.
+  bool ranges = false;
 };
 
 /// Resident blocks per multiprocessor of the walk kernel for this configuration.
@@ -298,6 +301,11 @@ Status launchDirectAt(const DeviceCells& targets, unsigned nt, const DeviceCells
 Status launchTargetGroups(const std::uint32_t* targets, unsigned count, const std::uint32_t* order, unsigned n,
                           unsigned groupSize, unsigned char* flags, unsigned* groupFlag, unsigned* offset,
                           unsigned* list, void* temp, std::size_t tempBytes, cudaStream_t s);
+
+/// The walk's view of the listed groups: range[k] = the range of group list[k], hmin[k] = groupHmin[list[k]], for
+/// k < count (count: on the device, offset[numGroups] of launchTargetGroups; numGroups bounds the launch).
+Status launchSubsetGroups(const unsigned* list, const unsigned* count, unsigned numGroups, unsigned n,
+                          unsigned groupSize, const double* groupHmin, uint2* range, double* hmin, cudaStream_t s);
 
 // ---------------------------------------------------------------- finish (kernel_finish.cu)
 

@@ -58,11 +58,12 @@ Status uploadProbes(DeviceState& ds, const SystemView& sys, const SolveOptions& 
 Status walkProbes(DeviceState& ds, const SolveOptions& opt, const WalkConfig& cfg, int blocks,
                   const WalkParams& cellsWalk, const DeviceProbes& P, SystemStats& st) {
   WalkParams p = cellsWalk;
+  WalkConfig c = cfg;
+  c.ranges = true;  // the probes' octree-leaf groups
   p.cells = DeviceCells{P.at(0), P.at(1), P.at(2), P.at(3)};
   p.sources = ds.sortedCells;
   p.n = unsigned(P.np);
   p.numGroups = unsigned(P.ng);
-  p.groupList = nullptr;
   p.groupRange = ds.sys.probeRange.get();
   p.groupHmin = P.at(12);
   p.phi = P.at(4);
@@ -77,7 +78,7 @@ Status walkProbes(DeviceState& ds, const SolveOptions& opt, const WalkConfig& cf
   for (;;) {  // the passes write phi before the corrections add to it: a rerun needs no reset
     total = WalkTally{};
     unsigned need = 0;
-    AG_TRY(walkPasses(ds, cfg, blocks, opt, p, total, &need, false));
+    AG_TRY(walkPasses(ds, c, blocks, opt, p, total, &need, false));
     if (need == 0) break;
     AG_TRY(growQueue(ds, need));
   }
@@ -113,8 +114,11 @@ Status finishProbes(DeviceState& ds, const SolveOptions& opt, const DeviceProbes
   return Status::success();
 }
 
-/// The groups holding the subset's targets, on the device; their count back on the host.
-Status targetGroups(DeviceState& ds, const SystemView& sys, unsigned n, unsigned groupSize, unsigned* count) {
+/// The groups holding the subset's targets, on the device, as a ranged walk's groups (WalkConfig::ranges;
+/// p.groupRange, p.groupHmin, p.numGroups: their ranges and smallest sizes, from prepareWalk's); their count back on
+/// the host.
+Status targetGroups(DeviceState& ds, const SystemView& sys, unsigned n, WalkParams& p) {
+  const unsigned groupSize = p.groupSize;
   SystemBuffers& b = ds.sys;
   const unsigned numGroups = (n + groupSize - 1) / groupSize;
   const unsigned k = unsigned(sys.targetCount);
@@ -131,12 +135,34 @@ Status targetGroups(DeviceState& ds, const SystemView& sys, unsigned n, unsigned
   tempBytes = ds.cubTemp.bytes();
   AG_TRY(launchTargetGroups(b.targets.get(), k, ds.order, n, groupSize, b.flags.get(), b.groupFlag.get(),
                             b.groupOffset.get(), b.groupList.get(), ds.cubTemp.get(), tempBytes, ds.stream));
+  AG_TRY(b.subsetRange.reserve(std::max(1u, numGroups), "the targets' groups"));
+  AG_TRY(b.subsetHmin.reserve(std::max(1u, numGroups), "the targets' groups"));
+  AG_TRY(launchSubsetGroups(b.groupList.get(), b.groupOffset.get() + numGroups, numGroups, n, groupSize, p.groupHmin,
+                            b.subsetRange.get(), b.subsetHmin.get(), ds.stream));
   unsigned* hc = static_cast<unsigned*>(ds.small.get());
   AG_CUDA_TRY(
       cudaMemcpyAsync(hc, b.groupOffset.get() + numGroups, sizeof(unsigned), cudaMemcpyDeviceToHost, ds.stream));
   AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));
-  *count = *hc;
+  p.numGroups = *hc;
+  p.groupRange = b.subsetRange.get();
+  p.groupHmin = b.subsetHmin.get();
   return Status::success();
+}
+
+/// walkUntilDone for a subset's groups: a queue overflow restores the sizes and the self terms of every cell
+/// (launchWalkPrep into prepareWalk's smallest sizes, `fullHmin`; the subset's copy of them is unchanged) and reruns.
+Status walkSubsetUntilDone(DeviceState& ds, const WalkConfig& cfg, int blocks, const SolveOptions& opt, WalkParams& p,
+                           double* fullHmin, WalkTally& total) {
+  for (;;) {
+    total = WalkTally{};
+    unsigned need = 0;
+    AG_TRY(walkPasses(ds, cfg, blocks, opt, p, total, &need, false));
+    if (need == 0) return Status::success();
+    AG_TRY(growQueue(ds, need));
+    AG_TRY(restoreSizes(ds, p.n));
+    AG_TRY(launchWalkPrep(p.phi, ds.sortedCells.mass, p.n, p.groupSize, selfCoefficient(opt.selfPotential), fullHmin,
+                          ds.stream));
+  }
 }
 
 /// The cells' finish: the caller's order on the device, then all of them down, or the targets' gathered and down.
@@ -230,14 +256,16 @@ Status run(DeviceState& ds, const SystemView& sys, const SolveOptions& opt, bool
     int blocks = 1;
     WalkParams p;
     AG_TRY(prepareWalk(ds, n, opt, ds.massScale, phi, g, &cfg, &blocks, p));
-    if (sys.hasTargets()) {  // only the groups that hold targets (the others' phi keeps its self terms: unread)
-      unsigned count = 0;
-      AG_TRY(targetGroups(ds, sys, n, p.groupSize, &count));
-      p.groupList = ds.sys.groupList.get();
-      p.numGroups = count;
-    }
     WalkTally total;
-    AG_TRY(walkUntilDone(ds, cfg, blocks, opt, p, total));
+    if (sys.hasTargets()) {  // only the groups that hold targets (the others' phi keeps its self terms: unread)
+      double* const fullHmin = const_cast<double*>(p.groupHmin);
+      AG_TRY(targetGroups(ds, sys, n, p));
+      WalkConfig c = cfg;
+      c.ranges = true;  // the groups holding targets
+      AG_TRY(walkSubsetUntilDone(ds, c, blocks, opt, p, fullHmin, total));
+    } else {
+      AG_TRY(walkUntilDone(ds, cfg, blocks, opt, p, total));
+    }
     out.stats.approxInteractions = total.approx;
     out.stats.directInteractions = total.direct;
     out.stats.groups = (n + p.groupSize - 1) / p.groupSize;  // every group; system.targetGroups: those walked
