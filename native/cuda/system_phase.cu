@@ -27,6 +27,7 @@ namespace {
 struct DeviceProbes {
   SortedCells sorted;
   Groups groups;
+  std::vector<uint2> range;  ///< the groups as the walk reads them (kept: the upload may read it after copyIn returns)
   std::size_t np = 0, ng = 0;
   double* base = nullptr;
   double* at(int slot) const { return base + std::size_t(slot) * np; }
@@ -41,13 +42,13 @@ Status uploadProbes(DeviceState& ds, const SystemView& sys, const SolveOptions& 
   AG_TRY(b.probeOrder.reserve(P.np, "the probes' order"));
   AG_TRY(b.probeRange.reserve(P.ng, "the probes' groups"));
   P.base = b.probes.get();
-  std::vector<uint2> range(P.ng);
-  for (std::size_t g = 0; g < P.ng; ++g) range[g] = make_uint2(P.groups.begin[g], P.groups.count[g]);
+  P.range.resize(P.ng);
+  for (std::size_t g = 0; g < P.ng; ++g) P.range[g] = make_uint2(P.groups.begin[g], P.groups.count[g]);
   Transfer t[5] = {{P.sorted.x.data(), P.at(0), P.np * 8},
                    {P.sorted.y.data(), P.at(1), P.np * 8},
                    {P.sorted.z.data(), P.at(2), P.np * 8},
                    {P.sorted.order.data(), b.probeOrder.get(), P.np * 4},
-                   {range.data(), b.probeRange.get(), P.ng * sizeof(uint2)}};
+                   {P.range.data(), b.probeRange.get(), P.ng * sizeof(uint2)}};
   AG_CUDA_TRY(cudaMemsetAsync(P.at(3), 0, P.np * 8, ds.stream));  // the probes' masses (never read as sources)
   AG_CUDA_TRY(cudaMemsetAsync(P.at(4), 0, P.np * 8, ds.stream));  // phi: written by the walk; the direct path too
   AG_CUDA_TRY(cudaMemsetAsync(P.at(12), 0, P.ng * 8, ds.stream));  // group hmin 0: split precision (no sizes)
