@@ -1,6 +1,8 @@
 /**
  * System solves (issue #18): probes (targets only) against direct summation written here, probes on cell centres,
- * linearity, wrapping in periodic boxes, target subsets bitwise equal to the full solve, and bad input.
+ * linearity, wrapping in periodic boxes, target subsets bitwise equal to the full solve, and bad input. On the CPU
+ * backend, the reference (its direct sums are double; the GPU's are float): the GPU is checked against it by
+ * native/tools/parity/system.cpp (CTest gpu.system).
  */
 import { describe, expect, it } from 'vitest';
 import { GravitySolver } from '../solver/gravitySolver.js';
@@ -40,7 +42,7 @@ describe('probes', () => {
   const ref = Array.from(probes.x, (_, i) => directAt(cells, probes.x[i], probes.y[i], probes.z[i]));
 
   it('64 probes: the tree at the probes is within 2x of the cells own tree error against direct summation', async () => {
-    const solver = new GravitySolver({ G, selfPotential: 'none' });
+    const solver = new GravitySolver({ backend: 'cpu', G, selfPotential: 'none' });
     const r = await solver.solveSystem({ cells, probes });
     const cellsRef = await solver.directCells(cells);
     const cellErr = relErrors(r.cells!.potential, cellsRef.potential);
@@ -58,7 +60,7 @@ describe('probes', () => {
   });
 
   it("method 'direct' at the probes is the sum over the cells, and accelerations are -grad phi", async () => {
-    const solver = new GravitySolver({ G, selfPotential: 'none', accelerations: true });
+    const solver = new GravitySolver({ backend: 'cpu', G, selfPotential: 'none', accelerations: true });
     const r = await solver.solveSystem({ cells, probes }, { method: 'direct' });
     expect(relErrors(r.probes!.potential, ref).max).toBeLessThan(1e-12);
     // central difference of the reference potential at a few probes
@@ -72,12 +74,12 @@ describe('probes', () => {
   it('error falls with theta and the quadrupole beats the monopole at the probes', async () => {
     const errs: number[] = [];
     for (const theta of [1, 0.5, 0.25]) {
-      const r = await new GravitySolver({ G, theta }).solveSystem({ cells, probes });
+      const r = await new GravitySolver({ backend: 'cpu', G, theta }).solveSystem({ cells, probes });
       errs.push(relErrors(r.probes!.potential, ref).max);
     }
     expect(errs[1]).toBeLessThan(errs[0]);
     expect(errs[2]).toBeLessThan(errs[1]);
-    const mono = await new GravitySolver({ G, order: 1 }).solveSystem({ cells, probes });
+    const mono = await new GravitySolver({ backend: 'cpu', G, order: 1 }).solveSystem({ cells, probes });
     expect(errs[1]).toBeLessThan(relErrors(mono.probes!.potential, ref).max);
   });
 
@@ -86,7 +88,7 @@ describe('probes', () => {
     const a = { ...cells, mass: Float64Array.from(cells.mass, () => r()) };
     const b = { ...cells, mass: Float64Array.from(cells.mass, (m, i) => m - 0.5 * a.mass[i] + 0.5) };
     const ab = { ...cells, mass: Float64Array.from(a.mass, (m, i) => m + b.mass[i]) };
-    const solver = new GravitySolver({ G, theta: 0.3 });
+    const solver = new GravitySolver({ backend: 'cpu', G, theta: 0.3 });
     const [pa, pb, pab] = await Promise.all([a, b, ab].map((c) => solver.solveSystem({ cells: c, probes })));
     const sum = pa.probes!.potential.map((v, i) => v + pb.probes!.potential[i]);
     const refAb = Array.from(probes.x, (_, i) => directAt(ab, probes.x[i], probes.y[i], probes.z[i]));
@@ -98,7 +100,7 @@ describe('probes', () => {
   });
 
   it('probes without cells feel nothing; a missing part is absent from the result', async () => {
-    const solver = new GravitySolver({ G });
+    const solver = new GravitySolver({ backend: 'cpu', G });
     const r = await solver.solveSystem({ probes: { x: [0.1, 0.2], y: [0, 0], z: [0, 0] } });
     expect(Array.from(r.probes!.potential, Math.abs)).toEqual([0, 0]);
     expect(r.cells).toBeUndefined();
@@ -115,7 +117,7 @@ describe('probes on cell centres', () => {
 
   it("direct: a probe at a cell centre is the cell's potential without its self term", async () => {
     for (const selfPotential of ['none', 'lattice'] as const) {
-      const solver = new GravitySolver({ G, selfPotential });
+      const solver = new GravitySolver({ backend: 'cpu', G, selfPotential });
       const r = await solver.solveSystem({ cells: grid, probes: onCentres }, { method: 'direct' });
       const c = 2.83729747948062; // kLatticeSelf
       picks.forEach((cell, k) => {
@@ -127,9 +129,9 @@ describe('probes on cell centres', () => {
   });
 
   it('tree at theta 0.5: within the tree error; at small theta to rounding', async () => {
-    const direct = await new GravitySolver({ G, selfPotential: 'none' }).directCells(grid);
+    const direct = await new GravitySolver({ backend: 'cpu', G, selfPotential: 'none' }).directCells(grid);
     for (const theta of [0.5, 0.05]) {
-      const solver = new GravitySolver({ G, theta, selfPotential: 'none' });
+      const solver = new GravitySolver({ backend: 'cpu', G, theta, selfPotential: 'none' });
       const r = await solver.solveSystem({ cells: grid, probes: onCentres });
       const treeErr = relErrors(r.cells!.potential, direct.potential).max;
       const cellAt = picks.map((i) => r.cells!.potential[i]);
@@ -140,10 +142,10 @@ describe('probes on cell centres', () => {
   });
 
   it('a periodic box: probes wrap (x + L is x), and on cell centres are the cells within the tree error', async () => {
-    const solver = new GravitySolver({ G, selfPotential: 'none', boundary: 'periodic' });
+    const solver = new GravitySolver({ backend: 'cpu', G, selfPotential: 'none', boundary: 'periodic' });
     const box = { lo: [0, 0, 0] as [number, number, number], hi: [1, 1, 1] as [number, number, number] };
     const r = await solver.solveSystem({ cells: grid, probes: onCentres }, { box });
-    const fine = await new GravitySolver({ G, theta: 0.2, selfPotential: 'none', boundary: 'periodic' }).solveCells(grid, { box });
+    const fine = await new GravitySolver({ backend: 'cpu', G, theta: 0.2, selfPotential: 'none', boundary: 'periodic' }).solveCells(grid, { box });
     const cellAt = picks.map((i) => r.cells!.potential[i]);
     // the contrast's potential has zero mean: measure against the spread of the potential
     const spread = Math.max(...fine.potential) - Math.min(...fine.potential);
@@ -165,7 +167,7 @@ describe('targets: a subset of the cells', () => {
     ['isolated, accelerations, vote', { G, accelerations: true, walk: 'vote' as const }],
     ['periodic, accelerations', { G, accelerations: true, boundary: 'periodic' as const }],
   ])('%s: bitwise the full solve at the targets, fewer groups walked', async (_n, options) => {
-    const solver = new GravitySolver(options);
+    const solver = new GravitySolver({ backend: 'cpu', ...options });
     const box = { lo: [0, 0, 0] as [number, number, number], hi: [1, 1, 1] as [number, number, number] };
     const full = await solver.solveCells(cells, { box });
     const sub = await solver.solveSystem({ cells }, { box, targets });
@@ -182,7 +184,7 @@ describe('targets: a subset of the cells', () => {
   });
 
   it('an empty subset computes nothing; direct summation takes targets too', async () => {
-    const solver = new GravitySolver({ G });
+    const solver = new GravitySolver({ backend: 'cpu', G });
     const none = await solver.solveSystem({ cells }, { targets: [] });
     expect(none.cells!.potential.length).toBe(0);
     expect(none.stats.system.targetGroups).toBe(0);
@@ -194,7 +196,7 @@ describe('targets: a subset of the cells', () => {
 
 describe('bad probes and targets are typed errors', () => {
   const cells = clusteredCells(100, 1);
-  const solver = new GravitySolver({ G });
+  const solver = new GravitySolver({ backend: 'cpu', G });
   it.each([
     [{ probes: { x: [0, 1], y: [0, NaN], z: [0, 0] } }, {}, /probe 1: y is not finite/],
     [{ probes: { x: [0, 1], y: [0], z: [0, 0] } }, {}, /mismatched array lengths: probes/],
@@ -209,7 +211,7 @@ describe('bad probes and targets are typed errors', () => {
   });
 
   it('a probe outside the box along an isolated axis of a periodic box (native check); direct in a periodic box', async () => {
-    const s = new GravitySolver({ G, boundary: { x: 'periodic', y: 'periodic', z: 'isolated' } });
+    const s = new GravitySolver({ backend: 'cpu', G, boundary: { x: 'periodic', y: 'periodic', z: 'isolated' } });
     const box = { lo: [0, 0, 0] as [number, number, number], hi: [1, 1, 1] as [number, number, number] };
     const bad = s.solveSystem({ cells, probes: { x: [5], y: [-3], z: [1.5] } }, { box });
     await expect(bad).rejects.toThrow(InvalidInputError);
