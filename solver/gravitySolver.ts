@@ -7,6 +7,14 @@ import { InvalidInputError, InvalidOptionError, NoDeviceError, fromNativeError }
 import { periodicAxes, resolveOptions, selfPotentialModel, type ResolvedOptions, type SolverOptions } from './options.js';
 import { toNativeCells, type Box, type CellInput } from './cells.js';
 import {
+  systemCells,
+  toNativeProbes,
+  toNativeTargets,
+  type PartResult,
+  type SystemInput,
+  type SystemSolveOptions,
+} from './system.js';
+import {
   loadNative,
   type NativeAddon,
   type NativeBlocks,
@@ -15,6 +23,7 @@ import {
   type NativeOutputs,
   type NativeResult,
   type NativeStats,
+  type NativeSystemStats,
 } from './native.js';
 import { extractCells, leafValues, meshBlocks, writeBack, type AmrMesh, type MeshBlocks } from '../mesh/index.js';
 import { failDistributedSolve, mpiWorld } from './mpi/world.js';
@@ -102,6 +111,24 @@ export interface SolveResult {
   /** -grad(phi) at each cell centre, cm s^-2, when `accelerations` was set. */
   accelerations?: { x: Float64Array; y: Float64Array; z: Float64Array };
   stats: SolveStats;
+}
+
+/** Statistics of a system solve: the cells' (cells = the cells computed) and the probes'. */
+export interface SystemSolveStats extends SolveStats {
+  /**
+   * targets: cells computed; targetGroups: cell walk groups walked (of stats.groups: fewer with a subset; 0 for
+   * 'direct'); probes, probeGroups, the probes' interactions and seconds (CPU: sort, walk, finish; GPU: walk, finish).
+   */
+  system: NativeSystemStats;
+}
+
+/** What {@link GravitySolver.solveSystem} returns: a part for each kind given, in its input order. */
+export interface SystemSolveResult {
+  /** One per cell, or per target in the targets' order. */
+  cells?: PartResult;
+  /** One per probe. */
+  probes?: PartResult;
+  stats: SystemSolveStats;
 }
 
 export interface CellSolveOptions {
@@ -303,6 +330,67 @@ export class GravitySolver {
    */
   async directCells(cells: CellInput, opts: CellSolveOptions = {}): Promise<SolveResult> {
     return this.run('direct', cells, opts);
+  }
+
+  /**
+   * One solve over several kinds of points: `cells` (sources and targets, as {@link solveCells}) and `probes` (targets
+   * only, any position: the field of the cells there, e.g. a coupled code's get-gravity-at-point), optionally only a
+   * subset of the cells (`opts.targets`, bitwise the full solve's values there, at a cost that falls with the
+   * subset). Every part is optional; each comes back in its input order. CPU and CUDA walk the probes in their own
+   * groups (sorted by the same Morton keys, up to groupSize per group) against the cells' tree with the same
+   * acceptance rule and kernels. Under mpirun (option `distributed`) a collective: each rank passes its own cells,
+   * probes and targets (probes and targets need CPU ranks: backend 'cpu').
+   * @throws InvalidInputError for bad probes (not finite; outside the box along an isolated axis of a periodic box)
+   *   or targets (not an integer index below the cell count, repeated), and the errors of {@link solveCells};
+   *   InvalidOptionError for periodic boundaries without `box`, or 'direct' in a periodic box.
+   * @example
+   * const r = await solver.solveSystem({ cells, probes: { x: [0.5], y: [0.5], z: [2] } }, { targets: [0, 7] });
+   * r.probes!.potential[0]; // the cells' potential at (0.5, 0.5, 2)
+   * r.cells!.potential;     // two values: cells 0 and 7
+   */
+  async solveSystem(system: SystemInput, opts: SystemSolveOptions = {}): Promise<SystemSolveResult> {
+    const callerStack = new Error().stack;
+    const method = opts.method ?? 'tree';
+    const distributed = this.distributed && method === 'tree';
+    let native: Parameters<NativeAddon['solveSystem']>[0];
+    try {
+      if (method !== 'tree' && method !== 'direct')
+        throw new InvalidOptionError(`solveSystem: method must be 'tree' or 'direct', got ${String(method)}`);
+      if (this.periodic.some((p) => p) && !opts.box) {
+        throw new InvalidOptionError(
+          "option 'boundary': periodic boundaries need the box (its sides are the periods): pass solveSystem(system, { box })",
+        );
+      }
+      if (system === null || typeof system !== 'object') throw new InvalidInputError('system must be an object {cells?, probes?}');
+      const cells = systemCells(system);
+      native = { cells };
+      if (system.probes !== undefined) native.probes = toNativeProbes(system.probes);
+      if (opts.targets !== undefined) native.targets = toNativeTargets(opts.targets, cells.x.length);
+    } catch (err) {
+      if (!distributed) throw err;
+      const e = err as { code?: string; message: string };
+      try {
+        await failDistributedSolve(e.code ?? 'INVALID_INPUT', e.message); // the other ranks are in the solve
+      } catch (agreed) {
+        throw fromNativeError(agreed, callerStack, 'system solve');
+      }
+      throw err;
+    }
+    let r;
+    try {
+      r = await this.native.solveSystem(native, this.nativeOptions(distributed, opts.box), method);
+    } catch (err) {
+      throw fromNativeError(err, callerStack, method === 'tree' ? 'system solve' : 'system direct summation');
+    }
+    if (r.warning) process.emitWarning(r.warning);
+    const part = (o: { potential: Float64Array; ax?: Float64Array; ay?: Float64Array; az?: Float64Array }): PartResult =>
+      o.ax && o.ay && o.az ? { potential: o.potential, accelerations: { x: o.ax, y: o.ay, z: o.az } } : { potential: o.potential };
+    const result: SystemSolveResult = {
+      stats: { ...this.toStats(method, r.stats.system.targets, r.stats), system: r.stats.system },
+    };
+    if (system.cells !== undefined) result.cells = part(r.cells);
+    if (system.probes !== undefined) result.probes = part(r.probes);
+    return result;
   }
 
   private async run(method: 'tree' | 'direct', cells: CellInput, opts: CellSolveOptions): Promise<SolveResult> {

@@ -125,6 +125,27 @@ export interface NativeResult {
   warning?: string;
 }
 
+/** What a system solve did beside the cells' walk (native/core/system.h SystemStats). */
+export interface NativeSystemStats {
+  /** Cells computed (all of them without a subset). */
+  targets: number;
+  /** Cell walk groups walked. */
+  targetGroups: number;
+  probes: number;
+  probeGroups: number;
+  probeApproxInteractions: number;
+  probeDirectInteractions: number;
+  secondsProbes: number;
+}
+
+/** What solveSystem resolves with. */
+export interface NativeSystemResult {
+  cells: NativeOutputs;
+  probes: NativeOutputs;
+  stats: NativeStats & { system: NativeSystemStats };
+  warning?: string;
+}
+
 /** The native backend policy's decision for a solver (native/api/session.h chooseBackend). */
 export interface NativeBackendPolicy {
   backend: 'cpu' | 'cuda';
@@ -237,6 +258,12 @@ export interface NativeAddon {
   ewaldTableAsync(request: NativeEwaldRequest): Promise<NativeEwaldTable>;
   solve(cells: NativeCells, options: NativeOptions, out?: NativeOutputs): Promise<NativeResult>;
   direct(cells: NativeCells, options: NativeOptions, out?: NativeOutputs): Promise<NativeResult>;
+  /** A system solve (native/core/system.h): cells, probes, a subset of target cells; method 'tree' or 'direct'. */
+  solveSystem(
+    system: { cells: NativeCells; probes?: { x: Float64Array; y: Float64Array; z: Float64Array }; targets?: Uint32Array },
+    options: NativeOptions,
+    method: 'tree' | 'direct',
+  ): Promise<NativeSystemResult>;
   /** The block entry (native/core/blocks.h): results written into `out` in the density's layout. */
   solveBlocks(blocks: NativeBlocks, options: NativeOptions, out: NativeBlockOutputs): Promise<NativeBlocksResult>;
   features(): NativeFeatures;

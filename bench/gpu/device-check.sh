@@ -2,7 +2,7 @@
 # One device call: build the addon with CUDA (and MPI) on the GPU host, then the steps asked for:
 #   sanitize   compute-sanitizer memcheck + racecheck on the parity checks' small case (every subject, --quick)
 #   parity     CPU-vs-GPU parity: `ctest -L gpu --output-on-failure` in build/ (amrgrav_gpu_parity, one test per
-#              subject: isolated, direct, errors, memory, periodic, contrast, let, vote, and sequence-quick; each
+#              subject: isolated, direct, errors, memory, periodic, contrast, let, vote, system, and sequence-quick; each
 #              case's line in parity-cases.log)
 #   ctest      the same as parity
 #   api        CPU-vs-GPU parity through the public API (MacLaurin levels 6, random AMR mesh)
@@ -34,6 +34,8 @@
 #   mpibenchper  the same in a periodic box (--boundary periodic)
 #   autogpu    issue #17's 'auto' break-even: `amrgrav bench` on the CPU backend (all cores) and on the GPU for uniform
 #              grids 8^3..96^3 and MacLaurin levels 3-5, best of 7 each, one process per backend and size (autogpu.tsv)
+#   system     issue #18: ctest gpu.system (probes and target subsets, CPU vs GPU) and dist/bench/systemBench.js
+#              --backend cuda at 128^3 and 256^3
 #   split      amrgrav_gpu_timing --split 256: a two-rank solve emulated in one process, each rank's device work timed
 #              alone (what each GPU of a two-GPU run does), against the one-rank solve; with the copy threads
 #              $SPLIT_COPY_THREADS (default 0: the backend's own choice)
@@ -256,6 +258,17 @@ print(f"{r.get('backend')} ranks {r.get('ranks')} best {r.get('seconds')} s wall
 PY
 )")
         tail -5 "$out/mpi-$tag-np$np.err"
+      done ;;
+    system)
+      # issue #18: probes and target subsets, CPU vs GPU lists and values, subsets bitwise (CTest gpu.system), then
+      # their cost on the GPU at 128^3 and 256^3 (full solve, random and compact subsets, 1e3-1e5 probes)
+      (cd build && AMRGRAV_REQUIRE_GPU=1 timeout 500 ctest -R 'gpu.system' --output-on-failure) > "$out/system-parity.log" 2>&1
+      summary+=("system parity rc=$? $(grep -E 'tests passed' "$out/system-parity.log")")
+      grep -hE '^(ok|FAIL) +system' build/Testing/Temporary/LastTest.log 2>/dev/null | cut -c1-300
+      for g in 128 256; do
+        timeout 400 node dist/bench/systemBench.js --grid $g --backend cuda --repeat 3 > "$out/system-bench-$g.log" 2>&1
+        summary+=("system bench $g^3 rc=$?")
+        cat "$out/system-bench-$g.log"
       done ;;
     split)
       for ct in ${SPLIT_COPY_THREADS:-0}; do

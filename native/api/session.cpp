@@ -212,6 +212,47 @@ Status Session::solve(Method method, const BackendChoice& requested, const Cells
   return st;
 }
 
+Status Session::runSystem(Method method, BackendKind kind, const SystemView& system, const SolveOptions& opt,
+                          SystemResult& out) {
+  Status made;
+  Backend* backend = backendFor(kind, made);
+  if (!backend) return made;
+  std::unique_lock<std::mutex> turn;
+  if (kind == BackendKind::Cuda) turn = std::unique_lock<std::mutex>(cudaTurn_);
+  return backend->solveSystem(system, opt, method == Method::Direct, out);
+}
+
+Status Session::solveSystem(Method method, const BackendChoice& choice, const SystemView& system,
+                            const SolveOptions& opt, SystemResult& out, SolveReport& report) {
+  if (opt.method == SolveMethod::Fmm && method == Method::Tree)
+    return Status::error(ErrorCode::InvalidOption, "method 'fmm' does not take probes or target subsets yet (issue "
+                                                   "#20): a system solve needs method 'tree'");
+  report = SolveReport{};
+  report.ran = choice.backend;
+  report.reason = choice.reason;
+  if (choice.distributed && method == Method::Tree) {
+    const Status st = solveDistributedSystem(choice.backend, system, opt, out);
+    if (st.ok() && out.stats.distributed.ranks > 1) {
+      report.ran = std::string(out.stats.distributed.backend) == "cuda" ? BackendKind::Cuda : BackendKind::Cpu;
+      if (report.ran != choice.backend)
+        report.reason = std::string("distributed: this rank's share ran on the ") +
+                        (report.ran == BackendKind::Cuda ? "GPU" : "CPU");
+    }
+    return st;
+  }
+  if (belowBreakEven(choice, system.cells.n, opt, report)) return runSystem(method, BackendKind::Cpu, system, opt, out);
+  Status st = runSystem(method, choice.backend, system, opt, out);
+  if (st.code == ErrorCode::OutOfMemory && choice.requested == BackendRequest::Auto &&
+      choice.backend == BackendKind::Cuda) {
+    report.warning = "amrgrav: the GPU has too little memory for " + std::to_string(system.cells.n) +
+                     " cells; solving on the CPU (" + st.message + ")";
+    report.ran = BackendKind::Cpu;
+    report.reason = "auto: the GPU had too little memory for this input";
+    st = runSystem(method, BackendKind::Cpu, system, opt, out);
+  }
+  return st;
+}
+
 Status Session::solveBlocks(const BackendChoice& requested, const BlocksView& blocks, const BlockOutputs& out,
                             const SolveOptions& opt, SolveResult& result, SolveReport& report) {
   BackendChoice choice = requested;
@@ -282,6 +323,31 @@ Status solveDistributed(BackendKind kind, const CellsView& cells, const SolveOpt
   if (kind == BackendKind::Cpu) return makeCpuBackend()->solve(cells, opt, out);
 #if defined(AMRGRAV_HAVE_CUDA)
   return makeCudaBackend()->solve(cells, opt, out);
+#else
+  return Status::error(ErrorCode::NoDevice, kNoCudaBuild);
+#endif
+}
+
+Status solveDistributedSystem(BackendKind kind, const SystemView& system, const SolveOptions& opt, SystemResult& out) {
+  if (mpiWorld().size > 1) {
+    RankEngineFactory make = [kind](std::unique_ptr<RankEngine>& engine) -> Status {
+      if (kind == BackendKind::Cpu) {
+        engine = makeCpuRankEngine();
+        return Status::success();
+      }
+#if defined(AMRGRAV_HAVE_CUDA)
+      engine = makeCudaRankEngine([](int devices) { return deviceForLocalRank(nodeLocalRank(), devices); });
+      return Status::success();
+#else
+      return Status::error(ErrorCode::NoDevice, kNoCudaBuild);
+#endif
+    };
+    return ::amrgrav::solveDistributedSystem(make, system, opt, out);
+  }
+  // a world of one rank: the plain system solve
+  if (kind == BackendKind::Cpu) return makeCpuBackend()->solveSystem(system, opt, false, out);
+#if defined(AMRGRAV_HAVE_CUDA)
+  return makeCudaBackend()->solveSystem(system, opt, false, out);
 #else
   return Status::error(ErrorCode::NoDevice, kNoCudaBuild);
 #endif

@@ -10,6 +10,7 @@
 #include "ewald/walk_setup.h"
 #include "tree/tree.h"
 #include "core/validate.h"
+#include "cpu/cpu_system.h"
 #include "cpu/cpu_walk.h"
 #include "cpu/finish.h"
 #include "fmm/fmm_solve.h"
@@ -41,6 +42,10 @@ class CpuBackend final : public Backend {
   }
   Status direct(const CellsView& cells, const SolveOptions& opt, SolveResult& out) override {
     return guarded([&] { return solveImpl(cells, opt, out, true, nullptr, false); });
+  }
+
+  Status solveSystem(const SystemView& system, const SolveOptions& opt, bool direct, SystemResult& out) override {
+    return guarded([&] { return cpuSolveSystem(system, opt, direct, out); });
   }
 
   /// The cells generated from the blocks, then the tree solve; when the mesh is unchanged since the last block

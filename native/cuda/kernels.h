@@ -187,6 +187,10 @@ struct WalkParams {
   /// arrays of their own, selfPotential false, then launchAddInto adds them: the kernel has no accumulate mode.)
   DeviceCells sources = {nullptr, nullptr, nullptr, nullptr};
   unsigned selfPairs = 1;  ///< 1: the sources are the targets (each cell meets itself once, not counted); 0: a LET
+  /// A system solve's walks (WalkConfig::ranges): per group (numGroups of them) its first target and count, the
+  /// groups holding a subset of targets (launchSubsetGroups) or the probes' octree-leaf groups
+  /// (tree/system_points.h). Unused by a cell walk (groupSize consecutive cells per group).
+  const uint2* groupRange = nullptr;
 };
 
 /// Before the walk (kernel_finish.cu): groupHmin[g] = smallest size of group g, then (selfCoef != 0)
@@ -194,6 +198,7 @@ struct WalkParams {
 /// over the self terms as it adds them.
 Status launchWalkPrep(double* size, const double* mass, unsigned n, unsigned groupSize, double selfCoef,
                       double* groupHmin, cudaStream_t s);
+
 
 struct WalkConfig {
   int order = 2;          ///< 1 or 2
@@ -207,6 +212,9 @@ struct WalkConfig {
   bool perCellEwald = false;
   bool ewaldCorrection = false;
   bool dipole = false;    ///< signed sources (SolveOptions::signedSources): the periodic lists carry node dipoles
+  /// The groups are WalkParams::groupRange's (a system solve's probes or subset of targets): kernels of their own,
+  /// so the cell walks' kernels are unchanged.
+  bool ranges = false;
 };
 
 /// Resident blocks per multiprocessor of the walk kernel for this configuration.
@@ -279,6 +287,25 @@ constexpr int kDirectThreads = 256;
 /// Positions relative to each block's first cell, as float pairs hi + lo.
 Status launchDirect(const DeviceCells& cells, unsigned n, double massScale, bool accelerations, double* phi, double* gx,
                     double* gy, double* gz, cudaStream_t s);
+
+/// launchDirect at other targets: sums over the n sources `cells` at the nt points `targets` (times massScale; a
+/// source at a target's position adds 0): a system solve's probes.
+Status launchDirectAt(const DeviceCells& targets, unsigned nt, const DeviceCells& cells, unsigned n, double massScale,
+                      bool accelerations, double* phi, double* gx, double* gy, double* gz, cudaStream_t s);
+
+// ---------------------------------------------------------------- system solves (kernel_system.cu)
+
+/// The groups (groupSize consecutive sorted cells each) that hold a target: flags (n bytes, zeroed here) marks the
+/// targets' caller indices, groupFlag (numGroups + 1, zeroed here) their groups through `order`, offset their
+/// exclusive scan (offset[numGroups] = how many), list the groups ascending. temp: scanExclusive's scratch.
+Status launchTargetGroups(const std::uint32_t* targets, unsigned count, const std::uint32_t* order, unsigned n,
+                          unsigned groupSize, unsigned char* flags, unsigned* groupFlag, unsigned* offset,
+                          unsigned* list, void* temp, std::size_t tempBytes, cudaStream_t s);
+
+/// The walk's view of the listed groups: range[k] = the range of group list[k], hmin[k] = groupHmin[list[k]], for
+/// k < count (count: on the device, offset[numGroups] of launchTargetGroups; numGroups bounds the launch).
+Status launchSubsetGroups(const unsigned* list, const unsigned* count, unsigned numGroups, unsigned n,
+                          unsigned groupSize, const double* groupHmin, uint2* range, double* hmin, cudaStream_t s);
 
 // ---------------------------------------------------------------- finish (kernel_finish.cu)
 
