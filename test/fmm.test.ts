@@ -150,6 +150,13 @@ describe('method fmm: determinism, parameters, entries', () => {
     expect(r.stats.method).toBe('fmm');
   });
 
+  it('refuses a system solve (probes, target subsets) with a typed error instead of walking the tree', async () => {
+    const solver = new GravitySolver({ ...base, method: 'fmm' });
+    const probes = { x: new Float64Array([0.5]), y: new Float64Array([0.5]), z: new Float64Array([0.5]) };
+    await expect(solver.solveSystem({ cells, probes })).rejects.toThrow(InvalidOptionError);
+    await expect(solver.solveSystem({ cells }, { targets: [0, 1] })).rejects.toThrow(/method 'fmm' does not take probes/);
+  });
+
   it('rejects what is not built yet and bad parameters with typed errors naming them', () => {
     const bad: [SolverOptions, RegExp][] = [
       [{ method: 'fmm', backend: 'cuda' }, /backend 'cuda'.*CPU backend only/],
