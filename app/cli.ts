@@ -25,6 +25,10 @@ Units are cgs throughout (G = 6.674e-8 cm^3 g^-1 s^-2 unless --G is given).
 Under mpirun (mpirun -np N amrgrav validate|bench ...) the cells are split over the ranks in Morton order and
 solved with locally essential trees; rank 0 prints, and the JSON carries "ranks".`,
   solver: `Solver options (all commands):
+  --method M       tree | fmm (the fast multipole method: CPU backend, isolated boxes, one rank so far) [tree]
+  --fmm-order P    fmm: expansion order, 3..7                                      [7]
+  --fmm-theta T    fmm: opening angle, r_A + r_B < T R, in (0, 1)                  [0.65]
+  --fmm-tol E      fmm: error tolerance relative to each side's potential bound, [0, 1)  [2e-4]
   --theta T        opening angle of the MAC d > l/T + delta, in (0, 1]           [0.5]
   --order 1|2      1 = monopole, 2 = monopole + quadrupole                         [2]
   --mac M          barnes | bonsai                                                 [barnes]
@@ -141,6 +145,10 @@ for files written by 'amrgrav make maclaurin|sphere' and solved by 'amrgrav solv
 function solverOptions(v: Record<string, string | boolean | undefined>): SolverOptions {
   const s = (k: string) => (typeof v[k] === 'string' ? (v[k] as string) : undefined);
   return {
+    method: choiceArg('method', s('method'), 'tree', ['tree', 'fmm'] as const),
+    fmmOrder: intArg('fmm-order', s('fmm-order'), 7, 3, 7),
+    fmmTheta: numberArg('fmm-theta', s('fmm-theta'), 0.65, (x) => x > 0 && x < 1),
+    fmmTolerance: numberArg('fmm-tol', s('fmm-tol'), 2e-4, (x) => x >= 0 && x < 1),
     theta: numberArg('theta', s('theta'), 0.5),
     order: choiceArg('order', s('order'), '2', ['1', '2'] as const) === '1' ? 1 : 2,
     mac: choiceArg('mac', s('mac'), 'barnes', ['barnes', 'bonsai'] as const),
@@ -158,6 +166,10 @@ function solverOptions(v: Record<string, string | boolean | undefined>): SolverO
 }
 
 const solverArgs = {
+  method: { type: 'string' },
+  'fmm-order': { type: 'string' },
+  'fmm-theta': { type: 'string' },
+  'fmm-tol': { type: 'string' },
   theta: { type: 'string' },
   order: { type: 'string' },
   mac: { type: 'string' },
@@ -270,7 +282,7 @@ async function validate(argv: string[]): Promise<number> {
   }
   console.log(
     `MacLaurin spheroid e=${r.e}, a1=${r.a1}: ${r.cells} leaf cells in ${r.blocks} blocks, levels ${r.levels}, ` +
-      `${r.method === 'direct' ? 'direct summation' : `tree theta=${r.theta} order=${r.order}`} on ${r.backend}` +
+      `${r.method === 'direct' ? 'direct summation' : r.method === 'fmm' ? `fmm order=${r.fmmOrder}` : `tree theta=${r.theta} order=${r.order}`} on ${r.backend}` +
       (r.ranks > 1 ? `, ${r.ranks} MPI ranks` : ''),
   );
   console.log(`  max relative error   ${fmt(r.maxRelError)}`);
@@ -367,11 +379,11 @@ async function bench(argv: string[]): Promise<void> {
   if (values.json) return void console.log(JSON.stringify(r));
   console.log(
     `${r.problem}: ${r.cells} cells, ${r.backend} (${r.threads} threads${r.ranks > 1 ? ` x ${r.ranks} MPI ranks` : ''}), ` +
-      `theta ${r.theta}, order ${r.order}`,
+      (r.method === 'fmm' ? `method fmm, order ${r.fmmOrder}, theta ${r.fmmTheta}, tolerance ${r.fmmTolerance}` : `theta ${r.theta}, order ${r.order}`),
   );
   console.log(`  seconds (best of ${r.repeat})   ${fmt(r.seconds)}   (mean ${fmt(r.secondsMean)})`);
   console.log(`  cells/s                 ${fmt(r.cellsPerSecond)}`);
-  console.log(`  interactions/cell       ${Math.round(r.interactionsPerCell)} (${Math.round(r.approxInteractionsPerCell)} node, ${Math.round(r.directInteractionsPerCell)} cell)`);
+  console.log(`  interactions/cell       ${Math.round(r.interactionsPerCell)} (${Math.round(r.approxInteractionsPerCell)} ${r.method === 'fmm' ? 'M2L node-node' : 'node'}, ${Math.round(r.directInteractionsPerCell)} cell)`);
   console.log(`  walk interactions/s     ${fmt(r.interactionsPerSecond)}`);
   const p = r.phases;
   console.log(

@@ -55,6 +55,11 @@ export interface BenchReport {
   problem: string;
   cells: number;
   backend: string;
+  /** Far-field method (solver option `method`); with 'fmm', theta and order are the tree's unused options. */
+  method: 'tree' | 'fmm';
+  fmmOrder: number;
+  fmmTheta: number;
+  fmmTolerance: number;
   theta: number;
   order: number;
   repeat: number;
@@ -188,6 +193,10 @@ async function runBlocksBench(opts: BenchOptions): Promise<BenchReport> {
     problem: `uniform-blocks${b}`,
     cells: total,
     backend: s.backend,
+    method: solver.options.method,
+    fmmOrder: solver.options.fmmOrder,
+    fmmTheta: solver.options.fmmTheta,
+    fmmTolerance: solver.options.fmmTolerance,
     theta: solver.options.theta,
     order: solver.options.order,
     repeat,
@@ -300,6 +309,10 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
     problem,
     cells: total,
     backend: s.backend,
+    method: solver.options.method,
+    fmmOrder: solver.options.fmmOrder,
+    fmmTheta: solver.options.fmmTheta,
+    fmmTolerance: solver.options.fmmTolerance,
     theta: solver.options.theta,
     order: solver.options.order,
     repeat,

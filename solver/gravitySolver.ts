@@ -7,6 +7,14 @@ import { InvalidInputError, InvalidOptionError, NoDeviceError, fromNativeError }
 import { periodicAxes, resolveOptions, selfPotentialModel, type ResolvedOptions, type SolverOptions } from './options.js';
 import { toNativeCells, type Box, type CellInput } from './cells.js';
 import {
+  systemCells,
+  toNativeProbes,
+  toNativeTargets,
+  type PartResult,
+  type SystemInput,
+  type SystemSolveOptions,
+} from './system.js';
+import {
   loadNative,
   type NativeAddon,
   type NativeBlocks,
@@ -15,6 +23,7 @@ import {
   type NativeOutputs,
   type NativeResult,
   type NativeStats,
+  type NativeSystemStats,
 } from './native.js';
 import { extractCells, leafValues, meshBlocks, writeBack, type AmrMesh, type MeshBlocks } from '../mesh/index.js';
 import { failDistributedSolve, mpiWorld } from './mpi/world.js';
@@ -25,7 +34,11 @@ export interface SolveStats {
   backend: 'cpu' | 'cuda';
   /** Why this backend was chosen, e.g. "auto: no CUDA backend in this build". */
   backendReason: string;
-  method: 'tree' | 'direct';
+  /**
+   * What computed the result: 'tree' (the Barnes-Hut walk), 'fmm' (the fast multipole method; its interactions
+   * per cell are then M2L node-node interactions (approx) and P2P cell pairs (direct)) or 'direct' (summation).
+   */
+  method: 'tree' | 'fmm' | 'direct';
   cells: number;
   threads: number;
   /** upload/download: host <-> device copies (0 on the CPU). */
@@ -100,6 +113,24 @@ export interface SolveResult {
   stats: SolveStats;
 }
 
+/** Statistics of a system solve: the cells' (cells = the cells computed) and the probes'. */
+export interface SystemSolveStats extends SolveStats {
+  /**
+   * targets: cells computed; targetGroups: cell walk groups walked (of stats.groups: fewer with a subset; 0 for
+   * 'direct'); probes, probeGroups, the probes' interactions and seconds (CPU: sort, walk, finish; GPU: walk, finish).
+   */
+  system: NativeSystemStats;
+}
+
+/** What {@link GravitySolver.solveSystem} returns: a part for each kind given, in its input order. */
+export interface SystemSolveResult {
+  /** One per cell, or per target in the targets' order. */
+  cells?: PartResult;
+  /** One per probe. */
+  probes?: PartResult;
+  stats: SystemSolveStats;
+}
+
 export interface CellSolveOptions {
   /**
    * Cells must lie in this box (an error otherwise); the tree's root cube starts at its lower corner. Required
@@ -172,6 +203,11 @@ export class GravitySolver {
     this.periodic = periodicAxes(this.options.boundary);
     this.native = loadNative();
     this.distributed = this.options.distributed !== false && mpiWorld().size > 1;
+    if (this.distributed && this.options.method === 'fmm') {
+      throw new InvalidOptionError(
+        "option 'method': 'fmm' is not distributed yet (issue #20): under mpirun with several ranks use method 'tree', or distributed: false",
+      );
+    }
     // The backend policy is native (native/api/session.h): 'cuda' without a usable GPU fails here (not when
     // distributed: a rank without a GPU fails inside the collective solve, with every rank); 'auto' says once why
     // the CPU runs when CUDA was built but cannot be used. Each solve passes the choice through and reports what ran.
@@ -274,7 +310,7 @@ export class GravitySolver {
     }
     if (r.warning) process.emitWarning(r.warning);
     const nb = blocks.lo.length / 3;
-    return { stats: this.toStats('tree', nb * blocks.nxb * blocks.nyb * blocks.nzb, r.stats) };
+    return { stats: this.toStats(this.options.method, nb * blocks.nxb * blocks.nyb * blocks.nzb, r.stats) };
   }
 
   /**
@@ -294,6 +330,67 @@ export class GravitySolver {
    */
   async directCells(cells: CellInput, opts: CellSolveOptions = {}): Promise<SolveResult> {
     return this.run('direct', cells, opts);
+  }
+
+  /**
+   * One solve over several kinds of points: `cells` (sources and targets, as {@link solveCells}) and `probes` (targets
+   * only, any position: the field of the cells there, e.g. a coupled code's get-gravity-at-point), optionally only a
+   * subset of the cells (`opts.targets`, bitwise the full solve's values there, at a cost that falls with the
+   * subset). Every part is optional; each comes back in its input order. CPU and CUDA walk the probes in their own
+   * groups (sorted by the same Morton keys, up to groupSize per group) against the cells' tree with the same
+   * acceptance rule and kernels. Under mpirun (option `distributed`) a collective: each rank passes its own cells,
+   * probes and targets (probes and targets need CPU ranks: backend 'cpu').
+   * @throws InvalidInputError for bad probes (not finite; outside the box along an isolated axis of a periodic box)
+   *   or targets (not an integer index below the cell count, repeated), and the errors of {@link solveCells};
+   *   InvalidOptionError for periodic boundaries without `box`, or 'direct' in a periodic box.
+   * @example
+   * const r = await solver.solveSystem({ cells, probes: { x: [0.5], y: [0.5], z: [2] } }, { targets: [0, 7] });
+   * r.probes!.potential[0]; // the cells' potential at (0.5, 0.5, 2)
+   * r.cells!.potential;     // two values: cells 0 and 7
+   */
+  async solveSystem(system: SystemInput, opts: SystemSolveOptions = {}): Promise<SystemSolveResult> {
+    const callerStack = new Error().stack;
+    const method = opts.method ?? 'tree';
+    const distributed = this.distributed && method === 'tree';
+    let native: Parameters<NativeAddon['solveSystem']>[0];
+    try {
+      if (method !== 'tree' && method !== 'direct')
+        throw new InvalidOptionError(`solveSystem: method must be 'tree' or 'direct', got ${String(method)}`);
+      if (this.periodic.some((p) => p) && !opts.box) {
+        throw new InvalidOptionError(
+          "option 'boundary': periodic boundaries need the box (its sides are the periods): pass solveSystem(system, { box })",
+        );
+      }
+      if (system === null || typeof system !== 'object') throw new InvalidInputError('system must be an object {cells?, probes?}');
+      const cells = systemCells(system);
+      native = { cells };
+      if (system.probes !== undefined) native.probes = toNativeProbes(system.probes);
+      if (opts.targets !== undefined) native.targets = toNativeTargets(opts.targets, cells.x.length);
+    } catch (err) {
+      if (!distributed) throw err;
+      const e = err as { code?: string; message: string };
+      try {
+        await failDistributedSolve(e.code ?? 'INVALID_INPUT', e.message); // the other ranks are in the solve
+      } catch (agreed) {
+        throw fromNativeError(agreed, callerStack, 'system solve');
+      }
+      throw err;
+    }
+    let r;
+    try {
+      r = await this.native.solveSystem(native, this.nativeOptions(distributed, opts.box), method);
+    } catch (err) {
+      throw fromNativeError(err, callerStack, method === 'tree' ? 'system solve' : 'system direct summation');
+    }
+    if (r.warning) process.emitWarning(r.warning);
+    const part = (o: { potential: Float64Array; ax?: Float64Array; ay?: Float64Array; az?: Float64Array }): PartResult =>
+      o.ax && o.ay && o.az ? { potential: o.potential, accelerations: { x: o.ax, y: o.ay, z: o.az } } : { potential: o.potential };
+    const result: SystemSolveResult = {
+      stats: { ...this.toStats(method, r.stats.system.targets, r.stats), system: r.stats.system },
+    };
+    if (system.cells !== undefined) result.cells = part(r.cells);
+    if (system.probes !== undefined) result.probes = part(r.probes);
+    return result;
   }
 
   private async run(method: 'tree' | 'direct', cells: CellInput, opts: CellSolveOptions): Promise<SolveResult> {
@@ -335,13 +432,17 @@ export class GravitySolver {
       throw fromNativeError(err, callerStack, method === 'tree' ? 'tree solve' : 'direct summation');
     }
     if (r.warning) process.emitWarning(r.warning);
-    return this.toResult(method, nc.x.length, r);
+    return this.toResult(method === 'tree' ? o.method : method, nc.x.length, r);
   }
 
   private nativeOptions(distributed: boolean, box: Box | undefined): NativeOptions {
     const o = this.options;
     return {
       backend: o.backend,
+      method: o.method,
+      fmmOrder: o.fmmOrder,
+      fmmTheta: o.fmmTheta,
+      fmmTolerance: o.fmmTolerance,
       theta: o.theta,
       order: o.order,
       mac: o.mac,
@@ -362,13 +463,13 @@ export class GravitySolver {
     };
   }
 
-  private toResult(method: 'tree' | 'direct', n: number, r: NativeResult): SolveResult {
+  private toResult(method: SolveStats['method'], n: number, r: NativeResult): SolveResult {
     const result: SolveResult = { potential: r.potential, stats: this.toStats(method, n, r.stats) };
     if (r.ax && r.ay && r.az) result.accelerations = { x: r.ax, y: r.ay, z: r.az };
     return result;
   }
 
-  private toStats(method: 'tree' | 'direct', n: number, s: NativeStats): SolveStats {
+  private toStats(method: SolveStats['method'], n: number, s: NativeStats): SolveStats {
     const approx = n > 0 ? s.approxInteractions / n : 0;
     const direct = n > 0 ? s.directInteractions / n : 0;
     const stats: SolveStats = {

@@ -7,6 +7,8 @@ export { GravitySolver } from './gravitySolver.js';
 export { features } from './native.js';
 export type { Features } from './native.js';
 export type { SolveResult, SolveStats, CellSolveOptions, MeshSolveOptions } from './gravitySolver.js';
+export type { SystemSolveResult, SystemSolveStats } from './gravitySolver.js';
+export type { SystemInput, SystemSolveOptions, ProbeInput, PartResult } from './system.js';
 export { GravityModule } from './gravityModule.js';
 export type { GravityModuleOptions, CellLayout, GravityState, GravityStep, GravityTotals } from './gravityModule.js';
 export { defaultOptions, resolveOptions, periodicAxes, selfPotentialModel } from './options.js';

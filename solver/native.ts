@@ -21,6 +21,11 @@ export interface NativeCells {
 export interface NativeOptions {
   /** The request; the native backend policy (native/api/session.h) picks what runs. */
   backend: 'auto' | 'cpu' | 'cuda';
+  /** Far-field method; fmmOrder, fmmTheta and fmmTolerance are read with 'fmm'. */
+  method: 'tree' | 'fmm';
+  fmmOrder: number;
+  fmmTheta: number;
+  fmmTolerance: number;
   theta: number;
   order: 1 | 2;
   mac: 'barnes' | 'bonsai';
@@ -117,6 +122,27 @@ export interface NativeResult {
   az?: Float64Array;
   stats: NativeStats;
   /** Set when 'auto' left the GPU for the CPU (too little device memory for this input). */
+  warning?: string;
+}
+
+/** What a system solve did beside the cells' walk (native/core/system.h SystemStats). */
+export interface NativeSystemStats {
+  /** Cells computed (all of them without a subset). */
+  targets: number;
+  /** Cell walk groups walked. */
+  targetGroups: number;
+  probes: number;
+  probeGroups: number;
+  probeApproxInteractions: number;
+  probeDirectInteractions: number;
+  secondsProbes: number;
+}
+
+/** What solveSystem resolves with. */
+export interface NativeSystemResult {
+  cells: NativeOutputs;
+  probes: NativeOutputs;
+  stats: NativeStats & { system: NativeSystemStats };
   warning?: string;
 }
 
@@ -232,6 +258,12 @@ export interface NativeAddon {
   ewaldTableAsync(request: NativeEwaldRequest): Promise<NativeEwaldTable>;
   solve(cells: NativeCells, options: NativeOptions, out?: NativeOutputs): Promise<NativeResult>;
   direct(cells: NativeCells, options: NativeOptions, out?: NativeOutputs): Promise<NativeResult>;
+  /** A system solve (native/core/system.h): cells, probes, a subset of target cells; method 'tree' or 'direct'. */
+  solveSystem(
+    system: { cells: NativeCells; probes?: { x: Float64Array; y: Float64Array; z: Float64Array }; targets?: Uint32Array },
+    options: NativeOptions,
+    method: 'tree' | 'direct',
+  ): Promise<NativeSystemResult>;
   /** The block entry (native/core/blocks.h): results written into `out` in the density's layout. */
   solveBlocks(blocks: NativeBlocks, options: NativeOptions, out: NativeBlockOutputs): Promise<NativeBlocksResult>;
   features(): NativeFeatures;

@@ -6,6 +6,13 @@ import { invalidOption } from './errors.js';
 /** Where the tree is built and walked. 'auto' picks CUDA when this build and machine have it, else the CPU. */
 export type BackendChoice = 'auto' | 'cpu' | 'cuda';
 
+/**
+ * How the far field is computed: 'tree' (the Barnes-Hut group walk, options theta, order, mac, walk; every backend,
+ * box and MPI run) or 'fmm' (the fast multipole method, options fmmOrder, fmmTheta, fmmTolerance; so far the CPU
+ * backend, isolated boxes and one process).
+ */
+export type MethodChoice = 'tree' | 'fmm';
+
 /** Multipole acceptance criterion, see native/core/types.h. */
 export type MacChoice = 'barnes' | 'bonsai';
 
@@ -48,6 +55,28 @@ export function selfPotentialModel(choice: SelfPotentialChoice): 'none' | 'cube'
 }
 
 export interface SolverOptions {
+  /**
+   * Far-field method, see {@link MethodChoice}. 'fmm' (issue #20): node-node interactions (M2L) with local
+   * expansions passed down the tree and direct sums between neighbouring 64-cell leaves; its accuracy is set by
+   * fmmOrder, fmmTheta and fmmTolerance (defaults: max relative error <= 2e-5 of the potential on the MacLaurin and
+   * random AMR meshes, momentum conserved to rounding). Built so far for backend 'cpu' (and 'auto', which then runs
+   * on the CPU), isolated boundaries and single-process solves: other combinations are an InvalidOptionError.
+   * Default 'tree'.
+   */
+  method?: MethodChoice;
+  /** method 'fmm': expansion order p of the multipoles and local expansions, an integer in [3, 7]. Default 7. */
+  fmmOrder?: number;
+  /**
+   * method 'fmm': opening angle; a node pair interacts through its expansions only when r_A + r_B < fmmTheta R (r: the
+   * nodes' radii about their centres of mass, R: their distance); in (0, 1). Default 0.65.
+   */
+  fmmTheta?: number;
+  /**
+   * method 'fmm': error tolerance, dimensionless; a node pair also needs its truncation-error bound to be at most
+   * fmmTolerance times a lower bound of each side's potential (docs/fmm-design.md, section 3); in [0, 1), 0 = the
+   * opening angle alone. Default 2e-4.
+   */
+  fmmTolerance?: number;
   /** Opening angle theta of the MAC d > l/theta + delta; (0, 1]. Smaller is more accurate and slower. Default 0.5. */
   theta?: number;
   /** Multipole order: 1 = monopole, 2 = monopole + traceless quadrupole. Default 2. */
@@ -125,6 +154,10 @@ export interface SolverOptions {
 export type ResolvedOptions = Required<SolverOptions>;
 
 export const defaultOptions: ResolvedOptions = Object.freeze({
+  method: 'tree',
+  fmmOrder: 7,
+  fmmTheta: 0.65,
+  fmmTolerance: 2e-4,
   theta: 0.5,
   order: 2,
   mac: 'barnes',
@@ -156,6 +189,11 @@ export function resolveOptions(options: SolverOptions = {}): ResolvedOptions {
     if (!known.has(key)) throw invalidOption(key, `one of the known options (${[...known].join(', ')})`, key);
   }
   const o = { ...defaultOptions, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) };
+  if (o.method !== 'tree' && o.method !== 'fmm') throw invalidOption('method', "'tree' or 'fmm'", o.method);
+  if (!isInt(o.fmmOrder) || o.fmmOrder < 3 || o.fmmOrder > 7) throw invalidOption('fmmOrder', 'an integer in [3, 7]', o.fmmOrder);
+  if (typeof o.fmmTheta !== 'number' || !(o.fmmTheta > 0 && o.fmmTheta < 1)) throw invalidOption('fmmTheta', 'a number in (0, 1)', o.fmmTheta);
+  if (typeof o.fmmTolerance !== 'number' || !(o.fmmTolerance >= 0 && o.fmmTolerance < 1))
+    throw invalidOption('fmmTolerance', 'a number in [0, 1)', o.fmmTolerance);
   if (typeof o.theta !== 'number' || !(o.theta > 0 && o.theta <= 1)) throw invalidOption('theta', 'a number in (0, 1]', o.theta);
   if (o.order !== 1 && o.order !== 2) throw invalidOption('order', '1 or 2', o.order);
   if (o.mac !== 'barnes' && o.mac !== 'bonsai') throw invalidOption('mac', "'barnes' or 'bonsai'", o.mac);
@@ -178,6 +216,13 @@ export function resolveOptions(options: SolverOptions = {}): ResolvedOptions {
   if (!isInt(o.threads) || o.threads < 0 || o.threads > 4096) throw invalidOption('threads', 'an integer in [0, 4096]', o.threads);
   if (o.distributed !== 'auto' && typeof o.distributed !== 'boolean')
     throw invalidOption('distributed', "'auto', true or false", o.distributed);
+  if (o.method === 'fmm') {
+    // what the FMM is not built for yet (issue #20) fails here, never by a silent fall-back to the tree
+    if (o.backend === 'cuda')
+      throw invalidOption('method', "'tree' with backend 'cuda' (method 'fmm' runs on the CPU backend only so far)", o.method);
+    if (periodicAxes(o.boundary as BoundaryChoice).some((p) => p))
+      throw invalidOption('method', "'tree' with periodic or mixed boundaries (method 'fmm' is built for isolated boxes only so far)", o.method);
+  }
   return o as ResolvedOptions;
 }
 

@@ -95,6 +95,29 @@ describe('C API', () => {
     expect(out.ok).toBe(true);
   });
 
+  it("method 1 (the FMM, issue #20): defaults, accuracy, an older struct, what is not built yet refused at create", () => {
+    const exe = join(mkdtempSync(join(tmpdir(), 'amrgrav-c-')), 'capi_fmm');
+    execFileSync('cc', [
+      '-std=c99', '-O2', '-Wall', '-Wextra', '-Werror',
+      `-I${join(root, 'native', 'include')}`,
+      join(root, 'test', 'c', 'capi_fmm.c'),
+      `-L${libDir}`, '-lamrgrav', `-Wl,-rpath,${libDir}`, '-lm',
+      '-o', exe,
+    ]);
+    const out = JSON.parse(execFileSync(exe, { encoding: 'utf8' }).trim());
+    expect(out.defaults).toBe(1);
+    expect(out.fmm).toBe(0);
+    expect(out.fmmVsFine).toBeLessThan(2e-5); // against the tree at theta 0.1
+    expect(out.fmmVsFine).toBeLessThan(out.treeVsFine);
+    expect(out.oldSame).toBe(1); // a caller of the previous header: the tree, bit for bit
+    // backend CUDA with method 1: refused (INVALID_OPTION where a GPU is usable; NO_DEVICE first where none is)
+    expect(out.cuda).toBe(out.cudaUsable ? 2 : 4);
+    expect(out.periodic).toBe(2);
+    expect(out.badMethod).toBe(2);
+    expect(out.badOrder).toBe(2);
+    expect(out.ok).toBe(true);
+  });
+
   const commTitle = "the caller's MPI communicator (amrgrav_set_communicator): the world, a split into halves, MPI_COMM_SELF, under mpirun -np 4";
   it.skipIf(!mpicc)(mpicc ? commTitle : `skipped: mpicc is not installed (apt-get install libopenmpi-dev, as .ci/run does): ${commTitle}`, () => {
     const exe = join(mkdtempSync(join(tmpdir(), 'amrgrav-c-')), 'capi_comm');

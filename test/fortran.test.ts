@@ -66,6 +66,27 @@ describe('Fortran module (gfortran)', () => {
     expect(out.ok).toBe(true);
   });
 
+  const systemTitle = 'the system solve (amrgrav_solve_system): probes on cell centres, 1-based targets bitwise the full solve';
+  it.skipIf(!gfortran)(gfortran ? systemTitle : `skipped: gfortran is not installed: ${systemTitle}`, () => {
+    const dir = mkdtempSync(join(tmpdir(), 'amrgrav-fs-'));
+    const exe = join(dir, 'system_probes');
+    execFileSync('gfortran', [
+      '-std=f2008', '-O2', '-Wall', '-Wextra', '-Werror', '-J', dir,
+      join(root, 'native', 'include', 'amrgrav.f90'),
+      join(root, 'test', 'fortran', 'system_probes.f90'),
+      `-L${libDir}`, '-lamrgrav', `-Wl,-rpath,${libDir}`,
+      '-o', exe,
+    ], { cwd: dir });
+    const out = JSON.parse(execFileSync(exe, { encoding: 'utf8' }).trim());
+    expect(out.status).toBe(0);
+    expect(out.centreGap).toBeLessThan(1e-14); // direct, self term off: a probe on a centre is that cell's potential
+    expect(out.probeErr).toBeLessThan(1e-12); // direct at probes off the cells: the program's own sum
+    expect(out.subsetStatus).toBe(0);
+    expect(out.bitwise).toBe(out.targets);
+    expect(out.mismatch).toBe(1);
+    expect(out.mismatchMessage).toMatch(/potential one per cell \(or per target\)/);
+  });
+
   const splitTitle = "a Fortran MPI code's own communicator (amrgrav_set_communicator with use mpi's integer handle): the world split in halves, mpirun -np 4";
   it.skipIf(!mpifort)(mpifort ? splitTitle : `skipped: mpifort is not installed (apt-get install libopenmpi-dev gfortran, as .ci/run does): ${splitTitle}`, () => {
     const dir = mkdtempSync(join(tmpdir(), 'amrgrav-fmpi-'));

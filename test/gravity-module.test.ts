@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { GravityModule } from '../solver/gravityModule.js';
 import { GravitySolver } from '../solver/gravitySolver.js';
 import { InvalidInputError } from '../solver/errors.js';
-import { fillVariable, finiteDifferenceAccelerations, refineMesh, uniformMesh, type AmrMesh } from '../mesh/index.js';
+import { extractCells, fillVariable, finiteDifferenceAccelerations, refineMesh, uniformMesh, type AmrMesh } from '../mesh/index.js';
 import { randomCells, sphereMesh } from './helpers.js';
 
 describe('GravityModule on a cell layout', () => {
@@ -168,5 +168,38 @@ describe('finite-difference accelerations', () => {
     expect(fdVsWalk).toBeLessThan(0.03);
     expect(fdVsWalk).toBeGreaterThan(0); // two different estimates
     gravity.finalize();
+  });
+});
+
+describe('GravityModule.fieldAt: the field at probes (issue #18)', () => {
+  it('a sphere on a mesh: outside it the potential and pull of a point mass, inside the uniform sphere\'s', async () => {
+    const { mesh, a } = sphereMesh(0.3, 4);
+    const gravity = GravityModule.init(mesh, { G: 1, accelerations: true, backend: 'cpu' });
+    let M = 0;
+    const cells = extractCells(mesh, 'dens');
+    for (let i = 0; i < cells.count; i++) M += cells.mass[i];
+    // outside (also beyond the domain), and at the centre: -G M / r and -3 G M / (2 a) for a uniform sphere
+    const probes = { x: [0.5, 0.5, 2.5, 0.5], y: [0.5, 0.5, 0.5, -1.5], z: [1.0, 0.5, 0.5, 0.5] };
+    const r = await gravity.fieldAt(mesh, probes);
+    const expected = [-M / 0.5, (-3 * M) / (2 * a), -M / 2, -M / 2];
+    expected.forEach((v, i) => expect(Math.abs(r.potential[i] - v) / Math.abs(v)).toBeLessThan(5e-3));
+    // the pull points at the centre with G M / r^2 outside
+    expect(Math.abs(r.accelerations!.z[0] + M / 0.25) / (M / 0.25)).toBeLessThan(5e-3);
+    expect(Math.abs(r.accelerations!.x[2] + M / 4) / (M / 4)).toBeLessThan(5e-3);
+    expect(r.stats.system.probes).toBe(4);
+    // nothing is written into the mesh
+    expect(mesh.hasVariable('gpot')).toBe(false);
+  });
+
+  it('a layout: the same values as GravitySolver.solveSystem; bad probes are typed errors', async () => {
+    const c = randomCells(2000, 5);
+    const layout = { x: c.x, y: c.y, z: c.z, size: c.size, box: { lo: [0, 0, 0], hi: [1, 1, 1] } as const };
+    const gravity = GravityModule.init(layout, { G: 1, backend: 'cpu' });
+    const probes = { x: [0.1, 0.9, 3], y: [0.2, 0.5, 0], z: [0.3, 0.5, -1] };
+    const r = await gravity.fieldAt({ mass: c.mass }, probes);
+    const s = await new GravitySolver({ G: 1, backend: 'cpu' }).solveSystem({ cells: c, probes }, { box: layout.box });
+    expect(Array.from(r.potential)).toEqual(Array.from(s.probes!.potential));
+    await expect(gravity.fieldAt({ mass: c.mass }, { x: [NaN], y: [0], z: [0] })).rejects.toThrow(InvalidInputError);
+    await expect(gravity.fieldAt({ mass: c.mass.subarray(1) }, probes)).rejects.toThrow(InvalidInputError);
   });
 });

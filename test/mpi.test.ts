@@ -154,6 +154,35 @@ describe('ten ranks: nine LETs per rank, two levels of virtual nodes above them'
   });
 });
 
+describe('system solves under mpirun (issue #18)', () => {
+  it('each rank its own probes and targets (a rank with probes only, probes outside their rank\'s cells): one process\'s values', async () => {
+    const run = await mpirun(3, script('systemCheck.mjs'));
+    expect(run.timedOut, run.stderr).toBe(false);
+    expect(run.code, run.stderr).toBe(0);
+    type Part = {
+      probes: number; targets: number; vsSingle: number; targetsVsSingle: number; vsDirect: number;
+      letsReceived: number[]; notBitwise: number[];
+    };
+    const r = lastJson<{ ranks: number } & Record<'isolated' | 'periodic', Part>>(run.stdout);
+    expect(r.ranks).toBe(3);
+    for (const name of ['isolated', 'periodic'] as const) {
+      expect(r[name].probes, name).toBe(90);
+      expect(r[name].targets, name).toBe(80);
+      // ranks 0 and 1 receive each other's LET, rank 2 (probes only, no cells: it sends none) both
+      expect(r[name].letsReceived, name).toEqual([1, 1, 2]);
+      // each rank's subset (and probes) bitwise the same distributed system computed in full
+      expect(r[name].notBitwise, name).toEqual([0, 0, 0]);
+      // relative to the largest |phi|: the LETs were chosen for boxes that cover every rank's probes
+      expect(r[name].vsSingle, name).toBeLessThan(1e-4);
+    }
+    // the cells: as the distributed cell solve on this split (periodic: 3.9e-4 of the largest |phi| against one
+    // process, the same with solveCells on main: the received LETs' walk takes no hoisted corrections)
+    expect(r.isolated.targetsVsSingle).toBeLessThan(1e-4);
+    expect(r.periodic.targetsVsSingle).toBeLessThan(1e-3);
+    expect(r.isolated.vsDirect).toBeLessThan(2e-3);
+  });
+});
+
 describe('periodic boxes under mpirun', () => {
   it('a refined blob in a periodic box (3 and 2 periodic axes, and on a background 1e4 times its mean) and a uniform grid cut in slabs, on 3 ranks, match one process', async () => {
     const run = await mpirun(3, script('periodicCheck.mjs'));
@@ -184,7 +213,7 @@ describe('failures under mpirun', () => {
     expect(run.timedOut, run.stderr).toBe(false);
     expect(run.code, run.stderr).toBe(0);
     const lines = run.stdout.trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
-    for (const name of ['nan-mass', 'mismatched-lengths', 'short-output']) {
+    for (const name of ['nan-mass', 'mismatched-lengths', 'short-output', 'nan-probe', 'repeated-target', 'probe-outside-slab']) {
       const got = lines.filter((l) => l.case === name);
       expect(got.map((l) => l.rank).sort()).toEqual([0, 1, 2]);
       for (const l of got) {
@@ -196,6 +225,9 @@ describe('failures under mpirun', () => {
     expect(lines.filter((l) => l.case === 'nan-mass')[0].message).toMatch(/cell 17: mass is not finite/);
     expect(lines.filter((l) => l.case === 'mismatched-lengths')[0].message).toMatch(/mismatched array lengths/);
     expect(lines.filter((l) => l.case === 'short-output')[0].message).toMatch(/out.potential has 199 elements, expected 200/);
+    expect(lines.filter((l) => l.case === 'nan-probe')[0].message).toMatch(/probe 1: x is not finite/);
+    expect(lines.filter((l) => l.case === 'repeated-target')[0].message).toMatch(/targets\[2\] = 3 repeats targets\[0\]/);
+    expect(lines.filter((l) => l.case === 'probe-outside-slab')[0].message).toMatch(/probe 0: z is outside the box/);
     expect(lines.filter((l) => l.case === 'after' && l.ok)).toHaveLength(np);
   });
 

@@ -30,7 +30,9 @@ export interface MaclaurinReport {
   mac: string;
   /** The self-term model (solver/options.ts SelfPotentialChoice). */
   selfPotential: 'none' | 'cube' | 'lattice';
-  method: 'tree' | 'direct';
+  method: 'tree' | 'fmm' | 'direct';
+  /** method 'fmm': its expansion order (solver option fmmOrder). */
+  fmmOrder?: number;
   backend: string;
   seconds: number;
   interactionsPerCell: number;
@@ -62,6 +64,7 @@ function report(problem: MaclaurinProblem, solver: GravitySolver, r: SolveResult
     mac: solver.options.mac,
     selfPotential: selfPotentialModel(solver.options.selfPotential),
     method: r.stats.method,
+    ...(r.stats.method === 'fmm' ? { fmmOrder: solver.options.fmmOrder } : {}),
     backend: r.stats.backend,
     seconds: r.stats.seconds.total,
     interactionsPerCell: r.stats.interactionsPerCell,

@@ -2,7 +2,7 @@
 # One device call: build the addon with CUDA (and MPI) on the GPU host, then the steps asked for:
 #   sanitize   compute-sanitizer memcheck + racecheck on the parity checks' small case (every subject, --quick)
 #   parity     CPU-vs-GPU parity: `ctest -L gpu --output-on-failure` in build/ (amrgrav_gpu_parity, one test per
-#              subject: isolated, direct, errors, memory, periodic, contrast, let, vote, clustered, and
+#              subject: isolated, direct, errors, memory, periodic, contrast, let, vote, system, clustered, and
 #              sequence-quick; each case's line in parity-cases.log)
 #   ctest      the same as parity
 #   api        CPU-vs-GPU parity through the public API (MacLaurin levels 6, random AMR mesh)
@@ -18,6 +18,9 @@
 # Usage on the GPU host, from the project root, with .gpuhost and dist carried:
 #   bash bench/gpu/device-check.sh sanitize parity api perf
 #   capi       the C API's test program (test/c/capi_demo.c) against libamrgrav with CUDA
+#   fmm        method 'fmm' (issue #20, CPU only so far) on a GPU host: test/c/capi_fmm.c (backend CUDA refused at
+#              create with AMRGRAV_INVALID_OPTION, AUTO runs on the CPU) and the Node API ('auto' reports the CPU and
+#              why in backendReason; 'cuda' is an InvalidOptionError)
 #   apibench   `amrgrav bench --grid 256` through the Node API, order 2, 1, and 2 with accelerations
 #   ncu        Nsight Compute on one order-2 walk launch (128^3): throughput, occupancy, stalls, instruction mix
 #   ncuper     the same on the periodic walk's expansion kernel
@@ -37,6 +40,8 @@
 #              the 1M sphere end to end through the Node API (amrgrav bench --problem plummer), box and vote
 #   autogpu    issue #17's 'auto' break-even: `amrgrav bench` on the CPU backend (all cores) and on the GPU for uniform
 #              grids 8^3..96^3 and MacLaurin levels 3-5, best of 7 each, one process per backend and size (autogpu.tsv)
+#   system     issue #18: ctest gpu.system (probes and target subsets, CPU vs GPU) and dist/bench/systemBench.js
+#              --backend cuda at 128^3 and 256^3
 #   split      amrgrav_gpu_timing --split 256: a two-rank solve emulated in one process, each rank's device work timed
 #              alone (what each GPU of a two-GPU run does), against the one-rank solve; with the copy threads
 #              $SPLIT_COPY_THREADS (default 0: the backend's own choice)
@@ -104,6 +109,19 @@ for step in "$@"; do
       cc -std=c99 -O2 -Inative/include test/c/capi_demo.c -Lbuild/Release -lamrgrav -Wl,-rpath,$PWD/build/Release -lm \
         -o /tmp/capi_demo > "$out/capi.log" 2>&1 && /tmp/capi_demo >> "$out/capi.log" 2>&1
       summary+=("capi rc=$? $(tail -c 400 "$out/capi.log")") ;;
+    fmm)
+      cc -std=c99 -O2 -Wall -Inative/include test/c/capi_fmm.c -Lbuild/Release -lamrgrav -Wl,-rpath,$PWD/build/Release \
+        -lm -o /tmp/capi_fmm > "$out/fmm.log" 2>&1 && /tmp/capi_fmm >> "$out/fmm.log" 2>&1
+      summary+=("fmm capi rc=$? $(tail -c 300 "$out/fmm.log")")
+      timeout 120 node --input-type=module -e "
+        import { GravitySolver } from './dist/solver/index.js';
+        const c = { x: [0.1, 0.5, 0.9], y: [0.2, 0.5, 0.8], z: [0.3, 0.5, 0.7], mass: [1, 2, 3], size: [0.1, 0.1, 0.1] };
+        const r = await new GravitySolver({ method: 'fmm', backend: 'auto' }).solveCells(c);
+        let cuda = 'accepted';
+        try { new GravitySolver({ method: 'fmm', backend: 'cuda' }); } catch (e) { cuda = e.name + ': ' + e.message; }
+        console.log(JSON.stringify({ backend: r.stats.backend, method: r.stats.method, reason: r.stats.backendReason, cuda }));
+      " >> "$out/fmm.log" 2>&1
+      summary+=("fmm node rc=$? $(tail -1 "$out/fmm.log" | head -c 400)") ;;
     apibench)
       apiBench256 "--order 2" "--order 1" "--order 2 --accel" ;;
     maclaurin)
@@ -264,6 +282,17 @@ except Exception as e:
     print(f"no report ({e})")
 PY
 )")
+      done ;;
+    system)
+      # issue #18: probes and target subsets, CPU vs GPU lists and values, subsets bitwise (CTest gpu.system), then
+      # their cost on the GPU at 128^3 and 256^3 (full solve, random and compact subsets, 1e3-1e5 probes)
+      (cd build && AMRGRAV_REQUIRE_GPU=1 timeout 500 ctest -R 'gpu.system' --output-on-failure) > "$out/system-parity.log" 2>&1
+      summary+=("system parity rc=$? $(grep -E 'tests passed' "$out/system-parity.log")")
+      grep -hE '^(ok|FAIL) +system' build/Testing/Temporary/LastTest.log 2>/dev/null | cut -c1-300
+      for g in 128 256; do
+        timeout 400 node dist/bench/systemBench.js --grid $g --backend cuda --repeat 3 > "$out/system-bench-$g.log" 2>&1
+        summary+=("system bench $g^3 rc=$?")
+        cat "$out/system-bench-$g.log"
       done ;;
     split)
       for ct in ${SPLIT_COPY_THREADS:-0}; do

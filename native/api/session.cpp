@@ -118,6 +118,22 @@ Status chooseBackend(BackendRequest requested, bool distributed, const char* cud
   return Status::success();
 }
 
+Status fitMethod(const SolveOptions& opt, const char* cudaSpelling, BackendChoice& choice) {
+  if (opt.method != SolveMethod::Fmm) return Status::success();
+  if (choice.distributed)
+    return Status::error(ErrorCode::InvalidOption, "method 'fmm' is not distributed yet (issue #20): a solve over "
+                                                   "several MPI ranks needs method 'tree'");
+  if (choice.backend != BackendKind::Cuda) return Status::success();
+  if (choice.requested == BackendRequest::Cuda)
+    return Status::error(ErrorCode::InvalidOption, std::string("method 'fmm' runs on the CPU backend only so far "
+                                                               "(issue #20): backend ") + cudaSpelling +
+                                                       " needs method 'tree'");
+  choice.backend = BackendKind::Cpu;
+  choice.reason = "auto: method 'fmm' runs on the CPU backend only so far (" + choice.reason.substr(6) + ")";
+  choice.notice.clear();
+  return Status::success();
+}
+
 namespace {
 
 /// 'auto' on the GPU with a problem below the break-even (SolveOptions::autoGpuMinCells): the CPU runs it.
@@ -162,8 +178,13 @@ Status Session::run(Method method, BackendKind kind, const CellsView& cells, con
   return method == Method::Tree ? backend->solve(cells, opt, out) : backend->direct(cells, opt, out);
 }
 
-Status Session::solve(Method method, const BackendChoice& choice, const CellsView& cells, const SolveOptions& opt,
+Status Session::solve(Method method, const BackendChoice& requested, const CellsView& cells, const SolveOptions& opt,
                       SolveResult& out, SolveReport& report) {
+  BackendChoice choice = requested;
+  if (method == Method::Tree) {
+    const Status fit = fitMethod(opt, "'cuda'", choice);
+    if (!fit.ok()) return fit;
+  }
   report = SolveReport{};
   report.ran = choice.backend;
   report.reason = choice.reason;
@@ -191,8 +212,52 @@ Status Session::solve(Method method, const BackendChoice& choice, const CellsVie
   return st;
 }
 
-Status Session::solveBlocks(const BackendChoice& choice, const BlocksView& blocks, const BlockOutputs& out,
+Status Session::runSystem(Method method, BackendKind kind, const SystemView& system, const SolveOptions& opt,
+                          SystemResult& out) {
+  Status made;
+  Backend* backend = backendFor(kind, made);
+  if (!backend) return made;
+  std::unique_lock<std::mutex> turn;
+  if (kind == BackendKind::Cuda) turn = std::unique_lock<std::mutex>(cudaTurn_);
+  return backend->solveSystem(system, opt, method == Method::Direct, out);
+}
+
+Status Session::solveSystem(Method method, const BackendChoice& choice, const SystemView& system,
+                            const SolveOptions& opt, SystemResult& out, SolveReport& report) {
+  if (opt.method == SolveMethod::Fmm && method == Method::Tree)
+    return Status::error(ErrorCode::InvalidOption, "method 'fmm' does not take probes or target subsets yet (issue "
+                                                   "#20): a system solve needs method 'tree'");
+  report = SolveReport{};
+  report.ran = choice.backend;
+  report.reason = choice.reason;
+  if (choice.distributed && method == Method::Tree) {
+    const Status st = solveDistributedSystem(choice.backend, system, opt, out);
+    if (st.ok() && out.stats.distributed.ranks > 1) {
+      report.ran = std::string(out.stats.distributed.backend) == "cuda" ? BackendKind::Cuda : BackendKind::Cpu;
+      if (report.ran != choice.backend)
+        report.reason = std::string("distributed: this rank's share ran on the ") +
+                        (report.ran == BackendKind::Cuda ? "GPU" : "CPU");
+    }
+    return st;
+  }
+  if (belowBreakEven(choice, system.cells.n, opt, report)) return runSystem(method, BackendKind::Cpu, system, opt, out);
+  Status st = runSystem(method, choice.backend, system, opt, out);
+  if (st.code == ErrorCode::OutOfMemory && choice.requested == BackendRequest::Auto &&
+      choice.backend == BackendKind::Cuda) {
+    report.warning = "amrgrav: the GPU has too little memory for " + std::to_string(system.cells.n) +
+                     " cells; solving on the CPU (" + st.message + ")";
+    report.ran = BackendKind::Cpu;
+    report.reason = "auto: the GPU had too little memory for this input";
+    st = runSystem(method, BackendKind::Cpu, system, opt, out);
+  }
+  return st;
+}
+
+Status Session::solveBlocks(const BackendChoice& requested, const BlocksView& blocks, const BlockOutputs& out,
                             const SolveOptions& opt, SolveResult& result, SolveReport& report) {
+  BackendChoice choice = requested;
+  const Status fit = fitMethod(opt, "'cuda'", choice);
+  if (!fit.ok()) return fit;
   report = SolveReport{};
   report.ran = choice.backend;
   report.reason = choice.reason;
@@ -258,6 +323,31 @@ Status solveDistributed(BackendKind kind, const CellsView& cells, const SolveOpt
   if (kind == BackendKind::Cpu) return makeCpuBackend()->solve(cells, opt, out);
 #if defined(AMRGRAV_HAVE_CUDA)
   return makeCudaBackend()->solve(cells, opt, out);
+#else
+  return Status::error(ErrorCode::NoDevice, kNoCudaBuild);
+#endif
+}
+
+Status solveDistributedSystem(BackendKind kind, const SystemView& system, const SolveOptions& opt, SystemResult& out) {
+  if (mpiWorld().size > 1) {
+    RankEngineFactory make = [kind](std::unique_ptr<RankEngine>& engine) -> Status {
+      if (kind == BackendKind::Cpu) {
+        engine = makeCpuRankEngine();
+        return Status::success();
+      }
+#if defined(AMRGRAV_HAVE_CUDA)
+      engine = makeCudaRankEngine([](int devices) { return deviceForLocalRank(nodeLocalRank(), devices); });
+      return Status::success();
+#else
+      return Status::error(ErrorCode::NoDevice, kNoCudaBuild);
+#endif
+    };
+    return ::amrgrav::solveDistributedSystem(make, system, opt, out);
+  }
+  // a world of one rank: the plain system solve
+  if (kind == BackendKind::Cpu) return makeCpuBackend()->solveSystem(system, opt, false, out);
+#if defined(AMRGRAV_HAVE_CUDA)
+  return makeCudaBackend()->solveSystem(system, opt, false, out);
 #else
   return Status::error(ErrorCode::NoDevice, kNoCudaBuild);
 #endif

@@ -74,6 +74,12 @@ struct BackendChoice {
 /// `cudaSpelling`: how the front end names the request in an error ("'cuda'" in JS, "CUDA" in C).
 Status chooseBackend(BackendRequest requested, bool distributed, const char* cudaSpelling, BackendChoice& out);
 
+/// Method 'fmm' (SolveOptions::method) is built for the CPU backend, isolated boxes and one rank so far (issue #20):
+/// a choice of the GPU for 'auto' becomes the CPU, reason "auto: method 'fmm' runs on the CPU backend only (...)";
+/// 'cuda' requested, or a distributed choice, is InvalidOption naming the limitation (never a silent tree solve).
+/// Periodic boxes are validateOptions'. Nothing changes for method 'tree'.
+Status fitMethod(const SolveOptions& opt, const char* cudaSpelling, BackendChoice& choice);
+
 enum class Method { Tree, Direct };
 
 /// What a solve ran on and why.
@@ -98,6 +104,13 @@ class Session {
   Status solve(Method method, const BackendChoice& choice, const CellsView& cells, const SolveOptions& opt,
                SolveResult& out, SolveReport& report);
 
+  /// A system solve (core/system.h; Backend::solveSystem): cells, probes and an optional subset of target cells, on
+  /// the chosen backend with solve()'s policy ('auto' leaves a GPU with too little memory for the CPU; below the
+  /// break-even the CPU runs it). A distributed choice makes a tree solve collective: each rank passes its own cells
+  /// and probes (solveDistributedSystem).
+  Status solveSystem(Method method, const BackendChoice& choice, const SystemView& system, const SolveOptions& opt,
+                     SystemResult& out, SolveReport& report);
+
   /// A block solve (core/blocks.h; Backend::solveBlocks) on the chosen backend: the results into `out` in the
   /// density's layout, the statistics into result.stats. Host data: as solve() ('auto' leaves a GPU with too little
   /// memory for the CPU; a distributed choice generates the cells and solves collectively). Device data
@@ -109,6 +122,8 @@ class Session {
  private:
   Backend* backendFor(BackendKind kind, Status& st);
   Status run(Method method, BackendKind kind, const CellsView& cells, const SolveOptions& opt, SolveResult& out);
+  Status runSystem(Method method, BackendKind kind, const SystemView& system, const SolveOptions& opt,
+                   SystemResult& out);
 
   std::mutex make_;                 ///< guards making the backends
   std::unique_ptr<Backend> cpu_;
@@ -121,6 +136,10 @@ class Session {
 /// over amrgrav's communicator in a world of several ranks; a rank that cannot run `kind` (no CUDA in the build, no
 /// usable device) makes every rank fail with NoDevice. In a world of one rank: the plain solve on `kind`.
 Status solveDistributed(BackendKind kind, const CellsView& cells, const SolveOptions& opt, SolveResult& out);
+
+/// solveDistributed for a system (core/system.h): each rank's cells, probes and targets; the LETs a rank receives
+/// are chosen for the box of its cells and probes together.
+Status solveDistributedSystem(BackendKind kind, const SystemView& system, const SolveOptions& opt, SystemResult& out);
 
 }  // namespace api
 }  // namespace amrgrav

@@ -116,6 +116,100 @@ Napi::Value startSolve(const Napi::CallbackInfo& info, api::Method method) {
   return queueOrReject(env, w, st);
 }
 
+/// A system solve (core/system.h) off the JS thread: the result arrays are made on the JS thread, the backend writes
+/// into them.
+class SystemWorker final : public Napi::AsyncWorker {
+ public:
+  SystemWorker(Napi::Env env, api::Method method)
+      : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), method_(method) {}
+
+  CellArrays cells;
+  SystemArrays parts;
+  OutputArrays cellOut, probeOut;
+  SolveOptions options;
+  api::BackendChoice choice;
+  Napi::Promise promise() { return deferred_.Promise(); }
+
+  void Execute() override {
+    SystemView v;
+    v.cells = cells.view;
+    v.probes = parts.probes;
+    v.targets = parts.targets;
+    v.targetCount = parts.targetCount;
+    result_.cells.into = cellOut.targets;
+    result_.probes.into = probeOut.targets;
+    status_ = session().solveSystem(method_, choice, v, options, result_, report_);
+  }
+  void OnOK() override {
+    Napi::Env env = Env();
+    if (!status_.ok()) {
+      deferred_.Reject(makeError(env, status_).Value());
+      return;
+    }
+    SolveResult stats;  // resultToJs's statistics object for the system's
+    stats.stats = result_.stats;
+    const char* ran = api::backendName(report_.ran);
+    Napi::Object cells = resultToJs(env, stats, ran, cellOut);
+    Napi::Object r = Napi::Object::New(env);
+    Napi::Object s = cells.Get("stats").As<Napi::Object>();
+    s.Set("backendReason", report_.reason);
+    cells.Delete("stats");
+    const SystemStats& y = result_.system;
+    Napi::Object sys = Napi::Object::New(env);
+    sys.Set("targets", double(y.targets));
+    sys.Set("targetGroups", double(y.targetGroups));
+    sys.Set("probes", double(y.probes));
+    sys.Set("probeGroups", double(y.probeGroups));
+    sys.Set("probeApproxInteractions", double(y.probeApprox));
+    sys.Set("probeDirectInteractions", double(y.probeDirect));
+    sys.Set("secondsProbes", y.secondsProbes);
+    s.Set("system", sys);
+    Napi::Object probes = resultToJs(env, SolveResult{}, ran, probeOut);
+    probes.Delete("stats");
+    r.Set("cells", cells);
+    r.Set("probes", probes);
+    r.Set("stats", s);
+    if (!report_.warning.empty()) r.Set("warning", report_.warning);
+    deferred_.Resolve(r);
+  }
+  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  api::Method method_;
+  Status status_;
+  SystemResult result_;
+  api::SolveReport report_;
+};
+
+/// solveSystem({cells, probes?, targets?}, options, method) -> Promise<{cells, probes, stats, warning?}>: cells as
+/// solve()'s (Float64Arrays), probes {x, y, z} (Float64Arrays), targets a Uint32Array of cell indices; method 'tree'
+/// (default) or 'direct'. cells and probes of the result: {potential, ax?, ay?, az?}, one per target (or cell) and
+/// per probe, in their orders; stats as solve()'s plus stats.system.
+Napi::Value solveSystem(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const bool direct = info.Length() > 2 && info[2].IsString() && info[2].As<Napi::String>().Utf8Value() == "direct";
+  auto* w = new SystemWorker(env, direct ? api::Method::Direct : api::Method::Tree);
+  Status st;
+  std::string backendName;
+  const Napi::Value opts = info.Length() > 1 ? info[1] : env.Undefined();
+  if (info.Length() < 1 || !info[0].IsObject())
+    st = Status::error(ErrorCode::InvalidInput, "system must be an object {cells, probes?, targets?}");
+  Napi::Object sys = st.ok() ? info[0].As<Napi::Object>() : Napi::Object::New(env);
+  if (st.ok() && !sys.Get("cells").IsObject())
+    st = Status::error(ErrorCode::InvalidInput, "system.cells must be an object {x, y, z, mass, size}");
+  if (st.ok()) st = readCells(sys.Get("cells").As<Napi::Object>(), w->cells);
+  if (st.ok()) st = readSystemParts(sys, w->parts);
+  if (st.ok()) st = readOptions(opts, w->options, backendName);
+  if (st.ok()) {
+    const std::size_t nc = w->parts.targets ? w->parts.targetCount : w->cells.view.n;
+    st = prepareOutputs(env, env.Undefined(), nc, w->options.accelerations, w->cellOut);
+  }
+  if (st.ok()) st = prepareOutputs(env, env.Undefined(), w->parts.probes.n, w->options.accelerations, w->probeOut);
+  if (st.ok()) st = chooseForCall(opts, backendName, !direct, w->choice);
+  return queueOrReject(env, w, st);
+}
+
 /// A block solve (core/blocks.h) off the JS thread: the results land in the caller's arrays.
 class BlocksWorker final : public Napi::AsyncWorker {
  public:
@@ -204,6 +298,7 @@ static Napi::Object InitAddon(Napi::Env env, Napi::Object exports) {
   exports.Set("solve", Napi::Function::New(env, solve, "solve"));
   exports.Set("direct", Napi::Function::New(env, direct, "direct"));
   exports.Set("solveBlocks", Napi::Function::New(env, solveBlocks, "solveBlocks"));
+  exports.Set("solveSystem", Napi::Function::New(env, solveSystem, "solveSystem"));
   exports.Set("features", Napi::Function::New(env, features, "features"));
   exports.Set("backendPolicy", Napi::Function::New(env, backendPolicy, "backendPolicy"));
   exports.Set("gpuReasonInWords", Napi::Function::New(env, gpuReasonInWords, "gpuReasonInWords"));

@@ -85,6 +85,43 @@ Status readCells(const Napi::Object& obj, CellArrays& out) {
   return Status::success();
 }
 
+Status readSystemParts(const Napi::Object& system, SystemArrays& out) {
+  const Napi::Value probes = system.Get("probes");
+  if (!probes.IsUndefined() && !probes.IsNull()) {
+    if (!probes.IsObject()) return Status::error(ErrorCode::InvalidInput, "probes must be an object {x, y, z}");
+    static const char* names[3] = {"x", "y", "z"};
+    const double* ptr[3];
+    std::size_t n = 0;
+    for (int k = 0; k < 3; ++k) {
+      Napi::Value v = probes.As<Napi::Object>().Get(names[k]);
+      if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_float64_array)
+        return Status::error(ErrorCode::InvalidInput, std::string("probes.") + names[k] + " must be a Float64Array");
+      Napi::Float64Array a = v.As<Napi::Float64Array>();
+      if (k == 0) n = a.ElementLength();
+      else if (a.ElementLength() != n)
+        return Status::error(ErrorCode::InvalidInput, std::string("mismatched array lengths: probes.x has ") +
+                                                          std::to_string(n) + " elements but probes." + names[k] +
+                                                          " has " + std::to_string(a.ElementLength()));
+      ptr[k] = a.Data();
+      out.refs.push_back(Napi::Persistent(a.As<Napi::TypedArray>()));
+    }
+    if (n > 0xffffffffull) return Status::error(ErrorCode::InvalidInput, "more than 2^32 - 1 probes on one rank");
+    out.probes = PointsView{ptr[0], ptr[1], ptr[2], n};
+  }
+  const Napi::Value targets = system.Get("targets");
+  if (!targets.IsUndefined() && !targets.IsNull()) {
+    if (!targets.IsTypedArray() || targets.As<Napi::TypedArray>().TypedArrayType() != napi_uint32_array)
+      return Status::error(ErrorCode::InvalidInput, "targets must be a Uint32Array of cell indices");
+    Napi::Uint32Array a = targets.As<Napi::Uint32Array>();
+    out.targets = a.Data();
+    out.targetCount = a.ElementLength();
+    static const std::uint32_t none = 0;  // an empty list is a subset (of no cells), not "every cell"
+    if (!out.targets) out.targets = &none;
+    out.refs.push_back(Napi::Persistent(a.As<Napi::TypedArray>()));
+  }
+  return Status::success();
+}
+
 Status readBlocks(const Napi::Value& value, const Napi::Value& outValue, const SolveOptions& opt, BlockArrays& b) {
   auto bad = [](const std::string& m) { return Status::error(ErrorCode::InvalidInput, m); };
   if (!value.IsObject()) return bad("blocks must be an object {nxb, nyb, nzb, lo, dx, density, ...}");
@@ -187,6 +224,16 @@ Status readOptions(const Napi::Value& value, SolveOptions& opt, std::string& bac
   Napi::Object o = value.As<Napi::Object>();
   Status st;
   if (!(st = readNumber(o, "theta", opt.theta)).ok()) return st;
+  if (!(st = readInt(o, "fmmOrder", opt.fmmOrder)).ok()) return st;
+  if (!(st = readNumber(o, "fmmTheta", opt.fmmTheta)).ok()) return st;
+  if (!(st = readNumber(o, "fmmTolerance", opt.fmmTolerance)).ok()) return st;
+  if (o.Has("method") && !o.Get("method").IsUndefined()) {
+    Napi::Value m = o.Get("method");
+    std::string v = m.IsString() ? m.As<Napi::String>().Utf8Value() : std::string();
+    if (v == "tree") opt.method = SolveMethod::Tree;
+    else if (v == "fmm") opt.method = SolveMethod::Fmm;
+    else return invalidOption("option 'method' must be 'tree' or 'fmm'");
+  }
   if (!(st = readInt(o, "order", opt.order)).ok()) return st;
   if (!(st = readNumber(o, "G", opt.G)).ok()) return st;
   if (!(st = readInt(o, "leafSize", opt.leafSize)).ok()) return st;

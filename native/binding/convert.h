@@ -8,6 +8,7 @@
 
 #include "core/blocks.h"
 #include "core/status.h"
+#include "core/system.h"
 #include "core/types.h"
 
 namespace amrgrav {
@@ -43,6 +44,18 @@ struct BlockArrays {
 /// {potential, ax?, ay?, az?} (the density's type; ax, ay, az with accelerations). Checks the blocks
 /// (validateBlocks) and that every array is long enough for the slots it is read or written at.
 Status readBlocks(const Napi::Value& blocks, const Napi::Value& out, const SolveOptions& opt, BlockArrays& b);
+
+/// A system solve's parts besides the cells (core/system.h), kept alive while a worker reads them.
+struct SystemArrays {
+  std::vector<Napi::Reference<Napi::TypedArray>> refs;
+  PointsView probes;
+  const std::uint32_t* targets = nullptr;  ///< null: every cell
+  std::size_t targetCount = 0;
+};
+
+/// Reads system.probes ({x, y, z} Float64Arrays of one length; absent: none) and system.targets (a Uint32Array of
+/// cell indices; absent: every cell). The values are checked natively (validateSystem).
+Status readSystemParts(const Napi::Object& system, SystemArrays& out);
 
 /// Reads the options object (missing fields keep their defaults); `backend` receives 'cpu' (default), 'cuda' or
 /// 'auto' (api/session.h chooses).

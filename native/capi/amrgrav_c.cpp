@@ -98,6 +98,15 @@ Status readOptions(const amrgrav_options& o, SolveOptions& s) {
     s.ewaldExpansion = o.ewald_expansion != 0;
   if (o.struct_size >= offsetof(amrgrav_options, walk) + sizeof(int))
     s.walk = o.walk == 1 ? WalkKind::Vote : WalkKind::Box;
+  if (o.struct_size >= offsetof(amrgrav_options, fmm_tolerance) + sizeof(double)) {
+    if (o.method != 0 && o.method != 1)
+      return Status::error(ErrorCode::InvalidOption, "option method must be 0 (tree) or 1 (fmm), got " +
+                                                         std::to_string(o.method));
+    s.method = o.method == 1 ? SolveMethod::Fmm : SolveMethod::Tree;
+    s.fmmOrder = o.fmm_order;
+    s.fmmTheta = o.fmm_theta;
+    s.fmmTolerance = o.fmm_tolerance;
+  }
   return validateOptions(s);
 }
 
@@ -166,6 +175,10 @@ void amrgrav_default_options(amrgrav_options* o) {
   o->density_contrast = d.densityContrast ? 1 : 0;
   o->ewald_expansion = d.ewaldExpansion ? 1 : 0;
   o->walk = static_cast<int>(d.walk);
+  o->method = static_cast<int>(d.method);
+  o->fmm_order = d.fmmOrder;
+  o->fmm_theta = d.fmmTheta;
+  o->fmm_tolerance = d.fmmTolerance;
 }
 
 amrgrav_status amrgrav_create(const amrgrav_options* options, amrgrav_solver** out) {
@@ -193,6 +206,7 @@ amrgrav_status amrgrav_create(const amrgrav_options* options, amrgrav_solver** o
     s->requested = request;
     st = api::chooseBackend(request, distributed, "CUDA", s->choice);
     if (!st.ok()) return st;
+    if (!(st = api::fitMethod(s->options, "CUDA", s->choice)).ok()) return st;  // method 'fmm': CPU, one rank
     const bool gpu = !distributed && s->choice.backend == api::BackendKind::Cuda;
     if (gpu && s->options.groupSize > 64)
       return Status::error(ErrorCode::InvalidOption, "group_size must be at most 64 on the CUDA backend, got " +
@@ -326,6 +340,87 @@ amrgrav_status amrgrav_compute_blocks(amrgrav_solver* s, const amrgrav_blocks* b
 amrgrav_status amrgrav_compute_blocks_device(amrgrav_solver* s, const amrgrav_blocks* blocks, void* potential,
                                              void* ax, void* ay, void* az, void* cuda_stream) {
   return computeBlocks(s, "amrgrav_compute_blocks_device", blocks, potential, ax, ay, az, true, cuda_stream);
+}
+
+void amrgrav_default_system(amrgrav_system* sys) {
+  if (!sys) return;
+  *sys = amrgrav_system{};
+  sys->struct_size = sizeof(amrgrav_system);
+}
+
+void amrgrav_default_system_results(amrgrav_system_results* r) {
+  if (!r) return;
+  *r = amrgrav_system_results{};
+  r->struct_size = sizeof(amrgrav_system_results);
+}
+
+amrgrav_status amrgrav_solve_system(amrgrav_solver* s, const amrgrav_system* sys, const amrgrav_system_results* res) {
+  if (!s) {
+    threadError = "amrgrav_solve_system: the solver is NULL (did amrgrav_create fail?)";
+    return AMRGRAV_INVALID_INPUT;
+  }
+  return guarded(s->error, [&]() -> Status {
+    if (!sys || !res)
+      return Status::error(ErrorCode::InvalidInput, "amrgrav_solve_system: system and results must not be NULL");
+    if (sys->struct_size != sizeof(amrgrav_system))
+      return Status::error(ErrorCode::InvalidOption, "amrgrav_system.struct_size is " +
+                                                         std::to_string(sys->struct_size) + ", expected " +
+                                                         std::to_string(sizeof(amrgrav_system)) +
+                                                         " (fill the struct with amrgrav_default_system)");
+    if (res->struct_size != sizeof(amrgrav_system_results))
+      return Status::error(ErrorCode::InvalidOption, "amrgrav_system_results.struct_size is " +
+                                                         std::to_string(res->struct_size) + ", expected " +
+                                                         std::to_string(sizeof(amrgrav_system_results)) +
+                                                         " (fill the struct with amrgrav_default_system_results)");
+    const bool accel = s->options.accelerations;
+    const std::size_t nc = sys->targets ? sys->n_targets : sys->n_cells;
+    if (sys->n_cells > 0 && (!sys->x || !sys->y || !sys->z || !sys->mass || !sys->size))
+      return Status::error(ErrorCode::InvalidInput, "system: x, y, z, mass and size must not be NULL");
+    if (sys->n_probes > 0 && (!sys->probe_x || !sys->probe_y || !sys->probe_z))
+      return Status::error(ErrorCode::InvalidInput, "system: probe_x, probe_y and probe_z must not be NULL");
+    if (nc > 0 && (!res->potential || (accel && (!res->ax || !res->ay || !res->az))))
+      return Status::error(ErrorCode::InvalidInput, accel ? "results: potential, ax, ay and az must not be NULL"
+                                                          : "results: potential must not be NULL");
+    if (sys->n_probes > 0 && (!res->probe_potential || (accel && (!res->probe_ax || !res->probe_ay || !res->probe_az))))
+      return Status::error(ErrorCode::InvalidInput, accel ? "results: probe_potential, probe_ax, probe_ay and probe_az "
+                                                            "must not be NULL"
+                                                          : "results: probe_potential must not be NULL");
+    static_assert(sizeof(unsigned int) == sizeof(std::uint32_t), "targets are read as uint32");
+    SystemView v;
+    v.cells = CellsView{sys->x, sys->y, sys->z, sys->mass, sys->size, sys->n_cells};
+    v.probes = PointsView{sys->probe_x, sys->probe_y, sys->probe_z, sys->n_probes};
+    if (sys->targets) {
+      v.targets = reinterpret_cast<const std::uint32_t*>(sys->targets);
+      v.targetCount = sys->n_targets;
+    } else if (sys->n_targets > 0) {
+      return Status::error(ErrorCode::InvalidInput, "system: n_targets is " + std::to_string(sys->n_targets) +
+                                                        " but targets is NULL");
+    }
+    SystemResult r;
+    r.cells.into = ResultTargets{nc > 0 ? res->potential : nullptr, accel ? res->ax : nullptr,
+                                 accel ? res->ay : nullptr, accel ? res->az : nullptr};
+    r.probes.into = ResultTargets{sys->n_probes > 0 ? res->probe_potential : nullptr, accel ? res->probe_ax : nullptr,
+                                  accel ? res->probe_ay : nullptr, accel ? res->probe_az : nullptr};
+    s->warning.clear();
+    if (!s->choice.distributed && sys->n_cells == 0 && sys->n_probes == 0) {
+      s->stats = SolveStats{};
+      s->cells = 0;
+      return Status::success();
+    }
+    api::SolveReport report;
+    std::unique_ptr<api::CommunicatorScope> scope;
+    if (s->choice.distributed && s->hasComm) scope = std::make_unique<api::CommunicatorScope>(s->comm);
+    const Status st = s->session.solveSystem(sys->direct ? api::Method::Direct : api::Method::Tree, s->choice, v,
+                                             s->options, r, report);
+    if (st.ok()) {
+      s->stats = r.stats;
+      s->cells = r.system.targets;
+      s->ran = report.ran == api::BackendKind::Cuda ? AMRGRAV_BACKEND_CUDA : AMRGRAV_BACKEND_CPU;
+      s->warning = r.stats.ewaldCacheWarning;
+      if (!report.warning.empty()) s->warning += (s->warning.empty() ? "" : "\n") + report.warning;
+    }
+    return st;
+  });
 }
 
 int amrgrav_tree_reused(const amrgrav_solver* s) { return s ? (s->stats.treeReused ? 1 : 0) : -1; }

@@ -7,6 +7,7 @@
 
 #include "core/blocks.h"
 #include "core/status.h"
+#include "core/system.h"
 #include "core/types.h"
 
 namespace amrgrav {
@@ -26,6 +27,10 @@ class Backend {
   /// calls on an unchanged mesh (stats.treeReused).
   virtual Status solveBlocks(const BlocksView& blocks, const BlockOutputs& out, const SolveOptions& opt,
                              SolveResult& result);
+  /// A system solve (core/system.h): the cells, probes and an optional subset of target cells in one solve, each kind's
+  /// results in its own order. The cells' results equal solve()'s (bitwise; at the targets when a subset is given).
+  /// direct: O(N^2) sums over the cells at every target (isolated boxes), the reference for the tree.
+  virtual Status solveSystem(const SystemView& system, const SolveOptions& opt, bool direct, SystemResult& out) = 0;
 };
 
 /// The default solveBlocks over any cell solve (`solve`: a backend's solve, or a distributed one): checks, the

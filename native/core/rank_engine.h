@@ -8,10 +8,13 @@
 #pragma once
 #include <functional>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "let/let.h"
 #include "core/status.h"
+#include "core/system.h"
 #include "core/types.h"
 
 namespace amrgrav {
@@ -26,6 +29,19 @@ class RankEngine {
   /// device, a backend limit. lo/hi: the bounds of the cells with their extents, or the box when given (empty,
   /// lo > hi, without cells or box).
   virtual Status open(const CellsView& cells, const SolveOptions& opt, double lo[3], double hi[3]) = 0;
+  /// A system solve's probes and targets on this rank (core/system.h), after open() and before the ranks agree:
+  /// checked here, kept for build() on. The summary's box of centres and group widths then cover the probes' groups,
+  /// the walks cover the targets' and the probes' groups, and finishSystem returns each kind's results. The default
+  /// takes a system of cells alone and refuses probes or targets (InvalidOption): an engine that walks them
+  /// overrides it.
+  virtual Status openSystem(const SystemView& system, const SolveOptions& opt) {
+    (void)opt;
+    if (system.probes.n > 0 || system.hasTargets())
+      return Status::error(ErrorCode::InvalidOption,
+                           std::string("probes and target subsets in a distributed solve run on CPU ranks (backend "
+                                       "'cpu'); the ") + name() + " rank does not take them yet");
+    return Status::success();
+  }
   /// Keys (root cube of this rank's cells, the global length `scale`), the density contrast of fully periodic
   /// boxes (`totalMass`: every rank's masses summed; tree/tree.h applyDensityContrast), build, moments, groups;
   /// tree statistics into `st`. May be called with no cells.
@@ -57,6 +73,18 @@ class RankEngine {
   virtual Status walkReceived(const std::vector<ReceivedLet>& lets, const SolveOptions& opt, SolveStats& st) = 0;
   /// Scale, self term, scatter into out (its targets); out.stats keeps what the driver filled.
   virtual Status finish(const SolveOptions& opt, SolveResult& out) = 0;
+  /// A system solve's finish (instead of finish): the cells' results (at the targets) and the probes' into `out`;
+  /// `cells` carries the statistics the driver filled (and takes meanPotential over the cells computed). The default
+  /// (a system of cells alone, see openSystem): finish into the cells' arrays.
+  virtual Status finishSystem(const SolveOptions& opt, SolveResult& cells, SystemResult& out) {
+    cells.into = out.cells.into;  // the caller's arrays, or none: new vectors, moved over
+    AG_TRY(finish(opt, cells));
+    out.cells.potential = std::move(cells.potential);
+    out.cells.ax = std::move(cells.ax);
+    out.cells.ay = std::move(cells.ay);
+    out.cells.az = std::move(cells.az);
+    return Status::success();
+  }
 };
 
 }  // namespace amrgrav

@@ -48,7 +48,24 @@ enum class SelfPotential {
   Lattice = 2,
 };
 
+/// How the far field is computed (the option `method`).
+enum class SolveMethod {
+  /// The Barnes-Hut group walk (cpu/, cuda/): node-cell and cell-cell interactions, MAC theta (the reference).
+  Tree = 0,
+  /// The fast multipole method (fmm/): node-node M2L with local expansions passed down the tree, and P2P between
+  /// near leaves; fmmOrder, fmmTheta and fmmTolerance set its accuracy. CPU backend, isolated boxes, one rank.
+  Fmm = 1,
+};
+
 struct SolveOptions {
+  SolveMethod method = SolveMethod::Tree;
+  /// FMM expansion order p, [3, 7] (multipoles and local coefficients to degree p).
+  int fmmOrder = 7;
+  /// FMM opening angle: a node pair interacts by M2L only when r_A + r_B < fmmTheta R; (0, 1).
+  double fmmTheta = 0.65;
+  /// FMM error tolerance: each M2L's error bound must be at most this times a lower bound of the target's potential
+  /// (physics/fmm_mac_k.h); [0, 1), 0 = the opening angle alone.
+  double fmmTolerance = 2e-4;
   double theta = 0.5;      ///< opening angle, (0, 1]
   int order = 2;           ///< 1: monopole, 2: monopole + traceless quadrupole
   MacKind mac = MacKind::Barnes;

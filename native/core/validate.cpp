@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <vector>
 
 namespace amrgrav {
 namespace {
@@ -36,6 +37,16 @@ Status validateOptions(const SolveOptions& o) {
     return bad("periodic boundaries need the box (its sides are the periods): pass the box of the domain");
   if (o.ewaldResolution < 4 || o.ewaldResolution > 512)
     return bad("ewaldResolution must be in [4, 512], got " + std::to_string(o.ewaldResolution));
+  if (o.method != SolveMethod::Tree && o.method != SolveMethod::Fmm)
+    return bad("method must be 'tree' or 'fmm', got " + std::to_string(int(o.method)));
+  if (o.fmmOrder < 3 || o.fmmOrder > 7) return bad("fmmOrder must be in [3, 7], got " + std::to_string(o.fmmOrder));
+  if (!(o.fmmTheta > 0.0 && o.fmmTheta < 1.0))
+    return bad("fmmTheta must be in (0, 1) (got " + fmt(o.fmmTheta) + ")");
+  if (!(o.fmmTolerance >= 0.0 && o.fmmTolerance < 1.0))
+    return bad("fmmTolerance must be in [0, 1) (got " + fmt(o.fmmTolerance) + "); 0 = the opening angle alone");
+  if (o.method == SolveMethod::Fmm && o.anyPeriodic())
+    return bad("method 'fmm' is built for isolated boxes only so far (issue #20): periodic and mixed boundaries need "
+               "method 'tree'");
   if (o.hasBox) {
     for (int d = 0; d < 3; ++d) {
       if (!(std::isfinite(o.boxLo[d]) && std::isfinite(o.boxHi[d]) && o.boxHi[d] > o.boxLo[d]))
@@ -114,6 +125,51 @@ Status checkCoincidentCells(const CellsView& c, const std::uint64_t* k, const st
       if (c.x[a] == c.x[b] && c.y[a] == c.y[b] && c.z[a] == c.z[b]) return coincidentCellsError(c, b);
     }
   }
+  return Status::success();
+}
+
+Status validateProbes(const PointsView& p, const SolveOptions& o) {
+  static const char* axis[3] = {"x", "y", "z"};
+  if (p.n > 0 && (!p.x || !p.y || !p.z)) return Status::error(ErrorCode::InvalidInput, "probes: x, y and z are needed");
+  const bool periodic = o.anyPeriodic();
+  for (std::size_t i = 0; i < p.n; ++i) {
+    const double v[3] = {p.x[i], p.y[i], p.z[i]};
+    for (int d = 0; d < 3; ++d) {
+      if (!std::isfinite(v[d]))
+        return Status::error(ErrorCode::InvalidInput, "probe " + std::to_string(i) + ": " + axis[d] +
+                                                          " is not finite (got " + fmt(v[d]) + ")");
+      // periodic axes wrap; the isolated axes of a periodic box stay in it (the Ewald table's range)
+      if (periodic && !o.periodic[d] && (v[d] < o.boxLo[d] || v[d] > o.boxHi[d]))
+        return Status::error(ErrorCode::InvalidInput,
+                             "probe " + std::to_string(i) + ": " + axis[d] + " is outside the box [" + fmt(o.boxLo[d]) +
+                                 ", " + fmt(o.boxHi[d]) + "] along an isolated axis of a periodic box (got " +
+                                 fmt(v[d]) + "); the Ewald correction covers separations within the box only");
+    }
+  }
+  return Status::success();
+}
+
+Status validateTargets(const std::uint32_t* t, std::size_t count, std::size_t n) {
+  if (count > 0 && !t) return Status::error(ErrorCode::InvalidInput, "targets: the index array is NULL");
+  std::vector<std::uint32_t> firstAt(n, 0xffffffffu);  // each cell's position in the list (all ones: not yet)
+  for (std::size_t k = 0; k < count; ++k) {
+    if (t[k] >= n)
+      return Status::error(ErrorCode::InvalidInput, "targets[" + std::to_string(k) + "] = " + std::to_string(t[k]) +
+                                                        " is not a cell index (there are " + std::to_string(n) +
+                                                        " cells)");
+    if (firstAt[t[k]] != 0xffffffffu)
+      return Status::error(ErrorCode::InvalidInput, "targets[" + std::to_string(k) + "] = " + std::to_string(t[k]) +
+                                                        " repeats targets[" + std::to_string(firstAt[t[k]]) +
+                                                        "]: each cell at most once");
+    firstAt[t[k]] = std::uint32_t(k);
+  }
+  return Status::success();
+}
+
+Status validateSystem(const SystemView& s, const SolveOptions& opt) {
+  AG_TRY(validateCells(s.cells, opt));
+  AG_TRY(validateProbes(s.probes, opt));
+  if (s.hasTargets()) AG_TRY(validateTargets(s.targets, s.targetCount, s.cells.n));
   return Status::success();
 }
 

@@ -2,6 +2,7 @@
 /// \brief Checks of cells and options before any work, with messages that name the offending cell and value.
 #pragma once
 #include "core/status.h"
+#include "core/system.h"
 #include "core/types.h"
 
 namespace amrgrav {
@@ -11,6 +12,13 @@ Status validateOptions(const SolveOptions& opt);
 Status validateDirectOptions(const SolveOptions& opt);
 /// Also rejects masses whose potential would overflow (checkMassRange).
 Status validateCells(const CellsView& cells, const SolveOptions& opt);
+
+/// Probes (core/system.h): finite coordinates; along the isolated axes of a partly periodic box, inside the box.
+Status validateProbes(const PointsView& probes, const SolveOptions& opt);
+/// A subset of n cells: every index below n, none twice (the error names the position in the list and the index).
+Status validateTargets(const std::uint32_t* targets, std::size_t count, std::size_t n);
+/// validateCells, validateProbes and validateTargets of a system (core/system.h).
+Status validateSystem(const SystemView& s, const SolveOptions& opt);
 
 /// InvalidInput when the total mass over cells as small as `hmin` (in a domain of extent `side`) would overflow
 /// the potential's sums or, with accelerations, theirs: masses >= ~1e300 in cm-sized cells.

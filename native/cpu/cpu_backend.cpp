@@ -10,8 +10,10 @@
 #include "ewald/walk_setup.h"
 #include "tree/tree.h"
 #include "core/validate.h"
+#include "cpu/cpu_system.h"
 #include "cpu/cpu_walk.h"
 #include "cpu/finish.h"
+#include "fmm/fmm_solve.h"
 #include "core/fixed_sum.h"
 #include "core/thread_pool.h"
 
@@ -42,6 +44,10 @@ class CpuBackend final : public Backend {
     return guarded([&] { return solveImpl(cells, opt, out, true, nullptr, false); });
   }
 
+  Status solveSystem(const SystemView& system, const SolveOptions& opt, bool direct, SystemResult& out) override {
+    return guarded([&] { return cpuSolveSystem(system, opt, direct, out); });
+  }
+
   /// The cells generated from the blocks, then the tree solve; when the mesh is unchanged since the last block
   /// solve on this backend (BlockTreeKey), the kept keys' order, tree topology and groups serve again and only the
   /// masses, moments, walk and results are computed.
@@ -49,13 +55,15 @@ class CpuBackend final : public Backend {
                      SolveResult& result) override {
     std::lock_guard<std::mutex> lock(keptMu_);
     return guarded([&]() -> Status {
-      const bool reuse = !v.deviceData && key_.matches(v, opt);
+      // the FMM builds its own tree every call: it neither reuses nor leaves a tree for the next call
+      const bool tree = opt.method == SolveMethod::Tree;
+      const bool reuse = tree && !v.deviceData && key_.matches(v, opt);
       key_.valid = false;  // until this solve succeeds
       if (!kept_) kept_ = std::make_unique<KeptTree>();
       Status st = solveBlocksViaCells(v, out, opt, result, [&](const CellsView& c, SolveResult& r) {
         return solveImpl(c, opt, r, false, kept_.get(), reuse);
       });
-      if (st.ok() && v.cells() > 0) key_.assign(v, opt);
+      if (st.ok() && v.cells() > 0 && tree) key_.assign(v, opt);
       if (st.ok()) result.stats.treeReused = reuse && v.cells() > 0;
       return st;
     });
@@ -125,6 +133,12 @@ class CpuBackend final : public Backend {
       const auto tw = Clock::now();
       directAll(sorted, opt.accelerations, threads, wo);
       out.stats.secondsWalk = since(tw);
+    } else if (opt.method == SolveMethod::Fmm) {
+      if (reuse) return Status::error(ErrorCode::Internal, "CPU backend: the FMM cannot reuse a kept tree");
+      st = fmm::solveFmm(keys, root, sorted, opt, threads, fmm::FmmOutput{wo.phi, wo.gx, wo.gy, wo.gz}, out.stats);
+      if (!st.ok()) return st;
+      wo.approx = out.stats.approxInteractions;
+      wo.direct = out.stats.directInteractions;
     } else {
       auto tb = Clock::now();
       Octree& tree = K.tree;

@@ -15,6 +15,7 @@
 #include "cpu/finish.h"
 #include "ewald/walk_setup.h"
 #include "let/let.h"
+#include "tree/system_points.h"
 #include "tree/tree.h"
 
 namespace amrgrav {
@@ -52,6 +53,14 @@ class CpuRankEngine final : public RankEngine {
     return Status::success();
   }
 
+  /// Probes and targets: checked now, sorted and grouped after the cells' tree (build).
+  Status openSystem(const SystemView& system, const SolveOptions& opt) override {
+    AG_TRY(validateProbes(system.probes, opt));
+    if (system.hasTargets()) AG_TRY(validateTargets(system.targets, system.targetCount, system.cells.n));
+    system_ = system;
+    return Status::success();
+  }
+
   /// The root cube is this rank's own bounding cube (or the user's box): tight cubes make small, accurate trees,
   /// and a far-away rank's whole tree is accepted by the others at its root.
   Status build(const CellsView& cells, const SolveOptions& opt, double scale, double totalMass,
@@ -74,6 +83,18 @@ class CpuRankEngine final : public RankEngine {
     computeMoments(cells_, opt, tree_);
     st.secondsMoments = since(t);
     groups_ = makeGroups(cells_, keys, opt.groupSize);
+    // a subset walks the groups that hold its targets only (tree/system_points.h)
+    if (system_.hasTargets()) {
+      sortedOf_ = sortedPositions(cells_);
+      walked_ = pickGroups(groups_, groupsHoldingTargets(groups_, sortedOf_, system_.targets, system_.targetCount));
+    }
+    // probes: sorted on this rank's keys, in groups of their own
+    sortProbes(system_.probes, root, cells_.scale, opt, probes_, probeGroups_);
+    const std::size_t np = system_.probes.n;
+    probePhi_.assign(np, 0.0);
+    for (auto& v : probeG_) v.assign(opt.accelerations ? np : 0, 0.0);
+    pwo_ = WalkOutput{probePhi_.data(), opt.accelerations ? probeG_[0].data() : nullptr,
+                      opt.accelerations ? probeG_[1].data() : nullptr, opt.accelerations ? probeG_[2].data() : nullptr};
     st.nodes = tree_.nodeCount();
     for (std::size_t i = 0; i < tree_.nodeCount(); ++i) st.leaves += tree_.isLeaf(i) ? 1 : 0;
     st.treeDepth = tree_.depth;
@@ -93,9 +114,20 @@ class CpuRankEngine final : public RankEngine {
     return Status::success();
   }
 
+  /// The box of centres and the group widths cover the probes' groups: the LETs this rank receives are chosen for
+  /// every group it walks.
   Status summary(RankSummary& out) override {
     out = summariseCells(cells_);
     groupHalfWidths(groups_, out.groupHalfWidth);
+    double pw[3];
+    groupHalfWidths(probeGroups_, pw);
+    for (int d = 0; d < 3; ++d) out.groupHalfWidth[d] = std::max(out.groupHalfWidth[d], pw[d]);
+    const std::vector<double>* p[3] = {&probes_.x, &probes_.y, &probes_.z};
+    for (int d = 0; d < 3; ++d)
+      for (const double v : *p[d]) {
+        out.centreLo[d] = std::min(out.centreLo[d], v);
+        out.centreHi[d] = std::max(out.centreHi[d], v);
+      }
     return Status::success();
   }
 
@@ -120,13 +152,17 @@ class CpuRankEngine final : public RankEngine {
 
   Status completeLocalWalk(const SolveOptions& opt, const std::function<Status()>& progress, SolveStats&) override {
     const SourceTree local = source();
-    const std::size_t ng = groups_.size();
+    const Groups& groups = walkedGroups();
+    const std::size_t ng = groups.size();
     for (std::size_t s = 0; s < kWalkSlices && ng > 0; ++s) {
-      walkGroups(local, cells_, groups_, ng * s / kWalkSlices, ng * (s + 1) / kWalkSlices, opt, threads_,
+      walkGroups(local, cells_, groups, ng * s / kWalkSlices, ng * (s + 1) / kWalkSlices, opt, threads_,
                  WalkPass{false, true}, wo_, ewald());
       AG_TRY(progress());
     }
-    return Status::success();
+    // the probes: targets only, no self pair
+    walkGroups(local, probes_, probeGroups_, 0, probeGroups_.size(), opt, threads_, WalkPass{false, false, true}, pwo_,
+               ewald());
+    return progress();
   }
 
   Status walkReceived(const std::vector<ReceivedLet>& lets, const SolveOptions& opt, SolveStats& st) override {
@@ -134,8 +170,11 @@ class CpuRankEngine final : public RankEngine {
       std::vector<SourceTree> views;
       for (const ReceivedLet& l : lets) views.push_back(l.view);
       AG_TRY(mergeLets(views.data(), views.size(), forest_));
-      walkGroups(forest_.view(), cells_, groups_, 0, groups_.size(), opt, threads_, WalkPass{true, false, false}, wo_,
+      const Groups& groups = walkedGroups();
+      walkGroups(forest_.view(), cells_, groups, 0, groups.size(), opt, threads_, WalkPass{true, false, false}, wo_,
                  ewald());
+      walkGroups(forest_.view(), probes_, probeGroups_, 0, probeGroups_.size(), opt, threads_,
+                 WalkPass{true, false, false}, pwo_, ewald());
     }
     st.approxInteractions = wo_.approx;
     st.directInteractions = wo_.direct;
@@ -147,7 +186,29 @@ class CpuRankEngine final : public RankEngine {
     return Status::success();
   }
 
+  Status finishSystem(const SolveOptions& opt, SolveResult& cells, SystemResult& out) override {
+    const bool accel = opt.accelerations;
+    if (system_.hasTargets()) {
+      cells.stats.meanPotential = finishTargets(cells_, opt, phi_, accel ? g_ : nullptr, system_.targets,
+                                                system_.targetCount, sortedOf_, out.cells);
+    } else {
+      cells.into = out.cells.targets(cells_.order.size(), accel);
+      finishSolve(cells_, opt, phi_, accel ? g_ : nullptr, cells);
+    }
+    finishPoints(probes_, opt, probePhi_, accel ? probeG_ : nullptr, out.probes);
+    out.system.targets = system_.cellResults();
+    out.system.targetGroups = walkedGroups().size();
+    out.system.probes = system_.probes.n;
+    out.system.probeGroups = probeGroups_.size();
+    out.system.probeApprox = pwo_.approx;
+    out.system.probeDirect = pwo_.direct;
+    return Status::success();
+  }
+
  private:
+  /// The cell groups this rank walks: all, or those holding its targets.
+  const Groups& walkedGroups() const { return system_.hasTargets() ? walked_ : groups_; }
+
   const EwaldWalk* ewald() const { return periodic_ ? &ewald_ : nullptr; }
 
   /// The local tree as a source (periodic: with its nodes' second moments; signed sources: their dipoles).
@@ -168,6 +229,13 @@ class CpuRankEngine final : public RankEngine {
   LetForest forest_;
   std::vector<double> phi_, g_[3];
   WalkOutput wo_{nullptr, nullptr, nullptr, nullptr};
+  SystemView system_;                 ///< a system solve's probes and targets (none: a cell solve)
+  std::vector<std::uint32_t> sortedOf_;
+  Groups walked_;                     ///< the groups holding the targets
+  SortedCells probes_;
+  Groups probeGroups_;
+  std::vector<double> probePhi_, probeG_[3];
+  WalkOutput pwo_{nullptr, nullptr, nullptr, nullptr};
 };
 
 }  // namespace

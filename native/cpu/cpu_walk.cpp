@@ -274,12 +274,13 @@ void walkAllGroups(const Octree& t, const SortedCells& c, const Groups& g, const
 
 namespace {
 
-/// Direct sums for one block of targets against all sources, sources outer (see the file comment).
+/// Direct sums for one block of targets (nt from sorted position b of `t`) against all sources `c`, sources outer
+/// (see the file comment).
 template <bool Accel>
-inline __attribute__((always_inline)) void directBlock(const SortedCells& c, std::size_t b, int nt, double* p,
-                                                      double* fx, double* fy, double* fz) {
+inline __attribute__((always_inline)) void directBlock(const SortedCells& c, const SortedCells& t, std::size_t b,
+                                                      int nt, double* p, double* fx, double* fy, double* fz) {
   const std::size_t n = c.order.size();
-  const double *tx = &c.x[b], *ty = &c.y[b], *tz = &c.z[b];
+  const double *tx = &t.x[b], *ty = &t.y[b], *tz = &t.z[b];
   for (int i = 0; i < nt; ++i) { p[i] = 0; fx[i] = 0; fy[i] = 0; fz[i] = 0; }
   for (std::size_t k = 0; k < n; ++k) {
     const double sx = c.x[k], sy = c.y[k], sz = c.z[k], sm = c.mass[k];
@@ -290,29 +291,44 @@ inline __attribute__((always_inline)) void directBlock(const SortedCells& c, std
     }
   }
 }
-AG_MULTIVERSION void directBlockPot(const SortedCells& c, std::size_t b, int nt, double* p, double* fx, double* fy,
-                                    double* fz) { directBlock<false>(c, b, nt, p, fx, fy, fz); }
-AG_MULTIVERSION void directBlockForce(const SortedCells& c, std::size_t b, int nt, double* p, double* fx, double* fy,
-                                      double* fz) { directBlock<true>(c, b, nt, p, fx, fy, fz); }
+AG_MULTIVERSION void directBlockPot(const SortedCells& c, const SortedCells& t, std::size_t b, int nt, double* p,
+                                    double* fx, double* fy, double* fz) {
+  directBlock<false>(c, t, b, nt, p, fx, fy, fz);
+}
+AG_MULTIVERSION void directBlockForce(const SortedCells& c, const SortedCells& t, std::size_t b, int nt, double* p,
+                                      double* fx, double* fy, double* fz) {
+  directBlock<true>(c, t, b, nt, p, fx, fy, fz);
+}
 
-}  // namespace
-
-void directAll(const SortedCells& c, bool accel, int threads, WalkOutput& out) {
-  const std::size_t n = c.order.size();
+/// Direct sums at every point of `t` (sorted order) over the sources `c`.
+void directInto(const SortedCells& c, const SortedCells& t, bool accel, int threads, WalkOutput& out) {
+  const std::size_t n = t.x.size();
   constexpr std::size_t kBlock = 64;
   parallelFor((n + kBlock - 1) / kBlock, 4, threads, [&](std::size_t bb, std::size_t be, int) {
     double p[kBlock], fx[kBlock], fy[kBlock], fz[kBlock];
     for (std::size_t blk = bb; blk < be; ++blk) {
       const std::size_t b = blk * kBlock;
       const int nt = int(std::min(n, b + kBlock) - b);
-      (accel ? directBlockForce : directBlockPot)(c, b, nt, p, fx, fy, fz);
+      (accel ? directBlockForce : directBlockPot)(c, t, b, nt, p, fx, fy, fz);
       for (int i = 0; i < nt; ++i) {
         out.phi[b + i] = p[i];
         if (accel) { out.gx[b + i] = fx[i]; out.gy[b + i] = fy[i]; out.gz[b + i] = fz[i]; }
       }
     }
   });
+}
+
+}  // namespace
+
+void directAll(const SortedCells& c, bool accel, int threads, WalkOutput& out) {
+  const std::size_t n = c.order.size();
+  directInto(c, c, accel, threads, out);
   out.direct = n > 0 ? std::uint64_t(n) * (n - 1) : 0;
+}
+
+void directAt(const SortedCells& sources, const SortedCells& points, bool accel, int threads, WalkOutput& out) {
+  directInto(sources, points, accel, threads, out);
+  out.direct += std::uint64_t(points.x.size()) * sources.order.size();
 }
 
 }  // namespace amrgrav

@@ -45,4 +45,8 @@ void walkAllGroups(const Octree& tree, const SortedCells& cells, const Groups& g
 /// Direct summation over all cells in sorted order, unscaled (the self pair contributes 0).
 void directAll(const SortedCells& cells, bool accelerations, int threads, WalkOutput& out);
 
+/// Direct summation at target-only points (probes, tree/system_points.h: sorted, scaled, no masses) over all the
+/// cells `sources`, unscaled; a source at a point's position adds 0. out.direct counts every pair.
+void directAt(const SortedCells& sources, const SortedCells& points, bool accel, int threads, WalkOutput& out);
+
 }  // namespace amrgrav

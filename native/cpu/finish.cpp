@@ -30,4 +30,45 @@ void finishSolve(const SortedCells& c, const SolveOptions& opt, const std::vecto
   }
 }
 
+double finishTargets(const SortedCells& c, const SolveOptions& opt, const std::vector<double>& phi,
+                     const std::vector<double>* g, const std::uint32_t* targets, std::size_t count,
+                     const std::vector<std::uint32_t>& sortedOf, PointResults& out) {
+  const ResultTargets t = out.targets(count, g != nullptr);
+  const double s = c.scale, s2 = c.scale * c.scale;
+  const double self = selfCoefficient(opt.selfPotential);
+  double vPhi = 0, vol = 0;
+  for (std::size_t k = 0; k < count; ++k) {
+    const std::size_t i = sortedOf[targets[k]];
+    const double p = phi[i] + self * c.mass[i] / c.size[i];  // finishSolve's expression, so its bits
+    t.potential[k] = -opt.G * (p * s);
+    if (opt.fullyPeriodic()) {
+      const double v = c.size[i] * c.size[i] * c.size[i];
+      vPhi += v * t.potential[k];
+      vol += v;
+    }
+    if (g) {
+      t.ax[k] = -opt.G * (g[0][i] * s2);
+      t.ay[k] = -opt.G * (g[1][i] * s2);
+      t.az[k] = -opt.G * (g[2][i] * s2);
+    }
+  }
+  return vol > 0 ? vPhi / vol : 0.0;
+}
+
+void finishPoints(const SortedCells& p, const SolveOptions& opt, const std::vector<double>& phi,
+                  const std::vector<double>* g, PointResults& out) {
+  const std::size_t n = p.order.size();
+  const ResultTargets t = out.targets(n, g != nullptr);
+  const double s = p.scale, s2 = p.scale * p.scale;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t j = p.order[i];
+    t.potential[j] = -opt.G * (phi[i] * s);
+    if (g) {
+      t.ax[j] = -opt.G * (g[0][i] * s2);
+      t.ay[j] = -opt.G * (g[1][i] * s2);
+      t.az[j] = -opt.G * (g[2][i] * s2);
+    }
+  }
+}
+
 }  // namespace amrgrav

@@ -3,6 +3,7 @@
 #pragma once
 #include <vector>
 
+#include "core/system.h"
 #include "tree/tree.h"
 #include "core/types.h"
 
@@ -13,5 +14,17 @@ namespace amrgrav {
 /// or three arrays of acceleration sums. Sets stats.meanPotential (fully periodic boxes; this process's cells).
 void finishSolve(const SortedCells& c, const SolveOptions& opt, const std::vector<double>& phi,
                  const std::vector<double>* g, SolveResult& out);
+
+/// finishSolve at a subset of the cells: target k (caller's index targets[k], at sorted position
+/// sortedOf[targets[k]]) gets exactly finishSolve's value, written at k of out.targets(count). Returns the
+/// volume-weighted mean potential over these cells (fully periodic boxes; 0 otherwise).
+double finishTargets(const SortedCells& c, const SolveOptions& opt, const std::vector<double>& phi,
+                     const std::vector<double>* g, const std::uint32_t* targets, std::size_t count,
+                     const std::vector<std::uint32_t>& sortedOf, PointResults& out);
+
+/// Target-only points (probes, sorted by tree/system_points.h): scaled as finishSolve scales the cells', no self
+/// term, scattered to the points' order.
+void finishPoints(const SortedCells& p, const SolveOptions& opt, const std::vector<double>& phi,
+                  const std::vector<double>* g, PointResults& out);
 
 }  // namespace amrgrav

@@ -19,6 +19,7 @@
 #include "cuda/ewald_phase.h"
 #include "cuda/memory_plan.h"
 #include "cuda/solve.h"
+#include "cuda/system_phase.h"
 #include "cuda/tree_phase.h"
 #include "cuda/walk_phase.h"
 #include "ewald/walk_setup.h"
@@ -100,6 +101,9 @@ class CudaBackendImpl final : public Backend {
   Status solveBlocks(const BlocksView& blocks, const BlockOutputs& out, const SolveOptions& opt,
                      SolveResult& result) override {
     return solveBlocksOnDevice(ds_, blocks, out, opt, result);
+  }
+  Status solveSystem(const SystemView& system, const SolveOptions& opt, bool direct, SystemResult& out) override {
+    return solveSystemOnDevice(ds_, system, opt, direct, out);
   }
 
  private:

@@ -68,6 +68,20 @@ struct BlockState {
   cudaEvent_t callerEvent = nullptr; ///< the device entry's ordering with the caller's stream
 };
 
+/// A system solve's buffers (system_phase.h): the probes sorted on the host (tree/system_points.h) and their sums and
+/// results, and a subset of targets' groups and gathered results. Grow-only, kept between solves.
+struct SystemBuffers {
+  DeviceBuffer<double> probes;          ///< x, y, z (scaled), mass 0; phi, gx, gy, gz; pot, ax, ay, az; group hmin 0
+  DeviceBuffer<std::uint32_t> probeOrder;
+  DeviceBuffer<uint2> probeRange;       ///< per probe group: first probe, count
+  DeviceBuffer<std::uint32_t> targets;  ///< the caller's subset
+  DeviceBuffer<unsigned char> flags;    ///< per cell: a target
+  DeviceBuffer<unsigned> groupFlag, groupOffset, groupList;
+  DeviceBuffer<uint2> subsetRange;      ///< the walk's view of the groups holding targets
+  DeviceBuffer<double> subsetHmin;
+  DeviceBuffer<double> targetOut;       ///< pot, ax, ay, az at the targets
+};
+
 struct DeviceState {
   explicit DeviceState(const CudaOptions& o) : copt(o) {}
   ~DeviceState();  ///< releaseAll
@@ -177,6 +191,7 @@ struct DeviceState {
   std::unique_ptr<StagingRing> staging = std::make_unique<StagingRing>();
   PinnedBuffer small;
   BlockState blk;  ///< the block entry (blocks_phase.h)
+  SystemBuffers sys;  ///< system solves (system_phase.h)
 };
 
 }  // namespace cuda

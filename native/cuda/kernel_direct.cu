@@ -1,10 +1,11 @@
 /// \file kernel_direct.cu
-/// \brief O(N^2) direct summation on the GPU: tiled all-pairs. A block owns kDirectThreads consecutive sorted
-/// cells and streams every cell through shared memory in tiles of kDirectThreads. Positions relative to the
-/// block's first cell are carried as float pairs hi + lo (one double subtraction per source per block) and
-/// d = (t_hi - s_hi) + (t_lo - s_lo) is accurate to float rounding of d itself, however far the block's cells are
-/// spread (a sparse input) and however deep the mesh. Each tile's sum is taken in float and added to double
-/// accumulators. The interaction bodies are physics/interact_k.h's, with R = float.
+/// \brief O(N^2) direct summation on the GPU: tiled all-pairs. A block owns kDirectThreads consecutive targets
+/// (sorted cells, or a system solve's probes) and streams every cell through shared memory in tiles of
+/// kDirectThreads. Positions relative to the block's first target are carried as float pairs hi + lo (one double
+/// subtraction per source per block) and d = (t_hi - s_hi) + (t_lo - s_lo) is accurate to float rounding of d
+/// itself, however far the block's targets are spread (a sparse input) and however deep the mesh. Each tile's sum
+/// is taken in float and added to double accumulators. The interaction bodies are physics/interact_k.h's, with
+/// R = float.
 #include "physics/interact_k.h"
 #include "cuda/check.h"
 #include "cuda/kernels.h"
@@ -21,16 +22,17 @@ __device__ __forceinline__ void splitRel(double v, double c, float& hi, float& l
 }
 
 template <bool Accel>
-__global__ void __launch_bounds__(kDirectThreads) directKernel(const DeviceCells cells, unsigned n,
+__global__ void __launch_bounds__(kDirectThreads) directKernel(const DeviceCells targets, unsigned nt,
+                                                               const DeviceCells cells, unsigned n,
                                                                double massScale, double* __restrict__ phi,
                                                                double* __restrict__ gx, double* __restrict__ gy,
                                                                double* __restrict__ gz) {
   __shared__ float4 tileHi[kDirectThreads];  // x, y, z (hi), mass
   __shared__ float4 tileLo[kDirectThreads];  // x, y, z (lo), unused
   const unsigned i = blockIdx.x * kDirectThreads + threadIdx.x;
-  const bool valid = i < n;
-  const D4 ref = cells[blockIdx.x * kDirectThreads];
-  const D4 me = cells[valid ? i : n - 1];
+  const bool valid = i < nt;
+  const D4 ref = targets[blockIdx.x * kDirectThreads];
+  const D4 me = targets[valid ? i : nt - 1];
   // the same conversion as the sources': a cell meets itself at exactly zero distance
   float tx, ty, tz, txl, tyl, tzl;
   splitRel(me.x, ref.x, tx, txl);
@@ -78,14 +80,20 @@ __global__ void __launch_bounds__(kDirectThreads) directKernel(const DeviceCells
 
 }  // namespace
 
-Status launchDirect(const DeviceCells& cells, unsigned n, double massScale, bool accelerations, double* phi, double* gx,
-                    double* gy, double* gz, cudaStream_t s) {
-  if (n == 0) return Status::success();
-  const unsigned blocks = (n + kDirectThreads - 1) / kDirectThreads;
-  if (accelerations) directKernel<true><<<blocks, kDirectThreads, 0, s>>>(cells, n, massScale, phi, gx, gy, gz);
-  else directKernel<false><<<blocks, kDirectThreads, 0, s>>>(cells, n, massScale, phi, gx, gy, gz);
+Status launchDirectAt(const DeviceCells& targets, unsigned nt, const DeviceCells& cells, unsigned n, double massScale,
+                      bool accelerations, double* phi, double* gx, double* gy, double* gz, cudaStream_t s) {
+  if (nt == 0 || n == 0) return Status::success();
+  const unsigned blocks = (nt + kDirectThreads - 1) / kDirectThreads;
+  if (accelerations)
+    directKernel<true><<<blocks, kDirectThreads, 0, s>>>(targets, nt, cells, n, massScale, phi, gx, gy, gz);
+  else directKernel<false><<<blocks, kDirectThreads, 0, s>>>(targets, nt, cells, n, massScale, phi, gx, gy, gz);
   AG_CUDA_LAUNCHED("directKernel");
   return Status::success();
+}
+
+Status launchDirect(const DeviceCells& cells, unsigned n, double massScale, bool accelerations, double* phi, double* gx,
+                    double* gy, double* gz, cudaStream_t s) {
+  return launchDirectAt(cells, n, cells, n, massScale, accelerations, phi, gx, gy, gz, s);
 }
 
 }  // namespace cuda

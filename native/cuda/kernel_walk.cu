@@ -1,8 +1,9 @@
 /// \file kernel_walk.cu
-/// \brief The tree walk: one warp per group of up to 32 (or 64: two per lane) consecutive sorted cells (the groups
-/// of tree/groups_k.h, WalkParams::groupBegin), a
-/// Bonsai-style breadth-first traversal with a per-warp node queue, warp-compacted interaction lists in shared
-/// memory, and evaluation of the lists 32 entries at a time with the core's float interaction kernels.
+/// \brief The tree walk: one warp per group of up to 32 (or 64: two per lane) consecutive targets (sorted cells in
+/// the groups of tree/groups_k.h, WalkParams::groupBegin; or a system solve's probes and subsets:
+/// WalkParams::groupRange, in kernels of their own), a Bonsai-style breadth-first traversal with a per-warp node
+/// queue, warp-compacted interaction lists in shared memory, and evaluation of the lists 32 entries at a time with
+/// the core's float interaction kernels.
 ///
 /// Traversal. The queue is a ring of node indices in global memory (one ring of queueCap entries per warp of the
 /// grid, a power of two): popping 32 at a time from its head and pushing children at its tail visits the tree
@@ -92,6 +93,21 @@ __device__ __forceinline__ unsigned claimGroup(const WalkParams& p, volatile uns
   unsigned g = 0;
   if (lane == 0) g = *overflowFlag ? p.numGroups : atomicAdd(p.counters + kNextGroup, 1u);
   return __shfl_sync(kFull, g, 0);
+}
+
+/// Group g's first target and size: its cells in WalkParams::groupBegin (a cell walk: tree/groups_k.h's groups), or
+/// with Ranges its entry of WalkParams::groupRange (a system solve's probes or subset; kernels of their own, so that
+/// the cell walks' kernels keep their registers).
+template <bool Ranges>
+__device__ __forceinline__ void groupSpan(const WalkParams& p, unsigned g, unsigned& gb, int& nt) {
+  if (Ranges) {
+    const uint2 r = p.groupRange[g];
+    gb = r.x;
+    nt = int(r.y);
+  } else {
+    gb = p.groupBegin[g];
+    nt = int(p.groupBegin[g + 1] - gb);
+  }
 }
 
 /// One batch off a warp's ring of node indices: up to 32 entries, breadth-first, or depth-first (the newest) while
@@ -412,7 +428,7 @@ __device__ __forceinline__ bool nodeAccepted(bool candidate, const double* com, 
 /// kEwaldExpand walks the groups that take the expansion and counts the others (kSkippedGroups), kEwaldPerCell
 /// walks those, and ewaldCorrectionKernel adds the expanding groups' corrections; one kernel for all would carry
 /// the table code's registers into the common case.
-template <int Order, bool Accel, int CPL, bool Vote, int Ew, bool Dipole>
+template <int Order, bool Accel, int CPL, bool Vote, int Ew, bool Dipole, bool Ranges>
 __device__ __forceinline__ void walkBody(const WalkParams& p) {
   constexpr bool Periodic = Ew != kNoEwald;
   static_assert(Periodic || !Dipole, "dipoles only in periodic walks (signed sources)");
@@ -435,8 +451,9 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
   for (;;) {
     const unsigned g = claimGroup(p, overflowFlag, lane);
     if (g >= p.numGroups) break;
-    const unsigned gb = p.groupBegin[g];
-    const int nt = int(p.groupBegin[g + 1] - gb);
+    unsigned gb;
+    int nt;
+    groupSpan<Ranges>(p, g, gb, nt);
 
     // ---- the group: targets, bounding box of the cell centres (tree/groups.cpp), centre
     double px[CPL], py[CPL], pz[CPL], lo[3], hi[3];
@@ -642,10 +659,10 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
 /// range from groupBegin instead of computing g * groupSize made ptxas give these kernels one occupancy step less
 /// (order 2 potential: 72 -> 80 registers, 7 -> 6 blocks); the bound keeps the old step (72 registers, a few more
 /// bytes spilled; order 1: 64). -DAG_WALK_MIN_BLOCKS=N overrides it for every isolated walk.
-template <int Order, bool Accel, int CPL, bool Vote>
+template <int Order, bool Accel, int CPL, bool Vote, bool Rg>
 constexpr int walkMinBlocks() {
   if (AG_WALK_MIN_BLOCKS > 0) return AG_WALK_MIN_BLOCKS;
-  if (Vote) return 0;
+  if (Vote || Rg) return 0;  // a system solve's kernels (groupRange): ptxas's own choice, as they were
   if (Order == 2 && !Accel) return 7;  // CPL 1 and 2: 72 registers
   if (Order == 1 && CPL == 1) return 8;  // 64 registers
   return 0;
@@ -653,24 +670,24 @@ constexpr int walkMinBlocks() {
 
 /// The kernels: one body, two register budgets (isolated and the periodic walk that only places images: ptxas's
 /// own choice; the per-pair periodic walk: capped, see above).
-template <int Order, bool Accel, int CPL, bool Vote>
-__global__ void __launch_bounds__(kWalkThreads, walkMinBlocks<Order, Accel, CPL, Vote>())
+template <int Order, bool Accel, int CPL, bool Vote, bool Rg>
+__global__ void __launch_bounds__(kWalkThreads, walkMinBlocks<Order, Accel, CPL, Vote, Rg>())
     walkKernel(const WalkParams p) {
-  walkBody<Order, Accel, CPL, Vote, kNoEwald, false>(p);
+  walkBody<Order, Accel, CPL, Vote, kNoEwald, false, Rg>(p);
 }
 // Periodic kernels come with and without the dipole terms (Dip: signed sources, WalkConfig::dipole), so that sheets,
 // lines and boxes of masses as given pay nothing for them.
-template <int Order, bool Accel, int CPL, bool Vote, bool Dip>
+template <int Order, bool Accel, int CPL, bool Vote, bool Dip, bool Rg>
 __global__ void AG_WALK_BOUNDS walkKernelImagesAccel(const WalkParams p) {
-  walkBody<Order, Accel, CPL, Vote, kEwaldExpand, Dip>(p);
+  walkBody<Order, Accel, CPL, Vote, kEwaldExpand, Dip, Rg>(p);
 }
-template <int Order, bool Accel, int CPL, bool Vote, bool Dip>
+template <int Order, bool Accel, int CPL, bool Vote, bool Dip, bool Rg>
 __global__ void __launch_bounds__(kWalkThreads, AG_WALK_IMAGES_MIN_BLOCKS) walkKernelImagesPot(const WalkParams p) {
-  walkBody<Order, Accel, CPL, Vote, kEwaldExpand, Dip>(p);
+  walkBody<Order, Accel, CPL, Vote, kEwaldExpand, Dip, Rg>(p);
 }
-template <int Order, bool Accel, int CPL, bool Vote, int Ew, bool Dip>
+template <int Order, bool Accel, int CPL, bool Vote, int Ew, bool Dip, bool Rg>
 __global__ void __launch_bounds__(kWalkThreads, AG_WALK_EWALD_MIN_BLOCKS) walkKernelEwald(const WalkParams p) {
-  walkBody<Order, Accel, CPL, Vote, Ew, Dip>(p);
+  walkBody<Order, Accel, CPL, Vote, Ew, Dip, Rg>(p);
 }
 
 /// The Ewald correction of the groups that take the expansion (ewald/expansion_k.h), launched after the walk
@@ -678,7 +695,7 @@ __global__ void __launch_bounds__(kWalkThreads, AG_WALK_EWALD_MIN_BLOCKS) walkKe
 /// correction (cpu_walk.cpp buildLists): accepted and hoisted nodes take theirs at their image and are not descended,
 /// opened leaves that are neither give their cells' (each at its image nearest the centre). So it visits the top
 /// of the tree only. Each lane sums its entries in registers; the warp's sum is evaluated at every cell and added.
-template <int Order, bool Accel, int CPL, bool Vote>
+template <int Order, bool Accel, int CPL, bool Vote, bool Ranges>
 __global__ void __launch_bounds__(kWalkThreads, AG_EWALD_CORRECTION_MIN_BLOCKS)
     ewaldCorrectionKernel(const WalkParams p) {
   const int lane = threadIdx.x & 31;
@@ -691,8 +708,9 @@ __global__ void __launch_bounds__(kWalkThreads, AG_EWALD_CORRECTION_MIN_BLOCKS)
   for (;;) {
     const unsigned g = claimGroup(p, overflowFlag, lane);
     if (g >= p.numGroups) break;
-    const unsigned gb = p.groupBegin[g];
-    const int nt = int(p.groupBegin[g + 1] - gb);
+    unsigned gb;
+    int nt;
+    groupSpan<Ranges>(p, g, gb, nt);
     double px[CPL], py[CPL], pz[CPL], lo[3], hi[3];
     bool tv[CPL];
     loadGroup<CPL>(p, gb, nt, lane, px, py, pz, tv, lo, hi);
@@ -780,29 +798,38 @@ __global__ void __launch_bounds__(kWalkThreads, AG_EWALD_CORRECTION_MIN_BLOCKS)
 
 using WalkFn = void (*)(const WalkParams);
 
-template <int Order, bool Accel, int CPL, int Ew, bool Dip>
+template <int Order, bool Accel, int CPL, int Ew, bool Dip, bool Rg>
 WalkFn pickVote(const WalkConfig& c) {
   if constexpr (Ew == kEwaldExpand && Accel)
-    return c.vote ? walkKernelImagesAccel<Order, Accel, CPL, true, Dip> : walkKernelImagesAccel<Order, Accel, CPL, false, Dip>;
+    return c.vote ? walkKernelImagesAccel<Order, Accel, CPL, true, Dip, Rg>
+                  : walkKernelImagesAccel<Order, Accel, CPL, false, Dip, Rg>;
   else if constexpr (Ew == kEwaldExpand)
-    return c.vote ? walkKernelImagesPot<Order, Accel, CPL, true, Dip> : walkKernelImagesPot<Order, Accel, CPL, false, Dip>;
+    return c.vote ? walkKernelImagesPot<Order, Accel, CPL, true, Dip, Rg>
+                  : walkKernelImagesPot<Order, Accel, CPL, false, Dip, Rg>;
   else
-    return c.vote ? walkKernelEwald<Order, Accel, CPL, true, Ew, Dip> : walkKernelEwald<Order, Accel, CPL, false, Ew, Dip>;
+    return c.vote ? walkKernelEwald<Order, Accel, CPL, true, Ew, Dip, Rg>
+                  : walkKernelEwald<Order, Accel, CPL, false, Ew, Dip, Rg>;
 }
-template <int Order, bool Accel, int CPL, int Ew>
+template <int Order, bool Accel, int CPL, int Ew, bool Rg>
 WalkFn pickDipole(const WalkConfig& c) {
-  return c.dipole ? pickVote<Order, Accel, CPL, Ew, true>(c) : pickVote<Order, Accel, CPL, Ew, false>(c);
+  return c.dipole ? pickVote<Order, Accel, CPL, Ew, true, Rg>(c) : pickVote<Order, Accel, CPL, Ew, false, Rg>(c);
+}
+template <int Order, bool Accel, int CPL, bool Rg>
+WalkFn pickEwald(const WalkConfig& c) {
+  if (!c.periodic) return c.vote ? walkKernel<Order, Accel, CPL, true, Rg> : walkKernel<Order, Accel, CPL, false, Rg>;
+  if (c.ewaldCorrection)
+    return c.vote ? ewaldCorrectionKernel<Order, Accel, CPL, true, Rg>
+                  : ewaldCorrectionKernel<Order, Accel, CPL, false, Rg>;
+  return c.perCellEwald ? pickDipole<Order, Accel, CPL, kEwaldPerCell, Rg>(c)
+                        : pickDipole<Order, Accel, CPL, kEwaldExpand, Rg>(c);
 }
 template <int Order, bool Accel, int CPL>
-WalkFn pickEwald(const WalkConfig& c) {
-  if (!c.periodic) return c.vote ? walkKernel<Order, Accel, CPL, true> : walkKernel<Order, Accel, CPL, false>;
-  if (c.ewaldCorrection)
-    return c.vote ? ewaldCorrectionKernel<Order, Accel, CPL, true> : ewaldCorrectionKernel<Order, Accel, CPL, false>;
-  return c.perCellEwald ? pickDipole<Order, Accel, CPL, kEwaldPerCell>(c) : pickDipole<Order, Accel, CPL, kEwaldExpand>(c);
+WalkFn pickRanges(const WalkConfig& c) {
+  return c.ranges ? pickEwald<Order, Accel, CPL, true>(c) : pickEwald<Order, Accel, CPL, false>(c);
 }
 template <int Order, bool Accel>
 WalkFn pickCpl(const WalkConfig& c) {
-  return c.cellsPerLane == 2 ? pickEwald<Order, Accel, 2>(c) : pickEwald<Order, Accel, 1>(c);
+  return c.cellsPerLane == 2 ? pickRanges<Order, Accel, 2>(c) : pickRanges<Order, Accel, 1>(c);
 }
 template <int Order>
 WalkFn pickAccel(const WalkConfig& c) {

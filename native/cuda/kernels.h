@@ -204,6 +204,10 @@ struct WalkParams {
   /// arrays of their own, selfPotential false, then launchAddInto adds them: the kernel has no accumulate mode.)
   DeviceCells sources = {nullptr, nullptr, nullptr, nullptr};
   unsigned selfPairs = 1;  ///< 1: the sources are the targets (each cell meets itself once, not counted); 0: a LET
+  /// A system solve's walks (WalkConfig::ranges): per group (numGroups of them) its first target and count, the
+  /// groups holding a subset of targets (launchSubsetGroups) or the probes' octree-leaf groups
+  /// (tree/system_points.h). Unused by a cell walk (groupBegin).
+  const uint2* groupRange = nullptr;
 };
 
 /// Before the walk (kernel_finish.cu): groupHmin[g] = smallest size of group g (groupBegin: numGroups + 1 starts),
@@ -211,6 +215,7 @@ struct WalkParams {
 /// smallest, and writes phi over the self terms as it adds them.
 Status launchWalkPrep(double* size, const double* mass, const unsigned* groupBegin, unsigned numGroups,
                       double selfCoef, double* groupHmin, cudaStream_t s);
+
 
 struct WalkConfig {
   int order = 2;          ///< 1 or 2
@@ -224,6 +229,9 @@ struct WalkConfig {
   bool perCellEwald = false;
   bool ewaldCorrection = false;
   bool dipole = false;    ///< signed sources (SolveOptions::signedSources): the periodic lists carry node dipoles
+  /// The groups are WalkParams::groupRange's (a system solve's probes or subset of targets): kernels of their own,
+  /// so the cell walks' kernels are unchanged.
+  bool ranges = false;
 };
 
 /// Resident blocks per multiprocessor of the walk kernel for this configuration.
@@ -296,6 +304,26 @@ constexpr int kDirectThreads = 256;
 /// Positions relative to each block's first cell, as float pairs hi + lo.
 Status launchDirect(const DeviceCells& cells, unsigned n, double massScale, bool accelerations, double* phi, double* gx,
                     double* gy, double* gz, cudaStream_t s);
+
+/// launchDirect at other targets: sums over the n sources `cells` at the nt points `targets` (times massScale; a
+/// source at a target's position adds 0): a system solve's probes.
+Status launchDirectAt(const DeviceCells& targets, unsigned nt, const DeviceCells& cells, unsigned n, double massScale,
+                      bool accelerations, double* phi, double* gx, double* gy, double* gz, cudaStream_t s);
+
+// ---------------------------------------------------------------- system solves (kernel_system.cu)
+
+/// The walk groups (groupBegin: numGroups + 1 first cells, tree/groups_k.h) that hold a target: flags (n bytes,
+/// zeroed here) marks the targets' caller indices, groupFlag (numGroups + 1, zeroed here) their groups through
+/// `order`, offset their exclusive scan (offset[numGroups] = how many), list the groups ascending. temp:
+/// scanExclusive's scratch.
+Status launchTargetGroups(const std::uint32_t* targets, unsigned count, const std::uint32_t* order, unsigned n,
+                          const unsigned* groupBegin, unsigned numGroups, unsigned char* flags, unsigned* groupFlag,
+                          unsigned* offset, unsigned* list, void* temp, std::size_t tempBytes, cudaStream_t s);
+
+/// The walk's view of the listed groups: range[k] = the range of group list[k], hmin[k] = groupHmin[list[k]], for
+/// k < count (count: on the device, offset[numGroups] of launchTargetGroups; numGroups bounds the launch).
+Status launchSubsetGroups(const unsigned* list, const unsigned* count, unsigned numGroups, const unsigned* groupBegin,
+                          const double* groupHmin, uint2* range, double* hmin, cudaStream_t s);
 
 // ---------------------------------------------------------------- finish (kernel_finish.cu)
 

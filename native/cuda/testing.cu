@@ -12,6 +12,7 @@
 #include "cuda/memory_plan.h"
 #include "cuda/rank_phase.h"
 #include "cuda/solve.h"
+#include "cuda/system_phase.h"
 
 namespace amrgrav {
 namespace cuda {
@@ -97,6 +98,9 @@ class TestingCudaBackend final : public CudaBackend {
   }
   Status direct(const CellsView& cells, const SolveOptions& opt, SolveResult& out) override {
     return solveOnDevice(ds_, cells, opt, out, true);
+  }
+  Status solveSystem(const SystemView& system, const SolveOptions& opt, bool direct, SystemResult& out) override {
+    return cuda::solveSystemOnDevice(ds_, system, opt, direct, out);
   }
 
   void setCudaOptions(const CudaOptions& o) override {

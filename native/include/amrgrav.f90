@@ -58,6 +58,10 @@ module amrgrav
     integer(c_int) :: density_contrast
     integer(c_int) :: ewald_expansion
     integer(c_int) :: walk
+    integer(c_int) :: method           ! 0 tree, 1 fmm (CPU, isolated, one rank)
+    integer(c_int) :: fmm_order
+    real(c_double) :: fmm_theta
+    real(c_double) :: fmm_tolerance
   end type amrgrav_options
 
   type, bind(C), public :: amrgrav_stats
@@ -96,6 +100,23 @@ module amrgrav
     integer(c_int) :: mesh_changed
   end type amrgrav_blocks
 
+  !> The C structs amrgrav_system and amrgrav_system_results (amrgrav_solve_system below fills them).
+  type, bind(C) :: c_system
+    integer(c_size_t) :: struct_size
+    integer(c_size_t) :: n_cells
+    type(c_ptr) :: x, y, z, mass, size
+    integer(c_size_t) :: n_probes
+    type(c_ptr) :: probe_x, probe_y, probe_z
+    type(c_ptr) :: targets
+    integer(c_size_t) :: n_targets
+    integer(c_int) :: direct
+  end type c_system
+  type, bind(C) :: c_system_results
+    integer(c_size_t) :: struct_size
+    type(c_ptr) :: potential, ax, ay, az
+    type(c_ptr) :: probe_potential, probe_ax, probe_ay, probe_az
+  end type c_system_results
+
   !> A solver (the C API's amrgrav_solver*). Null until amrgrav_create succeeds; amrgrav_destroy nulls it again.
   type, public :: amrgrav_solver
     type(c_ptr) :: ptr = c_null_ptr
@@ -104,7 +125,7 @@ module amrgrav
   public :: amrgrav_default_options, amrgrav_create, amrgrav_compute_potential, amrgrav_last_error, &
             amrgrav_last_warning, amrgrav_get_stats, amrgrav_features, amrgrav_destroy, amrgrav_version, &
             amrgrav_get_build_info, amrgrav_set_communicator, amrgrav_cube_side, amrgrav_default_blocks, &
-            amrgrav_compute_blocks, amrgrav_tree_reused
+            amrgrav_compute_blocks, amrgrav_tree_reused, amrgrav_solve_system
 
   !> The message of the last failure found by this module itself (array lengths, non-cubic cells), which
   !> amrgrav_last_error returns before the library's; cleared by every call that goes on to the library.
@@ -191,6 +212,24 @@ module amrgrav
       type(c_ptr), value :: pot, ax, ay, az
       integer(c_int) :: st
     end function c_compute_blocks
+
+    subroutine c_default_system(system) bind(C, name='amrgrav_default_system')
+      import :: c_system
+      type(c_system), intent(out) :: system
+    end subroutine c_default_system
+
+    subroutine c_default_system_results(results) bind(C, name='amrgrav_default_system_results')
+      import :: c_system_results
+      type(c_system_results), intent(out) :: results
+    end subroutine c_default_system_results
+
+    function c_solve_system(solver, system, results) bind(C, name='amrgrav_solve_system') result(st)
+      import :: c_ptr, c_int, c_system, c_system_results
+      type(c_ptr), value :: solver
+      type(c_system), intent(in) :: system
+      type(c_system_results), intent(in) :: results
+      integer(c_int) :: st
+    end function c_solve_system
 
     function c_tree_reused(solver) bind(C, name='amrgrav_tree_reused') result(r)
       import :: c_ptr, c_int
@@ -379,6 +418,109 @@ contains
     end if
     st = c_compute_blocks(solver%ptr, blocks, potential, a(1), a(2), a(3))
   end function amrgrav_compute_blocks
+
+  !> A system solve (amrgrav.h, amrgrav_solve_system): the cells (sources and targets), and optionally probes (targets
+  !> only: probe_x, probe_y, probe_z and probe_potential together) and a subset of the cells to compute (`targets`:
+  !> Fortran's 1-based cell numbers, each at most once; potential then has size(targets) elements, in that order, bitwise
+  !> the full solve's values there). With options%accelerations, ax, ay, az (and probe_ax, probe_ay, probe_az with
+  !> probes) are required. direct = .true.: direct summation (isolated boxes). Lengths are checked here.
+  function amrgrav_solve_system(solver, x, y, z, mass, size, potential, probe_x, probe_y, probe_z, probe_potential, &
+                                targets, ax, ay, az, probe_ax, probe_ay, probe_az, direct) result(st)
+    type(amrgrav_solver), intent(in) :: solver
+    real(c_double), intent(in), target, contiguous :: x(:), y(:), z(:), mass(:), size(:)
+    real(c_double), intent(inout), target, contiguous :: potential(:)
+    real(c_double), intent(in), target, contiguous, optional :: probe_x(:), probe_y(:), probe_z(:)
+    real(c_double), intent(inout), target, contiguous, optional :: probe_potential(:)
+    integer, intent(in), optional :: targets(:)
+    real(c_double), intent(inout), target, contiguous, optional :: ax(:), ay(:), az(:)
+    real(c_double), intent(inout), target, contiguous, optional :: probe_ax(:), probe_ay(:), probe_az(:)
+    logical, intent(in), optional :: direct
+    integer(c_int) :: st
+    type(c_system) :: sys
+    type(c_system_results) :: res
+    integer(c_int), allocatable, target :: t0(:)
+    integer :: n, nr, np  ! lengths by ubound: the dummy `size` hides the intrinsic (assumed shape: lbound 1)
+    character(len=32) :: got
+    if (allocated(module_error)) deallocate (module_error)
+    st = AMRGRAV_INVALID_INPUT
+    n = ubound(x, 1)
+    nr = n
+    if (present(targets)) nr = ubound(targets, 1)
+    np = 0
+    if (present(probe_x)) np = ubound(probe_x, 1)
+    if (any([ubound(y, 1), ubound(z, 1), ubound(mass, 1), ubound(size, 1)] /= n) .or. ubound(potential, 1) /= nr) then
+      write (got, '(i0)') n
+      module_error = 'amrgrav_solve_system: y, z, mass and size must have size(x) = ' // trim(got) // &
+                     ' elements each, potential one per cell (or per target)'
+      return
+    end if
+    if (count([present(probe_x), present(probe_y), present(probe_z), present(probe_potential)]) /= 0 .and. &
+        count([present(probe_x), present(probe_y), present(probe_z), present(probe_potential)]) /= 4) then
+      module_error = 'amrgrav_solve_system: pass all of probe_x, probe_y, probe_z and probe_potential, or none'
+      return
+    end if
+    if (np > 0) then
+      if (any([ubound(probe_y, 1), ubound(probe_z, 1), ubound(probe_potential, 1)] /= np)) then
+        module_error = 'amrgrav_solve_system: probe_y, probe_z and probe_potential must have size(probe_x) elements'
+        return
+      end if
+    end if
+    if (count([present(ax), present(ay), present(az)]) == 1 .or. &
+        count([present(ax), present(ay), present(az)]) == 2) then
+      module_error = 'amrgrav_solve_system: pass all of ax, ay and az, or none'
+      return
+    end if
+    call c_default_system(sys)
+    call c_default_system_results(res)
+    sys%n_cells = int(n, c_size_t)
+    sys%n_probes = int(np, c_size_t)
+    if (present(direct)) then
+      if (direct) sys%direct = 1
+    end if
+    if (n > 0) then
+      sys%x = c_loc(x)
+      sys%y = c_loc(y)
+      sys%z = c_loc(z)
+      sys%mass = c_loc(mass)
+      sys%size = c_loc(size)
+    end if
+    if (nr > 0) res%potential = c_loc(potential)
+    if (present(ax) .and. nr > 0) then
+      if (any([ubound(ax, 1), ubound(ay, 1), ubound(az, 1)] /= nr)) then
+        module_error = 'amrgrav_solve_system: ax, ay and az must have one element per cell (or per target)'
+        return
+      end if
+      res%ax = c_loc(ax)
+      res%ay = c_loc(ay)
+      res%az = c_loc(az)
+    end if
+    if (np > 0) then
+      sys%probe_x = c_loc(probe_x)
+      sys%probe_y = c_loc(probe_y)
+      sys%probe_z = c_loc(probe_z)
+      res%probe_potential = c_loc(probe_potential)
+      if (present(probe_ax)) then
+        if (.not. (present(probe_ay) .and. present(probe_az))) then
+          module_error = 'amrgrav_solve_system: pass all of probe_ax, probe_ay and probe_az, or none'
+          return
+        end if
+        if (any([ubound(probe_ax, 1), ubound(probe_ay, 1), ubound(probe_az, 1)] /= np)) then
+          module_error = 'amrgrav_solve_system: probe_ax, probe_ay and probe_az must have size(probe_x) elements'
+          return
+        end if
+        res%probe_ax = c_loc(probe_ax)
+        res%probe_ay = c_loc(probe_ay)
+        res%probe_az = c_loc(probe_az)
+      end if
+    end if
+    if (present(targets)) then
+      allocate (t0(max(1, nr)))
+      if (nr > 0) t0(1:nr) = int(targets - 1, c_int)  ! 0-based for C; the library checks the range
+      sys%targets = c_loc(t0)
+      sys%n_targets = int(nr, c_size_t)
+    end if
+    st = c_solve_system(solver%ptr, sys, res)
+  end function amrgrav_solve_system
 
   !> 1 when the solver's last block computation kept the previous call's tree (unchanged mesh), 0 when it built one.
   function amrgrav_tree_reused(solver) result(r)

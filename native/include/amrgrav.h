@@ -87,6 +87,15 @@ typedef struct amrgrav_options {
   /* Group acceptance: 0 = box (the group's bounding box against the node: conservative), 1 = vote (the FLASH4 GPU
    * solver's per-cell warp vote: fewer interactions, slightly larger errors).                    [0] */
   int walk;
+  /* Added with the FMM (issue #20; older callers' smaller struct_size keeps these defaults). Far-field method:
+   * 0 = the tree walk (theta, order, mac, walk above), 1 = the fast multipole method (fmm_order, fmm_theta,
+   * fmm_tolerance below; built so far for the CPU backend (AUTO then runs on the CPU), isolated boxes and one rank:
+   * CUDA, periodic axes or a distributed solver are AMRGRAV_INVALID_OPTION at amrgrav_create).   [0] */
+  int method;
+  int fmm_order;        /* FMM expansion order p, in [3, 7]                                     [7] */
+  double fmm_theta;     /* FMM opening angle: M2L only when r_A + r_B < fmm_theta R, in (0, 1)   [0.65] */
+  double fmm_tolerance; /* FMM error tolerance: each M2L's error bound <= this x a lower bound of the
+                         * target's potential, in [0, 1); 0 = the opening angle alone             [2e-4] */
 } amrgrav_options;
 
 typedef struct amrgrav_solver amrgrav_solver;
@@ -229,6 +238,55 @@ AMRGRAV_API amrgrav_status amrgrav_compute_blocks_device(amrgrav_solver* solver,
 /* 1 when the solver's last successful block computation kept the tree of the call before (unchanged mesh), 0 when
  * it built one, -1 for a NULL solver. */
 AMRGRAV_API int amrgrav_tree_reused(const amrgrav_solver* solver);
+
+/* ---- System solves (issue #18): cells, probes and a subset of target cells in one call ----
+ *
+ * One solve over several kinds of points, each with its results in its own input order:
+ *   cells:   sources and targets, as amrgrav_compute_potential takes them;
+ *   probes:  targets only, any position (a coupled code's get-gravity-at-point, analysis points): the field of the
+ *            cells there. A probe has no mass and no self term; a probe exactly at a cell's centre gets every source
+ *            but that cell's own point term (1/0, left out as a cell leaves out its own pair), so with the same
+ *            interaction lists (direct summation, small theta) it equals the cell's potential without its self
+ *            term. Isolated axes: anywhere (also outside the box); periodic axes: wrapped into the box; the isolated
+ *            axes of a partly periodic box: inside the box (AMRGRAV_INVALID_INPUT otherwise). The probes walk the
+ *            cells' tree in groups of their own (the leaves of an octree of at most group_size probes on the solve's
+ *            Morton keys), with the same acceptance rule and kernels on the CPU and the GPU;
+ *   targets: optional, compute only these cells (0-based indices, each at most once): every cell stays a source,
+ *            the potential at each target is bitwise that of the full solve, and only the walk groups holding
+ *            targets are walked (the walk's cost falls with the subset: per-level or active-subset solves).
+ * Distributed solvers: a collective, each rank passes its own cells, probes and targets (probes and targets need CPU
+ * ranks: backend CPU; a GPU rank refuses them on every rank with AMRGRAV_INVALID_OPTION).
+ * amrgrav_get_stats then describes this call (interactions per cell computed). A later kind of points (particles)
+ * will be added at the end of these structs (struct_size keeps older callers working). */
+typedef struct amrgrav_system {
+  size_t struct_size;       /* sizeof(amrgrav_system), set by amrgrav_default_system */
+  size_t n_cells;           /* cells: x, y, z, mass, size as for amrgrav_compute_potential           [0] */
+  const double *x, *y, *z, *mass, *size;
+  size_t n_probes;          /* probes: probe_x, probe_y, probe_z                                        [0] */
+  const double *probe_x, *probe_y, *probe_z;
+  const unsigned int* targets; /* optional: the cells to compute (0-based); NULL: every cell            [NULL] */
+  size_t n_targets;         /* entries of targets (0 with targets set: no cell is computed)              [0] */
+  int direct;               /* nonzero: O(N^2) direct summation over the cells at every target (isolated
+                             * boxes; never distributed: each rank sums over its own cells), the
+                             * reference for the tree                                                    [0] */
+} amrgrav_system;
+
+/* Where amrgrav_solve_system writes (host memory; ax, ay, az only with accelerations, else they may be NULL). */
+typedef struct amrgrav_system_results {
+  size_t struct_size;       /* sizeof(amrgrav_system_results), set by amrgrav_default_system_results */
+  double *potential, *ax, *ay, *az;   /* cells: n_cells values, or n_targets in the targets' order */
+  double *probe_potential, *probe_ax, *probe_ay, *probe_az;  /* n_probes values */
+} amrgrav_system_results;
+
+AMRGRAV_API void amrgrav_default_system(amrgrav_system* system);
+AMRGRAV_API void amrgrav_default_system_results(amrgrav_system_results* results);
+
+/* The system solve. As for amrgrav_compute_potential, the arrays' lengths cannot be checked (n_cells, n_probes,
+ * n_targets elements each); everything else is: NULL arrays, struct_size, the cells' checks, probes (NaN/Inf,
+ * outside the box along an isolated axis of a periodic box: "probe i: ..."), targets ("targets[k] = v is not a cell
+ * index", "... repeats targets[j]"). */
+AMRGRAV_API amrgrav_status amrgrav_solve_system(amrgrav_solver* solver, const amrgrav_system* system,
+                                                const amrgrav_system_results* results);
 
 #ifdef __cplusplus
 }

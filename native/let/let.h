@@ -21,6 +21,9 @@ struct RankSummary {
   double mass;
   double cellCount;                 ///< a double so the summary is one MPI_DOUBLE array
   double groupHalfWidth[3];         ///< largest half-extent of a walk group's box per axis (periodic LETs' choice)
+  /// Points this rank computes the field at (its cells, or its subset of them, plus its probes: core/system.h); a
+  /// rank with none needs no LET. centreLo/Hi and groupHalfWidth cover the probes' groups too.
+  double targetCount;
 };
 constexpr int kRankSummaryDoubles = int(sizeof(RankSummary) / sizeof(double));
 

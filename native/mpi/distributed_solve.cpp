@@ -45,7 +45,10 @@ void orAbort(const Status& st) {
 /// The sequence of distributed_solve.h over `engine`. The length scale is the global one (lengthScaleFor of the
 /// bounds of all ranks' cells), so scaled positions, moments and MAC radii are the same numbers on every rank: a
 /// LET can be walked as it arrives, whichever backend built it.
-Status distributedImpl(RankEngine& engine, const CellsView& cells, const SolveOptions& opt, SolveResult& out) {
+/// sysOut: a system solve (core/system.h; its probes and targets in `sys`), else a solve of sys.cells into `out`.
+Status distributedImpl(RankEngine& engine, const SystemView& sys, const SolveOptions& opt, SolveResult& out,
+                       SystemResult* sysOut) {
+  const CellsView& cells = sys.cells;
   const auto t0 = Clock::now();
   MPI_Comm comm = amrgravComm();
   const MpiWorld world = mpiWorld();
@@ -54,6 +57,7 @@ Status distributedImpl(RankEngine& engine, const CellsView& cells, const SolveOp
   Status st = validateOptions(opt);
   double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
   if (st.ok()) st = engine.open(cells, opt, lo, hi);
+  if (st.ok() && sysOut) st = engine.openSystem(sys, opt);
   if (!st.ok())
     for (int d = 0; d < 3; ++d) { lo[d] = INFINITY; hi[d] = -INFINITY; }
   st = agreeToProceed(st, lo, hi, &opt);
@@ -73,8 +77,12 @@ Status distributedImpl(RankEngine& engine, const CellsView& cells, const SolveOp
 
   // fully periodic boxes: the density contrast needs every rank's mass (tree/tree.h applyDensityContrast)
   double sums[2] = {fixedOrderSum(cells.mass, cells.n, opt.threads), 0};  // mass, volume of this rank's cells
-  if (opt.fullyPeriodic())  // for the mean potential
-    for (std::size_t i = 0; i < cells.n; ++i) sums[1] += cells.size[i] * cells.size[i] * cells.size[i];
+  if (opt.fullyPeriodic()) {  // for the mean potential, over the cells computed
+    for (std::size_t k = 0; k < sys.cellResults(); ++k) {
+      const std::size_t i = sys.hasTargets() ? sys.targets[k] : k;
+      sums[1] += cells.size[i] * cells.size[i] * cells.size[i];
+    }
+  }
   const double localVolume = sums[1];
   orAbort(mpiStatus(MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, comm), "MPI_Allreduce", __FILE__,
                     __LINE__));
@@ -90,15 +98,19 @@ Status distributedImpl(RankEngine& engine, const CellsView& cells, const SolveOp
   auto t = Clock::now();
   RankSummary mine;
   orAbort(engine.summary(mine));
+  mine.targetCount = double(sys.cellResults() + sys.probes.n);
   std::vector<RankSummary> all(size);
   orAbort(mpiStatus(MPI_Allgather(&mine, kRankSummaryDoubles, MPI_DOUBLE, all.data(), kRankSummaryDoubles,
                                   MPI_DOUBLE, comm), "MPI_Allgather", __FILE__, __LINE__));
   ds.secondsAgree = since(t);
 
-  // A LET travels between every pair of ranks that both have cells.
+  // A LET travels from every rank with cells to every other rank with targets (cells computed, or probes).
   const std::size_t n = cells.n;
-  std::vector<bool> expect(size, false);
-  for (int r = 0; r < size; ++r) expect[r] = r != rank && n > 0 && all[r].cellCount > 0;
+  std::vector<bool> expect(size, false), sendTo(size, false);
+  for (int r = 0; r < size; ++r) {
+    expect[r] = r != rank && mine.targetCount > 0 && all[r].cellCount > 0;
+    sendTo[r] = r != rank && n > 0 && all[r].targetCount > 0;
+  }
   static LetBuffers buffers;  // kept between solves (under the MPI lock, like the exchange itself)
   LetExchange ex(comm, expect, buffers);
   orAbort(ex.start());
@@ -108,7 +120,7 @@ Status distributedImpl(RankEngine& engine, const CellsView& cells, const SolveOp
   std::vector<RemoteBox> boxes;
   for (int k = 1; k < size; ++k) {
     const int dst = (rank + k) % size;
-    if (!expect[dst]) continue;
+    if (!sendTo[dst]) continue;
     dests.push_back(dst);
     RemoteBox b;
     for (int d = 0; d < 3; ++d) {
@@ -184,21 +196,23 @@ Status distributedImpl(RankEngine& engine, const CellsView& cells, const SolveOp
     ds.secondsOverlap = std::max(0.0, std::min(end, walkEnd) - std::max(begin, walkStart));
   }
   out.stats.secondsWalk = ds.secondsLocalWalk + remoteWalk;
-  orAbort(engine.finish(opt, out));
+  orAbort(sysOut ? engine.finishSystem(opt, out, *sysOut) : engine.finish(opt, out));
   // the volume-weighted mean potential over every rank's cells
   double vPhi = out.stats.meanPotential * localVolume;
   orAbort(mpiStatus(MPI_Allreduce(MPI_IN_PLACE, &vPhi, 1, MPI_DOUBLE, MPI_SUM, comm), "MPI_Allreduce", __FILE__,
                     __LINE__));
   out.stats.meanPotential = sums[1] > 0 ? vPhi / sums[1] : 0.0;
   out.stats.secondsTotal = since(t0);
+  if (sysOut) sysOut->stats = out.stats;
   return Status::success();
 }
 
 /// distributedImpl under amrgrav's MPI lock; anything thrown after the agreement ends the job.
-Status distributedGuarded(RankEngine& engine, const CellsView& cells, const SolveOptions& opt, SolveResult& out) {
+Status distributedGuarded(RankEngine& engine, const SystemView& sys, const SolveOptions& opt, SolveResult& out,
+                          SystemResult* sysOut) {
   std::lock_guard<std::mutex> lock(mpiLock());
   try {
-    return distributedImpl(engine, cells, opt, out);
+    return distributedImpl(engine, sys, opt, out, sysOut);
   } catch (const std::bad_alloc&) {
     abortMpiWorld("host memory exhausted during the distributed solve");
   } catch (const std::exception& e) {
@@ -217,7 +231,9 @@ Status solveDistributed(const RankEngineFactory& makeEngine, const CellsView& ce
     const Status made = makeEngine(engine);
     if (!made.ok()) return failDistributedSolve(made);  // takes part in the agreement with the error: no rank waits
     if (!engine) return failDistributedSolve(Status::error(ErrorCode::Internal, "distributed solve: no rank engine"));
-    return distributedGuarded(*engine, cells, opt, out);
+    SystemView sys;
+    sys.cells = cells;
+    return distributedGuarded(*engine, sys, opt, out, nullptr);
   }
 #endif
   (void)makeEngine;
@@ -226,6 +242,29 @@ Status solveDistributed(const RankEngineFactory& makeEngine, const CellsView& ce
   (void)out;
   return Status::error(ErrorCode::Internal, "solveDistributed needs an MPI world of more than one rank (api/ solves "
                                             "a world of one rank on its backends)");
+}
+
+Status solveDistributedSystem(const RankEngineFactory& makeEngine, const SystemView& system, const SolveOptions& opt,
+                              SystemResult& out) {
+#if defined(AMRGRAV_HAVE_MPI)
+  if (mpiWorld().size > 1) {
+    std::unique_ptr<RankEngine> engine;
+    const Status made = makeEngine(engine);
+    if (!made.ok()) return failDistributedSolve(made);
+    if (!engine) return failDistributedSolve(Status::error(ErrorCode::Internal, "distributed solve: no rank engine"));
+    SolveResult cells;
+    const ResultTargets cellsInto = out.cells.into, probesInto = out.probes.into;
+    out = SystemResult{};
+    out.cells.into = cellsInto;
+    out.probes.into = probesInto;
+    return distributedGuarded(*engine, system, opt, cells, &out);
+  }
+#endif
+  (void)makeEngine;
+  (void)system;
+  (void)opt;
+  (void)out;
+  return Status::error(ErrorCode::Internal, "solveDistributedSystem needs an MPI world of more than one rank");
 }
 
 Status failDistributedSolve(const Status& why) {

@@ -31,6 +31,13 @@ using RankEngineFactory = std::function<Status(std::unique_ptr<RankEngine>& engi
 Status solveDistributed(const RankEngineFactory& makeEngine, const CellsView& cells, const SolveOptions& opt,
                         SolveResult& out);
 
+/// solveDistributed over a system (core/system.h): each rank passes its own cells, probes and subset of targets (any
+/// of them empty); a LET goes from every rank with cells to every rank with targets or probes, chosen for the box of
+/// its cell and probe groups (RankSummary). Engines that do not walk probes or targets refuse them
+/// (RankEngine::openSystem), on every rank.
+Status solveDistributedSystem(const RankEngineFactory& makeEngine, const SystemView& system, const SolveOptions& opt,
+                              SystemResult& out);
+
 /// The matching call for a rank that failed before it could call solveDistributed (e.g. input rejected in
 /// TypeScript): takes part in the agreement with `why`, so that every rank returns the error.
 Status failDistributedSolve(const Status& why);

@@ -1,6 +1,7 @@
 /// \file physics_rules.cpp
 /// \brief amrgrav_physics_rules: the rules that decide which interactions happen (native/physics/: the MAC, the
-/// periodic image test, the node moments and MAC radii, the LET choice), checked on the host without a GPU.
+/// periodic image test, the node moments and MAC radii, the LET choice, the FMM's pair MAC), checked on the host
+/// without a GPU.
 ///
 /// Each rule is one template over a rounding policy (physics/rounding.h). The CUDA backend instantiates it with
 /// RoundNearest's device half, __dadd_rn and friends: one rounding per operation, never fused. This program
@@ -31,6 +32,7 @@
 #include "ewald/lookup_k.h"
 #include "ewald/walk_setup.h"
 #include "let/let.h"
+#include "physics/fmm_mac_k.h"
 #include "physics/image_k.h"
 #include "physics/let_accept_k.h"
 #include "physics/mac_k.h"
@@ -158,6 +160,64 @@ struct Rand {
     return uniform(0, scale);
   }
 };
+
+// ---------------------------------------------------------------------------------------------------- the FMM's MAC
+
+template <class Rn>
+bool fmmPair(const double* ca, double ra, double ma, double lowA, const double* cb, double rb, double mb, double lowB,
+             double theta, int order, double tol) {
+  return fmmPairAccepts<Rn>(ca, ra, fmmCriticalRadius<Rn>(ra, theta), ma, lowA, cb, rb, fmmCriticalRadius<Rn>(rb, theta),
+                            mb, lowB, order, tol);
+}
+
+void checkFmmMac(Report& rep) {
+  const double a[3] = {0, 0, 0};
+  // the opening angle alone: (r_A + r_B) / theta = R exactly rejects (strictly inside), a little further accepts
+  {
+    const double b[3] = {2, 0, 0}, b2[3] = {std::nextafter(2.0, 3.0), 0, 0};
+    rep.expect(!fmmPair<RoundNearest>(a, 0.5, 1, 1, b, 0.5, 1, 1, 0.5, 5, 0) &&
+                   !fmmPair<DeviceRn>(a, 0.5, 1, 1, b, 0.5, 1, 1, 0.5, 5, 0),
+               "FMM MAC: (r_A + r_B) / theta = R rejects");
+    rep.expect(fmmPair<RoundNearest>(a, 0.5, 1, 1, b2, 0.5, 1, 1, 0.5, 5, 0) &&
+                   fmmPair<DeviceRn>(a, 0.5, 1, 1, b2, 0.5, 1, 1, 0.5, 5, 0),
+               "FMM MAC: one ulp beyond accepts with tolerance 0");
+  }
+  // the error bound by hand: r 1/4 each, R 4, p 3: ((1/2)/4)^4 / (4 - 1/2) = 2^-12 / 3.5 = 6.975e-5 (times |M| 1,
+  // against tolerance x phiLow 1): tolerance 1e-4 accepts, 5e-5 rejects; a lighter source (|M| 0.5) passes at 5e-5
+  // one way but the pair needs both
+  {
+    const double b[3] = {0, 4, 0};
+    rep.expect(fmmPair<RoundNearest>(a, 0.25, 1, 1, b, 0.25, 1, 1, 0.5, 3, 1e-4), "FMM MAC: bound below tolerance accepts");
+    rep.expect(!fmmPair<RoundNearest>(a, 0.25, 1, 1, b, 0.25, 1, 1, 0.5, 3, 5e-5), "FMM MAC: bound above tolerance rejects");
+    rep.expect(!fmmPair<RoundNearest>(a, 0.25, 1, 1, b, 0.25, 0.5, 1, 0.5, 3, 5e-5), "FMM MAC: one side failing rejects");
+    rep.expect(fmmPair<RoundNearest>(a, 0.25, 0.5, 1, b, 0.25, 0.5, 1, 0.5, 3, 5e-5), "FMM MAC: lighter nodes accept");
+  }
+  // the potential's lower bound by hand: node at the centre of the unit root cube, radius 0: |M| / (sqrt(3) / 2)
+  {
+    const double c[3] = {0.5, 0.5, 0.5}, lo[3] = {0, 0, 0};
+    rep.same(fmmPotentialLowerBound<RoundNearest>(c, 0.0, lo, 1.0, 3.0), 3.0 / (std::sqrt(3.0) / 2),
+             "FMM phiLow at the centre");
+  }
+  // random sweeps: the host's rule against the device's rounding, bit for bit (and the canary)
+  Rand rnd(2026);
+  for (int k = 0; k < 200000; ++k) {
+    double ca[3], cb[3], lo[3];
+    for (int d = 0; d < 3; ++d) {
+      ca[d] = rnd.coordinate(1.0);
+      cb[d] = rnd.coordinate(1.0);
+      lo[d] = -rnd.uniform(0, 0.01);
+    }
+    const double ra = rnd.uniform(0, 0.2), rb = rnd.uniform(0, 0.2), ma = rnd.uniform(0, 2), mb = rnd.uniform(0, 2);
+    const double theta = rnd.uniform(0.2, 0.99), tol = rnd.integer(0, 3) == 0 ? 0.0 : std::ldexp(1.0, -rnd.integer(5, 20));
+    const int order = rnd.integer(3, 7);
+    const double la = fmmPotentialLowerBound<RoundNearest>(ca, ra, lo, 1.02, 5.0);
+    rep.same(la, fmmPotentialLowerBound<DeviceRn>(ca, ra, lo, 1.02, 5.0), "FMM phiLow sweep");
+    const double lb = fmmPotentialLowerBound<RoundNearest>(cb, rb, lo, 1.02, 5.0);
+    const bool h = fmmPair<RoundNearest>(ca, ra, ma, la, cb, rb, mb, lb, theta, order, tol);
+    rep.expect(h == fmmPair<DeviceRn>(ca, ra, ma, la, cb, rb, mb, lb, theta, order, tol), "FMM MAC sweep: host = device");
+    rep.canary(fmmPotentialLowerBound<FusedRn>(ca, ra, lo, 1.02, 5.0) != la);
+  }
+}
 
 // ---------------------------------------------------------------------------------------------------- the MAC
 
@@ -821,12 +881,13 @@ void checkCore(Report& rep) {
 
 int main() {
   Report parts[] = {Report("MAC"), Report("image test"), Report("moments"), Report("LET choice"),
-                    Report("core library vs device rounding")};
+                    Report("core library vs device rounding"), Report("FMM MAC")};
   checkMac(parts[0]);
   checkImages(parts[1]);
   checkMoments(parts[2]);
   checkLetAccept(parts[3]);
   checkCore(parts[4]);
+  checkFmmMac(parts[5]);
   long checks = 0, failures = 0, fusedCases = 0, fusedDiffer = 0;
   for (const Report& r : parts) {
     std::printf("%-32s %9ld checks, %ld failed", r.part, r.checks, r.failures);

@@ -32,20 +32,11 @@ RootCube chooseRootCube(const CellsView& c, const SolveOptions& opt) {
   return r;
 }
 
-double lengthScaleFor(double side) { return std::exp2(-std::round(std::log2(side))); }
-
-Status sortCellsByKey(const CellsView& c, RootCube& root, SortedCells& out, std::vector<std::uint64_t>& keys,
-                      double scale) {
-  const std::size_t n = c.n;
-  if (!(scale > 0)) scale = lengthScaleFor(root.side);
-  std::vector<std::uint64_t> k(n), ktmp(n);
-  std::vector<std::uint32_t> idx(n), itmp(n);
-  const double inv = double(kKeyCells) / root.side;
-  for (std::size_t i = 0; i < n; ++i) {
-    k[i] = mortonKey(keyCoordinate(c.x[i], root.lo[0], inv), keyCoordinate(c.y[i], root.lo[1], inv),
-                     keyCoordinate(c.z[i], root.lo[2], inv));
-    idx[i] = std::uint32_t(i);
-  }
+void stableSortByKey(std::vector<std::uint64_t>& k, std::vector<std::uint32_t>& idx, std::vector<std::uint64_t>& ktmp,
+                     std::vector<std::uint32_t>& itmp) {
+  const std::size_t n = k.size();
+  ktmp.resize(n);
+  itmp.resize(n);
   // 63-bit keys, 4 passes of 16 bits; each pass is a stable counting sort.
   std::vector<std::size_t> count(1u << 16);
   for (int pass = 0; pass < 4; ++pass) {
@@ -63,6 +54,23 @@ Status sortCellsByKey(const CellsView& c, RootCube& root, SortedCells& out, std:
     k.swap(ktmp);
     idx.swap(itmp);
   }
+}
+
+double lengthScaleFor(double side) { return std::exp2(-std::round(std::log2(side))); }
+
+Status sortCellsByKey(const CellsView& c, RootCube& root, SortedCells& out, std::vector<std::uint64_t>& keys,
+                      double scale) {
+  const std::size_t n = c.n;
+  if (!(scale > 0)) scale = lengthScaleFor(root.side);
+  std::vector<std::uint64_t> k(n), ktmp(n);
+  std::vector<std::uint32_t> idx(n), itmp(n);
+  const double inv = double(kKeyCells) / root.side;
+  for (std::size_t i = 0; i < n; ++i) {
+    k[i] = mortonKey(keyCoordinate(c.x[i], root.lo[0], inv), keyCoordinate(c.y[i], root.lo[1], inv),
+                     keyCoordinate(c.z[i], root.lo[2], inv));
+    idx[i] = std::uint32_t(i);
+  }
+  stableSortByKey(k, idx, ktmp, itmp);
   // Two cells at one centre would each skip the other as "itself" in the walk: refuse them. Equal centres have
   // equal keys, so after the sort they sit in one run of equal keys.
   AG_TRY(checkCoincidentCells(c, k.data(), idx.data()));

@@ -63,6 +63,11 @@ double lengthScaleFor(double side);
 Status sortCellsByKey(const CellsView& cells, RootCube& root, SortedCells& out, std::vector<std::uint64_t>& keys,
                       double scale = 0);
 
+/// The Morton sort itself: (key, index) pairs sorted by key, stably (an LSD radix sort; equal keys keep their
+/// order). ktmp, itmp: scratch of the same length (resized).
+void stableSortByKey(std::vector<std::uint64_t>& keys, std::vector<std::uint32_t>& idx,
+                     std::vector<std::uint64_t>& ktmp, std::vector<std::uint32_t>& itmp);
+
 /// Build the octree topology over key-sorted cells; a node with more than leafSize cells is split.
 Status buildOctree(const std::vector<std::uint64_t>& sortedKeys, const RootCube& root, int leafSize, Octree& tree);
 

@@ -29,6 +29,23 @@ for (const [name, spoil] of Object.entries(cases)) {
     console.log(JSON.stringify({ rank, case: name, ok: false, name: err.name, code: err.code, message: err.message }));
   }
 }
+// system solves (issue #18): a NaN probe, a repeated target on one rank (TypeScript's checks), and a probe outside the
+// box along the isolated axis of a slab (the native check, inside the ranks' agreement)
+const slab = new GravitySolver({ G: 1, threads: 1, backend: 'cpu', boundary: { x: 'periodic', y: 'periodic', z: 'isolated' } });
+const systemCases = {
+  'nan-probe': [solver, { probes: { x: [0.5, NaN], y: [0.5, 0.5], z: [0.5, 0.5] } }, {}],
+  'repeated-target': [solver, {}, { targets: [3, 4, 3] }],
+  'probe-outside-slab': [slab, { probes: { x: [0.5], y: [0.5], z: [1.5] } }, { box: { lo: [0, 0, 0], hi: [1, 1, 1] } }],
+};
+for (const [name, [s, parts, opts]] of Object.entries(systemCases)) {
+  const good = name === 'probe-outside-slab' ? { box: opts.box } : {};
+  try {
+    await s.solveSystem({ cells: cells(rank), ...(rank === bad ? parts : {}) }, rank === bad ? opts : good);
+    console.log(JSON.stringify({ rank, case: name, ok: true }));
+  } catch (err) {
+    console.log(JSON.stringify({ rank, case: name, ok: false, name: err.name, code: err.code, message: err.message }));
+  }
+}
 // the solver is still usable afterwards on every rank
 const r = await solver.solveCells(cells(rank));
 console.log(JSON.stringify({ rank, case: 'after', ok: r.potential.length === n && r.stats.ranks === size }));

@@ -67,7 +67,10 @@ inline double hsum(Vd v) { double s = 0; for (int l = 0; l < W; ++l) s += v[l]; 
 template <class T> inline T bc(double c);
 template <> inline double bc<double>(double c) { return c; }
 template <> inline Vd bc<Vd>(double c) { return Vd{} + c; }
-#include "fmm_kernels.h"
+// the generated kernels (native/tools/fmm/gen_kernels.py), shared with the library's FMM (native/fmm/)
+namespace amrgrav { namespace fmm { using ::bc; using ::vsqrt; } }
+#include "../../../native/fmm/m2l_kernels.h"
+using namespace amrgrav::fmm;
 
 namespace {
 

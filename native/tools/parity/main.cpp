@@ -8,8 +8,8 @@
 ///                      [--tol T] [--seed S]
 ///   amrgrav_gpu_parity --list
 ///
-///   SUBJECT           isolated, direct, errors, memory, periodic, contrast, let, vote, clustered (--list says what each
-///                     checks), or all (the default): every subject in that order, on one backend object
+///   SUBJECT           isolated, direct, errors, memory, periodic, contrast, let, vote, system, clustered (--list says
+///                     what each checks), or all (the default): every subject in that order, on one backend object
 ///   --quick           small sizes (for compute-sanitizer): --uniform 12 --amr 6000 --direct-parity 3000
 ///   --uniform N       the uniform grid's side (default 32; the periodic cases use 64 unless N < 32)
 ///   --amr CELLS       cells of the clustered AMR-like set (default 200000)
@@ -49,6 +49,7 @@ const Subject kSubjects[] = {
     {"contrast", runContrast, "signed sources: the density contrast of a 1e-6 perturbation, masses as given"},
     {"let", runLet, "LETs chosen and packed on the device vs the host's, byte for byte; the rank's summary"},
     {"vote", runVote, "the vote walk vs direct summation and vs the CPU's vote walk"},
+    {"system", runSystem, "system solves: probes and target subsets, CPU vs CUDA lists and values, subsets bitwise"},
     {"clustered", runClustered, "a Plummer sphere of points: the walk groups cut at home nodes, box and vote walks"},
 };
 

@@ -1,0 +1,89 @@
+/// \file system.h
+/// \brief One solve over several kinds of points (issue #18): the cells (sources and targets, as Backend::solve),
+/// probes (targets only, anywhere: analysis points, a coupled code's particles asking for the field) and an optional
+/// subset of the cells to compute (`targets`: per-level or active-subset solves; every cell stays a source). Each kind
+/// gets its results in its own input order. A later kind, particles (softened sources and targets), joins as one more
+/// view here, one more PointResults in SystemResult and one more walk of its groups; nothing below assumes there are
+/// only two kinds.
+///
+/// What a probe receives. Every cell acts on a probe as a point mass at its centre, with the solve's tree (or direct)
+/// rules, exactly as it acts on another cell: the probe's group takes the lists the MAC gives for the box of the
+/// probes' positions. A probe has no self term (it has no mass and no size). A probe exactly at a cell's centre gets
+/// every source except that cell's point term, which is 1/0 and is left out (physics/interact_k.h: a coincident source
+/// adds 0) just as a cell leaves out its own pair; so with the same interaction lists (direct summation, or small
+/// theta) it equals that cell's potential without the cell's self term, and with the self term 'none' the cell's
+/// potential itself. In a periodic box the coincident cell's other images still act (its Ewald correction, as for the
+/// cell itself).
+///
+/// Where probes may be. Isolated axes: anywhere (finite); the field of the cells in free space, also outside the box
+/// and the root cube. Periodic axes: the position is wrapped into [lo, hi) of the box (the potential is periodic, so
+/// the value is the one at the given position). Along the isolated axes of a partly periodic box a probe must lie in
+/// the box (the Ewald table covers separations within the box only): InvalidInput otherwise.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/types.h"
+
+namespace amrgrav {
+
+/// Borrowed view of target-only points (cm).
+struct PointsView {
+  const double* x = nullptr;
+  const double* y = nullptr;
+  const double* z = nullptr;
+  std::size_t n = 0;
+};
+
+/// What one system solve is given. With targets set, only the cells whose caller indices are listed are computed
+/// (results in the list's order; no index twice); the potential there is bitwise that of the full solve.
+struct SystemView {
+  CellsView cells;
+  PointsView probes;
+  const std::uint32_t* targets = nullptr;  ///< caller's cell indices; null: every cell
+  std::size_t targetCount = 0;
+  bool hasTargets() const { return targets != nullptr; }
+  /// Cells whose results are returned.
+  std::size_t cellResults() const { return hasTargets() ? targetCount : cells.n; }
+};
+
+/// The results of one kind of points, n of each (ax, ay, az only with accelerations), as SolveResult's arrays.
+struct PointResults {
+  std::vector<double> potential, ax, ay, az;
+  /// When into.potential is set, the results are written there and the vectors stay empty.
+  ResultTargets into;
+  /// Where n results go: `into`, or the vectors resized to n.
+  ResultTargets targets(std::size_t n, bool accelerations) {
+    std::vector<double>* v[4] = {&potential, &ax, &ay, &az};
+    if (into.potential) {
+      for (auto* e : v) e->clear();
+      return into;
+    }
+    potential.resize(n);
+    for (int k = 1; k < 4; ++k) {
+      if (accelerations) v[k]->resize(n);
+      else v[k]->clear();
+    }
+    return ResultTargets{potential.data(), accelerations ? ax.data() : nullptr, accelerations ? ay.data() : nullptr,
+                         accelerations ? az.data() : nullptr};
+  }
+};
+
+/// What the system's parts cost beside SolveStats (which counts the cells' walk: with targets, of their groups only).
+struct SystemStats {
+  std::size_t targets = 0;       ///< cells computed (all of them without a subset)
+  std::size_t targetGroups = 0;  ///< cell groups walked (SolveStats::groups: all of them; direct: 0)
+  std::size_t probes = 0, probeGroups = 0;
+  std::uint64_t probeApprox = 0, probeDirect = 0;  ///< node-probe and cell-probe interactions, summed over probes
+  double secondsProbes = 0;      ///< sorting, walking and finishing the probes
+};
+
+struct SystemResult {
+  PointResults cells;   ///< one per cell, or per target in the targets' order
+  PointResults probes;  ///< one per probe, in the probes' order
+  SolveStats stats;
+  SystemStats system;
+};
+
+}  // namespace amrgrav

@@ -1,0 +1,347 @@
+/// \file evaluate.cpp
+/// \brief The FMM's evaluation (see evaluate.h). Built with contraction (as cpu/cpu_walk.cpp): these loops evaluate
+/// the lists and decide nothing. The hot loops are compiled for AVX-512, AVX2 and the baseline and picked at load
+/// time; lanes are always 8 doubles (fmm/simd.h).
+#include "fmm/evaluate.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "fmm/multi_index.h"
+#include "fmm/p2p_tables.h"
+#include "fmm/simd.h"
+#include "fmm/m2l_kernels.h"
+
+namespace amrgrav {
+namespace fmm {
+namespace {
+
+// ------------------------------------------------------------------------------------------------------------------
+// M2L: one target node per task, its sources kLanes at a time in lanes; lanes summed in lane order at the end.
+
+template <int P, class T> AG_FMM_INLINE void derivativesFor(T x, T y, T z, T* D) {
+  if constexpr (P == 3) derivatives3(x, y, z, D);
+  else if constexpr (P == 4) derivatives4(x, y, z, D);
+  else if constexpr (P == 5) derivatives5(x, y, z, D);
+  else if constexpr (P == 6) derivatives6(x, y, z, D);
+  else derivatives7(x, y, z, D);
+}
+/// Multipoles about centres of mass have no dipole (isolated boxes: no negative masses; a massless node's
+/// multipoles are all 0), so the dipole terms are left out.
+template <int P, class T> AG_FMM_INLINE void m2lOneFor(const T* D, const T* Mb, T* La) {
+  if constexpr (P == 3) m2lOne3nd(D, Mb, La);
+  else if constexpr (P == 4) m2lOne4nd(D, Mb, La);
+  else if constexpr (P == 5) m2lOne5nd(D, Mb, La);
+  else if constexpr (P == 6) m2lOne6nd(D, Mb, La);
+  else m2lOne7nd(D, Mb, La);
+}
+
+template <int P>
+AG_FMM_INLINE void m2lTargets(const FmmLists& l, FmmTree& t, std::size_t b, std::size_t e) {
+  constexpr int NT = termCount(P), NB = (NT + 7) / 8;  // M's stride is NB * 8 (fmm_tree.h)
+  const double* M = t.M.data();
+  const double* c = t.centre.data();
+  for (std::size_t A = b; A < e; ++A) {
+    const std::uint32_t s0 = l.m2lStart[A], s1 = l.m2lStart[A + 1];
+    if (s0 == s1) continue;
+    Vd La[NT];
+    for (int k = 0; k < NT; ++k) La[k] = Vd{};
+    for (std::uint32_t q = s0; q < s1; q += kLanes) {
+      Vd rx{}, ry{}, rz{}, Mb[NB * 8];
+      const double* src[kLanes];
+      for (int lane = 0; lane < kLanes; ++lane) {
+        if (q + lane < s1) {
+          const std::uint32_t B = l.m2lSource[q + lane];
+          rx[lane] = c[3 * A] - c[3 * B];
+          ry[lane] = c[3 * A + 1] - c[3 * B + 1];
+          rz[lane] = c[3 * A + 2] - c[3 * B + 2];
+          src[lane] = &M[std::size_t(B) * NB * 8];
+        } else {  // an empty lane: a massless source at unit distance
+          rx[lane] = 1;
+          ry[lane] = 0;
+          rz[lane] = 0;
+          src[lane] = nullptr;
+        }
+      }
+      // the sources' multipoles into lanes, eight terms at a time
+      for (int blk = 0; blk < NB; ++blk) {
+        Vd rows[kLanes];
+        for (int lane = 0; lane < kLanes; ++lane) {
+          if (src[lane]) std::memcpy(&rows[lane], src[lane] + 8 * blk, sizeof(Vd));
+          else rows[lane] = Vd{};
+        }
+        transpose8(rows, &Mb[8 * blk]);
+      }
+      Vd D[NT];
+      derivativesFor<P>(rx, ry, rz, D);
+      m2lOneFor<P>(D, Mb, La);
+    }
+    double* Lt = &t.L[A * NT];
+    for (int k = 0; k < NT; ++k) Lt[k] += hsum(La[k]);
+  }
+}
+
+#define AG_M2L(P)                                                                                     \
+  AG_FMM_CLONES void m2lTargets##P(const FmmLists& l, FmmTree& t, std::size_t b, std::size_t e) {     \
+    m2lTargets<P>(l, t, b, e);                                                                        \
+  }
+AG_M2L(3)
+AG_M2L(4)
+AG_M2L(5)
+AG_M2L(6)
+AG_M2L(7)
+#undef AG_M2L
+
+// ------------------------------------------------------------------------------------------------------------------
+// P2P. The source leaf's cells in lanes (padding: massless, far away), the target's one at a time. A distinct pair
+// is mutual: one 1/r per cell pair serves both sides.
+
+/// Cells of one source block in lanes: up to kBlock cells.
+constexpr int kBlockVecs = 8, kBlock = kBlockVecs * kLanes;
+
+struct Lanes {
+  Vd x[kBlockVecs], y[kBlockVecs], z[kBlockVecs], m[kBlockVecs];
+  int vecs = 0;
+  AG_FMM_INLINE void load(const SortedCells& c, std::uint32_t b, std::uint32_t e) {
+    vecs = int((e - b + kLanes - 1) / kLanes);
+    for (int v = 0; v < vecs; ++v)
+      for (int lane = 0; lane < kLanes; ++lane) {
+        const std::uint32_t j = b + std::uint32_t(v * kLanes + lane);
+        const bool in = j < e;
+        x[v][lane] = in ? c.x[j] : 1e30;
+        y[v][lane] = in ? c.y[j] : 1e30;
+        z[v][lane] = in ? c.z[j] : 1e30;
+        m[v][lane] = in ? c.mass[j] : 0.0;
+      }
+  }
+};
+
+/// Cells [ab, ae) of the target against the block `s` (its cells [sb, se)): the target's sums into pa..gza
+/// (overwritten), and, when Mutual, the source cells' sums from the target's cells into ps..gzs (overwritten). Same:
+/// the block is the targets' own (a cell's pair with itself masked), not mutual.
+template <bool Accel, bool Mutual, bool Same>
+AG_FMM_INLINE void p2pBlock(const SortedCells& c, std::uint32_t ab, std::uint32_t ae, const Lanes& s,
+                            std::uint32_t sb, std::uint32_t se, double* pa, double* gxa, double* gya, double* gza,
+                            double* ps, double* gxs, double* gys, double* gzs) {
+  Vd bp[kBlockVecs], bgx[kBlockVecs], bgy[kBlockVecs], bgz[kBlockVecs];
+  for (int v = 0; v < s.vecs; ++v) bp[v] = bgx[v] = bgy[v] = bgz[v] = Vd{};
+  for (std::uint32_t i = ab; i < ae; ++i) {
+    const double xi = c.x[i], yi = c.y[i], zi = c.z[i], mi = c.mass[i];
+    Vd p{}, fx{}, fy{}, fz{};
+    for (int v = 0; v < s.vecs; ++v) {
+      const Vd dx = xi - s.x[v], dy = yi - s.y[v], dz = zi - s.z[v];
+      const Vd r2 = dx * dx + dy * dy + dz * dz;
+      Vd rinv;
+      if constexpr (Same) rinv = r2 > 0.0 ? vrsqrt(r2 > 0.0 ? r2 : Vd{} + 1.0) : Vd{};
+      else rinv = vrsqrt(r2);
+      p += s.m[v] * rinv;
+      if constexpr (Accel) {
+        const Vd r3 = rinv * rinv * rinv, t = s.m[v] * r3;
+        fx += t * dx;
+        fy += t * dy;
+        fz += t * dz;
+        if constexpr (Mutual) {
+          const Vd u = mi * r3;
+          bgx[v] -= u * dx;
+          bgy[v] -= u * dy;
+          bgz[v] -= u * dz;
+        }
+      }
+      if constexpr (Mutual) bp[v] += mi * rinv;
+    }
+    pa[i - ab] = hsum(p);
+    if constexpr (Accel) {
+      gxa[i - ab] = hsum(fx);
+      gya[i - ab] = hsum(fy);
+      gza[i - ab] = hsum(fz);
+    }
+  }
+  if constexpr (!Mutual) return;
+  for (std::uint32_t j = sb; j < se; ++j) {
+    const int v = int((j - sb) / kLanes), lane = int((j - sb) % kLanes);
+    ps[j - sb] = bp[v][lane];
+    if constexpr (Accel) {
+      gxs[j - sb] = bgx[v][lane];
+      gys[j - sb] = bgy[v][lane];
+      gzs[j - sb] = bgz[v][lane];
+    }
+  }
+}
+
+/// A leaf with itself, into out (overwritten): its cells against its source blocks in order.
+template <bool Accel>
+AG_FMM_INLINE void p2pSelfT(const SortedCells& c, std::uint32_t b, std::uint32_t e, FmmOutput out) {
+  double p[kBlock], gx[kBlock], gy[kBlock], gz[kBlock];
+  Lanes s;
+  for (std::uint32_t ab = b; ab < e; ab += kBlock) {
+    const std::uint32_t ae = std::min(e, ab + kBlock);
+    for (std::uint32_t i = ab; i < ae; ++i) {
+      out.phi[i] = 0;
+      if (Accel) out.gx[i] = out.gy[i] = out.gz[i] = 0;
+    }
+    for (std::uint32_t sb = b; sb < e; sb += kBlock) {
+      const std::uint32_t se = std::min(e, sb + kBlock);
+      s.load(c, sb, se);
+      p2pBlock<Accel, false, true>(c, ab, ae, s, sb, se, p, gx, gy, gz, nullptr, nullptr, nullptr, nullptr);
+      for (std::uint32_t i = ab; i < ae; ++i) {
+        out.phi[i] += p[i - ab];
+        if (Accel) { out.gx[i] += gx[i - ab]; out.gy[i] += gy[i - ab]; out.gz[i] += gz[i - ab]; }
+      }
+    }
+  }
+}
+
+/// A distinct pair into the chunk buffers at `at` (A's cells, then B's), overwritten.
+template <bool Accel>
+AG_FMM_INLINE void p2pPairT(const SortedCells& c, std::uint32_t a0, std::uint32_t a1, std::uint32_t b0,
+                            std::uint32_t b1, double* p, double* gx, double* gy, double* gz) {
+  const std::uint32_t na = a1 - a0;
+  double tp[kBlock], tx[kBlock], ty[kBlock], tz[kBlock], sp[kBlock], sx[kBlock], sy[kBlock], sz[kBlock];
+  for (std::uint32_t i = 0; i < (a1 - a0) + (b1 - b0); ++i) {
+    p[i] = 0;
+    if (Accel) gx[i] = gy[i] = gz[i] = 0;
+  }
+  Lanes s;
+  for (std::uint32_t sb = b0; sb < b1; sb += kBlock) {
+    const std::uint32_t se = std::min(b1, sb + kBlock);
+    s.load(c, sb, se);
+    for (std::uint32_t ab = a0; ab < a1; ab += kBlock) {
+      const std::uint32_t ae = std::min(a1, ab + kBlock);
+      p2pBlock<Accel, true, false>(c, ab, ae, s, sb, se, tp, tx, ty, tz, sp, sx, sy, sz);
+      for (std::uint32_t i = ab; i < ae; ++i) {
+        p[i - a0] += tp[i - ab];
+        if (Accel) { gx[i - a0] += tx[i - ab]; gy[i - a0] += ty[i - ab]; gz[i - a0] += tz[i - ab]; }
+      }
+      for (std::uint32_t j = sb; j < se; ++j) {
+        const std::uint32_t k = na + (j - b0);
+        p[k] += sp[j - sb];
+        if (Accel) { gx[k] += sx[j - sb]; gy[k] += sy[j - sb]; gz[k] += sz[j - sb]; }
+      }
+    }
+  }
+}
+
+AG_FMM_CLONES void p2pSelfPot(const SortedCells& c, std::uint32_t b, std::uint32_t e, FmmOutput out) {
+  p2pSelfT<false>(c, b, e, out);
+}
+AG_FMM_CLONES void p2pSelfForce(const SortedCells& c, std::uint32_t b, std::uint32_t e, FmmOutput out) {
+  p2pSelfT<true>(c, b, e, out);
+}
+AG_FMM_CLONES void p2pPairPot(const SortedCells& c, std::uint32_t a0, std::uint32_t a1, std::uint32_t b0,
+                              std::uint32_t b1, double* p, double* gx, double* gy, double* gz) {
+  p2pPairT<false>(c, a0, a1, b0, b1, p, gx, gy, gz);
+}
+AG_FMM_CLONES void p2pPairForce(const SortedCells& c, std::uint32_t a0, std::uint32_t a1, std::uint32_t b0,
+                                std::uint32_t b1, double* p, double* gx, double* gy, double* gz) {
+  p2pPairT<true>(c, a0, a1, b0, b1, p, gx, gy, gz);
+}
+
+/// Cells in one chunk's buffers: the chunks are cut by this count alone (never by the thread count), so the order in
+/// which a cell's pair sums are added is the list's.
+constexpr std::uint32_t kChunkCells = 1u << 17;
+
+}  // namespace
+
+void evaluateM2L(const FmmLists& lists, int threads, FmmTree& tree) {
+  using Fn = void (*)(const FmmLists&, FmmTree&, std::size_t, std::size_t);
+  static constexpr Fn fns[5] = {m2lTargets3, m2lTargets4, m2lTargets5, m2lTargets6, m2lTargets7};
+  const Fn fn = fns[tree.order - 3];
+  parallelFor(tree.nodeCount(), 16, threads, [&](std::size_t b, std::size_t e, int) { fn(lists, tree, b, e); });
+}
+
+void evaluateP2P(const FmmLists& lists, const FmmTree& tree, const SortedCells& c, int threads, FmmOutput out) {
+  const Octree& o = tree.topo;
+  const bool accel = out.gx != nullptr;
+  // regular leaves (4^3 lattices) and pairs of them at whole-leaf offsets go by table (p2p_tables.h)
+  const RegularLeaves reg = findRegularLeaves(tree, c, threads);
+  P2pTables tables;
+  tables.prepare(reg, lists.p2pA, lists.p2pB, threads);
+  // each leaf with itself (overwrites its cells)
+  std::vector<std::uint32_t> leaves;
+  for (std::size_t i = 0; i < o.nodeCount(); ++i)
+    if (o.isLeaf(i)) leaves.push_back(std::uint32_t(i));
+  parallelFor(leaves.size(), 8, threads, [&](std::size_t b, std::size_t e, int) {
+    for (std::size_t k = b; k < e; ++k) {
+      const std::uint32_t L = leaves[k], cb = o.cellBegin[L], ce = cb + o.cellCount[L];
+      if (const P2pTable* t = tables.find(reg, L, L))
+        tableP2P(*t, &c.mass[cb], reg.h[L], &out.phi[cb], accel ? &out.gx[cb] : nullptr, accel ? &out.gy[cb] : nullptr,
+                 accel ? &out.gz[cb] : nullptr);
+      else (accel ? p2pSelfForce : p2pSelfPot)(c, cb, ce, out);
+    }
+  });
+  // the mutual pairs, a chunk at a time: both sides into the chunk's buffers in parallel, then each leaf adds its
+  // pairs' sides in list order (a leaf's entries: which pairs, which side, ascending)
+  const std::size_t np = lists.p2pA.size();
+  if (np == 0) return;
+  std::vector<std::uint32_t> entryStart(o.nodeCount() + 1, 0), entry(2 * np);
+  for (std::size_t q = 0; q < np; ++q) { ++entryStart[lists.p2pA[q] + 1]; ++entryStart[lists.p2pB[q] + 1]; }
+  for (std::size_t i = 0; i < o.nodeCount(); ++i) entryStart[i + 1] += entryStart[i];
+  {
+    std::vector<std::uint32_t> fill(entryStart.begin(), entryStart.end() - 1);
+    for (std::size_t q = 0; q < np; ++q) {  // pair q, side bit: 0 = the pair's A, 1 = its B
+      entry[fill[lists.p2pA[q]]++] = std::uint32_t(q << 1);
+      entry[fill[lists.p2pB[q]]++] = std::uint32_t(q << 1 | 1);
+    }
+  }
+  std::vector<std::uint32_t> cursor(entryStart.begin(), entryStart.end() - 1);
+  std::vector<std::uint32_t> slot(np);
+  std::vector<double> bp(kChunkCells + 2 * kBlock), bx, by, bz;
+  if (accel) { bx.resize(bp.size()); by.resize(bp.size()); bz.resize(bp.size()); }
+  std::size_t q0 = 0;
+  while (q0 < np) {
+    // the chunk: pairs while their cells fit (at least one pair)
+    std::size_t q1 = q0;
+    std::uint32_t used = 0;
+    while (q1 < np) {
+      const std::uint32_t cells = o.cellCount[lists.p2pA[q1]] + o.cellCount[lists.p2pB[q1]];
+      if (q1 > q0 && used + cells > kChunkCells) break;
+      slot[q1] = used;
+      used += cells;
+      ++q1;
+    }
+    if (used > bp.size()) {
+      bp.resize(used);
+      if (accel) { bx.resize(used); by.resize(used); bz.resize(used); }
+    }
+    parallelFor(q1 - q0, 4, threads, [&](std::size_t b, std::size_t e, int) {
+      for (std::size_t q = q0 + b; q < q0 + e; ++q) {
+        const std::uint32_t A = lists.p2pA[q], B = lists.p2pB[q], s = slot[q];
+        const std::uint32_t a0 = o.cellBegin[A], b0 = o.cellBegin[B];
+        const P2pTable* ab = tables.find(reg, A, B);
+        if (ab) {  // B's cells into A's slots, A's into B's (the table of the opposite offset)
+          const P2pTable* ba = tables.find(reg, B, A);
+          const std::uint32_t sb = s + o.cellCount[A];
+          tableP2P(*ab, &c.mass[b0], reg.h[A], &bp[s], accel ? &bx[s] : nullptr, accel ? &by[s] : nullptr,
+                   accel ? &bz[s] : nullptr);
+          tableP2P(*ba, &c.mass[a0], reg.h[B], &bp[sb], accel ? &bx[sb] : nullptr, accel ? &by[sb] : nullptr,
+                   accel ? &bz[sb] : nullptr);
+        } else if (accel) p2pPairForce(c, a0, a0 + o.cellCount[A], b0, b0 + o.cellCount[B], &bp[s], &bx[s], &by[s], &bz[s]);
+        else p2pPairPot(c, a0, a0 + o.cellCount[A], b0, b0 + o.cellCount[B], &bp[s], nullptr, nullptr, nullptr);
+      }
+    });
+    const std::uint32_t qEnd = std::uint32_t(q1);
+    parallelFor(leaves.size(), 32, threads, [&](std::size_t b, std::size_t e, int) {
+      for (std::size_t k = b; k < e; ++k) {
+        const std::uint32_t L = leaves[k], cb = o.cellBegin[L], n = o.cellCount[L];
+        std::uint32_t& cur = cursor[L];
+        for (; cur < entryStart[L + 1] && (entry[cur] >> 1) < qEnd; ++cur) {
+          const std::uint32_t q = entry[cur] >> 1;
+          const std::uint32_t s = slot[q] + ((entry[cur] & 1) ? o.cellCount[lists.p2pA[q]] : 0);
+          for (std::uint32_t i = 0; i < n; ++i) out.phi[cb + i] += bp[s + i];
+          if (accel)
+            for (std::uint32_t i = 0; i < n; ++i) {
+              out.gx[cb + i] += bx[s + i];
+              out.gy[cb + i] += by[s + i];
+              out.gz[cb + i] += bz[s + i];
+            }
+        }
+      }
+    });
+    q0 = q1;
+  }
+}
+
+}  // namespace fmm
+}  // namespace amrgrav

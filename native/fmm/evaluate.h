@@ -1,0 +1,26 @@
+/// \file evaluate.h
+/// \brief The FMM's evaluation of its lists (interaction_lists.h) over its tree (fmm_tree.h): M2L into the local
+/// coefficients and P2P between near leaves (L2L and L2P: expansions.h). Results in sorted order and scaled lengths,
+/// as the tree walk's (cpu/cpu_walk.h): phi = sum m/r, g = sum m d/r^3 with d = target - source, each cell's own pair
+/// left out. Deterministic: every sum has a fixed order whatever the thread count.
+#pragma once
+#include "fmm/fmm_tree.h"
+#include "fmm/interaction_lists.h"
+
+namespace amrgrav {
+namespace fmm {
+
+struct FmmOutput {
+  double* phi = nullptr;
+  double *gx = nullptr, *gy = nullptr, *gz = nullptr;  ///< null unless accelerations are wanted
+};
+
+/// L[A] += the M2L of every source in A's list, sources in lanes (one target per task).
+void evaluateM2L(const FmmLists& lists, int threads, FmmTree& tree);
+
+/// Overwrites `out` with the near field: each leaf with itself, then the mutual leaf pairs in list order (each pair's
+/// two sides computed together, summed into the cells in the list's order).
+void evaluateP2P(const FmmLists& lists, const FmmTree& tree, const SortedCells& cells, int threads, FmmOutput out);
+
+}  // namespace fmm
+}  // namespace amrgrav

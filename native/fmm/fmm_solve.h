@@ -1,0 +1,26 @@
+/// \file fmm_solve.h
+/// \brief The fast multipole method's far field on the CPU (SolveOptions::method 'fmm'): Dehnen's symmetric
+/// Cartesian FMM (W. Dehnen, ApJ 536, L39, 2000; J. Comput. Phys. 179, 27, 2002) with an error-bound MAC after
+/// Dehnen (Comput. Astrophys. Cosmol. 1, 1, 2014); design and measurements: docs/fmm-design.md.
+/// Isolated boxes, one process; the caller (cpu/cpu_backend.cpp) sorts the cells and applies G and the self term.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+#include "core/types.h"
+#include "fmm/evaluate.h"
+#include "tree/tree.h"
+
+namespace amrgrav {
+namespace fmm {
+
+/// phi = sum m/r and, with out.gx, g = sum m d/r^3 (d = target - source) at every sorted cell, each cell's own pair
+/// left out, in scaled lengths (as cpu/cpu_walk.h's walk). Bitwise the same for any thread count. Fills the stats'
+/// phase times, node counts and interactions: approxInteractions = directed M2L (node-node), directInteractions =
+/// directed P2P cell pairs.
+Status solveFmm(const std::vector<std::uint64_t>& sortedKeys, const RootCube& root, const SortedCells& cells,
+                const SolveOptions& opt, int threads, FmmOutput out, SolveStats& stats);
+
+}  // namespace fmm
+}  // namespace amrgrav

@@ -1,0 +1,44 @@
+/// \file fmm_tree.h
+/// \brief The FMM's tree: the octree topology of tree/ (tree/build.cpp, leaves of up to kFmmLeafSize cells) with
+/// what the FMM keeps per node: expansion centre, radius and the MAC's quantities (physics/fmm_mac_k.h), multipoles
+/// M and local coefficients L (fmm/multi_index.h's conventions), all in the solve's scaled lengths.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+#include "core/types.h"
+#include "tree/tree.h"
+
+namespace amrgrav {
+namespace fmm {
+
+/// Cells per leaf: 64 (a 4^3 sub-block of an 8^3 block) moves the work from M2L to the cheap, regular P2P;
+/// 8-cell leaves made the prototype 2-4x slower (docs/fmm-design.md, section 4).
+constexpr int kFmmLeafSize = 64;
+
+struct FmmTree {
+  Octree topo;                              ///< topology (its moment arrays stay empty)
+  int order = 0;                            ///< expansion order p
+  int terms = 0;                            ///< coefficients per node
+  int mStride = 0;                          ///< M's doubles per node: terms rounded up to 8, zero-padded (M2L's lanes)
+  std::vector<std::uint32_t> levelBegin;    ///< nodes of level l: [levelBegin[l], levelBegin[l + 1])
+  std::vector<double> centre;               ///< expansion centre, 3 per node: the centre of mass (cube centre if massless)
+  std::vector<double> radius;               ///< largest distance from the centre to one of the node's cell centres
+  std::vector<double> critical;             ///< radius / theta (fmmCriticalRadius)
+  std::vector<double> absMass;              ///< sum |m|
+  std::vector<double> lowBound;             ///< fmmPotentialLowerBound
+  std::vector<double> M;                    ///< mStride per node
+  std::vector<double> L;                    ///< terms per node
+  std::size_t nodeCount() const { return topo.nodeCount(); }
+  bool isLeaf(std::size_t i) const { return topo.isLeaf(i); }
+};
+
+/// The topology over the key-sorted cells, then bottom-up (level by level, nodes of a level in parallel: the same
+/// bits for any thread count) the centres, radii and MAC quantities (opt.fmmTheta) and the multipoles (P2M at the
+/// leaves, M2M above). L is zeroed.
+Status buildFmmTree(const std::vector<std::uint64_t>& sortedKeys, const RootCube& root, const SortedCells& cells,
+                    const SolveOptions& opt, int threads, FmmTree& tree);
+
+}  // namespace fmm
+}  // namespace amrgrav

@@ -1,0 +1,197 @@
+/// \file p2p_tables.cpp
+/// \brief The regular leaves' near field by table (see p2p_tables.h). Built with contraction and for several
+/// instruction sets, as evaluate.cpp.
+#include "fmm/p2p_tables.h"
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "core/thread_pool.h"
+#include "fmm/simd.h"
+
+namespace amrgrav {
+namespace fmm {
+namespace {
+
+/// Lattice position of the k-th cell of a 4^3 leaf in Morton order (x in the lowest bit, as tree/keys.h).
+void latticeOf(int k, int p[3]) {
+  p[0] = (k & 1) | ((k >> 3) & 1) << 1;
+  p[1] = ((k >> 1) & 1) | ((k >> 4) & 1) << 1;
+  p[2] = ((k >> 2) & 1) | ((k >> 5) & 1) << 1;
+}
+
+/// Offsets in leaves (4 cells) -> slot; -1 when out of range.
+int slotOf(int a, int b, int c) {
+  const int r = kMaxLeafOffset, w = 2 * r + 1;
+  if (a < -r || a > r || b < -r || b > r || c < -r || c > r) return -1;
+  return ((a + r) * w + (b + r)) * w + (c + r);
+}
+
+void fillTable(int a, int b, int c, P2pTable& t) {
+  const int delta[3] = {4 * a, 4 * b, 4 * c};
+  for (int d = 0; d < 3; ++d) t.delta[d] = delta[d];
+  for (int s = 0; s < kTableCells; ++s) {
+    int ps[3];
+    latticeOf(s, ps);
+    for (int u = 0; u < kTableCells; ++u) {
+      int pt[3];
+      latticeOf(u, pt);
+      const int d[3] = {pt[0] - ps[0] - delta[0], pt[1] - ps[1] - delta[1], pt[2] - ps[2] - delta[2]};
+      const double r2 = double(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);  // exact
+      t.k[s * kTableCells + u] = r2 > 0 ? 1.0 / std::sqrt(r2) : 0.0;  // a cell with itself: no term
+    }
+  }
+}
+
+/// The process's tables: made once, never changed (solves on other threads may be reading them).
+struct TableCache {
+  std::mutex mu;
+  std::unique_ptr<P2pTable> tables[kOffsetSlots];
+};
+TableCache& cache() {
+  static TableCache c;
+  return c;
+}
+
+/// The slot of the whole-leaf offset of `source` from `target` (both regular, same h) and of its opposite, or -1.
+int leafOffsetSlot(const RegularLeaves& reg, std::uint32_t target, std::uint32_t source, int* opposite = nullptr) {
+  if (!reg.regular[target] || !reg.regular[source] || reg.h[target] != reg.h[source]) return -1;
+  const double h = reg.h[target];
+  int a[3];
+  for (int d = 0; d < 3; ++d) {
+    const double cells = (reg.origin[3 * source + d] - reg.origin[3 * target + d]) / h;
+    const double leaves = std::nearbyint(cells / 4);
+    if (!(std::fabs(cells - 4 * leaves) <= 1e-9 * std::fmax(1.0, std::fabs(cells))) || std::fabs(leaves) > kMaxLeafOffset)
+      return -1;
+    a[d] = int(leaves);
+  }
+  if (opposite) *opposite = slotOf(-a[0], -a[1], -a[2]);
+  return slotOf(a[0], a[1], a[2]);
+}
+
+}  // namespace
+
+RegularLeaves findRegularLeaves(const FmmTree& t, const SortedCells& c, int threads) {
+  const Octree& o = t.topo;
+  const std::size_t n = o.nodeCount();
+  RegularLeaves r;
+  r.regular.assign(n, 0);
+  r.origin.assign(3 * n, 0.0);
+  r.h.assign(n, 0.0);
+  parallelFor(n, 64, threads, [&](std::size_t b, std::size_t e, int) {
+    for (std::size_t i = b; i < e; ++i) {
+      if (!o.isLeaf(i) || o.cellCount[i] != kTableCells) continue;
+      const std::uint32_t c0 = o.cellBegin[i];
+      const double h = c.size[c0];
+      const double org[3] = {c.x[c0], c.y[c0], c.z[c0]};
+      bool ok = h > 0;
+      for (int k = 0; k < kTableCells && ok; ++k) {
+        const std::uint32_t j = c0 + std::uint32_t(k);
+        int p[3];
+        latticeOf(k, p);
+        const double pos[3] = {c.x[j], c.y[j], c.z[j]};
+        ok = c.size[j] == h;
+        // the cell sits at its Morton lattice position, to rounding of the positions' own arithmetic
+        for (int d = 0; d < 3 && ok; ++d) ok = std::fabs((pos[d] - org[d]) / h - p[d]) <= 1e-9;
+      }
+      if (!ok) continue;
+      r.regular[i] = 1;
+      r.h[i] = h;
+      for (int d = 0; d < 3; ++d) r.origin[3 * i + d] = org[d];
+    }
+  });
+  return r;
+}
+
+void P2pTables::prepare(const RegularLeaves& reg, const std::vector<std::uint32_t>& pairA,
+                        const std::vector<std::uint32_t>& pairB, int threads) {
+  bool need[kOffsetSlots] = {};
+  for (std::size_t i = 0; i < reg.regular.size(); ++i)
+    if (reg.regular[i]) need[slotOf(0, 0, 0)] = true;
+  for (std::size_t q = 0; q < pairA.size(); ++q) {
+    int opposite = -1;
+    const int slot = leafOffsetSlot(reg, pairA[q], pairB[q], &opposite);
+    if (slot < 0 || opposite < 0) continue;
+    need[slot] = need[opposite] = true;
+  }
+  TableCache& tc = cache();
+  std::lock_guard<std::mutex> lock(tc.mu);
+  auto& tables = tc.tables;
+  std::vector<int> missing;
+  for (int s = 0; s < kOffsetSlots; ++s)
+    if (need[s] && !tables[s]) missing.push_back(s);
+  std::vector<std::unique_ptr<P2pTable>> made(missing.size());
+  parallelFor(missing.size(), 1, threads, [&](std::size_t b, std::size_t e, int) {
+    const int w = 2 * kMaxLeafOffset + 1;
+    for (std::size_t k = b; k < e; ++k) {
+      const int s = missing[k];
+      made[k] = std::make_unique<P2pTable>();
+      fillTable(s / (w * w) - kMaxLeafOffset, s / w % w - kMaxLeafOffset, s % w - kMaxLeafOffset, *made[k]);
+    }
+  });
+  for (std::size_t k = 0; k < missing.size(); ++k) tables[missing[k]] = std::move(made[k]);
+  for (int s = 0; s < kOffsetSlots; ++s) byOffset_[s] = need[s] ? tables[s].get() : nullptr;
+}
+
+const P2pTable* P2pTables::find(const RegularLeaves& reg, std::uint32_t target, std::uint32_t source) const {
+  if (target == source) return reg.regular[target] ? byOffset_[slotOf(0, 0, 0)] : nullptr;
+  const int slot = leafOffsetSlot(reg, target, source);
+  return slot < 0 ? nullptr : byOffset_[slot];
+}
+
+/// The lattice coordinates of the 64 cells, 8 per vector: lattice[axis][v] holds cells 8v .. 8v + 7.
+struct LatticeVectors {
+  Vd p[3][kTableCells / kLanes];
+  LatticeVectors() {
+    for (int k = 0; k < kTableCells; ++k) {
+      int q[3];
+      latticeOf(k, q);
+      for (int d = 0; d < 3; ++d) p[d][k / kLanes][k % kLanes] = q[d];
+    }
+  }
+};
+const LatticeVectors& latticeVectors() {
+  static const LatticeVectors v;
+  return v;
+}
+
+AG_FMM_CLONES void tableP2P(const P2pTable& t, const double* m, double h, double* p, double* gx, double* gy,
+                            double* gz) {
+  constexpr int V = kTableCells / kLanes;
+  Vd ap[V] = {}, ax[V] = {}, ay[V] = {}, az[V] = {};
+  const LatticeVectors& lat = latticeVectors();
+  const bool accel = gx != nullptr;
+  for (int s = 0; s < kTableCells; ++s) {
+    const double ms = m[s];
+    const double* k = &t.k[s * kTableCells];
+    int ps[3];
+    latticeOf(s, ps);
+    // d = p_t - (p_s + delta): small integers, exact
+    const double sx = ps[0] + t.delta[0], sy = ps[1] + t.delta[1], sz = ps[2] + t.delta[2];
+    for (int v = 0; v < V; ++v) {
+      Vd row;
+      std::memcpy(&row, k + v * kLanes, sizeof row);
+      ap[v] += row * ms;
+      if (!accel) continue;
+      const Vd w = row * row * row * ms;
+      ax[v] += (lat.p[0][v] - sx) * w;
+      ay[v] += (lat.p[1][v] - sy) * w;
+      az[v] += (lat.p[2][v] - sz) * w;
+    }
+  }
+  const double ih = 1.0 / h, ih2 = ih * ih;
+  for (int v = 0; v < V; ++v) {
+    const Vd pv = ap[v] * ih;
+    std::memcpy(p + v * kLanes, &pv, sizeof pv);
+    if (!accel) continue;
+    const Vd x = ax[v] * ih2, y = ay[v] * ih2, z = az[v] * ih2;
+    std::memcpy(gx + v * kLanes, &x, sizeof x);
+    std::memcpy(gy + v * kLanes, &y, sizeof y);
+    std::memcpy(gz + v * kLanes, &z, sizeof z);
+  }
+}
+
+}  // namespace fmm
+}  // namespace amrgrav
