@@ -315,7 +315,7 @@ const Cells& Context::periodicGrid() {
 // ---- one case
 
 void parityCase(Context& cx, const std::string& name, const Cells& cells, const SolveOptions& opt, CudaBackend& gpu,
-                double tol, bool direct, bool expectSameCounts) {
+                double tol, bool direct, bool expectSameCounts, double accTol) {
   Backend& cpu = *cx.cpu;
   SolveResult ref, got;
   poison(ref, cells.size(), opt.accelerations);
@@ -338,7 +338,7 @@ void parityCase(Context& cx, const std::string& name, const Cells& cells, const 
                           ref.stats.directInteractions == got.stats.directInteractions &&
                           ref.stats.nodes == got.stats.nodes && ref.stats.leaves == got.stats.leaves &&
                           ref.stats.groups == got.stats.groups && ref.stats.treeDepth == got.stats.treeDepth;
-  const bool accOk = !opt.accelerations || d.accRms <= tol;
+  const bool accOk = !opt.accelerations || d.accRms <= (accTol >= 0 ? accTol : tol);
   // periodic potentials (zero mean) cross zero: judged relative to their largest magnitude
   const double potErr = opt.anyPeriodic() ? d.potOfMax : d.pot;
   const bool pass = d.finite && potErr <= tol && accOk && (sameCounts || !expectSameCounts);

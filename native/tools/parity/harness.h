@@ -131,10 +131,10 @@ class Context {
 };
 
 /// One CPU-vs-CUDA tree (or direct) comparison on `gpu` against cx.cpu: potentials within tol (periodic: of the
-/// largest), accelerations within tol of their rms, all finite; expectSameCounts: the same interaction, node, leaf
-/// and group counts and depth (the same lists).
+/// largest), accelerations within tol (accTol when >= 0) of their rms, all finite; expectSameCounts: the same
+/// interaction, node, leaf and group counts and depth (the same lists).
 void parityCase(Context& cx, const std::string& name, const Cells& cells, const SolveOptions& opt, CudaBackend& gpu,
-                double tol, bool direct = false, bool expectSameCounts = true);
+                double tol, bool direct = false, bool expectSameCounts = true, double accTol = -1);
 /// A named pass/fail check (determinism, reuse, an error's message, ...).
 void check(Context& cx, const std::string& name, bool ok, const std::string& detail);
 
