@@ -302,55 +302,46 @@ Status Session::solveBlocks(const BackendChoice& requested, const BlocksView& bl
   return st;
 }
 
-Status solveDistributed(BackendKind kind, const CellsView& cells, const SolveOptions& opt, SolveResult& out) {
-  if (mpiWorld().size > 1) {
-    RankEngineFactory make = [kind](std::unique_ptr<RankEngine>& engine) -> Status {
-      if (kind == BackendKind::Cpu) {
-        engine = makeCpuRankEngine();
-        return Status::success();
-      }
-#if defined(AMRGRAV_HAVE_CUDA)
-      // this rank's GPU: its node-local rank modulo the node's devices (asked when the solve opens)
-      engine = makeCudaRankEngine([](int devices) { return deviceForLocalRank(nodeLocalRank(), devices); });
+namespace {
+
+/// The rank engines of a distributed solve on `kind`: the CPU's, or this rank's GPU (its node-local rank modulo the
+/// node's devices, asked when the solve opens).
+RankEngineFactory rankEnginesOn(BackendKind kind) {
+  return [kind](std::unique_ptr<RankEngine>& engine) -> Status {
+    if (kind == BackendKind::Cpu) {
+      engine = makeCpuRankEngine();
       return Status::success();
-#else
-      return Status::error(ErrorCode::NoDevice, kNoCudaBuild);
-#endif
-    };
-    return ::amrgrav::solveDistributed(make, cells, opt, out);
-  }
-  // a world of one rank: the plain solve
-  if (kind == BackendKind::Cpu) return makeCpuBackend()->solve(cells, opt, out);
+    }
 #if defined(AMRGRAV_HAVE_CUDA)
-  return makeCudaBackend()->solve(cells, opt, out);
+    engine = makeCudaRankEngine([](int devices) { return deviceForLocalRank(nodeLocalRank(), devices); });
+    return Status::success();
+#else
+    return Status::error(ErrorCode::NoDevice, kNoCudaBuild);
+#endif
+  };
+}
+
+/// A world of one rank: the plain backend of `kind`, handed to `solve`.
+template <class Solve>
+Status solveAlone(BackendKind kind, Solve&& solve) {
+  if (kind == BackendKind::Cpu) return solve(*makeCpuBackend());
+#if defined(AMRGRAV_HAVE_CUDA)
+  return solve(*makeCudaBackend());
 #else
   return Status::error(ErrorCode::NoDevice, kNoCudaBuild);
 #endif
 }
 
+}  // namespace
+
+Status solveDistributed(BackendKind kind, const CellsView& cells, const SolveOptions& opt, SolveResult& out) {
+  if (mpiWorld().size > 1) return ::amrgrav::solveDistributed(rankEnginesOn(kind), cells, opt, out);
+  return solveAlone(kind, [&](Backend& b) { return b.solve(cells, opt, out); });
+}
+
 Status solveDistributedSystem(BackendKind kind, const SystemView& system, const SolveOptions& opt, SystemResult& out) {
-  if (mpiWorld().size > 1) {
-    RankEngineFactory make = [kind](std::unique_ptr<RankEngine>& engine) -> Status {
-      if (kind == BackendKind::Cpu) {
-        engine = makeCpuRankEngine();
-        return Status::success();
-      }
-#if defined(AMRGRAV_HAVE_CUDA)
-      engine = makeCudaRankEngine([](int devices) { return deviceForLocalRank(nodeLocalRank(), devices); });
-      return Status::success();
-#else
-      return Status::error(ErrorCode::NoDevice, kNoCudaBuild);
-#endif
-    };
-    return ::amrgrav::solveDistributedSystem(make, system, opt, out);
-  }
-  // a world of one rank: the plain system solve
-  if (kind == BackendKind::Cpu) return makeCpuBackend()->solveSystem(system, opt, false, out);
-#if defined(AMRGRAV_HAVE_CUDA)
-  return makeCudaBackend()->solveSystem(system, opt, false, out);
-#else
-  return Status::error(ErrorCode::NoDevice, kNoCudaBuild);
-#endif
+  if (mpiWorld().size > 1) return ::amrgrav::solveDistributedSystem(rankEnginesOn(kind), system, opt, out);
+  return solveAlone(kind, [&](Backend& b) { return b.solveSystem(system, opt, false, out); });
 }
 
 }  // namespace api
