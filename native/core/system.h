@@ -48,28 +48,6 @@ struct SystemView {
   std::size_t cellResults() const { return hasTargets() ? targetCount : cells.n; }
 };
 
-/// The results of one kind of points, n of each (ax, ay, az only with accelerations), as SolveResult's arrays.
-struct PointResults {
-  std::vector<double> potential, ax, ay, az;
-  /// When into.potential is set, the results are written there and the vectors stay empty.
-  ResultTargets into;
-  /// Where n results go: `into`, or the vectors resized to n.
-  ResultTargets targets(std::size_t n, bool accelerations) {
-    std::vector<double>* v[4] = {&potential, &ax, &ay, &az};
-    if (into.potential) {
-      for (auto* e : v) e->clear();
-      return into;
-    }
-    potential.resize(n);
-    for (int k = 1; k < 4; ++k) {
-      if (accelerations) v[k]->resize(n);
-      else v[k]->clear();
-    }
-    return ResultTargets{potential.data(), accelerations ? ax.data() : nullptr, accelerations ? ay.data() : nullptr,
-                         accelerations ? az.data() : nullptr};
-  }
-};
-
 /// What the system's parts cost beside SolveStats (which counts the cells' walk: with targets, of their groups only).
 struct SystemStats {
   std::size_t targets = 0;       ///< cells computed (all of them without a subset)

@@ -153,11 +153,10 @@ struct ResultTargets {
   double *ax = nullptr, *ay = nullptr, *az = nullptr;
 };
 
-/// Results in the caller's cell order.
-struct SolveResult {
+/// The results of one kind of points in the caller's order (a solve's cells, a system solve's probes).
+struct PointResults {
   std::vector<double> potential;           ///< erg/g, negative
   std::vector<double> ax, ay, az;          ///< cm/s^2, empty unless accelerations were asked for
-  SolveStats stats;
   /// When into.potential is set, the backend writes the results there and leaves the vectors empty: no allocation
   /// and no copy between the solve and the caller (a hydro code reuses its arrays every step).
   ResultTargets into;
@@ -178,6 +177,11 @@ struct SolveResult {
     return ResultTargets{potential.data(), accelerations ? ax.data() : nullptr, accelerations ? ay.data() : nullptr,
                          accelerations ? az.data() : nullptr};
   }
+};
+
+/// Results in the caller's cell order, and what the solve cost.
+struct SolveResult : PointResults {
+  SolveStats stats;
 };
 
 /// Potential of a uniform cube of side h and mass m at its centre is -kCubeSelf * G m / h.

@@ -20,10 +20,7 @@ namespace {
 /// PointResults as a SolveResult, for compare().
 SolveResult asSolve(const PointResults& p) {
   SolveResult r;
-  r.potential = p.potential;
-  r.ax = p.ax;
-  r.ay = p.ay;
-  r.az = p.az;
+  static_cast<PointResults&>(r) = p;
   return r;
 }
 
