@@ -146,14 +146,9 @@ class SystemWorker final : public Napi::AsyncWorker {
       deferred_.Reject(makeError(env, status_).Value());
       return;
     }
-    SolveResult stats;  // resultToJs's statistics object for the system's
-    stats.stats = result_.stats;
-    const char* ran = api::backendName(report_.ran);
-    Napi::Object cells = resultToJs(env, stats, ran, cellOut);
     Napi::Object r = Napi::Object::New(env);
-    Napi::Object s = cells.Get("stats").As<Napi::Object>();
+    Napi::Object s = statsToJs(env, result_.stats, api::backendName(report_.ran));
     s.Set("backendReason", report_.reason);
-    cells.Delete("stats");
     const SystemStats& y = result_.system;
     Napi::Object sys = Napi::Object::New(env);
     sys.Set("targets", double(y.targets));
@@ -164,10 +159,8 @@ class SystemWorker final : public Napi::AsyncWorker {
     sys.Set("probeDirectInteractions", double(y.probeDirect));
     sys.Set("secondsProbes", y.secondsProbes);
     s.Set("system", sys);
-    Napi::Object probes = resultToJs(env, SolveResult{}, ran, probeOut);
-    probes.Delete("stats");
-    r.Set("cells", cells);
-    r.Set("probes", probes);
+    r.Set("cells", arraysToJs(env, cellOut));
+    r.Set("probes", arraysToJs(env, probeOut));
     r.Set("stats", s);
     if (!report_.warning.empty()) r.Set("warning", report_.warning);
     deferred_.Resolve(r);

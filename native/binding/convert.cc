@@ -319,12 +319,15 @@ Napi::Error makeError(Napi::Env env, const Status& st) {
   return e;
 }
 
-Napi::Object resultToJs(Napi::Env env, const SolveResult& r, const char* backend, const OutputArrays& arrays) {
+Napi::Object arraysToJs(Napi::Env env, const OutputArrays& arrays) {
   static const char* names[4] = {"potential", "ax", "ay", "az"};
   Napi::Object o = Napi::Object::New(env);
   for (std::size_t k = 0; k < arrays.refs.size(); ++k) o.Set(names[k], arrays.refs[k].Value());
+  return o;
+}
+
+Napi::Object statsToJs(Napi::Env env, const SolveStats& t, const char* backend) {
   Napi::Object s = Napi::Object::New(env);
-  const SolveStats& t = r.stats;
   s.Set("backend", backend);
   s.Set("threads", t.threads);
   s.Set("secondsKeys", t.secondsKeys);
@@ -350,7 +353,12 @@ Napi::Object resultToJs(Napi::Env env, const SolveResult& r, const char* backend
   s.Set("meanPotential", t.meanPotential);
   s.Set("treeReused", t.treeReused);
   if (t.distributed.ranks > 1) s.Set("distributed", distributedStatsToJs(env, t.distributed));
-  o.Set("stats", s);
+  return s;
+}
+
+Napi::Object resultToJs(Napi::Env env, const SolveResult& r, const char* backend, const OutputArrays& arrays) {
+  Napi::Object o = arraysToJs(env, arrays);
+  o.Set("stats", statsToJs(env, r.stats, backend));
   return o;
 }
 

@@ -67,6 +67,10 @@ Status readDistributed(const Napi::Value& options, bool& distributed);
 /// A JS Error with .code set to the ErrorCode name.
 Napi::Error makeError(Napi::Env env, const Status& st);
 
+/// {potential, ax?, ay?, az?}: the arrays of `arrays` (which the backend wrote).
+Napi::Object arraysToJs(Napi::Env env, const OutputArrays& arrays);
+/// A solve's statistics object (`stats` of the JS result), with the backend that ran it.
+Napi::Object statsToJs(Napi::Env env, const SolveStats& stats, const char* backend);
 /// The result object {potential, ax?, ay?, az?, stats}: the arrays of `arrays` (which the backend wrote) and r's
 /// statistics.
 Napi::Object resultToJs(Napi::Env env, const SolveResult& r, const char* backend, const OutputArrays& arrays);
