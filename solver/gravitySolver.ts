@@ -178,6 +178,21 @@ function toNativeOutputs(out: NonNullable<CellSolveOptions['out']>, acceleration
   return { potential: out.potential, ax: a.x, ay: a.y, az: a.z };
 }
 
+/**
+ * Bad input found on this rank before a collective solve: the other ranks are already in the solve, so they are told
+ * (failDistributedSolve) and every rank fails alike. Returns the error to throw: this rank's own, or the agreed one
+ * when telling the others fails.
+ */
+async function rejectedOnEveryRank(err: unknown, callerStack: string | undefined, context: string): Promise<unknown> {
+  const e = err as { code?: string; message: string };
+  try {
+    await failDistributedSolve(e.code ?? 'INVALID_INPUT', e.message);
+  } catch (agreed) {
+    return fromNativeError(agreed, callerStack, context);
+  }
+  return err;
+}
+
 export class GravitySolver {
   readonly options: ResolvedOptions;
   private readonly native: NativeAddon;
@@ -367,14 +382,7 @@ export class GravitySolver {
       if (system.probes !== undefined) native.probes = toNativeProbes(system.probes);
       if (opts.targets !== undefined) native.targets = toNativeTargets(opts.targets, cells.x.length);
     } catch (err) {
-      if (!distributed) throw err;
-      const e = err as { code?: string; message: string };
-      try {
-        await failDistributedSolve(e.code ?? 'INVALID_INPUT', e.message); // the other ranks are in the solve
-      } catch (agreed) {
-        throw fromNativeError(agreed, callerStack, 'system solve');
-      }
-      throw err;
+      throw distributed ? await rejectedOnEveryRank(err, callerStack, 'system solve') : err;
     }
     let r;
     try {
@@ -413,14 +421,7 @@ export class GravitySolver {
           if (v.length !== nc.x.length) throw new InvalidInputError(`out.${k} has ${v.length} elements, expected ${nc.x.length} (one per cell)`);
       }
     } catch (err) {
-      if (!distributed) throw err;
-      const e = err as { code?: string; message: string };
-      try {
-        await failDistributedSolve(e.code ?? 'INVALID_INPUT', e.message); // the other ranks are in the solve
-      } catch (agreed) {
-        throw fromNativeError(agreed, callerStack, 'tree solve');
-      }
-      throw err;
+      throw distributed ? await rejectedOnEveryRank(err, callerStack, 'tree solve') : err;
     }
     const nopts = this.nativeOptions(distributed, opts.box);
     let r: NativeResult;
