@@ -51,6 +51,12 @@ export interface BenchOptions {
   solver?: SolverOptions;
 }
 
+/** The far-field settings a report states (the solver's resolved options). */
+function solverSettings(solver: GravitySolver): Pick<BenchReport, 'method' | 'fmmOrder' | 'fmmTheta' | 'fmmTolerance' | 'theta' | 'order'> {
+  const o = solver.options;
+  return { method: o.method, fmmOrder: o.fmmOrder, fmmTheta: o.fmmTheta, fmmTolerance: o.fmmTolerance, theta: o.theta, order: o.order };
+}
+
 export interface BenchReport {
   problem: string;
   cells: number;
@@ -193,12 +199,7 @@ async function runBlocksBench(opts: BenchOptions): Promise<BenchReport> {
     problem: `uniform-blocks${b}`,
     cells: total,
     backend: s.backend,
-    method: solver.options.method,
-    fmmOrder: solver.options.fmmOrder,
-    fmmTheta: solver.options.fmmTheta,
-    fmmTolerance: solver.options.fmmTolerance,
-    theta: solver.options.theta,
-    order: solver.options.order,
+    ...solverSettings(solver),
     repeat,
     seconds: s.seconds.total,
     wallSeconds: kept.wall,
@@ -309,12 +310,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchReport> {
     problem,
     cells: total,
     backend: s.backend,
-    method: solver.options.method,
-    fmmOrder: solver.options.fmmOrder,
-    fmmTheta: solver.options.fmmTheta,
-    fmmTolerance: solver.options.fmmTolerance,
-    theta: solver.options.theta,
-    order: solver.options.order,
+    ...solverSettings(solver),
     repeat,
     seconds: bestSeconds,
     wallSeconds: bestWall,
