@@ -28,6 +28,14 @@ enum class MacKind {
   Bonsai = 1,
 };
 
+/// The softening kernel of particles (system solves, core/system.h; the kernels: physics/softening_k.h).
+enum class SofteningKernel : int {
+  /// The compact cubic spline (Monaghan & Lattanzio 1985; SPH, Gadget) of radius 2.8 eps: exactly Newtonian beyond.
+  Spline = 0,
+  /// -G m / sqrt(r^2 + eps^2): never exactly Newtonian, so nodes act through the softened kernel's expansion.
+  Plummer = 1,
+};
+
 /// How a group decides that a node is acceptable for all of its cells.
 enum class WalkKind {
   /// The group's bounding box against the node (physics/mac_k.h): conservative, one test per node.
@@ -75,6 +83,7 @@ struct SolveOptions {
   int groupSize = 32;      ///< cells per walk group (the GPU warp)
   SelfPotential selfPotential = SelfPotential::Lattice;  ///< each cell's own term (solver/options.ts says why)
   bool accelerations = false; ///< also compute -grad(phi)
+  SofteningKernel softening = SofteningKernel::Spline;  ///< particles' kernel (system solves with particles)
   int threads = 0;         ///< CPU threads, 0 = all hardware threads
   bool hasBox = false;     ///< when true, cells must lie in [boxLo, boxHi] and the tree's root cube starts at boxLo
   double boxLo[3] = {0, 0, 0};

@@ -34,6 +34,11 @@ struct SourceTree {
   const double* dipole = nullptr;
   std::size_t cellTotal = 0;
   const double *x = nullptr, *y = nullptr, *z = nullptr, *cellMass = nullptr;
+  /// Softened sources (a particle tree, tree/particle_tree.h): per node the smallest and largest softening of its
+  /// sources, per source its softening (scaled). Null: every source is an unsoftened cell (eps 0).
+  const double* nodeEpsMin = nullptr;
+  const double* nodeEpsMax = nullptr;
+  const double* sourceEps = nullptr;
 
   bool isLeaf(std::size_t i) const { return childCount[i] == 0; }
 };
