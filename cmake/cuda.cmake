@@ -61,6 +61,8 @@ if(AMRGRAV_HAVE_CUDA)
     native/cuda/kernel_blocks.cu
     native/cuda/system_phase.cu
     native/cuda/kernel_system.cu
+    native/cuda/kernel_particles.cu
+    native/cuda/particles_phase.cu
   )
   set_target_properties(amrgrav_cuda PROPERTIES
     CUDA_STANDARD 17

@@ -80,6 +80,16 @@ struct SystemBuffers {
   DeviceBuffer<uint2> subsetRange;      ///< the walk's view of the groups holding targets
   DeviceBuffer<double> subsetHmin;
   DeviceBuffer<double> targetOut;       ///< pot, ax, ay, az at the targets
+  // particles (cuda/particles_phase.h): per sorted particle x, y, z, mass, eps, phi, gx, gy, gz, pot, ax, ay, az, then
+  // each group's smallest size (0)
+  DeviceBuffer<double> particles;
+  DeviceBuffer<std::uint32_t> particleOrder;
+  DeviceBuffer<uint2> particleRange;
+  DeviceBuffer<double2> particleGroupEps, particleNodeEps;
+  DeviceBuffer<uint4> particleTopo;
+  DeviceBuffer<D4> particleMac;
+  DeviceBuffer<float4> particleMQ;
+  DeviceBuffer<double> softSums;        ///< a softened walk's sums before they are added (4 per target)
 };
 
 struct DeviceState {

@@ -42,6 +42,7 @@
 #include "physics/image_k.h"
 #include "physics/interact_k.h"
 #include "physics/mac_k.h"
+#include "physics/softening_k.h"
 #include "cuda/check.h"
 #include "cuda/kernels.h"
 
@@ -152,6 +153,7 @@ template <int CPL>
 struct Targets {
   float tx[CPL], ty[CPL], tz[CPL];     ///< relative to the group centre (hi part)
   float txl[CPL], tyl[CPL], tzl[CPL];  ///< lo part
+  float eps[CPL];                      ///< softened walks: the target's softening (0: a cell or a probe)
   double phi[CPL], gx[CPL], gy[CPL], gz[CPL];
 };
 
@@ -174,6 +176,15 @@ __device__ __forceinline__ float diff(float th, float tl, float sh, float sl) {
 /// looks the table up inside the walk.
 enum EwaldMode { kNoEwald = 0, kEwaldExpand = 1, kEwaldPerCell = 2 };
 
+/// Softened walks (kernel template argument Soft, WalkConfig::softening): kUnsoftened, or the particles' kernel.
+/// A spline walk evaluates its accepted nodes with the Newtonian kernels (exact there, physics/softening_k.h) and
+/// its opened leaves with the softened pair; a Plummer walk also expands its nodes with the softened kernel, each
+/// list entry carrying the node's softening (softEps) and its second moment (aLo.w).
+enum SoftMode { kUnsoftened = 0, kSoftSpline = 1, kSoftPlummer = 2 };
+__device__ __forceinline__ constexpr SofteningKernel kernelOf(int soft) {
+  return soft == kSoftPlummer ? SofteningKernel::Plummer : SofteningKernel::Spline;
+}
+
 /// A list entry's plain quadrupole: the potential-only lists hold half-upper coefficients (exact x2 back).
 template <bool Accel>
 __device__ __forceinline__ void plainQuadrupole(const float* q, float* qf) {
@@ -194,9 +205,9 @@ __device__ __forceinline__ void entryQuadrupole(const WarpLists<Order>& L, int k
 /// Evaluates list entries [0, count) of the accepted nodes for this lane's targets. Full: count == 32 (a
 /// compile-time trip count that unrolls). Ew = kEwaldPerCell: every (cell, entry) pair adds its own correction
 /// (aLo.w holds the node's S).
-template <int Order, bool Accel, int CPL, bool Split, bool Full, int Ew, bool Dipole>
-__device__ __forceinline__ void evalApprox(const WarpLists<Order>& L, const float4* aDip, int count, Targets<CPL>& T,
-                                           const EwaldDeviceView& ev) {
+template <int Order, bool Accel, int CPL, bool Split, bool Full, int Ew, bool Dipole, int Soft>
+__device__ __forceinline__ void evalApprox(const WarpLists<Order>& L, const float4* aDip, const float* aEps, int count,
+                                           Targets<CPL>& T, const EwaldDeviceView& ev) {
   float p[CPL], fx[CPL], fy[CPL], fz[CPL], qx[CPL], qy[CPL], qz[CPL];
 #pragma unroll
   for (int c = 0; c < CPL; ++c) p[c] = fx[c] = fy[c] = fz[c] = qx[c] = qy[c] = qz[c] = 0.0f;
@@ -204,9 +215,11 @@ __device__ __forceinline__ void evalApprox(const WarpLists<Order>& L, const floa
   AG_UNROLL(AG_WALK_APPROX_UNROLL)
   for (int k = 0; k < m; ++k) {
     const float4 s = L.aPos[k];
-    const float4 sl = Split || Ew == kEwaldPerCell ? L.aLo[k] : make_float4(0.f, 0.f, 0.f, 0.f);
+    const float4 sl =
+        Split || Ew == kEwaldPerCell || Soft == kSoftPlummer ? L.aLo[k] : make_float4(0.f, 0.f, 0.f, 0.f);
     float q[6];
     entryQuadrupole(L, k, q);
+    const float nodeEps = Soft == kSoftPlummer ? aEps[k] : 0.f;
     float pd[3] = {0.f, 0.f, 0.f};
     if (Dipole) {
       const float4 dv = aDip[k];
@@ -216,7 +229,11 @@ __device__ __forceinline__ void evalApprox(const WarpLists<Order>& L, const floa
     for (int c = 0; c < CPL; ++c) {
       const float dx = diff<Split>(T.tx[c], T.txl[c], s.x, sl.x), dy = diff<Split>(T.ty[c], T.tyl[c], s.y, sl.y),
                   dz = diff<Split>(T.tz[c], T.tzl[c], s.z, sl.z);
-      if (Accel)
+      if (Soft == kSoftPlummer) {  // plain quadrupole and second moment (sl.w) in the list; eps of the pair
+        const float eps = pairSoftening(T.eps[c], nodeEps);
+        if (Accel) plummerNodeForce<float, Order>(dx, dy, dz, s.w, q, sl.w, eps, p[c], fx[c], fy[c], fz[c]);
+        else plummerNodePotential<float, Order>(dx, dy, dz, s.w, q, sl.w, eps, p[c]);
+      } else if (Accel)
         nodeCellForce<float, Order, Dipole>(dx, dy, dz, s.w, q, p[c], fx[c], fy[c], fz[c], qx[c], qy[c], qz[c], pd);
       else nodeCellPotential<float, Order, Dipole>(dx, dy, dz, s.w, q, p[c], pd);
       if (Ew == kEwaldPerCell) {
@@ -240,7 +257,7 @@ __device__ __forceinline__ void evalApprox(const WarpLists<Order>& L, const floa
 /// As evalApprox for the cells of opened leaves (the coincident self pair adds 0). Periodic: with kEwaldExpand the
 /// cells were entered at their image nearest the group's centre, or at their hoisted ancestor's image; with
 /// kEwaldPerCell each pair takes its own nearest image, then the correction (C(0) for the cell itself).
-template <int Order, bool Accel, int CPL, bool Split, bool Full, int Ew>
+template <int Order, bool Accel, int CPL, bool Split, bool Full, int Ew, int Soft>
 __device__ __forceinline__ void evalDirect(const WarpLists<Order>& L, int count, Targets<CPL>& T,
                                            const EwaldDeviceView& ev) {
   float p[CPL], fx[CPL], fy[CPL], fz[CPL];
@@ -250,11 +267,17 @@ __device__ __forceinline__ void evalDirect(const WarpLists<Order>& L, int count,
 #pragma unroll 8
   for (int k = 0; k < m; ++k) {
     const float4 s = L.dPos[k];
-    const float4 sl = Split ? L.dLo[k] : make_float4(0.f, 0.f, 0.f, 0.f);
+    const float4 sl = Split || Soft ? L.dLo[k] : make_float4(0.f, 0.f, 0.f, 0.f);  // softened: sl.w = eps
 #pragma unroll
     for (int c = 0; c < CPL; ++c) {
       float dx = diff<Split>(T.tx[c], T.txl[c], s.x, sl.x), dy = diff<Split>(T.ty[c], T.tyl[c], s.y, sl.y),
             dz = diff<Split>(T.tz[c], T.tzl[c], s.z, sl.z);
+      if (Soft) {
+        const float eps = pairSoftening(T.eps[c], sl.w);
+        if (Accel) softPairForce<float>(dx, dy, dz, s.w, eps, kernelOf(Soft), p[c], fx[c], fy[c], fz[c]);
+        else softPairPotential<float>(dx, dy, dz, s.w, eps, kernelOf(Soft), p[c]);
+        continue;
+      }
       if (Ew == kEwaldPerCell) {
         dx = nearestImage(dx, float(ev.period[0]), float(ev.invPeriod[0]));
         dy = nearestImage(dy, float(ev.period[1]), float(ev.invPeriod[1]));
@@ -278,13 +301,15 @@ __device__ __forceinline__ void evalDirect(const WarpLists<Order>& L, int count,
 
 /// After a full flush: entries [32, count) move to [0, count - 32) (fewer than 32, one per lane).
 template <int Order>
-__device__ __forceinline__ void shiftApprox(WarpLists<Order>& L, float4* aDip, int rem, int lane) {
+__device__ __forceinline__ void shiftApprox(WarpLists<Order>& L, float4* aDip, float* aEps, int rem, int lane) {
   float4 a = make_float4(0, 0, 0, 0), al = a, qa = a, dp = a;
   float2 qb = make_float2(0, 0);
+  float ae = 0.f;
   if (lane < rem) {
     a = L.aPos[32 + lane];
     al = L.aLo[32 + lane];
     if (aDip) dp = aDip[32 + lane];
+    if (aEps) ae = aEps[32 + lane];
     if (Order >= 2) {
       qa = L.aQa[32 + lane];
       qb = L.aQb[32 + lane];
@@ -295,6 +320,7 @@ __device__ __forceinline__ void shiftApprox(WarpLists<Order>& L, float4* aDip, i
     L.aPos[lane] = a;
     L.aLo[lane] = al;
     if (aDip) aDip[lane] = dp;
+    if (aEps) aEps[lane] = ae;
     if (Order >= 2) {
       L.aQa[lane] = qa;
       L.aQb[lane] = qb;
@@ -320,19 +346,19 @@ __device__ __forceinline__ void shiftDirect(WarpLists<Order>& L, int rem, int la
 
 /// Evaluates a full batch (Full) or the last entries of the accepted-node list with the group's precision
 /// (warp-uniform).
-template <int Order, bool Accel, int CPL, int Ew, bool Dipole, bool Full>
-__device__ __forceinline__ void flushApprox(const WarpLists<Order>& L, const float4* aDip, int count, Targets<CPL>& T,
-                                            bool split, const EwaldDeviceView& ev) {
-  if (split) evalApprox<Order, Accel, CPL, true, Full, Ew, Dipole>(L, aDip, count, T, ev);
-  else evalApprox<Order, Accel, CPL, false, Full, Ew, Dipole>(L, aDip, count, T, ev);
+template <int Order, bool Accel, int CPL, int Ew, bool Dipole, int Soft, bool Full>
+__device__ __forceinline__ void flushApprox(const WarpLists<Order>& L, const float4* aDip, const float* aEps,
+                                            int count, Targets<CPL>& T, bool split, const EwaldDeviceView& ev) {
+  if (split) evalApprox<Order, Accel, CPL, true, Full, Ew, Dipole, Soft>(L, aDip, aEps, count, T, ev);
+  else evalApprox<Order, Accel, CPL, false, Full, Ew, Dipole, Soft>(L, aDip, aEps, count, T, ev);
 }
 
 /// As flushApprox for the direct list.
-template <int Order, bool Accel, int CPL, int Ew, bool Full>
+template <int Order, bool Accel, int CPL, int Ew, int Soft, bool Full>
 __device__ __forceinline__ void flushDirect(const WarpLists<Order>& L, int count, Targets<CPL>& T, bool split,
                                             const EwaldDeviceView& ev) {
-  if (split) evalDirect<Order, Accel, CPL, true, Full, Ew>(L, count, T, ev);
-  else evalDirect<Order, Accel, CPL, false, Full, Ew>(L, count, T, ev);
+  if (split) evalDirect<Order, Accel, CPL, true, Full, Ew, Soft>(L, count, T, ev);
+  else evalDirect<Order, Accel, CPL, false, Full, Ew, Soft>(L, count, T, ev);
 }
 
 // Occupancy knob: -DAG_WALK_MIN_BLOCKS=N caps registers so that N blocks of 4 warps fit per multiprocessor.
@@ -428,16 +454,20 @@ __device__ __forceinline__ bool nodeAccepted(bool candidate, const double* com, 
 /// kEwaldExpand walks the groups that take the expansion and counts the others (kSkippedGroups), kEwaldPerCell
 /// walks those, and ewaldCorrectionKernel adds the expanding groups' corrections; one kernel for all would carry
 /// the table code's registers into the common case.
-template <int Order, bool Accel, int CPL, bool Vote, int Ew, bool Dipole, bool Ranges>
+template <int Order, bool Accel, int CPL, bool Vote, int Ew, bool Dipole, bool Ranges, int Soft = kUnsoftened>
 __device__ __forceinline__ void walkBody(const WalkParams& p) {
   constexpr bool Periodic = Ew != kNoEwald;
   static_assert(Periodic || !Dipole, "dipoles only in periodic walks (signed sources)");
+  static_assert(!Soft || (!Periodic && !Vote), "softened walks are isolated box walks");
   __shared__ WarpLists<Order> lists[kWalkWarpsPerBlock];
   // signed sources: the accepted nodes' dipoles beside the lists
   __shared__ float4 dipLists[kWalkWarpsPerBlock][Dipole ? kListCap : 1];
+  // Plummer walks: the accepted nodes' softening beside the lists
+  __shared__ float epsLists[kWalkWarpsPerBlock][Soft == kSoftPlummer ? kListCap : 1];
   const int lane = threadIdx.x & 31;
   WarpLists<Order>& L = lists[threadIdx.x >> 5];
   float4* const aDip = Dipole ? dipLists[threadIdx.x >> 5] : nullptr;
+  float* const aEps = Soft == kSoftPlummer ? epsLists[threadIdx.x >> 5] : nullptr;
   const unsigned warpId = blockIdx.x * kWalkWarpsPerBlock + (threadIdx.x >> 5);
   unsigned* const queue = p.queue + std::size_t(warpId) * p.queueCap;
   // the expansion kernel's image tags, one per queue entry (ewald/expansion_k.h, hoisted corrections)
@@ -460,6 +490,12 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
     bool tv[CPL];
     loadGroup<CPL>(p, gb, nt, lane, px, py, pz, tv, lo, hi);
     const double hmin = p.groupHmin[g];  // smallest cell of the group (scaled)
+    double groupEpsMin = 0.0, groupEpsMax = 0.0;  // softened walks: the targets' softening range
+    if (Soft && p.groupEps) {
+      const double2 e = p.groupEps[g];
+      groupEpsMin = e.x;
+      groupEpsMax = e.y;
+    }
     const double gcx = 0.5 * (lo[0] + hi[0]), gcy = 0.5 * (lo[1] + hi[1]), gcz = 0.5 * (lo[2] + hi[2]);
     const double ex = hi[0] - lo[0], ey = hi[1] - lo[1], ez = hi[2] - lo[2];
     // warp-uniform: every lane has the same box and hmin
@@ -482,6 +518,7 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
       splitRel(py[c], gcy, T.ty[c], T.tyl[c]);
       splitRel(pz[c], gcz, T.tz[c], T.tzl[c]);
       T.phi[c] = T.gx[c] = T.gy[c] = T.gz[c] = 0.0;
+      T.eps[c] = Soft && p.targetEps && tv[c] ? float(p.targetEps[gb + unsigned(lane + 32 * c)]) : 0.f;
     }
 
     // ---- breadth-first traversal (depth-first pops while the ring is more than half full)
@@ -519,7 +556,18 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
         usable = periodicNodeImage(p.ewald, lo, hi, com, mac.w, com, image, &hoistable);
       }
 
-      const bool acc = nodeAccepted<CPL, Vote>(live && usable, com, mac.w, lo, hi, px, py, pz, tv, lane);
+      bool acc = nodeAccepted<CPL, Vote>(live && usable, com, mac.w, lo, hi, px, py, pz, tv, lane);
+      double nodeEpsMax = 0.0;
+      if (Soft && acc) {  // the node must also stand exactly for its softened pairs (the cells' tree: eps 0)
+        double nodeEpsMin = 0.0;
+        if (p.nodeEps) {
+          const double2 e = p.nodeEps[node];
+          nodeEpsMin = e.x;
+          nodeEpsMax = e.y;
+        }
+        acc = softeningAccepts(kernelOf(Soft), distanceSquaredToBox(com[0], com[1], com[2], lo, hi), mac.w,
+                               groupEpsMin, groupEpsMax, nodeEpsMin, nodeEpsMax);
+      }
       const bool open = live && !acc;
       const bool leaf = open && topo.w == 0u;
       const bool inner = open && topo.w != 0u;
@@ -536,12 +584,15 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
         splitRel(com[1], gcy, h.y, l.y);
         splitRel(com[2], gcz, h.z, l.z);
         h.w = mq0.x;
-        l.w = Ew == kEwaldPerCell ? mq1.w : 0.f;  // the node's S (times massScale) for the per-pair correction
+        // the node's S (times massScale) for the per-pair correction, or the Plummer expansion's trace term
+        l.w = Ew == kEwaldPerCell || Soft == kSoftPlummer ? mq1.w : 0.f;
         L.aPos[pos] = h;
         L.aLo[pos] = l;
+        if (Soft == kSoftPlummer) aEps[pos] = float(nodeEpsMax);
         if (Order >= 2) {
-          // the potential-only kernel takes half-upper coefficients (physics/interact_k.h); halving is exact
-          const float d = Accel ? 1.0f : 0.5f;
+          // the potential-only kernel takes half-upper coefficients (physics/interact_k.h); halving is exact. The
+          // Plummer expansion takes the plain quadrupole.
+          const float d = Accel || Soft == kSoftPlummer ? 1.0f : 0.5f;
           L.aQa[pos] = make_float4(d * mq0.y, mq0.z, mq0.w, d * mq1.x);
           L.aQb[pos] = make_float2(mq1.y, d * mq1.z);
         }
@@ -551,8 +602,8 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
       accepted += __popc(am);
       __syncwarp();
       if (aCount >= 32) {
-        flushApprox<Order, Accel, CPL, Ew, Dipole, true>(L, aDip, 32, T, split, p.ewald);
-        shiftApprox(L, aDip, aCount - 32, lane);
+        flushApprox<Order, Accel, CPL, Ew, Dipole, Soft, true>(L, aDip, aEps, 32, T, split, p.ewald);
+        shiftApprox(L, aDip, aEps, aCount - 32, lane);
         aCount -= 32;
       }
 
@@ -576,7 +627,8 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
         const unsigned ctag = expand ? __shfl_sync(kFull, childTag, s) : 0u;
         const unsigned chunk = min(32u, leafCells - t0);
         if (unsigned(lane) < chunk) {
-          D4 c = p.sources[first + (v - before)];  // the targets themselves, or a received LET's cells
+          const unsigned si = first + (v - before);
+          D4 c = p.sources[si];  // the targets themselves, or a received LET's cells
           if (expand && ctag) {  // the hoisted node's image
             c.x = taggedImage(c.x, ctag, 0, p.ewald.period[0]);
             c.y = taggedImage(c.y, ctag, 1, p.ewald.period[1]);
@@ -591,14 +643,14 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
           splitRel(c.y, gcy, h.y, l.y);
           splitRel(c.z, gcz, h.z, l.z);
           h.w = float(c.w * p.massScale);
-          l.w = 0.f;
+          l.w = Soft && p.sourceEps ? float(p.sourceEps[si]) : 0.f;  // softened walks: the source's softening
           L.dPos[dCount + lane] = h;
           L.dLo[dCount + lane] = l;
         }
         dCount += int(chunk);
         __syncwarp();
         if (dCount >= 32) {
-          flushDirect<Order, Accel, CPL, Ew, true>(L, 32, T, split, p.ewald);
+          flushDirect<Order, Accel, CPL, Ew, Soft, true>(L, 32, T, split, p.ewald);
           shiftDirect(L, dCount - 32, lane);
           dCount -= 32;
         }
@@ -628,8 +680,9 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
     if (overflow) break;  // the host reruns the whole walk with a larger queue
 
     // ---- the remaining entries, then the results
-    if (aCount > 0) flushApprox<Order, Accel, CPL, Ew, Dipole, false>(L, aDip, aCount, T, split, p.ewald);
-    if (dCount > 0) flushDirect<Order, Accel, CPL, Ew, false>(L, dCount, T, split, p.ewald);
+    if (aCount > 0)
+      flushApprox<Order, Accel, CPL, Ew, Dipole, Soft, false>(L, aDip, aEps, aCount, T, split, p.ewald);
+    if (dCount > 0) flushDirect<Order, Accel, CPL, Ew, Soft, false>(L, dCount, T, split, p.ewald);
     __syncwarp();  // the lists are rewritten by the next group
 #pragma unroll
     for (int c = 0; c < CPL; ++c) {
@@ -674,6 +727,11 @@ template <int Order, bool Accel, int CPL, bool Vote, bool Rg>
 __global__ void __launch_bounds__(kWalkThreads, walkMinBlocks<Order, Accel, CPL, Vote, Rg>())
     walkKernel(const WalkParams p) {
   walkBody<Order, Accel, CPL, Vote, kNoEwald, false, Rg>(p);
+}
+/// Softened walks (particles, physics/softening_k.h): isolated, box MAC; ptxas's own register choice.
+template <int Order, bool Accel, int CPL, int Soft, bool Rg>
+__global__ void __launch_bounds__(kWalkThreads) walkKernelSoft(const WalkParams p) {
+  walkBody<Order, Accel, CPL, false, kNoEwald, false, Rg, Soft>(p);
 }
 // Periodic kernels come with and without the dipole terms (Dip: signed sources, WalkConfig::dipole), so that sheets,
 // lines and boxes of masses as given pay nothing for them.
@@ -816,6 +874,9 @@ WalkFn pickDipole(const WalkConfig& c) {
 }
 template <int Order, bool Accel, int CPL, bool Rg>
 WalkFn pickEwald(const WalkConfig& c) {
+  if (c.softening)
+    return c.softening == 1 + int(SofteningKernel::Plummer) ? walkKernelSoft<Order, Accel, CPL, kSoftPlummer, Rg>
+                                                           : walkKernelSoft<Order, Accel, CPL, kSoftSpline, Rg>;
   if (!c.periodic) return c.vote ? walkKernel<Order, Accel, CPL, true, Rg> : walkKernel<Order, Accel, CPL, false, Rg>;
   if (c.ewaldCorrection)
     return c.vote ? ewaldCorrectionKernel<Order, Accel, CPL, true, Rg>

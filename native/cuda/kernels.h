@@ -208,6 +208,13 @@ struct WalkParams {
   /// groups holding a subset of targets (launchSubsetGroups) or the probes' octree-leaf groups
   /// (tree/system_points.h). Unused by a cell walk (groupBegin).
   const uint2* groupRange = nullptr;
+  /// Softened walks (WalkConfig::softening; particles, physics/softening_k.h), each null for eps 0: per node of the
+  /// source tree its (smallest, largest) softening, per source its softening, per target its softening, per group
+  /// the (smallest, largest) of its targets'. All scaled like the positions.
+  const double2* nodeEps = nullptr;
+  const double* sourceEps = nullptr;
+  const double* targetEps = nullptr;
+  const double2* groupEps = nullptr;
 };
 
 /// Before the walk (kernel_finish.cu): groupHmin[g] = smallest size of group g (groupBegin: numGroups + 1 starts),
@@ -232,6 +239,9 @@ struct WalkConfig {
   /// The groups are WalkParams::groupRange's (a system solve's probes or subset of targets): kernels of their own,
   /// so the cell walks' kernels are unchanged.
   bool ranges = false;
+  /// 0: the cells' walk. 1 + SofteningKernel: a softened walk (particles as sources or targets; isolated, box MAC):
+  /// kernels of their own, WalkParams' softening fields.
+  int softening = 0;
 };
 
 /// Resident blocks per multiprocessor of the walk kernel for this configuration.
@@ -324,6 +334,18 @@ Status launchTargetGroups(const std::uint32_t* targets, unsigned count, const st
 /// k < count (count: on the device, offset[numGroups] of launchTargetGroups; numGroups bounds the launch).
 Status launchSubsetGroups(const unsigned* list, const unsigned* count, unsigned numGroups, const unsigned* groupBegin,
                           const double* groupHmin, uint2* range, double* hmin, cudaStream_t s);
+
+// ---------------------------------------------------------------- particles (kernel_particles.cu)
+
+/// Softened direct sums (physics/softening_k.h) at nt targets (their softening per target, null: 0) over n sources
+/// (per source, null: 0), in double, added: phi += sum m K (unscaled masses, as a folded phi), g += massScale sum m
+/// d F (the walk's convention). A particle meets itself (its own pair adds m / eps: launchRemoveOwnPair).
+Status launchDirectSoft(const DeviceCells& targets, const double* targetEps, unsigned nt, const DeviceCells& sources,
+                        const double* sourceEps, unsigned n, SofteningKernel kernel, double massScale,
+                        bool accelerations, double* phi, double* gx, double* gy, double* gz, cudaStream_t s);
+
+/// phi[i] -= mass[i] / eps[i]: each particle's own pair, which the particles' own tree walk (or direct sum) added.
+Status launchRemoveOwnPair(double* phi, const double* mass, const double* eps, unsigned n, cudaStream_t s);
 
 // ---------------------------------------------------------------- finish (kernel_finish.cu)
 

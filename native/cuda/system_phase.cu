@@ -13,6 +13,7 @@
 #include "cuda/device_state.h"
 #include "cuda/ewald_phase.h"
 #include "cuda/memory_plan.h"
+#include "cuda/particles_phase.h"
 #include "cuda/system_phase.h"
 #include "cuda/tree_phase.h"
 #include "cuda/walk_phase.h"
@@ -55,12 +56,9 @@ Status uploadProbes(DeviceState& ds, const SystemView& sys, const SolveOptions& 
   return copyIn(ds, t, 5, ds.stream);
 }
 
-/// The probes' walk against the local tree: the cells' walk parameters with the probes as targets.
-Status walkProbes(DeviceState& ds, const SolveOptions& opt, const WalkConfig& cfg, int blocks,
-                  const WalkParams& cellsWalk, const DeviceProbes& P, SystemStats& st) {
+/// The probes as a walk's targets (on the cells' walk parameters when there are cells: its counters and tree).
+WalkParams probeTargets(DeviceState& ds, const SolveOptions& opt, const WalkParams& cellsWalk, const DeviceProbes& P) {
   WalkParams p = cellsWalk;
-  WalkConfig c = cfg;
-  c.ranges = true;  // the probes' octree-leaf groups
   p.cells = DeviceCells{P.at(0), P.at(1), P.at(2), P.at(3)};
   p.sources = ds.sortedCells;
   p.n = unsigned(P.np);
@@ -75,6 +73,19 @@ Status walkProbes(DeviceState& ds, const SolveOptions& opt, const WalkConfig& cf
   p.gz = opt.accelerations ? P.at(7) : nullptr;
   p.selfPairs = 0;
   p.hoistCorrection = true;  // the probes walk the whole local tree, as the cells do
+  p.massScale = ds.massScale;
+  p.invMassScale = 1.0 / ds.massScale;
+  p.counters = ds.walkCounters.get();
+  p.interactions = ds.tally.get();
+  return p;
+}
+
+/// The probes' walk against the local tree: the cells' walk parameters with the probes as targets.
+Status walkProbes(DeviceState& ds, const SolveOptions& opt, const WalkConfig& cfg, int blocks,
+                  const WalkParams& cellsWalk, const DeviceProbes& P, SystemStats& st) {
+  WalkConfig c = cfg;
+  c.ranges = true;  // the probes' octree-leaf groups
+  WalkParams p = probeTargets(ds, opt, cellsWalk, P);
   WalkTally total;
   for (;;) {  // the passes write phi before the corrections add to it: a rerun needs no reset
     total = WalkTally{};
@@ -189,12 +200,49 @@ Status finishCells(DeviceState& ds, const SystemView& sys, const SolveOptions& o
   return Status::success();
 }
 
+/// A system without cells: the particles' tree alone, on its own length scale; the probes walk it.
+Status particlesAlone(DeviceState& ds, const SystemView& sys, const SolveOptions& opt, bool direct,
+                      const ResultTargets& probeDest, const ResultTargets& particleDest, Clock::time_point t0,
+                      SystemResult& out) {
+  const ParticlesView& parts = sys.particles;
+  ds.massScale = powerOfTwoScale(fixedOrderSum(parts.mass, parts.n, copyThreads(ds)));
+  DeviceParticles Q;
+  AG_TRY(uploadParticles(ds, parts, opt, 0.0, Q));
+  ds.scale = Q.host.sorted.scale;
+  ds.root = Q.host.root;
+  AG_TRY(prepareSoftWalk(ds));
+  const std::size_t np = sys.probes.n;
+  DeviceProbes P;
+  if (np > 0) AG_TRY(uploadProbes(ds, sys, opt, P));
+  double* probeSums[4] = {P.at(4), P.at(5), P.at(6), P.at(7)};
+  if (direct) {
+    for (int k = 0; k < (opt.accelerations ? 4 : 1) && np > 0; ++k)
+      AG_CUDA_TRY(cudaMemsetAsync(probeSums[k], 0, np * 8, ds.stream));
+    AG_TRY(directParticles(ds, opt, Q, 0, probeSums, DeviceCells{P.at(0), P.at(1), P.at(2), P.at(3)}, unsigned(np),
+                           probeSums, particleDest, out.system));
+  } else {
+    if (np > 0) {
+      WalkTally soft;
+      AG_TRY(softWalk(ds, opt, probeTargets(ds, opt, WalkParams{}, P), true, particleSources(ds, Q), probeSums,
+                      nullptr, soft));
+      out.system.particleApprox += soft.approx;
+      out.system.particleDirect += soft.direct;
+      out.system.probeGroups = P.ng;
+    }
+    AG_TRY(solveParticles(ds, opt, Q, nullptr, particleDest, out.system));
+  }
+  if (np > 0) AG_TRY(finishProbes(ds, opt, P, probeDest));
+  out.system.secondsParticles = out.stats.secondsTotal = since(t0);
+  return Status::success();
+}
+
 Status run(DeviceState& ds, const SystemView& sys, const SolveOptions& opt, bool direct, SystemResult& out) {
   ds.blk.key.valid = false;  // the device block is reused: a block solve's kept tree is gone
   const CellsView& cells = sys.cells;
   AG_TRY(checkOptions(opt, cells.n, direct));
   const auto tv = Clock::now();
   AG_TRY(validateProbes(sys.probes, opt));
+  if (sys.particles.n > 0) AG_TRY(validateParticles(sys.particles, opt));
   if (sys.hasTargets()) AG_TRY(validateTargets(sys.targets, sys.targetCount, cells.n));
   if (!ds.copt.validateOnDevice) AG_TRY(validateCells(cells, opt));
   ds.stats = CudaStats{};
@@ -209,18 +257,22 @@ Status run(DeviceState& ds, const SystemView& sys, const SolveOptions& opt, bool
   }
   ds.stats.device = ds.deviceName;
   const auto t0 = Clock::now();
-  const ResultTargets cellsInto = out.cells.into, probesInto = out.probes.into;
+  const ResultTargets cellsInto = out.cells.into, probesInto = out.probes.into, particlesInto = out.particles.into;
   out = SystemResult{};
   out.cells.into = cellsInto;
   out.probes.into = probesInto;
+  out.particles.into = particlesInto;
   out.stats.threads = 1;
   const bool accel = opt.accelerations;
   const unsigned n = unsigned(cells.n);
-  const std::size_t np = sys.probes.n;
+  const std::size_t np = sys.probes.n, npart = sys.particles.n;
   const ResultTargets cellDest = out.cells.targets(sys.cellResults(), accel);
   const ResultTargets probeDest = out.probes.targets(np, accel);
+  const ResultTargets particleDest = out.particles.targets(npart, accel);
   out.system.targets = sys.cellResults();
   out.system.probes = np;
+  out.system.particles = npart;
+  if (n == 0 && npart > 0) return particlesAlone(ds, sys, opt, direct, probeDest, particleDest, t0, out);
   if (n == 0) {  // no sources: the probes feel nothing (as the CPU writes it)
     double* d[4] = {probeDest.potential, probeDest.ax, probeDest.ay, probeDest.az};
     for (int k = 0; k < (accel ? 4 : 1); ++k)
@@ -235,6 +287,10 @@ Status run(DeviceState& ds, const SystemView& sys, const SolveOptions& opt, bool
   DeviceProbes P;
   if (np > 0) AG_TRY(uploadProbes(ds, sys, opt, P));
   double probeSeconds = 0;  // the probes' walk (or sums) and finish; their sort and upload are in the upload
+  DeviceParticles Q;        // the particles' tree on the cells' length scale
+  const auto tq = Clock::now();
+  if (npart > 0) AG_TRY(uploadParticles(ds, sys.particles, opt, ds.scale, Q));
+  double particleSeconds = since(tq);
   if (direct) {
     AG_CUDA_TRY(cudaEventRecord(ds.events[4], ds.stream));
     AG_TRY(launchDirect(ds.sortedCells, n, ds.massScale, accel, phi, g[0], g[1], g[2], ds.stream));
@@ -248,6 +304,13 @@ Status run(DeviceState& ds, const SystemView& sys, const SolveOptions& opt, bool
       AG_TRY(launchFoldSelf(P.at(4), nullptr, nullptr, unsigned(np), 1.0 / ds.massScale, 0.0, ds.stream));
       out.system.probeDirect = std::uint64_t(np) * n;
       probeSeconds += since(t);
+    }
+    if (npart > 0) {  // every pair with a particle, softened; before the finishes (they overwrite the sorted cells)
+      const auto t = Clock::now();
+      double* probeSums[4] = {P.at(4), P.at(5), P.at(6), P.at(7)};
+      AG_TRY(directParticles(ds, opt, Q, n, ds.sums, DeviceCells{P.at(0), P.at(1), P.at(2), P.at(3)}, unsigned(np),
+                             probeSums, particleDest, out.system));
+      particleSeconds += since(t);
     }
   } else {
     AG_TRY(computeMoments(ds, n, ds.nodes, ds.depth, ds.root, opt, ds.massScale));
@@ -279,6 +342,24 @@ Status run(DeviceState& ds, const SystemView& sys, const SolveOptions& opt, bool
       AG_TRY(walkProbes(ds, opt, cfg, blocks, p, P, out.system));
       probeSeconds += since(t);
     }
+    if (npart > 0) {  // the particles' tree acts on the cells and the probes; the particles walk both trees
+      const auto t = Clock::now();
+      AG_TRY(ds.sys.softSums.reserve(4 * std::max<std::size_t>(n, np), "the softened walks' sums"));
+      double* tmp[4];
+      for (int k = 0; k < 4; ++k) tmp[k] = ds.sys.softSums.get() + k * std::max<std::size_t>(n, np);
+      WalkTally soft;
+      const SoftSources parts = particleSources(ds, Q);
+      AG_TRY(softWalk(ds, opt, p, sys.hasTargets(), parts, tmp, ds.sums, soft));
+      if (np > 0) {
+        double* probeSums[4] = {P.at(4), P.at(5), P.at(6), P.at(7)};
+        AG_TRY(softWalk(ds, opt, probeTargets(ds, opt, p, P), true, parts, tmp, probeSums, soft));
+      }
+      out.system.particleApprox += soft.approx;
+      out.system.particleDirect += soft.direct;
+      const SoftSources cellTree = cellSources(ds);
+      AG_TRY(solveParticles(ds, opt, Q, &cellTree, particleDest, out.system));
+      particleSeconds += since(t);
+    }
   }
   AG_TRY(finishCells(ds, sys, opt, cellDest));
   fillStats(ds, direct, t0, out.stats);
@@ -300,6 +381,7 @@ Status run(DeviceState& ds, const SystemView& sys, const SolveOptions& opt, bool
     probeSeconds += since(t);
   }
   out.system.secondsProbes = probeSeconds;
+  out.system.secondsParticles = particleSeconds;
   out.stats.secondsTotal = since(t0);
   return Status::success();
 }

@@ -1,0 +1,76 @@
+/// \file kernel_particles.cu
+/// \brief Particles on the device (issue #18, physics/softening_k.h): the softened direct sums of the 'direct'
+/// method and the removal of a particle's own pair. The softened tree walks are kernel_walk.cu's (Soft kernels).
+#include "cuda/check.h"
+#include "cuda/kernels.h"
+#include "physics/softening_k.h"
+
+namespace amrgrav {
+namespace cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned gridFor(std::size_t n) {
+  const std::size_t b = (n + kThreads - 1) / kThreads;
+  return unsigned(b < 1 ? 1 : (b > 65535u * 4 ? 65535u * 4 : b));
+}
+
+/// One thread per target, every source in double (the reference: exact pair softening, no tree).
+template <bool Accel>
+__global__ void __launch_bounds__(kThreads)
+    directSoftKernel(const DeviceCells t, const double* __restrict__ tEps, unsigned nt, const DeviceCells src,
+                     const double* __restrict__ sEps, unsigned n, SofteningKernel kernel, double massScale,
+                     double* __restrict__ phi, double* __restrict__ gx, double* __restrict__ gy,
+                     double* __restrict__ gz) {
+  for (unsigned i = blockIdx.x * kThreads + threadIdx.x; i < nt; i += gridDim.x * kThreads) {
+    const D4 a = t[i];
+    const double ea = tEps ? tEps[i] : 0.0;
+    double p = 0, x = 0, y = 0, z = 0;
+    for (unsigned j = 0; j < n; ++j) {
+      const D4 b = src[j];
+      const double eps = pairSoftening(ea, sEps ? sEps[j] : 0.0);
+      if (Accel) softPairForce<double>(a.x - b.x, a.y - b.y, a.z - b.z, b.w, eps, kernel, p, x, y, z);
+      else softPairPotential<double>(a.x - b.x, a.y - b.y, a.z - b.z, b.w, eps, kernel, p);
+    }
+    phi[i] += p;
+    if (Accel) {  // the walk's g convention: times massScale (kernel_finish.cu divides it out)
+      gx[i] += x * massScale;
+      gy[i] += y * massScale;
+      gz[i] += z * massScale;
+    }
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) removeOwnPairKernel(double* __restrict__ phi,
+                                                                const double* __restrict__ mass,
+                                                                const double* __restrict__ eps, unsigned n) {
+  for (unsigned i = blockIdx.x * kThreads + threadIdx.x; i < n; i += gridDim.x * kThreads)
+    phi[i] -= mass[i] / eps[i];
+}
+
+}  // namespace
+
+Status launchDirectSoft(const DeviceCells& targets, const double* targetEps, unsigned nt, const DeviceCells& sources,
+                        const double* sourceEps, unsigned n, SofteningKernel kernel, double massScale,
+                        bool accelerations, double* phi, double* gx, double* gy, double* gz, cudaStream_t s) {
+  if (nt == 0 || n == 0) return Status::success();
+  if (accelerations)
+    directSoftKernel<true><<<gridFor(nt), kThreads, 0, s>>>(targets, targetEps, nt, sources, sourceEps, n, kernel,
+                                                             massScale, phi, gx, gy, gz);
+  else
+    directSoftKernel<false><<<gridFor(nt), kThreads, 0, s>>>(targets, targetEps, nt, sources, sourceEps, n, kernel,
+                                                              massScale, phi, gx, gy, gz);
+  AG_CUDA_LAUNCHED("directSoftKernel");
+  return Status::success();
+}
+
+Status launchRemoveOwnPair(double* phi, const double* mass, const double* eps, unsigned n, cudaStream_t s) {
+  if (n == 0) return Status::success();
+  removeOwnPairKernel<<<gridFor(n), kThreads, 0, s>>>(phi, mass, eps, n);
+  AG_CUDA_LAUNCHED("removeOwnPairKernel");
+  return Status::success();
+}
+
+}  // namespace cuda
+}  // namespace amrgrav
