@@ -150,5 +150,6 @@ void runLet(Context& cx);       ///< let.cpp: LETs chosen and packed on the devi
 void runVote(Context& cx);      ///< vote.cpp: the vote walk against direct summation and the CPU's vote walk
 void runSystem(Context& cx);    ///< system.cpp: probes and target subsets (system solves), CPU vs CUDA
 void runClustered(Context& cx); ///< clustered.cpp: a Plummer sphere of points: the groups of tree/groups_k.h
+void runParticles(Context& cx); ///< particles.cpp: softened particles with gas and probes, both kernels
 
 }  // namespace amrgrav::parity
