@@ -42,6 +42,8 @@
 #              grids 8^3..96^3 and MacLaurin levels 3-5, best of 7 each, one process per backend and size (autogpu.tsv)
 #   system     issue #18: ctest gpu.system (probes and target subsets, CPU vs GPU) and dist/bench/systemBench.js
 #              --backend cuda at 128^3 and 256^3
+#   particles  issue #18: ctest gpu.particles (softened particles with gas and probes, CPU vs GPU) and
+#              amrgrav_gpu_timing --plummer-particles 1000000,16000000 (the Plummer sphere as softened particles)
 #   split      amrgrav_gpu_timing --split 256: a two-rank solve emulated in one process, each rank's device work timed
 #              alone (what each GPU of a two-GPU run does), against the one-rank solve; with the copy threads
 #              $SPLIT_COPY_THREADS (default 0: the backend's own choice)
@@ -294,6 +296,18 @@ PY
         summary+=("system bench $g^3 rc=$?")
         cat "$out/system-bench-$g.log"
       done ;;
+    particles)
+      # issue #18: softened particles, CPU vs GPU lists and values (CTest gpu.particles: gas + cluster + probes, both
+      # kernels, alone, subset, direct), then the Plummer sphere as softened particles (1M and 16M) at
+      # $PARTICLE_THETAS (default 0.5,0.4) with softening $PARTICLE_EPS (default 0.01), both kernels
+      (cd build && AMRGRAV_REQUIRE_GPU=1 timeout 500 ctest -R 'gpu.particles' --output-on-failure) > "$out/particles-parity.log" 2>&1
+      summary+=("particles parity rc=$? $(grep -E 'tests passed' "$out/particles-parity.log")")
+      grep -hE '^(ok|FAIL) +particles' build/Testing/Temporary/LastTest.log 2>/dev/null | cut -c1-300
+      timeout 450 $timing --no-perf --plummer-particles ${PARTICLE_POINTS:-1000000,16000000} \
+        --thetas "${PARTICLE_THETAS:-0.5,0.4}" --softening-length "${PARTICLE_EPS:-0.01}" --reps 3 --check-points 4096 \
+        > "$out/plummer-particles.log" 2>&1
+      summary+=("plummer particles rc=$?")
+      grep '"plummer-particles"' "$out/plummer-particles.log" | cut -c1-400 ;;
     split)
       for ct in ${SPLIT_COPY_THREADS:-0}; do
         timeout 300 $timing --no-perf --split 256 --reps 5 --copy-threads $ct > "$out/split-ct$ct.log" 2>&1

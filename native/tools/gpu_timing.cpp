@@ -22,6 +22,11 @@
 ///                     reused arrays), groups, interactions, device bytes per cell, and the median, 99th percentile
 ///                     and largest relative acceleration error against float64 direct sums (all CPU threads) at
 ///                     --check-points random points (default 4096); one "plummer" JSON line each
+///   --plummer-particles LIST  the same spheres as softened particles (a system solve of particles alone,
+///                     physics/softening_k.h) with softening --softening-length (default 0.01) and each kernel of
+///                     --kernels (default spline,plummer), box walk at each theta: best of --reps end to end and of
+///                     the particles' walk, and the errors against float64 softened direct sums; one
+///                     "plummer-particles" JSON line each
 ///   --split N         a two-rank solve of the uniform N^3 grid emulated in one process on this one GPU (two backend
 ///                     objects, halves in z, each rank's device work timed alone, the LETs handed over in memory)
 ///                     against the one-rank solve: what each rank of a two-GPU run has to do
@@ -43,6 +48,8 @@
 #include "core/thread_pool.h"
 #include "let/let.h"
 #include "tools/parity/harness.h"
+#include "physics/softening_k.h"
+#include "core/system.h"
 #include "tools/plummer.h"
 #include "tree/tree.h"
 
@@ -60,6 +67,9 @@ struct TimingArgs {
   int reps = 5;
   std::vector<double> plummer;  ///< point counts (--plummer)
   std::vector<double> thetas = {0.5, 0.42, 0.4};
+  std::vector<double> plummerParticles;  ///< point counts (--plummer-particles)
+  double softeningLength = 0.01;
+  std::vector<std::string> kernels = {"spline", "plummer"};
   std::size_t checkPoints = 4096;
 };
 
@@ -93,6 +103,17 @@ TimingArgs parseArgs(int argc, char** argv) {
     else if (k == "--reps") a.reps = std::max(1, std::atoi(next().c_str()));
     else if (k == "--plummer") a.plummer = numberList(next());
     else if (k == "--thetas") a.thetas = numberList(next());
+    else if (k == "--plummer-particles") a.plummerParticles = numberList(next());
+    else if (k == "--softening-length") a.softeningLength = std::strtod(next().c_str(), nullptr);
+    else if (k == "--kernels") {
+      a.kernels.clear();
+      std::string list = next();
+      for (std::size_t b = 0; b <= list.size();) {
+        const std::size_t e = std::min(list.find(',', b), list.size());
+        a.kernels.push_back(list.substr(b, e - b));
+        b = e + 1;
+      }
+    }
     else if (k == "--check-points") a.checkPoints = std::strtoull(next().c_str(), nullptr, 10);
     else if (k == "--perf") {
       a.perf = true;
@@ -268,6 +289,84 @@ void runPlummer(const TimingArgs& a, std::size_t n) {
                   num(cs.deviceBytesPerCell).c_str(), cs.queuePeak, jsonEscape(cs.device).c_str());
       std::fflush(stdout);
     }
+}
+
+/// Issue #18: the Plummer sphere as softened particles (see --plummer-particles above).
+void runPlummerParticles(const TimingArgs& a, std::size_t n) {
+  const tools::PlummerPoints pts = tools::plummerPoints(n, 18);
+  const double eps = a.softeningLength;
+  ParticlesView parts{pts.x.data(), pts.y.data(), pts.z.data(), pts.m.data(), nullptr, eps, n};
+  SystemView sys;
+  sys.particles = parts;
+  std::mt19937_64 pick(4096);
+  std::vector<std::size_t> targets(std::min(a.checkPoints, n));
+  for (auto& t : targets) t = std::size_t(pick() % n);
+  auto gpu = makeCudaBackend(CudaOptions{});
+  std::vector<double> out[4];
+  for (auto& v : out) v.assign(n, 0.0);
+  for (const std::string& kname : a.kernels) {
+    const SofteningKernel kernel = kname == "plummer" ? SofteningKernel::Plummer : SofteningKernel::Spline;
+    const auto tg = Clock::now();
+    std::vector<double> ref(3 * targets.size(), 0.0);  // float64 softened sums (G = 1), the particle's own pair 0
+    parallelFor(targets.size(), 1, resolveThreadCount(0), [&](std::size_t b, std::size_t e, int) {
+      for (std::size_t k = b; k < e; ++k) {
+        const std::size_t t = targets[k];
+        double p = 0, gx = 0, gy = 0, gz = 0;
+        for (std::size_t j = 0; j < n; ++j)
+          softPairForce<double>(pts.x[t] - pts.x[j], pts.y[t] - pts.y[j], pts.z[t] - pts.z[j], pts.m[j], eps, kernel,
+                                p, gx, gy, gz);
+        ref[3 * k] = -gx;  // acceleration = -G g
+        ref[3 * k + 1] = -gy;
+        ref[3 * k + 2] = -gz;
+      }
+    });
+    std::fprintf(stderr, "plummer particles %zu, %s: %zu direct sums in %.2f s\n", n, kname.c_str(), targets.size(),
+                 since(tg));
+    for (double theta : a.thetas) {
+      SolveOptions o;
+      o.G = 1;
+      o.theta = theta;
+      o.order = 2;
+      o.accelerations = true;
+      o.softening = kernel;
+      SystemResult r;
+      r.particles.into = ResultTargets{out[0].data(), out[1].data(), out[2].data(), out[3].data()};
+      Status st = gpu->solveSystem(sys, o, false, r);  // warm-up
+      double wall = INFINITY, walkS = INFINITY;
+      for (int rep = 0; rep < a.reps && st.ok(); ++rep) {
+        const auto t = Clock::now();
+        st = gpu->solveSystem(sys, o, false, r);
+        wall = std::min(wall, since(t));
+        walkS = std::min(walkS, deviceStats(*gpu).walkPassSeconds[0]);
+      }
+      if (!st.ok()) {
+        std::printf("{\"kind\":\"plummer-particles\",\"points\":%zu,\"kernel\":\"%s\",\"error\":\"%s\"}\n", n,
+                    kname.c_str(), jsonEscape(st.message).c_str());
+        ++gErrors;
+        continue;
+      }
+      std::vector<double> err(targets.size());
+      for (std::size_t k = 0; k < targets.size(); ++k) {
+        const std::size_t t = targets[k];
+        const double* q = &ref[3 * k];
+        const double dx = out[1][t] - q[0], dy = out[2][t] - q[1], dz = out[3][t] - q[2];
+        err[k] = std::sqrt(dx * dx + dy * dy + dz * dz) / std::sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2]);
+      }
+      std::sort(err.begin(), err.end());
+      const std::size_t m = err.size();
+      auto at = [&](std::size_t k) { return m == 0 ? NAN : err[std::min(m - 1, k)]; };
+      std::printf("{\"kind\":\"plummer-particles\",\"points\":%zu,\"kernel\":\"%s\",\"softening\":%s,"
+                  "\"theta\":%s,\"reps\":%d,\"walk_s\":%s,\"wall_s\":%s,\"groups\":%zu,\"nodes\":%zu,"
+                  "\"interactions_per_particle\":%s,\"err_median\":%s,\"err_p99\":%s,\"err_max\":%s,"
+                  "\"check_points\":%zu,\"device\":\"%s\"}\n",
+                  n, kname.c_str(), num(eps).c_str(), num(theta).c_str(), a.reps, num(walkS).c_str(),
+                  num(wall).c_str(), r.system.particleGroups, r.system.particleNodes,
+                  num(double(r.system.particleApprox + r.system.particleDirect) / double(n)).c_str(),
+                  num(at(m / 2)).c_str(), num(at(m * 99 / 100)).c_str(), num(at(m - 1)).c_str(), m,
+                  jsonEscape(deviceStats(*gpu).device).c_str());
+      std::fflush(stdout);
+    }
+  }
 }
 
 void runPerf(const TimingArgs& a) {
@@ -471,5 +570,6 @@ int main(int argc, char** argv) {
   if (a.perf) runPerf(a);
   if (a.split > 0) runSplitBench(a);
   for (double points : a.plummer) runPlummer(a, std::size_t(points));
+  for (double points : a.plummerParticles) runPlummerParticles(a, std::size_t(points));
   return gErrors == 0 ? kExitPass : kExitFail;
 }
