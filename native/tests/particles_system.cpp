@@ -318,6 +318,31 @@ void linearityAndProbes() {
             "largest difference / |phi| " + num(worst));
     }
   }
+  // a subset of the cells with particles in the solve: bitwise the full solve's values there
+  {
+    const SolveOptions opt = baseOptions(0.5, SofteningKernel::Spline);
+    SystemResult full, sub;
+    std::vector<std::uint32_t> targets;
+    for (std::uint32_t i = 0; i < c.x.size(); i += 7) targets.push_back(i);
+    Status st = solve(&c, &p, &q, opt, false, full);
+    SystemView s;
+    s.cells = c.view();
+    s.particles = p.view();
+    s.targets = targets.data();
+    s.targetCount = targets.size();
+    if (st.ok()) st = cpuSolveSystem(s, opt, false, sub);
+    bool same = st.ok() && sub.cells.potential.size() == targets.size();
+    for (std::size_t k = 0; same && k < targets.size(); ++k)
+      same = sub.cells.potential[k] == full.cells.potential[targets[k]] && sub.cells.ax[k] == full.cells.ax[targets[k]];
+    same = same && sub.particles.potential == full.particles.potential;
+    check("c. a subset of cells with particles: the full solve's bits", same, st.message);
+    check("c. stats of the particles", st.ok() && full.system.particles == p.x.size() &&
+                                           full.system.particleGroups > 0 && full.system.particleNodes > 0 &&
+                                           full.system.particleApprox > 0 && full.system.particleDirect > 0,
+          "groups " + std::to_string(full.system.particleGroups) + ", nodes " +
+              std::to_string(full.system.particleNodes) + ", approx " + std::to_string(full.system.particleApprox) +
+              ", direct " + std::to_string(full.system.particleDirect));
+  }
   // d. probes on the particles (particles alone): the particle's potential minus G m / eps
   // with one softening the probe's pairs (eps_j) are the particle's (max(eps_i, eps_j)); with a spread they differ
   Particles pu = p;
