@@ -367,6 +367,23 @@ void linearityAndProbes() {
   }
 }
 
+/// More coincident probes than a walk group holds (a leaf of the finest key level): each gets the direct value.
+void coincidentProbes() {
+  const double c0[3] = {0, 0, 0};
+  const Particles p = plummerParticles(500, 21, 0.2, c0, 1.0, 0.01, 1.0, 5);
+  Probes q;
+  q.x.assign(300, 0.01); q.y.assign(300, -0.02); q.z.assign(300, 0.03);
+  SystemResult tree, direct;
+  Status st = solve(nullptr, &p, &q, baseOptions(0.1, SofteningKernel::Spline), false, tree);
+  if (st.ok()) st = solve(nullptr, &p, &q, baseOptions(0.1, SofteningKernel::Spline), true, direct);
+  double worst = st.ok() ? 0 : 1;
+  for (std::size_t i = 0; st.ok() && i < q.x.size(); ++i)
+    worst = std::max(worst, std::fabs(tree.probes.potential[i] - direct.probes.potential[0]) /
+                                std::fabs(direct.probes.potential[0]));
+  check("d. 300 coincident probes against the particles", worst <= 1e-6, "max rel. difference " + num(worst) + " " +
+                                                                         st.message);
+}
+
 // ---- e. two particles
 
 void twoParticles() {
@@ -510,6 +527,7 @@ int main() {
   particlesAlone();
   momentumExchange();
   linearityAndProbes();
+  coincidentProbes();
   twoParticles();
   badInput();
   std::printf("%d checks, %d failed\n", gChecks, gFailed);
