@@ -54,8 +54,15 @@ void sortProbes(const PointsView& p, const RootCube& root, double scale, const S
   for (std::size_t i = 0; i < t.nodeCount(); ++i)
     if (t.isLeaf(i)) leafBegin.push_back(t.cellBegin[i]);
   std::sort(leafBegin.begin(), leafBegin.end());
+  // a leaf at the finest key level may hold more than groupSize (coincident probes): cut it into groups of
+  // groupSize, the most a walk group takes (a warp's lanes on the device)
+  std::vector<std::uint32_t> starts;
   for (std::size_t l = 0; l < leafBegin.size(); ++l) {
     const std::uint32_t b = leafBegin[l], e = l + 1 < leafBegin.size() ? leafBegin[l + 1] : std::uint32_t(n);
+    for (std::uint32_t s = b; s < e; s += std::uint32_t(opt.groupSize)) starts.push_back(s);
+  }
+  for (std::size_t l = 0; l < starts.size(); ++l) {
+    const std::uint32_t b = starts[l], e = l + 1 < starts.size() ? starts[l + 1] : std::uint32_t(n);
     groups.begin.push_back(b);
     groups.count.push_back(e - b);
     double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
