@@ -15,7 +15,8 @@ namespace amrgrav {
 /// root cube (`root`, scaled; a probe outside it takes the key of the nearest face, which only affects which group it
 /// joins), stably sorted, positions scaled by `scale` (the cells' SortedCells::scale). `out.order` maps sorted
 /// positions to the caller's probe indices; mass and size stay empty (probes are not sources). Their groups: the
-/// leaves of an octree over these keys with at most groupSize probes each (tree/build.cpp), so that a group is one
+/// leaves of an octree over these keys with at most groupSize probes each (tree/build.cpp; a finest-level leaf holding
+/// more, coincident probes, is cut into groups of groupSize), so that a group is one
 /// octree cube however sparse the probes are (runs of groupSize consecutive keys would span the domain), with the
 /// bounding box of its positions. Validate first (validateProbes).
 void sortProbes(const PointsView& probes, const RootCube& root, double scale, const SolveOptions& opt,
