@@ -128,7 +128,9 @@ void runParticles(Context& cx) {
   double gasMass = 0;
   for (double m : gas.m) gasMass += m;
   const double c[3] = {0.45 * kKpc, 0.5 * kKpc, 0.55 * kKpc};
-  const Particles stars = cluster(20000, 0.03 * kKpc, 0.5 * gasMass, c, 2e-3 * kKpc, std::uint32_t(cx.args.seed));
+  // 20000 particles (2000 with --quick, for compute-sanitizer)
+  const std::size_t nStars = std::min<std::size_t>(20000, cx.args.amr / 3);
+  const Particles stars = cluster(nStars, 0.03 * kKpc, 0.5 * gasMass, c, 2e-3 * kKpc, std::uint32_t(cx.args.seed));
   for (int kernel = 0; kernel < 2; ++kernel) {
     SolveOptions o = base;
     o.softening = kernel ? SofteningKernel::Plummer : SofteningKernel::Spline;
@@ -143,8 +145,8 @@ void runParticles(Context& cx) {
   std::vector<std::uint32_t> targets;
   for (std::size_t i = 5; i < gas.size(); i += 11) targets.push_back(std::uint32_t(i));
   particlesCase(cx, "particles-subset", gas, stars, true, base, false, &targets);
-  const Cells few = subset(gas, 4000);
-  const Particles fewStars = cluster(2000, 0.03 * kKpc, 0.5 * gasMass, c, 2e-3 * kKpc, std::uint32_t(cx.args.seed));
+  const Cells few = subset(gas, std::min<std::size_t>(4000, cx.args.directParity));
+  const Particles fewStars = cluster(std::min<std::size_t>(2000, cx.args.directParity / 2), 0.03 * kKpc, 0.5 * gasMass, c, 2e-3 * kKpc, std::uint32_t(cx.args.seed));
   particlesCase(cx, "particles-direct", few, fewStars, true, base, true);
   SolveOptions pl = base;
   pl.softening = SofteningKernel::Plummer;
