@@ -80,15 +80,10 @@ struct SystemBuffers {
   DeviceBuffer<uint2> subsetRange;      ///< the walk's view of the groups holding targets
   DeviceBuffer<double> subsetHmin;
   DeviceBuffer<double> targetOut;       ///< pot, ax, ay, az at the targets
-  // particles (cuda/particles_phase.h): per sorted particle x, y, z, mass, eps, phi, gx, gy, gz, pot, ax, ay, az, then
-  // each group's smallest size (0)
+  // particles (cuda/particles_phase.h; their tree is DeviceState::particleState's): per particle its softening as
+  // given, sorted and scaled, pot, ax, ay, az in the caller's order, then each walk group's smallest size (0)
   DeviceBuffer<double> particles;
-  DeviceBuffer<std::uint32_t> particleOrder;
-  DeviceBuffer<uint2> particleRange;
   DeviceBuffer<double2> particleGroupEps, particleNodeEps;
-  DeviceBuffer<uint4> particleTopo;
-  DeviceBuffer<D4> particleMac;
-  DeviceBuffer<float4> particleMQ;
   DeviceBuffer<double> softSums;        ///< a softened walk's sums before they are added (4 per target)
 };
 
@@ -143,6 +138,12 @@ struct DeviceState {
   PinnedBuffer letTotals;                            ///< per LET: its (nodes, cells) read back
 
   mutable std::mutex mu;  ///< serialises the calls on this state (one solve at a time)
+  /// The state is a system solve's particles (cuda/particles_phase.h): point sources of size 0, checked on the host
+  /// (tree/particle_tree.h validateParticles), coincident ones allowed: the tree phase uploads no sizes, checks none
+  /// and skips the coincident-cell and mass-range checks.
+  bool pointSources = false;
+  /// The particles' own state (their tree beside the cells'), made on first use; the same device.
+  std::unique_ptr<DeviceState> particleState;
   CudaOptions copt;
   CudaStats stats;
   bool ready = false;

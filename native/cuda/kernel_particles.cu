@@ -1,6 +1,8 @@
 /// \file kernel_particles.cu
 /// \brief Particles on the device (issue #18, physics/softening_k.h): the softened direct sums of the 'direct'
 /// method and the removal of a particle's own pair. The softened tree walks are kernel_walk.cu's (Soft kernels).
+#include <math_constants.h>
+
 #include "cuda/check.h"
 #include "cuda/kernels.h"
 #include "physics/softening_k.h"
@@ -49,7 +51,60 @@ __global__ void __launch_bounds__(kThreads) removeOwnPairKernel(double* __restri
     phi[i] -= mass[i] / eps[i];
 }
 
+/// The nodes [begin, end) of one level: a leaf's softening range over its particles, an internal node's over its
+/// children's (the next level's, complete).
+__global__ void __launch_bounds__(kThreads) nodeEpsKernel(const uint4* __restrict__ topo,
+                                                          const double* __restrict__ eps, unsigned begin,
+                                                          unsigned end, double2* __restrict__ range) {
+  for (unsigned i = begin + blockIdx.x * kThreads + threadIdx.x; i < end; i += gridDim.x * kThreads) {
+    const uint4 t = topo[i];
+    double lo = CUDART_INF, hi = 0.0;
+    if (t.w == 0u) {
+      for (unsigned j = t.x; j < t.x + t.y; ++j) {
+        lo = fmin(lo, eps[j]);
+        hi = fmax(hi, eps[j]);
+      }
+    } else {
+      for (unsigned c = t.z; c < t.z + t.w; ++c) {
+        const double2 r = range[c];
+        lo = fmin(lo, r.x);
+        hi = fmax(hi, r.y);
+      }
+    }
+    range[i] = make_double2(lo, hi);
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) groupEpsKernel(const unsigned* __restrict__ groupBegin, unsigned numGroups,
+                                                           const double* __restrict__ eps,
+                                                           double2* __restrict__ range) {
+  for (unsigned g = blockIdx.x * kThreads + threadIdx.x; g < numGroups; g += gridDim.x * kThreads) {
+    double lo = CUDART_INF, hi = 0.0;
+    for (unsigned j = groupBegin[g]; j < groupBegin[g + 1]; ++j) {
+      lo = fmin(lo, eps[j]);
+      hi = fmax(hi, eps[j]);
+    }
+    range[g] = make_double2(lo, hi);
+  }
+}
+
 }  // namespace
+
+Status launchSofteningRanges(const uint4* topo, const unsigned* levelStart, int levels, const unsigned* groupBegin,
+                             unsigned numGroups, const double* eps, double2* nodeRange, double2* groupRange,
+                             cudaStream_t s) {
+  for (int L = levels - 1; L >= 0; --L) {  // bottom-up: children before their parents
+    const unsigned b = levelStart[L], e = levelStart[L + 1];
+    if (e == b) continue;
+    nodeEpsKernel<<<gridFor(e - b), kThreads, 0, s>>>(topo, eps, b, e, nodeRange);
+    AG_CUDA_LAUNCHED("nodeEpsKernel");
+  }
+  if (numGroups > 0) {
+    groupEpsKernel<<<gridFor(numGroups), kThreads, 0, s>>>(groupBegin, numGroups, eps, groupRange);
+    AG_CUDA_LAUNCHED("groupEpsKernel");
+  }
+  return Status::success();
+}
 
 Status launchDirectSoft(const DeviceCells& targets, const double* targetEps, unsigned nt, const DeviceCells& sources,
                         const double* sourceEps, unsigned n, SofteningKernel kernel, double massScale,

@@ -344,6 +344,13 @@ Status launchDirectSoft(const DeviceCells& targets, const double* targetEps, uns
                         const double* sourceEps, unsigned n, SofteningKernel kernel, double massScale,
                         bool accelerations, double* phi, double* gx, double* gy, double* gz, cudaStream_t s);
 
+/// The particles' softening ranges (scaled): per node (levelStart: levels + 1 node offsets, host memory) the
+/// (smallest, largest) over its particles, bottom-up; per walk group (groupBegin: numGroups + 1) over its particles.
+/// The host's tree/particle_tree.cpp ranges, exactly (min and max round nothing).
+Status launchSofteningRanges(const uint4* topo, const unsigned* levelStart, int levels, const unsigned* groupBegin,
+                             unsigned numGroups, const double* eps, double2* nodeRange, double2* groupRange,
+                             cudaStream_t s);
+
 /// phi[i] -= mass[i] / eps[i]: each particle's own pair, which the particles' own tree walk (or direct sum) added.
 Status launchRemoveOwnPair(double* phi, const double* mass, const double* eps, unsigned n, cudaStream_t s);
 

@@ -46,6 +46,7 @@ Status reserveCubTemp(DeviceState& ds, std::size_t bytes) {
 }
 
 void releaseAll(DeviceState& ds) {
+  ds.particleState.reset();
   if (!ds.ready) return;
   (void)cudaSetDevice(ds.device);
   (void)cudaStreamSynchronize(ds.stream);

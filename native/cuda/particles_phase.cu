@@ -2,55 +2,31 @@
 /// \brief The particles of a system solve on the device (particles_phase.h).
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <vector>
 
 #include "cuda/device.h"
 #include "cuda/particles_phase.h"
 #include "cuda/tree_phase.h"
 #include "cuda/walk_phase.h"
+#include "tree/particle_tree.h"
 
 namespace amrgrav {
 namespace cuda {
 namespace {
 
-/// Slots of ds.sys.particles, n doubles each (kGroupHmin: the groups' smallest sizes, 0, after them).
-enum ParticleSlot { kX = 0, kY, kZ, kMass, kEps, kPhi, kGx, kGy, kGz, kPot, kAx, kAy, kAz, kGroupHmin };
+/// Slots of ds.sys.particles, n doubles each (kGroupHmin: the walk groups' smallest sizes, 0, after them).
+enum ParticleSlot { kEpsIn = 0, kEps, kPot, kAx, kAy, kAz, kGroupHmin };
 
-/// The host tree in the walk's layout: topology, MAC records, multipoles (times massScale, the second moment in the
-/// last slot as the cells' moments keep it), softening ranges; the groups' ranges and softening ranges.
-void layoutOf(DeviceParticles& P, double massScale) {
-  const ParticleTree& t = P.host;
-  const Octree& o = t.tree;
-  P.nodes = o.nodeCount();
-  P.topo.resize(P.nodes);
-  P.mac.resize(P.nodes);
-  P.mq.resize(2 * P.nodes);
-  P.nodeEps.resize(P.nodes);
-  for (std::size_t i = 0; i < P.nodes; ++i) {
-    P.topo[i] = make_uint4(o.cellBegin[i], o.cellCount[i], o.childBegin[i], o.childCount[i]);
-    P.mac[i] = D4{o.com[3 * i], o.com[3 * i + 1], o.com[3 * i + 2], o.macRadius[i]};
-    const double* q = &o.quad[6 * i];
-    P.mq[2 * i] = make_float4(float(o.mass[i] * massScale), float(q[0] * massScale), float(q[1] * massScale),
-                              float(q[2] * massScale));
-    P.mq[2 * i + 1] = make_float4(float(q[3] * massScale), float(q[4] * massScale), float(q[5] * massScale),
-                                  float(t.secondMoment[i] * massScale));
-    P.nodeEps[i] = make_double2(t.epsMin[i], t.epsMax[i]);
-  }
-  P.groups = t.groups.size();
-  P.range.resize(P.groups);
-  P.groupEps.resize(P.groups);
-  for (std::size_t g = 0; g < P.groups; ++g) {
-    P.range[g] = make_uint2(t.groups.begin[g], t.groups.count[g]);
-    P.groupEps[g] = make_double2(t.groupEpsMin[g], t.groupEpsMax[g]);
-  }
-}
-
-/// The particles as a softened walk's targets (the counters of ds; groups as ranges).
+/// The particles as a softened walk's targets: their sorted positions and tree-phase groups (groupBegin), their
+/// softening; the counters and mass scale of ds.
 WalkParams particleTargets(DeviceState& ds, const DeviceParticles& P) {
+  const DeviceState& pds = *P.state;
   WalkParams p;
   p.cells = P.cells;
   p.n = unsigned(P.n);
-  p.numGroups = unsigned(P.groups);
-  p.groupRange = ds.sys.particleRange.get();
+  p.numGroups = pds.numGroups;
+  p.groupBegin = pds.groupBegin.get();
   p.groupHmin = ds.sys.particles.get() + kGroupHmin * P.n;  // 0: split precision (no sizes)
   p.targetEps = P.eps;
   p.groupEps = ds.sys.particleGroupEps.get();
@@ -66,13 +42,13 @@ Status finishParticles(DeviceState& ds, const SolveOptions& opt, DeviceParticles
   const std::size_t n = P.n;
   const bool accel = opt.accelerations;
   AG_TRY(launchRemoveOwnPair(P.sums[0], P.cells.mass, P.eps, unsigned(n), ds.stream));
+  double* base = ds.sys.particles.get();
   FinishParams fp;
-  fp.order = ds.sys.particleOrder.get();
+  fp.order = P.state->order;
   fp.phi = P.sums[0];
   fp.gx = P.sums[1];
   fp.gy = P.sums[2];
   fp.gz = P.sums[3];
-  double* base = ds.sys.particles.get();
   fp.pot = base + kPot * n;
   fp.ax = base + kAx * n;
   fp.ay = base + kAy * n;
@@ -93,12 +69,13 @@ Status finishParticles(DeviceState& ds, const SolveOptions& opt, DeviceParticles
 
 }  // namespace
 
-SoftSources particleSources(const DeviceState& ds, const DeviceParticles& P) {
+SoftSources particleSources(const DeviceParticles& P) {
+  const DeviceState& pds = *P.state;
   SoftSources s;
-  s.topo = ds.sys.particleTopo.get();
-  s.mac = ds.sys.particleMac.get();
-  s.mq = ds.sys.particleMQ.get();
-  s.nodeEps = ds.sys.particleNodeEps.get();
+  s.topo = pds.topoPtr;
+  s.mac = pds.nodeMacPtr;
+  s.mq = pds.nodeMQPtr;
+  s.nodeEps = P.nodeEps;
   s.cells = P.cells;
   s.eps = P.eps;
   return s;
@@ -113,43 +90,61 @@ SoftSources cellSources(const DeviceState& ds) {
   return s;
 }
 
-Status uploadParticles(DeviceState& ds, const ParticlesView& particles, const SolveOptions& opt, double scale,
-                       DeviceParticles& P) {
-  AG_TRY(validateParticles(particles, opt));
-  AG_TRY(buildParticleTree(particles, opt, scale, P.host));
-  P.n = particles.n;
-  layoutOf(P, ds.massScale);
+Status buildParticles(DeviceState& ds, const ParticlesView& parts, const SolveOptions& opt, double scale, bool direct,
+                      DeviceParticles& P) {
+  AG_TRY(validateParticles(parts, opt));
+  if (!ds.particleState) {
+    ds.particleState = std::make_unique<DeviceState>(ds.copt);
+    ds.particleState->pointSources = true;
+  }
+  DeviceState& pds = *ds.particleState;
+  AG_TRY(ensureDevice(pds));
+  const std::size_t n = parts.n;
+  CellsView asCells;  // sizes 0, made on the device (pointSources)
+  asCells.x = parts.x;
+  asCells.y = parts.y;
+  asCells.z = parts.z;
+  asCells.mass = parts.mass;
+  asCells.n = n;
+  AG_TRY(prepareCells(pds, asCells, opt, direct, scale));
+  if (scale > 0) pds.massScale = ds.massScale;  // the cells' mass scale: one float scaling in every walk
+  else ds.massScale = pds.massScale;            // no cells: the particles' own
+  if (!direct) AG_TRY(computeMoments(pds, unsigned(n), pds.nodes, pds.depth, pds.root, opt, pds.massScale));
+  // the softening: as given (one value: filled), then sorted and scaled like the positions
   SystemBuffers& b = ds.sys;
-  const std::size_t n = P.n, ng = P.groups, nodes = P.nodes;
-  AG_TRY(b.particles.reserve(13 * n + ng, "the particles"));
-  AG_TRY(b.particleOrder.reserve(std::max<std::size_t>(n, 1), "the particles' order"));
-  AG_TRY(b.particleRange.reserve(std::max<std::size_t>(ng, 1), "the particles' groups"));
-  AG_TRY(b.particleGroupEps.reserve(std::max<std::size_t>(ng, 1), "the particles' groups"));
-  AG_TRY(b.particleNodeEps.reserve(std::max<std::size_t>(nodes, 1), "the particles' tree"));
-  AG_TRY(b.particleTopo.reserve(std::max<std::size_t>(nodes, 1), "the particles' tree"));
-  AG_TRY(b.particleMac.reserve(std::max<std::size_t>(nodes, 1), "the particles' tree"));
-  AG_TRY(b.particleMQ.reserve(std::max<std::size_t>(2 * nodes, 1), "the particles' tree"));
+  const std::size_t ng = direct ? 0 : pds.numGroups;
+  AG_TRY(b.particles.reserve(6 * n + ng + 1, "the particles"));
   double* base = b.particles.get();
-  auto at = [&](int slot) { return base + std::size_t(slot) * n; };
-  const SortedCells& s = P.host.sorted;
-  Transfer t[11] = {{const_cast<double*>(s.x.data()), at(kX), n * 8},
-                    {const_cast<double*>(s.y.data()), at(kY), n * 8},
-                    {const_cast<double*>(s.z.data()), at(kZ), n * 8},
-                    {const_cast<double*>(s.mass.data()), at(kMass), n * 8},
-                    {P.host.eps.data(), at(kEps), n * 8},
-                    {const_cast<std::uint32_t*>(s.order.data()), b.particleOrder.get(), n * 4},
-                    {P.range.data(), b.particleRange.get(), ng * sizeof(uint2)},
-                    {P.groupEps.data(), b.particleGroupEps.get(), ng * sizeof(double2)},
-                    {P.nodeEps.data(), b.particleNodeEps.get(), nodes * sizeof(double2)},
-                    {P.topo.data(), b.particleTopo.get(), nodes * sizeof(uint4)},
-                    {P.mac.data(), b.particleMac.get(), nodes * sizeof(D4)}};
-  AG_TRY(copyIn(ds, t, 11, ds.stream));
-  Transfer m{P.mq.data(), b.particleMQ.get(), 2 * nodes * sizeof(float4)};
-  AG_TRY(copyIn(ds, &m, 1, ds.stream));
-  if (ng > 0) AG_CUDA_TRY(cudaMemsetAsync(at(kGroupHmin), 0, ng * 8, ds.stream));
-  P.cells = DeviceCells{at(kX), at(kY), at(kZ), at(kMass)};
-  P.eps = at(kEps);
-  for (int k = 0; k < 4; ++k) P.sums[k] = at(kPhi + k);
+  std::vector<double> filled;
+  const double* epsIn = parts.softening;
+  if (!epsIn) {
+    filled.assign(n, parts.softeningValue);
+    epsIn = filled.data();
+  }
+  Transfer t{const_cast<double*>(epsIn), base + kEpsIn * n, n * 8};
+  AG_TRY(copyIn(pds, &t, 1, pds.stream));
+  AG_TRY(launchGather(base + kEpsIn * n, pds.order, unsigned(n), pds.scale, base + kEps * n, pds.stream));
+  P.state = &pds;
+  P.n = n;
+  P.cells = pds.sortedCells;
+  P.eps = base + kEps * n;
+  for (int k = 0; k < 4; ++k) P.sums[k] = pds.sums[k];
+  if (!direct) {
+    AG_TRY(b.particleNodeEps.reserve(std::max<std::size_t>(pds.nodes, 1), "the particles' tree"));
+    AG_TRY(b.particleGroupEps.reserve(std::max<std::size_t>(ng, 1), "the particles' groups"));
+    AG_TRY(launchSofteningRanges(pds.topoPtr, pds.levelStart.data(), int(pds.levelStart.size()) - 1,
+                                 pds.groupBegin.get(), unsigned(ng), P.eps, b.particleNodeEps.get(),
+                                 b.particleGroupEps.get(), pds.stream));
+    if (ng > 0) AG_CUDA_TRY(cudaMemsetAsync(base + kGroupHmin * n, 0, ng * 8, pds.stream));
+    P.nodes = pds.nodes;
+    P.groups = ng;
+    P.nodeEps = b.particleNodeEps.get();
+  }
+  AG_CUDA_TRY(cudaStreamSynchronize(pds.stream));  // the cells' stream walks what this one built
+  if (scale <= 0) {
+    ds.scale = pds.scale;
+    ds.root = pds.root;
+  }
   return Status::success();
 }
 
@@ -212,17 +207,17 @@ Status solveParticles(DeviceState& ds, const SolveOptions& opt, DeviceParticles&
   const std::size_t n = P.n;
   if (n == 0) return Status::success();
   const WalkParams targets = particleTargets(ds, P);
-  SoftSources own = particleSources(ds, P);
+  SoftSources own = particleSources(P);
   own.selfPairs = 1;
   WalkTally total;
   if (cells) {
-    AG_TRY(softWalk(ds, opt, targets, true, *cells, P.sums, nullptr, total));
+    AG_TRY(softWalk(ds, opt, targets, false, *cells, P.sums, nullptr, total));
     AG_TRY(ds.sys.softSums.reserve(4 * n, "the softened walks' sums"));
     double* tmp[4] = {ds.sys.softSums.get(), ds.sys.softSums.get() + n, ds.sys.softSums.get() + 2 * n,
                       ds.sys.softSums.get() + 3 * n};
-    AG_TRY(softWalk(ds, opt, targets, true, own, tmp, P.sums, total));
+    AG_TRY(softWalk(ds, opt, targets, false, own, tmp, P.sums, total));
   } else {
-    AG_TRY(softWalk(ds, opt, targets, true, own, P.sums, nullptr, total));
+    AG_TRY(softWalk(ds, opt, targets, false, own, P.sums, nullptr, total));
   }
   st.particleApprox += total.approx;
   st.particleDirect += total.direct;

@@ -1,17 +1,17 @@
 /// \file particles_phase.h
 /// \brief A system solve's particles on the device (core/system.h, physics/softening_k.h). Their tree is built on
-/// the host by the CPU backend's code (tree/particle_tree.h), so the softened walks' lists are the CPU's, and
-/// uploaded in the walk's layout; the softened walks (kernel_walk.cu's Soft kernels) take the particles against
-/// both trees and the cells and probes against the particles' tree; the particles' own pairs are removed and their
-/// results finished into their order.
+/// the device by the cells' own tree phase, in a DeviceState of their own (DeviceState::pointSources: sizes 0,
+/// checked on the host by tree/particle_tree.h validateParticles), with the cells' length and mass scales, plus each
+/// node's and walk group's softening range: the same tree, groups and ranges as the host's buildParticleTree, so
+/// the softened walks' lists are the CPU's. The softened walks (kernel_walk.cu's Soft kernels) take the particles
+/// against both trees and the cells and probes against the particles' tree; the particles' own pairs are removed
+/// and their results finished into their order.
 #pragma once
-#include <vector>
 
 #include "core/status.h"
 #include "core/system.h"
 #include "cuda/device_state.h"
 #include "cuda/kernels.h"
-#include "tree/particle_tree.h"
 
 namespace amrgrav {
 namespace cuda {
@@ -27,36 +27,33 @@ struct SoftSources {
   unsigned selfPairs = 0;  ///< 1 when the targets are these sources (each meets itself once, not counted)
 };
 
-/// The particles on the device, sorted as their tree (host copies kept while uploads may read them).
+/// The particles on the device, sorted as their tree (in `state`, the particles' DeviceState).
 struct DeviceParticles {
-  ParticleTree host;
+  DeviceState* state = nullptr;
   std::size_t n = 0, nodes = 0, groups = 0;
-  std::vector<uint4> topo;
-  std::vector<D4> mac;
-  std::vector<float4> mq;
-  std::vector<double2> nodeEps, groupEps;
-  std::vector<uint2> range;
   DeviceCells cells = {nullptr, nullptr, nullptr, nullptr};  ///< sorted, scaled positions; masses
   double* eps = nullptr;                                      ///< per sorted particle, scaled
   double* sums[4] = {};                                       ///< phi, gx, gy, gz (sorted)
+  const double2* nodeEps = nullptr;                           ///< per node (smallest, largest) softening
 };
 
-/// The particles' tree as a softened walk's sources (uploaded), and the cells' tree (ds's, unsoftened).
-SoftSources particleSources(const DeviceState& ds, const DeviceParticles& P);
+/// The particles' tree as a softened walk's sources, and the cells' tree (ds's, unsoftened).
+SoftSources particleSources(const DeviceParticles& P);
 SoftSources cellSources(const DeviceState& ds);
 
-/// Validates and builds the particles' tree on the host (lengths times `scale`: the cells', or 0 for the particles'
-/// own when there are no cells) and uploads it with the particles as targets.
-Status uploadParticles(DeviceState& ds, const ParticlesView& particles, const SolveOptions& opt, double scale,
-                       DeviceParticles& P);
+/// Validates the particles (host) and builds their tree on the device: lengths times `scale` (the cells', or 0 for
+/// the particles' own when there are no cells), masses times ds.massScale (0 when there are no cells: the particles'
+/// own, then also ds's). direct: sorted only, no tree.
+Status buildParticles(DeviceState& ds, const ParticlesView& particles, const SolveOptions& opt, double scale,
+                      bool direct, DeviceParticles& P);
 
 /// The walk's counters, queue capacity and launch bounds when no cell walk prepared them (a solve without cells).
 Status prepareSoftWalk(DeviceState& ds);
 
-/// One softened walk: the targets of `targets` (positions, groups, group ranges, softening; its counters) against
-/// `src`, sums written into out[0..3] (phi as folded, g times massScale; accelerations only with opt), then added
-/// to add[0..3] when add is not null. Interactions into `total` (added). ranges: the targets' groups are
-/// WalkParams::groupRange's.
+/// One softened walk: the targets of `targets` (positions, groups, softening; its counters) against `src`, sums
+/// written into out[0..3] (phi as folded, g times massScale; accelerations only with opt), then added to add[0..3]
+/// when add is not null. Interactions into `total` (added). ranges: the targets' groups are WalkParams::groupRange's,
+/// else groupBegin's.
 Status softWalk(DeviceState& ds, const SolveOptions& opt, const WalkParams& targets, bool ranges,
                 const SoftSources& src, double* const* out, double* const* add, WalkTally& total);
 

@@ -17,6 +17,7 @@
 #include "cuda/system_phase.h"
 #include "cuda/tree_phase.h"
 #include "cuda/walk_phase.h"
+#include "tree/particle_tree.h"
 #include "tree/system_points.h"
 
 namespace amrgrav {
@@ -205,11 +206,8 @@ Status particlesAlone(DeviceState& ds, const SystemView& sys, const SolveOptions
                       const ResultTargets& probeDest, const ResultTargets& particleDest, Clock::time_point t0,
                       SystemResult& out) {
   const ParticlesView& parts = sys.particles;
-  ds.massScale = powerOfTwoScale(fixedOrderSum(parts.mass, parts.n, copyThreads(ds)));
-  DeviceParticles Q;
-  AG_TRY(uploadParticles(ds, parts, opt, 0.0, Q));
-  ds.scale = Q.host.sorted.scale;
-  ds.root = Q.host.root;
+  DeviceParticles Q;  // on their own length and mass scales (ds takes them)
+  AG_TRY(buildParticles(ds, parts, opt, 0.0, direct, Q));
   AG_TRY(prepareSoftWalk(ds));
   const std::size_t np = sys.probes.n;
   DeviceProbes P;
@@ -223,8 +221,8 @@ Status particlesAlone(DeviceState& ds, const SystemView& sys, const SolveOptions
   } else {
     if (np > 0) {
       WalkTally soft;
-      AG_TRY(softWalk(ds, opt, probeTargets(ds, opt, WalkParams{}, P), true, particleSources(ds, Q), probeSums,
-                      nullptr, soft));
+      AG_TRY(softWalk(ds, opt, probeTargets(ds, opt, WalkParams{}, P), true, particleSources(Q), probeSums, nullptr,
+                      soft));
       out.system.particleApprox += soft.approx;
       out.system.particleDirect += soft.direct;
       out.system.probeGroups = P.ng;
@@ -289,7 +287,7 @@ Status run(DeviceState& ds, const SystemView& sys, const SolveOptions& opt, bool
   double probeSeconds = 0;  // the probes' walk (or sums) and finish; their sort and upload are in the upload
   DeviceParticles Q;        // the particles' tree on the cells' length scale
   const auto tq = Clock::now();
-  if (npart > 0) AG_TRY(uploadParticles(ds, sys.particles, opt, ds.scale, Q));
+  if (npart > 0) AG_TRY(buildParticles(ds, sys.particles, opt, ds.scale, direct, Q));
   double particleSeconds = since(tq);
   if (direct) {
     AG_CUDA_TRY(cudaEventRecord(ds.events[4], ds.stream));
@@ -348,7 +346,7 @@ Status run(DeviceState& ds, const SystemView& sys, const SolveOptions& opt, bool
       double* tmp[4];
       for (int k = 0; k < 4; ++k) tmp[k] = ds.sys.softSums.get() + k * std::max<std::size_t>(n, np);
       WalkTally soft;
-      const SoftSources parts = particleSources(ds, Q);
+      const SoftSources parts = particleSources(Q);
       AG_TRY(softWalk(ds, opt, p, sys.hasTargets(), parts, tmp, ds.sums, soft));
       if (np > 0) {
         double* probeSums[4] = {P.at(4), P.at(5), P.at(6), P.at(7)};

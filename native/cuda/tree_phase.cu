@@ -82,8 +82,10 @@ Status uploadAndBound(DeviceState& ds, const CellsView& cells, const SolveOption
   } else {
     const double* host[4] = {cells.x, cells.y, cells.z, cells.size};
     Transfer t[4];
-    for (int k = 0; k < 4; ++k) t[k] = Transfer{const_cast<double*>(host[k]), slot[k], std::size_t(n) * 8};
-    AG_TRY(copyIn(ds, t, 4));
+    const int count = ds.pointSources ? 3 : 4;  // point sources: sizes 0, made here
+    for (int k = 0; k < count; ++k) t[k] = Transfer{const_cast<double*>(host[k]), slot[k], std::size_t(n) * 8};
+    AG_TRY(copyIn(ds, t, count));
+    if (ds.pointSources) AG_CUDA_TRY(cudaMemsetAsync(slot[3], 0, std::size_t(n) * 8, s));
   }
   AG_CUDA_TRY(cudaEventRecord(ds.events[1], s));
 
@@ -93,7 +95,8 @@ Status uploadAndBound(DeviceState& ds, const CellsView& cells, const SolveOption
   AG_TRY(ds.walkCounters.reserve(kWalkCounterCount, "counters"));
   const CellChecks checks = cellChecks(ds, opt);
   AG_CUDA_TRY(cudaMemsetAsync(checks.firstBad, 0xff, sizeof(unsigned), s));
-  AG_TRY(launchBounds(slot[0], slot[1], slot[2], nullptr, slot[3], n, checks,
+  // point sources: the bounds of the centres, no size check (chooseRootCube with sizes 0)
+  AG_TRY(launchBounds(slot[0], slot[1], slot[2], nullptr, ds.pointSources ? nullptr : slot[3], n, checks,
                       ds.bounds.get(), ds.bounds.get() + kBoundsStride * kBoundsBlocks, s));
   double* hb = static_cast<double*>(ds.small.get());
   unsigned* hbad = reinterpret_cast<unsigned*>(hb + 8);
@@ -180,7 +183,8 @@ Status sortAndBuild(DeviceState& ds, const CellsView& cells, const SolveOptions&
   unsigned* coincident = ds.walkCounters.get() + kOverflowNeed;
   unsigned* hcoincident = reinterpret_cast<unsigned*>(hb + 18);
   AG_CUDA_TRY(cudaMemsetAsync(coincident, 0xff, sizeof(unsigned), s));
-  AG_TRY(launchCoincident(slot[0], slot[1], slot[2], ds.sortedKeys, ds.order, n, coincident, s));
+  if (!ds.pointSources)  // coincident particles are allowed (their softened pair is finite)
+    AG_TRY(launchCoincident(slot[0], slot[1], slot[2], ds.sortedKeys, ds.order, n, coincident, s));
   AG_CUDA_TRY(cudaMemcpyAsync(hcoincident, coincident, sizeof(unsigned), cudaMemcpyDeviceToHost, s));
   AG_CUDA_TRY(cudaEventRecord(ds.events[2], s));
 
@@ -224,7 +228,8 @@ Status sortAndBuild(DeviceState& ds, const CellsView& cells, const SolveOptions&
     if (ds.blk.view) return blockCoincident(ds, b);
     return coincidentCellsError(cells, b);
   }
-  AG_TRY(checkMassRange(massTotal, ds.minSize, root.side, opt));  // root: still in the caller's units
+  // root: still in the caller's units; point sources: checked on the host with their softening
+  if (!ds.pointSources) AG_TRY(checkMassRange(massTotal, ds.minSize, root.side, opt));
   if (!direct) AG_TRY(writeGroups(ds, unsigned(opt.groupSize)));  // queued before the gather overwrites the keys
 
   // ---- gather in place, rotating through slot 4 (the keys' slot): each array lands in the slot the previous one
