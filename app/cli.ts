@@ -460,10 +460,10 @@ async function solve(argv: string[]): Promise<void> {
   const { solveFlashFile } = await import('../solver/solveFile.js');
   const { createProgress, progressWanted } = await import('./progress.js');
   const softening = values['particle-softening'];
-  const kernel = values['particle-kernel'];
-  const solver: SolverOptions = solverOptions(values);
-  // the solver's option 'softening' (default spline), passed only when asked for
-  if (kernel !== undefined) Object.assign(solver, { softening: choiceArg('particle-kernel', kernel, 'spline', ['spline', 'plummer'] as const) });
+  const solver: SolverOptions = {
+    ...solverOptions(values),
+    softening: choiceArg('particle-kernel', values['particle-kernel'], 'spline', ['spline', 'plummer'] as const),
+  };
   const r = await solveFlashFile(positionals[0], output, {
     densityVar: values.var ?? 'dens',
     solver,

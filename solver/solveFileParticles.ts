@@ -21,7 +21,8 @@ import {
 } from '../mesh/flashParticles.js';
 import { AmrgravError } from './errors.js';
 import type { GravitySolver, SolveStats } from './gravitySolver.js';
-import type { PartResult, SystemInput } from './system.js';
+import type { SofteningChoice } from './options.js';
+import type { PartResult } from './system.js';
 
 /** A file's massive particles, ready to solve. */
 export interface FileParticles {
@@ -41,8 +42,8 @@ export interface ParticleReport {
   /** Plummer-equivalent softening length, cm, and where it came from. */
   softening: number;
   softeningFrom: ParticleSoftening['from'];
-  /** The softening kernel ('spline' or 'plummer'; the solver option `softening`). */
-  kernel: string;
+  /** The softening kernel (the solver option `softening`). */
+  kernel: SofteningChoice;
   /** Particle properties written ('gpot', and 'accx', 'accy', 'accz' with accelerations), those the file has. */
   written: string[];
 }
@@ -60,13 +61,6 @@ export function fileParticles(data: FlashData, path: string, softeningOption: nu
   return { table, sources, softening: particleSoftening(data, softeningOption, sources.massive, path) };
 }
 
-/** The system solve's result with the particles' part (solveSystem's result once particles are a part of it). */
-interface WithParticles {
-  cells?: PartResult;
-  particles?: PartResult;
-  stats: SolveStats;
-}
-
 /**
  * Solves the mesh's leaf cells (`cells`, extractCells order) with the particles as one system, writes the cells'
  * potential (and accelerations) into the mesh variables the cell-only solve writes, and returns the particle table
@@ -80,13 +74,12 @@ export async function solveCellsWithParticles(
   vars: { potential: string; accelerations: readonly [string, string, string] },
 ): Promise<{ cellPotential: Float64Array; particles: PartResult; table: Float64Array; report: ParticleReport; stats: SolveStats }> {
   const { x, y, z, mass } = p.sources;
-  const system = { cells, particles: { x, y, z, mass, softening: p.softening.length } };
   const o = mesh.options;
-  const r = (await solver.solveSystem(system as SystemInput, { box: { lo: [...o.domainLo], hi: [...o.domainHi] } })) as WithParticles;
-  if (!r.cells || !r.particles) {
-    // a solver without the particles part would have solved the cells alone: never write that as the answer
-    throw new AmrgravError('INTERNAL', 'the system solve returned no particle results: this build of amrgrav does not solve particles');
-  }
+  const r = await solver.solveSystem(
+    { cells, particles: { x, y, z, mass, softening: p.softening.length } },
+    { box: { lo: [...o.domainLo], hi: [...o.domainHi] } },
+  );
+  if (!r.cells || !r.particles) throw new AmrgravError('INTERNAL', 'the system solve returned no cell or particle results');
   mesh.addVariable(vars.potential);
   writeBack(mesh, vars.potential, cells, r.cells.potential);
   if (r.cells.accelerations) {
@@ -100,14 +93,13 @@ export async function solveCellsWithParticles(
   const pa = r.particles.accelerations;
   if (pa) PARTICLE_ACCELERATION_COLUMNS.forEach((c, k) => columns.set(c, [pa.x, pa.y, pa.z][k]));
   const { table, written } = withParticleColumns(p.table, columns);
-  const kernel = (solver as unknown as { options: { softening?: string } }).options.softening ?? 'spline';
   const report: ParticleReport = {
     count: p.table.count,
     sources: p.sources.massive,
     mass: mass.reduce((s, m) => s + m, 0),
     softening: p.softening.length,
     softeningFrom: p.softening.from,
-    kernel,
+    kernel: solver.options.softening,
     written,
   };
   return { cellPotential: r.cells.potential, particles: r.particles, table, report, stats: r.stats };
