@@ -225,8 +225,8 @@ Status Session::runSystem(Method method, BackendKind kind, const SystemView& sys
 Status Session::solveSystem(Method method, const BackendChoice& choice, const SystemView& system,
                             const SolveOptions& opt, SystemResult& out, SolveReport& report) {
   if (opt.method == SolveMethod::Fmm && method == Method::Tree)
-    return Status::error(ErrorCode::InvalidOption, "method 'fmm' does not take probes or target subsets yet (issue "
-                                                   "#20): a system solve needs method 'tree'");
+    return Status::error(ErrorCode::InvalidOption, "method 'fmm' does not take probes, particles or target subsets "
+                                                   "yet (issue #20): a system solve needs method 'tree'");
   report = SolveReport{};
   report.ran = choice.backend;
   report.reason = choice.reason;

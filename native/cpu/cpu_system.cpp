@@ -3,7 +3,10 @@
 /// Ewald table and the groups as in cpu_backend.cpp; the cells' walk over every group, or over the groups that hold
 /// targets (each group's sums depend on the group alone, so those cells get the full solve's bits); the probes
 /// sorted on the same keys (tree/system_points.h), grouped like cells, and walked against the cells' tree as a
-/// further set of targets (no self pair); scaling and scatter of each kind into its own order.
+/// further set of targets (no self pair); scaling and scatter of each kind into its own order. Particles (issue #18,
+/// core/system.h): their own tree (tree/particle_tree.h) on the cells' length scale; the cells and the probes walk it
+/// after the cells' tree (accumulating), the particles walk both trees (cpu/soft_walk.h), and each particle's own
+/// pair (m/eps, the kernel at 0) is taken out at the finish. Direct: every pair with the pair softening.
 #include "cpu/cpu_system.h"
 
 #include <chrono>
@@ -13,7 +16,10 @@
 #include "core/validate.h"
 #include "cpu/cpu_walk.h"
 #include "cpu/finish.h"
+#include "cpu/soft_walk.h"
 #include "ewald/walk_setup.h"
+#include "physics/softening_k.h"
+#include "tree/particle_tree.h"
 #include "tree/source_tree.h"
 #include "tree/system_points.h"
 #include "tree/tree.h"
@@ -42,12 +48,15 @@ Status cpuSolveSystem(const SystemView& sys, const SolveOptions& opt, bool direc
   AG_TRY(validateOptions(opt));
   if (direct) AG_TRY(validateDirectOptions(opt));
   AG_TRY(validateSystem(sys, opt));
-  const ResultTargets cellsInto = out.cells.into, probesInto = out.probes.into;
+  AG_TRY(validateParticles(sys.particles, opt));
+  const ResultTargets cellsInto = out.cells.into, probesInto = out.probes.into, particlesInto = out.particles.into;
   out = SystemResult{};
   out.cells.into = cellsInto;
   out.probes.into = probesInto;
+  out.particles.into = particlesInto;
   const int threads = resolveThreadCount(opt.threads);
   const bool accel = opt.accelerations;
+  const bool plummer = opt.softening == SofteningKernel::Plummer;
   out.stats.threads = threads;
   const auto t0 = Clock::now();
 
@@ -62,14 +71,33 @@ Status cpuSolveSystem(const SystemView& sys, const SolveOptions& opt, bool direc
     out.stats.densityContrast = true;
   }
 
+  // the particles' tree, on the cells' length scale (their own when there are no cells; the probes then take it)
+  const std::size_t npart = sys.particles.n;
+  auto tpart = Clock::now();
+  double secondsParticles = 0;
+  ParticleTree pt;
+  SourceTree psrc;
+  if (npart > 0) {
+    AG_TRY(buildParticleTree(sys.particles, opt, cells.n > 0 ? sorted.scale : 0.0, pt));
+    psrc = pt.source();
+    out.system.particles = npart;
+    out.system.particleGroups = direct ? 0 : pt.groups.size();
+    out.system.particleNodes = direct ? 0 : pt.tree.nodeCount();
+  }
+  secondsParticles += since(tpart);
+  WalkOutput softCounts{nullptr, nullptr, nullptr, nullptr};  // the softened passes' interactions
+
   const std::size_t n = cells.n;
   Sums cs(n, accel);
   WalkOutput wo = cs.output(accel);
   Octree tree;
   EwaldWalk ewald;
   SourceTree src;
+  std::vector<double> cellS;  // the cells' nodes' second moments for the Plummer walk of the particles
   std::vector<std::uint32_t> sortedOf;
   std::size_t walkedGroups = 0;  // cell groups walked (direct: none)
+  Groups all, walked;
+  const Groups* cellGroups = nullptr;
   if (direct) {
     const auto tw = Clock::now();
     directAll(sorted, accel, threads, wo);
@@ -90,22 +118,38 @@ Status cpuSolveSystem(const SystemView& sys, const SolveOptions& opt, bool direc
     }
     src = sourceTreeOf(tree, sorted);
     if (opt.anyPeriodic()) src.secondMoment = ewald.nodeS.data();
+    if (npart > 0 && plummer && !opt.anyPeriodic()) {  // the Plummer expansion's trace term (physics/softening_k.h)
+      cellS = nodeSecondMoments(sorted, tree);
+      src.secondMoment = cellS.data();
+    }
     tb = Clock::now();
-    const Groups all = makeGroups(sorted, keys, opt.groupSize);
+    all = makeGroups(sorted, keys, opt.groupSize);
     // a subset: its groups only (walked exactly as in the full walk)
     if (sys.hasTargets()) sortedOf = sortedPositions(sorted);
-    const Groups walked = sys.hasTargets()
-                              ? pickGroups(all, groupsHoldingTargets(all, sortedOf, sys.targets, sys.targetCount))
-                              : Groups{};
-    const Groups& groups = sys.hasTargets() ? walked : all;
+    if (sys.hasTargets()) walked = pickGroups(all, groupsHoldingTargets(all, sortedOf, sys.targets, sys.targetCount));
+    cellGroups = sys.hasTargets() ? &walked : &all;
     out.stats.groups = all.size();  // every group of the cells; system.targetGroups: those walked
-    walkedGroups = groups.size();
-    walkGroups(src, sorted, groups, 0, groups.size(), opt, threads, WalkPass{false, true}, wo,
+    walkedGroups = cellGroups->size();
+    walkGroups(src, sorted, *cellGroups, 0, cellGroups->size(), opt, threads, WalkPass{false, true}, wo,
                opt.anyPeriodic() ? &ewald : nullptr);
     out.stats.secondsWalk = since(tb);
   }
   out.stats.approxInteractions = wo.approx;
   out.stats.directInteractions = wo.direct;
+
+  // ---- the cells' targets against the particles (accumulated before the finish)
+  if (npart > 0 && n > 0) {
+    tpart = Clock::now();
+    WalkOutput sw = cs.output(accel);
+    if (direct) {
+      directSoft(pt.sorted, pt.eps.data(), sorted, nullptr, opt.softening, accel, false, threads, sw);
+    } else {
+      walkSoftGroups(psrc, sorted, nullptr, *cellGroups, nullptr, nullptr, opt, threads, WalkPass{true, false}, sw);
+    }
+    softCounts.approx += sw.approx;
+    softCounts.direct += sw.direct;
+    secondsParticles += since(tpart);
+  }
   out.system.targets = sys.cellResults();
   out.system.targetGroups = walkedGroups;
   if (sys.hasTargets()) {
@@ -119,12 +163,40 @@ Status cpuSolveSystem(const SystemView& sys, const SolveOptions& opt, bool direc
     out.stats.meanPotential = r.stats.meanPotential;
   }
 
-  // ---- the probes: their own groups against the cells' tree (or every cell, direct)
+  // ---- the particles: against the cells' tree, then their own (or every cell and every particle, direct)
+  if (npart > 0) {
+    tpart = Clock::now();
+    Sums qs(npart, accel);
+    WalkOutput qo = qs.output(accel);
+    if (direct) {
+      if (n > 0) directSoft(sorted, nullptr, pt.sorted, pt.eps.data(), opt.softening, accel, false, threads, qo);
+      directSoft(pt.sorted, pt.eps.data(), pt.sorted, pt.eps.data(), opt.softening, accel, true, threads, qo);
+    } else {
+      walkSoftGroups(src, pt.sorted, pt.eps.data(), pt.groups, pt.groupEpsMin.data(), pt.groupEpsMax.data(), opt,
+                     threads, WalkPass{true, false}, qo);
+      walkSoftGroups(psrc, pt.sorted, pt.eps.data(), pt.groups, pt.groupEpsMin.data(), pt.groupEpsMax.data(), opt,
+                     threads, WalkPass{true, true}, qo);
+      // each particle's own pair: the kernel at 0, m / eps (scaled), exactly as the walk added it
+      for (std::size_t i = 0; i < npart; ++i) {
+        double self = 0;
+        softPairPotential(0.0, 0.0, 0.0, pt.sorted.mass[i], pt.eps[i], opt.softening, self);
+        qs.phi[i] -= self;
+      }
+    }
+    softCounts.approx += qo.approx;
+    softCounts.direct += qo.direct;
+    finishPoints(pt.sorted, opt, qs.phi, accel ? qs.g : nullptr, out.particles);
+    secondsParticles += since(tpart);
+  }
+
+  // ---- the probes: their own groups against the cells' tree (or every cell, direct), then the particles'
   const auto tp = Clock::now();
   const std::size_t np = sys.probes.n;
   SortedCells probes;
   Groups pg;
-  sortProbes(sys.probes, root, sorted.scale, opt, probes, pg);
+  // without cells the probes sort on the particles' cube and scale (the units of the particles' tree)
+  const bool onParticles = n == 0 && npart > 0;
+  sortProbes(sys.probes, onParticles ? pt.root : root, onParticles ? pt.sorted.scale : sorted.scale, opt, probes, pg);
   Sums ps(np, accel);
   WalkOutput pwo = ps.output(accel);
   if (np > 0 && n > 0) {
@@ -137,11 +209,27 @@ Status cpuSolveSystem(const SystemView& sys, const SolveOptions& opt, bool direc
                  opt.anyPeriodic() ? &ewald : nullptr);
     }
   }
+  if (np > 0 && npart > 0) {
+    tpart = Clock::now();
+    WalkOutput sw = ps.output(accel);
+    if (direct) {
+      directSoft(pt.sorted, pt.eps.data(), probes, nullptr, opt.softening, accel, false, threads, sw);
+    } else {
+      out.system.probeGroups = pg.size();
+      walkSoftGroups(psrc, probes, nullptr, pg, nullptr, nullptr, opt, threads, WalkPass{true, false}, sw);
+    }
+    softCounts.approx += sw.approx;
+    softCounts.direct += sw.direct;
+    secondsParticles += since(tpart);
+  }
   finishPoints(probes, opt, ps.phi, accel ? ps.g : nullptr, out.probes);
   out.system.probes = np;
   out.system.probeApprox = pwo.approx;
   out.system.probeDirect = pwo.direct;
   out.system.secondsProbes = since(tp);
+  out.system.particleApprox = softCounts.approx;
+  out.system.particleDirect = softCounts.direct;
+  out.system.secondsParticles = secondsParticles;
   out.stats.secondsTotal = since(t0);
   return Status::success();
 }

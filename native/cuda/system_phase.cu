@@ -190,6 +190,9 @@ Status finishCells(DeviceState& ds, const SystemView& sys, const SolveOptions& o
 }
 
 Status run(DeviceState& ds, const SystemView& sys, const SolveOptions& opt, bool direct, SystemResult& out) {
+  if (sys.particles.n > 0)  // issue #18: the CUDA side of the softened walks comes later
+    return Status::error(ErrorCode::InvalidOption, "particles are not supported on the CUDA backend yet (issue #18): "
+                                                   "use backend 'cpu'");
   ds.blk.key.valid = false;  // the device block is reused: a block solve's kept tree is gone
   const CellsView& cells = sys.cells;
   AG_TRY(checkOptions(opt, cells.n, direct));

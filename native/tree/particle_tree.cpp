@@ -1,0 +1,164 @@
+/// \file particle_tree.cpp
+/// \brief The particles' checks and source tree (particle_tree.h). Built with the core's flags (no contraction):
+/// the moments, MAC radii and softening ranges decide the interaction lists, on both backends.
+#include "tree/particle_tree.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "core/validate.h"
+#include "ewald/walk_setup.h"
+#include "tree/keys.h"
+
+namespace amrgrav {
+namespace {
+
+std::string fmt(double v) {
+  std::ostringstream s;
+  s.precision(17);
+  s << v;
+  return s.str();
+}
+
+Status badParticle(std::size_t i, const std::string& what, double v) {
+  return Status::error(ErrorCode::InvalidInput,
+                       "particle " + std::to_string(i) + ": " + what + " (got " + fmt(v) + ")");
+}
+
+}  // namespace
+
+Status validateParticles(const ParticlesView& p, const SolveOptions& opt) {
+  if (p.n == 0) return Status::success();
+  if (opt.softening != SofteningKernel::Spline && opt.softening != SofteningKernel::Plummer)
+    return Status::error(ErrorCode::InvalidOption, "softening must be 'spline' or 'plummer' (got " +
+                                                       std::to_string(int(opt.softening)) + ")");
+  if (opt.anyPeriodic())
+    return Status::error(ErrorCode::InvalidOption,
+                         "particles with periodic boundaries are not supported yet (issue #18): the softened walk has "
+                         "no Ewald correction; pass the particles in an isolated box");
+  if (!p.x || !p.y || !p.z || !p.mass)
+    return Status::error(ErrorCode::InvalidInput, "particles: x, y, z and mass are needed for each of the " +
+                                                      std::to_string(p.n) + " particles");
+  if (p.n >= 0xffffffffull)
+    return Status::error(ErrorCode::InvalidInput, "particles: at most 2^32 - 2 per solve (got " +
+                                                      std::to_string(p.n) + ")");
+  if (!p.softening && !(std::isfinite(p.softeningValue) && p.softeningValue > 0.0))
+    return Status::error(ErrorCode::InvalidInput, "particles: the softening length must be finite and positive "
+                                                  "(got " + fmt(p.softeningValue) + " cm for every particle)");
+  static const char* axis[3] = {"x", "y", "z"};
+  double total = 0, epsMin = INFINITY, lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+  for (std::size_t i = 0; i < p.n; ++i) {
+    const double v[3] = {p.x[i], p.y[i], p.z[i]};
+    for (int d = 0; d < 3; ++d) {
+      if (!std::isfinite(v[d])) return badParticle(i, std::string(axis[d]) + " is not finite", v[d]);
+      if (opt.hasBox && (v[d] < opt.boxLo[d] || v[d] > opt.boxHi[d]))
+        return badParticle(i, std::string(axis[d]) + " is outside the box [" + fmt(opt.boxLo[d]) + ", " +
+                                  fmt(opt.boxHi[d]) + "]", v[d]);
+      lo[d] = std::min(lo[d], v[d]);
+      hi[d] = std::max(hi[d], v[d]);
+    }
+    const double m = p.mass[i];
+    if (!std::isfinite(m)) return badParticle(i, "mass is not finite", m);
+    if (m < 0.0) return badParticle(i, "mass is negative", m);
+    const double eps = p.softeningOf(i);
+    if (!(std::isfinite(eps) && eps > 0.0))
+      return badParticle(i, "softening length must be finite and positive (cm)", eps);
+    total += m;
+    epsMin = std::min(epsMin, eps);
+  }
+  double side = 0;
+  for (int d = 0; d < 3; ++d) side = std::max(side, opt.hasBox ? opt.boxHi[d] - opt.boxLo[d] : hi[d] - lo[d]);
+  // the softened kernels are bounded by m / eps: the smallest softening plays the smallest cell's part
+  return checkMassRange(total, epsMin, side > 0 ? side : epsMin, opt);
+}
+
+Status buildParticleTree(const ParticlesView& p, const SolveOptions& opt, double scale, ParticleTree& out) {
+  out = ParticleTree{};
+  const std::size_t n = p.n;
+  // the root cube: chooseRootCube with sizes 0 (the box, else the bounding cube of the positions; a single
+  // particle or coincident ones: side 1, whatever the units, as for a single point mass among cells)
+  const std::vector<double> zeros(n, 0.0);
+  CellsView asCells;
+  asCells.x = p.x;
+  asCells.y = p.y;
+  asCells.z = p.z;
+  asCells.mass = p.mass;
+  asCells.size = zeros.data();
+  asCells.n = n;
+  RootCube root = chooseRootCube(asCells, opt);
+  if (!(scale > 0)) scale = lengthScaleFor(root.side);
+  // the key sort of sortCellsByKey without its coincident-cell check: distinct particles may coincide (their
+  // softened pair is finite)
+  std::vector<std::uint64_t> k(n), ktmp;
+  std::vector<std::uint32_t> idx(n), itmp;
+  const double inv = double(kKeyCells) / root.side;
+  for (std::size_t i = 0; i < n; ++i) {
+    k[i] = mortonKey(keyCoordinate(p.x[i], root.lo[0], inv), keyCoordinate(p.y[i], root.lo[1], inv),
+                     keyCoordinate(p.z[i], root.lo[2], inv));
+    idx[i] = std::uint32_t(i);
+  }
+  stableSortByKey(k, idx, ktmp, itmp);
+  SortedCells& s = out.sorted;
+  s.scale = scale;
+  s.x.resize(n); s.y.resize(n); s.z.resize(n); s.mass.resize(n); s.size.assign(n, 0.0);
+  out.eps.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t j = idx[i];
+    s.x[i] = p.x[j] * scale; s.y[i] = p.y[j] * scale; s.z[i] = p.z[j] * scale;
+    s.mass[i] = p.mass[j];
+    out.eps[i] = p.softeningOf(j) * scale;
+  }
+  s.order = std::move(idx);
+  for (int d = 0; d < 3; ++d) root.lo[d] *= scale;
+  root.side *= scale;
+  out.root = root;
+  out.keys = std::move(k);
+
+  AG_TRY(buildOctree(out.keys, root, opt.leafSize, out.tree));
+  computeMoments(s, opt, out.tree);  // sizes 0: extent boxes are the positions' (the Bonsai MAC's box)
+  out.secondMoment = nodeSecondMoments(s, out.tree);
+  // each node's softening range, bottom-up (children follow their parent)
+  const Octree& t = out.tree;
+  const std::size_t m = t.nodeCount();
+  out.epsMin.assign(m, INFINITY);
+  out.epsMax.assign(m, 0.0);
+  for (std::size_t i = m; i-- > 0;) {
+    double lo = INFINITY, hi = 0;
+    if (t.isLeaf(i)) {
+      for (std::uint32_t j = t.cellBegin[i]; j < t.cellBegin[i] + t.cellCount[i]; ++j) {
+        lo = std::min(lo, out.eps[j]);
+        hi = std::max(hi, out.eps[j]);
+      }
+    } else {
+      for (std::uint32_t c = t.childBegin[i]; c < t.childBegin[i] + t.childCount[i]; ++c) {
+        lo = std::min(lo, out.epsMin[c]);
+        hi = std::max(hi, out.epsMax[c]);
+      }
+    }
+    out.epsMin[i] = lo;
+    out.epsMax[i] = hi;
+  }
+  // the particles as targets: the cells' group rule over their keys, and each group's softening range
+  out.groups = makeGroups(s, out.keys, opt.groupSize);
+  const std::size_t ng = out.groups.size();
+  out.groupEpsMin.assign(ng, INFINITY);
+  out.groupEpsMax.assign(ng, 0.0);
+  for (std::size_t g = 0; g < ng; ++g)
+    for (std::uint32_t j = out.groups.begin[g]; j < out.groups.begin[g] + out.groups.count[g]; ++j) {
+      out.groupEpsMin[g] = std::min(out.groupEpsMin[g], out.eps[j]);
+      out.groupEpsMax[g] = std::max(out.groupEpsMax[g], out.eps[j]);
+    }
+  return Status::success();
+}
+
+SourceTree ParticleTree::source() const {
+  SourceTree s = sourceTreeOf(tree, sorted);
+  s.secondMoment = secondMoment.empty() ? nullptr : secondMoment.data();
+  s.nodeEpsMin = epsMin.empty() ? nullptr : epsMin.data();
+  s.nodeEpsMax = epsMax.empty() ? nullptr : epsMax.data();
+  s.sourceEps = eps.empty() ? nullptr : eps.data();
+  return s;
+}
+
+}  // namespace amrgrav
