@@ -27,6 +27,7 @@ afterAll(removeTempDirs);
 const CLI = resolve(__dirname, '../dist/app/cli.js');
 const G = 6.674e-8;
 const EPS = 0.02; // cm; the finest cells (level 3 of a unit box, 8^3 blocks) are 1/32 cm
+const NP = 1000; // particles of the physics check
 
 /** A seeded generator (mulberry32) so the particles are the same every run. */
 function rng(seed: number): () => number {
@@ -40,11 +41,19 @@ function rng(seed: number): () => number {
   };
 }
 
-/** 24 particles in and around the gas sphere, two of them at one position, one massless. */
-function someParticles(): ParticleSpec[] {
+/**
+ * `n` particles in and around the gas sphere: a clump (enough particles for the tree to approximate, not to open
+ * everything) and a scattered few, with two at one position and one massless.
+ */
+function someParticles(n = 24): ParticleSpec[] {
   const r = rng(18);
   const out: ParticleSpec[] = [];
-  for (let i = 0; i < 21; i++) out.push({ x: 0.1 + 0.8 * r(), y: 0.1 + 0.8 * r(), z: 0.1 + 0.8 * r(), mass: 0.002 + 0.004 * r() });
+  const clump = () => 0.6 + 0.12 * (r() + r() + r() - 1.5);
+  for (let i = 0; i < n - 3; i++) {
+    const scattered = i % 8 === 0;
+    const [x, y, z] = scattered ? [0.1 + 0.8 * r(), 0.1 + 0.8 * r(), 0.1 + 0.8 * r()] : [clump(), clump(), clump()];
+    out.push({ x, y, z, mass: (0.04 / n) * (0.5 + r()) });
+  }
   out.push({ x: 0.52, y: 0.47, z: 0.5, mass: 0.003 }, { x: 0.52, y: 0.47, z: 0.5, mass: 0.001 }); // distinct, coincident
   out.push({ x: 0.3, y: 0.6, z: 0.7, mass: 0 }); // massless: a target only
   return out;
@@ -165,14 +174,14 @@ describe('amrgrav solve with massive particles', () => {
     const dir = tempDir();
     const input = join(dir, 'gas+p.h5');
     const gasOnly = join(dir, 'gas.h5');
-    const data = gasWithParticles();
+    const data = gasWithParticles(someParticles(NP));
     await writeFlashFile(input, data);
     await writeFlashFile(gasOnly, problemData('sphere', { levels: 3, subsample: 2 }));
     const before = sha256(input);
     const output = join(dir, 'out.h5');
     const report = await solveFlashFile(input, output, { particleSoftening: EPS, solver: { accelerations: true, theta: 0.5 } });
     expect(sha256(input)).toBe(before);
-    expect(report.particles).toMatchObject({ count: 24, sources: 23, softening: EPS, softeningFrom: 'option', kernel: 'spline', written: ['accx', 'accy', 'accz', 'gpot'] });
+    expect(report.particles).toMatchObject({ count: NP, sources: NP - 1, softening: EPS, softeningFrom: 'option', kernel: 'spline', written: ['accx', 'accy', 'accz', 'gpot'] });
     const gasOut = join(dir, 'gas_out.h5');
     const gasReport = await solveFlashFile(gasOnly, gasOut, { solver: { accelerations: true, theta: 0.5 } });
     expect(gasReport.particles).toBeUndefined();
@@ -185,7 +194,8 @@ describe('amrgrav solve with massive particles', () => {
     for (const name of inT.names.filter((n) => !['gpot', 'accx', 'accy', 'accz'].includes(n))) {
       expect(particleColumn(outT, name), name).toEqual(particleColumn(inT, name));
     }
-    expect(out.extra.find((e) => e.name === 'localnp')!.data).toEqual(data.extra.find((e) => e.name === 'localnp')!.data);
+    const localnp = (d: FlashData) => Array.from(d.extra.find((e) => e.name === 'localnp')!.data as ArrayLike<number>);
+    expect(localnp(out)).toEqual(localnp(data));
 
     // the particles: cells as point masses plus the other particles, spline-softened by EPS (pairs: max(eps) = EPS)
     const { cells, gpot } = leafCells(out);
@@ -204,8 +214,10 @@ describe('amrgrav solve with massive particles', () => {
     const [ax, ay, az] = ['accx', 'accy', 'accz'].map((c) => particleColumn(outT, c));
     for (let i = 0; i < outT.count; i++) accErr = Math.max(accErr, Math.hypot(ax[i] - ref.ax[i], ay[i] - ref.ay[i], az[i] - ref.az[i]) / aMag[i]);
     console.log(`particles: max relative potential error ${phiErr.toExponential(2)}, acceleration ${accErr.toExponential(2)}`);
-    expect(phiErr).toBeLessThan(2e-3);
-    expect(accErr).toBeLessThan(1e-2);
+    // measured (theta 0.5, order 2, CPU): 8.3e-6 and 6.8e-5; the tree approximates (not all pairs direct): > 1e-9
+    expect(phiErr).toBeLessThan(5e-5);
+    expect(accErr).toBeLessThan(5e-4);
+    expect(phiErr).toBeGreaterThan(1e-9);
 
     // the cells: the cell-only solve plus the particles' softened direct contribution
     const gas = leafCells(await readFlashFile(gasOut));
@@ -216,8 +228,9 @@ describe('amrgrav solve with massive particles', () => {
     const cellErr = maxRel(gpot, expected, scale);
     const cellRel = maxRel(gpot, expected);
     console.log(`cells: max error ${cellErr.toExponential(2)} of the particles' largest potential, ${cellRel.toExponential(2)} relative`);
-    expect(cellErr).toBeLessThan(2e-3);
-    expect(cellRel).toBeLessThan(1e-3);
+    // measured: 5.5e-5 and 8.7e-5
+    expect(cellErr).toBeLessThan(5e-4);
+    expect(cellRel).toBeLessThan(5e-4);
     // the particles are there: the cells' potential moved by far more than the tolerance
     expect(maxRel(gas.gpot, expected)).toBeGreaterThan(0.05);
     // W = 1/2 sum m phi over cells and particles
@@ -265,7 +278,7 @@ describe('amrgrav solve with massive particles', () => {
     expect(JSON.parse(cli.stdout).particles).toMatchObject({ softening: 0.03, softeningFrom: 'option', kernel: 'plummer', sources: 23 });
     const text = spawnSync(process.execPath, [CLI, 'solve', f, '-o', join(dir, 'text.h5')], { encoding: 'utf8' });
     expect(text.status, text.stderr).toBe(0);
-    expect(text.stdout).toMatch(/particles +23 of 24 massive .* were sources, softening 0\.0200 cm \(from sink_softening_radius, spline\); wrote gpot/);
+    expect(text.stdout).toMatch(/particles +23 of 24 massive .* were sources, softening 0\.02000 cm \(from sink_softening_radius, spline\); wrote gpot/);
   });
 });
 
