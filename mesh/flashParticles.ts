@@ -144,6 +144,27 @@ export function flashParticleSources(t: FlashParticleTable, path: string): Flash
   return { x, y, z, mass, massive };
 }
 
+/**
+ * Refuses particles outside the domain [lo, hi] (cm): FLASH keeps its particles inside (it drops those that leave
+ * an outflow boundary), so one outside is a damaged table; the solver's tree would refuse it anyway.
+ * @throws FlashFileError 'BAD_PARTICLES' naming the particle (row and tag), its position and the domain.
+ */
+export function checkParticlesInDomain(t: FlashParticleTable, s: FlashParticleSources, lo: readonly number[], hi: readonly number[], path: string): void {
+  const tags = t.names.includes('tag') ? particleColumn(t, 'tag') : null;
+  const pos = [s.x, s.y, s.z];
+  for (let i = 0; i < t.count; i++) {
+    for (let a = 0; a < 3; a++) {
+      const v = pos[a][i];
+      if (v >= lo[a] && v <= hi[a]) continue;
+      throw new FlashFileError(
+        'BAD_PARTICLES',
+        `${path}: particle ${i + 1}${tags ? ` (tag ${tags[i]})` : ''} of '${PARTICLE_TABLE}' at (${s.x[i]}, ${s.y[i]}, ${s.z[i]}) cm lies outside the domain ` +
+          `[${lo.join(', ')}] to [${hi.join(', ')}] (pos${'xyz'[a]})`,
+      );
+    }
+  }
+}
+
 /** The particles' softening length and where it came from. */
 export interface ParticleSoftening {
   /** Plummer-equivalent softening length, cm (the solver's convention: potential -G m / eps at a particle's centre). */

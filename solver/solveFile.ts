@@ -4,7 +4,7 @@
  * write a copy with 'gpot' (and 'gacx', 'gacy', 'gacz') added or replaced. The input file is only read.
  */
 import { extractCells, writeBlockCells } from '../mesh/cells.js';
-import { PARTICLE_TABLE, flashParticleSources, flashParticleTable } from '../mesh/flashParticles.js';
+import { PARTICLE_TABLE, checkParticlesInDomain, flashParticleSources, flashParticleTable } from '../mesh/flashParticles.js';
 import { MeshError } from '../mesh/errors.js';
 import { flashToMesh, meshVariableToFlash } from '../mesh/flashMesh.js';
 import { readFlashFile } from '../mesh/flashRead.js';
@@ -87,6 +87,7 @@ export async function solveFlashFile(input: string, output: string, opts: SolveF
   const fm = flashToMesh(data);
   const t2 = performance.now();
   const particles = fileParticles(data, input, opts.particleSoftening); // before the solve: a missing softening fails fast
+  if (particles) checkParticlesInDomain(particles.table, particles.sources, fm.mesh.options.domainLo, fm.mesh.options.domainHi, input);
   progress?.phase(`solving (tree build and walk) on ${fm.mesh.leafBlocks().length * fm.mesh.cellsPerBlock} cells` + (particles ? ` and ${particles.table.count} particles` : ''));
   const cells = extractCells(fm.mesh, densityVar);
   let potential: Float64Array;

@@ -12,6 +12,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { extractCells } from '../mesh/cells.js';
 import { FlashFileError, MeshError } from '../mesh/errors.js';
+import { AmrgravError } from '../solver/errors.js';
 import type { FlashData } from '../mesh/flashFormat.js';
 import { flashToMesh } from '../mesh/flashMesh.js';
 import { flashParticleSources, flashParticleTable, particleColumn, particleSoftening } from '../mesh/flashParticles.js';
@@ -340,6 +341,22 @@ describe('bad particle files: a typed error, no output, the input unchanged', ()
       expect(sha256(input)).toBe(before);
     });
   }
+  it('a particle outside the domain (BAD_PARTICLES), and particles in a periodic box (the solver refuses): typed errors, no output', async () => {
+    const dir = tempDir();
+    const outside = join(dir, 'outside.h5');
+    await writeFlashFile(outside, gasWithParticles([...someParticles(), { x: 1.5, y: 0.5, z: 0.5, mass: 0.001 }]));
+    const e1 = await solveFlashFile(outside, join(dir, 'o1.h5'), { particleSoftening: EPS }).catch((e: unknown) => e);
+    expect(e1).toBeInstanceOf(FlashFileError);
+    expect((e1 as FlashFileError).code).toBe('BAD_PARTICLES');
+    expect(String(e1)).toMatch(/particle 24 \(tag 25\) of 'tracer particles' at \(1\.5, 0\.5, 0\.5\) cm lies outside the domain \[0, 0, 0\] to \[1, 1, 1\] \(posx\)/);
+    const inside = join(dir, 'inside.h5');
+    await writeFlashFile(inside, gasWithParticles());
+    const e2 = await solveFlashFile(inside, join(dir, 'o2.h5'), { particleSoftening: EPS, solver: { boundary: 'periodic' } }).catch((e: unknown) => e);
+    expect(e2).toBeInstanceOf(AmrgravError);
+    expect(String(e2)).toMatch(/periodic/);
+    expect(readdirSync(dir).sort()).toEqual(['inside.h5', 'outside.h5']);
+  });
+
   it('the CLI names the option when the softening is missing (exit status 1, no output)', async () => {
     const dir = tempDir();
     const input = join(dir, 'p.h5');
