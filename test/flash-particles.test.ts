@@ -348,7 +348,7 @@ describe('bad particle files: a typed error, no output, the input unchanged', ()
     const e1 = await solveFlashFile(outside, join(dir, 'o1.h5'), { particleSoftening: EPS }).catch((e: unknown) => e);
     expect(e1).toBeInstanceOf(FlashFileError);
     expect((e1 as FlashFileError).code).toBe('BAD_PARTICLES');
-    expect(String(e1)).toMatch(/particle 24 \(tag 25\) of 'tracer particles' at \(1\.5, 0\.5, 0\.5\) cm lies outside the domain \[0, 0, 0\] to \[1, 1, 1\] \(posx\)/);
+    expect(String(e1)).toMatch(/particle 25 \(tag 25\) of 'tracer particles' at \(1\.5, 0\.5, 0\.5\) cm lies outside the domain \[0, 0, 0\] to \[1, 1, 1\] \(posx\)/);
     const inside = join(dir, 'inside.h5');
     await writeFlashFile(inside, gasWithParticles());
     const e2 = await solveFlashFile(inside, join(dir, 'o2.h5'), { particleSoftening: EPS, solver: { boundary: 'periodic' } }).catch((e: unknown) => e);
