@@ -89,14 +89,14 @@ export async function solveFlashFile(input: string, output: string, opts: SolveF
   const particles = fileParticles(data, input, opts.particleSoftening); // before the solve: a missing softening fails fast
   if (particles) checkParticlesInDomain(particles.table, particles.sources, fm.mesh.options.domainLo, fm.mesh.options.domainHi, input);
   progress?.phase(`solving (tree build and walk) on ${fm.mesh.leafBlocks().length * fm.mesh.cellsPerBlock} cells` + (particles ? ` and ${particles.table.count} particles` : ''));
-  const cells = extractCells(fm.mesh, densityVar);
+  let cells = particles ? extractCells(fm.mesh, densityVar) : null; // the cell-only path extracts after the write, as before
   let potential: Float64Array;
   let stats: SolveStats;
   let particleReport: ParticleReport | undefined;
   let particleEnergy = 0;
   const datasets = new Map<string, Float64Array>();
   if (particles) {
-    const p = await solveCellsWithParticles(solver, fm.mesh, cells, particles, { potential: 'gpot', accelerations: ['gacx', 'gacy', 'gacz'] });
+    const p = await solveCellsWithParticles(solver, fm.mesh, cells!, particles, { potential: 'gpot', accelerations: ['gacx', 'gacy', 'gacz'] });
     ({ stats, report: particleReport } = p);
     potential = p.cellPotential;
     if (p.report.written.length > 0) datasets.set(PARTICLE_TABLE, p.table);
@@ -116,6 +116,7 @@ export async function solveFlashFile(input: string, output: string, opts: SolveF
   const t4 = performance.now();
   progress?.end();
 
+  cells ??= extractCells(fm.mesh, densityVar);
   let energy = particleEnergy;
   for (let i = 0; i < cells.count; i++) energy += 0.5 * cells.mass[i] * potential[i];
   const leaves = fm.mesh.leafBlocks();
