@@ -365,11 +365,15 @@ export class GravitySolver {
    * cells, particles and probes all walk with the box MAC plus a softening rule (option `walk` 'vote' applies to the
    * cells' tree only). Under mpirun (option `distributed`) a collective: each rank passes its own cells, probes and
    * targets (probes and targets need CPU ranks: backend 'cpu'; particles are not supported there yet).
+   * @example
+   * const solver = new GravitySolver({ softening: 'spline' });
+   * const r = await solver.solveSystem({ cells, particles: { x: [0.5], y: [0.5], z: [0.5], mass: [1e30], softening: 1e-3 } });
+   * r.particles!.potential[0]; // the cells' potential at the particle (softened by its 1e-3 cm)
    * @throws InvalidInputError for bad probes (not finite; outside the box along an isolated axis of a periodic box),
-   *   particles (arrays of other lengths or types here; natively: not finite, negative mass, softening not > 0,
-   *   outside the box, periodic boundaries, a distributed solve) or targets (not an integer index below the cell
-   *   count, repeated), and the errors of {@link solveCells}; InvalidOptionError for periodic boundaries without
-   *   `box`, or 'direct' in a periodic box.
+   *   particles (arrays of other lengths or types; not finite, negative mass, softening not > 0, outside the box) or
+   *   targets (not an integer index below the cell count, repeated), and the errors of {@link solveCells};
+   *   InvalidOptionError for periodic boundaries without `box`, 'direct' in a periodic box, and particles where
+   *   they are not supported yet (periodic boundaries, distributed solves, the CUDA backend).
    * @example
    * const r = await solver.solveSystem({ cells, probes: { x: [0.5], y: [0.5], z: [2] } }, { targets: [0, 7] });
    * r.probes!.potential[0]; // the cells' potential at (0.5, 0.5, 2)
@@ -392,11 +396,8 @@ export class GravitySolver {
         throw new InvalidInputError('system must be an object {cells?, particles?, probes?}');
       const cells = systemCells(system);
       native = { cells };
-      if (system.particles !== undefined) {
-        native.particles = toNativeParticles(system.particles);
-        if (distributed && native.particles.x.length > 0)
-          throw new InvalidInputError('particles are not supported in distributed (MPI) solves yet: solve them on one rank');
-      }
+      // values, periodic boxes and distributed solves are checked natively (the latter inside the collective)
+      if (system.particles !== undefined) native.particles = toNativeParticles(system.particles);
       if (system.probes !== undefined) native.probes = toNativeProbes(system.probes);
       if (opts.targets !== undefined) native.targets = toNativeTargets(opts.targets, cells.x.length);
     } catch (err) {

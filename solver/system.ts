@@ -20,8 +20,8 @@ export interface ProbeInput {
  * for either kernel (the solver option `softening`): a particle's potential at its own centre is -G m / eps; the
  * spline kernel's radius is 2.8 eps. A pair is softened by max(eps_i, eps_j) (cells and probes: 0), so a
  * cell-particle pair takes the particle's softening and the cells' force on the particles is minus theirs on the
- * cells. A particle has no self term; distinct particles at one position interact (softened). Isolated boundaries
- * only (a periodic box with particles is an InvalidInputError), one process (not under MPI), and with a box every
+ * cells. A particle has no self term; distinct particles at one position interact (softened). Not yet supported
+ * (an InvalidOptionError): periodic boundaries, distributed (MPI) solves, the CUDA backend. With a box every
  * particle must lie in it.
  */
 export interface ParticleInput {

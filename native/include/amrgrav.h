@@ -255,7 +255,7 @@ AMRGRAV_API int amrgrav_tree_reused(const amrgrav_solver* solver);
  *            (cells and probes have 0), so the cells' force on the particles is minus theirs on the cells. A
  *            particle has no self term. The particles form a tree of their own, which cells, particles and probes
  *            walk with the box MAC plus a softening rule (walk = 1, vote, applies to the cells' tree only).
- *            Isolated boxes and single-rank solves only (AMRGRAV_INVALID_INPUT otherwise);
+ *            Not yet supported (AMRGRAV_INVALID_OPTION): periodic axes, distributed solvers, the CUDA backend;
  *   probes:  targets only, any position (a coupled code's get-gravity-at-point, analysis points): the field of the
  *            cells and particles there. A probe has no mass and no self term; a probe on a particle gets its softened
  *            -G m / eps; a probe exactly at a cell's centre gets every source but that cell's own point term (1/0, left out as a cell leaves out its own pair), so with the same
@@ -304,7 +304,7 @@ AMRGRAV_API void amrgrav_default_system_results(amrgrav_system_results* results)
 
 /* The system solve. As for amrgrav_compute_potential, the arrays' lengths cannot be checked (n_cells, n_particles,
  * n_probes, n_targets elements each); everything else is: NULL arrays, struct_size, the cells' checks, particles
- * (NaN/Inf, negative mass, softening not > 0, outside the box, periodic axes, distributed solvers), probes (NaN/Inf,
+ * (NaN/Inf, negative mass, softening not > 0, outside the box: "particle i: ..."), probes (NaN/Inf,
  * outside the box along an isolated axis of a periodic box: "probe i: ..."), targets ("targets[k] = v is not a cell
  * index", "... repeats targets[j]"). */
 AMRGRAV_API amrgrav_status amrgrav_solve_system(amrgrav_solver* solver, const amrgrav_system* system,
