@@ -91,17 +91,21 @@ void walkSoftGroups(const SourceTree& t, const SortedCells& c, const double* tar
     for (std::size_t gi = b; gi < e; ++gi) {
       const double eMin = groupEpsMin ? groupEpsMin[gi] : 0.0, eMax = groupEpsMax ? groupEpsMax[gi] : 0.0;
       buildSoftLists(t, &g.lo[3 * gi], &g.hi[3 * gi], eMin, eMax, opt.softening, L);
-      const std::uint32_t first = g.begin[gi];
-      const int nt = int(g.count[gi]);
-      for (int i = 0; i < nt; ++i) te[i] = targetEps ? targetEps[first + i] : 0.0;
-      eval(L, &c.x[first], &c.y[first], &c.z[first], te, nt, p, fx, fy, fz);
-      for (int i = 0; i < nt; ++i) {
-        const std::size_t j = first + i;
-        out.phi[j] = pass.accumulate ? out.phi[j] + p[i] : p[i];
-        if (accel) {
-          out.gx[j] = pass.accumulate ? out.gx[j] + fx[i] : fx[i];
-          out.gy[j] = pass.accumulate ? out.gy[j] + fy[i] : fy[i];
-          out.gz[j] = pass.accumulate ? out.gz[j] + fz[i] : fz[i];
+      const std::uint32_t nt = g.count[gi];
+      // in chunks of kMaxGroup (a probes' leaf at the finest key level may hold more: coincident probes)
+      for (std::uint32_t c0 = 0; c0 < nt; c0 += kMaxGroup) {
+        const std::uint32_t first = g.begin[gi] + c0;
+        const int nc = int(std::min<std::uint32_t>(kMaxGroup, nt - c0));
+        for (int i = 0; i < nc; ++i) te[i] = targetEps ? targetEps[first + i] : 0.0;
+        eval(L, &c.x[first], &c.y[first], &c.z[first], te, nc, p, fx, fy, fz);
+        for (int i = 0; i < nc; ++i) {
+          const std::size_t j = first + i;
+          out.phi[j] = pass.accumulate ? out.phi[j] + p[i] : p[i];
+          if (accel) {
+            out.gx[j] = pass.accumulate ? out.gx[j] + fx[i] : fx[i];
+            out.gy[j] = pass.accumulate ? out.gy[j] + fy[i] : fy[i];
+            out.gz[j] = pass.accumulate ? out.gz[j] + fz[i] : fz[i];
+          }
         }
       }
       a += std::uint64_t(nt) * L.nm.size();
