@@ -119,7 +119,7 @@ too (softened), the cells' gpot includes them, and their potential (and accelera
 the particle properties 'gpot' ('accx', 'accy', 'accz') where the file has them; other properties are copied.
   --particle-softening L  Plummer-equivalent softening length, cm: potential -G m/L at a particle's centre
                    [from the runtime parameter sink_softening_radius r as r/2.8; required without it]
-  --particle-kernel K  spline (exactly Newtonian beyond 2.8 L) or plummer          [spline]
+                   (the kernel: --softening, below)
 `,
   make: `amrgrav make maclaurin|sphere|uniform -o FILE.h5 [options]
 
@@ -516,7 +516,6 @@ async function solve(argv: string[]): Promise<void> {
       output: { type: 'string', short: 'o' },
       var: { type: 'string' },
       'particle-softening': { type: 'string' },
-      'particle-kernel': { type: 'string' },
     },
   });
   if (values.help) return void console.log(`${HELP.solve}\n${HELP.solver}`);
@@ -525,13 +524,9 @@ async function solve(argv: string[]): Promise<void> {
   const { solveFlashFile } = await import('../solver/solveFile.js');
   const { createProgress, progressWanted } = await import('./progress.js');
   const softening = values['particle-softening'];
-  const solver: SolverOptions = {
-    ...solverOptions(values),
-    softening: choiceArg('particle-kernel', values['particle-kernel'], 'spline', ['spline', 'plummer'] as const),
-  };
   const r = await solveFlashFile(positionals[0], output, {
     densityVar: values.var ?? 'dens',
-    solver,
+    solver: solverOptions(values),
     ...(softening !== undefined ? { particleSoftening: numberArg('particle-softening', softening, 0, (x) => x > 0) } : {}),
     progress: createProgress(progressWanted(!!values.json)),
   });

@@ -266,7 +266,7 @@ describe('amrgrav solve with massive particles', () => {
     expect(r2.energy).toBeLessThan(r0.energy); // the particle deepens the well
   });
 
-  it('the softening from sink_softening_radius (r / 2.8), the Plummer kernel through --particle-kernel', async () => {
+  it('the softening from sink_softening_radius (r / 2.8), the Plummer kernel through --softening', async () => {
     const dir = tempDir();
     const d = gasWithParticles();
     d.params.realRuntime.set('sink_softening_radius', 2.8 * EPS);
@@ -274,7 +274,7 @@ describe('amrgrav solve with massive particles', () => {
     await writeFlashFile(f, d);
     const r = await solveFlashFile(f, join(dir, 'sinks_out.h5'));
     expect(r.particles).toMatchObject({ softening: EPS, softeningFrom: 'sink_softening_radius', written: ['gpot'] });
-    const cli = spawnSync(process.execPath, [CLI, 'solve', f, '-o', join(dir, 'plummer.h5'), '--particle-kernel', 'plummer', '--particle-softening', '0.03', '--json'], { encoding: 'utf8' });
+    const cli = spawnSync(process.execPath, [CLI, 'solve', f, '-o', join(dir, 'plummer.h5'), '--softening', 'plummer', '--particle-softening', '0.03', '--json'], { encoding: 'utf8' });
     expect(cli.status, cli.stderr).toBe(0);
     expect(JSON.parse(cli.stdout).particles).toMatchObject({ softening: 0.03, softeningFrom: 'option', kernel: 'plummer', sources: 23 });
     const text = spawnSync(process.execPath, [CLI, 'solve', f, '-o', join(dir, 'text.h5')], { encoding: 'utf8' });
