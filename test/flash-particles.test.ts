@@ -29,6 +29,8 @@ const CLI = resolve(__dirname, '../dist/app/cli.js');
 const G = 6.674e-8;
 const EPS = 0.02; // cm; the finest cells (level 3 of a unit box, 8^3 blocks) are 1/32 cm
 const NP = 1000; // particles of the physics check
+/** The CUDA backend refuses particles for now (issue #18: its softened walks come later); 'auto' would pick it on a GPU machine. */
+const CPU = { backend: 'cpu' } as const;
 
 /** A seeded generator (mulberry32) so the particles are the same every run. */
 function rng(seed: number): () => number {
@@ -180,11 +182,11 @@ describe('amrgrav solve with massive particles', () => {
     await writeFlashFile(gasOnly, problemData('sphere', { levels: 3, subsample: 2 }));
     const before = sha256(input);
     const output = join(dir, 'out.h5');
-    const report = await solveFlashFile(input, output, { particleSoftening: EPS, solver: { accelerations: true, theta: 0.5 } });
+    const report = await solveFlashFile(input, output, { particleSoftening: EPS, solver: { ...CPU, accelerations: true, theta: 0.5 } });
     expect(sha256(input)).toBe(before);
     expect(report.particles).toMatchObject({ count: NP, sources: NP - 1, softening: EPS, softeningFrom: 'option', kernel: 'spline', written: ['accx', 'accy', 'accz', 'gpot'] });
     const gasOut = join(dir, 'gas_out.h5');
-    const gasReport = await solveFlashFile(gasOnly, gasOut, { solver: { accelerations: true, theta: 0.5 } });
+    const gasReport = await solveFlashFile(gasOnly, gasOut, { solver: { ...CPU, accelerations: true, theta: 0.5 } });
     expect(gasReport.particles).toBeUndefined();
 
     const out = await readFlashFile(output);
@@ -261,7 +263,7 @@ describe('amrgrav solve with massive particles', () => {
     const noGpot = join(dir, 'nogpot.h5');
     const props = ['blk', 'mass', 'posx', 'posy', 'posz', 'tag'];
     await writeFlashFile(noGpot, withParticles(gas, [{ x: 0.5, y: 0.5, z: 0.5, mass: 0.01 }], { properties: props }));
-    const r2 = await solveFlashFile(noGpot, join(dir, 'nogpot_out.h5'), { particleSoftening: 0.05 });
+    const r2 = await solveFlashFile(noGpot, join(dir, 'nogpot_out.h5'), { particleSoftening: 0.05, solver: CPU });
     expect(r2.particles).toMatchObject({ sources: 1, written: [] });
     expect(r2.energy).toBeLessThan(r0.energy); // the particle deepens the well
   });
@@ -272,12 +274,12 @@ describe('amrgrav solve with massive particles', () => {
     d.params.realRuntime.set('sink_softening_radius', 2.8 * EPS);
     const f = join(dir, 'sinks.h5');
     await writeFlashFile(f, d);
-    const r = await solveFlashFile(f, join(dir, 'sinks_out.h5'));
+    const r = await solveFlashFile(f, join(dir, 'sinks_out.h5'), { solver: CPU });
     expect(r.particles).toMatchObject({ softening: EPS, softeningFrom: 'sink_softening_radius', written: ['gpot'] });
-    const cli = spawnSync(process.execPath, [CLI, 'solve', f, '-o', join(dir, 'plummer.h5'), '--softening', 'plummer', '--particle-softening', '0.03', '--json'], { encoding: 'utf8' });
+    const cli = spawnSync(process.execPath, [CLI, 'solve', f, '-o', join(dir, 'plummer.h5'), '--softening', 'plummer', '--particle-softening', '0.03', '--json', '--backend', 'cpu'], { encoding: 'utf8' });
     expect(cli.status, cli.stderr).toBe(0);
     expect(JSON.parse(cli.stdout).particles).toMatchObject({ softening: 0.03, softeningFrom: 'option', kernel: 'plummer', sources: 23 });
-    const text = spawnSync(process.execPath, [CLI, 'solve', f, '-o', join(dir, 'text.h5')], { encoding: 'utf8' });
+    const text = spawnSync(process.execPath, [CLI, 'solve', f, '-o', join(dir, 'text.h5'), '--backend', 'cpu'], { encoding: 'utf8' });
     expect(text.status, text.stderr).toBe(0);
     expect(text.stdout).toMatch(/particles +23 of 24 massive .* were sources, softening 0\.02000 cm \(from sink_softening_radius, spline\); wrote gpot/);
   });
@@ -345,13 +347,13 @@ describe('bad particle files: a typed error, no output, the input unchanged', ()
     const dir = tempDir();
     const outside = join(dir, 'outside.h5');
     await writeFlashFile(outside, gasWithParticles([...someParticles(), { x: 1.5, y: 0.5, z: 0.5, mass: 0.001 }]));
-    const e1 = await solveFlashFile(outside, join(dir, 'o1.h5'), { particleSoftening: EPS }).catch((e: unknown) => e);
+    const e1 = await solveFlashFile(outside, join(dir, 'o1.h5'), { particleSoftening: EPS, solver: CPU }).catch((e: unknown) => e);
     expect(e1).toBeInstanceOf(FlashFileError);
     expect((e1 as FlashFileError).code).toBe('BAD_PARTICLES');
     expect(String(e1)).toMatch(/particle 25 \(tag 25\) of 'tracer particles' at \(1\.5, 0\.5, 0\.5\) cm lies outside the domain \[0, 0, 0\] to \[1, 1, 1\] \(posx\)/);
     const inside = join(dir, 'inside.h5');
     await writeFlashFile(inside, gasWithParticles());
-    const e2 = await solveFlashFile(inside, join(dir, 'o2.h5'), { particleSoftening: EPS, solver: { boundary: 'periodic' } }).catch((e: unknown) => e);
+    const e2 = await solveFlashFile(inside, join(dir, 'o2.h5'), { particleSoftening: EPS, solver: { ...CPU, boundary: 'periodic' } }).catch((e: unknown) => e);
     expect(e2).toBeInstanceOf(AmrgravError);
     expect(String(e2)).toMatch(/periodic/);
     expect(readdirSync(dir).sort()).toEqual(['inside.h5', 'outside.h5']);
@@ -392,7 +394,7 @@ describe('yt loads the solved file', () => {
     const input = join(dir, 'in.h5');
     await writeFlashFile(input, gasWithParticles());
     const output = join(dir, 'out.h5');
-    const report = await solveFlashFile(input, output, { particleSoftening: EPS });
+    const report = await solveFlashFile(input, output, { particleSoftening: EPS, solver: CPU });
     const t = flashParticleTable(await readFlashFile(output), output)!;
     // a missing yt fails here, as in flash-roundtrip.test.ts: CI installs python3-yt
     const yt = python(YT_PARTICLES, output) as { fields: string[]; tag: number[]; gpot: number[]; mass: number[]; posx: number[]; dens_cells: number };

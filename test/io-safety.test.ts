@@ -349,7 +349,7 @@ describe.skipIf(!haveH5py)('solve keeps every dataset and attribute it does not 
     const spec = Array.from({ length: 40 }, (_, i) => ({ x: 0.3 + 0.01 * i, y: 0.5, z: 0.45 + 0.002 * i, mass: 1e-3 * (1 + (i % 3)) }));
     await writeFlashFile(input, withParticles(problemData('sphere', { levels: 2, subsample: 1 }), spec));
     const out = join(dir, 'out.h5');
-    const report = await solveFlashFile(input, out, { particleSoftening: 0.03, solver: { accelerations: true } });
+    const report = await solveFlashFile(input, out, { particleSoftening: 0.03, solver: { backend: 'cpu', accelerations: true } });
     expect(report.particles!.written).toEqual(['accx', 'accy', 'accz', 'gpot']);
     const r = compare(input, out, ['unknown names', 'tracer particles']);
     expect(r.diffs).toEqual([]);
