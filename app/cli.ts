@@ -113,6 +113,13 @@ per phase, backend and the energy W = 1/2 sum m phi (erg).
 
   -o, --output F   output file (required; never IN.h5, a directory, device or FIFO)
   --var NAME       density variable, g/cm^3                                        [dens]
+
+Particles: when IN.h5 holds massive particles ('tracer particles' with a 'mass' property), they are sources
+too (softened), the cells' gpot includes them, and their potential (and accelerations with --accel) replace
+the particle properties 'gpot' ('accx', 'accy', 'accz') where the file has them; other properties are copied.
+  --particle-softening L  Plummer-equivalent softening length, cm: potential -G m/L at a particle's centre
+                   [from the runtime parameter sink_softening_radius r as r/2.8; required without it]
+                   (the kernel: --softening, below)
 `,
   make: `amrgrav make maclaurin|sphere|uniform -o FILE.h5 [options]
 
@@ -508,6 +515,7 @@ async function solve(argv: string[]): Promise<void> {
       ...solverArgs,
       output: { type: 'string', short: 'o' },
       var: { type: 'string' },
+      'particle-softening': { type: 'string' },
     },
   });
   if (values.help) return void console.log(`${HELP.solve}\n${HELP.solver}`);
@@ -515,9 +523,11 @@ async function solve(argv: string[]): Promise<void> {
   const output = requireOutput(values.output, 'solve');
   const { solveFlashFile } = await import('../solver/solveFile.js');
   const { createProgress, progressWanted } = await import('./progress.js');
+  const softening = values['particle-softening'];
   const r = await solveFlashFile(positionals[0], output, {
     densityVar: values.var ?? 'dens',
     solver: solverOptions(values),
+    ...(softening !== undefined ? { particleSoftening: numberArg('particle-softening', softening, 0, (x) => x > 0) } : {}),
     progress: createProgress(progressWanted(!!values.json)),
   });
   if (values.json) return void console.log(JSON.stringify(r));
@@ -525,7 +535,15 @@ async function solve(argv: string[]): Promise<void> {
   console.log(`${r.input} -> ${r.output}: wrote ${r.written.join(', ')}`);
   console.log(`  cells            ${r.cells} in ${r.leafBlocks} leaf blocks (${r.blocks} blocks), levels ${r.levels[0]}..${r.levels[1]}`);
   console.log(`  backend          ${s.backend} (${s.threads} threads; ${s.backendReason}), theta ${values.theta ?? 0.5}, order ${values.order ?? 2}`);
-  console.log(`  energy W         ${fmt(r.energy, 6)} erg (1/2 sum m phi)`);
+  const p = r.particles;
+  if (p) {
+    console.log(
+      `  particles        ${p.sources} of ${p.count} massive (${fmt(p.mass, 4)} g) were sources, softening ${fmt(p.softening, 4)} cm ` +
+        `(${p.softeningFrom === 'option' ? '--particle-softening' : `from ${p.softeningFrom}`}, ${p.kernel}); ` +
+        `wrote ${p.written.length > 0 ? p.written.join(', ') : 'no particle property (the file has no gpot, accx, accy, accz)'}`,
+    );
+  }
+  console.log(`  energy W         ${fmt(r.energy, 6)} erg (1/2 sum m phi${p ? ', cells and particles' : ''})`);
   console.log(`  interactions     ${Math.round(s.interactionsPerCell)} per cell`);
   console.log(
     `  time (s)         read ${fmt(r.seconds.read)}, mesh ${fmt(r.seconds.mesh)}, solve ${fmt(r.seconds.solve)} ` +

@@ -103,7 +103,41 @@ function setScalar(list: RawList, table: string, key: string, value: number): Ra
 
 const BLOCK_ROWS = ['refine level', 'node type', 'gid', 'coordinates', 'block size', 'bounding box', 'dens', 'which child', 'processor number'];
 
+/** FLASH's particle datasets (issue #18) for rows of [posx, posy, posz, mass], appended; `names` as written. */
+function withParticleRows(list: RawList, rows: number[][], names?: string[]): RawList {
+  const props = ['blk', 'mass', 'posx', 'posy', 'posz', 'tag'];
+  const table = new Float64Array(rows.length * props.length);
+  rows.forEach(([x, y, z, m], i) => table.set([1, m, x, y, z, i + 1], i * props.length));
+  const written = (names ?? props).map((n) => n.padEnd(24));
+  return [
+    ...list,
+    { name: 'particle names', shape: [written.length, 1], dtype: 'S24', data: written },
+    { name: 'tracer particles', shape: [rows.length, props.length], dtype: '<d', data: table },
+  ];
+}
+
+const particleRows = (r: () => number, mass: () => number) =>
+  Array.from({ length: 1 + Math.floor(r() * 5) }, () => [0.1 + 0.8 * r(), 0.1 + 0.8 * r(), 0.1 + 0.8 * r(), mass()]);
+
 const LIES: Lie[] = [
+  // particles: the fuzz solves give no softening, so massive particles must be refused (typed), massless ones solved
+  { what: 'massive particles and no softening length', invalid: true, apply: (l, r) => withParticleRows(l, particleRows(r, () => 1e-3 + r())) },
+  { what: 'massless particles (not sources)', invalid: false, apply: (l, r) => withParticleRows(l, particleRows(r, () => 0)) },
+  {
+    what: "'particle names' and 'tracer particles' of different widths",
+    invalid: true,
+    apply: (l, r) => withParticleRows(l, particleRows(r, () => r()), pick(r, [['blk', 'mass', 'posx', 'posy', 'posz'], ['blk', 'mass', 'posx', 'posy', 'posz', 'tag', 'gpot']])),
+  },
+  {
+    what: 'a particle position or mass NaN or infinite, or a negative mass',
+    invalid: true,
+    apply: (l, r) => {
+      const rows = particleRows(r, () => r());
+      const col = Math.floor(r() * 4); // 3: the mass
+      rows[Math.floor(r() * rows.length)][col] = pick(r, col === 3 ? [NaN, Infinity, -1] : [NaN, Infinity, -Infinity]);
+      return withParticleRows(l, rows);
+    },
+  },
   { what: 'NaN or infinite bounding box', invalid: true, apply: (l, r) => setValue(l, 'bounding box', (n) => Math.floor(r() * n), pick(r, [NaN, Infinity, -Infinity])) },
   { what: 'zero, negative or wrong block size', invalid: true, apply: (l, r) => setValue(l, 'block size', (n) => Math.floor(r() * n), pick(r, [0, -0.5, 1e-300, 0.3, 7])) },
   { what: 'NaN coordinates', invalid: true, apply: (l, r) => setValue(l, 'coordinates', (n) => Math.floor(r() * n), NaN) },

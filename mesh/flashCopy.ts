@@ -3,8 +3,8 @@
  * \brief Writes a copy of a FLASH file with some variables replaced or added, keeping everything else byte for
  * byte: each dataset and attribute not replaced is read as its stored bytes and written back with the same
  * HDF5 type (compound member names, order and offsets, string sizes, padding and character set, integer and
- * float sizes) and shape. Only the replaced variables, their 'minimum'/'maximum' attributes and, when variables
- * are added, 'unknown names' change. (The storage layout is not kept: chunked or compressed datasets come out
+ * float sizes) and shape. Only the replaced variables, their 'minimum'/'maximum' attributes, other datasets
+ * replaced in place (such as the particle table) and, when variables are added, 'unknown names' change. (The storage layout is not kept: chunked or compressed datasets come out
  * contiguous, with the same values. Big-endian data comes out little-endian, with the same values.)
  */
 import type { File as H5File } from 'h5wasm';
@@ -17,6 +17,12 @@ export interface FlashCopyOptions {
   onProgress?: (done: number, total: number, name: string) => void;
   /** Other inputs the output must not be (the source is always one). */
   inputs?: string[];
+  /**
+   * Other numeric datasets to replace in place (not variables: 'unknown names' does not change), each with all its
+   * values in the stored shape, row-major, written with the stored type (e.g. 'tracer particles' with some
+   * columns changed). Each must exist in the input.
+   */
+  datasets?: Map<string, Float64Array>;
 }
 
 const H5T_INTEGER = 0;
@@ -131,11 +137,12 @@ function fixedStrings(names: string[], width: number): Uint8Array {
 /**
  * Writes `output`: a copy of the FLASH file `input` in which each variable of `variables` (all blocks, file
  * order, nblocks * nzb * nyb * nxb values) replaces the stored one, or is added (after the others in 'unknown
- * names', stored like the file's first variable). Everything else is copied byte for byte. Atomic (a temporary
+ * names', stored like the file's first variable), and each dataset of `opts.datasets` is replaced in place (same
+ * type and shape). Everything else is copied byte for byte. Atomic (a temporary
  * file renamed over the target), and the output may never be the input.
  * @throws OutputFileError for a bad output path or a failed write; FlashFileError 'CORRUPT_FILE' when the input
  *   cannot be read, 'UNSUPPORTED_DATATYPE' for an HDF5 type that cannot be copied exactly, 'BAD_SHAPE' for values
- *   of the wrong length.
+ *   of the wrong length, 'MISSING_DATASET' for a dataset of `opts.datasets` that is not in the input or is a variable.
  */
 export async function copyFlashFileWith(input: string, output: string, variables: Map<string, Float64Array>, opts: FlashCopyOptions = {}): Promise<void> {
   const h5 = await h5wasm();
@@ -171,6 +178,12 @@ async function copyInto(M: H5Module, src: H5File, dst: H5File, path: string, var
     return (Array.isArray(v) ? v : [v]).map((s) => String(s).replace(/[\s\0]+$/, '').trim());
   });
   const added = [...variables.keys()].filter((v) => !stored.includes(v));
+  const others = opts.datasets ?? new Map<string, Float64Array>();
+  for (const name of others.keys()) {
+    if (variables.has(name) || stored.includes(name) || !all.includes(`/${name}`)) {
+      throw new FlashFileError('MISSING_DATASET', `${path}: cannot replace '${name}': ${all.includes(`/${name}`) ? 'it is a variable' : 'no such dataset'}`);
+    }
+  }
   const firstVar = stored.find((v) => all.includes(`/${v}`));
   const varMeta = firstVar ? h5call(path, `dataset '${firstVar}'`, () => M.get_dataset_metadata(sid, `/${firstVar}`)) : null;
   const steps = all.length + added.length;
@@ -210,9 +223,9 @@ async function copyInto(M: H5Module, src: H5File, dst: H5File, path: string, var
       }
       c.create(obj, namesMeta, [names.length, ...(namesMeta.shape ?? [0, 1]).slice(1)], fixedStrings(names, width));
       c.attributes(obj);
-    } else if (type === M.H5G_DATASET && variables.has(name)) {
+    } else if (type === M.H5G_DATASET && (variables.has(name) || others.has(name))) {
       const m = h5call(path, `dataset '${name}'`, () => M.get_dataset_metadata(sid, obj));
-      const values = variables.get(name)!;
+      const values = variables.get(name) ?? others.get(name)!;
       if (values.length !== m.total_size) {
         throw new FlashFileError('BAD_SHAPE', `${path}: '${name}' is stored with ${m.total_size} values; ${values.length} were given`);
       }

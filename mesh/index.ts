@@ -8,6 +8,15 @@ export { writeFlashFile, type FlashWriteOptions } from './flashWrite.js';
 export { copyFlashFileWith, type FlashCopyOptions } from './flashCopy.js';
 export { checkOutputPath, writeAtomically, removeTempFilesOnSignals } from './outputFile.js';
 export { flashToMesh, meshToFlash, meshVariableToFlash, type FlashMesh, type MeshToFlashOptions } from './flashMesh.js';
+export {
+  flashParticleTable,
+  flashParticleSources,
+  particleColumn,
+  particleSoftening,
+  type FlashParticleTable,
+  type FlashParticleSources,
+  type ParticleSoftening,
+} from './flashParticles.js';
 export type { FlashData, FlashParameters, RawDataset } from './flashFormat.js';
 export { restrictToParents } from './restrict.js';
 export { compareMorton } from './morton.js';

@@ -29,6 +29,7 @@ export type MeshErrorCode =
   | 'MISSING_DATASET'
   | 'BAD_SHAPE'
   | 'BAD_MESH'
+  | 'BAD_PARTICLES'
   | 'UNSUPPORTED_DIMENSIONALITY'
   | 'WRITE_FAILED'
   // output paths (mesh/outputFile.ts)

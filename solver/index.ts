@@ -29,6 +29,7 @@ export type { ErrorCode } from './errors.js';
 export * from '../mesh/index.js';
 export { solveFlashFile } from './solveFile.js';
 export type { SolveFileOptions, SolveFileReport } from './solveFile.js';
+export type { ParticleReport } from './solveFileParticles.js';
 export type { Progress } from './progress.js';
 export { mpiWorld, isMultiRank, gatherToRoot, abortAllRanks } from './mpi/world.js';
 export type { MpiWorld } from './mpi/world.js';

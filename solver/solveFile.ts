@@ -4,6 +4,7 @@
  * write a copy with 'gpot' (and 'gacx', 'gacy', 'gacz') added or replaced. The input file is only read.
  */
 import { extractCells, writeBlockCells } from '../mesh/cells.js';
+import { PARTICLE_TABLE, checkParticlesInDomain, flashParticleSources, flashParticleTable } from '../mesh/flashParticles.js';
 import { MeshError } from '../mesh/errors.js';
 import { flashToMesh, meshVariableToFlash } from '../mesh/flashMesh.js';
 import { readFlashFile } from '../mesh/flashRead.js';
@@ -16,6 +17,7 @@ import { gatherToRoot, mpiWorld } from './mpi/world.js';
 import { FLASH_LEAF, cellsPerBlock } from '../mesh/flashFormat.js';
 import type { SolverOptions } from './options.js';
 import type { Progress } from './progress.js';
+import { fileParticles, solveCellsWithParticles, type ParticleReport } from './solveFileParticles.js';
 
 export interface SolveFileOptions {
   /** Density variable, g cm^-3. Default 'dens'. */
@@ -24,6 +26,13 @@ export interface SolveFileOptions {
   solver?: SolverOptions;
   /** Progress display; default none. */
   progress?: Progress;
+  /**
+   * Softening length of the file's massive particles, cm (Plummer-equivalent: a particle's potential at its own
+   * centre is -G m / eps; the kernel is the solver option `softening`). Default: from the file's
+   * sink_softening_radius runtime parameter r (FLASH's spline sinks) as r / 2.8; required when the file holds
+   * massive particles and no such parameter.
+   */
+  particleSoftening?: number;
 }
 
 export interface SolveFileReport {
@@ -36,10 +45,12 @@ export interface SolveFileReport {
   cells: number;
   /** Lowest and highest refinement level of the leaf blocks. */
   levels: [number, number];
-  /** Gravitational energy W = 1/2 sum m phi over leaf cells, erg. */
+  /** Gravitational energy W = 1/2 sum m phi over leaf cells (and particles, when they are sources), erg. */
   energy: number;
   /** Variables written by the solve. */
   written: string[];
+  /** The particles, when the file's massive particles were sources (absent otherwise). */
+  particles?: ParticleReport;
   /** Seconds per phase: read, mesh (rebuild the octree of blocks), solve (the solver's total), write. */
   seconds: { read: number; mesh: number; solve: number; write: number; total: number };
   solve: SolveStats;
@@ -49,9 +60,14 @@ export interface SolveFileReport {
  * Solves `input` (a 3-D FLASH checkpoint or plot file) and writes `output`: a copy of every dataset of the
  * input plus 'gpot' (erg/g; parent blocks hold the mean of their children) and, with accelerations, 'gacx', 'gacy', 'gacz' (cm s^-2), in the input's precision.
  * Every dataset and attribute not replaced is copied byte for byte (see copyFlashFileWith).
+ * Particles: when the file holds massive particles ('tracer particles' with a 'mass' column, some mass > 0), they
+ * join the solve as softened sources and targets (softening: `particleSoftening`), the cells' potential includes
+ * them, and their potential (and accelerations) replace the table's 'gpot' ('accx', 'accy', 'accz') columns where
+ * the file has those; every other column stays as stored. Massless or absent particles change nothing.
  * @throws OutputFileError 'OUTPUT_IS_INPUT' when output is the input (also through links), 'OUTPUT_NOT_REGULAR'
  *   for an existing directory, device, FIFO or socket, 'WRITE_FAILED'; the errors of readFlashFile, flashToMesh,
- *   GravitySolver and copyFlashFileWith.
+ *   GravitySolver and copyFlashFileWith; for particles, FlashFileError 'BAD_SHAPE' (names and table width differ),
+ *   'BAD_PARTICLES' (a position or mass not finite, a negative mass), MeshError 'INVALID_OPTION' (no softening).
  * @example
  * const r = await solveFlashFile('maclaurin.h5', 'maclaurin_gpot.h5', { solver: { theta: 0.5 } });
  */
@@ -70,22 +86,39 @@ export async function solveFlashFile(input: string, output: string, opts: SolveF
   progress?.phase('building the mesh');
   const fm = flashToMesh(data);
   const t2 = performance.now();
-  progress?.phase(`solving (tree build and walk) on ${fm.mesh.leafBlocks().length * fm.mesh.cellsPerBlock} cells`);
-  const r = await solver.solve(fm.mesh, { densityVar });
+  const particles = fileParticles(data, input, opts.particleSoftening); // before the solve: a missing softening fails fast
+  if (particles) checkParticlesInDomain(particles.table, particles.sources, fm.mesh.options.domainLo, fm.mesh.options.domainHi, input);
+  progress?.phase(`solving (tree build and walk) on ${fm.mesh.leafBlocks().length * fm.mesh.cellsPerBlock} cells` + (particles ? ` and ${particles.table.count} particles` : ''));
+  let cells = particles ? extractCells(fm.mesh, densityVar) : null; // the cell-only path extracts after the write, as before
+  let potential: Float64Array;
+  let stats: SolveStats;
+  let particleReport: ParticleReport | undefined;
+  let particleEnergy = 0;
+  const datasets = new Map<string, Float64Array>();
+  if (particles) {
+    const p = await solveCellsWithParticles(solver, fm.mesh, cells!, particles, { potential: 'gpot', accelerations: ['gacx', 'gacy', 'gacz'] });
+    ({ stats, report: particleReport } = p);
+    potential = p.cellPotential;
+    if (p.report.written.length > 0) datasets.set(PARTICLE_TABLE, p.table);
+    for (let i = 0; i < particles.table.count; i++) particleEnergy += 0.5 * particles.sources.mass[i] * p.particles.potential[i];
+  } else {
+    const r = await solver.solve(fm.mesh, { densityVar });
+    ({ potential, stats } = r);
+  }
   const t3 = performance.now();
-  const written = r.accelerations ? ['gpot', 'gacx', 'gacy', 'gacz'] : ['gpot'];
+  const written = solver.options.accelerations ? ['gpot', 'gacx', 'gacy', 'gacz'] : ['gpot'];
   for (const v of written) {
     restrictToParents(fm.mesh, v);
     meshVariableToFlash(fm, data, v);
   }
   const replaced = new Map(written.map((v) => [v, data.variables.get(v)!]));
-  await copyFlashFileWith(input, output, replaced, { onProgress: (i, n, name) => progress?.update(`writing ${name}`, i, n) });
+  await copyFlashFileWith(input, output, replaced, { datasets, onProgress: (i, n, name) => progress?.update(`writing ${name}`, i, n) });
   const t4 = performance.now();
   progress?.end();
 
-  const cells = extractCells(fm.mesh, densityVar);
-  let energy = 0;
-  for (let i = 0; i < cells.count; i++) energy += 0.5 * cells.mass[i] * r.potential[i];
+  cells ??= extractCells(fm.mesh, densityVar);
+  let energy = particleEnergy;
+  for (let i = 0; i < cells.count; i++) energy += 0.5 * cells.mass[i] * potential[i];
   const leaves = fm.mesh.leafBlocks();
   const levels = leaves.reduce((mm, b) => [Math.min(mm[0], fm.mesh.block(b).level), Math.max(mm[1], fm.mesh.block(b).level)], [Infinity, 0]);
   return {
@@ -98,8 +131,9 @@ export async function solveFlashFile(input: string, output: string, opts: SolveF
     levels: [levels[0], levels[1]],
     energy,
     written,
+    ...(particleReport ? { particles: particleReport } : {}),
     seconds: { read: (t1 - t0) / 1e3, mesh: (t2 - t1) / 1e3, solve: (t3 - t2) / 1e3, write: (t4 - t3) / 1e3, total: (t4 - t0) / 1e3 },
-    solve: r.stats,
+    solve: stats,
   };
 }
 
@@ -120,6 +154,15 @@ async function solveFlashFileDistributed(input: string, output: string, opts: So
     throw new MeshError('UNKNOWN_VARIABLE', `${input}: no variable '${densityVar}' (the file's variables: ${structure.unknownNames.join(', ')})`);
   }
   const fm = flashToMesh(structure); // refuses 2-D files, as the single-process path does
+  const table = flashParticleTable(structure, input);
+  const sources = table ? flashParticleSources(table, input) : null;
+  if (sources) {
+    // every rank read the same structure, so every rank refuses alike
+    throw new MeshError(
+      'INVALID_OPTION',
+      `${input} holds ${sources.massive} massive particles: particles are not solved under mpirun yet (issue #18); run 'amrgrav solve' on one rank`,
+    );
+  }
   const leaves: number[] = [];
   for (let b = 0; b < structure.blockCount; b++) if (structure.nodeType[b] === FLASH_LEAF) leaves.push(b);
   const mine = chunkOf(leaves.length, rank, size);
