@@ -29,7 +29,7 @@ const CLI = resolve(__dirname, '../dist/app/cli.js');
 const G = 6.674e-8;
 const EPS = 0.02; // cm; the finest cells (level 3 of a unit box, 8^3 blocks) are 1/32 cm
 const NP = 1000; // particles of the physics check
-/** The CUDA backend refuses particles for now (issue #18: its softened walks come later); 'auto' would pick it on a GPU machine. */
+/** The CPU backend, so that the figures below do not depend on the machine (CUDA gives the same lists: gpu.particles). */
 const CPU = { backend: 'cpu' } as const;
 
 /** A seeded generator (mulberry32) so the particles are the same every run. */
