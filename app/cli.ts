@@ -15,6 +15,7 @@ const HELP: Record<string, string> = {
 Usage:
   amrgrav validate maclaurin [options]   MacLaurin-spheroid validation against the analytic potential
   amrgrav validate periodic [options]    periodic and partly periodic boxes (Ewald) against analytic potentials
+  amrgrav validate particles [options]   gas sphere + softened Plummer cluster + probes against direct sums
   amrgrav bench [options]                time solves on a uniform grid or the MacLaurin mesh
   amrgrav solve IN.h5 -o OUT.h5          solve a 3-D FLASH file; writes a copy with 'gpot' added
   amrgrav make maclaurin|sphere|uniform -o FILE.h5   write a test problem as a FLASH checkpoint
@@ -40,11 +41,31 @@ solved with locally essential trees; rank 0 prints, and the JSON carries "ranks"
   --leaf-size N    most cells in a tree leaf                                       [16]
   --boundary B     isolated, periodic (all axes, zero-mean potential) or the periodic axes, e.g. xy or z;
                    the domain (the unit box for bench) is the box                  [isolated]
+  --softening K    particles' kernel: spline (radius 2.8 eps, Newtonian beyond) or plummer; eps is the
+                   Plummer-equivalent length either way (-G m/eps at a particle's centre)    [spline]
   --self S         each cell's own term -c G m/h: lattice (c = 2.8373: a grid of point masses then sums to
                    the smooth density's potential), cube (c = 2.3801, the cell alone) or none     [lattice]
   --G VALUE        gravitational constant                                          [6.674e-8]
   --no-contrast    fully periodic boxes: the masses as given, not the density contrast (the mean removed)
   --json           print JSON only`,
+  particles: `amrgrav validate particles [options]
+
+Gas and softened particles in one system solve (issue #18): a uniform gas sphere (radius 0.25 cm, density 1
+g/cm^3, centred in the unit box) on an AMR mesh refined at its surface, a Plummer cluster of equal-mass
+particles inside it (scale radius 0.03 cm, truncated at 10 scale radii, 30% of the gas mass, softening lengths
+a/8 to a/4 per particle) and 64 probes (24 in the cluster, 16 in the box, 12 on particles, 12 on cell centres).
+Checks against physics, with PASS / FAIL:
+  probes         the tree at the probes against a float64 direct sum (validation/softenedDirect.ts), held to
+                 2x the tree's own max error on the same system (its cells and particles vs method 'direct')
+  direct         method 'direct' at the probes against that sum: rounding (1e-12)
+  linearity      gas alone + particles alone = both, at cells, particles and probes: rounding (1e-12)
+  centres        probes on cell centres = the cell's potential without its self term: direct to rounding,
+                 the tree within 2x its error
+Particles run on the CPU backend so far ('auto' means 'cpu' here).
+
+  --levels L       finest level of the gas sphere's mesh (level 1 = one 8^3 block)  [4]
+  --particles N    particles in the cluster                                      [2000]
+`,
   periodic: `amrgrav validate periodic [options]
 
 Periodic boxes (Ewald-corrected walk, CPU and CUDA backends). FLASH's tree-solver tests and two more:
@@ -161,6 +182,7 @@ function solverOptions(v: Record<string, string | boolean | undefined>): SolverO
     leafSize: intArg('leaf-size', s('leaf-size'), 16, 1, 4096),
     boundary: boundaryArg(s('boundary')),
     selfPotential: choiceArg('self', s('self'), 'lattice', ['lattice', 'cube', 'none'] as const),
+    softening: choiceArg('softening', s('softening'), 'spline', ['spline', 'plummer'] as const),
     densityContrast: v['no-contrast'] !== true,
   };
 }
@@ -182,6 +204,7 @@ const solverArgs = {
   'leaf-size': { type: 'string' },
   boundary: { type: 'string' },
   self: { type: 'string' },
+  softening: { type: 'string' },
   'no-contrast': { type: 'boolean' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
@@ -217,16 +240,19 @@ async function validate(argv: string[]): Promise<number> {
       problem: { type: 'string' },
       n: { type: 'string' },
       sampling: { type: 'string' },
+      particles: { type: 'string' },
       check: { type: 'boolean' },
     },
   });
   const problem = positionals[0] ?? 'maclaurin';
   if (problem === 'periodic') return validatePeriodic(values);
+  if (problem === 'particles') return validateParticles(values);
   if (values.help) {
     console.log(`${HELP.validate}\n${HELP.periodic}\n${HELP.solver}`);
     return 0;
   }
-  if (problem !== 'maclaurin') throw new UsageError(`unknown validation problem '${problem}' (known: maclaurin, periodic)`);
+  if (problem !== 'maclaurin')
+    throw new UsageError(`unknown validation problem '${problem}' (known: maclaurin, periodic, particles)`);
   const { runMaclaurin, sweepMaclaurin } = await import('../validation/maclaurinRun.js');
   const { maclaurinVerdict } = await import('../validation/verdict.js');
   const setup = {
@@ -291,6 +317,45 @@ async function validate(argv: string[]): Promise<number> {
   console.log(`  solve time           ${fmt(r.seconds)} s`);
   console.log(`  ${v.pass ? 'PASS' : 'FAIL'}: max relative error ${fmt(v.error)} ${v.pass ? '<=' : '>'} tolerance ${fmt(v.tolerance)} (${v.basis})`);
   return values.check && !v.pass ? 1 : 0;
+}
+
+async function validateParticles(values: Record<string, string | boolean | undefined>): Promise<number> {
+  if (values.help) {
+    console.log(`${HELP.particles}\n${HELP.solver}`);
+    return 0;
+  }
+  if (mpiWorld().size > 1) throw new UsageError('validate particles runs on one rank (particles are not distributed yet)');
+  const { runParticles } = await import('../validation/particlesRun.js');
+  const { particlesVerdict } = await import('../validation/verdict.js');
+  const solver = solverOptions(values);
+  if (solver.boundary !== 'isolated') throw new UsageError('--boundary: particles are solved in isolated boxes only so far');
+  const r = await runParticles({
+    levels: intArg('levels', values.levels as string | undefined, 4, 2, 7),
+    particles: intArg('particles', values.particles as string | undefined, 2000, 1, 1000000),
+    solver,
+  });
+  const v = particlesVerdict(r);
+  const failed = values.check && !v.pass ? 1 : 0;
+  if (values.json) {
+    console.log(JSON.stringify({ ...r, verdict: v }));
+    return failed;
+  }
+  console.log(`gas sphere (${r.cells} cells in ${r.blocks} blocks, levels ${r.levels}) + Plummer cluster (${r.particles} ` +
+    `particles, ${r.softening} softening) + ${r.probes} probes, tree theta=${r.theta} on ${r.backend}`);
+  console.log(table([
+    { check: 'probes: tree vs float64 direct sum', max: r.probeTreeError.max, mean: r.probeTreeError.mean },
+    { check: 'cells: tree vs direct', max: r.cellTreeError.max, mean: r.cellTreeError.mean },
+    { check: 'particles: tree vs direct', max: r.particleTreeError.max, mean: r.particleTreeError.mean },
+    { check: "probes: method 'direct' vs the sum", max: r.probeDirectError, mean: '-' },
+    { check: 'linearity gap', max: r.linearityGap, mean: '-' },
+    { check: 'probes on cell centres (direct)', max: r.centreGapDirect, mean: '-' },
+    { check: 'probes on cell centres (tree)', max: r.centreGapTree, mean: '-' },
+  ]));
+  console.log(`  probe error / system tree error  ${fmt(r.probeErrorRatio)} (<= 2)`);
+  console.log(`  solve time                       ${fmt(r.seconds)} s`);
+  console.log(`  ${v.pass ? 'PASS' : `FAIL (${v.failed.join(', ')})`}: probes' max error ${fmt(v.error)} ` +
+    `${v.error <= v.tolerance ? '<=' : '>'} ${fmt(v.tolerance)} (${v.basis})`);
+  return failed;
 }
 
 async function validatePeriodic(values: Record<string, string | boolean | undefined>): Promise<number> {

@@ -15,7 +15,7 @@
  */
 import { InvalidInputError } from './errors.js';
 import { GravitySolver, type SolveResult, type SolveStats, type SystemSolveStats } from './gravitySolver.js';
-import type { PartResult, ProbeInput } from './system.js';
+import type { ParticleInput, PartResult, ProbeInput } from './system.js';
 import type { SolverOptions } from './options.js';
 import type { Box } from './cells.js';
 import {
@@ -195,9 +195,18 @@ export class GravityModule {
    * The state is read as {@link computePotential} reads it (a mesh's density variable, or a layout's masses); nothing
    * is written into the mesh. Probes are targets only (no mass): see {@link SystemInput.probes} for what a probe on a
    * cell centre receives. Accelerations when the module computes them. Under mpirun each rank passes its own probes.
-   * @throws InvalidInputError for bad probes (not finite, ...), the wrong state; the errors of computePotential.
+   * `particles` (optional; {@link SystemInput.particles}, the solver option `softening` is the kernel): softened
+   * point masses that act as sources too (the probes then feel gas and particles); their own potential (and
+   * accelerations: the force of the gas and of the other particles on each) comes back as `particles`. One process
+   * and isolated boundaries only.
+   * @throws InvalidInputError for bad probes (not finite, ...) or particles, the wrong state; the errors of
+   *   computePotential.
    */
-  async fieldAt(state: GravityState, probes: ProbeInput): Promise<PartResult & { stats: SystemSolveStats }> {
+  async fieldAt(
+    state: GravityState,
+    probes: ProbeInput,
+    particles?: ParticleInput,
+  ): Promise<PartResult & { particles?: PartResult; stats: SystemSolveStats }> {
     const solver = this.live();
     let r;
     if (state instanceof AmrMesh) {
@@ -205,18 +214,18 @@ export class GravityModule {
       if (state !== this.mesh) throw new InvalidInputError('fieldAt: pass the mesh the module was made for');
       const cells = this.cellsOfMesh(state);
       const o = state.options;
-      r = await solver.solveSystem({ cells, probes }, { box: { lo: [...o.domainLo], hi: [...o.domainHi] } });
+      r = await solver.solveSystem({ cells, particles, probes }, { box: { lo: [...o.domainLo], hi: [...o.domainHi] } });
     } else {
       const layout = this.layout;
       if (!layout) throw new InvalidInputError('fieldAt: this module was made for a mesh; pass the mesh');
       if (!(state?.mass instanceof Float64Array) || state.mass.length !== layout.x.length)
         throw new InvalidInputError(`fieldAt: state.mass must be a Float64Array of ${layout.x.length} cell masses`);
       r = await solver.solveSystem(
-        { cells: { x: layout.x, y: layout.y, z: layout.z, mass: state.mass, size: this.sizes! }, probes },
+        { cells: { x: layout.x, y: layout.y, z: layout.z, mass: state.mass, size: this.sizes! }, particles, probes },
         { box: layout.box },
       );
     }
-    return { ...r.probes!, stats: r.stats };
+    return { ...r.probes!, ...(r.particles ? { particles: r.particles } : {}), stats: r.stats };
   }
 
   /** Releases the module's arrays and solver; later calls throw. */

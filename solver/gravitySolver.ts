@@ -8,6 +8,7 @@ import { periodicAxes, resolveOptions, selfPotentialModel, type ResolvedOptions,
 import { toNativeCells, type Box, type CellInput } from './cells.js';
 import {
   systemCells,
+  toNativeParticles,
   toNativeProbes,
   toNativeTargets,
   type PartResult,
@@ -113,11 +114,15 @@ export interface SolveResult {
   stats: SolveStats;
 }
 
-/** Statistics of a system solve: the cells' (cells = the cells computed) and the probes'. */
+/** Statistics of a system solve: the cells' (cells = the cells computed), the particles' and the probes'. */
 export interface SystemSolveStats extends SolveStats {
   /**
    * targets: cells computed; targetGroups: cell walk groups walked (of stats.groups: fewer with a subset; 0 for
-   * 'direct'); probes, probeGroups, the probes' interactions and seconds (CPU: sort, walk, finish; GPU: walk, finish).
+   * 'direct'); probes, probeGroups, the probes' interactions and seconds (CPU: sort, walk, finish; GPU: walk, finish);
+   * particles, particleGroups, particleNodes (the particles' tree), particleApproxInteractions and
+   * particleDirectInteractions (node and point interactions of the softened walks: the particles against both
+   * trees, the cells and probes against the particles' tree, summed over targets), secondsParticles (the particles'
+   * tree, walks and finish).
    */
   system: NativeSystemStats;
 }
@@ -126,6 +131,8 @@ export interface SystemSolveStats extends SolveStats {
 export interface SystemSolveResult {
   /** One per cell, or per target in the targets' order. */
   cells?: PartResult;
+  /** One per particle, in their order. */
+  particles?: PartResult;
   /** One per probe. */
   probes?: PartResult;
   stats: SystemSolveStats;
@@ -348,16 +355,25 @@ export class GravitySolver {
   }
 
   /**
-   * One solve over several kinds of points: `cells` (sources and targets, as {@link solveCells}) and `probes` (targets
-   * only, any position: the field of the cells there, e.g. a coupled code's get-gravity-at-point), optionally only a
-   * subset of the cells (`opts.targets`, bitwise the full solve's values there, at a cost that falls with the
-   * subset). Every part is optional; each comes back in its input order. CPU and CUDA walk the probes in their own
-   * groups (sorted by the same Morton keys, up to groupSize per group) against the cells' tree with the same
-   * acceptance rule and kernels. Under mpirun (option `distributed`) a collective: each rank passes its own cells,
-   * probes and targets (probes and targets need CPU ranks: backend 'cpu').
-   * @throws InvalidInputError for bad probes (not finite; outside the box along an isolated axis of a periodic box)
-   *   or targets (not an integer index below the cell count, repeated), and the errors of {@link solveCells};
-   *   InvalidOptionError for periodic boundaries without `box`, or 'direct' in a periodic box.
+   * One solve over several kinds of points: `cells` (sources and targets, as {@link solveCells}), `particles`
+   * (softened point masses, sources and targets: {@link ParticleInput}, the kernel is the option `softening`) and
+   * `probes` (targets only, any position: the field of the cells and particles there, e.g. a coupled code's
+   * get-gravity-at-point), optionally only a subset of the cells (`opts.targets`, bitwise the full solve's values
+   * there, at a cost that falls with the subset). Every part is optional; each comes back in its input order. CPU
+   * and CUDA walk the probes in their own groups (sorted by the same Morton keys, up to groupSize per group) against
+   * the cells' tree with the same acceptance rule and kernels. The particles form a tree of their own, which the
+   * cells, particles and probes all walk with the box MAC plus a softening rule (option `walk` 'vote' applies to the
+   * cells' tree only). Under mpirun (option `distributed`) a collective: each rank passes its own cells, probes and
+   * targets (probes and targets need CPU ranks: backend 'cpu'; particles are not supported there yet).
+   * @example
+   * const solver = new GravitySolver({ softening: 'spline' });
+   * const r = await solver.solveSystem({ cells, particles: { x: [0.5], y: [0.5], z: [0.5], mass: [1e30], softening: 1e-3 } });
+   * r.particles!.potential[0]; // the cells' potential at the particle (softened by its 1e-3 cm)
+   * @throws InvalidInputError for bad probes (not finite; outside the box along an isolated axis of a periodic box),
+   *   particles (arrays of other lengths or types; not finite, negative mass, softening not > 0, outside the box) or
+   *   targets (not an integer index below the cell count, repeated), and the errors of {@link solveCells};
+   *   InvalidOptionError for periodic boundaries without `box`, 'direct' in a periodic box, and particles where
+   *   they are not supported yet (periodic boundaries, distributed solves, the CUDA backend).
    * @example
    * const r = await solver.solveSystem({ cells, probes: { x: [0.5], y: [0.5], z: [2] } }, { targets: [0, 7] });
    * r.probes!.potential[0]; // the cells' potential at (0.5, 0.5, 2)
@@ -376,9 +392,12 @@ export class GravitySolver {
           "option 'boundary': periodic boundaries need the box (its sides are the periods): pass solveSystem(system, { box })",
         );
       }
-      if (system === null || typeof system !== 'object') throw new InvalidInputError('system must be an object {cells?, probes?}');
+      if (system === null || typeof system !== 'object')
+        throw new InvalidInputError('system must be an object {cells?, particles?, probes?}');
       const cells = systemCells(system);
       native = { cells };
+      // values, periodic boxes and distributed solves are checked natively (the latter inside the collective)
+      if (system.particles !== undefined) native.particles = toNativeParticles(system.particles);
       if (system.probes !== undefined) native.probes = toNativeProbes(system.probes);
       if (opts.targets !== undefined) native.targets = toNativeTargets(opts.targets, cells.x.length);
     } catch (err) {
@@ -397,6 +416,7 @@ export class GravitySolver {
       stats: { ...this.toStats(method, r.stats.system.targets, r.stats), system: r.stats.system },
     };
     if (system.cells !== undefined) result.cells = part(r.cells);
+    if (system.particles !== undefined) result.particles = part(r.particles);
     if (system.probes !== undefined) result.probes = part(r.probes);
     return result;
   }
@@ -452,6 +472,7 @@ export class GravitySolver {
       leafSize: o.leafSize,
       groupSize: o.groupSize,
       selfPotential: selfPotentialModel(o.selfPotential),
+      softening: o.softening,
       accelerations: o.accelerations,
       threads: o.threads,
       periodic: this.periodic,

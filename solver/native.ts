@@ -34,6 +34,8 @@ export interface NativeOptions {
   leafSize: number;
   groupSize: number;
   selfPotential: 'none' | 'cube' | 'lattice';
+  /** The particles' kernel (system solves). */
+  softening: 'spline' | 'plummer';
   accelerations: boolean;
   threads: number;
   /** Periodic axes [x, y, z]; any periodic axis needs `box`. */
@@ -125,6 +127,15 @@ export interface NativeResult {
   warning?: string;
 }
 
+/** Softened point sources and targets of a system solve: softening per particle, or one number for all. */
+export interface NativeParticles {
+  x: Float64Array;
+  y: Float64Array;
+  z: Float64Array;
+  mass: Float64Array;
+  softening: Float64Array | number;
+}
+
 /** What a system solve did beside the cells' walk (native/core/system.h SystemStats). */
 export interface NativeSystemStats {
   /** Cells computed (all of them without a subset). */
@@ -136,11 +147,20 @@ export interface NativeSystemStats {
   probeApproxInteractions: number;
   probeDirectInteractions: number;
   secondsProbes: number;
+  particles: number;
+  particleGroups: number;
+  /** Nodes of the particles' tree. */
+  particleNodes: number;
+  /** Node and point interactions of the softened walks, summed over their targets. */
+  particleApproxInteractions: number;
+  particleDirectInteractions: number;
+  secondsParticles: number;
 }
 
 /** What solveSystem resolves with. */
 export interface NativeSystemResult {
   cells: NativeOutputs;
+  particles: NativeOutputs;
   probes: NativeOutputs;
   stats: NativeStats & { system: NativeSystemStats };
   warning?: string;
@@ -260,7 +280,12 @@ export interface NativeAddon {
   direct(cells: NativeCells, options: NativeOptions, out?: NativeOutputs): Promise<NativeResult>;
   /** A system solve (native/core/system.h): cells, probes, a subset of target cells; method 'tree' or 'direct'. */
   solveSystem(
-    system: { cells: NativeCells; probes?: { x: Float64Array; y: Float64Array; z: Float64Array }; targets?: Uint32Array },
+    system: {
+      cells: NativeCells;
+      particles?: NativeParticles;
+      probes?: { x: Float64Array; y: Float64Array; z: Float64Array };
+      targets?: Uint32Array;
+    },
     options: NativeOptions,
     method: 'tree' | 'direct',
   ): Promise<NativeSystemResult>;

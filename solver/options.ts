@@ -19,6 +19,12 @@ export type MacChoice = 'barnes' | 'bonsai';
 /** How a group of cells decides a node is acceptable: 'box' (its bounding box) or 'vote' (every cell votes). */
 export type WalkChoice = 'box' | 'vote';
 
+/**
+ * The softening kernel of particles (system solves, {@link SystemInput.particles}): 'spline' (the compact cubic spline
+ * of SPH and Gadget, exactly Newtonian beyond 2.8 eps) or 'plummer' (-G m / sqrt(r^2 + eps^2)).
+ */
+export type SofteningChoice = 'spline' | 'plummer';
+
 /** One axis's boundary. */
 export type AxisBoundary = 'periodic' | 'isolated';
 
@@ -127,6 +133,15 @@ export interface SolverOptions {
    * cores, the GPU took as long as the CPU at 512 cells and half as long at 1728 (bench/RESULTS.md).
    */
   autoGpuMinCells?: number;
+  /**
+   * The softening kernel of particles in {@link GravitySolver.solveSystem} (no effect on cells, which have none).
+   * A particle's softening length eps (cm, per particle) is the Plummer-equivalent length for both kernels: its
+   * potential at its own centre is -G m / eps either way. 'spline': the compact cubic spline (Monaghan & Lattanzio
+   * 1985, as SPH codes and Gadget use it) of radius 2.8 eps, exactly Newtonian beyond; 'plummer': -G m /
+   * sqrt(r^2 + eps^2), softened at every distance. A pair is softened by max(eps_i, eps_j) (a cell has eps 0, so a
+   * cell-particle pair takes the particle's). Default 'spline'.
+   */
+  softening?: SofteningChoice;
   /** Also compute accelerations -grad(phi) (cm s^-2) in the same walk. Default false. */
   accelerations?: boolean;
   /** Each cell's own term -c G m / h, see {@link SelfPotentialChoice}. Default 'lattice'. */
@@ -169,6 +184,7 @@ export const defaultOptions: ResolvedOptions = Object.freeze({
   ewaldExpansion: true,
   densityContrast: true,
   autoGpuMinCells: 1000,
+  softening: 'spline',
   accelerations: false,
   selfPotential: 'lattice',
   leafSize: 16,
@@ -207,6 +223,7 @@ export function resolveOptions(options: SolverOptions = {}): ResolvedOptions {
   if (typeof o.ewaldExpansion !== 'boolean') throw invalidOption('ewaldExpansion', 'a boolean', o.ewaldExpansion);
   if (typeof o.densityContrast !== 'boolean') throw invalidOption('densityContrast', 'a boolean', o.densityContrast);
   if (!isInt(o.autoGpuMinCells) || o.autoGpuMinCells < 0) throw invalidOption('autoGpuMinCells', 'an integer >= 0', o.autoGpuMinCells);
+  if (o.softening !== 'spline' && o.softening !== 'plummer') throw invalidOption('softening', "'spline' or 'plummer'", o.softening);
   if (typeof o.accelerations !== 'boolean') throw invalidOption('accelerations', 'a boolean', o.accelerations);
   if (typeof o.selfPotential !== 'boolean' && !['cube', 'lattice', 'none'].includes(o.selfPotential as string))
     throw invalidOption('selfPotential', "'cube', 'lattice', 'none' or a boolean (true = 'cube')", o.selfPotential);

@@ -1,11 +1,11 @@
 /**
  * The inputs and results of a system solve ({@link GravitySolver.solveSystem}, native/core/system.h): cells (sources
- * and targets), probes (targets only, anywhere) and an optional subset of the cells to compute. A later kind,
- * `particles` (softened sources and targets), joins as one more optional part of each.
+ * and targets), particles (softened sources and targets), probes (targets only, anywhere) and an optional subset of
+ * the cells to compute.
  */
 import { InvalidInputError } from './errors.js';
 import { toNativeCells, type Box, type CellInput, type NumberArray } from './cells.js';
-import type { NativeCells } from './native.js';
+import type { NativeCells, NativeParticles } from './native.js';
 
 /** Target-only points (cm), all arrays of one length. */
 export interface ProbeInput {
@@ -14,15 +14,35 @@ export interface ProbeInput {
   z: NumberArray;
 }
 
+/**
+ * Softened point masses (stars, sinks, dark matter), sources and targets: positions (cm), masses (g, >= 0) and
+ * softening lengths (cm, > 0) per particle or one number for all. The softening is the Plummer-equivalent length
+ * for either kernel (the solver option `softening`): a particle's potential at its own centre is -G m / eps; the
+ * spline kernel's radius is 2.8 eps. A pair is softened by max(eps_i, eps_j) (cells and probes: 0), so a
+ * cell-particle pair takes the particle's softening and the cells' force on the particles is minus theirs on the
+ * cells. A particle has no self term; distinct particles at one position interact (softened). Not yet supported
+ * (an InvalidOptionError): periodic boundaries, distributed (MPI) solves, the CUDA backend. With a box every
+ * particle must lie in it.
+ */
+export interface ParticleInput {
+  x: NumberArray;
+  y: NumberArray;
+  z: NumberArray;
+  mass: NumberArray;
+  softening: number | NumberArray;
+}
+
 /** What a system solve is given; every part is optional (a missing part is empty). */
 export interface SystemInput {
   /** Sources and targets, as {@link GravitySolver.solveCells} takes them. */
   cells?: CellInput;
+  /** Softened sources and targets, see {@link ParticleInput}. */
+  particles?: ParticleInput;
   /**
-   * Target-only points: the field of the cells at any position. A probe has no mass and no self term. A probe exactly
-   * at a cell's centre gets every source but that cell's own point term (1/0, left out as a cell leaves out its own
-   * pair): with the same interaction lists (method 'direct', or small theta) it equals the cell's potential without
-   * its self term. Isolated axes: anywhere, also outside the box; periodic axes: wrapped into the box; the isolated
+   * Target-only points: the field of the cells and particles at any position. A probe has no mass and no self term. A
+   * probe exactly at a cell's centre gets every source but that cell's own point term (1/0, left out as a cell leaves
+   * out its own pair): with the same interaction lists (method 'direct', or small theta) it equals the cell's
+   * potential without its self term. A probe exactly on a particle gets that particle's softened -G m / eps. Isolated axes: anywhere, also outside the box; periodic axes: wrapped into the box; the isolated
    * axes of a partly periodic box: inside the box.
    */
   probes?: ProbeInput;
@@ -38,7 +58,10 @@ export interface SystemSolveOptions {
    * target, in this order. Default: every cell.
    */
   targets?: Uint32Array | Int32Array | readonly number[];
-  /** 'tree' (default) or 'direct' (O(N^2) sums over the cells at every target: the reference; isolated boxes). */
+  /**
+   * 'tree' (default) or 'direct' (O(N^2) sums over the cells and particles at every target, with the same kernels and
+   * pair softening: the reference; isolated boxes).
+   */
   method?: 'tree' | 'direct';
 }
 
@@ -48,6 +71,39 @@ export interface PartResult {
   potential: Float64Array;
   /** -grad(phi), cm s^-2, when the solver computes accelerations. */
   accelerations?: { x: Float64Array; y: Float64Array; z: Float64Array };
+}
+
+/** A Float64Array of a number array (Float64Arrays as they are), or a typed error naming the field. */
+function float64(field: string, v: unknown): Float64Array {
+  if (v instanceof Float64Array) return v;
+  if (v instanceof Float32Array || Array.isArray(v)) return Float64Array.from(v as ArrayLike<number>);
+  throw new InvalidInputError(`${field} must be a Float64Array, Float32Array or number[] (got ${describe(v)})`);
+}
+
+function describe(v: unknown): string {
+  return v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'object' ? (v as object).constructor?.name ?? 'object' : typeof v;
+}
+
+/**
+ * Converts the particles to the addon's arrays and checks their types and lengths (a number for softening stays one
+ * number). The values (finite, mass >= 0, softening > 0, inside the box) are checked natively.
+ * @throws InvalidInputError naming the field.
+ */
+export function toNativeParticles(p: ParticleInput): NativeParticles {
+  if (p === null || typeof p !== 'object')
+    throw new InvalidInputError('particles must be an object {x, y, z, mass, softening}');
+  const x = float64('particles.x', p.x), y = float64('particles.y', p.y), z = float64('particles.z', p.z);
+  const mass = float64('particles.mass', p.mass);
+  const soft = p.softening;
+  if (soft === undefined)
+    throw new InvalidInputError('particles.softening is missing: the softening length (cm, > 0), one number or one per particle');
+  const softening = typeof soft === 'number' ? soft : float64('particles.softening', soft);
+  const lengths: [string, number][] = [['y', y.length], ['z', z.length], ['mass', mass.length]];
+  if (typeof softening !== 'number') lengths.push(['softening', softening.length]);
+  for (const [name, n] of lengths)
+    if (n !== x.length)
+      throw new InvalidInputError(`mismatched array lengths: particles.x has ${x.length} elements but particles.${name} has ${n}`);
+  return { x, y, z, mass, softening };
 }
 
 /** Converts the probes to Float64Arrays and checks that the lengths agree (values are checked natively). */

@@ -167,6 +167,7 @@ describe('bad options', () => {
     [{ ewaldResolution: 2 }, /option 'ewaldResolution'/],
     [{ backend: 'opencl' }, /option 'backend'/],
     [{ thetta: 0.5 }, /option 'thetta': expected one of the known options/],
+    [{ softening: 'gaussian' }, /option 'softening': expected 'spline' or 'plummer', got "gaussian"/],
   ])('%j', (options, message) => {
     expect(() => new GravitySolver(options as never)).toThrow(InvalidOptionError);
     expect(() => new GravitySolver(options as never)).toThrow(message);
@@ -182,4 +183,65 @@ describe('bad options', () => {
       expect(r.stats.backendReason).toMatch(/^auto: /);
     },
   );
+});
+
+describe('bad particles (system solves)', () => {
+  const base = () => {
+    const c = randomCells(50, 4);
+    return { x: c.x, y: c.y, z: c.z, mass: c.mass, softening: new Float64Array(50).fill(0.01) as Float64Array | number };
+  };
+  const solver = new GravitySolver({ backend: 'cpu' });
+  const withP = (field: 'x' | 'y' | 'z' | 'mass' | 'softening', i: number, v: number) => {
+    const p = base();
+    (p[field] as Float64Array)[i] = v;
+    return p;
+  };
+
+  it.each([
+    ['negative mass', withP('mass', 8, -1), /particle 8: mass is negative/],
+    ['NaN mass', withP('mass', 2, NaN), /particle 2: mass is not finite/],
+    ['NaN position', withP('z', 5, NaN), /particle 5: z is not finite/],
+    ['zero softening', withP('softening', 3, 0), /particle 3: softening length must be finite and positive/],
+    ['negative softening', withP('softening', 4, -0.1), /particle 4: softening length must be finite and positive/],
+    ['one softening of 0', { ...base(), softening: 0 }, /softening length must be finite and positive/],
+    ['one NaN softening', { ...base(), softening: NaN }, /softening length must be finite and positive/],
+  ])('%s: natively, a typed error naming the particle (tree and direct)', async (_name, particles, message) => {
+    for (const method of ['tree', 'direct'] as const) {
+      const err = await solver.solveSystem({ particles }, { method }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(InvalidInputError);
+      expect((err as AmrgravError).code).toBe('INVALID_INPUT');
+      expect((err as Error).message).toMatch(message);
+      expect((err as Error).stack).toContain('bad-input.test');
+    }
+  });
+
+  it.each([
+    ['mismatched lengths', { ...base(), mass: new Float64Array(49) }, /mismatched array lengths: particles.x has 50 elements but particles.mass has 49/],
+    ['mismatched softening', { ...base(), softening: new Float64Array(3) }, /particles.softening has 3/],
+    ['a string array', { ...base(), y: 'abc' }, /particles.y must be a Float64Array, Float32Array or number\[\]/],
+    ['no softening', { ...base(), softening: undefined }, /particles.softening is missing/],
+    ['not an object', 42, /particles must be an object/],
+  ])('%s: in TypeScript, a typed error', async (_name, particles, message) => {
+    const err = await solver.solveSystem({ particles: particles as never }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(InvalidInputError);
+    expect((err as Error).message).toMatch(message);
+  });
+
+  it('a particle outside the box is named', async () => {
+    const err = await solver
+      .solveSystem({ particles: withP('x', 6, 1.5) }, { box: { lo: [0, 0, 0], hi: [1, 1, 1] } })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(InvalidInputError);
+    expect((err as Error).message).toMatch(/particle 6: x is outside the box/);
+  });
+
+  it('particles in a periodic box: the native typed error says it is not supported', async () => {
+    const periodic = new GravitySolver({ backend: 'cpu', boundary: 'periodic' });
+    const c = randomCells(64, 2);
+    const err = await periodic
+      .solveSystem({ cells: c, particles: base() }, { box: { lo: [0, 0, 0], hi: [1, 1, 1] } })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(InvalidOptionError);
+    expect((err as Error).message).toMatch(/particles with periodic boundaries are not supported/);
+  });
 });

@@ -44,3 +44,44 @@ describe('C API system solve', () => {
     expect(out.sizeStatus).toBe(2);
   });
 });
+
+describe('C API system solve with particles', () => {
+  it('amrgrav_solve_system: particles against a softened sum in C, the tree, older struct sizes, errors', () => {
+    expect(existsSync(join(libDir, 'libamrgrav.so')), `libamrgrav.so in ${libDir} (built by npm install)`).toBe(true);
+    const exe = join(mkdtempSync(join(tmpdir(), 'amrgrav-c-')), 'capi_particles');
+    execFileSync('cc', [
+      '-std=c99', '-O2', '-Wall', '-Wextra', '-Werror', '-ffp-contract=off',
+      `-I${join(root, 'native', 'include')}`,
+      join(root, 'test', 'c', 'capi_particles.c'),
+      `-L${libDir}`, '-lamrgrav', `-Wl,-rpath,${libDir}`, '-lm',
+      '-o', exe,
+    ]);
+    const out = JSON.parse(execFileSync(exe, { encoding: 'utf8' }).trim());
+    expect(out.ok).toBe(true);
+    // Plummer, softening per particle, direct summation: this program's sum to rounding
+    expect(out.plummerStatus).toBe(0);
+    expect(out.plummerErr).toBeLessThan(1e-12);
+    expect(out.plummerProbeErr).toBeLessThan(1e-12);
+    expect(out.momentumGap).toBeLessThan(1e-12); // every pair's forces cancel
+    expect(out.treeStatus).toBe(0);
+    expect(out.treeErr).toBeGreaterThan(0);
+    expect(out.treeErr).toBeLessThan(1e-3);
+    // the options struct before particles: the spline kernel; one softening for all
+    expect(out.oldCreate).toBe(0);
+    expect(out.splineStatus).toBe(0);
+    expect(out.splineErr).toBeLessThan(1e-12);
+    expect(out.onParticleGap).toBeLessThan(1e-12); // a probe on a particle: its softened m / eps included
+    // the system structs before particles: accepted, the same cells bitwise
+    expect(out.cellsNew).toBe(0);
+    expect(out.cellsOld).toBe(0);
+    expect(out.oldBitwise).toBe(out.cells);
+    expect(out.oldResultsStatus).toBe(2);
+    expect(out.oldResultsMessage).toMatch(/older struct without the particles' results/);
+    expect(out.negStatus).toBe(1);
+    expect(out.negMessage).toMatch(/^particle 3: mass is negative/);
+    expect(out.zeroEpsStatus).toBe(1);
+    expect(out.zeroEpsMessage).toMatch(/softening length must be finite and positive/);
+    expect(out.nullStatus).toBe(1);
+    expect(out.badKernelStatus).toBe(2);
+  });
+});

@@ -87,6 +87,30 @@ describe('Fortran module (gfortran)', () => {
     expect(out.mismatchMessage).toMatch(/potential one per cell \(or per target\)/);
   });
 
+  const particlesTitle = 'the system solve with particles: Plummer per particle against the program\'s sum, the tree, one softening for all';
+  it.skipIf(!gfortran)(gfortran ? particlesTitle : `skipped: gfortran is not installed: ${particlesTitle}`, () => {
+    const dir = mkdtempSync(join(tmpdir(), 'amrgrav-fp-'));
+    const exe = join(dir, 'system_particles');
+    execFileSync('gfortran', [
+      '-std=f2008', '-O2', '-Wall', '-Wextra', '-Werror', '-J', dir,
+      join(root, 'native', 'include', 'amrgrav.f90'),
+      join(root, 'test', 'fortran', 'system_particles.f90'),
+      `-L${libDir}`, '-lamrgrav', `-Wl,-rpath,${libDir}`,
+      '-o', exe,
+    ], { cwd: dir });
+    const out = JSON.parse(execFileSync(exe, { encoding: 'utf8' }).trim());
+    expect(out.status).toBe(0);
+    expect(out.directErr).toBeLessThan(1e-12); // direct summation: the program's own Plummer sum
+    expect(out.treeStatus).toBe(0);
+    expect(out.treeErr).toBeGreaterThan(0);
+    expect(out.treeErr).toBeLessThan(1e-3);
+    expect(out.oneStatus).toBe(0);
+    expect(out.eachStatus).toBe(0);
+    expect(out.same).toBe(out.particles);
+    expect(out.mismatch).toBe(1);
+    expect(out.mismatchMessage).toMatch(/particle_mass and particle_potential must have size\(particle_x\) elements/);
+  });
+
   const splitTitle = "a Fortran MPI code's own communicator (amrgrav_set_communicator with use mpi's integer handle): the world split in halves, mpirun -np 4";
   it.skipIf(!mpifort)(mpifort ? splitTitle : `skipped: mpifort is not installed (apt-get install libopenmpi-dev gfortran, as .ci/run does): ${splitTitle}`, () => {
     const dir = mkdtempSync(join(tmpdir(), 'amrgrav-fmpi-'));

@@ -25,8 +25,14 @@ export {
 export type { PeriodicReport, PointMassReport, PeriodicProblemName, FieldErrors } from './periodicRun.js';
 export type { CellSampling } from './periodicProblems.js';
 
-// the verdicts (PASS / FAIL) both validations end with
-export { maclaurinVerdict, periodicVerdict } from './verdict.js';
+// gas and softened particles in one system solve (`amrgrav validate particles`), and its float64 reference
+export { runParticles } from './particlesRun.js';
+export type { ParticlesReport, ParticlesRunOptions } from './particlesRun.js';
+export { softenedPotentialAt, softenedInverse } from './softenedDirect.js';
+export type { SoftSources, SofteningKernelName } from './softenedDirect.js';
+
+// the verdicts (PASS / FAIL) the validations end with
+export { maclaurinVerdict, periodicVerdict, particlesVerdict } from './verdict.js';
 export type { Verdict, MaclaurinSetup } from './verdict.js';
 export { relativeErrorStats } from './errorMetrics.js';
 export type { ErrorStats } from './errorMetrics.js';

@@ -7,11 +7,15 @@
  * thread counts and MPI decompositions (within 1e-4 of one process) stay inside it. Any other configuration is
  * held to the pass mark of FLASH's own MacLaurin test, 1.5% max error.
  *
+ * Particles (issue #18): the probes' tree error at most 2x the tree's own error on the same system (its cells and
+ * particles against direct summation), linearity and probes on cell centres (direct summation) to rounding.
+ *
  * Periodic: FLASH's three tree-solver tests are held 10x below FLASH's tolerances (issue 15: the settings we stand
  * by must beat FLASH's bar by that much); the other problems have no tolerance and are reported only.
  */
 import type { MaclaurinReport } from './maclaurinRun.js';
 import type { PeriodicReport } from './periodicRun.js';
+import type { ParticlesReport } from './particlesRun.js';
 
 export interface Verdict {
   pass: boolean;
@@ -83,5 +87,29 @@ export function periodicVerdict(r: PeriodicReport): Verdict | undefined {
     tolerance,
     basis: margin === 1 ? `FLASH's ${r.flashTolerance.toExponential(1)} (not one of its three tests)`
       : `FLASH's ${r.flashTolerance.toExponential(1)} / ${margin}`,
+  };
+}
+
+/** The rounding bar of the particles validation's exact identities (linearity, probes on centres by direct sums). */
+export const particlesRoundingTolerance = 1e-12;
+/** The probes' tree error may be this many times the system's own tree error (issue #18). */
+export const particlesProbeErrorFactor = 2;
+
+/** PASS when every check of `amrgrav validate particles` holds; `error` and `tolerance` are the probes'. */
+export function particlesVerdict(r: ParticlesReport): Verdict & { failed: string[] } {
+  const failed: string[] = [];
+  if (!(r.probeErrorRatio <= particlesProbeErrorFactor)) failed.push('probes vs the system\'s tree error');
+  if (!(r.probeDirectError <= particlesRoundingTolerance)) failed.push('direct summation at the probes');
+  if (!(r.linearityGap <= particlesRoundingTolerance)) failed.push('linearity');
+  if (!(r.centreGapDirect <= particlesRoundingTolerance)) failed.push('probes on cell centres (direct)');
+  const tolerance = particlesProbeErrorFactor * Math.max(r.cellTreeError.max, r.particleTreeError.max);
+  if (!(r.centreGapTree <= tolerance)) failed.push('probes on cell centres (tree)');
+  return {
+    pass: failed.length === 0,
+    error: r.probeTreeError.max,
+    tolerance,
+    basis: `${particlesProbeErrorFactor}x the tree's max error on the same system (cells and particles vs direct summation); ` +
+      `linearity and direct-sum identities to ${particlesRoundingTolerance}`,
+    failed,
   };
 }

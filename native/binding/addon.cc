@@ -125,7 +125,7 @@ class SystemWorker final : public Napi::AsyncWorker {
 
   CellArrays cells;
   SystemArrays parts;
-  OutputArrays cellOut, probeOut;
+  OutputArrays cellOut, particleOut, probeOut;
   SolveOptions options;
   api::BackendChoice choice;
   Napi::Promise promise() { return deferred_.Promise(); }
@@ -133,10 +133,12 @@ class SystemWorker final : public Napi::AsyncWorker {
   void Execute() override {
     SystemView v;
     v.cells = cells.view;
+    v.particles = parts.particles;
     v.probes = parts.probes;
     v.targets = parts.targets;
     v.targetCount = parts.targetCount;
     result_.cells.into = cellOut.targets;
+    result_.particles.into = particleOut.targets;
     result_.probes.into = probeOut.targets;
     status_ = session().solveSystem(method_, choice, v, options, result_, report_);
   }
@@ -158,8 +160,15 @@ class SystemWorker final : public Napi::AsyncWorker {
     sys.Set("probeApproxInteractions", double(y.probeApprox));
     sys.Set("probeDirectInteractions", double(y.probeDirect));
     sys.Set("secondsProbes", y.secondsProbes);
+    sys.Set("particles", double(y.particles));
+    sys.Set("particleGroups", double(y.particleGroups));
+    sys.Set("particleNodes", double(y.particleNodes));
+    sys.Set("particleApproxInteractions", double(y.particleApprox));
+    sys.Set("particleDirectInteractions", double(y.particleDirect));
+    sys.Set("secondsParticles", y.secondsParticles);
     s.Set("system", sys);
     r.Set("cells", arraysToJs(env, cellOut));
+    r.Set("particles", arraysToJs(env, particleOut));
     r.Set("probes", arraysToJs(env, probeOut));
     r.Set("stats", s);
     if (!report_.warning.empty()) r.Set("warning", report_.warning);
@@ -175,10 +184,11 @@ class SystemWorker final : public Napi::AsyncWorker {
   api::SolveReport report_;
 };
 
-/// solveSystem({cells, probes?, targets?}, options, method) -> Promise<{cells, probes, stats, warning?}>: cells as
-/// solve()'s (Float64Arrays), probes {x, y, z} (Float64Arrays), targets a Uint32Array of cell indices; method 'tree'
-/// (default) or 'direct'. cells and probes of the result: {potential, ax?, ay?, az?}, one per target (or cell) and
-/// per probe, in their orders; stats as solve()'s plus stats.system.
+/// solveSystem({cells, particles?, probes?, targets?}, options, method) -> Promise<{cells, particles, probes, stats,
+/// warning?}>: cells as solve()'s (Float64Arrays), particles {x, y, z, mass, softening} (Float64Arrays; softening
+/// also one number), probes {x, y, z} (Float64Arrays), targets a Uint32Array of cell indices; method 'tree'
+/// (default) or 'direct'. cells, particles and probes of the result: {potential, ax?, ay?, az?}, one per target (or
+/// cell), per particle and per probe, in their orders; stats as solve()'s plus stats.system.
 Napi::Value solveSystem(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const bool direct = info.Length() > 2 && info[2].IsString() && info[2].As<Napi::String>().Utf8Value() == "direct";
@@ -187,7 +197,7 @@ Napi::Value solveSystem(const Napi::CallbackInfo& info) {
   std::string backendName;
   const Napi::Value opts = info.Length() > 1 ? info[1] : env.Undefined();
   if (info.Length() < 1 || !info[0].IsObject())
-    st = Status::error(ErrorCode::InvalidInput, "system must be an object {cells, probes?, targets?}");
+    st = Status::error(ErrorCode::InvalidInput, "system must be an object {cells, particles?, probes?, targets?}");
   Napi::Object sys = st.ok() ? info[0].As<Napi::Object>() : Napi::Object::New(env);
   if (st.ok() && !sys.Get("cells").IsObject())
     st = Status::error(ErrorCode::InvalidInput, "system.cells must be an object {x, y, z, mass, size}");
@@ -198,6 +208,8 @@ Napi::Value solveSystem(const Napi::CallbackInfo& info) {
     const std::size_t nc = w->parts.targets ? w->parts.targetCount : w->cells.view.n;
     st = prepareOutputs(env, env.Undefined(), nc, w->options.accelerations, w->cellOut);
   }
+  if (st.ok())
+    st = prepareOutputs(env, env.Undefined(), w->parts.particles.n, w->options.accelerations, w->particleOut);
   if (st.ok()) st = prepareOutputs(env, env.Undefined(), w->parts.probes.n, w->options.accelerations, w->probeOut);
   if (st.ok()) st = chooseForCall(opts, backendName, !direct, w->choice);
   return queueOrReject(env, w, st);

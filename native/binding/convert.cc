@@ -85,7 +85,49 @@ Status readCells(const Napi::Object& obj, CellArrays& out) {
   return Status::success();
 }
 
+namespace {
+
+/// system.particles into out.particles (the arrays kept alive in out.refs).
+Status readParticles(const Napi::Value& value, SystemArrays& out) {
+  auto bad = [](const std::string& m) { return Status::error(ErrorCode::InvalidInput, m); };
+  if (!value.IsObject()) return bad("particles must be an object {x, y, z, mass, softening}");
+  const Napi::Object o = value.As<Napi::Object>();
+  static const char* names[5] = {"x", "y", "z", "mass", "softening"};
+  const double* ptr[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
+  std::size_t n = 0;
+  ParticlesView& p = out.particles;
+  p = ParticlesView{};
+  for (int k = 0; k < 5; ++k) {
+    const Napi::Value v = o.Get(names[k]);
+    if (k == 4 && v.IsNumber()) {  // one softening for all
+      p.softeningValue = v.As<Napi::Number>().DoubleValue();
+      continue;
+    }
+    if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_float64_array)
+      return bad(std::string("particles.") + names[k] + " must be a Float64Array" + (k == 4 ? " or a number" : ""));
+    Napi::Float64Array a = v.As<Napi::Float64Array>();
+    if (k == 0) n = a.ElementLength();
+    else if (a.ElementLength() != n)
+      return bad("mismatched array lengths: particles.x has " + std::to_string(n) + " elements but particles." +
+                 names[k] + " has " + std::to_string(a.ElementLength()));
+    ptr[k] = a.Data();
+    out.refs.push_back(Napi::Persistent(a.As<Napi::TypedArray>()));
+  }
+  if (n > 0xffffffffull) return bad("more than 2^32 - 1 particles on one rank");
+  p.x = ptr[0];
+  p.y = ptr[1];
+  p.z = ptr[2];
+  p.mass = ptr[3];
+  p.softening = ptr[4];
+  p.n = n;
+  return Status::success();
+}
+
+}  // namespace
+
 Status readSystemParts(const Napi::Object& system, SystemArrays& out) {
+  const Napi::Value particles = system.Get("particles");
+  if (!particles.IsUndefined() && !particles.IsNull()) AG_TRY(readParticles(particles, out));
   const Napi::Value probes = system.Get("probes");
   if (!probes.IsUndefined() && !probes.IsNull()) {
     if (!probes.IsObject()) return Status::error(ErrorCode::InvalidInput, "probes must be an object {x, y, z}");
@@ -274,6 +316,13 @@ Status readOptions(const Napi::Value& value, SolveOptions& opt, std::string& bac
     else if (v == "cube") opt.selfPotential = SelfPotential::Cube;
     else if (v == "lattice") opt.selfPotential = SelfPotential::Lattice;
     else return invalidOption("option 'selfPotential' must be 'none', 'cube' or 'lattice'");
+  }
+  if (o.Has("softening") && !o.Get("softening").IsUndefined()) {
+    Napi::Value m = o.Get("softening");
+    std::string v = m.IsString() ? m.As<Napi::String>().Utf8Value() : std::string();
+    if (v == "spline") opt.softening = SofteningKernel::Spline;
+    else if (v == "plummer") opt.softening = SofteningKernel::Plummer;
+    else return invalidOption("option 'softening' must be 'spline' or 'plummer'");
   }
   if (o.Has("walk") && !o.Get("walk").IsUndefined()) {
     Napi::Value m = o.Get("walk");

@@ -48,13 +48,15 @@ Status readBlocks(const Napi::Value& blocks, const Napi::Value& out, const Solve
 /// A system solve's parts besides the cells (core/system.h), kept alive while a worker reads them.
 struct SystemArrays {
   std::vector<Napi::Reference<Napi::TypedArray>> refs;
+  ParticlesView particles;
   PointsView probes;
   const std::uint32_t* targets = nullptr;  ///< null: every cell
   std::size_t targetCount = 0;
 };
 
-/// Reads system.probes ({x, y, z} Float64Arrays of one length; absent: none) and system.targets (a Uint32Array of
-/// cell indices; absent: every cell). The values are checked natively (validateSystem).
+/// Reads system.particles ({x, y, z, mass} Float64Arrays of one length and softening, a Float64Array of that length
+/// or one number; absent: none), system.probes ({x, y, z} Float64Arrays of one length; absent: none) and
+/// system.targets (a Uint32Array of cell indices; absent: every cell). The values are checked natively.
 Status readSystemParts(const Napi::Object& system, SystemArrays& out);
 
 /// Reads the options object (missing fields keep their defaults); `backend` receives 'cpu' (default), 'cuda' or

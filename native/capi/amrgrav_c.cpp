@@ -107,6 +107,12 @@ Status readOptions(const amrgrav_options& o, SolveOptions& s) {
     s.fmmTheta = o.fmm_theta;
     s.fmmTolerance = o.fmm_tolerance;
   }
+  if (o.struct_size >= offsetof(amrgrav_options, softening) + sizeof(int)) {
+    if (o.softening != 0 && o.softening != 1)
+      return Status::error(ErrorCode::InvalidOption, "option softening must be 0 (spline) or 1 (plummer), got " +
+                                                         std::to_string(o.softening));
+    s.softening = o.softening == 1 ? SofteningKernel::Plummer : SofteningKernel::Spline;
+  }
   return validateOptions(s);
 }
 
@@ -179,6 +185,7 @@ void amrgrav_default_options(amrgrav_options* o) {
   o->fmm_order = d.fmmOrder;
   o->fmm_theta = d.fmmTheta;
   o->fmm_tolerance = d.fmmTolerance;
+  o->softening = static_cast<int>(d.softening);
 }
 
 amrgrav_status amrgrav_create(const amrgrav_options* options, amrgrav_solver** out) {
@@ -342,6 +349,12 @@ amrgrav_status amrgrav_compute_blocks_device(amrgrav_solver* s, const amrgrav_bl
   return computeBlocks(s, "amrgrav_compute_blocks_device", blocks, potential, ax, ay, az, true, cuda_stream);
 }
 
+namespace {
+/// The system structs as the header before particles had them (their fields end where the particles' begin).
+constexpr std::size_t kSystemV1 = offsetof(amrgrav_system, n_particles);
+constexpr std::size_t kSystemResultsV1 = offsetof(amrgrav_system_results, particle_potential);
+}  // namespace
+
 void amrgrav_default_system(amrgrav_system* sys) {
   if (!sys) return;
   *sys = amrgrav_system{};
@@ -362,22 +375,37 @@ amrgrav_status amrgrav_solve_system(amrgrav_solver* s, const amrgrav_system* sys
   return guarded(s->error, [&]() -> Status {
     if (!sys || !res)
       return Status::error(ErrorCode::InvalidInput, "amrgrav_solve_system: system and results must not be NULL");
-    if (sys->struct_size != sizeof(amrgrav_system))
+    // the structs before particles end where the particles' fields begin: such callers have no particles
+    const bool sysHasParticles = sys->struct_size == sizeof(amrgrav_system);
+    if (!sysHasParticles && sys->struct_size != kSystemV1)
       return Status::error(ErrorCode::InvalidOption, "amrgrav_system.struct_size is " +
                                                          std::to_string(sys->struct_size) + ", expected " +
                                                          std::to_string(sizeof(amrgrav_system)) +
                                                          " (fill the struct with amrgrav_default_system)");
-    if (res->struct_size != sizeof(amrgrav_system_results))
+    const bool resHasParticles = res->struct_size == sizeof(amrgrav_system_results);
+    if (!resHasParticles && res->struct_size != kSystemResultsV1)
       return Status::error(ErrorCode::InvalidOption, "amrgrav_system_results.struct_size is " +
                                                          std::to_string(res->struct_size) + ", expected " +
                                                          std::to_string(sizeof(amrgrav_system_results)) +
                                                          " (fill the struct with amrgrav_default_system_results)");
+    const std::size_t np = sysHasParticles ? sys->n_particles : 0;
+    if (np > 0 && !resHasParticles)
+      return Status::error(ErrorCode::InvalidOption, "amrgrav_system has " + std::to_string(np) + " particles but "
+                                                     "amrgrav_system_results is the older struct without the "
+                                                     "particles' results (fill it with amrgrav_default_system_results)");
     const bool accel = s->options.accelerations;
     const std::size_t nc = sys->targets ? sys->n_targets : sys->n_cells;
     if (sys->n_cells > 0 && (!sys->x || !sys->y || !sys->z || !sys->mass || !sys->size))
       return Status::error(ErrorCode::InvalidInput, "system: x, y, z, mass and size must not be NULL");
     if (sys->n_probes > 0 && (!sys->probe_x || !sys->probe_y || !sys->probe_z))
       return Status::error(ErrorCode::InvalidInput, "system: probe_x, probe_y and probe_z must not be NULL");
+    if (np > 0 && (!sys->particle_x || !sys->particle_y || !sys->particle_z || !sys->particle_mass))
+      return Status::error(ErrorCode::InvalidInput, "system: particle_x, particle_y, particle_z and particle_mass must "
+                                                    "not be NULL");
+    if (np > 0 && (!res->particle_potential || (accel && (!res->particle_ax || !res->particle_ay || !res->particle_az))))
+      return Status::error(ErrorCode::InvalidInput, accel ? "results: particle_potential, particle_ax, particle_ay and "
+                                                            "particle_az must not be NULL"
+                                                          : "results: particle_potential must not be NULL");
     if (nc > 0 && (!res->potential || (accel && (!res->ax || !res->ay || !res->az))))
       return Status::error(ErrorCode::InvalidInput, accel ? "results: potential, ax, ay and az must not be NULL"
                                                           : "results: potential must not be NULL");
@@ -389,6 +417,15 @@ amrgrav_status amrgrav_solve_system(amrgrav_solver* s, const amrgrav_system* sys
     SystemView v;
     v.cells = CellsView{sys->x, sys->y, sys->z, sys->mass, sys->size, sys->n_cells};
     v.probes = PointsView{sys->probe_x, sys->probe_y, sys->probe_z, sys->n_probes};
+    if (np > 0) {
+      v.particles.x = sys->particle_x;
+      v.particles.y = sys->particle_y;
+      v.particles.z = sys->particle_z;
+      v.particles.mass = sys->particle_mass;
+      v.particles.softening = sys->particle_softening;
+      v.particles.softeningValue = sys->softening;
+      v.particles.n = np;
+    }
     if (sys->targets) {
       v.targets = reinterpret_cast<const std::uint32_t*>(sys->targets);
       v.targetCount = sys->n_targets;
@@ -401,8 +438,11 @@ amrgrav_status amrgrav_solve_system(amrgrav_solver* s, const amrgrav_system* sys
                                  accel ? res->ay : nullptr, accel ? res->az : nullptr};
     r.probes.into = ResultTargets{sys->n_probes > 0 ? res->probe_potential : nullptr, accel ? res->probe_ax : nullptr,
                                   accel ? res->probe_ay : nullptr, accel ? res->probe_az : nullptr};
+    if (np > 0)
+      r.particles.into = ResultTargets{res->particle_potential, accel ? res->particle_ax : nullptr,
+                                       accel ? res->particle_ay : nullptr, accel ? res->particle_az : nullptr};
     s->warning.clear();
-    if (!s->choice.distributed && sys->n_cells == 0 && sys->n_probes == 0) {
+    if (!s->choice.distributed && sys->n_cells == 0 && sys->n_probes == 0 && np == 0) {
       s->stats = SolveStats{};
       s->cells = 0;
       return Status::success();

@@ -62,6 +62,7 @@ module amrgrav
     integer(c_int) :: fmm_order
     real(c_double) :: fmm_theta
     real(c_double) :: fmm_tolerance
+    integer(c_int) :: softening        ! particles' kernel: 0 spline (radius 2.8 eps, the default), 1 Plummer
   end type amrgrav_options
 
   type, bind(C), public :: amrgrav_stats
@@ -110,11 +111,15 @@ module amrgrav
     type(c_ptr) :: targets
     integer(c_size_t) :: n_targets
     integer(c_int) :: direct
+    integer(c_size_t) :: n_particles
+    type(c_ptr) :: particle_x, particle_y, particle_z, particle_mass, particle_softening
+    real(c_double) :: softening
   end type c_system
   type, bind(C) :: c_system_results
     integer(c_size_t) :: struct_size
     type(c_ptr) :: potential, ax, ay, az
     type(c_ptr) :: probe_potential, probe_ax, probe_ay, probe_az
+    type(c_ptr) :: particle_potential, particle_ax, particle_ay, particle_az
   end type c_system_results
 
   !> A solver (the C API's amrgrav_solver*). Null until amrgrav_create succeeds; amrgrav_destroy nulls it again.
@@ -424,8 +429,14 @@ contains
   !> Fortran's 1-based cell numbers, each at most once; potential then has size(targets) elements, in that order, bitwise
   !> the full solve's values there). With options%accelerations, ax, ay, az (and probe_ax, probe_ay, probe_az with
   !> probes) are required. direct = .true.: direct summation (isolated boxes). Lengths are checked here.
+  !> Particles (softened sources and targets; the kernel is options%softening): particle_x, particle_y, particle_z,
+  !> particle_mass and particle_potential together, with the softening lengths either per particle
+  !> (particle_softening) or one value for all (softening), and particle_ax, particle_ay, particle_az with
+  !> accelerations. Pass them by keyword (after `direct`).
   function amrgrav_solve_system(solver, x, y, z, mass, size, potential, probe_x, probe_y, probe_z, probe_potential, &
-                                targets, ax, ay, az, probe_ax, probe_ay, probe_az, direct) result(st)
+                                targets, ax, ay, az, probe_ax, probe_ay, probe_az, direct, &
+                                particle_x, particle_y, particle_z, particle_mass, particle_softening, softening, &
+                                particle_potential, particle_ax, particle_ay, particle_az) result(st)
     type(amrgrav_solver), intent(in) :: solver
     real(c_double), intent(in), target, contiguous :: x(:), y(:), z(:), mass(:), size(:)
     real(c_double), intent(inout), target, contiguous :: potential(:)
@@ -435,10 +446,16 @@ contains
     real(c_double), intent(inout), target, contiguous, optional :: ax(:), ay(:), az(:)
     real(c_double), intent(inout), target, contiguous, optional :: probe_ax(:), probe_ay(:), probe_az(:)
     logical, intent(in), optional :: direct
+    real(c_double), intent(in), target, contiguous, optional :: particle_x(:), particle_y(:), particle_z(:)
+    real(c_double), intent(in), target, contiguous, optional :: particle_mass(:), particle_softening(:)
+    real(c_double), intent(in), optional :: softening
+    real(c_double), intent(inout), target, contiguous, optional :: particle_potential(:)
+    real(c_double), intent(inout), target, contiguous, optional :: particle_ax(:), particle_ay(:), particle_az(:)
     integer(c_int) :: st
     type(c_system) :: sys
     type(c_system_results) :: res
     integer(c_int), allocatable, target :: t0(:)
+    integer :: npart
     integer :: n, nr, np  ! lengths by ubound: the dummy `size` hides the intrinsic (assumed shape: lbound 1)
     character(len=32) :: got
     if (allocated(module_error)) deallocate (module_error)
@@ -470,9 +487,67 @@ contains
       module_error = 'amrgrav_solve_system: pass all of ax, ay and az, or none'
       return
     end if
+    npart = 0
+    if (count([present(particle_x), present(particle_y), present(particle_z), present(particle_mass), &
+               present(particle_potential)]) /= 0) then
+      if (.not. (present(particle_x) .and. present(particle_y) .and. present(particle_z) .and. &
+                 present(particle_mass) .and. present(particle_potential))) then
+        module_error = 'amrgrav_solve_system: pass all of particle_x, particle_y, particle_z, particle_mass and ' // &
+                       'particle_potential, or none'
+        return
+      end if
+      npart = ubound(particle_x, 1)
+      if (any([ubound(particle_y, 1), ubound(particle_z, 1), ubound(particle_mass, 1), &
+               ubound(particle_potential, 1)] /= npart)) then
+        module_error = 'amrgrav_solve_system: particle_y, particle_z, particle_mass and particle_potential must ' // &
+                       'have size(particle_x) elements'
+        return
+      end if
+      if (present(particle_softening) .eqv. present(softening)) then
+        module_error = 'amrgrav_solve_system: pass the particles'' softening lengths as particle_softening (one ' // &
+                       'per particle) or softening (one for all), not both nor neither'
+        return
+      end if
+      if (present(particle_softening)) then
+        if (ubound(particle_softening, 1) /= npart) then
+          module_error = 'amrgrav_solve_system: particle_softening must have size(particle_x) elements'
+          return
+        end if
+      end if
+      if (count([present(particle_ax), present(particle_ay), present(particle_az)]) == 1 .or. &
+          count([present(particle_ax), present(particle_ay), present(particle_az)]) == 2) then
+        module_error = 'amrgrav_solve_system: pass all of particle_ax, particle_ay and particle_az, or none'
+        return
+      end if
+      if (present(particle_ax)) then
+        if (any([ubound(particle_ax, 1), ubound(particle_ay, 1), ubound(particle_az, 1)] /= npart)) then
+          module_error = 'amrgrav_solve_system: particle_ax, particle_ay and particle_az must have ' // &
+                         'size(particle_x) elements'
+          return
+        end if
+      end if
+    end if
     call c_default_system(sys)
     call c_default_system_results(res)
     sys%n_cells = int(n, c_size_t)
+    sys%n_particles = int(npart, c_size_t)
+    if (npart > 0) then
+      sys%particle_x = c_loc(particle_x)
+      sys%particle_y = c_loc(particle_y)
+      sys%particle_z = c_loc(particle_z)
+      sys%particle_mass = c_loc(particle_mass)
+      if (present(particle_softening)) then
+        sys%particle_softening = c_loc(particle_softening)
+      else
+        sys%softening = softening
+      end if
+      res%particle_potential = c_loc(particle_potential)
+      if (present(particle_ax)) then
+        res%particle_ax = c_loc(particle_ax)
+        res%particle_ay = c_loc(particle_ay)
+        res%particle_az = c_loc(particle_az)
+      end if
+    end if
     sys%n_probes = int(np, c_size_t)
     if (present(direct)) then
       if (direct) sys%direct = 1

@@ -96,6 +96,11 @@ typedef struct amrgrav_options {
   double fmm_theta;     /* FMM opening angle: M2L only when r_A + r_B < fmm_theta R, in (0, 1)   [0.65] */
   double fmm_tolerance; /* FMM error tolerance: each M2L's error bound <= this x a lower bound of the
                          * target's potential, in [0, 1); 0 = the opening angle alone             [2e-4] */
+  /* Added with particles (issue #18; older callers' smaller struct_size keeps the default). The particles' softening
+   * kernel in amrgrav_solve_system (no effect on cells): 0 = the compact cubic spline (SPH, Gadget) of radius
+   * 2.8 eps, exactly Newtonian beyond; 1 = Plummer, -G m / sqrt(r^2 + eps^2). eps is the Plummer-equivalent length
+   * for both: a particle's potential at its own centre is -G m / eps.                         [0] */
+  int softening;
 } amrgrav_options;
 
 typedef struct amrgrav_solver amrgrav_solver;
@@ -239,13 +244,21 @@ AMRGRAV_API amrgrav_status amrgrav_compute_blocks_device(amrgrav_solver* solver,
  * it built one, -1 for a NULL solver. */
 AMRGRAV_API int amrgrav_tree_reused(const amrgrav_solver* solver);
 
-/* ---- System solves (issue #18): cells, probes and a subset of target cells in one call ----
+/* ---- System solves (issue #18): cells, particles, probes and a subset of target cells in one call ----
  *
  * One solve over several kinds of points, each with its results in its own input order:
  *   cells:   sources and targets, as amrgrav_compute_potential takes them;
+ *   particles: softened point masses (stars, sinks, dark matter), sources and targets: positions, masses (>= 0) and
+ *            softening lengths eps (> 0, caller's length unit; per particle or one value for all), the kernel being
+ *            options.softening. eps is the Plummer-equivalent length for both kernels: a particle's potential at its
+ *            own centre is -G m / eps (the spline's radius is 2.8 eps). A pair is softened by max(eps_i, eps_j)
+ *            (cells and probes have 0), so the cells' force on the particles is minus theirs on the cells. A
+ *            particle has no self term. The particles form a tree of their own, which cells, particles and probes
+ *            walk with the box MAC plus a softening rule (walk = 1, vote, applies to the cells' tree only).
+ *            Not yet supported (AMRGRAV_INVALID_OPTION): periodic axes, distributed solvers, the CUDA backend;
  *   probes:  targets only, any position (a coupled code's get-gravity-at-point, analysis points): the field of the
- *            cells there. A probe has no mass and no self term; a probe exactly at a cell's centre gets every source
- *            but that cell's own point term (1/0, left out as a cell leaves out its own pair), so with the same
+ *            cells and particles there. A probe has no mass and no self term; a probe on a particle gets its softened
+ *            -G m / eps; a probe exactly at a cell's centre gets every source but that cell's own point term (1/0, left out as a cell leaves out its own pair), so with the same
  *            interaction lists (direct summation, small theta) it equals the cell's potential without its self
  *            term. Isolated axes: anywhere (also outside the box); periodic axes: wrapped into the box; the isolated
  *            axes of a partly periodic box: inside the box (AMRGRAV_INVALID_INPUT otherwise). The probes walk the
@@ -256,8 +269,9 @@ AMRGRAV_API int amrgrav_tree_reused(const amrgrav_solver* solver);
  *            targets are walked (the walk's cost falls with the subset: per-level or active-subset solves).
  * Distributed solvers: a collective, each rank passes its own cells, probes and targets (probes and targets need CPU
  * ranks: backend CPU; a GPU rank refuses them on every rank with AMRGRAV_INVALID_OPTION).
- * amrgrav_get_stats then describes this call (interactions per cell computed). A later kind of points (particles)
- * will be added at the end of these structs (struct_size keeps older callers working). */
+ * amrgrav_get_stats then describes this call (interactions per cell computed).
+ * Versions: the particles' fields were added at the end of amrgrav_system and amrgrav_system_results; a caller built
+ * against the header before them passes the smaller struct_size and solves cells and probes as before. */
 typedef struct amrgrav_system {
   size_t struct_size;       /* sizeof(amrgrav_system), set by amrgrav_default_system */
   size_t n_cells;           /* cells: x, y, z, mass, size as for amrgrav_compute_potential           [0] */
@@ -266,9 +280,14 @@ typedef struct amrgrav_system {
   const double *probe_x, *probe_y, *probe_z;
   const unsigned int* targets; /* optional: the cells to compute (0-based); NULL: every cell            [NULL] */
   size_t n_targets;         /* entries of targets (0 with targets set: no cell is computed)              [0] */
-  int direct;               /* nonzero: O(N^2) direct summation over the cells at every target (isolated
-                             * boxes; never distributed: each rank sums over its own cells), the
-                             * reference for the tree                                                    [0] */
+  int direct;               /* nonzero: O(N^2) direct summation over the cells (and particles) at every
+                             * target (isolated boxes; never distributed: each rank sums over its own
+                             * cells), the reference for the tree                                        [0] */
+  /* Added with particles: */
+  size_t n_particles;       /* particles: particle_x, _y, _z, _mass (and _softening when set)           [0] */
+  const double *particle_x, *particle_y, *particle_z, *particle_mass;
+  const double* particle_softening; /* eps per particle; NULL: `softening` for every particle        [NULL] */
+  double softening;         /* eps of every particle when particle_softening is NULL                   [0] */
 } amrgrav_system;
 
 /* Where amrgrav_solve_system writes (host memory; ax, ay, az only with accelerations, else they may be NULL). */
@@ -276,13 +295,16 @@ typedef struct amrgrav_system_results {
   size_t struct_size;       /* sizeof(amrgrav_system_results), set by amrgrav_default_system_results */
   double *potential, *ax, *ay, *az;   /* cells: n_cells values, or n_targets in the targets' order */
   double *probe_potential, *probe_ax, *probe_ay, *probe_az;  /* n_probes values */
+  /* Added with particles: n_particles values each, in the particles' order. */
+  double *particle_potential, *particle_ax, *particle_ay, *particle_az;
 } amrgrav_system_results;
 
 AMRGRAV_API void amrgrav_default_system(amrgrav_system* system);
 AMRGRAV_API void amrgrav_default_system_results(amrgrav_system_results* results);
 
-/* The system solve. As for amrgrav_compute_potential, the arrays' lengths cannot be checked (n_cells, n_probes,
- * n_targets elements each); everything else is: NULL arrays, struct_size, the cells' checks, probes (NaN/Inf,
+/* The system solve. As for amrgrav_compute_potential, the arrays' lengths cannot be checked (n_cells, n_particles,
+ * n_probes, n_targets elements each); everything else is: NULL arrays, struct_size, the cells' checks, particles
+ * (NaN/Inf, negative mass, softening not > 0, outside the box: "particle i: ..."), probes (NaN/Inf,
  * outside the box along an isolated axis of a periodic box: "probe i: ..."), targets ("targets[k] = v is not a cell
  * index", "... repeats targets[j]"). */
 AMRGRAV_API amrgrav_status amrgrav_solve_system(amrgrav_solver* solver, const amrgrav_system* system,
