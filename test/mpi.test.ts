@@ -348,6 +348,7 @@ describe('failures under mpirun', () => {
       ['G', /different solve options: G \(from 1 to 2\)/],
       ['boundary', /different solve options: boundary \(from 0 to 1\)/],
       ['theta', /different solve options: theta \(from 0.4 to 0.5\)/],
+      ['softening', /different solve options: softening \(from 'spline' to 'plummer'\)/],
     ] as const) {
       const got = lines.filter((l) => l.case === name);
       expect(got.map((l) => l.rank).sort(), name).toEqual([0, 1, 2]);
