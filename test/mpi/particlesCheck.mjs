@@ -5,9 +5,10 @@
 // options) and against one process's direct summation, for the spline kernel (a softening per particle, up to a
 // reach of 0.14 of the box: the LETs for the particle ranks must cover it) and the Plummer kernel (one value). Then
 // a NaN particle on the last rank: the same typed error on every rank, and the solver usable afterwards. Rank 0
-// prints one JSON line.
+// prints one JSON line. With --backend cuda or mixed (a GPU host: bench/gpu/device-check.sh step 'mpi'): GPU ranks do
+// not take particles yet, so every rank must fail with the same InvalidOptionError (each rank prints one line).
 import { GravitySolver, gatherToRoot, mpiWorld } from '../../dist/solver/index.js';
-import { rng } from './common.mjs';
+import { backendFromArgs, rng } from './common.mjs';
 
 const { rank, size } = mpiWorld();
 const G = 1;
@@ -89,7 +90,27 @@ const relVector = (a, b) => {
 };
 const gatherVec = async (acc) => ({ x: await gatherToRoot(acc.x), y: await gatherToRoot(acc.y), z: await gatherToRoot(acc.z) });
 
-const out = { ranks: size, cellsPerRank: [], particlesPerRank: [] };
+const { choice, backend } = backendFromArgs(rank);
+if (choice === 'cuda' || choice === 'mixed') {
+  const solver = new GravitySolver({ G, theta: 0.5, threads: 1, backend });
+  let line = { rank, backend, gpuRefusal: null };
+  try {
+    // no probes (GPU ranks refuse those too): a GPU rank without particles must refuse its part in their solve
+    await solver.solveSystem({ cells: myCells, particles: myPart });
+  } catch (err) {
+    line.gpuRefusal = { name: err.name, code: err.code, message: err.message };
+  }
+  try {
+    const after = await new GravitySolver({ G, threads: 1, backend }).solveCells(myCells);
+    line.usableAfter = after.potential.length === myCells.x.length;
+  } catch (err) {
+    line.usableAfter = `${err.name}: ${err.message}`;
+  }
+  console.log(JSON.stringify(line));
+  process.exit(0);
+}
+
+const out = { ranks: size };
 for (const kernel of ['spline', 'plummer']) {
   const opts = { G, theta: 0.5, threads: 1, backend: 'cpu', softening: kernel, accelerations: true };
   const solver = new GravitySolver(opts);
