@@ -90,7 +90,8 @@ class RankEngine {
   virtual Status walkReceived(const std::vector<ReceivedLet>& lets, const SolveOptions& opt, SolveStats& st) = 0;
   /// Scale, self term, scatter into out (its targets); out.stats keeps what the driver filled.
   virtual Status finish(const SolveOptions& opt, SolveResult& out) = 0;
-  /// A system solve's finish (instead of finish): the cells' results (at the targets) and the probes' into `out`;
+  /// A system solve's finish (instead of finish): the cells' results (at the targets), the probes' and the own
+  /// particles' (in the order openSystem got them, with SystemStats' particle fields) into `out`;
   /// `cells` carries the statistics the driver filled (and takes meanPotential over the cells computed). The default
   /// (a system of cells alone, see openSystem): finish into the cells' arrays.
   virtual Status finishSystem(const SolveOptions& opt, SolveResult& cells, SystemResult& out) {

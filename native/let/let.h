@@ -21,8 +21,9 @@ struct RankSummary {
   double mass;
   double cellCount;                 ///< a double so the summary is one MPI_DOUBLE array
   double groupHalfWidth[3];         ///< largest half-extent of a walk group's box per axis (periodic LETs' choice)
-  /// Points this rank computes the field at (its cells, or its subset of them, plus its probes: core/system.h); a
-  /// rank with none needs no LET. centreLo/Hi and groupHalfWidth cover the probes' groups too.
+  /// Points this rank computes the field at (its cells, or its subset of them, plus its probes and its own
+  /// particles: core/system.h); a rank with none needs no LET. centreLo/Hi and groupHalfWidth cover the probes' and
+  /// the particles' groups too.
   double targetCount;
   /// How far this rank's softened targets (its own particles) reach: the spline kernel's radius of its largest
   /// softening (kSplineRadius eps_max, scaled); 0 without particles or with the Plummer kernel. The LETs for this
