@@ -50,7 +50,8 @@ RemoteBox remoteBoxFor(const RankSummary& s) {
   RemoteBox b;
   double grow = 0;
   if (s.softReach > 0) {
-    // the rounding of the grown box's bounds and of the two distance tests is far below this margin
+    // the rounding of the grown box's bounds and of the two distance tests is far below this margin (without it,
+    // nodes at the grown box's edge can fail the receiver's test: native/tests/physics_rules.cpp checkSoftLet)
     double big = s.softReach;
     for (int d = 0; d < 3; ++d)
       for (const double v : {s.centreLo[d], s.centreHi[d]})
