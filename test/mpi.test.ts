@@ -185,6 +185,65 @@ describe('system solves under mpirun (issue #18)', () => {
   });
 });
 
+describe.each([1, 2, 3, 4])('particles under mpirun on %i rank(s) (issue #18)', (np) => {
+  // test/mpi/particlesCheck.mjs: a gas sphere on 16^3 cells with a compact Plummer cluster of 600 softened particles
+  // inside it and probes; ranks 0..N-2 hold the cells, ranks 1..N-1 the particles, every rank probes
+  it('each rank its own cells, particles and probes: one process\'s values, direct summation within the tree\'s error, and a bad particle fails every rank', async () => {
+    const run = await mpirun(np, script('particlesCheck.mjs'));
+    expect(run.timedOut, run.stderr).toBe(false);
+    expect(run.code, run.stderr).toBe(0);
+    type Part = { count: number; vsSingle: number; vsDirect: number; singleVsDirect: number };
+    type Kernel = {
+      repeatable: boolean;
+      cells: Part;
+      particles: Part & { accVsSingle: number; accVsDirect: number; singleAccVsDirect: number };
+      probes: Part;
+      perRank: { cells: number; particles: number; statsParticles: number; letsReceived: number }[];
+    };
+    // rank 0's report (the other ranks print their bad-particle errors, in any order)
+    const report = run.stdout.split('\n').filter((l) => l.startsWith('{"ranks"')).join('\n');
+    const r = lastJson<{ ranks: number; spline: Kernel; plummer: Kernel; badParticle: { error: { name: string; message: string } | null; failedOn: number[]; usableAfter: number[] } }>(report);
+    expect(r.ranks).toBe(np);
+    for (const kernel of ['spline', 'plummer'] as const) {
+      const k = r[kernel];
+      expect(k.repeatable, kernel).toBe(true);
+      expect([k.cells.count, k.particles.count, k.probes.count], kernel).toEqual([4096, 600, 200 * np]);
+      for (const part of ['cells', 'particles', 'probes'] as const) {
+        const where = `${kernel} ${part} on ${np} ranks`;
+        // one rank is the single-process solve, bit for bit
+        if (np === 1) expect(k[part].vsSingle, where).toBe(0);
+        // two ranks: rank 0 holds every cell, rank 1 every particle, so each rank's trees and groups are one
+        // process's and the particles' walk of rank 0's LET makes one process's lists and sums, bit for bit
+        if (np === 2 && part !== 'probes') expect(k[part].vsSingle, where).toBe(0);
+        // the issue's bar: within 1e-4 of one process (of the largest |phi|) at theta 0.5
+        expect(k[part].vsSingle, where).toBeLessThan(1e-4);
+        // against direct summation: the tree's error, as one process's (other trees and groups, not worse)
+        expect(k[part].vsDirect, where).toBeLessThan(3 * k[part].singleVsDirect + 1e-12);
+      }
+      // the particles' accelerations (relative per particle): the tree's error of one process (spline 1.4e-5,
+      // plummer 2.3e-4), within 4 times it on other trees and groups
+      expect(k.particles.accVsDirect, kernel).toBeLessThan(4 * k.particles.singleAccVsDirect);
+      expect(k.particles.accVsSingle, kernel).toBeLessThan(kernel === 'spline' ? 1e-4 : 1e-3);
+      if (np > 1) {
+        // rank 0 has no particles, the last rank no cells; each rank's stats count its own particles
+        expect(k.perRank[0].particles).toBe(0);
+        expect(k.perRank[np - 1].cells).toBe(0);
+        for (const q of k.perRank) expect(q.statsParticles).toBe(q.particles);
+        // the particle-only rank receives every other rank's LET
+        expect(k.perRank[np - 1].letsReceived).toBe(np - 1);
+      }
+    }
+    // a NaN particle on the last rank: its typed error on every rank (none waits), the solver usable afterwards
+    const bad = r.badParticle;
+    expect(bad.error?.name).toBe('InvalidInputError');
+    expect(bad.error?.message).toContain(np > 1 ? `rank ${np - 1} of ${np}: particle 3: x is not finite` : 'particle 3: x is not finite');
+    expect(bad.failedOn).toEqual(Array(np).fill(1));
+    expect(bad.usableAfter).toEqual(Array(np).fill(1));
+    const others = run.stdout.trim().split('\n').filter((l) => l.includes('badParticleError')).map((l) => JSON.parse(l).badParticleError.message);
+    expect(others).toEqual(Array(np - 1).fill(bad.error?.message));
+  });
+});
+
 describe('periodic boxes under mpirun', () => {
   it('a refined blob in a periodic box (3 and 2 periodic axes, and on a background 1e4 times its mean) and a uniform grid cut in slabs, on 3 ranks, match one process', async () => {
     const run = await mpirun(3, script('periodicCheck.mjs'));
@@ -282,7 +341,7 @@ describe('failures under mpirun', () => {
     expect(run.stdout).not.toContain('not reached');
   });
 
-  it('ranks passing different options (G, boundary, theta) or coincident cells get an error naming them on every rank', async () => {
+  it('ranks passing different options (G, boundary, theta, softening) or coincident cells get an error naming them on every rank', async () => {
     const np = 3;
     const run = await mpirun(np, script('optionsCheck.mjs'));
     expect(run.timedOut, run.stderr).toBe(false);
@@ -292,6 +351,7 @@ describe('failures under mpirun', () => {
       ['G', /different solve options: G \(from 1 to 2\)/],
       ['boundary', /different solve options: boundary \(from 0 to 1\)/],
       ['theta', /different solve options: theta \(from 0.4 to 0.5\)/],
+      ['softening', /different solve options: softening \(from 'spline' to 'plummer'\)/],
     ] as const) {
       const got = lines.filter((l) => l.case === name);
       expect(got.map((l) => l.rank).sort(), name).toEqual([0, 1, 2]);

@@ -29,7 +29,8 @@
 #   mpi        issue #5 on the GPU: test/mpi/distributedCheck.mjs --backend cuda under mpirun -np 1, 2, 4 on one
 #              GPU (gathered N-rank potential vs the one-rank GPU solve, must be <= 1e-4 at theta 0.5), -np 3 with
 #              GPU and CPU ranks mixed; then test/mpi/periodicCheck.mjs (periodic and x-y periodic boxes) on 2 and 3
-#              GPU ranks and 3 mixed
+#              GPU ranks and 3 mixed; then test/mpi/particlesCheck.mjs --backend cuda/mixed (GPU ranks refuse particles
+#              on every rank with InvalidOption, issue #18)
 #   mpibench   `bench --grid 256 --backend cuda` under mpirun -np 1, 2, 4 (one GPU) with each rank's distributed stats
 #   mpibenchper  the same in a periodic box (--boundary periodic)
 #   plummer    issue #18: amrgrav_gpu_timing --plummer 1000000,16000000: a Plummer sphere of points (G = M = a = 1,
@@ -243,6 +244,24 @@ print(f"worst (phi, g) vs one process {worst:.3g} {'PASS' if worst < 1e-4 else '
 PY
 )")
         tail -5 "$out/mpi-periodic-$tag.err"
+      done
+      # particles (issue #18) are taken by CPU ranks only: GPU ranks refuse them on every rank with InvalidOption,
+      # also where the GPU rank has none of its own (2 mixed: rank 0 on the GPU holds cells only), and nobody hangs
+      for run in "2 cuda" "2 mixed" "3 mixed"; do
+        read -r np bk <<< "$run"; tag=np$np-$bk
+        timeout 200 $mpi -np $np node test/mpi/particlesCheck.mjs --backend $bk \
+          > "$out/mpi-particles-$tag.json" 2> "$out/mpi-particles-$tag.err"
+        rc=$?
+        summary+=("mpi particles refused $tag rc=$rc $(python3 - "$out/mpi-particles-$tag.json" $np <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith('{')]
+good = len(rows) == int(sys.argv[2]) and all(r['gpuRefusal'] and r['gpuRefusal']['name'] == 'InvalidOptionError'
+                                             and 'particles' in r['gpuRefusal']['message'] and r['usableAfter'] is True
+                                             for r in rows)
+print(f"{'PASS' if good else 'FAIL'} | " + "; ".join(f"rank {r['rank']} ({r['backend']}): {r['gpuRefusal']} after {r['usableAfter']}" for r in rows))
+PY
+)")
+        tail -5 "$out/mpi-particles-$tag.err"
       done ;;
     mpibench|mpibenchper)
       # 16.7M cells on N ranks sharing this GPU (mpibenchper: in a periodic box); --bind-to none: Open MPI otherwise

@@ -36,11 +36,28 @@ class RankEngine {
   /// overrides it.
   virtual Status openSystem(const SystemView& system, const SolveOptions& opt) {
     (void)opt;
+    if (system.particles.n > 0)
+      return Status::error(ErrorCode::InvalidOption,
+                           std::string("particles in a distributed solve run on CPU ranks (backend 'cpu'); the ") +
+                               name() + " rank does not take them yet (issue #18)");
     if (system.probes.n > 0 || system.hasTargets())
       return Status::error(ErrorCode::InvalidOption,
                            std::string("probes and target subsets in a distributed solve run on CPU ranks (backend "
                                        "'cpu'); the ") + name() + " rank does not take them yet");
     return Status::success();
+  }
+  /// Whether this engine walks particles (core/system.h). When any rank has particles, every rank's cells and
+  /// probes need the particles' field, so the driver refuses the solve on every rank unless all engines take them.
+  virtual bool takesParticles() const { return false; }
+  /// Every rank's particles (`all`: gathered in rank order, the same on every rank; this rank's own are
+  /// [ownBegin, ownBegin + ownCount), the particles openSystem got), after build() and before summary(): their
+  /// tree on the global length `scale` (tree/particle_tree.h), walked by this rank's cells, probes and own
+  /// particles; the own particles become targets (the summary covers their groups). Called only when some rank has
+  /// particles and every engine takesParticles(); may fail (the driver's second agreement).
+  virtual Status buildParticles(const ParticlesView& all, std::size_t ownBegin, std::size_t ownCount,
+                                const SolveOptions& opt, double scale) {
+    (void)all, (void)ownBegin, (void)ownCount, (void)opt, (void)scale;
+    return Status::error(ErrorCode::InvalidOption, std::string("the ") + name() + " rank does not take particles");
   }
   /// Keys (root cube of this rank's cells, the global length `scale`), the density contrast of fully periodic
   /// boxes (`totalMass`: every rank's masses summed; tree/tree.h applyDensityContrast), build, moments, groups;
@@ -73,7 +90,8 @@ class RankEngine {
   virtual Status walkReceived(const std::vector<ReceivedLet>& lets, const SolveOptions& opt, SolveStats& st) = 0;
   /// Scale, self term, scatter into out (its targets); out.stats keeps what the driver filled.
   virtual Status finish(const SolveOptions& opt, SolveResult& out) = 0;
-  /// A system solve's finish (instead of finish): the cells' results (at the targets) and the probes' into `out`;
+  /// A system solve's finish (instead of finish): the cells' results (at the targets), the probes' and the own
+  /// particles' (in the order openSystem got them, with SystemStats' particle fields) into `out`;
   /// `cells` carries the statistics the driver filled (and takes meanPotential over the cells computed). The default
   /// (a system of cells alone, see openSystem): finish into the cells' arrays.
   virtual Status finishSystem(const SolveOptions& opt, SolveResult& cells, SystemResult& out) {

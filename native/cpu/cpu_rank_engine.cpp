@@ -1,5 +1,10 @@
 /// \file cpu_rank_engine.cpp
 /// \brief The CPU rank of a distributed solve (cpu_rank_engine.h): the tree, walks and finish of the CPU backend.
+/// Particles (issue #18, core/system.h): every rank holds the global particle tree (the driver gathers them:
+/// mpi/particle_gather.h); this rank's cells and probes walk it after their cell trees, and its own particles, as
+/// targets in groups of their own, walk the local cells' tree, the global particle tree (their own pair taken out
+/// at the finish, as cpu/cpu_system.cpp does) and the received cell LETs, all with the softened walk
+/// (cpu/soft_walk.h).
 #include "cpu/cpu_rank_engine.h"
 
 #include <algorithm>
@@ -13,8 +18,11 @@
 #include "core/validate.h"
 #include "cpu/cpu_walk.h"
 #include "cpu/finish.h"
+#include "cpu/soft_walk.h"
 #include "ewald/walk_setup.h"
 #include "let/let.h"
+#include "physics/softening_k.h"
+#include "tree/particle_tree.h"
 #include "tree/system_points.h"
 #include "tree/tree.h"
 
@@ -53,10 +61,11 @@ class CpuRankEngine final : public RankEngine {
     return Status::success();
   }
 
-  /// Probes and targets: checked now, sorted and grouped after the cells' tree (build).
+  /// Probes, targets and particles: checked now, sorted and grouped after the cells' tree (build, buildParticles).
   Status openSystem(const SystemView& system, const SolveOptions& opt) override {
     AG_TRY(validateProbes(system.probes, opt));
     if (system.hasTargets()) AG_TRY(validateTargets(system.targets, system.targetCount, system.cells.n));
+    AG_TRY(validateParticles(system.particles, opt));
     system_ = system;
     return Status::success();
   }
@@ -114,20 +123,58 @@ class CpuRankEngine final : public RankEngine {
     return Status::success();
   }
 
-  /// The box of centres and the group widths cover the probes' groups: the LETs this rank receives are chosen for
-  /// every group it walks.
+  bool takesParticles() const override { return true; }
+
+  /// The global particle tree, and this rank's own particles as targets: sorted on a tree of their own (their
+  /// groups; the same scaled values as in the global tree, so their own pairs there cancel exactly).
+  Status buildParticles(const ParticlesView& all, std::size_t ownBegin, std::size_t ownCount, const SolveOptions& opt,
+                        double scale) override {
+    const auto t = Clock::now();
+    AG_TRY(validateParticles(all, opt));  // what only the whole set shows (its mass range): alike on every rank
+    AG_TRY(buildParticleTree(all, opt, scale, particles_));
+    ParticlesView own = all;
+    own.x += ownBegin;
+    own.y += ownBegin;
+    own.z += ownBegin;
+    own.mass += ownBegin;
+    own.softening += ownBegin;
+    own.n = ownCount;
+    if (ownCount > 0) AG_TRY(buildParticleTree(own, opt, scale, own_));
+    hasParticles_ = true;
+    // the Plummer expansion's trace term needs the cells' nodes' second moments, here and in the LETs sent
+    if (opt.softening == SofteningKernel::Plummer && !periodic_) cellS_ = nodeSecondMoments(cells_, tree_);
+    // without cells of its own, the probes group on the particles' cube (as a single process without cells)
+    if (cells_.x.empty() && system_.probes.n > 0)
+      sortProbes(system_.probes, particles_.root, scale, opt, probes_, probeGroups_);
+    const std::size_t n = ownCount;
+    ownPhi_.assign(n, 0.0);
+    for (auto& v : ownG_) v.assign(opt.accelerations ? n : 0, 0.0);
+    owo_ = WalkOutput{ownPhi_.data(), opt.accelerations ? ownG_[0].data() : nullptr,
+                      opt.accelerations ? ownG_[1].data() : nullptr, opt.accelerations ? ownG_[2].data() : nullptr};
+    secondsParticles_ += since(t);
+    return Status::success();
+  }
+
+  /// The box of centres and the group widths cover the probes' and the own particles' groups: the LETs this rank
+  /// receives are chosen for every group it walks.
   Status summary(RankSummary& out) override {
     out = summariseCells(cells_);
     groupHalfWidths(groups_, out.groupHalfWidth);
     double pw[3];
     groupHalfWidths(probeGroups_, pw);
     for (int d = 0; d < 3; ++d) out.groupHalfWidth[d] = std::max(out.groupHalfWidth[d], pw[d]);
-    const std::vector<double>* p[3] = {&probes_.x, &probes_.y, &probes_.z};
-    for (int d = 0; d < 3; ++d)
-      for (const double v : *p[d]) {
-        out.centreLo[d] = std::min(out.centreLo[d], v);
-        out.centreHi[d] = std::max(out.centreHi[d], v);
-      }
+    if (!own_.sorted.x.empty()) {
+      groupHalfWidths(own_.groups, pw);
+      for (int d = 0; d < 3; ++d) out.groupHalfWidth[d] = std::max(out.groupHalfWidth[d], pw[d]);
+    }
+    for (const SortedCells* pts : {&probes_, &own_.sorted}) {
+      const std::vector<double>* p[3] = {&pts->x, &pts->y, &pts->z};
+      for (int d = 0; d < 3; ++d)
+        for (const double v : *p[d]) {
+          out.centreLo[d] = std::min(out.centreLo[d], v);
+          out.centreHi[d] = std::max(out.centreHi[d], v);
+        }
+    }
     return Status::success();
   }
 
@@ -162,7 +209,9 @@ class CpuRankEngine final : public RankEngine {
     // the probes: targets only, no self pair
     walkGroups(local, probes_, probeGroups_, 0, probeGroups_.size(), opt, threads_, WalkPass{false, false, true}, pwo_,
                ewald());
-    return progress();
+    AG_TRY(progress());
+    if (hasParticles_) AG_TRY(walkParticles(local, opt, progress));
+    return Status::success();
   }
 
   Status walkReceived(const std::vector<ReceivedLet>& lets, const SolveOptions& opt, SolveStats& st) override {
@@ -175,6 +224,12 @@ class CpuRankEngine final : public RankEngine {
                  ewald());
       walkGroups(forest_.view(), probes_, probeGroups_, 0, probeGroups_.size(), opt, threads_,
                  WalkPass{true, false, false}, pwo_, ewald());
+      if (!own_.sorted.x.empty()) {  // the own particles: the LETs' cells have softening 0 (pair eps = theirs)
+        const auto t = Clock::now();
+        walkSoftGroups(forest_.view(), own_.sorted, own_.eps.data(), own_.groups, own_.groupEpsMin.data(),
+                       own_.groupEpsMax.data(), opt, threads_, WalkPass{true, false}, owo_);
+        secondsParticles_ += since(t);
+      }
     }
     st.approxInteractions = wo_.approx;
     st.directInteractions = wo_.direct;
@@ -196,6 +251,23 @@ class CpuRankEngine final : public RankEngine {
       finishSolve(cells_, opt, phi_, accel ? g_ : nullptr, cells);
     }
     finishPoints(probes_, opt, probePhi_, accel ? probeG_ : nullptr, out.probes);
+    if (hasParticles_) {
+      const auto t = Clock::now();
+      // each own particle's own pair: the kernel at 0, m / eps (scaled), exactly as its walk of the global tree added
+      for (std::size_t i = 0; i < ownPhi_.size(); ++i) {
+        double self = 0;
+        softPairPotential(0.0, 0.0, 0.0, own_.sorted.mass[i], own_.eps[i], opt.softening, self);
+        ownPhi_[i] -= self;
+      }
+      finishPoints(own_.sorted, opt, ownPhi_, accel ? ownG_ : nullptr, out.particles);
+      secondsParticles_ += since(t);
+      out.system.particles = ownPhi_.size();
+      out.system.particleGroups = own_.groups.size();
+      out.system.particleNodes = particles_.tree.nodeCount();
+      out.system.particleApprox = softCounts_.approx + owo_.approx;
+      out.system.particleDirect = softCounts_.direct + owo_.direct;
+      out.system.secondsParticles = secondsParticles_;
+    }
     out.system.targets = system_.cellResults();
     out.system.targetGroups = walkedGroups().size();
     out.system.probes = system_.probes.n;
@@ -211,11 +283,40 @@ class CpuRankEngine final : public RankEngine {
 
   const EwaldWalk* ewald() const { return periodic_ ? &ewald_ : nullptr; }
 
-  /// The local tree as a source (periodic: with its nodes' second moments; signed sources: their dipoles).
+  /// The local tree as a source (periodic, or particles under the Plummer kernel: with its nodes' second moments;
+  /// signed sources: their dipoles).
   SourceTree source() const {
     SourceTree t = sourceTreeOf(tree_, cells_);
     if (periodic_) t.secondMoment = ewald_.nodeS.data();
+    else if (!cellS_.empty()) t.secondMoment = cellS_.data();
     return t;
+  }
+
+  /// The softened walks of the local work (issue #18), after the cells' and the probes' walks of the local tree:
+  /// the cells and the probes against the global particle tree (accumulated), the own particles against the local
+  /// cells' tree and the global particle tree.
+  Status walkParticles(const SourceTree& local, const SolveOptions& opt, const std::function<Status()>& progress) {
+    const auto t = Clock::now();
+    const SourceTree psrc = particles_.source();
+    const Groups& groups = walkedGroups();
+    WalkOutput cw = wo_;  // the cells' sums, with counts of their own
+    cw.approx = cw.direct = 0;
+    walkSoftGroups(psrc, cells_, nullptr, groups, nullptr, nullptr, opt, threads_, WalkPass{true, false}, cw);
+    WalkOutput pw = pwo_;
+    pw.approx = pw.direct = 0;
+    walkSoftGroups(psrc, probes_, nullptr, probeGroups_, nullptr, nullptr, opt, threads_, WalkPass{true, false}, pw);
+    softCounts_.approx += cw.approx + pw.approx;
+    softCounts_.direct += cw.direct + pw.direct;
+    AG_TRY(progress());
+    if (!own_.sorted.x.empty()) {
+      const double* eps = own_.eps.data();
+      walkSoftGroups(local, own_.sorted, eps, own_.groups, own_.groupEpsMin.data(), own_.groupEpsMax.data(), opt,
+                     threads_, WalkPass{true, false}, owo_);
+      walkSoftGroups(psrc, own_.sorted, eps, own_.groups, own_.groupEpsMin.data(), own_.groupEpsMax.data(), opt,
+                     threads_, WalkPass{true, true}, owo_);
+    }
+    secondsParticles_ += since(t);
+    return progress();
   }
 
   int threads_ = 1;
@@ -236,6 +337,14 @@ class CpuRankEngine final : public RankEngine {
   Groups probeGroups_;
   std::vector<double> probePhi_, probeG_[3];
   WalkOutput pwo_{nullptr, nullptr, nullptr, nullptr};
+  bool hasParticles_ = false;         ///< some rank has particles: the global tree below is walked
+  ParticleTree particles_;            ///< every rank's particles (the same tree on every rank)
+  ParticleTree own_;                  ///< this rank's own particles: their order and groups as targets
+  std::vector<double> cellS_;         ///< the cells' nodes' second moments (Plummer kernel with particles)
+  std::vector<double> ownPhi_, ownG_[3];
+  WalkOutput owo_{nullptr, nullptr, nullptr, nullptr};
+  WalkOutput softCounts_{nullptr, nullptr, nullptr, nullptr};  ///< cells' and probes' walks of the particle tree
+  double secondsParticles_ = 0;
 };
 
 }  // namespace

@@ -46,6 +46,26 @@ RankSummary summariseCells(const double* x, const double* y, const double* z, co
   return s;
 }
 
+RemoteBox remoteBoxFor(const RankSummary& s) {
+  RemoteBox b;
+  double grow = 0;
+  if (s.softReach > 0) {
+    // the rounding of the grown box's bounds and of the two distance tests is far below this margin (without it,
+    // nodes at the grown box's edge can fail the receiver's test: native/tests/physics_rules.cpp checkSoftLet)
+    double big = s.softReach;
+    for (int d = 0; d < 3; ++d)
+      for (const double v : {s.centreLo[d], s.centreHi[d]})
+        if (std::isfinite(v)) big = std::max(big, std::fabs(v));
+    grow = s.softReach + 1e-9 * big;
+  }
+  for (int d = 0; d < 3; ++d) {
+    b.lo[d] = s.centreLo[d] - grow;
+    b.hi[d] = s.centreHi[d] + grow;
+    b.groupHalfWidth[d] = s.groupHalfWidth[d];
+  }
+  return b;
+}
+
 namespace {
 
 /// The LET's breadth-first selection: a node that `accepts` (or a massless one) travels childless, an opened leaf

@@ -21,9 +21,15 @@ struct RankSummary {
   double mass;
   double cellCount;                 ///< a double so the summary is one MPI_DOUBLE array
   double groupHalfWidth[3];         ///< largest half-extent of a walk group's box per axis (periodic LETs' choice)
-  /// Points this rank computes the field at (its cells, or its subset of them, plus its probes: core/system.h); a
-  /// rank with none needs no LET. centreLo/Hi and groupHalfWidth cover the probes' groups too.
+  /// Points this rank computes the field at (its cells, or its subset of them, plus its probes and its own
+  /// particles: core/system.h); a rank with none needs no LET. centreLo/Hi and groupHalfWidth cover the probes' and
+  /// the particles' groups too.
   double targetCount;
+  /// How far this rank's softened targets (its own particles) reach: the spline kernel's radius of its largest
+  /// softening (kSplineRadius eps_max, scaled); 0 without particles or with the Plummer kernel. The LETs for this
+  /// rank are chosen for its box of centres grown by it (remoteBoxFor), so that every node they prune is exact for
+  /// its particles too (physics/softening_k.h softeningAccepts).
+  double softReach;
 };
 constexpr int kRankSummaryDoubles = int(sizeof(RankSummary) / sizeof(double));
 
@@ -42,6 +48,14 @@ struct RemoteBox {
   double lo[3], hi[3];
   double groupHalfWidth[3] = {INFINITY, INFINITY, INFINITY};
 };
+
+/// The box a LET for the rank of summary `s` is chosen for: its box of centres and group half-widths, grown on
+/// every side by s.softReach (with a margin for rounding). A node the sender accepts for the grown box travels
+/// childless and the receiver takes it untested; its distance to any group box inside the real box is at least its
+/// distance to the grown box plus the growth, so it also passes the spline kernel's softening rule for the
+/// receiver's particles (distance > kSplineRadius eps + macRadius). The Plummer kernel needs no growth: the cells'
+/// nodes have softening 0, one for all their pairs.
+RemoteBox remoteBoxFor(const RankSummary& s);
 
 /// The local nodes a remote rank needs, in the breadth-first order of the LET it becomes.
 struct LetSelection {

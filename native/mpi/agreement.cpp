@@ -24,13 +24,13 @@ constexpr int kMessageBytes = 1024;
 /// The options every rank must share, as numbers, with the name the user knows them by (several numbers may carry
 /// one name: the box's six bounds, the three periodic axes). `threads` is each rank's own business.
 struct OptionValues {
-  static constexpr int kCount = 21;
+  static constexpr int kCount = 22;
   double v[kCount] = {};
   static const char* name(int k) {
     static const char* names[kCount] = {"theta", "order", "mac", "walk", "G", "leafSize", "groupSize",
                                         "selfPotential", "accelerations", "box", "box", "box", "box", "box",
                                         "box", "box", "boundary", "boundary", "boundary", "ewaldResolution",
-                                        "densityContrast"};
+                                        "densityContrast", "softening"};
     return names[k];
   }
   explicit OptionValues(const SolveOptions* o) {
@@ -43,14 +43,16 @@ struct OptionValues {
                               o->periodic[0] ? 1.0 : 0.0, o->periodic[1] ? 1.0 : 0.0, o->periodic[2] ? 1.0 : 0.0,
                               // the expansion flag rides on the resolution's sign: both choose the Ewald sums
                               double(o->ewaldResolution) * (o->ewaldExpansion ? 1.0 : -1.0),
-                              o->densityContrast ? 1.0 : 0.0};
+                              o->densityContrast ? 1.0 : 0.0, double(int(o->softening))};
     for (int k = 0; k < kCount; ++k) v[k] = f[k];
   }
 };
 
 std::string fmtOption(const char* name, double v) {
   char b[64];
-  if (std::string(name) == "ewaldResolution")  // the sign is ewaldExpansion
+  if (std::string(name) == "softening")
+    std::snprintf(b, sizeof b, "%s", v == 0 ? "'spline'" : "'plummer'");
+  else if (std::string(name) == "ewaldResolution")  // the sign is ewaldExpansion
     std::snprintf(b, sizeof b, "%d%s", int(std::fabs(v)), v < 0 ? " (ewaldExpansion false)" : "");
   else {
     std::snprintf(b, sizeof b, "%.15g", v);  // 0.4, not 0.40000000000000002, unless that loses the difference

@@ -5,7 +5,9 @@
 /// rank summaries -> the LETs chosen for the other ranks (a GPU chooses and packs them all on the device, then
 /// queues its local walk) -> each LET packed (CPU) or downloaded (GPU) and Isent -> complete the local walk, letting
 /// messages progress meanwhile -> walk the received LETs (in rank order, merged into one tree) -> scale, self term,
-/// scatter.
+/// scatter. A system solve's particles (issue #18) are gathered whole on every rank after the agreement
+/// (particle_gather.h: replicated, not yet sent as LETs); each rank walks the global particle tree for its cells,
+/// probes and own particles, and the cell LETs sent to a rank with particles cover their softened pairs.
 #include "mpi/distributed_solve.h"
 
 #include <algorithm>
@@ -27,6 +29,8 @@
 #include "mpi/agreement.h"
 #include "mpi/let_exchange.h"
 #include "mpi/mpi_check.h"
+#include "mpi/particle_gather.h"
+#include "physics/softening_k.h"
 #endif
 
 namespace amrgrav {
@@ -57,13 +61,8 @@ Status distributedImpl(RankEngine& engine, const SystemView& sys, const SolveOpt
   Status st = validateOptions(opt);
   double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
   if (st.ok()) st = engine.open(cells, opt, lo, hi);
+  // the system's probes, targets and particles are checked here (a bad particle on one rank fails every rank)
   if (st.ok() && sysOut) st = engine.openSystem(sys, opt);
-  // not in this round (issue #18): LETs carry no particle sources yet. Refused here, before the agreement, so that
-  // every rank returns this error (the others learn it from the agreement) and none waits.
-  if (st.ok() && sysOut && sys.particles.n > 0)
-    st = Status::error(ErrorCode::InvalidOption,
-                       "particles in a distributed (MPI) solve are not supported yet (issue #18): solve them in a "
-                       "single-process solve, or pass them as probes for their potential");
   if (!st.ok())
     for (int d = 0; d < 3; ++d) { lo[d] = INFINITY; hi[d] = -INFINITY; }
   st = agreeToProceed(st, lo, hi, &opt);
@@ -77,9 +76,26 @@ Status distributedImpl(RankEngine& engine, const SystemView& sys, const SolveOpt
   ds.ranks = size;
   ds.rank = rank;
   ds.backend = engine.name();
+  // Particles (issue #18): every rank's, on every rank, in rank order (particle_gather.h: replicated, the limit of
+  // this design), so that every rank builds the same particle tree. Every rank decides alike whether to go on.
+  GatheredParticles particles;
+  if (sysOut) {
+    const Status gathered = gatherParticles(sys.particles, engine.takesParticles(), particles);
+    if (gathered.code == ErrorCode::Internal) orAbort(gathered);  // an MPI failure: not every rank may know it
+    if (!gathered.ok()) return gathered;  // the same decision on every rank
+  }
+  const bool anyParticles = !particles.x.empty();
+  const bool anyCells = lo[0] <= hi[0];
   double side = 0;  // of the cube chooseRootCube would give one process holding all cells: the same scale
   for (int d = 0; d < 3; ++d) side = std::max(side, hi[d] - lo[d]);
+  if (!anyCells && anyParticles)  // the particles' cube, as a single process without cells takes
+    for (int d = 0; d < 3; ++d) {
+      const std::vector<double>& v = d == 0 ? particles.x : d == 1 ? particles.y : particles.z;
+      const auto mm = std::minmax_element(v.begin(), v.end());
+      side = std::max(side, *mm.second - *mm.first);
+    }
   if (!(side > 0)) side = 1;  // no cells anywhere, or a single point mass
+  const double scale = lengthScaleFor(side);
 
   // fully periodic boxes: the density contrast needs every rank's mass (tree/tree.h applyDensityContrast)
   double sums[2] = {fixedOrderSum(cells.mass, cells.n, opt.threads), 0};  // mass, volume of this rank's cells
@@ -95,7 +111,9 @@ Status distributedImpl(RankEngine& engine, const SystemView& sys, const SolveOpt
   // The build can still reject the input (coincident cells show only after the key sort), so the ranks agree once
   // more (one small allreduce) before the first step that would leave another rank waiting.
   {
-    Status built = engine.build(cells, opt, lengthScaleFor(side), sums[0], out.stats);
+    Status built = engine.build(cells, opt, scale, sums[0], out.stats);
+    if (built.ok() && anyParticles)
+      built = engine.buildParticles(particles.view(), particles.ownBegin, particles.ownCount, opt, scale);
     double noLo[3] = {INFINITY, INFINITY, INFINITY}, noHi[3] = {-INFINITY, -INFINITY, -INFINITY};
     built = agreeToProceed(built, noLo, noHi, &opt);
     if (!built.ok()) return built;
@@ -104,7 +122,13 @@ Status distributedImpl(RankEngine& engine, const SystemView& sys, const SolveOpt
   auto t = Clock::now();
   RankSummary mine;
   orAbort(engine.summary(mine));
-  mine.targetCount = double(sys.cellResults() + sys.probes.n);
+  mine.targetCount = double(sys.cellResults() + sys.probes.n + sys.particles.n);
+  // the spline kernel's reach of this rank's particles: the LETs chosen for it cover their softened pairs
+  // (let/let.h remoteBoxFor); the lengths scaled as the engine scales them (a power of 2: exact)
+  mine.softReach = 0;
+  if (opt.softening == SofteningKernel::Spline)
+    for (std::size_t i = 0; i < sys.particles.n; ++i)
+      mine.softReach = std::max(mine.softReach, kSplineRadius * (sys.particles.softeningOf(i) * scale));
   std::vector<RankSummary> all(size);
   orAbort(mpiStatus(MPI_Allgather(&mine, kRankSummaryDoubles, MPI_DOUBLE, all.data(), kRankSummaryDoubles,
                                   MPI_DOUBLE, comm), "MPI_Allgather", __FILE__, __LINE__));
@@ -128,13 +152,7 @@ Status distributedImpl(RankEngine& engine, const SystemView& sys, const SolveOpt
     const int dst = (rank + k) % size;
     if (!sendTo[dst]) continue;
     dests.push_back(dst);
-    RemoteBox b;
-    for (int d = 0; d < 3; ++d) {
-      b.lo[d] = all[dst].centreLo[d];
-      b.hi[d] = all[dst].centreHi[d];
-      b.groupHalfWidth[d] = all[dst].groupHalfWidth[d];
-    }
-    boxes.push_back(b);
+    boxes.push_back(remoteBoxFor(all[dst]));
   }
   t = Clock::now();
   orAbort(engine.chooseLets(boxes));  // a GPU chooses and packs them all on the device, before its walk
@@ -259,10 +277,11 @@ Status solveDistributedSystem(const RankEngineFactory& makeEngine, const SystemV
     if (!made.ok()) return failDistributedSolve(made);
     if (!engine) return failDistributedSolve(Status::error(ErrorCode::Internal, "distributed solve: no rank engine"));
     SolveResult cells;
-    const ResultTargets cellsInto = out.cells.into, probesInto = out.probes.into;
+    const ResultTargets cellsInto = out.cells.into, probesInto = out.probes.into, particlesInto = out.particles.into;
     out = SystemResult{};
     out.cells.into = cellsInto;
     out.probes.into = probesInto;
+    out.particles.into = particlesInto;
     return distributedGuarded(*engine, system, opt, cells, &out);
   }
 #endif

@@ -1,7 +1,7 @@
 /// \file physics_rules.cpp
 /// \brief amrgrav_physics_rules: the rules that decide which interactions happen (native/physics/: the MAC, the
-/// periodic image test, the node moments and MAC radii, the LET choice, the FMM's pair MAC), checked on the host
-/// without a GPU.
+/// periodic image test, the node moments and MAC radii, the LET choice and its growth for softened targets, the FMM's
+/// pair MAC), checked on the host without a GPU.
 ///
 /// Each rule is one template over a rounding policy (physics/rounding.h). The CUDA backend instantiates it with
 /// RoundNearest's device half, __dadd_rn and friends: one rounding per operation, never fused. This program
@@ -38,6 +38,7 @@
 #include "physics/mac_k.h"
 #include "physics/moments_k.h"
 #include "physics/rounding.h"
+#include "physics/softening_k.h"
 #include "tree/keys.h"
 #include "tree/source_tree.h"
 #include "tree/tree.h"
@@ -695,6 +696,80 @@ void checkLetAccept(Report& rep) {
   }
 }
 
+/// Particles under MPI (issue #18): a node that a LET sends childless for a rank with softened targets (chosen for
+/// the rank's box grown by let/let.h remoteBoxFor) must pass the spline kernel's softening rule for every group box
+/// inside the real box, with either rounding: the receiver takes such a node untested. Nodes placed just beyond the
+/// grown box's faces, edges and corners (the hardest cases) and at random; boxes far from the origin. The canary:
+/// without the growth some accepted nodes must fail the rule, or passing would prove nothing. (A growth of exactly
+/// the reach, without remoteBoxFor's margin, fails here at a few rounding edges.)
+void checkSoftLet(Report& rep) {
+  Rand rnd(18);
+  long ungrownFailures = 0;
+  for (int it = 0; it < 200000; ++it) {
+    const double offset = rnd.integer(0, 3) == 0 ? std::ldexp(1.0, rnd.integer(0, 20)) : 0.0;
+    RankSummary sum{};
+    for (int d = 0; d < 3; ++d) {
+      sum.centreLo[d] = offset + rnd.coordinate(1.0);
+      sum.centreHi[d] = sum.centreLo[d] + (rnd.integer(0, 5) == 0 ? 0.0 : rnd.uniform(0, 0.5));
+    }
+    const double eps = std::ldexp(rnd.uniform(0.5, 1.0), rnd.integer(-14, -3));
+    sum.softReach = kSplineRadius * eps;
+    const RemoteBox grown = remoteBoxFor(sum);
+    // the node: its MAC radius, and a centre just beyond the grown box (a face, an edge or a corner) or anywhere
+    const double macR = std::ldexp(rnd.uniform(0.5, 1.0), rnd.integer(-12, -1));
+    double com[3];
+    const bool edge = rnd.integer(0, 1) == 0;
+    double dir[3], norm = 0;
+    for (int d = 0; d < 3; ++d) {
+      dir[d] = edge ? double(rnd.integer(-1, 1)) : rnd.uniform(-1, 1);
+      norm += dir[d] * dir[d];
+    }
+    if (norm == 0) { dir[0] = 1; norm = 1; }
+    norm = std::sqrt(norm);
+    const double beyond = macR * (1 + std::ldexp(1.0, -rnd.integer(10, 52)));
+    for (int d = 0; d < 3; ++d) {
+      const double u = dir[d] / norm;
+      if (edge) com[d] = u > 0 ? grown.hi[d] + u * beyond : u < 0 ? grown.lo[d] + u * beyond
+                                                                 : rnd.uniform(grown.lo[d], grown.hi[d]);
+      else com[d] = 0.5 * (grown.lo[d] + grown.hi[d]) + u * (0.5 * (grown.hi[d] - grown.lo[d]) + beyond);
+    }
+    // group boxes inside the real box: the box itself, the point of it nearest the node, a random sub-box
+    double glo[3][3], ghi[3][3];
+    for (int d = 0; d < 3; ++d) {
+      glo[0][d] = sum.centreLo[d];
+      ghi[0][d] = sum.centreHi[d];
+      glo[1][d] = ghi[1][d] = std::min(std::max(com[d], sum.centreLo[d]), sum.centreHi[d]);
+      const double a = rnd.uniform(sum.centreLo[d], sum.centreHi[d]), b = rnd.uniform(sum.centreLo[d], sum.centreHi[d]);
+      glo[2][d] = std::max(sum.centreLo[d], std::min(a, b));
+      ghi[2][d] = std::min(sum.centreHi[d], std::max(a, b));
+    }
+    const double groupMax = rnd.integer(0, 1) ? eps : eps * rnd.uniform(0, 1);
+    if (macAccepts(com[0], com[1], com[2], macR, grown.lo, grown.hi)) {
+      for (int g = 0; g < 3; ++g) {
+        const bool host = softeningAccepts(SofteningKernel::Spline, distanceSquaredToBox(com[0], com[1], com[2],
+                                           glo[g], ghi[g]), macR, 0.0, groupMax, 0.0, 0.0);
+        const bool device = softeningAccepts<DeviceRn>(SofteningKernel::Spline,
+                                                       distanceSquaredToBox<DeviceRn>(com[0], com[1], com[2], glo[g],
+                                                                                      ghi[g]), macR, 0.0, groupMax,
+                                                       0.0, 0.0);
+        rep.expect(host && device, fmt("a node sent childless for the grown box fails the softening rule (eps %.17g, "
+                                       "macRadius %.17g, group %g)", eps, macR, g));
+      }
+    }
+    // the canary: the same node chosen for the box without the growth
+    RankSummary bare = sum;
+    bare.softReach = 0;
+    const RemoteBox b = remoteBoxFor(bare);
+    if (macAccepts(com[0], com[1], com[2], macR, b.lo, b.hi) &&
+        !softeningAccepts(SofteningKernel::Spline, distanceSquaredToBox(com[0], com[1], com[2], glo[1], ghi[1]), macR,
+                          0.0, eps, 0.0, 0.0))
+      ++ungrownFailures;
+  }
+  rep.expect(ungrownFailures > 0, "canary: without the growth some nodes sent childless fail the softening rule");
+  std::printf("  LET for softened targets: without the growth %ld nodes would be sent childless and fail\n",
+              ungrownFailures);
+}
+
 // ---------------------------------------------------------------------------------------------------- the core library
 
 /// Inverse of spreadBits3 (as cuda/kernel_moments.cu recovers a node's cube from its first key).
@@ -881,13 +956,14 @@ void checkCore(Report& rep) {
 
 int main() {
   Report parts[] = {Report("MAC"), Report("image test"), Report("moments"), Report("LET choice"),
-                    Report("core library vs device rounding"), Report("FMM MAC")};
+                    Report("core library vs device rounding"), Report("FMM MAC"), Report("LET for softened targets")};
   checkMac(parts[0]);
   checkImages(parts[1]);
   checkMoments(parts[2]);
   checkLetAccept(parts[3]);
   checkCore(parts[4]);
   checkFmmMac(parts[5]);
+  checkSoftLet(parts[6]);
   long checks = 0, failures = 0, fusedCases = 0, fusedDiffer = 0;
   for (const Report& r : parts) {
     std::printf("%-32s %9ld checks, %ld failed", r.part, r.checks, r.failures);

@@ -1,4 +1,4 @@
-// Run under mpirun by test/mpi.test.ts: the last rank passes a different option (G, then the boundary, then theta),
+// Run under mpirun by test/mpi.test.ts: the last rank passes a different option (G, the boundary, theta, softening),
 // then coincident cells (found only after the key sort); every rank must get an error naming the difference
 // instead of a silently wrong potential. Each rank prints one JSON line per case.
 import { GravitySolver, mpiWorld } from '../../dist/solver/index.js';
@@ -13,6 +13,7 @@ const cases = [
   ['G', { G: 1 }, { G: 2 }],
   ['boundary', { G: 1, boundary: 'isolated' }, { G: 1, boundary: 'periodic' }],
   ['theta', { G: 1, theta: 0.5 }, { G: 1, theta: 0.4 }],
+  ['softening', { G: 1, softening: 'spline' }, { G: 1, softening: 'plummer' }],
   ['coincident', { G: 1 }, { G: 1 }],
   ['same', { G: 1 }, { G: 1 }],
 ];

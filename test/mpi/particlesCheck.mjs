@@ -1,0 +1,178 @@
+// Run under mpirun by test/mpi.test.ts (issue #18): a system solve with cells AND particles spread over the ranks.
+// A gas sphere on a 16^3 grid and a compact Plummer cluster of softened particles inside it, plus probes. Ranks 0..N-2 hold
+// the cells (rank N-1 none), ranks 1..N-1 the particles (rank 0 none), every rank some probes (one process: all of
+// it). Every rank passes its own parts; the gathered results against one process solving everything (tree, same
+// options) and against one process's direct summation, for the spline kernel (a softening per particle, up to a
+// reach of 0.14 of the box: the LETs for the particle ranks must cover it) and the Plummer kernel (one value). Then
+// a NaN particle on the last rank: the same typed error on every rank, and the solver usable afterwards. Rank 0
+// prints one JSON line. With --backend cuda or mixed (a GPU host: bench/gpu/device-check.sh step 'mpi'): GPU ranks do
+// not take particles yet, so every rank must fail with the same InvalidOptionError (each rank prints one line).
+import { GravitySolver, gatherToRoot, mpiWorld } from '../../dist/solver/index.js';
+import { backendFromArgs, rng } from './common.mjs';
+
+const { rank, size } = mpiWorld();
+const G = 1;
+
+// ---- the gas: a 16^3 grid of cells of side 1/16, density 1 / (1 + (r / 0.3)^2) about the centre
+const k = 16, h = 1 / k, nc = k * k * k;
+const cellsAll = { x: new Float64Array(nc), y: new Float64Array(nc), z: new Float64Array(nc), mass: new Float64Array(nc), size: new Float64Array(nc).fill(h) };
+for (let i = 0; i < nc; i++) {
+  const ix = Math.floor(i / (k * k)), iy = Math.floor(i / k) % k, iz = i % k;
+  const x = (ix + 0.5) * h, y = (iy + 0.5) * h, z = (iz + 0.5) * h;
+  const r2 = (x - 0.5) ** 2 + (y - 0.5) ** 2 + (z - 0.5) ** 2;
+  cellsAll.x[i] = x;
+  cellsAll.y[i] = y;
+  cellsAll.z[i] = z;
+  cellsAll.mass[i] = (h * h * h) / (1 + r2 / 0.09);
+}
+// ---- the particles: a Plummer cluster (scale 0.05) about (0.55, 0.5, 0.45), clipped to r < 0.2, 30% of the gas mass
+const npart = 600, pr = rng(7);
+const gasMass = cellsAll.mass.reduce((a, b) => a + b, 0);
+const partAll = { x: new Float64Array(npart), y: new Float64Array(npart), z: new Float64Array(npart), mass: new Float64Array(npart).fill((0.3 * gasMass) / npart), softening: new Float64Array(npart) };
+for (let i = 0; i < npart; i++) {
+  let r;
+  do r = 0.05 / Math.sqrt(Math.pow(pr(), -2 / 3) - 1); while (!(r < 0.2));
+  const c = 2 * pr() - 1, phi = 2 * Math.PI * pr(), s = Math.sqrt(1 - c * c);
+  partAll.x[i] = 0.55 + r * s * Math.cos(phi);
+  partAll.y[i] = 0.5 + r * s * Math.sin(phi);
+  partAll.z[i] = 0.45 + r * c;
+  partAll.softening[i] = 0.002 + 0.048 * pr() ** 3; // 0.002 to 0.05: spline radii up to 0.14
+}
+// ---- the probes: 200 per rank, anywhere around the box, but the particle-only rank's inside the cluster (so that
+// its box of targets is the particles' and the LETs it receives are chosen for it)
+const nprobe = 200;
+const probesOf = (q) => {
+  const g = rng(100 + q), p = { x: new Float64Array(nprobe), y: new Float64Array(nprobe), z: new Float64Array(nprobe) };
+  const [lo, w] = size > 1 && q === size - 1 ? [0.45, 0.15] : [-0.2, 1.4];
+  for (let i = 0; i < nprobe; i++) { p.x[i] = lo + w * g(); p.y[i] = lo + w * g(); p.z[i] = lo + w * g(); }
+  return p;
+};
+
+// ---- who holds what: contiguous chunks (the cells in x slabs, the particles in random order: overlapping boxes)
+const chunk = (n, owners, q) => {
+  const at = owners.indexOf(q);
+  return at < 0 ? [0, 0] : [Math.floor((at * n) / owners.length), Math.floor(((at + 1) * n) / owners.length)];
+};
+const ranks = Array.from({ length: size }, (_, q) => q);
+const cellOwners = size === 1 ? [0] : ranks.slice(0, size - 1);
+const partOwners = size === 1 ? [0] : ranks.slice(1);
+const slice = (o, [b, e]) => Object.fromEntries(Object.entries(o).map(([key, v]) => [key, v.subarray(b, e)]));
+const myCells = slice(cellsAll, chunk(nc, cellOwners, rank));
+const myPart = slice(partAll, chunk(npart, partOwners, rank));
+const myProbes = probesOf(rank);
+const allProbes = (() => {
+  const ps = ranks.map(probesOf), cat = (key) => Float64Array.from(ps.flatMap((p) => Array.from(p[key])));
+  return { x: cat('x'), y: cat('y'), z: cat('z') };
+})();
+
+const maxAbs = (a) => a.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+/** max |a - b| / max |b| (the systemCheck's measure) */
+const relToMax = (a, b) => {
+  const s = maxAbs(b);
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]) / s);
+  return m;
+};
+/** max |a - b| / |b| per point */
+const relPointwise = (a, b) => {
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]) / Math.abs(b[i]));
+  return m;
+};
+/** max |a - b| / |b| over 3-vectors */
+const relVector = (a, b) => {
+  let m = 0;
+  for (let i = 0; i < a.x.length; i++) {
+    const d = Math.hypot(a.x[i] - b.x[i], a.y[i] - b.y[i], a.z[i] - b.z[i]), n = Math.hypot(b.x[i], b.y[i], b.z[i]);
+    m = Math.max(m, d / n);
+  }
+  return m;
+};
+const gatherVec = async (acc) => ({ x: await gatherToRoot(acc.x), y: await gatherToRoot(acc.y), z: await gatherToRoot(acc.z) });
+
+const { choice, backend } = backendFromArgs(rank);
+if (choice === 'cuda' || choice === 'mixed') {
+  const solver = new GravitySolver({ G, theta: 0.5, threads: 1, backend });
+  let line = { rank, backend, gpuRefusal: null };
+  try {
+    // no probes (GPU ranks refuse those too): a GPU rank without particles must refuse its part in their solve
+    await solver.solveSystem({ cells: myCells, particles: myPart });
+  } catch (err) {
+    line.gpuRefusal = { name: err.name, code: err.code, message: err.message };
+  }
+  try {
+    const after = await new GravitySolver({ G, threads: 1, backend }).solveCells(myCells);
+    line.usableAfter = after.potential.length === myCells.x.length;
+  } catch (err) {
+    line.usableAfter = `${err.name}: ${err.message}`;
+  }
+  console.log(JSON.stringify(line));
+  process.exit(0);
+}
+
+const out = { ranks: size };
+for (const kernel of ['spline', 'plummer']) {
+  const opts = { G, theta: 0.5, threads: 1, backend: 'cpu', softening: kernel, accelerations: true };
+  const solver = new GravitySolver(opts);
+  const particles = kernel === 'spline' ? myPart : { ...myPart, softening: 0.01 };
+  const res = await solver.solveSystem({ cells: myCells, particles, probes: myProbes });
+  const again = await solver.solveSystem({ cells: myCells, particles, probes: myProbes });
+  let differ = 0;
+  for (const part of ['cells', 'particles', 'probes'])
+    res[part].potential.forEach((v, i) => { if (!Object.is(v, again[part].potential[i])) differ++; });
+  const g = {
+    cells: await gatherToRoot(res.cells.potential),
+    particles: await gatherToRoot(res.particles.potential),
+    probes: await gatherToRoot(res.probes.potential),
+    particleAcc: await gatherVec(res.particles.accelerations),
+    cellAcc: await gatherVec(res.cells.accelerations),
+    differ: await gatherToRoot(Float64Array.from([differ])),
+    perRank: await gatherToRoot(Float64Array.from([myCells.x.length, particles.x.length, res.stats.system.particles,
+      res.stats.distributed?.letsReceived ?? 0, res.stats.distributed?.letNodesSent ?? 0])),
+  };
+  if (rank === 0) {
+    const one = new GravitySolver({ ...opts, threads: 0, distributed: false });
+    const all = { cells: cellsAll, particles: kernel === 'spline' ? partAll : { ...partAll, softening: 0.01 }, probes: allProbes };
+    const single = await one.solveSystem(all);
+    const direct = await one.solveSystem(all, { method: 'direct' });
+    const r = { repeatable: Array.from(g.differ).every((d) => d === 0) };
+    for (const part of ['cells', 'particles', 'probes']) {
+      r[part] = {
+        count: g[part].length,
+        vsSingle: relToMax(g[part], single[part].potential),
+        vsDirect: relPointwise(g[part], direct[part].potential),
+        singleVsDirect: relPointwise(single[part].potential, direct[part].potential),
+      };
+    }
+    r.particles.accVsSingle = relVector(g.particleAcc, single.particles.accelerations);
+    r.particles.accVsDirect = relVector(g.particleAcc, direct.particles.accelerations);
+    r.particles.singleAccVsDirect = relVector(single.particles.accelerations, direct.particles.accelerations);
+    // per owner: the particle-only rank takes every cell through LETs
+    const sub3 = (a, [b, e]) => ({ x: a.x.subarray(b, e), y: a.y.subarray(b, e), z: a.z.subarray(b, e) });
+    r.particles.accVsDirectByRank = ranks.map((q) => relVector(sub3(g.particleAcc, chunk(npart, partOwners, q)), sub3(direct.particles.accelerations, chunk(npart, partOwners, q))));
+    r.particles.singleAccVsDirectByRank = ranks.map((q) => relVector(sub3(single.particles.accelerations, chunk(npart, partOwners, q)), sub3(direct.particles.accelerations, chunk(npart, partOwners, q))));
+    r.cells.accVsSingle = relVector(g.cellAcc, single.cells.accelerations);
+    const pr5 = Array.from(g.perRank);
+    r.perRank = ranks.map((q) => ({ cells: pr5[5 * q], particles: pr5[5 * q + 1], statsParticles: pr5[5 * q + 2], letsReceived: pr5[5 * q + 3], letNodesSent: pr5[5 * q + 4] }));
+    out[kernel] = r;
+  }
+}
+
+// ---- a NaN particle on the last rank: that rank's typed error on every rank, nobody waits; then a good solve
+{
+  const solver = new GravitySolver({ G, theta: 0.5, threads: 1, backend: 'cpu' });
+  const bad = size - 1;
+  const spoilt = rank === bad ? { ...myPart, x: Float64Array.from(myPart.x, (v, i) => (i === 3 ? NaN : v)) } : myPart;
+  let error = null;
+  try {
+    await solver.solveSystem({ cells: myCells, particles: spoilt, probes: myProbes });
+  } catch (err) {
+    error = { name: err.name, code: err.code, message: err.message };
+  }
+  const ok = await solver.solveSystem({ cells: myCells, particles: myPart, probes: myProbes });
+  const errors = await gatherToRoot(Float64Array.from([error ? 1 : 0]));
+  const after = await gatherToRoot(Float64Array.from([ok.particles.potential.length === myPart.x.length ? 1 : 0]));
+  if (rank === 0) out.badParticle = { error, failedOn: Array.from(errors), usableAfter: Array.from(after) };
+  else if (error) console.log(JSON.stringify({ rank, badParticleError: error }));
+}
+if (rank === 0) console.log(JSON.stringify(out));
