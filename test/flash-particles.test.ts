@@ -15,6 +15,7 @@ import { FlashFileError, MeshError } from '../mesh/errors.js';
 import { AmrgravError } from '../solver/errors.js';
 import type { FlashData } from '../mesh/flashFormat.js';
 import { flashToMesh } from '../mesh/flashMesh.js';
+import { rng } from '../validation/random.js';
 import { flashParticleSources, flashParticleTable, particleColumn, particleSoftening } from '../mesh/flashParticles.js';
 import { readFlashFile } from '../mesh/flashRead.js';
 import { writeFlashFile } from '../mesh/flashWrite.js';
@@ -32,17 +33,6 @@ const NP = 1000; // particles of the physics check
 /** The CPU backend, so that the figures below do not depend on the machine (CUDA gives the same lists: gpu.particles). */
 const CPU = { backend: 'cpu' } as const;
 
-/** A seeded generator (mulberry32) so the particles are the same every run. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * `n` particles in and around the gas sphere: a clump (enough particles for the tree to approximate, not to open

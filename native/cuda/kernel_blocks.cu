@@ -3,6 +3,7 @@
 /// (core/blocks.h blockCellCentre, blockCellMass) rounds each operation explicitly: the cells are the host's bits.
 #include "core/blocks.h"
 #include "cuda/check.h"
+#include "cuda/grid_stride.h"
 #include "cuda/kernels_blocks.h"
 #include "tree/keys.h"
 
@@ -10,12 +11,7 @@ namespace amrgrav {
 namespace cuda {
 namespace {
 
-constexpr int kThreads = 256;
-
-unsigned gridFor(std::size_t n) {
-  const std::size_t b = (n + kThreads - 1) / kThreads;
-  return unsigned(b < 1 ? 1 : (b > 65535u * 4 ? 65535u * 4 : b));
-}
+constexpr int kThreads = kGridThreads;
 
 /// Block and (i, j, k) of cell p.
 struct CellIndex {

@@ -4,13 +4,14 @@
 #include <math_constants.h>
 
 #include "cuda/check.h"
+#include "cuda/grid_stride.h"
 #include "cuda/kernels.h"
 
 namespace amrgrav {
 namespace cuda {
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = kGridThreads;
 
 template <bool Accel>
 __global__ void __launch_bounds__(kThreads) finishKernel(const FinishParams p) {
@@ -65,11 +66,6 @@ __global__ void __launch_bounds__(kThreads) poisonKernel(double* p, std::size_t 
 __global__ void __launch_bounds__(kThreads) addIntoKernel(double* dst, const double* src, std::size_t n) {
   for (std::size_t i = blockIdx.x * std::size_t(kThreads) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * kThreads)
     dst[i] = __dadd_rn(dst[i], src[i]);
-}
-
-unsigned gridFor(std::size_t n) {
-  const std::size_t b = (n + kThreads - 1) / kThreads;
-  return unsigned(b < 1 ? 1 : (b > 65535u * 4 ? 65535u * 4 : b));
 }
 
 }  // namespace

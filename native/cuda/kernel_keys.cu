@@ -9,13 +9,14 @@
 #include "tree/keys.h"
 #include "core/validate.h"
 #include "cuda/check.h"
+#include "cuda/grid_stride.h"
 #include "cuda/kernels.h"
 
 namespace amrgrav {
 namespace cuda {
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = kGridThreads;
 
 struct Bounds {
   double lo[3], hi[3], mass, minSize;
@@ -175,11 +176,6 @@ __global__ void __launch_bounds__(kThreads) coincidentKernel(const double* __res
       }
     }
   }
-}
-
-unsigned gridFor(unsigned n) {
-  const unsigned b = (n + kThreads - 1) / kThreads;
-  return b < 1 ? 1 : (b > 65535u * 4 ? 65535u * 4 : b);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <math_constants.h>
 
 #include "cuda/check.h"
+#include "cuda/grid_stride.h"
 #include "cuda/kernels.h"
 #include "physics/softening_k.h"
 
@@ -11,12 +12,7 @@ namespace amrgrav {
 namespace cuda {
 namespace {
 
-constexpr int kThreads = 256;
-
-unsigned gridFor(std::size_t n) {
-  const std::size_t b = (n + kThreads - 1) / kThreads;
-  return unsigned(b < 1 ? 1 : (b > 65535u * 4 ? 65535u * 4 : b));
-}
+constexpr int kThreads = kGridThreads;
 
 /// One thread per target, every source in double (the reference: exact pair softening, no tree).
 template <bool Accel>

@@ -4,18 +4,14 @@
 /// (launchSubsetGroups: their ranges and smallest sizes, WalkParams::groupRange). The same groups as the host's
 /// tree/system_points.cpp groupsHoldingTargets.
 #include "cuda/check.h"
+#include "cuda/grid_stride.h"
 #include "cuda/kernels.h"
 
 namespace amrgrav {
 namespace cuda {
 namespace {
 
-constexpr int kThreads = 256;
-
-unsigned gridFor(std::size_t n) {
-  const std::size_t b = (n + kThreads - 1) / kThreads;
-  return unsigned(b < 1 ? 1 : (b > 65535u * 4 ? 65535u * 4 : b));
-}
+constexpr int kThreads = kGridThreads;
 
 __global__ void __launch_bounds__(kThreads) flagTargetsKernel(const std::uint32_t* __restrict__ targets,
                                                               unsigned count, unsigned char* __restrict__ flags) {

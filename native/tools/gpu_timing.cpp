@@ -207,6 +207,20 @@ void timeCpu(const Cells& cells, int grid, int order, bool accel) {
   std::fflush(stdout);
 }
 
+/// |a - a_ref| / |a_ref| at the check points (out[1..3]: ax, ay, az of every point; ref: 3 per check point), sorted.
+std::vector<double> sortedAccelerationErrors(const std::vector<double>* out, const std::vector<std::size_t>& targets,
+                                             const std::vector<double>& ref) {
+  std::vector<double> err(targets.size());
+  for (std::size_t k = 0; k < targets.size(); ++k) {
+    const std::size_t t = targets[k];
+    const double* q = &ref[3 * k];
+    const double dx = out[1][t] - q[0], dy = out[2][t] - q[1], dz = out[3][t] - q[2];
+    err[k] = std::sqrt(dx * dx + dy * dy + dz * dz) / std::sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2]);
+  }
+  std::sort(err.begin(), err.end());
+  return err;
+}
+
 /// Issue #18: a Plummer sphere of n points, box and vote walks at each theta (see --plummer above).
 void runPlummer(const TimingArgs& a, std::size_t n) {
   const auto tg = Clock::now();
@@ -267,14 +281,7 @@ void runPlummer(const TimingArgs& a, std::size_t n) {
         ++gErrors;
         continue;
       }
-      std::vector<double> err(targets.size());
-      for (std::size_t k = 0; k < targets.size(); ++k) {
-        const std::size_t t = targets[k];
-        const double* q = &ref[3 * k];
-        const double dx = out[1][t] - q[0], dy = out[2][t] - q[1], dz = out[3][t] - q[2];
-        err[k] = std::sqrt(dx * dx + dy * dy + dz * dz) / std::sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2]);
-      }
-      std::sort(err.begin(), err.end());
+      const std::vector<double> err = sortedAccelerationErrors(out, targets, ref);
       const std::size_t m = err.size();
       auto at = [&](std::size_t k) { return m == 0 ? NAN : err[std::min(m - 1, k)]; };  // num(NaN) is null
       const CudaStats cs = deviceStats(*gpu);
@@ -345,14 +352,7 @@ void runPlummerParticles(const TimingArgs& a, std::size_t n) {
         ++gErrors;
         continue;
       }
-      std::vector<double> err(targets.size());
-      for (std::size_t k = 0; k < targets.size(); ++k) {
-        const std::size_t t = targets[k];
-        const double* q = &ref[3 * k];
-        const double dx = out[1][t] - q[0], dy = out[2][t] - q[1], dz = out[3][t] - q[2];
-        err[k] = std::sqrt(dx * dx + dy * dy + dz * dz) / std::sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2]);
-      }
-      std::sort(err.begin(), err.end());
+      const std::vector<double> err = sortedAccelerationErrors(out, targets, ref);
       const std::size_t m = err.size();
       auto at = [&](std::size_t k) { return m == 0 ? NAN : err[std::min(m - 1, k)]; };
       std::printf("{\"kind\":\"plummer-particles\",\"points\":%zu,\"kernel\":\"%s\",\"softening\":%s,"

@@ -216,6 +216,12 @@ Diff compare(const SolveResult& ref, const SolveResult& got, bool accel) {
   return d;
 }
 
+SolveResult asSolve(const PointResults& p) {
+  SolveResult r;
+  static_cast<PointResults&>(r) = p;
+  return r;
+}
+
 bool bitwiseEqual(const SolveResult& a, const SolveResult& b) {
   auto eq = [](const std::vector<double>& u, const std::vector<double>& v) {
     return u.size() == v.size() && (u.empty() || std::memcmp(u.data(), v.data(), u.size() * sizeof(double)) == 0);

@@ -75,6 +75,8 @@ struct Diff {
 /// max |da| / rms|a|; accCell: max |da| / |a|.
 Diff compare(const SolveResult& ref, const SolveResult& got, bool accel);
 bool bitwiseEqual(const SolveResult& a, const SolveResult& b);
+/// A system solve's results of one kind (core/system.h PointResults) as a SolveResult, for compare().
+SolveResult asSolve(const PointResults& p);
 
 // ---- formatting
 

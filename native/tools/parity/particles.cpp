@@ -16,12 +16,6 @@
 namespace amrgrav::parity {
 namespace {
 
-SolveResult asSolve(const PointResults& p) {
-  SolveResult r;
-  static_cast<PointResults&>(r) = p;
-  return r;
-}
-
 struct Particles {
   std::vector<double> x, y, z, m, eps;
   ParticlesView view(bool perParticle) const {

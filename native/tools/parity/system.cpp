@@ -17,13 +17,6 @@
 namespace amrgrav::parity {
 namespace {
 
-/// PointResults as a SolveResult, for compare().
-SolveResult asSolve(const PointResults& p) {
-  SolveResult r;
-  static_cast<PointResults&>(r) = p;
-  return r;
-}
-
 struct Probes {
   std::vector<double> x, y, z;
   PointsView view() const { return PointsView{x.data(), y.data(), z.data(), x.size()}; }
