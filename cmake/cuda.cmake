@@ -63,6 +63,8 @@ if(AMRGRAV_HAVE_CUDA)
     native/cuda/kernel_system.cu
     native/cuda/kernel_particles.cu
     native/cuda/particles_phase.cu
+    native/cuda/probes_phase.cu
+    native/cuda/rank_system.cu
   )
   set_target_properties(amrgrav_cuda PROPERTIES
     CUDA_STANDARD 17

@@ -29,8 +29,8 @@
 #   mpi        issue #5 on the GPU: test/mpi/distributedCheck.mjs --backend cuda under mpirun -np 1, 2, 4 on one
 #              GPU (gathered N-rank potential vs the one-rank GPU solve, must be <= 1e-4 at theta 0.5), -np 3 with
 #              GPU and CPU ranks mixed; then test/mpi/periodicCheck.mjs (periodic and x-y periodic boxes) on 2 and 3
-#              GPU ranks and 3 mixed; then test/mpi/particlesCheck.mjs --backend cuda/mixed (GPU ranks refuse particles
-#              on every rank with InvalidOption, issue #18)
+#              GPU ranks and 3 mixed; then test/mpi/particlesCheck.mjs --backend cuda/mixed (issue #18: cells,
+#              particles and probes on 2 and 3 GPU ranks and 3 mixed, against one process and direct summation)
 #   mpibench   `bench --grid 256 --backend cuda` under mpirun -np 1, 2, 4 (one GPU) with each rank's distributed stats
 #   mpibenchper  the same in a periodic box (--boundary periodic)
 #   plummer    issue #18: amrgrav_gpu_timing --plummer 1000000,16000000: a Plummer sphere of points (G = M = a = 1,
@@ -245,20 +245,35 @@ PY
 )")
         tail -5 "$out/mpi-periodic-$tag.err"
       done
-      # particles (issue #18) are taken by CPU ranks only: GPU ranks refuse them on every rank with InvalidOption,
-      # also where the GPU rank has none of its own (2 mixed: rank 0 on the GPU holds cells only), and nobody hangs
-      for run in "2 cuda" "2 mixed" "3 mixed"; do
+      # particles (issue #18) on GPU ranks and mixed: each rank its own cells, particles and probes; the gathered
+      # values against one process (within 1e-4 of the largest |phi|) and against direct summation (3x one
+      # process's error), both kernels, and a bad particle failing every rank (test/mpi.test.ts's bars)
+      for run in "2 cuda" "3 cuda" "3 mixed"; do
         read -r np bk <<< "$run"; tag=np$np-$bk
         timeout 200 $mpi -np $np node test/mpi/particlesCheck.mjs --backend $bk \
           > "$out/mpi-particles-$tag.json" 2> "$out/mpi-particles-$tag.err"
         rc=$?
-        summary+=("mpi particles refused $tag rc=$rc $(python3 - "$out/mpi-particles-$tag.json" $np <<'PY'
+        summary+=("mpi particles $tag rc=$rc $(python3 - "$out/mpi-particles-$tag.json" $np <<'PY'
 import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith('{')]
-good = len(rows) == int(sys.argv[2]) and all(r['gpuRefusal'] and r['gpuRefusal']['name'] == 'InvalidOptionError'
-                                             and 'particles' in r['gpuRefusal']['message'] and r['usableAfter'] is True
-                                             for r in rows)
-print(f"{'PASS' if good else 'FAIL'} | " + "; ".join(f"rank {r['rank']} ({r['backend']}): {r['gpuRefusal']} after {r['usableAfter']}" for r in rows))
+try:
+    r = [json.loads(l) for l in open(sys.argv[1]) if l.startswith('{"ranks"')][-1]
+    bad = []
+    for k in ('spline', 'plummer'):
+        for part in ('cells', 'particles', 'probes'):
+            p = r[k][part]
+            if not (p['vsSingle'] < 1e-4 and p['vsDirect'] < 3 * p['singleVsDirect'] + 1e-12):
+                bad.append(f"{k} {part} {p['vsSingle']:.2g}/{p['vsDirect']:.2g}")
+        if not r[k]['particles']['accVsDirect'] < 4 * r[k]['particles']['singleAccVsDirect']:
+            bad.append(f"{k} acc {r[k]['particles']['accVsDirect']:.2g}")
+    b = r['badParticle']
+    if not (b['error'] and b['error']['name'] == 'InvalidInputError' and all(b['failedOn']) and all(b['usableAfter'])):
+        bad.append('bad particle')
+    worst = max(r[k][p]['vsSingle'] for k in ('spline', 'plummer') for p in ('cells', 'particles', 'probes'))
+    print(('PASS' if not bad else 'FAIL ' + '; '.join(bad)) + f" | worst vsSingle {worst:.2g}; " +
+          "; ".join(f"{k}: " + ", ".join(f"{p} {r[k][p]['vsSingle']:.2g}/{r[k][p]['vsDirect']:.2g} (1p {r[k][p]['singleVsDirect']:.2g})"
+                                        for p in ('cells', 'particles', 'probes')) for k in ('spline', 'plummer')))
+except Exception as e:
+    print(f"FAIL no report ({e})")
 PY
 )")
         tail -5 "$out/mpi-particles-$tag.err"

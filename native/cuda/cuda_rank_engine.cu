@@ -13,6 +13,9 @@
 #include "cuda/device.h"
 #include "cuda/device_state.h"
 #include "cuda/rank_phase.h"
+#include "cuda/rank_system.h"
+#include "tree/particle_tree.h"
+#include "core/validate.h"
 
 namespace amrgrav {
 namespace {
@@ -43,23 +46,44 @@ class CudaRankEngine final : public RankEngine {
       return Status::error(ErrorCode::NoDevice, why);
     }
     gpu_ = &stateFor(deviceFor_(devices));
+    system_ = false;
     return cuda::rankOpen(*gpu_, cells, opt, lo, hi);  // the cells are checked and bounded on the device
+  }
+
+  /// Probes and particles (rank_system.h): checked now; target subsets stay on CPU ranks.
+  Status openSystem(const SystemView& system, const SolveOptions& opt) override {
+    if (system.hasTargets())
+      return Status::error(ErrorCode::InvalidOption,
+                           "target subsets in a distributed solve run on CPU ranks (backend 'cpu'); the cuda rank "
+                           "does not take them yet");
+    AG_TRY(validateProbes(system.probes, opt));
+    AG_TRY(validateParticles(system.particles, opt));
+    sys_.sys = system;
+    system_ = true;
+    return Status::success();
+  }
+
+  bool takesParticles() const override { return true; }
+
+  Status buildParticles(const ParticlesView& all, std::size_t ownBegin, std::size_t ownCount, const SolveOptions& opt,
+                        double scale) override {
+    return cuda::rankSystemParticles(*gpu_, sys_, all, ownBegin, ownCount, opt, scale);
   }
 
   Status build(const CellsView& cells, const SolveOptions& opt, double scale, double totalMass,
                SolveStats& st) override {
     n_ = cells.n;
     st.threads = 1;
-    if (n_ == 0) return Status::success();
-    return cuda::rankBuild(*gpu_, cells, opt, scale, totalMass, st);
+    if (n_ > 0) AG_TRY(cuda::rankBuild(*gpu_, cells, opt, scale, totalMass, st));
+    if (!system_) return Status::success();
+    sys_.hasCells = n_ > 0;
+    return cuda::rankSystemBuild(*gpu_, sys_, opt, scale, totalMass);
   }
 
   Status summary(RankSummary& out) override {
-    if (n_ == 0) {
-      out = summariseCells(SortedCells{});
-      return Status::success();
-    }
-    return cuda::rankSummary(*gpu_, out);
+    if (n_ == 0) out = summariseCells(SortedCells{});
+    else AG_TRY(cuda::rankSummary(*gpu_, out));
+    return system_ ? cuda::rankSystemSummary(*gpu_, sys_, out) : Status::success();
   }
 
   Status chooseLets(const std::vector<RemoteBox>& boxes) override {
@@ -82,15 +106,19 @@ class CudaRankEngine final : public RankEngine {
 
   /// Polls the device between message progress; a short sleep leaves the host's cores to the other ranks.
   Status completeLocalWalk(const SolveOptions& opt, const std::function<Status()>& progress, SolveStats& st) override {
-    if (n_ == 0) return Status::success();
-    for (;;) {
-      bool done = false;
-      AG_TRY(cuda::rankLocalWalkDone(*gpu_, &done));
-      AG_TRY(progress());
-      if (done) break;
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    if (n_ > 0) {
+      for (;;) {
+        bool done = false;
+        AG_TRY(cuda::rankLocalWalkDone(*gpu_, &done));
+        AG_TRY(progress());
+        if (done) break;
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
+      AG_TRY(cuda::rankFinishLocalWalk(*gpu_, opt, st));
     }
-    return cuda::rankFinishLocalWalk(*gpu_, opt, st);
+    if (!system_) return Status::success();
+    AG_TRY(cuda::rankSystemLocal(*gpu_, sys_, opt));
+    return progress();
   }
 
   Status prepareReceived(const std::vector<ReceivedLet>& lets) override {
@@ -99,8 +127,8 @@ class CudaRankEngine final : public RankEngine {
   }
 
   Status walkReceived(const std::vector<ReceivedLet>& lets, const SolveOptions& opt, SolveStats& st) override {
-    if (n_ == 0) return Status::success();
-    return cuda::rankWalkReceived(*gpu_, lets.data(), lets.size(), opt, st);
+    if (n_ > 0) AG_TRY(cuda::rankWalkReceived(*gpu_, lets.data(), lets.size(), opt, st));
+    return system_ ? cuda::rankSystemReceived(*gpu_, sys_, lets.data(), lets.size(), opt) : Status::success();
   }
 
   Status finish(const SolveOptions& opt, SolveResult& out) override {
@@ -111,11 +139,19 @@ class CudaRankEngine final : public RankEngine {
     return cuda::rankFinish(*gpu_, opt, out);
   }
 
+  /// The cells' results as a cell solve's (RankEngine's default), then the probes' and the own particles'.
+  Status finishSystem(const SolveOptions& opt, SolveResult& cells, SystemResult& out) override {
+    AG_TRY(RankEngine::finishSystem(opt, cells, out));
+    return cuda::rankSystemFinish(*gpu_, sys_, opt, out);
+  }
+
  private:
   std::function<int(int)> deviceFor_;
   cuda::DeviceState* gpu_ = nullptr;
   std::size_t n_ = 0;
   std::vector<std::size_t> letNodes_, letCells_;
+  bool system_ = false;   ///< a system solve (openSystem)
+  cuda::RankSystem sys_;  ///< its probes and particles
 };
 
 }  // namespace

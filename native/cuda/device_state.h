@@ -80,8 +80,8 @@ struct SystemBuffers {
   DeviceBuffer<uint2> subsetRange;      ///< the walk's view of the groups holding targets
   DeviceBuffer<double> subsetHmin;
   DeviceBuffer<double> targetOut;       ///< pot, ax, ay, az at the targets
-  // particles (cuda/particles_phase.h; their tree is DeviceState::particleState's): per particle its softening as
-  // given, sorted and scaled, pot, ax, ay, az in the caller's order, then each walk group's smallest size (0)
+  // particles (cuda/particles_phase.h), in a particle state (DeviceState::particleState): per particle its softening
+  // as given, sorted and scaled, pot, ax, ay, az in the caller's order, then each walk group's smallest size (0)
   DeviceBuffer<double> particles;
   DeviceBuffer<double2> particleGroupEps, particleNodeEps;
   DeviceBuffer<double> softSums;        ///< a softened walk's sums before they are added (4 per target)
@@ -142,8 +142,12 @@ struct DeviceState {
   /// (tree/particle_tree.h validateParticles), coincident ones allowed: the tree phase uploads no sizes, checks none
   /// and skips the coincident-cell and mass-range checks.
   bool pointSources = false;
-  /// The particles' own state (their tree beside the cells'), made on first use; the same device.
-  std::unique_ptr<DeviceState> particleState;
+  /// A GPU rank's LETs carry their nodes' second moments also when isolated (particles under the Plummer kernel:
+  /// the receiver's softened expansion needs them; rank_system.h).
+  bool letSecondMoment = false;
+  /// The particles' states (their tree beside the cells', cuda/particles_phase.h: [0] the particles' tree, [1] a
+  /// distributed solve's own particles as targets), made on first use; the same device.
+  std::unique_ptr<DeviceState> particleState[2];
   CudaOptions copt;
   CudaStats stats;
   bool ready = false;

@@ -46,7 +46,7 @@ Status reserveCubTemp(DeviceState& ds, std::size_t bytes) {
 }
 
 void releaseAll(DeviceState& ds) {
-  ds.particleState.reset();
+  for (auto& p : ds.particleState) p.reset();
   if (!ds.ready) return;
   (void)cudaSetDevice(ds.device);
   (void)cudaStreamSynchronize(ds.stream);

@@ -18,8 +18,8 @@ namespace {
 /// Slots of ds.sys.particles, n doubles each (kGroupHmin: the walk groups' smallest sizes, 0, after them).
 enum ParticleSlot { kEpsIn = 0, kEps, kPot, kAx, kAy, kAz, kGroupHmin };
 
-/// The particles as a softened walk's targets: their sorted positions and tree-phase groups (groupBegin), their
-/// softening; the counters and mass scale of ds.
+}  // namespace
+
 WalkParams particleTargets(DeviceState& ds, const DeviceParticles& P) {
   const DeviceState& pds = *P.state;
   WalkParams p;
@@ -27,9 +27,9 @@ WalkParams particleTargets(DeviceState& ds, const DeviceParticles& P) {
   p.n = unsigned(P.n);
   p.numGroups = pds.numGroups;
   p.groupBegin = pds.groupBegin.get();
-  p.groupHmin = ds.sys.particles.get() + kGroupHmin * P.n;  // 0: split precision (no sizes)
+  p.groupHmin = pds.sys.particles.get() + kGroupHmin * P.n;  // 0: split precision (no sizes)
   p.targetEps = P.eps;
-  p.groupEps = ds.sys.particleGroupEps.get();
+  p.groupEps = pds.sys.particleGroupEps.get();
   p.massScale = ds.massScale;
   p.invMassScale = 1.0 / ds.massScale;
   p.counters = ds.walkCounters.get();
@@ -37,12 +37,11 @@ WalkParams particleTargets(DeviceState& ds, const DeviceParticles& P) {
   return p;
 }
 
-/// The particles' own pairs out, then scaled and scattered into their order, and down into `dest`.
 Status finishParticles(DeviceState& ds, const SolveOptions& opt, DeviceParticles& P, const ResultTargets& dest) {
   const std::size_t n = P.n;
   const bool accel = opt.accelerations;
   AG_TRY(launchRemoveOwnPair(P.sums[0], P.cells.mass, P.eps, unsigned(n), ds.stream));
-  double* base = ds.sys.particles.get();
+  double* base = P.state->sys.particles.get();
   FinishParams fp;
   fp.order = P.state->order;
   fp.phi = P.sums[0];
@@ -67,8 +66,6 @@ Status finishParticles(DeviceState& ds, const SolveOptions& opt, DeviceParticles
   return Status::success();
 }
 
-}  // namespace
-
 SoftSources particleSources(const DeviceParticles& P) {
   const DeviceState& pds = *P.state;
   SoftSources s;
@@ -91,13 +88,14 @@ SoftSources cellSources(const DeviceState& ds) {
 }
 
 Status buildParticles(DeviceState& ds, const ParticlesView& parts, const SolveOptions& opt, double scale, bool direct,
-                      DeviceParticles& P) {
+                      DeviceParticles& P, int which) {
   AG_TRY(validateParticles(parts, opt));
-  if (!ds.particleState) {
-    ds.particleState = std::make_unique<DeviceState>(ds.copt);
-    ds.particleState->pointSources = true;
+  std::unique_ptr<DeviceState>& owned = ds.particleState[which];
+  if (!owned) {
+    owned = std::make_unique<DeviceState>(ds.copt);
+    owned->pointSources = true;
   }
-  DeviceState& pds = *ds.particleState;
+  DeviceState& pds = *owned;
   AG_TRY(ensureDevice(pds));
   const std::size_t n = parts.n;
   CellsView asCells;  // sizes 0, made on the device (pointSources)
@@ -111,7 +109,7 @@ Status buildParticles(DeviceState& ds, const ParticlesView& parts, const SolveOp
   else ds.massScale = pds.massScale;            // no cells: the particles' own
   if (!direct) AG_TRY(computeMoments(pds, unsigned(n), pds.nodes, pds.depth, pds.root, opt, pds.massScale));
   // the softening: as given (one value: filled), then sorted and scaled like the positions
-  SystemBuffers& b = ds.sys;
+  SystemBuffers& b = pds.sys;  // the particles' own buffers, beside their tree
   const std::size_t ng = direct ? 0 : pds.numGroups;
   AG_TRY(b.particles.reserve(6 * n + ng + 1, "the particles"));
   double* base = b.particles.get();

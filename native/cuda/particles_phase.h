@@ -41,11 +41,19 @@ struct DeviceParticles {
 SoftSources particleSources(const DeviceParticles& P);
 SoftSources cellSources(const DeviceState& ds);
 
-/// Validates the particles (host) and builds their tree on the device: lengths times `scale` (the cells', or 0 for
-/// the particles' own when there are no cells), masses times ds.massScale (0 when there are no cells: the particles'
-/// own, then also ds's). direct: sorted only, no tree.
+/// Validates the particles (host) and builds their tree on the device, in ds.particleState[which] (0: the particles'
+/// tree; 1: a distributed solve's own particles as targets): lengths times `scale` (the cells', or 0 for the
+/// particles' own when there are no cells), masses times ds.massScale (scale 0: the particles' own, then also ds's).
+/// direct: sorted only, no tree.
 Status buildParticles(DeviceState& ds, const ParticlesView& particles, const SolveOptions& opt, double scale,
-                      bool direct, DeviceParticles& P);
+                      bool direct, DeviceParticles& P, int which = 0);
+
+/// The particles as a softened walk's targets: their sorted positions and tree-phase groups (groupBegin), their
+/// softening; the counters and mass scale of ds.
+WalkParams particleTargets(DeviceState& ds, const DeviceParticles& P);
+
+/// The particles' own pairs out of their sums, then scaled and scattered into their order, and down into `dest`.
+Status finishParticles(DeviceState& ds, const SolveOptions& opt, DeviceParticles& P, const ResultTargets& dest);
 
 /// The walk's counters, queue capacity and launch bounds when no cell walk prepared them (a solve without cells).
 Status prepareSoftWalk(DeviceState& ds);

@@ -39,6 +39,9 @@ LetTreeView letTreeView(DeviceState& ds) {
   return v;
 }
 
+
+}  // namespace
+
 /// The received LETs as one tree (let/let.h mergeLets' layout: virtual nodes with an infinite MAC radius on top,
 /// which every walk opens) in the walk's device layout, masses and quadrupoles times this solve's massScale. The
 /// packed LETs go up as they arrived and are merged and converted on the device; only the few virtual nodes are
@@ -107,7 +110,6 @@ Status uploadForest(DeviceState& ds, const ReceivedLet* lets, std::size_t count,
   return Status::success();
 }
 
-}  // namespace
 
 Status rankOpen(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, double lo[3], double hi[3]) {
   std::lock_guard<std::mutex> lock(ds.mu);
@@ -237,7 +239,7 @@ Status rankChooseLets(DeviceState& ds, const RemoteBox* boxes, std::size_t count
       DeviceBuffer<std::uint64_t>& pack = *ds.letPacks[k];
       AG_TRY(pack.reserve(ds.letPackBytes[k] / sizeof(std::uint64_t), "a packed LET"));
       AG_TRY(launchLetPack(tree, ds.letState.get() + k * stride, ds.letOffset.get() + k * (nodes + 1), letNodes[k],
-                           letCells[k], ds.rankPeriodic, pack.get(), s));
+                           letCells[k], ds.rankPeriodic || ds.letSecondMoment, pack.get(), s));
     }
     // the downloads (rankDownloadLet, on the second stream) wait for the packing, not for the walk queued next
     AG_CUDA_TRY(cudaEventRecord(ds.events[4], s));

@@ -17,6 +17,11 @@ namespace cuda {
 
 struct DeviceState;
 
+/// The received LETs as one tree (let/let.h mergeLets' layout: virtual nodes with an infinite MAC radius on top,
+/// which every walk opens) in the walk's device layout (ds.letTopo, letMac, letMQ, letDip, letCells), masses and
+/// quadrupoles times ds.massScale; queued on `s`.
+Status uploadForest(DeviceState& ds, const ReceivedLet* lets, std::size_t count, cudaStream_t s);
+
 /// Before the ranks' agreement: the options, the backend's limits, the device (NoDevice without one), and the
 /// cells: uploaded and checked as validateCells does (its message on a failure), lo/hi = their extents' bounds
 /// (the box when given; empty without cells or box).

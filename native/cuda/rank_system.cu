@@ -1,0 +1,262 @@
+/// \file rank_system.cu
+/// \brief A GPU rank's probes and particles in a distributed system solve (rank_system.h).
+#include "cuda/rank_system.h"
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+
+#include "cuda/device.h"
+#include "cuda/ewald_phase.h"
+#include "cuda/memory_plan.h"
+#include "cuda/rank_phase.h"
+#include "cuda/tree_phase.h"
+#include "cuda/walk_phase.h"
+#include "tree/particle_tree.h"
+
+namespace amrgrav {
+namespace cuda {
+namespace {
+
+/// Room for a walk's sums of m targets before they are added (ds.sys.softSums), as four arrays.
+Status scratchSums(DeviceState& ds, std::size_t m, double* out[4]) {
+  m = std::max<std::size_t>(m, 1);
+  AG_TRY(ds.sys.softSums.reserve(4 * m, "the walks' sums"));
+  for (int k = 0; k < 4; ++k) out[k] = ds.sys.softSums.get() + k * m;
+  return Status::success();
+}
+
+/// The walk configuration of the rank's probes: the cells' (with cells), else made as walkShape makes it.
+Status probeConfig(DeviceState& ds, const RankSystem& r, const SolveOptions& opt, WalkConfig& c, int& blocks) {
+  if (r.hasCells) {
+    c = ds.rankCfg;
+  } else {
+    c = WalkConfig{};
+    c.order = opt.order;
+    c.accelerations = opt.accelerations;
+    c.cellsPerLane = opt.groupSize > 32 ? 2 : 1;
+    c.vote = opt.walk == WalkKind::Vote;
+    c.periodic = opt.anyPeriodic();
+    c.dipole = opt.signedSources();
+  }
+  c.ranges = true;
+  blocks = int(std::max<std::size_t>(1, (r.probes.ng + kWalkWarpsPerBlock - 1) / kWalkWarpsPerBlock));
+  return Status::success();
+}
+
+}  // namespace
+
+Status rankSystemBuild(DeviceState& ds, RankSystem& r, const SolveOptions& opt, double scale, double totalMass) {
+  std::lock_guard<std::mutex> lock(ds.mu);
+  return guarded([&]() -> Status {
+    r.st = SystemStats{};
+    r.particles = false;
+    r.all = DeviceParticles{};
+    r.own = DeviceParticles{};
+    r.probes = DeviceProbes{};
+    ds.letSecondMoment = false;
+    if (!r.hasCells) {  // no local tree: the global scales, the root of no cells (the CPU rank's), the counters
+      ds.scale = scale;
+      ds.massScale = powerOfTwoScale(totalMass);
+      RootCube root = chooseRootCube(CellsView{}, opt);
+      for (int d = 0; d < 3; ++d) root.lo[d] *= scale;
+      root.side *= scale;
+      ds.root = root;
+      AG_TRY(prepareSoftWalk(ds));
+      if (opt.anyPeriodic() && r.sys.probes.n > 0) {
+        SolveStats unused;
+        AG_TRY(prepareEwald(ds, opt, scale, unused));
+      }
+    }
+    if (r.sys.probes.n > 0) AG_TRY(uploadProbes(ds, r.sys, opt, r.probes));
+    return Status::success();
+  });
+}
+
+Status rankSystemParticles(DeviceState& ds, RankSystem& r, const ParticlesView& all, std::size_t ownBegin,
+                           std::size_t ownCount, const SolveOptions& opt, double scale) {
+  std::lock_guard<std::mutex> lock(ds.mu);
+  return guarded([&]() -> Status {
+    r.particles = true;
+    AG_TRY(buildParticles(ds, all, opt, scale, false, r.all, 0));
+    if (ownCount > 0) {
+      ParticlesView own = all;
+      own.x += ownBegin;
+      own.y += ownBegin;
+      own.z += ownBegin;
+      own.mass += ownBegin;
+      if (own.softening) own.softening += ownBegin;
+      own.n = ownCount;
+      AG_TRY(buildParticles(ds, own, opt, scale, false, r.own, 1));
+    }
+    // the Plummer expansion's trace term: the LETs this rank sends carry their nodes' second moments
+    ds.letSecondMoment = opt.softening == SofteningKernel::Plummer;
+    return Status::success();
+  });
+}
+
+Status rankSystemSummary(DeviceState& ds, RankSystem& r, RankSummary& out) {
+  std::lock_guard<std::mutex> lock(ds.mu);
+  return guarded([&]() -> Status {
+    auto grow = [&](const double lo[3], const double hi[3], const double w[3]) {
+      for (int d = 0; d < 3; ++d) {
+        out.centreLo[d] = std::min(out.centreLo[d], lo[d]);
+        out.centreHi[d] = std::max(out.centreHi[d], hi[d]);
+        out.groupHalfWidth[d] = std::max(out.groupHalfWidth[d], w[d]);
+      }
+    };
+    const DeviceProbes& P = r.probes;
+    if (P.np > 0) {
+      double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY}, w[3];
+      const std::vector<double>* p[3] = {&P.sorted.x, &P.sorted.y, &P.sorted.z};
+      for (int d = 0; d < 3; ++d)
+        for (const double v : *p[d]) {
+          lo[d] = std::min(lo[d], v);
+          hi[d] = std::max(hi[d], v);
+        }
+      groupHalfWidths(P.groups, w);
+      grow(lo, hi, w);
+    }
+    if (r.own.n > 0) {  // the own particles' sorted centres and their groups' widths, on their state's device block
+      DeviceState& pds = *r.own.state;
+      cudaStream_t s = pds.stream;
+      const CellChecks none;
+      AG_TRY(launchBounds(r.own.cells.x, r.own.cells.y, r.own.cells.z, nullptr, nullptr, unsigned(r.own.n), none,
+                          pds.bounds.get(), pds.bounds.get() + kBoundsStride * kBoundsBlocks, s));
+      double* hb = static_cast<double*>(pds.small.get());
+      AG_CUDA_TRY(cudaMemcpyAsync(hb, pds.bounds.get() + kBoundsStride * kBoundsBlocks, 6 * sizeof(double),
+                                  cudaMemcpyDeviceToHost, s));
+      unsigned long long* widths =
+          reinterpret_cast<unsigned long long*>(pds.bounds.get() + kBoundsStride * kBoundsBlocks + 8);
+      AG_TRY(launchGroupHalfWidths(r.own.cells, pds.groupBegin.get(), pds.numGroups, widths, s));
+      AG_CUDA_TRY(cudaMemcpyAsync(hb + 8, widths, 3 * sizeof(double), cudaMemcpyDeviceToHost, s));
+      AG_CUDA_TRY(cudaStreamSynchronize(s));
+      grow(hb, hb + 3, hb + 8);  // the widths: the bits of non-negative doubles
+    }
+    return Status::success();
+  });
+}
+
+Status rankSystemLocal(DeviceState& ds, RankSystem& r, const SolveOptions& opt) {
+  std::lock_guard<std::mutex> lock(ds.mu);
+  return guarded([&]() -> Status {
+    const DeviceProbes& P = r.probes;
+    const std::size_t np = P.np;
+    double* probeSums[4] = {P.at(4), P.at(5), P.at(6), P.at(7)};
+    if (np > 0 && r.hasCells) {
+      AG_TRY(walkProbes(ds, opt, ds.rankCfg, ds.rankBlocks, ds.rankWalk, P, r.st));
+    } else if (np > 0) {  // no local tree: the LETs' and the particles' walks add to zeros
+      for (int k = 0; k < (opt.accelerations ? 4 : 1); ++k)
+        AG_CUDA_TRY(cudaMemsetAsync(probeSums[k], 0, np * 8, ds.stream));
+    }
+    if (!r.particles) return Status::success();
+    double* tmp[4];
+    AG_TRY(scratchSums(ds, std::max({r.hasCells ? std::size_t(ds.n) : 0, np, r.own.n}), tmp));
+    const SoftSources parts = particleSources(r.all);
+    WalkTally soft;
+    if (r.hasCells) AG_TRY(softWalk(ds, opt, ds.rankWalk, false, parts, tmp, ds.sums, soft));
+    if (np > 0) {
+      const WalkParams base = r.hasCells ? ds.rankWalk : WalkParams{};
+      AG_TRY(softWalk(ds, opt, probeTargets(ds, opt, base, P), true, parts, tmp, probeSums, soft));
+    }
+    if (r.own.n > 0) {
+      const WalkParams targets = particleTargets(ds, r.own);
+      SoftSources self = parts;
+      self.selfPairs = 1;  // each own particle meets itself in the particles' tree (its pair: finishParticles)
+      if (r.hasCells) {
+        AG_TRY(softWalk(ds, opt, targets, false, cellSources(ds), r.own.sums, nullptr, soft));
+        AG_TRY(softWalk(ds, opt, targets, false, self, tmp, r.own.sums, soft));
+      } else {
+        AG_TRY(softWalk(ds, opt, targets, false, self, r.own.sums, nullptr, soft));
+      }
+    }
+    r.st.particleApprox += soft.approx;
+    r.st.particleDirect += soft.direct;
+    return Status::success();
+  });
+}
+
+Status rankSystemReceived(DeviceState& ds, RankSystem& r, const ReceivedLet* lets, std::size_t count,
+                          const SolveOptions& opt) {
+  std::lock_guard<std::mutex> lock(ds.mu);
+  return guarded([&]() -> Status {
+    const DeviceProbes& P = r.probes;
+    const std::size_t np = P.np;
+    if (count == 0 || (np == 0 && r.own.n == 0)) return Status::success();
+    if (!r.hasCells) AG_TRY(uploadForest(ds, lets, count, ds.stream));  // with cells: rankWalkReceived's
+    const DeviceCells forestCells{ds.letCells[0].get(), ds.letCells[1].get(), ds.letCells[2].get(),
+                                  ds.letCells[3].get()};
+    double* tmp[4];
+    AG_TRY(scratchSums(ds, std::max(np, r.own.n), tmp));
+    const bool accel = opt.accelerations;
+    if (np > 0) {  // as rankWalkReceived for the cells: no self pairs, no hoisted corrections
+      WalkConfig c;
+      int blocks = 1;
+      AG_TRY(probeConfig(ds, r, opt, c, blocks));
+      WalkParams p = probeTargets(ds, opt, r.hasCells ? ds.rankWalk : WalkParams{}, P);
+      p.topo = ds.letTopo.get();
+      p.nodeMac = ds.letMac.get();
+      p.nodeMQ = ds.letMQ.get();
+      p.nodeDip = lets[0].view.dipole ? ds.letDip.get() : nullptr;
+      p.sources = forestCells;
+      p.selfPairs = 0;
+      p.hoistCorrection = false;
+      p.phi = tmp[0];
+      p.selfTerm = tmp[0];
+      p.gx = accel ? tmp[1] : nullptr;
+      p.gy = accel ? tmp[2] : nullptr;
+      p.gz = accel ? tmp[3] : nullptr;
+      if (c.periodic) p.ewald = ds.ewaldView;
+      WalkTally total;
+      for (;;) {
+        total = WalkTally{};
+        unsigned need = 0;
+        AG_TRY(walkPasses(ds, c, blocks, opt, p, total, &need, false));
+        if (need == 0) break;
+        AG_TRY(growQueue(ds, need));
+      }
+      r.st.probeApprox += total.approx;
+      r.st.probeDirect += total.direct;
+      for (int k = 0; k < (accel ? 4 : 1); ++k) AG_TRY(launchAddInto(P.at(4 + k), tmp[k], np, ds.stream));
+    }
+    if (r.own.n > 0) {  // the LETs' cells have softening 0: the pairs take the particles'
+      SoftSources forest;
+      forest.topo = ds.letTopo.get();
+      forest.mac = ds.letMac.get();
+      forest.mq = ds.letMQ.get();
+      forest.cells = forestCells;
+      WalkTally soft;
+      AG_TRY(softWalk(ds, opt, particleTargets(ds, r.own), false, forest, tmp, r.own.sums, soft));
+      r.st.particleApprox += soft.approx;
+      r.st.particleDirect += soft.direct;
+    }
+    return Status::success();
+  });
+}
+
+Status rankSystemFinish(DeviceState& ds, RankSystem& r, const SolveOptions& opt, SystemResult& out) {
+  std::lock_guard<std::mutex> lock(ds.mu);
+  return guarded([&]() -> Status {
+    const bool accel = opt.accelerations;
+    const std::size_t np = r.probes.np;
+    const ResultTargets probeDest = out.probes.targets(np, accel);
+    if (np > 0) AG_TRY(finishProbes(ds, opt, r.probes, probeDest));
+    const ResultTargets particleDest = out.particles.targets(r.own.n, accel);
+    if (r.own.n > 0) AG_TRY(finishParticles(ds, opt, r.own, particleDest));
+    SystemStats& s = out.system;
+    s.targets = r.sys.cellResults();
+    s.probes = np;
+    s.probeGroups = r.probes.ng;
+    s.probeApprox = r.st.probeApprox;
+    s.probeDirect = r.st.probeDirect;
+    s.particles = r.own.n;
+    s.particleGroups = r.own.groups;
+    s.particleNodes = r.all.nodes;
+    s.particleApprox = r.st.particleApprox;
+    s.particleDirect = r.st.particleDirect;
+    return Status::success();
+  });
+}
+
+}  // namespace cuda
+}  // namespace amrgrav
