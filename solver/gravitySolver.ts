@@ -364,7 +364,7 @@ export class GravitySolver {
    * the cells' tree with the same acceptance rule and kernels. The particles form a tree of their own, which the
    * cells, particles and probes all walk with the box MAC plus a softening rule (option `walk` 'vote' applies to the
    * cells' tree only). Under mpirun (option `distributed`) a collective: each rank passes its own cells, particles,
-   * probes and targets (these need CPU ranks: backend 'cpu'); the particles are gathered whole on every rank.
+   * probes and targets (targets need CPU ranks: backend 'cpu'); the particles are gathered whole on every rank.
    * @example
    * const solver = new GravitySolver({ softening: 'spline' });
    * const r = await solver.solveSystem({ cells, particles: { x: [0.5], y: [0.5], z: [0.5], mass: [1e30], softening: 1e-3 } });
