@@ -1,0 +1,50 @@
+/// \file ewald_lattice.cpp
+/// \brief The Ewald correction tabulated at lattice separations (cpu/ewald_lattice.h).
+#include "cpu/ewald_lattice.h"
+
+
+namespace amrgrav {
+
+EwaldCellLattice makeEwaldCellLattice(const EwaldTableView& v, const SortedCells& cells, bool accel) {
+  EwaldCellLattice L;
+  const std::size_t m = cells.x.size();
+  if (m == 0) return L;
+  std::size_t fine = 0;
+  for (std::size_t i = 1; i < m; ++i)
+    if (cells.size[i] < cells.size[fine]) fine = i;
+  L.dx = cells.size[fine];
+  if (!(L.dx > 0)) return L;
+  L.invDx = 1 / L.dx;
+  L.origin[0] = cells.x[fine];
+  L.origin[1] = cells.y[fine];
+  L.origin[2] = cells.z[fine];
+  // the largest separation per axis: half a period (nearest images), else as far as the table reaches (it clamps
+  // beyond, as the lattice's index does)
+  std::size_t points = 1;
+  for (int d = 0; d < 3; ++d) {
+    double reach = v.n[d] * v.h[d] / v.invUnit;
+    if (v.period[d] > 0) {
+      const double k = v.period[d] * L.invDx;
+      if (std::fabs(k - std::rint(k)) > 1e-9 * k) return L;  // images would leave the lattice
+      reach = 0.5 * v.period[d];
+    }
+    L.n[d] = int(std::ceil(reach * L.invDx)) + 1;
+    points *= std::size_t(L.n[d] + 1);
+    if (points > kEwaldLatticeMaxPoints) return L;
+  }
+  L.c.resize(points);
+  if (accel) { L.gx.resize(points); L.gy.resize(points); L.gz.resize(points); }
+  std::size_t idx = 0;
+  for (int kz = 0; kz <= L.n[2]; ++kz)
+    for (int ky = 0; ky <= L.n[1]; ++ky)
+      for (int kx = 0; kx <= L.n[0]; ++kx, ++idx) {
+        double c, g[3];
+        ewaldLookup<1>(v, kx * L.dx, ky * L.dx, kz * L.dx, &c, g, (double*)nullptr, (double*)nullptr);
+        L.c[idx] = c;
+        if (accel) { L.gx[idx] = g[0]; L.gy[idx] = g[1]; L.gz[idx] = g[2]; }
+      }
+  L.usable = true;
+  return L;
+}
+
+}  // namespace amrgrav
