@@ -118,6 +118,36 @@ inline __attribute__((always_inline)) void evaluateLists(const WalkLists& L, con
       // the correction takes the plain quadrupole; the potential-only list holds half-upper coefficients (exact x2)
       const double qf[6] = {Accel ? q[0] : 2 * q[0], q[1], q[2], Accel ? q[3] : 2 * q[3], q[4], Accel ? q[5] : 2 * q[5]};
       if (expand) continue;  // the expansion's terms: ewaldExpansionTerms, after the lists
+      if ((Order >= 2 || Dipole) && L.latticeTargets && L.nodeLattice && L.nodeLattice->onLattice(sx, sy, sz)) {
+        // every separation a point of the node lattice: C and its derivatives read, not evaluated
+        const EwaldNodeLattice& lat = *L.nodeLattice;
+        const double* lc = lat.coef.data();
+        const double inv = lat.invDx;
+        const int m0 = lat.n[0], m1 = lat.n[1], m2 = lat.n[2], s0 = m0 + 1, s1 = m1 + 1;
+        const double S = L.ns[k];
+#pragma GCC ivdep
+        for (int i = 0; i < nt; ++i) {
+          const double dx = tx[i] - sx, dy = ty[i] - sy, dz = tz[i] - sz;
+          int kx = int(std::fabs(dx) * inv), ky = int(std::fabs(dy) * inv), kz = int(std::fabs(dz) * inv);
+          kx = kx > m0 ? m0 : kx;
+          ky = ky > m1 ? m1 : ky;
+          kz = kz > m2 ? m2 : kz;
+          const int o = kEwaldCoefs * (kx + s0 * (ky + s1 * kz));
+          // the other octants: C even along every axis (the signs of ewaldLookup)
+          const double ex = dx < 0 ? -1.0 : 1.0, ey = dy < 0 ? -1.0 : 1.0, ez = dz < 0 ? -1.0 : 1.0;
+          const double g[3] = {ex * lc[o + 1], ey * lc[o + 2], ez * lc[o + 3]};
+          const double H[6] = {lc[o + 4], ex * ey * lc[o + 5], ex * ez * lc[o + 6],
+                               lc[o + 7], ey * ez * lc[o + 8], lc[o + 9]};
+          double T[10];
+          if (Accel) {
+            T[0] = ex * lc[o + 10]; T[1] = ey * lc[o + 11]; T[2] = ez * lc[o + 12]; T[3] = ex * lc[o + 13];
+            T[4] = ex * ey * ez * lc[o + 14]; T[5] = ex * lc[o + 15]; T[6] = ey * lc[o + 16];
+            T[7] = ez * lc[o + 17]; T[8] = ey * lc[o + 18]; T[9] = ez * lc[o + 19];
+          }
+          ewaldNodeTerms<Order, Accel, Dipole>(lc[o], g, H, T, sm, qf, S, p[i], fx[i], fy[i], fz[i], pd);
+        }
+        continue;
+      }
 #pragma GCC ivdep
       for (int i = 0; i < nt; ++i)
         ewaldNodeCorrection<Order, Accel, Dipole>(v, tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, qf, L.ns[k], p[i],
@@ -283,11 +313,15 @@ void walkGroups(const SourceTree& t, const SortedCells& c, const Groups& g, std:
     for (std::size_t gi = gb; gi < ge && !perPair; ++gi) perPair = !groupExpands(ewald->view, g, gi);
     if (perPair) lattice = makeEwaldCellLattice(ewald->view, c, accel);
   }
+  // node centres half a spacing off the cells' lattice: the expansion centres of signed sources (tree/moments.cpp)
+  EwaldNodeLattice nodeLattice;
+  if (lattice.usable && t.dipole) nodeLattice = makeEwaldNodeLattice(ewald->view, lattice);
   std::vector<WalkLists> lists(std::max(1, threads));
   for (auto& l : lists) {
     l.ewald = ewald;
     l.expandEwald = opt.ewaldExpansion;
     l.lattice = lattice.usable ? &lattice : nullptr;
+    l.nodeLattice = nodeLattice.usable ? &nodeLattice : nullptr;
   }
   std::atomic<std::uint64_t> approx{0}, direct{0};
   const bool vote = opt.walk == WalkKind::Vote;

@@ -47,4 +47,28 @@ EwaldCellLattice makeEwaldCellLattice(const EwaldTableView& v, const SortedCells
   return L;
 }
 
+EwaldNodeLattice makeEwaldNodeLattice(const EwaldTableView& v, const EwaldCellLattice& cells) {
+  EwaldNodeLattice L;
+  if (!cells.usable) return L;
+  L.dx = cells.dx;
+  L.invDx = cells.invDx;
+  std::size_t points = 1;
+  for (int d = 0; d < 3; ++d) {
+    L.origin[d] = cells.origin[d] + 0.5 * cells.dx;
+    // a node is seen through its image nearest the group, not each cell's: separations up to the table's reach
+    const double reach = v.period[d] > 0 ? v.reach[d] : v.n[d] * v.h[d] / v.invUnit;
+    L.n[d] = int(std::ceil(reach * L.invDx)) + 1;
+    points *= std::size_t(L.n[d] + 1);
+    if (points > kEwaldNodeLatticeMaxPoints) return L;
+  }
+  L.coef.resize(points * kEwaldCoefs);
+  double* out = L.coef.data();
+  for (int kz = 0; kz <= L.n[2]; ++kz)
+    for (int ky = 0; ky <= L.n[1]; ++ky)
+      for (int kx = 0; kx <= L.n[0]; ++kx, out += kEwaldCoefs)
+        ewaldLookup<3>(v, (kx + 0.5) * L.dx, (ky + 0.5) * L.dx, (kz + 0.5) * L.dx, out, out + 1, out + 4, out + 10);
+  L.usable = true;
+  return L;
+}
+
 }  // namespace amrgrav

@@ -32,6 +32,32 @@ struct EwaldCellLattice {
   bool onLattice(double x, double y, double z) const { return onLattice(x, 0) && onLattice(y, 1) && onLattice(z, 2); }
 };
 
+/// C and its derivatives at the separations of a cell centre from a node's expansion centre when both are lattice
+/// points of the finest cells, the centre shifted by half a spacing on every axis: the centres of nodes of 2^k
+/// finest cells a side (k >= 1), about which signed sources (the density contrast) are expanded. Each point holds
+/// the 20 coefficients of ewaldLookup<3> (C, gradient, Hessian, third derivatives) at ((k + 1/2) dx) with k >= 0;
+/// the other octants follow from the signs (C even along every axis). Pairs off this lattice (centres of mass, other
+/// levels) keep per-pair lookups.
+struct EwaldNodeLattice {
+  bool usable = false;
+  double origin[3] = {0, 0, 0};  ///< a lattice point (a finest cell's centre shifted by dx/2 on every axis)
+  double dx = 0, invDx = 0;
+  int n[3] = {0, 0, 0};          ///< largest k per axis held: (n + 1/2) dx beyond the table's reach
+  std::vector<double> coef;      ///< kEwaldCoefs per point, x fastest
+
+  bool onLattice(double x, int d) const {
+    const double k = (x - origin[d]) * invDx;
+    return std::fabs(k - std::rint(k)) <= 1e-9 * (1 + std::fabs(k));
+  }
+  bool onLattice(double x, double y, double z) const { return onLattice(x, 0) && onLattice(y, 1) && onLattice(z, 2); }
+};
+
+/// Largest node lattice held (points, kEwaldCoefs doubles each).
+constexpr std::size_t kEwaldNodeLatticeMaxPoints = std::size_t(1) << 18;
+
+/// The node lattice matching a (usable) cell lattice; not usable when it would exceed kEwaldNodeLatticeMaxPoints.
+EwaldNodeLattice makeEwaldNodeLattice(const EwaldTableView& v, const EwaldCellLattice& cells);
+
 /// Largest lattice held (points); larger meshes keep per-pair lookups.
 constexpr std::size_t kEwaldLatticeMaxPoints = std::size_t(1) << 20;
 

@@ -30,6 +30,7 @@ struct WalkLists {
   std::vector<double> hx, hy, hz, hm, hs, hq, hd;
   const EwaldWalk* ewald = nullptr;       // periodic walks: table and moments; null when isolated
   const EwaldCellLattice* lattice = nullptr;  // periodic walks: C at lattice separations (cpu/ewald_lattice.h)
+  const EwaldNodeLattice* nodeLattice = nullptr;  // periodic walks: node corrections at lattice separations
   bool latticeTargets = false;            // the current group's cells all lie on `lattice`
   bool expandEwald = true;                // periodic walks: small groups expand the correction (SolveOptions)
   void clear() {
