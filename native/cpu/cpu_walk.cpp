@@ -132,7 +132,7 @@ inline __attribute__((always_inline)) void evaluateLists(const WalkLists& L, con
           kx = kx > m0 ? m0 : kx;
           ky = ky > m1 ? m1 : ky;
           kz = kz > m2 ? m2 : kz;
-          const int o = kEwaldCoefs * (kx + s0 * (ky + s1 * kz));
+          const int o = (Accel ? kEwaldCoefs : 10) * (kx + s0 * (ky + s1 * kz));  // the lattice's stride
           // the other octants: C even along every axis (the signs of ewaldLookup)
           const double ex = dx < 0 ? -1.0 : 1.0, ey = dy < 0 ? -1.0 : 1.0, ez = dz < 0 ? -1.0 : 1.0;
           const double g[3] = {ex * lc[o + 1], ey * lc[o + 2], ez * lc[o + 3]};
@@ -315,7 +315,7 @@ void walkGroups(const SourceTree& t, const SortedCells& c, const Groups& g, std:
   }
   // node centres half a spacing off the cells' lattice: the expansion centres of signed sources (tree/moments.cpp)
   EwaldNodeLattice nodeLattice;
-  if (lattice.usable && t.dipole) nodeLattice = makeEwaldNodeLattice(ewald->view, lattice);
+  if (lattice.usable && t.dipole) nodeLattice = makeEwaldNodeLattice(ewald->view, lattice, accel);
   std::vector<WalkLists> lists(std::max(1, threads));
   for (auto& l : lists) {
     l.ewald = ewald;

@@ -47,7 +47,7 @@ EwaldCellLattice makeEwaldCellLattice(const EwaldTableView& v, const SortedCells
   return L;
 }
 
-EwaldNodeLattice makeEwaldNodeLattice(const EwaldTableView& v, const EwaldCellLattice& cells) {
+EwaldNodeLattice makeEwaldNodeLattice(const EwaldTableView& v, const EwaldCellLattice& cells, bool accel) {
   EwaldNodeLattice L;
   if (!cells.usable) return L;
   L.dx = cells.dx;
@@ -61,12 +61,16 @@ EwaldNodeLattice makeEwaldNodeLattice(const EwaldTableView& v, const EwaldCellLa
     points *= std::size_t(L.n[d] + 1);
     if (points > kEwaldNodeLatticeMaxPoints) return L;
   }
-  L.coef.resize(points * kEwaldCoefs);
+  L.stride = accel ? kEwaldCoefs : 10;
+  L.coef.resize(points * L.stride);
   double* out = L.coef.data();
   for (int kz = 0; kz <= L.n[2]; ++kz)
     for (int ky = 0; ky <= L.n[1]; ++ky)
-      for (int kx = 0; kx <= L.n[0]; ++kx, out += kEwaldCoefs)
-        ewaldLookup<3>(v, (kx + 0.5) * L.dx, (ky + 0.5) * L.dx, (kz + 0.5) * L.dx, out, out + 1, out + 4, out + 10);
+      for (int kx = 0; kx <= L.n[0]; ++kx, out += L.stride) {
+        const double x = (kx + 0.5) * L.dx, y = (ky + 0.5) * L.dx, z = (kz + 0.5) * L.dx;
+        if (accel) ewaldLookup<3>(v, x, y, z, out, out + 1, out + 4, out + 10);
+        else ewaldLookup<2>(v, x, y, z, out, out + 1, out + 4, (double*)nullptr);
+      }
   L.usable = true;
   return L;
 }

@@ -35,7 +35,8 @@ struct EwaldCellLattice {
 /// C and its derivatives at the separations of a cell centre from a node's expansion centre when both are lattice
 /// points of the finest cells, the centre shifted by half a spacing on every axis: the centres of nodes of 2^k
 /// finest cells a side (k >= 1), about which signed sources (the density contrast) are expanded. Each point holds
-/// the 20 coefficients of ewaldLookup<3> (C, gradient, Hessian, third derivatives) at ((k + 1/2) dx) with k >= 0;
+/// the coefficients of ewaldLookup (C, gradient, Hessian, and third derivatives with accelerations) at
+/// ((k + 1/2) dx) with k >= 0;
 /// the other octants follow from the signs (C even along every axis). Pairs off this lattice (centres of mass, other
 /// levels) keep per-pair lookups.
 struct EwaldNodeLattice {
@@ -43,7 +44,8 @@ struct EwaldNodeLattice {
   double origin[3] = {0, 0, 0};  ///< a lattice point (a finest cell's centre shifted by dx/2 on every axis)
   double dx = 0, invDx = 0;
   int n[3] = {0, 0, 0};          ///< largest k per axis held: (n + 1/2) dx beyond the table's reach
-  std::vector<double> coef;      ///< kEwaldCoefs per point, x fastest
+  int stride = 0;                ///< coefficients per point: 10 (C, gradient, Hessian) for potentials, 20 with T
+  std::vector<double> coef;      ///< `stride` per point, x fastest
 
   bool onLattice(double x, int d) const {
     const double k = (x - origin[d]) * invDx;
@@ -55,8 +57,9 @@ struct EwaldNodeLattice {
 /// Largest node lattice held (points, kEwaldCoefs doubles each).
 constexpr std::size_t kEwaldNodeLatticeMaxPoints = std::size_t(1) << 18;
 
-/// The node lattice matching a (usable) cell lattice; not usable when it would exceed kEwaldNodeLatticeMaxPoints.
-EwaldNodeLattice makeEwaldNodeLattice(const EwaldTableView& v, const EwaldCellLattice& cells);
+/// The node lattice matching a (usable) cell lattice, with the third derivatives only for accelerations (half the
+/// memory the potential's gathers stream through); not usable when it would exceed kEwaldNodeLatticeMaxPoints.
+EwaldNodeLattice makeEwaldNodeLattice(const EwaldTableView& v, const EwaldCellLattice& cells, bool accel);
 
 /// Largest lattice held (points); larger meshes keep per-pair lookups.
 constexpr std::size_t kEwaldLatticeMaxPoints = std::size_t(1) << 20;
