@@ -8,7 +8,7 @@ namespace amrgrav {
 EwaldCellLattice makeEwaldCellLattice(const EwaldTableView& v, const SortedCells& cells, bool accel) {
   EwaldCellLattice L;
   const std::size_t m = cells.x.size();
-  if (m == 0) return L;
+  if (m == 0 || cells.size.size() != m) return L;  // target points (probes) carry no sizes: no lattice
   std::size_t fine = 0;
   for (std::size_t i = 1; i < m; ++i)
     if (cells.size[i] < cells.size[fine]) fine = i;
