@@ -6,7 +6,9 @@
  * solve (best of --repeat), in wall time and in the process's CPU time (all threads). The table is taken from a fresh, empty cache directory unless --cache-dir is given
  * (so "first" includes the build; run twice with the same --cache-dir to see a disk-cache load instead).
  *
- *   node dist/bench/periodicCostBench.js [--sizes 16,32,64,128] [--repeat 5] [--cache-dir DIR] [--json]
+ * With --accelerations both solvers also compute accelerations.
+ *
+ *   node dist/bench/periodicCostBench.js [--sizes 16,32,64,128] [--repeat 5] [--cache-dir DIR] [--accelerations] [--json]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -23,6 +25,7 @@ const sizes = arg('--sizes', '16,32,64,128').split(',').map(Number);
 const repeat = Number(arg('--repeat', '5'));
 const given = arg('--cache-dir', '');
 const json = process.argv.includes('--json');
+const accelerations = process.argv.includes('--accelerations');
 const dir = given || mkdtempSync(join(tmpdir(), 'amrgrav-pcost-'));
 process.env.AMRGRAV_CACHE_DIR = dir;
 
@@ -34,8 +37,8 @@ try {
   for (const n of sizes) {
     const cells = gridCells(n, rho);
     const reps = n >= 128 ? Math.max(2, Math.min(repeat, 3)) : repeat;
-    const iso = new GravitySolver({ boundary: 'isolated', backend: 'cpu' });
-    const per = new GravitySolver({ boundary: 'periodic', backend: 'cpu' });
+    const iso = new GravitySolver({ boundary: 'isolated', backend: 'cpu', accelerations });
+    const per = new GravitySolver({ boundary: 'periodic', backend: 'cpu', accelerations });
     // wall seconds (stats) and the process's CPU seconds (all threads; less sensitive to a shared machine's load)
     const cpuOf = async (s: GravitySolver) => {
       const c0 = process.cpuUsage();
@@ -63,7 +66,7 @@ try {
     const perBest = await best(per);
     const isoInt = isoBest.stats.interactionsPerCell, perInt = perBest.stats.interactionsPerCell;
     rows.push({
-      n, cells: cells.x.length, threads: isoBest.stats.threads,
+      n, cells: cells.x.length, threads: isoBest.stats.threads, accelerations,
       isolatedMs: 1e3 * isoBest.seconds,
       periodicFirstMs: 1e3 * first.stats.seconds.total, periodicFirstWallMs: 1e3 * firstWall,
       tableSource: first.stats.ewaldTable.source, tableMs: 1e3 * first.stats.ewaldTable.seconds,

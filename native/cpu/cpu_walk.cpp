@@ -4,6 +4,7 @@
 /// thread count) and matches the scalar definition.
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cassert>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "physics/image_k.h"
 #include "physics/interact_k.h"
 #include "cpu/cpu_walk.h"
+#include "cpu/ewald_lattice.h"
 #include "cpu/walk_lists.h"
 #include "core/thread_pool.h"
 
@@ -116,6 +118,36 @@ inline __attribute__((always_inline)) void evaluateLists(const WalkLists& L, con
       // the correction takes the plain quadrupole; the potential-only list holds half-upper coefficients (exact x2)
       const double qf[6] = {Accel ? q[0] : 2 * q[0], q[1], q[2], Accel ? q[3] : 2 * q[3], q[4], Accel ? q[5] : 2 * q[5]};
       if (expand) continue;  // the expansion's terms: ewaldExpansionTerms, after the lists
+      if ((Order >= 2 || Dipole) && L.latticeTargets && L.nodeLattice && L.nodeLattice->onLattice(sx, sy, sz)) {
+        // every separation a point of the node lattice: C and its derivatives read, not evaluated
+        const EwaldNodeLattice& lat = *L.nodeLattice;
+        const double* lc = lat.coef.data();
+        const double inv = lat.invDx;
+        const int m0 = lat.n[0], m1 = lat.n[1], m2 = lat.n[2], s0 = m0 + 1, s1 = m1 + 1;
+        const double S = L.ns[k];
+#pragma GCC ivdep
+        for (int i = 0; i < nt; ++i) {
+          const double dx = tx[i] - sx, dy = ty[i] - sy, dz = tz[i] - sz;
+          int kx = int(std::fabs(dx) * inv), ky = int(std::fabs(dy) * inv), kz = int(std::fabs(dz) * inv);
+          kx = kx > m0 ? m0 : kx;
+          ky = ky > m1 ? m1 : ky;
+          kz = kz > m2 ? m2 : kz;
+          const int o = (Accel ? kEwaldCoefs : 10) * (kx + s0 * (ky + s1 * kz));  // the lattice's stride
+          // the other octants: C even along every axis (the signs of ewaldLookup)
+          const double ex = dx < 0 ? -1.0 : 1.0, ey = dy < 0 ? -1.0 : 1.0, ez = dz < 0 ? -1.0 : 1.0;
+          const double g[3] = {ex * lc[o + 1], ey * lc[o + 2], ez * lc[o + 3]};
+          const double H[6] = {lc[o + 4], ex * ey * lc[o + 5], ex * ez * lc[o + 6],
+                               lc[o + 7], ey * ez * lc[o + 8], lc[o + 9]};
+          double T[10];
+          if (Accel) {
+            T[0] = ex * lc[o + 10]; T[1] = ey * lc[o + 11]; T[2] = ez * lc[o + 12]; T[3] = ex * lc[o + 13];
+            T[4] = ex * ey * ez * lc[o + 14]; T[5] = ex * lc[o + 15]; T[6] = ey * lc[o + 16];
+            T[7] = ez * lc[o + 17]; T[8] = ey * lc[o + 18]; T[9] = ez * lc[o + 19];
+          }
+          ewaldNodeTerms<Order, Accel, Dipole>(lc[o], g, H, T, sm, qf, S, p[i], fx[i], fy[i], fz[i], pd);
+        }
+        continue;
+      }
 #pragma GCC ivdep
       for (int i = 0; i < nt; ++i)
         ewaldNodeCorrection<Order, Accel, Dipole>(v, tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, qf, L.ns[k], p[i],
@@ -128,6 +160,35 @@ inline __attribute__((always_inline)) void evaluateLists(const WalkLists& L, con
     const double sm = L.cm[k];
     if (Periodic && !expand) {  // each pair through its nearest image, plus the other images (C(0) for the cell)
       const EwaldTableView v = L.ewald->view;  // a local copy: provably not aliased by the outputs
+      if (L.latticeTargets && L.lattice->onLattice(sx, sy, sz)) {  // every separation a lattice point
+        const EwaldCellLattice& lat = *L.lattice;
+        const double* lc = lat.c.data();
+        const double *lgx = Accel ? lat.gx.data() : nullptr, *lgy = Accel ? lat.gy.data() : nullptr,
+                     *lgz = Accel ? lat.gz.data() : nullptr;
+        const double inv = lat.invDx;
+        const int m0 = lat.n[0], m1 = lat.n[1], m2 = lat.n[2], s0 = m0 + 1, s1 = m1 + 1;
+#pragma GCC ivdep
+        for (int i = 0; i < nt; ++i) {
+          const double dx = nearestImage(tx[i] - sx, v.period[0], v.invPeriod[0]);
+          const double dy = nearestImage(ty[i] - sy, v.period[1], v.invPeriod[1]);
+          const double dz = nearestImage(tz[i] - sz, v.period[2], v.invPeriod[2]);
+          if (Accel) cellCellForce<double>(dx, dy, dz, sm, p[i], fx[i], fy[i], fz[i]);
+          else cellCellPotential<double>(dx, dy, dz, sm, p[i]);
+          int kx = int(std::fabs(dx) * inv + 0.5), ky = int(std::fabs(dy) * inv + 0.5);
+          int kz = int(std::fabs(dz) * inv + 0.5);
+          kx = kx > m0 ? m0 : kx;
+          ky = ky > m1 ? m1 : ky;
+          kz = kz > m2 ? m2 : kz;
+          const int id = kx + s0 * (ky + s1 * kz);
+          p[i] += sm * lc[id];
+          if (Accel) {  // C is even along every axis, its gradient odd (the per-pair lookup's signs)
+            fx[i] -= sm * (dx < 0 ? -lgx[id] : lgx[id]);
+            fy[i] -= sm * (dy < 0 ? -lgy[id] : lgy[id]);
+            fz[i] -= sm * (dz < 0 ? -lgz[id] : lgz[id]);
+          }
+        }
+        continue;
+      }
 #pragma GCC ivdep
       for (int i = 0; i < nt; ++i) {
         const double dx = nearestImage(tx[i] - sx, v.period[0], v.invPeriod[0]);
@@ -211,6 +272,13 @@ void walkRange(const SourceTree& t, const SortedCells& c, const Groups& g, std::
     double centre[3];
     for (int d = 0; d < 3; ++d) centre[d] = 0.5 * (g.lo[3 * gi + d] + g.hi[3 * gi + d]);
     const double* ctr = expand ? centre : nullptr;
+    // per-pair lookups: can the group's cells read C at lattice separations (cpu/ewald_lattice.h)?
+    L.latticeTargets = false;
+    if (Periodic && !expand && L.lattice) {
+      L.latticeTargets = true;
+      for (int i = 0; i < nt && L.latticeTargets; ++i)
+        L.latticeTargets = L.lattice->onLattice(c.x[b + i], c.y[b + i], c.z[b + i]);
+    }
     if (pass.accumulate) {
       // a further source tree (a LET): its sums are added to the local tree's, tree by tree in a fixed order
       double p[kMaxGroup], fx[kMaxGroup], fy[kMaxGroup], fz[kMaxGroup];
@@ -237,13 +305,25 @@ void walkGroups(const SourceTree& t, const SortedCells& c, const Groups& g, std:
   if (t.nodeCount == 0 || ge <= gb) return;
   assert(!ewald || t.secondMoment);  // every periodic source tree carries its nodes' second moments
   assert(!t.dipole || ewald);        // signed sources only in (fully) periodic boxes
+  // periodic walks with groups that look the table up per pair: C at the lattice separations, once
+  const bool accel = out.gx != nullptr;
+  EwaldCellLattice lattice;
+  if (ewald) {
+    bool perPair = !opt.ewaldExpansion;
+    for (std::size_t gi = gb; gi < ge && !perPair; ++gi) perPair = !groupExpands(ewald->view, g, gi);
+    if (perPair) lattice = makeEwaldCellLattice(ewald->view, c, accel);
+  }
+  // node centres half a spacing off the cells' lattice: the expansion centres of signed sources (tree/moments.cpp)
+  EwaldNodeLattice nodeLattice;
+  if (lattice.usable && t.dipole) nodeLattice = makeEwaldNodeLattice(ewald->view, lattice, accel);
   std::vector<WalkLists> lists(std::max(1, threads));
   for (auto& l : lists) {
     l.ewald = ewald;
     l.expandEwald = opt.ewaldExpansion;
+    l.lattice = lattice.usable ? &lattice : nullptr;
+    l.nodeLattice = nodeLattice.usable ? &nodeLattice : nullptr;
   }
   std::atomic<std::uint64_t> approx{0}, direct{0};
-  const bool accel = out.gx != nullptr;
   const bool vote = opt.walk == WalkKind::Vote;
   const EvalFn eval = pickEval(opt.order, accel, ewald != nullptr, t.dipole != nullptr);
   parallelFor(ge - gb, 8, threads, [&](std::size_t b, std::size_t e, int tid) {

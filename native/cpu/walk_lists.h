@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "cpu/ewald_lattice.h"
 #include "ewald/walk_setup.h"
 #include "tree/source_tree.h"
 #include "tree/tree.h"
@@ -28,6 +29,9 @@ struct WalkLists {
   // periodic walks: opened nodes that take the correction of their whole subtree (hoisted), plain quadrupoles
   std::vector<double> hx, hy, hz, hm, hs, hq, hd;
   const EwaldWalk* ewald = nullptr;       // periodic walks: table and moments; null when isolated
+  const EwaldCellLattice* lattice = nullptr;  // periodic walks: C at lattice separations (cpu/ewald_lattice.h)
+  const EwaldNodeLattice* nodeLattice = nullptr;  // periodic walks: node corrections at lattice separations
+  bool latticeTargets = false;            // the current group's cells all lie on `lattice`
   bool expandEwald = true;                // periodic walks: small groups expand the correction (SolveOptions)
   void clear() {
     for (auto* v : {&nx, &ny, &nz, &nm, &q0, &q1, &q2, &q3, &q4, &q5, &cx, &cy, &cz, &cm, &ns, &nd, &hx, &hy, &hz, &hm,

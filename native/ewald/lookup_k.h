@@ -149,20 +149,16 @@ AG_EWALD_HD void ewaldCellCorrection(const V& t, R dx, R dy, R dz, R m, R& phi, 
   if (Accel) { gx -= m * g[0]; gy -= m * g[1]; gz -= m * g[2]; }
 }
 
-/// Correction of a node (mass m, traceless quadrupole q = xx xy xz yy yz zz, trace of the second moment
-/// S = sum m |x - com|^2) at separation d from its com: the Taylor series of sum_j m_j C(d - (x_j - com)) to
-/// second order, m C + (1/6) Q:H + (S/6) lap C (Order 1: m C only). With Dipole (signed sources, tree/moments.cpp)
-/// the dipole p = sum m (x - com) adds -p.grad C (and -H p to the gradient).
-template <int Order, bool Accel, bool Dipole = false, class V, class R>
-AG_EWALD_HD void ewaldNodeCorrection(const V& t, R dx, R dy, R dz, R m, const R* q, R S, R& phi, R& gx, R& gy,
-                                     R& gz, const R* p = nullptr) {
-  if (Order < 2 && !Dipole) {
-    ewaldCellCorrection<Accel>(t, dx, dy, dz, m, phi, gx, gy, gz);
-    return;
-  }
-  constexpr int kDeriv = Order >= 2 ? (Accel ? 3 : 2) : (Accel ? 2 : 1);
-  R c, g[3], H[6], T[10];
-  ewaldLookup<kDeriv>(t, dx, dy, dz, &c, g, H, T);
+/// Derivatives of C that a node's correction needs: order 2 adds the quadrupole's Hessian (and, with accelerations,
+/// its gradient); the dipole of signed sources one order more than the monopole.
+AG_HD constexpr int ewaldNodeDerivatives(int order, bool accel) { return order >= 2 ? (accel ? 3 : 2) : (accel ? 2 : 1); }
+
+/// The node correction of ewaldNodeCorrection from C and its derivatives at the separation (c, g, H and T as
+/// ewaldLookup gives them; H and T read only up to ewaldNodeDerivatives(Order, Accel)). Also used by the CPU walk
+/// with derivatives read from a lattice (cpu/ewald_lattice.h).
+template <int Order, bool Accel, bool Dipole, class R>
+AG_EWALD_HD void ewaldNodeTerms(R c, const R* g, const R* H, const R* T, R m, const R* q, R S, R& phi, R& gx, R& gy,
+                                R& gz, const R* p) {
   const R sixth = R(1) / R(6);
   R val = m * c;
   if (Order >= 2) {
@@ -192,6 +188,23 @@ AG_EWALD_HD void ewaldNodeCorrection(const V& t, R dx, R dy, R dz, R m, const R*
     gy -= ay;
     gz -= az;
   }
+}
+
+/// Correction of a node (mass m, traceless quadrupole q = xx xy xz yy yz zz, trace of the second moment
+/// S = sum m |x - com|^2) at separation d from its com: the Taylor series of sum_j m_j C(d - (x_j - com)) to
+/// second order, m C + (1/6) Q:H + (S/6) lap C (Order 1: m C only). With Dipole (signed sources, tree/moments.cpp)
+/// the dipole p = sum m (x - com) adds -p.grad C (and -H p to the gradient).
+template <int Order, bool Accel, bool Dipole = false, class V, class R>
+AG_EWALD_HD void ewaldNodeCorrection(const V& t, R dx, R dy, R dz, R m, const R* q, R S, R& phi, R& gx, R& gy,
+                                     R& gz, const R* p = nullptr) {
+  if (Order < 2 && !Dipole) {
+    ewaldCellCorrection<Accel>(t, dx, dy, dz, m, phi, gx, gy, gz);
+    return;
+  }
+  constexpr int kDeriv = ewaldNodeDerivatives(Order, Accel);
+  R c, g[3], H[6], T[10];
+  ewaldLookup<kDeriv>(t, dx, dy, dz, &c, g, H, T);
+  ewaldNodeTerms<Order, Accel, Dipole>(c, g, H, T, m, q, S, phi, gx, gy, gz, p);
 }
 
 }  // namespace amrgrav
