@@ -16,13 +16,6 @@
 namespace amrgrav {
 namespace {
 
-std::string fmt(double v) {
-  std::ostringstream s;
-  s.precision(17);
-  s << v;
-  return s.str();
-}
-
 Status badBlock(std::size_t b, const std::string& what) {
   return Status::error(ErrorCode::InvalidInput, "block " + std::to_string(b) + ": " + what);
 }
@@ -87,21 +80,21 @@ Status validateBlocks(const BlocksView& v, const BlockOutputs& out, const SolveO
     const double* lo = v.lo + 3 * b;
     const double* h = v.dx + 3 * b;
     for (int d = 0; d < 3; ++d) {
-      if (!std::isfinite(lo[d])) return badBlock(b, std::string("lower corner ") + axis[d] + " is not finite (got " + fmt(lo[d]) + ")");
+      if (!std::isfinite(lo[d])) return badBlock(b, std::string("lower corner ") + axis[d] + " is not finite (got " + exactNumber(lo[d]) + ")");
       if (!(std::isfinite(h[d]) && h[d] > 0))
-        return badBlock(b, std::string("cell width d") + axis[d] + " must be finite and positive (got " + fmt(h[d]) + ")");
+        return badBlock(b, std::string("cell width d") + axis[d] + " must be finite and positive (got " + exactNumber(h[d]) + ")");
     }
     if (std::fabs(h[1] - h[0]) > kCubicTolerance * h[0] || std::fabs(h[2] - h[0]) > kCubicTolerance * h[0])
-      return badBlock(b, "cells must be cubes (the tree's cells have one size): dx, dy, dz = " + fmt(h[0]) + ", " +
-                             fmt(h[1]) + ", " + fmt(h[2]) + " differ by more than 1e-12 relative");
+      return badBlock(b, "cells must be cubes (the tree's cells have one size): dx, dy, dz = " + exactNumber(h[0]) + ", " +
+                             exactNumber(h[1]) + ", " + exactNumber(h[2]) + " differ by more than 1e-12 relative");
     for (int d = 0; d < 3; ++d) {
       // centres grow with i (each rounding is monotone): the first and last cells bound the block's
       const double c0 = blockCellCentre(lo[d], 0, h[d]), c1 = blockCellCentre(lo[d], nb[d] - 1, h[d]);
       if (!std::isfinite(c0) || !std::isfinite(c1))
         return badBlock(b, std::string("cell centres along ") + axis[d] + " are not finite");
       if (opt.hasBox && (c0 < opt.boxLo[d] || c1 > opt.boxHi[d]))
-        return badBlock(b, std::string("cell centres along ") + axis[d] + " span [" + fmt(c0) + ", " + fmt(c1) +
-                               "], outside the box [" + fmt(opt.boxLo[d]) + ", " + fmt(opt.boxHi[d]) + "]");
+        return badBlock(b, std::string("cell centres along ") + axis[d] + " span [" + exactNumber(c0) + ", " + exactNumber(c1) +
+                               "], outside the box [" + exactNumber(opt.boxLo[d]) + ", " + exactNumber(opt.boxHi[d]) + "]");
     }
   }
   return Status::success();
@@ -150,9 +143,9 @@ Status blocksStatus(const BlocksView& v, const Status& st, const double* rhoKnow
       const double rho = rhoKnown ? *rhoKnown : v.deviceData ? NAN : blockDensity(v, p);
       const std::string tail = what.find(';') != std::string::npos ? what.substr(what.find(';')) : "";
       if (what.rfind("mass is not finite", 0) == 0 && known && std::isfinite(rho))
-        what = "the mass (density x cell volume) is not finite (density " + fmt(rho) + ")";
+        what = "the mass (density x cell volume) is not finite (density " + exactNumber(rho) + ")";
       else if (what.rfind("mass ", 0) == 0 && known)
-        what = "density " + what.substr(5, what.find(" (got") - 5) + " (got " + fmt(rho) + ")" + tail;
+        what = "density " + what.substr(5, what.find(" (got") - 5) + " (got " + exactNumber(rho) + ")" + tail;
       return Status::error(st.code, blockCellName(v, p) + ": " + what);
     }
   }

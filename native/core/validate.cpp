@@ -8,18 +8,19 @@
 #include <vector>
 
 namespace amrgrav {
-namespace {
 
-std::string fmt(double v) {
+std::string exactNumber(double v) {
   std::ostringstream s;
   s.precision(17);
   s << v;
   return s.str();
 }
 
+namespace {
+
 Status badCell(std::size_t i, const char* what, double v) {
   return Status::error(ErrorCode::InvalidInput,
-                       std::string("cell ") + std::to_string(i) + ": " + what + " (got " + fmt(v) + ")");
+                       std::string("cell ") + std::to_string(i) + ": " + what + " (got " + exactNumber(v) + ")");
 }
 
 }  // namespace
@@ -27,9 +28,9 @@ Status badCell(std::size_t i, const char* what, double v) {
 Status validateOptions(const SolveOptions& o) {
   auto bad = [](const std::string& m) { return Status::error(ErrorCode::InvalidOption, m); };
   if (!(o.theta > 0.0 && o.theta <= 1.0))
-    return bad("theta must be in (0, 1] (got " + fmt(o.theta) + "); above 1 a node could contain its own target");
+    return bad("theta must be in (0, 1] (got " + exactNumber(o.theta) + "); above 1 a node could contain its own target");
   if (o.order != 1 && o.order != 2) return bad("order must be 1 (monopole) or 2 (quadrupole), got " + std::to_string(o.order));
-  if (!(std::isfinite(o.G) && o.G > 0.0)) return bad("G must be finite and positive (got " + fmt(o.G) + ")");
+  if (!(std::isfinite(o.G) && o.G > 0.0)) return bad("G must be finite and positive (got " + exactNumber(o.G) + ")");
   if (o.leafSize < 1 || o.leafSize > 256) return bad("leafSize must be in [1, 256], got " + std::to_string(o.leafSize));
   if (o.groupSize < 1 || o.groupSize > 256) return bad("groupSize must be in [1, 256], got " + std::to_string(o.groupSize));
   if (o.threads < 0 || o.threads > 4096) return bad("threads must be in [0, 4096], got " + std::to_string(o.threads));
@@ -41,9 +42,9 @@ Status validateOptions(const SolveOptions& o) {
     return bad("method must be 'tree' or 'fmm', got " + std::to_string(int(o.method)));
   if (o.fmmOrder < 3 || o.fmmOrder > 7) return bad("fmmOrder must be in [3, 7], got " + std::to_string(o.fmmOrder));
   if (!(o.fmmTheta > 0.0 && o.fmmTheta < 1.0))
-    return bad("fmmTheta must be in (0, 1) (got " + fmt(o.fmmTheta) + ")");
+    return bad("fmmTheta must be in (0, 1) (got " + exactNumber(o.fmmTheta) + ")");
   if (!(o.fmmTolerance >= 0.0 && o.fmmTolerance < 1.0))
-    return bad("fmmTolerance must be in [0, 1) (got " + fmt(o.fmmTolerance) + "); 0 = the opening angle alone");
+    return bad("fmmTolerance must be in [0, 1) (got " + exactNumber(o.fmmTolerance) + "); 0 = the opening angle alone");
   if (o.method == SolveMethod::Fmm && o.anyPeriodic())
     return bad("method 'fmm' is built for isolated boxes only so far (issue #20): periodic and mixed boundaries need "
                "method 'tree'");
@@ -51,7 +52,7 @@ Status validateOptions(const SolveOptions& o) {
     for (int d = 0; d < 3; ++d) {
       if (!(std::isfinite(o.boxLo[d]) && std::isfinite(o.boxHi[d]) && o.boxHi[d] > o.boxLo[d]))
         return bad("box must have finite bounds with hi > lo on every axis (axis " + std::to_string(d) + ": [" +
-                   fmt(o.boxLo[d]) + ", " + fmt(o.boxHi[d]) + "])");
+                   exactNumber(o.boxLo[d]) + ", " + exactNumber(o.boxHi[d]) + "])");
     }
   }
   return Status::success();
@@ -65,7 +66,7 @@ Status validateCells(const CellsView& c, const SolveOptions& o) {
     for (int d = 0; d < 3; ++d) {
       if (!std::isfinite(p[d])) return badCell(i, (std::string(axis[d]) + " is not finite").c_str(), p[d]);
       if (o.hasBox && (p[d] < o.boxLo[d] || p[d] > o.boxHi[d]))
-        return badCell(i, (std::string(axis[d]) + " is outside the box [" + fmt(o.boxLo[d]) + ", " + fmt(o.boxHi[d]) +
+        return badCell(i, (std::string(axis[d]) + " is outside the box [" + exactNumber(o.boxLo[d]) + ", " + exactNumber(o.boxHi[d]) +
                            "]").c_str(), p[d]);
     }
     if (!std::isfinite(c.mass[i])) return badCell(i, "mass is not finite", c.mass[i]);
@@ -99,8 +100,8 @@ Status checkMassRange(double total, double hmin, double side, const SolveOptions
   const bool accOk = !o.accelerations || (std::isfinite(sums / hs) && std::isfinite(phi / hmin));
   if (std::isfinite(total) && std::isfinite(sums) && std::isfinite(phi) && accOk) return Status::success();
   return Status::error(ErrorCode::InvalidInput,
-                       "the masses are too large for double precision: total mass " + fmt(total) + " g over cells as "
-                       "small as " + fmt(hmin) + " cm (G M / h = " + fmt(o.G * total / hmin) + ") would overflow the " +
+                       "the masses are too large for double precision: total mass " + exactNumber(total) + " g over cells as "
+                       "small as " + exactNumber(hmin) + " cm (G M / h = " + exactNumber(o.G * total / hmin) + ") would overflow the " +
                        (accOk ? "potential" : "accelerations") + "; use units with smaller masses (any unit system "
                        "works if G matches it)");
 }
@@ -110,7 +111,7 @@ Status coincidentCellsError(const CellsView& c, std::size_t b) {
     if (c.x[a] == c.x[b] && c.y[a] == c.y[b] && c.z[a] == c.z[b])
       return Status::error(ErrorCode::InvalidInput,
                            "cells " + std::to_string(a) + " and " + std::to_string(b) + " have the same centre (" +
-                               fmt(c.x[b]) + ", " + fmt(c.y[b]) + ", " + fmt(c.z[b]) +
+                               exactNumber(c.x[b]) + ", " + exactNumber(c.y[b]) + ", " + exactNumber(c.z[b]) +
                                "): coincident cells would ignore each other's mass; merge them into one cell");
   return Status::error(ErrorCode::Internal, "cell " + std::to_string(b) + " was flagged as coincident, but no earlier "
                                             "cell has its centre");
@@ -137,13 +138,13 @@ Status validateProbes(const PointsView& p, const SolveOptions& o) {
     for (int d = 0; d < 3; ++d) {
       if (!std::isfinite(v[d]))
         return Status::error(ErrorCode::InvalidInput, "probe " + std::to_string(i) + ": " + axis[d] +
-                                                          " is not finite (got " + fmt(v[d]) + ")");
+                                                          " is not finite (got " + exactNumber(v[d]) + ")");
       // periodic axes wrap; the isolated axes of a periodic box stay in it (the Ewald table's range)
       if (periodic && !o.periodic[d] && (v[d] < o.boxLo[d] || v[d] > o.boxHi[d]))
         return Status::error(ErrorCode::InvalidInput,
-                             "probe " + std::to_string(i) + ": " + axis[d] + " is outside the box [" + fmt(o.boxLo[d]) +
-                                 ", " + fmt(o.boxHi[d]) + "] along an isolated axis of a periodic box (got " +
-                                 fmt(v[d]) + "); the Ewald correction covers separations within the box only");
+                             "probe " + std::to_string(i) + ": " + axis[d] + " is outside the box [" + exactNumber(o.boxLo[d]) +
+                                 ", " + exactNumber(o.boxHi[d]) + "] along an isolated axis of a periodic box (got " +
+                                 exactNumber(v[d]) + "); the Ewald correction covers separations within the box only");
     }
   }
   return Status::success();

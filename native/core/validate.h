@@ -1,11 +1,16 @@
 /// \file validate.h
 /// \brief Checks of cells and options before any work, with messages that name the offending cell and value.
 #pragma once
+#include <string>
+
 #include "core/status.h"
 #include "core/system.h"
 #include "core/types.h"
 
 namespace amrgrav {
+
+/// A number as the checks' messages write it: 17 significant digits (the value exactly as the caller passed it).
+std::string exactNumber(double v);
 
 Status validateOptions(const SolveOptions& opt);
 /// Direct summation (both backends) is for isolated boundaries.

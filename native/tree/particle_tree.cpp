@@ -14,16 +14,9 @@
 namespace amrgrav {
 namespace {
 
-std::string fmt(double v) {
-  std::ostringstream s;
-  s.precision(17);
-  s << v;
-  return s.str();
-}
-
 Status badParticle(std::size_t i, const std::string& what, double v) {
   return Status::error(ErrorCode::InvalidInput,
-                       "particle " + std::to_string(i) + ": " + what + " (got " + fmt(v) + ")");
+                       "particle " + std::to_string(i) + ": " + what + " (got " + exactNumber(v) + ")");
 }
 
 }  // namespace
@@ -45,7 +38,7 @@ Status validateParticles(const ParticlesView& p, const SolveOptions& opt) {
                                                       std::to_string(p.n) + ")");
   if (!p.softening && !(std::isfinite(p.softeningValue) && p.softeningValue > 0.0))
     return Status::error(ErrorCode::InvalidInput, "particles: the softening length must be finite and positive "
-                                                  "(got " + fmt(p.softeningValue) + " cm for every particle)");
+                                                  "(got " + exactNumber(p.softeningValue) + " cm for every particle)");
   static const char* axis[3] = {"x", "y", "z"};
   double total = 0, epsMin = INFINITY, lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
   for (std::size_t i = 0; i < p.n; ++i) {
@@ -53,8 +46,8 @@ Status validateParticles(const ParticlesView& p, const SolveOptions& opt) {
     for (int d = 0; d < 3; ++d) {
       if (!std::isfinite(v[d])) return badParticle(i, std::string(axis[d]) + " is not finite", v[d]);
       if (opt.hasBox && (v[d] < opt.boxLo[d] || v[d] > opt.boxHi[d]))
-        return badParticle(i, std::string(axis[d]) + " is outside the box [" + fmt(opt.boxLo[d]) + ", " +
-                                  fmt(opt.boxHi[d]) + "]", v[d]);
+        return badParticle(i, std::string(axis[d]) + " is outside the box [" + exactNumber(opt.boxLo[d]) + ", " +
+                                  exactNumber(opt.boxHi[d]) + "]", v[d]);
       lo[d] = std::min(lo[d], v[d]);
       hi[d] = std::max(hi[d], v[d]);
     }
