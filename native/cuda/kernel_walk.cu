@@ -25,6 +25,11 @@
 ///   vote (FLASH4's GPU solver, literally): each lane tests its own cell (a degenerate box) and the node is
 ///         accepted only if __all_sync agrees; interaction counts then differ from the CPU's, as expected.
 ///
+/// Softened walks (particles, issue #18; physics/softening_k.h): kernels of their own (Soft), isolated and with the
+/// box MAC. A node also passes softeningAccepts (the group's and the node's softening ranges, WalkParams::groupEps,
+/// nodeEps), decided in double as on the CPU (cpu/soft_lists.cpp); opened leaves' sources carry their softening
+/// (dLo.w) and each target its own (Targets::eps).
+///
 /// Precision. Positions stay double on the device. A source entering a list (node com or cell) is converted to
 /// float relative to the group centre (one double subtraction per entry, shared by the 32 lanes), targets
 /// likewise, so float differences stay accurate at 15+ refinement levels. A group can still be extended (a jump of
@@ -179,7 +184,7 @@ enum EwaldMode { kNoEwald = 0, kEwaldExpand = 1, kEwaldPerCell = 2 };
 /// Softened walks (kernel template argument Soft, WalkConfig::softening): kUnsoftened, or the particles' kernel.
 /// A spline walk evaluates its accepted nodes with the Newtonian kernels (exact there, physics/softening_k.h) and
 /// its opened leaves with the softened pair; a Plummer walk also expands its nodes with the softened kernel, each
-/// list entry carrying the node's softening (softEps) and its second moment (aLo.w).
+/// list entry carrying the node's softening (epsLists, beside the lists) and its second moment (aLo.w).
 enum SoftMode { kUnsoftened = 0, kSoftSpline = 1, kSoftPlummer = 2 };
 __device__ __forceinline__ constexpr SofteningKernel kernelOf(int soft) {
   return soft == kSoftPlummer ? SofteningKernel::Plummer : SofteningKernel::Spline;
