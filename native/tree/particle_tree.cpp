@@ -5,11 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 
 #include "core/validate.h"
 #include "ewald/walk_setup.h"
-#include "tree/keys.h"
 
 namespace amrgrav {
 namespace {
@@ -80,33 +78,12 @@ Status buildParticleTree(const ParticlesView& p, const SolveOptions& opt, double
   asCells.size = zeros.data();
   asCells.n = n;
   RootCube root = chooseRootCube(asCells, opt);
-  if (!(scale > 0)) scale = lengthScaleFor(root.side);
-  // the key sort of sortCellsByKey without its coincident-cell check: distinct particles may coincide (their
-  // softened pair is finite)
-  std::vector<std::uint64_t> k(n), ktmp;
-  std::vector<std::uint32_t> idx(n), itmp;
-  const double inv = double(kKeyCells) / root.side;
-  for (std::size_t i = 0; i < n; ++i) {
-    k[i] = mortonKey(keyCoordinate(p.x[i], root.lo[0], inv), keyCoordinate(p.y[i], root.lo[1], inv),
-                     keyCoordinate(p.z[i], root.lo[2], inv));
-    idx[i] = std::uint32_t(i);
-  }
-  stableSortByKey(k, idx, ktmp, itmp);
-  SortedCells& s = out.sorted;
-  s.scale = scale;
-  s.x.resize(n); s.y.resize(n); s.z.resize(n); s.mass.resize(n); s.size.assign(n, 0.0);
+  // the cells' key sort, coincident particles allowed (their softened pair is finite); root scaled in place
+  AG_TRY(sortCellsByKey(asCells, root, out.sorted, out.keys, scale, true));
+  const SortedCells& s = out.sorted;
   out.eps.resize(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uint32_t j = idx[i];
-    s.x[i] = p.x[j] * scale; s.y[i] = p.y[j] * scale; s.z[i] = p.z[j] * scale;
-    s.mass[i] = p.mass[j];
-    out.eps[i] = p.softeningOf(j) * scale;
-  }
-  s.order = std::move(idx);
-  for (int d = 0; d < 3; ++d) root.lo[d] *= scale;
-  root.side *= scale;
+  for (std::size_t i = 0; i < n; ++i) out.eps[i] = p.softeningOf(s.order[i]) * s.scale;
   out.root = root;
-  out.keys = std::move(k);
 
   AG_TRY(buildOctree(out.keys, root, opt.leafSize, out.tree));
   computeMoments(s, opt, out.tree);  // sizes 0: extent boxes are the positions' (the Bonsai MAC's box)

@@ -59,7 +59,7 @@ void stableSortByKey(std::vector<std::uint64_t>& k, std::vector<std::uint32_t>& 
 double lengthScaleFor(double side) { return std::exp2(-std::round(std::log2(side))); }
 
 Status sortCellsByKey(const CellsView& c, RootCube& root, SortedCells& out, std::vector<std::uint64_t>& keys,
-                      double scale) {
+                      double scale, bool pointSources) {
   const std::size_t n = c.n;
   if (!(scale > 0)) scale = lengthScaleFor(root.side);
   std::vector<std::uint64_t> k(n), ktmp(n);
@@ -73,7 +73,7 @@ Status sortCellsByKey(const CellsView& c, RootCube& root, SortedCells& out, std:
   stableSortByKey(k, idx, ktmp, itmp);
   // Two cells at one centre would each skip the other as "itself" in the walk: refuse them. Equal centres have
   // equal keys, so after the sort they sit in one run of equal keys.
-  AG_TRY(checkCoincidentCells(c, k.data(), idx.data()));
+  if (!pointSources) AG_TRY(checkCoincidentCells(c, k.data(), idx.data()));
   out.order = std::move(idx);
   out.scale = scale;
   out.x.resize(n); out.y.resize(n); out.z.resize(n); out.mass.resize(n); out.size.resize(n);

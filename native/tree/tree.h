@@ -59,9 +59,10 @@ double lengthScaleFor(double side);
 /// Morton-sort the cells (a stable radix sort, so equal keys keep the caller's order: deterministic), and scale
 /// lengths by a power of two (see SortedCells). `root` is rescaled in place to the same units. `scale` 0 means
 /// lengthScaleFor(root.side); a distributed solve passes the scale of the global bounds so that every rank's
-/// scaled lengths are the same numbers.
+/// scaled lengths are the same numbers. Coincident cells are refused, unless `pointSources` (softened particles,
+/// tree/particle_tree.h: their coincident pairs are finite).
 Status sortCellsByKey(const CellsView& cells, RootCube& root, SortedCells& out, std::vector<std::uint64_t>& keys,
-                      double scale = 0);
+                      double scale = 0, bool pointSources = false);
 
 /// The Morton sort itself: (key, index) pairs sorted by key, stably (an LSD radix sort; equal keys keep their
 /// order). ktmp, itmp: scratch of the same length (resized).
