@@ -186,13 +186,7 @@ Status softWalk(DeviceState& ds, const SolveOptions& opt, const WalkParams& targ
   const unsigned long long wanted = (targets.numGroups + kWalkWarpsPerBlock - 1) / kWalkWarpsPerBlock;
   const int blocks = int(std::max<unsigned long long>(1, std::min<unsigned long long>(wanted, 1ull * ds.smCount * perSm)));
   WalkTally pass;
-  for (;;) {  // every walked target is written again by a rerun
-    pass = WalkTally{};
-    unsigned need = 0;
-    AG_TRY(walkPasses(ds, c, blocks, opt, p, pass, &need, false));
-    if (need == 0) break;
-    AG_TRY(growQueue(ds, need));
-  }
+  AG_TRY(walkPassesUntilDone(ds, c, blocks, opt, p, pass));
   total.approx += pass.approx;
   total.direct += pass.direct;
   if (add)

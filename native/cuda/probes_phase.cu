@@ -63,13 +63,7 @@ Status walkProbes(DeviceState& ds, const SolveOptions& opt, const WalkConfig& cf
   c.ranges = true;  // the probes' octree-leaf groups
   WalkParams p = probeTargets(ds, opt, cellsWalk, P);
   WalkTally total;
-  for (;;) {  // the passes write phi before the corrections add to it: a rerun needs no reset
-    total = WalkTally{};
-    unsigned need = 0;
-    AG_TRY(walkPasses(ds, c, blocks, opt, p, total, &need, false));
-    if (need == 0) break;
-    AG_TRY(growQueue(ds, need));
-  }
+  AG_TRY(walkPassesUntilDone(ds, c, blocks, opt, p, total));
   st.probeApprox = total.approx;
   st.probeDirect = total.direct;
   st.probeGroups = P.ng;

@@ -351,13 +351,7 @@ Status rankWalkReceived(DeviceState& ds, const ReceivedLet* lets, std::size_t co
     // WalkPass); the passes write phi before the corrections add to it, so a rerun needs no reset
     p.hoistCorrection = false;
     WalkTally total;
-    for (;;) {
-      total = WalkTally{};
-      unsigned need = 0;
-      AG_TRY(walkPasses(ds, ds.rankCfg, ds.rankBlocks, opt, p, total, &need, false));
-      if (need == 0) break;
-      AG_TRY(growQueue(ds, need));
-    }
+    AG_TRY(walkPassesUntilDone(ds, ds.rankCfg, ds.rankBlocks, opt, p, total));
     for (int k = 0; k < nsum; ++k) AG_TRY(launchAddInto(ds.sums[k], sum[k], n, ds.stream));
     st.approxInteractions += total.approx;
     st.directInteractions += total.direct;

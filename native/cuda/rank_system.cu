@@ -208,13 +208,7 @@ Status rankSystemReceived(DeviceState& ds, RankSystem& r, const ReceivedLet* let
       p.gz = accel ? tmp[3] : nullptr;
       if (c.periodic) p.ewald = ds.ewaldView;
       WalkTally total;
-      for (;;) {
-        total = WalkTally{};
-        unsigned need = 0;
-        AG_TRY(walkPasses(ds, c, blocks, opt, p, total, &need, false));
-        if (need == 0) break;
-        AG_TRY(growQueue(ds, need));
-      }
+      AG_TRY(walkPassesUntilDone(ds, c, blocks, opt, p, total));
       r.st.probeApprox += total.approx;
       r.st.probeDirect += total.direct;
       for (int k = 0; k < (accel ? 4 : 1); ++k) AG_TRY(launchAddInto(P.at(4 + k), tmp[k], np, ds.stream));

@@ -60,22 +60,6 @@ Status targetGroups(DeviceState& ds, const SystemView& sys, unsigned n, WalkPara
   return Status::success();
 }
 
-/// walkUntilDone for a subset's groups: a queue overflow restores the sizes and the self terms of every cell
-/// (launchWalkPrep into prepareWalk's smallest sizes, `fullHmin`; the subset's copy of them is unchanged) and reruns.
-Status walkSubsetUntilDone(DeviceState& ds, const WalkConfig& cfg, int blocks, const SolveOptions& opt, WalkParams& p,
-                           double* fullHmin, WalkTally& total) {
-  for (;;) {
-    total = WalkTally{};
-    unsigned need = 0;
-    AG_TRY(walkPasses(ds, cfg, blocks, opt, p, total, &need, false));
-    if (need == 0) return Status::success();
-    AG_TRY(growQueue(ds, need));
-    AG_TRY(restoreSizes(ds, p.n));
-    AG_TRY(launchWalkPrep(p.phi, ds.sortedCells.mass, ds.groupBegin.get(), ds.numGroups,
-                          selfCoefficient(opt.selfPotential), fullHmin, ds.stream));
-  }
-}
-
 /// The cells' finish: the caller's order on the device, then all of them down, or the targets' gathered and down.
 Status finishCells(DeviceState& ds, const SystemView& sys, const SolveOptions& opt, const ResultTargets& dest) {
   if (!sys.hasTargets()) return finishAndDownload(ds, opt, dest);
@@ -222,7 +206,7 @@ Status run(DeviceState& ds, const SystemView& sys, const SolveOptions& opt, bool
       AG_TRY(targetGroups(ds, sys, n, p));
       WalkConfig c = cfg;
       c.ranges = true;  // the groups holding targets
-      AG_TRY(walkSubsetUntilDone(ds, c, blocks, opt, p, fullHmin, total));
+      AG_TRY(walkUntilDone(ds, c, blocks, opt, p, total, fullHmin));
     } else {
       AG_TRY(walkUntilDone(ds, cfg, blocks, opt, p, total));
     }

@@ -96,18 +96,28 @@ Status walk(DeviceState& ds, unsigned n, const SolveOptions& opt, double massSca
   return Status::success();
 }
 
-Status walkUntilDone(DeviceState& ds, const WalkConfig& cfg, int blocks, const SolveOptions& opt, WalkParams& p,
-                     WalkTally& total) {
+Status walkPassesUntilDone(DeviceState& ds, const WalkConfig& cfg, int blocks, const SolveOptions& opt, WalkParams& p,
+                           WalkTally& total, const std::function<Status()>& beforeRerun) {
   for (;;) {
     total = WalkTally{};
     unsigned need = 0;
     AG_TRY(walkPasses(ds, cfg, blocks, opt, p, total, &need, false));
     if (need == 0) return Status::success();
     AG_TRY(growQueue(ds, need));
-    AG_TRY(restoreSizes(ds, p.n));
-    AG_TRY(launchWalkPrep(p.phi, ds.sortedCells.mass, p.groupBegin, p.numGroups, selfCoefficient(opt.selfPotential),
-                          const_cast<double*>(p.groupHmin), ds.stream));
+    if (beforeRerun) AG_TRY(beforeRerun());
   }
+}
+
+Status walkUntilDone(DeviceState& ds, const WalkConfig& cfg, int blocks, const SolveOptions& opt, WalkParams& p,
+                     WalkTally& total, double* fullHmin) {
+  return walkPassesUntilDone(ds, cfg, blocks, opt, p, total, [&]() -> Status {
+    AG_TRY(restoreSizes(ds, p.n));
+    if (fullHmin)  // a subset of groups: every cell's self term, over all of ds's groups
+      return launchWalkPrep(p.phi, ds.sortedCells.mass, ds.groupBegin.get(), ds.numGroups,
+                            selfCoefficient(opt.selfPotential), fullHmin, ds.stream);
+    return launchWalkPrep(p.phi, ds.sortedCells.mass, p.groupBegin, p.numGroups, selfCoefficient(opt.selfPotential),
+                          const_cast<double*>(p.groupHmin), ds.stream);
+  });
 }
 
 Status walkPasses(DeviceState& ds, const WalkConfig& cfg, int blocks, const SolveOptions& opt, WalkParams& p,

@@ -5,6 +5,7 @@
 /// kernel_finish.cu.
 #pragma once
 #include <cstddef>
+#include <functional>
 
 #include "core/status.h"
 #include "core/types.h"
@@ -29,11 +30,19 @@ Status prepareWalk(DeviceState& ds, unsigned n, const SolveOptions& opt, double 
 Status walk(DeviceState& ds, unsigned n, const SolveOptions& opt, double massScale, double* phi, double* const* g,
             SolveStats& st);
 
-/// Periodic: the walk of the groups that expand the Ewald correction, then (if any are left) the others, then the
-/// expanding groups' corrections (kernels.h WalkConfig). A queue overflow in any pass reruns them all: groups that
-/// finished wrote phi over their self terms, which come back.
+/// walkPasses until no queue overflows, with a larger queue each time; `total`: the complete try's counts. Every
+/// walked target is written again by a rerun, so sums in arrays of their own need no reset; `beforeRerun` (when
+/// given) restores what a try wrote over (walkUntilDone's self terms).
+Status walkPassesUntilDone(DeviceState& ds, const WalkConfig& cfg, int blocks, const SolveOptions& opt, WalkParams& p,
+                           WalkTally& total, const std::function<Status()>& beforeRerun = nullptr);
+
+/// The local tree's walk (periodic: the walk of the groups that expand the Ewald correction, then, if any are left,
+/// the others, then the expanding groups' corrections; kernels.h WalkConfig). A queue overflow in any pass reruns
+/// them all: groups that finished wrote phi over their self terms, which come back (launchWalkPrep over p's groups
+/// into p.groupHmin; a walk of a subset of the groups passes `fullHmin`, prepareWalk's smallest sizes of all of
+/// ds's groups, and every cell's comes back).
 Status walkUntilDone(DeviceState& ds, const WalkConfig& cfg, int blocks, const SolveOptions& opt, WalkParams& p,
-                     WalkTally& total);
+                     WalkTally& total, double* fullHmin = nullptr);
 
 /// One try of the walk's passes (periodic: up to three, kernels.h WalkConfig), into `total`; stops at the first
 /// pass that overflowed its queue (*need > 0). firstDone: the first pass was launched (launchPass) and collected
