@@ -175,10 +175,8 @@ Status softWalk(DeviceState& ds, const SolveOptions& opt, const WalkParams& targ
   p.gy = accel ? out[2] : nullptr;
   p.gz = accel ? out[3] : nullptr;
   p.ewald = EwaldDeviceView{};
-  WalkConfig c;
-  c.order = opt.order;
-  c.accelerations = accel;
-  c.cellsPerLane = opt.groupSize > 32 ? 2 : 1;
+  WalkConfig c = walkConfigFor(opt);  // isolated (particles), box MAC: the Soft kernels take neither vote nor images
+  c.vote = c.periodic = c.dipole = false;
   c.ranges = ranges;
   c.softening = 1 + int(opt.softening);
   int perSm = 1;

@@ -28,17 +28,7 @@ Status scratchSums(DeviceState& ds, std::size_t m, double* out[4]) {
 
 /// The walk configuration of the rank's probes: the cells' (with cells), else made as walkShape makes it.
 Status probeConfig(DeviceState& ds, const RankSystem& r, const SolveOptions& opt, WalkConfig& c, int& blocks) {
-  if (r.hasCells) {
-    c = ds.rankCfg;
-  } else {
-    c = WalkConfig{};
-    c.order = opt.order;
-    c.accelerations = opt.accelerations;
-    c.cellsPerLane = opt.groupSize > 32 ? 2 : 1;
-    c.vote = opt.walk == WalkKind::Vote;
-    c.periodic = opt.anyPeriodic();
-    c.dipole = opt.signedSources();
-  }
+  c = r.hasCells ? ds.rankCfg : walkConfigFor(opt);
   c.ranges = true;
   blocks = int(std::max<std::size_t>(1, (r.probes.ng + kWalkWarpsPerBlock - 1) / kWalkWarpsPerBlock));
   return Status::success();

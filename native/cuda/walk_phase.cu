@@ -20,13 +20,19 @@ unsigned nextPow2(unsigned long long v) {
   return p;
 }
 
+WalkConfig walkConfigFor(const SolveOptions& opt) {
+  WalkConfig c;
+  c.order = opt.order;
+  c.accelerations = opt.accelerations;
+  c.cellsPerLane = opt.groupSize > 32 ? 2 : 1;
+  c.vote = opt.walk == WalkKind::Vote;
+  c.periodic = opt.anyPeriodic();
+  c.dipole = opt.signedSources();
+  return c;
+}
+
 Status walkShape(DeviceState& ds, unsigned n, const SolveOptions& opt, WalkConfig* cfg, int* blocks) {
-  cfg->order = opt.order;
-  cfg->accelerations = opt.accelerations;
-  cfg->cellsPerLane = opt.groupSize > 32 ? 2 : 1;
-  cfg->vote = opt.walk == WalkKind::Vote;
-  cfg->periodic = opt.anyPeriodic();
-  cfg->dipole = opt.signedSources();
+  *cfg = walkConfigFor(opt);
   (void)n;
   const unsigned numGroups = ds.numGroups;
   int perSm = 1;

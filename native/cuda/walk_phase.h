@@ -18,6 +18,9 @@ namespace cuda {
 /// Smallest power of two >= v (at most 2^31).
 unsigned nextPow2(unsigned long long v);
 
+/// The cells' walk configuration for these options (order, accelerations, cells per lane, vote, periodic, dipole).
+WalkConfig walkConfigFor(const SolveOptions& opt);
+
 /// The walk's launch: its configuration and block count (every block resident); sets the initial queue capacity.
 Status walkShape(DeviceState& ds, unsigned n, const SolveOptions& opt, WalkConfig* cfg, int* blocks);
 
