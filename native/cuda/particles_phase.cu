@@ -192,23 +192,24 @@ Status softWalk(DeviceState& ds, const SolveOptions& opt, const WalkParams& targ
   return Status::success();
 }
 
+Status walkParticles(DeviceState& ds, const SolveOptions& opt, DeviceParticles& P, const SoftSources* cells,
+                     SoftSources tree, WalkTally& total) {
+  const std::size_t n = P.n;
+  const WalkParams targets = particleTargets(ds, P);
+  tree.selfPairs = 1;  // each particle meets itself there (its pair: finishParticles)
+  if (!cells) return softWalk(ds, opt, targets, false, tree, P.sums, nullptr, total);
+  AG_TRY(softWalk(ds, opt, targets, false, *cells, P.sums, nullptr, total));
+  AG_TRY(ds.sys.softSums.reserve(4 * n, "the softened walks' sums"));
+  double* tmp[4] = {ds.sys.softSums.get(), ds.sys.softSums.get() + n, ds.sys.softSums.get() + 2 * n,
+                    ds.sys.softSums.get() + 3 * n};
+  return softWalk(ds, opt, targets, false, tree, tmp, P.sums, total);
+}
+
 Status solveParticles(DeviceState& ds, const SolveOptions& opt, DeviceParticles& P, const SoftSources* cells,
                       const ResultTargets& dest, SystemStats& st) {
-  const std::size_t n = P.n;
-  if (n == 0) return Status::success();
-  const WalkParams targets = particleTargets(ds, P);
-  SoftSources own = particleSources(P);
-  own.selfPairs = 1;
+  if (P.n == 0) return Status::success();
   WalkTally total;
-  if (cells) {
-    AG_TRY(softWalk(ds, opt, targets, false, *cells, P.sums, nullptr, total));
-    AG_TRY(ds.sys.softSums.reserve(4 * n, "the softened walks' sums"));
-    double* tmp[4] = {ds.sys.softSums.get(), ds.sys.softSums.get() + n, ds.sys.softSums.get() + 2 * n,
-                      ds.sys.softSums.get() + 3 * n};
-    AG_TRY(softWalk(ds, opt, targets, false, own, tmp, P.sums, total));
-  } else {
-    AG_TRY(softWalk(ds, opt, targets, false, own, P.sums, nullptr, total));
-  }
+  AG_TRY(walkParticles(ds, opt, P, cells, particleSources(P), total));
   st.particleApprox += total.approx;
   st.particleDirect += total.direct;
   st.particleGroups = P.groups;

@@ -65,8 +65,14 @@ Status prepareSoftWalk(DeviceState& ds);
 Status softWalk(DeviceState& ds, const SolveOptions& opt, const WalkParams& targets, bool ranges,
                 const SoftSources& src, double* const* out, double* const* add, WalkTally& total);
 
-/// The particles' walks against the cells' tree (when `cells` is not null) and their own, their own pairs removed,
-/// their results scaled and scattered into `dest`.
+/// The particles' walks of the cells' tree (when `cells` is not null: written into P.sums) and of the particles' tree
+/// `tree`, which holds these particles (each meets itself once; finishParticles removes that pair), added to them.
+/// Interactions into `total` (added).
+Status walkParticles(DeviceState& ds, const SolveOptions& opt, DeviceParticles& P, const SoftSources* cells,
+                     SoftSources tree, WalkTally& total);
+
+/// walkParticles against their own tree, then their own pairs removed and their results scaled and scattered into
+/// `dest`.
 Status solveParticles(DeviceState& ds, const SolveOptions& opt, DeviceParticles& P, const SoftSources* cells,
                       const ResultTargets& dest, SystemStats& st);
 

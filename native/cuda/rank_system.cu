@@ -149,16 +149,9 @@ Status rankSystemLocal(DeviceState& ds, RankSystem& r, const SolveOptions& opt) 
       const WalkParams base = r.hasCells ? ds.rankWalk : WalkParams{};
       AG_TRY(softWalk(ds, opt, probeTargets(ds, opt, base, P), true, parts, tmp, probeSums, soft));
     }
-    if (r.own.n > 0) {
-      const WalkParams targets = particleTargets(ds, r.own);
-      SoftSources self = parts;
-      self.selfPairs = 1;  // each own particle meets itself in the particles' tree (its pair: finishParticles)
-      if (r.hasCells) {
-        AG_TRY(softWalk(ds, opt, targets, false, cellSources(ds), r.own.sums, nullptr, soft));
-        AG_TRY(softWalk(ds, opt, targets, false, self, tmp, r.own.sums, soft));
-      } else {
-        AG_TRY(softWalk(ds, opt, targets, false, self, r.own.sums, nullptr, soft));
-      }
+    if (r.own.n > 0) {  // the local cells' tree, then every rank's particles (the own among them)
+      const SoftSources cells = cellSources(ds);
+      AG_TRY(walkParticles(ds, opt, r.own, r.hasCells ? &cells : nullptr, parts, soft));
     }
     r.st.particleApprox += soft.approx;
     r.st.particleDirect += soft.direct;
