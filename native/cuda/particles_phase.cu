@@ -9,7 +9,6 @@
 #include "cuda/particles_phase.h"
 #include "cuda/tree_phase.h"
 #include "cuda/walk_phase.h"
-#include "tree/particle_tree.h"
 
 namespace amrgrav {
 namespace cuda {
@@ -89,7 +88,6 @@ SoftSources cellSources(const DeviceState& ds) {
 
 Status buildParticles(DeviceState& ds, const ParticlesView& parts, const SolveOptions& opt, double scale, bool direct,
                       DeviceParticles& P, int which) {
-  AG_TRY(validateParticles(parts, opt));
   std::unique_ptr<DeviceState>& owned = ds.particleState[which];
   if (!owned) {
     owned = std::make_unique<DeviceState>(ds.copt);

@@ -41,7 +41,8 @@ struct DeviceParticles {
 SoftSources particleSources(const DeviceParticles& P);
 SoftSources cellSources(const DeviceState& ds);
 
-/// Validates the particles (host) and builds their tree on the device, in ds.particleState[which] (0: the particles'
+/// Builds the particles' tree on the device (validate them first: tree/particle_tree.h validateParticles), in
+/// ds.particleState[which] (0: the particles'
 /// tree; 1: a distributed solve's own particles as targets): lengths times `scale` (the cells', or 0 for the
 /// particles' own when there are no cells), masses times ds.massScale (scale 0: the particles' own, then also ds's).
 /// direct: sorted only, no tree.

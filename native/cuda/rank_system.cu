@@ -68,6 +68,7 @@ Status rankSystemParticles(DeviceState& ds, RankSystem& r, const ParticlesView& 
   std::lock_guard<std::mutex> lock(ds.mu);
   return guarded([&]() -> Status {
     r.particles = true;
+    AG_TRY(validateParticles(all, opt));  // what only the whole set shows (its mass range); alike on every rank
     AG_TRY(buildParticles(ds, all, opt, scale, false, r.all, 0));
     if (ownCount > 0) {
       ParticlesView own = all;
