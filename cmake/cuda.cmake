@@ -60,6 +60,7 @@ if(AMRGRAV_HAVE_CUDA)
     native/cuda/blocks_phase.cu
     native/cuda/kernel_blocks.cu
     native/cuda/system_phase.cu
+    native/cuda/subset_phase.cu
     native/cuda/kernel_system.cu
     native/cuda/kernel_particles.cu
     native/cuda/particles_phase.cu

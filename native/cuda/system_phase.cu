@@ -15,6 +15,7 @@
 #include "cuda/memory_plan.h"
 #include "cuda/particles_phase.h"
 #include "cuda/probes_phase.h"
+#include "cuda/subset_phase.h"
 #include "cuda/system_phase.h"
 #include "cuda/tree_phase.h"
 #include "cuda/walk_phase.h"
@@ -25,62 +26,12 @@ namespace amrgrav {
 namespace cuda {
 namespace {
 
-/// The groups holding the subset's targets, on the device, as a ranged walk's groups (WalkConfig::ranges;
-/// p.groupRange, p.groupHmin, p.numGroups: their ranges and smallest sizes, from prepareWalk's); their count back on
-/// the host.
-Status targetGroups(DeviceState& ds, const SystemView& sys, unsigned n, WalkParams& p) {
-  SystemBuffers& b = ds.sys;
-  const unsigned numGroups = ds.numGroups;  // every group of the cells (prepareWalk's p.numGroups)
-  const unsigned k = unsigned(sys.targetCount);
-  AG_TRY(b.targets.reserve(std::max(1u, k), "the targets"));
-  AG_TRY(b.flags.reserve(n, "the targets' flags"));
-  AG_TRY(b.groupFlag.reserve(numGroups + 1, "the targets' groups"));
-  AG_TRY(b.groupOffset.reserve(numGroups + 1, "the targets' groups"));
-  AG_TRY(b.groupList.reserve(std::max(1u, numGroups), "the targets' groups"));
-  Transfer t{const_cast<std::uint32_t*>(sys.targets), b.targets.get(), std::size_t(k) * 4};
-  AG_TRY(copyIn(ds, &t, 1, ds.stream));
-  std::size_t tempBytes = 0;
-  AG_TRY(scanExclusive(nullptr, tempBytes, b.groupFlag.get(), b.groupOffset.get(), numGroups + 1, ds.stream));
-  AG_TRY(reserveCubTemp(ds, tempBytes));
-  tempBytes = ds.cubTemp.bytes();
-  AG_TRY(launchTargetGroups(b.targets.get(), k, ds.order, n, ds.groupBegin.get(), numGroups, b.flags.get(),
-                            b.groupFlag.get(), b.groupOffset.get(), b.groupList.get(), ds.cubTemp.get(), tempBytes,
-                            ds.stream));
-  AG_TRY(b.subsetRange.reserve(std::max(1u, numGroups), "the targets' groups"));
-  AG_TRY(b.subsetHmin.reserve(std::max(1u, numGroups), "the targets' groups"));
-  AG_TRY(launchSubsetGroups(b.groupList.get(), b.groupOffset.get() + numGroups, numGroups, ds.groupBegin.get(),
-                            p.groupHmin, b.subsetRange.get(), b.subsetHmin.get(), ds.stream));
-  unsigned* hc = static_cast<unsigned*>(ds.small.get());
-  AG_CUDA_TRY(
-      cudaMemcpyAsync(hc, b.groupOffset.get() + numGroups, sizeof(unsigned), cudaMemcpyDeviceToHost, ds.stream));
-  AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));
-  p.numGroups = *hc;
-  p.groupRange = b.subsetRange.get();
-  p.groupHmin = b.subsetHmin.get();
-  return Status::success();
-}
-
 /// The cells' finish: the caller's order on the device, then all of them down, or the targets' gathered and down.
 Status finishCells(DeviceState& ds, const SystemView& sys, const SolveOptions& opt, const ResultTargets& dest) {
   if (!sys.hasTargets()) return finishAndDownload(ds, opt, dest);
   double* res[4];
   AG_TRY(finishOnDevice(ds, opt, res));
-  const std::size_t k = sys.targetCount;
-  const int nout = opt.accelerations ? 4 : 1;
-  AG_TRY(ds.sys.targetOut.reserve(std::max<std::size_t>(1, 4 * k), "the targets' results"));
-  double* host[4] = {dest.potential, dest.ax, dest.ay, dest.az};
-  Transfer t[4];
-  for (int q = 0; q < nout; ++q) {
-    double* out = ds.sys.targetOut.get() + q * k;
-    // out[j] = res[q][targets[j]] * 1 (exact): the full solve's values at the targets
-    AG_TRY(launchGather(res[q], ds.sys.targets.get(), unsigned(k), 1.0, out, ds.stream));
-    t[q] = Transfer{host[q], out, k * 8};
-  }
-  const auto td = Clock::now();
-  AG_TRY(copyOut(ds, t, nout, ds.stream));
-  AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));
-  ds.stats.secondsDownload = since(td);
-  return Status::success();
+  return downloadSubset(ds, opt, res, sys.targetCount, dest);
 }
 
 /// A system without cells: the particles' tree alone, on its own length scale; the probes walk it.
@@ -203,7 +154,7 @@ Status run(DeviceState& ds, const SystemView& sys, const SolveOptions& opt, bool
     WalkTally total;
     if (sys.hasTargets()) {  // only the groups that hold targets (the others' phi keeps its self terms: unread)
       double* const fullHmin = const_cast<double*>(p.groupHmin);
-      AG_TRY(targetGroups(ds, sys, n, p));
+      AG_TRY(subsetGroups(ds, sys.targets, sys.targetCount, n, p));
       WalkConfig c = cfg;
       c.ranges = true;  // the groups holding targets
       AG_TRY(walkUntilDone(ds, c, blocks, opt, p, total, fullHmin));
