@@ -50,13 +50,10 @@ class CudaRankEngine final : public RankEngine {
     return cuda::rankOpen(*gpu_, cells, opt, lo, hi);  // the cells are checked and bounded on the device
   }
 
-  /// Probes and particles (rank_system.h): checked now; target subsets stay on CPU ranks.
+  /// Probes, targets and particles (rank_system.h; the subset: rankStartLocalWalk): checked now, as the CPU rank.
   Status openSystem(const SystemView& system, const SolveOptions& opt) override {
-    if (system.hasTargets())
-      return Status::error(ErrorCode::InvalidOption,
-                           "target subsets in a distributed solve run on CPU ranks (backend 'cpu'); the cuda rank "
-                           "does not take them yet");
     AG_TRY(validateProbes(system.probes, opt));
+    if (system.hasTargets()) AG_TRY(validateTargets(system.targets, system.targetCount, system.cells.n));
     AG_TRY(validateParticles(system.particles, opt));
     sys_.sys = system;
     system_ = true;
@@ -94,7 +91,10 @@ class CudaRankEngine final : public RankEngine {
   }
 
   Status startLocalWalk(const SolveOptions& opt) override {
-    return n_ > 0 ? cuda::rankStartLocalWalk(*gpu_, opt) : Status::success();
+    if (n_ == 0) return Status::success();
+    const bool subset = system_ && sys_.sys.hasTargets();  // only the groups holding targets, in every cell walk
+    return cuda::rankStartLocalWalk(*gpu_, opt, subset ? sys_.sys.targets : nullptr,
+                                    subset ? sys_.sys.targetCount : 0);
   }
   bool walksAlongside() const override { return true; }
 

@@ -114,6 +114,11 @@ struct DeviceState {
   WalkConfig rankCfg;
   int rankBlocks = 1;
   WalkParams rankWalk = {};
+  /// A rank's subset of target cells (core/system.h; null: every cell): its local walk, the received LETs' walk
+  /// and the particles' walk of its cells take the groups holding them (subset_phase.h), the finish their values.
+  const std::uint32_t* rankTargets = nullptr;
+  std::size_t rankTargetCount = 0;
+  double* rankFullHmin = nullptr;  ///< then every group's smallest size (prepareWalk's), for a rerun's self terms
   cudaStream_t copyStream = nullptr;  ///< the tree's export while the local walk runs
   DeviceBuffer<uint4> letTopo;
   DeviceBuffer<D4> letMac;

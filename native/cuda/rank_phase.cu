@@ -17,6 +17,7 @@
 #include "cuda/ewald_phase.h"
 #include "cuda/memory_plan.h"
 #include "cuda/rank_phase.h"
+#include "cuda/subset_phase.h"
 #include "cuda/tree_phase.h"
 #include "cuda/walk_phase.h"
 #include "ewald/walk_setup.h"
@@ -116,6 +117,9 @@ Status rankOpen(DeviceState& ds, const CellsView& cells, const SolveOptions& opt
   return guarded([&]() -> Status {
     AG_TRY(checkOptions(opt, cells.n, false));
     ds.rankPeriodic = opt.anyPeriodic();
+    ds.rankTargets = nullptr;  // every cell, unless rankStartLocalWalk gets a subset
+    ds.rankTargetCount = 0;
+    ds.rankFullHmin = nullptr;
     // the masses are checked on the host (one array, on the copy threads): on the device they go up only after
     // the agreement
     std::atomic<bool> badMass{false};
@@ -247,10 +251,19 @@ Status rankChooseLets(DeviceState& ds, const RemoteBox* boxes, std::size_t count
   });
 }
 
-Status rankStartLocalWalk(DeviceState& ds, const SolveOptions& opt) {
+Status rankStartLocalWalk(DeviceState& ds, const SolveOptions& opt, const std::uint32_t* targets,
+                          std::size_t targetCount) {
   std::lock_guard<std::mutex> lock(ds.mu);
   return guarded([&]() -> Status {
     AG_TRY(prepareWalk(ds, ds.n, opt, ds.massScale, ds.sums[0], ds.sums + 1, &ds.rankCfg, &ds.rankBlocks, ds.rankWalk));
+    ds.rankTargets = targets;
+    ds.rankTargetCount = targets ? targetCount : 0;
+    ds.rankFullHmin = nullptr;
+    if (targets) {  // only the groups that hold targets (the others' phi keeps its self terms: unread)
+      ds.rankFullHmin = const_cast<double*>(ds.rankWalk.groupHmin);
+      AG_TRY(subsetGroups(ds, targets, targetCount, ds.n, ds.rankWalk));
+      ds.rankCfg.ranges = true;  // every later walk of the cells over ds.rankWalk takes these groups
+    }
     WalkConfig first = ds.rankCfg;  // periodic: the image walk, or the per-pair one without the expansion
     first.perCellEwald = ds.rankCfg.periodic && !opt.ewaldExpansion;
     return launchPass(ds, first, ds.rankBlocks, ds.rankWalk);
@@ -303,14 +316,15 @@ Status rankFinishLocalWalk(DeviceState& ds, const SolveOptions& opt, SolveStats&
     if (need > 0) {  // a queue overflowed: the whole walk again with a larger queue (as walkUntilDone)
       AG_TRY(growQueue(ds, need));
       AG_TRY(restoreSizes(ds, ds.n));
-      AG_TRY(launchWalkPrep(ds.sums[0], ds.sortedCells.mass, ds.rankWalk.groupBegin, ds.rankWalk.numGroups,
-                            selfCoefficient(opt.selfPotential), const_cast<double*>(ds.rankWalk.groupHmin),
-                            ds.stream));
-      AG_TRY(walkUntilDone(ds, ds.rankCfg, ds.rankBlocks, opt, ds.rankWalk, total));
+      // every cell's self term (a subset's groups are a list over all of them: their smallest sizes stay valid)
+      double* hmin = ds.rankFullHmin ? ds.rankFullHmin : const_cast<double*>(ds.rankWalk.groupHmin);
+      AG_TRY(launchWalkPrep(ds.sums[0], ds.sortedCells.mass, ds.groupBegin.get(), ds.numGroups,
+                            selfCoefficient(opt.selfPotential), hmin, ds.stream));
+      AG_TRY(walkUntilDone(ds, ds.rankCfg, ds.rankBlocks, opt, ds.rankWalk, total, ds.rankFullHmin));
     }
     st.approxInteractions = total.approx;
     st.directInteractions = total.direct;
-    st.groups = ds.rankWalk.numGroups;
+    st.groups = ds.numGroups;  // every group (a subset's walked: SystemStats::targetGroups)
     st.leaves = ds.nodes - ds.splitNodes;
     return Status::success();
   });
@@ -362,8 +376,15 @@ Status rankWalkReceived(DeviceState& ds, const ReceivedLet* lets, std::size_t co
 Status rankFinish(DeviceState& ds, const SolveOptions& opt, SolveResult& out) {
   std::lock_guard<std::mutex> lock(ds.mu);
   return guarded([&]() -> Status {
-    const ResultTargets dest = out.targets(ds.n, opt.accelerations);
-    AG_TRY(finishAndDownload(ds, opt, dest));
+    const std::size_t count = ds.rankTargets ? ds.rankTargetCount : ds.n;
+    const ResultTargets dest = out.targets(count, opt.accelerations);
+    if (ds.rankTargets) {
+      double* res[4];
+      AG_TRY(finishOnDevice(ds, opt, res));
+      AG_TRY(downloadSubset(ds, opt, res, count, dest));
+    } else {
+      AG_TRY(finishAndDownload(ds, opt, dest));
+    }
     SolveStats device;
     fillStats(ds, false, ds.rankT0, device);
     out.stats.secondsKeys = device.secondsKeys;
@@ -372,7 +393,17 @@ Status rankFinish(DeviceState& ds, const SolveOptions& opt, SolveResult& out) {
     out.stats.secondsUpload = device.secondsUpload;
     out.stats.secondsDownload = device.secondsDownload;
     out.stats.deviceBytesPerCell = device.deviceBytesPerCell;
-    if (opt.fullyPeriodic()) out.stats.meanPotential = meanPotentialOf(ds, dest.potential, ds.hostSize, ds.n);
+    if (opt.fullyPeriodic() && ds.rankTargets) {  // over the targets (as the CPU rank's finishTargets)
+      double vPhi = 0, vol = 0;
+      for (std::size_t k = 0; k < count; ++k) {
+        const double h = ds.hostSize[ds.rankTargets[k]], v = h * h * h;
+        vPhi += v * dest.potential[k];
+        vol += v;
+      }
+      out.stats.meanPotential = vol > 0 ? vPhi / vol : 0.0;
+    } else if (opt.fullyPeriodic()) {
+      out.stats.meanPotential = meanPotentialOf(ds, dest.potential, ds.hostSize, ds.n);
+    }
     return Status::success();
   });
 }

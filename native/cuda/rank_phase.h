@@ -7,6 +7,7 @@
 /// step takes the state's lock; host exceptions come back as a Status.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 
 #include "core/status.h"
 #include "core/types.h"
@@ -41,8 +42,12 @@ Status rankSummary(DeviceState& ds, RankSummary& out);
 Status rankChooseLets(DeviceState& ds, const RemoteBox* boxes, std::size_t count, std::size_t* letNodes,
                       std::size_t* letCells);
 
-/// Queues the walk of the local tree and returns at once.
-Status rankStartLocalWalk(DeviceState& ds, const SolveOptions& opt);
+/// Queues the walk of the local tree and returns at once. targets[targetCount]: a subset of this rank's cells (core/
+/// system.h, checked: validateTargets; null: every cell): this walk, rankWalkReceived's and the particles' walks of
+/// the cells (rank_system.h) take only the groups holding one (subset_phase.h), and rankFinish returns their values,
+/// bitwise those of the same rank's solve of every cell. The array must live until rankFinish.
+Status rankStartLocalWalk(DeviceState& ds, const SolveOptions& opt, const std::uint32_t* targets = nullptr,
+                          std::size_t targetCount = 0);
 
 /// Downloads the k-th LET of rankChooseLets on a second stream (beside the local walk); blocks until done.
 Status rankDownloadLet(DeviceState& ds, std::size_t k, PackedLet& out);
@@ -62,7 +67,8 @@ Status rankPrepareReceived(DeviceState& ds, const ReceivedLet* lets, std::size_t
 Status rankWalkReceived(DeviceState& ds, const ReceivedLet* lets, std::size_t count, const SolveOptions& opt,
                         SolveStats& st);
 
-/// Scale, scatter, download into out (its targets), device times into out.stats.
+/// Scale, scatter, download into out (its targets: every cell, or rankStartLocalWalk's subset in its order), device
+/// times into out.stats (fully periodic: meanPotential over the cells returned).
 Status rankFinish(DeviceState& ds, const SolveOptions& opt, SolveResult& out);
 
 }  // namespace cuda

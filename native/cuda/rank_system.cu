@@ -145,7 +145,8 @@ Status rankSystemLocal(DeviceState& ds, RankSystem& r, const SolveOptions& opt) 
     AG_TRY(scratchSums(ds, std::max({r.hasCells ? std::size_t(ds.n) : 0, np, r.own.n}), tmp));
     const SoftSources parts = particleSources(r.all);
     WalkTally soft;
-    if (r.hasCells) AG_TRY(softWalk(ds, opt, ds.rankWalk, false, parts, tmp, ds.sums, soft));
+    // the cells' groups: all, or a subset's (rankStartLocalWalk made ds.rankWalk a ranged walk of them)
+    if (r.hasCells) AG_TRY(softWalk(ds, opt, ds.rankWalk, ds.rankCfg.ranges, parts, tmp, ds.sums, soft));
     if (np > 0) {
       const WalkParams base = r.hasCells ? ds.rankWalk : WalkParams{};
       AG_TRY(softWalk(ds, opt, probeTargets(ds, opt, base, P), true, parts, tmp, probeSums, soft));
@@ -223,6 +224,7 @@ Status rankSystemFinish(DeviceState& ds, RankSystem& r, const SolveOptions& opt,
     if (r.own.n > 0) AG_TRY(finishParticles(ds, opt, r.own, particleDest));
     SystemStats& s = out.system;
     s.targets = r.sys.cellResults();
+    s.targetGroups = r.hasCells ? ds.rankWalk.numGroups : 0;  // the cell groups walked (a subset's, or all)
     s.probes = np;
     s.probeGroups = r.probes.ng;
     s.probeApprox = r.st.probeApprox;

@@ -4,7 +4,8 @@
 /// as sources (their tree, built on the device from the gathered set: the same on every rank), beside the rank's
 /// cells (rank_phase.h). The walks are the single-process solve's (system_phase.cu): the probes against the local
 /// tree and the received LETs; the cells and the probes against the particles' tree (softened); the own particles
-/// against the local tree, the LETs and the particles' tree. Target subsets stay on CPU ranks.
+/// against the local tree, the LETs and the particles' tree. A subset of target cells (rank_phase.h
+/// rankStartLocalWalk) narrows the cells' walks of the particles' tree to its groups, as their other walks.
 #pragma once
 #include <cstddef>
 #include <vector>
