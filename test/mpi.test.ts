@@ -164,16 +164,25 @@ describe('system solves under mpirun (issue #18)', () => {
     type Part = {
       probes: number; targets: number; vsSingle: number; targetsVsSingle: number; vsDirect: number;
       letsReceived: number[]; notBitwise: number[];
+      perRank: { results: number; statsTargets: number; targetGroups: number; fullGroups: number }[];
     };
-    const r = lastJson<{ ranks: number } & Record<'isolated' | 'periodic', Part>>(run.stdout);
+    type Bad = { error: { name: string; message: string } | null; failedOn: number[]; usableAfter: number[] };
+    const r = lastJson<{ ranks: number; badTargets: Record<'outOfRange' | 'repeated', Bad> } & Record<'isolated' | 'periodic', Part>>(run.stdout);
     expect(r.ranks).toBe(3);
     for (const name of ['isolated', 'periodic'] as const) {
       expect(r[name].probes, name).toBe(90);
       expect(r[name].targets, name).toBe(80);
       // ranks 0 and 1 receive each other's LET, rank 2 (probes only, no cells: it sends none) both
       expect(r[name].letsReceived, name).toEqual([1, 1, 2]);
-      // each rank's subset (and probes) bitwise the same distributed system computed in full
+      // each rank's subset (and probes; potential and accelerations) bitwise the same distributed system in full
       expect(r[name].notBitwise, name).toEqual([0, 0, 0]);
+      // 40 targets on each rank with cells: only the groups holding them walked (fewer than all); none on rank 2
+      expect(r[name].perRank.map((q) => [q.results, q.statsTargets]), name).toEqual([[40, 40], [40, 40], [0, 0]]);
+      for (const q of r[name].perRank.slice(0, 2)) {
+        expect(q.targetGroups, name).toBeGreaterThan(0);
+        expect(q.targetGroups, name).toBeLessThan(q.fullGroups);
+      }
+      expect(r[name].perRank[2].targetGroups, name).toBe(0);
       // relative to the largest |phi|: the LETs were chosen for boxes that cover every rank's probes
       expect(r[name].vsSingle, name).toBeLessThan(1e-4);
     }
@@ -182,6 +191,15 @@ describe('system solves under mpirun (issue #18)', () => {
     expect(r.isolated.targetsVsSingle).toBeLessThan(1e-4);
     expect(r.periodic.targetsVsSingle).toBeLessThan(1e-3);
     expect(r.isolated.vsDirect).toBeLessThan(2e-3);
+    // bad subsets: the failing rank's typed error on every rank (none waits), the solver usable after
+    expect(r.badTargets.outOfRange.error?.name).toBe('InvalidInputError');
+    expect(r.badTargets.outOfRange.error?.message).toContain('rank 1 of 3: targets[1] = 1500 is not a cell index');
+    expect(r.badTargets.repeated.error?.name).toBe('InvalidInputError');
+    expect(r.badTargets.repeated.error?.message).toContain('rank 0 of 3: targets[2] = 4 repeats targets[0]');
+    for (const bad of Object.values(r.badTargets)) {
+      expect(bad.failedOn).toEqual([1, 1, 1]);
+      expect(bad.usableAfter).toEqual([1, 1, 1]);
+    }
   });
 });
 
@@ -202,7 +220,11 @@ describe.each([1, 2, 3, 4])('particles under mpirun on %i rank(s) (issue #18)', 
     };
     // rank 0's report (the other ranks print their bad-particle errors, in any order)
     const report = run.stdout.split('\n').filter((l) => l.startsWith('{"ranks"')).join('\n');
-    const r = lastJson<{ ranks: number; spline: Kernel; plummer: Kernel; badParticle: { error: { name: string; message: string } | null; failedOn: number[]; usableAfter: number[] } }>(report);
+    type Subset = {
+      count: number; vsSingle: number; notBitwise: number[];
+      perRank: { targets: number; results: number; statsTargets: number; targetGroups: number; fullGroups: number }[];
+    };
+    const r = lastJson<{ ranks: number; spline: Kernel & { subset: Subset }; plummer: Kernel & { subset: Subset }; badParticle: { error: { name: string; message: string } | null; failedOn: number[]; usableAfter: number[] } }>(report);
     expect(r.ranks).toBe(np);
     for (const kernel of ['spline', 'plummer'] as const) {
       const k = r[kernel];
@@ -231,6 +253,18 @@ describe.each([1, 2, 3, 4])('particles under mpirun on %i rank(s) (issue #18)', 
         for (const q of k.perRank) expect(q.statsParticles).toBe(q.particles);
         // the particle-only rank receives every other rank's LET
         expect(k.perRank[np - 1].letsReceived).toBe(np - 1);
+      }
+      // the subsets: each rank's bitwise its full solve (cells; particles and probes unchanged), one process's values
+      // at those cells as the full solve's are; compact, so fewer groups walked than all
+      const s = k.subset;
+      expect(s.notBitwise, kernel).toEqual(Array(np).fill(0));
+      expect(s.count, kernel).toBe(s.perRank.reduce((a, q) => a + q.targets, 0));
+      expect(s.count, kernel).toBeGreaterThan(4096 / 5 - np);
+      if (np <= 2) expect(s.vsSingle, kernel).toBe(0); // one process, or rank 0 holding every cell: bit for bit
+      expect(s.vsSingle, kernel).toBeLessThan(1e-4);
+      for (const q of s.perRank) {
+        expect([q.results, q.statsTargets], kernel).toEqual([q.targets, q.targets]);
+        if (q.targets > 0) expect(q.targetGroups, kernel).toBeLessThan(q.fullGroups);
       }
     }
     // a NaN particle on the last rank: its typed error on every rank (none waits), the solver usable afterwards

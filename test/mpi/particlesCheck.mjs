@@ -4,9 +4,12 @@
 // it). Every rank passes its own parts; the gathered results against one process solving everything (tree, same
 // options) and against one process's direct summation, for the spline kernel (a softening per particle, up to a
 // reach of 0.14 of the box: the LETs for the particle ranks must cover it) and the Plummer kernel (one value). Then
-// a NaN particle on the last rank: the same typed error on every rank, and the solver usable afterwards. Rank 0
-// prints one JSON line. --backend cuda or mixed (a GPU host: bench/gpu/device-check.sh step 'mpi'): the same on GPU
-// ranks, or on GPU and CPU ranks mixed (the one-process references on rank 0's backend).
+// a NaN particle on the last rank: the same typed error on every rank, and the solver usable afterwards. And a
+// subset of each rank's cells (issue #18 `targets`: a compact run of them backwards and a scattered few) in the same
+// system: bitwise the same ranks' full solve at those cells (potential and accelerations; the particles' and probes'
+// results unchanged, bitwise), and one process's values at those cells. Rank 0 prints one JSON line. --backend cuda
+// or mixed (a GPU host: bench/gpu/device-check.sh step 'mpi'): the same on GPU ranks, or on GPU and CPU ranks mixed
+// (the one-process references on rank 0's backend).
 import { GravitySolver, gatherToRoot, mpiWorld } from '../../dist/solver/index.js';
 import { backendFromArgs, rng } from './common.mjs';
 
@@ -104,7 +107,28 @@ for (const kernel of ['spline', 'plummer']) {
   let differ = 0;
   for (const part of ['cells', 'particles', 'probes'])
     res[part].potential.forEach((v, i) => { if (!Object.is(v, again[part].potential[i])) differ++; });
+  // a subset of this rank's cells: the first fifth backwards, then every 97th of the rest (the particle-only rank: none)
+  const mc = myCells.x.length, fifth = Math.floor(mc / 5);
+  const targets = Uint32Array.from([...Array.from({ length: fifth }, (_, j) => fifth - 1 - j),
+    ...Array.from({ length: Math.floor((mc - fifth) / 97) }, (_, j) => fifth + 97 * j + 13)].filter((c) => c < mc));
+  const subset = await solver.solveSystem({ cells: myCells, particles, probes: myProbes }, { targets });
+  let subsetDiffer = 0;
+  const xyz = ['x', 'y', 'z'];
+  targets.forEach((c, j) => {
+    if (!Object.is(subset.cells.potential[j], res.cells.potential[c])) subsetDiffer++;
+    for (const d of xyz) if (!Object.is(subset.cells.accelerations[d][j], res.cells.accelerations[d][c])) subsetDiffer++;
+  });
+  for (const part of ['particles', 'probes'])
+    res[part].potential.forEach((v, i) => {
+      if (!Object.is(v, subset[part].potential[i])) subsetDiffer++;
+      for (const d of xyz) if (!Object.is(res[part].accelerations[d][i], subset[part].accelerations[d][i])) subsetDiffer++;
+    });
+  const cellBase = chunk(nc, cellOwners, rank)[0];
   const g = {
+    subset: await gatherToRoot(subset.cells.potential),
+    subsetAt: await gatherToRoot(Float64Array.from(targets, (c) => cellBase + c)),
+    subsetStats: await gatherToRoot(Float64Array.from([targets.length, subset.cells.potential.length,
+      subset.stats.system.targets, subset.stats.system.targetGroups, res.stats.system.targetGroups, subsetDiffer])),
     cells: await gatherToRoot(res.cells.potential),
     particles: await gatherToRoot(res.particles.potential),
     probes: await gatherToRoot(res.probes.potential),
@@ -136,6 +160,15 @@ for (const kernel of ['spline', 'plummer']) {
     r.particles.accVsDirectByRank = ranks.map((q) => relVector(sub3(g.particleAcc, chunk(npart, partOwners, q)), sub3(direct.particles.accelerations, chunk(npart, partOwners, q))));
     r.particles.singleAccVsDirectByRank = ranks.map((q) => relVector(sub3(single.particles.accelerations, chunk(npart, partOwners, q)), sub3(direct.particles.accelerations, chunk(npart, partOwners, q))));
     r.cells.accVsSingle = relVector(g.cellAcc, single.cells.accelerations);
+    // the subsets: bitwise the ranks' full solves, and one process's values at those cells
+    const ss = Array.from(g.subsetStats);
+    const at = Array.from(g.subsetAt);
+    r.subset = {
+      count: g.subset.length,
+      vsSingle: relToMax(g.subset, Float64Array.from(at, (c) => single.cells.potential[c])),
+      notBitwise: ranks.map((q) => ss[6 * q + 5]),
+      perRank: ranks.map((q) => ({ targets: ss[6 * q], results: ss[6 * q + 1], statsTargets: ss[6 * q + 2], targetGroups: ss[6 * q + 3], fullGroups: ss[6 * q + 4] })),
+    };
     const pr5 = Array.from(g.perRank);
     r.perRank = ranks.map((q) => ({ cells: pr5[5 * q], particles: pr5[5 * q + 1], statsParticles: pr5[5 * q + 2], letsReceived: pr5[5 * q + 3], letNodesSent: pr5[5 * q + 4] }));
     out[kernel] = r;

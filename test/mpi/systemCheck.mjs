@@ -2,10 +2,13 @@
 // probes and subset of targets. Rank 2 has no cells, only probes (it must still receive every LET); rank 0's probes
 // lie outside its cells' box (the LETs it receives must cover them). The gathered probe and target results against
 // one process solving everything, the probes against direct summation, and each rank's subset and probes bitwise the
-// same distributed system without the subset. Isolated and periodic boxes; rank 0
-// prints one JSON line.
+// same distributed system without the subset (potential and accelerations). Isolated and periodic boxes. Then bad
+// subsets (an index past the rank's cells on rank 1, a repeated index on rank 0): that rank's typed error on every
+// rank, nobody waits, the solver usable after. Rank 0 prints one JSON line. --backend cuda or mixed (a GPU host:
+// bench/gpu/device-check.sh step 'mpi'): the same on GPU ranks, or GPU and CPU ranks mixed (the one-process
+// references on rank 0's backend).
 import { GravitySolver, gatherToRoot, mpiWorld } from '../../dist/solver/index.js';
-import { rng } from './common.mjs';
+import { backendFromArgs, rng } from './common.mjs';
 
 const { rank, size } = mpiWorld();
 const n = 3000, h = 1 / 64, r = rng(11);
@@ -37,17 +40,30 @@ const probesOf = (k) => {
 const allProbes = [0, 1, 2].map(probesOf);
 const targetsOf = (k) => (k === 2 ? [] : Array.from({ length: 40 }, (_, j) => (j * 37 + 5 * k) % (n / 2)));
 const box = { lo: [0, 0, 0], hi: [1, 1, 1] };
-const out = { ranks: size };
+// the ranks' backend: 'cpu' unless --backend cuda (GPU ranks) or mixed (GPU and CPU ranks) asks otherwise
+const { choice, backend: chosen } = backendFromArgs(rank);
+const backend = choice === 'auto' ? 'cpu' : chosen;
+const out = { ranks: size, backend: choice };
+const same = (a, b) => Object.is(a, b);
 for (const boundary of ['isolated', 'periodic']) {
-  const opts = { G: 1, theta: 0.5, threads: 1, boundary, backend: 'cpu' };
+  const opts = { G: 1, theta: 0.5, threads: 1, boundary, backend, accelerations: true };
   const solver = new GravitySolver(opts);
   const res = await solver.solveSystem({ cells: mine, probes: allProbes[rank] }, { box, targets: targetsOf(rank) });
   // the same system without the subset: the same LETs, so the subset must be its values bit for bit
   const full = await solver.solveSystem({ cells: mine, probes: allProbes[rank] }, { box });
   let differ = 0;
-  targetsOf(rank).forEach((j, k) => { if (!Object.is(res.cells.potential[k], full.cells.potential[j])) differ++; });
-  for (let i = 0; i < np; i++) if (!Object.is(res.probes.potential[i], full.probes.potential[i])) differ++;
+  targetsOf(rank).forEach((j, k) => {
+    if (!same(res.cells.potential[k], full.cells.potential[j])) differ++;
+    for (const d of ['x', 'y', 'z']) if (!same(res.cells.accelerations[d][k], full.cells.accelerations[d][j])) differ++;
+  });
+  for (let i = 0; i < np; i++) {
+    if (!same(res.probes.potential[i], full.probes.potential[i])) differ++;
+    for (const d of ['x', 'y', 'z']) if (!same(res.probes.accelerations[d][i], full.probes.accelerations[d][i])) differ++;
+  }
   const differs = await gatherToRoot(Float64Array.from([differ]));
+  // the cells computed and the groups walked: the subset's (fewer groups) against the full solve's
+  const counts = await gatherToRoot(Float64Array.from([res.cells.potential.length, res.stats.system.targets,
+    res.stats.system.targetGroups, full.stats.system.targetGroups]));
   const probes = await gatherToRoot(res.probes.potential);
   const targets = await gatherToRoot(res.cells.potential);
   const lets = await gatherToRoot(Float64Array.from([res.stats.distributed?.letsReceived ?? 0]));
@@ -69,10 +85,29 @@ for (const boundary of ['isolated', 'periodic']) {
       for (let i = 0; i < probes.length; i++)
         vsDirect = Math.max(vsDirect, Math.abs(probes[i] - direct.probes.potential[i]) / Math.abs(direct.probes.potential[i]));
     }
+    const c = Array.from(counts);
     out[boundary] = {
       probes: probes.length, targets: targets.length, vsSingle, targetsVsSingle, vsDirect,
       letsReceived: Array.from(lets), notBitwise: Array.from(differs),
+      perRank: [0, 1, 2].map((q) => ({ results: c[4 * q], statsTargets: c[4 * q + 1], targetGroups: c[4 * q + 2], fullGroups: c[4 * q + 3] })),
     };
   }
+}
+
+// ---- bad subsets: an index past the rank's cells (rank 1), a repeated index (rank 0): that rank's typed error on
+// every rank, nobody waits; then a good solve
+out.badTargets = {};
+for (const [name, badRank, bad] of [['outOfRange', 1, [3, e - b]], ['repeated', 0, [4, 9, 4]]]) {
+  const solver = new GravitySolver({ G: 1, theta: 0.5, threads: 1, backend });
+  let error = null;
+  try {
+    await solver.solveSystem({ cells: mine, probes: allProbes[rank] }, { targets: rank === badRank ? bad : targetsOf(rank) });
+  } catch (err) {
+    error = { name: err.name, code: err.code, message: err.message };
+  }
+  const ok = await solver.solveSystem({ cells: mine, probes: allProbes[rank] }, { targets: targetsOf(rank) });
+  const failed = await gatherToRoot(Float64Array.from([error ? 1 : 0]));
+  const after = await gatherToRoot(Float64Array.from([ok.cells.potential.length === targetsOf(rank).length ? 1 : 0]));
+  if (rank === 0) out.badTargets[name] = { error, failedOn: Array.from(failed), usableAfter: Array.from(after) };
 }
 if (rank === 0) console.log(JSON.stringify(out));
