@@ -30,7 +30,10 @@
 #              GPU (gathered N-rank potential vs the one-rank GPU solve, must be <= 1e-4 at theta 0.5), -np 3 with
 #              GPU and CPU ranks mixed; then test/mpi/periodicCheck.mjs (periodic and x-y periodic boxes) on 2 and 3
 #              GPU ranks and 3 mixed; then test/mpi/particlesCheck.mjs --backend cuda/mixed (issue #18: cells,
-#              particles and probes on 2 and 3 GPU ranks and 3 mixed, against one process and direct summation)
+#              particles and probes on 2 and 3 GPU ranks and 3 mixed, against one process and direct summation;
+#              each rank's subset of target cells bitwise its full solve); then test/mpi/systemCheck.mjs on 3 GPU
+#              ranks and 3 mixed (subsets and probes, isolated and periodic: bitwise the full solve, one process's
+#              values; bad subsets fail every rank)
 #   mpibench   `bench --grid 256 --backend cuda` under mpirun -np 1, 2, 4 (one GPU) with each rank's distributed stats
 #   mpibenchper  the same in a periodic box (--boundary periodic)
 #   plummer    issue #18: amrgrav_gpu_timing --plummer 1000000,16000000: a Plummer sphere of points (G = M = a = 1,
@@ -265,11 +268,19 @@ try:
                 bad.append(f"{k} {part} {p['vsSingle']:.2g}/{p['vsDirect']:.2g}")
         if not r[k]['particles']['accVsDirect'] < 4 * r[k]['particles']['singleAccVsDirect']:
             bad.append(f"{k} acc {r[k]['particles']['accVsDirect']:.2g}")
+        # the subset of each rank's cells: bitwise that rank's full solve, one process's values, fewer groups walked
+        s = r[k]['subset']
+        if not (all(d == 0 for d in s['notBitwise']) and s['vsSingle'] < 1e-4 and
+                (int(sys.argv[2]) > 2 or s['vsSingle'] == 0) and
+                all(q['results'] == q['targets'] == q['statsTargets'] and (q['targets'] == 0 or q['targetGroups'] < q['fullGroups'])
+                    for q in s['perRank'])):
+            bad.append(f"{k} subset notBitwise {s['notBitwise']} vsSingle {s['vsSingle']:.2g} {s['perRank']}")
     b = r['badParticle']
     if not (b['error'] and b['error']['name'] == 'InvalidInputError' and all(b['failedOn']) and all(b['usableAfter'])):
         bad.append('bad particle')
     worst = max(r[k][p]['vsSingle'] for k in ('spline', 'plummer') for p in ('cells', 'particles', 'probes'))
     print(('PASS' if not bad else 'FAIL ' + '; '.join(bad)) + f" | worst vsSingle {worst:.2g}; " +
+          f"subsets {r['spline']['subset']['count']} cells bitwise, vs one process {r['spline']['subset']['vsSingle']:.2g}/{r['plummer']['subset']['vsSingle']:.2g}; " +
           "; ".join(f"{k}: " + ", ".join(f"{p} {r[k][p]['vsSingle']:.2g}/{r[k][p]['vsDirect']:.2g} (1p {r[k][p]['singleVsDirect']:.2g})"
                                         for p in ('cells', 'particles', 'probes')) for k in ('spline', 'plummer')))
 except Exception as e:
@@ -277,6 +288,45 @@ except Exception as e:
 PY
 )")
         tail -5 "$out/mpi-particles-$tag.err"
+      done
+      # target subsets and probes (issue #18) on 3 GPU ranks and 3 mixed (rank 2: probes only): each rank's subset
+      # and probes bitwise its full solve (potential and accelerations), isolated and periodic; one process's values;
+      # an out-of-range and a repeated index failing every rank with the failing rank's InvalidInputError
+      for bk in cuda mixed; do
+        tag=np3-$bk
+        timeout 200 $mpi -np 3 node test/mpi/systemCheck.mjs --backend $bk \
+          > "$out/mpi-system-$tag.json" 2> "$out/mpi-system-$tag.err"
+        rc=$?
+        summary+=("mpi system $tag rc=$rc $(python3 - "$out/mpi-system-$tag.json" <<'PY'
+import json, sys
+try:
+    r = [json.loads(l) for l in open(sys.argv[1]) if l.startswith('{"ranks"')][-1]
+    bad = []
+    for b in ('isolated', 'periodic'):
+        p = r[b]
+        if p['notBitwise'] != [0, 0, 0]: bad.append(f"{b} notBitwise {p['notBitwise']}")
+        if not (p['vsSingle'] < 1e-4 and p['targetsVsSingle'] < (1e-4 if b == 'isolated' else 1e-3)):
+            bad.append(f"{b} vsSingle {p['vsSingle']:.2g} targets {p['targetsVsSingle']:.2g}")
+        if p['letsReceived'] != [1, 1, 2]: bad.append(f"{b} letsReceived {p['letsReceived']}")
+        q = p['perRank']
+        if [[x['results'], x['statsTargets']] for x in q] != [[40, 40], [40, 40], [0, 0]] or \
+           not all(0 < x['targetGroups'] < x['fullGroups'] for x in q[:2]):
+            bad.append(f"{b} perRank {q}")
+    for name, want in (('outOfRange', 'rank 1 of 3: targets[1] = 1500 is not a cell index'),
+                       ('repeated', 'rank 0 of 3: targets[2] = 4 repeats targets[0]')):
+        e = r['badTargets'][name]
+        if not (e['error'] and e['error']['name'] == 'InvalidInputError' and want in e['error']['message'] and
+                e['failedOn'] == [1, 1, 1] and e['usableAfter'] == [1, 1, 1]):
+            bad.append(f"bad targets {name}: {e}")
+    print(('PASS' if not bad else 'FAIL ' + '; '.join(bad)) + " | " +
+          "; ".join(f"{b}: subsets and probes bitwise {r[b]['notBitwise']}, probes vs one process {r[b]['vsSingle']:.2g}, "
+                    f"targets {r[b]['targetsVsSingle']:.2g}, groups walked {[x['targetGroups'] for x in r[b]['perRank']]} "
+                    f"of {[x['fullGroups'] for x in r[b]['perRank']]}" for b in ('isolated', 'periodic')))
+except Exception as e:
+    print(f"FAIL no report ({e})")
+PY
+)")
+        tail -5 "$out/mpi-system-$tag.err"
       done ;;
     mpibench|mpibenchper)
       # 16.7M cells on N ranks sharing this GPU (mpibenchper: in a periodic box); --bind-to none: Open MPI otherwise
