@@ -364,7 +364,8 @@ export class GravitySolver {
    * the cells' tree with the same acceptance rule and kernels. The particles form a tree of their own, which the
    * cells, particles and probes all walk with the box MAC plus a softening rule (option `walk` 'vote' applies to the
    * cells' tree only). Under mpirun (option `distributed`) a collective: each rank passes its own cells, particles,
-   * probes and targets (targets need CPU ranks: backend 'cpu'); the particles are gathered whole on every rank.
+   * probes and targets (indices into its own cells; CPU and GPU ranks); the particles are gathered whole on every
+   * rank.
    * @example
    * const solver = new GravitySolver({ softening: 'spline' });
    * const r = await solver.solveSystem({ cells, particles: { x: [0.5], y: [0.5], z: [0.5], mass: [1e30], softening: 1e-3 } });
@@ -373,7 +374,7 @@ export class GravitySolver {
    *   particles (arrays of other lengths or types; not finite, negative mass, softening not > 0, outside the box) or
    *   targets (not an integer index below the cell count, repeated), and the errors of {@link solveCells};
    *   InvalidOptionError for periodic boundaries without `box`, 'direct' in a periodic box, and particles where
-   *   they are not supported yet (periodic boundaries, the CUDA backend, GPU ranks of a distributed solve).
+   *   they are not supported yet (periodic boundaries).
    * @example
    * const r = await solver.solveSystem({ cells, probes: { x: [0.5], y: [0.5], z: [2] } }, { targets: [0, 7] });
    * r.probes!.potential[0]; // the cells' potential at (0.5, 0.5, 2)

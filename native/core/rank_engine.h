@@ -33,7 +33,7 @@ class RankEngine {
   /// checked here, kept for build() on. The summary's box of centres and group widths then cover the probes' groups,
   /// the walks cover the targets' and the probes' groups, and finishSystem returns each kind's results. The default
   /// takes a system of cells alone and refuses probes, targets or particles (InvalidOption): an engine that walks
-  /// them overrides it (the CPU engine takes all three, the CUDA engine probes and particles).
+  /// them overrides it (the CPU and CUDA engines take all three).
   virtual Status openSystem(const SystemView& system, const SolveOptions& opt) {
     (void)opt;
     if (system.particles.n > 0)

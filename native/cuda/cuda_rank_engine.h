@@ -1,8 +1,9 @@
 /// \file cuda_rank_engine.h
 /// \brief The GPU rank of a distributed solve (core/rank_engine.h): the CUDA backend's tree on this rank's device,
 /// the LETs chosen and packed on the device before the local walk is queued, downloaded on a second stream and sent
-/// while it runs, and the received LETs walked on the device as one forest into the same sums. Plain C++, no MPI:
-/// the MPI driver (mpi/distributed_solve.h) gets it from api/ as a RankEngine.
+/// while it runs, and the received LETs walked on the device as one forest into the same sums. A system solve's
+/// probes and particles (rank_system.h) and subset of target cells (rank_phase.h rankStartLocalWalk) as on a CPU
+/// rank. Plain C++, no MPI: the MPI driver (mpi/distributed_solve.h) gets it from api/ as a RankEngine.
 #pragma once
 #include <functional>
 #include <memory>

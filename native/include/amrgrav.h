@@ -255,7 +255,7 @@ AMRGRAV_API int amrgrav_tree_reused(const amrgrav_solver* solver);
  *            (cells and probes have 0), so the cells' force on the particles is minus theirs on the cells. A
  *            particle has no self term. The particles form a tree of their own, which cells, particles and probes
  *            walk with the box MAC plus a softening rule (walk = 1, vote, applies to the cells' tree only).
- *            Not yet supported (AMRGRAV_INVALID_OPTION): periodic axes, distributed solvers, the CUDA backend;
+ *            Not yet supported (AMRGRAV_INVALID_OPTION): periodic axes;
  *   probes:  targets only, any position (a coupled code's get-gravity-at-point, analysis points): the field of the
  *            cells and particles there. A probe has no mass and no self term; a probe on a particle gets its softened
  *            -G m / eps; a probe exactly at a cell's centre gets every source but that cell's own point term (1/0, left out as a cell leaves out its own pair), so with the same
@@ -267,8 +267,9 @@ AMRGRAV_API int amrgrav_tree_reused(const amrgrav_solver* solver);
  *   targets: optional, compute only these cells (0-based indices, each at most once): every cell stays a source,
  *            the potential at each target is bitwise that of the full solve, and only the walk groups holding
  *            targets are walked (the walk's cost falls with the subset: per-level or active-subset solves).
- * Distributed solvers: a collective, each rank passes its own cells, probes and targets (probes and targets need CPU
- * ranks: backend CPU; a GPU rank refuses them on every rank with AMRGRAV_INVALID_OPTION).
+ * Distributed solvers: a collective, each rank passes its own cells, probes, particles and targets (indices into its
+ * own cells; bitwise the same ranks' solve without the subset at those cells), on CPU and GPU ranks alike; a bad
+ * index on one rank is that rank's AMRGRAV_INVALID_INPUT on every rank.
  * amrgrav_get_stats then describes this call (interactions per cell computed).
  * Versions: the particles' fields were added at the end of amrgrav_system and amrgrav_system_results; a caller built
  * against the header before them passes the smaller struct_size and solves cells and probes as before. */
