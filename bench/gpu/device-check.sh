@@ -26,7 +26,8 @@
 #   ncuper     the same on the periodic walk's expansion kernel
 #   periodic   validate periodic (FLASH's tests, random masses) on the GPU, and bench 256^3 periodic vs isolated
 #   contrast   issue #21: sines of amplitude 1e-8 .. 1 on the GPU against analytic and against the CPU backend
-#   mpi        issue #5 on the GPU: test/mpi/distributedCheck.mjs --backend cuda under mpirun -np 1, 2, 4 on one
+#   mpi        CTest gpu.let (the GPU rank's LETs; a rank's subset with a received LET bitwise its full solve), then
+#              issue #5 on the GPU: test/mpi/distributedCheck.mjs --backend cuda under mpirun -np 1, 2, 4 on one
 #              GPU (gathered N-rank potential vs the one-rank GPU solve, must be <= 1e-4 at theta 0.5), -np 3 with
 #              GPU and CPU ranks mixed; then test/mpi/periodicCheck.mjs (periodic and x-y periodic boxes) on 2 and 3
 #              GPU ranks and 3 mixed; then test/mpi/particlesCheck.mjs --backend cuda/mixed (issue #18: cells,
@@ -204,6 +205,10 @@ PY
       if ! command -v mpirun > /dev/null; then summary+=("mpi: no mpirun on this host (apt-get install openmpi-bin libopenmpi-dev)"); continue; fi
       grep -q "distributed solve enabled" /tmp/gpuhost-cmake.log || summary+=("mpi: WARNING the addon was built without MPI")
       mpi="mpirun --allow-run-as-root --oversubscribe"
+      # the GPU rank's steps without MPI first (CTest gpu.let): LETs chosen on the device vs the host, and a rank's
+      # subset of target cells with a received LET bitwise its full solve (rank-subset-*)
+      (cd build && AMRGRAV_REQUIRE_GPU=1 timeout 300 ctest -R 'gpu.let' --output-on-failure) > "$out/mpi-let-parity.log" 2>&1
+      summary+=("mpi let parity rc=$? $(grep -E 'tests passed' "$out/mpi-let-parity.log") | $(grep -hE '^(ok|FAIL) +rank-subset' build/Testing/Temporary/LastTest.log 2>/dev/null | cut -c1-240 | tr '\n' ';')")
       # N ranks on the GPU, then 3 ranks mixed (ranks 0 and 2 on the GPU, rank 1 on the CPU)
       for run in "1 cuda" "2 cuda" "4 cuda" "3 mixed"; do
         read -r np bk <<< "$run"; tag=np$np-$bk

@@ -133,7 +133,10 @@ class TestingCudaBackend final : public CudaBackend {
                         std::size_t* letCells) override {
     return cuda::rankChooseLets(ds_, boxes, count, letNodes, letCells);
   }
-  Status rankStartLocalWalk(const SolveOptions& opt) override { return cuda::rankStartLocalWalk(ds_, opt); }
+  Status rankStartLocalWalk(const SolveOptions& opt, const std::uint32_t* targets,
+                            std::size_t targetCount) override {
+    return cuda::rankStartLocalWalk(ds_, opt, targets, targetCount);
+  }
   Status rankDownloadLet(std::size_t k, PackedLet& out) override { return cuda::rankDownloadLet(ds_, k, out); }
   Status rankExportTree(HostTree& out, double extentLo[3], double extentHi[3]) override {
     return exportTree(ds_, out, extentLo, extentHi);

@@ -6,6 +6,7 @@
 /// checks the device's LETs against. Plain C++ (no CUDA headers). Linked from the amrgrav_cuda_testing library.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "core/backend.h"
@@ -38,7 +39,9 @@ class CudaBackend : public Backend {
   virtual Status rankSummary(RankSummary& out) = 0;
   virtual Status rankChooseLets(const RemoteBox* boxes, std::size_t count, std::size_t* letNodes,
                                 std::size_t* letCells) = 0;
-  virtual Status rankStartLocalWalk(const SolveOptions& opt) = 0;
+  /// targets[targetCount]: a subset of the rank's cells (null: every cell), as rank_phase.h takes it.
+  virtual Status rankStartLocalWalk(const SolveOptions& opt, const std::uint32_t* targets = nullptr,
+                                    std::size_t targetCount = 0) = 0;
   virtual Status rankDownloadLet(std::size_t k, PackedLet& out) = 0;
   /// The whole tree and the sorted cells copied down (on the second stream; blocks until done), in the layout the
   /// host's LET selection reads, and the extents' box (scaled). Not used by the solve: the parity tool checks the

@@ -1,9 +1,12 @@
 /// \file let.cpp
 /// \brief Subject `let`: locally essential trees on the device. The LETs a GPU rank chooses and packs
 /// (cuda/kernel_let.cu) against the host's choice and packing over the same tree copied down, byte for byte, in
-/// isolated, fully periodic and x-y periodic boxes; the rank's summary against the host's.
+/// isolated, fully periodic and x-y periodic boxes; the rank's summary against the host's; a subset of the rank's
+/// target cells with a received LET, bitwise the rank's full solve.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -118,6 +121,110 @@ void letCase(Context& cx, const std::string& name, const Cells& cells, const Sol
             num(std::fabs(hs.mass - rs.mass) / hs.mass));
 }
 
+/// A GPU rank's subset of target cells (issue #18, rank_phase.h rankStartLocalWalk) with a received LET: the cells
+/// split in two at the median x, this rank holding the lower half and receiving the upper half's LET (chosen and
+/// packed on the host, as a CPU rank sends it). The rank walks its tree and the LET for every other cell of its
+/// lowest quarter in y (backwards) on a fresh backend whose small walk queue forces reruns (the subset's self terms restored over all groups), then
+/// in full on the shared backend, then the subset again there: each subset bitwise the full solve at its cells
+/// (potential and accelerations), with fewer interactions.
+void rankSubsetCase(Context& cx, const std::string& name, const Cells& cells, const SolveOptions& o) {
+  std::vector<double> xs = cells.x;
+  std::nth_element(xs.begin(), xs.begin() + xs.size() / 2, xs.end());
+  const double cut = xs[xs.size() / 2];
+  Cells mine, other;
+  double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    (cells.x[i] < cut ? mine : other).push(cells.x[i], cells.y[i], cells.z[i], cells.m[i], cells.h[i]);
+    const double p[3] = {cells.x[i], cells.y[i], cells.z[i]};
+    for (int d = 0; d < 3; ++d) {
+      lo[d] = std::min(lo[d], p[d] - 0.5 * cells.h[i]);
+      hi[d] = std::max(hi[d], p[d] + 0.5 * cells.h[i]);
+    }
+  }
+  double side = 0;
+  for (int d = 0; d < 3; ++d) side = std::max(side, hi[d] - lo[d]);
+  const double scale = lengthScaleFor(side);  // the driver's: of every rank's cells
+  const double total = fixedOrderSum(mine.m.data(), mine.size(), 0) + fixedOrderSum(other.m.data(), other.size(), 0);
+  // a compact subset (a region's cells, as a refinement level's), every other one, backwards: fewer groups walked
+  std::vector<double> ys = mine.y;
+  std::nth_element(ys.begin(), ys.begin() + ys.size() / 4, ys.end());
+  const double yCut = ys[ys.size() / 4];
+  std::vector<std::uint32_t> targets;
+  for (std::size_t i = 0, seen = 0; i < mine.size(); ++i)
+    if (mine.y[i] < yCut && seen++ % 2 == 0) targets.push_back(std::uint32_t(i));
+  std::reverse(targets.begin(), targets.end());
+
+  // the other rank's tree on the host, as a CPU rank builds it (its own root cube, the global scale)
+  SortedCells sorted;
+  std::vector<std::uint64_t> keys;
+  RootCube root = chooseRootCube(other.view(), o);
+  Octree tree;
+  Status st = sortCellsByKey(other.view(), root, sorted, keys, scale);
+  if (st.ok()) st = buildOctree(keys, root, o.leafSize, tree);
+  if (st.ok()) computeMoments(sorted, o, tree);
+  PackedLet packed;
+  ReceivedLet let;
+  bool letMade = false;
+
+  // one rank solve: the steps of cuda_rank_engine.cu with this one LET received
+  auto solve = [&](CudaBackend& g, const std::vector<std::uint32_t>* subset, SolveResult& out,
+                   SolveStats& stats) -> Status {
+    double l[3], h[3];
+    AG_TRY(g.rankOpen(mine.view(), o, l, h));
+    AG_TRY(g.rankBuild(mine.view(), o, scale, total, stats));
+    RankSummary rs;
+    AG_TRY(g.rankSummary(rs));
+    if (!letMade) {  // chosen for this rank's box of centres and group widths
+      const RemoteBox box = remoteBoxFor(rs);
+      LetSelection sel;
+      essentialNodesFor(sourceTreeOf(tree, sorted), box.lo, box.hi, sel);
+      packLet(sourceTreeOf(tree, sorted), sel, packed);
+      let.words = packed.words.data();
+      let.bytes = packed.bytes();
+      AG_TRY(viewPackedLet(let.words, let.bytes, let.view));
+      letMade = true;
+    }
+    AG_TRY(g.rankStartLocalWalk(o, subset ? subset->data() : nullptr, subset ? subset->size() : 0));
+    AG_TRY(g.rankFinishLocalWalk(o, stats));
+    AG_TRY(g.rankWalkReceived(&let, 1, o, stats));
+    return g.rankFinish(o, out);
+  };
+  std::unique_ptr<CudaBackend> small = makeCudaBackend(cudaOpts(true, 64, true));
+  SolveResult subsetSmall, full, subsetShared;
+  SolveStats sSmall, sFull, sShared;
+  if (st.ok()) st = solve(*small, &targets, subsetSmall, sSmall);
+  const int launches = st.ok() ? deviceStats(*small).walkLaunches : 0;
+  if (st.ok()) st = solve(*cx.gpu, nullptr, full, sFull);
+  if (st.ok()) st = solve(*cx.gpu, &targets, subsetShared, sShared);
+  if (!st.ok()) {
+    check(cx, "rank-subset-" + name, false, st.message);
+    return;
+  }
+  auto bitwise = [&](const SolveResult& r) {
+    if (r.potential.size() != targets.size() || full.potential.size() != mine.size()) return false;
+    if (o.accelerations && (r.ax.size() != targets.size() || r.ay.size() != targets.size() || r.az.size() != targets.size()))
+      return false;
+    for (std::size_t k = 0; k < targets.size(); ++k) {
+      const std::size_t i = targets[k];
+      if (std::memcmp(&r.potential[k], &full.potential[i], sizeof(double)) != 0) return false;
+      if (o.accelerations && (std::memcmp(&r.ax[k], &full.ax[i], sizeof(double)) != 0 ||
+                              std::memcmp(&r.ay[k], &full.ay[i], sizeof(double)) != 0 ||
+                              std::memcmp(&r.az[k], &full.az[i], sizeof(double)) != 0))
+        return false;
+    }
+    return true;
+  };
+  const bool a = bitwise(subsetSmall), b = bitwise(subsetShared);
+  const auto work = [](const SolveStats& s) { return s.approxInteractions + s.directInteractions; };
+  const bool fewer = work(sSmall) < work(sFull) && work(sShared) == work(sSmall);
+  check(cx, "rank-subset-" + name, a && b && fewer,
+        std::to_string(targets.size()) + " of " + std::to_string(mine.size()) + " cells, LET of " +
+            std::to_string(let.view.cellTotal) + " cells: bitwise the full rank solve " +
+            (a ? "yes" : "NO") + " (small queue, " + std::to_string(launches) + " walk launches), " +
+            (b ? "yes" : "NO") + " (after it); interactions " + std::to_string(work(sSmall)) + " / " +
+            std::to_string(work(sShared)) + " of " + std::to_string(work(sFull)));
+}
+
 }  // namespace
 
 void runLet(Context& cx) {
@@ -131,6 +238,10 @@ void runLet(Context& cx) {
   SolveOptions points = o;  // issue #18: groups cut at home nodes, so the group half-widths differ from runs of 32
   points.selfPotential = SelfPotential::None;
   letCase(cx, "plummer", cx.plummer(), points);
+  SolveOptions accel = o;
+  accel.accelerations = true;
+  rankSubsetCase(cx, "uniform-accelerations", cx.uniform(), accel);
+  rankSubsetCase(cx, "amr", amr, o);
 }
 
 }  // namespace amrgrav::parity
