@@ -189,7 +189,16 @@ for (const kernel of ['spline', 'plummer']) {
   const ok = await solver.solveSystem({ cells: myCells, particles: myPart, probes: myProbes });
   const errors = await gatherToRoot(Float64Array.from([error ? 1 : 0]));
   const after = await gatherToRoot(Float64Array.from([ok.particles.potential.length === myPart.x.length ? 1 : 0]));
-  if (rank === 0) out.badParticle = { error, failedOn: Array.from(errors), usableAfter: Array.from(after) };
-  else if (error) console.log(JSON.stringify({ rank, badParticleError: error }));
+  // every rank's message, gathered as code points (a line printed by another rank could land inside rank 0's)
+  const codes = Array.from(error ? error.message : '', (ch) => ch.codePointAt(0));
+  const lengths = Array.from(await gatherToRoot(Float64Array.from([codes.length])));
+  const text = Array.from(await gatherToRoot(Float64Array.from(codes)));
+  if (rank === 0) {
+    const messages = lengths.map((n, q) => {
+      const at = lengths.slice(0, q).reduce((a, b) => a + b, 0);
+      return String.fromCodePoint(...text.slice(at, at + n));
+    });
+    out.badParticle = { error, failedOn: Array.from(errors), usableAfter: Array.from(after), messages };
+  }
 }
 if (rank === 0) console.log(JSON.stringify(out));
