@@ -110,17 +110,10 @@ Status uploadAndBound(DeviceState& ds, const CellsView& cells, const SolveOption
     ds.extentHi[d] = hb[3 + d];
   }
   ds.minSize = hb[7];
-  RootCube root;
-  if (opt.hasBox) {
-    root = chooseRootCube(cells, opt);  // the box: no pass over the cells
-  } else {
-    // chooseRootCube's reduction was done on the device (min/max are exact, so any order gives its values)
-    double side = 0;
-    for (int d = 0; d < 3; ++d) side = std::max(side, hb[3 + d] - hb[d]);
-    if (!(side > 0)) side = 1;  // a single point mass
-    for (int d = 0; d < 3; ++d) root.lo[d] = hb[d];
-    root.side = side;
-  }
+  // chooseRootCube's rule on the device's reduction (min and max are exact, so any order gives its values)
+  const double* blo = opt.hasBox ? opt.boxLo : hb;
+  const double* bhi = opt.hasBox ? opt.boxHi : hb + 3;
+  const RootCube root = rootCubeFor(blo, bhi, ds.pointSources ? 0.0 : hb[7], opt);
   ds.root = root;  // caller's units until sortAndBuild scales it
   return Status::success();
 }

@@ -10,26 +10,44 @@
 
 namespace amrgrav {
 
-RootCube chooseRootCube(const CellsView& c, const SolveOptions& opt) {
+RootCube rootCubeFor(const double lo[3], const double hi[3], double minSize, const SolveOptions& opt) {
   RootCube r;
+  double side = 0;
+  for (int d = 0; d < 3; ++d) side = std::max(side, hi[d] - lo[d]);
+  if (!(side > 0)) side = 1;  // a single point mass
+  // Isolated meshes: the side a power-of-two multiple of the finest cell, so that every node's faces lie on cell
+  // faces. A bounding cube of, say, 72 cells cuts cells at every level (72 / 2^k is not whole): nodes then reach
+  // half a cell beyond their cube, their MAC radius grows, and the walk opens far more of them (bench/RESULTS.md).
+  // Only where the keys resolve the finest cells (side <= kKeyCells of them); points (size 0) keep the tight cube,
+  // and periodic boxes keep the box (its sides are the periods).
+  if (!opt.anyPeriodic() && minSize > 0 && std::isfinite(minSize) && side <= minSize * double(kKeyCells)) {
+    double aligned = minSize;
+    while (aligned < side) aligned *= 2;  // exact: doublings
+    side = aligned;
+  }
+  for (int d = 0; d < 3; ++d) r.lo[d] = lo[d];
+  r.side = side;
+  return r;
+}
+
+RootCube chooseRootCube(const CellsView& c, const SolveOptions& opt) {
   double lo[3], hi[3];
+  double minSize = INFINITY;
   if (opt.hasBox) {
     for (int d = 0; d < 3; ++d) { lo[d] = opt.boxLo[d]; hi[d] = opt.boxHi[d]; }
+    if (c.size)
+      for (std::size_t i = 0; i < c.n; ++i) minSize = std::min(minSize, c.size[i]);
   } else {
     for (int d = 0; d < 3; ++d) { lo[d] = INFINITY; hi[d] = -INFINITY; }
     const double* p[3] = {c.x, c.y, c.z};
     for (std::size_t i = 0; i < c.n; ++i) {  // physics/moments_k.h, as cuda/kernel_keys.cu boundsKernel
       const double h = cellHalfSize(c.size[i]);
       for (int d = 0; d < 3; ++d) growByCell(lo[d], hi[d], p[d][i], h);
+      minSize = std::min(minSize, c.size[i]);
     }
     if (c.n == 0) for (int d = 0; d < 3; ++d) { lo[d] = 0; hi[d] = 1; }
   }
-  double side = 0;
-  for (int d = 0; d < 3; ++d) side = std::max(side, hi[d] - lo[d]);
-  if (!(side > 0)) side = 1;  // a single point mass
-  for (int d = 0; d < 3; ++d) r.lo[d] = lo[d];
-  r.side = side;
-  return r;
+  return rootCubeFor(lo, hi, minSize, opt);
 }
 
 void stableSortByKey(std::vector<std::uint64_t>& k, std::vector<std::uint32_t>& idx, std::vector<std::uint64_t>& ktmp,

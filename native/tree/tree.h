@@ -50,8 +50,15 @@ struct Octree {
   double side(std::size_t i) const { return nodeCubeSide(root.side, level[i]); }  ///< cube side (physics/moments_k.h)
 };
 
-/// Choose the root cube: the caller's box when given, else the bounding cube of the cells' extents.
+/// Choose the root cube: the caller's box when given, else the bounding cube of the cells' extents; in isolated
+/// boxes its side grown to a power-of-two multiple of the smallest cell (rootCubeFor).
 RootCube chooseRootCube(const CellsView& cells, const SolveOptions& opt);
+
+/// The root cube of the bounds [lo, hi] (the box or the cells' extents) and the smallest cell size `minSize`
+/// (0 or infinite: points, or none): lo and the largest side; in isolated boxes, where the keys resolve the
+/// smallest cell, the side is grown to minSize 2^k so that node faces lie on cell faces. The one rule of the CPU,
+/// the GPU (its bounds reduced on the device) and every rank.
+RootCube rootCubeFor(const double lo[3], const double hi[3], double minSize, const SolveOptions& opt);
 
 /// The power of two that brings a length `side` near 1 (SortedCells::scale).
 double lengthScaleFor(double side);
