@@ -770,6 +770,77 @@ void checkSoftLet(Report& rep) {
               ungrownFailures);
 }
 
+/// The spline rule's source extent (physics/softening_k.h leafExtent, childExtent; tree/particle_tree.cpp on the
+/// host, cuda/kernel_particles.cu on the device): the host's and the device's rounding give the same bits, and the
+/// result bounds the true distance (long double) of every point it stands for: a leaf's points from its centre,
+/// and a point within a child's extent of the child's centre from the parent's. Coordinates far from the origin
+/// (cancellation in the differences) and at every scale; the spline rule with the extent decides alike too.
+void checkExtent(Report& rep) {
+  using LD = long double;
+  Rand rnd(1802);
+  auto trueDistance = [](const double* p, const double* c) {
+    const LD dx = LD(p[0]) - c[0], dy = LD(p[1]) - c[1], dz = LD(p[2]) - c[2];
+    return std::sqrt(dx * dx + dy * dy + dz * dz);
+  };
+  long beyond = 0;
+  for (int it = 0; it < 100000; ++it) {
+    const double offset = rnd.integer(0, 2) == 0 ? std::ldexp(rnd.uniform(1, 2), rnd.integer(0, 30)) : 0.0;
+    const double spread = std::ldexp(1.0, rnd.integer(-40, 4));
+    double com[3], pc[3];
+    for (int d = 0; d < 3; ++d) {
+      com[d] = offset + rnd.uniform(-spread, spread);
+      pc[d] = offset + rnd.uniform(-spread, spread);
+    }
+    // a leaf of k points about com
+    const int k = rnd.integer(1, 16);
+    double d2h = 0, d2d = 0, d2f = 0;
+    std::vector<double> pts(3 * k);
+    for (int j = 0; j < k; ++j) {
+      double* q = &pts[3 * j];
+      for (int d = 0; d < 3; ++d) q[d] = rnd.integer(0, 9) == 0 ? com[d] : offset + rnd.uniform(-spread, spread);
+      d2h = stdMax(d2h, extentDistance2(q[0], q[1], q[2], com));
+      d2d = stdMax(d2d, extentDistance2<DeviceRn>(q[0], q[1], q[2], com));
+      d2f = stdMax(d2f, extentDistance2<FusedRn>(q[0], q[1], q[2], com));
+    }
+    const double bh = leafExtent(d2h), bd = leafExtent<DeviceRn>(d2d);
+    rep.same(bh, bd, "leaf extent");
+    rep.canary(leafExtent<FusedRn>(d2f) != bd);
+    for (int j = 0; j < k; ++j)
+      if (trueDistance(&pts[3 * j], com) > LD(bh)) ++beyond;
+    // the leaf as a child of a node centred at pc: each point within the child's bound of pc
+    const double ch = childExtent(com, bh, pc), cd = childExtent<DeviceRn>(com, bd, pc);
+    rep.same(ch, cd, "child extent");
+    rep.canary(childExtent<FusedRn>(com, bd, pc) != cd);
+    for (int j = 0; j < k; ++j)
+      if (trueDistance(&pts[3 * j], pc) > LD(ch)) ++beyond;
+    // a point exactly at the child's bound (the worst case of the triangle inequality): along pc -> com, beyond com
+    {
+      const LD D = trueDistance(com, pc);
+      if (D > 0) {
+        double q[3];
+        for (int d = 0; d < 3; ++d) q[d] = double(LD(com[d]) + (LD(com[d]) - pc[d]) / D * LD(bh) * 0.999999L);
+        if (trueDistance(q, com) <= LD(bh) && trueDistance(q, pc) > LD(ch)) ++beyond;
+      }
+    }
+    // the spline rule with the extent: host and device decide alike
+    const double glo[3] = {pc[0] - spread / 4, pc[1] - spread / 4, pc[2] - spread / 4};
+    const double ghi[3] = {pc[0] + spread / 4, pc[1] + spread / 4, pc[2] + spread / 4};
+    const double eps = std::ldexp(rnd.uniform(0.5, 1.0), rnd.integer(-45, 2));
+    const bool a = softeningAccepts(SofteningKernel::Spline, distanceSquaredToBox(com[0], com[1], com[2], glo, ghi),
+                                    bh, 0.0, eps, 0.0, eps);
+    const bool b = softeningAccepts<DeviceRn>(SofteningKernel::Spline,
+                                              distanceSquaredToBox<DeviceRn>(com[0], com[1], com[2], glo, ghi), bd,
+                                              0.0, eps, 0.0, eps);
+    rep.expect(a == b, fmt("spline rule with the extent %.17g, eps %.17g", bh, eps));
+  }
+  rep.expect(beyond == 0, fmt("%g points beyond their extent", double(beyond)));
+  // hand-checked: one point at distance 5 (3-4-0): b just above 5, within 2^-49 of it
+  const double c0[3] = {0, 0, 0}, p5[3] = {3, 4, 0};
+  const double b5 = leafExtent(extentDistance2(p5[0], p5[1], p5[2], c0));
+  rep.expect(b5 > 5.0 && b5 < 5.0 * (1 + 0x1p-49), fmt("3-4-5: b = %.17g", b5));
+  rep.same(leafExtent(0.0), 0.0, "a single point at the com: b = 0");
+}
+
 // ---------------------------------------------------------------------------------------------------- the core library
 
 /// Inverse of spreadBits3 (as cuda/kernel_moments.cu recovers a node's cube from its first key).
@@ -956,7 +1027,8 @@ void checkCore(Report& rep) {
 
 int main() {
   Report parts[] = {Report("MAC"), Report("image test"), Report("moments"), Report("LET choice"),
-                    Report("core library vs device rounding"), Report("FMM MAC"), Report("LET for softened targets")};
+                    Report("core library vs device rounding"), Report("FMM MAC"), Report("LET for softened targets"),
+                    Report("source extent")};
   checkMac(parts[0]);
   checkImages(parts[1]);
   checkMoments(parts[2]);
@@ -964,6 +1036,7 @@ int main() {
   checkCore(parts[4]);
   checkFmmMac(parts[5]);
   checkSoftLet(parts[6]);
+  checkExtent(parts[7]);
   long checks = 0, failures = 0, fusedCases = 0, fusedDiffer = 0;
   for (const Report& r : parts) {
     std::printf("%-32s %9ld checks, %ld failed", r.part, r.checks, r.failures);
