@@ -1,7 +1,7 @@
 /// \file physics_rules.cpp
 /// \brief amrgrav_physics_rules: the rules that decide which interactions happen (native/physics/: the MAC, the
 /// periodic image test, the node moments and MAC radii, the LET choice and its growth for softened targets, the FMM's
-/// pair MAC), checked on the host without a GPU.
+/// pair MAC, the particles' node extents and the spline rule with them), checked on the host without a GPU.
 ///
 /// Each rule is one template over a rounding policy (physics/rounding.h). The CUDA backend instantiates it with
 /// RoundNearest's device half, __dadd_rn and friends: one rounding per operation, never fused. This program
@@ -14,9 +14,9 @@
 /// It checks them on edge cases (a point at exactly the MAC radius, touching boxes, nodes at exactly half a period,
 /// ties in the image choice, zero-mass and signed-mass nodes, denormal and huge values) and on random sweeps, with
 /// the physically right answers where they can be worked out by hand; then it runs the core library as built
-/// (libamrgrav_core: the root cube, the tree, the moments, S, the LET choice) on AMR-like cells and re-derives
-/// every node with DeviceRn in the CUDA kernels' order (kernel_keys.cu, kernel_moments.cu, kernel_let.cu), bit for
-/// bit. A third policy, FusedRn, rounds a product feeding a sum once (std::fma, what a contracting compiler emits):
+/// (libamrgrav_core: the root cube, the tree, the moments, S, the LET choice; the particles' tree's extents) on
+/// AMR-like cells and clustered particles and re-derives every node with DeviceRn in the CUDA kernels' order
+/// (kernel_keys.cu, kernel_moments.cu, kernel_let.cu, kernel_particles.cu), bit for bit. A third policy, FusedRn, rounds a product feeding a sum once (std::fma, what a contracting compiler emits):
 /// the sweeps must see it differ somewhere, which shows that they would catch a contracted build.
 /// Prints one line per part and a summary; exits 1 on any failure. CTest runs it (label cpu), and so does
 /// test/physics-rules.test.ts.
@@ -40,6 +40,7 @@
 #include "physics/rounding.h"
 #include "physics/softening_k.h"
 #include "tree/keys.h"
+#include "tree/particle_tree.h"
 #include "tree/source_tree.h"
 #include "tree/tree.h"
 
@@ -1023,6 +1024,58 @@ void checkCore(Report& rep) {
   }
 }
 
+/// The particles' tree of the core library (tree/particle_tree.cpp) against the device's sweep of the extents
+/// (cuda/kernel_particles.cu nodeEpsKernel: per node, a leaf's particles then an internal node's children, with
+/// the device's rounding): every node's extent bit for bit. A clustered set (three clumps of very different sizes,
+/// coincident particles), leaves of 1 and 8.
+void checkParticleExtents(Report& rep) {
+  Rand rnd(2718);
+  std::vector<double> x, y, z, m;
+  const double centre[3][3] = {{0.3, 0.3, 0.3}, {0.7, 0.6, 0.5}, {0.2, 0.8, 0.6}};
+  const double radius[3] = {0.2, 1e-3, 1e-6};
+  for (int k = 0; k < 3; ++k)
+    for (int i = 0; i < 3000; ++i) {
+      x.push_back(centre[k][0] + radius[k] * rnd.uniform(-1, 1) * rnd.uniform(0, 1));
+      y.push_back(centre[k][1] + radius[k] * rnd.uniform(-1, 1) * rnd.uniform(0, 1));
+      z.push_back(centre[k][2] + radius[k] * rnd.uniform(-1, 1) * rnd.uniform(0, 1));
+      m.push_back(rnd.integer(0, 19) == 0 ? 0.0 : rnd.uniform(0.5, 1.5));
+    }
+  for (int i = 0; i < 20; ++i) {  // coincident
+    x.push_back(0.5); y.push_back(0.5); z.push_back(0.5); m.push_back(1.0);
+  }
+  ParticlesView view{x.data(), y.data(), z.data(), m.data(), nullptr, 1e-4, x.size()};
+  for (const int leaf : {1, 8}) {
+    SolveOptions opt;
+    opt.leafSize = leaf;
+    opt.theta = 0.42;
+    ParticleTree pt;
+    const Status st = buildParticleTree(view, opt, 0.0, pt);
+    rep.expect(st.ok(), "particle tree: " + st.message);
+    if (!st.ok()) continue;
+    const Octree& t = pt.tree;
+    std::vector<double> b(t.nodeCount(), 0.0);
+    long differ = 0;
+    for (std::size_t i = t.nodeCount(); i-- > 0;) {
+      const double* com = &t.com[3 * i];
+      double e = 0;
+      if (t.isLeaf(i)) {
+        double d2 = 0;
+        for (std::uint32_t j = t.cellBegin[i]; j < t.cellBegin[i] + t.cellCount[i]; ++j)
+          d2 = stdMax(d2, extentDistance2<DeviceRn>(pt.sorted.x[j], pt.sorted.y[j], pt.sorted.z[j], com));
+        e = leafExtent<DeviceRn>(d2);
+      } else {
+        for (std::uint32_t c = t.childBegin[i]; c < t.childBegin[i] + t.childCount[i]; ++c)
+          e = stdMax(e, childExtent<DeviceRn>(&t.com[3 * c], b[c], com));
+      }
+      b[i] = e;
+      if (!sameBits(e, pt.extent[i])) ++differ;
+    }
+    rep.expect(differ == 0, fmt("particle tree (leaves of %g): %g node extents differ from the device's sweep",
+                                double(leaf), double(differ)));
+  }
+}
+
+
 }  // namespace
 
 int main() {
@@ -1037,6 +1090,7 @@ int main() {
   checkFmmMac(parts[5]);
   checkSoftLet(parts[6]);
   checkExtent(parts[7]);
+  checkParticleExtents(parts[4]);
   long checks = 0, failures = 0, fusedCases = 0, fusedDiffer = 0;
   for (const Report& r : parts) {
     std::printf("%-32s %9ld checks, %ld failed", r.part, r.checks, r.failures);
