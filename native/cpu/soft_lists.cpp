@@ -23,8 +23,8 @@ void buildSoftLists(const SourceTree& t, const double* lo, const double* hi, dou
     const double* com = &t.com[3 * i];
     const double nodeMin = t.nodeEpsMin ? t.nodeEpsMin[i] : 0.0, nodeMax = t.nodeEpsMax ? t.nodeEpsMax[i] : 0.0;
     if (macAccepts(com[0], com[1], com[2], t.macRadius[i], lo, hi) &&
-        softeningAccepts(kernel, distanceSquaredToBox(com[0], com[1], com[2], lo, hi), t.macRadius[i], epsMin, epsMax,
-                         nodeMin, nodeMax)) {
+        softeningAccepts(kernel, distanceSquaredToBox(com[0], com[1], com[2], lo, hi),
+                         t.nodeExtent ? t.nodeExtent[i] : t.macRadius[i], epsMin, epsMax, nodeMin, nodeMax)) {
       L.nx.push_back(com[0]); L.ny.push_back(com[1]); L.nz.push_back(com[2]);
       L.nm.push_back(t.mass[i]);
       const double* q = &t.quad[6 * i];

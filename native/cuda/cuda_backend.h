@@ -42,6 +42,11 @@ struct CudaStats {
   double secondsMoments = 0;
   double secondsWalk = 0;      ///< walk (all reruns) or direct kernel, plus the final scaling/scatter
   double secondsDownload = 0;  ///< device -> host copies into the result vectors (host clock)
+  /// A system solve's particles (device events): their tree (keys, sort, build, moments, softening ranges and
+  /// extents; the positions and softening lengths already uploaded) and their walks (the particles as targets of
+  /// both trees, with the own pairs' removal, scaling and scatter). 0 without particles or with 'direct'.
+  double secondsParticleTree = 0;
+  double secondsParticleWalk = 0;
   double secondsTotal = 0;     ///< host clock from after validation to return
   std::size_t deviceBytes = 0;      ///< device memory held by the backend after the solve
   double deviceBytesPerCell = 0;    ///< deviceBytes / cells

@@ -31,8 +31,12 @@ using Clock = std::chrono::steady_clock;
 inline double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // start, uploaded, sorted, gathered, moments, walked, mass uploaded, built, keys started (a distributed solve's ranks
-// agree between uploaded and keys started)
-constexpr int kEvents = 9;
+// agree between uploaded and keys started), then a system solve's particles' walks started and finished (on the
+// cells' state's stream: CudaStats::secondsParticleWalk). A particles' state (particleState) records its tree's
+// phases in the same slots, 5 after its softening lengths' upload and 4 after its moments, softening ranges and
+// extents (CudaStats::secondsParticleTree).
+constexpr int kEvents = 11;
+constexpr int kEventParticleWalkStart = 9, kEventParticleWalkEnd = 10;
 
 /// Interactions counted by the walk's passes, and the groups the first periodic pass left to the per-pair walk.
 struct WalkTally {
@@ -84,6 +88,7 @@ struct SystemBuffers {
   // as given, sorted and scaled, pot, ax, ay, az in the caller's order, then each walk group's smallest size (0)
   DeviceBuffer<double> particles;
   DeviceBuffer<double2> particleGroupEps, particleNodeEps;
+  DeviceBuffer<double> particleNodeExtent;  ///< per node its source extent (physics/softening_k.h)
   DeviceBuffer<double> softSums;        ///< a softened walk's sums before they are added (4 per target)
 };
 

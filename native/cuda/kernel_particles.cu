@@ -47,27 +47,38 @@ __global__ void __launch_bounds__(kThreads) removeOwnPairKernel(double* __restri
     phi[i] -= mass[i] / eps[i];
 }
 
-/// The nodes [begin, end) of one level: a leaf's softening range over its particles, an internal node's over its
-/// children's (the next level's, complete).
-__global__ void __launch_bounds__(kThreads) nodeEpsKernel(const uint4* __restrict__ topo,
-                                                          const double* __restrict__ eps, unsigned begin,
-                                                          unsigned end, double2* __restrict__ range) {
+/// The nodes [begin, end) of one level: a leaf's softening range and source extent over its particles, an internal
+/// node's over its children's (the next level's, complete); physics/softening_k.h's extent rules in the host's
+/// order (tree/particle_tree.cpp), every operation rounded on its own: the same bits.
+__global__ void __launch_bounds__(kThreads) nodeEpsKernel(const uint4* __restrict__ topo, const D4* __restrict__ mac,
+                                                          const DeviceCells cells, const double* __restrict__ eps,
+                                                          unsigned begin, unsigned end, double2* __restrict__ range,
+                                                          double* __restrict__ extent) {
   for (unsigned i = begin + blockIdx.x * kThreads + threadIdx.x; i < end; i += gridDim.x * kThreads) {
     const uint4 t = topo[i];
-    double lo = CUDART_INF, hi = 0.0;
+    const D4 m = mac[i];
+    const double com[3] = {m.x, m.y, m.z};
+    double lo = CUDART_INF, hi = 0.0, b = 0.0;
     if (t.w == 0u) {
+      double d2 = 0.0;
       for (unsigned j = t.x; j < t.x + t.y; ++j) {
         lo = fmin(lo, eps[j]);
         hi = fmax(hi, eps[j]);
+        d2 = stdMax(d2, extentDistance2(cells.x[j], cells.y[j], cells.z[j], com));
       }
+      b = leafExtent(d2);
     } else {
       for (unsigned c = t.z; c < t.z + t.w; ++c) {
         const double2 r = range[c];
         lo = fmin(lo, r.x);
         hi = fmax(hi, r.y);
+        const D4 mc = mac[c];
+        const double cc[3] = {mc.x, mc.y, mc.z};
+        b = stdMax(b, childExtent(cc, extent[c], com));
       }
     }
     range[i] = make_double2(lo, hi);
+    extent[i] = b;
   }
 }
 
@@ -86,13 +97,13 @@ __global__ void __launch_bounds__(kThreads) groupEpsKernel(const unsigned* __res
 
 }  // namespace
 
-Status launchSofteningRanges(const uint4* topo, const unsigned* levelStart, int levels, const unsigned* groupBegin,
-                             unsigned numGroups, const double* eps, double2* nodeRange, double2* groupRange,
-                             cudaStream_t s) {
+Status launchSofteningRanges(const uint4* topo, const D4* nodeMac, const DeviceCells& cells, const unsigned* levelStart,
+                             int levels, const unsigned* groupBegin, unsigned numGroups, const double* eps,
+                             double2* nodeRange, double* nodeExtent, double2* groupRange, cudaStream_t s) {
   for (int L = levels - 1; L >= 0; --L) {  // bottom-up: children before their parents
     const unsigned b = levelStart[L], e = levelStart[L + 1];
     if (e == b) continue;
-    nodeEpsKernel<<<gridFor(e - b), kThreads, 0, s>>>(topo, eps, b, e, nodeRange);
+    nodeEpsKernel<<<gridFor(e - b), kThreads, 0, s>>>(topo, nodeMac, cells, eps, b, e, nodeRange, nodeExtent);
     AG_CUDA_LAUNCHED("nodeEpsKernel");
   }
   if (numGroups > 0) {

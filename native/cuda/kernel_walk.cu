@@ -27,7 +27,8 @@
 ///
 /// Softened walks (particles, issue #18; physics/softening_k.h): kernels of their own (Soft), isolated and with the
 /// box MAC. A node also passes softeningAccepts (the group's and the node's softening ranges, WalkParams::groupEps,
-/// nodeEps), decided in double as on the CPU (cpu/soft_lists.cpp); opened leaves' sources carry their softening
+/// nodeEps, and the node's source extent, nodeExtent, or for the cells' tree its MAC radius), decided in double as
+/// on the CPU (cpu/soft_lists.cpp); opened leaves' sources carry their softening
 /// (dLo.w) and each target its own (Targets::eps).
 ///
 /// Precision. Positions stay double on the device. A source entering a list (node com or cell) is converted to
@@ -570,7 +571,9 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
           nodeEpsMin = e.x;
           nodeEpsMax = e.y;
         }
-        acc = softeningAccepts(kernelOf(Soft), distanceSquaredToBox(com[0], com[1], com[2], lo, hi), mac.w,
+        // the sources' extent about com: the particles' tree's own (physics/softening_k.h), else the MAC radius
+        const double extent = p.nodeExtent ? p.nodeExtent[node] : mac.w;
+        acc = softeningAccepts(kernelOf(Soft), distanceSquaredToBox(com[0], com[1], com[2], lo, hi), extent,
                                groupEpsMin, groupEpsMax, nodeEpsMin, nodeEpsMax);
       }
       const bool open = live && !acc;

@@ -212,6 +212,9 @@ struct WalkParams {
   /// source tree its (smallest, largest) softening, per source its softening, per target its softening, per group
   /// the (smallest, largest) of its targets'. All scaled like the positions.
   const double2* nodeEps = nullptr;
+  /// Per node of the source tree its source extent (physics/softening_k.h); null: the node's MAC radius bounds it
+  /// (the cells' tree).
+  const double* nodeExtent = nullptr;
   const double* sourceEps = nullptr;
   const double* targetEps = nullptr;
   const double2* groupEps = nullptr;
@@ -345,11 +348,13 @@ Status launchDirectSoft(const DeviceCells& targets, const double* targetEps, uns
                         bool accelerations, double* phi, double* gx, double* gy, double* gz, cudaStream_t s);
 
 /// The particles' softening ranges (scaled): per node (levelStart: levels + 1 node offsets, host memory) the
-/// (smallest, largest) over its particles, bottom-up; per walk group (groupBegin: numGroups + 1) over its particles.
-/// The host's tree/particle_tree.cpp ranges, exactly (min and max round nothing).
-Status launchSofteningRanges(const uint4* topo, const unsigned* levelStart, int levels, const unsigned* groupBegin,
-                             unsigned numGroups, const double* eps, double2* nodeRange, double2* groupRange,
-                             cudaStream_t s);
+/// (smallest, largest) over its particles and its source extent (physics/softening_k.h, about the com of nodeMac,
+/// over the sorted positions `cells`), bottom-up; per walk group (groupBegin: numGroups + 1) over its particles.
+/// The host's tree/particle_tree.cpp ranges and extents, exactly (min and max round nothing; the extents' rules
+/// round each operation on its own).
+Status launchSofteningRanges(const uint4* topo, const D4* nodeMac, const DeviceCells& cells, const unsigned* levelStart,
+                             int levels, const unsigned* groupBegin, unsigned numGroups, const double* eps,
+                             double2* nodeRange, double* nodeExtent, double2* groupRange, cudaStream_t s);
 
 /// phi[i] -= mass[i] / eps[i]: each particle's own pair, which the particles' own tree walk (or direct sum) added.
 Status launchRemoveOwnPair(double* phi, const double* mass, const double* eps, unsigned n, cudaStream_t s);

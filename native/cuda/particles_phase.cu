@@ -56,6 +56,7 @@ Status finishParticles(DeviceState& ds, const SolveOptions& opt, DeviceParticles
   fp.scale = ds.scale;
   fp.G = opt.G;
   AG_TRY(launchFinish(fp, accel, ds.stream));
+  AG_CUDA_TRY(cudaEventRecord(ds.events[kEventParticleWalkEnd], ds.stream));
   double* host[4] = {dest.potential, dest.ax, dest.ay, dest.az};
   Transfer t[4];
   const int nout = accel ? 4 : 1;
@@ -72,6 +73,7 @@ SoftSources particleSources(const DeviceParticles& P) {
   s.mac = pds.nodeMacPtr;
   s.mq = pds.nodeMQPtr;
   s.nodeEps = P.nodeEps;
+  s.nodeExtent = P.nodeExtent;
   s.cells = P.cells;
   s.eps = P.eps;
   return s;
@@ -105,8 +107,8 @@ Status buildParticles(DeviceState& ds, const ParticlesView& parts, const SolveOp
   AG_TRY(prepareCells(pds, asCells, opt, direct, scale));
   if (scale > 0) pds.massScale = ds.massScale;  // the cells' mass scale: one float scaling in every walk
   else ds.massScale = pds.massScale;            // no cells: the particles' own
-  if (!direct) AG_TRY(computeMoments(pds, unsigned(n), pds.nodes, pds.depth, pds.root, opt, pds.massScale));
-  // the softening: as given (one value: filled), then sorted and scaled like the positions
+  // the softening as given (one value: filled) goes up first, so that the tree's device work after it is timed
+  // apart from uploads (events 5 to 4); then sorted and scaled like the positions
   SystemBuffers& b = pds.sys;  // the particles' own buffers, beside their tree
   const std::size_t ng = direct ? 0 : pds.numGroups;
   AG_TRY(b.particles.reserve(6 * n + ng + 1, "the particles"));
@@ -119,6 +121,8 @@ Status buildParticles(DeviceState& ds, const ParticlesView& parts, const SolveOp
   }
   Transfer t{const_cast<double*>(epsIn), base + kEpsIn * n, n * 8};
   AG_TRY(copyIn(pds, &t, 1, pds.stream));
+  AG_CUDA_TRY(cudaEventRecord(pds.events[5], pds.stream));
+  if (!direct) AG_TRY(computeMoments(pds, unsigned(n), pds.nodes, pds.depth, pds.root, opt, pds.massScale));
   AG_TRY(launchGather(base + kEpsIn * n, pds.order, unsigned(n), pds.scale, base + kEps * n, pds.stream));
   P.state = &pds;
   P.n = n;
@@ -127,16 +131,24 @@ Status buildParticles(DeviceState& ds, const ParticlesView& parts, const SolveOp
   for (int k = 0; k < 4; ++k) P.sums[k] = pds.sums[k];
   if (!direct) {
     AG_TRY(b.particleNodeEps.reserve(std::max<std::size_t>(pds.nodes, 1), "the particles' tree"));
+    AG_TRY(b.particleNodeExtent.reserve(std::max<std::size_t>(pds.nodes, 1), "the particles' tree"));
     AG_TRY(b.particleGroupEps.reserve(std::max<std::size_t>(ng, 1), "the particles' groups"));
-    AG_TRY(launchSofteningRanges(pds.topoPtr, pds.levelStart.data(), int(pds.levelStart.size()) - 1,
-                                 pds.groupBegin.get(), unsigned(ng), P.eps, b.particleNodeEps.get(),
-                                 b.particleGroupEps.get(), pds.stream));
+    AG_TRY(launchSofteningRanges(pds.topoPtr, pds.nodeMacPtr, pds.sortedCells, pds.levelStart.data(),
+                                 int(pds.levelStart.size()) - 1, pds.groupBegin.get(), unsigned(ng), P.eps,
+                                 b.particleNodeEps.get(), b.particleNodeExtent.get(), b.particleGroupEps.get(),
+                                 pds.stream));
     if (ng > 0) AG_CUDA_TRY(cudaMemsetAsync(base + kGroupHmin * n, 0, ng * 8, pds.stream));
     P.nodes = pds.nodes;
     P.groups = ng;
     P.nodeEps = b.particleNodeEps.get();
+    P.nodeExtent = b.particleNodeExtent.get();
   }
+  AG_CUDA_TRY(cudaEventRecord(pds.events[4], pds.stream));
   AG_CUDA_TRY(cudaStreamSynchronize(pds.stream));  // the cells' stream walks what this one built
+  // keys and sort, build, then moments, softening ranges and extents (walk_phase.cu fillStats' intervals)
+  if (which == 0)
+    ds.stats.secondsParticleTree =
+        direct ? 0.0 : elapsed(pds, 8, 2) + elapsed(pds, 7, 3) + elapsed(pds, 6, 7) + elapsed(pds, 5, 4);
   if (scale <= 0) {
     ds.scale = pds.scale;
     ds.root = pds.root;
@@ -163,6 +175,7 @@ Status softWalk(DeviceState& ds, const SolveOptions& opt, const WalkParams& targ
   p.nodeMQ = src.mq;
   p.nodeDip = nullptr;
   p.nodeEps = src.nodeEps;
+  p.nodeExtent = src.nodeExtent;
   p.sources = src.cells;
   p.sourceEps = src.eps;
   p.selfPairs = src.selfPairs;
@@ -207,12 +220,15 @@ Status solveParticles(DeviceState& ds, const SolveOptions& opt, DeviceParticles&
                       const ResultTargets& dest, SystemStats& st) {
   if (P.n == 0) return Status::success();
   WalkTally total;
+  AG_CUDA_TRY(cudaEventRecord(ds.events[kEventParticleWalkStart], ds.stream));
   AG_TRY(walkParticles(ds, opt, P, cells, particleSources(P), total));
   st.particleApprox += total.approx;
   st.particleDirect += total.direct;
   st.particleGroups = P.groups;
   st.particleNodes = P.nodes;
-  return finishParticles(ds, opt, P, dest);
+  AG_TRY(finishParticles(ds, opt, P, dest));  // records the walks' end, then synchronises
+  ds.stats.secondsParticleWalk = elapsed(ds, kEventParticleWalkStart, kEventParticleWalkEnd);
+  return Status::success();
 }
 
 Status directParticles(DeviceState& ds, const SolveOptions& opt, DeviceParticles& P, unsigned n, double* const* cellSums,

@@ -22,6 +22,7 @@ struct SoftSources {
   const D4* mac = nullptr;
   const float4* mq = nullptr;
   const double2* nodeEps = nullptr;  ///< null: unsoftened sources (the cells' tree)
+  const double* nodeExtent = nullptr;  ///< null: the MAC radius bounds the sources' distance (the cells' tree)
   DeviceCells cells = {nullptr, nullptr, nullptr, nullptr};
   const double* eps = nullptr;
   unsigned selfPairs = 0;  ///< 1 when the targets are these sources (each meets itself once, not counted)
@@ -35,6 +36,7 @@ struct DeviceParticles {
   double* eps = nullptr;                                      ///< per sorted particle, scaled
   double* sums[4] = {};                                       ///< phi, gx, gy, gz (sorted)
   const double2* nodeEps = nullptr;                           ///< per node (smallest, largest) softening
+  const double* nodeExtent = nullptr;                         ///< per node its source extent (softening_k.h)
 };
 
 /// The particles' tree as a softened walk's sources, and the cells' tree (ds's, unsoftened).

@@ -15,10 +15,14 @@
 /// (the particle tree's walk meets every particle once) is taken out afterwards: its value is exactly m / eps_i.
 ///
 /// Nodes. A node accepted by the MAC must also be exact for the softening of every pair it stands for:
-///  - spline: every source of the node beyond h_ij of every target of the group. The node's sources lie within
-///    macRadius of its centre of mass (macRadius = l / theta + delta >= sqrt(3)/2 l + delta for theta <= 1), so the
-///    rule is distance(group box, com) > kSplineRadius max(eps_group_max, eps_node_max) + macRadius; the node then
-///    acts through the Newtonian kernels (physics/interact_k.h), exactly.
+///  - spline: every source of the node beyond h_ij of every target of the group. The sources lie within b of the
+///    node's centre of mass, b the node's source extent: for a particles' tree its extent (nodeExtent below: the
+///    largest |x_j - com| over its particles, bounded from above under every rounding), for a tree without one (the
+///    cells' tree, a received LET) its macRadius (l / theta + delta >= sqrt(3)/2 l + delta for theta <= 1, far
+///    looser: about 2.4 l at theta 0.42 against b <= sqrt(3)/2 l + delta). The rule is distance(group box, com) >
+///    kSplineRadius max(eps_group_max, eps_node_max) + b; the node then acts through the Newtonian kernels
+///    (physics/interact_k.h), exactly. (A node's own targets are never inside that reach of it, so each particle's
+///    own leaf is always opened: the own pair softWalk's callers take out.)
 ///  - plummer: the node's pairs share one softening per target, max(eps_i, eps_node), which holds when the node's
 ///    softenings are all equal or all at most the group's smallest; the node then acts through the Taylor expansion
 ///    of the softened kernel (plummerNode*), exact to the expansion's order. Other nodes are opened.
@@ -157,16 +161,53 @@ AG_HD void plummerNodeForce(R dx, R dy, R dz, R m, const R* q, R s2, R eps, R& p
 
 /// The softening a node's pairs have for a group (the rule above), given the node's softenings [nodeMin, nodeMax]
 /// and the group's [groupMin, groupMax]: may the MAC-accepted node act as a whole? `distance2` is the squared
-/// distance from the group box to the node's centre (mac_k.h distanceSquaredToBox, rounded as there). Every
-/// operation is rounded on its own (physics/rounding.h) so that the CPU and the GPU decide alike.
+/// distance from the group box to the node's centre (mac_k.h distanceSquaredToBox, rounded as there);
+/// `sourceExtent` bounds the distance of the node's sources from that centre: its nodeExtent where the tree has
+/// one (a particles' tree), else its macRadius. Every operation is rounded on its own (physics/rounding.h) so that
+/// the CPU and the GPU decide alike.
 template <class Rn = RoundNearest>
-AG_HD bool softeningAccepts(SofteningKernel kernel, double distance2, double macRadius, double groupMin,
+AG_HD bool softeningAccepts(SofteningKernel kernel, double distance2, double sourceExtent, double groupMin,
                             double groupMax, double nodeMin, double nodeMax) {
   if (kernel == SofteningKernel::Plummer) return nodeMin == nodeMax || nodeMax <= groupMin;
   const double eps = groupMax > nodeMax ? groupMax : nodeMax;
   if (eps == 0.0) return true;  // no softened pair
-  const double reach = Rn::add(Rn::mul(kSplineRadius, eps), macRadius);
+  const double reach = Rn::add(Rn::mul(kSplineRadius, eps), sourceExtent);
   return distance2 > Rn::mul(reach, reach);
+}
+
+// ---- a node's source extent b (the spline rule's bound on how far its sources lie from its centre of mass)
+//
+// Bottom-up over the particles' tree, the same on the host (tree/particle_tree.cpp) and the device
+// (cuda/kernel_particles.cu), every operation rounded on its own, so both give the same bits (max picks exactly,
+// in any order):
+//   leaf:           b = up(sqrt(max_j |x_j - com|^2)) over its particles
+//   internal node:  b = max_c up(|com_c - com| + b_c) over its children
+// up() multiplies by kExtentRoundUp = 1 + 2^-50: the rounded |x - com| (a difference, three squares, two sums and
+// a square root, each with a relative error of at most 2^-53) is within 4 2^-53 of the true distance, the sum with
+// b_c adds one more, and up() raises the result by at least 7 2^-53 of it (8 less its own rounding), so b bounds
+// the true distance of every particle of the node from its (rounded) centre of mass, whatever the rounding.
+// Massless particles count too (a looser bound, still a bound); an empty node's b is that of its massless
+// particles about its cube's centre (the walks skip it).
+
+constexpr double kExtentRoundUp = 1.0 + 0x1p-50;
+
+/// Squared distance |p - c|^2, per axis differences then (dx^2 + dy^2) + dz^2.
+template <class Rn = RoundNearest>
+AG_HD double extentDistance2(double px, double py, double pz, const double* c) {
+  return squaredNorm<Rn>(Rn::sub(px, c[0]), Rn::sub(py, c[1]), Rn::sub(pz, c[2]));
+}
+
+/// A leaf's extent from the largest squared distance of its particles from its centre of mass (0 for none).
+template <class Rn = RoundNearest>
+AG_HD double leafExtent(double maxDistance2) {
+  return Rn::mul(Rn::sqrt(maxDistance2), kExtentRoundUp);
+}
+
+/// A child's bound on its parent's extent: up(|com_c - com| + b_c). The parent's b is the largest over its children.
+template <class Rn = RoundNearest>
+AG_HD double childExtent(const double* childCom, double childExtent, const double* com) {
+  const double d = Rn::sqrt(extentDistance2<Rn>(childCom[0], childCom[1], childCom[2], com));
+  return Rn::mul(Rn::add(d, childExtent), kExtentRoundUp);
 }
 
 }  // namespace amrgrav

@@ -10,7 +10,12 @@
 ///   d. probes on the particles: the particle's potential minus G m / eps;
 ///   e. two particles: spline exactly Newtonian from 2.8 eps on, Plummer's -G m / sqrt(r^2 + eps^2), -G m / eps at
 ///      r = 0, and the spline's force minus its potential's derivative inside;
-///   f. bad input: typed errors naming the problem.
+///   f. bad input: typed errors naming the problem;
+///   g. the spline rule's source extent (physics/softening_k.h): on clustered random sets every particle of every
+///      node lies within the node's extent of its centre of mass (long double), and by brute force no node the MAC
+///      and the spline rule accept for a group holds a source within 2.8 eps_ij of one of the group's particles
+///      (with a canary: half the extent must let some through); the rule accepts at least the nodes the former
+///      macRadius bound did.
 /// Prints one line per check and a summary; exits 1 on any failure. CTest runs it (label cpu).
 #include <algorithm>
 #include <cmath>
@@ -20,7 +25,10 @@
 
 #include "core/system.h"
 #include "cpu/cpu_system.h"
+#include "physics/mac_k.h"
+#include "physics/softening_k.h"
 #include "tools/plummer.h"
+#include "tree/particle_tree.h"
 
 using namespace amrgrav;
 
@@ -521,6 +529,132 @@ void badInput() {
   check("f. one softening value for all", st.ok() && r.particles.potential.size() == 50, st.message);
 }
 
+// ---- g. the spline rule's source extent
+
+/// Clustered random particles: a few Plummer clumps of very different sizes and softenings, a clump of coincident
+/// particles, a few far outliers and some massless particles.
+Particles clusteredParticles(std::uint32_t seed) {
+  tools::Mulberry32 u(seed);
+  Particles out;
+  const int clumps = 3 + int(u.next() * 3);
+  for (int k = 0; k < clumps; ++k) {
+    const double c[3] = {u.next() * 10 - 5, u.next() * 10 - 5, u.next() * 10 - 5};
+    const double a = std::pow(10.0, -3 + 3 * u.next());
+    const Particles p = plummerParticles(200 + std::size_t(u.next() * 600), seed * 7 + k, a, c, 1.0,
+                                         a * std::pow(10.0, -2 + 2 * u.next()), 4 * u.next());
+    for (std::size_t i = 0; i < p.x.size(); ++i) {
+      out.x.push_back(p.x[i]); out.y.push_back(p.y[i]); out.z.push_back(p.z[i]);
+      out.m.push_back(u.next() < 0.05 ? 0.0 : p.m[i]);
+      out.eps.push_back(p.eps[i]);
+    }
+  }
+  for (int i = 0; i < 40; ++i) {  // coincident
+    out.x.push_back(1.25); out.y.push_back(-0.5); out.z.push_back(3.0); out.m.push_back(1e-3); out.eps.push_back(0.01);
+  }
+  for (int i = 0; i < 10; ++i) {  // outliers
+    out.x.push_back(u.next() * 200 - 100); out.y.push_back(u.next() * 200 - 100); out.z.push_back(u.next() * 200 - 100);
+    out.m.push_back(1e-2); out.eps.push_back(0.05);
+  }
+  return out;
+}
+
+/// The particles [first, last) of node i (its leaves' ranges are contiguous in the sorted order).
+void nodeRange(const Octree& t, std::uint32_t i, std::uint32_t& first, std::uint32_t& last) {
+  std::uint32_t lo = i, hi = i;
+  while (!t.isLeaf(lo)) lo = t.childBegin[lo];
+  while (!t.isLeaf(hi)) hi = t.childBegin[hi] + t.childCount[hi] - 1;
+  first = t.cellBegin[lo];
+  last = t.cellBegin[hi] + t.cellCount[hi];
+}
+
+void sourceExtent() {
+  using LD = long double;
+  long nodes = 0, bad = 0, pairsChecked = 0, inside = 0, canaryInside = 0, acceptedNew = 0, acceptedOld = 0;
+  double worstRatio = 0;  // largest |x - com| / b (<= 1)
+  for (std::uint32_t seed = 1; seed <= 6; ++seed) {
+    const Particles p = clusteredParticles(seed);
+    SolveOptions o = baseOptions(seed % 2 ? 0.42 : 0.7, SofteningKernel::Spline);
+    o.leafSize = seed % 3 == 0 ? 1 : 8;
+    o.groupSize = 32;
+    ParticleTree pt;
+    Status st = validateParticles(p.view(), o);
+    if (st.ok()) st = buildParticleTree(p.view(), o, 0.0, pt);
+    if (!st.ok()) {
+      check("g. particle tree of clustered set " + std::to_string(seed), false, st.message);
+      continue;
+    }
+    const Octree& t = pt.tree;
+    const SortedCells& c = pt.sorted;
+    // every particle of every node within its extent of its com
+    for (std::uint32_t i = 0; i < t.nodeCount(); ++i) {
+      std::uint32_t first, last;
+      nodeRange(t, i, first, last);
+      const double* com = &t.com[3 * i];
+      ++nodes;
+      for (std::uint32_t j = first; j < last; ++j) {
+        const LD dx = LD(c.x[j]) - com[0], dy = LD(c.y[j]) - com[1], dz = LD(c.z[j]) - com[2];
+        const LD r = std::sqrt(dx * dx + dy * dy + dz * dz);
+        if (r > LD(pt.extent[i])) ++bad;
+        if (pt.extent[i] > 0) worstRatio = std::max(worstRatio, double(r / LD(pt.extent[i])));
+      }
+    }
+    // brute force: the groups' walks with the MAC and the spline rule (cpu/soft_lists.cpp's tests), every accepted
+    // node's sources against every target of the group; the canary takes half the extent
+    for (std::size_t g = 0; g < pt.groups.size(); ++g) {
+      const double* lo = &pt.groups.lo[3 * g];
+      const double* hi = &pt.groups.hi[3 * g];
+      for (const double shrink : {1.0, 0.5}) {
+        std::vector<std::uint32_t> stack{0};
+        while (!stack.empty()) {
+          const std::uint32_t i = stack.back();
+          stack.pop_back();
+          if (nodeIsEmpty(t.macRadius[i])) continue;
+          const double* com = &t.com[3 * i];
+          const double d2 = distanceSquaredToBox(com[0], com[1], com[2], lo, hi);
+          const bool mac = macAccepts(com[0], com[1], com[2], t.macRadius[i], lo, hi);
+          const bool acc = mac && softeningAccepts(SofteningKernel::Spline, d2, shrink * pt.extent[i],
+                                                   pt.groupEpsMin[g], pt.groupEpsMax[g], pt.epsMin[i], pt.epsMax[i]);
+          if (shrink == 1.0 && mac) {
+            acceptedNew += acc;
+            acceptedOld += softeningAccepts(SofteningKernel::Spline, d2, t.macRadius[i], pt.groupEpsMin[g],
+                                            pt.groupEpsMax[g], pt.epsMin[i], pt.epsMax[i]);
+          }
+          if (acc) {
+            std::uint32_t first, last;
+            nodeRange(t, i, first, last);
+            for (std::uint32_t k = pt.groups.begin[g]; k < pt.groups.begin[g] + pt.groups.count[g]; ++k)
+              for (std::uint32_t j = first; j < last; ++j) {
+                if (c.mass[j] == 0) continue;  // not a source
+                const LD dx = LD(c.x[k]) - c.x[j], dy = LD(c.y[k]) - c.y[j], dz = LD(c.z[k]) - c.z[j];
+                const LD h = LD(kSplineRadius) * std::max(pt.eps[k], pt.eps[j]);
+                const bool in = dx * dx + dy * dy + dz * dz < h * h;
+                if (shrink == 1.0) {
+                  ++pairsChecked;
+                  inside += in;
+                } else {
+                  canaryInside += in;
+                }
+              }
+            continue;
+          }
+          if (!t.isLeaf(i))
+            for (std::uint32_t k = 0; k < t.childCount[i]; ++k) stack.push_back(t.childBegin[i] + k);
+        }
+      }
+    }
+  }
+  check("g. every particle within its nodes' extents", bad == 0 && nodes > 0,
+        std::to_string(nodes) + " nodes, " + std::to_string(bad) + " particles beyond; largest |x - com| / b " +
+            num(worstRatio));
+  check("g. no accepted node holds a source within 2.8 eps_ij of a target", inside == 0 && pairsChecked > 0,
+        std::to_string(pairsChecked) + " pairs of accepted nodes checked, " + std::to_string(inside) + " inside");
+  check("g. canary: half the extent lets sources inside 2.8 eps_ij through", canaryInside > 0,
+        std::to_string(canaryInside) + " pairs inside");
+  check("g. the extent accepts at least the nodes macRadius did", acceptedNew >= acceptedOld && acceptedOld > 0,
+        std::to_string(acceptedNew) + " accepted with the extent, " + std::to_string(acceptedOld) +
+            " with macRadius (MAC-accepted nodes)");
+}
+
 }  // namespace
 
 int main() {
@@ -530,6 +664,7 @@ int main() {
   coincidentProbes();
   twoParticles();
   badInput();
+  sourceExtent();
   std::printf("%d checks, %d failed\n", gChecks, gFailed);
   return gFailed ? 1 : 0;
 }

@@ -1,7 +1,7 @@
 /// \file physics_rules.cpp
 /// \brief amrgrav_physics_rules: the rules that decide which interactions happen (native/physics/: the MAC, the
 /// periodic image test, the node moments and MAC radii, the LET choice and its growth for softened targets, the FMM's
-/// pair MAC), checked on the host without a GPU.
+/// pair MAC, the particles' node extents and the spline rule with them), checked on the host without a GPU.
 ///
 /// Each rule is one template over a rounding policy (physics/rounding.h). The CUDA backend instantiates it with
 /// RoundNearest's device half, __dadd_rn and friends: one rounding per operation, never fused. This program
@@ -14,9 +14,9 @@
 /// It checks them on edge cases (a point at exactly the MAC radius, touching boxes, nodes at exactly half a period,
 /// ties in the image choice, zero-mass and signed-mass nodes, denormal and huge values) and on random sweeps, with
 /// the physically right answers where they can be worked out by hand; then it runs the core library as built
-/// (libamrgrav_core: the root cube, the tree, the moments, S, the LET choice) on AMR-like cells and re-derives
-/// every node with DeviceRn in the CUDA kernels' order (kernel_keys.cu, kernel_moments.cu, kernel_let.cu), bit for
-/// bit. A third policy, FusedRn, rounds a product feeding a sum once (std::fma, what a contracting compiler emits):
+/// (libamrgrav_core: the root cube, the tree, the moments, S, the LET choice; the particles' tree's extents) on
+/// AMR-like cells and clustered particles and re-derives every node with DeviceRn in the CUDA kernels' order
+/// (kernel_keys.cu, kernel_moments.cu, kernel_let.cu, kernel_particles.cu), bit for bit. A third policy, FusedRn, rounds a product feeding a sum once (std::fma, what a contracting compiler emits):
 /// the sweeps must see it differ somewhere, which shows that they would catch a contracted build.
 /// Prints one line per part and a summary; exits 1 on any failure. CTest runs it (label cpu), and so does
 /// test/physics-rules.test.ts.
@@ -40,6 +40,7 @@
 #include "physics/rounding.h"
 #include "physics/softening_k.h"
 #include "tree/keys.h"
+#include "tree/particle_tree.h"
 #include "tree/source_tree.h"
 #include "tree/tree.h"
 
@@ -770,6 +771,77 @@ void checkSoftLet(Report& rep) {
               ungrownFailures);
 }
 
+/// The spline rule's source extent (physics/softening_k.h leafExtent, childExtent; tree/particle_tree.cpp on the
+/// host, cuda/kernel_particles.cu on the device): the host's and the device's rounding give the same bits, and the
+/// result bounds the true distance (long double) of every point it stands for: a leaf's points from its centre,
+/// and a point within a child's extent of the child's centre from the parent's. Coordinates far from the origin
+/// (cancellation in the differences) and at every scale; the spline rule with the extent decides alike too.
+void checkExtent(Report& rep) {
+  using LD = long double;
+  Rand rnd(1802);
+  auto trueDistance = [](const double* p, const double* c) {
+    const LD dx = LD(p[0]) - c[0], dy = LD(p[1]) - c[1], dz = LD(p[2]) - c[2];
+    return std::sqrt(dx * dx + dy * dy + dz * dz);
+  };
+  long beyond = 0;
+  for (int it = 0; it < 100000; ++it) {
+    const double offset = rnd.integer(0, 2) == 0 ? std::ldexp(rnd.uniform(1, 2), rnd.integer(0, 30)) : 0.0;
+    const double spread = std::ldexp(1.0, rnd.integer(-40, 4));
+    double com[3], pc[3];
+    for (int d = 0; d < 3; ++d) {
+      com[d] = offset + rnd.uniform(-spread, spread);
+      pc[d] = offset + rnd.uniform(-spread, spread);
+    }
+    // a leaf of k points about com
+    const int k = rnd.integer(1, 16);
+    double d2h = 0, d2d = 0, d2f = 0;
+    std::vector<double> pts(3 * k);
+    for (int j = 0; j < k; ++j) {
+      double* q = &pts[3 * j];
+      for (int d = 0; d < 3; ++d) q[d] = rnd.integer(0, 9) == 0 ? com[d] : offset + rnd.uniform(-spread, spread);
+      d2h = stdMax(d2h, extentDistance2(q[0], q[1], q[2], com));
+      d2d = stdMax(d2d, extentDistance2<DeviceRn>(q[0], q[1], q[2], com));
+      d2f = stdMax(d2f, extentDistance2<FusedRn>(q[0], q[1], q[2], com));
+    }
+    const double bh = leafExtent(d2h), bd = leafExtent<DeviceRn>(d2d);
+    rep.same(bh, bd, "leaf extent");
+    rep.canary(leafExtent<FusedRn>(d2f) != bd);
+    for (int j = 0; j < k; ++j)
+      if (trueDistance(&pts[3 * j], com) > LD(bh)) ++beyond;
+    // the leaf as a child of a node centred at pc: each point within the child's bound of pc
+    const double ch = childExtent(com, bh, pc), cd = childExtent<DeviceRn>(com, bd, pc);
+    rep.same(ch, cd, "child extent");
+    rep.canary(childExtent<FusedRn>(com, bd, pc) != cd);
+    for (int j = 0; j < k; ++j)
+      if (trueDistance(&pts[3 * j], pc) > LD(ch)) ++beyond;
+    // a point exactly at the child's bound (the worst case of the triangle inequality): along pc -> com, beyond com
+    {
+      const LD D = trueDistance(com, pc);
+      if (D > 0) {
+        double q[3];
+        for (int d = 0; d < 3; ++d) q[d] = double(LD(com[d]) + (LD(com[d]) - pc[d]) / D * LD(bh) * 0.999999L);
+        if (trueDistance(q, com) <= LD(bh) && trueDistance(q, pc) > LD(ch)) ++beyond;
+      }
+    }
+    // the spline rule with the extent: host and device decide alike
+    const double glo[3] = {pc[0] - spread / 4, pc[1] - spread / 4, pc[2] - spread / 4};
+    const double ghi[3] = {pc[0] + spread / 4, pc[1] + spread / 4, pc[2] + spread / 4};
+    const double eps = std::ldexp(rnd.uniform(0.5, 1.0), rnd.integer(-45, 2));
+    const bool a = softeningAccepts(SofteningKernel::Spline, distanceSquaredToBox(com[0], com[1], com[2], glo, ghi),
+                                    bh, 0.0, eps, 0.0, eps);
+    const bool b = softeningAccepts<DeviceRn>(SofteningKernel::Spline,
+                                              distanceSquaredToBox<DeviceRn>(com[0], com[1], com[2], glo, ghi), bd,
+                                              0.0, eps, 0.0, eps);
+    rep.expect(a == b, fmt("spline rule with the extent %.17g, eps %.17g", bh, eps));
+  }
+  rep.expect(beyond == 0, fmt("%g points beyond their extent", double(beyond)));
+  // hand-checked: one point at distance 5 (3-4-0): b just above 5, within 2^-49 of it
+  const double c0[3] = {0, 0, 0}, p5[3] = {3, 4, 0};
+  const double b5 = leafExtent(extentDistance2(p5[0], p5[1], p5[2], c0));
+  rep.expect(b5 > 5.0 && b5 < 5.0 * (1 + 0x1p-49), fmt("3-4-5: b = %.17g", b5));
+  rep.same(leafExtent(0.0), 0.0, "a single point at the com: b = 0");
+}
+
 // ---------------------------------------------------------------------------------------------------- the core library
 
 /// Inverse of spreadBits3 (as cuda/kernel_moments.cu recovers a node's cube from its first key).
@@ -952,11 +1024,64 @@ void checkCore(Report& rep) {
   }
 }
 
+/// The particles' tree of the core library (tree/particle_tree.cpp) against the device's sweep of the extents
+/// (cuda/kernel_particles.cu nodeEpsKernel: per node, a leaf's particles then an internal node's children, with
+/// the device's rounding): every node's extent bit for bit. A clustered set (three clumps of very different sizes,
+/// coincident particles), leaves of 1 and 8.
+void checkParticleExtents(Report& rep) {
+  Rand rnd(2718);
+  std::vector<double> x, y, z, m;
+  const double centre[3][3] = {{0.3, 0.3, 0.3}, {0.7, 0.6, 0.5}, {0.2, 0.8, 0.6}};
+  const double radius[3] = {0.2, 1e-3, 1e-6};
+  for (int k = 0; k < 3; ++k)
+    for (int i = 0; i < 3000; ++i) {
+      x.push_back(centre[k][0] + radius[k] * rnd.uniform(-1, 1) * rnd.uniform(0, 1));
+      y.push_back(centre[k][1] + radius[k] * rnd.uniform(-1, 1) * rnd.uniform(0, 1));
+      z.push_back(centre[k][2] + radius[k] * rnd.uniform(-1, 1) * rnd.uniform(0, 1));
+      m.push_back(rnd.integer(0, 19) == 0 ? 0.0 : rnd.uniform(0.5, 1.5));
+    }
+  for (int i = 0; i < 20; ++i) {  // coincident
+    x.push_back(0.5); y.push_back(0.5); z.push_back(0.5); m.push_back(1.0);
+  }
+  ParticlesView view{x.data(), y.data(), z.data(), m.data(), nullptr, 1e-4, x.size()};
+  for (const int leaf : {1, 8}) {
+    SolveOptions opt;
+    opt.leafSize = leaf;
+    opt.theta = 0.42;
+    ParticleTree pt;
+    const Status st = buildParticleTree(view, opt, 0.0, pt);
+    rep.expect(st.ok(), "particle tree: " + st.message);
+    if (!st.ok()) continue;
+    const Octree& t = pt.tree;
+    std::vector<double> b(t.nodeCount(), 0.0);
+    long differ = 0;
+    for (std::size_t i = t.nodeCount(); i-- > 0;) {
+      const double* com = &t.com[3 * i];
+      double e = 0;
+      if (t.isLeaf(i)) {
+        double d2 = 0;
+        for (std::uint32_t j = t.cellBegin[i]; j < t.cellBegin[i] + t.cellCount[i]; ++j)
+          d2 = stdMax(d2, extentDistance2<DeviceRn>(pt.sorted.x[j], pt.sorted.y[j], pt.sorted.z[j], com));
+        e = leafExtent<DeviceRn>(d2);
+      } else {
+        for (std::uint32_t c = t.childBegin[i]; c < t.childBegin[i] + t.childCount[i]; ++c)
+          e = stdMax(e, childExtent<DeviceRn>(&t.com[3 * c], b[c], com));
+      }
+      b[i] = e;
+      if (!sameBits(e, pt.extent[i])) ++differ;
+    }
+    rep.expect(differ == 0, fmt("particle tree (leaves of %g): %g node extents differ from the device's sweep",
+                                double(leaf), double(differ)));
+  }
+}
+
+
 }  // namespace
 
 int main() {
   Report parts[] = {Report("MAC"), Report("image test"), Report("moments"), Report("LET choice"),
-                    Report("core library vs device rounding"), Report("FMM MAC"), Report("LET for softened targets")};
+                    Report("core library vs device rounding"), Report("FMM MAC"), Report("LET for softened targets"),
+                    Report("source extent")};
   checkMac(parts[0]);
   checkImages(parts[1]);
   checkMoments(parts[2]);
@@ -964,6 +1089,8 @@ int main() {
   checkCore(parts[4]);
   checkFmmMac(parts[5]);
   checkSoftLet(parts[6]);
+  checkExtent(parts[7]);
+  checkParticleExtents(parts[4]);
   long checks = 0, failures = 0, fusedCases = 0, fusedDiffer = 0;
   for (const Report& r : parts) {
     std::printf("%-32s %9ld checks, %ld failed", r.part, r.checks, r.failures);

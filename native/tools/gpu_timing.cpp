@@ -24,8 +24,10 @@
 ///                     --check-points random points (default 4096); one "plummer" JSON line each
 ///   --plummer-particles LIST  the same spheres as softened particles (a system solve of particles alone,
 ///                     physics/softening_k.h) with softening --softening-length (default 0.01) and each kernel of
-///                     --kernels (default spline,plummer), box walk at each theta: best of --reps end to end and of
-///                     the particles' walk, and the errors against float64 softened direct sums; one
+///                     --kernels (default spline,plummer), box walk at each theta: best of --reps of the device
+///                     work (device_s = tree_s + walk_s, the points already uploaded: tree_s the particles' keys,
+///                     sort, build, moments, softening ranges and extents; walk_s their walk with its finish, all
+///                     passes) and end to end (wall_s), and the errors against float64 softened direct sums; one
 ///                     "plummer-particles" JSON line each
 ///   --split N         a two-rank solve of the uniform N^3 grid emulated in one process on this one GPU (two backend
 ///                     objects, halves in z, each rank's device work timed alone, the LETs handed over in memory)
@@ -339,12 +341,15 @@ void runPlummerParticles(const TimingArgs& a, std::size_t n) {
       SystemResult r;
       r.particles.into = ResultTargets{out[0].data(), out[1].data(), out[2].data(), out[3].data()};
       Status st = gpu->solveSystem(sys, o, false, r);  // warm-up
-      double wall = INFINITY, walkS = INFINITY;
+      double wall = INFINITY, device = INFINITY, treeS = INFINITY, walkS = INFINITY;
       for (int rep = 0; rep < a.reps && st.ok(); ++rep) {
         const auto t = Clock::now();
         st = gpu->solveSystem(sys, o, false, r);
         wall = std::min(wall, since(t));
-        walkS = std::min(walkS, deviceStats(*gpu).walkPassSeconds[0]);
+        const CudaStats cs = deviceStats(*gpu);
+        device = std::min(device, cs.secondsParticleTree + cs.secondsParticleWalk);
+        treeS = std::min(treeS, cs.secondsParticleTree);
+        walkS = std::min(walkS, cs.secondsParticleWalk);
       }
       if (!st.ok()) {
         std::printf("{\"kind\":\"plummer-particles\",\"points\":%zu,\"kernel\":\"%s\",\"error\":\"%s\"}\n", n,
@@ -356,11 +361,13 @@ void runPlummerParticles(const TimingArgs& a, std::size_t n) {
       const std::size_t m = err.size();
       auto at = [&](std::size_t k) { return m == 0 ? NAN : err[std::min(m - 1, k)]; };
       std::printf("{\"kind\":\"plummer-particles\",\"points\":%zu,\"kernel\":\"%s\",\"softening\":%s,"
-                  "\"theta\":%s,\"reps\":%d,\"walk_s\":%s,\"wall_s\":%s,\"groups\":%zu,\"nodes\":%zu,"
+                  "\"theta\":%s,\"reps\":%d,\"device_s\":%s,\"tree_s\":%s,\"walk_s\":%s,\"wall_s\":%s,"
+                  "\"groups\":%zu,\"nodes\":%zu,"
                   "\"interactions_per_particle\":%s,\"err_median\":%s,\"err_p99\":%s,\"err_max\":%s,"
                   "\"check_points\":%zu,\"device\":\"%s\"}\n",
-                  n, kname.c_str(), num(eps).c_str(), num(theta).c_str(), a.reps, num(walkS).c_str(),
-                  num(wall).c_str(), r.system.particleGroups, r.system.particleNodes,
+                  n, kname.c_str(), num(eps).c_str(), num(theta).c_str(), a.reps, num(device).c_str(),
+                  num(treeS).c_str(), num(walkS).c_str(), num(wall).c_str(), r.system.particleGroups,
+                  r.system.particleNodes,
                   num(double(r.system.particleApprox + r.system.particleDirect) / double(n)).c_str(),
                   num(at(m / 2)).c_str(), num(at(m * 99 / 100)).c_str(), num(at(m - 1)).c_str(), m,
                   jsonEscape(deviceStats(*gpu).device).c_str());

@@ -8,6 +8,7 @@
 
 #include "core/validate.h"
 #include "ewald/walk_setup.h"
+#include "physics/softening_k.h"
 
 namespace amrgrav {
 namespace {
@@ -88,26 +89,34 @@ Status buildParticleTree(const ParticlesView& p, const SolveOptions& opt, double
   AG_TRY(buildOctree(out.keys, root, opt.leafSize, out.tree));
   computeMoments(s, opt, out.tree);  // sizes 0: extent boxes are the positions' (the Bonsai MAC's box)
   out.secondMoment = nodeSecondMoments(s, out.tree);
-  // each node's softening range, bottom-up (children follow their parent)
+  // each node's softening range and source extent (physics/softening_k.h), bottom-up (children follow their
+  // parent), as cuda/kernel_particles.cu nodeEpsKernel
   const Octree& t = out.tree;
   const std::size_t m = t.nodeCount();
   out.epsMin.assign(m, INFINITY);
   out.epsMax.assign(m, 0.0);
+  out.extent.assign(m, 0.0);
   for (std::size_t i = m; i-- > 0;) {
-    double lo = INFINITY, hi = 0;
+    double lo = INFINITY, hi = 0, b = 0;
+    const double* com = &t.com[3 * i];
     if (t.isLeaf(i)) {
+      double d2 = 0;
       for (std::uint32_t j = t.cellBegin[i]; j < t.cellBegin[i] + t.cellCount[i]; ++j) {
         lo = std::min(lo, out.eps[j]);
         hi = std::max(hi, out.eps[j]);
+        d2 = stdMax(d2, extentDistance2(s.x[j], s.y[j], s.z[j], com));
       }
+      b = leafExtent(d2);
     } else {
       for (std::uint32_t c = t.childBegin[i]; c < t.childBegin[i] + t.childCount[i]; ++c) {
         lo = std::min(lo, out.epsMin[c]);
         hi = std::max(hi, out.epsMax[c]);
+        b = stdMax(b, childExtent(&t.com[3 * c], out.extent[c], com));
       }
     }
     out.epsMin[i] = lo;
     out.epsMax[i] = hi;
+    out.extent[i] = b;
   }
   // the particles as targets: the cells' group rule over their keys, and each group's softening range
   out.groups = makeGroups(s, out.keys, opt.groupSize);
@@ -127,6 +136,7 @@ SourceTree ParticleTree::source() const {
   s.secondMoment = secondMoment.empty() ? nullptr : secondMoment.data();
   s.nodeEpsMin = epsMin.empty() ? nullptr : epsMin.data();
   s.nodeEpsMax = epsMax.empty() ? nullptr : epsMax.data();
+  s.nodeExtent = extent.empty() ? nullptr : extent.data();
   s.sourceEps = eps.empty() ? nullptr : eps.data();
   return s;
 }

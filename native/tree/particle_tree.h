@@ -4,7 +4,8 @@
 /// The tree has its own root cube (the box when given, else the particles' bounding cube) but the cells' length
 /// scale, so that cells and particles meet in the same scaled units; its moments are the cells' (tree/moments.cpp,
 /// particles as cells of size 0) plus what softening needs: each node's range of softening lengths and its second
-/// moment (the Plummer expansion's trace term, physics/softening_k.h).
+/// moment (the Plummer expansion's trace term, physics/softening_k.h) and its source extent (the largest distance of
+/// its particles from its centre of mass, bounded from above: the spline kernel's acceptance rule).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -24,10 +25,11 @@ struct ParticleTree {
   Octree tree;                         ///< topology and moments (opt.mac, theta, order)
   std::vector<double> secondMoment;    ///< per node sum m |x - com|^2
   std::vector<double> epsMin, epsMax;  ///< per node, over its particles (scaled)
+  std::vector<double> extent;          ///< per node, its source extent b (physics/softening_k.h; scaled)
   Groups groups;                       ///< the particles as walk targets: tree/groups_k.h's groups, with boxes
   std::vector<double> groupEpsMin, groupEpsMax;  ///< per group (scaled)
 
-  /// The tree as the walks read it (valid while this lives): with second moments and softening ranges.
+  /// The tree as the walks read it (valid while this lives): with second moments, softening ranges and extents.
   SourceTree source() const;
 };
 

@@ -39,6 +39,9 @@ struct SourceTree {
   const double* nodeEpsMin = nullptr;
   const double* nodeEpsMax = nullptr;
   const double* sourceEps = nullptr;
+  /// Per node the largest distance of its sources from its centre of mass, bounded from above (physics/softening_k.h
+  /// leafExtent, childExtent): the spline kernel's acceptance rule. Null: macRadius bounds it (the cells' tree, LETs).
+  const double* nodeExtent = nullptr;
 
   bool isLeaf(std::size_t i) const { return childCount[i] == 0; }
 };
