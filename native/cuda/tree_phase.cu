@@ -397,7 +397,7 @@ Status computeMoments(DeviceState& ds, unsigned n, unsigned nodes, int depth, co
   (void)n;
   // in the block's tail when they fit, else own buffers: the MAC records and multipoles first (the walk keeps
   // them), then the moments of the nodes above the deepest level (the walk's queues reuse their room); the
-  // deepest level's are recomputed by their parents
+  // deepest level's go to their parents in shared memory (kernel_moments.cu)
   AG_TRY(carveOrReserve(ds.tail, ds.nodeMac, nodes, "node MAC records", ds.nodeMacPtr));
   AG_TRY(carveOrReserve(ds.tail, ds.nodeMQ, 2 * std::size_t(nodes), "node multipoles", ds.nodeMQPtr));
   ds.nodeDipPtr = nullptr;
@@ -422,9 +422,7 @@ Status computeMoments(DeviceState& ds, unsigned n, unsigned nodes, int depth, co
   p.massScale = massScale;
   p.signedSources = opt.signedSources();
   p.nodeDip = ds.nodeDipPtr;
-  for (int level = depth; level >= 0; --level)
-    AG_TRY(launchMomentsLevel(p, ds.levelStart[level], ds.levelStart[level + 1], level, ds.stream));
-  return Status::success();
+  return launchMoments(p, ds.levelStart.data(), depth, ds.stream);
 }
 
 }  // namespace cuda
