@@ -120,8 +120,23 @@ Status meanPotentialOnDevice(DeviceState& ds, const double* pot, double* mean) {
   return Status::success();
 }
 
-/// An unchanged mesh: the masses made and checked, the sorted keys (for the nodes' first keys) and sorted cells
-/// made from the kept order, then sortAndBuild's end (finishCells). The events are those sortAndBuild records, so
+/// finishKernel's values (kernel_finish.cu) of this solve.
+BlockFinishValues blockFinishValues(const DeviceState& ds, const SolveOptions& opt) {
+  BlockFinishValues f;
+  f.phi = ds.sums[0];
+  f.gx = ds.sums[1];
+  f.gy = ds.sums[2];
+  f.gz = ds.sums[3];
+  f.accelerations = opt.accelerations;
+  f.invMassScale = 1.0 / ds.massScale;
+  f.scale = ds.scale;
+  f.G = opt.G;
+  return f;
+}
+
+/// An unchanged mesh: the masses made and checked, the sorted cells made from the kept order where the last solve's
+/// results took their slots (the node keys too if the walk took their room), then sortAndBuild's end
+/// (finishCells). The events are those sortAndBuild records, so
 /// that fillStats reads this path's phases (upload: the densities; keys: the keys and cells made again; build: 0).
 Status reuseTree(DeviceState& ds, const SolveOptions& opt) {
   const unsigned n = ds.n;
@@ -141,10 +156,14 @@ Status reuseTree(DeviceState& ds, const SolveOptions& opt) {
   double* hmass = nullptr;
   unsigned* hmassBad = nullptr;
   AG_TRY(queueMassCheck(ds, checks, massAt, n, &hmass, &hmassBad));
-  // the sorted keys into the sort's slot (slot 4), then the nodes' first keys after the kept topology
+  // the nodes' first keys: kept with the topology unless the walk's group sizes took their room (then the sorted
+  // keys into the sort's slot, slot 4, and the node keys from them); the walk groups (ds.groupBegin) are kept
   const RootCube& r = ds.blk.rootUnscaled;
-  AG_TRY(launchBlockSortedKeys(g, ds.order, r.lo[0], r.lo[1], r.lo[2], double(kKeyCells) / r.side, ds.sortedKeys, s));
-  AG_TRY(computeNodeKeys(ds, ds.nodes));  // the walk groups (ds.groupBegin) are kept with the topology
+  if (!ds.nodeKeysLive) {
+    AG_TRY(launchBlockSortedKeys(g, ds.order, r.lo[0], r.lo[1], r.lo[2], double(kKeyCells) / r.side, ds.sortedKeys,
+                                 s));
+    AG_TRY(computeNodeKeys(ds, ds.nodes));
+  }
   AG_CUDA_TRY(cudaEventRecord(ds.events[2], s));
   AG_CUDA_TRY(cudaEventRecord(ds.events[6], s));
   AG_CUDA_TRY(cudaEventRecord(ds.events[7], s));
@@ -152,8 +171,10 @@ Status reuseTree(DeviceState& ds, const SolveOptions& opt) {
   if (*hmassBad != 0xffffffffu) return blockFlagged(ds, *hmassBad, opt);
   const double massTotal = *hmass;
   AG_TRY(checkMassRange(massTotal, ds.minSize, r.side, opt));
-  // the sorted cells: positions and sizes made (the gather's values), the masses gathered from slot 5
-  AG_TRY(launchBlockSortedCells(g, ds.order, ds.scale, slot[4], slot[0], slot[1], slot[2], s));
+  // the sorted cells: the sizes (the walk's phi took their slot) and the positions the last solve's results took
+  // made (the gather's values), the masses gathered from slot 5
+  AG_TRY(launchBlockSortedCells(g, ds.order, ds.scale, ds.blk.xLive ? nullptr : slot[4],
+                                ds.blk.yzLive ? nullptr : slot[0], ds.blk.yzLive ? nullptr : slot[1], slot[2], s));
   AG_TRY(launchGather(massAt, ds.order, n, 1.0, slot[3], s));
   ds.sortedCells.x = slot[4];
   ds.sortedCells.y = slot[0];
@@ -200,6 +221,9 @@ Status run(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const So
   const bool reuse = ds.blk.key.matches(v, opt) && ds.n == n && ds.block.get() == ds.blk.blockBase &&
                      ds.block.bytes() == ds.blk.blockBytes;
   ds.blk.key.valid = false;  // until this solve succeeds
+  // the device entry's finish writes into the caller's arrays (a fully periodic solve's mean potential wants the
+  // packed results first)
+  const bool finishIntoCaller = v.deviceData && !opt.fullyPeriodic();
 
   // the blocks' geometry (6 doubles per block; unchanged when the tree is kept), the device entry's block index
   if (!reuse) {
@@ -238,16 +262,24 @@ Status run(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const So
   out.stats.nodes = ds.nodes;
   out.stats.leaves = ds.nodes - ds.splitNodes;
   out.stats.treeDepth = ds.depth;
-  double* res[4];
-  AG_TRY(finishOnDevice(ds, opt, res));
+  double* res[4] = {nullptr, nullptr, nullptr, nullptr};
+  const int nout = opt.accelerations ? 4 : 1;
+  void* dst[4] = {o.potential, o.ax, o.ay, o.az};
+  if (finishIntoCaller) {
+    BlockField f[4];
+    for (int k = 0; k < nout; ++k) f[k] = callerField(ds, dst[k]);
+    AG_TRY(launchBlockFinish(geometryOf(ds), ds.order, blockFinishValues(ds, opt), f, ds.stream));
+    AG_CUDA_TRY(cudaEventRecord(ds.events[5], ds.stream));
+  } else {
+    AG_TRY(finishOnDevice(ds, opt, res));
+  }
 
   // ---- the results into the caller's layout: on the device (device entry), or from the download's chunks
   const auto td = Clock::now();
-  const int nout = opt.accelerations ? 4 : 1;
-  void* dst[4] = {o.potential, o.ax, o.ay, o.az};
   if (v.deviceData) {
     const BlockGeometry geo = geometryOf(ds);
-    for (int k = 0; k < nout; ++k) AG_TRY(launchBlockScatter(geo, res[k], callerField(ds, dst[k]), ds.stream));
+    if (!finishIntoCaller)
+      for (int k = 0; k < nout; ++k) AG_TRY(launchBlockScatter(geo, res[k], callerField(ds, dst[k]), ds.stream));
     // the caller's later work on its stream follows these writes
     AG_CUDA_TRY(cudaEventRecord(ds.blk.callerEvent, ds.stream));
     AG_CUDA_TRY(cudaStreamWaitEvent(caller, ds.blk.callerEvent, 0));
@@ -270,6 +302,8 @@ Status run(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const So
   ds.blk.key.assign(v, opt);
   ds.blk.blockBase = ds.block.get();
   ds.blk.blockBytes = ds.block.bytes();
+  ds.blk.xLive = finishIntoCaller;  // finishOnDevice: the potential in slot 4, the accelerations in 0, 1, 3
+  ds.blk.yzLive = finishIntoCaller || !opt.accelerations;
   return Status::success();
 }
 

@@ -106,6 +106,30 @@ __global__ void __launch_bounds__(kThreads) blockScatterKernel(const BlockGeomet
   }
 }
 
+__device__ __forceinline__ void writeField(const BlockField& f, unsigned long long e, double v) {
+  if (f.dtype == 1) static_cast<float*>(f.data)[e] = float(v);
+  else static_cast<double*>(f.data)[e] = v;
+}
+
+/// finishKernel's products (kernel_finish.cu), each rounded as there: -G (phi scale), -G ((g / massScale) scale^2).
+template <bool Accel>
+__global__ void __launch_bounds__(kThreads) blockFinishKernel(const BlockGeometry g,
+                                                              const std::uint32_t* __restrict__ order,
+                                                              const BlockFinishValues v, const BlockField pot,
+                                                              const BlockField ax, const BlockField ay,
+                                                              const BlockField az) {
+  const double s2 = __dmul_rn(v.scale, v.scale), minusG = -v.G;
+  for (unsigned i = blockIdx.x * kThreads + threadIdx.x; i < g.n; i += gridDim.x * kThreads) {
+    const CellIndex c = cellIndex(g, order[i]);
+    writeField(pot, elementOf(pot, c), __dmul_rn(minusG, __dmul_rn(v.phi[i], v.scale)));
+    if (Accel) {
+      writeField(ax, elementOf(ax, c), __dmul_rn(minusG, __dmul_rn(__dmul_rn(v.gx[i], v.invMassScale), s2)));
+      writeField(ay, elementOf(ay, c), __dmul_rn(minusG, __dmul_rn(__dmul_rn(v.gy[i], v.invMassScale), s2)));
+      writeField(az, elementOf(az, c), __dmul_rn(minusG, __dmul_rn(__dmul_rn(v.gz[i], v.invMassScale), s2)));
+    }
+  }
+}
+
 __global__ void __launch_bounds__(kThreads) chunkSumsKernel(const double* __restrict__ v, unsigned n,
                                                             unsigned chunk, unsigned chunks,
                                                             double* __restrict__ out) {
@@ -174,6 +198,17 @@ Status launchBlockScatter(const BlockGeometry& g, const double* packed, const Bl
   if (g.n == 0) return Status::success();
   blockScatterKernel<<<gridFor(g.n), kThreads, 0, s>>>(g, packed, dst);
   AG_CUDA_LAUNCHED("blockScatterKernel");
+  return Status::success();
+}
+
+Status launchBlockFinish(const BlockGeometry& g, const std::uint32_t* order, const BlockFinishValues& v,
+                         const BlockField dst[4], cudaStream_t s) {
+  if (g.n == 0) return Status::success();
+  if (v.accelerations)
+    blockFinishKernel<true><<<gridFor(g.n), kThreads, 0, s>>>(g, order, v, dst[0], dst[1], dst[2], dst[3]);
+  else
+    blockFinishKernel<false><<<gridFor(g.n), kThreads, 0, s>>>(g, order, v, dst[0], dst[0], dst[0], dst[0]);
+  AG_CUDA_LAUNCHED("blockFinishKernel");
   return Status::success();
 }
 

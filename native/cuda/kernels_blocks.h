@@ -50,6 +50,20 @@ Status launchBlockSortedKeys(const BlockGeometry& g, const std::uint32_t* order,
 Status launchBlockSortedCells(const BlockGeometry& g, const std::uint32_t* order, double scale, double* x, double* y,
                               double* z, double* size, cudaStream_t s);
 
+/// What the finish makes of the walk's sums (kernel_finish.cu finishKernel), sorted order.
+struct BlockFinishValues {
+  const double *phi = nullptr, *gx = nullptr, *gy = nullptr, *gz = nullptr;
+  bool accelerations = false;
+  double invMassScale = 1, scale = 1, G = 1;
+};
+
+/// The finish and the scatter in one pass (the device entry): finishKernel's values of sorted cell i written
+/// straight into the caller's fields (dst[0] the potential, dst[1..3] the accelerations when asked for) at the
+/// element of cell order[i] (its dtype; guard cells untouched). The same bits as launchFinish then
+/// launchBlockScatter.
+Status launchBlockFinish(const BlockGeometry& g, const std::uint32_t* order, const BlockFinishValues& v,
+                         const BlockField dst[4], cudaStream_t s);
+
 /// The packed results (cells in order) into the caller's field (its dtype; guard cells untouched).
 Status launchBlockScatter(const BlockGeometry& g, const double* packed, const BlockField& dst, cudaStream_t s);
 

@@ -365,6 +365,7 @@ Status computeNodeKeys(DeviceState& ds, unsigned nodes) {
   Carve room = ds.idxSpare;
   if (reinterpret_cast<char*>(ds.topoPtr) == ds.idxSpare.base) (void)room.take<uint4>(nodes);
   AG_TRY(carveOrReserve(room, ds.nodeKeys, nodes, "node keys", ds.nodeKeysPtr));
+  ds.nodeKeysLive = true;
   return launchNodeKeys(ds.topoPtr, ds.sortedKeys, nodes, ds.nodeKeysPtr, ds.stream);
 }
 
