@@ -150,12 +150,11 @@ Status reuseTree(DeviceState& ds, const SolveOptions& opt) {
   // the masses (unsorted) into slot 5, the tail's start, free until the moments (packed float32: slot 3, free until
   // the gather below), checked and summed by the bounds kernel as sortAndBuild does
   double* const massAt = slot[5];
-  AG_TRY(blockMassesInto(ds, massAt, slot[3], opt));
-  AG_CUDA_TRY(cudaEventRecord(ds.events[1], s));
-  AG_CUDA_TRY(cudaEventRecord(ds.events[8], s));
   double* hmass = nullptr;
   unsigned* hmassBad = nullptr;
-  AG_TRY(queueMassCheck(ds, checks, massAt, n, &hmass, &hmassBad));
+  AG_TRY(blockMassesInto(ds, massAt, slot[3], opt, checks, &hmass, &hmassBad));
+  AG_CUDA_TRY(cudaEventRecord(ds.events[1], s));
+  AG_CUDA_TRY(cudaEventRecord(ds.events[8], s));
   // the nodes' first keys: kept with the topology unless the walk's group sizes took their room (then the sorted
   // keys into the sort's slot, slot 4, and the node keys from them); the walk groups (ds.groupBegin) are kept
   const RootCube& r = ds.blk.rootUnscaled;
@@ -319,11 +318,15 @@ Status blockCellsIntoSlots(DeviceState& ds) {
   return launchBlockCells(geometryOf(ds), ds.slot[0], ds.slot[1], ds.slot[2], ds.slot[3], ds.stream);
 }
 
-Status blockMassesInto(DeviceState& ds, double* massAt, void* scratch32, const SolveOptions& opt) {
+Status blockMassesInto(DeviceState& ds, double* massAt, void* scratch32, const SolveOptions& opt,
+                       const CellChecks& checks, double** total, unsigned** firstBad) {
   const BlocksView& v = *ds.blk.view;
   const BlockGeometry g = geometryOf(ds);
+  double* const partials = ds.bounds.get();
+  double* const result = partials + kBoundsStride * kBoundsBlocks;
+  AG_CUDA_TRY(cudaMemsetAsync(checks.firstBad, 0xff, sizeof(unsigned), ds.stream));
   if (v.deviceData) {
-    AG_TRY(launchBlockMasses(g, callerField(ds, v.density), massAt, ds.stream));
+    AG_TRY(launchBlockMassBounds(g, callerField(ds, v.density), massAt, checks, partials, result, ds.stream));
   } else {
     // one number per cell, in the caller's dtype, packed by the copy threads straight into the pinned chunks
     const std::size_t es = dtypeBytes(v.dtype);
@@ -333,8 +336,9 @@ Status blockMassesInto(DeviceState& ds, double* massAt, void* scratch32, const S
       packRange(v, off / es, (off + len) / es, dst);
     };
     AG_TRY(copyIn(ds, &t, 1, ds.stream, &fill));
-    AG_TRY(launchBlockMasses(g, packedField(v, packed), massAt, ds.stream));
+    AG_TRY(launchBlockMassBounds(g, packedField(v, packed), massAt, checks, partials, result, ds.stream));
   }
+  AG_TRY(queueMassReadback(ds, checks, total, firstBad));
   if (opt.signedSources()) AG_TRY(fixedOrderSumOnDevice(ds, massAt, g.n, &ds.contrastTotal));
   return Status::success();
 }

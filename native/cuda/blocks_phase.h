@@ -23,6 +23,7 @@ namespace amrgrav {
 namespace cuda {
 
 struct DeviceState;
+struct CellChecks;
 
 /// The block solve (host or device data, BlocksView::deviceData); takes the state's lock, host exceptions come back
 /// as a Status. stats.treeReused says whether the kept tree served.
@@ -35,9 +36,11 @@ Status solveBlocksOnDevice(DeviceState& ds, const BlocksView& blocks, const Bloc
 Status blockCellsIntoSlots(DeviceState& ds);
 
 /// The masses (unsorted) into massAt: from the caller's device array, or uploaded packed (float64: into massAt
-/// itself; float32: into scratch32, n * 4 bytes free until the build) and made there. Fully periodic solves with the
-/// density contrast: also its total (ds.contrastTotal, core/fixed_sum.h's order).
-Status blockMassesInto(DeviceState& ds, double* massAt, void* scratch32, const SolveOptions& opt);
+/// itself; float32: into scratch32, n * 4 bytes free until the build) and made there, checked and summed in the
+/// same pass as queueMassCheck checks and sums them (its bits), with its read-back queued (*total, *firstBad). Fully
+/// periodic solves with the density contrast: also its total (ds.contrastTotal, core/fixed_sum.h's order).
+Status blockMassesInto(DeviceState& ds, double* massAt, void* scratch32, const SolveOptions& opt,
+                       const CellChecks& checks, double** total, unsigned** firstBad);
 
 /// The device flagged cell `bad` (block order): the message names the block and cell (validateCells' words about
 /// the density).

@@ -2,6 +2,7 @@
 /// \brief The block entry's kernels (kernels_blocks.h). Compiled with -fmad=false, and the formula itself
 /// (core/blocks.h blockCellCentre, blockCellMass) rounds each operation explicitly: the cells are the host's bits.
 #include "core/blocks.h"
+#include "cuda/block_index.h"
 #include "cuda/check.h"
 #include "cuda/grid_stride.h"
 #include "cuda/kernels_blocks.h"
@@ -13,37 +14,6 @@ namespace {
 
 constexpr int kThreads = kGridThreads;
 
-/// Block and (i, j, k) of cell p.
-struct CellIndex {
-  unsigned b;
-  int i, j, k;
-};
-
-__device__ __forceinline__ CellIndex cellIndex(const BlockGeometry& g, unsigned p) {
-  const unsigned cpb = g.nxb * g.nyb * g.nzb;
-  CellIndex c;
-  c.b = p / cpb;
-  unsigned r = p - c.b * cpb;
-  c.i = int(r % g.nxb);
-  r /= g.nxb;
-  c.j = int(r % g.nyb);
-  c.k = int(r / g.nyb);
-  return c;
-}
-
-__device__ __forceinline__ unsigned long long elementOf(const BlockField& f, const CellIndex& c) {
-  const unsigned long long s = f.slots ? (unsigned long long)f.slots[c.b] : (unsigned long long)c.b;
-  const unsigned long long cell =
-      ((unsigned long long)(c.k + f.gz) * (unsigned long long)f.ny + (unsigned long long)(c.j + f.gy)) *
-          (unsigned long long)f.nx +
-      (unsigned long long)(c.i + f.gx);
-  return s * f.blockStride + f.varStride * cell;
-}
-
-__device__ __forceinline__ double readField(const BlockField& f, unsigned long long e) {
-  return f.dtype == 1 ? double(static_cast<const float*>(f.data)[e]) : static_cast<const double*>(f.data)[e];
-}
-
 __global__ void __launch_bounds__(kThreads) blockCellsKernel(const BlockGeometry g, double* x, double* y, double* z,
                                                              double* size) {
   for (unsigned p = blockIdx.x * kThreads + threadIdx.x; p < g.n; p += gridDim.x * kThreads) {
@@ -53,17 +23,6 @@ __global__ void __launch_bounds__(kThreads) blockCellsKernel(const BlockGeometry
     if (y) y[p] = blockCellCentre(b[1], c.j, b[4]);
     if (z) z[p] = blockCellCentre(b[2], c.k, b[5]);
     if (size) size[p] = b[3];
-  }
-}
-
-// no __restrict__: the packed float64 density may be the mass array itself (each thread reads its element first)
-__global__ void __launch_bounds__(kThreads) blockMassesKernel(const BlockGeometry g, const BlockField rho,
-                                                              double* mass) {
-  for (unsigned p = blockIdx.x * kThreads + threadIdx.x; p < g.n; p += gridDim.x * kThreads) {
-    const CellIndex c = cellIndex(g, p);
-    const double* b = g.geo + 6 * std::size_t(c.b);
-    const double r = readField(rho, elementOf(rho, c));
-    mass[p] = blockCellMass(r, b[3], b[4], b[5]);
   }
 }
 
@@ -168,13 +127,6 @@ Status launchBlockCells(const BlockGeometry& g, double* x, double* y, double* z,
   if (g.n == 0) return Status::success();
   blockCellsKernel<<<gridFor(g.n), kThreads, 0, s>>>(g, x, y, z, size);
   AG_CUDA_LAUNCHED("blockCellsKernel");
-  return Status::success();
-}
-
-Status launchBlockMasses(const BlockGeometry& g, const BlockField& rho, double* mass, cudaStream_t s) {
-  if (g.n == 0) return Status::success();
-  blockMassesKernel<<<gridFor(g.n), kThreads, 0, s>>>(g, rho, mass);
-  AG_CUDA_LAUNCHED("blockMassesKernel");
   return Status::success();
 }
 

@@ -14,6 +14,8 @@
 namespace amrgrav {
 namespace cuda {
 
+struct CellChecks;
+
 /// The blocks as the kernels read them: per block lo[3], dx[3] (6 doubles, device memory), cells per block axis.
 /// Cell p: block p / (nxb nyb nzb), then i fastest.
 struct BlockGeometry {
@@ -37,9 +39,12 @@ struct BlockField {
 /// x, y, z (unscaled) and size of every cell in block order (any pointer may be null: not written).
 Status launchBlockCells(const BlockGeometry& g, double* x, double* y, double* z, double* size, cudaStream_t s);
 
-/// mass[p] = blockCellMass(rho(p), dx, dy, dz) of every cell; rho may be packed in `mass` itself (float64: each
-/// element is read before it is written).
-Status launchBlockMasses(const BlockGeometry& g, const BlockField& rho, double* mass, cudaStream_t s);
+/// mass[p] = blockCellMass(rho(p), dx, dy, dz) of every cell (rho may be packed in `mass` itself, float64: each
+/// element is read before it is written), checked and summed as launchBounds checks and sums a mass array, in the
+/// same pass (kernel_keys.cu): the first bad cell flagged in checks.firstBad and the total in result[6], with
+/// launchBounds' bits (its grid and order).
+Status launchBlockMassBounds(const BlockGeometry& g, const BlockField& rho, double* mass, const CellChecks& checks,
+                             double* partials, double* result, cudaStream_t s);
 
 /// keys[i] of the cell order[i] (unscaled positions on the root cube, as launchKeys makes them).
 Status launchBlockSortedKeys(const BlockGeometry& g, const std::uint32_t* order, double lo0, double lo1, double lo2,

@@ -128,12 +128,17 @@ Status uploadAndBound(DeviceState& ds, const CellsView& cells, const SolveOption
 Status queueMassCheck(DeviceState& ds, const CellChecks& checks, const double* mass, unsigned n, double** total,
                       unsigned** firstBad) {
   cudaStream_t s = ds.stream;
-  double* hb = static_cast<double*>(ds.small.get());
-  *total = hb + 16;
-  *firstBad = reinterpret_cast<unsigned*>(hb + 17);
   AG_CUDA_TRY(cudaMemsetAsync(checks.firstBad, 0xff, sizeof(unsigned), s));
   AG_TRY(launchBounds(nullptr, nullptr, nullptr, mass, nullptr, n, checks, ds.bounds.get(),
                       ds.bounds.get() + kBoundsStride * kBoundsBlocks, s));
+  return queueMassReadback(ds, checks, total, firstBad);
+}
+
+Status queueMassReadback(DeviceState& ds, const CellChecks& checks, double** total, unsigned** firstBad) {
+  cudaStream_t s = ds.stream;
+  double* hb = static_cast<double*>(ds.small.get());
+  *total = hb + 16;
+  *firstBad = reinterpret_cast<unsigned*>(hb + 17);
   AG_CUDA_TRY(cudaMemcpyAsync(*total, ds.bounds.get() + kBoundsStride * kBoundsBlocks + 6, sizeof(double),
                               cudaMemcpyDeviceToHost, s));
   AG_CUDA_TRY(cudaMemcpyAsync(*firstBad, checks.firstBad, sizeof(unsigned), cudaMemcpyDeviceToHost, s));
@@ -190,8 +195,11 @@ Status sortAndBuild(DeviceState& ds, const CellsView& cells, const SolveOptions&
 
   // ---- the mass into slot 5 (or aside, already while the sort runs), checked and summed by the bounds kernel (the
   //      same order of additions as before); read back after the build's synchronisations
-  if (ds.blk.view) {  // a block solve: the masses from the densities (packed float32 in the free index half)
-    AG_TRY(blockMassesInto(ds, massAt, ds.idxSpare.base, opt));
+  double* hmass = nullptr;
+  unsigned* hmassBad = nullptr;
+  if (ds.blk.view) {  // a block solve: the masses made from the densities (packed float32 in the free index half),
+                      // checked and summed in one pass
+    AG_TRY(blockMassesInto(ds, massAt, ds.idxSpare.base, opt, checks, &hmass, &hmassBad));
     AG_CUDA_TRY(cudaEventRecord(ds.events[6], s));
   } else {
     Transfer t{const_cast<double*>(cells.mass), massAt, std::size_t(n) * 8};
@@ -203,10 +211,8 @@ Status sortAndBuild(DeviceState& ds, const CellsView& cells, const SolveOptions&
       AG_TRY(copyIn(ds, &t, 1));
       AG_CUDA_TRY(cudaEventRecord(ds.events[6], s));
     }
+    AG_TRY(queueMassCheck(ds, checks, massAt, n, &hmass, &hmassBad));
   }
-  double* hmass = nullptr;
-  unsigned* hmassBad = nullptr;
-  AG_TRY(queueMassCheck(ds, checks, massAt, n, &hmass, &hmassBad));
 
   // ---- octree topology and the nodes' first keys (in the spare index half), then the keys are dead
   ds.tail = Carve(base + L.slot[5], ds.block.bytes() - L.slot[5]);

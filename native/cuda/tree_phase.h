@@ -36,6 +36,9 @@ Status uploadAndBound(DeviceState& ds, const CellsView& cells, const SolveOption
 Status queueMassCheck(DeviceState& ds, const CellChecks& checks, const double* mass, unsigned n, double** total,
                       unsigned** firstBad);
 
+/// queueMassCheck's read-back alone, after a mass check queued otherwise (a block solve's launchBlockMassBounds).
+Status queueMassReadback(DeviceState& ds, const CellChecks& checks, double** total, unsigned** firstBad);
+
 /// Keys with the length scale `givenScale` (0: the root cube's own, lengthScaleFor(side); a distributed solve
 /// gives the global one), sort, mass upload and check, octree topology (unless direct), gather into sorted
 /// scaled cells, and the sums' arrays. Leaves the solve's state in the DeviceState (slot, root scaled, scale,
