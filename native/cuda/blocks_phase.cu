@@ -139,7 +139,6 @@ BlockFinishValues blockFinishValues(const DeviceState& ds, const SolveOptions& o
 /// (finishCells). The events are those sortAndBuild records, so
 /// that fillStats reads this path's phases (upload: the densities; keys: the keys and cells made again; build: 0).
 Status reuseTree(DeviceState& ds, const SolveOptions& opt) {
-  const unsigned n = ds.n;
   cudaStream_t s = ds.stream;
   const BlockLayout& L = ds.layout;
   char* const base = reinterpret_cast<char*>(ds.block.get());
@@ -171,10 +170,10 @@ Status reuseTree(DeviceState& ds, const SolveOptions& opt) {
   const double massTotal = *hmass;
   AG_TRY(checkMassRange(massTotal, ds.minSize, r.side, opt));
   // the sorted cells: the sizes (the walk's phi took their slot) and the positions the last solve's results took
-  // made (the gather's values), the masses gathered from slot 5
+  // made (the gather's values), the masses gathered from slot 5, in one pass
   AG_TRY(launchBlockSortedCells(g, ds.order, ds.scale, ds.blk.xLive ? nullptr : slot[4],
-                                ds.blk.yzLive ? nullptr : slot[0], ds.blk.yzLive ? nullptr : slot[1], slot[2], s));
-  AG_TRY(launchGather(massAt, ds.order, n, 1.0, slot[3], s));
+                                ds.blk.yzLive ? nullptr : slot[0], ds.blk.yzLive ? nullptr : slot[1], slot[2], massAt,
+                                slot[3], s));
   ds.sortedCells.x = slot[4];
   ds.sortedCells.y = slot[0];
   ds.sortedCells.z = slot[1];
@@ -388,7 +387,7 @@ Status blockCoincident(DeviceState& ds, std::uint32_t b) {
 
 Status blockSortedSizes(DeviceState& ds) {
   AG_TRY(launchBlockSortedCells(geometryOf(ds), ds.order, ds.scale, nullptr, nullptr, nullptr, ds.sortedSize,
-                                ds.stream));
+                                nullptr, nullptr, ds.stream));
   AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));
   return Status::success();
 }

@@ -43,9 +43,12 @@ __global__ void __launch_bounds__(kThreads) blockSortedKeysKernel(const BlockGeo
 __global__ void __launch_bounds__(kThreads) blockSortedCellsKernel(const BlockGeometry g,
                                                                    const std::uint32_t* __restrict__ order,
                                                                    double scale, double* x, double* y, double* z,
-                                                                   double* size) {
+                                                                   double* size, const double* __restrict__ massIn,
+                                                                   double* __restrict__ massOut) {
   for (unsigned i = blockIdx.x * kThreads + threadIdx.x; i < g.n; i += gridDim.x * kThreads) {
-    const CellIndex c = cellIndex(g, order[i]);
+    const std::uint32_t o = order[i];
+    if (massOut) massOut[i] = massIn[o];  // launchGather's value (times 1: exact)
+    const CellIndex c = cellIndex(g, o);
     const double* b = g.geo + 6 * std::size_t(c.b);
     // launchGather's in[order[i]] * scale
     if (x) x[i] = __dmul_rn(blockCellCentre(b[0], c.i, b[3]), scale);
@@ -139,9 +142,9 @@ Status launchBlockSortedKeys(const BlockGeometry& g, const std::uint32_t* order,
 }
 
 Status launchBlockSortedCells(const BlockGeometry& g, const std::uint32_t* order, double scale, double* x, double* y,
-                              double* z, double* size, cudaStream_t s) {
+                              double* z, double* size, const double* massIn, double* massOut, cudaStream_t s) {
   if (g.n == 0) return Status::success();
-  blockSortedCellsKernel<<<gridFor(g.n), kThreads, 0, s>>>(g, order, scale, x, y, z, size);
+  blockSortedCellsKernel<<<gridFor(g.n), kThreads, 0, s>>>(g, order, scale, x, y, z, size, massIn, massOut);
   AG_CUDA_LAUNCHED("blockSortedCellsKernel");
   return Status::success();
 }

@@ -50,10 +50,10 @@ Status launchBlockMassBounds(const BlockGeometry& g, const BlockField& rho, doub
 Status launchBlockSortedKeys(const BlockGeometry& g, const std::uint32_t* order, double lo0, double lo1, double lo2,
                              double invCellSide, std::uint64_t* keys, cudaStream_t s);
 
-/// The sorted cells' positions and sizes times `scale` (as launchGather of the unsorted ones gives them); any
-/// pointer may be null.
+/// The sorted cells' positions and sizes times `scale` (as launchGather of the unsorted ones gives them), and with
+/// massOut the masses massIn gathered (launchGather's values); any output may be null.
 Status launchBlockSortedCells(const BlockGeometry& g, const std::uint32_t* order, double scale, double* x, double* y,
-                              double* z, double* size, cudaStream_t s);
+                              double* z, double* size, const double* massIn, double* massOut, cudaStream_t s);
 
 /// What the finish makes of the walk's sums (kernel_finish.cu finishKernel), sorted order.
 struct BlockFinishValues {
