@@ -197,6 +197,8 @@ struct DeviceState {
   /// kept with it (a block solve's kept tree walks the same groups); 4 bytes per group, so about 0.15 per cell.
   DeviceBuffer<unsigned> groupBegin;
   DeviceBuffer<unsigned> groupTiles;  ///< the group kernels' per-tile counts and their scan (2 x (tiles + 1))
+  DeviceBuffer<StartMask> groupMask;  ///< (*) the group starts between the group kernels' passes (n / 8 bytes)
+  StartMask* groupMaskPtr = nullptr;  ///< ... in the block's extra bytes (free after the build), or groupMask
   DeviceBuffer<NodeMoments> moments;  ///< (*)
   DeviceBuffer<D4> nodeMac;            ///< (*)
   DeviceBuffer<float4> nodeMQ;         ///< (*)

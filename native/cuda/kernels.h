@@ -158,14 +158,24 @@ constexpr unsigned kGroupTile = 4096;  ///< sorted cells per block of the group 
 /// Tiles of kGroupTile cells over n cells (the group kernels' blocks; tileCount and tileOffset hold tiles + 1).
 unsigned groupTiles(unsigned n);
 
-/// tileCount[t] = the walk groups (tree/groups_k.h) starting in tile t of the sorted keys, tileCount[tiles] = 0.
+/// One bit per sorted cell, set where a walk group starts: kGroupStartsPerMask consecutive cells per mask.
+using StartMask = std::uint16_t;
+constexpr unsigned kGroupStartsPerMask = 16;
+/// Masks the group kernels use for n cells (every tile's, whole).
+inline std::size_t groupStartMasks(unsigned n) {
+  return std::size_t((n + kGroupTile - 1) / kGroupTile) * (kGroupTile / kGroupStartsPerMask);
+}
+
+/// tileCount[t] = the walk groups (tree/groups_k.h) starting in tile t of the sorted keys, tileCount[tiles] = 0,
+/// and the starts themselves in startMask (groupStartMasks(n)).
 Status launchCountGroups(const std::uint64_t* keys, unsigned n, unsigned groupSize, unsigned* tileCount,
-                         cudaStream_t s);
+                         StartMask* startMask, cudaStream_t s);
 
 /// After tileOffset = the exclusive scan of tileCount (scanExclusive over tiles + 1): groupBegin[g] = the first
-/// sorted cell of group g, in cell order, and groupBegin[numGroups] = n (numGroups = tileOffset[tiles]).
-Status launchWriteGroups(const std::uint64_t* keys, unsigned n, unsigned groupSize, const unsigned* tileOffset,
-                         unsigned* groupBegin, cudaStream_t s);
+/// sorted cell of group g, in cell order, and groupBegin[numGroups] = n (numGroups = tileOffset[tiles]), from the
+/// counting pass's startMask.
+Status launchWriteGroups(const StartMask* startMask, unsigned n, const unsigned* tileOffset, unsigned* groupBegin,
+                         cudaStream_t s);
 
 // ---------------------------------------------------------------- walk (kernel_walk.cu)
 

@@ -236,7 +236,7 @@ Status sortAndBuild(DeviceState& ds, const CellsView& cells, const SolveOptions&
   }
   // root: still in the caller's units; point sources: checked on the host with their softening
   if (!ds.pointSources) AG_TRY(checkMassRange(massTotal, ds.minSize, root.side, opt));
-  if (!direct) AG_TRY(writeGroups(ds, unsigned(opt.groupSize)));  // queued before the gather overwrites the keys
+  if (!direct) AG_TRY(writeGroups(ds));  // queued before the moments take the extra bytes (the starts' masks)
 
   // ---- gather in place, rotating through slot 4 (the keys' slot): each array lands in the slot the previous one
   //      left; the mass's unsorted copy in slot 5 is read last, so slot 5 ends free
@@ -380,7 +380,9 @@ Status countGroups(DeviceState& ds, unsigned groupSize) {
   AG_TRY(ds.groupTiles.reserve(2 * (std::size_t(tiles) + 1), "the walk groups' tile counts"));
   unsigned* count = ds.groupTiles.get();
   unsigned* offset = count + tiles + 1;
-  AG_TRY(launchCountGroups(ds.sortedKeys, n, groupSize, count, ds.stream));
+  Carve room = ds.extra;  // the build's level scratch is done with it
+  AG_TRY(carveOrReserve(room, ds.groupMask, groupStartMasks(n), "the walk groups' starts", ds.groupMaskPtr));
+  AG_TRY(launchCountGroups(ds.sortedKeys, n, groupSize, count, ds.groupMaskPtr, ds.stream));
   std::size_t tempBytes = 0;
   AG_TRY(scanExclusive(nullptr, tempBytes, count, offset, tiles + 1, ds.stream));
   AG_TRY(reserveCubTemp(ds, tempBytes));
@@ -391,12 +393,11 @@ Status countGroups(DeviceState& ds, unsigned groupSize) {
   return Status::success();
 }
 
-Status writeGroups(DeviceState& ds, unsigned groupSize) {
+Status writeGroups(DeviceState& ds) {
   const unsigned n = ds.n, tiles = groupTiles(n);
   ds.numGroups = *reinterpret_cast<const unsigned*>(static_cast<const double*>(ds.small.get()) + kGroupCountSlot);
   AG_TRY(ds.groupBegin.reserve(std::size_t(ds.numGroups) + 1, "the walk groups"));
-  return launchWriteGroups(ds.sortedKeys, n, groupSize, ds.groupTiles.get() + tiles + 1, ds.groupBegin.get(),
-                           ds.stream);
+  return launchWriteGroups(ds.groupMaskPtr, n, ds.groupTiles.get() + tiles + 1, ds.groupBegin.get(), ds.stream);
 }
 
 Status computeMoments(DeviceState& ds, unsigned n, unsigned nodes, int depth, const RootCube& root,

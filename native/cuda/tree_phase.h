@@ -76,10 +76,11 @@ Status computeNodeKeys(DeviceState& ds, unsigned nodes);
 constexpr int kGroupCountSlot = 19;
 
 /// The walk groups (tree/groups_k.h) from the sorted keys, in two steps around the build's synchronisation: queue
-/// the per-tile counts, their scan and the total's read-back; then, with the total read (ds.numGroups), each
-/// group's first cell into ds.groupBegin, queued while the keys are still in slot 4 (before the gather).
+/// the group starts (one bit per cell, in the block's extra bytes when they fit), the per-tile counts, their scan
+/// and the total's read-back; then, with the total read (ds.numGroups), each group's first cell into
+/// ds.groupBegin, queued before the moments take the extra bytes.
 Status countGroups(DeviceState& ds, unsigned groupSize);
-Status writeGroups(DeviceState& ds, unsigned groupSize);
+Status writeGroups(DeviceState& ds);
 
 /// The MAC records, multipoles (and, for signed sources, dipoles) of every node, level by level from the deepest:
 /// in the block's tail when they fit, else in buffers of their own.
