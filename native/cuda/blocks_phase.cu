@@ -120,11 +120,25 @@ Status meanPotentialOnDevice(DeviceState& ds, const double* pot, double* mean) {
   return Status::success();
 }
 
-/// An unchanged mesh: the masses made and checked, the sorted keys (for the nodes' first keys) and sorted cells
-/// made from the kept order, then sortAndBuild's end (finishCells). The events are those sortAndBuild records, so
+/// finishKernel's values (kernel_finish.cu) of this solve.
+BlockFinishValues blockFinishValues(const DeviceState& ds, const SolveOptions& opt) {
+  BlockFinishValues f;
+  f.phi = ds.sums[0];
+  f.gx = ds.sums[1];
+  f.gy = ds.sums[2];
+  f.gz = ds.sums[3];
+  f.accelerations = opt.accelerations;
+  f.invMassScale = 1.0 / ds.massScale;
+  f.scale = ds.scale;
+  f.G = opt.G;
+  return f;
+}
+
+/// An unchanged mesh: the masses made and checked, the sorted cells made from the kept order where the last solve's
+/// results took their slots (the node keys too if the walk took their room), then sortAndBuild's end
+/// (finishCells). The events are those sortAndBuild records, so
 /// that fillStats reads this path's phases (upload: the densities; keys: the keys and cells made again; build: 0).
 Status reuseTree(DeviceState& ds, const SolveOptions& opt) {
-  const unsigned n = ds.n;
   cudaStream_t s = ds.stream;
   const BlockLayout& L = ds.layout;
   char* const base = reinterpret_cast<char*>(ds.block.get());
@@ -135,16 +149,19 @@ Status reuseTree(DeviceState& ds, const SolveOptions& opt) {
   // the masses (unsorted) into slot 5, the tail's start, free until the moments (packed float32: slot 3, free until
   // the gather below), checked and summed by the bounds kernel as sortAndBuild does
   double* const massAt = slot[5];
-  AG_TRY(blockMassesInto(ds, massAt, slot[3], opt));
-  AG_CUDA_TRY(cudaEventRecord(ds.events[1], s));
-  AG_CUDA_TRY(cudaEventRecord(ds.events[8], s));
   double* hmass = nullptr;
   unsigned* hmassBad = nullptr;
-  AG_TRY(queueMassCheck(ds, checks, massAt, n, &hmass, &hmassBad));
-  // the sorted keys into the sort's slot (slot 4), then the nodes' first keys after the kept topology
+  AG_TRY(blockMassesInto(ds, massAt, slot[3], opt, checks, &hmass, &hmassBad));
+  AG_CUDA_TRY(cudaEventRecord(ds.events[1], s));
+  AG_CUDA_TRY(cudaEventRecord(ds.events[8], s));
+  // the nodes' first keys: kept with the topology unless the walk's group sizes took their room (then the sorted
+  // keys into the sort's slot, slot 4, and the node keys from them); the walk groups (ds.groupBegin) are kept
   const RootCube& r = ds.blk.rootUnscaled;
-  AG_TRY(launchBlockSortedKeys(g, ds.order, r.lo[0], r.lo[1], r.lo[2], double(kKeyCells) / r.side, ds.sortedKeys, s));
-  AG_TRY(computeNodeKeys(ds, ds.nodes));  // the walk groups (ds.groupBegin) are kept with the topology
+  if (!ds.nodeKeysLive) {
+    AG_TRY(launchBlockSortedKeys(g, ds.order, r.lo[0], r.lo[1], r.lo[2], double(kKeyCells) / r.side, ds.sortedKeys,
+                                 s));
+    AG_TRY(computeNodeKeys(ds, ds.nodes));
+  }
   AG_CUDA_TRY(cudaEventRecord(ds.events[2], s));
   AG_CUDA_TRY(cudaEventRecord(ds.events[6], s));
   AG_CUDA_TRY(cudaEventRecord(ds.events[7], s));
@@ -152,9 +169,11 @@ Status reuseTree(DeviceState& ds, const SolveOptions& opt) {
   if (*hmassBad != 0xffffffffu) return blockFlagged(ds, *hmassBad, opt);
   const double massTotal = *hmass;
   AG_TRY(checkMassRange(massTotal, ds.minSize, r.side, opt));
-  // the sorted cells: positions and sizes made (the gather's values), the masses gathered from slot 5
-  AG_TRY(launchBlockSortedCells(g, ds.order, ds.scale, slot[4], slot[0], slot[1], slot[2], s));
-  AG_TRY(launchGather(massAt, ds.order, n, 1.0, slot[3], s));
+  // the sorted cells: the sizes (the walk's phi took their slot) and the positions the last solve's results took
+  // made (the gather's values), the masses gathered from slot 5, in one pass
+  AG_TRY(launchBlockSortedCells(g, ds.order, ds.scale, ds.blk.xLive ? nullptr : slot[4],
+                                ds.blk.yzLive ? nullptr : slot[0], ds.blk.yzLive ? nullptr : slot[1], slot[2], massAt,
+                                slot[3], s));
   ds.sortedCells.x = slot[4];
   ds.sortedCells.y = slot[0];
   ds.sortedCells.z = slot[1];
@@ -200,6 +219,9 @@ Status run(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const So
   const bool reuse = ds.blk.key.matches(v, opt) && ds.n == n && ds.block.get() == ds.blk.blockBase &&
                      ds.block.bytes() == ds.blk.blockBytes;
   ds.blk.key.valid = false;  // until this solve succeeds
+  // the device entry's finish writes into the caller's arrays (a fully periodic solve's mean potential wants the
+  // packed results first)
+  const bool finishIntoCaller = v.deviceData && !opt.fullyPeriodic();
 
   // the blocks' geometry (6 doubles per block; unchanged when the tree is kept), the device entry's block index
   if (!reuse) {
@@ -238,16 +260,24 @@ Status run(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const So
   out.stats.nodes = ds.nodes;
   out.stats.leaves = ds.nodes - ds.splitNodes;
   out.stats.treeDepth = ds.depth;
-  double* res[4];
-  AG_TRY(finishOnDevice(ds, opt, res));
+  double* res[4] = {nullptr, nullptr, nullptr, nullptr};
+  const int nout = opt.accelerations ? 4 : 1;
+  void* dst[4] = {o.potential, o.ax, o.ay, o.az};
+  if (finishIntoCaller) {
+    BlockField f[4];
+    for (int k = 0; k < nout; ++k) f[k] = callerField(ds, dst[k]);
+    AG_TRY(launchBlockFinish(geometryOf(ds), ds.order, blockFinishValues(ds, opt), f, ds.stream));
+    AG_CUDA_TRY(cudaEventRecord(ds.events[5], ds.stream));
+  } else {
+    AG_TRY(finishOnDevice(ds, opt, res));
+  }
 
   // ---- the results into the caller's layout: on the device (device entry), or from the download's chunks
   const auto td = Clock::now();
-  const int nout = opt.accelerations ? 4 : 1;
-  void* dst[4] = {o.potential, o.ax, o.ay, o.az};
   if (v.deviceData) {
     const BlockGeometry geo = geometryOf(ds);
-    for (int k = 0; k < nout; ++k) AG_TRY(launchBlockScatter(geo, res[k], callerField(ds, dst[k]), ds.stream));
+    if (!finishIntoCaller)
+      for (int k = 0; k < nout; ++k) AG_TRY(launchBlockScatter(geo, res[k], callerField(ds, dst[k]), ds.stream));
     // the caller's later work on its stream follows these writes
     AG_CUDA_TRY(cudaEventRecord(ds.blk.callerEvent, ds.stream));
     AG_CUDA_TRY(cudaStreamWaitEvent(caller, ds.blk.callerEvent, 0));
@@ -270,6 +300,8 @@ Status run(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const So
   ds.blk.key.assign(v, opt);
   ds.blk.blockBase = ds.block.get();
   ds.blk.blockBytes = ds.block.bytes();
+  ds.blk.xLive = finishIntoCaller;  // finishOnDevice: the potential in slot 4, the accelerations in 0, 1, 3
+  ds.blk.yzLive = finishIntoCaller || !opt.accelerations;
   return Status::success();
 }
 
@@ -285,11 +317,15 @@ Status blockCellsIntoSlots(DeviceState& ds) {
   return launchBlockCells(geometryOf(ds), ds.slot[0], ds.slot[1], ds.slot[2], ds.slot[3], ds.stream);
 }
 
-Status blockMassesInto(DeviceState& ds, double* massAt, void* scratch32, const SolveOptions& opt) {
+Status blockMassesInto(DeviceState& ds, double* massAt, void* scratch32, const SolveOptions& opt,
+                       const CellChecks& checks, double** total, unsigned** firstBad) {
   const BlocksView& v = *ds.blk.view;
   const BlockGeometry g = geometryOf(ds);
+  double* const partials = ds.bounds.get();
+  double* const result = partials + kBoundsStride * kBoundsBlocks;
+  AG_CUDA_TRY(cudaMemsetAsync(checks.firstBad, 0xff, sizeof(unsigned), ds.stream));
   if (v.deviceData) {
-    AG_TRY(launchBlockMasses(g, callerField(ds, v.density), massAt, ds.stream));
+    AG_TRY(launchBlockMassBounds(g, callerField(ds, v.density), massAt, checks, partials, result, ds.stream));
   } else {
     // one number per cell, in the caller's dtype, packed by the copy threads straight into the pinned chunks
     const std::size_t es = dtypeBytes(v.dtype);
@@ -299,8 +335,9 @@ Status blockMassesInto(DeviceState& ds, double* massAt, void* scratch32, const S
       packRange(v, off / es, (off + len) / es, dst);
     };
     AG_TRY(copyIn(ds, &t, 1, ds.stream, &fill));
-    AG_TRY(launchBlockMasses(g, packedField(v, packed), massAt, ds.stream));
+    AG_TRY(launchBlockMassBounds(g, packedField(v, packed), massAt, checks, partials, result, ds.stream));
   }
+  AG_TRY(queueMassReadback(ds, checks, total, firstBad));
   if (opt.signedSources()) AG_TRY(fixedOrderSumOnDevice(ds, massAt, g.n, &ds.contrastTotal));
   return Status::success();
 }
@@ -350,7 +387,7 @@ Status blockCoincident(DeviceState& ds, std::uint32_t b) {
 
 Status blockSortedSizes(DeviceState& ds) {
   AG_TRY(launchBlockSortedCells(geometryOf(ds), ds.order, ds.scale, nullptr, nullptr, nullptr, ds.sortedSize,
-                                ds.stream));
+                                nullptr, nullptr, ds.stream));
   AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));
   return Status::success();
 }

@@ -69,6 +69,10 @@ struct BlockState {
   RootCube rootScaled;               ///< ... scaled (the moments')
   const void* blockBase = nullptr;   ///< the device block it lives in (a reallocated block loses it)
   std::size_t blockBytes = 0;
+  /// Which sorted, scaled positions the last block solve left intact in their slots (4: x, 0: y, 1: z): the
+  /// results went elsewhere (the device entry's finish writes into the caller's arrays), or only the potential
+  /// came out (slot 4). A kept tree then makes only the others again.
+  bool xLive = false, yzLive = false;
   cudaEvent_t callerEvent = nullptr; ///< the device entry's ordering with the caller's stream
 };
 
@@ -190,6 +194,7 @@ struct DeviceState {
   uint4* topoPtr = nullptr;             ///< node topology (spare index half, or topo)
   std::size_t topoCap = 0;
   std::uint64_t* nodeKeysPtr = nullptr; ///< first key of each node (spare index half, or nodeKeys)
+  bool nodeKeysLive = false;            ///< the node keys outlived the walk (a block solve's kept tree reuses them)
   D4* nodeMacPtr = nullptr;             ///< node MAC records (tail, or nodeMac)
   float4* nodeMQPtr = nullptr;          ///< node multipoles (tail, or nodeMQ)
   float4* nodeDipPtr = nullptr;         ///< signed sources: node dipoles (tail, or nodeDip); else null
@@ -202,6 +207,8 @@ struct DeviceState {
   /// kept with it (a block solve's kept tree walks the same groups); 4 bytes per group, so about 0.15 per cell.
   DeviceBuffer<unsigned> groupBegin;
   DeviceBuffer<unsigned> groupTiles;  ///< the group kernels' per-tile counts and their scan (2 x (tiles + 1))
+  DeviceBuffer<StartMask> groupMask;  ///< (*) the group starts between the group kernels' passes (n / 8 bytes)
+  StartMask* groupMaskPtr = nullptr;  ///< ... in the block's extra bytes (free after the build), or groupMask
   DeviceBuffer<NodeMoments> moments;  ///< (*)
   DeviceBuffer<D4> nodeMac;            ///< (*)
   DeviceBuffer<float4> nodeMQ;         ///< (*)

@@ -2,6 +2,7 @@
 /// \brief The block entry's kernels (kernels_blocks.h). Compiled with -fmad=false, and the formula itself
 /// (core/blocks.h blockCellCentre, blockCellMass) rounds each operation explicitly: the cells are the host's bits.
 #include "core/blocks.h"
+#include "cuda/block_index.h"
 #include "cuda/check.h"
 #include "cuda/grid_stride.h"
 #include "cuda/kernels_blocks.h"
@@ -13,37 +14,6 @@ namespace {
 
 constexpr int kThreads = kGridThreads;
 
-/// Block and (i, j, k) of cell p.
-struct CellIndex {
-  unsigned b;
-  int i, j, k;
-};
-
-__device__ __forceinline__ CellIndex cellIndex(const BlockGeometry& g, unsigned p) {
-  const unsigned cpb = g.nxb * g.nyb * g.nzb;
-  CellIndex c;
-  c.b = p / cpb;
-  unsigned r = p - c.b * cpb;
-  c.i = int(r % g.nxb);
-  r /= g.nxb;
-  c.j = int(r % g.nyb);
-  c.k = int(r / g.nyb);
-  return c;
-}
-
-__device__ __forceinline__ unsigned long long elementOf(const BlockField& f, const CellIndex& c) {
-  const unsigned long long s = f.slots ? (unsigned long long)f.slots[c.b] : (unsigned long long)c.b;
-  const unsigned long long cell =
-      ((unsigned long long)(c.k + f.gz) * (unsigned long long)f.ny + (unsigned long long)(c.j + f.gy)) *
-          (unsigned long long)f.nx +
-      (unsigned long long)(c.i + f.gx);
-  return s * f.blockStride + f.varStride * cell;
-}
-
-__device__ __forceinline__ double readField(const BlockField& f, unsigned long long e) {
-  return f.dtype == 1 ? double(static_cast<const float*>(f.data)[e]) : static_cast<const double*>(f.data)[e];
-}
-
 __global__ void __launch_bounds__(kThreads) blockCellsKernel(const BlockGeometry g, double* x, double* y, double* z,
                                                              double* size) {
   for (unsigned p = blockIdx.x * kThreads + threadIdx.x; p < g.n; p += gridDim.x * kThreads) {
@@ -53,17 +23,6 @@ __global__ void __launch_bounds__(kThreads) blockCellsKernel(const BlockGeometry
     if (y) y[p] = blockCellCentre(b[1], c.j, b[4]);
     if (z) z[p] = blockCellCentre(b[2], c.k, b[5]);
     if (size) size[p] = b[3];
-  }
-}
-
-// no __restrict__: the packed float64 density may be the mass array itself (each thread reads its element first)
-__global__ void __launch_bounds__(kThreads) blockMassesKernel(const BlockGeometry g, const BlockField rho,
-                                                              double* mass) {
-  for (unsigned p = blockIdx.x * kThreads + threadIdx.x; p < g.n; p += gridDim.x * kThreads) {
-    const CellIndex c = cellIndex(g, p);
-    const double* b = g.geo + 6 * std::size_t(c.b);
-    const double r = readField(rho, elementOf(rho, c));
-    mass[p] = blockCellMass(r, b[3], b[4], b[5]);
   }
 }
 
@@ -84,9 +43,12 @@ __global__ void __launch_bounds__(kThreads) blockSortedKeysKernel(const BlockGeo
 __global__ void __launch_bounds__(kThreads) blockSortedCellsKernel(const BlockGeometry g,
                                                                    const std::uint32_t* __restrict__ order,
                                                                    double scale, double* x, double* y, double* z,
-                                                                   double* size) {
+                                                                   double* size, const double* __restrict__ massIn,
+                                                                   double* __restrict__ massOut) {
   for (unsigned i = blockIdx.x * kThreads + threadIdx.x; i < g.n; i += gridDim.x * kThreads) {
-    const CellIndex c = cellIndex(g, order[i]);
+    const std::uint32_t o = order[i];
+    if (massOut) massOut[i] = massIn[o];  // launchGather's value (times 1: exact)
+    const CellIndex c = cellIndex(g, o);
     const double* b = g.geo + 6 * std::size_t(c.b);
     // launchGather's in[order[i]] * scale
     if (x) x[i] = __dmul_rn(blockCellCentre(b[0], c.i, b[3]), scale);
@@ -103,6 +65,30 @@ __global__ void __launch_bounds__(kThreads) blockScatterKernel(const BlockGeomet
     const unsigned long long e = elementOf(dst, cellIndex(g, p));
     if (dst.dtype == 1) static_cast<float*>(dst.data)[e] = float(packed[p]);
     else static_cast<double*>(dst.data)[e] = packed[p];
+  }
+}
+
+__device__ __forceinline__ void writeField(const BlockField& f, unsigned long long e, double v) {
+  if (f.dtype == 1) static_cast<float*>(f.data)[e] = float(v);
+  else static_cast<double*>(f.data)[e] = v;
+}
+
+/// finishKernel's products (kernel_finish.cu), each rounded as there: -G (phi scale), -G ((g / massScale) scale^2).
+template <bool Accel>
+__global__ void __launch_bounds__(kThreads) blockFinishKernel(const BlockGeometry g,
+                                                              const std::uint32_t* __restrict__ order,
+                                                              const BlockFinishValues v, const BlockField pot,
+                                                              const BlockField ax, const BlockField ay,
+                                                              const BlockField az) {
+  const double s2 = __dmul_rn(v.scale, v.scale), minusG = -v.G;
+  for (unsigned i = blockIdx.x * kThreads + threadIdx.x; i < g.n; i += gridDim.x * kThreads) {
+    const CellIndex c = cellIndex(g, order[i]);
+    writeField(pot, elementOf(pot, c), __dmul_rn(minusG, __dmul_rn(v.phi[i], v.scale)));
+    if (Accel) {
+      writeField(ax, elementOf(ax, c), __dmul_rn(minusG, __dmul_rn(__dmul_rn(v.gx[i], v.invMassScale), s2)));
+      writeField(ay, elementOf(ay, c), __dmul_rn(minusG, __dmul_rn(__dmul_rn(v.gy[i], v.invMassScale), s2)));
+      writeField(az, elementOf(az, c), __dmul_rn(minusG, __dmul_rn(__dmul_rn(v.gz[i], v.invMassScale), s2)));
+    }
   }
 }
 
@@ -147,13 +133,6 @@ Status launchBlockCells(const BlockGeometry& g, double* x, double* y, double* z,
   return Status::success();
 }
 
-Status launchBlockMasses(const BlockGeometry& g, const BlockField& rho, double* mass, cudaStream_t s) {
-  if (g.n == 0) return Status::success();
-  blockMassesKernel<<<gridFor(g.n), kThreads, 0, s>>>(g, rho, mass);
-  AG_CUDA_LAUNCHED("blockMassesKernel");
-  return Status::success();
-}
-
 Status launchBlockSortedKeys(const BlockGeometry& g, const std::uint32_t* order, double lo0, double lo1, double lo2,
                              double invCellSide, std::uint64_t* keys, cudaStream_t s) {
   if (g.n == 0) return Status::success();
@@ -163,9 +142,9 @@ Status launchBlockSortedKeys(const BlockGeometry& g, const std::uint32_t* order,
 }
 
 Status launchBlockSortedCells(const BlockGeometry& g, const std::uint32_t* order, double scale, double* x, double* y,
-                              double* z, double* size, cudaStream_t s) {
+                              double* z, double* size, const double* massIn, double* massOut, cudaStream_t s) {
   if (g.n == 0) return Status::success();
-  blockSortedCellsKernel<<<gridFor(g.n), kThreads, 0, s>>>(g, order, scale, x, y, z, size);
+  blockSortedCellsKernel<<<gridFor(g.n), kThreads, 0, s>>>(g, order, scale, x, y, z, size, massIn, massOut);
   AG_CUDA_LAUNCHED("blockSortedCellsKernel");
   return Status::success();
 }
@@ -174,6 +153,17 @@ Status launchBlockScatter(const BlockGeometry& g, const double* packed, const Bl
   if (g.n == 0) return Status::success();
   blockScatterKernel<<<gridFor(g.n), kThreads, 0, s>>>(g, packed, dst);
   AG_CUDA_LAUNCHED("blockScatterKernel");
+  return Status::success();
+}
+
+Status launchBlockFinish(const BlockGeometry& g, const std::uint32_t* order, const BlockFinishValues& v,
+                         const BlockField dst[4], cudaStream_t s) {
+  if (g.n == 0) return Status::success();
+  if (v.accelerations)
+    blockFinishKernel<true><<<gridFor(g.n), kThreads, 0, s>>>(g, order, v, dst[0], dst[1], dst[2], dst[3]);
+  else
+    blockFinishKernel<false><<<gridFor(g.n), kThreads, 0, s>>>(g, order, v, dst[0], dst[0], dst[0], dst[0]);
+  AG_CUDA_LAUNCHED("blockFinishKernel");
   return Status::success();
 }
 

@@ -8,6 +8,8 @@
 #include "physics/moments_k.h"  // a cell's extent, std::min/max's pick (physics/rounding.h)
 #include "tree/keys.h"
 #include "core/validate.h"
+#include "core/blocks.h"
+#include "cuda/block_index.h"
 #include "cuda/check.h"
 #include "cuda/grid_stride.h"
 #include "cuda/kernels.h"
@@ -106,6 +108,53 @@ __global__ void __launch_bounds__(kThreads) boundsKernel(const double* __restric
   }
 }
 
+/// A block solve's masses made from the densities (core/blocks.h blockCellMass, written to mass) and checked and summed
+/// as boundsKernel checks and sums a mass array: each thread takes the same cells in the same order (the grid's
+/// stride), so the total has boundsKernel's bits. The densities of kUnroll of a thread's cells are read before
+/// any is summed (the sum's order is kept; the reads overlap).
+// no __restrict__: the packed float64 density may be the mass array itself (each cell is read before it is written)
+constexpr unsigned kUnroll = 8;
+__global__ void __launch_bounds__(kThreads) blockMassBoundsKernel(const BlockGeometry g, const BlockField rho,
+                                                                  double* mass, const CellChecks checks,
+                                                                  double* __restrict__ partials) {
+  Bounds b = emptyBounds();
+  unsigned firstBad = 0xffffffffu;
+  const unsigned n = g.n, stride = gridDim.x * kThreads;  // n < 2^31 and stride <= 2^16: no overflow below
+  for (unsigned i = blockIdx.x * kThreads + threadIdx.x; i < n; i += kUnroll * stride) {
+    double m[kUnroll];
+#pragma unroll
+    for (unsigned u = 0; u < kUnroll; ++u) {
+      const unsigned p = i + u * stride;
+      if (p < n) {
+        const CellIndex c = cellIndex(g, p);
+        const double* h = g.geo + 6 * std::size_t(c.b);
+        m[u] = blockCellMass(readField(rho, elementOf(rho, c)), h[3], h[4], h[5]);
+      }
+    }
+#pragma unroll
+    for (unsigned u = 0; u < kUnroll; ++u) {
+      const unsigned p = i + u * stride;
+      if (p < n) {
+        mass[p] = m[u];
+        const bool bad = !isfinite(m[u]) || (m[u] < 0.0 && !checks.signedMasses);
+        b.mass += m[u];
+        if (bad && p < firstBad) firstBad = p;
+      }
+    }
+  }
+  if (firstBad != 0xffffffffu && checks.firstBad) atomicMin(checks.firstBad, firstBad);
+  b = blockReduce(b);
+  if (threadIdx.x == 0) {
+    double* o = partials + kBoundsStride * blockIdx.x;
+    for (int d = 0; d < 3; ++d) {
+      o[d] = b.lo[d];
+      o[3 + d] = b.hi[d];
+    }
+    o[6] = b.mass;
+    o[7] = b.minSize;
+  }
+}
+
 __global__ void __launch_bounds__(kThreads) boundsFinalKernel(const double* __restrict__ partials, int count,
                                                               double* __restrict__ result) {
   Bounds b = emptyBounds();
@@ -178,15 +227,30 @@ __global__ void __launch_bounds__(kThreads) coincidentKernel(const double* __res
   }
 }
 
+/// The bounds kernels' grid for n cells.
+unsigned boundsBlocks(unsigned n) {
+  unsigned blocks = (n + kThreads - 1) / kThreads;
+  if (blocks > unsigned(kBoundsBlocks)) blocks = kBoundsBlocks;
+  return blocks < 1 ? 1 : blocks;
+}
+
 }  // namespace
 
 Status launchBounds(const double* x, const double* y, const double* z, const double* mass, const double* size,
                     unsigned n, const CellChecks& checks, double* partials, double* result, cudaStream_t s) {
-  unsigned blocks = (n + kThreads - 1) / kThreads;
-  if (blocks > unsigned(kBoundsBlocks)) blocks = kBoundsBlocks;
-  if (blocks < 1) blocks = 1;
+  const unsigned blocks = boundsBlocks(n);
   boundsKernel<<<blocks, kThreads, 0, s>>>(x, y, z, mass, size, n, checks, partials);
   AG_CUDA_LAUNCHED("boundsKernel");
+  boundsFinalKernel<<<1, kThreads, 0, s>>>(partials, int(blocks), result);
+  AG_CUDA_LAUNCHED("boundsFinalKernel");
+  return Status::success();
+}
+
+Status launchBlockMassBounds(const BlockGeometry& g, const BlockField& rho, double* mass, const CellChecks& checks,
+                             double* partials, double* result, cudaStream_t s) {
+  const unsigned blocks = boundsBlocks(g.n);  // launchBounds' grid: the same cells per thread, the same sums
+  blockMassBoundsKernel<<<blocks, kThreads, 0, s>>>(g, rho, mass, checks, partials);
+  AG_CUDA_LAUNCHED("blockMassBoundsKernel");
   boundsFinalKernel<<<1, kThreads, 0, s>>>(partials, int(blocks), result);
   AG_CUDA_LAUNCHED("boundsFinalKernel");
   return Status::success();

@@ -131,7 +131,7 @@ struct MomentsParams {
   const std::uint64_t* nodeKeys;  ///< key of each node's first cell: its prefix gives the node's cube coordinates
   DeviceCells cells;
   const double* size;
-  NodeMoments* moments;  ///< nodes < stored only (the deepest level's leaves are recomputed by their parents)
+  NodeMoments* moments;  ///< nodes < stored only (the deepest level's leaves go to their parents in shared memory)
   unsigned stored;
   D4* nodeMac;        ///< com, macRadius (or -1 when massless)
   float4* nodeMQ;     ///< 2 per node: (m, q0, q1, q2), (q3, q4, q5, S), times massScale
@@ -147,8 +147,9 @@ struct MomentsParams {
 /// The density contrast (tree/tree.h applyDensityContrast): mass[i] -= rho size[i]^3 over the sorted, scaled cells.
 Status launchDensityContrast(double* mass, const double* size, unsigned n, double rho, cudaStream_t s);
 
-/// Moments of the nodes [begin, end) of one level; the next level's moments must be complete.
-Status launchMomentsLevel(const MomentsParams& p, unsigned begin, unsigned end, int level, cudaStream_t s);
+/// Moments of every node, bottom-up: the deepest level (its moments are not stored: p.stored = levelStart[depth])
+/// with the level above it in one launch, then one launch per level. levelStart: depth + 2 entries (host memory).
+Status launchMoments(const MomentsParams& p, const unsigned* levelStart, int depth, cudaStream_t s);
 
 // ---------------------------------------------------------------- walk groups (kernel_groups.cu)
 
@@ -157,14 +158,24 @@ constexpr unsigned kGroupTile = 4096;  ///< sorted cells per block of the group 
 /// Tiles of kGroupTile cells over n cells (the group kernels' blocks; tileCount and tileOffset hold tiles + 1).
 unsigned groupTiles(unsigned n);
 
-/// tileCount[t] = the walk groups (tree/groups_k.h) starting in tile t of the sorted keys, tileCount[tiles] = 0.
+/// One bit per sorted cell, set where a walk group starts: kGroupStartsPerMask consecutive cells per mask.
+using StartMask = std::uint16_t;
+constexpr unsigned kGroupStartsPerMask = 16;
+/// Masks the group kernels use for n cells (every tile's, whole).
+inline std::size_t groupStartMasks(unsigned n) {
+  return std::size_t((n + kGroupTile - 1) / kGroupTile) * (kGroupTile / kGroupStartsPerMask);
+}
+
+/// tileCount[t] = the walk groups (tree/groups_k.h) starting in tile t of the sorted keys, tileCount[tiles] = 0,
+/// and the starts themselves in startMask (groupStartMasks(n)).
 Status launchCountGroups(const std::uint64_t* keys, unsigned n, unsigned groupSize, unsigned* tileCount,
-                         cudaStream_t s);
+                         StartMask* startMask, cudaStream_t s);
 
 /// After tileOffset = the exclusive scan of tileCount (scanExclusive over tiles + 1): groupBegin[g] = the first
-/// sorted cell of group g, in cell order, and groupBegin[numGroups] = n (numGroups = tileOffset[tiles]).
-Status launchWriteGroups(const std::uint64_t* keys, unsigned n, unsigned groupSize, const unsigned* tileOffset,
-                         unsigned* groupBegin, cudaStream_t s);
+/// sorted cell of group g, in cell order, and groupBegin[numGroups] = n (numGroups = tileOffset[tiles]), from the
+/// counting pass's startMask.
+Status launchWriteGroups(const StartMask* startMask, unsigned n, const unsigned* tileOffset, unsigned* groupBegin,
+                         cudaStream_t s);
 
 // ---------------------------------------------------------------- walk (kernel_walk.cu)
 

@@ -14,6 +14,8 @@
 namespace amrgrav {
 namespace cuda {
 
+struct CellChecks;
+
 /// The blocks as the kernels read them: per block lo[3], dx[3] (6 doubles, device memory), cells per block axis.
 /// Cell p: block p / (nxb nyb nzb), then i fastest.
 struct BlockGeometry {
@@ -37,18 +39,35 @@ struct BlockField {
 /// x, y, z (unscaled) and size of every cell in block order (any pointer may be null: not written).
 Status launchBlockCells(const BlockGeometry& g, double* x, double* y, double* z, double* size, cudaStream_t s);
 
-/// mass[p] = blockCellMass(rho(p), dx, dy, dz) of every cell; rho may be packed in `mass` itself (float64: each
-/// element is read before it is written).
-Status launchBlockMasses(const BlockGeometry& g, const BlockField& rho, double* mass, cudaStream_t s);
+/// mass[p] = blockCellMass(rho(p), dx, dy, dz) of every cell (rho may be packed in `mass` itself, float64: each
+/// element is read before it is written), checked and summed as launchBounds checks and sums a mass array, in the
+/// same pass (kernel_keys.cu): the first bad cell flagged in checks.firstBad and the total in result[6], with
+/// launchBounds' bits (its grid and order).
+Status launchBlockMassBounds(const BlockGeometry& g, const BlockField& rho, double* mass, const CellChecks& checks,
+                             double* partials, double* result, cudaStream_t s);
 
 /// keys[i] of the cell order[i] (unscaled positions on the root cube, as launchKeys makes them).
 Status launchBlockSortedKeys(const BlockGeometry& g, const std::uint32_t* order, double lo0, double lo1, double lo2,
                              double invCellSide, std::uint64_t* keys, cudaStream_t s);
 
-/// The sorted cells' positions and sizes times `scale` (as launchGather of the unsorted ones gives them); any
-/// pointer may be null.
+/// The sorted cells' positions and sizes times `scale` (as launchGather of the unsorted ones gives them), and with
+/// massOut the masses massIn gathered (launchGather's values); any output may be null.
 Status launchBlockSortedCells(const BlockGeometry& g, const std::uint32_t* order, double scale, double* x, double* y,
-                              double* z, double* size, cudaStream_t s);
+                              double* z, double* size, const double* massIn, double* massOut, cudaStream_t s);
+
+/// What the finish makes of the walk's sums (kernel_finish.cu finishKernel), sorted order.
+struct BlockFinishValues {
+  const double *phi = nullptr, *gx = nullptr, *gy = nullptr, *gz = nullptr;
+  bool accelerations = false;
+  double invMassScale = 1, scale = 1, G = 1;
+};
+
+/// The finish and the scatter in one pass (the device entry): finishKernel's values of sorted cell i written
+/// straight into the caller's fields (dst[0] the potential, dst[1..3] the accelerations when asked for) at the
+/// element of cell order[i] (its dtype; guard cells untouched). The same bits as launchFinish then
+/// launchBlockScatter.
+Status launchBlockFinish(const BlockGeometry& g, const std::uint32_t* order, const BlockFinishValues& v,
+                         const BlockField dst[4], cudaStream_t s);
 
 /// The packed results (cells in order) into the caller's field (its dtype; guard cells untouched).
 Status launchBlockScatter(const BlockGeometry& g, const double* packed, const BlockField& dst, cudaStream_t s);

@@ -52,7 +52,7 @@ void releaseAll(DeviceState& ds) {
   (void)cudaStreamSynchronize(ds.stream);
   for (auto* b : {&ds.block, &ds.accSum[0], &ds.accSum[1], &ds.accSum[2], &ds.bounds}) b->release();
   ds.cubTemp.release(); ds.topo.release(); ds.levelCount.release(); ds.levelOffset.release(); ds.nodeKeys.release();
-  ds.groupHmin.release();
+  ds.groupHmin.release(); ds.groupMask.release(); ds.groupBegin.release(); ds.groupTiles.release();
   std::vector<uint4>().swap(ds.hostTopo);
   std::vector<D4>().swap(ds.hostMac);
   std::vector<float4>().swap(ds.hostMQ);
@@ -95,7 +95,8 @@ std::size_t deviceBytes(DeviceState& ds) {
   std::size_t b = 0;
   b += ds.block.bytes();
   for (int k = 0; k < 3; ++k) b += ds.accSum[k].bytes();
-  b += ds.bounds.bytes() + ds.nodeKeys.bytes() + ds.groupHmin.bytes() + ds.groupBegin.bytes() + ds.groupTiles.bytes();
+  b += ds.bounds.bytes() + ds.nodeKeys.bytes() + ds.groupHmin.bytes() + ds.groupBegin.bytes() + ds.groupTiles.bytes() +
+       ds.groupMask.bytes();
   b += ds.cubTemp.bytes() + ds.topo.bytes() + ds.levelCount.bytes() + ds.levelOffset.bytes();
   b += ds.moments.bytes() + ds.nodeMac.bytes() + ds.nodeMQ.bytes() + ds.queue.bytes() + ds.queueTag.bytes() +
        ds.walkCounters.bytes() +

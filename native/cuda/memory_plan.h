@@ -56,9 +56,12 @@ Status carveOrReserve(Carve& room, DeviceBuffer<T>& own, std::size_t count, cons
 ///   moments                   y, z, size, mass     x           (as above)          MAC records, multipoles, the
 ///                                                                                  moments above the deepest level
 ///   walk                      y, z, self term ->   x           order; I: topology, MAC records, multipoles, queues
-///                             phi, mass                        group sizes
+///                             phi, mass                        (node keys,) group
+///                                                              sizes
 ///   direct                    y, z, size, mass     x           order               phi
 ///   finish (scatter)          ax, ay, phi, az      pot         order               (phi of the direct path)
+///
+/// (A block solve's device entry finishes straight into the caller's arrays: x, y, z stay for a kept tree.)
 ///
 /// The sums of the accelerations are buffers of their own. With the extra bytes sized for 1/7 node per cell (a
 /// uniform grid's octree) and this device's walk queues, a potential solve needs about 60 bytes per cell.

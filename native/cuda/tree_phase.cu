@@ -121,12 +121,17 @@ Status uploadAndBound(DeviceState& ds, const CellsView& cells, const SolveOption
 Status queueMassCheck(DeviceState& ds, const CellChecks& checks, const double* mass, unsigned n, double** total,
                       unsigned** firstBad) {
   cudaStream_t s = ds.stream;
-  double* hb = static_cast<double*>(ds.small.get());
-  *total = hb + 16;
-  *firstBad = reinterpret_cast<unsigned*>(hb + 17);
   AG_CUDA_TRY(cudaMemsetAsync(checks.firstBad, 0xff, sizeof(unsigned), s));
   AG_TRY(launchBounds(nullptr, nullptr, nullptr, mass, nullptr, n, checks, ds.bounds.get(),
                       ds.bounds.get() + kBoundsStride * kBoundsBlocks, s));
+  return queueMassReadback(ds, checks, total, firstBad);
+}
+
+Status queueMassReadback(DeviceState& ds, const CellChecks& checks, double** total, unsigned** firstBad) {
+  cudaStream_t s = ds.stream;
+  double* hb = static_cast<double*>(ds.small.get());
+  *total = hb + 16;
+  *firstBad = reinterpret_cast<unsigned*>(hb + 17);
   AG_CUDA_TRY(cudaMemcpyAsync(*total, ds.bounds.get() + kBoundsStride * kBoundsBlocks + 6, sizeof(double),
                               cudaMemcpyDeviceToHost, s));
   AG_CUDA_TRY(cudaMemcpyAsync(*firstBad, checks.firstBad, sizeof(unsigned), cudaMemcpyDeviceToHost, s));
@@ -183,8 +188,11 @@ Status sortAndBuild(DeviceState& ds, const CellsView& cells, const SolveOptions&
 
   // ---- the mass into slot 5 (or aside, already while the sort runs), checked and summed by the bounds kernel (the
   //      same order of additions as before); read back after the build's synchronisations
-  if (ds.blk.view) {  // a block solve: the masses from the densities (packed float32 in the free index half)
-    AG_TRY(blockMassesInto(ds, massAt, ds.idxSpare.base, opt));
+  double* hmass = nullptr;
+  unsigned* hmassBad = nullptr;
+  if (ds.blk.view) {  // a block solve: the masses made from the densities (packed float32 in the free index half),
+                      // checked and summed in one pass
+    AG_TRY(blockMassesInto(ds, massAt, ds.idxSpare.base, opt, checks, &hmass, &hmassBad));
     AG_CUDA_TRY(cudaEventRecord(ds.events[6], s));
   } else {
     Transfer t{const_cast<double*>(cells.mass), massAt, std::size_t(n) * 8};
@@ -196,10 +204,8 @@ Status sortAndBuild(DeviceState& ds, const CellsView& cells, const SolveOptions&
       AG_TRY(copyIn(ds, &t, 1));
       AG_CUDA_TRY(cudaEventRecord(ds.events[6], s));
     }
+    AG_TRY(queueMassCheck(ds, checks, massAt, n, &hmass, &hmassBad));
   }
-  double* hmass = nullptr;
-  unsigned* hmassBad = nullptr;
-  AG_TRY(queueMassCheck(ds, checks, massAt, n, &hmass, &hmassBad));
 
   // ---- octree topology and the nodes' first keys (in the spare index half), then the keys are dead
   ds.tail = Carve(base + L.slot[5], ds.block.bytes() - L.slot[5]);
@@ -223,7 +229,7 @@ Status sortAndBuild(DeviceState& ds, const CellsView& cells, const SolveOptions&
   }
   // root: still in the caller's units; point sources: checked on the host with their softening
   if (!ds.pointSources) AG_TRY(checkMassRange(massTotal, ds.minSize, root.side, opt));
-  if (!direct) AG_TRY(writeGroups(ds, unsigned(opt.groupSize)));  // queued before the gather overwrites the keys
+  if (!direct) AG_TRY(writeGroups(ds));  // queued before the moments take the extra bytes (the starts' masks)
 
   // ---- gather in place, rotating through slot 4 (the keys' slot): each array lands in the slot the previous one
   //      left; the mass's unsorted copy in slot 5 is read last, so slot 5 ends free
@@ -358,6 +364,7 @@ Status computeNodeKeys(DeviceState& ds, unsigned nodes) {
   Carve room = ds.idxSpare;
   if (reinterpret_cast<char*>(ds.topoPtr) == ds.idxSpare.base) (void)room.take<uint4>(nodes);
   AG_TRY(carveOrReserve(room, ds.nodeKeys, nodes, "node keys", ds.nodeKeysPtr));
+  ds.nodeKeysLive = true;
   return launchNodeKeys(ds.topoPtr, ds.sortedKeys, nodes, ds.nodeKeysPtr, ds.stream);
 }
 
@@ -366,7 +373,9 @@ Status countGroups(DeviceState& ds, unsigned groupSize) {
   AG_TRY(ds.groupTiles.reserve(2 * (std::size_t(tiles) + 1), "the walk groups' tile counts"));
   unsigned* count = ds.groupTiles.get();
   unsigned* offset = count + tiles + 1;
-  AG_TRY(launchCountGroups(ds.sortedKeys, n, groupSize, count, ds.stream));
+  Carve room = ds.extra;  // the build's level scratch is done with it
+  AG_TRY(carveOrReserve(room, ds.groupMask, groupStartMasks(n), "the walk groups' starts", ds.groupMaskPtr));
+  AG_TRY(launchCountGroups(ds.sortedKeys, n, groupSize, count, ds.groupMaskPtr, ds.stream));
   std::size_t tempBytes = 0;
   AG_TRY(scanExclusive(nullptr, tempBytes, count, offset, tiles + 1, ds.stream));
   AG_TRY(reserveCubTemp(ds, tempBytes));
@@ -377,12 +386,11 @@ Status countGroups(DeviceState& ds, unsigned groupSize) {
   return Status::success();
 }
 
-Status writeGroups(DeviceState& ds, unsigned groupSize) {
+Status writeGroups(DeviceState& ds) {
   const unsigned n = ds.n, tiles = groupTiles(n);
   ds.numGroups = *reinterpret_cast<const unsigned*>(static_cast<const double*>(ds.small.get()) + kGroupCountSlot);
   AG_TRY(ds.groupBegin.reserve(std::size_t(ds.numGroups) + 1, "the walk groups"));
-  return launchWriteGroups(ds.sortedKeys, n, groupSize, ds.groupTiles.get() + tiles + 1, ds.groupBegin.get(),
-                           ds.stream);
+  return launchWriteGroups(ds.groupMaskPtr, n, ds.groupTiles.get() + tiles + 1, ds.groupBegin.get(), ds.stream);
 }
 
 Status computeMoments(DeviceState& ds, unsigned n, unsigned nodes, int depth, const RootCube& root,
@@ -390,7 +398,7 @@ Status computeMoments(DeviceState& ds, unsigned n, unsigned nodes, int depth, co
   (void)n;
   // in the block's tail when they fit, else own buffers: the MAC records and multipoles first (the walk keeps
   // them), then the moments of the nodes above the deepest level (the walk's queues reuse their room); the
-  // deepest level's are recomputed by their parents
+  // deepest level's go to their parents in shared memory (kernel_moments.cu)
   AG_TRY(carveOrReserve(ds.tail, ds.nodeMac, nodes, "node MAC records", ds.nodeMacPtr));
   AG_TRY(carveOrReserve(ds.tail, ds.nodeMQ, 2 * std::size_t(nodes), "node multipoles", ds.nodeMQPtr));
   ds.nodeDipPtr = nullptr;
@@ -415,9 +423,7 @@ Status computeMoments(DeviceState& ds, unsigned n, unsigned nodes, int depth, co
   p.massScale = massScale;
   p.signedSources = opt.signedSources();
   p.nodeDip = ds.nodeDipPtr;
-  for (int level = depth; level >= 0; --level)
-    AG_TRY(launchMomentsLevel(p, ds.levelStart[level], ds.levelStart[level + 1], level, ds.stream));
-  return Status::success();
+  return launchMoments(p, ds.levelStart.data(), depth, ds.stream);
 }
 
 }  // namespace cuda

@@ -36,6 +36,9 @@ Status uploadAndBound(DeviceState& ds, const CellsView& cells, const SolveOption
 Status queueMassCheck(DeviceState& ds, const CellChecks& checks, const double* mass, unsigned n, double** total,
                       unsigned** firstBad);
 
+/// queueMassCheck's read-back alone, after a mass check queued otherwise (a block solve's launchBlockMassBounds).
+Status queueMassReadback(DeviceState& ds, const CellChecks& checks, double** total, unsigned** firstBad);
+
 /// Keys with the length scale `givenScale` (0: the root cube's own, lengthScaleFor(side); a distributed solve
 /// gives the global one), sort, mass upload and check, octree topology (unless direct), gather into sorted
 /// scaled cells, and the sums' arrays. Leaves the solve's state in the DeviceState (slot, root scaled, scale,
@@ -73,10 +76,11 @@ Status computeNodeKeys(DeviceState& ds, unsigned nodes);
 constexpr int kGroupCountSlot = 19;
 
 /// The walk groups (tree/groups_k.h) from the sorted keys, in two steps around the build's synchronisation: queue
-/// the per-tile counts, their scan and the total's read-back; then, with the total read (ds.numGroups), each
-/// group's first cell into ds.groupBegin, queued while the keys are still in slot 4 (before the gather).
+/// the group starts (one bit per cell, in the block's extra bytes when they fit), the per-tile counts, their scan
+/// and the total's read-back; then, with the total read (ds.numGroups), each group's first cell into
+/// ds.groupBegin, queued before the moments take the extra bytes.
 Status countGroups(DeviceState& ds, unsigned groupSize);
-Status writeGroups(DeviceState& ds, unsigned groupSize);
+Status writeGroups(DeviceState& ds);
 
 /// The MAC records, multipoles (and, for signed sources, dipoles) of every node, level by level from the deepest:
 /// in the block's tail when they fit, else in buffers of their own.

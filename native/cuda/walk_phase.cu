@@ -49,12 +49,23 @@ Status prepareWalk(DeviceState& ds, unsigned n, const SolveOptions& opt, double 
   const unsigned numGroups = ds.numGroups;
   AG_TRY(ds.walkCounters.reserve(kWalkCounterCount, "walk counters"));
 
-  // each group's smallest size after the topology in the spare index half (the node keys are dead), else in a
-  // buffer
+  // each group's smallest size in the spare index half: after the topology and the node keys when they fit
+  // there (a block solve's kept tree then finds the node keys again), else right after the topology (the node keys
+  // are dead), else in a buffer
   Carve spare = ds.idxSpare;
-  if (reinterpret_cast<char*>(ds.topoPtr) == ds.idxSpare.base) (void)spare.take<uint4>(ds.levelStart.back());
+  const unsigned nodes = ds.levelStart.back();
+  if (reinterpret_cast<char*>(ds.topoPtr) == ds.idxSpare.base) (void)spare.take<uint4>(nodes);
   double* groupHmin = nullptr;
-  AG_TRY(carveOrReserve(spare, ds.groupHmin, numGroups, "group sizes", groupHmin));
+  Carve past = spare;
+  if (ds.nodeKeysPtr && past.take<std::uint64_t>(nodes) == ds.nodeKeysPtr) groupHmin = past.take<double>(numGroups);
+  if (!groupHmin) AG_TRY(carveOrReserve(spare, ds.groupHmin, numGroups, "group sizes", groupHmin));
+  {  // the node keys survive unless the group sizes landed on them
+    const char* k = reinterpret_cast<const char*>(ds.nodeKeysPtr);
+    const char* h = reinterpret_cast<const char*>(groupHmin);
+    const bool apart = !k || h + std::size_t(numGroups) * sizeof(double) <= k ||
+                       k + std::size_t(nodes) * sizeof(std::uint64_t) <= h;
+    ds.nodeKeysLive = ds.nodeKeysLive && apart;
+  }
   const double selfCoef = selfCoefficient(opt.selfPotential);
   AG_TRY(launchWalkPrep(phi, ds.sortedCells.mass, ds.groupBegin.get(), numGroups, selfCoef, groupHmin, ds.stream));
 

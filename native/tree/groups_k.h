@@ -20,7 +20,7 @@
 /// for any power-of-two groupSize, and starts at a multiple of groupSize. The groups are then
 /// [g groupSize, (g + 1) groupSize) as before: the same lists, bitwise the same results (test/groups.test.ts).
 ///
-/// Cost: one test per cell on its key and its predecessor's (two binary searches over at most cap + 1 keys when
+/// Cost: one test per cell on its key and its predecessor's (two galloping searches over at most cap + 1 keys when
 /// their smallest common node must be counted); no tree and no scratch per cell.
 #pragma once
 #include <cstdint>
@@ -53,17 +53,37 @@ AG_HD bool homeNodeStartsAt(const std::uint64_t* keys, std::uint32_t n, std::uin
   if (a == b) return false;  // one node of the finest level: never cut
   const int shift = 3 * (kKeyBits - commonKeyLevel(a, b));
   const std::uint64_t prefix = b >> shift;
-  // the first index in [i - 1 - cap, i - 1] (clamped at 0) whose key has the prefix (keys[i - 1] has it)
-  std::uint32_t lo = i - 1 >= cap ? i - 1 - cap : 0u, hi = i - 1;
+  // the first index in [i - 1 - cap, i - 1] (clamped at 0) whose key has the prefix (keys[i - 1] has it): steps of
+  // 1, 2, 4, ... away from i - 1 until a key falls below the prefix, then a binary search in the last step (most
+  // runs are short: a few probes in the cache lines around i instead of a search over the whole window)
+  const std::uint32_t left = i - 1 >= cap ? i - 1 - cap : 0u;
+  std::uint32_t lo = left, hi = i - 1;  // hi has the prefix
+  for (std::uint32_t step = 1; hi - left >= step; step <<= 1) {
+    const std::uint32_t probe = hi - step;
+    if ((keys[probe] >> shift) < prefix) {
+      lo = probe + 1;
+      break;
+    }
+    hi = probe;
+  }
   while (lo < hi) {
     const std::uint32_t mid = lo + (hi - lo) / 2;
     if ((keys[mid] >> shift) < prefix) lo = mid + 1;
     else hi = mid;
   }
   const std::uint32_t first = lo;
-  // the last index in [i, i + cap] (clamped at n - 1) whose key has the prefix (keys[i] has it)
-  lo = i;
-  hi = n - 1 - i > cap ? i + cap : n - 1;
+  // the last index in [i, i + cap] (clamped at n - 1) whose key has the prefix (keys[i] has it), likewise
+  const std::uint32_t right = n - 1 - i > cap ? i + cap : n - 1;
+  lo = i;  // lo has the prefix
+  hi = right;
+  for (std::uint32_t step = 1; right - lo >= step; step <<= 1) {
+    const std::uint32_t probe = lo + step;
+    if ((keys[probe] >> shift) > prefix) {
+      hi = probe - 1;
+      break;
+    }
+    lo = probe;
+  }
   while (lo < hi) {
     const std::uint32_t mid = hi - (hi - lo) / 2;
     if ((keys[mid] >> shift) > prefix) hi = mid - 1;

@@ -10,6 +10,9 @@
 //              documented formula (the per-cell path): bitwise count and max |diff| (float64 input only)
 //   reuse      new densities (a device kernel) on the same mesh through the device entry: the tree is kept
 //              (amrgrav_tree_reused 1) and the result equals a fresh solver's host block entry bitwise
+//   kept-*     one solver called device, host, device, device, host on the same mesh with new densities each time,
+//              potential alone (kept-pot-STEP-ENTRY) and with accelerations (kept-acc-...): the tree is kept from the
+//              second call on, and every result (all four fields) equals a fresh solver's host block entry bitwise
 // Timings (best of R, "kind":"time", ms from the host clock around the call, and the solver's stats):
 //   host-new, host-unchanged, device-new, device-unchanged, cells (the per-cell entry on the same cells)
 // --only host: the host entry's timings alone (the density is made on the device, copied down, and the device
@@ -328,6 +331,57 @@ int main(int argc, char** argv) {
     std::snprintf(extra, sizeof extra, ",\"tree_reused\":%d", reused);
     allOk &= report("reuse", compare(packedOf(dPotHost), packedOf(hPot)), extra) && reused == 1;
     amrgrav_destroy(fresh);
+
+    // ---- the kept tree across both entries on one solver, potential alone and with accelerations: a kept tree
+    //      makes again only the sorted positions the last call's finish wrote over (host entry: the results'
+    //      slots; device entry: none, its results go straight into the caller's arrays), so every order of calls
+    //      must give a fresh solver's host block entry bitwise (new densities each call)
+    for (int acc = 0; acc < 2; ++acc) {
+      amrgrav_options oa = o;
+      oa.accelerations = acc;
+      const int nout = acc ? 4 : 1;
+      void* dOut[4] = {dPot, nullptr, nullptr, nullptr};
+      for (int k = 1; k < nout; ++k) CK(cudaMalloc(&dOut[k], L.total() * es));
+      std::vector<std::vector<char>> got(nout, std::vector<char>(L.total() * es, 0)),
+          want(nout, std::vector<char>(L.total() * es, 0));
+      auto hostPtrs = [&](std::vector<std::vector<char>>& v, void* p[4]) {
+        for (int k = 0; k < 4; ++k) p[k] = k < nout ? v[k].data() : nullptr;
+      };
+      amrgrav_solver* s = nullptr;
+      API(amrgrav_create(&oa, &s), nullptr);
+      const char* entries[5] = {"device", "host", "device", "device", "host"};
+      for (int step = 0; step < 5; ++step) {
+        makeDensity(2 + step);
+        download(hRho, dRho);
+        amrgrav_blocks Bh = blocksOf(L, mesh, hRho.data(), a.f32);
+        void* hp[4];
+        if (entries[step][0] == 'd') {
+          API(amrgrav_compute_blocks_device(s, &Bd, dOut[0], dOut[1], dOut[2], dOut[3], stream), s);
+          for (int k = 0; k < nout; ++k) download(got[k], dOut[k]);
+        } else {
+          hostPtrs(got, hp);
+          API(amrgrav_compute_blocks(s, &Bh, hp[0], hp[1], hp[2], hp[3]), s);
+        }
+        const int kept = amrgrav_tree_reused(s);
+        amrgrav_solver* f = nullptr;
+        API(amrgrav_create(&oa, &f), nullptr);
+        hostPtrs(want, hp);
+        API(amrgrav_compute_blocks(f, &Bh, hp[0], hp[1], hp[2], hp[3]), f);
+        amrgrav_destroy(f);
+        std::vector<double> g, w;
+        for (int k = 0; k < nout; ++k) {
+          const std::vector<double> gk = packedOf(got[k]), wk = packedOf(want[k]);
+          g.insert(g.end(), gk.begin(), gk.end());
+          w.insert(w.end(), wk.begin(), wk.end());
+        }
+        char name[64], more[64];
+        std::snprintf(name, sizeof name, "kept-%s-%d-%s", acc ? "acc" : "pot", step, entries[step]);
+        std::snprintf(more, sizeof more, ",\"tree_reused\":%d", kept);
+        allOk &= report(name, compare(g, w), more) && kept == (step > 0 ? 1 : 0);
+      }
+      amrgrav_destroy(s);
+      for (int k = 1; k < nout; ++k) CK(cudaFree(dOut[k]));
+    }
   }
 
   if (a.time) {

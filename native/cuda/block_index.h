@@ -1,0 +1,43 @@
+/// \file block_index.h
+/// \brief Where a block solve's cell lives (device code, kernels_blocks.h's layout): cell p in block order as its
+/// block and (i, j, k), its element in a caller's field, and a field's value read as double. Shared by
+/// kernel_blocks.cu and the block solve's mass check (kernel_keys.cu).
+#pragma once
+#include "cuda/kernels_blocks.h"
+
+namespace amrgrav {
+namespace cuda {
+
+/// Block and (i, j, k) of cell p.
+struct CellIndex {
+  unsigned b;
+  int i, j, k;
+};
+
+__device__ __forceinline__ CellIndex cellIndex(const BlockGeometry& g, unsigned p) {
+  const unsigned cpb = g.nxb * g.nyb * g.nzb;
+  CellIndex c;
+  c.b = p / cpb;
+  unsigned r = p - c.b * cpb;
+  c.i = int(r % g.nxb);
+  r /= g.nxb;
+  c.j = int(r % g.nyb);
+  c.k = int(r / g.nyb);
+  return c;
+}
+
+__device__ __forceinline__ unsigned long long elementOf(const BlockField& f, const CellIndex& c) {
+  const unsigned long long s = f.slots ? (unsigned long long)f.slots[c.b] : (unsigned long long)c.b;
+  const unsigned long long cell =
+      ((unsigned long long)(c.k + f.gz) * (unsigned long long)f.ny + (unsigned long long)(c.j + f.gy)) *
+          (unsigned long long)f.nx +
+      (unsigned long long)(c.i + f.gx);
+  return s * f.blockStride + f.varStride * cell;
+}
+
+__device__ __forceinline__ double readField(const BlockField& f, unsigned long long e) {
+  return f.dtype == 1 ? double(static_cast<const float*>(f.data)[e]) : static_cast<const double*>(f.data)[e];
+}
+
+}  // namespace cuda
+}  // namespace amrgrav
