@@ -736,13 +736,9 @@ __global__ void __launch_bounds__(kWalkThreads, walkMinBlocks<Order, Accel, CPL,
     walkKernel(const WalkParams p) {
   walkBody<Order, Accel, CPL, Vote, kNoEwald, false, Rg>(p);
 }
-/// Softened walks (particles, physics/softening_k.h): isolated, box MAC; ptxas's own register choice unless
-/// -DAG_WALK_SOFT_MIN_BLOCKS=N caps the registers for N blocks per SM (an occupancy experiment).
-#ifndef AG_WALK_SOFT_MIN_BLOCKS
-#define AG_WALK_SOFT_MIN_BLOCKS 0
-#endif
+/// Softened walks (particles, physics/softening_k.h): isolated, box MAC; ptxas's own register choice.
 template <int Order, bool Accel, int CPL, int Soft, bool Rg>
-__global__ void __launch_bounds__(kWalkThreads, AG_WALK_SOFT_MIN_BLOCKS) walkKernelSoft(const WalkParams p) {
+__global__ void __launch_bounds__(kWalkThreads) walkKernelSoft(const WalkParams p) {
   walkBody<Order, Accel, CPL, false, kNoEwald, false, Rg, Soft>(p);
 }
 // Periodic kernels come with and without the dipole terms (Dip: signed sources, WalkConfig::dipole), so that sheets,
