@@ -237,8 +237,13 @@ export function resolveOptions(options: SolverOptions = {}): ResolvedOptions {
     // what the FMM is not built for yet (issue #20) fails here, never by a silent fall-back to the tree
     if (o.backend === 'cuda')
       throw invalidOption('method', "'tree' with backend 'cuda' (method 'fmm' runs on the CPU backend only so far)", o.method);
-    if (periodicAxes(o.boundary as BoundaryChoice).some((p) => p))
-      throw invalidOption('method', "'tree' with periodic or mixed boundaries (method 'fmm' is built for isolated boxes only so far)", o.method);
+    const axes = periodicAxes(o.boundary as BoundaryChoice);
+    if (axes.some((p) => p) && !axes.every((p) => p))
+      throw invalidOption(
+        'method',
+        "'tree' with partly periodic boundaries (method 'fmm' is built for isolated and fully periodic boxes only so far)",
+        o.method,
+      );
   }
   return o as ResolvedOptions;
 }
