@@ -10,6 +10,7 @@
 #include "core/thread_pool.h"
 #include "fmm/expansions.h"
 #include "fmm/multi_index.h"
+#include "fmm/p2p_tables.h"
 #include "physics/fmm_mac_k.h"
 
 namespace amrgrav {
@@ -53,16 +54,27 @@ double signedPotentialScale(const SortedCells& c, int threads, const FmmTree& t)
   const Octree& o = t.topo;
   const std::size_t n = o.nodeCount();
   std::vector<double> nearMax(n, 0.0);
+  // regular 4^3 leaves by their self table (p2p_tables.h), the others pair by pair
+  const RegularLeaves reg = findRegularLeaves(t, c, threads);
+  P2pTables tables;
+  tables.prepare(reg, FmmLists{}, threads);
+  const double none[3] = {0, 0, 0};
   parallelFor(n, 16, threads, [&](std::size_t b, std::size_t e, int) {
+    double p[kTableCells];
     for (std::size_t i = b; i < e; ++i) {
       if (!o.isLeaf(i)) continue;
       const std::uint32_t cb = o.cellBegin[i], ce = cb + o.cellCount[i];
       double mx = 0;
-      for (std::uint32_t a = cb; a < ce; ++a) {
-        double p = 0;
-        for (std::uint32_t j = cb; j < ce; ++j)
-          if (j != a) p += c.mass[j] / std::sqrt(squaredNorm(c.x[a] - c.x[j], c.y[a] - c.y[j], c.z[a] - c.z[j]));
-        mx = stdMax(mx, std::fabs(p));
+      if (const P2pTable* tab = tables.find(reg, std::uint32_t(i), std::uint32_t(i), none)) {
+        tableP2P(*tab, &c.mass[cb], reg.h[i], p, nullptr, nullptr, nullptr);
+        for (int k = 0; k < kTableCells; ++k) mx = stdMax(mx, std::fabs(p[k]));
+      } else {
+        for (std::uint32_t a = cb; a < ce; ++a) {
+          double q = 0;
+          for (std::uint32_t j = cb; j < ce; ++j)
+            if (j != a) q += c.mass[j] / std::sqrt(squaredNorm(c.x[a] - c.x[j], c.y[a] - c.y[j], c.z[a] - c.z[j]));
+          mx = stdMax(mx, std::fabs(q));
+        }
       }
       nearMax[i] = mx;
     }
