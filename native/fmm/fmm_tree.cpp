@@ -40,11 +40,12 @@ void upwardNode(const MultiIndex& mi, const SortedCells& c, double theta, std::s
   multipolesOfNode(mi, c, i, t);
 }
 
-/// The share of the signed sources' potential scale that the error bound is measured against: a target's error
-/// sums the errors of all its M2L, which a contrast's signs do not keep below the largest (calibrated: with the
-/// default fmmTolerance, white-noise contrasts on 16^3 and 32^3 grids come to <= 2e-5 of max |phi|, smooth ones
-/// and a refined blob to ~1e-5 or less; bench/RESULTS.md, "FMM in fully periodic boxes").
-constexpr double kSignedScaleShare = 1.0 / 8;
+/// The share of the signed sources' potential scale that the error estimate is measured against: a target's error
+/// sums the errors of all its M2L, which a contrast's signs do not keep below the largest, and the estimate
+/// (fmmSignedPairAccepts) is no bound. Calibrated on white noise, the hardest case: with the default fmmTolerance,
+/// white-noise contrasts on 16^3 and 32^3 grids come to ~1e-5 of max |phi|, smooth ones and a refined blob to
+/// less (bench/RESULTS.md, "FMM in fully periodic boxes").
+constexpr double kSignedScaleShare = 1.0 / 32;
 
 /// A scale of |phi| for signed sources (the density contrast), where the root's |mass| over a distance is no lower
 /// bound of the potential (the contrast's potential cancels and crosses zero) and grows as sqrt(N) past it: the
@@ -104,12 +105,9 @@ double signedPotentialScale(const SortedCells& c, int threads, const FmmTree& t)
   return scale;
 }
 
-/// Signed sources: the mass the error bound multiplies (FmmTree::absMass) becomes the node's multipole power
-/// max_n |M^(n)| / r^n over the orders n <= p, |M^(n)| = sqrt(sum_(|k| = n) n! k! M_k^2) (for one mass m at distance
-/// d: |m| d^n). It is at most sum |m| (a mass-weighted sum of such terms), and for a contrast that cancels inside
-/// the node it is the net size of its field rather than the sum of its parts' (Dehnen 2014 bounds the truncation
-/// error by the multipole power of each order).
-void multipolePowers(const MultiIndex& mi, int threads, FmmTree& t) {
+/// Signed sources: each node's multipole norms |M^(n)| = sqrt(sum_(|k| = n) n! k! M_k^2), n = 0..p (for one mass m at
+/// distance d: |m| d^n), which the signed pair test reads (physics/fmm_mac_k.h, fmmSignedPairAccepts).
+void multipoleNorms(const MultiIndex& mi, int threads, FmmTree& t) {
   std::vector<double> w(mi.terms);
   for (int q = 0; q < mi.terms; ++q) {
     double f = 1;
@@ -118,17 +116,14 @@ void multipolePowers(const MultiIndex& mi, int threads, FmmTree& t) {
       for (int k = 2; k <= mi.n[q][d]; ++k) f *= k;
     w[q] = f;
   }
+  const int np = mi.order + 1;
+  t.norms.assign(t.nodeCount() * np, 0.0);
   parallelFor(t.nodeCount(), 256, threads, [&](std::size_t b, std::size_t e, int) {
     for (std::size_t i = b; i < e; ++i) {
       const double* M = &t.M[i * t.mStride];
-      double norm[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      for (int q = 0; q < mi.terms; ++q) norm[mi.degree[q]] += w[q] * M[q] * M[q];
-      double power = std::fabs(M[0]), rn = 1;
-      for (int k = 1; k <= mi.order && t.radius[i] > 0; ++k) {
-        rn *= t.radius[i];
-        power = stdMax(power, std::sqrt(norm[k]) / rn);
-      }
-      t.absMass[i] = power;
+      double* q = &t.norms[i * np];
+      for (int k = 0; k < mi.terms; ++k) q[mi.degree[k]] += w[k] * M[k] * M[k];
+      for (int n = 0; n < np; ++n) q[n] = std::sqrt(q[n]);
     }
   });
 }
@@ -169,7 +164,7 @@ Status buildFmmTree(const std::vector<std::uint64_t>& keys, const RootCube& root
   if (t.dipoles) {  // periodic: phi crosses zero; a scale of it instead of a lower bound, multipole powers for |M|
     const double scale = kSignedScaleShare * signedPotentialScale(cells, threads, t);
     for (std::size_t i = 0; i < n; ++i) t.lowBound[i] = scale;
-    multipolePowers(mi, threads, t);
+    multipoleNorms(mi, threads, t);
     return Status::success();
   }
   parallelFor(n, 256, threads, [&](std::size_t b, std::size_t e, int) {

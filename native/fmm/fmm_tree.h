@@ -31,8 +31,11 @@ struct FmmTree {
                                             ///< massless), or the cube centre when `dipoles`
   std::vector<double> radius;               ///< largest distance from the centre to one of the node's cell centres
   std::vector<double> critical;             ///< radius / theta (fmmCriticalRadius)
-  std::vector<double> absMass;              ///< sum |m|; with `dipoles` the multipole power (fmm_tree.cpp)
-  std::vector<double> lowBound;             ///< fmmPotentialLowerBound
+  std::vector<double> absMass;              ///< sum |m|
+  std::vector<double> lowBound;             ///< fmmPotentialLowerBound (with `dipoles`: the scale of |phi|)
+  /// With `dipoles`: each node's multipole norms Q_n = |M^(n)|, n = 0..order (order + 1 per node), for
+  /// fmmSignedPairAccepts (physics/fmm_mac_k.h).
+  std::vector<double> norms;
   std::vector<double> M;                    ///< mStride per node
   std::vector<double> L;                    ///< terms per node
   std::size_t nodeCount() const { return topo.nodeCount(); }

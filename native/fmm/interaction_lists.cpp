@@ -30,6 +30,11 @@ struct Walker {
     double v[3];
     geo.shiftVector(shift, v);
     const double c[3] = {cb[0] + v[0], cb[1] + v[1], cb[2] + v[2]};  // + 0 without a shift: the same bits
+    if (t.dipoles) {  // signed sources (periodic): the error from the multipole norms, against the scale of |phi|
+      const std::size_t np = std::size_t(t.order) + 1;
+      return fmmSignedPairAccepts(&t.centre[3 * A], t.radius[A], t.critical[A], &t.norms[A * np], c, t.radius[B],
+                                  t.critical[B], &t.norms[B * np], t.lowBound[A], t.order, tolerance);
+    }
     return fmmPairAccepts(&t.centre[3 * A], t.radius[A], t.critical[A], t.absMass[A], t.lowBound[A], c,
                           t.radius[B], t.critical[B], t.absMass[B], t.lowBound[B], t.order, tolerance);
   }
