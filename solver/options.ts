@@ -82,8 +82,8 @@ export interface SolverOptions {
   /**
    * method 'fmm': error tolerance, dimensionless; a node pair also needs its truncation-error bound to be at most
    * fmmTolerance times a lower bound of each side's potential (docs/fmm-design.md, section 3); in fully periodic
-   * boxes, where the density contrast's potential crosses zero, times 1/8 of a scale of |phi| (section 7); in
-   * [0, 1), 0 = the opening angle alone. Default 2e-4.
+   * boxes, where the density contrast's potential crosses zero, an estimate from the multipole norms against 1/32
+   * of a scale of |phi| (section 7); in [0, 1), 0 = the opening angle alone. Default 2e-4.
    */
   fmmTolerance?: number;
   /** Opening angle theta of the MAC d > l/theta + delta; (0, 1]. Smaller is more accurate and slower. Default 0.5. */
