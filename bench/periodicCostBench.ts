@@ -6,9 +6,12 @@
  * solve (best of --repeat), in wall time and in the process's CPU time (all threads). The table is taken from a fresh, empty cache directory unless --cache-dir is given
  * (so "first" includes the build; run twice with the same --cache-dir to see a disk-cache load instead).
  *
- * With --accelerations both solvers also compute accelerations.
+ * With --accelerations both solvers also compute accelerations. --method fmm measures the fast multipole method
+ * (its defaults; the periodic solve's first call makes its far-image kernel, kept for the process) instead of the
+ * tree; --method both measures the tree and the FMM in turn on the same grids in the one process (rows of each).
  *
- *   node dist/bench/periodicCostBench.js [--sizes 16,32,64,128] [--repeat 5] [--cache-dir DIR] [--accelerations] [--json]
+ *   node dist/bench/periodicCostBench.js [--sizes 16,32,64,128] [--repeat 5] [--cache-dir DIR] [--accelerations]
+ *                                        [--method tree|fmm|both] [--json]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,19 +29,23 @@ const repeat = Number(arg('--repeat', '5'));
 const given = arg('--cache-dir', '');
 const json = process.argv.includes('--json');
 const accelerations = process.argv.includes('--accelerations');
+const methodArg = arg('--method', 'tree');
+if (!['tree', 'fmm', 'both'].includes(methodArg)) throw new Error(`--method: tree, fmm or both, got ${methodArg}`);
+const methods = (methodArg === 'both' ? ['tree', 'fmm'] : [methodArg]) as ('tree' | 'fmm')[];
 const dir = given || mkdtempSync(join(tmpdir(), 'amrgrav-pcost-'));
 process.env.AMRGRAV_CACHE_DIR = dir;
 
 const box = { lo: [0, 0, 0] as [number, number, number], hi: [1, 1, 1] as [number, number, number] };
 const rho = (x: number) => 1 + 1e-3 * Math.sin(2 * Math.PI * x);
 const rows = [];
-let firstPeriodicDone = false;
+const firstPeriodicDone = { tree: false, fmm: false };
 try {
   for (const n of sizes) {
     const cells = gridCells(n, rho);
     const reps = n >= 128 ? Math.max(2, Math.min(repeat, 3)) : repeat;
-    const iso = new GravitySolver({ boundary: 'isolated', backend: 'cpu', accelerations });
-    const per = new GravitySolver({ boundary: 'periodic', backend: 'cpu', accelerations });
+    for (const method of methods) {
+    const iso = new GravitySolver({ boundary: 'isolated', backend: 'cpu', accelerations, method });
+    const per = new GravitySolver({ boundary: 'periodic', backend: 'cpu', accelerations, method });
     // wall seconds (stats) and the process's CPU seconds (all threads; less sensitive to a shared machine's load)
     const cpuOf = async (s: GravitySolver) => {
       const c0 = process.cpuUsage();
@@ -66,7 +73,7 @@ try {
     const perBest = await best(per);
     const isoInt = isoBest.stats.interactionsPerCell, perInt = perBest.stats.interactionsPerCell;
     rows.push({
-      n, cells: cells.x.length, threads: isoBest.stats.threads, accelerations,
+      n, method, cells: cells.x.length, threads: isoBest.stats.threads, accelerations,
       isolatedMs: 1e3 * isoBest.seconds,
       periodicFirstMs: 1e3 * first.stats.seconds.total, periodicFirstWallMs: 1e3 * firstWall,
       tableSource: first.stats.ewaldTable.source, tableMs: 1e3 * first.stats.ewaldTable.seconds,
@@ -78,18 +85,19 @@ try {
       cpuRatioFirst: firstCpu / isoBest.cpu, cpuRatioSteady: perBest.cpu / isoBest.cpu,
       isolatedWalkMs: 1e3 * isoBest.stats.seconds.walk, periodicWalkMs: 1e3 * perBest.stats.seconds.walk,
       isolatedInteractionsPerCell: isoInt, periodicInteractionsPerCell: perInt,
-      firstPeriodicOfProcess: !firstPeriodicDone,
+      firstPeriodicOfProcess: !firstPeriodicDone[method],
     });
-    firstPeriodicDone = true;
+    firstPeriodicDone[method] = true;
+    }
   }
 } finally {
   if (!given) rmSync(dir, { recursive: true, force: true });
 }
 if (json) console.log(JSON.stringify(rows, null, 1));
 else {
-  console.log('size  isolated ms  periodic first ms (table)  periodic steady ms  ratio first  ratio steady  interactions ratio  CPU-time ratio first / steady');
+  console.log('size  method  isolated ms  periodic first ms (table)  periodic steady ms  ratio first  ratio steady  interactions ratio  CPU-time ratio first / steady');
   for (const r of rows) {
-    console.log(`${r.n}^3`.padEnd(6) + r.isolatedMs.toFixed(1).padStart(11) +
+    console.log(`${r.n}^3`.padEnd(6) + r.method.padEnd(6) + r.isolatedMs.toFixed(1).padStart(11) +
       `${r.periodicFirstMs.toFixed(1)} (${r.tableSource} ${r.tableMs.toFixed(1)})`.padStart(27) +
       r.periodicSteadyMs.toFixed(1).padStart(20) + r.ratioFirst.toFixed(2).padStart(13) +
       r.ratioSteady.toFixed(2).padStart(14) + r.interactionsRatio.toFixed(2).padStart(20) +

@@ -112,7 +112,7 @@ describe('C API', () => {
     expect(out.oldSame).toBe(1); // a caller of the previous header: the tree, bit for bit
     // backend CUDA with method 1: refused (INVALID_OPTION where a GPU is usable; NO_DEVICE first where none is)
     expect(out.cuda).toBe(out.cudaUsable ? 2 : 4);
-    expect(out.periodic).toBe(2);
+    expect(out.periodic).toBe(2); // a partly periodic box (fully periodic ones: test/fmm-periodic.test.ts)
     expect(out.badMethod).toBe(2);
     expect(out.badOrder).toBe(2);
     expect(out.ok).toBe(true);

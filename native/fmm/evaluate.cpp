@@ -29,16 +29,25 @@ template <int P, class T> AG_FMM_INLINE void derivativesFor(T x, T y, T z, T* D)
   else derivatives7(x, y, z, D);
 }
 /// Multipoles about centres of mass have no dipole (isolated boxes: no negative masses; a massless node's
-/// multipoles are all 0), so the dipole terms are left out.
-template <int P, class T> AG_FMM_INLINE void m2lOneFor(const T* D, const T* Mb, T* La) {
-  if constexpr (P == 3) m2lOne3nd(D, Mb, La);
-  else if constexpr (P == 4) m2lOne4nd(D, Mb, La);
-  else if constexpr (P == 5) m2lOne5nd(D, Mb, La);
-  else if constexpr (P == 6) m2lOne6nd(D, Mb, La);
-  else m2lOne7nd(D, Mb, La);
+/// multipoles are all 0), so the dipole terms are left out; about geometric centres (periodic boxes: signed
+/// masses, fmm_tree.h) they are kept (Dip).
+template <int P, bool Dip, class T> AG_FMM_INLINE void m2lOneFor(const T* D, const T* Mb, T* La) {
+  if constexpr (Dip) {
+    if constexpr (P == 3) m2lOne3(D, Mb, La);
+    else if constexpr (P == 4) m2lOne4(D, Mb, La);
+    else if constexpr (P == 5) m2lOne5(D, Mb, La);
+    else if constexpr (P == 6) m2lOne6(D, Mb, La);
+    else m2lOne7(D, Mb, La);
+  } else {
+    if constexpr (P == 3) m2lOne3nd(D, Mb, La);
+    else if constexpr (P == 4) m2lOne4nd(D, Mb, La);
+    else if constexpr (P == 5) m2lOne5nd(D, Mb, La);
+    else if constexpr (P == 6) m2lOne6nd(D, Mb, La);
+    else m2lOne7nd(D, Mb, La);
+  }
 }
 
-template <int P>
+template <int P, bool Dip>
 AG_FMM_INLINE void m2lTargets(const FmmLists& l, FmmTree& t, std::size_t b, std::size_t e) {
   constexpr int NT = termCount(P), NB = (NT + 7) / 8;  // M's stride is NB * 8 (fmm_tree.h)
   const double* M = t.M.data();
@@ -54,9 +63,11 @@ AG_FMM_INLINE void m2lTargets(const FmmLists& l, FmmTree& t, std::size_t b, std:
       for (int lane = 0; lane < kLanes; ++lane) {
         if (q + lane < s1) {
           const std::uint32_t B = l.m2lSource[q + lane];
-          rx[lane] = c[3 * A] - c[3 * B];
-          ry[lane] = c[3 * A + 1] - c[3 * B + 1];
-          rz[lane] = c[3 * A + 2] - c[3 * B + 2];
+          double v[3];
+          l.shiftVector(l.m2lShift[q + lane], v);  // zeros without a shift: c + 0, the same bits
+          rx[lane] = c[3 * A] - (c[3 * B] + v[0]);
+          ry[lane] = c[3 * A + 1] - (c[3 * B + 1] + v[1]);
+          rz[lane] = c[3 * A + 2] - (c[3 * B + 2] + v[2]);
           src[lane] = &M[std::size_t(B) * NB * 8];
         } else {  // an empty lane: a massless source at unit distance
           rx[lane] = 1;
@@ -76,7 +87,7 @@ AG_FMM_INLINE void m2lTargets(const FmmLists& l, FmmTree& t, std::size_t b, std:
       }
       Vd D[NT];
       derivativesFor<P>(rx, ry, rz, D);
-      m2lOneFor<P>(D, Mb, La);
+      m2lOneFor<P, Dip>(D, Mb, La);
     }
     double* Lt = &t.L[A * NT];
     for (int k = 0; k < NT; ++k) Lt[k] += hsum(La[k]);
@@ -85,7 +96,10 @@ AG_FMM_INLINE void m2lTargets(const FmmLists& l, FmmTree& t, std::size_t b, std:
 
 #define AG_M2L(P)                                                                                     \
   AG_FMM_CLONES void m2lTargets##P(const FmmLists& l, FmmTree& t, std::size_t b, std::size_t e) {     \
-    m2lTargets<P>(l, t, b, e);                                                                        \
+    m2lTargets<P, false>(l, t, b, e);                                                                 \
+  }                                                                                                   \
+  AG_FMM_CLONES void m2lTargetsDip##P(const FmmLists& l, FmmTree& t, std::size_t b, std::size_t e) {  \
+    m2lTargets<P, true>(l, t, b, e);                                                                  \
   }
 AG_M2L(3)
 AG_M2L(4)
@@ -104,15 +118,16 @@ constexpr int kBlockVecs = 8, kBlock = kBlockVecs * kLanes;
 struct Lanes {
   Vd x[kBlockVecs], y[kBlockVecs], z[kBlockVecs], m[kBlockVecs];
   int vecs = 0;
-  AG_FMM_INLINE void load(const SortedCells& c, std::uint32_t b, std::uint32_t e) {
+  /// shift: the image shift's vector added to the positions (zeros: the same bits).
+  AG_FMM_INLINE void load(const SortedCells& c, std::uint32_t b, std::uint32_t e, const double* shift) {
     vecs = int((e - b + kLanes - 1) / kLanes);
     for (int v = 0; v < vecs; ++v)
       for (int lane = 0; lane < kLanes; ++lane) {
         const std::uint32_t j = b + std::uint32_t(v * kLanes + lane);
         const bool in = j < e;
-        x[v][lane] = in ? c.x[j] : 1e30;
-        y[v][lane] = in ? c.y[j] : 1e30;
-        z[v][lane] = in ? c.z[j] : 1e30;
+        x[v][lane] = in ? c.x[j] + shift[0] : 1e30;
+        y[v][lane] = in ? c.y[j] + shift[1] : 1e30;
+        z[v][lane] = in ? c.z[j] + shift[2] : 1e30;
         m[v][lane] = in ? c.mass[j] : 0.0;
       }
   }
@@ -175,6 +190,7 @@ template <bool Accel>
 AG_FMM_INLINE void p2pSelfT(const SortedCells& c, std::uint32_t b, std::uint32_t e, FmmOutput out) {
   double p[kBlock], gx[kBlock], gy[kBlock], gz[kBlock];
   Lanes s;
+  const double none[3] = {0, 0, 0};
   for (std::uint32_t ab = b; ab < e; ab += kBlock) {
     const std::uint32_t ae = std::min(e, ab + kBlock);
     for (std::uint32_t i = ab; i < ae; ++i) {
@@ -183,7 +199,7 @@ AG_FMM_INLINE void p2pSelfT(const SortedCells& c, std::uint32_t b, std::uint32_t
     }
     for (std::uint32_t sb = b; sb < e; sb += kBlock) {
       const std::uint32_t se = std::min(e, sb + kBlock);
-      s.load(c, sb, se);
+      s.load(c, sb, se, none);
       p2pBlock<Accel, false, true>(c, ab, ae, s, sb, se, p, gx, gy, gz, nullptr, nullptr, nullptr, nullptr);
       for (std::uint32_t i = ab; i < ae; ++i) {
         out.phi[i] += p[i - ab];
@@ -193,10 +209,10 @@ AG_FMM_INLINE void p2pSelfT(const SortedCells& c, std::uint32_t b, std::uint32_t
   }
 }
 
-/// A distinct pair into the chunk buffers at `at` (A's cells, then B's), overwritten.
+/// A distinct pair (B moved by `shift`: an image) into the chunk buffers at `at` (A's cells, then B's), overwritten.
 template <bool Accel>
 AG_FMM_INLINE void p2pPairT(const SortedCells& c, std::uint32_t a0, std::uint32_t a1, std::uint32_t b0,
-                            std::uint32_t b1, double* p, double* gx, double* gy, double* gz) {
+                            std::uint32_t b1, const double* shift, double* p, double* gx, double* gy, double* gz) {
   const std::uint32_t na = a1 - a0;
   double tp[kBlock], tx[kBlock], ty[kBlock], tz[kBlock], sp[kBlock], sx[kBlock], sy[kBlock], sz[kBlock];
   for (std::uint32_t i = 0; i < (a1 - a0) + (b1 - b0); ++i) {
@@ -206,7 +222,7 @@ AG_FMM_INLINE void p2pPairT(const SortedCells& c, std::uint32_t a0, std::uint32_
   Lanes s;
   for (std::uint32_t sb = b0; sb < b1; sb += kBlock) {
     const std::uint32_t se = std::min(b1, sb + kBlock);
-    s.load(c, sb, se);
+    s.load(c, sb, se, shift);
     for (std::uint32_t ab = a0; ab < a1; ab += kBlock) {
       const std::uint32_t ae = std::min(a1, ab + kBlock);
       p2pBlock<Accel, true, false>(c, ab, ae, s, sb, se, tp, tx, ty, tz, sp, sx, sy, sz);
@@ -230,12 +246,12 @@ AG_FMM_CLONES void p2pSelfForce(const SortedCells& c, std::uint32_t b, std::uint
   p2pSelfT<true>(c, b, e, out);
 }
 AG_FMM_CLONES void p2pPairPot(const SortedCells& c, std::uint32_t a0, std::uint32_t a1, std::uint32_t b0,
-                              std::uint32_t b1, double* p, double* gx, double* gy, double* gz) {
-  p2pPairT<false>(c, a0, a1, b0, b1, p, gx, gy, gz);
+                              std::uint32_t b1, const double* shift, double* p, double* gx, double* gy, double* gz) {
+  p2pPairT<false>(c, a0, a1, b0, b1, shift, p, gx, gy, gz);
 }
 AG_FMM_CLONES void p2pPairForce(const SortedCells& c, std::uint32_t a0, std::uint32_t a1, std::uint32_t b0,
-                                std::uint32_t b1, double* p, double* gx, double* gy, double* gz) {
-  p2pPairT<true>(c, a0, a1, b0, b1, p, gx, gy, gz);
+                                std::uint32_t b1, const double* shift, double* p, double* gx, double* gy, double* gz) {
+  p2pPairT<true>(c, a0, a1, b0, b1, shift, p, gx, gy, gz);
 }
 
 /// Cells in one chunk's buffers: the chunks are cut by this count alone (never by the thread count), so the order in
@@ -247,7 +263,8 @@ constexpr std::uint32_t kChunkCells = 1u << 17;
 void evaluateM2L(const FmmLists& lists, int threads, FmmTree& tree) {
   using Fn = void (*)(const FmmLists&, FmmTree&, std::size_t, std::size_t);
   static constexpr Fn fns[5] = {m2lTargets3, m2lTargets4, m2lTargets5, m2lTargets6, m2lTargets7};
-  const Fn fn = fns[tree.order - 3];
+  static constexpr Fn dip[5] = {m2lTargetsDip3, m2lTargetsDip4, m2lTargetsDip5, m2lTargetsDip6, m2lTargetsDip7};
+  const Fn fn = (tree.dipoles ? dip : fns)[tree.order - 3];
   parallelFor(tree.nodeCount(), 16, threads, [&](std::size_t b, std::size_t e, int) { fn(lists, tree, b, e); });
 }
 
@@ -257,7 +274,8 @@ void evaluateP2P(const FmmLists& lists, const FmmTree& tree, const SortedCells& 
   // regular leaves (4^3 lattices) and pairs of them at whole-leaf offsets go by table (p2p_tables.h)
   const RegularLeaves reg = findRegularLeaves(tree, c, threads);
   P2pTables tables;
-  tables.prepare(reg, lists.p2pA, lists.p2pB, threads);
+  tables.prepare(reg, lists, threads);
+  const double none[3] = {0, 0, 0};
   // each leaf with itself (overwrites its cells)
   std::vector<std::uint32_t> leaves;
   for (std::size_t i = 0; i < o.nodeCount(); ++i)
@@ -265,7 +283,7 @@ void evaluateP2P(const FmmLists& lists, const FmmTree& tree, const SortedCells& 
   parallelFor(leaves.size(), 8, threads, [&](std::size_t b, std::size_t e, int) {
     for (std::size_t k = b; k < e; ++k) {
       const std::uint32_t L = leaves[k], cb = o.cellBegin[L], ce = cb + o.cellCount[L];
-      if (const P2pTable* t = tables.find(reg, L, L))
+      if (const P2pTable* t = tables.find(reg, L, L, none))
         tableP2P(*t, &c.mass[cb], reg.h[L], &out.phi[cb], accel ? &out.gx[cb] : nullptr, accel ? &out.gy[cb] : nullptr,
                  accel ? &out.gz[cb] : nullptr);
       else (accel ? p2pSelfForce : p2pSelfPot)(c, cb, ce, out);
@@ -309,16 +327,19 @@ void evaluateP2P(const FmmLists& lists, const FmmTree& tree, const SortedCells& 
       for (std::size_t q = q0 + b; q < q0 + e; ++q) {
         const std::uint32_t A = lists.p2pA[q], B = lists.p2pB[q], s = slot[q];
         const std::uint32_t a0 = o.cellBegin[A], b0 = o.cellBegin[B];
-        const P2pTable* ab = tables.find(reg, A, B);
+        double v[3], mv[3];
+        lists.shiftVector(lists.p2pShift[q], v);  // B seen from A at B + v, A from B at A - v
+        for (int d = 0; d < 3; ++d) mv[d] = -v[d];
+        const P2pTable* ab = tables.find(reg, A, B, v);
         if (ab) {  // B's cells into A's slots, A's into B's (the table of the opposite offset)
-          const P2pTable* ba = tables.find(reg, B, A);
+          const P2pTable* ba = tables.find(reg, B, A, mv);
           const std::uint32_t sb = s + o.cellCount[A];
           tableP2P(*ab, &c.mass[b0], reg.h[A], &bp[s], accel ? &bx[s] : nullptr, accel ? &by[s] : nullptr,
                    accel ? &bz[s] : nullptr);
           tableP2P(*ba, &c.mass[a0], reg.h[B], &bp[sb], accel ? &bx[sb] : nullptr, accel ? &by[sb] : nullptr,
                    accel ? &bz[sb] : nullptr);
-        } else if (accel) p2pPairForce(c, a0, a0 + o.cellCount[A], b0, b0 + o.cellCount[B], &bp[s], &bx[s], &by[s], &bz[s]);
-        else p2pPairPot(c, a0, a0 + o.cellCount[A], b0, b0 + o.cellCount[B], &bp[s], nullptr, nullptr, nullptr);
+        } else if (accel) p2pPairForce(c, a0, a0 + o.cellCount[A], b0, b0 + o.cellCount[B], v, &bp[s], &bx[s], &by[s], &bz[s]);
+        else p2pPairPot(c, a0, a0 + o.cellCount[A], b0, b0 + o.cellCount[B], v, &bp[s], nullptr, nullptr, nullptr);
       }
     });
     const std::uint32_t qEnd = std::uint32_t(q1);

@@ -6,6 +6,7 @@
 
 #include "core/thread_pool.h"
 #include "fmm/expansions.h"
+#include "fmm/far_images.h"
 #include "fmm/fmm_tree.h"
 #include "fmm/interaction_lists.h"
 
@@ -41,10 +42,16 @@ Status solveFmm(const std::vector<std::uint64_t>& keys, const RootCube& root, co
   for (std::size_t i = 0; i < tree.nodeCount(); ++i) stats.leaves += tree.isLeaf(i) ? 1 : 0;
   stats.treeDepth = tree.topo.depth;
   t0 = Clock::now();
+  // fully periodic: the box's sides in scaled lengths (the near images are walked, the far ones added at the
+  // frontier cubes: far_images.h)
+  const bool periodic = opt.fullyPeriodic();
+  double period[3];
+  for (int d = 0; d < 3; ++d) period[d] = (opt.boxHi[d] - opt.boxLo[d]) * cells.scale;
   FmmLists lists;
-  buildInteractionLists(tree, opt.fmmTolerance, threads, lists);
+  buildInteractionLists(tree, opt.fmmTolerance, threads, lists, periodic ? period : nullptr);
   evaluateP2P(lists, tree, cells, threads, out);
   evaluateM2L(lists, threads, tree);
+  if (periodic && !(st = addFarImages(cells, period, threads, tree, out)).ok()) return st;
   passLocalsDown(cells, threads, tree, out);
   stats.secondsWalk = since(t0);
   stats.approxInteractions = lists.directedM2L;

@@ -10,6 +10,7 @@
 #include "core/thread_pool.h"
 #include "fmm/expansions.h"
 #include "fmm/multi_index.h"
+#include "fmm/p2p_tables.h"
 #include "physics/fmm_mac_k.h"
 
 namespace amrgrav {
@@ -29,7 +30,7 @@ void upwardNode(const MultiIndex& mi, const SortedCells& c, double theta, std::s
     s[2] += c.mass[j] * c.z[j];
   }
   double* ctr = &t.centre[3 * i];
-  for (int d = 0; d < 3; ++d) ctr[d] = m > 0 ? s[d] / m : o.centre[3 * i + d];
+  for (int d = 0; d < 3; ++d) ctr[d] = m > 0 && !t.dipoles ? s[d] / m : o.centre[3 * i + d];
   double r2 = 0;
   for (std::uint32_t j = b; j < e; ++j)
     r2 = stdMax(r2, squaredNorm(c.x[j] - ctr[0], c.y[j] - ctr[1], c.z[j] - ctr[2]));
@@ -37,6 +38,94 @@ void upwardNode(const MultiIndex& mi, const SortedCells& c, double theta, std::s
   t.critical[i] = fmmCriticalRadius(t.radius[i], theta);
   t.absMass[i] = am;
   multipolesOfNode(mi, c, i, t);
+}
+
+/// The share of the signed sources' potential scale that the error estimate is measured against: a target's error
+/// sums the errors of all its M2L, which a contrast's signs do not keep below the largest, and the estimate
+/// (fmmSignedPairAccepts) is no bound. Calibrated on white noise, the hardest case: with the default fmmTolerance,
+/// white-noise contrasts on 16^3 and 32^3 grids come to ~1e-5 of max |phi|, smooth ones and a refined blob to
+/// less (bench/RESULTS.md, "FMM in fully periodic boxes").
+constexpr double kSignedScaleShare = 1.0 / 32;
+
+/// A scale of |phi| for signed sources (the density contrast), where the root's |mass| over a distance is no lower
+/// bound of the potential (the contrast's potential cancels and crosses zero) and grows as sqrt(N) past it: the
+/// larger of (a) the near field of each leaf's own cells and (b) the coarse field of the level-2 nodes' net masses
+/// at each other's centres. The error-bound MAC then compares each pair's bound with fmmTolerance times this scale.
+double signedPotentialScale(const SortedCells& c, int threads, const FmmTree& t) {
+  const Octree& o = t.topo;
+  const std::size_t n = o.nodeCount();
+  std::vector<double> nearMax(n, 0.0);
+  // regular 4^3 leaves by their self table (p2p_tables.h), the others pair by pair
+  const RegularLeaves reg = findRegularLeaves(t, c, threads);
+  P2pTables tables;
+  tables.prepare(reg, FmmLists{}, threads);
+  const double none[3] = {0, 0, 0};
+  parallelFor(n, 16, threads, [&](std::size_t b, std::size_t e, int) {
+    double p[kTableCells];
+    for (std::size_t i = b; i < e; ++i) {
+      if (!o.isLeaf(i)) continue;
+      const std::uint32_t cb = o.cellBegin[i], ce = cb + o.cellCount[i];
+      double mx = 0;
+      if (const P2pTable* tab = tables.find(reg, std::uint32_t(i), std::uint32_t(i), none)) {
+        tableP2P(*tab, &c.mass[cb], reg.h[i], p, nullptr, nullptr, nullptr);
+        for (int k = 0; k < kTableCells; ++k) mx = stdMax(mx, std::fabs(p[k]));
+      } else {
+        for (std::uint32_t a = cb; a < ce; ++a) {
+          double q = 0;
+          for (std::uint32_t j = cb; j < ce; ++j)
+            if (j != a) q += c.mass[j] / std::sqrt(squaredNorm(c.x[a] - c.x[j], c.y[a] - c.y[j], c.z[a] - c.z[j]));
+          mx = stdMax(mx, std::fabs(q));
+        }
+      }
+      nearMax[i] = mx;
+    }
+  });
+  double scale = 0;
+  for (double v : nearMax) scale = stdMax(scale, v);
+  const int lev = std::min<int>(2, int(t.levelBegin.size()) - 2);
+  if (lev < 0) return scale;
+  std::vector<double> net;
+  std::vector<std::uint32_t> ids;
+  for (std::size_t i = t.levelBegin[lev]; i < t.levelBegin[lev + 1]; ++i) {
+    double m = 0;
+    for (std::uint32_t j = o.cellBegin[i]; j < o.cellBegin[i] + o.cellCount[i]; ++j) m += c.mass[j];
+    net.push_back(m);
+    ids.push_back(std::uint32_t(i));
+  }
+  for (std::size_t a = 0; a < ids.size(); ++a) {
+    double p = 0;
+    const double* ca = &t.centre[3 * ids[a]];
+    for (std::size_t b = 0; b < ids.size(); ++b) {
+      if (a == b) continue;
+      const double* cb = &t.centre[3 * ids[b]];
+      p += net[b] / std::sqrt(squaredNorm(ca[0] - cb[0], ca[1] - cb[1], ca[2] - cb[2]));
+    }
+    scale = stdMax(scale, std::fabs(p));
+  }
+  return scale;
+}
+
+/// Signed sources: each node's multipole norms |M^(n)| = sqrt(sum_(|k| = n) n! k! M_k^2), n = 0..p (for one mass m at
+/// distance d: |m| d^n), which the signed pair test reads (physics/fmm_mac_k.h, fmmSignedPairAccepts).
+void multipoleNorms(const MultiIndex& mi, int threads, FmmTree& t) {
+  std::vector<double> w(mi.terms);
+  for (int q = 0; q < mi.terms; ++q) {
+    double f = 1;
+    for (int k = 2; k <= mi.degree[q]; ++k) f *= k;
+    for (int d = 0; d < 3; ++d)
+      for (int k = 2; k <= mi.n[q][d]; ++k) f *= k;
+    w[q] = f;
+  }
+  const int np = mi.order + 1;
+  t.norms.assign(t.nodeCount() * np, 0.0);
+  parallelFor(t.nodeCount(), 256, threads, [&](std::size_t b, std::size_t e, int) {
+    for (std::size_t i = b; i < e; ++i) {
+      const double* M = &t.M[i * t.mStride];
+      double* q = &t.norms[i * np];
+      for (int k = 0; k < mi.terms; ++k) q[mi.degree[k]] += w[k] * M[k] * M[k];
+      for (int n = 0; n < np; ++n) q[n] = std::sqrt(q[n]);
+    }
+  });
 }
 
 }  // namespace
@@ -50,6 +139,7 @@ Status buildFmmTree(const std::vector<std::uint64_t>& keys, const RootCube& root
   t.order = opt.fmmOrder;
   t.terms = mi.terms;
   t.mStride = (mi.terms + 7) / 8 * 8;
+  t.dipoles = opt.fullyPeriodic();
   t.levelBegin.assign(1, 0);
   for (std::size_t i = 0; i < n; ++i)
     while (std::size_t(t.topo.level[i]) >= t.levelBegin.size()) t.levelBegin.push_back(std::uint32_t(i));
@@ -71,6 +161,12 @@ Status buildFmmTree(const std::vector<std::uint64_t>& keys, const RootCube& root
   }
   const double* lo = t.topo.root.lo;
   const double side = t.topo.root.side, rootMass = t.absMass[0];
+  if (t.dipoles) {  // periodic: phi crosses zero; a scale of it instead of a lower bound, multipole powers for |M|
+    const double scale = kSignedScaleShare * signedPotentialScale(cells, threads, t);
+    for (std::size_t i = 0; i < n; ++i) t.lowBound[i] = scale;
+    multipoleNorms(mi, threads, t);
+    return Status::success();
+  }
   parallelFor(n, 256, threads, [&](std::size_t b, std::size_t e, int) {
     for (std::size_t i = b; i < e; ++i)
       t.lowBound[i] = fmmPotentialLowerBound(&t.centre[3 * i], t.radius[i], lo, side, rootMass);

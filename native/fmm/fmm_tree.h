@@ -22,12 +22,20 @@ struct FmmTree {
   int order = 0;                            ///< expansion order p
   int terms = 0;                            ///< coefficients per node
   int mStride = 0;                          ///< M's doubles per node: terms rounded up to 8, zero-padded (M2L's lanes)
+  /// Expansion centres are the nodes' cube centres, so multipoles have dipole terms: fully periodic boxes, where
+  /// the sources are signed (the density contrast: a centre of mass is undefined when a node's masses sum to ~0)
+  /// and the far images' kernel is tabulated at whole offsets of cube centres (far_images.h).
+  bool dipoles = false;
   std::vector<std::uint32_t> levelBegin;    ///< nodes of level l: [levelBegin[l], levelBegin[l + 1])
-  std::vector<double> centre;               ///< expansion centre, 3 per node: the centre of mass (cube centre if massless)
+  std::vector<double> centre;               ///< expansion centre, 3 per node: the centre of mass (cube centre if
+                                            ///< massless), or the cube centre when `dipoles`
   std::vector<double> radius;               ///< largest distance from the centre to one of the node's cell centres
   std::vector<double> critical;             ///< radius / theta (fmmCriticalRadius)
   std::vector<double> absMass;              ///< sum |m|
-  std::vector<double> lowBound;             ///< fmmPotentialLowerBound
+  std::vector<double> lowBound;             ///< fmmPotentialLowerBound (with `dipoles`: the scale of |phi|)
+  /// With `dipoles`: each node's multipole norms Q_n = |M^(n)|, n = 0..order (order + 1 per node), for
+  /// fmmSignedPairAccepts (physics/fmm_mac_k.h).
+  std::vector<double> norms;
   std::vector<double> M;                    ///< mStride per node
   std::vector<double> L;                    ///< terms per node
   std::size_t nodeCount() const { return topo.nodeCount(); }

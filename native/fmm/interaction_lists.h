@@ -6,6 +6,12 @@
 ///
 /// The lists are canonical, whatever order the walk found them in or how many threads walked: P2P pairs (A < B)
 /// sorted, each node's M2L sources sorted, so a GPU walk that finds the same pairs gets the same lists.
+///
+/// Fully periodic boxes (far_images.h): the walk also pairs the root with its 26 neighbouring images, each pair
+/// carrying an image shift n (|n|_inf <= 1, the source seen at its position + n L). A mutual pair (A, B, n) gives A
+/// the field of B + n L and B that of A - n L; the walk starts from the root with itself and with the 13 images of
+/// one half-space, so every mutual pair is found once. Shifts are numbered (n_x + 1) + 3 (n_y + 1) + 9 (n_z + 1):
+/// kNoShift (13) is no shift and 26 - s is the opposite of s.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -15,17 +21,32 @@
 namespace amrgrav {
 namespace fmm {
 
+constexpr std::uint8_t kNoShift = 13;
+
 struct FmmLists {
-  /// M2L by target node (CSR): the sources of node A are m2lSource[m2lStart[A] .. m2lStart[A + 1]), ascending.
+  /// M2L by target node (CSR): the sources of node A are m2lSource[m2lStart[A] .. m2lStart[A + 1]), ascending by
+  /// (source, shift), each seen through its image shift m2lShift.
   std::vector<std::uint32_t> m2lStart, m2lSource;
-  /// Mutual leaf pairs A < B, sorted; every leaf also meets itself (not listed).
+  std::vector<std::uint8_t> m2lShift;
+  /// Mutual leaf pairs (A, B, shift) with A < B, or A = B and a shift (a leaf and its own image), sorted; every leaf
+  /// also meets itself unshifted (not listed).
   std::vector<std::uint32_t> p2pA, p2pB;
+  std::vector<std::uint8_t> p2pShift;
+  /// The box's sides in scaled lengths (periodic), or zeros: shift s moves a source by shiftVector(s).
+  double period[3] = {0, 0, 0};
+  void shiftVector(std::uint8_t s, double v[3]) const {
+    v[0] = (s % 3 - 1) * period[0];
+    v[1] = (s / 3 % 3 - 1) * period[1];
+    v[2] = (s / 9 - 1) * period[2];
+  }
   std::uint64_t directedM2L = 0;   ///< = m2lSource.size()
   std::uint64_t directedP2P = 0;   ///< cell pairs, both directions, a cell with itself excluded
 };
 
 /// The dual walk from the root, split into a fixed set of tasks (independent of `threads`) that run in parallel.
-void buildInteractionLists(const FmmTree& tree, double tolerance, int threads, FmmLists& lists);
+/// `period`: null for an isolated box, else the box's sides in scaled lengths (the near images are walked).
+void buildInteractionLists(const FmmTree& tree, double tolerance, int threads, FmmLists& lists,
+                           const double* period = nullptr);
 
 }  // namespace fmm
 }  // namespace amrgrav

@@ -56,12 +56,13 @@ TableCache& cache() {
 }
 
 /// The slot of the whole-leaf offset of `source` from `target` (both regular, same h) and of its opposite, or -1.
-int leafOffsetSlot(const RegularLeaves& reg, std::uint32_t target, std::uint32_t source, int* opposite = nullptr) {
+int leafOffsetSlot(const RegularLeaves& reg, std::uint32_t target, std::uint32_t source, const double shift[3],
+                   int* opposite = nullptr) {
   if (!reg.regular[target] || !reg.regular[source] || reg.h[target] != reg.h[source]) return -1;
   const double h = reg.h[target];
   int a[3];
   for (int d = 0; d < 3; ++d) {
-    const double cells = (reg.origin[3 * source + d] - reg.origin[3 * target + d]) / h;
+    const double cells = ((reg.origin[3 * source + d] + shift[d]) - reg.origin[3 * target + d]) / h;
     const double leaves = std::nearbyint(cells / 4);
     if (!(std::fabs(cells - 4 * leaves) <= 1e-9 * std::fmax(1.0, std::fabs(cells))) || std::fabs(leaves) > kMaxLeafOffset)
       return -1;
@@ -105,14 +106,15 @@ RegularLeaves findRegularLeaves(const FmmTree& t, const SortedCells& c, int thre
   return r;
 }
 
-void P2pTables::prepare(const RegularLeaves& reg, const std::vector<std::uint32_t>& pairA,
-                        const std::vector<std::uint32_t>& pairB, int threads) {
+void P2pTables::prepare(const RegularLeaves& reg, const FmmLists& lists, int threads) {
   bool need[kOffsetSlots] = {};
   for (std::size_t i = 0; i < reg.regular.size(); ++i)
     if (reg.regular[i]) need[slotOf(0, 0, 0)] = true;
-  for (std::size_t q = 0; q < pairA.size(); ++q) {
+  for (std::size_t q = 0; q < lists.p2pA.size(); ++q) {
     int opposite = -1;
-    const int slot = leafOffsetSlot(reg, pairA[q], pairB[q], &opposite);
+    double v[3];
+    lists.shiftVector(lists.p2pShift[q], v);
+    const int slot = leafOffsetSlot(reg, lists.p2pA[q], lists.p2pB[q], v, &opposite);
     if (slot < 0 || opposite < 0) continue;
     need[slot] = need[opposite] = true;
   }
@@ -135,9 +137,11 @@ void P2pTables::prepare(const RegularLeaves& reg, const std::vector<std::uint32_
   for (int s = 0; s < kOffsetSlots; ++s) byOffset_[s] = need[s] ? tables[s].get() : nullptr;
 }
 
-const P2pTable* P2pTables::find(const RegularLeaves& reg, std::uint32_t target, std::uint32_t source) const {
-  if (target == source) return reg.regular[target] ? byOffset_[slotOf(0, 0, 0)] : nullptr;
-  const int slot = leafOffsetSlot(reg, target, source);
+const P2pTable* P2pTables::find(const RegularLeaves& reg, std::uint32_t target, std::uint32_t source,
+                                const double shift[3]) const {
+  if (target == source && shift[0] == 0 && shift[1] == 0 && shift[2] == 0)
+    return reg.regular[target] ? byOffset_[slotOf(0, 0, 0)] : nullptr;
+  const int slot = leafOffsetSlot(reg, target, source, shift);
   return slot < 0 ? nullptr : byOffset_[slot];
 }
 

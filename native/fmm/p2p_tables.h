@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fmm/fmm_tree.h"
+#include "fmm/interaction_lists.h"
 
 namespace amrgrav {
 namespace fmm {
@@ -42,13 +43,13 @@ constexpr int kOffsetSlots = (2 * kMaxLeafOffset + 1) * (2 * kMaxLeafOffset + 1)
 /// The tables a solve reads, found or made in the process's cache before the evaluation.
 class P2pTables {
  public:
-  /// Offsets of the pairs (T, S) and (S, T) of `pairs` and of each regular leaf with itself: their tables are made
-  /// (or found in the process's cache) now, so the evaluation only reads.
-  void prepare(const RegularLeaves& reg, const std::vector<std::uint32_t>& pairA,
-               const std::vector<std::uint32_t>& pairB, int threads);
-  /// The table of source leaf S's offset from target leaf T when both are regular with the same h and the offset is
-  /// a whole number of leaves (at most kMaxLeafOffset per axis); null otherwise.
-  const P2pTable* find(const RegularLeaves& reg, std::uint32_t target, std::uint32_t source) const;
+  /// Offsets of the P2P pairs (T, S + shift) and (S, T - shift) of `lists` and of each regular leaf with itself:
+  /// their tables are made (or found in the process's cache) now, so the evaluation only reads.
+  void prepare(const RegularLeaves& reg, const FmmLists& lists, int threads);
+  /// The table of source leaf S's offset from target leaf T, S moved by `shift` (an image shift's vector, scaled
+  /// lengths; zeros for none), when both are regular with the same h and the offset is a whole number of leaves (at
+  /// most kMaxLeafOffset per axis); null otherwise.
+  const P2pTable* find(const RegularLeaves& reg, std::uint32_t target, std::uint32_t source, const double shift[3]) const;
 
  private:
   const P2pTable* byOffset_[kOffsetSlots] = {};

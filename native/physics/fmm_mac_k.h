@@ -52,4 +52,41 @@ AG_HD bool fmmPairAccepts(const double* ca, double ra, double rca, double ma, do
   return Rn::mul(mb, e) <= Rn::mul(tolerance, lowA) && Rn::mul(ma, e) <= Rn::mul(tolerance, lowB);
 }
 
+/// Signed sources (fully periodic boxes: the density contrast, expansions about cube centres; docs/fmm-design.md,
+/// section 7): test 1 as fmmPairAccepts, then the truncation error estimated from each source's multipole norms
+/// Q_n = |M^(n)| (the norm of its order-n moments: |m| d^n for one mass at distance d), after Dehnen (2014): the
+/// omitted terms of order p + 1 pair source order n with target order p + 1 - n, so
+///   e_(B->A) = [sum_(n=0..p) C(p+1, n) Q^B_n r_A^(p+1-n) + max(Q^B_p r_B, Q^B_(p-1) r_B^2)] / (R^(p+1) (R - r_A - r_B))
+/// (the order p + 1 norm, not kept, estimated from the two highest kept: a symmetric distribution has no odd ones),
+/// and each side's must be at most tolerance times `scale` (a scale of |phi|). With every Q^B_n <= |M| r_B^n this
+/// is at most fmmPairAccepts's bound; a smooth source (small high-order norms) leaves mostly the target side's
+/// truncation, r_A^(p+1) |M| / R^(p+2). qa, qb: order + 1 norms each. A tolerance of 0 skips the error test.
+template <class Rn = RoundNearest>
+AG_HD double fmmSignedPairError(const double* qb, double ra, double rb, double R, int order) {
+  // sum_n C(p+1, n) Q_n ra^(p+1-n), the binomial coefficients by their recurrence (exact in doubles)
+  double sum = 0, binom = 1;
+  double pw[9];
+  pw[0] = 1;
+  for (int k = 1; k <= order + 1; ++k) pw[k] = Rn::mul(pw[k - 1], ra);
+  for (int n = 0; n <= order; ++n) {
+    sum = Rn::add(sum, Rn::mul(Rn::mul(binom, qb[n]), pw[order + 1 - n]));
+    binom = Rn::div(Rn::mul(binom, double(order + 1 - n)), double(n + 1));
+  }
+  const double top = stdMax(Rn::mul(qb[order], rb), Rn::mul(qb[order - 1], Rn::mul(rb, rb)));
+  double Rp = R;  // R^(p+1) by repeated products
+  for (int k = 0; k < order; ++k) Rp = Rn::mul(Rp, R);
+  return Rn::div(Rn::add(sum, top), Rn::mul(Rp, Rn::sub(R, Rn::add(ra, rb))));
+}
+
+template <class Rn = RoundNearest>
+AG_HD bool fmmSignedPairAccepts(const double* ca, double ra, double rca, const double* qa, const double* cb, double rb,
+                                double rcb, const double* qb, double scale, int order, double tolerance) {
+  const double R2 = squaredNorm<Rn>(Rn::sub(ca[0], cb[0]), Rn::sub(ca[1], cb[1]), Rn::sub(ca[2], cb[2]));
+  const double s = Rn::add(rca, rcb);
+  if (!(Rn::mul(s, s) < R2)) return false;
+  if (tolerance <= 0) return true;
+  const double R = Rn::sqrt(R2), limit = Rn::mul(tolerance, scale);
+  return fmmSignedPairError<Rn>(qb, ra, rb, R, order) <= limit && fmmSignedPairError<Rn>(qa, rb, ra, R, order) <= limit;
+}
+
 }  // namespace amrgrav

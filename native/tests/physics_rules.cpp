@@ -219,6 +219,42 @@ void checkFmmMac(Report& rep) {
     rep.expect(h == fmmPair<DeviceRn>(ca, ra, ma, la, cb, rb, mb, lb, theta, order, tol), "FMM MAC sweep: host = device");
     rep.canary(fmmPotentialLowerBound<FusedRn>(ca, ra, lo, 1.02, 5.0) != la);
   }
+  // the signed sources' estimate (periodic boxes) by hand: one unit mass at distance d = 1/4 from B's centre (Q_n =
+  // d^n), r_A = r_B = 1/4, R = 4, p = 3: [sum_n C(4, n) d^n r_A^(4-n) + max(Q_3 r_B, Q_2 r_B^2)] / (R^4 (R - 1/2)) =
+  // [(1/4 + 1/4)^4 - (1/4)^4 + (1/4)^4] / (256 * 3.5) = the point mass's bound 2^-4 / 896 = 6.975e-5
+  {
+    const double q[4] = {1, 0.25, 0.0625, 0.015625};
+    rep.same(fmmSignedPairError<RoundNearest>(q, 0.25, 0.25, 4.0, 3), 0.0625 / 896, "FMM signed estimate, one mass");
+    // a source whose moments vanish (a mass at its centre) leaves the target side's truncation: r_A^4 / (R^4 (R - 1/2))
+    const double q0[4] = {1, 0, 0, 0};
+    rep.same(fmmSignedPairError<RoundNearest>(q0, 0.25, 0.25, 4.0, 3), 0.00390625 / 896, "FMM signed estimate, centred");
+    const double a2[3] = {0, 0, 0}, b[3] = {0, 4, 0};
+    rep.expect(fmmSignedPairAccepts<RoundNearest>(a2, 0.25, 0.5, q, b, 0.25, 0.5, q, 1.0, 3, 1e-4), "FMM signed MAC accepts");
+    rep.expect(!fmmSignedPairAccepts<RoundNearest>(a2, 0.25, 0.5, q, b, 0.25, 0.5, q, 1.0, 3, 5e-5), "FMM signed MAC rejects");
+  }
+  for (int k = 0; k < 100000; ++k) {
+    double ca[3], cb[3], qa[8], qb[8];
+    for (int d = 0; d < 3; ++d) {
+      ca[d] = rnd.coordinate(1.0);
+      cb[d] = rnd.coordinate(1.0);
+    }
+    const double ra = rnd.uniform(0, 0.2), rb = rnd.uniform(0, 0.2);
+    for (int n = 0; n < 8; ++n) {
+      qa[n] = rnd.uniform(0, 2) * std::pow(ra, n);
+      qb[n] = rnd.uniform(0, 2) * std::pow(rb, n);
+    }
+    const double theta = rnd.uniform(0.2, 0.99), tol = rnd.integer(0, 3) == 0 ? 0.0 : std::ldexp(1.0, -rnd.integer(5, 20));
+    const int order = rnd.integer(3, 7);
+    const double scale = rnd.uniform(0.5, 5);
+    const bool h = fmmSignedPairAccepts<RoundNearest>(ca, ra, fmmCriticalRadius<RoundNearest>(ra, theta), qa, cb, rb,
+                                                      fmmCriticalRadius<RoundNearest>(rb, theta), qb, scale, order, tol);
+    const bool dv = fmmSignedPairAccepts<DeviceRn>(ca, ra, fmmCriticalRadius<DeviceRn>(ra, theta), qa, cb, rb,
+                                                   fmmCriticalRadius<DeviceRn>(rb, theta), qb, scale, order, tol);
+    rep.expect(h == dv, "FMM signed MAC sweep: host = device");
+    const double R = std::sqrt(squaredNorm(ca[0] - cb[0], ca[1] - cb[1], ca[2] - cb[2])) + 1.0;
+    rep.same(fmmSignedPairError<RoundNearest>(qb, ra, rb, R, order), fmmSignedPairError<DeviceRn>(qb, ra, rb, R, order),
+             "FMM signed estimate sweep: host = device");
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------- the MAC
