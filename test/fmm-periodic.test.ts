@@ -17,7 +17,7 @@ import { GravitySolver } from '../solver/gravitySolver.js';
 import { InvalidOptionError } from '../solver/errors.js';
 import type { SolverOptions } from '../solver/options.js';
 import { ewaldAtTargets } from '../validation/ewaldAtTargets.js';
-import type { Cells } from './helpers.js';
+import { refinedBlob, type Cells } from './helpers.js';
 import { rng } from './helpers.js';
 
 type Vec3 = [number, number, number];
@@ -40,23 +40,6 @@ function grid(n: Vec3, L: Vec3, rho: (x: number, y: number, z: number) => number
   return c;
 }
 
-/** A 16^3 grid of the unit box whose central 4^3 cells are each split into 2^3, density rho. */
-function refinedBlob(rho: (x: number, y: number, z: number) => number): Cells {
-  const xs: number[] = [], ys: number[] = [], zs: number[] = [], ms: number[] = [], hs: number[] = [];
-  const n = 16, h = 1 / n;
-  const push = (x: number, y: number, z: number, s: number) => {
-    xs.push(x); ys.push(y); zs.push(z); hs.push(s); ms.push(rho(x, y, z) * s ** 3);
-  };
-  for (let k = 0; k < n; k++)
-    for (let j = 0; j < n; j++)
-      for (let q = 0; q < n; q++) {
-        if (![q, j, k].every((v) => v >= 6 && v < 10)) { push((q + 0.5) * h, (j + 0.5) * h, (k + 0.5) * h, h); continue; }
-        for (let c = 0; c < 8; c++)
-          push((q + 0.25 + 0.5 * (c & 1)) * h, (j + 0.25 + 0.5 * ((c >> 1) & 1)) * h, (k + 0.25 + 0.5 * (c >> 2)) * h, h / 2);
-      }
-  const f = (a: number[]) => Float64Array.from(a);
-  return { x: f(xs), y: f(ys), z: f(zs), mass: f(ms), size: f(hs) };
-}
 const blobDensity = (x: number, y: number, z: number) =>
   1 + 50 * Math.exp(-((x - 0.5) ** 2 + (y - 0.48) ** 2 + (z - 0.52) ** 2) / 0.004);
 

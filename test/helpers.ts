@@ -66,6 +66,25 @@ export function clusteredCells(n: number, seed: number): Cells {
 
 export { gridCells } from '../validation/gridCells.js';
 
+/** A 16^3 grid of the unit box whose central 4^3 cells are each split into 2^3 (a refined region), density rho. */
+export function refinedBlob(rho: (x: number, y: number, z: number) => number): Cells {
+  const xs: number[] = [], ys: number[] = [], zs: number[] = [], ms: number[] = [], hs: number[] = [];
+  const n = 16, h = 1 / n;
+  const push = (x: number, y: number, z: number, s: number) => {
+    xs.push(x); ys.push(y); zs.push(z); hs.push(s); ms.push(rho(x, y, z) * s ** 3);
+  };
+  for (let k = 0; k < n; k++)
+    for (let j = 0; j < n; j++)
+      for (let q = 0; q < n; q++) {
+        const inner = [q, j, k].every((v) => v >= 6 && v < 10);
+        if (!inner) { push((q + 0.5) * h, (j + 0.5) * h, (k + 0.5) * h, h); continue; }
+        for (let c = 0; c < 8; c++)
+          push((q + 0.25 + 0.5 * (c & 1)) * h, (j + 0.25 + 0.5 * ((c >> 1) & 1)) * h, (k + 0.25 + 0.5 * (c >> 2)) * h, h / 2);
+      }
+  const f = (a: number[]) => Float64Array.from(a);
+  return { x: f(xs), y: f(ys), z: f(zs), mass: f(ms), size: f(hs) };
+}
+
 /** Max and mean of |a - b| / |b|. */
 export function relErrors(a: ArrayLike<number>, b: ArrayLike<number>): { max: number; mean: number } {
   let max = 0;

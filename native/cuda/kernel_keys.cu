@@ -66,6 +66,23 @@ __device__ Bounds blockReduce(Bounds b) {
   return b;
 }
 
+/// A block's part of a bounds pass: the first bad cell to the checks, the block's bounds reduced and written as
+/// its partial (boundsFinalKernel combines them).
+__device__ void finishBlockBounds(Bounds b, unsigned firstBad, const CellChecks& checks,
+                                  double* __restrict__ partials) {
+  if (firstBad != 0xffffffffu && checks.firstBad) atomicMin(checks.firstBad, firstBad);
+  b = blockReduce(b);
+  if (threadIdx.x == 0) {
+    double* o = partials + kBoundsStride * blockIdx.x;
+    for (int d = 0; d < 3; ++d) {
+      o[d] = b.lo[d];
+      o[3 + d] = b.hi[d];
+    }
+    o[6] = b.mass;
+    o[7] = b.minSize;
+  }
+}
+
 __global__ void __launch_bounds__(kThreads) boundsKernel(const double* __restrict__ x, const double* __restrict__ y,
                                                          const double* __restrict__ z, const double* __restrict__ mass,
                                                          const double* __restrict__ size, unsigned n,
@@ -95,17 +112,7 @@ __global__ void __launch_bounds__(kThreads) boundsKernel(const double* __restric
     }
     if (bad && i < firstBad) firstBad = i;
   }
-  if (firstBad != 0xffffffffu && checks.firstBad) atomicMin(checks.firstBad, firstBad);
-  b = blockReduce(b);
-  if (threadIdx.x == 0) {
-    double* o = partials + kBoundsStride * blockIdx.x;
-    for (int d = 0; d < 3; ++d) {
-      o[d] = b.lo[d];
-      o[3 + d] = b.hi[d];
-    }
-    o[6] = b.mass;
-    o[7] = b.minSize;
-  }
+  finishBlockBounds(b, firstBad, checks, partials);
 }
 
 /// A block solve's masses made from the densities (core/blocks.h blockCellMass, written to mass) and checked and summed
@@ -142,17 +149,7 @@ __global__ void __launch_bounds__(kThreads) blockMassBoundsKernel(const BlockGeo
       }
     }
   }
-  if (firstBad != 0xffffffffu && checks.firstBad) atomicMin(checks.firstBad, firstBad);
-  b = blockReduce(b);
-  if (threadIdx.x == 0) {
-    double* o = partials + kBoundsStride * blockIdx.x;
-    for (int d = 0; d < 3; ++d) {
-      o[d] = b.lo[d];
-      o[3 + d] = b.hi[d];
-    }
-    o[6] = b.mass;
-    o[7] = b.minSize;
-  }
+  finishBlockBounds(b, firstBad, checks, partials);
 }
 
 __global__ void __launch_bounds__(kThreads) boundsFinalKernel(const double* __restrict__ partials, int count,

@@ -81,20 +81,8 @@ int main(int argc, char** argv) {
   for (auto& t : targets) t = std::size_t(pick() % n);
   for (const std::string& kname : kernels) {
     const SofteningKernel kernel = kname == "plummer" ? SofteningKernel::Plummer : SofteningKernel::Spline;
-    std::vector<double> ref(3 * targets.size(), 0.0);
     const auto tr = std::chrono::steady_clock::now();
-    parallelFor(targets.size(), 1, resolveThreadCount(threads), [&](std::size_t b, std::size_t e, int) {
-      for (std::size_t k = b; k < e; ++k) {
-        const std::size_t t = targets[k];
-        double p = 0, gx = 0, gy = 0, gz = 0;
-        for (std::size_t j = 0; j < n; ++j)
-          softPairForce<double>(pts.x[t] - pts.x[j], pts.y[t] - pts.y[j], pts.z[t] - pts.z[j], pts.m[j], eps, kernel,
-                                p, gx, gy, gz);
-        ref[3 * k] = -gx;  // acceleration = -G g
-        ref[3 * k + 1] = -gy;
-        ref[3 * k + 2] = -gz;
-      }
-    });
+    const std::vector<double> ref = tools::softenedAccelerations(pts, targets, eps, kernel, threads);
     std::fprintf(stderr, "cpu particles %zu, %s: %zu direct sums in %.2f s\n", n, kname.c_str(), targets.size(),
                  seconds(tr));
     for (const double theta : thetas) {

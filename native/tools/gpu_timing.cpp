@@ -316,19 +316,7 @@ void runPlummerParticles(const TimingArgs& a, std::size_t n) {
   for (const std::string& kname : a.kernels) {
     const SofteningKernel kernel = kname == "plummer" ? SofteningKernel::Plummer : SofteningKernel::Spline;
     const auto tg = Clock::now();
-    std::vector<double> ref(3 * targets.size(), 0.0);  // float64 softened sums (G = 1), the particle's own pair 0
-    parallelFor(targets.size(), 1, resolveThreadCount(0), [&](std::size_t b, std::size_t e, int) {
-      for (std::size_t k = b; k < e; ++k) {
-        const std::size_t t = targets[k];
-        double p = 0, gx = 0, gy = 0, gz = 0;
-        for (std::size_t j = 0; j < n; ++j)
-          softPairForce<double>(pts.x[t] - pts.x[j], pts.y[t] - pts.y[j], pts.z[t] - pts.z[j], pts.m[j], eps, kernel,
-                                p, gx, gy, gz);
-        ref[3 * k] = -gx;  // acceleration = -G g
-        ref[3 * k + 1] = -gy;
-        ref[3 * k + 2] = -gz;
-      }
-    });
+    const std::vector<double> ref = tools::softenedAccelerations(pts, targets, eps, kernel, 0);
     std::fprintf(stderr, "plummer particles %zu, %s: %zu direct sums in %.2f s\n", n, kname.c_str(), targets.size(),
                  since(tg));
     for (double theta : a.thetas) {

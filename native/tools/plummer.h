@@ -10,6 +10,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/thread_pool.h"
+#include "physics/softening_k.h"
+
 namespace amrgrav::tools {
 
 /// mulberry32 (validation/random.ts rng): uniforms in [0, 1).
@@ -53,6 +56,27 @@ inline PlummerPoints plummerPoints(std::size_t n, std::uint32_t seed = 18, doubl
     p.z[i] = r * cz;
   }
   return p;
+}
+
+/// The reference of the particle timings: float64 softened direct sums (G = 1, one softening eps) at the points
+/// `targets` of `pts`, over every point; the accelerations, 3 per target (a particle's own pair adds none).
+inline std::vector<double> softenedAccelerations(const PlummerPoints& pts, const std::vector<std::size_t>& targets,
+                                                 double eps, SofteningKernel kernel, int threads) {
+  const std::size_t n = pts.x.size();
+  std::vector<double> ref(3 * targets.size(), 0.0);
+  parallelFor(targets.size(), 1, resolveThreadCount(threads), [&](std::size_t b, std::size_t e, int) {
+    for (std::size_t k = b; k < e; ++k) {
+      const std::size_t t = targets[k];
+      double p = 0, gx = 0, gy = 0, gz = 0;
+      for (std::size_t j = 0; j < n; ++j)
+        softPairForce<double>(pts.x[t] - pts.x[j], pts.y[t] - pts.y[j], pts.z[t] - pts.z[j], pts.m[j], eps, kernel, p,
+                              gx, gy, gz);
+      ref[3 * k] = -gx;  // acceleration = -G g
+      ref[3 * k + 1] = -gy;
+      ref[3 * k + 2] = -gz;
+    }
+  });
+  return ref;
 }
 
 }  // namespace amrgrav::tools
