@@ -27,20 +27,14 @@
 #include "cpu/cpu_system.h"
 #include "physics/mac_k.h"
 #include "physics/softening_k.h"
+#include "tests/check_report.h"
 #include "tools/plummer.h"
 #include "tree/particle_tree.h"
 
 using namespace amrgrav;
+using namespace amrgrav::tests;
 
 namespace {
-
-int gChecks = 0, gFailed = 0;
-
-void check(const std::string& name, bool ok, const std::string& detail) {
-  ++gChecks;
-  if (!ok) ++gFailed;
-  std::printf("%s %s: %s\n", ok ? "PASS" : "FAIL", name.c_str(), detail.c_str());
-}
 
 std::string num(double v) {
   char b[32];

@@ -16,19 +16,13 @@
 #include <vector>
 
 #include "cpu/cpu_walk.h"
+#include "tests/check_report.h"
 #include "tree/tree.h"
 
 using namespace amrgrav;
+using namespace amrgrav::tests;
 
 namespace {
-
-int gChecks = 0, gFailed = 0;
-
-void check(const std::string& name, bool ok, const std::string& detail) {
-  ++gChecks;
-  if (!ok) ++gFailed;
-  std::printf("%s %s: %s\n", ok ? "PASS" : "FAIL", name.c_str(), detail.c_str());
-}
 
 struct Cells {
   std::vector<double> x, y, z, m, h;
