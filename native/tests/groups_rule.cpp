@@ -23,6 +23,7 @@
 
 #include "cpu/cpu_walk.h"
 #include "tests/check_report.h"
+#include "tools/host_cells.h"
 #include "tools/plummer.h"
 #include "tree/groups_k.h"
 #include "tree/keys.h"
@@ -33,13 +34,7 @@ using namespace amrgrav::tests;
 
 namespace {
 
-struct Cells {
-  std::vector<double> x, y, z, m, h;
-  CellsView view() const { return CellsView{x.data(), y.data(), z.data(), m.data(), h.data(), x.size()}; }
-  void push(double px, double py, double pz, double pm, double ph) {
-    x.push_back(px); y.push_back(py); z.push_back(pz); m.push_back(pm); h.push_back(ph);
-  }
-};
+using Cells = tools::HostCells;
 
 double density(double x, double y, double z) { return 1 + 0.5 * std::sin(6 * x) * std::cos(5 * y) + 0.3 * z; }
 

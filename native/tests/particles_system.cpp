@@ -28,6 +28,7 @@
 #include "physics/mac_k.h"
 #include "physics/softening_k.h"
 #include "tests/check_report.h"
+#include "tools/host_cells.h"
 #include "tools/plummer.h"
 #include "tree/particle_tree.h"
 
@@ -51,10 +52,7 @@ struct Particles {
   }
 };
 
-struct Cells {
-  std::vector<double> x, y, z, m, h;
-  CellsView view() const { return CellsView{x.data(), y.data(), z.data(), m.data(), h.data(), x.size()}; }
-};
+using Cells = tools::HostCells;
 
 struct Probes {
   std::vector<double> x, y, z;

@@ -17,6 +17,7 @@
 
 #include "cpu/cpu_walk.h"
 #include "tests/check_report.h"
+#include "tools/host_cells.h"
 #include "tree/tree.h"
 
 using namespace amrgrav;
@@ -24,17 +25,7 @@ using namespace amrgrav::tests;
 
 namespace {
 
-struct Cells {
-  std::vector<double> x, y, z, m, h;
-  CellsView view() const { return CellsView{x.data(), y.data(), z.data(), m.data(), h.data(), x.size()}; }
-  void push(double px, double py, double pz, double mass, double size) {
-    x.push_back(px);
-    y.push_back(py);
-    z.push_back(pz);
-    m.push_back(mass);
-    h.push_back(size);
-  }
-};
+using Cells = tools::HostCells;
 
 /// nx x ny x nz cells of side dx from the origin, masses 0.5 .. 1.5 (a fixed pseudo-random sequence).
 Cells grid(int nx, int ny, int nz, double dx) {

@@ -15,6 +15,7 @@
 
 #include "core/backend.h"
 #include "core/types.h"
+#include "tools/host_cells.h"
 #include "tools/parity/device.h"
 
 namespace amrgrav::parity {
@@ -30,14 +31,7 @@ constexpr double kMsun = 1.98847e33;              // g
 using Clock = std::chrono::steady_clock;
 inline double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-struct Cells {
-  std::vector<double> x, y, z, m, h;
-  std::size_t size() const { return x.size(); }
-  CellsView view() const { return CellsView{x.data(), y.data(), z.data(), m.data(), h.data(), x.size()}; }
-  void push(double px, double py, double pz, double pm, double ph) {
-    x.push_back(px); y.push_back(py); z.push_back(pz); m.push_back(pm); h.push_back(ph);
-  }
-};
+using Cells = tools::HostCells;
 
 // ---- problems
 
