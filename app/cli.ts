@@ -37,7 +37,8 @@ solved with locally essential trees; rank 0 prints, and the JSON carries "ranks"
   --backend B      auto | cpu | cuda                                               [auto]
   --threads N      CPU threads, 0 = all                                            [0]
   --accel          also compute accelerations -grad(phi), cm s^-2
-  --group-size N   cells per walk group (the GPU warp; 64 = two per lane)         [32]
+  --group-size N   points per walk group (CUDA: <= 64, two per lane above 32); auto: cells 64
+                   in isolated boxes, else 32; particles and probes 32             [auto]
   --leaf-size N    most cells in a tree leaf                                       [16]
   --boundary B     isolated, periodic (all axes, zero-mean potential) or the periodic axes, e.g. xy or z;
                    the domain (the unit box for bench) is the box                  [isolated]
@@ -185,7 +186,7 @@ function solverOptions(v: Record<string, string | boolean | undefined>): SolverO
     threads: intArg('threads', s('threads'), 0, 0, 4096),
     G: numberArg('G', s('G'), 6.674e-8, (x) => x > 0),
     accelerations: v.accel === true,
-    groupSize: intArg('group-size', s('group-size'), 32, 1, 256),
+    groupSize: (s('group-size') ?? 'auto') === 'auto' ? 'auto' : intArg('group-size', s('group-size'), 32, 1, 256),
     leafSize: intArg('leaf-size', s('leaf-size'), 16, 1, 4096),
     boundary: boundaryArg(s('boundary')),
     selfPotential: choiceArg('self', s('self'), 'lattice', ['lattice', 'cube', 'none'] as const),

@@ -471,7 +471,7 @@ export class GravitySolver {
       walk: o.walk,
       G: o.G,
       leafSize: o.leafSize,
-      groupSize: o.groupSize,
+      groupSize: o.groupSize === 'auto' ? 0 : o.groupSize,  // 0: the native side's automatic choice
       selfPotential: selfPotentialModel(o.selfPotential),
       softening: o.softening,
       accelerations: o.accelerations,

@@ -32,7 +32,7 @@ export interface NativeOptions {
   walk: 'box' | 'vote';
   G: number;
   leafSize: number;
-  groupSize: number;
+  groupSize: number;  // 0: automatic (native/core/types.h cellGroupSize, pointGroupSize)
   selfPotential: 'none' | 'cube' | 'lattice';
   /** The particles' kernel (system solves). */
   softening: 'spline' | 'plummer';

@@ -152,11 +152,13 @@ export interface SolverOptions {
   /** Largest number of cells in a tree leaf, [1, 256]. Default 16. */
   leafSize?: number;
   /**
-   * Cells per walk group (the GPU warp), [1, 256]. Default 32. A group is at most this many consecutive sorted cells
-   * inside one "home node" (the largest octree node of at most 32 groupSize cells), so clustered point sets get
-   * compact groups; uniform 2^k grids and 8^3-block meshes keep runs of exactly groupSize.
+   * Points per walk group, [1, 256] (the CUDA backend: at most 64, two per GPU lane above 32), or 'auto' (the
+   * default): the cells' groups hold 64 in isolated boxes and 32 with a periodic axis, particles' and probes' 32
+   * (native/core/types.h cellGroupSize says why; bench/RESULTS.md "Walk groups of 64"). A group is at most this many
+   * consecutive sorted cells inside one "home node" (the largest octree node of at most 32 groupSize cells), so
+   * clustered point sets get compact groups; uniform 2^k grids and 8^3-block meshes keep runs of exactly groupSize.
    */
-  groupSize?: number;
+  groupSize?: number | 'auto';
   /** CPU threads; 0 = all hardware threads. Default 0. */
   threads?: number;
   /**
@@ -191,7 +193,7 @@ export const defaultOptions: ResolvedOptions = Object.freeze({
   accelerations: false,
   selfPotential: 'lattice',
   leafSize: 16,
-  groupSize: 32,
+  groupSize: 'auto',
   threads: 0,
   distributed: 'auto',
 }) as ResolvedOptions;
@@ -231,8 +233,8 @@ export function resolveOptions(options: SolverOptions = {}): ResolvedOptions {
   if (typeof o.selfPotential !== 'boolean' && !['cube', 'lattice', 'none'].includes(o.selfPotential as string))
     throw invalidOption('selfPotential', "'cube', 'lattice', 'none' or a boolean (true = 'cube')", o.selfPotential);
   if (!isInt(o.leafSize) || o.leafSize < 1 || o.leafSize > 256) throw invalidOption('leafSize', 'an integer in [1, 256]', o.leafSize);
-  if (!isInt(o.groupSize) || o.groupSize < 1 || o.groupSize > 256)
-    throw invalidOption('groupSize', 'an integer in [1, 256]', o.groupSize);
+  if (o.groupSize !== 'auto' && (!isInt(o.groupSize) || o.groupSize < 1 || o.groupSize > 256))
+    throw invalidOption('groupSize', "'auto' or an integer in [1, 256]", o.groupSize);
   if (!isInt(o.threads) || o.threads < 0 || o.threads > 4096) throw invalidOption('threads', 'an integer in [0, 4096]', o.threads);
   if (o.distributed !== 'auto' && typeof o.distributed !== 'boolean')
     throw invalidOption('distributed', "'auto', true or false", o.distributed);

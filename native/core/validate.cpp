@@ -32,7 +32,7 @@ Status validateOptions(const SolveOptions& o) {
   if (o.order != 1 && o.order != 2) return bad("order must be 1 (monopole) or 2 (quadrupole), got " + std::to_string(o.order));
   if (!(std::isfinite(o.G) && o.G > 0.0)) return bad("G must be finite and positive (got " + exactNumber(o.G) + ")");
   if (o.leafSize < 1 || o.leafSize > 256) return bad("leafSize must be in [1, 256], got " + std::to_string(o.leafSize));
-  if (o.groupSize < 1 || o.groupSize > 256) return bad("groupSize must be in [1, 256], got " + std::to_string(o.groupSize));
+  if (o.groupSize < 0 || o.groupSize > 256) return bad("groupSize must be in [1, 256] (or 0: automatic), got " + std::to_string(o.groupSize));
   if (o.threads < 0 || o.threads > 4096) return bad("threads must be in [0, 4096], got " + std::to_string(o.threads));
   if (o.anyPeriodic() && !o.hasBox)
     return bad("periodic boundaries need the box (its sides are the periods): pass the box of the domain");

@@ -161,7 +161,7 @@ class CpuBackend final : public Backend {
         ewald.nodeS = nodeSecondMoments(sorted, tree);
       }
       tb = Clock::now();
-      if (!reuse) K.groups = makeGroups(sorted, keys, opt.groupSize);
+      if (!reuse) K.groups = makeGroups(sorted, keys, opt.cellGroupSize());
       const Groups& groups = K.groups;
       out.stats.groups = groups.size();
       if (n > 0) walkAllGroups(tree, sorted, groups, opt, threads, wo, opt.anyPeriodic() ? &ewald : nullptr);

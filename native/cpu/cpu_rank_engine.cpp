@@ -91,7 +91,7 @@ class CpuRankEngine final : public RankEngine {
     t = Clock::now();
     computeMoments(cells_, opt, tree_);
     st.secondsMoments = since(t);
-    groups_ = makeGroups(cells_, keys, opt.groupSize);
+    groups_ = makeGroups(cells_, keys, opt.cellGroupSize());
     // a subset walks the groups that hold its targets only (tree/system_points.h)
     if (system_.hasTargets()) {
       sortedOf_ = sortedPositions(cells_);

@@ -123,7 +123,7 @@ Status cpuSolveSystem(const SystemView& sys, const SolveOptions& opt, bool direc
       src.secondMoment = cellS.data();
     }
     tb = Clock::now();
-    all = makeGroups(sorted, keys, opt.groupSize);
+    all = makeGroups(sorted, keys, opt.cellGroupSize());
     // a subset: its groups only (walked exactly as in the full walk)
     if (sys.hasTargets()) sortedOf = sortedPositions(sorted);
     if (sys.hasTargets()) walked = pickGroups(all, groupsHoldingTargets(all, sortedOf, sys.targets, sys.targetCount));

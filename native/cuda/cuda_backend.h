@@ -46,6 +46,10 @@ struct CudaStats {
   /// extents; the positions and softening lengths already uploaded) and their walks (the particles as targets of
   /// both trees, with the own pairs' removal, scaling and scatter). 0 without particles or with 'direct'.
   double secondsParticleTree = 0;
+  /// secondsParticleTree's parts: keys and sort, the build (topology, node keys, groups), the gather, the moments
+  /// with the softening ranges; and the tree's depth (levels below the root).
+  double particleTreeParts[4] = {0, 0, 0, 0};
+  int particleTreeDepth = 0;
   double secondsParticleWalk = 0;
   double secondsTotal = 0;     ///< host clock from after validation to return
   std::size_t deviceBytes = 0;      ///< device memory held by the backend after the solve

@@ -146,9 +146,12 @@ Status buildParticles(DeviceState& ds, const ParticlesView& parts, const SolveOp
   AG_CUDA_TRY(cudaEventRecord(pds.events[4], pds.stream));
   AG_CUDA_TRY(cudaStreamSynchronize(pds.stream));  // the cells' stream walks what this one built
   // keys and sort, build, then moments, softening ranges and extents (walk_phase.cu fillStats' intervals)
-  if (which == 0)
-    ds.stats.secondsParticleTree =
-        direct ? 0.0 : elapsed(pds, 8, 2) + elapsed(pds, 7, 3) + elapsed(pds, 6, 7) + elapsed(pds, 5, 4);
+  if (which == 0) {
+    const double parts[4] = {elapsed(pds, 8, 2), elapsed(pds, 6, 7), elapsed(pds, 7, 3), elapsed(pds, 5, 4)};
+    ds.stats.secondsParticleTree = direct ? 0.0 : parts[0] + parts[1] + parts[2] + parts[3];
+    for (int k = 0; k < 4; ++k) ds.stats.particleTreeParts[k] = direct ? 0.0 : parts[k];
+    ds.stats.particleTreeDepth = direct ? 0 : pds.depth;
+  }
   if (scale <= 0) {
     ds.scale = pds.scale;
     ds.root = pds.root;
@@ -165,7 +168,7 @@ Status prepareSoftWalk(DeviceState& ds) {
   return Status::success();
 }
 
-Status softWalk(DeviceState& ds, const SolveOptions& opt, const WalkParams& targets, bool ranges,
+Status softWalk(DeviceState& ds, const SolveOptions& opt, const WalkParams& targets, int cellsPerLane, bool ranges,
                 const SoftSources& src, double* const* out, double* const* add, WalkTally& total) {
   if (targets.numGroups == 0 || targets.n == 0) return Status::success();
   const bool accel = opt.accelerations;
@@ -188,6 +191,7 @@ Status softWalk(DeviceState& ds, const SolveOptions& opt, const WalkParams& targ
   p.ewald = EwaldDeviceView{};
   WalkConfig c = walkConfigFor(opt);  // isolated (particles), box MAC: the Soft kernels take neither vote nor images
   c.vote = c.periodic = c.dipole = false;
+  c.cellsPerLane = cellsPerLane;
   c.ranges = ranges;
   c.softening = 1 + int(opt.softening);
   int perSm = 1;
@@ -207,13 +211,14 @@ Status walkParticles(DeviceState& ds, const SolveOptions& opt, DeviceParticles& 
                      SoftSources tree, WalkTally& total) {
   const std::size_t n = P.n;
   const WalkParams targets = particleTargets(ds, P);
+  const int points = cellsPerLaneFor(opt.pointGroupSize());
   tree.selfPairs = 1;  // each particle meets itself there (its pair: finishParticles)
-  if (!cells) return softWalk(ds, opt, targets, false, tree, P.sums, nullptr, total);
-  AG_TRY(softWalk(ds, opt, targets, false, *cells, P.sums, nullptr, total));
+  if (!cells) return softWalk(ds, opt, targets, points, false, tree, P.sums, nullptr, total);
+  AG_TRY(softWalk(ds, opt, targets, points, false, *cells, P.sums, nullptr, total));
   AG_TRY(ds.sys.softSums.reserve(4 * n, "the softened walks' sums"));
   double* tmp[4] = {ds.sys.softSums.get(), ds.sys.softSums.get() + n, ds.sys.softSums.get() + 2 * n,
                     ds.sys.softSums.get() + 3 * n};
-  return softWalk(ds, opt, targets, false, tree, tmp, P.sums, total);
+  return softWalk(ds, opt, targets, points, false, tree, tmp, P.sums, total);
 }
 
 Status solveParticles(DeviceState& ds, const SolveOptions& opt, DeviceParticles& P, const SoftSources* cells,

@@ -65,7 +65,8 @@ Status prepareSoftWalk(DeviceState& ds);
 /// written into out[0..3] (phi as folded, g times massScale; accelerations only with opt), then added to add[0..3]
 /// when add is not null. Interactions into `total` (added). ranges: the targets' groups are WalkParams::groupRange's,
 /// else groupBegin's.
-Status softWalk(DeviceState& ds, const SolveOptions& opt, const WalkParams& targets, bool ranges,
+/// cellsPerLane: the targets' groups' (cellsPerLaneFor: the cells' or the points' group size).
+Status softWalk(DeviceState& ds, const SolveOptions& opt, const WalkParams& targets, int cellsPerLane, bool ranges,
                 const SoftSources& src, double* const* out, double* const* add, WalkTally& total);
 
 /// The particles' walks of the cells' tree (when `cells` is not null: written into P.sums) and of the particles' tree

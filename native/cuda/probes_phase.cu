@@ -61,6 +61,7 @@ Status walkProbes(DeviceState& ds, const SolveOptions& opt, const WalkConfig& cf
                   const WalkParams& cellsWalk, const DeviceProbes& P, SystemStats& st) {
   WalkConfig c = cfg;
   c.ranges = true;  // the probes' octree-leaf groups
+  c.cellsPerLane = cellsPerLaneFor(opt.pointGroupSize());
   WalkParams p = probeTargets(ds, opt, cellsWalk, P);
   WalkTally total;
   AG_TRY(walkPassesUntilDone(ds, c, blocks, opt, p, total));

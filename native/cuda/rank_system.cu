@@ -30,6 +30,7 @@ Status scratchSums(DeviceState& ds, std::size_t m, double* out[4]) {
 Status probeConfig(DeviceState& ds, const RankSystem& r, const SolveOptions& opt, WalkConfig& c, int& blocks) {
   c = r.hasCells ? ds.rankCfg : walkConfigFor(opt);
   c.ranges = true;
+  c.cellsPerLane = cellsPerLaneFor(opt.pointGroupSize());
   blocks = int(std::max<std::size_t>(1, (r.probes.ng + kWalkWarpsPerBlock - 1) / kWalkWarpsPerBlock));
   return Status::success();
 }
@@ -146,10 +147,12 @@ Status rankSystemLocal(DeviceState& ds, RankSystem& r, const SolveOptions& opt) 
     const SoftSources parts = particleSources(r.all);
     WalkTally soft;
     // the cells' groups: all, or a subset's (rankStartLocalWalk made ds.rankWalk a ranged walk of them)
-    if (r.hasCells) AG_TRY(softWalk(ds, opt, ds.rankWalk, ds.rankCfg.ranges, parts, tmp, ds.sums, soft));
+    const int points = cellsPerLaneFor(opt.pointGroupSize());
+    if (r.hasCells)
+      AG_TRY(softWalk(ds, opt, ds.rankWalk, ds.rankCfg.cellsPerLane, ds.rankCfg.ranges, parts, tmp, ds.sums, soft));
     if (np > 0) {
       const WalkParams base = r.hasCells ? ds.rankWalk : WalkParams{};
-      AG_TRY(softWalk(ds, opt, probeTargets(ds, opt, base, P), true, parts, tmp, probeSums, soft));
+      AG_TRY(softWalk(ds, opt, probeTargets(ds, opt, base, P), points, true, parts, tmp, probeSums, soft));
     }
     if (r.own.n > 0) {  // the local cells' tree, then every rank's particles (the own among them)
       const SoftSources cells = cellSources(ds);
@@ -205,7 +208,8 @@ Status rankSystemReceived(DeviceState& ds, RankSystem& r, const ReceivedLet* let
       forest.mq = ds.letMQ.get();
       forest.cells = forestCells;
       WalkTally soft;
-      AG_TRY(softWalk(ds, opt, particleTargets(ds, r.own), false, forest, tmp, r.own.sums, soft));
+      AG_TRY(softWalk(ds, opt, particleTargets(ds, r.own), cellsPerLaneFor(opt.pointGroupSize()), false, forest, tmp,
+                      r.own.sums, soft));
       r.st.particleApprox += soft.approx;
       r.st.particleDirect += soft.direct;
     }

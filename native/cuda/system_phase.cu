@@ -54,8 +54,8 @@ Status particlesAlone(DeviceState& ds, const SystemView& sys, const SolveOptions
   } else {
     if (np > 0) {
       WalkTally soft;
-      AG_TRY(softWalk(ds, opt, probeTargets(ds, opt, WalkParams{}, P), true, particleSources(Q), probeSums, nullptr,
-                      soft));
+      AG_TRY(softWalk(ds, opt, probeTargets(ds, opt, WalkParams{}, P), cellsPerLaneFor(opt.pointGroupSize()), true,
+                      particleSources(Q), probeSums, nullptr, soft));
       out.system.particleApprox += soft.approx;
       out.system.particleDirect += soft.direct;
       out.system.probeGroups = P.ng;
@@ -180,10 +180,11 @@ Status run(DeviceState& ds, const SystemView& sys, const SolveOptions& opt, bool
       for (int k = 0; k < 4; ++k) tmp[k] = ds.sys.softSums.get() + k * std::max<std::size_t>(n, np);
       WalkTally soft;
       const SoftSources parts = particleSources(Q);
-      AG_TRY(softWalk(ds, opt, p, sys.hasTargets(), parts, tmp, ds.sums, soft));
+      AG_TRY(softWalk(ds, opt, p, cellsPerLaneFor(opt.cellGroupSize()), sys.hasTargets(), parts, tmp, ds.sums, soft));
       if (np > 0) {
         double* probeSums[4] = {P.at(4), P.at(5), P.at(6), P.at(7)};
-        AG_TRY(softWalk(ds, opt, probeTargets(ds, opt, p, P), true, parts, tmp, probeSums, soft));
+        AG_TRY(softWalk(ds, opt, probeTargets(ds, opt, p, P), cellsPerLaneFor(opt.pointGroupSize()), true, parts, tmp,
+                        probeSums, soft));
       }
       out.system.particleApprox += soft.approx;
       out.system.particleDirect += soft.direct;

@@ -27,7 +27,7 @@ Status checkOptions(const SolveOptions& opt, std::size_t n, bool direct) {
   Status st = validateOptions(opt);
   if (!st.ok()) return st;
   if (direct && !(st = validateDirectOptions(opt)).ok()) return st;
-  if (!direct && opt.groupSize > 64)
+  if (!direct && opt.groupSize > 64)  // (0, automatic, is at most 64)
     return Status::error(ErrorCode::InvalidOption,
                          "groupSize must be at most 64 on the CUDA backend (one warp per group, at most two cells "
                          "per lane), got " + std::to_string(opt.groupSize));
@@ -215,7 +215,7 @@ Status sortAndBuild(DeviceState& ds, const CellsView& cells, const SolveOptions&
   if (!direct) {
     AG_TRY(buildTree(ds, n, opt.leafSize, &ds.nodes, &ds.depth));
     AG_TRY(computeNodeKeys(ds, ds.nodes));
-    AG_TRY(countGroups(ds, unsigned(opt.groupSize)));
+    AG_TRY(countGroups(ds, unsigned(ds.pointSources ? opt.pointGroupSize() : opt.cellGroupSize())));
   }
   AG_CUDA_TRY(cudaEventRecord(ds.events[7], s));
   AG_CUDA_TRY(cudaStreamSynchronize(s));

@@ -20,11 +20,13 @@ unsigned nextPow2(unsigned long long v) {
   return p;
 }
 
+int cellsPerLaneFor(int groupSize) { return groupSize > 32 ? 2 : 1; }
+
 WalkConfig walkConfigFor(const SolveOptions& opt) {
   WalkConfig c;
   c.order = opt.order;
   c.accelerations = opt.accelerations;
-  c.cellsPerLane = opt.groupSize > 32 ? 2 : 1;
+  c.cellsPerLane = cellsPerLaneFor(opt.cellGroupSize());
   c.vote = opt.walk == WalkKind::Vote;
   c.periodic = opt.anyPeriodic();
   c.dipole = opt.signedSources();

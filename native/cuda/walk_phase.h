@@ -19,6 +19,8 @@ namespace cuda {
 unsigned nextPow2(unsigned long long v);
 
 /// The cells' walk configuration for these options (order, accelerations, cells per lane, vote, periodic, dipole).
+/// Cells per lane of a walk over groups of at most groupSize targets: 1 (<= 32), else 2.
+int cellsPerLaneFor(int groupSize);
 WalkConfig walkConfigFor(const SolveOptions& opt);
 
 /// The walk's launch: its configuration and block count (every block resident); sets the initial queue capacity.

@@ -22,6 +22,8 @@
 ///                     reused arrays), groups, interactions, device bytes per cell, and the median, 99th percentile
 ///                     and largest relative acceleration error against float64 direct sums (all CPU threads) at
 ///                     --check-points random points (default 4096); one "plummer" JSON line each
+///   --group-size G    cells (points) per walk group of the --plummer and --plummer-particles runs (default: the
+///                     options' default)
 ///   --plummer-particles LIST  the same spheres as softened particles (a system solve of particles alone,
 ///                     physics/softening_k.h) with softening --softening-length (default 0.01) and each kernel of
 ///                     --kernels (default spline,plummer), box walk at each theta: best of --reps of the device
@@ -73,6 +75,7 @@ struct TimingArgs {
   double softeningLength = 0.01;
   std::vector<std::string> kernels = {"spline", "plummer"};
   std::size_t checkPoints = 4096;
+  int groupSize = 0;  ///< --group-size for the Plummer runs (0: the default)
 };
 
 std::vector<double> numberList(const std::string& v) {
@@ -102,6 +105,7 @@ TimingArgs parseArgs(int argc, char** argv) {
     else if (k == "--split") a.split = std::atoi(next().c_str());
     else if (k == "--copy-threads") a.copyThreads = std::atoi(next().c_str());
     else if (k == "--direct-n") a.directN = std::strtoull(next().c_str(), nullptr, 10);
+    else if (k == "--group-size") a.groupSize = std::atoi(next().c_str());
     else if (k == "--reps") a.reps = std::max(1, std::atoi(next().c_str()));
     else if (k == "--plummer") a.plummer = numberList(next());
     else if (k == "--thetas") a.thetas = numberList(next());
@@ -260,6 +264,7 @@ void runPlummer(const TimingArgs& a, std::size_t n) {
       SolveOptions o;
       o.G = 1;
       o.theta = theta;
+      if (a.groupSize > 0) o.groupSize = a.groupSize;
       o.order = 2;
       o.accelerations = true;
       o.selfPotential = SelfPotential::None;
@@ -323,19 +328,24 @@ void runPlummerParticles(const TimingArgs& a, std::size_t n) {
       SolveOptions o;
       o.G = 1;
       o.theta = theta;
+      if (a.groupSize > 0) o.groupSize = a.groupSize;
       o.order = 2;
       o.accelerations = true;
       o.softening = kernel;
       SystemResult r;
       r.particles.into = ResultTargets{out[0].data(), out[1].data(), out[2].data(), out[3].data()};
       Status st = gpu->solveSystem(sys, o, false, r);  // warm-up
-      double wall = INFINITY, device = INFINITY, treeS = INFINITY, walkS = INFINITY;
+      double wall = INFINITY, device = INFINITY, treeS = INFINITY, walkS = INFINITY, treeParts[4] = {0, 0, 0, 0};
+      int treeDepth = 0;
       for (int rep = 0; rep < a.reps && st.ok(); ++rep) {
         const auto t = Clock::now();
         st = gpu->solveSystem(sys, o, false, r);
         wall = std::min(wall, since(t));
         const CudaStats cs = deviceStats(*gpu);
         device = std::min(device, cs.secondsParticleTree + cs.secondsParticleWalk);
+        if (cs.secondsParticleTree < treeS)
+          for (int k = 0; k < 4; ++k) treeParts[k] = cs.particleTreeParts[k];
+        treeDepth = cs.particleTreeDepth;
         treeS = std::min(treeS, cs.secondsParticleTree);
         walkS = std::min(walkS, cs.secondsParticleWalk);
       }
@@ -349,12 +359,14 @@ void runPlummerParticles(const TimingArgs& a, std::size_t n) {
       const std::size_t m = err.size();
       auto at = [&](std::size_t k) { return m == 0 ? NAN : err[std::min(m - 1, k)]; };
       std::printf("{\"kind\":\"plummer-particles\",\"points\":%zu,\"kernel\":\"%s\",\"softening\":%s,"
-                  "\"theta\":%s,\"reps\":%d,\"device_s\":%s,\"tree_s\":%s,\"walk_s\":%s,\"wall_s\":%s,"
-                  "\"groups\":%zu,\"nodes\":%zu,"
+                  "\"theta\":%s,\"group_size\":%d,\"reps\":%d,\"device_s\":%s,\"tree_s\":%s,\"walk_s\":%s,\"wall_s\":%s,"
+                  "\"tree_parts_s\":[%s,%s,%s,%s],\"tree_depth\":%d,\"groups\":%zu,\"nodes\":%zu,"
                   "\"interactions_per_particle\":%s,\"err_median\":%s,\"err_p99\":%s,\"err_max\":%s,"
                   "\"check_points\":%zu,\"device\":\"%s\"}\n",
-                  n, kname.c_str(), num(eps).c_str(), num(theta).c_str(), a.reps, num(device).c_str(),
-                  num(treeS).c_str(), num(walkS).c_str(), num(wall).c_str(), r.system.particleGroups,
+                  n, kname.c_str(), num(eps).c_str(), num(theta).c_str(), o.groupSize, a.reps, num(device).c_str(),
+                  num(treeS).c_str(), num(walkS).c_str(), num(wall).c_str(), num(treeParts[0]).c_str(),
+                  num(treeParts[1]).c_str(), num(treeParts[2]).c_str(), num(treeParts[3]).c_str(), treeDepth,
+                  r.system.particleGroups,
                   r.system.particleNodes,
                   num(double(r.system.particleApprox + r.system.particleDirect) / double(n)).c_str(),
                   num(at(m / 2)).c_str(), num(at(m * 99 / 100)).c_str(), num(at(m - 1)).c_str(), m,

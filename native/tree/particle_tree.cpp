@@ -119,7 +119,7 @@ Status buildParticleTree(const ParticlesView& p, const SolveOptions& opt, double
     out.extent[i] = b;
   }
   // the particles as targets: the cells' group rule over their keys, and each group's softening range
-  out.groups = makeGroups(s, out.keys, opt.groupSize);
+  out.groups = makeGroups(s, out.keys, opt.pointGroupSize());
   const std::size_t ng = out.groups.size();
   out.groupEpsMin.assign(ng, INFINITY);
   out.groupEpsMax.assign(ng, 0.0);

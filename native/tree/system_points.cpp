@@ -49,7 +49,7 @@ void sortProbes(const PointsView& p, const RootCube& root, double scale, const S
   // the groups: the leaves of the probes' octree (breadth-first, so sorted by their first probe afterwards)
   groups = Groups{};
   Octree t;
-  if (n == 0 || !buildOctree(k, root, opt.groupSize, t).ok()) return;  // buildOctree fails only on no memory
+  if (n == 0 || !buildOctree(k, root, opt.pointGroupSize(), t).ok()) return;  // buildOctree fails only on no memory
   std::vector<std::uint32_t> leafBegin;
   for (std::size_t i = 0; i < t.nodeCount(); ++i)
     if (t.isLeaf(i)) leafBegin.push_back(t.cellBegin[i]);
@@ -59,7 +59,7 @@ void sortProbes(const PointsView& p, const RootCube& root, double scale, const S
   std::vector<std::uint32_t> starts;
   for (std::size_t l = 0; l < leafBegin.size(); ++l) {
     const std::uint32_t b = leafBegin[l], e = l + 1 < leafBegin.size() ? leafBegin[l + 1] : std::uint32_t(n);
-    for (std::uint32_t s = b; s < e; s += std::uint32_t(opt.groupSize)) starts.push_back(s);
+    for (std::uint32_t s = b; s < e; s += std::uint32_t(opt.pointGroupSize())) starts.push_back(s);
   }
   for (std::size_t l = 0; l < starts.size(); ++l) {
     const std::uint32_t b = starts[l], e = l + 1 < starts.size() ? starts[l + 1] : std::uint32_t(n);

@@ -44,7 +44,7 @@ namespace {
   } while (0)
 
 struct Args {
-  int grid = 64, block = 8, guard = 4, nvar = 1, reps = 5, order = 2;
+  int grid = 64, block = 8, guard = 4, nvar = 1, reps = 5, order = 2, group = 0;  // group 0: the default
   double theta = 0.5;
   bool f32 = false, check = true, cells = true, time = true;
   std::string only = "all";
@@ -196,6 +196,7 @@ int main(int argc, char** argv) {
     else if (s == "--reps") a.reps = std::atoi(next());
     else if (s == "--order") a.order = std::atoi(next());
     else if (s == "--theta") a.theta = std::atof(next());
+    else if (s == "--group-size") a.group = std::atoi(next());
     else if (s == "--float32") a.f32 = true;
     else if (s == "--no-check") a.check = false;
     else if (s == "--no-cells") a.cells = false;
@@ -217,8 +218,8 @@ int main(int argc, char** argv) {
   const std::size_t n = L.nBlocks * std::size_t(L.B) * L.B * L.B, es = a.f32 ? 4 : 8;
   const Mesh mesh = makeMesh(L);
   std::printf("{\"kind\":\"setup\",\"grid\":%d,\"block\":%d,\"guard\":%d,\"nvar\":%d,\"dtype\":\"%s\",\"cells\":%zu,"
-              "\"field_bytes\":%zu,\"theta\":%g,\"order\":%d}\n",
-              a.grid, a.block, a.guard, a.nvar, a.f32 ? "float32" : "float64", n, L.total() * es, a.theta, a.order);
+              "\"field_bytes\":%zu,\"theta\":%g,\"order\":%d,\"group_size\":%d}\n",
+              a.grid, a.block, a.guard, a.nvar, a.f32 ? "float32" : "float64", n, L.total() * es, a.theta, a.order, a.group);
   std::fflush(stdout);
 
   amrgrav_options o;
@@ -226,6 +227,7 @@ int main(int argc, char** argv) {
   o.backend = AMRGRAV_BACKEND_CUDA;
   o.theta = a.theta;
   o.order = a.order;
+  if (a.group > 0) o.group_size = a.group;
   o.has_box = 1;
   for (int d = 0; d < 3; ++d) {
     o.box_lo[d] = 0;
