@@ -1,9 +1,11 @@
 // Run under mpirun by test/mpi.test.ts (issue #18): a system solve with cells AND particles spread over the ranks.
 // A gas sphere on a 16^3 grid and a compact Plummer cluster of softened particles inside it, plus probes. Ranks 0..N-2 hold
 // the cells (rank N-1 none), ranks 1..N-1 the particles (rank 0 none), every rank some probes (one process: all of
-// it). Every rank passes its own parts; the gathered results against one process solving everything (tree, same
-// options) and against one process's direct summation, for the spline kernel (a softening per particle, up to a
-// reach of 0.14 of the box: the LETs for the particle ranks must cover it) and the Plummer kernel (one value). Then
+// it). Every rank passes its own parts (its particles stay on it: the others get particle LETs of them); the
+// gathered results against one process solving everything (tree, same options) and against one process's direct
+// summation, for the spline kernel (a softening per particle, up to a reach of 0.14 of the box: the LETs for the
+// particle ranks must cover it) and the Plummer kernel (one value). Then particles only across a rank boundary
+// ('boundary', below: what a too permissive particle LET gets wrong) against the softened direct sum. Then
 // a NaN particle on the last rank: the same typed error on every rank, and the solver usable afterwards. And a
 // subset of each rank's cells (issue #18 `targets`: a compact run of them backwards and a scattered few) in the same
 // system: bitwise the same ranks' full solve at those cells (potential and accelerations; the particles' and probes'
