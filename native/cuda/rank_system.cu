@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+#include <vector>
 
 #include "cuda/device.h"
 #include "cuda/ewald_phase.h"
@@ -229,6 +230,8 @@ Status rankSystemReceivedParticles(DeviceState& ds, RankSystem& r, const Receive
     std::vector<SourceTree> views(count);
     for (std::size_t k = 0; k < count; ++k) views[k] = lets[k].view;
     AG_TRY(mergeLets(views.data(), count, r.forest));
+    if (!r.forest.hasSoftening)
+      return Status::error(ErrorCode::Internal, "the received particle LETs carry no softenings");
     const SourceTree f = r.forest.view();
     const std::size_t nodes = f.nodeCount, cells = f.cellTotal;
     const double ms = ds.massScale;
@@ -265,6 +268,7 @@ Status rankSystemReceivedParticles(DeviceState& ds, RankSystem& r, const Receive
         Transfer{const_cast<double*>(f.nodeExtent), d.nodeExtent.get(), nodes * sizeof(double)},
         Transfer{const_cast<double*>(f.sourceEps), d.eps.get(), cells * sizeof(double)}};
     for (int k = 0; k < 4; ++k) t.push_back(Transfer{const_cast<double*>(hostCells[k]), d.cells[k].get(), cells * 8});
+    t.erase(std::remove_if(t.begin(), t.end(), [](const Transfer& x) { return x.bytes == 0; }), t.end());
     AG_TRY(copyIn(ds, t.data(), int(t.size()), ds.stream));
     SoftSources forest;
     forest.topo = d.topo.get();
