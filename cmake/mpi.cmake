@@ -16,7 +16,7 @@ endif()
 
 set(_amrgrav_mpi_sources native/mpi/mpi_world.cpp native/mpi/agreement.cpp native/mpi/distributed_solve.cpp)
 if(AMRGRAV_HAVE_MPI)
-  list(APPEND _amrgrav_mpi_sources native/mpi/let_exchange.cpp native/mpi/particle_gather.cpp)
+  list(APPEND _amrgrav_mpi_sources native/mpi/let_exchange.cpp native/mpi/particle_census.cpp)
 endif()
 add_library(amrgrav_mpi STATIC ${_amrgrav_mpi_sources})
 target_link_libraries(amrgrav_mpi PUBLIC amrgrav_core)

@@ -95,6 +95,14 @@ export interface NativeDistributedStats {
   letCellsSent: number;
   letsSent: number;
   letsReceived: number;
+  /** Particle LETs (a system solve with particles): bytes of this rank's messages sent and received (with their
+   * 8-byte size headers), their nodes and particles sent, and their count. 0 without particles. */
+  particleBytesSent: number;
+  particleBytesReceived: number;
+  particleLetNodesSent: number;
+  particleLetParticlesSent: number;
+  particleLetsSent: number;
+  particleLetsReceived: number;
   secondsAgree: number;
   secondsLetSelect: number;
   secondsLocalWalk: number;

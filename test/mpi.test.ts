@@ -216,15 +216,17 @@ describe.each([1, 2, 3, 4])('particles under mpirun on %i rank(s) (issue #18)', 
       cells: Part;
       particles: Part & { accVsSingle: number; accVsDirect: number; singleAccVsDirect: number };
       probes: Part;
-      perRank: { cells: number; particles: number; statsParticles: number; letsReceived: number }[];
+      perRank: { cells: number; particles: number; statsParticles: number; letsReceived: number; particleLetsReceived: number; particleBytesSent: number; particleBytesReceived: number }[];
     };
+    type Points = { count: number; vsDirect: number; singleVsDirect: number; accVsDirect: number; singleAccVsDirect: number };
+    type Boundary = { particles: Points; probes: Points; perRank: { particles: number; letsReceived: number; bytesSent: number; bytesReceived: number }[] };
     // rank 0's report (the only line a rank prints)
     const report = run.stdout.split('\n').filter((l) => l.startsWith('{"ranks"')).join('\n');
     type Subset = {
       count: number; vsSingle: number; notBitwise: number[];
       perRank: { targets: number; results: number; statsTargets: number; targetGroups: number; fullGroups: number }[];
     };
-    const r = lastJson<{ ranks: number; spline: Kernel & { subset: Subset }; plummer: Kernel & { subset: Subset }; badParticle: { error: { name: string; message: string } | null; failedOn: number[]; usableAfter: number[]; messages: string[] } }>(report);
+    const r = lastJson<{ ranks: number; spline: Kernel & { subset: Subset }; plummer: Kernel & { subset: Subset }; boundary: Record<string, Boundary>; badParticle: { error: { name: string; message: string } | null; failedOn: number[]; usableAfter: number[]; messages: string[] } }>(report);
     expect(r.ranks).toBe(np);
     for (const kernel of ['spline', 'plummer'] as const) {
       const k = r[kernel];
@@ -235,7 +237,8 @@ describe.each([1, 2, 3, 4])('particles under mpirun on %i rank(s) (issue #18)', 
         // one rank is the single-process solve, bit for bit
         if (np === 1) expect(k[part].vsSingle, where).toBe(0);
         // two ranks: rank 0 holds every cell, rank 1 every particle, so each rank's trees and groups are one
-        // process's and the particles' walk of rank 0's LET makes one process's lists and sums, bit for bit
+        // process's, and the particles' walk of rank 0's LET and the cells' walk of rank 1's particle LET (each node
+        // it sends childless accepted by every group) make one process's lists and sums, bit for bit
         if (np === 2 && part !== 'probes') expect(k[part].vsSingle, where).toBe(0);
         // the issue's bar: within 1e-4 of one process (of the largest |phi|) at theta 0.5
         expect(k[part].vsSingle, where).toBeLessThan(1e-4);
@@ -253,6 +256,13 @@ describe.each([1, 2, 3, 4])('particles under mpirun on %i rank(s) (issue #18)', 
         for (const q of k.perRank) expect(q.statsParticles).toBe(q.particles);
         // the particle-only rank receives every other rank's LET
         expect(k.perRank[np - 1].letsReceived).toBe(np - 1);
+        // particle LETs: each rank keeps its own particles and sends every other rank a LET of them (bytes > 0),
+        // receiving one from every other rank with particles (ranks 1..N-1); rank 0 has none to send
+        k.perRank.forEach((q, at) => {
+          expect(q.particleLetsReceived, `rank ${at}`).toBe(at === 0 ? np - 1 : np - 2);
+          expect(q.particleBytesSent > 0, `rank ${at}`).toBe(at > 0);
+          expect(q.particleBytesReceived > 0, `rank ${at}`).toBe(np > 2 || at === 0);
+        });
       }
       // the subsets: each rank's bitwise its full solve (cells; particles and probes unchanged), one process's values
       // at those cells as the full solve's are; compact, so fewer groups walked than all
@@ -267,6 +277,23 @@ describe.each([1, 2, 3, 4])('particles under mpirun on %i rank(s) (issue #18)', 
         if (q.targets > 0) expect(q.targetGroups, kernel).toBeLessThan(q.fullGroups);
       }
     }
+    // particles only, across a rank boundary (particlesCheck.mjs 'boundary'): each kind of point against the softened
+    // direct sum within 3 times one process's tree error (a LET that misses the receiver's softened pairs is off by
+    // 0.1 to 0.5 of the potential here); 'split': clumps on ranks 0 and 1 (ranks from 2 on without particles),
+    // 'one': every particle on the last rank
+    for (const layout of ['split', 'one'])
+      for (const kernel of ['spline', 'plummer']) {
+        const b = r.boundary[`${layout} ${kernel}`];
+        for (const part of ['particles', 'probes'] as const) {
+          const where = `${layout} ${kernel} ${part} on ${np} ranks`;
+          expect(b[part].count, where).toBe(part === 'particles' ? 600 : 100 * np);
+          expect(b[part].vsDirect, where).toBeLessThan(3 * b[part].singleVsDirect + 1e-12);
+          expect(b[part].accVsDirect, where).toBeLessThan(3 * b[part].singleAccVsDirect + 1e-12);
+        }
+        const lets = b.perRank.map((q) => q.letsReceived);
+        const holders = layout === 'one' || np === 1 ? 1 : 2; // ranks with particles
+        expect(lets, `${layout} ${kernel}`).toEqual(b.perRank.map((q) => holders - (q.particles > 0 ? 1 : 0)));
+      }
     // a NaN particle on the last rank: its typed error on every rank (none waits), the solver usable afterwards
     const bad = r.badParticle;
     expect(bad.error?.name).toBe('InvalidInputError');

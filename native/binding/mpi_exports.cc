@@ -145,6 +145,12 @@ Napi::Object distributedStatsToJs(Napi::Env env, const DistributedStats& d) {
   o.Set("letCellsSent", double(d.letCellsSent));
   o.Set("letsSent", double(d.letsSent));
   o.Set("letsReceived", double(d.letsReceived));
+  o.Set("particleBytesSent", double(d.particleBytesSent));
+  o.Set("particleBytesReceived", double(d.particleBytesReceived));
+  o.Set("particleLetNodesSent", double(d.particleLetNodesSent));
+  o.Set("particleLetParticlesSent", double(d.particleLetParticlesSent));
+  o.Set("particleLetsSent", double(d.particleLetsSent));
+  o.Set("particleLetsReceived", double(d.particleLetsReceived));
   o.Set("secondsAgree", d.secondsAgree);
   o.Set("secondsLetSelect", d.secondsLetSelect);
   o.Set("secondsLocalWalk", d.secondsLocalWalk);

@@ -49,15 +49,30 @@ class RankEngine {
   /// Whether this engine walks particles (core/system.h). When any rank has particles, every rank's cells and
   /// probes need the particles' field, so the driver refuses the solve on every rank unless all engines take them.
   virtual bool takesParticles() const { return false; }
-  /// Every rank's particles (`all`: gathered in rank order, the same on every rank; this rank's own are
-  /// [ownBegin, ownBegin + ownCount), the particles openSystem got), after build() and before summary(): their
-  /// tree on the global length `scale` (tree/particle_tree.h), walked by this rank's cells, probes and own
-  /// particles; the own particles become targets (the summary covers their groups). Called only when some rank has
-  /// particles and every engine takesParticles(); may fail (the driver's second agreement).
-  virtual Status buildParticles(const ParticlesView& all, std::size_t ownBegin, std::size_t ownCount,
-                                const SolveOptions& opt, double scale) {
-    (void)all, (void)ownBegin, (void)ownCount, (void)opt, (void)scale;
+  /// This rank's own particles (those openSystem got; none is fine), after build() and before summary(), when
+  /// some rank has particles and every engine takesParticles(): their tree on the global length `scale`
+  /// (tree/particle_tree.h), walked by this rank's cells, probes and own particles; the own particles become targets
+  /// (the summary covers their groups). The other ranks' particles come as particle LETs (walkReceivedParticles).
+  /// May fail (the driver's second agreement).
+  virtual Status buildParticles(const SolveOptions& opt, double scale) {
+    (void)opt, (void)scale;
     return Status::error(ErrorCode::InvalidOption, std::string("the ") + name() + " rank does not take particles");
+  }
+  /// The particle LET of the own particles' tree for a remote box (let/let.h remoteBoxFor, essentialParticlesFor:
+  /// chosen on the host from the tree both backends build alike, so a CPU and a GPU rank send the same bytes),
+  /// packed, with its node and particle counts. After buildParticles, on a rank with particles.
+  virtual Status takeParticleLet(const RemoteBox& box, const SolveOptions& opt, PackedLet& out, std::size_t& nodes,
+                                 std::size_t& particles) {
+    (void)box, (void)opt, (void)out, (void)nodes, (void)particles;
+    return Status::error(ErrorCode::Internal, std::string("the ") + name() + " rank does not take particles");
+  }
+  /// Walks the received particle LETs (in rank order; none is fine) as one tree (let/let.h mergeLets) by this
+  /// rank's cells (or its subset's groups), probes and own particles, softened, added to their sums. After
+  /// walkReceived.
+  virtual Status walkReceivedParticles(const std::vector<ReceivedLet>& lets, const SolveOptions& opt) {
+    (void)opt;
+    if (lets.empty()) return Status::success();
+    return Status::error(ErrorCode::Internal, std::string("the ") + name() + " rank does not take particles");
   }
   /// Keys (root cube of this rank's cells, the global length `scale`), the density contrast of fully periodic
   /// boxes (`totalMass`: every rank's masses summed; tree/tree.h applyDensityContrast), build, moments, groups;

@@ -131,6 +131,9 @@ struct DistributedStats {
   const char* backend = "cpu";    ///< the backend that did this rank's share ("cpu" or "cuda")
   std::uint64_t bytesSent = 0, bytesReceived = 0;  ///< LET messages, this rank
   std::uint64_t letNodesSent = 0, letCellsSent = 0, letsSent = 0, letsReceived = 0;
+  /// Particle LETs (a system solve with particles, issue #18): messages of their own, this rank
+  std::uint64_t particleBytesSent = 0, particleBytesReceived = 0;
+  std::uint64_t particleLetNodesSent = 0, particleLetParticlesSent = 0, particleLetsSent = 0, particleLetsReceived = 0;
   double secondsAgree = 0;        ///< status + bounds agreement and the summary allgather (collectives)
   double secondsLetSelect = 0;    ///< choosing and packing the LETs for the other ranks (GPU: on the device, + their downloads)
   double secondsLocalWalk = 0;    ///< walk of the local tree (messages in flight meanwhile)

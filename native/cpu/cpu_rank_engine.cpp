@@ -1,10 +1,10 @@
 /// \file cpu_rank_engine.cpp
 /// \brief The CPU rank of a distributed solve (cpu_rank_engine.h): the tree, walks and finish of the CPU backend.
-/// Particles (issue #18, core/system.h): every rank holds the global particle tree (the driver gathers them:
-/// mpi/particle_gather.h); this rank's cells and probes walk it after their cell trees, and its own particles, as
-/// targets in groups of their own, walk the local cells' tree, the global particle tree (their own pair taken out
-/// at the finish, as cpu/cpu_system.cpp does) and the received cell LETs, all with the softened walk
-/// (cpu/soft_walk.h).
+/// Particles (issue #18, core/system.h): each rank builds the tree of its own particles only; this rank's cells and
+/// probes walk it after their cell trees, and its own particles, as targets in groups of that tree, walk the local
+/// cells' tree, their own tree (their own pair taken out at the finish, as cpu/cpu_system.cpp does) and the
+/// received cell LETs; then everything walks the other ranks' particles as received particle LETs (chosen here for
+/// the other ranks by let/let.h essentialParticlesFor), all with the softened walk (cpu/soft_walk.h).
 #include "cpu/cpu_rank_engine.h"
 
 #include <algorithm>
@@ -125,32 +125,58 @@ class CpuRankEngine final : public RankEngine {
 
   bool takesParticles() const override { return true; }
 
-  /// The global particle tree, and this rank's own particles as targets: sorted on a tree of their own (their
-  /// groups; the same scaled values as in the global tree, so their own pairs there cancel exactly).
-  Status buildParticles(const ParticlesView& all, std::size_t ownBegin, std::size_t ownCount, const SolveOptions& opt,
-                        double scale) override {
+  /// This rank's own particles: their tree (sources, and targets in its groups).
+  Status buildParticles(const SolveOptions& opt, double scale) override {
     const auto t = Clock::now();
-    AG_TRY(validateParticles(all, opt));  // what only the whole set shows (its mass range): alike on every rank
-    AG_TRY(buildParticleTree(all, opt, scale, particles_));
-    ParticlesView own = all;
-    own.x += ownBegin;
-    own.y += ownBegin;
-    own.z += ownBegin;
-    own.mass += ownBegin;
-    own.softening += ownBegin;
-    own.n = ownCount;
-    if (ownCount > 0) AG_TRY(buildParticleTree(own, opt, scale, own_));
+    own_ = ParticleTree{};
+    if (system_.particles.n > 0) AG_TRY(buildParticleTree(system_.particles, opt, scale, own_));
     hasParticles_ = true;
     // the Plummer expansion's trace term needs the cells' nodes' second moments, here and in the LETs sent
     if (opt.softening == SofteningKernel::Plummer && !periodic_) cellS_ = nodeSecondMoments(cells_, tree_);
-    // without cells of its own, the probes group on the particles' cube (as a single process without cells)
-    if (cells_.x.empty() && system_.probes.n > 0)
-      sortProbes(system_.probes, particles_.root, scale, opt, probes_, probeGroups_);
-    const std::size_t n = ownCount;
+    // without cells of its own, the probes group on the own particles' cube (as a single process without cells)
+    if (cells_.x.empty() && system_.probes.n > 0 && !own_.sorted.x.empty())
+      sortProbes(system_.probes, own_.root, scale, opt, probes_, probeGroups_);
+    const std::size_t n = own_.sorted.x.size();
     ownPhi_.assign(n, 0.0);
     for (auto& v : ownG_) v.assign(opt.accelerations ? n : 0, 0.0);
     owo_ = WalkOutput{ownPhi_.data(), opt.accelerations ? ownG_[0].data() : nullptr,
                       opt.accelerations ? ownG_[1].data() : nullptr, opt.accelerations ? ownG_[2].data() : nullptr};
+    secondsParticles_ += since(t);
+    return Status::success();
+  }
+
+  Status takeParticleLet(const RemoteBox& box, const SolveOptions& opt, PackedLet& out, std::size_t& nodes,
+                         std::size_t& particles) override {
+    const auto t = Clock::now();
+    const SourceTree src = own_.source();
+    essentialParticlesFor(src, box, opt.softening, sel_);
+    packLet(src, sel_, out);
+    nodes = sel_.node.size();
+    particles = sel_.cellCount;
+    secondsParticles_ += since(t);
+    return Status::success();
+  }
+
+  /// The other ranks' particles: their LETs as one tree, walked by the cells, the probes and the own particles.
+  Status walkReceivedParticles(const std::vector<ReceivedLet>& lets, const SolveOptions& opt) override {
+    if (lets.empty()) return Status::success();
+    const auto t = Clock::now();
+    std::vector<SourceTree> views;
+    for (const ReceivedLet& l : lets) views.push_back(l.view);
+    AG_TRY(mergeLets(views.data(), views.size(), particleForest_));
+    const SourceTree src = particleForest_.view();
+    WalkOutput cw = wo_;  // the cells' sums, with counts of their own
+    cw.approx = cw.direct = 0;
+    const Groups& groups = walkedGroups();
+    walkSoftGroups(src, cells_, nullptr, groups, nullptr, nullptr, opt, threads_, WalkPass{true, false}, cw);
+    WalkOutput pw = pwo_;
+    pw.approx = pw.direct = 0;
+    walkSoftGroups(src, probes_, nullptr, probeGroups_, nullptr, nullptr, opt, threads_, WalkPass{true, false}, pw);
+    softCounts_.approx += cw.approx + pw.approx;
+    softCounts_.direct += cw.direct + pw.direct;
+    if (!own_.sorted.x.empty())
+      walkSoftGroups(src, own_.sorted, own_.eps.data(), own_.groups, own_.groupEpsMin.data(),
+                     own_.groupEpsMax.data(), opt, threads_, WalkPass{true, false}, owo_);
     secondsParticles_ += since(t);
     return Status::success();
   }
@@ -263,7 +289,7 @@ class CpuRankEngine final : public RankEngine {
       secondsParticles_ += since(t);
       out.system.particles = ownPhi_.size();
       out.system.particleGroups = own_.groups.size();
-      out.system.particleNodes = particles_.tree.nodeCount();
+      out.system.particleNodes = own_.tree.nodeCount();
       out.system.particleApprox = softCounts_.approx + owo_.approx;
       out.system.particleDirect = softCounts_.direct + owo_.direct;
       out.system.secondsParticles = secondsParticles_;
@@ -293,11 +319,12 @@ class CpuRankEngine final : public RankEngine {
   }
 
   /// The softened walks of the local work (issue #18), after the cells' and the probes' walks of the local tree:
-  /// the cells and the probes against the global particle tree (accumulated), the own particles against the local
-  /// cells' tree and the global particle tree.
+  /// the cells and the probes against the own particles' tree (accumulated), the own particles against the local
+  /// cells' tree and their own tree.
   Status walkParticles(const SourceTree& local, const SolveOptions& opt, const std::function<Status()>& progress) {
+    if (own_.sorted.x.empty()) return Status::success();
     const auto t = Clock::now();
-    const SourceTree psrc = particles_.source();
+    const SourceTree psrc = own_.source();
     const Groups& groups = walkedGroups();
     WalkOutput cw = wo_;  // the cells' sums, with counts of their own
     cw.approx = cw.direct = 0;
@@ -308,7 +335,7 @@ class CpuRankEngine final : public RankEngine {
     softCounts_.approx += cw.approx + pw.approx;
     softCounts_.direct += cw.direct + pw.direct;
     AG_TRY(progress());
-    if (!own_.sorted.x.empty()) {
+    {
       const double* eps = own_.eps.data();
       walkSoftGroups(local, own_.sorted, eps, own_.groups, own_.groupEpsMin.data(), own_.groupEpsMax.data(), opt,
                      threads_, WalkPass{true, false}, owo_);
@@ -337,9 +364,9 @@ class CpuRankEngine final : public RankEngine {
   Groups probeGroups_;
   std::vector<double> probePhi_, probeG_[3];
   WalkOutput pwo_{nullptr, nullptr, nullptr, nullptr};
-  bool hasParticles_ = false;         ///< some rank has particles: the global tree below is walked
-  ParticleTree particles_;            ///< every rank's particles (the same tree on every rank)
-  ParticleTree own_;                  ///< this rank's own particles: their order and groups as targets
+  bool hasParticles_ = false;         ///< some rank has particles: the particle LETs are walked
+  ParticleTree own_;                  ///< this rank's own particles: sources, and targets in its groups
+  LetForest particleForest_;          ///< the received particle LETs, merged
   std::vector<double> cellS_;         ///< the cells' nodes' second moments (Plummer kernel with particles)
   std::vector<double> ownPhi_, ownG_[3];
   WalkOutput owo_{nullptr, nullptr, nullptr, nullptr};

@@ -62,9 +62,17 @@ class CudaRankEngine final : public RankEngine {
 
   bool takesParticles() const override { return true; }
 
-  Status buildParticles(const ParticlesView& all, std::size_t ownBegin, std::size_t ownCount, const SolveOptions& opt,
-                        double scale) override {
-    return cuda::rankSystemParticles(*gpu_, sys_, all, ownBegin, ownCount, opt, scale);
+  Status buildParticles(const SolveOptions& opt, double scale) override {
+    return cuda::rankSystemParticles(*gpu_, sys_, opt, scale);
+  }
+
+  Status takeParticleLet(const RemoteBox& box, const SolveOptions& opt, PackedLet& out, std::size_t& nodes,
+                         std::size_t& particles) override {
+    return cuda::rankSystemParticleLet(sys_, box, opt, out, nodes, particles);
+  }
+
+  Status walkReceivedParticles(const std::vector<ReceivedLet>& lets, const SolveOptions& opt) override {
+    return cuda::rankSystemReceivedParticles(*gpu_, sys_, lets.data(), lets.size(), opt);
   }
 
   Status build(const CellsView& cells, const SolveOptions& opt, double scale, double totalMass,

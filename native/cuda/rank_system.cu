@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+#include <vector>
 
 #include "cuda/device.h"
 #include "cuda/ewald_phase.h"
@@ -42,7 +43,6 @@ Status rankSystemBuild(DeviceState& ds, RankSystem& r, const SolveOptions& opt, 
   return guarded([&]() -> Status {
     r.st = SystemStats{};
     r.particles = false;
-    r.all = DeviceParticles{};
     r.own = DeviceParticles{};
     r.probes = DeviceProbes{};
     ds.letSecondMoment = false;
@@ -64,23 +64,13 @@ Status rankSystemBuild(DeviceState& ds, RankSystem& r, const SolveOptions& opt, 
   });
 }
 
-Status rankSystemParticles(DeviceState& ds, RankSystem& r, const ParticlesView& all, std::size_t ownBegin,
-                           std::size_t ownCount, const SolveOptions& opt, double scale) {
+Status rankSystemParticles(DeviceState& ds, RankSystem& r, const SolveOptions& opt, double scale) {
   std::lock_guard<std::mutex> lock(ds.mu);
   return guarded([&]() -> Status {
     r.particles = true;
-    AG_TRY(validateParticles(all, opt));  // what only the whole set shows (its mass range); alike on every rank
-    AG_TRY(buildParticles(ds, all, opt, scale, false, r.all, 0));
-    if (ownCount > 0) {
-      ParticlesView own = all;
-      own.x += ownBegin;
-      own.y += ownBegin;
-      own.z += ownBegin;
-      own.mass += ownBegin;
-      if (own.softening) own.softening += ownBegin;
-      own.n = ownCount;
-      AG_TRY(buildParticles(ds, own, opt, scale, false, r.own, 1));
-    }
+    r.scale = scale;
+    r.hostTreeBuilt = false;
+    if (r.sys.particles.n > 0) AG_TRY(buildParticles(ds, r.sys.particles, opt, scale, false, r.own, 0));
     // the Plummer expansion's trace term: the LETs this rank sends carry their nodes' second moments
     ds.letSecondMoment = opt.softening == SofteningKernel::Plummer;
     return Status::success();
@@ -144,7 +134,8 @@ Status rankSystemLocal(DeviceState& ds, RankSystem& r, const SolveOptions& opt) 
     if (!r.particles) return Status::success();
     double* tmp[4];
     AG_TRY(scratchSums(ds, std::max({r.hasCells ? std::size_t(ds.n) : 0, np, r.own.n}), tmp));
-    const SoftSources parts = particleSources(r.all);
+    if (r.own.n == 0) return Status::success();  // the other ranks' particles: rankSystemReceivedParticles
+    const SoftSources parts = particleSources(r.own);
     WalkTally soft;
     // the cells' groups: all, or a subset's (rankStartLocalWalk made ds.rankWalk a ranged walk of them)
     const int points = cellsPerLaneFor(opt.pointGroupSize());
@@ -154,7 +145,7 @@ Status rankSystemLocal(DeviceState& ds, RankSystem& r, const SolveOptions& opt) 
       const WalkParams base = r.hasCells ? ds.rankWalk : WalkParams{};
       AG_TRY(softWalk(ds, opt, probeTargets(ds, opt, base, P), points, true, parts, tmp, probeSums, soft));
     }
-    if (r.own.n > 0) {  // the local cells' tree, then every rank's particles (the own among them)
+    {  // the local cells' tree, then their own tree
       const SoftSources cells = cellSources(ds);
       AG_TRY(walkParticles(ds, opt, r.own, r.hasCells ? &cells : nullptr, parts, soft));
     }
@@ -217,6 +208,97 @@ Status rankSystemReceived(DeviceState& ds, RankSystem& r, const ReceivedLet* let
   });
 }
 
+Status rankSystemParticleLet(RankSystem& r, const RemoteBox& box, const SolveOptions& opt, PackedLet& out,
+                             std::size_t& nodes, std::size_t& particles) {
+  if (!r.hostTreeBuilt) {  // the tree the device built, on the host: the CPU rank's bytes
+    AG_TRY(buildParticleTree(r.sys.particles, opt, r.scale, r.hostTree));
+    r.hostTreeBuilt = true;
+  }
+  const SourceTree src = r.hostTree.source();
+  essentialParticlesFor(src, box, opt.softening, r.selection);
+  packLet(src, r.selection, out);
+  nodes = r.selection.node.size();
+  particles = r.selection.cellCount;
+  return Status::success();
+}
+
+Status rankSystemReceivedParticles(DeviceState& ds, RankSystem& r, const ReceivedLet* lets, std::size_t count,
+                                   const SolveOptions& opt) {
+  std::lock_guard<std::mutex> lock(ds.mu);
+  return guarded([&]() -> Status {
+    const DeviceProbes& P = r.probes;
+    const std::size_t np = P.np;
+    if (count == 0 || (!r.hasCells && np == 0 && r.own.n == 0)) return Status::success();
+    // merged on the host (let/let.h mergeLets: infinite MAC radii on the virtual nodes, which every walk opens),
+    // converted as cuda/kernel_let.cu letToForestKernel converts a cell LET, and uploaded
+    std::vector<SourceTree> views(count);
+    for (std::size_t k = 0; k < count; ++k) views[k] = lets[k].view;
+    AG_TRY(mergeLets(views.data(), count, r.forest));
+    if (!r.forest.hasSoftening)
+      return Status::error(ErrorCode::Internal, "the received particle LETs carry no softenings");
+    const SourceTree f = r.forest.view();
+    const std::size_t nodes = f.nodeCount, cells = f.cellTotal;
+    const double ms = ds.massScale;
+    r.hostTopo.resize(nodes);
+    r.hostMac.resize(nodes);
+    r.hostMQ.resize(2 * nodes);
+    r.hostEps.resize(nodes);
+    for (std::size_t i = 0; i < nodes; ++i) {
+      const unsigned kids = f.childCount[i];
+      r.hostTopo[i] = make_uint4(f.cellBegin[i], kids == 0 ? f.cellCount[i] : 0u, kids > 0 ? f.childBegin[i] : 0u,
+                                 kids);
+      r.hostMac[i] = D4{f.com[3 * i], f.com[3 * i + 1], f.com[3 * i + 2], f.macRadius[i]};
+      const double* q = f.quad + 6 * i;
+      r.hostMQ[2 * i] = make_float4(float(f.mass[i] * ms), float(q[0] * ms), float(q[1] * ms), float(q[2] * ms));
+      r.hostMQ[2 * i + 1] = make_float4(float(q[3] * ms), float(q[4] * ms), float(q[5] * ms),
+                                        float(f.secondMoment[i] * ms));  // the Plummer expansion's trace term
+      r.hostEps[i] = make_double2(f.nodeEpsMin[i], f.nodeEpsMax[i]);
+    }
+    DeviceParticleForest& d = r.received;
+    AG_TRY(d.topo.reserve(std::max<std::size_t>(nodes, 1), "the received particle LETs"));
+    AG_TRY(d.mac.reserve(std::max<std::size_t>(nodes, 1), "the received particle LETs"));
+    AG_TRY(d.mq.reserve(std::max<std::size_t>(2 * nodes, 1), "the received particle LETs"));
+    AG_TRY(d.nodeEps.reserve(std::max<std::size_t>(nodes, 1), "the received particle LETs"));
+    AG_TRY(d.nodeExtent.reserve(std::max<std::size_t>(nodes, 1), "the received particle LETs"));
+    AG_TRY(d.eps.reserve(std::max<std::size_t>(cells, 1), "the received particle LETs' particles"));
+    for (int k = 0; k < 4; ++k)
+      AG_TRY(d.cells[k].reserve(std::max<std::size_t>(cells, 1), "the received particle LETs' particles"));
+    const double* hostCells[4] = {f.x, f.y, f.z, f.cellMass};
+    std::vector<Transfer> t = {
+        Transfer{r.hostTopo.data(), d.topo.get(), nodes * sizeof(uint4)},
+        Transfer{r.hostMac.data(), d.mac.get(), nodes * sizeof(D4)},
+        Transfer{r.hostMQ.data(), d.mq.get(), 2 * nodes * sizeof(float4)},
+        Transfer{r.hostEps.data(), d.nodeEps.get(), nodes * sizeof(double2)},
+        Transfer{const_cast<double*>(f.nodeExtent), d.nodeExtent.get(), nodes * sizeof(double)},
+        Transfer{const_cast<double*>(f.sourceEps), d.eps.get(), cells * sizeof(double)}};
+    for (int k = 0; k < 4; ++k) t.push_back(Transfer{const_cast<double*>(hostCells[k]), d.cells[k].get(), cells * 8});
+    t.erase(std::remove_if(t.begin(), t.end(), [](const Transfer& x) { return x.bytes == 0; }), t.end());
+    AG_TRY(copyIn(ds, t.data(), int(t.size()), ds.stream));
+    SoftSources forest;
+    forest.topo = d.topo.get();
+    forest.mac = d.mac.get();
+    forest.mq = d.mq.get();
+    forest.nodeEps = d.nodeEps.get();
+    forest.nodeExtent = d.nodeExtent.get();
+    forest.cells = DeviceCells{d.cells[0].get(), d.cells[1].get(), d.cells[2].get(), d.cells[3].get()};
+    forest.eps = d.eps.get();
+    double* tmp[4];
+    AG_TRY(scratchSums(ds, std::max({r.hasCells ? std::size_t(ds.n) : 0, np, r.own.n}), tmp));
+    WalkTally soft;
+    if (r.hasCells) AG_TRY(softWalk(ds, opt, ds.rankWalk, ds.rankCfg.ranges, forest, tmp, ds.sums, soft));
+    if (np > 0) {
+      const WalkParams base = r.hasCells ? ds.rankWalk : WalkParams{};
+      double* probeSums[4] = {P.at(4), P.at(5), P.at(6), P.at(7)};
+      AG_TRY(softWalk(ds, opt, probeTargets(ds, opt, base, P), true, forest, tmp, probeSums, soft));
+    }
+    if (r.own.n > 0) AG_TRY(softWalk(ds, opt, particleTargets(ds, r.own), false, forest, tmp, r.own.sums, soft));
+    r.st.particleApprox += soft.approx;
+    r.st.particleDirect += soft.direct;
+    AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));  // the host's forest may change at the next solve
+    return Status::success();
+  });
+}
+
 Status rankSystemFinish(DeviceState& ds, RankSystem& r, const SolveOptions& opt, SystemResult& out) {
   std::lock_guard<std::mutex> lock(ds.mu);
   return guarded([&]() -> Status {
@@ -235,7 +317,7 @@ Status rankSystemFinish(DeviceState& ds, RankSystem& r, const SolveOptions& opt,
     s.probeDirect = r.st.probeDirect;
     s.particles = r.own.n;
     s.particleGroups = r.own.groups;
-    s.particleNodes = r.all.nodes;
+    s.particleNodes = r.own.nodes;
     s.particleApprox = r.st.particleApprox;
     s.particleDirect = r.st.particleDirect;
     return Status::success();

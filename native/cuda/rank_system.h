@@ -1,11 +1,14 @@
 /// \file rank_system.h
 /// \brief A GPU rank's part of a distributed system solve (core/rank_engine.h openSystem, buildParticles,
-/// finishSystem; mpi/distributed_solve.cpp): its probes and its own particles as targets, and every rank's particles
-/// as sources (their tree, built on the device from the gathered set: the same on every rank), beside the rank's
-/// cells (rank_phase.h). The walks are the single-process solve's (system_phase.cu): the probes against the local
-/// tree and the received LETs; the cells and the probes against the particles' tree (softened); the own particles
-/// against the local tree, the LETs and the particles' tree. A subset of target cells (rank_phase.h
-/// rankStartLocalWalk) narrows the cells' walks of the particles' tree to its groups, as their other walks.
+/// finishSystem; mpi/distributed_solve.cpp): its probes, and its own particles as sources and targets (their tree
+/// built on the device, as a single process builds it), beside the rank's cells (rank_phase.h); the other ranks'
+/// particles arrive as particle LETs. The walks are the single-process solve's (system_phase.cu): the probes against
+/// the local tree and the received LETs; the cells and the probes against the own particles' tree (softened); the
+/// own particles against the local tree, the LETs and their own tree; then all of them against the received particle
+/// LETs, merged on the host (let/let.h mergeLets) and uploaded in the softened walk's layout. The particle LETs this
+/// rank sends are chosen on the host from the host's build of the own particles' tree (tree/particle_tree.h, the
+/// tree the device builds): the bytes a CPU rank would send. A subset of target cells (rank_phase.h
+/// rankStartLocalWalk) narrows the cells' walks of the particles' trees to its groups, as their other walks.
 #pragma once
 #include <cstddef>
 #include <vector>
@@ -16,16 +19,36 @@
 #include "cuda/particles_phase.h"
 #include "cuda/probes_phase.h"
 #include "let/let.h"
+#include "tree/particle_tree.h"
 
 namespace amrgrav {
 namespace cuda {
 
+/// The received particle LETs as one softened source tree on the device (the walk's layout, masses times massScale).
+struct DeviceParticleForest {
+  DeviceBuffer<uint4> topo;
+  DeviceBuffer<D4> mac;
+  DeviceBuffer<float4> mq;
+  DeviceBuffer<double2> nodeEps;
+  DeviceBuffer<double> nodeExtent, cells[4], eps;
+};
+
 struct RankSystem {
   SystemView sys;              ///< this rank's probes and particles (openSystem; cells: rank_phase.h's)
   bool hasCells = false;
-  bool particles = false;      ///< some rank has particles: the particles' tree below is walked
+  bool particles = false;      ///< some rank has particles: the particles' trees below are walked
   DeviceProbes probes;
-  DeviceParticles all, own;    ///< every rank's particles (sources) and this rank's own (targets)
+  DeviceParticles own;         ///< this rank's own particles (sources and targets)
+  ParticleTree hostTree;       ///< their tree on the host, for the particle LETs (built at the first one)
+  bool hostTreeBuilt = false;
+  double scale = 0;            ///< the global length scale (buildParticles')
+  LetSelection selection;
+  LetForest forest;            ///< the received particle LETs, merged on the host
+  std::vector<uint4> hostTopo;  ///< and converted to the device layout
+  std::vector<D4> hostMac;
+  std::vector<float4> hostMQ;
+  std::vector<double2> hostEps;
+  DeviceParticleForest received;
   SystemStats st;
 };
 
@@ -33,10 +56,17 @@ struct RankSystem {
 /// scale of every rank's mass `totalMass`): the probes sorted and uploaded.
 Status rankSystemBuild(DeviceState& ds, RankSystem& r, const SolveOptions& opt, double scale, double totalMass);
 
-/// Every rank's particles (all: gathered in rank order; this rank's own are [ownBegin, ownBegin + ownCount)): their
-/// tree, and the own particles as targets in a tree of their own (the same scaled values).
-Status rankSystemParticles(DeviceState& ds, RankSystem& r, const ParticlesView& all, std::size_t ownBegin,
-                           std::size_t ownCount, const SolveOptions& opt, double scale);
+/// This rank's own particles (r.sys.particles; none is fine): their tree on the device, as sources and targets.
+Status rankSystemParticles(DeviceState& ds, RankSystem& r, const SolveOptions& opt, double scale);
+
+/// The particle LET for `box` (let/let.h essentialParticlesFor) from the host's tree of the own particles, packed.
+Status rankSystemParticleLet(RankSystem& r, const RemoteBox& box, const SolveOptions& opt, PackedLet& out,
+                             std::size_t& nodes, std::size_t& particles);
+
+/// The received particle LETs (rank order), merged and uploaded, walked by the cells (or a subset's groups), the
+/// probes and the own particles, softened, added to their sums.
+Status rankSystemReceivedParticles(DeviceState& ds, RankSystem& r, const ReceivedLet* lets, std::size_t count,
+                                   const SolveOptions& opt);
 
 /// The summary's box of centres and group widths grown over the probes' and the own particles' groups.
 Status rankSystemSummary(DeviceState& ds, RankSystem& r, RankSummary& out);

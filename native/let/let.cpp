@@ -63,12 +63,13 @@ RemoteBox remoteBoxFor(const RankSummary& s) {
     b.hi[d] = s.centreHi[d] + grow;
     b.groupHalfWidth[d] = s.groupHalfWidth[d];
   }
+  b.softMin = s.softMin;
   return b;
 }
 
 namespace {
 
-/// The LET's breadth-first selection: a node that `accepts` (or a massless one) travels childless, an opened leaf
+/// The LET's breadth-first selection: a node that `accepts` (by its index; or a massless one) travels childless, an opened leaf
 /// with its cells, an opened internal node with its children. The selection list doubles as the queue: a node's
 /// position in it is its index in the LET.
 template <class Accepts>
@@ -80,7 +81,7 @@ void selectNodes(const SourceTree& t, Accepts accepts, LetSelection& out) {
   out.node.push_back(0);
   for (std::size_t k = 0; k < out.node.size(); ++k) {
     const std::uint32_t i = out.node[k];
-    if (nodeIsEmpty(t.macRadius[i]) || accepts(&t.com[3 * i], t.macRadius[i])) {
+    if (nodeIsEmpty(t.macRadius[i]) || accepts(i)) {
       out.kind.push_back(LetSelection::Accepted);
     } else if (t.isLeaf(i)) {
       out.kind.push_back(LetSelection::OpenedLeaf);
@@ -95,26 +96,38 @@ void selectNodes(const SourceTree& t, Accepts accepts, LetSelection& out) {
 }  // namespace
 
 void essentialNodesFor(const SourceTree& t, const double lo[3], const double hi[3], LetSelection& out) {
-  selectNodes(t, [&](const double* c, double r) { return macAccepts(c[0], c[1], c[2], r, lo, hi); }, out);
+  selectNodes(t, [&](std::uint32_t i) {
+    const double* c = &t.com[3 * i];
+    return macAccepts(c[0], c[1], c[2], t.macRadius[i], lo, hi);
+  }, out);
+}
+
+void essentialParticlesFor(const SourceTree& t, const RemoteBox& b, SofteningKernel kernel, LetSelection& out) {
+  selectNodes(t, [&](std::uint32_t i) {
+    return particleBoxAccepts(kernel, &t.com[3 * i], t.macRadius[i], t.nodeExtent[i], t.nodeEpsMin[i],
+                              t.nodeEpsMax[i], b.softMin, b.lo, b.hi);
+  }, out);
 }
 
 
 void essentialNodesForPeriodic(const SourceTree& t, const double lo[3], const double hi[3], const double W[3],
                                const EwaldTableView& v, LetSelection& out) {
-  selectNodes(t, [&](const double* c, double r) { return periodicBoxAccepts(v, c, r, lo, hi, W); }, out);
+  selectNodes(t, [&](std::uint32_t i) { return periodicBoxAccepts(v, &t.com[3 * i], t.macRadius[i], lo, hi, W); },
+              out);
 }
 
-std::size_t packedLetBytes(std::size_t nodes, std::size_t cells, bool withDipole) {
-  return LetLayout(nodes, cells, withDipole).end;
+std::size_t packedLetBytes(std::size_t nodes, std::size_t cells, bool withDipole, bool softened) {
+  return LetLayout(nodes, cells, withDipole, softened).end;
 }
 
 void packLet(const SourceTree& t, const LetSelection& sel, PackedLet& out) {
   const std::size_t n = sel.node.size(), nc = sel.cellCount;
   const bool withDipole = t.dipole != nullptr;
-  const LetLayout L(n, nc, withDipole);
+  const bool softened = t.sourceEps != nullptr;  // a particles' tree: with its ranges and extents too
+  const LetLayout L(n, nc, withDipole, softened);
   out.words.assign(L.end / 8, 0);
   unsigned char* base = reinterpret_cast<unsigned char*>(out.words.data());
-  out.words[0] = withDipole ? kLetMagicDipole : kLetMagic;
+  out.words[0] = softened ? kLetMagicParticles : withDipole ? kLetMagicDipole : kLetMagic;
   out.words[1] = n;
   out.words[2] = nc;
   auto f64 = [&](std::size_t off) { return reinterpret_cast<double*>(base + off); };
@@ -123,6 +136,7 @@ void packLet(const SourceTree& t, const LetSelection& sel, PackedLet& out) {
   double* sm = f64(L.secondMoment);
   double* dp = f64(L.dipole);
   double *x = f64(L.x), *y = f64(L.y), *z = f64(L.z), *cm = f64(L.cellMass);
+  double *e0 = f64(L.epsMin), *e1 = f64(L.epsMax), *ext = f64(L.extent), *eps = f64(L.eps);
   std::uint32_t *cb = u32(L.cellBegin), *cc = u32(L.cellCount), *kb = u32(L.childBegin);
   std::uint8_t* kc = base + L.childCount;
   std::uint32_t nextChild = 1;  // children of LET node k sit right after those of nodes < k (breadth-first)
@@ -135,6 +149,11 @@ void packLet(const SourceTree& t, const LetSelection& sel, PackedLet& out) {
     mac[k] = t.macRadius[i];
     sm[k] = t.secondMoment ? t.secondMoment[i] : 0.0;
     if (withDipole) std::memcpy(dp + 3 * k, t.dipole + 3 * i, 3 * sizeof(double));
+    if (softened) {
+      e0[k] = t.nodeEpsMin[i];
+      e1[k] = t.nodeEpsMax[i];
+      ext[k] = t.nodeExtent[i];
+    }
     cb[k] = 0; cc[k] = 0; kb[k] = 0; kc[k] = 0;
     if (sel.kind[k] == LetSelection::OpenedLeaf) {
       const std::uint32_t b = t.cellBegin[i], m = t.cellCount[i];
@@ -142,6 +161,7 @@ void packLet(const SourceTree& t, const LetSelection& sel, PackedLet& out) {
       std::memcpy(y + nextCell, t.y + b, m * sizeof(double));
       std::memcpy(z + nextCell, t.z + b, m * sizeof(double));
       std::memcpy(cm + nextCell, t.cellMass + b, m * sizeof(double));
+      if (softened) std::memcpy(eps + nextCell, t.sourceEps + b, m * sizeof(double));
       cb[k] = nextCell;
       cc[k] = m;
       nextCell += m;
@@ -155,11 +175,15 @@ void packLet(const SourceTree& t, const LetSelection& sel, PackedLet& out) {
 
 Status viewPackedLet(const std::uint64_t* w, std::size_t bytes, SourceTree& out) {
   out = SourceTree{};
-  if (bytes < kLetHeaderWords * 8 || (w[0] != kLetMagic && w[0] != kLetMagicDipole))
+  if (bytes < kLetHeaderWords * 8 || (w[0] != kLetMagic && w[0] != kLetMagicDipole && w[0] != kLetMagicParticles))
     return Status::error(ErrorCode::Internal, "received LET has no valid header (" + std::to_string(bytes) + " bytes)");
   const std::size_t n = w[1], nc = w[2];
   const bool withDipole = w[0] == kLetMagicDipole;
-  const LetLayout L(n, nc, withDipole);
+  const bool softened = w[0] == kLetMagicParticles;
+  if (n > bytes || nc > bytes)  // the layout's sizes below must not wrap
+    return Status::error(ErrorCode::Internal, "received LET announces " + std::to_string(n) + " nodes and " +
+                                                  std::to_string(nc) + " cells in " + std::to_string(bytes) + " bytes");
+  const LetLayout L(n, nc, withDipole, softened);
   if (L.end != bytes)
     return Status::error(ErrorCode::Internal, "received LET of " + std::to_string(bytes) + " bytes, expected " +
                                                   std::to_string(L.end) + " for its header");
@@ -172,6 +196,10 @@ Status viewPackedLet(const std::uint64_t* w, std::size_t bytes, SourceTree& out)
   out.dipole = withDipole ? f64(L.dipole) : nullptr;
   out.cellTotal = nc;
   out.x = f64(L.x); out.y = f64(L.y); out.z = f64(L.z); out.cellMass = f64(L.cellMass);
+  if (softened) {
+    out.nodeEpsMin = f64(L.epsMin); out.nodeEpsMax = f64(L.epsMax); out.nodeExtent = f64(L.extent);
+    out.sourceEps = f64(L.eps);
+  }
   out.cellBegin = u32(L.cellBegin); out.cellCount = u32(L.cellCount); out.childBegin = u32(L.childBegin);
   out.childCount = base + L.childCount;
   // links must stay inside the buffer: a corrupt message must not send the walk out of bounds
@@ -234,8 +262,10 @@ Status mergeLets(const SourceTree* lets, std::size_t count, LetForest& out) {
   fillVirtualNodes(L, lets, out);
   out.virtualNodes = L.rootsAt;
   out.hasDipole = count > 0 && lets[0].dipole != nullptr;  // every rank's tree is of the same kind
+  out.hasSoftening = count > 0 && lets[0].sourceEps != nullptr;  // particle LETs (all of them)
   const std::size_t cells = L.cells;
   out.resizeNodes(L.nodes);
+  out.sourceEps.resize(out.hasSoftening ? cells : 0);
   out.x.resize(cells);
   out.y.resize(cells);
   out.z.resize(cells);
@@ -256,7 +286,13 @@ Status mergeLets(const SourceTree* lets, std::size_t count, LetForest& out) {
       out.macRadius[i] = t.macRadius[k];
       out.secondMoment[i] = t.secondMoment ? t.secondMoment[k] : 0.0;
       for (int d = 0; d < 3; ++d) out.dipole[3 * i + d] = t.dipole ? t.dipole[3 * k + d] : 0.0;
+      if (out.hasSoftening) {
+        out.nodeEpsMin[i] = t.nodeEpsMin[k];
+        out.nodeEpsMax[i] = t.nodeEpsMax[k];
+        out.nodeExtent[i] = t.nodeExtent[k];
+      }
     }
+    if (out.hasSoftening) std::copy(t.sourceEps, t.sourceEps + t.cellTotal, out.sourceEps.begin() + cellBase);
     std::copy(t.x, t.x + t.cellTotal, out.x.begin() + cellBase);
     std::copy(t.y, t.y + t.cellTotal, out.y.begin() + cellBase);
     std::copy(t.z, t.z + t.cellTotal, out.z.begin() + cellBase);

@@ -10,6 +10,7 @@
 
 #include "tree/source_tree.h"
 #include "core/status.h"
+#include "core/types.h"
 
 namespace amrgrav {
 
@@ -30,6 +31,11 @@ struct RankSummary {
   /// rank are chosen for its box of centres grown by it (remoteBoxFor), so that every node they prune is exact for
   /// its particles too (physics/softening_k.h softeningAccepts).
   double softReach;
+  /// The smallest softening of this rank's targets (scaled): 0 with cells or probes among them, else its own
+  /// particles' smallest. The Plummer kernel's rule for the particle LETs chosen for it (particleBoxAccepts).
+  double softMin;
+  /// This rank's own particles (a double, as cellCount): a particle LET comes from every rank that has some.
+  double particleCount;
 };
 constexpr int kRankSummaryDoubles = int(sizeof(RankSummary) / sizeof(double));
 
@@ -47,6 +53,7 @@ RankSummary summariseCells(const double* x, const double* y, const double* z, co
 struct RemoteBox {
   double lo[3], hi[3];
   double groupHalfWidth[3] = {INFINITY, INFINITY, INFINITY};
+  double softMin = 0;  ///< RankSummary::softMin (the particle LETs' Plummer rule)
 };
 
 /// The box a LET for the rank of summary `s` is chosen for: its box of centres and group half-widths, grown on
@@ -72,6 +79,14 @@ struct LetSelection {
 /// opens exactly the nodes (and leaves) it would open in the local tree, with the same box walk.
 void essentialNodesFor(const SourceTree& local, const double lo[3], const double hi[3], LetSelection& out);
 
+/// The particle LET for a remote box (remoteBoxFor) from a particles' tree (tree/particle_tree.h source(): with
+/// softening ranges, extents and second moments): a node travels childless when the receiver's softened walk would
+/// accept it for every group of the box (physics/let_accept_k.h particleBoxAccepts: the MAC and the softening rule
+/// of `kernel`), an opened leaf with its particles and their softenings, an opened internal node with its children.
+/// Isolated boxes only (particles refuse periodic boundaries).
+void essentialParticlesFor(const SourceTree& particles, const RemoteBox& box, SofteningKernel kernel,
+                           LetSelection& out);
+
 template <class Coef>
 struct EwaldTableViewOf;
 using EwaldTableView = EwaldTableViewOf<double>;
@@ -83,18 +98,20 @@ void essentialNodesForPeriodic(const SourceTree& local, const double lo[3], cons
                                const double groupHalfWidth[3], const EwaldTableView& view, LetSelection& out);
 
 /// A LET in one buffer of 8-byte words: a header, then mass, com, quad, macRadius, second moment (0 when the
-/// source has none), the dipole when the source has one (signed sources; let/let_layout.h), cell x, y, z, mass
-/// (doubles),
-/// then cellBegin, cellCount, childBegin (uint32), childCount (uint8). Sent as bytes; viewed in place.
+/// source has none), the dipole when the source has one (signed sources; let/let_layout.h), the softening ranges
+/// and extents when the source is a particles' tree (a particle LET), cell x, y, z, mass (doubles), the sources'
+/// softenings (a particle LET), then cellBegin, cellCount, childBegin (uint32), childCount (uint8). Sent as bytes;
+/// viewed in place.
 struct PackedLet {
   std::vector<std::uint64_t> words;
   std::size_t bytes() const { return words.size() * sizeof(std::uint64_t); }
 };
 
 /// Bytes a LET of `nodes` nodes and `cells` cells takes (a multiple of 8).
-std::size_t packedLetBytes(std::size_t nodes, std::size_t cells, bool withDipole = false);
+std::size_t packedLetBytes(std::size_t nodes, std::size_t cells, bool withDipole = false, bool softened = false);
 
-/// Copies the selected nodes (with links renumbered to the LET's breadth-first order) and cells into `out`.
+/// Copies the selected nodes (with links renumbered to the LET's breadth-first order) and cells into `out`; a source
+/// with softenings (local.sourceEps) makes a particle LET.
 void packLet(const SourceTree& local, const LetSelection& sel, PackedLet& out);
 
 /// A SourceTree pointing into a packed LET (no copy); an error if the buffer is not a well-formed LET.

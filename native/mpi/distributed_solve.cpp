@@ -5,9 +5,12 @@
 /// rank summaries -> the LETs chosen for the other ranks (a GPU chooses and packs them all on the device, then
 /// queues its local walk) -> each LET packed (CPU) or downloaded (GPU) and Isent -> complete the local walk, letting
 /// messages progress meanwhile -> walk the received LETs (in rank order, merged into one tree) -> scale, self term,
-/// scatter. A system solve's particles (issue #18) are gathered whole on every rank after the agreement
-/// (particle_gather.h: replicated, not yet sent as LETs); each rank walks the global particle tree for its cells,
-/// probes and own particles, and the cell LETs sent to a rank with particles cover their softened pairs.
+/// scatter. A system solve's particles (issue #18) stay on their rank: after a census of them (particle_census.h:
+/// counts, bounds, the mass range) each rank builds the tree of its own, sends every other rank with targets a
+/// particle LET chosen from it for that rank's box (let/let.h essentialParticlesFor: the MAC and the softening rule),
+/// in an exchange of its own beside the cells' (sizes first, then payloads, non-blocking), and walks its own
+/// particles' tree and the received particle LETs for its cells, probes and own particles; the cell LETs sent to a
+/// rank with particles cover their softened pairs. Memory and work then follow the rank's share of the particles.
 #include "mpi/distributed_solve.h"
 
 #include <algorithm>
@@ -29,7 +32,7 @@
 #include "mpi/agreement.h"
 #include "mpi/let_exchange.h"
 #include "mpi/mpi_check.h"
-#include "mpi/particle_gather.h"
+#include "mpi/particle_census.h"
 #include "physics/softening_k.h"
 #endif
 
@@ -76,24 +79,20 @@ Status distributedImpl(RankEngine& engine, const SystemView& sys, const SolveOpt
   ds.ranks = size;
   ds.rank = rank;
   ds.backend = engine.name();
-  // Particles (issue #18): every rank's, on every rank, in rank order (particle_gather.h: replicated, the limit of
-  // this design), so that every rank builds the same particle tree. Every rank decides alike whether to go on.
-  GatheredParticles particles;
+  // Particles (issue #18): each rank keeps its own; the census tells every rank who has some, their bounds and
+  // whether their masses are in range (particle_census.h). Every rank decides alike whether to go on.
+  ParticleCensus census;
   if (sysOut) {
-    const Status gathered = gatherParticles(sys.particles, engine.takesParticles(), particles);
-    if (gathered.code == ErrorCode::Internal) orAbort(gathered);  // an MPI failure: not every rank may know it
-    if (!gathered.ok()) return gathered;  // the same decision on every rank
+    const Status counted = takeParticleCensus(sys.particles, engine.takesParticles(), opt, census);
+    if (counted.code == ErrorCode::Internal) orAbort(counted);  // an MPI failure: not every rank may know it
+    if (!counted.ok()) return counted;  // the same decision on every rank
   }
-  const bool anyParticles = !particles.x.empty();
+  const bool anyParticles = census.total > 0;
   const bool anyCells = lo[0] <= hi[0];
   double side = 0;  // of the cube chooseRootCube would give one process holding all cells: the same scale
   for (int d = 0; d < 3; ++d) side = std::max(side, hi[d] - lo[d]);
   if (!anyCells && anyParticles)  // the particles' cube, as a single process without cells takes
-    for (int d = 0; d < 3; ++d) {
-      const std::vector<double>& v = d == 0 ? particles.x : d == 1 ? particles.y : particles.z;
-      const auto mm = std::minmax_element(v.begin(), v.end());
-      side = std::max(side, *mm.second - *mm.first);
-    }
+    for (int d = 0; d < 3; ++d) side = std::max(side, census.hi[d] - census.lo[d]);
   if (!(side > 0)) side = 1;  // no cells anywhere, or a single point mass
   const double scale = lengthScaleFor(side);
 
@@ -112,8 +111,7 @@ Status distributedImpl(RankEngine& engine, const SystemView& sys, const SolveOpt
   // more (one small allreduce) before the first step that would leave another rank waiting.
   {
     Status built = engine.build(cells, opt, scale, sums[0], out.stats);
-    if (built.ok() && anyParticles)
-      built = engine.buildParticles(particles.view(), particles.ownBegin, particles.ownCount, opt, scale);
+    if (built.ok() && anyParticles) built = engine.buildParticles(opt, scale);
     double noLo[3] = {INFINITY, INFINITY, INFINITY}, noHi[3] = {-INFINITY, -INFINITY, -INFINITY};
     built = agreeToProceed(built, noLo, noHi, &opt);
     if (!built.ok()) return built;
@@ -129,21 +127,34 @@ Status distributedImpl(RankEngine& engine, const SystemView& sys, const SolveOpt
   if (opt.softening == SofteningKernel::Spline)
     for (std::size_t i = 0; i < sys.particles.n; ++i)
       mine.softReach = std::max(mine.softReach, kSplineRadius * (sys.particles.softeningOf(i) * scale));
+  // the smallest softening of this rank's targets (the particle LETs' Plummer rule): cells and probes have none
+  mine.softMin = 0;
+  if (sys.cellResults() == 0 && sys.probes.n == 0 && sys.particles.n > 0) {
+    mine.softMin = INFINITY;
+    for (std::size_t i = 0; i < sys.particles.n; ++i)
+      mine.softMin = std::min(mine.softMin, sys.particles.softeningOf(i) * scale);
+  }
+  mine.particleCount = double(sys.particles.n);
   std::vector<RankSummary> all(size);
   orAbort(mpiStatus(MPI_Allgather(&mine, kRankSummaryDoubles, MPI_DOUBLE, all.data(), kRankSummaryDoubles,
                                   MPI_DOUBLE, comm), "MPI_Allgather", __FILE__, __LINE__));
   ds.secondsAgree = since(t);
 
-  // A LET travels from every rank with cells to every other rank with targets (cells computed, or probes).
+  // A LET travels from every rank with cells to every other rank with targets (cells computed, probes or own
+  // particles); a particle LET from every rank with particles to every other rank with targets.
   const std::size_t n = cells.n;
-  std::vector<bool> expect(size, false), sendTo(size, false);
+  std::vector<bool> expect(size, false), sendTo(size, false), expectP(size, false), sendP(size, false);
   for (int r = 0; r < size; ++r) {
     expect[r] = r != rank && mine.targetCount > 0 && all[r].cellCount > 0;
     sendTo[r] = r != rank && n > 0 && all[r].targetCount > 0;
+    expectP[r] = r != rank && mine.targetCount > 0 && all[r].particleCount > 0;
+    sendP[r] = r != rank && sys.particles.n > 0 && all[r].targetCount > 0;
   }
-  static LetBuffers buffers;  // kept between solves (under the MPI lock, like the exchange itself)
+  static LetBuffers buffers, particleBuffers;  // kept between solves (under the MPI lock, like the exchange itself)
   LetExchange ex(comm, expect, buffers);
+  LetExchange pex(comm, expectP, particleBuffers, LetExchange::kParticleTags);
   orAbort(ex.start());
+  orAbort(pex.start());
 
   // the LETs' destinations, staggered so that no rank is everybody's first
   std::vector<int> dests;
@@ -169,6 +180,19 @@ Status distributedImpl(RankEngine& engine, const SystemView& sys, const SolveOpt
     orAbort(ex.send(dests[k], let));
     orAbort(ex.progress());
   }
+  // the particle LETs, chosen on the host from the own particles' tree and sent as each is packed
+  for (int k = 1; k < size; ++k) {
+    const int dst = (rank + k) % size;
+    if (!sendP[dst]) continue;
+    PackedLet& let = pex.nextOutgoing();
+    std::size_t nodes = 0, sent = 0;
+    orAbort(engine.takeParticleLet(remoteBoxFor(all[dst]), opt, let, nodes, sent));
+    ds.particleLetNodesSent += nodes;
+    ds.particleLetParticlesSent += sent;
+    orAbort(pex.send(dst, let));
+    orAbort(pex.progress());
+    orAbort(ex.progress());
+  }
   ds.secondsLetSelect = selectSeconds + since(t);
 
   // on the exchange's clock; a walk that started before the exchange existed starts at a negative time
@@ -187,6 +211,7 @@ Status distributedImpl(RankEngine& engine, const SystemView& sys, const SolveOpt
     return Status::success();
   };
   orAbort(engine.completeLocalWalk(opt, [&]() -> Status {
+    AG_TRY(pex.progress());
     AG_TRY(ex.progress());
     if (received || !ex.allArrived()) return Status::success();
     AG_TRY(receiveAll());
@@ -201,9 +226,22 @@ Status distributedImpl(RankEngine& engine, const SystemView& sys, const SolveOpt
   double waited = ex.now() - w0;
   w0 = ex.now();
   orAbort(engine.walkReceived(lets, opt, out.stats));
-  const double remoteWalk = ex.now() - w0;
+  double remoteWalk = ex.now() - w0;
+  // the particle LETs, in rank order, merged into one tree and walked by every target of this rank
+  w0 = ex.now();
+  std::vector<ReceivedLet> plets;
+  for (int r = 0; r < size; ++r) {
+    if (!expectP[r]) continue;
+    plets.emplace_back();
+    orAbort(pex.receive(r, plets.back()));
+  }
+  waited += ex.now() - w0;
+  w0 = ex.now();
+  if (anyParticles) orAbort(engine.walkReceivedParticles(plets, opt));
+  remoteWalk += ex.now() - w0;
   w0 = ex.now();
   orAbort(ex.finish());
+  orAbort(pex.finish());
   waited += ex.now() - w0;
 
   const LetExchangeStats& xs = ex.stats();
@@ -211,6 +249,11 @@ Status distributedImpl(RankEngine& engine, const SystemView& sys, const SolveOpt
   ds.bytesReceived = xs.bytesReceived;
   ds.letsSent = xs.letsSent;
   ds.letsReceived = xs.letsReceived;
+  const LetExchangeStats& ps = pex.stats();
+  ds.particleBytesSent = ps.bytesSent;
+  ds.particleBytesReceived = ps.bytesReceived;
+  ds.particleLetsSent = ps.letsSent;
+  ds.particleLetsReceived = ps.letsReceived;
   ds.secondsExchangeWait = waited;
   ds.secondsRemoteWalk = remoteWalk;
   if (xs.firstSend >= 0 || xs.letsReceived > 0) {

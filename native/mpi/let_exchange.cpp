@@ -8,13 +8,10 @@
 #include "mpi/mpi_check.h"
 
 namespace amrgrav {
-namespace {
-constexpr int kTagSize = 4101;
-constexpr int kTagData = 4102;
-}  // namespace
 
-LetExchange::LetExchange(MPI_Comm comm, const std::vector<bool>& expectFrom, LetBuffers& buffers)
-    : comm_(comm), t0_(std::chrono::steady_clock::now()), expect_(expectFrom), buf_(buffers) {
+LetExchange::LetExchange(MPI_Comm comm, const std::vector<bool>& expectFrom, LetBuffers& buffers, int tags)
+    : comm_(comm), tagSize_(tags), tagData_(tags + 1), t0_(std::chrono::steady_clock::now()), expect_(expectFrom),
+      buf_(buffers) {
   const std::size_t n = expect_.size();
   inSize_.assign(n, 0);
   if (buf_.in.size() < n) buf_.in.resize(n);
@@ -35,7 +32,7 @@ LetExchange::~LetExchange() {
 
 Status LetExchange::start() {
   for (std::size_t r = 0; r < expect_.size(); ++r)
-    if (expect_[r]) MPI_CHECK(MPI_Irecv(&inSize_[r], 1, MPI_UINT64_T, int(r), kTagSize, comm_, &sizeReq_[r]));
+    if (expect_[r]) MPI_CHECK(MPI_Irecv(&inSize_[r], 1, MPI_UINT64_T, int(r), tagSize_, comm_, &sizeReq_[r]));
   return Status::success();
 }
 
@@ -54,9 +51,9 @@ Status LetExchange::send(int dest, const PackedLet& let) {
   outSize_.push_back(let.bytes());
   if (stats_.firstSend < 0) stats_.firstSend = now();
   sendReq_.push_back(MPI_REQUEST_NULL);
-  MPI_CHECK(MPI_Isend(&outSize_.back(), 1, MPI_UINT64_T, dest, kTagSize, comm_, &sendReq_.back()));
+  MPI_CHECK(MPI_Isend(&outSize_.back(), 1, MPI_UINT64_T, dest, tagSize_, comm_, &sendReq_.back()));
   sendReq_.push_back(MPI_REQUEST_NULL);
-  MPI_CHECK(MPI_Isend(let.words.data(), int(outSize_.back()), MPI_BYTE, dest, kTagData, comm_, &sendReq_.back()));
+  MPI_CHECK(MPI_Isend(let.words.data(), int(outSize_.back()), MPI_BYTE, dest, tagData_, comm_, &sendReq_.back()));
   stats_.bytesSent += outSize_.back() + sizeof(std::uint64_t);
   ++stats_.letsSent;
   return Status::success();
@@ -68,7 +65,7 @@ Status LetExchange::postPayload(int from) {
     return Status::error(ErrorCode::Internal, "rank " + std::to_string(from) + " announced a LET of " +
                                                   std::to_string(bytes) + " bytes");
   buf_.in[from].resize(bytes / 8);  // the message overwrites every word
-  MPI_CHECK(MPI_Irecv(buf_.in[from].data(), int(bytes), MPI_BYTE, from, kTagData, comm_, &dataReq_[from]));
+  MPI_CHECK(MPI_Irecv(buf_.in[from].data(), int(bytes), MPI_BYTE, from, tagData_, comm_, &dataReq_[from]));
   return Status::success();
 }
 

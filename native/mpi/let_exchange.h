@@ -32,7 +32,10 @@ class LetExchange {
  public:
   /// `expectFrom[r]`: a LET will come from rank r. Posts the receives of the sizes. `buffers` must outlive the
   /// exchange; its `in` buffers are the received LETs' (their views stay valid while they are not reused).
-  LetExchange(MPI_Comm comm, const std::vector<bool>& expectFrom, LetBuffers& buffers);
+  /// `tags`: the message tags of the sizes and the payloads (tags + 1); two exchanges at once (the cells' LETs and
+  /// the particles') take different ones.
+  static constexpr int kCellTags = 4101, kParticleTags = 4111;
+  LetExchange(MPI_Comm comm, const std::vector<bool>& expectFrom, LetBuffers& buffers, int tags = kCellTags);
   ~LetExchange();
   LetExchange(const LetExchange&) = delete;
   LetExchange& operator=(const LetExchange&) = delete;
@@ -59,6 +62,7 @@ class LetExchange {
   void noteArrivals();
 
   MPI_Comm comm_;
+  int tagSize_, tagData_;
   std::chrono::steady_clock::time_point t0_;
   std::vector<bool> expect_;
   LetBuffers& buf_;

@@ -5,8 +5,10 @@
 /// nodes.
 #pragma once
 #include "core/hostdevice.h"
+#include "core/types.h"
 #include "physics/mac_k.h"
 #include "physics/rounding.h"
+#include "physics/softening_k.h"
 
 namespace amrgrav {
 
@@ -61,6 +63,25 @@ AG_HD bool periodicBoxAccepts(const View& v, const double* com, double R, const 
         if (!macAccepts<Rn>(s[0], s[1], s[2], Rm, blo, bhi)) return false;
       }
   return true;
+}
+
+/// Would the receiving softened walk accept the particle node (com, MAC radius R, source extent b, softenings
+/// [nodeMin, nodeMax]) for every group of the remote box [lo, hi] (remoteBoxFor: the receiver's box of centres,
+/// grown by its particles' spline reach)? The walk's test (cpu/soft_lists.cpp, cuda/kernel_walk.cu) is the box MAC
+/// and softeningAccepts for the group's softening range. Every group box lies in the ungrown box, so:
+///  - the MAC for [lo, hi] holds for every group inside (as for the cells' LETs);
+///  - spline: distance(group, com) >= distance([lo, hi], com) + growth > kSplineRadius nodeMax + b + kSplineRadius
+///    eps_receiver_max >= kSplineRadius max(eps_group_max, nodeMax) + b (the growth is the receiver's largest
+///    spline reach plus a rounding margin; without particles there is no growth and the group's softening is 0:
+///    the same rounded test on a box that holds the group's, which rounds to no smaller a distance);
+///  - plummer: nodeMin == nodeMax, or nodeMax <= softMin, the smallest softening of the receiver's targets (0 when
+///    it has cells or probes) and so at most every group's smallest.
+template <class Rn = RoundNearest>
+AG_HD bool particleBoxAccepts(SofteningKernel kernel, const double* com, double R, double extent, double nodeMin,
+                              double nodeMax, double softMin, const double lo[3], const double hi[3]) {
+  if (!macAccepts<Rn>(com[0], com[1], com[2], R, lo, hi)) return false;
+  return softeningAccepts<Rn>(kernel, distanceSquaredToBox<Rn>(com[0], com[1], com[2], lo, hi), extent, softMin, 0.0,
+                              nodeMin, nodeMax);
 }
 
 }  // namespace amrgrav

@@ -807,6 +807,92 @@ void checkSoftLet(Report& rep) {
               ungrownFailures);
 }
 
+/// Particle LETs (issue #18): a particle node that let/let.h essentialParticlesFor sends childless
+/// (physics/let_accept_k.h particleBoxAccepts, for the receiver's box grown by remoteBoxFor) must pass the receiver's
+/// softened walk for every group box inside the real box whose softenings lie in the receiver's range [softMin,
+/// softReach / kSplineRadius]: the MAC and softeningAccepts with the node's extent and softening range, both
+/// kernels, either rounding. Nodes just beyond the reach of the grown box (faces, edges, corners) and at random. The
+/// canaries: chosen without the growth (spline) or with the node's largest softening as the receiver's smallest
+/// (Plummer), some accepted nodes must fail the receiver's rule.
+void checkParticleLet(Report& rep) {
+  Rand rnd(1818);
+  long splineCanary = 0, plummerCanary = 0;
+  for (int it = 0; it < 200000; ++it) {
+    const SofteningKernel kernel = it % 2 ? SofteningKernel::Plummer : SofteningKernel::Spline;
+    const double offset = rnd.integer(0, 3) == 0 ? std::ldexp(1.0, rnd.integer(0, 20)) : 0.0;
+    RankSummary sum{};
+    for (int d = 0; d < 3; ++d) {
+      sum.centreLo[d] = offset + rnd.coordinate(1.0);
+      sum.centreHi[d] = sum.centreLo[d] + (rnd.integer(0, 5) == 0 ? 0.0 : rnd.uniform(0, 0.5));
+    }
+    // the receiver's softenings [gLo, gHi] (0, 0: cells or probes only)
+    const double gHi = rnd.integer(0, 3) == 0 ? 0.0 : std::ldexp(rnd.uniform(0.5, 1.0), rnd.integer(-14, -3));
+    const double gLo = rnd.integer(0, 1) ? 0.0 : gHi * rnd.uniform(0, 1);
+    sum.softReach = kernel == SofteningKernel::Spline ? kSplineRadius * gHi : 0.0;
+    sum.softMin = gLo;
+    const RemoteBox grown = remoteBoxFor(sum);
+    // the node: MAC radius, extent, softening range (often one value: Plummer's easy case), and a centre just beyond
+    // the grown box by the larger of its MAC radius and its own spline reach
+    const double macR = std::ldexp(rnd.uniform(0.5, 1.0), rnd.integer(-12, -1));
+    const double extent = macR * rnd.uniform(0.2, 0.9);
+    const double nHi = std::ldexp(rnd.uniform(0.5, 1.0), rnd.integer(-14, -3));
+    const double nLo = rnd.integer(0, 2) == 0 ? nHi : nHi * rnd.uniform(0.1, 1);
+    const double need = std::max(macR, kSplineRadius * nHi + extent);
+    double com[3], dir[3], norm = 0;
+    const bool edge = rnd.integer(0, 1) == 0;
+    for (int d = 0; d < 3; ++d) {
+      dir[d] = edge ? double(rnd.integer(-1, 1)) : rnd.uniform(-1, 1);
+      norm += dir[d] * dir[d];
+    }
+    if (norm == 0) { dir[0] = 1; norm = 1; }
+    norm = std::sqrt(norm);
+    const double beyond = need * (1 + std::ldexp(1.0, -rnd.integer(10, 52)));
+    for (int d = 0; d < 3; ++d) {
+      const double u = dir[d] / norm;
+      if (edge) com[d] = u > 0 ? grown.hi[d] + u * beyond : u < 0 ? grown.lo[d] + u * beyond
+                                                                 : rnd.uniform(grown.lo[d], grown.hi[d]);
+      else com[d] = 0.5 * (grown.lo[d] + grown.hi[d]) + u * (0.5 * (grown.hi[d] - grown.lo[d]) + beyond);
+    }
+    double glo[3][3], ghi[3][3];  // the box itself, its point nearest the node, a random sub-box
+    for (int d = 0; d < 3; ++d) {
+      glo[0][d] = sum.centreLo[d];
+      ghi[0][d] = sum.centreHi[d];
+      glo[1][d] = ghi[1][d] = std::min(std::max(com[d], sum.centreLo[d]), sum.centreHi[d]);
+      const double a = rnd.uniform(sum.centreLo[d], sum.centreHi[d]), b = rnd.uniform(sum.centreLo[d], sum.centreHi[d]);
+      glo[2][d] = std::max(sum.centreLo[d], std::min(a, b));
+      ghi[2][d] = std::min(sum.centreHi[d], std::max(a, b));
+    }
+    const double groupMin = gLo + (gHi - gLo) * rnd.uniform(0, 1) * (rnd.integer(0, 1) ? 0.0 : 1.0);
+    const double groupMax = std::max(groupMin, rnd.integer(0, 1) ? gHi : gHi * rnd.uniform(0, 1));
+    if (particleBoxAccepts(kernel, com, macR, extent, nLo, nHi, grown.softMin, grown.lo, grown.hi)) {
+      for (int g = 0; g < 3; ++g) {
+        const bool host = macAccepts(com[0], com[1], com[2], macR, glo[g], ghi[g]) &&
+                          softeningAccepts(kernel, distanceSquaredToBox(com[0], com[1], com[2], glo[g], ghi[g]),
+                                           extent, groupMin, groupMax, nLo, nHi);
+        const bool device = macAccepts<DeviceRn>(com[0], com[1], com[2], macR, glo[g], ghi[g]) &&
+                            softeningAccepts<DeviceRn>(kernel, distanceSquaredToBox<DeviceRn>(com[0], com[1], com[2],
+                                                                                             glo[g], ghi[g]),
+                                                       extent, groupMin, groupMax, nLo, nHi);
+        rep.expect(host && device, fmt("a particle node sent childless fails the receiver's walk (node eps max %.17g, "
+                                       "extent %.17g, group eps max %.17g)", nHi, extent, groupMax));
+      }
+    }
+    // the canaries: chosen without the receiver's reach (spline) or its smallest softening (Plummer)
+    RankSummary bare = sum;
+    bare.softReach = 0;
+    bare.softMin = nHi;  // as if every target of the receiver were softened at least as much as the node
+    const RemoteBox b = remoteBoxFor(bare);
+    if (particleBoxAccepts(kernel, com, macR, extent, nLo, nHi, b.softMin, b.lo, b.hi) &&
+        !softeningAccepts(kernel, distanceSquaredToBox(com[0], com[1], com[2], glo[1], ghi[1]), extent, gLo, gHi, nLo,
+                          nHi))
+      ++(kernel == SofteningKernel::Spline ? splineCanary : plummerCanary);
+  }
+  rep.expect(splineCanary > 0 && plummerCanary > 0,
+             "canaries: chosen without the receiver's softenings some particle nodes fail the receiver's rule");
+  std::printf("  particle LETs: without the receiver's softenings %ld (spline) and %ld (plummer) nodes would be sent "
+              "childless and fail\n", splineCanary, plummerCanary);
+}
+
 /// The spline rule's source extent (physics/softening_k.h leafExtent, childExtent; tree/particle_tree.cpp on the
 /// host, cuda/kernel_particles.cu on the device): the host's and the device's rounding give the same bits, and the
 /// result bounds the true distance (long double) of every point it stands for: a leaf's points from its centre,
@@ -1117,7 +1203,7 @@ void checkParticleExtents(Report& rep) {
 int main() {
   Report parts[] = {Report("MAC"), Report("image test"), Report("moments"), Report("LET choice"),
                     Report("core library vs device rounding"), Report("FMM MAC"), Report("LET for softened targets"),
-                    Report("source extent")};
+                    Report("source extent"), Report("particle LETs")};
   checkMac(parts[0]);
   checkImages(parts[1]);
   checkMoments(parts[2]);
@@ -1126,6 +1212,7 @@ int main() {
   checkFmmMac(parts[5]);
   checkSoftLet(parts[6]);
   checkExtent(parts[7]);
+  checkParticleLet(parts[8]);
   checkParticleExtents(parts[4]);
   long checks = 0, failures = 0, fusedCases = 0, fusedDiffer = 0;
   for (const Report& r : parts) {

@@ -55,9 +55,14 @@ struct SourceTreeArrays {
   std::vector<double> dipole;  ///< 3 per node; in the view only when hasDipole
   bool hasDipole = false;
   std::vector<double> x, y, z, cellMass;
+  /// Softened sources (merged particle LETs, let/let.h): per node the softening range and source extent, per
+  /// source its softening; in the view only when hasSoftening (sourceEps then holds one per source).
+  std::vector<double> nodeEpsMin, nodeEpsMax, nodeExtent, sourceEps;
+  bool hasSoftening = false;
 
   /// n nodes, the first ones kept; new ones childless, massless, with an infinite MAC radius (a forest's virtual
-  /// nodes start so) and no second moment or dipole.
+  /// nodes start so: every walk opens them before it asks the softening rule) and no second moment, dipole,
+  /// softening or extent.
   void resizeNodes(std::size_t n) {
     cellBegin.resize(n, 0);
     cellCount.resize(n, 0);
@@ -69,6 +74,9 @@ struct SourceTreeArrays {
     macRadius.resize(n, INFINITY);
     secondMoment.resize(n, 0.0);
     dipole.resize(3 * n, 0.0);
+    nodeEpsMin.resize(n, 0.0);
+    nodeEpsMax.resize(n, 0.0);
+    nodeExtent.resize(n, 0.0);
   }
 
   SourceTree view() const {
@@ -89,6 +97,12 @@ struct SourceTreeArrays {
     s.y = y.data();
     s.z = z.data();
     s.cellMass = cellMass.data();
+    if (hasSoftening) {
+      s.nodeEpsMin = nodeEpsMin.data();
+      s.nodeEpsMax = nodeEpsMax.data();
+      s.nodeExtent = nodeExtent.data();
+      s.sourceEps = sourceEps.data();
+    }
     return s;
   }
 };

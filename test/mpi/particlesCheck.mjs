@@ -1,9 +1,11 @@
 // Run under mpirun by test/mpi.test.ts (issue #18): a system solve with cells AND particles spread over the ranks.
 // A gas sphere on a 16^3 grid and a compact Plummer cluster of softened particles inside it, plus probes. Ranks 0..N-2 hold
 // the cells (rank N-1 none), ranks 1..N-1 the particles (rank 0 none), every rank some probes (one process: all of
-// it). Every rank passes its own parts; the gathered results against one process solving everything (tree, same
-// options) and against one process's direct summation, for the spline kernel (a softening per particle, up to a
-// reach of 0.14 of the box: the LETs for the particle ranks must cover it) and the Plummer kernel (one value). Then
+// it). Every rank passes its own parts (its particles stay on it: the others get particle LETs of them); the
+// gathered results against one process solving everything (tree, same options) and against one process's direct
+// summation, for the spline kernel (a softening per particle, up to a reach of 0.14 of the box: the LETs for the
+// particle ranks must cover it) and the Plummer kernel (one value). Then particles only across a rank boundary
+// ('boundary', below: what a too permissive particle LET gets wrong) against the softened direct sum. Then
 // a NaN particle on the last rank: the same typed error on every rank, and the solver usable afterwards. And a
 // subset of each rank's cells (issue #18 `targets`: a compact run of them backwards and a scattered few) in the same
 // system: bitwise the same ranks' full solve at those cells (potential and accelerations; the particles' and probes'
@@ -137,7 +139,9 @@ for (const kernel of ['spline', 'plummer']) {
     cellAcc: await gatherVec(res.cells.accelerations),
     differ: await gatherToRoot(Float64Array.from([differ])),
     perRank: await gatherToRoot(Float64Array.from([myCells.x.length, particles.x.length, res.stats.system.particles,
-      res.stats.distributed?.letsReceived ?? 0, res.stats.distributed?.letNodesSent ?? 0])),
+      res.stats.distributed?.letsReceived ?? 0, res.stats.distributed?.letNodesSent ?? 0,
+      res.stats.distributed?.particleLetsReceived ?? 0, res.stats.distributed?.particleBytesSent ?? 0,
+      res.stats.distributed?.particleBytesReceived ?? 0])),
   };
   if (rank === 0) {
     const one = new GravitySolver({ ...opts, threads: 0, distributed: false });
@@ -170,9 +174,86 @@ for (const kernel of ['spline', 'plummer']) {
       notBitwise: ranks.map((q) => ss[6 * q + 5]),
       perRank: ranks.map((q) => ({ targets: ss[6 * q], results: ss[6 * q + 1], statsTargets: ss[6 * q + 2], targetGroups: ss[6 * q + 3], fullGroups: ss[6 * q + 4] })),
     };
-    const pr5 = Array.from(g.perRank);
-    r.perRank = ranks.map((q) => ({ cells: pr5[5 * q], particles: pr5[5 * q + 1], statsParticles: pr5[5 * q + 2], letsReceived: pr5[5 * q + 3], letNodesSent: pr5[5 * q + 4] }));
+    const pr = Array.from(g.perRank), w = 8;
+    r.perRank = ranks.map((q) => ({ cells: pr[w * q], particles: pr[w * q + 1], statsParticles: pr[w * q + 2], letsReceived: pr[w * q + 3], letNodesSent: pr[w * q + 4],
+      particleLetsReceived: pr[w * q + 5], particleBytesSent: pr[w * q + 6], particleBytesReceived: pr[w * q + 7] }));
     out[kernel] = r;
+  }
+}
+
+// ---- particles only, across a rank boundary (no cells anywhere): a compact clump A of 300 (side 0.02 about x = 0.4,
+// softenings 0.002 to 0.01) on rank 0 and a clump B of 300 (x in [0.5, 0.6], softenings 0.03 to 0.08: spline radii up
+// to 0.22) on rank 1, probes about each clump (ranks from 2 on: probes about B, and no particles). A's nodes lie
+// beyond the MAC and A's own spline reach from B's ranks, but within B's: a particle LET that prunes A for rank 1
+// with the sender's softenings only (not grown by the receiver's reach), or one that sends A's nodes of mixed
+// softenings childless to ranks with probes (the Plummer kernel's rule), misses softened pairs, and B's particles
+// and probes are then off the softened direct sum by far more than the tree's error. So each kind of point against
+// float64 direct summation, beside one process's tree. 'split' as said; 'one' every particle on the last rank (a
+// rank with all of them, the others none).
+const clumps = (() => {
+  const g = rng(31), n = 300, mk = () => ({ x: new Float64Array(n), y: new Float64Array(n), z: new Float64Array(n), mass: new Float64Array(n), softening: new Float64Array(n) });
+  const a = mk(), b = mk();
+  for (let i = 0; i < n; i++) {
+    for (const [c, cx, w, e0, e1] of [[a, 0.4, 0.02, 0.002, 0.01], [b, 0.55, 0.1, 0.03, 0.08]]) {
+      c.x[i] = cx + w * (g() - 0.5);
+      c.y[i] = 0.5 + w * (g() - 0.5);
+      c.z[i] = 0.5 + w * (g() - 0.5);
+      c.mass[i] = (0.5 + g()) / n;
+      c.softening[i] = e0 + (e1 - e0) * g();
+    }
+  }
+  return { a, b };
+})();
+const boundaryProbes = (q) => {
+  const g = rng(300 + q), m = 100, p = { x: new Float64Array(m), y: new Float64Array(m), z: new Float64Array(m) };
+  const [cx, w] = q === 0 && size > 1 ? [0.4, 0.03] : [0.55, 0.1];
+  for (let i = 0; i < m; i++) { p.x[i] = cx + w * (g() - 0.5); p.y[i] = 0.5 + w * (g() - 0.5); p.z[i] = 0.5 + w * (g() - 0.5); }
+  return p;
+};
+const concat = (list) => Object.fromEntries(Object.keys(list[0]).map((key) => [key, Float64Array.from(list.flatMap((o) => Array.from(o[key])))]));
+const none = { x: new Float64Array(0), y: new Float64Array(0), z: new Float64Array(0), mass: new Float64Array(0), softening: new Float64Array(0) };
+out.boundary = {};
+for (const layout of ['split', 'one']) {
+  const holder = (q) => layout === 'one' ? (q === size - 1 ? [clumps.a, clumps.b] : [])
+    : size === 1 ? [clumps.a, clumps.b] : q === 0 ? [clumps.a] : q === 1 ? [clumps.b] : [];
+  const partsOf = (q) => (holder(q).length ? concat(holder(q)) : none);
+  for (const kernel of ['spline', 'plummer']) {
+    const opts = { G, theta: 0.5, threads: 1, backend, softening: kernel, accelerations: true };
+    const solver = new GravitySolver(opts);
+    const res = await solver.solveSystem({ particles: partsOf(rank), probes: boundaryProbes(rank) });
+    const g = {
+      particles: await gatherToRoot(res.particles.potential),
+      probes: await gatherToRoot(res.probes.potential),
+      particleAcc: await gatherVec(res.particles.accelerations),
+      probeAcc: await gatherVec(res.probes.accelerations),
+      lets: await gatherToRoot(Float64Array.from([res.stats.distributed?.particleLetsReceived ?? 0,
+        res.stats.distributed?.particleBytesSent ?? 0, res.stats.distributed?.particleBytesReceived ?? 0])),
+    };
+    if (rank === 0) {
+      const one = new GravitySolver({ ...opts, threads: 0, distributed: false });
+      const all = { particles: concat(ranks.flatMap(holder)), probes: concat(ranks.map(boundaryProbes)) };
+      const single = await one.solveSystem(all);
+      const direct = await one.solveSystem(all, { method: 'direct' });
+      const r = {};
+      for (const part of ['particles', 'probes']) {
+        const acc = part === 'particles' ? 'particleAcc' : 'probeAcc';
+        r[part] = {
+          count: g[part].length,
+          vsDirect: relPointwise(g[part], direct[part].potential),
+          singleVsDirect: relPointwise(single[part].potential, direct[part].potential),
+          accVsDirect: relVector(g[acc], direct[part].accelerations),
+          singleAccVsDirect: relVector(single[part].accelerations, direct[part].accelerations),
+        };
+      }
+      // per rank (gathered in rank order): where a wrong LET would show
+      const spans = (counts) => counts.map((c, q) => [counts.slice(0, q).reduce((x, y) => x + y, 0), counts.slice(0, q + 1).reduce((x, y) => x + y, 0)]);
+      const pSpans = spans(ranks.map((q) => holder(q).length * 300)), qSpans = spans(ranks.map(() => 100));
+      r.particles.vsDirectByRank = pSpans.map(([b, e]) => relPointwise(g.particles.subarray(b, e), direct.particles.potential.subarray(b, e)));
+      r.probes.vsDirectByRank = qSpans.map(([b, e]) => relPointwise(g.probes.subarray(b, e), direct.probes.potential.subarray(b, e)));
+      const l = Array.from(g.lets);
+      r.perRank = ranks.map((q) => ({ particles: holder(q).length * 300, letsReceived: l[3 * q], bytesSent: l[3 * q + 1], bytesReceived: l[3 * q + 2] }));
+      out.boundary[`${layout} ${kernel}`] = r;
+    }
   }
 }
 
