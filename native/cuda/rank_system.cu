@@ -285,13 +285,16 @@ Status rankSystemReceivedParticles(DeviceState& ds, RankSystem& r, const Receive
     double* tmp[4];
     AG_TRY(scratchSums(ds, std::max({r.hasCells ? std::size_t(ds.n) : 0, np, r.own.n}), tmp));
     WalkTally soft;
-    if (r.hasCells) AG_TRY(softWalk(ds, opt, ds.rankWalk, ds.rankCfg.ranges, forest, tmp, ds.sums, soft));
+    const int points = cellsPerLaneFor(opt.pointGroupSize());
+    if (r.hasCells)
+      AG_TRY(softWalk(ds, opt, ds.rankWalk, ds.rankCfg.cellsPerLane, ds.rankCfg.ranges, forest, tmp, ds.sums, soft));
     if (np > 0) {
       const WalkParams base = r.hasCells ? ds.rankWalk : WalkParams{};
       double* probeSums[4] = {P.at(4), P.at(5), P.at(6), P.at(7)};
-      AG_TRY(softWalk(ds, opt, probeTargets(ds, opt, base, P), true, forest, tmp, probeSums, soft));
+      AG_TRY(softWalk(ds, opt, probeTargets(ds, opt, base, P), points, true, forest, tmp, probeSums, soft));
     }
-    if (r.own.n > 0) AG_TRY(softWalk(ds, opt, particleTargets(ds, r.own), false, forest, tmp, r.own.sums, soft));
+    if (r.own.n > 0)
+      AG_TRY(softWalk(ds, opt, particleTargets(ds, r.own), points, false, forest, tmp, r.own.sums, soft));
     r.st.particleApprox += soft.approx;
     r.st.particleDirect += soft.direct;
     AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));  // the host's forest may change at the next solve
