@@ -287,7 +287,9 @@ void scatterToBlocks(const BlocksView& v, const double* packed, void* dst, int t
 bool BlockTreeKey::matches(const BlocksView& v, const SolveOptions& opt) const {
   if (!valid || v.meshChanged) return false;
   if (nBlocks != v.nBlocks || nxb != v.nxb || nyb != v.nyb || nzb != v.nzb) return false;
-  if (leafSize != opt.leafSize || groupSize != opt.groupSize || hasBox != opt.hasBox) return false;
+  if (leafSize != opt.leafSize || groupSize != opt.cellGroupSize() || hasBox != opt.hasBox) return false;
+  for (int d = 0; d < 3; ++d)
+    if (periodic[d] != opt.periodic[d]) return false;
   for (int d = 0; d < 3; ++d)
     if (hasBox && (std::memcmp(&boxLo[d], &opt.boxLo[d], sizeof(double)) != 0 ||
                    std::memcmp(&boxHi[d], &opt.boxHi[d], sizeof(double)) != 0))
@@ -304,9 +306,10 @@ void BlockTreeKey::assign(const BlocksView& v, const SolveOptions& opt) {
   lo.assign(v.lo, v.lo + 3 * v.nBlocks);
   dx.assign(v.dx, v.dx + 3 * v.nBlocks);
   leafSize = opt.leafSize;
-  groupSize = opt.groupSize;
+  groupSize = opt.cellGroupSize();
   hasBox = opt.hasBox;
   for (int d = 0; d < 3; ++d) {
+    periodic[d] = opt.periodic[d];
     boxLo[d] = opt.boxLo[d];
     boxHi[d] = opt.boxHi[d];
   }

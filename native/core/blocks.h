@@ -149,8 +149,9 @@ struct BlockTreeKey {
   std::size_t nBlocks = 0;
   int nxb = 0, nyb = 0, nzb = 0;
   std::vector<double> lo, dx;
-  int leafSize = 0, groupSize = 0;
+  int leafSize = 0, groupSize = 0;  ///< groupSize: the cells' groups as solved (SolveOptions::cellGroupSize)
   bool hasBox = false;
+  bool periodic[3] = {false, false, false};  ///< the root cube and the groups follow the boundaries
   double boxLo[3] = {0, 0, 0}, boxHi[3] = {0, 0, 0};
   bool valid = false;
 

@@ -90,7 +90,7 @@ bool nodesInsideCubes(const Octree& t, int* worst) {
 /// Interactions per cell and the largest relative error against direct summation of the walk over `root`.
 void walkOver(const Cells& c, const SolveOptions& opt, RootCube root, double* perCell, double* maxErr) {
   Built b = build(c, opt, root);
-  const Groups g = makeGroups(b.sorted, b.keys, opt.groupSize);
+  const Groups g = makeGroups(b.sorted, b.keys, opt.cellGroupSize());
   const std::size_t n = c.x.size();
   std::vector<double> phi(n, 0), ref(n, 0);
   WalkOutput out{phi.data(), nullptr, nullptr, nullptr};

@@ -102,7 +102,7 @@ void letCase(Context& cx, const std::string& name, const Cells& cells, const Sol
     RootCube root = chooseRootCube(cells.view(), o);
     double w[3] = {-1, -1, -1};
     if (sortCellsByKey(cells.view(), root, sc, keys, lengthScaleFor(side)).ok())
-      groupHalfWidths(makeGroups(sc, keys, o.groupSize), w);
+      groupHalfWidths(makeGroups(sc, keys, o.cellGroupSize()), w);
     for (int d = 0; d < 3; ++d) box = box && w[d] == rs.groupHalfWidth[d];
   }
   double comErr = 0;
