@@ -165,15 +165,7 @@ class CpuRankEngine final : public RankEngine {
     for (const ReceivedLet& l : lets) views.push_back(l.view);
     AG_TRY(mergeLets(views.data(), views.size(), particleForest_));
     const SourceTree src = particleForest_.view();
-    WalkOutput cw = wo_;  // the cells' sums, with counts of their own
-    cw.approx = cw.direct = 0;
-    const Groups& groups = walkedGroups();
-    walkSoftGroups(src, cells_, nullptr, groups, nullptr, nullptr, opt, threads_, WalkPass{true, false}, cw);
-    WalkOutput pw = pwo_;
-    pw.approx = pw.direct = 0;
-    walkSoftGroups(src, probes_, nullptr, probeGroups_, nullptr, nullptr, opt, threads_, WalkPass{true, false}, pw);
-    softCounts_.approx += cw.approx + pw.approx;
-    softCounts_.direct += cw.direct + pw.direct;
+    walkCellsAndProbesSoft(src, opt);
     if (!own_.sorted.x.empty())
       walkSoftGroups(src, own_.sorted, own_.eps.data(), own_.groups, own_.groupEpsMin.data(),
                      own_.groupEpsMax.data(), opt, threads_, WalkPass{true, false}, owo_);
@@ -318,6 +310,19 @@ class CpuRankEngine final : public RankEngine {
     return t;
   }
 
+  /// The cells (the walked groups) and the probes against a particles' tree (accumulated into their sums; the
+  /// interactions counted apart, in softCounts_).
+  void walkCellsAndProbesSoft(const SourceTree& src, const SolveOptions& opt) {
+    WalkOutput cw = wo_;  // the cells' sums, with counts of their own
+    cw.approx = cw.direct = 0;
+    walkSoftGroups(src, cells_, nullptr, walkedGroups(), nullptr, nullptr, opt, threads_, WalkPass{true, false}, cw);
+    WalkOutput pw = pwo_;
+    pw.approx = pw.direct = 0;
+    walkSoftGroups(src, probes_, nullptr, probeGroups_, nullptr, nullptr, opt, threads_, WalkPass{true, false}, pw);
+    softCounts_.approx += cw.approx + pw.approx;
+    softCounts_.direct += cw.direct + pw.direct;
+  }
+
   /// The softened walks of the local work (issue #18), after the cells' and the probes' walks of the local tree:
   /// the cells and the probes against the own particles' tree (accumulated), the own particles against the local
   /// cells' tree and their own tree.
@@ -325,15 +330,7 @@ class CpuRankEngine final : public RankEngine {
     if (own_.sorted.x.empty()) return Status::success();
     const auto t = Clock::now();
     const SourceTree psrc = own_.source();
-    const Groups& groups = walkedGroups();
-    WalkOutput cw = wo_;  // the cells' sums, with counts of their own
-    cw.approx = cw.direct = 0;
-    walkSoftGroups(psrc, cells_, nullptr, groups, nullptr, nullptr, opt, threads_, WalkPass{true, false}, cw);
-    WalkOutput pw = pwo_;
-    pw.approx = pw.direct = 0;
-    walkSoftGroups(psrc, probes_, nullptr, probeGroups_, nullptr, nullptr, opt, threads_, WalkPass{true, false}, pw);
-    softCounts_.approx += cw.approx + pw.approx;
-    softCounts_.direct += cw.direct + pw.direct;
+    walkCellsAndProbesSoft(psrc, opt);
     AG_TRY(progress());
     {
       const double* eps = own_.eps.data();
