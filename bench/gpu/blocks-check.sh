@@ -19,6 +19,11 @@
 #   bash bench/gpu/blocks-check.sh                 (all steps)
 #   bash bench/gpu/blocks-check.sh check64 check256
 # Logs: $OUT/blocks-logs.tar.gz; a summary (one line per check and timing) is printed last.
+# The timings' stats are each phase's own wall time, and on the host entry they overlap: a new mesh's densities go up
+# (upload) while the keys, sort and build run, and the results come down chunk by chunk of the walk (download: from
+# the first chunk's results to the last in the caller's arrays) while the later chunks walk; so upload + keys +
+# build + moments + walk + download may exceed total. At 64^3 (8192 walk groups) the host entry walks in 3 chunks,
+# at 256^3 in 5 (CudaOptions::resultChunks); its checks (device, cells, reuse, kept-*) cover the chunked path.
 set -u
 export AMRGRAV_REQUIRE_GPU=1  # the checks fail, not skip, without a usable GPU
 out=/tmp/amrgrav-blocks-logs; rm -rf "$out"; mkdir -p "$out"

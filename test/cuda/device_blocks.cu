@@ -15,6 +15,9 @@
 //              second call on, and every result (all four fields) equals a fresh solver's host block entry bitwise
 // Timings (best of R, "kind":"time", ms from the host clock around the call, and the solver's stats):
 //   host-new, host-unchanged, device-new, device-unchanged, cells (the per-cell entry on the same cells)
+// The stats are each phase's wall time; the host entry's overlap (upload beside keys/sort/build on a new mesh,
+// download beside the walk: its results come down chunk by chunk of the walk, CudaOptions::resultChunks, 3 chunks at
+// 64^3 and 5 at 256^3 by default, so the checks above cover that path against the device entry and the cells).
 // --only host: the host entry's timings alone (the density is made on the device, copied down, and the device
 // arrays freed: for the largest grids); --only device: the device entry's alone.
 // Exit status 0 when every check passed, 1 otherwise; 2 when no usable GPU is present (CTest skips: gpu.blocks),
