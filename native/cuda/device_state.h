@@ -144,7 +144,9 @@ struct DeviceState {
   const std::uint32_t* rankTargets = nullptr;
   std::size_t rankTargetCount = 0;
   double* rankFullHmin = nullptr;  ///< then every group's smallest size (prepareWalk's), for a rerun's self terms
-  cudaStream_t copyStream = nullptr;  ///< the tree's export while the local walk runs
+  /// The second stream: the tree's export while the local walk runs; the host block entry's densities while the
+  /// keys, sort and build run and its results while the walk runs (blocks_phase.cu)
+  cudaStream_t copyStream = nullptr;
   DeviceBuffer<uint4> letTopo;
   DeviceBuffer<D4> letMac;
   DeviceBuffer<float4> letMQ;
