@@ -51,7 +51,7 @@ Status carveOrReserve(Carve& room, DeviceBuffer<T>& own, std::size_t count, cons
 ///   phase                     slots 0-3            slot 4      index halves        slot 5       extra bytes
 ///   upload, keys, sort        x, y, z, size (b)    keys        indices             keys         -
 ///   mass upload, build        x, y, z, size (b)    sorted keys order; I: topology  mass         level scratch
-///   node keys                 x, y, z, size        sorted keys order; I: + node keys
+///   node keys                 x, y, z, size (b)    sorted keys order; I: + node keys
 ///   gather (rotating)         y, z, size, mass     x           (as above)          free         free
 ///   moments                   y, z, size, mass     x           (as above)          MAC records, multipoles, the
 ///                                                                                  moments above the deepest level
