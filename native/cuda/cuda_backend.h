@@ -29,6 +29,7 @@ struct CudaOptions {
   /// The host block entry's walk in this many launches over consecutive groups, each launch's results downloaded,
   /// finished and scattered into the caller's arrays while the next ones walk (pinned staging, not periodic; at
   /// most 16). 0: by size (1 below 4096 walk groups, 3 below 65536, else 5); 1: one launch, then the download.
+  /// The API's backends take it from the environment variable AMRGRAV_CUDA_RESULT_CHUNKS when set (measurements).
   int resultChunks = 0;
   bool poisonDevice = false;               ///< fill device result buffers with NaN before each solve (tests)
   /// Check the cells in the device's first pass over them (the bounds kernel) instead of core/validate.h's
