@@ -6,7 +6,8 @@
 /// float32, the potential alone and with accelerations. Every chunk count (up to 16, some of them with no groups), a
 /// walk queue that overflows (the chunks walked again), an unchanged mesh (the kept tree and sorted order) and
 /// pageable copies give the one-launch result bitwise, with the same interaction counts, guard cells and other
-/// variables untouched; the one-launch result is the CPU backend's block entry within tol.
+/// variables untouched; the one-launch result is the cell entry's on the same cells bitwise, and the CPU backend's
+/// block entry within tol.
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -170,6 +171,20 @@ void runHostBlocks(Context& cx) {
                                          : "a guard cell or another variable was written")
                             : ref.status.message);
       if (!ref.status.ok()) continue;
+      {  // the cell entry on the cells the blocks make (core/blocks.h): bitwise (in the caller's dtype)
+        GeneratedCells gc;
+        generateBlockCells(mesh.view(f32), 1, gc);
+        auto cellsGpu = makeCudaBackend(cudaOpts(true, 4096, true));
+        SolveResult r;
+        const Status st = cellsGpu->solve(gc.view(), opt, r);
+        std::vector<double>* field[4] = {&r.potential, &r.ax, &r.ay, &r.az};
+        if (f32)
+          for (auto* f : field)
+            for (double& x : *f) x = double(float(x));
+        const bool ok = st.ok() && bitwiseEqual(refR, r);
+        check(cx, "blocks-" + tag + "-cells", ok,
+              !st.ok() ? st.message : ok ? "bitwise the cell entry on the same cells" : "results differ");
+      }
       if (!f32) {  // the CPU backend's block entry on the same blocks
         const Fields cpu = solveOn(*cx.cpu, mesh, false, opt, true);
         bool u = false;
