@@ -42,7 +42,11 @@ export interface SolveStats {
   method: 'tree' | 'fmm' | 'direct';
   cells: number;
   threads: number;
-  /** upload/download: host <-> device copies (0 on the CPU). */
+  /**
+   * upload/download: host <-> device copies (0 on the CPU). Each phase is its own wall time and they may overlap
+   * (the CUDA block entry uploads a new mesh's densities beside keys/sort/build, and downloads the results chunk by
+   * chunk beside the walk), so the phases need not add up to total.
+   */
   seconds: { upload: number; keysAndSort: number; build: number; moments: number; walk: number; download: number; total: number };
   /** Device memory held per cell after the solve (0 on the CPU). */
   deviceBytesPerCell: number;

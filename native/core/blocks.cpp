@@ -284,6 +284,18 @@ void scatterToBlocks(const BlocksView& v, const double* packed, void* dst, int t
   parallelFor(n, kChunk, threads, [&](std::size_t b, std::size_t e, int) { scatterRange(v, packed + b, b, e, dst); });
 }
 
+void BlockElements::assign(const BlocksView& v) {
+  cellsPerBlock = std::max<std::size_t>(v.cellsPerBlock(), 1);
+  inverse = 1.0 / double(cellsPerBlock);
+  blockBase.resize(v.nBlocks);
+  for (std::size_t b = 0; b < v.nBlocks; ++b) blockBase[b] = v.slotOf(b) * v.strideOfBlock();
+  cellOffset.resize(cellsPerBlock);
+  std::size_t c = 0;
+  for (int k = 0; k < v.nzb; ++k)
+    for (int j = 0; j < v.nyb; ++j)
+      for (int i = 0; i < v.nxb; ++i) cellOffset[c++] = v.element(0, i, j, k);
+}
+
 bool BlockTreeKey::matches(const BlocksView& v, const SolveOptions& opt) const {
   if (!valid || v.meshChanged) return false;
   if (nBlocks != v.nBlocks || nxb != v.nxb || nyb != v.nyb || nzb != v.nzb) return false;

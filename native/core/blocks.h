@@ -143,6 +143,24 @@ void scatterRange(const BlocksView& v, const double* packed, std::size_t begin, 
 /// Densities of cells [begin, end) packed into `dst` (contiguous, the view's dtype).
 void packRange(const BlocksView& v, std::size_t begin, std::size_t end, void* dst);
 
+/// Every cell's element in the caller's layout as two tables, for results that come in another order than the
+/// blocks' (the CUDA backend's host entry scatters the walk's sorted results with it, cuda/blocks_phase.cu): the
+/// element of cell p (blocks in order) is blockBase[p / cells per block] + cellOffset[p % cells per block].
+struct BlockElements {
+  std::vector<std::size_t> blockBase;   ///< per block: its slot times the block stride
+  std::vector<std::size_t> cellOffset;  ///< per cell of a block: varStride (((k + gz) NY + j + gy) NX + i + gx)
+  std::size_t cellsPerBlock = 1;
+  double inverse = 1;  ///< 1 / cellsPerBlock: the block of a cell by a product, corrected to the exact quotient
+
+  void assign(const BlocksView& v);
+  std::size_t of(std::size_t p) const {
+    std::size_t b = std::size_t(double(p) * inverse);  // within one of p / cellsPerBlock (p < 2^53)
+    if (b * cellsPerBlock > p) --b;
+    else if ((b + 1) * cellsPerBlock <= p) ++b;
+    return blockBase[b] + cellOffset[p - b * cellsPerBlock];
+  }
+};
+
 /// What decides the tree of a block solve: the geometry and the options the keys, the tree and the groups depend
 /// on. Two calls with equal keys have the same cells in the same order, hence the same sort, tree and groups.
 struct BlockTreeKey {

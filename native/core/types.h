@@ -145,7 +145,9 @@ struct DistributedStats {
 
 struct SolveStats {
   double secondsKeys = 0, secondsBuild = 0, secondsMoments = 0, secondsWalk = 0, secondsTotal = 0;
-  double secondsUpload = 0, secondsDownload = 0;  ///< host <-> device copies (GPU backends only)
+  /// host <-> device copies (GPU backends only), each its own wall time: the CUDA host block entry's overlap the
+  /// keys, sort and build (a new mesh's densities) and the walk (the results, chunk by chunk)
+  double secondsUpload = 0, secondsDownload = 0;
   double deviceBytesPerCell = 0;                  ///< device memory held per cell after the solve (GPU only)
   std::uint64_t approxInteractions = 0;  ///< node-cell (multipole) interactions, summed over cells
   std::uint64_t directInteractions = 0;  ///< cell-cell interactions, summed over cells

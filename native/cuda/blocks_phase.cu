@@ -1,7 +1,9 @@
 /// \file blocks_phase.cu
 /// \brief The block entry on the CUDA backend (blocks_phase.h): the block solve's orchestration, the kept tree's
 /// reuse, and the tree phase's hooks.
+#include <algorithm>
 #include <cmath>
+#include <future>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -17,6 +19,8 @@
 #include "cuda/memory_plan.h"
 #include "cuda/tree_phase.h"
 #include "cuda/walk_phase.h"
+#include "ewald/walk_setup.h"
+#include "physics/finish_k.h"
 #include "tree/keys.h"
 
 namespace amrgrav {
@@ -134,6 +138,170 @@ BlockFinishValues blockFinishValues(const DeviceState& ds, const SolveOptions& o
   return f;
 }
 
+/// The host entry's densities on a new mesh: packed (the caller's dtype) by the copy threads into the pinned chunks
+/// and up into `at` on the copy stream, from a thread of its own, so that the keys, sort and build run meanwhile
+/// (blockMassesInto waits for them, on the stream). `at` is slot 3, free from the bounds (which read the sizes
+/// there) until the gather (memory_plan.h's table). kEventDensityUp* time it (its wall time: CudaStats::secondsUpload).
+Status startDensityUpload(DeviceState& ds, void* at) {
+  if (!ds.copyStream) AG_CUDA_TRY(cudaStreamCreateWithFlags(&ds.copyStream, cudaStreamNonBlocking));
+  const BlocksView* v = ds.blk.view;
+  ds.blk.densityAt = at;
+  ds.blk.densityUpload = std::async(std::launch::async, [&ds, v, at]() -> Status {
+    return guarded([&]() -> Status {
+      AG_CUDA_TRY(cudaSetDevice(ds.device));  // a new thread starts on device 0
+      const std::size_t es = dtypeBytes(v->dtype);
+      const Transfer t{nullptr, at, v->cells() * es};
+      const StagingRing::Fill fill = [v, es](void* dst, int, std::size_t off, std::size_t len) {
+        packRange(*v, off / es, (off + len) / es, dst);
+      };
+      AG_CUDA_TRY(cudaEventRecord(ds.events[kEventDensityUpStart], ds.copyStream));
+      AG_TRY(copyIn(ds, &t, 1, ds.copyStream, &fill));
+      AG_CUDA_TRY(cudaEventRecord(ds.events[kEventDensityUpEnd], ds.copyStream));
+      return Status::success();
+    });
+  });
+  return Status::success();
+}
+
+/// The walk's launches for the host entry's results in chunks (CudaOptions::resultChunks): 1 where they cannot
+/// come in chunks (the device entry; periodic walks, whose sums are final only after their last pass; pageable
+/// copies, which cannot wait per chunk).
+int resultChunks(const DeviceState& ds, const BlocksView& v, const SolveOptions& opt) {
+  if (v.deviceData || opt.anyPeriodic() || !ds.copt.pinnedStaging) return 1;
+  if (ds.copt.resultChunks > 0) return std::min(ds.copt.resultChunks, kMaxResultChunks);
+  return ds.numGroups < 4096 ? 1 : ds.numGroups < 65536 ? 3 : 5;
+}
+
+/// Bytes of the results' staged pieces: small enough that the last launch's results spread over every copy thread.
+constexpr std::size_t kResultPieceBytes = std::size_t(1) << 20;
+/// Where each launch's first sorted cell is read back (bytes into the small pinned buffer, past the others' slots).
+constexpr std::size_t kChunkCellsOffset = 2048;
+
+/// The host entry's walk in `chunks` launches over consecutive groups (launchChunkedPass), and its results into the
+/// caller's arrays while the later launches walk: each range of sorted cells comes down (the walk's sums, through
+/// the pinned chunks on the copy stream) once the launch that walked it has ended, and the copy threads finish it
+/// (physics/finish_k.h: finishKernel's bits) and scatter it into the caller's layout through the sorted order
+/// (downloaded once per tree, kept with it). A queue overflow in any launch walks everything again with a larger
+/// queue, and the results come down again. Nothing is written over the sorted positions (xLive, yzLive).
+Status walkAndDownload(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const SolveOptions& opt,
+                       int chunks, SolveStats& st) {
+  const unsigned n = ds.n;
+  cudaStream_t s = ds.stream;
+  double* g[3] = {ds.sums[1], ds.sums[2], ds.sums[3]};
+  WalkConfig cfg;
+  int blocks = 1;
+  WalkParams p;
+  AG_TRY(prepareWalk(ds, n, opt, ds.massScale, ds.sums[0], g, &cfg, &blocks, p));
+  if (!ds.copyStream) AG_CUDA_TRY(cudaStreamCreateWithFlags(&ds.copyStream, cudaStreamNonBlocking));
+  for (int k = 0; k < chunks; ++k)
+    if (!ds.blk.chunkDone[k]) AG_CUDA_TRY(cudaEventCreateWithFlags(&ds.blk.chunkDone[k], cudaEventDisableTiming));
+  const std::vector<unsigned> groupFirst = walkChunkGroups(ds.numGroups, chunks);
+  chunks = int(groupFirst.size()) - 1;
+  // each launch's first sorted cell, read back before the first launch (so final once chunkDone[0] is)
+  unsigned* cellFirst = reinterpret_cast<unsigned*>(static_cast<char*>(ds.small.get()) + kChunkCellsOffset);
+  for (int k = 0; k <= chunks; ++k)
+    AG_CUDA_TRY(cudaMemcpyAsync(cellFirst + k, ds.groupBegin.get() + groupFirst[k], sizeof(unsigned),
+                                cudaMemcpyDeviceToHost, s));
+  ds.blk.elements.assign(v);
+  const int nout = opt.accelerations ? 4 : 1;
+  void* dst[4] = {o.potential, o.ax, o.ay, o.az};
+  const bool f32 = v.dtype == DType::Float32;
+  const double G = opt.G, scale = ds.scale, s2 = ds.scale * ds.scale, invMass = 1.0 / ds.massScale;
+  // range [off, off + len) of a sum's bytes is final once the launch holding its last cell has ended
+  const StagingRing::Gate gate = [&](int, std::size_t off, std::size_t len) -> cudaEvent_t {
+    const std::size_t last = (off + len) / sizeof(double) - 1;
+    int c = 0;
+    while (c + 1 < chunks && cellFirst[c + 1] <= last) ++c;
+    return ds.blk.chunkDone[c];
+  };
+  const StagingRing::Drain drain = [&](const void* src, int k, std::size_t off, std::size_t len) {
+    const double* sum = static_cast<const double*>(src);
+    const std::uint32_t* order = ds.blk.hostOrder.data() + off / sizeof(double);
+    const BlockElements& el = ds.blk.elements;
+    const std::size_t count = len / sizeof(double);
+    for (std::size_t t = 0; t < count; ++t) {
+      const double r = k == 0 ? finishedPotential(sum[t], G, scale) : finishedAcceleration(sum[t], G, invMass, s2);
+      const std::size_t e = el.of(order[t]);
+      if (f32) static_cast<float*>(dst[k])[e] = float(r);
+      else static_cast<double*>(dst[k])[e] = r;
+    }
+  };
+  for (;;) {
+    AG_TRY(launchChunkedPass(ds, cfg, blocks, p, groupFirst, ds.blk.chunkDone));
+    AG_CUDA_TRY(cudaEventRecord(ds.events[5], s));
+    double seconds = 0;
+    if (!ds.blk.hostOrderValid) {  // the sorted order, on the copy stream while the walk runs (once per tree)
+      const auto to = Clock::now();
+      ds.blk.hostOrder.resize(n);
+      AG_CUDA_TRY(cudaStreamWaitEvent(ds.copyStream, ds.events[2], 0));  // after the sort (or the kept tree's masses)
+      const Transfer t{ds.blk.hostOrder.data(), ds.order, std::size_t(n) * sizeof(std::uint32_t)};
+      AG_TRY(copyOut(ds, &t, 1, ds.copyStream));
+      ds.blk.hostOrderValid = true;
+      seconds += since(to);
+    }
+    AG_CUDA_TRY(cudaEventSynchronize(ds.blk.chunkDone[0]));  // the first results, and cellFirst
+    const auto td = Clock::now();
+    Transfer t[4];
+    for (int k = 0; k < nout; ++k) t[k] = Transfer{nullptr, ds.sums[k], std::size_t(n) * sizeof(double)};
+    AG_TRY(copyOut(ds, t, nout, ds.copyStream, &drain, &gate, kResultPieceBytes));
+    ds.stats.secondsDownload = seconds + since(td);
+    WalkTally total;
+    unsigned need = 0;
+    AG_TRY(collectPass(ds, total, &need));
+    ds.stats.walkLaunches += chunks - 1;
+    if (need == 0) {
+      st.approxInteractions = total.approx;
+      st.directInteractions = total.direct;
+      st.groups = ds.numGroups;
+      return Status::success();
+    }
+    // walkUntilDone's rerun: a larger queue, the self terms back (finished groups wrote phi over them)
+    AG_TRY(growQueue(ds, need));
+    AG_TRY(restoreSizes(ds, n));
+    AG_TRY(launchWalkPrep(p.phi, ds.sortedCells.mass, p.groupBegin, p.numGroups, selfCoefficient(opt.selfPotential),
+                          const_cast<double*>(p.groupHmin), s));
+  }
+}
+
+/// The walk's sums (one launch) finished and delivered into the caller's layout: on the device (device entry:
+/// straight into the caller's arrays, or scattered from the packed results of a fully periodic solve), or scattered
+/// from the download's pinned chunks (host entry); a fully periodic solve's mean potential.
+Status deliverResults(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const SolveOptions& opt,
+                      bool finishIntoCaller, cudaStream_t caller, SolveStats& st) {
+  const unsigned n = ds.n;
+  double* res[4] = {nullptr, nullptr, nullptr, nullptr};
+  const int nout = opt.accelerations ? 4 : 1;
+  void* dst[4] = {o.potential, o.ax, o.ay, o.az};
+  if (finishIntoCaller) {
+    BlockField f[4];
+    for (int k = 0; k < nout; ++k) f[k] = callerField(ds, dst[k]);
+    AG_TRY(launchBlockFinish(geometryOf(ds), ds.order, blockFinishValues(ds, opt), f, ds.stream));
+    AG_CUDA_TRY(cudaEventRecord(ds.events[5], ds.stream));
+  } else {
+    AG_TRY(finishOnDevice(ds, opt, res));
+  }
+  const auto td = Clock::now();
+  if (v.deviceData) {
+    const BlockGeometry geo = geometryOf(ds);
+    if (!finishIntoCaller)
+      for (int k = 0; k < nout; ++k) AG_TRY(launchBlockScatter(geo, res[k], callerField(ds, dst[k]), ds.stream));
+    // the caller's later work on its stream follows these writes
+    AG_CUDA_TRY(cudaEventRecord(ds.blk.callerEvent, ds.stream));
+    AG_CUDA_TRY(cudaStreamWaitEvent(caller, ds.blk.callerEvent, 0));
+    AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));
+  } else {
+    Transfer t[4];
+    for (int k = 0; k < nout; ++k) t[k] = Transfer{nullptr, res[k], std::size_t(n) * sizeof(double)};
+    const StagingRing::Drain drain = [&](const void* src, int k, std::size_t off, std::size_t len) {
+      scatterRange(v, static_cast<const double*>(src), off / sizeof(double), (off + len) / sizeof(double), dst[k]);
+    };
+    AG_TRY(copyOut(ds, t, nout, ds.stream, &drain));
+  }
+  ds.stats.secondsDownload = since(td);
+  if (opt.fullyPeriodic()) AG_TRY(meanPotentialOnDevice(ds, res[0], &st.meanPotential));
+  return Status::success();
+}
+
 /// An unchanged mesh: the masses made and checked, the sorted cells made from the kept order where the last solve's
 /// results took their slots (the node keys too if the walk took their room), then sortAndBuild's end
 /// (finishCells). The events are those sortAndBuild records, so
@@ -213,12 +381,20 @@ Status run(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const So
   }
   struct Active {
     DeviceState& ds;
-    ~Active() { ds.blk.view = nullptr; }
+    ~Active() {
+      // the densities' upload, whatever happened: no copy into the block outlives the solve (an early error)
+      if (ds.blk.densityUpload.valid()) ds.blk.densityUpload.wait();
+      ds.blk.densityUpload = std::future<Status>();
+      if (ds.blk.densityAt) (void)cudaStreamSynchronize(ds.copyStream);
+      ds.blk.densityAt = nullptr;
+      ds.blk.view = nullptr;
+    }
   } active{ds};
   ds.blk.view = &v;
   const bool reuse = ds.blk.key.matches(v, opt) && ds.n == n && ds.block.get() == ds.blk.blockBase &&
                      ds.block.bytes() == ds.blk.blockBytes;
   ds.blk.key.valid = false;  // until this solve succeeds
+  if (!reuse) ds.blk.hostOrderValid = false;  // the sorted order on the host belongs to the kept tree
   // the device entry's finish writes into the caller's arrays (a fully periodic solve's mean potential wants the
   // packed results first)
   const bool finishIntoCaller = v.deviceData && !opt.fullyPeriodic();
@@ -244,8 +420,11 @@ Status run(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const So
   }
 
   const CellsView none{nullptr, nullptr, nullptr, nullptr, nullptr, cells};
+  // the host entry on a new mesh: the densities go up while the keys, sort and build run
+  const bool densitiesAside = !reuse && !v.deviceData;
   if (!reuse) {
     AG_TRY(uploadAndBound(ds, none, opt, false));
+    if (densitiesAside) AG_TRY(startDensityUpload(ds, ds.slot[3]));
     ds.blk.rootUnscaled = ds.root;
     AG_TRY(sortAndBuild(ds, none, opt, false, 0.0));
     ds.blk.rootScaled = ds.root;
@@ -255,44 +434,23 @@ Status run(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const So
   AG_TRY(computeMoments(ds, n, ds.nodes, ds.depth, ds.root, opt, ds.massScale));
   if (opt.anyPeriodic()) AG_TRY(prepareEwald(ds, opt, ds.scale, out.stats));
   AG_CUDA_TRY(cudaEventRecord(ds.events[4], ds.stream));
-  double* g[3] = {ds.sums[1], ds.sums[2], ds.sums[3]};
-  AG_TRY(walk(ds, n, opt, ds.massScale, ds.sums[0], g, out.stats));
+  const int chunks = resultChunks(ds, v, opt);
+  if (chunks > 1) {
+    // the walk in launches, each one's results into the caller's arrays while the next ones walk
+    AG_TRY(walkAndDownload(ds, v, o, opt, chunks, out.stats));
+  } else {
+    double* g[3] = {ds.sums[1], ds.sums[2], ds.sums[3]};
+    AG_TRY(walk(ds, n, opt, ds.massScale, ds.sums[0], g, out.stats));
+    AG_TRY(deliverResults(ds, v, o, opt, finishIntoCaller, caller, out.stats));
+  }
   out.stats.nodes = ds.nodes;
   out.stats.leaves = ds.nodes - ds.splitNodes;
   out.stats.treeDepth = ds.depth;
-  double* res[4] = {nullptr, nullptr, nullptr, nullptr};
-  const int nout = opt.accelerations ? 4 : 1;
-  void* dst[4] = {o.potential, o.ax, o.ay, o.az};
-  if (finishIntoCaller) {
-    BlockField f[4];
-    for (int k = 0; k < nout; ++k) f[k] = callerField(ds, dst[k]);
-    AG_TRY(launchBlockFinish(geometryOf(ds), ds.order, blockFinishValues(ds, opt), f, ds.stream));
-    AG_CUDA_TRY(cudaEventRecord(ds.events[5], ds.stream));
-  } else {
-    AG_TRY(finishOnDevice(ds, opt, res));
-  }
-
-  // ---- the results into the caller's layout: on the device (device entry), or from the download's chunks
-  const auto td = Clock::now();
-  if (v.deviceData) {
-    const BlockGeometry geo = geometryOf(ds);
-    if (!finishIntoCaller)
-      for (int k = 0; k < nout; ++k) AG_TRY(launchBlockScatter(geo, res[k], callerField(ds, dst[k]), ds.stream));
-    // the caller's later work on its stream follows these writes
-    AG_CUDA_TRY(cudaEventRecord(ds.blk.callerEvent, ds.stream));
-    AG_CUDA_TRY(cudaStreamWaitEvent(caller, ds.blk.callerEvent, 0));
-    AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));
-  } else {
-    Transfer t[4];
-    for (int k = 0; k < nout; ++k) t[k] = Transfer{nullptr, res[k], std::size_t(n) * sizeof(double)};
-    const StagingRing::Drain drain = [&](const void* src, int k, std::size_t off, std::size_t len) {
-      scatterRange(v, static_cast<const double*>(src), off / sizeof(double), (off + len) / sizeof(double), dst[k]);
-    };
-    AG_TRY(copyOut(ds, t, nout, ds.stream, &drain));
-  }
-  ds.stats.secondsDownload = since(td);
-  if (opt.fullyPeriodic()) AG_TRY(meanPotentialOnDevice(ds, res[0], &out.stats.meanPotential));
   fillStats(ds, false, t0, out.stats);
+  if (densitiesAside) {  // the cells made, then the densities' upload beside the keys, sort and build (wall time)
+    ds.stats.secondsUpload = elapsed(ds, 0, 1) + elapsed(ds, kEventDensityUpStart, kEventDensityUpEnd);
+    out.stats.secondsUpload = ds.stats.secondsUpload;
+  }
   out.stats.densityContrast = ds.contrastApplied;
   out.stats.meanDensity = ds.meanDensity;
   out.stats.treeReused = reuse;
@@ -300,8 +458,9 @@ Status run(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const So
   ds.blk.key.assign(v, opt);
   ds.blk.blockBase = ds.block.get();
   ds.blk.blockBytes = ds.block.bytes();
-  ds.blk.xLive = finishIntoCaller;  // finishOnDevice: the potential in slot 4, the accelerations in 0, 1, 3
-  ds.blk.yzLive = finishIntoCaller || !opt.accelerations;
+  // finishOnDevice: the potential in slot 4, the accelerations in 0, 1, 3; in chunks: nothing written over them
+  ds.blk.xLive = finishIntoCaller || chunks > 1;
+  ds.blk.yzLive = finishIntoCaller || chunks > 1 || !opt.accelerations;
   return Status::success();
 }
 
@@ -326,6 +485,10 @@ Status blockMassesInto(DeviceState& ds, double* massAt, void* scratch32, const S
   AG_CUDA_TRY(cudaMemsetAsync(checks.firstBad, 0xff, sizeof(unsigned), ds.stream));
   if (v.deviceData) {
     AG_TRY(launchBlockMassBounds(g, callerField(ds, v.density), massAt, checks, partials, result, ds.stream));
+  } else if (ds.blk.densityUpload.valid()) {  // on their way since the bounds (startDensityUpload): wait on the stream
+    AG_TRY(ds.blk.densityUpload.get());
+    AG_CUDA_TRY(cudaStreamWaitEvent(ds.stream, ds.events[kEventDensityUpEnd], 0));
+    AG_TRY(launchBlockMassBounds(g, packedField(v, ds.blk.densityAt), massAt, checks, partials, result, ds.stream));
   } else {
     // one number per cell, in the caller's dtype, packed by the copy threads straight into the pinned chunks
     const std::size_t es = dtypeBytes(v.dtype);
@@ -383,6 +546,12 @@ Status blockCoincident(DeviceState& ds, std::uint32_t b) {
   GeneratedCells cells;
   generateBlockCells(v, copyThreads(ds), cells, true, false);
   return blocksStatus(v, coincidentCellsError(cells.view(), b));
+}
+
+Status blockSortedCellsInto(DeviceState& ds, double scale, const double* massAt) {
+  double* const* slot = ds.slot;
+  return launchBlockSortedCells(geometryOf(ds), ds.order, scale, slot[4], slot[0], slot[1], slot[2], massAt, slot[3],
+                                ds.stream);
 }
 
 Status blockSortedSizes(DeviceState& ds) {

@@ -3,10 +3,14 @@
 /// differences:
 ///   - the cells are made on the device (kernel_blocks.cu, core/blocks.h's formula: the host's bits) into the slots
 ///     the cell solve uploads them to; the masses from the densities, which go up packed in the caller's dtype (one
-///     number per cell, packed on the copy threads straight into the pinned staging), or are read in place from
-///     the caller's device array (the device entry);
-///   - the results are scattered into the caller's layout: on the host from the download's pinned chunks, or on
-///     the device into the caller's device arrays;
+///     number per cell, packed on the copy threads straight into the pinned staging; on a new mesh into slot 3 on
+///     the copy stream while the keys, sort and build run, memory_plan.h), or are read in place from the caller's
+///     device array (the device entry); the sorted cells of a new mesh are made from the blocks' geometry;
+///   - the results are scattered into the caller's layout: on the host from the download's pinned chunks (by
+///     default the walk runs in launches over consecutive groups and each launch's sums come down, are finished on
+///     the copy threads with the finish kernel's formula, physics/finish_k.h, and scattered through the sorted
+///     order while the next launches walk: CudaOptions::resultChunks), or on the device into the caller's device
+///     arrays;
 ///   - on an unchanged mesh (core/blocks.h BlockTreeKey) the order, tree topology, levels, walk groups and (when
 ///     the walk's group sizes fit after them) the nodes' first keys left in the device block by the previous block
 ///     solve serve again: the masses are made and checked in one pass, and gathered with the sorted sizes made
@@ -39,12 +43,19 @@ Status solveBlocksOnDevice(DeviceState& ds, const BlocksView& blocks, const Bloc
 /// x, y, z, size (unscaled) into slots 0-3 (uploadAndBound).
 Status blockCellsIntoSlots(DeviceState& ds);
 
-/// The masses (unsorted) into massAt: from the caller's device array, or uploaded packed (float64: into massAt
-/// itself; float32: into scratch32, n * 4 bytes free until the build) and made there, checked and summed in the
-/// same pass as queueMassCheck checks and sums them (its bits), with its read-back queued (*total, *firstBad). Fully
-/// periodic solves with the density contrast: also its total (ds.contrastTotal, core/fixed_sum.h's order).
+/// The masses (unsorted) into massAt: from the caller's device array; from the densities already on their way up
+/// (host entry, new mesh: startDensityUpload; waited for here, on the stream); or uploaded packed now (float64:
+/// into massAt itself; float32: into scratch32, n * 4 bytes free until the gather) and made there. Checked and
+/// summed in the same pass as queueMassCheck checks and sums them (its bits), with its read-back queued (*total,
+/// *firstBad). Fully periodic solves with the density contrast: also its total (ds.contrastTotal,
+/// core/fixed_sum.h's order).
 Status blockMassesInto(DeviceState& ds, double* massAt, void* scratch32, const SolveOptions& opt,
                        const CellChecks& checks, double** total, unsigned** firstBad);
+
+/// The sorted cells of a new mesh (sortAndBuild's gather): x, y, z, size made from the blocks' geometry times
+/// `scale` into slots 4, 0, 1, 2 (launchGather's values of the unsorted ones), the masses gathered from massAt into
+/// slot 3.
+Status blockSortedCellsInto(DeviceState& ds, double scale, const double* massAt);
 
 /// The device flagged cell `bad` (block order): the message names the block and cell (validateCells' words about
 /// the density).

@@ -6,7 +6,9 @@
 /// scaling and scatter, download. Each step follows cpu_backend.cpp; the steps are tree_phase.cu, ewald_phase.cu
 /// and walk_phase.cu, the kernels kernel_*.cu. All per-cell data shares one device block (memory_plan.h
 /// BlockLayout: about 60 bytes per cell for a potential solve).
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 
@@ -119,6 +121,12 @@ Status solveOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions
 
 }  // namespace cuda
 
-std::unique_ptr<Backend> makeCudaBackend() { return std::make_unique<cuda::CudaBackendImpl>(CudaOptions{}); }
+std::unique_ptr<Backend> makeCudaBackend() {
+  CudaOptions o;
+  // a measurement knob (bench/gpu/blocks-check.sh chunks256): the host block entry's walk launches
+  if (const char* e = std::getenv("AMRGRAV_CUDA_RESULT_CHUNKS"))
+    o.resultChunks = std::max(0, std::min(std::atoi(e), cuda::kMaxResultChunks));
+  return std::make_unique<cuda::CudaBackendImpl>(o);
+}
 
 }  // namespace amrgrav

@@ -26,6 +26,11 @@ struct CudaOptions {
   std::size_t stagingChunkBytes = 4u << 20; ///< bytes per pinned chunk (2 per copy thread)
   int copyThreads = 0;                     ///< host threads of the staged copies; 0: min(8, hardware threads / 2)
   unsigned initialQueueCapacity = 4096;    ///< per-warp walk queue entries (power of two; grows on overflow)
+  /// The host block entry's walk in this many launches over consecutive groups, each launch's results downloaded,
+  /// finished and scattered into the caller's arrays while the next ones walk (pinned staging, not periodic; at
+  /// most 16). 0: by size (1 below 4096 walk groups, 3 below 65536, else 5); 1: one launch, then the download.
+  /// The API's backends take it from the environment variable AMRGRAV_CUDA_RESULT_CHUNKS when set (measurements).
+  int resultChunks = 0;
   bool poisonDevice = false;               ///< fill device result buffers with NaN before each solve (tests)
   /// Check the cells in the device's first pass over them (the bounds kernel) instead of core/validate.h's
   /// validateCells on one host thread (90 ms of a 180 ms solve at 256^3). When a cell fails, validateCells runs on
@@ -36,12 +41,18 @@ struct CudaOptions {
 /// Per-solve measurements of the CUDA backend (device phases from cudaEvents on the backend's stream).
 struct CudaStats {
   double secondsValidate = 0;  ///< host: validateOptions (+ validateCells unless validateOnDevice)
-  double secondsUpload = 0;    ///< host -> device copies (staging included; the masses go up after the sort)
+  /// host -> device copies (staging included). Wall time: a block solve's densities on a new mesh go up on a
+  /// stream of their own while the keys, sort and build run (host entry), so this overlaps secondsKeys and
+  /// secondsBuild there
+  double secondsUpload = 0;
   double secondsKeys = 0;      ///< bounds, keys, sort, gather
   double secondsBuild = 0;     ///< mass check, octree topology, the nodes' first keys
   double secondsMoments = 0;
   double secondsWalk = 0;      ///< walk (all reruns) or direct kernel, plus the final scaling/scatter
-  double secondsDownload = 0;  ///< device -> host copies into the result vectors (host clock)
+  /// device -> host copies into the result arrays (host clock). The host block entry in chunks
+  /// (CudaOptions::resultChunks): the wall time from the first chunk's results being final to the last in the
+  /// caller's arrays (plus the sorted order's download on a new mesh), overlapping the walk of the later chunks
+  double secondsDownload = 0;
   /// A system solve's particles (device events): their tree (keys, sort, build, moments, softening ranges and
   /// extents; the positions and softening lengths already uploaded) and their walks (the particles as targets of
   /// both trees, with the own pairs' removal, scaling and scatter). 0 without particles or with 'direct'.
@@ -57,7 +68,9 @@ struct CudaStats {
   std::size_t pinnedBytes = 0;      ///< pinned host staging held
   unsigned queueCapacity = 0;       ///< walk queue entries per warp in the final walk launch
   unsigned queuePeak = 0;           ///< most entries any warp needed
-  int walkLaunches = 0;             ///< kernel launches: 1 (periodic: up to 3, kernels.h WalkConfig) + reruns
+  /// walk launches: 1 (periodic: up to 3, kernels.h WalkConfig; the host block entry in chunks: one per chunk,
+  /// CudaOptions::resultChunks) + reruns
+  int walkLaunches = 0;
   double walkPassSeconds[3] = {0, 0, 0};  ///< host clock per launch of the last run: walk, per-pair walk, corrections
   int walkBlocks = 0, walkWarps = 0;
   std::string device;               ///< name, compute capability, multiprocessors

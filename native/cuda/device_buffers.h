@@ -169,11 +169,12 @@ class StagingRing {
     if (chunkBytes < 4096) chunkBytes = 4096;
     if (workers < 1) workers = 1;
     const int slots = workers * kSlotsPerWorker;
-    if (chunkBytes * slots > pinned_.bytes()) {
-      for (auto& e : events_)  // no DMA may still read or write the old block
+    // no DMA may still read or write the old block, nor the old slots where a new chunk size moves them (a slot's
+    // event guards that slot's bytes only)
+    if (chunkBytes * slots > pinned_.bytes() || chunkBytes != chunk_)
+      for (auto& e : events_)
         if (e) AG_CUDA_TRY(cudaEventSynchronize(e));
-      AG_TRY(pinned_.reserve(chunkBytes * slots, "the staging buffers"));
-    }
+    if (chunkBytes * slots > pinned_.bytes()) AG_TRY(pinned_.reserve(chunkBytes * slots, "the staging buffers"));
     for (int k = int(events_.size()); k < slots; ++k) {
       cudaEvent_t e = nullptr;
       AG_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
@@ -190,6 +191,11 @@ class StagingRing {
   using Fill = std::function<void(void*, int, std::size_t, std::size_t)>;
   /// drain(pinned, transfer, byteOffset, bytes): takes those bytes from pinned memory (an unpacking copy).
   using Drain = std::function<void(const void*, int, std::size_t, std::size_t)>;
+  /// gate(transfer, byteOffset, bytes): the event after which those device bytes are final (null: they are now).
+  /// A download with a gate takes each chunk as soon as its event completes (the block solve's results, chunk by
+  /// chunk of the walk): the chunks go offset first (every transfer's first bytes before any transfer's later ones),
+  /// and a worker drains what it holds before it waits for an event, so nothing ready waits behind it.
+  using Gate = std::function<cudaEvent_t(int, std::size_t, std::size_t)>;
 
   /// Host -> device: returns once every chunk is queued on `stream` (the last DMAs may still be running). With
   /// `fill`, the chunks are made by it (Transfer::host unused), on the copy threads.
@@ -210,9 +216,11 @@ class StagingRing {
   }
 
   /// Device -> host, after the work queued on `stream`; returns when the data is in the caller's memory. With
-  /// `drain`, the chunks go to it (Transfer::host unused), on the copy threads.
-  Status download(const Transfer* t, int count, cudaStream_t stream, const Drain* drain = nullptr) {
-    return run(t, count, [&](const std::vector<Chunk>& chunks, int w) -> Status {
+  /// `drain`, the chunks go to it (Transfer::host unused), on the copy threads; with `gate`, each chunk's copy also
+  /// waits for its event (Gate).
+  Status download(const Transfer* t, int count, cudaStream_t stream, const Drain* drain = nullptr,
+                  const Gate* gate = nullptr) {
+    return run(t, count, gate != nullptr, [&](const std::vector<Chunk>& chunks, int w) -> Status {
       std::size_t mine[kSlotsPerWorker] = {0, 0};  // chunk index waiting in each slot
       bool busy[kSlotsPerWorker] = {false, false};
       auto finish = [&](int k) -> Status {
@@ -226,6 +234,20 @@ class StagingRing {
       };
       int k = 0;
       for (std::size_t c = std::size_t(w); c < chunks.size(); c += std::size_t(workers_), k ^= 1) {
+        if (gate) {
+          const cudaEvent_t ready = (*gate)(chunks[c].transfer, chunks[c].off, chunks[c].len);
+          if (ready) {
+            const cudaError_t q = cudaEventQuery(ready);
+            if (q == cudaErrorNotReady) {  // not final yet: first drain what this worker holds (oldest first)
+              (void)cudaGetLastError();     // "not ready" is not an error (this thread's last error)
+              for (int j = 0; j < kSlotsPerWorker; ++j)
+                if (busy[k ^ j]) AG_TRY(finish(k ^ j));
+              AG_CUDA_TRY(cudaEventSynchronize(ready));
+            } else if (q != cudaSuccess) {
+              AG_CUDA_TRY(q);
+            }
+          }
+        }
         if (busy[k]) AG_TRY(finish(k));
         const int slot = w * kSlotsPerWorker + k;
         AG_CUDA_TRY(cudaMemcpyAsync(pin(slot), chunks[c].dev, chunks[c].len, cudaMemcpyDeviceToHost, stream));
@@ -253,14 +275,25 @@ class StagingRing {
   using Work = std::function<Status(const std::vector<Chunk>&, int)>;
 
   /// Splits the transfers into chunks and runs work(chunks, w) for w < workers on that many threads; chunk c is
-  /// handled by worker c % workers.
-  Status run(const Transfer* t, int count, const Work& work) {
+  /// handled by worker c % workers. offsetFirst: the chunks ordered by offset, then transfer (else transfer first).
+  Status run(const Transfer* t, int count, const Work& work) { return run(t, count, false, work); }
+  Status run(const Transfer* t, int count, bool offsetFirst, const Work& work) {
     std::vector<Chunk> chunks;
-    for (int a = 0; a < count; ++a)
-      for (std::size_t off = 0; off < t[a].bytes; off += chunk_)
-        chunks.push_back(Chunk{t[a].host ? static_cast<char*>(t[a].host) + off : nullptr,
-                               static_cast<char*>(t[a].device) + off,
-                               t[a].bytes - off < chunk_ ? t[a].bytes - off : chunk_, a, off});
+    std::size_t longest = 0;
+    for (int a = 0; a < count; ++a) longest = t[a].bytes > longest ? t[a].bytes : longest;
+    auto add = [&](int a, std::size_t off) {
+      chunks.push_back(Chunk{t[a].host ? static_cast<char*>(t[a].host) + off : nullptr,
+                             static_cast<char*>(t[a].device) + off,
+                             t[a].bytes - off < chunk_ ? t[a].bytes - off : chunk_, a, off});
+    };
+    if (offsetFirst) {
+      for (std::size_t off = 0; off < longest; off += chunk_)
+        for (int a = 0; a < count; ++a)
+          if (off < t[a].bytes) add(a, off);
+    } else {
+      for (int a = 0; a < count; ++a)
+        for (std::size_t off = 0; off < t[a].bytes; off += chunk_) add(a, off);
+    }
     const int used = int(chunks.size() < std::size_t(workers_) ? chunks.size() : std::size_t(workers_));
     if (used == 0) return Status::success();
     std::vector<Status> status(static_cast<std::size_t>(used));

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -34,9 +35,14 @@ inline double since(Clock::time_point t0) { return std::chrono::duration<double>
 // agree between uploaded and keys started), then a system solve's particles' walks started and finished (on the
 // cells' state's stream: CudaStats::secondsParticleWalk). A particles' state (particleState) records its tree's
 // phases in the same slots, 5 after its softening lengths' upload and 4 after its moments, softening ranges and
-// extents (CudaStats::secondsParticleTree).
-constexpr int kEvents = 11;
+// extents (CudaStats::secondsParticleTree). Then a block solve's densities going up on the copy stream while the
+// keys, sort and build run (a new mesh, host entry): their start and end.
+constexpr int kEvents = 13;
 constexpr int kEventParticleWalkStart = 9, kEventParticleWalkEnd = 10;
+constexpr int kEventDensityUpStart = 11, kEventDensityUpEnd = 12;
+
+/// The host block entry's walk in at most this many launches (CudaOptions::resultChunks).
+constexpr int kMaxResultChunks = 16;
 
 /// Interactions counted by the walk's passes, and the groups the first periodic pass left to the per-pair walk.
 struct WalkTally {
@@ -74,6 +80,16 @@ struct BlockState {
   /// came out (slot 4). A kept tree then makes only the others again.
   bool xLive = false, yzLive = false;
   cudaEvent_t callerEvent = nullptr; ///< the device entry's ordering with the caller's stream
+  /// The host entry on a new mesh: the densities going up (packed, the caller's dtype) into densityAt on the copy
+  /// stream, from a thread of their own (blockMassesInto waits for it; the solve joins it whatever happens).
+  std::future<Status> densityUpload;
+  void* densityAt = nullptr;
+  /// The host entry's results in chunks (blocks_phase.cu): the sorted order on the host (valid for the kept tree
+  /// once downloaded), each cell's element in the caller's layout, and each walk launch's end.
+  std::vector<std::uint32_t> hostOrder;
+  bool hostOrderValid = false;
+  BlockElements elements;
+  cudaEvent_t chunkDone[kMaxResultChunks] = {};
 };
 
 /// A system solve's buffers (system_phase.h): the probes sorted on the host (tree/system_points.h) and their sums and
@@ -128,7 +144,9 @@ struct DeviceState {
   const std::uint32_t* rankTargets = nullptr;
   std::size_t rankTargetCount = 0;
   double* rankFullHmin = nullptr;  ///< then every group's smallest size (prepareWalk's), for a rerun's self terms
-  cudaStream_t copyStream = nullptr;  ///< the tree's export while the local walk runs
+  /// The second stream: the tree's export while the local walk runs; the host block entry's densities while the
+  /// keys, sort and build run and its results while the walk runs (blocks_phase.cu)
+  cudaStream_t copyStream = nullptr;
   DeviceBuffer<uint4> letTopo;
   DeviceBuffer<D4> letMac;
   DeviceBuffer<float4> letMQ;

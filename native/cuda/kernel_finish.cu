@@ -6,6 +6,7 @@
 #include "cuda/check.h"
 #include "cuda/grid_stride.h"
 #include "cuda/kernels.h"
+#include "physics/finish_k.h"
 
 namespace amrgrav {
 namespace cuda {
@@ -18,11 +19,11 @@ __global__ void __launch_bounds__(kThreads) finishKernel(const FinishParams p) {
   const double s2 = p.scale * p.scale;
   for (unsigned i = blockIdx.x * kThreads + threadIdx.x; i < p.n; i += gridDim.x * kThreads) {
     const std::uint32_t j = p.order[i];
-    p.pot[j] = -p.G * (p.phi[i] * p.scale);  // phi folded: foldSelfTerm
+    p.pot[j] = finishedPotential(p.phi[i], p.G, p.scale);  // phi folded: foldSelfTerm
     if (Accel) {
-      p.ax[j] = -p.G * ((p.gx[i] * p.invMassScale) * s2);
-      p.ay[j] = -p.G * ((p.gy[i] * p.invMassScale) * s2);
-      p.az[j] = -p.G * ((p.gz[i] * p.invMassScale) * s2);
+      p.ax[j] = finishedAcceleration(p.gx[i], p.G, p.invMassScale, s2);
+      p.ay[j] = finishedAcceleration(p.gy[i], p.G, p.invMassScale, s2);
+      p.az[j] = finishedAcceleration(p.gz[i], p.G, p.invMassScale, s2);
     }
   }
 }

@@ -76,6 +76,12 @@ void releaseAll(DeviceState& ds) {
   ds.blk.key.valid = false;
   if (ds.blk.callerEvent) (void)cudaEventDestroy(ds.blk.callerEvent);
   ds.blk.callerEvent = nullptr;
+  for (auto& e : ds.blk.chunkDone) {
+    if (e) (void)cudaEventDestroy(e);
+    e = nullptr;
+  }
+  std::vector<std::uint32_t>().swap(ds.blk.hostOrder);
+  ds.blk.hostOrderValid = false;
   ds.letState.release(); ds.letCount.release(); ds.letOffset.release(); ds.letTotals.release();
   ds.letPacks.clear();
   ds.letPackBytes.clear();
@@ -132,11 +138,15 @@ Status copyIn(DeviceState& ds, const Transfer* t, int count, cudaStream_t stream
   return Status::success();
 }
 
-Status copyOut(DeviceState& ds, const Transfer* t, int count, cudaStream_t stream, const StagingRing::Drain* drain) {
+Status copyOut(DeviceState& ds, const Transfer* t, int count, cudaStream_t stream, const StagingRing::Drain* drain,
+               const StagingRing::Gate* gate, std::size_t chunkBytes) {
   if (ds.copt.pinnedStaging) {
-    AG_TRY(ds.staging->prepare(ds.copt.stagingChunkBytes, copyThreads(ds), ds.device));
-    return ds.staging->download(t, count, stream, drain);
+    const std::size_t chunk = chunkBytes ? std::min(chunkBytes, ds.copt.stagingChunkBytes) : ds.copt.stagingChunkBytes;
+    AG_TRY(ds.staging->prepare(chunk, copyThreads(ds), ds.device));
+    return ds.staging->download(t, count, stream, drain, gate);
   }
+  if (gate)
+    return Status::error(ErrorCode::Internal, "CUDA backend: a gated download needs the pinned staging");
   for (int k = 0; k < count; ++k) {
     if (drain) {
       std::vector<char> got(t[k].bytes);

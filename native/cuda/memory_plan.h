@@ -49,9 +49,9 @@ Status carveOrReserve(Carve& room, DeviceBuffer<T>& own, std::size_t count, cons
 /// the sort's result, "order" the one holding it):
 ///
 ///   phase                     slots 0-3            slot 4      index halves        slot 5       extra bytes
-///   upload, keys, sort        x, y, z, size        keys        indices             keys         -
-///   mass upload, build        x, y, z, size        sorted keys order; I: topology  mass         level scratch
-///   node keys                 x, y, z, size        sorted keys order; I: + node keys
+///   upload, keys, sort        x, y, z, size (b)    keys        indices             keys         -
+///   mass upload, build        x, y, z, size (b)    sorted keys order; I: topology  mass         level scratch
+///   node keys                 x, y, z, size (b)    sorted keys order; I: + node keys
 ///   gather (rotating)         y, z, size, mass     x           (as above)          free         free
 ///   moments                   y, z, size, mass     x           (as above)          MAC records, multipoles, the
 ///                                                                                  moments above the deepest level
@@ -62,6 +62,13 @@ Status carveOrReserve(Carve& room, DeviceBuffer<T>& own, std::size_t count, cons
 ///   finish (scatter)          ax, ay, phi, az      pot         order               (phi of the direct path)
 ///
 /// (A block solve's device entry finishes straight into the caller's arrays: x, y, z stay for a kept tree.)
+/// (b) A block solve: the sizes in slot 3 serve the bounds only (uploadAndBound waits for them). From there to the
+/// gather slot 3 holds the packed densities (host entry on a new mesh: going up on the copy stream while the keys,
+/// sort and build run on the solve's stream, none of which touches slot 3), the masses are made from them into
+/// slot 5 after the build, and the gather makes the sorted x, y, z, size from the blocks' geometry and gathers the
+/// masses from slot 5 into slot 3, in one pass. The host entry's walk in chunks (CudaOptions::resultChunks) finishes
+/// the results on the host from phi and the sums as each chunk comes down: the finish row does not apply, and x, y,
+/// z stay for a kept tree.
 ///
 /// The sums of the accelerations are buffers of their own. With the extra bytes sized for 1/7 node per cell (a
 /// uniform grid's octree) and this device's walk queues, a potential solve needs about 60 bytes per cell.
@@ -99,9 +106,12 @@ Status copyIn(DeviceState& ds, const Transfer* t, int count, cudaStream_t stream
               const StagingRing::Fill* fill = nullptr);
 
 /// Device -> host copies on `stream` (the backend's, or the tree export's), complete on return. With `drain` the
-/// bytes go to it (StagingRing::Drain; a block solve's results into the caller's layout).
+/// bytes go to it (StagingRing::Drain; a block solve's results into the caller's layout). With `gate` (pinned
+/// staging only) each chunk's copy waits for its event (StagingRing::Gate; the block solve's results chunk by chunk
+/// of the walk), in chunks of at most chunkBytes (0: CudaOptions::stagingChunkBytes).
 Status copyOut(DeviceState& ds, const Transfer* t, int count, cudaStream_t stream,
-               const StagingRing::Drain* drain = nullptr);
+               const StagingRing::Drain* drain = nullptr, const StagingRing::Gate* gate = nullptr,
+               std::size_t chunkBytes = 0);
 
 }  // namespace cuda
 }  // namespace amrgrav

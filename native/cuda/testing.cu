@@ -8,6 +8,7 @@
 #include <mutex>
 #include <vector>
 
+#include "cuda/blocks_phase.h"
 #include "cuda/device_state.h"
 #include "cuda/memory_plan.h"
 #include "cuda/rank_phase.h"
@@ -101,6 +102,10 @@ class TestingCudaBackend final : public CudaBackend {
   }
   Status solveSystem(const SystemView& system, const SolveOptions& opt, bool direct, SystemResult& out) override {
     return cuda::solveSystemOnDevice(ds_, system, opt, direct, out);
+  }
+  Status solveBlocks(const BlocksView& blocks, const BlockOutputs& out, const SolveOptions& opt,
+                     SolveResult& result) override {
+    return cuda::solveBlocksOnDevice(ds_, blocks, out, opt, result);
   }
 
   void setCudaOptions(const CudaOptions& o) override {

@@ -190,9 +190,8 @@ Status sortAndBuild(DeviceState& ds, const CellsView& cells, const SolveOptions&
   //      same order of additions as before); read back after the build's synchronisations
   double* hmass = nullptr;
   unsigned* hmassBad = nullptr;
-  if (ds.blk.view) {  // a block solve: the masses made from the densities (packed float32 in the free index half),
-                      // checked and summed in one pass
-    AG_TRY(blockMassesInto(ds, massAt, ds.idxSpare.base, opt, checks, &hmass, &hmassBad));
+  if (ds.blk.view) {  // a block solve: the masses are made after the build (blockMassesInto below), from the
+                      // densities on their way up since the bounds (host entry) or the caller's device array
     AG_CUDA_TRY(cudaEventRecord(ds.events[6], s));
   } else {
     Transfer t{const_cast<double*>(cells.mass), massAt, std::size_t(n) * 8};
@@ -217,6 +216,8 @@ Status sortAndBuild(DeviceState& ds, const CellsView& cells, const SolveOptions&
     AG_TRY(computeNodeKeys(ds, ds.nodes));
     AG_TRY(countGroups(ds, unsigned(ds.pointSources ? opt.pointGroupSize() : opt.cellGroupSize())));
   }
+  // a block solve's masses from its densities, checked and summed in one pass, into slot 5 (free since the sort)
+  if (ds.blk.view) AG_TRY(blockMassesInto(ds, massAt, ds.slot[3], opt, checks, &hmass, &hmassBad));
   AG_CUDA_TRY(cudaEventRecord(ds.events[7], s));
   AG_CUDA_TRY(cudaStreamSynchronize(s));
   if (*hmassBad != 0xffffffffu) AG_TRY(flaggedCell(ds, *hmassBad, cells, opt));
@@ -232,8 +233,12 @@ Status sortAndBuild(DeviceState& ds, const CellsView& cells, const SolveOptions&
   if (!direct) AG_TRY(writeGroups(ds));  // queued before the moments take the extra bytes (the starts' masks)
 
   // ---- gather in place, rotating through slot 4 (the keys' slot): each array lands in the slot the previous one
-  //      left; the mass's unsorted copy in slot 5 is read last, so slot 5 ends free
-  {
+  //      left; the mass's unsorted copy in slot 5 is read last, so slot 5 ends free. A block solve makes the
+  //      sorted positions and sizes from the blocks' geometry (the gather's values; slot 3 held the densities)
+  //      and gathers the masses, in one pass.
+  if (ds.blk.view) {
+    AG_TRY(blockSortedCellsInto(ds, scale, massAt));
+  } else {
     const double* from[5] = {slot[0], slot[1], slot[2], slot[3], massAt};
     double* to[5] = {slot[4], slot[0], slot[1], slot[2], slot[3]};
     const double by[5] = {scale, scale, scale, scale, 1.0};  // masses unscaled (times 1: exact)

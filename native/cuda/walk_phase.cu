@@ -172,15 +172,16 @@ Status walkPass(DeviceState& ds, const WalkConfig& cfg, int maxBlocks, WalkParam
   return collectPass(ds, total, need);
 }
 
-Status launchPass(DeviceState& ds, const WalkConfig& cfg, int maxBlocks, WalkParams& p) {
+namespace {
+
+/// launchPass's set-up: the launch's block count, its queues (in the block's tail after the node arrays when they
+/// fit, else a buffer of their own), the counters and the interaction tally reset.
+Status startPass(DeviceState& ds, const WalkConfig& cfg, int maxBlocks, WalkParams& p, int* blocks) {
   cudaStream_t s = ds.stream;
   int perSm = 1;
   AG_TRY(walkBlocksPerSm(cfg, &perSm));
-  const int blocks = std::max(1, std::min(maxBlocks, ds.smCount * perSm));
-  const unsigned warps = unsigned(blocks) * kWalkWarpsPerBlock;
-  unsigned* hc = static_cast<unsigned*>(ds.small.get());
-  unsigned long long* ht = reinterpret_cast<unsigned long long*>(static_cast<char*>(ds.small.get()) + 64);
-  // the queues in the block's tail after the node arrays when they fit, else a buffer of their own
+  *blocks = std::max(1, std::min(maxBlocks, ds.smCount * perSm));
+  const unsigned warps = unsigned(*blocks) * kWalkWarpsPerBlock;
   const std::size_t queueEntries = std::size_t(warps) * ds.queueCap;
   Carve room = ds.walkRoom;
   AG_TRY(carveOrReserve(room, ds.queue, queueEntries, "the walk queues", p.queue));
@@ -192,11 +193,62 @@ Status launchPass(DeviceState& ds, const WalkConfig& cfg, int maxBlocks, WalkPar
   AG_CUDA_TRY(cudaMemsetAsync(ds.tally.get(), 0, 2 * sizeof(unsigned long long), s));  // keeps [2]: split nodes
   ds.passStart = Clock::now();
   ds.passIndex = cfg.ewaldCorrection ? 2 : cfg.perCellEwald ? 1 : 0;
-  AG_TRY(launchWalk(cfg, p, blocks, s));
+  return Status::success();
+}
+
+/// The counters and the tally read back after the pass (collectPass reads them).
+Status queuePassReadback(DeviceState& ds) {
+  cudaStream_t s = ds.stream;
+  unsigned* hc = static_cast<unsigned*>(ds.small.get());
+  unsigned long long* ht = reinterpret_cast<unsigned long long*>(static_cast<char*>(ds.small.get()) + 64);
   AG_CUDA_TRY(
       cudaMemcpyAsync(hc, ds.walkCounters.get(), kWalkCounterCount * sizeof(unsigned), cudaMemcpyDeviceToHost, s));
   AG_CUDA_TRY(cudaMemcpyAsync(ht, ds.tally.get(), 3 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, s));
   return Status::success();
+}
+
+}  // namespace
+
+Status launchPass(DeviceState& ds, const WalkConfig& cfg, int maxBlocks, WalkParams& p) {
+  int blocks = 1;
+  AG_TRY(startPass(ds, cfg, maxBlocks, p, &blocks));
+  AG_TRY(launchWalk(cfg, p, blocks, ds.stream));
+  return queuePassReadback(ds);
+}
+
+std::vector<unsigned> walkChunkGroups(unsigned numGroups, int chunks) {
+  chunks = std::max(1, std::min(chunks, kMaxResultChunks));
+  std::vector<unsigned> first(std::size_t(chunks) + 1, numGroups);
+  first[0] = 0;
+  unsigned left = numGroups;
+  for (int k = 1; k < chunks; ++k) {
+    const unsigned take = left - left / 2;  // half of what is left (the last launch: the rest, the same)
+    first[k] = first[k - 1] + take;
+    left -= take;
+  }
+  return first;
+}
+
+Status launchChunkedPass(DeviceState& ds, const WalkConfig& cfg, int maxBlocks, WalkParams& p,
+                         const std::vector<unsigned>& groupFirst, const cudaEvent_t* done) {
+  cudaStream_t s = ds.stream;
+  int blocks = 1;
+  AG_TRY(startPass(ds, cfg, maxBlocks, p, &blocks));
+  const int chunks = int(groupFirst.size()) - 1;
+  for (int k = 0; k < chunks; ++k) {
+    // the groups [groupFirst[k], groupFirst[k + 1]): the kernel reads group g's cells and smallest size at
+    // groupBegin[g] and groupHmin[g], so the launch sees them through pointers moved to its first group; each
+    // group's lists and sums are the one warp's that walks it, in whichever launch. The next-group counter starts
+    // again; an overflow flag stays set, so the launches after an overflow walk nothing (the whole walk reruns).
+    WalkParams q = p;
+    q.groupBegin = p.groupBegin + groupFirst[k];
+    q.groupHmin = p.groupHmin + groupFirst[k];
+    q.numGroups = groupFirst[k + 1] - groupFirst[k];
+    if (k > 0) AG_CUDA_TRY(cudaMemsetAsync(ds.walkCounters.get() + kNextGroup, 0, sizeof(unsigned), s));
+    if (q.numGroups > 0) AG_TRY(launchWalk(cfg, q, blocks, s));
+    AG_CUDA_TRY(cudaEventRecord(done[k], s));
+  }
+  return queuePassReadback(ds);
 }
 
 Status collectPass(DeviceState& ds, WalkTally& total, unsigned* need) {

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstddef>
 #include <functional>
+#include <vector>
 
 #include "core/status.h"
 #include "core/types.h"
@@ -65,6 +66,17 @@ Status walkPass(DeviceState& ds, const WalkConfig& cfg, int maxBlocks, WalkParam
 /// walkPass's launch and the copies of its counters, not waited for. The periodic kernels have their own
 /// occupancy: fewer blocks than walkShape's (sized for the queues) is fine.
 Status launchPass(DeviceState& ds, const WalkConfig& cfg, int maxBlocks, WalkParams& p);
+
+/// The first group of each of `chunks` launches over numGroups walk groups, and numGroups at the end (chunks + 1
+/// entries): each launch takes half of the groups left, the last two the same (so the last launch, whose results
+/// are all that waits for the walk's end, has 1 / 2^(chunks - 1) of them).
+std::vector<unsigned> walkChunkGroups(unsigned numGroups, int chunks);
+
+/// launchPass in launches over the groups [groupFirst[k], groupFirst[k + 1]) one after the other (a cell walk, not
+/// periodic: one pass), done[k] recorded on the stream after launch k: its groups' sums are then final, bitwise
+/// those of one launch. Not waited for; collectPass reads the counters of all of them.
+Status launchChunkedPass(DeviceState& ds, const WalkConfig& cfg, int maxBlocks, WalkParams& p,
+                         const std::vector<unsigned>& groupFirst, const cudaEvent_t* done);
 
 /// Waits for the pass launchPass queued and reads its counters.
 Status collectPass(DeviceState& ds, WalkTally& total, unsigned* need);

@@ -107,7 +107,10 @@ typedef struct amrgrav_options {
 
 typedef struct amrgrav_solver amrgrav_solver;
 
-/* Timings (seconds) and counts of the last computation. */
+/* Timings (seconds) and counts of the last computation. Each phase is its own wall time and phases may overlap: the
+ * CUDA backend's host block entry uploads a new mesh's densities while the keys, sort and build run, and downloads
+ * the results of the walk's first chunks while the later ones walk (seconds_download: from the first chunk's results
+ * to the last in the caller's arrays), so the phases need not add up to seconds_total. */
 typedef struct amrgrav_stats {
   double seconds_total, seconds_upload, seconds_keys, seconds_build, seconds_moments, seconds_walk,
       seconds_download;

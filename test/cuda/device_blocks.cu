@@ -1,6 +1,7 @@
 // The block entry on the GPU (issue #17), through the C API only (libamrgrav), for the lead to run on a GPU host:
 //   amrgrav_device_blocks_check [--grid N] [--block B] [--guard G] [--nvar V] [--float32] [--reps R]
 //                               [--no-check] [--no-cells] [--no-time] [--theta T] [--order O] [--only host|device]
+//                               [--chunks K]
 // A uniform N^3 grid cut into (N/B)^3 blocks of B^3 cells (Morton-free raster order, stored at reversed slots of a
 // FLASH-like unk(V, NX, NY, NZ, slots) array with G guard cells), a density made ON THE DEVICE by a kernel.
 // Checks (one JSON line each, "kind":"check"):
@@ -15,6 +16,11 @@
 //              second call on, and every result (all four fields) equals a fresh solver's host block entry bitwise
 // Timings (best of R, "kind":"time", ms from the host clock around the call, and the solver's stats):
 //   host-new, host-unchanged, device-new, device-unchanged, cells (the per-cell entry on the same cells)
+// The stats are each phase's wall time; the host entry's overlap (upload beside keys/sort/build on a new mesh,
+// download beside the walk: its results come down chunk by chunk of the walk, CudaOptions::resultChunks, 3 chunks at
+// 64^3 and 5 at 256^3 by default, so the checks above cover that path against the device entry and the cells).
+// --chunks K: the host entry's walk in K launches, each one's results downloaded while the next walks (1: one
+// launch, then the download; 0: the backend's choice by size, the default), through AMRGRAV_CUDA_RESULT_CHUNKS.
 // --only host: the host entry's timings alone (the density is made on the device, copied down, and the device
 // arrays freed: for the largest grids); --only device: the device entry's alone.
 // Exit status 0 when every check passed, 1 otherwise; 2 when no usable GPU is present (CTest skips: gpu.blocks),
@@ -44,7 +50,7 @@ namespace {
   } while (0)
 
 struct Args {
-  int grid = 64, block = 8, guard = 4, nvar = 1, reps = 5, order = 2, group = 0;  // group 0: the default
+  int grid = 64, block = 8, guard = 4, nvar = 1, reps = 5, order = 2, chunks = -1, group = 0;  // group 0: the default
   double theta = 0.5;
   bool f32 = false, check = true, cells = true, time = true;
   std::string only = "all";
@@ -202,11 +208,13 @@ int main(int argc, char** argv) {
     else if (s == "--no-cells") a.cells = false;
     else if (s == "--no-time") a.time = false;
     else if (s == "--only") a.only = next();
+    else if (s == "--chunks") a.chunks = std::atoi(next());
     else {
       std::fprintf(stderr, "unknown argument %s\n", s.c_str());
       return 2;
     }
   }
+  if (a.chunks >= 0) setenv("AMRGRAV_CUDA_RESULT_CHUNKS", std::to_string(a.chunks).c_str(), 1);  // before the solvers
   Layout L;
   L.B = a.block;
   L.G = a.guard;
@@ -218,8 +226,9 @@ int main(int argc, char** argv) {
   const std::size_t n = L.nBlocks * std::size_t(L.B) * L.B * L.B, es = a.f32 ? 4 : 8;
   const Mesh mesh = makeMesh(L);
   std::printf("{\"kind\":\"setup\",\"grid\":%d,\"block\":%d,\"guard\":%d,\"nvar\":%d,\"dtype\":\"%s\",\"cells\":%zu,"
-              "\"field_bytes\":%zu,\"theta\":%g,\"order\":%d,\"group_size\":%d}\n",
-              a.grid, a.block, a.guard, a.nvar, a.f32 ? "float32" : "float64", n, L.total() * es, a.theta, a.order, a.group);
+              "\"field_bytes\":%zu,\"theta\":%g,\"order\":%d,\"chunks\":%d,\"group_size\":%d}\n",
+              a.grid, a.block, a.guard, a.nvar, a.f32 ? "float32" : "float64", n, L.total() * es, a.theta, a.order,
+              a.chunks < 0 ? 0 : a.chunks, a.group);
   std::fflush(stdout);
 
   amrgrav_options o;

@@ -147,5 +147,6 @@ void runVote(Context& cx);      ///< vote.cpp: the vote walk against direct summ
 void runSystem(Context& cx);    ///< system.cpp: probes and target subsets (system solves), CPU vs CUDA
 void runClustered(Context& cx); ///< clustered.cpp: a Plummer sphere of points: the groups of tree/groups_k.h
 void runParticles(Context& cx); ///< particles.cpp: softened particles with gas and probes, both kernels
+void runHostBlocks(Context& cx);  ///< hostblocks.cpp: the host block entry in chunks, bitwise one launch
 
 }  // namespace amrgrav::parity
