@@ -160,6 +160,7 @@ describe('bad options', () => {
     [{ mac: 'fancy' }, /option 'mac': expected 'barnes' or 'bonsai', got "fancy"/],
     [{ leafSize: 0 }, /option 'leafSize'/],
     [{ groupSize: 1000 }, /option 'groupSize'/],
+    [{ groupSize: 0 }, /option 'groupSize': expected 'auto' or an integer in \[1, 256\], got 0/],
     [{ threads: 1.5 }, /option 'threads'/],
     [{ boundary: 'toroidal' }, /option 'boundary'/],
     [{ boundary: { x: 'periodic', y: 'periodic' } }, /option 'boundary.z': expected 'periodic' or 'isolated'/],
