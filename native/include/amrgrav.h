@@ -1,6 +1,6 @@
 /* amrgrav.h: the C API of amrgrav, for C, C++ and Fortran (ISO_C_BINDING) hydro codes that link the native core
  * (libamrgrav) without Node. The same solver as the Node package: a Barnes-Hut octree over the cells, walked in
- * groups of 32 neighbouring cells, on the CPU (threads) or one GPU (CUDA).
+ * groups of 64 neighbouring cells (32 in periodic boxes or with accelerations), on the CPU (threads) or one GPU (CUDA).
  *
  * Use, once per run and every step:
  *   amrgrav_options o;  amrgrav_default_options(&o);  o.theta = 0.5;  ...
