@@ -733,6 +733,49 @@ void checkLetAccept(Report& rep) {
   }
 }
 
+/// A receiving rank's box of target centres (sometimes flat along an axis), at times far from the origin.
+RankSummary randomReceiverBox(Rand& rnd) {
+  const double offset = rnd.integer(0, 3) == 0 ? std::ldexp(1.0, rnd.integer(0, 20)) : 0.0;
+  RankSummary sum{};
+  for (int d = 0; d < 3; ++d) {
+    sum.centreLo[d] = offset + rnd.coordinate(1.0);
+    sum.centreHi[d] = sum.centreLo[d] + (rnd.integer(0, 5) == 0 ? 0.0 : rnd.uniform(0, 0.5));
+  }
+  return sum;
+}
+
+/// A node centre just beyond `grown` by `reach` (times 1 + 2^-k): past a face, an edge or a corner (the hardest
+/// cases), or in any direction from the box's middle.
+void nodeJustBeyond(Rand& rnd, const RemoteBox& grown, double reach, double com[3]) {
+  const bool edge = rnd.integer(0, 1) == 0;
+  double dir[3], norm = 0;
+  for (int d = 0; d < 3; ++d) {
+    dir[d] = edge ? double(rnd.integer(-1, 1)) : rnd.uniform(-1, 1);
+    norm += dir[d] * dir[d];
+  }
+  if (norm == 0) { dir[0] = 1; norm = 1; }
+  norm = std::sqrt(norm);
+  const double beyond = reach * (1 + std::ldexp(1.0, -rnd.integer(10, 52)));
+  for (int d = 0; d < 3; ++d) {
+    const double u = dir[d] / norm;
+    if (edge) com[d] = u > 0 ? grown.hi[d] + u * beyond : u < 0 ? grown.lo[d] + u * beyond
+                                                               : rnd.uniform(grown.lo[d], grown.hi[d]);
+    else com[d] = 0.5 * (grown.lo[d] + grown.hi[d]) + u * (0.5 * (grown.hi[d] - grown.lo[d]) + beyond);
+  }
+}
+
+/// Three group boxes inside the receiver's real box: the box itself, its point nearest `com`, a random sub-box.
+void groupBoxesInside(Rand& rnd, const RankSummary& sum, const double com[3], double glo[3][3], double ghi[3][3]) {
+  for (int d = 0; d < 3; ++d) {
+    glo[0][d] = sum.centreLo[d];
+    ghi[0][d] = sum.centreHi[d];
+    glo[1][d] = ghi[1][d] = std::min(std::max(com[d], sum.centreLo[d]), sum.centreHi[d]);
+    const double a = rnd.uniform(sum.centreLo[d], sum.centreHi[d]), b = rnd.uniform(sum.centreLo[d], sum.centreHi[d]);
+    glo[2][d] = std::max(sum.centreLo[d], std::min(a, b));
+    ghi[2][d] = std::min(sum.centreHi[d], std::max(a, b));
+  }
+}
+
 /// Particles under MPI (issue #18): a node that a LET sends childless for a rank with softened targets (chosen for
 /// the rank's box grown by let/let.h remoteBoxFor) must pass the spline kernel's softening rule for every group box
 /// inside the real box, with either rounding: the receiver takes such a node untested. Nodes placed just beyond the
@@ -743,43 +786,17 @@ void checkSoftLet(Report& rep) {
   Rand rnd(18);
   long ungrownFailures = 0;
   for (int it = 0; it < 200000; ++it) {
-    const double offset = rnd.integer(0, 3) == 0 ? std::ldexp(1.0, rnd.integer(0, 20)) : 0.0;
-    RankSummary sum{};
-    for (int d = 0; d < 3; ++d) {
-      sum.centreLo[d] = offset + rnd.coordinate(1.0);
-      sum.centreHi[d] = sum.centreLo[d] + (rnd.integer(0, 5) == 0 ? 0.0 : rnd.uniform(0, 0.5));
-    }
+    RankSummary sum = randomReceiverBox(rnd);
     const double eps = std::ldexp(rnd.uniform(0.5, 1.0), rnd.integer(-14, -3));
     sum.softReach = kSplineRadius * eps;
     const RemoteBox grown = remoteBoxFor(sum);
     // the node: its MAC radius, and a centre just beyond the grown box (a face, an edge or a corner) or anywhere
     const double macR = std::ldexp(rnd.uniform(0.5, 1.0), rnd.integer(-12, -1));
     double com[3];
-    const bool edge = rnd.integer(0, 1) == 0;
-    double dir[3], norm = 0;
-    for (int d = 0; d < 3; ++d) {
-      dir[d] = edge ? double(rnd.integer(-1, 1)) : rnd.uniform(-1, 1);
-      norm += dir[d] * dir[d];
-    }
-    if (norm == 0) { dir[0] = 1; norm = 1; }
-    norm = std::sqrt(norm);
-    const double beyond = macR * (1 + std::ldexp(1.0, -rnd.integer(10, 52)));
-    for (int d = 0; d < 3; ++d) {
-      const double u = dir[d] / norm;
-      if (edge) com[d] = u > 0 ? grown.hi[d] + u * beyond : u < 0 ? grown.lo[d] + u * beyond
-                                                                 : rnd.uniform(grown.lo[d], grown.hi[d]);
-      else com[d] = 0.5 * (grown.lo[d] + grown.hi[d]) + u * (0.5 * (grown.hi[d] - grown.lo[d]) + beyond);
-    }
+    nodeJustBeyond(rnd, grown, macR, com);
     // group boxes inside the real box: the box itself, the point of it nearest the node, a random sub-box
     double glo[3][3], ghi[3][3];
-    for (int d = 0; d < 3; ++d) {
-      glo[0][d] = sum.centreLo[d];
-      ghi[0][d] = sum.centreHi[d];
-      glo[1][d] = ghi[1][d] = std::min(std::max(com[d], sum.centreLo[d]), sum.centreHi[d]);
-      const double a = rnd.uniform(sum.centreLo[d], sum.centreHi[d]), b = rnd.uniform(sum.centreLo[d], sum.centreHi[d]);
-      glo[2][d] = std::max(sum.centreLo[d], std::min(a, b));
-      ghi[2][d] = std::min(sum.centreHi[d], std::max(a, b));
-    }
+    groupBoxesInside(rnd, sum, com, glo, ghi);
     const double groupMax = rnd.integer(0, 1) ? eps : eps * rnd.uniform(0, 1);
     if (macAccepts(com[0], com[1], com[2], macR, grown.lo, grown.hi)) {
       for (int g = 0; g < 3; ++g) {
@@ -819,12 +836,7 @@ void checkParticleLet(Report& rep) {
   long splineCanary = 0, plummerCanary = 0;
   for (int it = 0; it < 200000; ++it) {
     const SofteningKernel kernel = it % 2 ? SofteningKernel::Plummer : SofteningKernel::Spline;
-    const double offset = rnd.integer(0, 3) == 0 ? std::ldexp(1.0, rnd.integer(0, 20)) : 0.0;
-    RankSummary sum{};
-    for (int d = 0; d < 3; ++d) {
-      sum.centreLo[d] = offset + rnd.coordinate(1.0);
-      sum.centreHi[d] = sum.centreLo[d] + (rnd.integer(0, 5) == 0 ? 0.0 : rnd.uniform(0, 0.5));
-    }
+    RankSummary sum = randomReceiverBox(rnd);
     // the receiver's softenings [gLo, gHi] (0, 0: cells or probes only)
     const double gHi = rnd.integer(0, 3) == 0 ? 0.0 : std::ldexp(rnd.uniform(0.5, 1.0), rnd.integer(-14, -3));
     const double gLo = rnd.integer(0, 1) ? 0.0 : gHi * rnd.uniform(0, 1);
@@ -838,30 +850,10 @@ void checkParticleLet(Report& rep) {
     const double nHi = std::ldexp(rnd.uniform(0.5, 1.0), rnd.integer(-14, -3));
     const double nLo = rnd.integer(0, 2) == 0 ? nHi : nHi * rnd.uniform(0.1, 1);
     const double need = std::max(macR, kSplineRadius * nHi + extent);
-    double com[3], dir[3], norm = 0;
-    const bool edge = rnd.integer(0, 1) == 0;
-    for (int d = 0; d < 3; ++d) {
-      dir[d] = edge ? double(rnd.integer(-1, 1)) : rnd.uniform(-1, 1);
-      norm += dir[d] * dir[d];
-    }
-    if (norm == 0) { dir[0] = 1; norm = 1; }
-    norm = std::sqrt(norm);
-    const double beyond = need * (1 + std::ldexp(1.0, -rnd.integer(10, 52)));
-    for (int d = 0; d < 3; ++d) {
-      const double u = dir[d] / norm;
-      if (edge) com[d] = u > 0 ? grown.hi[d] + u * beyond : u < 0 ? grown.lo[d] + u * beyond
-                                                                 : rnd.uniform(grown.lo[d], grown.hi[d]);
-      else com[d] = 0.5 * (grown.lo[d] + grown.hi[d]) + u * (0.5 * (grown.hi[d] - grown.lo[d]) + beyond);
-    }
+    double com[3];
+    nodeJustBeyond(rnd, grown, need, com);
     double glo[3][3], ghi[3][3];  // the box itself, its point nearest the node, a random sub-box
-    for (int d = 0; d < 3; ++d) {
-      glo[0][d] = sum.centreLo[d];
-      ghi[0][d] = sum.centreHi[d];
-      glo[1][d] = ghi[1][d] = std::min(std::max(com[d], sum.centreLo[d]), sum.centreHi[d]);
-      const double a = rnd.uniform(sum.centreLo[d], sum.centreHi[d]), b = rnd.uniform(sum.centreLo[d], sum.centreHi[d]);
-      glo[2][d] = std::max(sum.centreLo[d], std::min(a, b));
-      ghi[2][d] = std::min(sum.centreHi[d], std::max(a, b));
-    }
+    groupBoxesInside(rnd, sum, com, glo, ghi);
     const double groupMin = gLo + (gHi - gLo) * rnd.uniform(0, 1) * (rnd.integer(0, 1) ? 0.0 : 1.0);
     const double groupMax = std::max(groupMin, rnd.integer(0, 1) ? gHi : gHi * rnd.uniform(0, 1));
     if (particleBoxAccepts(kernel, com, macR, extent, nLo, nHi, grown.softMin, grown.lo, grown.hi)) {
