@@ -14,12 +14,14 @@
 #              download saves and which count is best
 #   big        1000^3 = 1e9 cells, float32, plain layout, host entry only (new mesh, unchanged), best of 2: needs
 #              about 60 GB of device memory (the ~60 bytes per cell of the solve) and 8 GB of host memory
+#   largest    the largest uniform grid one GPU solves, float32 from host memory: the first of $LARGEST_GRIDS (default
+#              1104 1080 1056 1024, in 8^3 blocks) that runs (on an 80 GB H100: 1080^3 = 1.26e9 cells)
 #   auto       backend 'auto' with autoGpuMinCells 100000: a 32^3 solve on the CPU (reason "auto: 32768 cells below
 #              the GPU's break-even (100000)"), a 64^3 one on the GPU, through the Node API (cells and blocks)
 #   node       `amrgrav bench --grid 256 --backend cuda` through the Node API: the cell entry, then the block entry
 #              (--blocks 8: unchanged mesh and new mesh), float64 and float32
 # Usage on the GPU host, from the project root, with .gpuhost carried:
-#   bash bench/gpu/blocks-check.sh                 (all steps)
+#   bash bench/gpu/blocks-check.sh                 (all steps but largest)
 #   bash bench/gpu/blocks-check.sh check64 check256
 # Logs: $OUT/blocks-logs.tar.gz; a summary (one line per check and timing) is printed last.
 # The timings' stats are each phase's own wall time, and on the host entry they overlap: a new mesh's densities go up
@@ -85,6 +87,12 @@ for step in "${steps[@]}"; do
     big)
       free -g | head -2 > "$out/big-mem.txt"
       run big1000 590 --grid 1000 --block 8 --guard 0 --nvar 1 --float32 --reps 2 --only host ;;
+    largest)
+      # the largest uniform grid one GPU solves (float32, host entry): the first of these sizes that runs
+      for g in ${LARGEST_GRIDS:-1104 1080 1056 1024}; do
+        run largest$g 300 --grid $g --block 8 --guard 0 --nvar 1 --float32 --reps 1 --only host --no-check --no-cells
+        grep -q '"kind":"time"' "$out/largest$g.log" && break
+      done ;;
     auto)
       timeout 120 node --input-type=module -e "
         const { GravitySolver, uniformMesh, fillVariable } = await import('./dist/solver/index.js');

@@ -51,7 +51,11 @@
 #   particles  issue #18: ctest gpu.particles (softened particles with gas and probes, CPU vs GPU) and
 #              amrgrav_gpu_timing --plummer-particles 1000000,16000000 (the Plummer sphere as softened particles:
 #              device_s = tree_s + walk_s, the device work with the points uploaded; wall_s end to end; targets: the
-#              spline kernel at <= 14 ms for 1M, 250 ms for 16M with median <= 6e-5, p99 <= 5e-4)
+#              spline kernel at <= 14 ms for 1M, 250 ms for 16M with median <= 6e-5, p99 <= 5e-4) at theta
+#              $PARTICLE_THETAS (default 0.415,0.405: the settings that meet them at 1M and 16M)
+#   groups     groupSize 'auto' (issue #17): `amrgrav bench` with groups of 32 and of 64 on 256^3 (potential, and with
+#              accelerations), MacLaurin levels 7 (potential, accelerations) and 128^3 fully periodic: the walk times
+#              behind the automatic choice (64 for the potential alone in isolated boxes, else 32)
 #   split      amrgrav_gpu_timing --split 256: a two-rank solve emulated in one process, each rank's device work timed
 #              alone (what each GPU of a two-GPU run does), against the one-rank solve; with the copy threads
 #              $SPLIT_COPY_THREADS (default 0: the backend's own choice)
@@ -402,15 +406,28 @@ PY
     particles)
       # issue #18: softened particles, CPU vs GPU lists and values (CTest gpu.particles: gas + cluster + probes, both
       # kernels, alone, subset, direct), then the Plummer sphere as softened particles (1M and 16M) at
-      # $PARTICLE_THETAS (default 0.5,0.4) with softening $PARTICLE_EPS (default 0.01), both kernels
+      # $PARTICLE_THETAS (default 0.415,0.405) with softening $PARTICLE_EPS (default 0.01), both kernels
       (cd build && AMRGRAV_REQUIRE_GPU=1 timeout 500 ctest -R 'gpu.particles' --output-on-failure) > "$out/particles-parity.log" 2>&1
       summary+=("particles parity rc=$? $(grep -E 'tests passed' "$out/particles-parity.log")")
       grep -hE '^(ok|FAIL) +particles' build/Testing/Temporary/LastTest.log 2>/dev/null | cut -c1-300
       timeout 450 $timing --no-perf --plummer-particles ${PARTICLE_POINTS:-1000000,16000000} \
-        --thetas "${PARTICLE_THETAS:-0.5,0.4}" --softening-length "${PARTICLE_EPS:-0.01}" --reps 3 --check-points 4096 \
+        --thetas "${PARTICLE_THETAS:-0.415,0.405}" --softening-length "${PARTICLE_EPS:-0.01}" --reps 3 --check-points 4096 \
         > "$out/plummer-particles.log" 2>&1
       summary+=("plummer particles rc=$?")
       grep '"plummer-particles"' "$out/plummer-particles.log" | cut -c1-600 ;;
+    groups)
+      for p in "--grid 256" "--grid 256 --accel" "--problem maclaurin --levels 7" "--problem maclaurin --levels 7 --accel" \
+               "--grid 128 --boundary periodic"; do
+        for g in 32 64; do
+          timeout 120 node dist/app/cli.js bench $p --backend cuda --group-size $g --repeat 3 --json \
+            > "$out/groups-$g-$(echo $p | tr -c 'a-z0-9' '_').json" 2>&1
+          summary+=("groups $g ($p): $(python3 -c "
+import json, sys
+d = json.loads(open(sys.argv[1]).read()); ph = d.get('phases') or d.get('stats') or {}
+print(f\"solve {d['seconds'] * 1e3:.1f} ms, walk {ph.get('walk', float('nan')) * 1e3:.2f} ms, {d['interactionsPerCell']:.0f} per cell\")
+" "$out/groups-$g-$(echo $p | tr -c 'a-z0-9' '_').json" 2>&1 | tail -1)")
+        done
+      done ;;
     split)
       for ct in ${SPLIT_COPY_THREADS:-0}; do
         timeout 300 $timing --no-perf --split 256 --reps 5 --copy-threads $ct > "$out/split-ct$ct.log" 2>&1
