@@ -38,7 +38,7 @@ solved with locally essential trees; rank 0 prints, and the JSON carries "ranks"
   --threads N      CPU threads, 0 = all                                            [0]
   --accel          also compute accelerations -grad(phi), cm s^-2
   --group-size N   points per walk group (CUDA: <= 64, two per lane above 32); auto: cells 64
-                   for the potential alone in isolated boxes, else 32; points 32  [auto]
+                   in isolated boxes, else 32; particles and probes 32             [auto]
   --leaf-size N    most cells in a tree leaf                                       [16]
   --boundary B     isolated, periodic (all axes, zero-mean potential) or the periodic axes, e.g. xy or z;
                    the domain (the unit box for bench) is the box                  [isolated]

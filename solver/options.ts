@@ -153,8 +153,8 @@ export interface SolverOptions {
   leafSize?: number;
   /**
    * Points per walk group, [1, 256] (the CUDA backend: at most 64, two per GPU lane above 32), or 'auto' (the
-   * default): the cells' groups hold 64 for the potential alone in isolated boxes, else 32 (with accelerations or a
-   * periodic axis), particles' and probes' 32
+   * default): the cells' groups hold 64 in isolated boxes and 32 with a periodic axis (with accelerations, 32 is
+   * 6% faster on the GPU: set it), particles' and probes' 32
    * (native/core/types.h cellGroupSize says why; bench/RESULTS.md "Walk groups of 64"). A group is at most this many
    * consecutive sorted cells inside one "home node" (the largest octree node of at most 32 groupSize cells), so
    * clustered point sets get compact groups; uniform 2^k grids and 8^3-block meshes keep runs of exactly groupSize.
