@@ -143,15 +143,10 @@ __global__ void __launch_bounds__(kThreads) letToForestKernel(const LetIntoFores
   const unsigned char* childCount = p.raw + L.childCount;
   auto at = [&](unsigned j) { return j == 0 ? p.rootAt : p.nodeBase + j - 1; };
   const unsigned i = at(k), kids = childCount[k];
-  topo[i] = make_uint4(p.cellBase + cellBegin[k], kids == 0 ? cellCount[k] : 0u, kids > 0 ? at(childBegin[k]) : 0u,
-                       kids);
-  const double m = f64[L.mass / 8 + k], ms = p.massScale;
-  mac[i] = D4{f64[L.com / 8 + 3 * k], f64[L.com / 8 + 3 * k + 1], f64[L.com / 8 + 3 * k + 2],
-              f64[L.macRadius / 8 + k]};  // -1: an empty node, which the walk skips
-  const double* q = f64 + L.quad / 8 + 6 * k;
-  mq[2 * i] = make_float4(float(m * ms), float(q[0] * ms), float(q[1] * ms), float(q[2] * ms));
-  mq[2 * i + 1] = make_float4(float(q[3] * ms), float(q[4] * ms), float(q[5] * ms),
-                               float(f64[L.secondMoment / 8 + k] * ms));  // the periodic walk's S, times massScale
+  const double ms = p.massScale;
+  forestNodeRecord(p.cellBase + cellBegin[k], cellCount[k], kids > 0 ? at(childBegin[k]) : 0u, kids,
+                   f64 + L.com / 8 + 3 * k, f64[L.macRadius / 8 + k], f64[L.mass / 8 + k], f64 + L.quad / 8 + 6 * k,
+                   f64[L.secondMoment / 8 + k], ms, topo[i], mac[i], mq + 2 * i);
   if (dip) {
     const double* d = f64 + L.dipole / 8 + 3 * k;
     dip[i] = p.dipole ? make_float4(float(d[0] * ms), float(d[1] * ms), float(d[2] * ms), 0.f)

@@ -21,6 +21,20 @@ struct alignas(32) D4 {
   double x, y, z, w;
 };
 
+/// One node of a received LET forest in the walk's layout: topology (first cell, its cells if a leaf, first child,
+/// children), MAC record (com, macRadius), mass and quadrupole with S (the second moment's trace: the periodic
+/// walk's and the Plummer expansion's term) times massScale ms. The one conversion of cuda/kernel_let.cu
+/// letToForestKernel (the cells' LETs, on the device) and of the particle LETs merged on the host (rank_system.cu).
+__host__ __device__ inline void forestNodeRecord(unsigned cellBegin, unsigned cellCount, unsigned childBegin,
+                                                 unsigned kids, const double* com, double macRadius, double m,
+                                                 const double* q, double S, double ms, uint4& topo, D4& mac,
+                                                 float4* mq) {
+  topo = make_uint4(cellBegin, kids == 0 ? cellCount : 0u, kids > 0 ? childBegin : 0u, kids);
+  mac = D4{com[0], com[1], com[2], macRadius};  // macRadius -1: an empty node, which the walk skips
+  mq[0] = make_float4(float(m * ms), float(q[0] * ms), float(q[1] * ms), float(q[2] * ms));
+  mq[1] = make_float4(float(q[3] * ms), float(q[4] * ms), float(q[5] * ms), float(S * ms));
+}
+
 /// The sorted cells as separate arrays (gathered in place in the solve's device block, see cuda_backend.cu): x, y,
 /// z scaled, mass unscaled. cells[i] reads cell i as a D4, so the kernels index them as they did an array of D4.
 struct DeviceCells {

@@ -230,7 +230,7 @@ Status rankSystemReceivedParticles(DeviceState& ds, RankSystem& r, const Receive
     const std::size_t np = P.np;
     if (count == 0 || (!r.hasCells && np == 0 && r.own.n == 0)) return Status::success();
     // merged on the host (let/let.h mergeLets: infinite MAC radii on the virtual nodes, which every walk opens),
-    // converted as cuda/kernel_let.cu letToForestKernel converts a cell LET, and uploaded
+    // converted node by node with forestNodeRecord (as letToForestKernel converts a cell LET), and uploaded
     std::vector<SourceTree> views(count);
     for (std::size_t k = 0; k < count; ++k) views[k] = lets[k].view;
     AG_TRY(mergeLets(views.data(), count, r.forest));
@@ -244,14 +244,9 @@ Status rankSystemReceivedParticles(DeviceState& ds, RankSystem& r, const Receive
     r.hostMQ.resize(2 * nodes);
     r.hostEps.resize(nodes);
     for (std::size_t i = 0; i < nodes; ++i) {
-      const unsigned kids = f.childCount[i];
-      r.hostTopo[i] = make_uint4(f.cellBegin[i], kids == 0 ? f.cellCount[i] : 0u, kids > 0 ? f.childBegin[i] : 0u,
-                                 kids);
-      r.hostMac[i] = D4{f.com[3 * i], f.com[3 * i + 1], f.com[3 * i + 2], f.macRadius[i]};
-      const double* q = f.quad + 6 * i;
-      r.hostMQ[2 * i] = make_float4(float(f.mass[i] * ms), float(q[0] * ms), float(q[1] * ms), float(q[2] * ms));
-      r.hostMQ[2 * i + 1] = make_float4(float(q[3] * ms), float(q[4] * ms), float(q[5] * ms),
-                                        float(f.secondMoment[i] * ms));  // the Plummer expansion's trace term
+      forestNodeRecord(f.cellBegin[i], f.cellCount[i], f.childBegin[i], f.childCount[i], f.com + 3 * i,
+                       f.macRadius[i], f.mass[i], f.quad + 6 * i, f.secondMoment[i], ms, r.hostTopo[i], r.hostMac[i],
+                       &r.hostMQ[2 * i]);
       r.hostEps[i] = make_double2(f.nodeEpsMin[i], f.nodeEpsMax[i]);
     }
     DeviceParticleForest& d = r.received;
