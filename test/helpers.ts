@@ -85,6 +85,24 @@ export function refinedBlob(rho: (x: number, y: number, z: number) => number): C
   return { x: f(xs), y: f(ys), z: f(zs), mass: f(ms), size: f(hs) };
 }
 
+/**
+ * How far solve b moved from solve a: max |a - b| of the potentials relative to max |a|, and of the x accelerations
+ * relative to max |a.x| (both solves with accelerations).
+ */
+export function changeOfSolve(
+  a: { potential: ArrayLike<number>; accelerations?: { x: ArrayLike<number> } },
+  b: { potential: ArrayLike<number>; accelerations?: { x: ArrayLike<number> } },
+): { potential: number; accelerationX: number; potentialScale: number } {
+  let scale = 0, diff = 0, accScale = 0, accDiff = 0;
+  for (let i = 0; i < a.potential.length; i++) {
+    scale = Math.max(scale, Math.abs(a.potential[i]));
+    diff = Math.max(diff, Math.abs(a.potential[i] - b.potential[i]));
+    accScale = Math.max(accScale, Math.abs(a.accelerations!.x[i]));
+    accDiff = Math.max(accDiff, Math.abs(a.accelerations!.x[i] - b.accelerations!.x[i]));
+  }
+  return { potential: diff / scale, accelerationX: accDiff / accScale, potentialScale: scale };
+}
+
 /** Max and mean of |a - b| / |b|. */
 export function relErrors(a: ArrayLike<number>, b: ArrayLike<number>): { max: number; mean: number } {
   let max = 0;
