@@ -63,6 +63,9 @@ for l in open(sys.argv[1]):
               f"keys {s['keys']:.2f} build {s['build']:.2f} moments {s['moments']:.2f} walk {s['walk']:.2f} "
               f"download {s['download']:.2f}) reused {r['tree_reused']} B/cell {r['device_bytes_per_cell']:.1f} "
               f"int/cell {r['interactions_per_cell']:.0f}")
+        if r['cells'] >= 1 << 24 and r['what'] != 'cells':  # issue #17: the block path within 40 bytes per cell
+            print(f"check memory  {'PASS' if r['device_bytes_per_cell'] <= 40 else 'FAIL'}: "
+                  f"{r['device_bytes_per_cell']:.1f} B/cell (block path, at most 40)")
     elif k in ('error', 'summary', 'setup'):
         print(json.dumps(r))
 PY

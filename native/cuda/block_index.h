@@ -3,6 +3,9 @@
 /// block and (i, j, k), its element in a caller's field, and a field's value read as double. Shared by
 /// kernel_blocks.cu and the block solve's mass check (kernel_keys.cu).
 #pragma once
+#include <cstddef>
+
+#include "core/blocks.h"
 #include "cuda/kernels_blocks.h"
 
 namespace amrgrav {
@@ -15,8 +18,15 @@ struct CellIndex {
 };
 
 __device__ __forceinline__ CellIndex cellIndex(const BlockGeometry& g, unsigned p) {
-  const unsigned cpb = g.nxb * g.nyb * g.nzb;
   CellIndex c;
+  if (g.pow2) {
+    c.b = p >> g.lb;
+    c.i = int(p & (g.nxb - 1));
+    c.j = int((p >> g.lx) & (g.nyb - 1));
+    c.k = int((p >> g.ly) & (g.nzb - 1));
+    return c;
+  }
+  const unsigned cpb = g.nxb * g.nyb * g.nzb;
   c.b = p / cpb;
   unsigned r = p - c.b * cpb;
   c.i = int(r % g.nxb);
@@ -24,6 +34,22 @@ __device__ __forceinline__ CellIndex cellIndex(const BlockGeometry& g, unsigned 
   c.j = int(r % g.nyb);
   c.k = int(r / g.nyb);
   return c;
+}
+
+/// Centre of the block solve's cell p times scale (x 1 is exact): the bits the sorted cells had when they were
+/// stored (kernel_blocks.cu's gather), from core/blocks.h's formula with each operation rounded on its own.
+__device__ __forceinline__ void blockCellAt(const BlockGeometry& g, unsigned p, double scale, double& x, double& y,
+                                            double& z) {
+  const CellIndex c = cellIndex(g, p);
+  const double* b = g.geo + 6 * std::size_t(c.b);
+  x = __dmul_rn(blockCellCentre(b[0], c.i, b[3]), scale);
+  y = __dmul_rn(blockCellCentre(b[1], c.j, b[4]), scale);
+  z = __dmul_rn(blockCellCentre(b[2], c.k, b[5]), scale);
+}
+
+/// Size (the block's dx) of cell p times scale.
+__device__ __forceinline__ double blockCellSize(const BlockGeometry& g, unsigned p, double scale) {
+  return __dmul_rn(g.geo[6 * std::size_t(cellIndex(g, p).b) + 3], scale);
 }
 
 __device__ __forceinline__ unsigned long long elementOf(const BlockField& f, const CellIndex& c) {

@@ -35,7 +35,7 @@ BlockGeometry geometryOf(const DeviceState& ds) {
   g.nyb = unsigned(v.nyb);
   g.nzb = unsigned(v.nzb);
   g.n = unsigned(v.cells());
-  return g;
+  return withShifts(g);
 }
 
 /// The caller's field (device memory) as the kernels read it.
@@ -182,7 +182,7 @@ constexpr std::size_t kChunkCellsOffset = 2048;
 /// the pinned chunks on the copy stream) once the launch that walked it has ended, and the copy threads finish it
 /// (physics/finish_k.h: finishKernel's bits) and scatter it into the caller's layout through the sorted order
 /// (downloaded once per tree, kept with it). A queue overflow in any launch walks everything again with a larger
-/// queue, and the results come down again. Nothing is written over the sorted positions (xLive, yzLive).
+/// queue, and the results come down again.
 Status walkAndDownload(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const SolveOptions& opt,
                        int chunks, SolveStats& st) {
   const unsigned n = ds.n;
@@ -302,9 +302,8 @@ Status deliverResults(DeviceState& ds, const BlocksView& v, const BlockOutputs& 
   return Status::success();
 }
 
-/// An unchanged mesh: the masses made and checked, the sorted cells made from the kept order where the last solve's
-/// results took their slots (the node keys too if the walk took their room), then sortAndBuild's end
-/// (finishCells). The events are those sortAndBuild records, so
+/// An unchanged mesh: the masses made and checked, the sorted masses and sizes made with the kept order (the node
+/// keys too if the walk took their room), then sortAndBuild's end (finishCells). The events are those sortAndBuild records, so
 /// that fillStats reads this path's phases (upload: the densities; keys: the keys and cells made again; build: 0).
 Status reuseTree(DeviceState& ds, const SolveOptions& opt) {
   cudaStream_t s = ds.stream;
@@ -314,8 +313,8 @@ Status reuseTree(DeviceState& ds, const SolveOptions& opt) {
   const BlockGeometry g = geometryOf(ds);
   const CellChecks checks = cellChecks(ds, opt);
   AG_CUDA_TRY(cudaEventRecord(ds.events[0], s));
-  // the masses (unsorted) into slot 5, the tail's start, free until the moments (packed float32: slot 3, free until
-  // the gather below), checked and summed by the bounds kernel as sortAndBuild does
+  // the masses (unsorted) into slot 5 (= slot 2: the last solve's phi), free until the gather below (packed
+  // float32: slot 3, free until the gather), checked and summed by the bounds kernel as sortAndBuild does
   double* const massAt = slot[5];
   double* hmass = nullptr;
   unsigned* hmassBad = nullptr;
@@ -337,18 +336,10 @@ Status reuseTree(DeviceState& ds, const SolveOptions& opt) {
   if (*hmassBad != 0xffffffffu) return blockFlagged(ds, *hmassBad, opt);
   const double massTotal = *hmass;
   AG_TRY(checkMassRange(massTotal, ds.minSize, r.side, opt));
-  // the sorted cells: the sizes (the walk's phi took their slot) and the positions the last solve's results took
-  // made (the gather's values), the masses gathered from slot 5, in one pass
-  AG_TRY(launchBlockSortedCells(g, ds.order, ds.scale, ds.blk.xLive ? nullptr : slot[4],
-                                ds.blk.yzLive ? nullptr : slot[0], ds.blk.yzLive ? nullptr : slot[1], slot[2], massAt,
-                                slot[3], s));
-  ds.sortedCells.x = slot[4];
-  ds.sortedCells.y = slot[0];
-  ds.sortedCells.z = slot[1];
-  ds.sortedCells.mass = slot[3];
-  ds.sortedSize = slot[2];
+  // the sorted cells: the masses gathered from slot 5 (= 2), the sizes made again (the walk's phi took their slot)
+  AG_TRY(blockSortedCellsInto(ds, massAt));
   ds.hostSize = nullptr;
-  ds.tail = Carve(base + L.slot[5], ds.block.bytes() - L.slot[5]);
+  ds.tail = Carve(base + L.tail, ds.block.bytes() - L.tail);
   ds.extra = Carve(base + L.extra, ds.block.bytes() - L.extra);
   ds.root = ds.blk.rootScaled;
   return finishCells(ds, opt, false, massTotal);
@@ -458,9 +449,6 @@ Status run(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const So
   ds.blk.key.assign(v, opt);
   ds.blk.blockBase = ds.block.get();
   ds.blk.blockBytes = ds.block.bytes();
-  // finishOnDevice: the potential in slot 4, the accelerations in 0, 1, 3; in chunks: nothing written over them
-  ds.blk.xLive = finishIntoCaller || chunks > 1;
-  ds.blk.yzLive = finishIntoCaller || chunks > 1 || !opt.accelerations;
   return Status::success();
 }
 
@@ -472,8 +460,12 @@ Status solveBlocksOnDevice(DeviceState& ds, const BlocksView& v, const BlockOutp
   return guarded([&] { return run(ds, v, out, opt, result); });
 }
 
-Status blockCellsIntoSlots(DeviceState& ds) {
-  return launchBlockCells(geometryOf(ds), ds.slot[0], ds.slot[1], ds.slot[2], ds.slot[3], ds.stream);
+DeviceCells blockCells(const DeviceState& ds, const std::uint32_t* order, double scale, const double* mass) {
+  DeviceCells c{nullptr, nullptr, nullptr, mass};
+  c.blocks.g = geometryOf(ds);
+  c.blocks.order = order;
+  c.blocks.scale = scale;
+  return c;
 }
 
 Status blockMassesInto(DeviceState& ds, double* massAt, void* scratch32, const SolveOptions& opt,
@@ -548,10 +540,16 @@ Status blockCoincident(DeviceState& ds, std::uint32_t b) {
   return blocksStatus(v, coincidentCellsError(cells.view(), b));
 }
 
-Status blockSortedCellsInto(DeviceState& ds, double scale, const double* massAt) {
+Status blockSortedCellsInto(DeviceState& ds, const double* massAt) {
   double* const* slot = ds.slot;
-  return launchBlockSortedCells(geometryOf(ds), ds.order, scale, slot[4], slot[0], slot[1], slot[2], massAt, slot[3],
-                                ds.stream);
+  const BlockGeometry g = geometryOf(ds);
+  // two passes: the masses leave slot 2 before the sizes take it
+  AG_TRY(launchBlockSortedCells(g, ds.order, ds.scale, nullptr, nullptr, nullptr, nullptr, massAt, slot[3], ds.stream));
+  AG_TRY(launchBlockSortedCells(g, ds.order, ds.scale, nullptr, nullptr, nullptr, slot[2], nullptr, nullptr,
+                                ds.stream));
+  ds.sortedCells = blockCells(ds, ds.order, ds.scale, slot[3]);
+  ds.sortedSize = slot[2];
+  return Status::success();
 }
 
 Status blockSortedSizes(DeviceState& ds) {

@@ -1,11 +1,12 @@
 /// \file blocks_phase.h
-/// \brief The CUDA backend's block entry (issue #17; core/blocks.h). A block solve is the cell solve with three
+/// \brief The CUDA backend's block entry (issue #17; core/blocks.h). A block solve is the cell solve with four
 /// differences:
-///   - the cells are made on the device (kernel_blocks.cu, core/blocks.h's formula: the host's bits) into the slots
-///     the cell solve uploads them to; the masses from the densities, which go up packed in the caller's dtype (one
-///     number per cell, packed on the copy threads straight into the pinned staging; on a new mesh into slot 3 on
-///     the copy stream while the keys, sort and build run, memory_plan.h), or are read in place from the caller's
-///     device array (the device entry); the sorted cells of a new mesh are made from the blocks' geometry;
+///   - no positions are stored: every kernel that reads a cell's centre or size makes it from the blocks'
+///     geometry and the sorted order (cuda/kernels.h BlockCells; core/blocks.h's formula: the host's bits), so the
+///     block holds 36-38 bytes per cell (memory_plan.h's compact layout); the masses from the densities, which go
+///     up packed in the caller's dtype (one number per cell, packed on the copy threads straight into the pinned
+///     staging; on a new mesh into slot 3 on the copy stream while the keys, sort and build run), or are read in
+///     place from the caller's device array (the device entry);
 ///   - the results are scattered into the caller's layout: on the host from the download's pinned chunks (by
 ///     default the walk runs in launches over consecutive groups and each launch's sums come down, are finished on
 ///     the copy threads with the finish kernel's formula, physics/finish_k.h, and scattered through the sorted
@@ -14,8 +15,7 @@
 ///   - on an unchanged mesh (core/blocks.h BlockTreeKey) the order, tree topology, levels, walk groups and (when
 ///     the walk's group sizes fit after them) the nodes' first keys left in the device block by the previous block
 ///     solve serve again: the masses are made and checked in one pass, and gathered with the sorted sizes made
-///     from the kept order; the sorted positions are made again only where the last solve's results were written
-///     over them (ds.blk.xLive, yzLive); then the moments;
+///     from the kept order; then the moments;
 ///   - the device entry's finish writes the results straight into the caller's arrays (unless fully periodic: the
 ///     mean potential is taken over the packed results first).
 /// Everything else (bounds, keys, sort, checks, build, moments, walk, finish) is the cell solve's own code, so the
@@ -26,6 +26,7 @@
 #include "core/blocks.h"
 #include "core/status.h"
 #include "core/types.h"
+#include "cuda/kernels.h"
 
 namespace amrgrav {
 namespace cuda {
@@ -40,8 +41,9 @@ Status solveBlocksOnDevice(DeviceState& ds, const BlocksView& blocks, const Bloc
 
 // ---- the tree phase's hooks while a block solve runs (ds.blk.view set)
 
-/// x, y, z, size (unscaled) into slots 0-3 (uploadAndBound).
-Status blockCellsIntoSlots(DeviceState& ds);
+/// The block solve's cells as the kernels read them (no positions stored: made from the blocks' geometry): cell i
+/// is the caller's cell order[i] (order null: i), centres and sizes times scale, masses from `mass`.
+DeviceCells blockCells(const DeviceState& ds, const std::uint32_t* order, double scale, const double* mass);
 
 /// The masses (unsorted) into massAt: from the caller's device array; from the densities already on their way up
 /// (host entry, new mesh: startDensityUpload; waited for here, on the stream); or uploaded packed now (float64:
@@ -52,10 +54,10 @@ Status blockCellsIntoSlots(DeviceState& ds);
 Status blockMassesInto(DeviceState& ds, double* massAt, void* scratch32, const SolveOptions& opt,
                        const CellChecks& checks, double** total, unsigned** firstBad);
 
-/// The sorted cells of a new mesh (sortAndBuild's gather): x, y, z, size made from the blocks' geometry times
-/// `scale` into slots 4, 0, 1, 2 (launchGather's values of the unsorted ones), the masses gathered from massAt into
-/// slot 3.
-Status blockSortedCellsInto(DeviceState& ds, double scale, const double* massAt);
+/// The sorted cells (sortAndBuild's gather, and a kept tree's): the masses gathered from massAt (slot 2) into slot
+/// 3, then the sizes made from the blocks' geometry times ds.scale into slot 2 (launchGather's values of the
+/// unsorted ones); ds.sortedCells made from the blocks (ds.order, ds.scale) with the masses in slot 3.
+Status blockSortedCellsInto(DeviceState& ds, const double* massAt);
 
 /// The device flagged cell `bad` (block order): the message names the block and cell (validateCells' words about
 /// the density).

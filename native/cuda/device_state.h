@@ -75,10 +75,6 @@ struct BlockState {
   RootCube rootScaled;               ///< ... scaled (the moments')
   const void* blockBase = nullptr;   ///< the device block it lives in (a reallocated block loses it)
   std::size_t blockBytes = 0;
-  /// Which sorted, scaled positions the last block solve left intact in their slots (4: x, 0: y, 1: z): the
-  /// results went elsewhere (the device entry's finish writes into the caller's arrays), or only the potential
-  /// came out (slot 4). A kept tree then makes only the others again.
-  bool xLive = false, yzLive = false;
   cudaEvent_t callerEvent = nullptr; ///< the device entry's ordering with the caller's stream
   /// The host entry on a new mesh: the densities going up (packed, the caller's dtype) into densityAt on the copy
   /// stream, from a thread of their own (blockMassesInto waits for it; the solve joins it whatever happens).
@@ -199,6 +195,7 @@ struct DeviceState {
   // Device memory. Buffers marked (*) are used only when the block's pieces have no room for them.
   DeviceBuffer<double> block;      ///< the solve's block (BlockLayout): cells, keys, order, node data, phi, results
   DeviceBuffer<double> accSum[3];  ///< gx, gy, gz sums in sorted order (phi is in the block)
+  DeviceBuffer<double> finishedAside[2];  ///< a block solve's ay, az finished on the device (no room in its block)
   DeviceBuffer<double> bounds;
   std::uint64_t* sortedKeys = nullptr;  ///< slot 4 until the gather
   std::uint32_t* order = nullptr;       ///< the index half holding sorted position -> caller's index

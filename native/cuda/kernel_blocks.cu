@@ -14,18 +14,6 @@ namespace {
 
 constexpr int kThreads = kGridThreads;
 
-__global__ void __launch_bounds__(kThreads) blockCellsKernel(const BlockGeometry g, double* x, double* y, double* z,
-                                                             double* size) {
-  for (unsigned p = blockIdx.x * kThreads + threadIdx.x; p < g.n; p += gridDim.x * kThreads) {
-    const CellIndex c = cellIndex(g, p);
-    const double* b = g.geo + 6 * std::size_t(c.b);
-    if (x) x[p] = blockCellCentre(b[0], c.i, b[3]);
-    if (y) y[p] = blockCellCentre(b[1], c.j, b[4]);
-    if (z) z[p] = blockCellCentre(b[2], c.k, b[5]);
-    if (size) size[p] = b[3];
-  }
-}
-
 __global__ void __launch_bounds__(kThreads) blockSortedKeysKernel(const BlockGeometry g,
                                                                   const std::uint32_t* __restrict__ order, double lo0,
                                                                   double lo1, double lo2, double inv,
@@ -48,13 +36,15 @@ __global__ void __launch_bounds__(kThreads) blockSortedCellsKernel(const BlockGe
   for (unsigned i = blockIdx.x * kThreads + threadIdx.x; i < g.n; i += gridDim.x * kThreads) {
     const std::uint32_t o = order[i];
     if (massOut) massOut[i] = massIn[o];  // launchGather's value (times 1: exact)
-    const CellIndex c = cellIndex(g, o);
-    const double* b = g.geo + 6 * std::size_t(c.b);
     // launchGather's in[order[i]] * scale
-    if (x) x[i] = __dmul_rn(blockCellCentre(b[0], c.i, b[3]), scale);
-    if (y) y[i] = __dmul_rn(blockCellCentre(b[1], c.j, b[4]), scale);
-    if (z) z[i] = __dmul_rn(blockCellCentre(b[2], c.k, b[5]), scale);
-    if (size) size[i] = __dmul_rn(b[3], scale);
+    if (x || y || z) {
+      double cx, cy, cz;
+      blockCellAt(g, o, scale, cx, cy, cz);
+      if (x) x[i] = cx;
+      if (y) y[i] = cy;
+      if (z) z[i] = cz;
+    }
+    if (size) size[i] = blockCellSize(g, o, scale);
   }
 }
 
@@ -126,11 +116,20 @@ __global__ void __launch_bounds__(kThreads) chunkVolumePhiKernel(const BlockGeom
 
 }  // namespace
 
-Status launchBlockCells(const BlockGeometry& g, double* x, double* y, double* z, double* size, cudaStream_t s) {
-  if (g.n == 0) return Status::success();
-  blockCellsKernel<<<gridFor(g.n), kThreads, 0, s>>>(g, x, y, z, size);
-  AG_CUDA_LAUNCHED("blockCellsKernel");
-  return Status::success();
+BlockGeometry withShifts(BlockGeometry g) {
+  const auto log2Of = [](unsigned v, unsigned* l) {
+    if (v == 0 || (v & (v - 1)) != 0) return false;
+    unsigned k = 0;
+    while ((1u << k) < v) ++k;
+    *l = k;
+    return true;
+  };
+  unsigned lx = 0, ly = 0, lz = 0;
+  g.pow2 = log2Of(g.nxb, &lx) && log2Of(g.nyb, &ly) && log2Of(g.nzb, &lz);
+  g.lx = lx;
+  g.ly = lx + ly;
+  g.lb = lx + ly + lz;
+  return g;
 }
 
 Status launchBlockSortedKeys(const BlockGeometry& g, const std::uint32_t* order, double lo0, double lo1, double lo2,

@@ -83,24 +83,25 @@ __device__ void finishBlockBounds(Bounds b, unsigned firstBad, const CellChecks&
   }
 }
 
-__global__ void __launch_bounds__(kThreads) boundsKernel(const double* __restrict__ x, const double* __restrict__ y,
-                                                         const double* __restrict__ z, const double* __restrict__ mass,
+__global__ void __launch_bounds__(kThreads) boundsKernel(const DeviceCells cells, const double* __restrict__ mass,
                                                          const double* __restrict__ size, unsigned n,
                                                          const CellChecks checks, double* __restrict__ partials) {
   Bounds b = emptyBounds();
-  const double* p[3] = {x, y, z};
+  const bool centres = cells.hasCentres(), sized = size || cells.made();
   unsigned firstBad = 0xffffffffu;
   for (unsigned i = blockIdx.x * kThreads + threadIdx.x; i < n; i += gridDim.x * kThreads) {
     // validateCells: finite position (inside the box if any), finite mass (non-negative unless signed), finite
     // positive size
     bool bad = false;
-    if (x) {
-      const double s = size ? size[i] : 0.0;  // without sizes: the box of the centres
+    if (centres) {
+      double p[3];
+      cells.centre(i, p[0], p[1], p[2]);
+      const double s = size ? size[i] : sized ? cells.blockSize(i) : 0.0;  // without sizes: the box of the centres
       const double h = cellHalfSize(s);  // as chooseRootCube (physics/moments_k.h): lo = min(p - h), hi = max(p + h)
-      bad = size && !(isfinite(s) && s > 0.0);
-      if (size) b.minSize = stdMin(b.minSize, s);
+      bad = sized && !(isfinite(s) && s > 0.0);
+      if (sized) b.minSize = stdMin(b.minSize, s);
       for (int d = 0; d < 3; ++d) {
-        const double v = p[d][i];
+        const double v = p[d];
         bad = bad || !isfinite(v) || (checks.hasBox && (v < checks.boxLo[d] || v > checks.boxHi[d]));
         growByCell(b.lo[d], b.hi[d], v, h);
       }
@@ -176,14 +177,14 @@ __global__ void __launch_bounds__(kThreads) boundsFinalKernel(const double* __re
   }
 }
 
-__global__ void __launch_bounds__(kThreads) keysKernel(const double* __restrict__ x, const double* __restrict__ y,
-                                                       const double* __restrict__ z, unsigned n, double lo0,
-                                                       double lo1, double lo2, double inv,
-                                                       std::uint64_t* __restrict__ keys,
+__global__ void __launch_bounds__(kThreads) keysKernel(const DeviceCells cells, unsigned n, double lo0, double lo1,
+                                                       double lo2, double inv, std::uint64_t* __restrict__ keys,
                                                        std::uint32_t* __restrict__ idx) {
   for (unsigned i = blockIdx.x * kThreads + threadIdx.x; i < n; i += gridDim.x * kThreads) {
     // the same expression as sortCellsByKey (tree/keys.h is shared)
-    keys[i] = mortonKey(keyCoordinate(x[i], lo0, inv), keyCoordinate(y[i], lo1, inv), keyCoordinate(z[i], lo2, inv));
+    double x, y, z;
+    cells.centre(i, x, y, z);
+    keys[i] = mortonKey(keyCoordinate(x, lo0, inv), keyCoordinate(y, lo1, inv), keyCoordinate(z, lo2, inv));
     idx[i] = i;
   }
 }
@@ -203,20 +204,20 @@ __global__ void __launch_bounds__(kThreads) nodeKeysKernel(const uint4* __restri
 /// checkCoincidentCells (core/validate.cpp) on the device: the smallest sorted position i whose cell has an
 /// earlier one at the same centre within its run of equal keys, at most kCoincidentLookBack back (atomicMin).
 /// x, y, z: the caller's (unsorted) centres; order: sorted position -> caller's index.
-__global__ void __launch_bounds__(kThreads) coincidentKernel(const double* __restrict__ x, const double* __restrict__ y,
-                                                             const double* __restrict__ z,
+__global__ void __launch_bounds__(kThreads) coincidentKernel(const DeviceCells cells,
                                                              const std::uint64_t* __restrict__ keys,
                                                              const std::uint32_t* __restrict__ order, unsigned n,
                                                              unsigned* __restrict__ firstSorted) {
   for (unsigned i = blockIdx.x * kThreads + threadIdx.x + 1; i < n; i += gridDim.x * kThreads) {
     const std::uint64_t k = keys[i];
     if (keys[i - 1] != k) continue;  // the common case: one cell per key
-    const std::uint32_t b = order[i];
-    const double bx = x[b], by = y[b], bz = z[b];
+    double bx, by, bz;
+    cells.centre(order[i], bx, by, bz);
     unsigned back = 0;
     for (unsigned j = i; j-- > 0 && back < unsigned(kCoincidentLookBack) && keys[j] == k; ++back) {
-      const std::uint32_t a = order[j];
-      if (x[a] == bx && y[a] == by && z[a] == bz) {
+      double ax, ay, az;
+      cells.centre(order[j], ax, ay, az);
+      if (ax == bx && ay == by && az == bz) {
         atomicMin(firstSorted, i);
         break;
       }
@@ -233,10 +234,10 @@ unsigned boundsBlocks(unsigned n) {
 
 }  // namespace
 
-Status launchBounds(const double* x, const double* y, const double* z, const double* mass, const double* size,
-                    unsigned n, const CellChecks& checks, double* partials, double* result, cudaStream_t s) {
+Status launchBounds(const DeviceCells& cells, const double* mass, const double* size, unsigned n,
+                    const CellChecks& checks, double* partials, double* result, cudaStream_t s) {
   const unsigned blocks = boundsBlocks(n);
-  boundsKernel<<<blocks, kThreads, 0, s>>>(x, y, z, mass, size, n, checks, partials);
+  boundsKernel<<<blocks, kThreads, 0, s>>>(cells, mass, size, n, checks, partials);
   AG_CUDA_LAUNCHED("boundsKernel");
   boundsFinalKernel<<<1, kThreads, 0, s>>>(partials, int(blocks), result);
   AG_CUDA_LAUNCHED("boundsFinalKernel");
@@ -253,17 +254,17 @@ Status launchBlockMassBounds(const BlockGeometry& g, const BlockField& rho, doub
   return Status::success();
 }
 
-Status launchCoincident(const double* x, const double* y, const double* z, const std::uint64_t* sortedKeys,
-                       const std::uint32_t* order, unsigned n, unsigned* firstSorted, cudaStream_t s) {
+Status launchCoincident(const DeviceCells& cells, const std::uint64_t* sortedKeys, const std::uint32_t* order,
+                        unsigned n, unsigned* firstSorted, cudaStream_t s) {
   if (n < 2) return Status::success();
-  coincidentKernel<<<gridFor(n - 1), kThreads, 0, s>>>(x, y, z, sortedKeys, order, n, firstSorted);
+  coincidentKernel<<<gridFor(n - 1), kThreads, 0, s>>>(cells, sortedKeys, order, n, firstSorted);
   AG_CUDA_LAUNCHED("coincidentKernel");
   return Status::success();
 }
 
-Status launchKeys(const double* x, const double* y, const double* z, unsigned n, double lo0, double lo1, double lo2,
-                  double invCellSide, std::uint64_t* keys, std::uint32_t* idx, cudaStream_t s) {
-  keysKernel<<<gridFor(n), kThreads, 0, s>>>(x, y, z, n, lo0, lo1, lo2, invCellSide, keys, idx);
+Status launchKeys(const DeviceCells& cells, unsigned n, double lo0, double lo1, double lo2, double invCellSide,
+                  std::uint64_t* keys, std::uint32_t* idx, cudaStream_t s) {
+  keysKernel<<<gridFor(n), kThreads, 0, s>>>(cells, n, lo0, lo1, lo2, invCellSide, keys, idx);
   AG_CUDA_LAUNCHED("keysKernel");
   return Status::success();
 }

@@ -117,10 +117,11 @@ __global__ void __launch_bounds__(kThreads) letPackKernel(const PackParams p) {
     cellCount[k] = t.y;
     for (unsigned j = 0; j < t.y; ++j) {
       const unsigned from = t.x + j, to = c + j;
-      f64[L.x / 8 + to] = p.tree.cells.x[from];
-      f64[L.y / 8 + to] = p.tree.cells.y[from];
-      f64[L.z / 8 + to] = p.tree.cells.z[from];
-      f64[L.cellMass / 8 + to] = p.tree.cells.mass[from];
+      const D4 cell = p.tree.cells[from];
+      f64[L.x / 8 + to] = cell.x;
+      f64[L.y / 8 + to] = cell.y;
+      f64[L.z / 8 + to] = cell.z;
+      f64[L.cellMass / 8 + to] = cell.w;
     }
   } else if (kind == LetSelection::Opened) {
     childBegin[k] = unsigned(p.offset[t.z] >> 32);  // the children are all in the LET, contiguous as in the tree
@@ -164,15 +165,18 @@ __global__ void __launch_bounds__(kThreads) groupHalfWidthKernel(const DeviceCel
   double w[3] = {0.0, 0.0, 0.0};
   if (g < numGroups) {
     const unsigned b = groupBegin[g], e = groupBegin[g + 1];
-    const double* p[3] = {cells.x, cells.y, cells.z};
-    for (int d = 0; d < 3; ++d) {
-      double lo = p[d][b], hi = lo;
-      for (unsigned j = b + 1; j < e; ++j) {
-        lo = fmin(lo, p[d][j]);
-        hi = fmax(hi, p[d][j]);
+    double lo[3], hi[3];
+    cells.centre(b, lo[0], lo[1], lo[2]);
+    for (int d = 0; d < 3; ++d) hi[d] = lo[d];
+    for (unsigned j = b + 1; j < e; ++j) {
+      double c[3];
+      cells.centre(j, c[0], c[1], c[2]);
+      for (int d = 0; d < 3; ++d) {
+        lo[d] = fmin(lo[d], c[d]);
+        hi[d] = fmax(hi[d], c[d]);
       }
-      w[d] = 0.5 * (hi - lo);
     }
+    for (int d = 0; d < 3; ++d) w[d] = 0.5 * (hi[d] - lo[d]);
   }
   for (int d = 0; d < 3; ++d) {
     unsigned long long v = __double_as_longlong(w[d]);

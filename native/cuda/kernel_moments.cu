@@ -69,7 +69,7 @@ static_assert(kKidFields * kKidStride <= kStageArrays * kStagePadded, "the child
 __device__ __forceinline__ unsigned padded(unsigned i) { return i + (i >> 3); }
 
 /// The block's cells [base, base + count): staged in shared memory when they fit, else read from device memory.
-struct BlockCells {
+struct StagedCells {
   const MomentsParams* p;
   const double* stage;
   unsigned base;
@@ -291,16 +291,17 @@ __global__ void __launch_bounds__(kThreads, 4) momentsBottomKernel(MomentsParams
     const unsigned base = cellBegin, nc = cellCount;
     for (unsigned i = tid; i < nc; i += kThreads) {
       const unsigned j = base + i, k = padded(i);
-      stage[k] = p.cells.x[j];
-      stage[kStagePadded + k] = p.cells.y[j];
-      stage[2 * kStagePadded + k] = p.cells.z[j];
-      stage[3 * kStagePadded + k] = p.cells.mass[j];
+      const D4 c = p.cells[j];
+      stage[k] = c.x;
+      stage[kStagePadded + k] = c.y;
+      stage[2 * kStagePadded + k] = c.z;
+      stage[3 * kStagePadded + k] = c.w;
       stage[4 * kStagePadded + k] = p.size[j];
     }
   }
   __syncthreads();
   // the leaves: the children (deepest level), then the level's own
-  const BlockCells cells{&p, stage, cellBegin, staged};
+  const StagedCells cells{&p, stage, cellBegin, staged};
   const bool kid = tid < kidCount;
   NodeMoments mine;
   if (kid) {

@@ -64,7 +64,9 @@ __global__ void __launch_bounds__(kThreads) nodeEpsKernel(const uint4* __restric
       for (unsigned j = t.x; j < t.x + t.y; ++j) {
         lo = fmin(lo, eps[j]);
         hi = fmax(hi, eps[j]);
-        d2 = stdMax(d2, extentDistance2(cells.x[j], cells.y[j], cells.z[j], com));
+        double x, y, z;
+        cells.centre(j, x, y, z);
+        d2 = stdMax(d2, extentDistance2(x, y, z, com));
       }
       b = leafExtent(d2);
     } else {

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "cuda/block_index.h"
 #include "ewald/lookup_k.h"
 #include "let/let.h"
 #include "core/status.h"
@@ -35,15 +36,40 @@ __host__ __device__ inline void forestNodeRecord(unsigned cellBegin, unsigned ce
   mq[1] = make_float4(float(q[3] * ms), float(q[4] * ms), float(q[5] * ms), float(S * ms));
 }
 
-/// The sorted cells as separate arrays (gathered in place in the solve's device block, see cuda_backend.cu): x, y,
-/// z scaled, mass unscaled. cells[i] reads cell i as a D4, so the kernels index them as they did an array of D4.
+/// A block solve's cells as the blocks' geometry makes them (cuda/block_index.h blockCellAt: the bits a stored,
+/// gathered copy would have): cell i is the caller's cell order[i] (order null: i), its centre and size times
+/// scale. A block solve stores no positions (memory_plan.h), so every kernel that reads them makes them.
+struct BlockCells {
+  BlockGeometry g;  ///< g.geo null: not a block solve's cells
+  const std::uint32_t* order = nullptr;
+  double scale = 1;
+};
+
+/// The cells as the kernels read them: separate arrays (gathered in place in the solve's device block): x, y, z
+/// scaled, mass unscaled; or, in a block solve, the centres made from `blocks` and the masses stored. cells[i]
+/// reads cell i as a D4, so the kernels index them as they did an array of D4.
 struct DeviceCells {
   const double *x, *y, *z, *mass;
+  BlockCells blocks = {};
+  __device__ __forceinline__ bool made() const { return blocks.g.geo != nullptr; }
+  /// Whether the cells have centres (a bounds pass may take the masses alone).
+  __host__ __device__ bool hasCentres() const { return x != nullptr || blocks.g.geo != nullptr; }
+  __device__ __forceinline__ void centre(std::size_t i, double& cx, double& cy, double& cz) const {
+    if (made()) {
+      blockCellAt(blocks.g, blocks.order ? blocks.order[i] : unsigned(i), blocks.scale, cx, cy, cz);
+    } else {
+      cx = x[i];
+      cy = y[i];
+      cz = z[i];
+    }
+  }
+  /// A block solve's cell size (scaled as the centres); only for made() cells.
+  __device__ __forceinline__ double blockSize(std::size_t i) const {
+    return blockCellSize(blocks.g, blocks.order ? blocks.order[i] : unsigned(i), blocks.scale);
+  }
   __device__ __forceinline__ D4 operator[](std::size_t i) const {
     D4 c;
-    c.x = x[i];
-    c.y = y[i];
-    c.z = z[i];
+    centre(i, c.x, c.y, c.z);
     c.w = mass[i];
     return c;
   }
@@ -86,21 +112,23 @@ struct CellChecks {
 };
 
 /// lo/hi of (x -+ size/2) over all cells, the total mass and the smallest size: result[0..2] = lo, [3..5] = hi,
-/// [6] = mass sum, [7] = smallest size (infinite without sizes). partials: kBoundsStride * kBoundsBlocks doubles. Also flags invalid cells (see CellChecks). Either part may be skipped:
-/// x, y, z and size null (then lo/hi stay infinite) or mass null (then the sum is 0); the mass sum is taken in the
-/// same order either way. With size alone null: the bounds of the centres (sizes unchecked).
-Status launchBounds(const double* x, const double* y, const double* z, const double* mass, const double* size,
-                    unsigned n, const CellChecks& checks, double* partials, double* result, cudaStream_t s);
+/// [6] = mass sum, [7] = smallest size (infinite without sizes). partials: kBoundsStride * kBoundsBlocks doubles.
+/// Also flags invalid cells (see CellChecks). Either part may be skipped: cells without centres (then lo/hi stay
+/// infinite; cells.mass is never read) or mass null (then the sum is 0); the mass sum is taken in the same order
+/// either way. The sizes: `size`, or a block solve's made cells' own; with neither, the bounds of the centres
+/// (sizes unchecked).
+Status launchBounds(const DeviceCells& cells, const double* mass, const double* size, unsigned n,
+                    const CellChecks& checks, double* partials, double* result, cudaStream_t s);
 
 /// Coincident cells after the key sort (core/validate.h checkCoincidentCells): *firstSorted = min of its value and
 /// the first sorted position whose cell has an earlier one at the same centre in its run of equal keys (initialise
-/// it to 0xffffffff). x, y, z: the caller's centres, unsorted; order: sorted position -> caller's index.
-Status launchCoincident(const double* x, const double* y, const double* z, const std::uint64_t* sortedKeys,
-                        const std::uint32_t* order, unsigned n, unsigned* firstSorted, cudaStream_t s);
+/// it to 0xffffffff). cells: the caller's centres, unsorted; order: sorted position -> caller's index.
+Status launchCoincident(const DeviceCells& cells, const std::uint64_t* sortedKeys, const std::uint32_t* order,
+                        unsigned n, unsigned* firstSorted, cudaStream_t s);
 
 /// Morton keys of the caller's (unscaled) positions on the root cube [lo, lo + side), and idx[i] = i.
-Status launchKeys(const double* x, const double* y, const double* z, unsigned n, double lo0, double lo1, double lo2,
-                  double invCellSide, std::uint64_t* keys, std::uint32_t* idx, cudaStream_t s);
+Status launchKeys(const DeviceCells& cells, unsigned n, double lo0, double lo1, double lo2, double invCellSide,
+                  std::uint64_t* keys, std::uint32_t* idx, cudaStream_t s);
 
 /// Stable sort of (key, index) pairs over the 63 key bits, ping-ponging between the two halves of each pair of
 /// buffers (CUB's double buffer: no n-sized scratch). The input is in keys[0], idx[0]; the result ends in

@@ -17,12 +17,18 @@ namespace cuda {
 struct CellChecks;
 
 /// The blocks as the kernels read them: per block lo[3], dx[3] (6 doubles, device memory), cells per block axis.
-/// Cell p: block p / (nxb nyb nzb), then i fastest.
+/// Cell p: block p / (nxb nyb nzb), then i fastest. With pow2 the cells per axis are powers of two and
+/// cellIndex shifts by log2 of them (the walk makes every source cell's centre from it: cuda/block_index.h).
 struct BlockGeometry {
   const double* geo = nullptr;
   unsigned nxb = 0, nyb = 0, nzb = 0;
   unsigned n = 0;  ///< cells
+  bool pow2 = false;
+  unsigned lx = 0, ly = 0, lb = 0;  ///< with pow2: log2 of nxb, nxb nyb, nxb nyb nzb
 };
+
+/// g with pow2 and the shifts set from its cells per axis.
+BlockGeometry withShifts(BlockGeometry g);
 
 /// A per-cell field over the blocks in device memory (core/blocks.h's layout): element of cell (i, j, k) of the
 /// block at slot s = slots ? slots[b] : b is s * blockStride + varStride * (((k + gz) ny + (j + gy)) nx + i + gx).
@@ -35,9 +41,6 @@ struct BlockField {
   int gx = 0, gy = 0, gz = 0;
   const std::int32_t* slots = nullptr;
 };
-
-/// x, y, z (unscaled) and size of every cell in block order (any pointer may be null: not written).
-Status launchBlockCells(const BlockGeometry& g, double* x, double* y, double* z, double* size, cudaStream_t s);
 
 /// mass[p] = blockCellMass(rho(p), dx, dy, dz) of every cell (rho may be packed in `mass` itself, float64: each
 /// element is read before it is written), checked and summed as launchBounds checks and sums a mass array, in the

@@ -12,19 +12,30 @@
 namespace amrgrav {
 namespace cuda {
 
-BlockLayout layoutFor(unsigned n, std::size_t tailBytes) {
+BlockLayout layoutFor(unsigned n, std::size_t tailBytes, bool compact) {
   BlockLayout L;
+  L.compact = compact;
   std::size_t off = 0;
   for (int h = 0; h < 2; ++h) {
     L.idx[h] = off;
     off = alignUp(off + std::size_t(n) * sizeof(std::uint32_t));
   }
-  for (int k = 0; k < 6; ++k) {
+  static const int all[6] = {0, 1, 2, 3, 4, 5}, compactSlots[3] = {3, 2, 4};
+  const int* slots = compact ? compactSlots : all;
+  for (int j = 0; j < (compact ? 3 : 6); ++j) {
+    const int k = slots[j];
     L.slot[k] = off;
     off = alignUp(off + std::size_t(n) * sizeof(double));
   }
+  if (compact) {
+    L.slot[0] = L.slot[1] = kNoSlot;
+    L.slot[5] = L.slot[2];
+    L.tail = L.slot[4];
+  } else {
+    L.tail = L.slot[5];
+  }
   L.extra = off;
-  L.total = L.slot[5] + std::max(off - L.slot[5], alignUp(tailBytes));
+  L.total = L.tail + std::max(off - L.tail, alignUp(tailBytes));
   return L;
 }
 
@@ -50,7 +61,9 @@ void releaseAll(DeviceState& ds) {
   if (!ds.ready) return;
   (void)cudaSetDevice(ds.device);
   (void)cudaStreamSynchronize(ds.stream);
-  for (auto* b : {&ds.block, &ds.accSum[0], &ds.accSum[1], &ds.accSum[2], &ds.bounds}) b->release();
+  for (auto* b : {&ds.block, &ds.accSum[0], &ds.accSum[1], &ds.accSum[2], &ds.finishedAside[0], &ds.finishedAside[1],
+                  &ds.bounds})
+    b->release();
   ds.cubTemp.release(); ds.topo.release(); ds.levelCount.release(); ds.levelOffset.release(); ds.nodeKeys.release();
   ds.groupHmin.release(); ds.groupMask.release(); ds.groupBegin.release(); ds.groupTiles.release();
   std::vector<uint4>().swap(ds.hostTopo);
@@ -101,6 +114,7 @@ std::size_t deviceBytes(DeviceState& ds) {
   std::size_t b = 0;
   b += ds.block.bytes();
   for (int k = 0; k < 3; ++k) b += ds.accSum[k].bytes();
+  for (int k = 0; k < 2; ++k) b += ds.finishedAside[k].bytes();
   b += ds.bounds.bytes() + ds.nodeKeys.bytes() + ds.groupHmin.bytes() + ds.groupBegin.bytes() + ds.groupTiles.bytes() +
        ds.groupMask.bytes();
   b += ds.cubTemp.bytes() + ds.topo.bytes() + ds.levelCount.bytes() + ds.levelOffset.bytes();

@@ -71,15 +71,35 @@ Status carveOrReserve(Carve& room, DeviceBuffer<T>& own, std::size_t count, cons
 /// z stay for a kept tree.
 ///
 /// The sums of the accelerations are buffers of their own. With the extra bytes sized for 1/7 node per cell (a
-/// uniform grid's octree) and this device's walk queues, a potential solve needs about 60 bytes per cell.
+/// uniform grid's octree) and this device's walk queues, a potential solve of cells needs about 61-65 bytes per
+/// cell.
+///
+/// A block solve stores no positions: every kernel makes a cell's centre from the sorted order and the blocks'
+/// geometry where it reads it (cuda/kernels.h BlockCells). Its layout (compact) has no slots 0 and 1, slot 5 is
+/// slot 2, and the tail starts at slot 4:
+///
+///   phase                     slot 3               slot 2 (= 5)          slot 4, then the tail
+///   keys, sort                densities (a)        keys (sort's other)   keys
+///   build                     densities (a)        masses (b)            sorted keys; level scratch, group starts
+///   gather                    masses, sorted       sizes, sorted         (as above)
+///   moments, walk             masses               self terms -> phi     MAC records, multipoles, queues
+///   finish (not in chunks)    (masses)             (phi)                 pot; the accelerations' own buffers
+///
+/// (a) the host entry's packed densities on a new mesh (on the copy stream); (b) made from them (or from the
+/// caller's device array, or packed into slot 2 itself), before the gather moves them into slot 3. About 8 + 8 +
+/// 8 + 9.6 bytes per cell and the queues (or the moments above the deepest level): 37-40 bytes per cell.
 struct BlockLayout {
   std::size_t idx[2] = {0, 0};
-  std::size_t slot[6] = {0, 0, 0, 0, 0, 0};
+  std::size_t slot[6] = {0, 0, 0, 0, 0, 0};  ///< compact: slots 0 and 1 absent (kNoSlot)
+  std::size_t tail = 0;                      ///< where the tail starts: slot 5, or compact: slot 4
   std::size_t extra = 0, total = 0;
+  bool compact = false;
 };
 
-/// The layout for n cells with a tail (slot 5 onwards) of at least tailBytes.
-BlockLayout layoutFor(unsigned n, std::size_t tailBytes);
+constexpr std::size_t kNoSlot = ~std::size_t(0);
+
+/// The layout for n cells with a tail of at least tailBytes; compact: a block solve's (no positions stored).
+BlockLayout layoutFor(unsigned n, std::size_t tailBytes, bool compact);
 
 /// Bytes the block's tail (slot 5 onwards) should have for a tree solve: the MAC records and multipoles of about
 /// n/7 nodes (a uniform grid's octree over 8-cell leaves; the margin covers the blocks' tree of an AMR mesh), then

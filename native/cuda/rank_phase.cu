@@ -181,7 +181,7 @@ Status rankSummary(DeviceState& ds, RankSummary& out) {
     // the box of the sorted, scaled centres (min/max: exact in any order) and the centre of mass (the root's)
     cudaStream_t s = ds.stream;
     const CellChecks none;
-    AG_TRY(launchBounds(ds.sortedCells.x, ds.sortedCells.y, ds.sortedCells.z, nullptr, nullptr, ds.n, none,
+    AG_TRY(launchBounds(ds.sortedCells, nullptr, nullptr, ds.n, none,
                         ds.bounds.get(), ds.bounds.get() + kBoundsStride * kBoundsBlocks, s));
     double* hb = static_cast<double*>(ds.small.get());
     AG_CUDA_TRY(cudaMemcpyAsync(hb, ds.bounds.get() + kBoundsStride * kBoundsBlocks, 6 * sizeof(double),

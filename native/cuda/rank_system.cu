@@ -103,7 +103,7 @@ Status rankSystemSummary(DeviceState& ds, RankSystem& r, RankSummary& out) {
       DeviceState& pds = *r.own.state;
       cudaStream_t s = pds.stream;
       const CellChecks none;
-      AG_TRY(launchBounds(r.own.cells.x, r.own.cells.y, r.own.cells.z, nullptr, nullptr, unsigned(r.own.n), none,
+      AG_TRY(launchBounds(r.own.cells, nullptr, nullptr, unsigned(r.own.n), none,
                           pds.bounds.get(), pds.bounds.get() + kBoundsStride * kBoundsBlocks, s));
       double* hb = static_cast<double*>(pds.small.get());
       AG_CUDA_TRY(cudaMemcpyAsync(hb, pds.bounds.get() + kBoundsStride * kBoundsBlocks, 6 * sizeof(double),

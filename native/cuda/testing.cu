@@ -30,6 +30,8 @@ Status exportTree(DeviceState& ds, HostTree& out, double extentLo[3], double ext
     topo.resize(nodes);
     mac.resize(nodes);
     mq.resize(2 * nodes);
+    if (!ds.sortedCells.x)  // a block solve's cells store no positions: its tree is not exported
+      return Status::error(ErrorCode::Internal, "CUDA backend: the tree export needs a cell solve's stored positions");
     out.x.resize(n);
     out.y.resize(n);
     out.z.resize(n);

@@ -68,17 +68,19 @@ Status uploadAndBound(DeviceState& ds, const CellsView& cells, const SolveOption
   // ---- the solve's device block: BlockLayout says which phase owns which piece
   std::size_t tailBytes = std::size_t(n) * sizeof(double);  // the direct path's tail: phi
   if (!direct) AG_TRY(tailForTree(ds, n, opt, &tailBytes));
-  ds.layout = layoutFor(n, tailBytes);
+  ds.layout = layoutFor(n, tailBytes, ds.blk.view != nullptr);  // a block solve stores no positions
   const BlockLayout& L = ds.layout;
   AG_TRY(ds.block.reserve((L.total + sizeof(double) - 1) / sizeof(double), "the solve's device block"));
   char* const base = reinterpret_cast<char*>(ds.block.get());
   double* const* slot = ds.slot;
-  for (int k = 0; k < 6; ++k) ds.slot[k] = reinterpret_cast<double*>(base + L.slot[k]);
+  for (int k = 0; k < 6; ++k)
+    ds.slot[k] = L.slot[k] == kNoSlot ? nullptr : reinterpret_cast<double*>(base + L.slot[k]);
 
   // ---- upload x, y, z, size into slots 0-3 (the mass follows the sort: with all five arrays here the sort's
-  //      halves would not fit in the block)
-  if (ds.blk.view) {  // a block solve: the cells are made on the device from the blocks' geometry
-    AG_TRY(blockCellsIntoSlots(ds));
+  //      halves would not fit in the block); a block solve's cells are made from the blocks' geometry where read
+  DeviceCells unsorted{slot[0], slot[1], slot[2], nullptr};
+  if (ds.blk.view) {
+    unsorted = blockCells(ds, nullptr, 1.0, nullptr);
   } else {
     const double* host[4] = {cells.x, cells.y, cells.z, cells.size};
     Transfer t[4];
@@ -96,7 +98,7 @@ Status uploadAndBound(DeviceState& ds, const CellsView& cells, const SolveOption
   const CellChecks checks = cellChecks(ds, opt);
   AG_CUDA_TRY(cudaMemsetAsync(checks.firstBad, 0xff, sizeof(unsigned), s));
   // point sources: the bounds of the centres, no size check (chooseRootCube with sizes 0)
-  AG_TRY(launchBounds(slot[0], slot[1], slot[2], nullptr, ds.pointSources ? nullptr : slot[3], n, checks,
+  AG_TRY(launchBounds(unsorted, nullptr, ds.pointSources || ds.blk.view ? nullptr : slot[3], n, checks,
                       ds.bounds.get(), ds.bounds.get() + kBoundsStride * kBoundsBlocks, s));
   double* hb = static_cast<double*>(ds.small.get());
   unsigned* hbad = reinterpret_cast<unsigned*>(hb + 8);
@@ -122,7 +124,7 @@ Status queueMassCheck(DeviceState& ds, const CellChecks& checks, const double* m
                       unsigned** firstBad) {
   cudaStream_t s = ds.stream;
   AG_CUDA_TRY(cudaMemsetAsync(checks.firstBad, 0xff, sizeof(unsigned), s));
-  AG_TRY(launchBounds(nullptr, nullptr, nullptr, mass, nullptr, n, checks, ds.bounds.get(),
+  AG_TRY(launchBounds(DeviceCells{nullptr, nullptr, nullptr, nullptr}, mass, nullptr, n, checks, ds.bounds.get(),
                       ds.bounds.get() + kBoundsStride * kBoundsBlocks, s));
   return queueMassReadback(ds, checks, total, firstBad);
 }
@@ -156,8 +158,9 @@ Status sortAndBuild(DeviceState& ds, const CellsView& cells, const SolveOptions&
   std::uint64_t* keyHalf[2] = {reinterpret_cast<std::uint64_t*>(slot[4]), reinterpret_cast<std::uint64_t*>(slot[5])};
   std::uint32_t* idxHalf[2] = {reinterpret_cast<std::uint32_t*>(base + L.idx[0]),
                                reinterpret_cast<std::uint32_t*>(base + L.idx[1])};
-  AG_TRY(launchKeys(slot[0], slot[1], slot[2], n, root.lo[0], root.lo[1], root.lo[2], inv, keyHalf[0], idxHalf[0],
-                    s));
+  const DeviceCells unsorted = ds.blk.view ? blockCells(ds, nullptr, 1.0, nullptr)
+                                           : DeviceCells{slot[0], slot[1], slot[2], nullptr};
+  AG_TRY(launchKeys(unsorted, n, root.lo[0], root.lo[1], root.lo[2], inv, keyHalf[0], idxHalf[0], s));
   double* massAt = slot[5];
   if (massAside) {
     AG_TRY(ds.massAside.reserve(n, "the cells' masses"));
@@ -182,7 +185,7 @@ Status sortAndBuild(DeviceState& ds, const CellsView& cells, const SolveOptions&
   unsigned* hcoincident = reinterpret_cast<unsigned*>(hb + 18);
   AG_CUDA_TRY(cudaMemsetAsync(coincident, 0xff, sizeof(unsigned), s));
   if (!ds.pointSources)  // coincident particles are allowed (their softened pair is finite)
-    AG_TRY(launchCoincident(slot[0], slot[1], slot[2], ds.sortedKeys, ds.order, n, coincident, s));
+    AG_TRY(launchCoincident(unsorted, ds.sortedKeys, ds.order, n, coincident, s));
   AG_CUDA_TRY(cudaMemcpyAsync(hcoincident, coincident, sizeof(unsigned), cudaMemcpyDeviceToHost, s));
   AG_CUDA_TRY(cudaEventRecord(ds.events[2], s));
 
@@ -207,7 +210,7 @@ Status sortAndBuild(DeviceState& ds, const CellsView& cells, const SolveOptions&
   }
 
   // ---- octree topology and the nodes' first keys (in the spare index half), then the keys are dead
-  ds.tail = Carve(base + L.slot[5], ds.block.bytes() - L.slot[5]);
+  ds.tail = Carve(base + L.tail, ds.block.bytes() - L.tail);
   ds.extra = Carve(base + L.extra, ds.block.bytes() - L.extra);
   ds.nodes = 0;
   ds.depth = 0;
@@ -233,24 +236,21 @@ Status sortAndBuild(DeviceState& ds, const CellsView& cells, const SolveOptions&
   if (!direct) AG_TRY(writeGroups(ds));  // queued before the moments take the extra bytes (the starts' masks)
 
   // ---- gather in place, rotating through slot 4 (the keys' slot): each array lands in the slot the previous one
-  //      left; the mass's unsorted copy in slot 5 is read last, so slot 5 ends free. A block solve makes the
-  //      sorted positions and sizes from the blocks' geometry (the gather's values; slot 3 held the densities)
-  //      and gathers the masses, in one pass.
+  //      left; the mass's unsorted copy in slot 5 is read last, so slot 5 ends free. A block solve gathers the
+  //      masses into slot 3 (which held the densities) and makes the sorted sizes from the blocks' geometry into
+  //      slot 2 (which held the masses: memory_plan.h's compact layout); its positions are made where read.
+  ds.scale = scale;
   if (ds.blk.view) {
-    AG_TRY(blockSortedCellsInto(ds, scale, massAt));
+    AG_TRY(blockSortedCellsInto(ds, massAt));
   } else {
     const double* from[5] = {slot[0], slot[1], slot[2], slot[3], massAt};
     double* to[5] = {slot[4], slot[0], slot[1], slot[2], slot[3]};
     const double by[5] = {scale, scale, scale, scale, 1.0};  // masses unscaled (times 1: exact)
     for (int k = 0; k < 5; ++k) AG_TRY(launchGather(from[k], ds.order, n, by[k], to[k], s));
+    ds.sortedCells = DeviceCells{slot[4], slot[0], slot[1], slot[3]};
+    ds.sortedSize = slot[2];
   }
-  ds.sortedCells.x = slot[4];
-  ds.sortedCells.y = slot[0];
-  ds.sortedCells.z = slot[1];
-  ds.sortedCells.mass = slot[3];
-  ds.sortedSize = slot[2];
   ds.hostSize = cells.size;
-  ds.scale = scale;
   for (int d = 0; d < 3; ++d) root.lo[d] *= scale;
   root.side *= scale;
   ds.root = root;

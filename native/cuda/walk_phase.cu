@@ -301,11 +301,18 @@ Status finishAndDownload(DeviceState& ds, const SolveOptions& opt, const ResultT
 Status finishOnDevice(DeviceState& ds, const SolveOptions& opt, double* res[4]) {
   cudaStream_t s = ds.stream;
   const unsigned n = ds.n;
+  const int nout = opt.accelerations ? 4 : 1;
   res[0] = ds.slot[4];
   res[1] = ds.slot[0];
   res[2] = ds.slot[1];
   res[3] = ds.slot[3];
-  const int nout = opt.accelerations ? 4 : 1;
+  if (ds.layout.compact) {  // a block solve's: the potential at the tail's start, ax over the masses, ay, az aside
+    res[1] = ds.slot[3];
+    for (int k = 0; k < 2 && nout > 1; ++k) {
+      AG_TRY(ds.finishedAside[k].reserve(n, "the finished accelerations"));
+      res[2 + k] = ds.finishedAside[k].get();
+    }
+  }
   if (ds.copt.poisonDevice)
     for (int k = 0; k < nout; ++k) AG_TRY(launchPoison(res[k], n, s));
   FinishParams fp;

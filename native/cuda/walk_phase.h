@@ -90,7 +90,8 @@ Status restoreSizes(DeviceState& ds, unsigned n);
 Status finishAndDownload(DeviceState& ds, const SolveOptions& opt, const ResultTargets& dest);
 
 /// finishAndDownload's device part: the results in the caller's order in res[0..3] (pot, ax, ay, az: slots 4, 0, 1,
-/// 3), queued on the backend's stream (events[5] after them).
+/// 3; a block solve's compact layout: slots 4, 3 and two buffers aside), queued on the backend's stream (events[5]
+/// after them).
 Status finishOnDevice(DeviceState& ds, const SolveOptions& opt, double* res[4]);
 
 /// The seconds between two of the state's events (0 when they cannot be read).
