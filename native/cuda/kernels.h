@@ -56,7 +56,7 @@ struct DeviceCells {
   __host__ __device__ bool hasCentres() const { return x != nullptr || blocks.g.geo != nullptr; }
   __device__ __forceinline__ void centre(std::size_t i, double& cx, double& cy, double& cz) const {
     if (made()) {
-      blockCellAt(blocks.g, blocks.order ? blocks.order[i] : unsigned(i), blocks.scale, cx, cy, cz);
+      blockCellAt(blocks.g, blocks.order ? __ldg(blocks.order + i) : unsigned(i), blocks.scale, cx, cy, cz);
     } else {
       cx = x[i];
       cy = y[i];
