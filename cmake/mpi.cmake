@@ -14,7 +14,8 @@ if(AMRGRAV_MPI)
   endif()
 endif()
 
-set(_amrgrav_mpi_sources native/mpi/mpi_world.cpp native/mpi/agreement.cpp native/mpi/distributed_solve.cpp)
+set(_amrgrav_mpi_sources native/mpi/mpi_world.cpp native/mpi/agreement.cpp native/mpi/distributed_solve.cpp
+  native/mpi/distributed_fmm.cpp)
 if(AMRGRAV_HAVE_MPI)
   list(APPEND _amrgrav_mpi_sources native/mpi/let_exchange.cpp native/mpi/particle_census.cpp)
 endif()

@@ -229,11 +229,6 @@ export class GravitySolver {
     this.periodic = periodicAxes(this.options.boundary);
     this.native = loadNative();
     this.distributed = this.options.distributed !== false && mpiWorld().size > 1;
-    if (this.distributed && this.options.method === 'fmm') {
-      throw new InvalidOptionError(
-        "option 'method': 'fmm' is not distributed yet (issue #20): under mpirun with several ranks use method 'tree', or distributed: false",
-      );
-    }
     // The backend policy is native (native/api/session.h): 'cuda' without a usable GPU fails here (not when
     // distributed: a rank without a GPU fails inside the collective solve, with every rank); 'auto' says once why
     // the CPU runs when CUDA was built but cannot be used. Each solve passes the choice through and reports what ran.

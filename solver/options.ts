@@ -9,7 +9,7 @@ export type BackendChoice = 'auto' | 'cpu' | 'cuda';
 /**
  * How the far field is computed: 'tree' (the Barnes-Hut group walk, options theta, order, mac, walk; every backend,
  * box and MPI run) or 'fmm' (the fast multipole method, options fmmOrder, fmmTheta, fmmTolerance; so far the CPU
- * backend, isolated and fully periodic boxes, and one process).
+ * backend, isolated and fully periodic boxes, one process or CPU ranks under MPI).
  */
 export type MethodChoice = 'tree' | 'fmm';
 

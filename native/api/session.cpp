@@ -8,6 +8,8 @@
 #include <string>
 
 #include "cpu/cpu_rank_engine.h"
+#include "cpu/fmm_ranks.h"
+#include "mpi/distributed_fmm.h"
 #include "mpi/distributed_solve.h"
 #include "mpi/mpi_world.h"
 #if defined(AMRGRAV_HAVE_CUDA)
@@ -120,16 +122,16 @@ Status chooseBackend(BackendRequest requested, bool distributed, const char* cud
 
 Status fitMethod(const SolveOptions& opt, const char* cudaSpelling, BackendChoice& choice) {
   if (opt.method != SolveMethod::Fmm) return Status::success();
-  if (choice.distributed)
-    return Status::error(ErrorCode::InvalidOption, "method 'fmm' is not distributed yet (issue #20): a solve over "
-                                                   "several MPI ranks needs method 'tree'");
   if (choice.backend != BackendKind::Cuda) return Status::success();
   if (choice.requested == BackendRequest::Cuda)
     return Status::error(ErrorCode::InvalidOption, std::string("method 'fmm' runs on the CPU backend only so far "
                                                                "(issue #20): backend ") + cudaSpelling +
                                                        " needs method 'tree'");
   choice.backend = BackendKind::Cpu;
-  choice.reason = "auto: method 'fmm' runs on the CPU backend only so far (" + choice.reason.substr(6) + ")";
+  choice.reason = choice.distributed ? "distributed: the FMM's LET solve on the CPU (method 'fmm' runs on the CPU "
+                                       "backend only so far)"
+                                     : "auto: method 'fmm' runs on the CPU backend only so far (" +
+                                           choice.reason.substr(6) + ")";
   choice.notice.clear();
   return Status::success();
 }
@@ -335,6 +337,13 @@ Status solveAlone(BackendKind kind, Solve&& solve) {
 }  // namespace
 
 Status solveDistributed(BackendKind kind, const CellsView& cells, const SolveOptions& opt, SolveResult& out) {
+  // method 'fmm': CPU ranks (fitMethod moved 'auto' off the GPU), the FMM's own LETs (cpu/fmm_ranks.h)
+  if (mpiWorld().size > 1 && opt.method == SolveMethod::Fmm) {
+    if (kind != BackendKind::Cpu)
+      return ::amrgrav::failDistributedSolve(Status::error(ErrorCode::InvalidOption, "method 'fmm' runs on the CPU backend "
+                                                                          "only so far (issue #20)"));
+    return solveDistributedFmm(solveFmmRanks, cells, opt, out);
+  }
   if (mpiWorld().size > 1) return ::amrgrav::solveDistributed(rankEnginesOn(kind), cells, opt, out);
   return solveAlone(kind, [&](Backend& b) { return b.solve(cells, opt, out); });
 }

@@ -47,13 +47,18 @@ template <int P, bool Dip, class T> AG_FMM_INLINE void m2lOneFor(const T* D, con
   }
 }
 
+/// M2L into the L of targets [b, e) of `tgt` from the sources of the CSR list (start, source, shift), the sources'
+/// multipoles (stride mStride) and centres in `srcM` and `srcC` (the tree's own, or a received LET's: fmm_let.h).
 template <int P, bool Dip>
-AG_FMM_INLINE void m2lTargets(const FmmLists& l, FmmTree& t, std::size_t b, std::size_t e) {
+AG_FMM_INLINE void m2lTargets(const std::uint32_t* start, const std::uint32_t* source, const std::uint8_t* shift,
+                              const FmmLists& geo, const double* srcM, const double* srcC, FmmTree& t, std::size_t b,
+                              std::size_t e) {
   constexpr int NT = termCount(P), NB = (NT + 7) / 8;  // M's stride is NB * 8 (fmm_tree.h)
-  const double* M = t.M.data();
+  const double* M = srcM;
   const double* c = t.centre.data();
+  const double* sc = srcC;
   for (std::size_t A = b; A < e; ++A) {
-    const std::uint32_t s0 = l.m2lStart[A], s1 = l.m2lStart[A + 1];
+    const std::uint32_t s0 = start[A], s1 = start[A + 1];
     if (s0 == s1) continue;
     Vd La[NT];
     for (int k = 0; k < NT; ++k) La[k] = Vd{};
@@ -62,12 +67,12 @@ AG_FMM_INLINE void m2lTargets(const FmmLists& l, FmmTree& t, std::size_t b, std:
       const double* src[kLanes];
       for (int lane = 0; lane < kLanes; ++lane) {
         if (q + lane < s1) {
-          const std::uint32_t B = l.m2lSource[q + lane];
+          const std::uint32_t B = source[q + lane];
           double v[3];
-          l.shiftVector(l.m2lShift[q + lane], v);  // zeros without a shift: c + 0, the same bits
-          rx[lane] = c[3 * A] - (c[3 * B] + v[0]);
-          ry[lane] = c[3 * A + 1] - (c[3 * B + 1] + v[1]);
-          rz[lane] = c[3 * A + 2] - (c[3 * B + 2] + v[2]);
+          geo.shiftVector(shift[q + lane], v);  // zeros without a shift: c + 0, the same bits
+          rx[lane] = c[3 * A] - (sc[3 * B] + v[0]);
+          ry[lane] = c[3 * A + 1] - (sc[3 * B + 1] + v[1]);
+          rz[lane] = c[3 * A + 2] - (sc[3 * B + 2] + v[2]);
           src[lane] = &M[std::size_t(B) * NB * 8];
         } else {  // an empty lane: a massless source at unit distance
           rx[lane] = 1;
@@ -94,12 +99,16 @@ AG_FMM_INLINE void m2lTargets(const FmmLists& l, FmmTree& t, std::size_t b, std:
   }
 }
 
-#define AG_M2L(P)                                                                                     \
-  AG_FMM_CLONES void m2lTargets##P(const FmmLists& l, FmmTree& t, std::size_t b, std::size_t e) {     \
-    m2lTargets<P, false>(l, t, b, e);                                                                 \
-  }                                                                                                   \
-  AG_FMM_CLONES void m2lTargetsDip##P(const FmmLists& l, FmmTree& t, std::size_t b, std::size_t e) {  \
-    m2lTargets<P, true>(l, t, b, e);                                                                  \
+#define AG_M2L(P)                                                                                          \
+  AG_FMM_CLONES void m2lTargets##P(const std::uint32_t* st, const std::uint32_t* so, const std::uint8_t* sh,     \
+                                   const FmmLists& g, const double* M, const double* C, FmmTree& t,             \
+                                   std::size_t b, std::size_t e) {                                              \
+    m2lTargets<P, false>(st, so, sh, g, M, C, t, b, e);                                                        \
+  }                                                                                                        \
+  AG_FMM_CLONES void m2lTargetsDip##P(const std::uint32_t* st, const std::uint32_t* so, const std::uint8_t* sh,  \
+                                      const FmmLists& g, const double* M, const double* C, FmmTree& t,          \
+                                      std::size_t b, std::size_t e) {                                           \
+    m2lTargets<P, true>(st, so, sh, g, M, C, t, b, e);                                                         \
   }
 AG_M2L(3)
 AG_M2L(4)
@@ -129,6 +138,20 @@ struct Lanes {
         y[v][lane] = in ? c.y[j] + shift[1] : 1e30;
         z[v][lane] = in ? c.z[j] + shift[2] : 1e30;
         m[v][lane] = in ? c.mass[j] : 0.0;
+      }
+  }
+  /// The same from plain arrays (a received LET's cells).
+  AG_FMM_INLINE void load(const double* px, const double* py, const double* pz, const double* pm, std::uint32_t b,
+                          std::uint32_t e, const double* shift) {
+    vecs = int((e - b + kLanes - 1) / kLanes);
+    for (int v = 0; v < vecs; ++v)
+      for (int lane = 0; lane < kLanes; ++lane) {
+        const std::uint32_t j = b + std::uint32_t(v * kLanes + lane);
+        const bool in = j < e;
+        x[v][lane] = in ? px[j] + shift[0] : 1e30;
+        y[v][lane] = in ? py[j] + shift[1] : 1e30;
+        z[v][lane] = in ? pz[j] + shift[2] : 1e30;
+        m[v][lane] = in ? pm[j] : 0.0;
       }
   }
 };
@@ -254,18 +277,81 @@ AG_FMM_CLONES void p2pPairForce(const SortedCells& c, std::uint32_t a0, std::uin
   p2pPairT<true>(c, a0, a1, b0, b1, shift, p, gx, gy, gz);
 }
 
+/// One-sided: cells [ab, ae) of the target from the block `s` (a received LET's cells), overwritten into p..gz.
+AG_FMM_CLONES void p2pOneSidedPot(const SortedCells& c, std::uint32_t ab, std::uint32_t ae, const Lanes& s, double* p,
+                                  double* gx, double* gy, double* gz) {
+  p2pBlock<false, false, false>(c, ab, ae, s, 0, 0, p, gx, gy, gz, nullptr, nullptr, nullptr, nullptr);
+}
+AG_FMM_CLONES void p2pOneSidedForce(const SortedCells& c, std::uint32_t ab, std::uint32_t ae, const Lanes& s, double* p,
+                                    double* gx, double* gy, double* gz) {
+  p2pBlock<true, false, false>(c, ab, ae, s, 0, 0, p, gx, gy, gz, nullptr, nullptr, nullptr, nullptr);
+}
+
 /// Cells in one chunk's buffers: the chunks are cut by this count alone (never by the thread count), so the order in
 /// which a cell's pair sums are added is the list's.
 constexpr std::uint32_t kChunkCells = 1u << 17;
 
 }  // namespace
 
+namespace {
+using M2lFn = void (*)(const std::uint32_t*, const std::uint32_t*, const std::uint8_t*, const FmmLists&, const double*,
+                       const double*, FmmTree&, std::size_t, std::size_t);
+M2lFn m2lFor(const FmmTree& tree) {
+  static constexpr M2lFn fns[5] = {m2lTargets3, m2lTargets4, m2lTargets5, m2lTargets6, m2lTargets7};
+  static constexpr M2lFn dip[5] = {m2lTargetsDip3, m2lTargetsDip4, m2lTargetsDip5, m2lTargetsDip6, m2lTargetsDip7};
+  return (tree.dipoles ? dip : fns)[tree.order - 3];
+}
+}  // namespace
+
 void evaluateM2L(const FmmLists& lists, int threads, FmmTree& tree) {
-  using Fn = void (*)(const FmmLists&, FmmTree&, std::size_t, std::size_t);
-  static constexpr Fn fns[5] = {m2lTargets3, m2lTargets4, m2lTargets5, m2lTargets6, m2lTargets7};
-  static constexpr Fn dip[5] = {m2lTargetsDip3, m2lTargetsDip4, m2lTargetsDip5, m2lTargetsDip6, m2lTargetsDip7};
-  const Fn fn = (tree.dipoles ? dip : fns)[tree.order - 3];
-  parallelFor(tree.nodeCount(), 16, threads, [&](std::size_t b, std::size_t e, int) { fn(lists, tree, b, e); });
+  const M2lFn fn = m2lFor(tree);
+  parallelFor(tree.nodeCount(), 16, threads, [&](std::size_t b, std::size_t e, int) {
+    fn(lists.m2lStart.data(), lists.m2lSource.data(), lists.m2lShift.data(), lists, tree.M.data(), tree.centre.data(),
+       tree, b, e);
+  });
+}
+
+void evaluateM2LFrom(const ExternalSources& src, int threads, FmmTree& tree) {
+  if (src.m2lSource.empty()) return;
+  const M2lFn fn = m2lFor(tree);
+  parallelFor(tree.nodeCount(), 16, threads, [&](std::size_t b, std::size_t e, int) {
+    fn(src.m2lStart.data(), src.m2lSource.data(), src.m2lShift.data(), src.geo, src.M, src.centre, tree, b, e);
+  });
+}
+
+void evaluateP2PFrom(const ExternalSources& src, const FmmTree& tree, const SortedCells& c, int threads,
+                     FmmOutput out) {
+  const Octree& o = tree.topo;
+  if (src.p2pSource.empty()) return;
+  const bool accel = out.gx != nullptr;
+  parallelFor(o.nodeCount(), 8, threads, [&](std::size_t b, std::size_t e, int) {
+    double p[kBlock], gx[kBlock], gy[kBlock], gz[kBlock];
+    Lanes s;
+    for (std::size_t A = b; A < e; ++A) {
+      const std::uint32_t q0 = src.p2pStart[A], q1 = src.p2pStart[A + 1];
+      if (q0 == q1) continue;
+      const std::uint32_t a0 = o.cellBegin[A], a1 = a0 + o.cellCount[A];
+      for (std::uint32_t q = q0; q < q1; ++q) {
+        const std::uint32_t B = src.p2pSource[q];
+        double v[3];
+        src.geo.shiftVector(src.p2pShift[q], v);
+        const std::uint32_t b0 = src.cellBegin[B], b1 = b0 + src.cellCount[B];
+        for (std::uint32_t sb = b0; sb < b1; sb += kBlock) {
+          const std::uint32_t se = std::min(b1, sb + kBlock);
+          s.load(src.x, src.y, src.z, src.mass, sb, se, v);
+          for (std::uint32_t ab = a0; ab < a1; ab += kBlock) {
+            const std::uint32_t ae = std::min(a1, ab + kBlock);
+            if (accel) p2pOneSidedForce(c, ab, ae, s, p, gx, gy, gz);
+            else p2pOneSidedPot(c, ab, ae, s, p, gx, gy, gz);
+            for (std::uint32_t i = ab; i < ae; ++i) {
+              out.phi[i] += p[i - ab];
+              if (accel) { out.gx[i] += gx[i - ab]; out.gy[i] += gy[i - ab]; out.gz[i] += gz[i - ab]; }
+            }
+          }
+        }
+      }
+    }
+  });
 }
 
 void evaluateP2P(const FmmLists& lists, const FmmTree& tree, const SortedCells& c, int threads, FmmOutput out) {

@@ -18,6 +18,26 @@ struct FmmOutput {
 /// L[A] += the M2L of every source in A's list, sources in lanes (one target per task).
 void evaluateM2L(const FmmLists& lists, int threads, FmmTree& tree);
 
+/// Sources outside the tree (a received LET, fmm/fmm_let.h) and this tree's lists of them, CSR by target node:
+/// M2L sources (LET nodes, multipoles of the tree's mStride and centres in M and centre) and P2P sources (LET
+/// leaves, their cells [cellBegin, + cellCount) of x, y, z, mass), each with an image shift (geo's periods).
+struct ExternalSources {
+  std::vector<std::uint32_t> m2lStart, m2lSource, p2pStart, p2pSource;
+  std::vector<std::uint8_t> m2lShift, p2pShift;
+  FmmLists geo;  ///< only its periods (shiftVector)
+  const double *M = nullptr, *centre = nullptr;
+  const std::uint32_t *cellBegin = nullptr, *cellCount = nullptr;
+  const double *x = nullptr, *y = nullptr, *z = nullptr, *mass = nullptr;
+};
+
+/// L[A] += the M2L of A's external sources (one-sided), as evaluateM2L.
+void evaluateM2LFrom(const ExternalSources& src, int threads, FmmTree& tree);
+
+/// out += the near field of each leaf's external source leaves (one-sided; accumulated, after evaluateP2P), leaf
+/// by leaf in list order.
+void evaluateP2PFrom(const ExternalSources& src, const FmmTree& tree, const SortedCells& cells, int threads,
+                     FmmOutput out);
+
 /// Overwrites `out` with the near field: each leaf with itself, then the mutual leaf pairs in list order (each pair's
 /// two sides computed together, summed into the cells in the list's order).
 void evaluateP2P(const FmmLists& lists, const FmmTree& tree, const SortedCells& cells, int threads, FmmOutput out);

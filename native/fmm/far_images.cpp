@@ -254,9 +254,26 @@ std::vector<double> farKernelDerivatives(const double period[3], int p, const do
   return kernelAt(kernelSetup(period, p), period, p, offset);
 }
 
-Status addFarImages(const SortedCells& cells, const double period[3], int threads, FmmTree& t, FmmOutput out) {
+int farCubesPerAxis(const double period[3], double rootSide) {
+  const double pmin = std::min(period[0], std::min(period[1], period[2]));
+  double s = rootSide;
+  int level = 0;
+  while (s > 0.25 * pmin * (1 + 1e-12)) {
+    s *= 0.5;
+    ++level;
+  }
+  return 1 << level;
+}
+
+Status addFarImages(const SortedCells& cells, const double period[3], int threads, FmmTree& t, FmmOutput out,
+                    const FarCubeSum& sum) {
   const Octree& o = t.topo;
-  if (o.nodeCount() == 0) return Status::success();
+  if (o.nodeCount() == 0) {  // a rank without cells still takes part in the sum
+    if (!sum) return Status::success();
+    const std::size_t per = std::size_t(farCubesPerAxis(period, o.root.side));
+    std::vector<double> dense(per * per * per * std::size_t(termCount(t.order)), 0.0);
+    return sum(dense);
+  }
   const MultiIndex mi(t.order);
   const int nt = t.terms;
   // the frontier level: cubes of side s <= L_min / 4
@@ -318,6 +335,28 @@ Status addFarImages(const SortedCells& cells, const double period[3], int thread
       for (int q = 0; q < nt; ++q) c.M[q] += cells.mass[j] * mono[q];
     }
   }
+  // a distributed solve: every rank's cubes summed, and all of them sources (cube order)
+  std::vector<Cube> global;
+  if (sum) {
+    std::vector<double> dense(std::size_t(per) * per * per * nt, 0.0);
+    for (const Cube& c : cubes) {
+      const double* M = c.node != ~0u ? &t.M[std::size_t(c.node) * t.mStride] : c.M.data();
+      double* D = &dense[((std::size_t(c.ix[2]) * per + c.ix[1]) * per + c.ix[0]) * nt];
+      for (int q = 0; q < nt; ++q) D[q] += M[q];
+    }
+    AG_TRY(sum(dense));
+    for (int k = 0; k < per * per * per; ++k) {
+      const double* D = &dense[std::size_t(k) * nt];
+      if (std::all_of(D, D + nt, [](double v) { return v == 0.0; })) continue;  // no cells of any rank
+      Cube c;
+      c.ix[0] = k % per;
+      c.ix[1] = k / per % per;
+      c.ix[2] = k / (per * per);
+      c.M.assign(D, D + nt);
+      global.push_back(std::move(c));
+    }
+  }
+  const std::vector<Cube>& sources = sum ? global : cubes;
   // the kernel at every offset between two cubes, from the process's cache (made now where missing)
   const int w = 2 * per - 1;
   std::vector<std::uint8_t> need(std::size_t(w) * w * w, 0);
@@ -325,7 +364,7 @@ Status addFarImages(const SortedCells& cells, const double period[3], int thread
     return ((A.ix[2] - B.ix[2] + per - 1) * w + (A.ix[1] - B.ix[1] + per - 1)) * w + (A.ix[0] - B.ix[0] + per - 1);
   };
   for (const Cube& A : cubes)
-    for (const Cube& B : cubes) need[slot(A, B)] = 1;
+    for (const Cube& B : sources) need[slot(A, B)] = 1;
   const std::array<double, 3> pu = {period[0] / s, period[1] / s, period[2] / s};
   std::vector<std::shared_ptr<const std::vector<double>>> kernel(need.size());
   {
@@ -391,7 +430,7 @@ Status addFarImages(const SortedCells& cells, const double period[3], int thread
   const Fn m2l = fns[t.order - 3];
   parallelFor(cubes.size(), 4, threads, [&](std::size_t b, std::size_t e, int) {
     for (std::size_t a = b; a < e; ++a)
-      for (const Cube& B : cubes)
+      for (const Cube& B : sources)
         m2l(&D[std::size_t(slot(cubes[a], B)) * nt], B.node != ~0u ? &t.M[std::size_t(B.node) * t.mStride] : B.M.data(),
             cubes[a].L.data());
   });

@@ -15,6 +15,7 @@
 /// Frontier cubes are the tree's nodes of that level; cells in shallower leaves (small or coarse meshes) are binned
 /// into the level's cubes here, with their own P2M and L2P.
 #pragma once
+#include <functional>
 #include <vector>
 
 #include "core/status.h"
@@ -35,7 +36,16 @@ std::vector<double> farKernelDerivatives(const double period[3], int order, cons
 /// Adds the far images' local expansions: into L of the tree's frontier nodes (before the downward pass), and for
 /// cells in shallower leaves directly into `out` (after the near field: evaluateP2P overwrites). `period`: the
 /// box's sides in the solve's scaled lengths.
-Status addFarImages(const SortedCells& cells, const double period[3], int threads, FmmTree& tree, FmmOutput out);
+///
+/// `sum` (a distributed solve, fmm/fmm_let.h): the far field needs every rank's cells. The frontier cubes' multipoles
+/// (dense: cube (ix, iy, iz) at ((iz per + iy) per + ix) termCount(p), per = farCubesPerAxis) are summed over the
+/// ranks by `sum` (collective: every rank calls it once, cells or none), and every cube of any rank is a source.
+using FarCubeSum = std::function<Status(std::vector<double>& dense)>;
+Status addFarImages(const SortedCells& cells, const double period[3], int threads, FmmTree& tree, FmmOutput out,
+                    const FarCubeSum& sum = {});
+
+/// Frontier cubes per axis of the root cube of side `rootSide` (the same lengths as `period`).
+int farCubesPerAxis(const double period[3], double rootSide);
 
 }  // namespace fmm
 }  // namespace amrgrav

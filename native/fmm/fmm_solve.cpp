@@ -15,6 +15,8 @@ namespace fmm {
 namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+}  // namespace
+
 /// L2L from the root down, a level at a time (a node's L is complete once its parent's level is done), and L2P at
 /// the leaves; the nodes of a level in parallel, each writing only its children or its own cells.
 void passLocalsDown(const SortedCells& c, int threads, FmmTree& t, FmmOutput out) {
@@ -26,8 +28,6 @@ void passLocalsDown(const SortedCells& c, int threads, FmmTree& t, FmmOutput out
     });
   }
 }
-
-}  // namespace
 
 Status solveFmm(const std::vector<std::uint64_t>& keys, const RootCube& root, const SortedCells& cells,
                 const SolveOptions& opt, int threads, FmmOutput out, SolveStats& stats) {

@@ -24,5 +24,10 @@ namespace fmm {
 Status solveFmm(const std::vector<std::uint64_t>& sortedKeys, const RootCube& root, const SortedCells& cells,
                 const SolveOptions& opt, int threads, FmmOutput out, SolveStats& stats);
 
+/// The downward pass: L2L from the root down, a level at a time (a node's L is complete once its parent's level is
+/// done), and L2P at the leaves, added to `out`; the nodes of a level in parallel, each writing only its children or
+/// its own cells.
+void passLocalsDown(const SortedCells& cells, int threads, FmmTree& tree, FmmOutput out);
+
 }  // namespace fmm
 }  // namespace amrgrav

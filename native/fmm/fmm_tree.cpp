@@ -47,11 +47,10 @@ void upwardNode(const MultiIndex& mi, const SortedCells& c, double theta, std::s
 /// less (bench/RESULTS.md, "FMM in fully periodic boxes").
 constexpr double kSignedScaleShare = 1.0 / 32;
 
-/// A scale of |phi| for signed sources (the density contrast), where the root's |mass| over a distance is no lower
-/// bound of the potential (the contrast's potential cancels and crosses zero) and grows as sqrt(N) past it: the
-/// larger of (a) the near field of each leaf's own cells and (b) the coarse field of the level-2 nodes' net masses
-/// at each other's centres. The error-bound MAC then compares each pair's bound with fmmTolerance times this scale.
-double signedPotentialScale(const SortedCells& c, int threads, const FmmTree& t) {
+/// Part (a) of the scale of |phi| for signed sources (the density contrast), where the root's |mass| over a distance
+/// is no lower bound of the potential (the contrast's potential cancels and crosses zero) and grows as sqrt(N) past
+/// it: the largest near field of one leaf's own cells at its cells.
+double leafNearMax(const SortedCells& c, int threads, const FmmTree& t) {
   const Octree& o = t.topo;
   const std::size_t n = o.nodeCount();
   std::vector<double> nearMax(n, 0.0);
@@ -82,8 +81,14 @@ double signedPotentialScale(const SortedCells& c, int threads, const FmmTree& t)
   });
   double scale = 0;
   for (double v : nearMax) scale = stdMax(scale, v);
+  return scale;
+}
+
+/// Part (b) in one process: the coarse field of the level-2 nodes' net masses at each other's centres.
+double coarseFieldOfNodes(const SortedCells& c, const FmmTree& t) {
+  const Octree& o = t.topo;
   const int lev = std::min<int>(2, int(t.levelBegin.size()) - 2);
-  if (lev < 0) return scale;
+  if (lev < 0) return 0;
   std::vector<double> net;
   std::vector<std::uint32_t> ids;
   for (std::size_t i = t.levelBegin[lev]; i < t.levelBegin[lev + 1]; ++i) {
@@ -92,6 +97,7 @@ double signedPotentialScale(const SortedCells& c, int threads, const FmmTree& t)
     net.push_back(m);
     ids.push_back(std::uint32_t(i));
   }
+  double scale = 0;
   for (std::size_t a = 0; a < ids.size(); ++a) {
     double p = 0;
     const double* ca = &t.centre[3 * ids[a]];
@@ -99,6 +105,48 @@ double signedPotentialScale(const SortedCells& c, int threads, const FmmTree& t)
       if (a == b) continue;
       const double* cb = &t.centre[3 * ids[b]];
       p += net[b] / std::sqrt(squaredNorm(ca[0] - cb[0], ca[1] - cb[1], ca[2] - cb[2]));
+    }
+    scale = stdMax(scale, std::fabs(p));
+  }
+  return scale;
+}
+
+/// The cube (of the root's 4^3, Morton order) of a position: the same on every rank (periodic: one root cube).
+int scaleCubeOf(const RootCube& r, double x, double y, double z) {
+  const double q = r.side / 4, p[3] = {x, y, z};
+  int code = 0;
+  for (int d = 0; d < 3; ++d) {
+    const int k = std::min(3, std::max(0, int(std::floor((p[d] - r.lo[d]) / q))));
+    code |= (k & 1) << d | (k >> 1) << (d + 3);
+  }
+  return code;
+}
+
+/// Part (b) in a distributed solve: the net masses and cell counts of the root's 4^3 cubes (summed over the ranks
+/// afterwards), and their field at each other's centres.
+void scaleCubes(const SortedCells& c, const RootCube& r, std::vector<double>& net, std::vector<double>& count) {
+  net.assign(kScaleCubes, 0.0);
+  count.assign(kScaleCubes, 0.0);
+  for (std::size_t j = 0; j < c.mass.size(); ++j) {
+    const int k = scaleCubeOf(r, c.x[j], c.y[j], c.z[j]);
+    net[k] += c.mass[j];
+    count[k] += 1;
+  }
+}
+
+double coarseFieldOfCubes(const RootCube& r, const MacScaleParts& parts) {
+  double centre[kScaleCubes][3];
+  for (int k = 0; k < kScaleCubes; ++k)
+    for (int d = 0; d < 3; ++d)
+      centre[k][d] = r.lo[d] + (((k >> d) & 1) + 2 * ((k >> (d + 3)) & 1) + 0.5) * (r.side / 4);
+  double scale = 0;
+  for (int a = 0; a < kScaleCubes; ++a) {
+    if (parts.count[a] == 0) continue;
+    double p = 0;
+    for (int b = 0; b < kScaleCubes; ++b) {
+      if (a == b || parts.count[b] == 0) continue;
+      p += parts.net[b] / std::sqrt(squaredNorm(centre[a][0] - centre[b][0], centre[a][1] - centre[b][1],
+                                                centre[a][2] - centre[b][2]));
     }
     scale = stdMax(scale, std::fabs(p));
   }
@@ -131,7 +179,7 @@ void multipoleNorms(const MultiIndex& mi, int threads, FmmTree& t) {
 }  // namespace
 
 Status buildFmmTree(const std::vector<std::uint64_t>& keys, const RootCube& root, const SortedCells& cells,
-                    const SolveOptions& opt, int threads, FmmTree& t) {
+                    const SolveOptions& opt, int threads, FmmTree& t, const MacScaleReduce& reduce) {
   Status st = buildOctree(keys, root, kFmmLeafSize, t.topo);
   if (!st.ok()) return st;
   const MultiIndex mi(opt.fmmOrder);
@@ -151,7 +199,16 @@ Status buildFmmTree(const std::vector<std::uint64_t>& keys, const RootCube& root
   t.lowBound.assign(n, 0.0);
   t.M.assign(n * t.mStride, 0.0);
   t.L.assign(n * mi.terms, 0.0);
-  if (n == 0) return Status::success();
+  if (n == 0) {  // a rank without cells still takes part in the reduction
+    if (!reduce) return Status::success();
+    MacScaleParts parts;
+    parts.cube = root;
+    if (t.dipoles) {
+      parts.net.assign(kScaleCubes, 0.0);
+      parts.count.assign(kScaleCubes, 0.0);
+    }
+    return reduce(parts);
+  }
   // bottom-up, a level at a time (children are a level below their parent)
   for (std::size_t lev = t.levelBegin.size() - 1; lev-- > 0;) {
     const std::size_t b = t.levelBegin[lev], e = t.levelBegin[lev + 1];
@@ -159,14 +216,23 @@ Status buildFmmTree(const std::vector<std::uint64_t>& keys, const RootCube& root
       for (std::size_t i = b + lb; i < b + le; ++i) upwardNode(mi, cells, opt.fmmTheta, i, t);
     });
   }
-  const double* lo = t.topo.root.lo;
-  const double side = t.topo.root.side, rootMass = t.absMass[0];
+  MacScaleParts parts;
+  parts.absMass = t.absMass[0];
+  parts.cube = t.topo.root;
+  if (t.dipoles) {
+    parts.nearMax = leafNearMax(cells, threads, t);
+    if (reduce) scaleCubes(cells, t.topo.root, parts.net, parts.count);
+  }
+  if (reduce) AG_TRY(reduce(parts));
   if (t.dipoles) {  // periodic: phi crosses zero; a scale of it instead of a lower bound, multipole powers for |M|
-    const double scale = kSignedScaleShare * signedPotentialScale(cells, threads, t);
+    const double coarse = reduce ? coarseFieldOfCubes(t.topo.root, parts) : coarseFieldOfNodes(cells, t);
+    const double scale = kSignedScaleShare * stdMax(parts.nearMax, coarse);
     for (std::size_t i = 0; i < n; ++i) t.lowBound[i] = scale;
     multipoleNorms(mi, threads, t);
     return Status::success();
   }
+  const double* lo = parts.cube.lo;
+  const double side = parts.cube.side, rootMass = parts.absMass;
   parallelFor(n, 256, threads, [&](std::size_t b, std::size_t e, int) {
     for (std::size_t i = b; i < e; ++i)
       t.lowBound[i] = fmmPotentialLowerBound(&t.centre[3 * i], t.radius[i], lo, side, rootMass);

@@ -4,6 +4,7 @@
 /// M and local coefficients L (fmm/multi_index.h's conventions), all in the solve's scaled lengths.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/status.h"
@@ -42,11 +43,29 @@ struct FmmTree {
   bool isLeaf(std::size_t i) const { return topo.isLeaf(i); }
 };
 
+/// What the MAC's per-node scales are made of (fmmPotentialLowerBound, or the signed sources' scale of |phi|), as
+/// sums and maxima over the cells. A distributed solve (fmm/fmm_let.h) reduces them over its ranks before they are
+/// applied, so that every rank's scales are those of all the cells, as in one process.
+struct MacScaleParts {
+  /// Isolated boxes: the total |mass| and the cube the lower bounds are measured to (one process: the tree's root).
+  double absMass = 0;
+  RootCube cube;
+  /// Fully periodic boxes: the largest near field of one leaf with itself, and the net mass and cell count of each
+  /// cube of a quarter of the root's side (kScaleCubes, Morton order of the cube's position).
+  double nearMax = 0;
+  std::vector<double> net, count;
+};
+constexpr int kScaleCubes = 64;
+
+/// Reduces the parts over every rank (collective; called once by buildFmmTree, on every rank, cells or none).
+using MacScaleReduce = std::function<Status(MacScaleParts& parts)>;
+
 /// The topology over the key-sorted cells, then bottom-up (level by level, nodes of a level in parallel: the same
 /// bits for any thread count) the centres, radii and MAC quantities (opt.fmmTheta) and the multipoles (P2M at the
-/// leaves, M2M above). L is zeroed.
+/// leaves, M2M above). L is zeroed. `reduce` (a distributed solve): the MAC's scales from the parts of every rank;
+/// periodic boxes then measure the coarse field on the root's 4^3 cubes on every rank alike.
 Status buildFmmTree(const std::vector<std::uint64_t>& sortedKeys, const RootCube& root, const SortedCells& cells,
-                    const SolveOptions& opt, int threads, FmmTree& tree);
+                    const SolveOptions& opt, int threads, FmmTree& tree, const MacScaleReduce& reduce = {});
 
 }  // namespace fmm
 }  // namespace amrgrav

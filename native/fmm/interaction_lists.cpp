@@ -66,8 +66,8 @@ struct Walker {
       p2pS.push_back(swap ? std::uint8_t(26 - k.shift) : k.shift);
       return;
     }
-    // open the node with the larger radius (a leaf cannot be opened)
-    const bool openA = !la && (lb || t.radius[k.a] >= t.radius[k.b]);
+    // open the node with the larger radius (a leaf cannot be opened; ties: physics/fmm_mac_k.h fmmOpensFirst)
+    const bool openA = !la && (lb || fmmOpensFirst(t.radius[k.a], &t.centre[3 * k.a], t.radius[k.b], &t.centre[3 * k.b]));
     const std::uint32_t p = openA ? k.a : k.b, other = openA ? k.b : k.a;
     const std::uint32_t c0 = o.childBegin[p], nc = o.childCount[p];
     // the opened node's children first, as (child, other): seen from B's child the shift is the opposite

@@ -12,6 +12,7 @@ namespace amrgrav {
 constexpr std::uint64_t kLetMagic = 0x414d52474c455431ull;        // "AMRGLET1"
 constexpr std::uint64_t kLetMagicDipole = 0x414d52474c455432ull;  // "AMRGLET2": the nodes carry dipoles
 constexpr std::uint64_t kLetMagicParticles = 0x414d5247504c4554ull;  // "AMRGPLET": a particle LET (softenings)
+constexpr std::uint64_t kFmmLetMagic = 0x414d5247464c4554ull;   // "AMRGFLET": an FMM tree's LET (fmm/fmm_let.h)
 constexpr std::size_t kLetHeaderWords = 3;                   // magic, nodes, cells
 
 /// Byte offsets from the start of the buffer of each array of a packed LET of n nodes and c cells: the header, then

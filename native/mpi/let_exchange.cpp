@@ -101,6 +101,11 @@ Status LetExchange::progress() {
 }
 
 Status LetExchange::receive(int from, ReceivedLet& out) {
+  AG_TRY(receiveWords(from, out.words, out.bytes));
+  return viewPackedLet(out.words, out.bytes, out.view);
+}
+
+Status LetExchange::receiveWords(int from, const std::uint64_t*& words, std::size_t& bytes) {
   if (sizeReq_[from] != MPI_REQUEST_NULL) {
     MPI_CHECK(MPI_Wait(&sizeReq_[from], MPI_STATUS_IGNORE));
     Status st = postPayload(from);
@@ -111,9 +116,9 @@ Status LetExchange::receive(int from, ReceivedLet& out) {
   noteArrivals();
   stats_.bytesReceived += inSize_[from] + sizeof(std::uint64_t);
   ++stats_.letsReceived;
-  out.words = buf_.in[from].data();
-  out.bytes = inSize_[from];
-  return viewPackedLet(out.words, out.bytes, out.view);
+  words = buf_.in[from].data();
+  bytes = inSize_[from];
+  return Status::success();
 }
 
 Status LetExchange::finish() {

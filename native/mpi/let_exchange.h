@@ -34,7 +34,7 @@ class LetExchange {
   /// exchange; its `in` buffers are the received LETs' (their views stay valid while they are not reused).
   /// `tags`: the message tags of the sizes and the payloads (tags + 1); two exchanges at once (the cells' LETs and
   /// the particles') take different ones.
-  static constexpr int kCellTags = 4101, kParticleTags = 4111;
+  static constexpr int kCellTags = 4101, kParticleTags = 4111, kFmmTags = 4121;
   LetExchange(MPI_Comm comm, const std::vector<bool>& expectFrom, LetBuffers& buffers, int tags = kCellTags);
   ~LetExchange();
   LetExchange(const LetExchange&) = delete;
@@ -49,6 +49,8 @@ class LetExchange {
   Status progress();
   /// Blocks until the LET from rank `from` is here and views it (valid until `buffers` is used again).
   Status receive(int from, ReceivedLet& out);
+  /// The same without the view: the words as they arrived (another kind of LET, e.g. fmm/fmm_let.h's).
+  Status receiveWords(int from, const std::uint64_t*& words, std::size_t& bytes);
   /// Whether every expected LET has been seen complete (by progress()); receive() then does not block.
   bool allArrived() const { return stats_.lastArrival >= 0; }
   /// Waits for every send.

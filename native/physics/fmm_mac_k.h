@@ -89,4 +89,16 @@ AG_HD bool fmmSignedPairAccepts(const double* ca, double ra, double rca, const d
   return fmmSignedPairError<Rn>(qb, ra, rb, R, order) <= limit && fmmSignedPairError<Rn>(qa, rb, ra, R, order) <= limit;
 }
 
+/// Which node of a failing pair the dual walk opens when both have children: the larger radius, and on a tie
+/// (regular grids: equal radii everywhere) the one whose centre is lexicographically smaller (x, y, z; A when equal).
+/// The choice depends on the pair, not on which node the walk holds first, so a distributed FMM's one-sided traversal
+/// of a received LET (fmm/fmm_let.h) forms the pairs the one-process walk forms where the ranks' trees have the
+/// one-process tree's nodes.
+AG_HD bool fmmOpensFirst(double ra, const double* ca, double rb, const double* cb) {
+  if (ra != rb) return ra > rb;
+  for (int k = 0; k < 3; ++k)
+    if (ca[k] != cb[k]) return ca[k] < cb[k];
+  return true;
+}
+
 }  // namespace amrgrav

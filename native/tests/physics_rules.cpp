@@ -35,6 +35,7 @@
 #include "physics/fmm_mac_k.h"
 #include "physics/image_k.h"
 #include "physics/let_accept_k.h"
+#include "physics/fmm_let_k.h"
 #include "physics/mac_k.h"
 #include "physics/moments_k.h"
 #include "physics/rounding.h"
@@ -1189,13 +1190,93 @@ void checkParticleExtents(Report& rep) {
   }
 }
 
+/// The FMM's LET rule (physics/fmm_let_k.h, a distributed FMM, issue #20): a node the sender sends childless for a
+/// receiver's FmmReach (box of leaf centres, largest leaf radius, critical radius, |mass| and norms, smallest lower
+/// bound) must pass the one-process pair test (fmmPairAccepts / fmmSignedPairAccepts) with every leaf inside those
+/// bounds, with either rounding, or the receiver would have to open it. Leaves at the box's corners, on its faces
+/// and inside, at the bounds and below them; sources just beyond the box. The canary: measured to the box's centre
+/// instead of the box, some sources would travel childless and fail.
+void checkFmmLet(Report& rep) {
+  Rand rnd(20);
+  long canary = 0, accepted = 0;
+  for (int it = 0; it < 100000; ++it) {
+    const int order = rnd.integer(3, 7);
+    const double theta = rnd.uniform(0.3, 0.9), tol = rnd.integer(0, 3) == 0 ? 0.0 : std::ldexp(1.0, rnd.integer(-20, -8));
+    const double unit = std::ldexp(1.0, rnd.integer(-8, 8));
+    double lo[3], hi[3];
+    for (int d = 0; d < 3; ++d) {
+      lo[d] = rnd.uniform(-2, 2) * unit;
+      hi[d] = lo[d] + rnd.uniform(0, 1) * unit;
+    }
+    // the receiver's bounds over its leaves
+    const double raMax = rnd.uniform(0.01, 0.2) * unit, rcaMax = raMax / theta;
+    const double maMax = rnd.uniform(0.1, 10), lowMin = rnd.uniform(0.1, 10) / unit;
+    double qaMax[8];
+    for (int n = 0; n <= order; ++n) qaMax[n] = maMax * std::pow(raMax, n) * rnd.uniform(0, 1);
+    // the source: near the box (a corner, an edge, a face) at a distance of a few leaf radii
+    double cb[3];
+    const int mode = rnd.integer(0, 2);
+    for (int d = 0; d < 3; ++d) {
+      const double gap = rnd.uniform(0, 6) * raMax;
+      const int side = (mode == 0 || d == 0 || (mode == 1 && d == 1)) ? rnd.integer(0, 1) * 2 - 1 : 0;
+      cb[d] = side < 0 ? lo[d] - gap : side > 0 ? hi[d] + gap : rnd.uniform(lo[d], hi[d]);
+    }
+    const double rb = rnd.uniform(0.01, 0.5) * unit, rcb = rb / theta, mb = rnd.uniform(0.1, 10);
+    const double lowB = rnd.uniform(0.1, 10) / unit;
+    double qb[8];
+    for (int n = 0; n <= order; ++n) qb[n] = mb * std::pow(rb, n) * rnd.uniform(0, 1);
+    const double scale = rnd.uniform(0.1, 10) / unit;
+    const bool signedSources = rnd.integer(0, 1);
+    auto boxOk = [&](auto rn, const double* l, const double* h) {
+      using Rn = decltype(rn);
+      return signedSources ? fmmSignedBoxAccepts<Rn>(l, h, raMax, rcaMax, qaMax, cb, rb, rcb, qb, scale, order, tol)
+                           : fmmBoxAccepts<Rn>(l, h, raMax, rcaMax, maMax, lowMin, cb, rb, rcb, mb, lowB, order, tol);
+    };
+    const bool host = boxOk(RoundNearest{}, lo, hi), device = boxOk(DeviceRn{}, lo, hi);
+    rep.expect(host == device, "FMM LET rule: host = device");
+    double mid[3];
+    for (int d = 0; d < 3; ++d) mid[d] = 0.5 * (lo[d] + hi[d]);
+    const bool centreOk = boxOk(RoundNearest{}, mid, mid);
+    if (!host && !centreOk) continue;
+    accepted += host;
+    for (int leaf = 0; leaf < 8; ++leaf) {
+      // a leaf within the bounds: its centre at a corner (the first), on a face or inside; at the bounds or below
+      double ca[3];
+      for (int d = 0; d < 3; ++d) {
+        const int k = leaf == 0 ? rnd.integer(0, 1) * 2 : rnd.integer(0, 3);
+        ca[d] = k == 0 ? lo[d] : k == 2 ? hi[d] : rnd.uniform(lo[d], hi[d]);
+      }
+      const bool full = rnd.integer(0, 1);
+      const double ra = full ? raMax : raMax * rnd.uniform(0, 1), ma = full ? maMax : maMax * rnd.uniform(0, 1);
+      const double la = full ? lowMin : lowMin * rnd.uniform(1, 2);
+      double qa[8];
+      for (int n = 0; n <= order; ++n) qa[n] = full ? qaMax[n] : qaMax[n] * rnd.uniform(0, 1);
+      auto pairOk = [&](auto rn) {
+        using Rn = decltype(rn);
+        const double rca = fmmCriticalRadius<Rn>(ra, theta) <= rcaMax ? fmmCriticalRadius<Rn>(ra, theta) : rcaMax;
+        return signedSources ? fmmSignedPairAccepts<Rn>(ca, ra, rca, qa, cb, rb, rcb, qb, scale, order, tol)
+                             : fmmPairAccepts<Rn>(ca, ra, rca, ma, la, cb, rb, rcb, mb, lowB, order, tol);
+      };
+      if (host) {
+        rep.expect(pairOk(RoundNearest{}) && pairOk(DeviceRn{}),
+                   fmt("FMM LET rule: a node sent childless fails the pair test with a leaf in the bounds (order %d, "
+                       "theta %.17g, tolerance %.17g)", order, theta, tol));
+      } else if (centreOk && !pairOk(RoundNearest{})) {
+        ++canary;
+      }
+    }
+  }
+  rep.expect(accepted > 1000, "FMM LET rule: enough sources travel childless to test");
+  rep.expect(canary > 0, "canary: measured to the box's centre, some sources sent childless would fail");
+  std::printf("  FMM LETs: %ld sources childless; measured to the box's centre %ld pairs would fail\n", accepted, canary);
+}
 
 }  // namespace
 
 int main() {
   Report parts[] = {Report("MAC"), Report("image test"), Report("moments"), Report("LET choice"),
                     Report("core library vs device rounding"), Report("FMM MAC"), Report("LET for softened targets"),
-                    Report("source extent"), Report("particle LETs")};
+                    Report("source extent"), Report("particle LETs"), Report("FMM LETs")};
   checkMac(parts[0]);
   checkImages(parts[1]);
   checkMoments(parts[2]);
@@ -1206,6 +1287,7 @@ int main() {
   checkExtent(parts[7]);
   checkParticleLet(parts[8]);
   checkParticleExtents(parts[4]);
+  checkFmmLet(parts[9]);
   long checks = 0, failures = 0, fusedCases = 0, fusedDiffer = 0;
   for (const Report& r : parts) {
     std::printf("%-32s %9ld checks, %ld failed", r.part, r.checks, r.failures);

@@ -1,0 +1,71 @@
+/// \file fmm_let_k.h
+/// \brief The FMM's LET rule (a distributed FMM, docs/fmm-design.md section 8): whether a node of the sending rank's
+/// FMM tree may travel childless to a receiving rank, i.e. whether every pair the receiver could form with it is
+/// accepted by the one-process pair test (physics/fmm_mac_k.h). One definition over a rounding policy, as the MAC.
+///
+/// What the receiver does with a received LET (fmm/fmm_let.h): a one-sided dual traversal of its own tree (targets)
+/// against the LET (sources) that applies exactly fmmPairAccepts / fmmSignedPairAccepts to each pair (a, b); a pair
+/// that fails opens b if b has children in the LET and is at least as large as a (or a is a leaf), else a. A node
+/// sent childless has no children in the LET, so a failing pair with it always opens the receiver's node a, and the
+/// receiver would be stuck only at a failing pair (leaf a, childless b). The receiver's leaves are summarised in an
+/// FmmReach: the box of their expansion centres, the largest radius, critical radius and |mass| of one, the smallest
+/// potential lower bound (isolated) and the largest multipole norm of each order (periodic). The tests below are the
+/// pair tests with the target's quantities replaced by those bounds and the distance by the distance from the
+/// source's centre to the box. Proof that the receiver is never stuck: for a leaf a of the receiver, each axis of
+/// the centres' difference satisfies |fl(c_a - c_b)| >= fl(lo - c_b) (or fl(c_b - hi), or 0) because c_a lies in
+/// [lo, hi] and correctly rounded subtraction is monotone; squares, sums, sqrt, products and quotients of
+/// non-negative numbers are monotone too, so the computed R2 of the real pair is at least the bound's, the computed
+/// radii sums, truncation errors and |mass| products at most the bound's, and the lower bounds at least: every
+/// inequality the bound passes, the real pair passes, in the same floating-point arithmetic. Checked on random
+/// inputs in native/tests/physics_rules.cpp.
+#pragma once
+#include "core/hostdevice.h"
+#include "physics/fmm_mac_k.h"
+#include "physics/rounding.h"
+
+namespace amrgrav {
+
+/// The squared distance from c to the box [lo, hi] (0 inside), per axis as the pair test's difference of centres.
+template <class Rn = RoundNearest>
+AG_HD double fmmBoxDistance2(const double* lo, const double* hi, const double* c) {
+  double d[3];
+  AG_RULE_UNROLL
+  for (int k = 0; k < 3; ++k) d[k] = c[k] < lo[k] ? Rn::sub(lo[k], c[k]) : c[k] > hi[k] ? Rn::sub(c[k], hi[k]) : 0.0;
+  return squaredNorm<Rn>(d[0], d[1], d[2]);
+}
+
+/// Isolated boxes: fmmPairAccepts(a, b) holds for every receiver leaf a with its centre in [lo, hi], radius <= raMax,
+/// critical radius <= rcaMax, |mass| <= maMax and lower bound >= lowAMin. cb, rb, rcb, mb, lowB: the source node's
+/// (its centre moved by an image shift where there is one).
+template <class Rn = RoundNearest>
+AG_HD bool fmmBoxAccepts(const double* lo, const double* hi, double raMax, double rcaMax, double maMax, double lowAMin,
+                         const double* cb, double rb, double rcb, double mb, double lowB, int order, double tolerance) {
+  const double R2 = fmmBoxDistance2<Rn>(lo, hi, cb);
+  const double s = Rn::add(rcaMax, rcb);
+  if (!(Rn::mul(s, s) < R2)) return false;
+  if (tolerance <= 0) return true;
+  const double R = Rn::sqrt(R2), sr = Rn::add(raMax, rb);
+  const double q = Rn::div(sr, R);
+  double qp = q;
+  for (int k = 0; k < order; ++k) qp = Rn::mul(qp, q);
+  const double e = Rn::div(qp, Rn::sub(R, sr));
+  return Rn::mul(mb, e) <= Rn::mul(tolerance, lowAMin) && Rn::mul(maMax, e) <= Rn::mul(tolerance, lowB);
+}
+
+/// Fully periodic boxes (signed sources): fmmSignedPairAccepts(a, b) holds for every receiver leaf a with its
+/// centre in [lo, hi], radius <= raMax, critical radius <= rcaMax and multipole norms qa[n] <= qaMax[n]. `scale`: the
+/// solve's scale of |phi| (the same on every rank).
+template <class Rn = RoundNearest>
+AG_HD bool fmmSignedBoxAccepts(const double* lo, const double* hi, double raMax, double rcaMax, const double* qaMax,
+                               const double* cb, double rb, double rcb, const double* qb, double scale, int order,
+                               double tolerance) {
+  const double R2 = fmmBoxDistance2<Rn>(lo, hi, cb);
+  const double s = Rn::add(rcaMax, rcb);
+  if (!(Rn::mul(s, s) < R2)) return false;
+  if (tolerance <= 0) return true;
+  const double R = Rn::sqrt(R2), limit = Rn::mul(tolerance, scale);
+  return fmmSignedPairError<Rn>(qb, raMax, rb, R, order) <= limit &&
+         fmmSignedPairError<Rn>(qaMax, rb, raMax, R, order) <= limit;
+}
+
+}  // namespace amrgrav

@@ -1,0 +1,109 @@
+// Run under mpirun by test/mpi.test.ts: method 'fmm' over MPI ranks (issue #20; cpu/fmm_ranks.h). Every rank builds
+// the same problems, solves its contiguous chunk of each mesh's leaf blocks (Morton order) as a collective; rank 0
+// gathers the potential and accelerations and prints one JSON line comparing them with the one-process FMM of all
+// cells and with physics: direct summation (isolated boxes) or an independent Ewald sum of the contrast masses at 40
+// cells (fully periodic boxes, validation/ewaldAtTargets.ts), for both the distributed and the one-process answer.
+import { GravitySolver, extractCells, fillVariable, gatherToRoot, mpiWorld, refineMesh, uniformMesh } from '../../dist/solver/index.js';
+import { ewaldAtTargets } from '../../dist/validation/ewaldAtTargets.js';
+import { rng } from './common.mjs';
+
+const { rank, size } = mpiWorld();
+const base = { G: 1, threads: 1, method: 'fmm', backend: 'cpu', selfPotential: 'none', accelerations: true };
+const unitBox = { box: { lo: [0, 0, 0], hi: [1, 1, 1] } };
+
+/** 32^3 cells in 8^3 blocks of random densities (the same on every rank: one seed, one order). */
+function uniform32() {
+  const m = uniformMesh({ lrefineMax: 3, level: 3 });
+  const r = rng(11);
+  fillVariable(m, 'dens', () => 0.5 + r());
+  return m;
+}
+
+/** A randomly refined mesh (4^3 blocks, levels 2-4) with a lumpy density. */
+function randomAmr() {
+  const r = rng(42);
+  const m = uniformMesh({ lrefineMax: 4, level: 2, nxb: 4, nyb: 4, nzb: 4 });
+  refineMesh(m, () => r() < 0.5);
+  const h = rng(7);
+  const lumps = Array.from({ length: 6 }, () => [h(), h(), h(), 0.05 + 0.1 * h()]);
+  fillVariable(m, 'dens', (x, y, z) => 0.01 + lumps.reduce((s, [a, b, c, w]) => s + Math.exp(-((x - a) ** 2 + (y - b) ** 2 + (z - c) ** 2) / (w * w)), 0));
+  return m;
+}
+
+function slice(c, b, e) {
+  return { x: c.x.subarray(b, e), y: c.y.subarray(b, e), z: c.z.subarray(b, e), mass: c.mass.subarray(b, e), size: c.size.subarray(b, e) };
+}
+
+/** max |a - b| / max |b| over scalars, and over vectors (components in arrays) */
+function scalarDiff(a, b) {
+  let d = 0, s = 0;
+  for (let i = 0; i < b.length; i++) { d = Math.max(d, Math.abs(a[i] - b[i])); s = Math.max(s, Math.abs(b[i])); }
+  return d / s;
+}
+function vectorDiff(a, b) {
+  let d = 0, s = 0;
+  for (let i = 0; i < b[0].length; i++) {
+    d = Math.max(d, Math.hypot(a[0][i] - b[0][i], a[1][i] - b[1][i], a[2][i] - b[2][i]));
+    s = Math.max(s, Math.hypot(b[0][i], b[1][i], b[2][i]));
+  }
+  return d / s;
+}
+
+const report = { ranks: size, scenarios: [] };
+// name, mesh, boundary, extra options, rank weights (null: equal shares)
+const problems = [
+  ['uniform32-isolated', uniform32, 'isolated', {}],
+  ['random-amr-isolated', randomAmr, 'isolated', {}],
+  ['uniform32-periodic', uniform32, 'periodic', {}],
+  ['random-amr-periodic', randomAmr, 'periodic', {}],
+  // a tighter tolerance: the one-process error itself below 1e-6 of max |phi|, so any split agrees to that
+  ['uniform32-periodic-tight', uniform32, 'periodic', { fmmTolerance: 2e-6 }],
+  ['random-amr-periodic-tight', randomAmr, 'periodic', { fmmTolerance: 2e-6 }],
+];
+// rank 1 without cells (it still takes part in every reduction: the MAC's scales, the far images' cubes)
+if (size > 1) problems.push(['random-amr-periodic-empty-rank', randomAmr, 'periodic', {}, Array.from({ length: size }, (_, r) => (r === 1 ? 0 : 1))]);
+for (const [name, make, boundary, extra, weights] of problems) {
+  const mesh = make();
+  const cells = extractCells(mesh, 'dens');
+  const cpb = mesh.cellsPerBlock, blocks = cells.count / cpb;
+  // rank r: a contiguous run of whole blocks in the mesh's Morton block order, by weight
+  const w = weights ?? Array(size).fill(1), total = w.reduce((a, v) => a + v, 0);
+  const upTo = (r) => Math.floor((blocks * w.slice(0, r).reduce((a, v) => a + v, 0)) / total) * cpb;
+  const b = upTo(rank), e = upTo(rank + 1);
+  const opts = { ...base, boundary, ...extra };
+  const r = await new GravitySolver(opts).solveCells(slice(cells, b, e), unitBox);
+  const again = await new GravitySolver(opts).solveCells(slice(cells, b, e), unitBox);
+  const same = again.potential.every((v, i) => Object.is(v, r.potential[i]));
+  const phi = await gatherToRoot(r.potential);
+  const acc = [await gatherToRoot(r.accelerations.x), await gatherToRoot(r.accelerations.y), await gatherToRoot(r.accelerations.z)];
+  const d = r.stats.distributed;
+  const perRank = await gatherToRoot(Float64Array.from([e - b, d?.letNodesSent ?? 0, d?.letCellsSent ?? 0, d?.bytesSent ?? 0,
+    d?.bytesReceived ?? 0, d?.letsSent ?? 0, d?.letsReceived ?? 0, same ? 1 : 0, r.stats.method === 'fmm' ? 1 : 0]));
+  if (rank !== 0) continue;
+  const single = await new GravitySolver({ ...opts, threads: 0, distributed: false }).solveCells(cells, unitBox);
+  const sAcc = [single.accelerations.x, single.accelerations.y, single.accelerations.z];
+  const row = { name, boundary, tight: extra.fmmTolerance !== undefined, cells: cells.count, potentialVsSingle: scalarDiff(phi, single.potential), accelerationsVsSingle: vectorDiff(acc, sAcc), perRank: [] };
+  const k = 9;
+  for (let p = 0; p < perRank.length; p += k)
+    row.perRank.push({ cells: perRank[p], letNodesSent: perRank[p + 1], letCellsSent: perRank[p + 2], bytesSent: perRank[p + 3],
+      bytesReceived: perRank[p + 4], letsSent: perRank[p + 5], letsReceived: perRank[p + 6], repeatable: perRank[p + 7] === 1, fmm: perRank[p + 8] === 1 });
+  if (boundary === 'isolated') {
+    const direct = await new GravitySolver({ ...opts, method: 'tree', threads: 0, distributed: false }).directCells(cells, unitBox);
+    const dAcc = [direct.accelerations.x, direct.accelerations.y, direct.accelerations.z];
+    row.distributedVsPhysics = { potential: scalarDiff(phi, direct.potential), accelerations: vectorDiff(acc, dAcc) };
+    row.singleVsPhysics = { potential: scalarDiff(single.potential, direct.potential), accelerations: vectorDiff(sAcc, dAcc) };
+  } else {
+    // the contrast masses the solver uses: m - (M / V) h^3
+    let total = 0;
+    for (let i = 0; i < cells.count; i++) total += cells.mass[i];
+    const mass = cells.mass.map((m, i) => m - total * cells.size[i] ** 3);
+    const targets = Array.from({ length: 40 }, (_, i) => Math.floor(((i + 0.5) * cells.count) / 40));
+    const ref = ewaldAtTargets([1, 1, 1], { x: cells.x, y: cells.y, z: cells.z, mass }, targets, 1);
+    const at = (v) => Float64Array.from(targets, (i) => v[i]);
+    const rAcc = [ref.ax, ref.ay, ref.az];
+    row.distributedVsPhysics = { potential: scalarDiff(at(phi), ref.potential), accelerations: vectorDiff(acc.map(at), rAcc) };
+    row.singleVsPhysics = { potential: scalarDiff(at(single.potential), ref.potential), accelerations: vectorDiff(sAcc.map(at), rAcc) };
+  }
+  report.scenarios.push(row);
+}
+if (rank === 0) console.log(JSON.stringify(report));
