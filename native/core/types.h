@@ -61,7 +61,8 @@ enum class SolveMethod {
   /// The Barnes-Hut group walk (cpu/, cuda/): node-cell and cell-cell interactions, MAC theta (the reference).
   Tree = 0,
   /// The fast multipole method (fmm/): node-node M2L with local expansions passed down the tree, and P2P between
-  /// near leaves; fmmOrder, fmmTheta and fmmTolerance set its accuracy. CPU backend, isolated boxes, one rank.
+  /// near leaves; fmmOrder, fmmTheta and fmmTolerance set its accuracy. CPU backend, any box (isolated, fully or
+  /// partly periodic: fmm/far_images.h), one rank.
   Fmm = 1,
 };
 

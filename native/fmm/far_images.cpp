@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "core/thread_pool.h"
+#include "fmm/far_kernel.h"
 #include "fmm/multi_index.h"
 #include "fmm/simd.h"
 #include "fmm/m2l_kernels.h"
@@ -17,99 +18,6 @@
 namespace amrgrav {
 namespace fmm {
 namespace {
-
-constexpr double kPi = 3.14159265358979323846;
-constexpr double kSqrtPi = 1.77245385090551602730;
-
-/// F^(m)(u), m = 0..p, u = r^2 / 2, of erfc(a r) / r (r > 0): (-1)^m B_m with B_0 = erfc(a r)/r and
-/// B_m = ((2m - 1) B_(m-1) + (2 a^2)^m e^(-a^2 r^2) / (a sqrt(pi))) / r^2.
-void erfcRadial(double a, double r, int p, double* F) {
-  const double r2 = r * r, e = std::exp(-a * a * r2) / (a * kSqrtPi);
-  double B = std::erfc(a * r) / r, pw = 1;
-  F[0] = B;
-  for (int m = 1; m <= p; ++m) {
-    pw *= 2 * a * a;
-    B = ((2 * m - 1) * B + pw * e) / r2;
-    F[m] = (m & 1) ? -B : B;
-  }
-}
-
-/// F^(m)(u) of erf(a r) / r, smooth at r = 0: its power series in w = a^2 r^2 where a r <= 2, else 1/r's derivatives
-/// ((-1)^m (2m - 1)!! / r^(2m + 1)) minus erfc's.
-void erfRadial(double a, double r, int p, double* F) {
-  const double w = a * a * r * r;
-  if (w <= 4) {
-    double pw = 2 * a / kSqrtPi;
-    for (int m = 0; m <= p; ++m) {
-      double sum = 0, term = 1;  // term = (-1)^i w^i / i!
-      for (int i = 0; i < 80; ++i) {
-        sum += term / (2 * i + 2 * m + 1);
-        term *= -w / (i + 1);
-        if (std::fabs(term) < 1e-19 * std::fabs(sum) && i > 2) break;
-      }
-      F[m] = ((m & 1) ? -pw : pw) * sum;
-      pw *= 2 * a * a;
-    }
-    return;
-  }
-  double C[8];
-  erfcRadial(a, r, p, C);
-  double inv = 1 / r, dfact = 1;
-  const double r2inv = 1 / (r * r);
-  for (int m = 0; m <= p; ++m) {
-    if (m > 0) dfact *= 2 * m - 1;
-    const double g = dfact * inv;  // (2m - 1)!! / r^(2m + 1)
-    F[m] = ((m & 1) ? -g : g) - C[m];
-    inv *= r2inv;
-  }
-}
-
-/// The Cartesian derivatives of a radial function F(u), u = r^2/2, from its u-derivatives: d^(a,b,c) F =
-/// sum_(i,j,k) c(a,i) c(b,j) c(c,k) x^(a-2i) y^(b-2j) z^(c-2k) F^(a+b+c-i-j-k), c(a,i) = a! / (i! (a-2i)! 2^i).
-struct RadialToCartesian {
-  struct Entry {
-    int term, ex, ey, ez, m;
-    double coef;
-  };
-  std::vector<Entry> entries;
-  int order;
-  explicit RadialToCartesian(int p) : order(p) {
-    const MultiIndex mi(p);
-    auto c = [](int a, int i) {
-      double f = 1;
-      for (int q = 2; q <= a; ++q) f *= q;
-      for (int q = 2; q <= i; ++q) f /= q;
-      for (int q = 2; q <= a - 2 * i; ++q) f /= q;
-      return f / std::ldexp(1.0, i);
-    };
-    for (int t = 0; t < mi.terms; ++t) {
-      const auto n = mi.n[t];
-      for (int i = 0; 2 * i <= n[0]; ++i)
-        for (int j = 0; 2 * j <= n[1]; ++j)
-          for (int k = 0; 2 * k <= n[2]; ++k)
-            entries.push_back({t, n[0] - 2 * i, n[1] - 2 * j, n[2] - 2 * k, n[0] + n[1] + n[2] - i - j - k,
-                               c(n[0], i) * c(n[1], j) * c(n[2], k)});
-    }
-  }
-  /// out[t] += sign * d^t F at r.
-  void add(const double r[3], const double* F, double sign, double* out) const {
-    double px[8], py[8], pz[8];
-    px[0] = py[0] = pz[0] = 1;
-    for (int q = 1; q <= order; ++q) {
-      px[q] = px[q - 1] * r[0];
-      py[q] = py[q - 1] * r[1];
-      pz[q] = pz[q - 1] * r[2];
-    }
-    for (const Entry& e : entries) out[e.term] += sign * e.coef * px[e.ex] * py[e.ey] * pz[e.ez] * F[e.m];
-  }
-};
-
-const RadialToCartesian& radialToCartesian(int p) {
-  static const RadialToCartesian tables[8] = {RadialToCartesian(0), RadialToCartesian(1), RadialToCartesian(2),
-                                              RadialToCartesian(3), RadialToCartesian(4), RadialToCartesian(5),
-                                              RadialToCartesian(6), RadialToCartesian(7)};
-  return tables[p];
-}
 
 // ------------------------------------------------------------------------------------------------------------------
 // The process's kernel values: per (periods in s, order), per integer offset.
@@ -152,115 +60,15 @@ struct Cube {
 
 }  // namespace
 
-namespace {
-
-/// What every offset of one (periods, order) shares: the reciprocal-space rows 2 (4 pi / V) e^(-k^2/4a^2) k^n / k^2
-/// over half of the k vectors (k and -k add equal terms), and the splitting parameter.
-struct KernelSetup {
-  double a = 0;
-  std::vector<double> k;     ///< 3 per vector
-  std::vector<double> rows;  ///< terms per vector
-};
-
-KernelSetup kernelSetup(const double period[3], int p) {
-  const MultiIndex mi(p);
-  KernelSetup ks;
-  const double pmin = std::min(period[0], std::min(period[1], period[2]));
-  const double V = period[0] * period[1] * period[2];
-  ks.a = 3.0 / pmin;  // erfc(a r) negligible past 2.5 pmin; reciprocal space to k^2 / 4a^2 = 46
-  const double a = ks.a, kcut2 = 4 * a * a * 46.0;
-  int K[3];
-  for (int d = 0; d < 3; ++d) K[d] = int(std::ceil(std::sqrt(kcut2) * period[d] / (2 * kPi)));
-  std::vector<double> fact(mi.terms);
-  for (int t = 0; t < mi.terms; ++t) {
-    double f = 1;
-    for (int d = 0; d < 3; ++d)
-      for (int q = 2; q <= mi.n[t][d]; ++q) f *= q;
-    fact[t] = f;
-  }
-  std::vector<double> mono(mi.terms);
-  for (int mz = 0; mz <= K[2]; ++mz)
-    for (int my = -K[1]; my <= K[1]; ++my)
-      for (int mx = -K[0]; mx <= K[0]; ++mx) {
-        // half space: mz > 0, or mz = 0 and my > 0, or mz = my = 0 and mx > 0
-        if (!(mz > 0 || (mz == 0 && (my > 0 || (my == 0 && mx > 0))))) continue;
-        const double k[3] = {2 * kPi * mx / period[0], 2 * kPi * my / period[1], 2 * kPi * mz / period[2]};
-        const double k2 = k[0] * k[0] + k[1] * k[1] + k[2] * k[2];
-        if (k2 > kcut2) continue;
-        const double f = 2 * 4 * kPi / V * std::exp(-k2 / (4 * a * a)) / k2;
-        mono[0] = 1;
-        for (int t = 1; t < mi.terms; ++t) mono[t] = mono[mi.monoPrev[t]] * k[mi.monoAxis[t]] * mi.monoScale[t];
-        for (int d = 0; d < 3; ++d) ks.k.push_back(k[d]);
-        for (int t = 0; t < mi.terms; ++t) ks.rows.push_back(f * mono[t] * fact[t]);
-      }
-  return ks;
-}
-
-/// C_far = -sum_(near) erf(a r_n)/r_n + sum_(far) erfc(a r_n)/r_n + reciprocal space - pi / (a^2 V).
-std::vector<double> kernelAt(const KernelSetup& ks, const double period[3], int p, const double offset[3]) {
-  const MultiIndex mi(p);
-  std::vector<double> out(mi.terms, 0.0);
-  const RadialToCartesian& rc = radialToCartesian(p);
-  const double V = period[0] * period[1] * period[2];
-  const double a = ks.a;
-  double F[8];
-  // real space: the images the walk does not take, as erfc(a r)/r (those past a r = 7.5 are below 1e-24)
-  int N[3];
-  for (int d = 0; d < 3; ++d) N[d] = int(std::ceil(7.5 / (a * period[d]))) + 1;
-  for (int nz = -N[2]; nz <= N[2]; ++nz)
-    for (int ny = -N[1]; ny <= N[1]; ++ny)
-      for (int nx = -N[0]; nx <= N[0]; ++nx) {
-        if (std::abs(nx) <= 1 && std::abs(ny) <= 1 && std::abs(nz) <= 1) continue;
-        const double r[3] = {offset[0] - nx * period[0], offset[1] - ny * period[1], offset[2] - nz * period[2]};
-        const double rr = std::sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
-        if (a * rr > 7.5) continue;
-        erfcRadial(a, rr, p, F);
-        rc.add(r, F, 1.0, out.data());
-      }
-  // the 27 near images as -erf(a r)/r: 1/r (taken by the walk) minus erfc(a r)/r, smooth at r = 0
-  for (int nz = -1; nz <= 1; ++nz)
-    for (int ny = -1; ny <= 1; ++ny)
-      for (int nx = -1; nx <= 1; ++nx) {
-        const double r[3] = {offset[0] - nx * period[0], offset[1] - ny * period[1], offset[2] - nz * period[2]};
-        erfRadial(a, std::sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]), p, F);
-        rc.add(r, F, -1.0, out.data());
-      }
-  // reciprocal space: (4 pi / V) sum_(k != 0) e^(-k^2 / 4a^2) / k^2 cos(k.r), differentiated term by term:
-  // d^n cos(k.r) = k^n (cos, -sin, -cos, sin)(k.r) by |n| mod 4
-  const int nt = mi.terms;
-  std::vector<double> cs(nt, 0.0), sn(nt, 0.0);
-  const std::size_t nk = ks.k.size() / 3;
-  for (std::size_t q = 0; q < nk; ++q) {
-    const double* k = &ks.k[3 * q];
-    const double ph = k[0] * offset[0] + k[1] * offset[1] + k[2] * offset[2];
-    const double c = std::cos(ph), s = std::sin(ph);
-    const double* row = &ks.rows[q * nt];
-    for (int t = 0; t < nt; ++t) {
-      cs[t] += row[t] * c;
-      sn[t] += row[t] * s;
-    }
-  }
-  for (int t = 0; t < nt; ++t) {
-    const int m = mi.degree[t] & 3;
-    out[t] += m == 0 ? cs[t] : m == 1 ? -sn[t] : m == 2 ? -cs[t] : sn[t];
-  }
-  out[0] -= kPi / (a * a * V);  // psi's zero mean
-  return out;
-}
-
-}  // namespace
-
-std::vector<double> farKernelDerivatives(const double period[3], int p, const double offset[3]) {
-  return kernelAt(kernelSetup(period, p), period, p, offset);
-}
-
 Status addFarImages(const SortedCells& cells, const double period[3], int threads, FmmTree& t, FmmOutput out) {
   const Octree& o = t.topo;
   if (o.nodeCount() == 0) return Status::success();
   const MultiIndex mi(t.order);
   const int nt = t.terms;
-  // the frontier level: cubes of side s <= L_min / 4
-  const double pmin = std::min(period[0], std::min(period[1], period[2]));
+  // the frontier level: cubes of side s <= L_min / 4 (L_min the shortest period; isolated axes have period 0)
+  double pmin = INFINITY;
+  for (int d = 0; d < 3; ++d)
+    if (period[d] > 0) pmin = std::min(pmin, period[d]);
   double s = o.root.side;
   int level = 0;
   while (s > 0.25 * pmin * (1 + 1e-12)) {
@@ -298,8 +106,8 @@ Status addFarImages(const SortedCells& cells, const double period[3], int thread
     if (cubes.size() > std::size_t(kMaxFarCubes))
       return Status::error(ErrorCode::InvalidOption,
                            "method 'fmm' in a periodic box: the box's aspect ratio needs more than " +
-                               std::to_string(kMaxFarCubes) + " cubes of a quarter of its shortest side for the far "
-                               "images; use method 'tree' for such boxes");
+                               std::to_string(kMaxFarCubes) + " cubes of a quarter of its shortest period for "
+                               "the far images; use method 'tree' for such boxes");
   }
   // P2M of the binned cubes about their centres
   std::vector<double> mono(nt);
@@ -347,14 +155,14 @@ Status addFarImages(const SortedCells& cells, const double period[3], int thread
     std::sort(made.begin(), made.end());
     made.erase(std::unique(made.begin(), made.end()), made.end());
     if (!made.empty()) {
-      const KernelSetup ks = kernelSetup(pu.data(), t.order);
+      const FarKernelSetup ks = farKernelSetup(pu.data(), t.order);
       std::vector<std::shared_ptr<const std::vector<double>>> values(made.size());
       parallelFor(made.size(), 1, threads, [&](std::size_t b, std::size_t e, int) {
         for (std::size_t k = b; k < e; ++k) {
           const int q = made[k];
           const double off[3] = {double(q % w - (per - 1)), double(q / w % w - (per - 1)),
                                  double(q / (w * w) - (per - 1))};
-          values[k] = std::make_shared<const std::vector<double>>(kernelAt(ks, pu.data(), t.order, off));
+          values[k] = std::make_shared<const std::vector<double>>(farKernelAt(ks, off));
         }
       });
       for (std::size_t k = 0; k < made.size(); ++k) {
