@@ -4,7 +4,7 @@
  *    sheet sum, the line's Fourier-Bessel series and image sum; no code shared with native/) at a few target cells;
  *  - the tree's solve of the same box at theta 0.2 (the same convention: masses as given, psi's plane average
  *    -2 pi |w| / A, its line average -(2/L) ln(rho / L)) at every cell, potential and accelerations, on cubic and
- *    non-cubic boxes;
+ *    non-cubic boxes, an AMR mesh and a grid small enough that its leaves lie above the far pass's cubes;
  *  - momentum, the box's symmetries, the same bits for any thread count, negative masses refused as by the tree.
  * The far kernel itself (2 and 1 periodic axes) is checked by native/tests/fmm_far_kernel.cpp, which
  * test/fmm-periodic.test.ts runs. G = 1 and no self term unless said.
@@ -15,7 +15,7 @@ import { InvalidInputError } from '../solver/errors.js';
 import type { BoundaryChoice, SolverOptions } from '../solver/options.js';
 import type { SolveResult } from '../solver/gravitySolver.js';
 import { ewaldCorrection, nearestImage, periodicGreen, type PeriodicBox } from '../validation/ewaldReference.js';
-import { rng, type Cells } from './helpers.js';
+import { refinedBlob, rng, type Cells } from './helpers.js';
 
 type Vec3 = [number, number, number];
 const boxOf = (hi: Vec3) => ({ box: { lo: [0, 0, 0] as Vec3, hi } });
@@ -123,6 +123,16 @@ describe('method fmm, a sheet (x, y periodic; z isolated)', () => {
     const e = await againstTree(blobbyGrid([16, 12, 24], [1, 0.75, 1.5], 3), [1, 0.75, 1.5], sheetXY);
     expect(e.phi).toBeLessThan(1e-5);
     expect(e.acc).toBeLessThan(1e-4);
+  });
+
+  it('an AMR mesh (a refined blob: two cell sizes, 51x peak) and an 8^3 grid (leaves above the far pass\'s cubes, x, z periodic): the tree at theta 0.2 to 1e-5 and 2e-4', async () => {
+    const blob = await againstTree(refinedBlob((x, y, z) => 1 + 50 * Math.exp(-((x - 0.5) ** 2 + (y - 0.48) ** 2 + (z - 0.52) ** 2) / 0.004)), [1, 1, 1], sheetXY);
+    expect(blob.phi).toBeLessThan(1e-5);
+    expect(blob.acc).toBeLessThan(2e-4);
+    const random = rng(21);
+    const small = await againstTree(grid([8, 8, 8], [1, 1, 1], () => 0.5 + random()), [1, 1, 1], { x: 'periodic', y: 'isolated', z: 'periodic' });
+    expect(small.phi).toBeLessThan(1e-5);
+    expect(small.acc).toBeLessThan(2e-4);
   });
 
   it('conserves momentum to rounding and keeps the sheet\'s symmetries (z -> 1 - z to rounding, x <-> y to the truncation error)', async () => {
