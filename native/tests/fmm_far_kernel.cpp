@@ -133,11 +133,13 @@ struct Partial {
 void checkPartial(const Partial& g) {
   char name[200];
   for (const auto& r : g.pts) {
-    std::snprintf(name, sizeof name, "%s, r = (%g, %g, %g): orders 0-3 vs ewaldCorrectionExact", g.name, r[0], r[1], r[2]);
+    std::snprintf(name, sizeof name, "%s, r = (%g, %g, %g): orders 0-3 vs ewaldCorrectionExact", g.name, r[0], r[1],
+                  r[2]);
     check(name, againstEwald(g.L, r.data()), 1e-11);
   }
   for (const auto& r : g.tr) {
-    std::snprintf(name, sizeof name, "%s, r = (%g, %g, %g): lap = 0, higher traces 0 (orders 2-7)", g.name, r[0], r[1], r[2]);
+    std::snprintf(name, sizeof name, "%s, r = (%g, %g, %g): lap = 0, higher traces 0 (orders 2-7)", g.name, r[0], r[1],
+                  r[2]);
     check(name, traces(g.L, r.data()), 1e-10);
     std::snprintf(name, sizeof name, "%s, r = (%g, %g, %g): kernel(-r) = (-1)^n kernel(r)", g.name, r[0], r[1], r[2]);
     check(name, parity(g.L, r.data()), 1e-11);
@@ -178,13 +180,15 @@ int main() {
   // along the isolated axes (psi's linear and logarithmic growth)
   const Partial partial[] = {
       {"sheet x, y (1 x 0.75)", {1, 0.75, 0},
-       {{0, 0, 0}, {0.3, -0.1, 0.45}, {-0.5, 0.375, 0.5}, {0.25, 0.2, 0}, {0.05, -0.02, 0.01}, {0.1, 0.3, -3}, {0.45, -0.2, 7.5}},
+       {{0, 0, 0}, {0.3, -0.1, 0.45}, {-0.5, 0.375, 0.5}, {0.25, 0.2, 0}, {0.05, -0.02, 0.01}, {0.1, 0.3, -3},
+        {0.45, -0.2, 7.5}},
        {{0, 0, 0}, {0.75, -0.5, 0.25}, {-0.75, 0.75, 1.5}, {0.1, 0.2, -6}}},
       {"sheet y, z of side 4", {0, 4, 4},
        {{0, 0, 0}, {1.2, -0.4, 1.8}, {-8, 2, -2}, {0.2, 0.1, -0.08}},
        {{3, -3, 3}, {-12, 1, 2}}},
       {"line z (1)", {0, 0, 1},
-       {{0, 0, 0}, {0.3, -0.1, 0.45}, {0, 0, 0.3}, {-0.5, 0.5, 0.5}, {0.05, -0.02, 0.01}, {2, -1.5, 0.25}, {6, 5, -0.4}},
+       {{0, 0, 0}, {0.3, -0.1, 0.45}, {0, 0, 0.3}, {-0.5, 0.5, 0.5}, {0.05, -0.02, 0.01}, {2, -1.5, 0.25},
+        {6, 5, -0.4}},
        {{0, 0, 0}, {0.75, -0.5, 0.25}, {0, 0, 0.75}, {-3, 4, -0.6}}},
       {"line x (0.5)", {0.5, 0, 0},
        {{0.2, 0.3, -0.1}, {-0.25, 1, 2}, {0.1, 0, 0}},
