@@ -110,6 +110,14 @@ describe('method fmm, a sheet (x, y periodic; z isolated)', () => {
     expect(e.phi).toBeGreaterThan(1e-9); // the FMM approximates: the comparison can fail
   });
 
+  it('a tall box 1 x 1 x 4 (8 x 8 x 32 cells: the far pass merges cubes far apart along z): within 1e-6 of the direct sum', async () => {
+    const random = rng(19);
+    const tall = grid([8, 8, 32], [1, 1, 4], (_x, _y, z) => 0.5 + random() + 3 * Math.exp(-((z - 1.3) ** 2) / 0.1));
+    const N = tall.x.length;
+    const e = await againstGreen(tall, [1, 1, 4], sheetXY, [true, true, false], [0, 700, N / 2 + 3, N - 1]);
+    expect(e.phi).toBeLessThan(1e-6); // measured 2.6e-8: the far field's linear part dominates max |phi| here
+  });
+
   it("16^3: the tree's sheet solve at theta 0.2 (G, lattice self term): potential within 1e-5, accelerations 1e-4", async () => {
     const e = await againstTree(cells, [1, 1, 1], sheetXY, { G: 6.674e-8, selfPotential: 'lattice' });
     expect(e.phi).toBeLessThan(1e-5);

@@ -6,12 +6,18 @@
 /// far_kernel.h), which is smooth in the whole central region: its nearest singularities are two periods away along
 /// a periodic axis (psi's linear growth across a sheet and logarithmic growth away from a line are smooth there).
 ///
-/// C_far acts between the cubes of one "frontier" level whose side s is at most a quarter of the shortest period,
-/// by one M2L per pair of cubes with C_far's derivatives at the cubes' offset (always a whole number of s per axis,
-/// since both are cube centres). Two cubes' expansions reach (r_A + r_B) / (distance to C_far's nearest singularity)
-/// <= sqrt(3) s / (L_min + s) = 0.35: the far images' truncation error is well below the walk's own M2L. The
-/// derivatives (far_kernel.h) are kept per (periods in s, order) for the process and are checked against
-/// ewald/sums.h's to third order and against Poisson's equation to order 7 (native/tests/fmm_far_kernel.cpp).
+/// C_far acts between the cubes of one "frontier" level whose side s is at most a quarter of the shortest period.
+/// Two cubes' expansions reach (r_A + r_B) / (distance to C_far's nearest singularity) <= sqrt(3) s / (L_min + s)
+/// = 0.35: the far images' truncation error is well below the walk's own M2L. The pass builds its own octree over
+/// the cubes (a node: the box of the occupied cubes under it, expanded about its centre by M2M) and walks it from
+/// the root with itself: two nodes of a level interact by one M2L each way when they reach no further than two cubes
+/// may (0.3465 of the distance to the nearest far image), else both are opened, down to the cubes, which always
+/// interact; the nodes' local expansions go down to the cubes by L2L. In a cubic box no node above the cubes
+/// qualifies (every pair of cubes interacts, as a plain all-pairs pass would); in a box whose isolated side is long
+/// (a tall sheet) the cubes far apart along it interact through their ancestors, and the pass costs ~N_cubes log
+/// instead of N_cubes^2 M2L. Centres lie on the grid of half cubes, so the derivatives (far_kernel.h) are kept per
+/// (periods in half cubes, order, offset) for the process; they are checked against ewald/sums.h's to third order
+/// and against Poisson's equation to order 7 (native/tests/fmm_far_kernel.cpp).
 ///
 /// Frontier cubes are the tree's nodes of that level; cells in shallower leaves (small or coarse meshes) are binned
 /// into the level's cubes here, with their own P2M and L2P.
