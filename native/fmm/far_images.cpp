@@ -1,5 +1,6 @@
 /// \file far_images.cpp
-/// \brief The far periodic images' kernel and M2L between frontier cubes (see far_images.h).
+/// \brief The far periodic images' pass: the frontier cubes, the walk over their octree, M2M, M2L and L2L
+/// (see far_images.h).
 #include "fmm/far_images.h"
 
 #include <algorithm>
