@@ -9,7 +9,8 @@ export type BackendChoice = 'auto' | 'cpu' | 'cuda';
 /**
  * How the far field is computed: 'tree' (the Barnes-Hut group walk, options theta, order, mac, walk; every backend,
  * box and MPI run) or 'fmm' (the fast multipole method, options fmmOrder, fmmTheta, fmmTolerance; so far the CPU
- * backend, isolated and fully periodic boxes, one process or CPU ranks under MPI).
+ * backend: isolated, fully and partly periodic boxes in one process; isolated and fully periodic boxes on CPU ranks
+ * under MPI).
  */
 export type MethodChoice = 'tree' | 'fmm';
 
@@ -66,10 +67,10 @@ export interface SolverOptions {
    * expansions passed down the tree and direct sums between neighbouring 64-cell leaves; its accuracy is set by
    * fmmOrder, fmmTheta and fmmTolerance (defaults: max relative error <= 2e-5 of the potential on the MacLaurin and
    * random AMR meshes, momentum conserved to rounding). Built so far for backend 'cpu' (and 'auto', which then runs
-   * on the CPU), isolated and fully periodic boundaries (periodic: the density contrast, as the tree; the near
-   * images walked, the far ones through one Ewald-derived kernel, docs/fmm-design.md section 7) and single-process
-   * solves: other combinations (backend 'cuda', partly periodic boxes, distributed) are an InvalidOptionError.
-   * Default 'tree'.
+   * on the CPU), every boundary (isolated; fully periodic: the density contrast, as the tree; partly periodic sheets
+   * and lines: the masses as given and the tree's Green's function and constant; the near images along the periodic
+   * axes walked, the far ones through one Ewald-derived kernel, docs/fmm-design.md section 7) and single-process
+   * solves: other combinations (backend 'cuda', distributed) are an InvalidOptionError. Default 'tree'.
    */
   method?: MethodChoice;
   /** method 'fmm': expansion order p of the multipoles and local expansions, an integer in [3, 7]. Default 7. */
@@ -81,9 +82,10 @@ export interface SolverOptions {
   fmmTheta?: number;
   /**
    * method 'fmm': error tolerance, dimensionless; a node pair also needs its truncation-error bound to be at most
-   * fmmTolerance times a lower bound of each side's potential (docs/fmm-design.md, section 3); in fully periodic
-   * boxes, where the density contrast's potential crosses zero, an estimate from the multipole norms against 1/32
-   * of a scale of |phi| (section 7); in [0, 1), 0 = the opening angle alone. Default 2e-4.
+   * fmmTolerance times a lower bound of each side's potential (docs/fmm-design.md, section 3); in boxes with a
+   * periodic axis, where the potential crosses zero (the density contrast's; a sheet's or a line's, which falls
+   * as -|w| or -ln rho away from the masses), an estimate from the multipole norms against 1/32 of a scale of |phi|
+   * (section 7); in [0, 1), 0 = the opening angle alone. Default 2e-4.
    */
   fmmTolerance?: number;
   /** Opening angle theta of the MAC d > l/theta + delta; (0, 1]. Smaller is more accurate and slower. Default 0.5. */
@@ -243,13 +245,6 @@ export function resolveOptions(options: SolverOptions = {}): ResolvedOptions {
     // what the FMM is not built for yet (issue #20) fails here, never by a silent fall-back to the tree
     if (o.backend === 'cuda')
       throw invalidOption('method', "'tree' with backend 'cuda' (method 'fmm' runs on the CPU backend only so far)", o.method);
-    const axes = periodicAxes(o.boundary as BoundaryChoice);
-    if (axes.some((p) => p) && !axes.every((p) => p))
-      throw invalidOption(
-        'method',
-        "'tree' with partly periodic boundaries (method 'fmm' is built for isolated and fully periodic boxes only so far)",
-        o.method,
-      );
   }
   return o as ResolvedOptions;
 }

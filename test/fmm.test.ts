@@ -1,8 +1,8 @@
 /**
  * method 'fmm' (issue #20) against physics: direct summation of the same cells on the MacLaurin mesh and a random
  * AMR mesh (potential and accelerations), momentum conservation of the symmetric interactions, the same bits for
- * any thread count, the block entry, and typed errors for what is not built yet (CUDA, partly periodic boxes; fully
- * periodic ones: test/fmm-periodic.test.ts).
+ * any thread count, the block entry, and typed errors for what is not built yet (CUDA, distributed; periodic boxes:
+ * test/fmm-periodic.test.ts and test/fmm-sheet.test.ts).
  *
  * The direct sums (validation/directAtTargets.ts: float64, each cell's own pair left out, G = 1, no self term) are
  * taken at 1000 target cells spread over the input plus the cell nearest each corner of the box (whose potential is
@@ -161,8 +161,6 @@ describe('method fmm: determinism, parameters, entries', () => {
   it('rejects what is not built yet and bad parameters with typed errors naming them', () => {
     const bad: [SolverOptions, RegExp][] = [
       [{ method: 'fmm', backend: 'cuda' }, /backend 'cuda'.*CPU backend only/],
-      [{ method: 'fmm', boundary: { x: 'periodic', y: 'isolated', z: 'isolated' } }, /partly periodic/],
-      [{ method: 'fmm', boundary: { x: 'periodic', y: 'periodic', z: 'isolated' } }, /partly periodic/],
       [{ method: 'fmm', fmmOrder: 8 }, /fmmOrder/],
       [{ method: 'fmm', fmmOrder: 2.5 }, /fmmOrder/],
       [{ method: 'fmm', fmmTheta: 1 }, /fmmTheta/],

@@ -460,7 +460,7 @@ describe.each([2, 3, 4])("method 'fmm' on %i ranks (issue #20)", (np) => {
     const run = await mpirun(np, script('fmmCheck.mjs'));
     expect(run.timedOut, run.stderr).toBe(false);
     expect(run.code, run.stderr).toBe(0);
-    const report = lastJson<{ ranks: number; scenarios: FmmScenario[] }>(run.stdout);
+    const report = lastJson<{ ranks: number; scenarios: FmmScenario[]; sheet: string; sheetRefusedOnEveryRank: boolean }>(run.stdout);
     expect(report.ranks).toBe(np);
     expect(report.scenarios.map((s) => s.name)).toEqual(['uniform32-isolated', 'random-amr-isolated', 'uniform32-periodic',
       'random-amr-periodic', 'uniform32-periodic-tight', 'random-amr-periodic-tight', 'random-amr-periodic-empty-rank']);
@@ -494,5 +494,8 @@ describe.each([2, 3, 4])("method 'fmm' on %i ranks (issue #20)", (np) => {
     }
     const empty = report.scenarios.find((s) => s.name === 'random-amr-periodic-empty-rank')!;
     expect(empty.perRank[1]).toMatchObject({ cells: 0, letsSent: 0, letsReceived: 0, bytesSent: 0 });
+    // a sheet over ranks is not built for the FMM: a typed error naming it, on every rank
+    expect(report.sheet).toMatch(/^InvalidOptionError: .*method 'fmm' over MPI ranks takes isolated and fully periodic/);
+    expect(report.sheetRefusedOnEveryRank).toBe(true);
   });
 });

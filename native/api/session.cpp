@@ -342,6 +342,10 @@ Status solveDistributed(BackendKind kind, const CellsView& cells, const SolveOpt
     if (kind != BackendKind::Cpu)
       return ::amrgrav::failDistributedSolve(Status::error(ErrorCode::InvalidOption, "method 'fmm' runs on the CPU backend "
                                                                           "only so far (issue #20)"));
+    if (opt.anyPeriodic() && !opt.fullyPeriodic())
+      return ::amrgrav::failDistributedSolve(Status::error(
+          ErrorCode::InvalidOption, "method 'fmm' over MPI ranks takes isolated and fully periodic boxes so far (issue "
+                                    "#20): a box periodic along 1 or 2 axes needs method 'tree' or one rank"));
     return solveDistributedFmm(solveFmmRanks, cells, opt, out);
   }
   if (mpiWorld().size > 1) return ::amrgrav::solveDistributed(rankEnginesOn(kind), cells, opt, out);

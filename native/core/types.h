@@ -61,8 +61,9 @@ enum class SolveMethod {
   /// The Barnes-Hut group walk (cpu/, cuda/): node-cell and cell-cell interactions, MAC theta (the reference).
   Tree = 0,
   /// The fast multipole method (fmm/): node-node M2L with local expansions passed down the tree, and P2P between
-  /// near leaves; fmmOrder, fmmTheta and fmmTolerance set its accuracy. CPU backend (one process or CPU ranks under
-  /// MPI: cpu/fmm_ranks.h), isolated and fully periodic boxes.
+  /// near leaves; fmmOrder, fmmTheta and fmmTolerance set its accuracy. CPU backend: one process in any box (isolated,
+  /// fully or partly periodic: fmm/far_images.h), or CPU ranks under MPI (cpu/fmm_ranks.h) in isolated and fully
+  /// periodic boxes.
   Fmm = 1,
 };
 

@@ -45,9 +45,6 @@ Status validateOptions(const SolveOptions& o) {
     return bad("fmmTheta must be in (0, 1) (got " + exactNumber(o.fmmTheta) + ")");
   if (!(o.fmmTolerance >= 0.0 && o.fmmTolerance < 1.0))
     return bad("fmmTolerance must be in [0, 1) (got " + exactNumber(o.fmmTolerance) + "); 0 = the opening angle alone");
-  if (o.method == SolveMethod::Fmm && o.anyPeriodic() && !o.fullyPeriodic())
-    return bad("method 'fmm' is built for isolated and fully periodic boxes only so far (issue #20): partly periodic "
-               "boxes (sheets, lines) need method 'tree'");
   if (o.hasBox) {
     for (int d = 0; d < 3; ++d) {
       if (!(std::isfinite(o.boxLo[d]) && std::isfinite(o.boxHi[d]) && o.boxHi[d] > o.boxLo[d]))

@@ -1,8 +1,12 @@
 /// \file far_images.cpp
-/// \brief The far periodic images' kernel and M2L between frontier cubes (see far_images.h).
+/// \brief The far periodic images' pass: the frontier cubes, the walk over their octree, M2M, M2L and L2L
+/// (see far_images.h).
 #include "fmm/far_images.h"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <functional>
 #include <array>
 #include <cmath>
 #include <map>
@@ -10,6 +14,7 @@
 #include <mutex>
 
 #include "core/thread_pool.h"
+#include "fmm/far_kernel.h"
 #include "fmm/multi_index.h"
 #include "fmm/simd.h"
 #include "fmm/m2l_kernels.h"
@@ -17,99 +22,6 @@
 namespace amrgrav {
 namespace fmm {
 namespace {
-
-constexpr double kPi = 3.14159265358979323846;
-constexpr double kSqrtPi = 1.77245385090551602730;
-
-/// F^(m)(u), m = 0..p, u = r^2 / 2, of erfc(a r) / r (r > 0): (-1)^m B_m with B_0 = erfc(a r)/r and
-/// B_m = ((2m - 1) B_(m-1) + (2 a^2)^m e^(-a^2 r^2) / (a sqrt(pi))) / r^2.
-void erfcRadial(double a, double r, int p, double* F) {
-  const double r2 = r * r, e = std::exp(-a * a * r2) / (a * kSqrtPi);
-  double B = std::erfc(a * r) / r, pw = 1;
-  F[0] = B;
-  for (int m = 1; m <= p; ++m) {
-    pw *= 2 * a * a;
-    B = ((2 * m - 1) * B + pw * e) / r2;
-    F[m] = (m & 1) ? -B : B;
-  }
-}
-
-/// F^(m)(u) of erf(a r) / r, smooth at r = 0: its power series in w = a^2 r^2 where a r <= 2, else 1/r's derivatives
-/// ((-1)^m (2m - 1)!! / r^(2m + 1)) minus erfc's.
-void erfRadial(double a, double r, int p, double* F) {
-  const double w = a * a * r * r;
-  if (w <= 4) {
-    double pw = 2 * a / kSqrtPi;
-    for (int m = 0; m <= p; ++m) {
-      double sum = 0, term = 1;  // term = (-1)^i w^i / i!
-      for (int i = 0; i < 80; ++i) {
-        sum += term / (2 * i + 2 * m + 1);
-        term *= -w / (i + 1);
-        if (std::fabs(term) < 1e-19 * std::fabs(sum) && i > 2) break;
-      }
-      F[m] = ((m & 1) ? -pw : pw) * sum;
-      pw *= 2 * a * a;
-    }
-    return;
-  }
-  double C[8];
-  erfcRadial(a, r, p, C);
-  double inv = 1 / r, dfact = 1;
-  const double r2inv = 1 / (r * r);
-  for (int m = 0; m <= p; ++m) {
-    if (m > 0) dfact *= 2 * m - 1;
-    const double g = dfact * inv;  // (2m - 1)!! / r^(2m + 1)
-    F[m] = ((m & 1) ? -g : g) - C[m];
-    inv *= r2inv;
-  }
-}
-
-/// The Cartesian derivatives of a radial function F(u), u = r^2/2, from its u-derivatives: d^(a,b,c) F =
-/// sum_(i,j,k) c(a,i) c(b,j) c(c,k) x^(a-2i) y^(b-2j) z^(c-2k) F^(a+b+c-i-j-k), c(a,i) = a! / (i! (a-2i)! 2^i).
-struct RadialToCartesian {
-  struct Entry {
-    int term, ex, ey, ez, m;
-    double coef;
-  };
-  std::vector<Entry> entries;
-  int order;
-  explicit RadialToCartesian(int p) : order(p) {
-    const MultiIndex mi(p);
-    auto c = [](int a, int i) {
-      double f = 1;
-      for (int q = 2; q <= a; ++q) f *= q;
-      for (int q = 2; q <= i; ++q) f /= q;
-      for (int q = 2; q <= a - 2 * i; ++q) f /= q;
-      return f / std::ldexp(1.0, i);
-    };
-    for (int t = 0; t < mi.terms; ++t) {
-      const auto n = mi.n[t];
-      for (int i = 0; 2 * i <= n[0]; ++i)
-        for (int j = 0; 2 * j <= n[1]; ++j)
-          for (int k = 0; 2 * k <= n[2]; ++k)
-            entries.push_back({t, n[0] - 2 * i, n[1] - 2 * j, n[2] - 2 * k, n[0] + n[1] + n[2] - i - j - k,
-                               c(n[0], i) * c(n[1], j) * c(n[2], k)});
-    }
-  }
-  /// out[t] += sign * d^t F at r.
-  void add(const double r[3], const double* F, double sign, double* out) const {
-    double px[8], py[8], pz[8];
-    px[0] = py[0] = pz[0] = 1;
-    for (int q = 1; q <= order; ++q) {
-      px[q] = px[q - 1] * r[0];
-      py[q] = py[q - 1] * r[1];
-      pz[q] = pz[q - 1] * r[2];
-    }
-    for (const Entry& e : entries) out[e.term] += sign * e.coef * px[e.ex] * py[e.ey] * pz[e.ez] * F[e.m];
-  }
-};
-
-const RadialToCartesian& radialToCartesian(int p) {
-  static const RadialToCartesian tables[8] = {RadialToCartesian(0), RadialToCartesian(1), RadialToCartesian(2),
-                                              RadialToCartesian(3), RadialToCartesian(4), RadialToCartesian(5),
-                                              RadialToCartesian(6), RadialToCartesian(7)};
-  return tables[p];
-}
 
 // ------------------------------------------------------------------------------------------------------------------
 // The process's kernel values: per (periods in s, order), per integer offset.
@@ -150,120 +62,63 @@ struct Cube {
   std::vector<double> M, L;
 };
 
-}  // namespace
-
-namespace {
-
-/// What every offset of one (periods, order) shares: the reciprocal-space rows 2 (4 pi / V) e^(-k^2/4a^2) k^n / k^2
-/// over half of the k vectors (k and -k add equal terms), and the splitting parameter.
-struct KernelSetup {
-  double a = 0;
-  std::vector<double> k;     ///< 3 per vector
-  std::vector<double> rows;  ///< terms per vector
+/// A node of the far pass's octree over the cubes (level 0: one cube; `lo`, `hi` in cubes, the box [lo, hi) of
+/// the cubes under it).
+struct FarNode {
+  int lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+  int level = 0;
+  int cube = -1;           ///< level 0: the cube
+  std::vector<int> child;  ///< the nodes of the level below, in key order
+  std::vector<double> M, L;
 };
 
-KernelSetup kernelSetup(const double period[3], int p) {
-  const MultiIndex mi(p);
-  KernelSetup ks;
-  const double pmin = std::min(period[0], std::min(period[1], period[2]));
-  const double V = period[0] * period[1] * period[2];
-  ks.a = 3.0 / pmin;  // erfc(a r) negligible past 2.5 pmin; reciprocal space to k^2 / 4a^2 = 46
-  const double a = ks.a, kcut2 = 4 * a * a * 46.0;
-  int K[3];
-  for (int d = 0; d < 3; ++d) K[d] = int(std::ceil(std::sqrt(kcut2) * period[d] / (2 * kPi)));
-  std::vector<double> fact(mi.terms);
-  for (int t = 0; t < mi.terms; ++t) {
-    double f = 1;
-    for (int d = 0; d < 3; ++d)
-      for (int q = 2; q <= mi.n[t][d]; ++q) f *= q;
-    fact[t] = f;
-  }
-  std::vector<double> mono(mi.terms);
-  for (int mz = 0; mz <= K[2]; ++mz)
-    for (int my = -K[1]; my <= K[1]; ++my)
-      for (int mx = -K[0]; mx <= K[0]; ++mx) {
-        // half space: mz > 0, or mz = 0 and my > 0, or mz = my = 0 and mx > 0
-        if (!(mz > 0 || (mz == 0 && (my > 0 || (my == 0 && mx > 0))))) continue;
-        const double k[3] = {2 * kPi * mx / period[0], 2 * kPi * my / period[1], 2 * kPi * mz / period[2]};
-        const double k2 = k[0] * k[0] + k[1] * k[1] + k[2] * k[2];
-        if (k2 > kcut2) continue;
-        const double f = 2 * 4 * kPi / V * std::exp(-k2 / (4 * a * a)) / k2;
-        mono[0] = 1;
-        for (int t = 1; t < mi.terms; ++t) mono[t] = mono[mi.monoPrev[t]] * k[mi.monoAxis[t]] * mi.monoScale[t];
-        for (int d = 0; d < 3; ++d) ks.k.push_back(k[d]);
-        for (int t = 0; t < mi.terms; ++t) ks.rows.push_back(f * mono[t] * fact[t]);
-      }
-  return ks;
+/// The largest reach (r_A + r_B) / (distance from the offset to C_far's nearest singularity) at which two nodes of
+/// the far octree interact: that of two cubes of a quarter period in the worst case, sqrt(3) / 5.
+constexpr double kFarRatio = 0.3465;
+
+/// h^n / n! for every term (multi_index.h's monomials).
+void monomialsOf(const MultiIndex& mi, double hx, double hy, double hz, double* mono) {
+  const double h[3] = {hx, hy, hz};
+  mono[0] = 1;
+  for (int q = 1; q < mi.terms; ++q) mono[q] = mono[mi.monoPrev[q]] * h[mi.monoAxis[q]] * mi.monoScale[q];
 }
 
-/// C_far = -sum_(near) erf(a r_n)/r_n + sum_(far) erfc(a r_n)/r_n + reciprocal space - pi / (a^2 V).
-std::vector<double> kernelAt(const KernelSetup& ks, const double period[3], int p, const double offset[3]) {
-  const MultiIndex mi(p);
-  std::vector<double> out(mi.terms, 0.0);
-  const RadialToCartesian& rc = radialToCartesian(p);
-  const double V = period[0] * period[1] * period[2];
-  const double a = ks.a;
-  double F[8];
-  // real space: the images the walk does not take, as erfc(a r)/r (those past a r = 7.5 are below 1e-24)
+/// Distance from `delta` to the nearest far image n P (|n_d| >= 2 along some periodic axis, n_d = 0 along the
+/// isolated ones, P[d] = 0), every length in cubes. The offsets between two of the box's nodes are under one period
+/// along each periodic axis, so |n_d| <= 3 finds it.
+double farSingularityDistance(const double delta[3], const double P[3]) {
+  double best = INFINITY;
   int N[3];
-  for (int d = 0; d < 3; ++d) N[d] = int(std::ceil(7.5 / (a * period[d]))) + 1;
+  for (int d = 0; d < 3; ++d) N[d] = P[d] > 0 ? 3 : 0;
   for (int nz = -N[2]; nz <= N[2]; ++nz)
     for (int ny = -N[1]; ny <= N[1]; ++ny)
       for (int nx = -N[0]; nx <= N[0]; ++nx) {
         if (std::abs(nx) <= 1 && std::abs(ny) <= 1 && std::abs(nz) <= 1) continue;
-        const double r[3] = {offset[0] - nx * period[0], offset[1] - ny * period[1], offset[2] - nz * period[2]};
-        const double rr = std::sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
-        if (a * rr > 7.5) continue;
-        erfcRadial(a, rr, p, F);
-        rc.add(r, F, 1.0, out.data());
+        const double r[3] = {delta[0] - nx * P[0], delta[1] - ny * P[1], delta[2] - nz * P[2]};
+        best = std::min(best, std::sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]));
       }
-  // the 27 near images as -erf(a r)/r: 1/r (taken by the walk) minus erfc(a r)/r, smooth at r = 0
-  for (int nz = -1; nz <= 1; ++nz)
-    for (int ny = -1; ny <= 1; ++ny)
-      for (int nx = -1; nx <= 1; ++nx) {
-        const double r[3] = {offset[0] - nx * period[0], offset[1] - ny * period[1], offset[2] - nz * period[2]};
-        erfRadial(a, std::sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]), p, F);
-        rc.add(r, F, -1.0, out.data());
-      }
-  // reciprocal space: (4 pi / V) sum_(k != 0) e^(-k^2 / 4a^2) / k^2 cos(k.r), differentiated term by term:
-  // d^n cos(k.r) = k^n (cos, -sin, -cos, sin)(k.r) by |n| mod 4
-  const int nt = mi.terms;
-  std::vector<double> cs(nt, 0.0), sn(nt, 0.0);
-  const std::size_t nk = ks.k.size() / 3;
-  for (std::size_t q = 0; q < nk; ++q) {
-    const double* k = &ks.k[3 * q];
-    const double ph = k[0] * offset[0] + k[1] * offset[1] + k[2] * offset[2];
-    const double c = std::cos(ph), s = std::sin(ph);
-    const double* row = &ks.rows[q * nt];
-    for (int t = 0; t < nt; ++t) {
-      cs[t] += row[t] * c;
-      sn[t] += row[t] * s;
-    }
-  }
-  for (int t = 0; t < nt; ++t) {
-    const int m = mi.degree[t] & 3;
-    out[t] += m == 0 ? cs[t] : m == 1 ? -sn[t] : m == 2 ? -cs[t] : sn[t];
-  }
-  out[0] -= kPi / (a * a * V);  // psi's zero mean
-  return out;
+  return best;
 }
 
 }  // namespace
 
-std::vector<double> farKernelDerivatives(const double period[3], int p, const double offset[3]) {
-  return kernelAt(kernelSetup(period, p), period, p, offset);
-}
-
-int farCubesPerAxis(const double period[3], double rootSide) {
-  const double pmin = std::min(period[0], std::min(period[1], period[2]));
+/// The frontier level's depth below a root cube of side `rootSide`: cubes of side s <= L_min / 4 (L_min the shortest
+/// period; isolated axes have period 0).
+static int frontierLevel(const double period[3], double rootSide, double* side) {
+  double pmin = INFINITY;
+  for (int d = 0; d < 3; ++d)
+    if (period[d] > 0) pmin = std::min(pmin, period[d]);
   double s = rootSide;
   int level = 0;
   while (s > 0.25 * pmin * (1 + 1e-12)) {
     s *= 0.5;
     ++level;
   }
-  return 1 << level;
+  if (side) *side = s;
+  return level;
 }
+
+int farCubesPerAxis(const double period[3], double rootSide) { return 1 << frontierLevel(period, rootSide, nullptr); }
 
 Status addFarImages(const SortedCells& cells, const double period[3], int threads, FmmTree& t, FmmOutput out,
                     const FarCubeSum& sum) {
@@ -276,14 +131,8 @@ Status addFarImages(const SortedCells& cells, const double period[3], int thread
   }
   const MultiIndex mi(t.order);
   const int nt = t.terms;
-  // the frontier level: cubes of side s <= L_min / 4
-  const double pmin = std::min(period[0], std::min(period[1], period[2]));
-  double s = o.root.side;
-  int level = 0;
-  while (s > 0.25 * pmin * (1 + 1e-12)) {
-    s *= 0.5;
-    ++level;
-  }
+  double s = 0;
+  const int level = frontierLevel(period, o.root.side, &s);
   const int per = 1 << level;
   // the cubes: frontier nodes, then the cells of shallower leaves binned (ascending cube index within each leaf)
   std::vector<Cube> cubes;
@@ -315,8 +164,8 @@ Status addFarImages(const SortedCells& cells, const double period[3], int thread
     if (cubes.size() > std::size_t(kMaxFarCubes))
       return Status::error(ErrorCode::InvalidOption,
                            "method 'fmm' in a periodic box: the box's aspect ratio needs more than " +
-                               std::to_string(kMaxFarCubes) + " cubes of a quarter of its shortest side for the far "
-                               "images; use method 'tree' for such boxes");
+                               std::to_string(kMaxFarCubes) + " cubes of a quarter of its shortest period for "
+                               "the far images; use method 'tree' for such boxes");
   }
   // P2M of the binned cubes about their centres
   std::vector<double> mono(nt);
@@ -335,7 +184,7 @@ Status addFarImages(const SortedCells& cells, const double period[3], int thread
       for (int q = 0; q < nt; ++q) c.M[q] += cells.mass[j] * mono[q];
     }
   }
-  // a distributed solve: every rank's cubes summed, and all of them sources (cube order)
+  // a distributed solve: every rank's cubes summed (dense, cube order), the far pass over all of them
   std::vector<Cube> global;
   if (sum) {
     std::vector<double> dense(std::size_t(per) * per * per * nt, 0.0);
@@ -356,84 +205,200 @@ Status addFarImages(const SortedCells& cells, const double period[3], int thread
       global.push_back(std::move(c));
     }
   }
-  const std::vector<Cube>& sources = sum ? global : cubes;
-  // the kernel at every offset between two cubes, from the process's cache (made now where missing)
-  const int w = 2 * per - 1;
-  std::vector<std::uint8_t> need(std::size_t(w) * w * w, 0);
-  auto slot = [&](const Cube& A, const Cube& B) {
-    return ((A.ix[2] - B.ix[2] + per - 1) * w + (A.ix[1] - B.ix[1] + per - 1)) * w + (A.ix[0] - B.ix[0] + per - 1);
+  std::vector<Cube>& farCubes = sum ? global : cubes;
+  // the far pass's own octree over the cubes (far_images.h): level 0 the cubes, each level above merges 2^3 of the
+  // one below; a node's box is the union of its cubes' (clipped to what is occupied), its centre the box's centre
+  std::vector<FarNode> nodes;
+  std::vector<std::vector<int>> levels(1);
+  for (std::size_t c = 0; c < farCubes.size(); ++c) {
+    FarNode f;
+    for (int d = 0; d < 3; ++d) {
+      f.lo[d] = farCubes[c].ix[d];
+      f.hi[d] = farCubes[c].ix[d] + 1;
+    }
+    f.cube = int(c);
+    levels[0].push_back(int(nodes.size()));
+    nodes.push_back(std::move(f));
+  }
+  while (levels.back().size() > 1) {
+    const int k = int(levels.size());  // the new level: 2^k cubes a side
+    std::map<std::array<int, 3>, std::vector<int>> groups;
+    for (int i : levels.back()) {
+      const FarNode& f = nodes[i];
+      groups[{f.lo[2] >> k, f.lo[1] >> k, f.lo[0] >> k}].push_back(i);
+    }
+    levels.emplace_back();
+    for (auto& g : groups) {
+      FarNode f;
+      f.level = k;
+      for (int d = 0; d < 3; ++d) {
+        f.lo[d] = INT32_MAX;
+        f.hi[d] = INT32_MIN;
+        for (int i : g.second) {
+          f.lo[d] = std::min(f.lo[d], nodes[i].lo[d]);
+          f.hi[d] = std::max(f.hi[d], nodes[i].hi[d]);
+        }
+      }
+      f.child = std::move(g.second);
+      levels.back().push_back(int(nodes.size()));
+      nodes.push_back(std::move(f));
+    }
+  }
+  // positions in the solve's lengths: a node's centre (lo + hi) s / 2 from the root cube's corner
+  auto centreOfNode = [&](const FarNode& f, int d) { return lo[d] + 0.5 * (f.lo[d] + f.hi[d]) * s; };
+  auto sourceM = [&](const FarNode& f) -> const double* {
+    if (f.cube < 0) return f.M.data();
+    const Cube& c = farCubes[std::size_t(f.cube)];
+    return c.node != ~0u ? &t.M[std::size_t(c.node) * t.mStride] : c.M.data();
   };
-  for (const Cube& A : cubes)
-    for (const Cube& B : sources) need[slot(A, B)] = 1;
-  const std::array<double, 3> pu = {period[0] / s, period[1] / s, period[2] / s};
-  std::vector<std::shared_ptr<const std::vector<double>>> kernel(need.size());
+  // M2M up the far octree (exact to order p), a level at a time, the nodes of a level in parallel
+  for (std::size_t k = 1; k < levels.size(); ++k)
+    parallelFor(levels[k].size(), 8, threads, [&](std::size_t b, std::size_t e, int) {
+      std::vector<double> h(nt);
+      for (std::size_t q = b; q < e; ++q) {
+        FarNode& f = nodes[std::size_t(levels[k][q])];
+        f.M.assign(t.mStride, 0.0);
+        for (int c : f.child) {
+          const FarNode& ch = nodes[std::size_t(c)];
+          monomialsOf(mi, centreOfNode(ch, 0) - centreOfNode(f, 0), centreOfNode(ch, 1) - centreOfNode(f, 1),
+                      centreOfNode(ch, 2) - centreOfNode(f, 2), h.data());
+          const double* Mc = sourceM(ch);
+          for (std::size_t e2 = 0; e2 < mi.m2mN.size(); ++e2) f.M[mi.m2mN[e2]] += Mc[mi.m2mJ[e2]] * h[mi.m2mNJ[e2]];
+        }
+      }
+    });
+  // the pairs: a dual walk from the root with itself; two nodes interact when their expansions reach at most
+  // kFarRatio of the way to C_far's nearest singularity (a far image: n L, |n_d| >= 2 along some periodic axis), as
+  // two cubes always do; otherwise both are opened (they are of one level)
+  const double pS[3] = {period[0] / s, period[1] / s, period[2] / s};  // periods in cubes, 0 along isolated axes
+  auto accepts = [&](const FarNode& A, const FarNode& B) {
+    double rA = 0, rB = 0, delta[3];
+    for (int d = 0; d < 3; ++d) {
+      rA += double(A.hi[d] - A.lo[d]) * (A.hi[d] - A.lo[d]);
+      rB += double(B.hi[d] - B.lo[d]) * (B.hi[d] - B.lo[d]);
+      delta[d] = 0.5 * ((A.lo[d] + A.hi[d]) - (B.lo[d] + B.hi[d]));
+    }
+    return 0.5 * (std::sqrt(rA) + std::sqrt(rB)) <= kFarRatio * farSingularityDistance(delta, pS);
+  };
+  std::vector<std::pair<int, int>> pairs;
+  const std::function<void(int, int)> walk = [&](int a, int b) {
+    const FarNode &A = nodes[std::size_t(a)], &B = nodes[std::size_t(b)];
+    if (a == b) {
+      if (A.level == 0) {
+        pairs.emplace_back(a, a);
+        return;
+      }
+      for (std::size_t i = 0; i < A.child.size(); ++i)
+        for (std::size_t j = i; j < A.child.size(); ++j) walk(A.child[i], A.child[j]);
+      return;
+    }
+    if (A.level == 0 || accepts(A, B)) {
+      pairs.emplace_back(std::min(a, b), std::max(a, b));
+      return;
+    }
+    for (int ca : A.child)
+      for (int cb : B.child) walk(ca, cb);
+  };
+  walk(levels.back()[0], levels.back()[0]);
+  // directed interactions by target, sources ascending; the offsets in half cubes (centres are on that grid)
+  std::vector<std::vector<int>> sourcesOf(nodes.size());
+  for (const auto& pr : pairs) {
+    sourcesOf[std::size_t(pr.first)].push_back(pr.second);
+    if (pr.first != pr.second) sourcesOf[std::size_t(pr.second)].push_back(pr.first);
+  }
+  for (auto& v : sourcesOf) std::sort(v.begin(), v.end());
+  auto halfOffset = [&](const FarNode& A, const FarNode& B) {
+    return std::array<int, 3>{(A.lo[0] + A.hi[0]) - (B.lo[0] + B.hi[0]), (A.lo[1] + A.hi[1]) - (B.lo[1] + B.hi[1]),
+                              (A.lo[2] + A.hi[2]) - (B.lo[2] + B.hi[2])};
+  };
+  // the kernel at every offset needed, from the process's cache (made now where missing); the opposite offset's
+  // derivatives are (-1)^n the same (C_far is even)
+  const std::array<double, 3> pu = {2 * pS[0], 2 * pS[1], 2 * pS[2]};  // periods in half cubes
+  std::map<std::array<int, 3>, std::shared_ptr<const std::vector<double>>> kernel;
+  for (std::size_t a = 0; a < nodes.size(); ++a)
+    for (int b : sourcesOf[a]) kernel[halfOffset(nodes[a], nodes[std::size_t(b)])] = nullptr;
+  auto flipped = [&](const std::vector<double>& v) {
+    std::vector<double> f(v);
+    for (int j = 0; j < nt; ++j)
+      if (mi.degree[j] & 1) f[j] = -f[j];
+    return std::make_shared<const std::vector<double>>(std::move(f));
+  };
+  auto opposite = [](const std::array<int, 3>& o) { return std::array<int, 3>{-o[0], -o[1], -o[2]}; };
   {
     KernelCache& kc = kernelCache();
     std::lock_guard<std::mutex> lock(kc.mu);
-    std::vector<int> missing;
-    for (int q = 0; q < int(need.size()); ++q) {
-      if (!need[q]) continue;
-      const KernelKey key{pu, t.order, {q % w - (per - 1), q / w % w - (per - 1), q / (w * w) - (per - 1)}};
-      auto it = kc.values.find(key);
-      if (it != kc.values.end()) kernel[q] = it->second;
-      else missing.push_back(q);
+    std::vector<std::array<int, 3>> made;  // one of each opposite pair: the larger
+    for (auto& kv : kernel) {
+      auto it = kc.values.find(KernelKey{pu, t.order, kv.first});
+      if (it != kc.values.end()) {
+        kv.second = it->second;
+        continue;
+      }
+      auto op = kc.values.find(KernelKey{pu, t.order, opposite(kv.first)});
+      if (op != kc.values.end()) kv.second = flipped(*op->second);
+      else made.push_back(std::max(kv.first, opposite(kv.first)));
     }
-    // each missing offset or its opposite (slots q and need.size() - 1 - q): the opposite's derivatives are
-    // (-1)^n the same (C_far is even)
-    std::vector<int> made;
-    for (int q : missing)
-      if (!kernel[need.size() - 1 - q]) made.push_back(std::min(q, int(need.size()) - 1 - q));
     std::sort(made.begin(), made.end());
     made.erase(std::unique(made.begin(), made.end()), made.end());
     if (!made.empty()) {
-      const KernelSetup ks = kernelSetup(pu.data(), t.order);
+      const FarKernelSetup ks = farKernelSetup(pu.data(), t.order);
       std::vector<std::shared_ptr<const std::vector<double>>> values(made.size());
       parallelFor(made.size(), 1, threads, [&](std::size_t b, std::size_t e, int) {
         for (std::size_t k = b; k < e; ++k) {
-          const int q = made[k];
-          const double off[3] = {double(q % w - (per - 1)), double(q / w % w - (per - 1)),
-                                 double(q / (w * w) - (per - 1))};
-          values[k] = std::make_shared<const std::vector<double>>(kernelAt(ks, pu.data(), t.order, off));
+          const double off[3] = {double(made[k][0]), double(made[k][1]), double(made[k][2])};
+          values[k] = std::make_shared<const std::vector<double>>(farKernelAt(ks, off));
         }
       });
       for (std::size_t k = 0; k < made.size(); ++k) {
-        const int q = made[k], opp = int(need.size()) - 1 - q;
-        kernel[q] = values[k];
-        if (opp != q) {
-          std::vector<double> flipped(*values[k]);
-          for (int j = 0; j < nt; ++j)
-            if (mi.degree[j] & 1) flipped[j] = -flipped[j];
-          kernel[opp] = std::make_shared<const std::vector<double>>(std::move(flipped));
-        }
+        kc.values[KernelKey{pu, t.order, made[k]}] = values[k];
+        if (opposite(made[k]) != made[k]) kc.values[KernelKey{pu, t.order, opposite(made[k])}] = flipped(*values[k]);
       }
     }
-    for (int q : missing)  // opposites found in the cache
-      if (!kernel[q]) {
-        std::vector<double> flipped(*kernel[need.size() - 1 - q]);
-        for (int j = 0; j < nt; ++j)
-          if (mi.degree[j] & 1) flipped[j] = -flipped[j];
-        kernel[q] = std::make_shared<const std::vector<double>>(std::move(flipped));
-      }
-    for (int q : missing)
-      if (kernel[q]) kc.values[KernelKey{pu, t.order, {q % w - (per - 1), q / w % w - (per - 1), q / (w * w) - (per - 1)}}] = kernel[q];
+    for (auto& kv : kernel)
+      if (!kv.second) kv.second = kc.values.at(KernelKey{pu, t.order, kv.first});
   }
-  // into the solve's lengths: a derivative of order n scales as s^-(n+1)
+  // into the solve's lengths: a derivative of order n scales as (s/2)^-(n+1)
   std::vector<double> scaleOf(nt);
-  for (int q = 0; q < nt; ++q) scaleOf[q] = std::pow(s, -(mi.degree[q] + 1));
-  std::vector<double> D(need.size() * nt, 0.0);
-  for (std::size_t q = 0; q < need.size(); ++q)
-    if (kernel[q])
-      for (int k = 0; k < nt; ++k) D[q * nt + k] = (*kernel[q])[k] * scaleOf[k];
-  // M2L: each target cube from every cube (itself included), sources in cube order
+  for (int q = 0; q < nt; ++q) scaleOf[q] = std::pow(0.5 * s, -(mi.degree[q] + 1));
+  std::map<std::array<int, 3>, std::vector<double>> D;
+  for (const auto& kv : kernel) {
+    std::vector<double>& v = D[kv.first];
+    v.resize(nt);
+    for (int k = 0; k < nt; ++k) v[k] = (*kv.second)[k] * scaleOf[k];
+  }
+  // M2L into every target node's L, its sources in ascending order
   using Fn = void (*)(const double*, const double*, double*);
   static constexpr Fn fns[5] = {m2lFar<3>, m2lFar<4>, m2lFar<5>, m2lFar<6>, m2lFar<7>};
   const Fn m2l = fns[t.order - 3];
-  parallelFor(cubes.size(), 4, threads, [&](std::size_t b, std::size_t e, int) {
-    for (std::size_t a = b; a < e; ++a)
-      for (const Cube& B : sources)
-        m2l(&D[std::size_t(slot(cubes[a], B)) * nt], B.node != ~0u ? &t.M[std::size_t(B.node) * t.mStride] : B.M.data(),
-            cubes[a].L.data());
+  parallelFor(nodes.size(), 4, threads, [&](std::size_t b, std::size_t e, int) {
+    for (std::size_t a = b; a < e; ++a) {
+      nodes[a].L.assign(nt, 0.0);
+      for (int src : sourcesOf[a]) {
+        const FarNode& B = nodes[std::size_t(src)];
+        m2l(D.at(halfOffset(nodes[a], B)).data(), sourceM(B), nodes[a].L.data());
+      }
+    }
   });
+  // L2L down the far octree to the cubes, a level at a time (each node writes only its children)
+  for (std::size_t k = levels.size() - 1; k >= 1; --k)
+    parallelFor(levels[k].size(), 8, threads, [&](std::size_t b, std::size_t e, int) {
+      std::vector<double> h(nt);
+      for (std::size_t q = b; q < e; ++q) {
+        const FarNode& f = nodes[std::size_t(levels[k][q])];
+        for (int c : f.child) {
+          FarNode& ch = nodes[std::size_t(c)];
+          monomialsOf(mi, centreOfNode(ch, 0) - centreOfNode(f, 0), centreOfNode(ch, 1) - centreOfNode(f, 1),
+                      centreOfNode(ch, 2) - centreOfNode(f, 2), h.data());
+          for (std::size_t e2 = 0; e2 < mi.l2lK.size(); ++e2) ch.L[mi.l2lK[e2]] += f.L[mi.l2lKJ[e2]] * h[mi.l2lJ[e2]];
+        }
+      }
+    });
+  for (int i : levels[0]) farCubes[std::size_t(nodes[std::size_t(i)].cube)].L = nodes[std::size_t(i)].L;
+  if (sum) {  // each own cube takes its global cube's local expansion
+    std::map<std::array<int, 3>, const std::vector<double>*> byIndex;
+    for (const Cube& g : global) byIndex[{g.ix[0], g.ix[1], g.ix[2]}] = &g.L;
+    for (Cube& c : cubes) c.L = *byIndex.at({c.ix[0], c.ix[1], c.ix[2]});
+  }
   // tree cubes: into their nodes' L (passed down with the rest); binned cubes: L2P at their cells
   const int ng = termCount(t.order - 1);
   for (const Cube& c : cubes) {

@@ -42,11 +42,11 @@ Status solveFmm(const std::vector<std::uint64_t>& keys, const RootCube& root, co
   for (std::size_t i = 0; i < tree.nodeCount(); ++i) stats.leaves += tree.isLeaf(i) ? 1 : 0;
   stats.treeDepth = tree.topo.depth;
   t0 = Clock::now();
-  // fully periodic: the box's sides in scaled lengths (the near images are walked, the far ones added at the
-  // frontier cubes: far_images.h)
-  const bool periodic = opt.fullyPeriodic();
+  // periodic axes: the box's sides in scaled lengths, 0 along isolated axes (the near images are walked, the far
+  // ones added at the frontier cubes: far_images.h)
+  const bool periodic = opt.anyPeriodic();
   double period[3];
-  for (int d = 0; d < 3; ++d) period[d] = (opt.boxHi[d] - opt.boxLo[d]) * cells.scale;
+  for (int d = 0; d < 3; ++d) period[d] = opt.periodic[d] ? (opt.boxHi[d] - opt.boxLo[d]) * cells.scale : 0.0;
   FmmLists lists;
   buildInteractionLists(tree, opt.fmmTolerance, threads, lists, periodic ? period : nullptr);
   evaluateP2P(lists, tree, cells, threads, out);

@@ -2,9 +2,9 @@
 /// \brief The fast multipole method's far field on the CPU (SolveOptions::method 'fmm'): Dehnen's symmetric
 /// Cartesian FMM (W. Dehnen, ApJ 536, L39, 2000; J. Comput. Phys. 179, 27, 2002) with an error-bound MAC after
 /// Dehnen (Comput. Astrophys. Cosmol. 1, 1, 2014); design and measurements: docs/fmm-design.md.
-/// Isolated and fully periodic boxes (the near images walked, the far ones through one kernel at a frontier level:
-/// far_images.h), one process; the caller (cpu/cpu_backend.cpp) sorts the cells, removes the mean density (periodic)
-/// and applies G and the self term.
+/// Isolated, fully periodic and partly periodic boxes (sheets, lines: the near images along the periodic axes
+/// walked, the far ones through one kernel at a frontier level: far_images.h), one process; the caller
+/// (cpu/cpu_backend.cpp) sorts the cells, removes the mean density (fully periodic) and applies G and the self term.
 #pragma once
 #include <cstdint>
 #include <vector>

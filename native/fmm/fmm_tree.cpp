@@ -187,7 +187,9 @@ Status buildFmmTree(const std::vector<std::uint64_t>& keys, const RootCube& root
   t.order = opt.fmmOrder;
   t.terms = mi.terms;
   t.mStride = (mi.terms + 7) / 8 * 8;
-  t.dipoles = opt.fullyPeriodic();
+  // any periodic axis: cube centres (the far kernel acts between them) and the signed test, since a sheet's or a
+  // line's potential crosses zero too (psi's plane or line average falls as -|w| or -ln rho) even for positive masses
+  t.dipoles = opt.anyPeriodic();
   t.levelBegin.assign(1, 0);
   for (std::size_t i = 0; i < n; ++i)
     while (std::size_t(t.topo.level[i]) >= t.levelBegin.size()) t.levelBegin.push_back(std::uint32_t(i));

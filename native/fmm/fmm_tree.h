@@ -23,9 +23,10 @@ struct FmmTree {
   int order = 0;                            ///< expansion order p
   int terms = 0;                            ///< coefficients per node
   int mStride = 0;                          ///< M's doubles per node: terms rounded up to 8, zero-padded (M2L's lanes)
-  /// Expansion centres are the nodes' cube centres, so multipoles have dipole terms: fully periodic boxes, where
-  /// the sources are signed (the density contrast: a centre of mass is undefined when a node's masses sum to ~0)
-  /// and the far images' kernel is tabulated at whole offsets of cube centres (far_images.h).
+  /// Expansion centres are the nodes' cube centres, so multipoles have dipole terms: boxes with a periodic axis,
+  /// where the far images' kernel is tabulated at whole offsets of cube centres (far_images.h) and the potential
+  /// crosses zero (fully periodic: the sources are the signed density contrast, whose centre of mass is undefined
+  /// when a node's masses sum to ~0; sheets and lines: psi falls as -|w| or -ln rho away from the masses).
   bool dipoles = false;
   std::vector<std::uint32_t> levelBegin;    ///< nodes of level l: [levelBegin[l], levelBegin[l + 1])
   std::vector<double> centre;               ///< expansion centre, 3 per node: the centre of mass (cube centre if

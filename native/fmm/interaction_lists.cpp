@@ -95,8 +95,15 @@ void buildInteractionLists(const FmmTree& t, double tolerance, int threads, FmmL
   if (n == 0) return;
   Walker head{t, tolerance, out, {}, {}, {}, {}, {}, {}};
   std::vector<Task> tasks{Task{0, 0, kNoShift}};
-  if (period)  // the root with the 13 images of one half-space (the other 13 are the same pairs seen from the image)
-    for (std::uint8_t s = kNoShift + 1; s < 27; ++s) tasks.push_back(Task{0, 0, s});
+  // the root with the images of one half-space (the other half are the same pairs seen from the image): 13 in a
+  // fully periodic box, 4 in a sheet, 1 on a line; no shift along an isolated axis (period 0)
+  if (period)
+    for (std::uint8_t s = kNoShift + 1; s < 27; ++s) {
+      const int n[3] = {s % 3 - 1, s / 3 % 3 - 1, s / 9 - 1};
+      bool alongPeriodic = true;
+      for (int d = 0; d < 3; ++d) alongPeriodic = alongPeriodic && (n[d] == 0 || period[d] > 0);
+      if (alongPeriodic) tasks.push_back(Task{0, 0, s});
+    }
   for (int r = 0; r < kSplitRounds; ++r) {
     std::vector<Task> next;
     for (const Task& k : tasks) head.step(k, [&](Task c) { next.push_back(c); });

@@ -7,10 +7,11 @@
 /// The lists are canonical, whatever order the walk found them in or how many threads walked: P2P pairs (A < B)
 /// sorted, each node's M2L sources sorted, so a GPU walk that finds the same pairs gets the same lists.
 ///
-/// Fully periodic boxes (far_images.h): the walk also pairs the root with its 26 neighbouring images, each pair
-/// carrying an image shift n (|n|_inf <= 1, the source seen at its position + n L). A mutual pair (A, B, n) gives A
-/// the field of B + n L and B that of A - n L; the walk starts from the root with itself and with the 13 images of
-/// one half-space, so every mutual pair is found once. Shifts are numbered (n_x + 1) + 3 (n_y + 1) + 9 (n_z + 1):
+/// Periodic boxes (far_images.h): the walk also pairs the root with its neighbouring images, each pair carrying an
+/// image shift n (|n|_inf <= 1, n_d = 0 along isolated axes; the source seen at its position + n L): 26 images in a
+/// fully periodic box, 8 in a sheet, 2 on a line. A mutual pair (A, B, n) gives A the field of B + n L and B that of
+/// A - n L; the walk starts from the root with itself and with the images of one half-space, so every mutual pair
+/// is found once. Shifts are numbered (n_x + 1) + 3 (n_y + 1) + 9 (n_z + 1):
 /// kNoShift (13) is no shift and 26 - s is the opposite of s.
 #pragma once
 #include <cstdint>
@@ -32,7 +33,7 @@ struct FmmLists {
   /// also meets itself unshifted (not listed).
   std::vector<std::uint32_t> p2pA, p2pB;
   std::vector<std::uint8_t> p2pShift;
-  /// The box's sides in scaled lengths (periodic), or zeros: shift s moves a source by shiftVector(s).
+  /// The box's sides in scaled lengths along periodic axes, else 0: shift s moves a source by shiftVector(s).
   double period[3] = {0, 0, 0};
   void shiftVector(std::uint8_t s, double v[3]) const {
     v[0] = (s % 3 - 1) * period[0];
@@ -44,7 +45,8 @@ struct FmmLists {
 };
 
 /// The dual walk from the root, split into a fixed set of tasks (independent of `threads`) that run in parallel.
-/// `period`: null for an isolated box, else the box's sides in scaled lengths (the near images are walked).
+/// `period`: null for an isolated box, else the box's sides in scaled lengths along the periodic axes and 0 along
+/// the isolated ones (the near images are walked).
 void buildInteractionLists(const FmmTree& tree, double tolerance, int threads, FmmLists& lists,
                            const double* period = nullptr);
 

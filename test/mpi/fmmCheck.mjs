@@ -106,4 +106,18 @@ for (const [name, make, boundary, extra, weights] of problems) {
   }
   report.scenarios.push(row);
 }
+// a sheet (x, y periodic): method 'fmm' over ranks is a typed error on every rank, not a silent solve
+{
+  const cells = extractCells(uniform32(), 'dens');
+  const per = Math.floor(cells.count / size);
+  try {
+    await new GravitySolver({ ...base, boundary: { x: 'periodic', y: 'periodic', z: 'isolated' } })
+      .solveCells(slice(cells, rank * per, (rank + 1) * per), unitBox);
+    report.sheet = 'solved';
+  } catch (e) {
+    report.sheet = `${e.name}: ${e.message}`;
+  }
+  const refused = await gatherToRoot(Float64Array.from([report.sheet.startsWith('InvalidOptionError') ? 1 : 0]));
+  report.sheetRefusedOnEveryRank = refused.every((v) => v === 1);
+}
 if (rank === 0) console.log(JSON.stringify(report));
