@@ -123,13 +123,14 @@ Status fitMethod(const SolveOptions& opt, const char* cudaSpelling, BackendChoic
   if (choice.distributed)
     return Status::error(ErrorCode::InvalidOption, "method 'fmm' is not distributed yet (issue #20): a solve over "
                                                    "several MPI ranks needs method 'tree'");
-  if (choice.backend != BackendKind::Cuda) return Status::success();
+  // the GPU's FMM (cuda/fmm_phase.h) takes isolated boxes so far
+  if (choice.backend != BackendKind::Cuda || !opt.anyPeriodic()) return Status::success();
   if (choice.requested == BackendRequest::Cuda)
-    return Status::error(ErrorCode::InvalidOption, std::string("method 'fmm' runs on the CPU backend only so far "
-                                                               "(issue #20): backend ") + cudaSpelling +
-                                                       " needs method 'tree'");
+    return Status::error(ErrorCode::InvalidOption, std::string("method 'fmm' runs periodic boxes on the CPU backend "
+                                                               "only so far (issue #20): backend ") + cudaSpelling +
+                                                       " with periodic boundaries needs method 'tree'");
   choice.backend = BackendKind::Cpu;
-  choice.reason = "auto: method 'fmm' runs on the CPU backend only so far (" + choice.reason.substr(6) + ")";
+  choice.reason = "auto: method 'fmm' runs periodic boxes on the CPU backend only so far (" + choice.reason.substr(6) + ")";
   choice.notice.clear();
   return Status::success();
 }

@@ -74,9 +74,10 @@ struct BackendChoice {
 /// `cudaSpelling`: how the front end names the request in an error ("'cuda'" in JS, "CUDA" in C).
 Status chooseBackend(BackendRequest requested, bool distributed, const char* cudaSpelling, BackendChoice& out);
 
-/// Method 'fmm' (SolveOptions::method) is built for the CPU backend, isolated boxes and one rank so far (issue #20):
-/// a choice of the GPU for 'auto' becomes the CPU, reason "auto: method 'fmm' runs on the CPU backend only (...)";
-/// 'cuda' requested, or a distributed choice, is InvalidOption naming the limitation (never a silent tree solve).
+/// Method 'fmm' (SolveOptions::method) is built for one rank so far, on the GPU for isolated boxes only (issue #20):
+/// in a periodic box a choice of the GPU for 'auto' becomes the CPU, reason "auto: method 'fmm' runs periodic boxes
+/// on the CPU backend only so far (...)"; 'cuda' requested with a periodic box, or a distributed choice, is
+/// InvalidOption naming the limitation (never a silent tree solve).
 /// Periodic boxes are validateOptions'. Nothing changes for method 'tree'.
 Status fitMethod(const SolveOptions& opt, const char* cudaSpelling, BackendChoice& choice);
 

@@ -90,9 +90,10 @@ typedef struct amrgrav_options {
   int walk;
   /* Added with the FMM (issue #20; older callers' smaller struct_size keeps these defaults). Far-field method:
    * 0 = the tree walk (theta, order, mac, walk above), 1 = the fast multipole method (fmm_order, fmm_theta,
-   * fmm_tolerance below; built so far for the CPU backend (AUTO then runs on the CPU), isolated and fully periodic
-   * boxes (the density contrast, as the tree) and one rank: CUDA, partly periodic boxes (1 or 2 periodic axes) or
-   * a distributed solver are AMRGRAV_INVALID_OPTION at amrgrav_create).                           [0] */
+   * fmm_tolerance below; built so far for isolated and fully periodic boxes (the density contrast, as the tree)
+   * and one rank, on the GPU for isolated boxes only (AUTO in a periodic box then runs on the CPU): CUDA with a
+   * periodic box, partly periodic boxes (1 or 2 periodic axes) or a distributed solver are
+   * AMRGRAV_INVALID_OPTION at amrgrav_create).                                                    [0] */
   int method;
   int fmm_order;        /* FMM expansion order p, in [3, 7]                                     [7] */
   double fmm_theta;     /* FMM opening angle: M2L only when r_A + r_B < fmm_theta R, in (0, 1)   [0.65] */
