@@ -5,7 +5,8 @@
 /// by level, the gather in place into sorted scaled cells, moments bottom-up, the group walk (or the direct kernel),
 /// scaling and scatter, download. Each step follows cpu_backend.cpp; the steps are tree_phase.cu, ewald_phase.cu
 /// and walk_phase.cu, the kernels kernel_*.cu. All per-cell data shares one device block (memory_plan.h
-/// BlockLayout: about 60 bytes per cell for a potential solve).
+/// BlockLayout: about 60 bytes per cell for a potential solve). Method 'fmm' goes its own way after the checks
+/// (fmm_phase.h: the host's tree and lists, the device's evaluation).
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
