@@ -5,6 +5,8 @@
 /// CPU (lanes of 8, Newton reciprocal square roots) they differ by rounding only.
 #include <cuda_runtime.h>
 
+#include <string>
+
 #include "cuda/check.h"
 #include "cuda/kernels_fmm.h"
 
@@ -208,7 +210,8 @@ Status launchFmmM2L(const FmmDeviceView& v, cudaStream_t s) {
     case 6: fmmM2L<6><<<blocks, kM2LThreads, 0, s>>>(v); break;
     case 7: fmmM2L<7><<<blocks, kM2LThreads, 0, s>>>(v); break;
     default:
-      return Status::error(ErrorCode::Internal, "CUDA backend: FMM order " + std::to_string(v.order) + " has no M2L kernel");
+      return Status::error(ErrorCode::Internal,
+                           "CUDA backend: FMM order " + std::to_string(v.order) + " has no M2L kernel");
   }
   AG_CUDA_LAUNCHED("fmmM2L");
   return Status::success();

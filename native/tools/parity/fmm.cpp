@@ -33,7 +33,8 @@ Cells randomMassGrid(int n, std::uint64_t seed) {
   Cells c;
   for (int iz = 0; iz < n; ++iz)
     for (int iy = 0; iy < n; ++iy)
-      for (int ix = 0; ix < n; ++ix) c.push((ix + 0.5) * h, (iy + 0.5) * h, (iz + 0.5) * h, 1e-24 * h * h * h * f(rng), h);
+      for (int ix = 0; ix < n; ++ix)
+        c.push((ix + 0.5) * h, (iy + 0.5) * h, (iz + 0.5) * h, 1e-24 * h * h * h * f(rng), h);
   return c;
 }
 
@@ -72,12 +73,14 @@ void momentumAndRepeat(Context& cx, const std::string& name, const Cells& cells,
   const Status sa = cx.gpu->solve(cells.view(), o, a);
   const Status sb = cx.gpu->solve(cells.view(), o, b);
   if (!sc.ok() || !sa.ok() || !sb.ok()) {
-    check(cx, name + "-momentum", false, "solve failed: " + (!sc.ok() ? sc.message : !sa.ok() ? sa.message : sb.message));
+    check(cx, name + "-momentum", false,
+          "solve failed: " + (!sc.ok() ? sc.message : !sa.ok() ? sa.message : sb.message));
     return;
   }
   const double mg = momentumError(cells, a), mc = momentumError(cells, cpu);
   check(cx, name + "-momentum", mg <= kMomentumTol,
-        "|sum m a| / sum |m a| = " + sci(mg) + " on the GPU (<= " + sci(kMomentumTol) + "), " + sci(mc) + " on the CPU");
+        "|sum m a| / sum |m a| = " + sci(mg) + " on the GPU (<= " + sci(kMomentumTol) + "), " + sci(mc) +
+            " on the CPU");
   check(cx, name + "-repeat-bitwise", bitwiseEqual(a, b), "two GPU solves of the same cells: the same bits");
 }
 
