@@ -66,6 +66,8 @@ if(AMRGRAV_HAVE_CUDA)
     native/cuda/particles_phase.cu
     native/cuda/probes_phase.cu
     native/cuda/rank_system.cu
+    native/cuda/fmm_phase.cu
+    native/cuda/kernel_fmm.cu
   )
   set_target_properties(amrgrav_cuda PROPERTIES
     CUDA_STANDARD 17
@@ -119,7 +121,8 @@ if(AMRGRAV_HAVE_CUDA)
     native/tools/parity/system.cpp
     native/tools/parity/particles.cpp
     native/tools/parity/clustered.cpp
-    native/tools/parity/hostblocks.cpp)
+    native/tools/parity/hostblocks.cpp
+    native/tools/parity/fmm.cpp)
   target_link_libraries(amrgrav_gpu_parity PRIVATE amrgrav_gpu_harness)
   target_compile_options(amrgrav_gpu_parity PRIVATE -O2 -Wall -Wextra)
   add_executable(amrgrav_gpu_timing native/tools/gpu_timing.cpp)
@@ -131,7 +134,7 @@ if(AMRGRAV_HAVE_CUDA)
   # unless AMRGRAV_REQUIRE_GPU=1 is in the environment (bench/gpu/device-check.sh sets it), then a failure. One at
   # a time on the GPU, whatever ctest -j says. Timings (amrgrav_gpu_timing) are not tests.
   set(_amrgrav_gpu_tests "")
-  foreach(_subject isolated direct errors memory periodic contrast let vote system clustered particles hostblocks)
+  foreach(_subject isolated direct errors memory periodic contrast let vote system clustered particles hostblocks fmm)
     add_test(NAME gpu.${_subject} COMMAND amrgrav_gpu_parity ${_subject})
     list(APPEND _amrgrav_gpu_tests gpu.${_subject})
   endforeach()

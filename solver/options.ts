@@ -9,8 +9,8 @@ export type BackendChoice = 'auto' | 'cpu' | 'cuda';
 /**
  * How the far field is computed: 'tree' (the Barnes-Hut group walk, options theta, order, mac, walk; every backend,
  * box and MPI run) or 'fmm' (the fast multipole method, options fmmOrder, fmmTheta, fmmTolerance; so far the CPU
- * backend: isolated, fully and partly periodic boxes in one process; isolated and fully periodic boxes on CPU ranks
- * under MPI).
+ * backend: isolated, fully and partly periodic boxes in one process, isolated and fully periodic boxes on CPU ranks
+ * under MPI; the GPU: isolated boxes in one process).
  */
 export type MethodChoice = 'tree' | 'fmm';
 
@@ -66,11 +66,14 @@ export interface SolverOptions {
    * Far-field method, see {@link MethodChoice}. 'fmm' (issue #20): node-node interactions (M2L) with local
    * expansions passed down the tree and direct sums between neighbouring 64-cell leaves; its accuracy is set by
    * fmmOrder, fmmTheta and fmmTolerance (defaults: max relative error <= 2e-5 of the potential on the MacLaurin and
-   * random AMR meshes, momentum conserved to rounding). Built so far for backend 'cpu' (and 'auto', which then runs
-   * on the CPU), every boundary (isolated; fully periodic: the density contrast, as the tree; partly periodic sheets
-   * and lines: the masses as given and the tree's Green's function and constant; the near images along the periodic
-   * axes walked, the far ones through one Ewald-derived kernel, docs/fmm-design.md section 7) and single-process
-   * solves: other combinations (backend 'cuda', distributed) are an InvalidOptionError. Default 'tree'.
+   * random AMR meshes, momentum conserved to rounding). Built so far for backend 'cpu' in every boundary (isolated;
+   * fully periodic: the density contrast, as the tree; partly periodic sheets and lines: the masses as given and the
+   * tree's Green's function and constant; the near images along the periodic axes walked, the far ones through one
+   * Ewald-derived kernel, docs/fmm-design.md section 7) in one process, and in isolated and fully periodic boxes on
+   * CPU ranks under MPI; backend 'cuda' takes isolated boxes in one process (the tree and lists built on the host,
+   * the evaluation on the GPU: docs/fmm-design.md, "GPU stage 1"), and 'auto' runs the rest on the CPU. Other
+   * combinations (backend 'cuda' with periodic boundaries or over MPI ranks, a partly periodic box over MPI ranks)
+   * are an InvalidOptionError. Default 'tree'.
    */
   method?: MethodChoice;
   /** method 'fmm': expansion order p of the multipoles and local expansions, an integer in [3, 7]. Default 7. */
@@ -243,8 +246,13 @@ export function resolveOptions(options: SolverOptions = {}): ResolvedOptions {
     throw invalidOption('distributed', "'auto', true or false", o.distributed);
   if (o.method === 'fmm') {
     // what the FMM is not built for yet (issue #20) fails here, never by a silent fall-back to the tree
-    if (o.backend === 'cuda')
-      throw invalidOption('method', "'tree' with backend 'cuda' (method 'fmm' runs on the CPU backend only so far)", o.method);
+    const axes = periodicAxes(o.boundary as BoundaryChoice);
+    if (o.backend === 'cuda' && axes.some((p) => p))
+      throw invalidOption(
+        'method',
+        "'tree' with backend 'cuda' and periodic boundaries (method 'fmm' runs periodic boxes on the CPU backend only so far)",
+        o.method,
+      );
   }
   return o as ResolvedOptions;
 }

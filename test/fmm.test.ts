@@ -1,8 +1,9 @@
 /**
  * method 'fmm' (issue #20) against physics: direct summation of the same cells on the MacLaurin mesh and a random
  * AMR mesh (potential and accelerations), momentum conservation of the symmetric interactions, the same bits for
- * any thread count, the block entry, and typed errors for what is not built yet (CUDA, distributed; periodic boxes:
- * test/fmm-periodic.test.ts and test/fmm-sheet.test.ts).
+ * any thread count, the block entry, and typed errors for what is not built yet (CUDA in periodic boxes; periodic
+ * boxes: test/fmm-periodic.test.ts and test/fmm-sheet.test.ts; MPI ranks: test/mpi.test.ts). The GPU's FMM against
+ * the CPU's: native/tools/parity/fmm.cpp (ctest gpu.fmm).
  *
  * The direct sums (validation/directAtTargets.ts: float64, each cell's own pair left out, G = 1, no self term) are
  * taken at 1000 target cells spread over the input plus the cell nearest each corner of the box (whose potential is
@@ -11,6 +12,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { GravitySolver } from '../solver/gravitySolver.js';
 import { InvalidOptionError } from '../solver/errors.js';
+import { features } from '../solver/native.js';
 import { maclaurinProblem } from '../validation/maclaurinSetup.js';
 import { randomAmrCells } from '../validation/randomAmr.js';
 import { extractCells, fillVariable, uniformMesh } from '../mesh/index.js';
@@ -145,9 +147,9 @@ describe('method fmm: determinism, parameters, entries', () => {
     expect(tree.stats.treeReused).toBe(false);
   });
 
-  it("backend 'auto' runs the FMM on the CPU", async () => {
-    const r = await new GravitySolver({ ...base, backend: 'auto' }).solveCells(cells);
-    expect(r.stats.backend).toBe('cpu');
+  it("backend 'auto' runs an isolated FMM on the GPU where one is usable (GPU stage 1), else on the CPU", async () => {
+    const r = await new GravitySolver({ ...base, backend: 'auto', autoGpuMinCells: 0 }).solveCells(cells);
+    expect(r.stats.backend).toBe(features().gpu ? 'cuda' : 'cpu');
     expect(r.stats.method).toBe('fmm');
   });
 
@@ -160,7 +162,8 @@ describe('method fmm: determinism, parameters, entries', () => {
 
   it('rejects what is not built yet and bad parameters with typed errors naming them', () => {
     const bad: [SolverOptions, RegExp][] = [
-      [{ method: 'fmm', backend: 'cuda' }, /backend 'cuda'.*CPU backend only/],
+      [{ method: 'fmm', backend: 'cuda', boundary: 'periodic' }, /backend 'cuda' and periodic.*CPU backend only/],
+      [{ method: 'fmm', backend: 'cuda', boundary: { x: 'periodic', y: 'periodic', z: 'isolated' } }, /backend 'cuda' and periodic.*CPU backend only/],
       [{ method: 'fmm', fmmOrder: 8 }, /fmmOrder/],
       [{ method: 'fmm', fmmOrder: 2.5 }, /fmmOrder/],
       [{ method: 'fmm', fmmTheta: 1 }, /fmmTheta/],

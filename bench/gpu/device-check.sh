@@ -18,9 +18,14 @@
 # Usage on the GPU host, from the project root, with .gpuhost and dist carried:
 #   bash bench/gpu/device-check.sh sanitize parity api perf
 #   capi       the C API's test program (test/c/capi_demo.c) against libamrgrav with CUDA
-#   fmm        method 'fmm' (issue #20, CPU only so far) on a GPU host: test/c/capi_fmm.c (backend CUDA refused at
-#              create with AMRGRAV_INVALID_OPTION, AUTO runs on the CPU) and the Node API ('auto' reports the CPU and
-#              why in backendReason; 'cuda' is an InvalidOptionError)
+#   fmm        method 'fmm' on the GPU (issue #20, GPU stage 1: isolated boxes; the tree, multipoles and lists built on
+#              the host, the evaluation on the device): ctest gpu.fmm (CUDA vs CPU FMM on a 32^3 grid of random
+#              masses at orders 3..7 and the clustered AMR-like set: pot <= 1e-12 per cell, acc <= 1e-11 of the rms,
+#              identical M2L/P2P counts; momentum <= 1e-6 on the GPU; two GPU solves bitwise equal; the host block
+#              entry; periodic refused), then amrgrav_gpu_timing --no-perf --fmm 64,128,256 (the FMM's phases and
+#              the tree's in the same run, fmm-timing.log), test/c/capi_fmm.c (CUDA with a periodic box refused at
+#              create with AMRGRAV_INVALID_OPTION) and the Node API ('auto' and 'cuda' run an isolated FMM on the
+#              GPU and agree with the CPU's; 'cuda' with periodic boundaries is an InvalidOptionError)
 #   apibench   `amrgrav bench --grid 256` through the Node API, order 2, 1, and 2 with accelerations
 #   ncu        Nsight Compute on one order-2 walk launch (128^3): throughput, occupancy, stalls, instruction mix
 #   ncuper     the same on the periodic walk's expansion kernel
@@ -124,16 +129,42 @@ for step in "$@"; do
         -o /tmp/capi_demo > "$out/capi.log" 2>&1 && /tmp/capi_demo >> "$out/capi.log" 2>&1
       summary+=("capi rc=$? $(tail -c 400 "$out/capi.log")") ;;
     fmm)
+      (cd build && AMRGRAV_REQUIRE_GPU=1 timeout 500 ctest -R '^gpu[.]fmm$' --output-on-failure) > "$out/fmm-ctest.log" 2>&1
+      summary+=("fmm ctest gpu.fmm rc=$? $(grep -h 'parity summary' "$out/fmm-ctest.log" | tr '\n' ';')")
+      grep -hE '^ *(ok|FAIL)' "$out/fmm-ctest.log"
+      timeout 500 $timing --no-perf --fmm 64,128,256 --reps 5 > "$out/fmm-timing.log" 2>&1
+      summary+=("fmm timing rc=$?")
+      python3 - "$out/fmm-timing.log" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    if not line.startswith('{'): continue
+    r = json.loads(line)
+    if r.get('kind') == 'fmm' and 'cells' in r:
+        print(f"fmm  {r['grid']:4d} acc={int(r['accelerations'])}: wall {r['wall_s']*1e3:8.2f} ms  device walk {r['walk_s']*1e3:8.2f} ms "
+              f"(up {r['upload_s']*1e3:6.2f} down {r['download_s']*1e3:6.2f}; host: keys {r['keys_sort_s']*1e3:7.2f} moments {r['moments_s']*1e3:7.2f} "
+              f"lists {r['build_s']*1e3:7.2f})  m2l/cell {r['m2l_per_cell']:.1f} p2p/cell {r['p2p_per_cell']:.1f}  B/cell {r['device_bytes_per_cell']:.0f}")
+    elif r.get('kind') == 'perf' and 'cells' in r:
+        print(f"tree {r['grid']:4d} o{r['order']} acc={int(r['accelerations'])}: wall {r['wall_s']*1e3:8.2f} ms  walk {r['walk_s']*1e3:8.2f} ms  "
+              f"int/cell {r['interactions_per_cell']:.1f}")
+    else:
+        print(line.strip()[:300])
+PY
       cc -std=c99 -O2 -Wall -Inative/include test/c/capi_fmm.c -Lbuild/Release -lamrgrav -Wl,-rpath,$PWD/build/Release \
         -lm -o /tmp/capi_fmm > "$out/fmm.log" 2>&1 && /tmp/capi_fmm >> "$out/fmm.log" 2>&1
       summary+=("fmm capi rc=$? $(tail -c 300 "$out/fmm.log")")
       timeout 120 node --input-type=module -e "
         import { GravitySolver } from './dist/solver/index.js';
         const c = { x: [0.1, 0.5, 0.9], y: [0.2, 0.5, 0.8], z: [0.3, 0.5, 0.7], mass: [1, 2, 3], size: [0.1, 0.1, 0.1] };
-        const r = await new GravitySolver({ method: 'fmm', backend: 'auto' }).solveCells(c);
-        let cuda = 'accepted';
-        try { new GravitySolver({ method: 'fmm', backend: 'cuda' }); } catch (e) { cuda = e.name + ': ' + e.message; }
-        console.log(JSON.stringify({ backend: r.stats.backend, method: r.stats.method, reason: r.stats.backendReason, cuda }));
+        const r = await new GravitySolver({ method: 'fmm', backend: 'auto', autoGpuMinCells: 0 }).solveCells(c);
+        const g = await new GravitySolver({ method: 'fmm', backend: 'cuda' }).solveCells(c);
+        const p = await new GravitySolver({ method: 'fmm', backend: 'cpu' }).solveCells(c);
+        let d = 0;
+        for (let i = 0; i < 3; ++i) d = Math.max(d, Math.abs(g.potential[i] - p.potential[i]) / Math.abs(p.potential[i]));
+        let periodic = 'accepted';
+        try { new GravitySolver({ method: 'fmm', backend: 'cuda', boundary: 'periodic' }); }
+        catch (e) { periodic = e.name + ': ' + e.message; }
+        console.log(JSON.stringify({ auto: r.stats.backend, cuda: g.stats.backend, method: g.stats.method,
+                                     reason: r.stats.backendReason, cudaVsCpu: d, periodic }));
       " >> "$out/fmm.log" 2>&1
       summary+=("fmm node rc=$? $(tail -1 "$out/fmm.log" | head -c 400)") ;;
     apibench)

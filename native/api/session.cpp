@@ -123,14 +123,16 @@ Status chooseBackend(BackendRequest requested, bool distributed, const char* cud
 Status fitMethod(const SolveOptions& opt, const char* cudaSpelling, BackendChoice& choice) {
   if (opt.method != SolveMethod::Fmm) return Status::success();
   if (choice.backend != BackendKind::Cuda) return Status::success();
+  // the GPU's FMM (cuda/fmm_phase.h) takes isolated boxes in one process so far
+  if (!opt.anyPeriodic() && !choice.distributed) return Status::success();
+  const std::string what = choice.distributed ? "over MPI ranks" : "periodic boxes";
   if (choice.requested == BackendRequest::Cuda)
-    return Status::error(ErrorCode::InvalidOption, std::string("method 'fmm' runs on the CPU backend only so far "
-                                                               "(issue #20): backend ") + cudaSpelling +
-                                                       " needs method 'tree'");
+    return Status::error(ErrorCode::InvalidOption, "method 'fmm' runs " + what + " on the CPU backend only so far "
+                                                   "(issue #20): backend " + cudaSpelling + " there needs method 'tree'");
   choice.backend = BackendKind::Cpu;
-  choice.reason = choice.distributed ? "distributed: the FMM's LET solve on the CPU (method 'fmm' runs on the CPU "
-                                       "backend only so far)"
-                                     : "auto: method 'fmm' runs on the CPU backend only so far (" +
+  choice.reason = choice.distributed ? "distributed: the FMM's LET solve on the CPU (method 'fmm' runs over MPI ranks on "
+                                       "the CPU backend only so far)"
+                                     : "auto: method 'fmm' runs periodic boxes on the CPU backend only so far (" +
                                            choice.reason.substr(6) + ")";
   choice.notice.clear();
   return Status::success();

@@ -74,10 +74,11 @@ struct BackendChoice {
 /// `cudaSpelling`: how the front end names the request in an error ("'cuda'" in JS, "CUDA" in C).
 Status chooseBackend(BackendRequest requested, bool distributed, const char* cudaSpelling, BackendChoice& out);
 
-/// Method 'fmm' (SolveOptions::method) is built for the CPU backend so far (issue #20; one process in every box, or
-/// CPU ranks under MPI in isolated and fully periodic boxes): a choice of the GPU for 'auto' becomes the CPU, reason
-/// "auto: method 'fmm' runs on the CPU backend only (...)" (distributed: "distributed: the FMM's LET solve on the
-/// CPU (...)"); 'cuda' requested is InvalidOption naming the limitation (never a silent tree solve).
+/// Method 'fmm' (SolveOptions::method) is built so far (issue #20) for the CPU backend (one process in every box, or
+/// CPU ranks under MPI in isolated and fully periodic boxes) and for the GPU in isolated boxes in one process: a
+/// choice of the GPU for 'auto' becomes the CPU in a periodic box (reason "auto: method 'fmm' runs periodic boxes on
+/// the CPU backend only so far (...)") or over MPI ranks ("distributed: the FMM's LET solve on the CPU (...)");
+/// 'cuda' requested there is InvalidOption naming the limitation (never a silent tree solve).
 /// Nothing changes for method 'tree'.
 Status fitMethod(const SolveOptions& opt, const char* cudaSpelling, BackendChoice& choice);
 

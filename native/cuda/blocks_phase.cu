@@ -14,6 +14,7 @@
 #include "cuda/blocks_phase.h"
 #include "cuda/device.h"
 #include "cuda/device_state.h"
+#include "cuda/fmm_phase.h"
 #include "cuda/ewald_phase.h"
 #include "cuda/kernels_blocks.h"
 #include "cuda/memory_plan.h"
@@ -456,6 +457,8 @@ Status run(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const So
 
 Status solveBlocksOnDevice(DeviceState& ds, const BlocksView& v, const BlockOutputs& out, const SolveOptions& opt,
                            SolveResult& result) {
+  // method 'fmm': the blocks' cells through the cell solve (which takes the lock)
+  if (opt.method == SolveMethod::Fmm) return guarded([&] { return solveFmmBlocks(ds, v, out, opt, result); });
   std::lock_guard<std::mutex> lock(ds.mu);
   return guarded([&] { return run(ds, v, out, opt, result); });
 }

@@ -5,7 +5,8 @@
 /// by level, the gather in place into sorted scaled cells, moments bottom-up, the group walk (or the direct kernel),
 /// scaling and scatter, download. Each step follows cpu_backend.cpp; the steps are tree_phase.cu, ewald_phase.cu
 /// and walk_phase.cu, the kernels kernel_*.cu. All per-cell data shares one device block (memory_plan.h
-/// BlockLayout: about 60 bytes per cell for a potential solve).
+/// BlockLayout: about 60 bytes per cell for a potential solve). Method 'fmm' goes its own way after the checks
+/// (fmm_phase.h: the host's tree and lists, the device's evaluation).
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -19,6 +20,7 @@
 #include "cuda/device.h"
 #include "cuda/device_state.h"
 #include "cuda/ewald_phase.h"
+#include "cuda/fmm_phase.h"
 #include "cuda/memory_plan.h"
 #include "cuda/solve.h"
 #include "cuda/system_phase.h"
@@ -34,6 +36,8 @@ Status run(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, Sol
   ds.blk.key.valid = false;  // this solve reuses the device block: a block solve's kept tree is gone
   Status st = checkOptions(opt, cells.n, direct);
   if (!st.ok()) return st;
+  const bool fmm = !direct && opt.method == SolveMethod::Fmm;
+  if (fmm) AG_TRY(checkFmmOnDevice(opt));
   const auto tv = Clock::now();
   if (!ds.copt.validateOnDevice) {
     st = validateCells(cells, opt);
@@ -59,6 +63,11 @@ Status run(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, Sol
   const ResultTargets dest = out.targets(n, opt.accelerations);
   if (n == 0) {
     ds.stats.secondsTotal = out.stats.secondsTotal = since(t0);
+    return Status::success();
+  }
+  if (fmm) {  // the host builds the tree and lists, the device evaluates them (fmm_phase.h)
+    AG_TRY(solveFmmOnDevice(ds, cells, opt, out));
+    out.stats.secondsTotal = ds.stats.secondsTotal = since(t0);
     return Status::success();
   }
   if (!direct && opt.signedSources()) ds.contrastTotal = fixedOrderSum(cells.mass, n, copyThreads(ds));

@@ -19,6 +19,7 @@
 #include "core/status.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/device_buffers.h"
+#include "cuda/fmm_phase.h"
 #include "cuda/kernels.h"
 #include "cuda/memory_plan.h"
 #include "ewald/table.h"
@@ -239,6 +240,7 @@ struct DeviceState {
   PinnedBuffer small;
   BlockState blk;  ///< the block entry (blocks_phase.h)
   SystemBuffers sys;  ///< system solves (system_phase.h)
+  FmmBuffers fmm;     ///< method 'fmm' (fmm_phase.h)
 };
 
 }  // namespace cuda

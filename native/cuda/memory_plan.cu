@@ -125,6 +125,7 @@ std::size_t deviceBytes(DeviceState& ds) {
        ds.nodeDip.bytes();
   for (const auto& c : ds.letCells) b += c.bytes();
   b += ds.blk.geo.bytes() + ds.blk.slots.bytes() + ds.blk.chunkSums.bytes();
+  b += ds.fmm.bytes();
   return b;
 }
 

@@ -3,8 +3,14 @@
 /// one-sided M2L of orders 3..7, templated on the arithmetic type T, which must provide vsqrt(T) and
 /// bc<T>(double) (a broadcast) in namespace amrgrav::fmm.
 #pragma once
+// Host code inlines them always; nvcc (the CUDA backend's FMM, native/cuda/kernel_fmm.cu) compiles them for
+// host and device.
 #ifndef AG_FMM_INLINE
+#if defined(__CUDACC__)
+#define AG_FMM_INLINE __host__ __device__ __forceinline__
+#else
 #define AG_FMM_INLINE inline __attribute__((always_inline))
+#endif
 #endif
 
 namespace amrgrav {

@@ -54,6 +54,7 @@ AG_FMM_INLINE Vd vrsqrt(Vd r2) {
   y = y * (1.5 - h * y * y);
   y = y * (1.5 - h * y * y);
   y = y * (1.5 - h * y * y);
+  y = y * (1.5 - h * y * y);
   return y;
 }
 

@@ -3,7 +3,7 @@
 /// amrgrav_gpu_parity, native/tools/parity/, run by CTest). One JSON object per line on stdout.
 ///
 ///   amrgrav_gpu_timing [--perf 128,256 | --no-perf] [--reps R] [--direct-n CELLS] [--cpu-perf] [--sweep]
-///                      [--split N] [--copy-threads T] [--plummer 1000000,16000000 [--thetas 0.5,0.4]
+///                      [--fmm 64,128,256] [--split N] [--copy-threads T] [--plummer 1000000,16000000 [--thetas 0.5,0.4]
 ///                      [--check-points K]]
 ///
 ///   --perf LIST       uniform grids timed on the GPU (default 128,256), each over the variants below (the order is
@@ -31,6 +31,12 @@
 ///                     sort, build, moments, softening ranges and extents; walk_s their walk with its finish, all
 ///                     passes) and end to end (wall_s), and the errors against float64 softened direct sums; one
 ///                     "plummer-particles" JSON line each
+///   --fmm LIST        method 'fmm' on the GPU (issue #20, GPU stage 1) on uniform grids of these sides (e.g.
+///                     64,128,256; smooth density, isolated, order 7, potential and then with accelerations): medians of
+///                     --reps of each phase (keys: root cube and sort, moments: tree and upward pass, build: the
+///                     interaction lists, all on the host; upload; walk: the device's P2P, M2L, L2L and L2P; download:
+///                     the sums down and finished on the host), M2L and P2P per cell, one "fmm" JSON line each; then
+///                     the tree (method 'tree', the default options) on the same grid in the same run, one "perf" line
 ///   --split N         a two-rank solve of the uniform N^3 grid emulated in one process on this one GPU (two backend
 ///                     objects, halves in z, each rank's device work timed alone, the LETs handed over in memory)
 ///                     against the one-rank solve: what each rank of a two-GPU run has to do
@@ -76,6 +82,7 @@ struct TimingArgs {
   std::vector<std::string> kernels = {"spline", "plummer"};
   std::size_t checkPoints = 4096;
   int groupSize = 0;  ///< --group-size for the Plummer runs (0: the default)
+  std::vector<double> fmmGrids;  ///< --fmm: uniform grid sides
 };
 
 std::vector<double> numberList(const std::string& v) {
@@ -108,6 +115,7 @@ TimingArgs parseArgs(int argc, char** argv) {
     else if (k == "--group-size") a.groupSize = std::atoi(next().c_str());
     else if (k == "--reps") a.reps = std::max(1, std::atoi(next().c_str()));
     else if (k == "--plummer") a.plummer = numberList(next());
+    else if (k == "--fmm") a.fmmGrids = numberList(next());
     else if (k == "--thetas") a.thetas = numberList(next());
     else if (k == "--plummer-particles") a.plummerParticles = numberList(next());
     else if (k == "--softening-length") a.softeningLength = std::strtod(next().c_str(), nullptr);
@@ -193,6 +201,56 @@ void timeVariant(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int 
               cs.queuePeak, cs.walkWarps, num(cs.walkPassSeconds[0]).c_str(), num(cs.walkPassSeconds[1]).c_str(),
               num(cs.walkPassSeconds[2]).c_str(), jsonEscape(cs.device).c_str());
   std::fflush(stdout);
+}
+
+/// Method 'fmm' on the GPU on one grid (see --fmm above): one warm-up, then a.reps solves; medians per phase.
+void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid, bool accel) {
+  SolveOptions o;
+  o.method = SolveMethod::Fmm;
+  o.accelerations = accel;
+  SolveResult r;
+  Status st = gpu.solve(cells.view(), o, r);  // warm-up (allocations, module load)
+  std::vector<double> wall, up, keys, build, mom, walk, down;
+  for (int rep = 0; rep < a.reps && st.ok(); ++rep) {
+    const auto t = Clock::now();
+    st = gpu.solve(cells.view(), o, r);
+    wall.push_back(since(t));
+    const CudaStats cs = deviceStats(gpu);
+    up.push_back(cs.secondsUpload); keys.push_back(cs.secondsKeys); build.push_back(cs.secondsBuild);
+    mom.push_back(cs.secondsMoments); walk.push_back(cs.secondsWalk); down.push_back(cs.secondsDownload);
+  }
+  if (!st.ok()) {
+    std::printf("{\"kind\":\"fmm\",\"grid\":%d,\"error\":\"%s\"}\n", grid, jsonEscape(st.message).c_str());
+    ++gErrors;
+    return;
+  }
+  const CudaStats cs = deviceStats(gpu);
+  const double n = double(cells.size()), w = median(wall), wk = median(walk);
+  std::printf("{\"kind\":\"fmm\",\"grid\":%d,\"cells\":%zu,\"fmmOrder\":%d,\"fmmTheta\":%s,\"fmmTolerance\":%s,"
+              "\"accelerations\":%s,\"reps\":%d,\"wall_s\":%s,\"keys_sort_s\":%s,\"moments_s\":%s,\"build_s\":%s,"
+              "\"upload_s\":%s,\"walk_s\":%s,\"download_s\":%s,\"cells_per_s\":%s,\"walk_cells_per_s\":%s,"
+              "\"m2l_per_cell\":%s,\"p2p_per_cell\":%s,\"nodes\":%llu,\"leaves\":%llu,\"depth\":%d,"
+              "\"device_bytes_per_cell\":%s,\"device\":\"%s\"}\n",
+              grid, cells.size(), o.fmmOrder, num(o.fmmTheta).c_str(), num(o.fmmTolerance).c_str(),
+              accel ? "true" : "false", a.reps, num(w).c_str(), num(median(keys)).c_str(), num(median(mom)).c_str(),
+              num(median(build)).c_str(), num(median(up)).c_str(), num(wk).c_str(), num(median(down)).c_str(),
+              num(n / w).c_str(), num(n / wk).c_str(), num(double(r.stats.approxInteractions) / n).c_str(),
+              num(double(r.stats.directInteractions) / n).c_str(), (unsigned long long)r.stats.nodes,
+              (unsigned long long)r.stats.leaves, r.stats.treeDepth, num(cs.deviceBytesPerCell).c_str(),
+              jsonEscape(cs.device).c_str());
+  std::fflush(stdout);
+}
+
+/// --fmm: each grid's FMM (potential, then with accelerations), then the tree on it for comparison.
+void runFmmTimings(const TimingArgs& a) {
+  auto gpu = makeCudaBackend(CudaOptions{});
+  for (double side : a.fmmGrids) {
+    const int grid = int(side);
+    const Cells cells = uniformGrid(grid, kKpc, 1e-24);
+    timeFmm(a, *gpu, cells, grid, false);
+    timeFmm(a, *gpu, cells, grid, true);
+    timeVariant(a, *gpu, cells, grid, SolveOptions{}, CudaOptions{});
+  }
 }
 
 /// The CPU backend's time on the same cells (all hardware threads), for the GPU/CPU ratio.
@@ -576,6 +634,7 @@ int main(int argc, char** argv) {
   }
   if (a.perf) runPerf(a);
   if (a.split > 0) runSplitBench(a);
+  if (!a.fmmGrids.empty()) runFmmTimings(a);
   for (double points : a.plummer) runPlummer(a, std::size_t(points));
   for (double points : a.plummerParticles) runPlummerParticles(a, std::size_t(points));
   return gErrors == 0 ? kExitPass : kExitFail;

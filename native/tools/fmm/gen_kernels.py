@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes native/fmm/m2l_kernels.h: straight-line Cartesian M2L kernels for orders 3..7, templated on the
 arithmetic type (double, or a SIMD vector of doubles: one interaction per lane). The library's FMM (native/fmm/)
-uses the one-sided kernels; the study prototype (bench/prototypes/fmm/) uses the mutual ones.
+uses the one-sided kernels (in lanes on the CPU, in double per thread on the GPU: native/cuda/kernel_fmm.cu); the study prototype (bench/prototypes/fmm/) uses the mutual ones.
 
 Conventions (native/fmm/multi_index.h): multipoles M[n] = sum m d^n / n!, local coefficients L[k] = d^k phi
 (derivatives), D[n] = d^n (1/|R|) at R = z_A - z_B, truncation |n| + |k| <= p:
@@ -103,8 +103,14 @@ def main():
     print("/// one-sided M2L of orders 3..7, templated on the arithmetic type T, which must provide vsqrt(T) and")
     print("/// bc<T>(double) (a broadcast) in namespace amrgrav::fmm.")
     print("#pragma once")
+    print("// Host code inlines them always; nvcc (the CUDA backend's FMM, native/cuda/kernel_fmm.cu) compiles them for")
+    print("// host and device.")
     print("#ifndef AG_FMM_INLINE")
+    print("#if defined(__CUDACC__)")
+    print("#define AG_FMM_INLINE __host__ __device__ __forceinline__")
+    print("#else")
     print("#define AG_FMM_INLINE inline __attribute__((always_inline))")
+    print("#endif")
     print("#endif")
     print("")
     print("namespace amrgrav {")

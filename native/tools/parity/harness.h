@@ -148,5 +148,6 @@ void runSystem(Context& cx);    ///< system.cpp: probes and target subsets (syst
 void runClustered(Context& cx); ///< clustered.cpp: a Plummer sphere of points: the groups of tree/groups_k.h
 void runParticles(Context& cx); ///< particles.cpp: softened particles with gas and probes, both kernels
 void runHostBlocks(Context& cx);  ///< hostblocks.cpp: the host block entry in chunks, bitwise one launch
+void runFmm(Context& cx);       ///< fmm.cpp: method 'fmm' on the GPU vs the CPU's (same lists), momentum, determinism
 
 }  // namespace amrgrav::parity

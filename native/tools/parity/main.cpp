@@ -9,7 +9,7 @@
 ///   amrgrav_gpu_parity --list
 ///
 ///   SUBJECT           isolated, direct, errors, memory, periodic, contrast, let, vote, system, clustered, particles,
-///                     hostblocks (--list says what each checks), or all (the default): every subject in that order,
+///                     hostblocks, fmm (--list says what each checks), or all (the default): every subject in that order,
 ///                     on one backend object
 ///   --quick           small sizes (for compute-sanitizer): --uniform 12 --amr 6000 --direct-parity 3000
 ///   --uniform N       the uniform grid's side (default 32; the periodic cases use 64 unless N < 32)
@@ -54,6 +54,7 @@ const Subject kSubjects[] = {
     {"clustered", runClustered, "a Plummer sphere of points: the walk groups cut at home nodes, box and vote walks"},
     {"particles", runParticles, "softened particles with gas and probes, both kernels: CPU vs CUDA lists and values"},
     {"hostblocks", runHostBlocks, "the host block entry: the walk in chunks, results downloaded meanwhile, bitwise"},
+    {"fmm", runFmm, "method 'fmm': the GPU's evaluation of the CPU's lists vs the CPU's FMM, momentum, determinism"},
 };
 
 const Subject* findSubject(const std::string& name) {

@@ -1,0 +1,50 @@
+/// \file fmm_phase.h
+/// \brief Method 'fmm' on the CUDA backend, GPU stage 1 (issue #20; docs/fmm-design.md, "GPU stage 1"): the root
+/// cube, the key sort, the FMM's tree with its multipoles (the upward pass) and its interaction lists are built on
+/// the host by the CPU backend's own code (fmm/fmm_tree.h, fmm/interaction_lists.h), so both backends have the same
+/// lists and multipoles by construction; the device evaluates them (cuda/kernels_fmm.h: P2P, M2L, L2L, L2P); the
+/// sums come down and are finished on the host with the CPU backend's expressions (cpu/finish.cpp). Isolated boxes
+/// only: periodic boxes are an InvalidOption. Internal to native/cuda.
+#pragma once
+#include <cstdint>
+
+#include "core/blocks.h"
+#include "core/status.h"
+#include "core/types.h"
+#include "cuda/device_buffers.h"
+
+namespace amrgrav {
+namespace cuda {
+
+struct DeviceState;
+
+/// The FMM's device arrays (grow-only, kept between solves).
+struct FmmBuffers {
+  DeviceBuffer<double> cells;   ///< x, y, z, mass of the sorted cells (n each)
+  DeviceBuffer<double> sums;    ///< phi, gx, gy, gz (n each; phi alone without accelerations)
+  DeviceBuffer<double> centre, M, L;
+  DeviceBuffer<std::uint32_t> topo;  ///< cellBegin, cellCount, childBegin (nodes each)
+  DeviceBuffer<std::uint8_t> childCount;
+  DeviceBuffer<std::uint32_t> m2lStart, m2lSource, leaves, nearStart, nearSource;
+  DeviceBuffer<int> tables;          ///< monoPrev, monoAxis, l2lStart, l2lJ, l2lKJ, plusAxis
+  DeviceBuffer<double> monoScale;
+  std::size_t bytes() const;
+};
+
+/// InvalidOption when the CUDA backend's FMM is not built for these options (periodic boxes, so far).
+Status checkFmmOnDevice(const SolveOptions& opt);
+
+/// The solve of cells.n > 0 cells with opt.method == SolveMethod::Fmm, called by the backend's solve once the
+/// options are checked and the device is ready: results into out.targets(), the phases' times into out.stats and
+/// ds.stats (keys: root cube and sort; moments: the tree and its upward pass; build: the interaction lists, all on
+/// the host; upload; walk: the device's evaluation; download: the sums down and finished on the host).
+Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, SolveResult& out);
+
+/// The host block entry with method 'fmm': the blocks' cells made on the host and solved by the backend's cell solve
+/// (core/backend.h solveBlocksViaCells); the device entry (device pointers) is an InvalidOption so far. Takes the
+/// state's lock through the cell solve.
+Status solveFmmBlocks(DeviceState& ds, const BlocksView& v, const BlockOutputs& out, const SolveOptions& opt,
+                      SolveResult& result);
+
+}  // namespace cuda
+}  // namespace amrgrav
