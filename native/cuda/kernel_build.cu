@@ -112,7 +112,7 @@ Status launchCountChildren(const uint4* topo, const std::uint64_t* keys, unsigne
 
 Status scanExclusive(void* temp, std::size_t& tempBytes, const unsigned* in, unsigned* out, unsigned n,
                      cudaStream_t s) {
-  AG_CUDA_TRY(cub::DeviceScan::ExclusiveSum(temp, tempBytes, in, out, int(n), s));
+  AG_CUDA_TRY(cub::DeviceScan::ExclusiveSum(temp, tempBytes, in, out, n, s));
   if (temp) AG_CUDA_LAUNCHED("cub::DeviceScan::ExclusiveSum");
   return Status::success();
 }

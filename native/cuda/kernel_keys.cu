@@ -127,7 +127,7 @@ __global__ void __launch_bounds__(kThreads) blockMassBoundsKernel(const BlockGeo
                                                                   double* __restrict__ partials) {
   Bounds b = emptyBounds();
   unsigned firstBad = 0xffffffffu;
-  const unsigned n = g.n, stride = gridDim.x * kThreads;  // n < 2^31 and stride <= 2^16: no overflow below
+  const unsigned n = g.n, stride = gridDim.x * kThreads;  // n < 2^32 - 2^26 and kUnroll stride <= 2^19: no wrap
   for (unsigned i = blockIdx.x * kThreads + threadIdx.x; i < n; i += kUnroll * stride) {
     double m[kUnroll];
 #pragma unroll
@@ -274,7 +274,7 @@ Status sortPairs(void* temp, std::size_t& tempBytes, std::uint64_t* const keys[2
   // Radix sort is stable, so equal keys keep ascending index order: the CPU's LSD sort gives the same order.
   cub::DoubleBuffer<std::uint64_t> k(keys[0], keys[1]);
   cub::DoubleBuffer<std::uint32_t> v(idx[0], idx[1]);
-  AG_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp, tempBytes, k, v, int(n), 0, 3 * kKeyBits, s));
+  AG_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp, tempBytes, k, v, n, 0, 3 * kKeyBits, s));
   if (temp) AG_CUDA_LAUNCHED("cub::DeviceRadixSort::SortPairs");
   // the pass count follows from the bit range, so the host knows where the result lands before the sort runs
   *selector = k.selector;

@@ -235,7 +235,7 @@ Status launchLetSelect(const LetTreeView& tree, const unsigned* levelStart, int 
 
 Status scanLetCounts(void* temp, std::size_t& tempBytes, const unsigned long long* count, unsigned long long* offset,
                      unsigned n, cudaStream_t s) {
-  AG_CUDA_TRY(cub::DeviceScan::ExclusiveSum(temp, tempBytes, count, offset, int(n), s));
+  AG_CUDA_TRY(cub::DeviceScan::ExclusiveSum(temp, tempBytes, count, offset, n, s));
   if (temp) AG_CUDA_LAUNCHED("cub::DeviceScan::ExclusiveSum (LET counts)");
   return Status::success();
 }

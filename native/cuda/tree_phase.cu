@@ -31,9 +31,9 @@ Status checkOptions(const SolveOptions& opt, std::size_t n, bool direct) {
     return Status::error(ErrorCode::InvalidOption,
                          "groupSize must be at most 64 on the CUDA backend (one warp per group, at most two cells "
                          "per lane), got " + std::to_string(opt.groupSize));
-  if (n > 0x7fffffffull)
-    return Status::error(ErrorCode::InvalidInput, "the CUDA backend handles at most 2^31 - 1 cells per solve, got " +
-                                                      std::to_string(n));
+  if (n > kMaxCudaCells)
+    return Status::error(ErrorCode::InvalidInput, "the CUDA backend handles at most " + std::to_string(kMaxCudaCells) +
+                                                      " cells per solve (2^32 - 2^26 - 1), got " + std::to_string(n));
   return Status::success();
 }
 

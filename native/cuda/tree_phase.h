@@ -14,6 +14,10 @@
 namespace amrgrav {
 namespace cuda {
 
+/// The most cells one solve takes: sorted positions and cell ranges are 32-bit unsigned, and every grid-stride loop
+/// (at most 4 x 65535 blocks of 256 threads: < 2^26) must step past the last cell without wrapping.
+constexpr std::size_t kMaxCudaCells = (std::size_t(1) << 32) - (std::size_t(1) << 26) - 1;
+
 struct DeviceState;
 
 /// The checks every solve makes before touching the cells on the device: options, the CUDA backend's limits.

@@ -1,7 +1,7 @@
 // The block entry on the GPU (issue #17), through the C API only (libamrgrav), for the lead to run on a GPU host:
 //   amrgrav_device_blocks_check [--grid N] [--block B] [--guard G] [--nvar V] [--float32] [--reps R]
 //                               [--no-check] [--no-cells] [--no-time] [--theta T] [--order O] [--only host|device]
-//                               [--chunks K]
+//                               [--chunks K] [--direct K]
 // A uniform N^3 grid cut into (N/B)^3 blocks of B^3 cells (Morton-free raster order, stored at reversed slots of a
 // FLASH-like unk(V, NX, NY, NZ, slots) array with G guard cells), a density made ON THE DEVICE by a kernel.
 // Checks (one JSON line each, "kind":"check"):
@@ -23,6 +23,9 @@
 // launch, then the download; 0: the backend's choice by size, the default), through AMRGRAV_CUDA_RESULT_CHUNKS.
 // --only host: the host entry's timings alone (the density is made on the device, copied down, and the device
 // arrays freed: for the largest grids); --only device: the device entry's alone.
+// --direct K: the host entry's potential at K cells spread over the grid against direct summation over every cell
+//   (float64, host threads; no self term in either), max relative difference at most 1e-3 ("check direct": what a
+//   lost, doubled or misplaced share of the cells would break, on grids too large for the per-cell comparison).
 // Exit status 0 when every check passed, 1 otherwise; 2 when no usable GPU is present (CTest skips: gpu.blocks),
 // unless AMRGRAV_REQUIRE_GPU=1 (then 1), or on another setup failure.
 #include <cuda_runtime.h>
@@ -34,6 +37,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "amrgrav.h"
@@ -51,6 +55,7 @@ namespace {
 
 struct Args {
   int grid = 64, block = 8, guard = 4, nvar = 1, reps = 5, order = 2, chunks = -1, group = 0;  // group 0: the default
+  int direct = 0;  ///< --direct K
   double theta = 0.5;
   bool f32 = false, check = true, cells = true, time = true;
   std::string only = "all";
@@ -180,6 +185,71 @@ void timeLine(const char* what, amrgrav_solver* s, double bestMs, std::size_t ce
   std::fflush(stdout);
 }
 
+/// The potential at k cells spread over the grid against direct summation over every cell (float64, the host's
+/// threads, no self term): -G sum_j m_j / r_ij with m_j = rho_j h^3, the cells' centres as the mesh makes them.
+bool directCheck(const Layout& L, const Mesh& mesh, const std::vector<char>& rho, const std::vector<char>& pot,
+                 bool f32, int k, double G) {
+  const std::size_t cpb = std::size_t(L.B) * L.B * L.B, n = L.nBlocks * cpb;
+  auto value = [&](const std::vector<char>& f, std::size_t b, int i, int j, int kk) {
+    const std::size_t e = elementOf(L, slotOf(L, b), i, j, kk);
+    return f32 ? double(reinterpret_cast<const float*>(f.data())[e]) : reinterpret_cast<const double*>(f.data())[e];
+  };
+  auto centre = [&](std::size_t p, double* x, std::size_t* b, int* ijk) {
+    *b = p / cpb;
+    const std::size_t c = p % cpb;
+    ijk[0] = int(c % L.B);
+    ijk[1] = int((c / L.B) % L.B);
+    ijk[2] = int(c / (std::size_t(L.B) * L.B));
+    for (int d = 0; d < 3; ++d) x[d] = mesh.lo[3 * *b + d] + (ijk[d] + 0.5) * mesh.dx[3 * *b + d];
+  };
+  std::vector<std::size_t> targets(k);
+  for (int t = 0; t < k; ++t) targets[t] = std::size_t((t + 0.37) / k * double(n)) % n;
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::vector<double>> part(threads, std::vector<double>(k, 0.0));
+  std::vector<std::thread> pool;
+  const double t0 = now();
+  for (unsigned w = 0; w < threads; ++w)
+    pool.emplace_back([&, w] {
+      double tx[64][3];
+      for (int t = 0; t < k && t < 64; ++t) {
+        std::size_t b;
+        int ijk[3];
+        centre(targets[t], tx[t], &b, ijk);
+      }
+      for (std::size_t p = n * w / threads; p < n * (w + 1) / threads; ++p) {
+        double x[3];
+        std::size_t b;
+        int ijk[3];
+        centre(p, x, &b, ijk);
+        const double* h = &mesh.dx[3 * b];
+        const double m = value(rho, b, ijk[0], ijk[1], ijk[2]) * (h[0] * h[1] * h[2]);
+        for (int t = 0; t < k && t < 64; ++t) {
+          if (p == targets[t]) continue;
+          const double dx = x[0] - tx[t][0], dy = x[1] - tx[t][1], dz = x[2] - tx[t][2];
+          part[w][t] += m / std::sqrt(dx * dx + dy * dy + dz * dz);
+        }
+      }
+    });
+  for (auto& th : pool) th.join();
+  double worst = 0;
+  for (int t = 0; t < k && t < 64; ++t) {
+    double sum = 0;
+    for (unsigned w = 0; w < threads; ++w) sum += part[w][t];
+    const double ref = -G * sum;
+    std::size_t b;
+    int ijk[3];
+    double x[3];
+    centre(targets[t], x, &b, ijk);
+    worst = std::max(worst, std::fabs(value(pot, b, ijk[0], ijk[1], ijk[2]) - ref) / std::fabs(ref));
+  }
+  const bool ok = worst <= 1e-3;
+  std::printf("{\"kind\":\"check\",\"check\":\"direct\",\"cells\":%zu,\"targets\":%d,\"maxRelDiff\":%.3g,\"bound\":1e-3,"
+              "\"seconds\":%.1f,\"pass\":%s}\n",
+              n, std::min(k, 64), worst, now() - t0, ok ? "true" : "false");
+  std::fflush(stdout);
+  return ok;
+}
+
 #define API(call, s)                                                                                          \
   do {                                                                                                        \
     if ((call) != AMRGRAV_OK) {                                                                               \
@@ -209,6 +279,7 @@ int main(int argc, char** argv) {
     else if (s == "--no-time") a.time = false;
     else if (s == "--only") a.only = next();
     else if (s == "--chunks") a.chunks = std::atoi(next());
+    else if (s == "--direct") a.direct = std::atoi(next());
     else {
       std::fprintf(stderr, "unknown argument %s\n", s.c_str());
       return 2;
@@ -242,6 +313,7 @@ int main(int argc, char** argv) {
     o.box_lo[d] = 0;
     o.box_hi[d] = 1;
   }
+  if (a.direct > 0) o.self_potential = 0;  // the direct sums leave each cell's own term out
   const bool wantHost = a.only != "device", wantDevice = a.only != "host";
   if (a.only != "all") a.check = false;
   amrgrav_solver *dev = nullptr, *host = nullptr;
@@ -418,6 +490,7 @@ int main(int argc, char** argv) {
     if (wantHost) {
       timeLine("host-new", host, best(host, false, true), n);
       timeLine("host-unchanged", host, best(host, false, false), n);
+      if (a.direct > 0) allOk &= directCheck(L, mesh, hRho, hPot, a.f32, a.direct, o.G);
       amrgrav_destroy(host);  // its device memory back before the device entry's solver grows
       host = nullptr;
     }
