@@ -8,24 +8,16 @@
  */
 import { GravitySolver } from '../solver/gravitySolver.js';
 import { rng } from '../validation/random.js';
+import { boxGridCells } from '../validation/gridCells.js';
 
 const repeat = Number(process.argv.includes('--repeat') ? process.argv[process.argv.indexOf('--repeat') + 1] : '2');
 const json = process.argv.includes('--json');
 
 type Vec3 = [number, number, number];
-/** n cubic cells of side L[0] / n[0] over [0, L). */
+/** n cubic cells of side L[0] / n[0] over [0, L), random masses. */
 function grid(n: Vec3, L: Vec3) {
-  const h = L[0] / n[0], N = n[0] * n[1] * n[2], random = rng(n[2]);
-  const c = { x: new Float64Array(N), y: new Float64Array(N), z: new Float64Array(N), mass: new Float64Array(N),
-    size: new Float64Array(N).fill(h) };
-  let i = 0;
-  for (let k = 0; k < n[2]; k++)
-    for (let j = 0; j < n[1]; j++)
-      for (let q = 0; q < n[0]; q++, i++) {
-        c.x[i] = (q + 0.5) * h; c.y[i] = (j + 0.5) * h; c.z[i] = (k + 0.5) * h;
-        c.mass[i] = (0.5 + random()) * h ** 3;
-      }
-  return c;
+  const random = rng(n[2]);
+  return boxGridCells(n, L, () => 0.5 + random());
 }
 
 const cases: [Vec3, Vec3][] = [[[16, 16, 256], [1, 1, 16]], [[16, 16, 64], [1, 1, 4]], [[32, 32, 128], [1, 1, 4]]];

@@ -16,6 +16,7 @@ import { describe, expect, it } from 'vitest';
 import { GravitySolver } from '../solver/gravitySolver.js';
 import type { SolverOptions } from '../solver/options.js';
 import { ewaldAtTargets } from '../validation/ewaldAtTargets.js';
+import { boxGridCells } from '../validation/gridCells.js';
 import { changeOfSolve, refinedBlob, type Cells } from './helpers.js';
 import { rng } from './helpers.js';
 
@@ -25,19 +26,7 @@ const unitBox = boxOf([1, 1, 1]);
 const base: SolverOptions = { G: 1, selfPotential: 'none', backend: 'cpu', method: 'fmm', boundary: 'periodic' };
 
 /** nx x ny x nz cells of the box [0, L) with density rho(x, y, z) at the centres. */
-function grid(n: Vec3, L: Vec3, rho: (x: number, y: number, z: number) => number): Cells {
-  const h = L[0] / n[0], N = n[0] * n[1] * n[2];
-  const c: Cells = { x: new Float64Array(N), y: new Float64Array(N), z: new Float64Array(N), mass: new Float64Array(N),
-    size: new Float64Array(N).fill(h) };
-  let i = 0;
-  for (let k = 0; k < n[2]; k++)
-    for (let j = 0; j < n[1]; j++)
-      for (let q = 0; q < n[0]; q++, i++) {
-        c.x[i] = (q + 0.5) * h; c.y[i] = (j + 0.5) * h; c.z[i] = (k + 0.5) * h;
-        c.mass[i] = rho(c.x[i], c.y[i], c.z[i]) * h ** 3;
-      }
-  return c;
-}
+const grid = (n: Vec3, L: Vec3, rho: (x: number, y: number, z: number) => number): Cells => boxGridCells(n, L, rho);
 
 const blobDensity = (x: number, y: number, z: number) =>
   1 + 50 * Math.exp(-((x - 0.5) ** 2 + (y - 0.48) ** 2 + (z - 0.52) ** 2) / 0.004);

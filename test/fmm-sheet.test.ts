@@ -15,28 +15,30 @@ import { InvalidInputError } from '../solver/errors.js';
 import type { BoundaryChoice, SolverOptions } from '../solver/options.js';
 import type { SolveResult } from '../solver/gravitySolver.js';
 import { ewaldCorrection, nearestImage, periodicGreen, type PeriodicBox } from '../validation/ewaldReference.js';
+import { boxGridCells } from '../validation/gridCells.js';
 import { refinedBlob, rng, type Cells } from './helpers.js';
 
 type Vec3 = [number, number, number];
 const boxOf = (hi: Vec3) => ({ box: { lo: [0, 0, 0] as Vec3, hi } });
 const sheetXY: BoundaryChoice = { x: 'periodic', y: 'periodic', z: 'isolated' };
 const lineZ: BoundaryChoice = { x: 'isolated', y: 'isolated', z: 'periodic' };
+/** |sum m a|, sum |m a|, max |phi| and max |a| of a solve with accelerations. */
+function momentumAndScales(c: Cells, r: SolveResult) {
+  const a = r.accelerations!;
+  let px = 0, py = 0, pz = 0, total = 0, scale = 0, aScale = 0;
+  for (let i = 0; i < c.x.length; i++) {
+    px += c.mass[i] * a.x[i]; py += c.mass[i] * a.y[i]; pz += c.mass[i] * a.z[i];
+    total += Math.abs(c.mass[i]) * Math.hypot(a.x[i], a.y[i], a.z[i]);
+    scale = Math.max(scale, Math.abs(r.potential[i]));
+    aScale = Math.max(aScale, Math.hypot(a.x[i], a.y[i], a.z[i]));
+  }
+  return { momentum: Math.hypot(px, py, pz), total, scale, aScale };
+}
+
 const base: SolverOptions = { G: 1, selfPotential: 'none', backend: 'cpu', method: 'fmm', accelerations: true };
 
 /** nx x ny x nz cubic cells of side h = L[0] / n[0] over [0, L) with density rho at the centres. */
-function grid(n: Vec3, L: Vec3, rho: (x: number, y: number, z: number, i: number) => number): Cells {
-  const h = L[0] / n[0], N = n[0] * n[1] * n[2];
-  const c: Cells = { x: new Float64Array(N), y: new Float64Array(N), z: new Float64Array(N), mass: new Float64Array(N),
-    size: new Float64Array(N).fill(h) };
-  let i = 0;
-  for (let k = 0; k < n[2]; k++)
-    for (let j = 0; j < n[1]; j++)
-      for (let q = 0; q < n[0]; q++, i++) {
-        c.x[i] = (q + 0.5) * h; c.y[i] = (j + 0.5) * h; c.z[i] = (k + 0.5) * h;
-        c.mass[i] = rho(c.x[i], c.y[i], c.z[i], i) * h ** 3;
-      }
-  return c;
-}
+const grid = (n: Vec3, L: Vec3, rho: (x: number, y: number, z: number, i: number) => number): Cells => boxGridCells(n, L, rho);
 
 /** Random densities in [0.5, 1.5) plus a Gaussian blob (3x the mean at its centre) off the box's centre. */
 function blobbyGrid(n: Vec3, L: Vec3, seed: number): Cells {
@@ -153,14 +155,8 @@ describe('method fmm, a sheet (x, y periodic; z isolated)', () => {
     });
     const r = await new GravitySolver({ ...base, boundary: sheetXY }).solveCells(c, boxOf([1, 1, 1]));
     const a = r.accelerations!;
-    let px = 0, py = 0, pz = 0, total = 0, scale = 0, aScale = 0;
-    for (let i = 0; i < c.x.length; i++) {
-      px += c.mass[i] * a.x[i]; py += c.mass[i] * a.y[i]; pz += c.mass[i] * a.z[i];
-      total += Math.abs(c.mass[i]) * Math.hypot(a.x[i], a.y[i], a.z[i]);
-      scale = Math.max(scale, Math.abs(r.potential[i]));
-      aScale = Math.max(aScale, Math.hypot(a.x[i], a.y[i], a.z[i]));
-    }
-    expect(Math.hypot(px, py, pz)).toBeLessThan(1e-10 * total);
+    const { momentum, total, scale, aScale } = momentumAndScales(c, r);
+    expect(momentum).toBeLessThan(1e-10 * total);
     let dz = 0, dxy = 0, adz = 0, adxy = 0;
     for (let i = 0; i < c.x.length; i++) {
       const q = i % n, j = Math.floor(i / n) % n, k = Math.floor(i / (n * n));
@@ -224,14 +220,8 @@ describe('method fmm, a line (z periodic; x, y isolated)', () => {
     });
     const r = await new GravitySolver({ ...base, boundary: lineZ }).solveCells(c, boxOf([1, 1, 1]));
     const a = r.accelerations!;
-    let px = 0, py = 0, pz = 0, total = 0, scale = 0, aScale = 0;
-    for (let i = 0; i < c.x.length; i++) {
-      px += c.mass[i] * a.x[i]; py += c.mass[i] * a.y[i]; pz += c.mass[i] * a.z[i];
-      total += Math.abs(c.mass[i]) * Math.hypot(a.x[i], a.y[i], a.z[i]);
-      scale = Math.max(scale, Math.abs(r.potential[i]));
-      aScale = Math.max(aScale, Math.hypot(a.x[i], a.y[i], a.z[i]));
-    }
-    expect(Math.hypot(px, py, pz)).toBeLessThan(1e-10 * total);
+    const { momentum, total, scale, aScale } = momentumAndScales(c, r);
+    expect(momentum).toBeLessThan(1e-10 * total);
     let d = 0, ad = 0;
     for (let i = 0; i < c.x.length; i++) {
       const q = i % n, j = Math.floor(i / n) % n, k = Math.floor(i / (n * n));

@@ -38,3 +38,25 @@ export function gridCells(n: number, rho: (x: number, y: number, z: number) => n
 export function benchDensity(x: number, y: number, z: number): number {
   return 1 + 0.5 * Math.sin(2 * Math.PI * x) * Math.cos(2 * Math.PI * y) * (1 + z);
 }
+
+/**
+ * nx x ny x nz cubic cells of side h = L[0] / n[0] over the box [0, L) (x fastest), mass rho(centre, index) h^3: the
+ * periodic and sheet tests' boxes and the tall-box bench.
+ */
+export function boxGridCells(
+  n: [number, number, number],
+  L: [number, number, number],
+  rho: (x: number, y: number, z: number, i: number) => number,
+): GridCells {
+  const h = L[0] / n[0], N = n[0] * n[1] * n[2];
+  const c: GridCells = { x: new Float64Array(N), y: new Float64Array(N), z: new Float64Array(N), mass: new Float64Array(N),
+    size: new Float64Array(N).fill(h) };
+  let i = 0;
+  for (let k = 0; k < n[2]; k++)
+    for (let j = 0; j < n[1]; j++)
+      for (let q = 0; q < n[0]; q++, i++) {
+        c.x[i] = (q + 0.5) * h; c.y[i] = (j + 0.5) * h; c.z[i] = (k + 0.5) * h;
+        c.mass[i] = rho(c.x[i], c.y[i], c.z[i], i) * h ** 3;
+      }
+  return c;
+}

@@ -11,6 +11,8 @@
 #include <cmath>
 #include <string>
 
+#include "ewald/gauss_legendre.h"
+
 namespace amrgrav {
 namespace {
 
@@ -103,34 +105,6 @@ void addProduct(Jet& acc, double scale, const Jet& a, const Jet& b) {
   }
 }
 
-/// Gauss-Legendre nodes and weights on [0, 1].
-struct GaussLegendre {
-  static constexpr int n = 48;
-  double x[n], w[n];
-  GaussLegendre() {
-    for (int i = 0; i < n; ++i) {
-      double z = std::cos(kPi * (i + 0.75) / (n + 0.5)), dp = 0;
-      for (int it = 0; it < 100; ++it) {
-        double p0 = 1, p1 = 0;
-        for (int k = 1; k <= n; ++k) {
-          const double p2 = p1;
-          p1 = p0;
-          p0 = ((2 * k - 1) * z * p1 - (k - 1) * p2) / k;
-        }
-        dp = n * (z * p0 - p1) / (z * z - 1);
-        const double dz = p0 / dp;
-        z -= dz;
-        if (std::fabs(dz) < 1e-16) break;
-      }
-      x[i] = 0.5 * (1 - z);
-      w[i] = 1.0 / ((1 - z * z) * dp * dp);  // = 2 / ((1 - z^2) P'^2) halved for [0, 1]
-    }
-  }
-};
-const GaussLegendre& gauss() {
-  static const GaussLegendre g;
-  return g;
-}
 
 /// d^n/ds^n of erfc(alpha sqrt s)/sqrt s = (2/sqrt pi) int_alpha^inf (-t^2)^n e^{-s t^2} dt, n = 0..3, by the
 /// upward recurrence J_n = (alpha^{2n-1} e^{-s alpha^2} + (2n-1) J_{n-1}) / (2s) (all terms positive: stable).
@@ -152,7 +126,7 @@ void erfcOverR(double s, double alpha, double f[4]) {
 /// smooth remainder erfc/r - 1/r, finite at s = 0.
 void minusErfOverR(double s, double alpha, double f[4]) {
   if (s * alpha * alpha < 4) {
-    const GaussLegendre& q = gauss();
+    const GaussLegendre& q = gaussLegendre48();
     double K[4] = {0, 0, 0, 0};
     for (int i = 0; i < q.n; ++i) {
       const double t = alpha * q.x[i], t2 = t * t, w = alpha * q.w[i] * std::exp(-s * t2);
@@ -175,7 +149,7 @@ void minusErfOverR(double s, double alpha, double f[4]) {
 /// Ein(x) = int_0^x (1 - e^{-u})/u du and its derivatives (entire; Ein(x) = E1(x) + gamma + ln x).
 void einDerivs(double x, double f[4]) {
   if (x < 24) {
-    const GaussLegendre& q = gauss();
+    const GaussLegendre& q = gaussLegendre48();
     f[0] = f[1] = f[2] = f[3] = 0;
     for (int i = 0; i < q.n; ++i) {
       const double v = q.x[i], e = std::exp(-x * v);
@@ -318,7 +292,7 @@ void addReciprocal1(const Setup& S, const double r[3], Jet& acc) {
   const double f0[4] = {-(e[0] - kEulerGamma - 2 * std::log(a * L)) / L, -a * a * e[1] / L, -a * a * a * a * e[2] / L,
                         -a * a * a * a * a * a * e[3] / L};
   addRadial(acc, 1.0, f0, d, w);
-  const GaussLegendre& q = gauss();
+  const GaussLegendre& q = gaussLegendre48();
   const double kc = kRecipCut * a;
   for (int m = 1; 2 * kPi * m / L <= kc; ++m) {
     const double k = 2 * kPi * m / L;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ewald/gauss_legendre.h"
 #include "fmm/multi_index.h"
 
 namespace amrgrav {
@@ -131,40 +132,12 @@ void gaussianDerivatives(double x, int p, double* out) {
   }
 }
 
-/// Gauss-Legendre nodes and weights on [0, 1].
-struct GaussLegendre {
-  static constexpr int n = 48;
-  double x[n], w[n];
-  GaussLegendre() {
-    for (int i = 0; i < n; ++i) {
-      double z = std::cos(kPi * (i + 0.75) / (n + 0.5)), dp = 0;
-      for (int it = 0; it < 100; ++it) {
-        double p0 = 1, p1 = 0;
-        for (int k = 1; k <= n; ++k) {
-          const double p2 = p1;
-          p1 = p0;
-          p0 = ((2 * k - 1) * z * p1 - (k - 1) * p2) / k;
-        }
-        dp = n * (z * p0 - p1) / (z * z - 1);
-        const double dz = p0 / dp;
-        z -= dz;
-        if (std::fabs(dz) < 1e-16) break;
-      }
-      x[i] = 0.5 * (1 - z);
-      w[i] = 1.0 / ((1 - z * z) * dp * dp);
-    }
-  }
-};
-const GaussLegendre& gauss() {
-  static const GaussLegendre g;
-  return g;
-}
 
 /// Ein(x) = int_0^x (1 - e^-u)/u du and its derivatives to order p: Ein^(m)(x) = int_0^1 (-v)^(m-1) e^(-x v) dv
 /// (m >= 1) by quadrature below x = 24, else Ein = gamma + ln x + E1(x) and (-1)^(m-1) gamma(m, x) / x^m.
 void einDerivatives(double x, int p, double* f) {
   if (x < 24) {
-    const GaussLegendre& q = gauss();
+    const GaussLegendre& q = gaussLegendre48();
     for (int m = 0; m <= p; ++m) f[m] = 0;
     for (int i = 0; i < q.n; ++i) {
       const double v = q.x[i], e = std::exp(-x * v);
@@ -338,7 +311,7 @@ void addReciprocal1(const FarKernelSetup& S, const double offset[3], double* out
   rc.add(r, F, 1.0, radial.data());
   for (int t = 0; t < mi.terms; ++t)
     if (mi.n[t][p] == 0) out[t] += radial[t];
-  const GaussLegendre& q = gauss();
+  const GaussLegendre& q = gaussLegendre48();
   for (std::size_t v = 0; v < S.k.size() / 3; ++v) {
     const double k = S.k[3 * v + p];
     double I[kMaxOrder + 1];

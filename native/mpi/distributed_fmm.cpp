@@ -77,18 +77,8 @@ class MpiRankComm final : public RankComm {
     const double w0 = ex.now();
     orAbort(ex.finish());
     waited += ex.now() - w0;
-    const LetExchangeStats& xs = ex.stats();
-    ds.bytesSent = xs.bytesSent;
-    ds.bytesReceived = xs.bytesReceived;
-    ds.letsSent = xs.letsSent;
-    ds.letsReceived = xs.letsReceived;
+    exchangeStatsInto(ex.stats(), walkStart, walkEnd, ds);
     ds.secondsExchangeWait = waited;
-    if (xs.firstSend >= 0 || xs.letsReceived > 0) {
-      const double begin = xs.firstSend >= 0 ? std::min(xs.firstSend, walkStart) : walkStart;
-      const double end = std::max(xs.lastArrival, begin);
-      ds.secondsExchange = end - begin;
-      ds.secondsOverlap = std::max(0.0, std::min(end, walkEnd) - std::max(begin, walkStart));
-    }
     return Status::success();
   }
 

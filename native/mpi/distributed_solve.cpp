@@ -244,11 +244,7 @@ Status distributedImpl(RankEngine& engine, const SystemView& sys, const SolveOpt
   orAbort(pex.finish());
   waited += ex.now() - w0;
 
-  const LetExchangeStats& xs = ex.stats();
-  ds.bytesSent = xs.bytesSent;
-  ds.bytesReceived = xs.bytesReceived;
-  ds.letsSent = xs.letsSent;
-  ds.letsReceived = xs.letsReceived;
+  exchangeStatsInto(ex.stats(), walkStart, walkEnd, ds);
   const LetExchangeStats& ps = pex.stats();
   ds.particleBytesSent = ps.bytesSent;
   ds.particleBytesReceived = ps.bytesReceived;
@@ -256,12 +252,6 @@ Status distributedImpl(RankEngine& engine, const SystemView& sys, const SolveOpt
   ds.particleLetsReceived = ps.letsReceived;
   ds.secondsExchangeWait = waited;
   ds.secondsRemoteWalk = remoteWalk;
-  if (xs.firstSend >= 0 || xs.letsReceived > 0) {
-    const double begin = xs.firstSend >= 0 ? std::min(xs.firstSend, walkStart) : walkStart;
-    const double end = std::max(xs.lastArrival, begin);
-    ds.secondsExchange = end - begin;
-    ds.secondsOverlap = std::max(0.0, std::min(end, walkEnd) - std::max(begin, walkStart));
-  }
   out.stats.secondsWalk = ds.secondsLocalWalk + remoteWalk;
   orAbort(sysOut ? engine.finishSystem(opt, out, *sysOut) : engine.finish(opt, out));
   // the volume-weighted mean potential over every rank's cells

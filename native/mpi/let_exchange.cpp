@@ -2,6 +2,7 @@
 /// \brief The LET messages: a size (one uint64) then the packed tree, per pair of ranks (see let_exchange.h).
 #include "mpi/let_exchange.h"
 
+#include <algorithm>
 #include <climits>
 #include <string>
 
@@ -28,6 +29,19 @@ LetExchange::~LetExchange() {
   for (auto* v : {&sizeReq_, &dataReq_, &sendReq_})
     for (auto& r : *v)
       if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
+}
+
+void exchangeStatsInto(const LetExchangeStats& xs, double walkStart, double walkEnd, DistributedStats& ds) {
+  ds.bytesSent = xs.bytesSent;
+  ds.bytesReceived = xs.bytesReceived;
+  ds.letsSent = xs.letsSent;
+  ds.letsReceived = xs.letsReceived;
+  if (xs.firstSend >= 0 || xs.letsReceived > 0) {
+    const double begin = xs.firstSend >= 0 ? std::min(xs.firstSend, walkStart) : walkStart;
+    const double end = std::max(xs.lastArrival, begin);
+    ds.secondsExchange = end - begin;
+    ds.secondsOverlap = std::max(0.0, std::min(end, walkEnd) - std::max(begin, walkStart));
+  }
 }
 
 Status LetExchange::start() {

@@ -11,6 +11,7 @@
 
 #include "let/let.h"
 #include "core/status.h"
+#include "core/types.h"
 
 namespace amrgrav {
 
@@ -20,6 +21,11 @@ struct LetExchangeStats {
   double firstSend = -1;     ///< when the first LET was handed to MPI
   double lastArrival = -1;   ///< when the last expected LET was seen complete
 };
+
+/// A distributed solve's exchange figures into its stats: the bytes and LETs each way, and when the exchange ran
+/// (from the first send, or the local walk's start, to the last arrival) and how much of it the local walk
+/// [walkStart, walkEnd] overlapped (DistributedStats::secondsExchange, secondsOverlap).
+void exchangeStatsInto(const LetExchangeStats& xs, double walkStart, double walkEnd, DistributedStats& ds);
 
 /// The message buffers, kept from one solve to the next by the caller: a hydro code exchanges LETs of about the same
 /// size every step, and fresh buffers of tens of MB would be zero-filled and page-faulted each time.
