@@ -127,11 +127,12 @@ Status fitMethod(const SolveOptions& opt, const char* cudaSpelling, BackendChoic
   if (!opt.anyPeriodic() && !choice.distributed) return Status::success();
   const std::string what = choice.distributed ? "over MPI ranks" : "periodic boxes";
   if (choice.requested == BackendRequest::Cuda)
-    return Status::error(ErrorCode::InvalidOption, "method 'fmm' runs " + what + " on the CPU backend only so far "
-                                                   "(issue #20): backend " + cudaSpelling + " there needs method 'tree'");
+    return Status::error(ErrorCode::InvalidOption, "method 'fmm' runs " + what +
+                                                       " on the CPU backend only so far (issue #20): backend " +
+                                                       cudaSpelling + " there needs method 'tree'");
   choice.backend = BackendKind::Cpu;
-  choice.reason = choice.distributed ? "distributed: the FMM's LET solve on the CPU (method 'fmm' runs over MPI ranks on "
-                                       "the CPU backend only so far)"
+  choice.reason = choice.distributed ? "distributed: the FMM's LET solve on the CPU (method 'fmm' runs over MPI "
+                                       "ranks on the CPU backend only so far)"
                                      : "auto: method 'fmm' runs periodic boxes on the CPU backend only so far (" +
                                            choice.reason.substr(6) + ")";
   choice.notice.clear();
@@ -345,9 +346,10 @@ Status solveDistributed(BackendKind kind, const CellsView& cells, const SolveOpt
       return ::amrgrav::failDistributedSolve(Status::error(ErrorCode::InvalidOption, "method 'fmm' runs on the CPU backend "
                                                                           "only so far (issue #20)"));
     if (opt.anyPeriodic() && !opt.fullyPeriodic())
-      return ::amrgrav::failDistributedSolve(Status::error(
-          ErrorCode::InvalidOption, "method 'fmm' over MPI ranks takes isolated and fully periodic boxes so far (issue "
-                                    "#20): a box periodic along 1 or 2 axes needs method 'tree' or one rank"));
+      return ::amrgrav::failDistributedSolve(
+          Status::error(ErrorCode::InvalidOption, "method 'fmm' over MPI ranks takes isolated and fully periodic boxes "
+                                                  "so far (issue #20): a box periodic along 1 or 2 axes needs method "
+                                                  "'tree' or one rank"));
     return solveDistributedFmm(solveFmmRanks, cells, opt, out);
   }
   if (mpiWorld().size > 1) return ::amrgrav::solveDistributed(rankEnginesOn(kind), cells, opt, out);

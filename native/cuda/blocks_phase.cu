@@ -304,8 +304,9 @@ Status deliverResults(DeviceState& ds, const BlocksView& v, const BlockOutputs& 
 }
 
 /// An unchanged mesh: the masses made and checked, the sorted masses and sizes made with the kept order (the node
-/// keys too if the walk took their room), then sortAndBuild's end (finishCells). The events are those sortAndBuild records, so
-/// that fillStats reads this path's phases (upload: the densities; keys: the keys and cells made again; build: 0).
+/// keys too if the walk took their room), then sortAndBuild's end (finishCells). The events are those sortAndBuild
+/// records, so that fillStats reads this path's phases (upload: the densities; keys: the keys and cells made again;
+/// build: 0).
 Status reuseTree(DeviceState& ds, const SolveOptions& opt) {
   cudaStream_t s = ds.stream;
   const BlockLayout& L = ds.layout;
