@@ -22,7 +22,8 @@
 #              the host, the evaluation on the device): ctest gpu.fmm (CUDA vs CPU FMM on a 32^3 grid of random
 #              masses at orders 3..7 and the clustered AMR-like set: pot <= 1e-12 per cell, acc <= 1e-11 of the rms,
 #              identical M2L/P2P counts; momentum <= 1e-6 on the GPU; two GPU solves bitwise equal; the host block
-#              entry; periodic refused), then amrgrav_gpu_timing --no-perf --fmm 64,128,256 (the FMM's phases and
+#              entry; periodic refused), compute-sanitizer memcheck on the fmm subject (--quick), then
+#              amrgrav_gpu_timing --no-perf --fmm 64,128,256 (the FMM's phases, its four kernels' device times, and
 #              the tree's in the same run, fmm-timing.log), test/c/capi_fmm.c (CUDA with a periodic box refused at
 #              create with AMRGRAV_INVALID_OPTION) and the Node API ('auto' and 'cuda' run an isolated FMM on the
 #              GPU and agree with the CPU's; 'cuda' with periodic boundaries is an InvalidOptionError)
@@ -132,6 +133,10 @@ for step in "$@"; do
       (cd build && AMRGRAV_REQUIRE_GPU=1 timeout 500 ctest -R '^gpu[.]fmm$' --output-on-failure) > "$out/fmm-ctest.log" 2>&1
       summary+=("fmm ctest gpu.fmm rc=$? $(grep -h 'parity summary' "$out/fmm-ctest.log" | tr '\n' ';')")
       grep -hE '^ *(ok|FAIL)' "$out/fmm-ctest.log"
+      # the M2L's dynamic shared memory (56 KB a block at p 7) and the P2P's tiles: no out-of-bounds access
+      AMRGRAV_REQUIRE_GPU=1 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 $check fmm --quick \
+        > "$out/fmm-memcheck.log" 2>&1
+      summary+=("fmm memcheck rc=$? $(grep -hE 'ERROR SUMMARY' "$out/fmm-memcheck.log" | head -1)")
       timeout 500 $timing --no-perf --fmm 64,128,256 --reps 5 > "$out/fmm-timing.log" 2>&1
       summary+=("fmm timing rc=$?")
       python3 - "$out/fmm-timing.log" <<'PY'
@@ -143,6 +148,7 @@ for line in open(sys.argv[1]):
         print(f"fmm  {r['grid']:4d} acc={int(r['accelerations'])}: wall {r['wall_s']*1e3:8.2f} ms  device walk {r['walk_s']*1e3:8.2f} ms "
               f"(up {r['upload_s']*1e3:6.2f} down {r['download_s']*1e3:6.2f}; host: keys {r['keys_sort_s']*1e3:7.2f} moments {r['moments_s']*1e3:7.2f} "
               f"lists {r['build_s']*1e3:7.2f})  m2l/cell {r['m2l_per_cell']:.1f} p2p/cell {r['p2p_per_cell']:.1f}  B/cell {r['device_bytes_per_cell']:.0f}")
+        print(f"     kernels: p2p {r['p2p_s']*1e3:8.2f} m2l {r['m2l_s']*1e3:8.2f} l2l {r['l2l_s']*1e3:6.2f} l2p {r['l2p_s']*1e3:6.2f} ms")
     elif r.get('kind') == 'perf' and 'cells' in r:
         print(f"tree {r['grid']:4d} o{r['order']} acc={int(r['accelerations'])}: wall {r['wall_s']*1e3:8.2f} ms  walk {r['walk_s']*1e3:8.2f} ms  "
               f"int/cell {r['interactions_per_cell']:.1f}")

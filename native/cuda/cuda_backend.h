@@ -73,6 +73,9 @@ struct CudaStats {
   int walkLaunches = 0;
   double walkPassSeconds[3] = {0, 0, 0};  ///< host clock per launch of the last run: walk, per-pair walk, corrections
   int walkBlocks = 0, walkWarps = 0;
+  /// Method 'fmm' (device events of the last solve): the evaluation's kernels, P2P, M2L, L2L (all levels) and L2P;
+  /// together secondsWalk. 0 for method 'tree'.
+  double fmmKernelSeconds[4] = {0, 0, 0, 0};
   std::string device;               ///< name, compute capability, multiprocessors
 };
 

@@ -239,16 +239,24 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
     v.gz = v.phi + 3 * n;
   }
 
-  // the device's evaluation, in the CPU's order of phases: P2P (overwrites the sums), M2L, L2L level by level, L2P
+  // the device's evaluation, in the CPU's order of phases: P2P (overwrites the sums), M2L, L2L level by level, L2P;
+  // an event between kernels (slots 0-3 are free here: the keys, sort and build ran on the host) for their times
   AG_CUDA_TRY(cudaEventRecord(ds.events[4], ds.stream));
   AG_TRY(launchFmmP2P(v, ds.stream));
+  AG_CUDA_TRY(cudaEventRecord(ds.events[0], ds.stream));
   AG_TRY(launchFmmM2L(v, ds.stream));
+  AG_CUDA_TRY(cudaEventRecord(ds.events[1], ds.stream));
   for (std::size_t lev = 0; lev + 1 < tree.levelBegin.size(); ++lev)
     AG_TRY(launchFmmL2L(v, tree.levelBegin[lev], tree.levelBegin[lev + 1], ds.stream));
+  AG_CUDA_TRY(cudaEventRecord(ds.events[2], ds.stream));
   AG_TRY(launchFmmL2P(v, ds.stream));
   AG_CUDA_TRY(cudaEventRecord(ds.events[5], ds.stream));
   AG_CUDA_TRY(cudaEventSynchronize(ds.events[5]));
   ds.stats.secondsWalk = elapsed(ds, 4, 5);
+  ds.stats.fmmKernelSeconds[0] = elapsed(ds, 4, 0);
+  ds.stats.fmmKernelSeconds[1] = elapsed(ds, 0, 1);
+  ds.stats.fmmKernelSeconds[2] = elapsed(ds, 1, 2);
+  ds.stats.fmmKernelSeconds[3] = elapsed(ds, 2, 5);
   ds.stats.walkLaunches = 1;
 
   // download, then the CPU backend's finish (G, scaling, self term, the caller's order)

@@ -1,6 +1,6 @@
 /// \file kernel_fmm.cu
-/// \brief The FMM's evaluation kernels (kernels_fmm.h): the generated M2L kernels (fmm/m2l_kernels.h, in double, one
-/// interaction per thread) and the exact L2L and L2P over fmm/multi_index.h's tables, in the CPU's term order
+/// \brief The FMM's evaluation kernels (kernels_fmm.h): the generated fused M2L kernels (cuda/m2l_device.h, in
+/// double, one interaction per thread) and the exact L2L and L2P over fmm/multi_index.h's tables, in the CPU's term order
 /// (fmm/expansions.cpp). Every sum has a fixed order (no atomics): results are the same bits run to run; against the
 /// CPU (lanes of 8, Newton reciprocal square roots) they differ by rounding only.
 #include <cuda_runtime.h>
@@ -9,74 +9,81 @@
 
 #include "cuda/check.h"
 #include "cuda/kernels_fmm.h"
-
-namespace amrgrav {
-namespace fmm {
-// What the generated kernels need of their arithmetic type (fmm/simd.h gives the CPU's): double on the device.
-template <class T> __host__ __device__ __forceinline__ T bc(double c);
-template <> __host__ __device__ __forceinline__ double bc<double>(double c) { return c; }
-__host__ __device__ __forceinline__ double vsqrt(double v) { return sqrt(v); }
-}  // namespace fmm
-}  // namespace amrgrav
-
-#include "fmm/m2l_kernels.h"
+#include "cuda/m2l_device.h"
 
 namespace amrgrav {
 namespace cuda {
 namespace {
 
 constexpr int kMaxTerms = 120;       // termCount(7)
-constexpr int kM2LThreads = 128;     // 4 target nodes (warps) per block
+constexpr int kM2LThreads = 64;      // 2 target nodes (warps) per block: p 7 shares 56 KB, 4 blocks per SM
 constexpr int kLeafThreads = 64;     // a leaf's cells (fmm/fmm_tree.h kFmmLeafSize), one per thread
 constexpr unsigned kFull = 0xffffffffu;
 
 __host__ __device__ constexpr int termsOf(int p) { return (p + 1) * (p + 2) * (p + 3) / 6; }
 
-template <int P> __device__ __forceinline__ void derivativesFor(double x, double y, double z, double* D) {
-  if constexpr (P == 3) fmm::derivatives3(x, y, z, D);
-  else if constexpr (P == 4) fmm::derivatives4(x, y, z, D);
-  else if constexpr (P == 5) fmm::derivatives5(x, y, z, D);
-  else if constexpr (P == 6) fmm::derivatives6(x, y, z, D);
-  else fmm::derivatives7(x, y, z, D);
+template <int P> struct FusedM2L;
+#define AG_FUSED_M2L(P)                                                                                 \
+  template <> struct FusedM2L<P> {                                                                      \
+    static constexpr int kRegs = kM2LRegTerms##P, kShared = kM2LSharedTerms##P;                         \
+    static __device__ __forceinline__ void add(double x, double y, double z, const double* Mb, double* La, \
+                                               volatile double* Ls) {                                   \
+      m2lFused##P(x, y, z, Mb, La, Ls);                                                                 \
+    }                                                                                                   \
+  };
+AG_FUSED_M2L(3)
+AG_FUSED_M2L(4)
+AG_FUSED_M2L(5)
+AG_FUSED_M2L(6)
+AG_FUSED_M2L(7)
+#undef AG_FUSED_M2L
+
+/// Shared memory of one M2L block: a column per lane of each warp's shared L terms.
+template <int P> constexpr std::size_t m2lSharedBytes() {
+  return std::size_t(kM2LThreads) * FusedM2L<P>::kShared * sizeof(double);
 }
-/// Isolated boxes: multipoles about centres of mass, no dipole terms (evaluate.cpp's m2lOneFor<P, false>).
-template <int P> __device__ __forceinline__ void m2lOneFor(const double* D, const double* Mb, double* La) {
-  if constexpr (P == 3) fmm::m2lOne3nd(D, Mb, La);
-  else if constexpr (P == 4) fmm::m2lOne4nd(D, Mb, La);
-  else if constexpr (P == 5) fmm::m2lOne5nd(D, Mb, La);
-  else if constexpr (P == 6) fmm::m2lOne6nd(D, Mb, La);
-  else fmm::m2lOne7nd(D, Mb, La);
+
+/// Adds an L term's 32 lane sums into lane 0 by a fixed shuffle tree; lane 0 adds the total to *Lk.
+__device__ __forceinline__ void addLaneSums(double s, unsigned lane, double* Lk) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) s += __shfl_down_sync(kFull, s, off);
+  if (lane == 0) *Lk += s;
 }
 
 /// One warp per target node A: lane l takes A's sources l, l + 32, ... (the sources' multipoles read where they
-/// lie), then each coefficient's 32 lane sums are added by a fixed shuffle tree into lane 0, which adds them to L.
+/// lie) through m2l_device.h's fused kernel, its low-degree L terms in registers and the others in the lane's column
+/// of shared memory (the p 7 kernel's 120 terms and 120 derivatives do not fit one thread's registers); then each
+/// term's 32 lane sums are added by a fixed shuffle tree into lane 0, which adds them to L.
 template <int P>
 __global__ void __launch_bounds__(kM2LThreads) fmmM2L(FmmDeviceView v) {
-  constexpr int NT = termsOf(P);
+  extern __shared__ double m2lShared[];
+  using K = FusedM2L<P>;
   const unsigned A = (blockIdx.x * unsigned(kM2LThreads) + threadIdx.x) / 32u;
   const unsigned lane = threadIdx.x & 31u;
   if (A >= v.nodes) return;  // the whole warp
   const unsigned s0 = v.m2lStart[A], s1 = v.m2lStart[A + 1];
   if (s0 == s1) return;  // the whole warp
-  double La[NT];
+  double La[K::kRegs];
 #pragma unroll
-  for (int k = 0; k < NT; ++k) La[k] = 0.0;
+  for (int k = 0; k < K::kRegs; ++k) La[k] = 0.0;
+  // this lane's column; volatile, so that the compiler does not keep its terms in registers across the loop (which
+  // is what spilled)
+  volatile double* Ls = m2lShared + (threadIdx.x / 32u) * (32u * K::kShared) + lane;
+#pragma unroll
+  for (int k = 0; k < K::kShared; ++k) Ls[32 * k] = 0.0;
   const double ax = v.centre[3 * std::size_t(A)], ay = v.centre[3 * std::size_t(A) + 1],
                az = v.centre[3 * std::size_t(A) + 2];
   for (unsigned q = s0 + lane; q < s1; q += 32u) {
     const std::size_t B = v.m2lSource[q];
-    double D[NT];
-    derivativesFor<P>(ax - v.centre[3 * B], ay - v.centre[3 * B + 1], az - v.centre[3 * B + 2], D);
-    m2lOneFor<P>(D, v.M + B * std::size_t(v.mStride), La);
+    K::add(ax - v.centre[3 * B], ay - v.centre[3 * B + 1], az - v.centre[3 * B + 2], v.M + B * std::size_t(v.mStride),
+           La, Ls);
   }
-  double* Lt = v.L + std::size_t(A) * NT;
+  // the terms in fmm/multi_index.h's order: those in registers are degrees 0..d, those in shared memory the rest
+  double* Lt = v.L + std::size_t(A) * termsOf(P);
 #pragma unroll
-  for (int k = 0; k < NT; ++k) {
-    double s = La[k];
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) s += __shfl_down_sync(kFull, s, off);
-    if (lane == 0) Lt[k] += s;
-  }
+  for (int k = 0; k < K::kRegs; ++k) addLaneSums(La[k], lane, Lt + k);
+#pragma unroll 4
+  for (int k = 0; k < K::kShared; ++k) addLaneSums(Ls[32 * k], lane, Lt + K::kRegs + k);
 }
 
 /// out[t] = h^n / n! for every term (expansions.cpp's monomials, the same products in the same order).
@@ -133,11 +140,13 @@ __global__ void __launch_bounds__(kLeafThreads) fmmL2P(FmmDeviceView v) {
 }
 
 /// One block per target leaf: its cells (a thread each; more than a block's in rounds) against the cells of its near
-/// leaves in the list's order, a block's worth of source cells at a time through shared memory. A leaf's own cell
-/// pairs (r = 0) are left out, as evaluate.cpp's p2pSelf does.
+/// leaves in the list's order, a block's worth of source cells at a time through shared memory (x, y and z, m as two
+/// 16-byte loads). A leaf's own cell pairs (r = 0) are left out, as evaluate.cpp's p2pSelf does. 1/r is rsqrt (within
+/// 1 ulp, as a division by the rounded sqrt is; one multi-function estimate and Newton steps instead of a sqrt and a
+/// division).
 template <bool Accel>
 __global__ void __launch_bounds__(kLeafThreads) fmmP2P(FmmDeviceView v) {
-  __shared__ double sx[kLeafThreads], sy[kLeafThreads], sz[kLeafThreads], sm[kLeafThreads];
+  __shared__ double2 sxy[kLeafThreads], szm[kLeafThreads];
   const unsigned li = blockIdx.x;
   const unsigned T = v.leaves[li];
   const unsigned tb = v.cellBegin[T], tn = v.cellCount[T];
@@ -155,22 +164,21 @@ __global__ void __launch_bounds__(kLeafThreads) fmmP2P(FmmDeviceView v) {
         __syncthreads();  // the previous tile is read by every thread
         if (j0 + threadIdx.x < sn) {
           const unsigned j = sb + j0 + threadIdx.x;
-          sx[threadIdx.x] = v.x[j];
-          sy[threadIdx.x] = v.y[j];
-          sz[threadIdx.x] = v.z[j];
-          sm[threadIdx.x] = v.mass[j];
+          sxy[threadIdx.x] = make_double2(v.x[j], v.y[j]);
+          szm[threadIdx.x] = make_double2(v.z[j], v.mass[j]);
         }
         __syncthreads();
         const unsigned m = min(unsigned(kLeafThreads), sn - j0);
         if (!active) continue;
         for (unsigned j = 0; j < m; ++j) {
-          const double dx = xi - sx[j], dy = yi - sy[j], dz = zi - sz[j];
+          const double2 a = sxy[j], b = szm[j];
+          const double dx = xi - a.x, dy = yi - a.y, dz = zi - b.x;
           const double r2 = dx * dx + dy * dy + dz * dz;
           if (same && !(r2 > 0.0)) continue;
-          const double rinv = 1.0 / sqrt(r2);
-          p += sm[j] * rinv;
+          const double rinv = rsqrt(r2);
+          p += b.y * rinv;
           if constexpr (Accel) {
-            const double t = sm[j] * (rinv * rinv * rinv);
+            const double t = b.y * (rinv * rinv * rinv);
             fx += t * dx;
             fy += t * dy;
             fz += t * dz;
@@ -199,22 +207,33 @@ Status launchFmmP2P(const FmmDeviceView& v, cudaStream_t s) {
   return Status::success();
 }
 
+namespace {
+
+template <int P> Status launchM2L(const FmmDeviceView& v, unsigned blocks, cudaStream_t s) {
+  constexpr std::size_t bytes = m2lSharedBytes<P>();
+  if constexpr (bytes > 48 * 1024)  // above the default: asked for (once per process and device is enough; cheap)
+    AG_CUDA_TRY(cudaFuncSetAttribute(fmmM2L<P>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+  fmmM2L<P><<<blocks, kM2LThreads, bytes, s>>>(v);
+  AG_CUDA_LAUNCHED("fmmM2L");
+  return Status::success();
+}
+
+}  // namespace
+
 Status launchFmmM2L(const FmmDeviceView& v, cudaStream_t s) {
   if (v.nodes == 0) return Status::success();
   constexpr unsigned perBlock = kM2LThreads / 32;
   const unsigned blocks = (v.nodes + perBlock - 1) / perBlock;
   switch (v.order) {
-    case 3: fmmM2L<3><<<blocks, kM2LThreads, 0, s>>>(v); break;
-    case 4: fmmM2L<4><<<blocks, kM2LThreads, 0, s>>>(v); break;
-    case 5: fmmM2L<5><<<blocks, kM2LThreads, 0, s>>>(v); break;
-    case 6: fmmM2L<6><<<blocks, kM2LThreads, 0, s>>>(v); break;
-    case 7: fmmM2L<7><<<blocks, kM2LThreads, 0, s>>>(v); break;
+    case 3: return launchM2L<3>(v, blocks, s);
+    case 4: return launchM2L<4>(v, blocks, s);
+    case 5: return launchM2L<5>(v, blocks, s);
+    case 6: return launchM2L<6>(v, blocks, s);
+    case 7: return launchM2L<7>(v, blocks, s);
     default:
       return Status::error(ErrorCode::Internal,
                            "CUDA backend: FMM order " + std::to_string(v.order) + " has no M2L kernel");
   }
-  AG_CUDA_LAUNCHED("fmmM2L");
-  return Status::success();
 }
 
 Status launchFmmL2L(const FmmDeviceView& v, unsigned b, unsigned e, cudaStream_t s) {

@@ -34,8 +34,9 @@
 ///   --fmm LIST        method 'fmm' on the GPU (issue #20, GPU stage 1) on uniform grids of these sides (e.g.
 ///                     64,128,256; smooth density, isolated, order 7, potential and then with accelerations): medians of
 ///                     --reps of each phase (keys: root cube and sort, moments: tree and upward pass, build: the
-///                     interaction lists, all on the host; upload; walk: the device's P2P, M2L, L2L and L2P; download:
-///                     the sums down and finished on the host), M2L and P2P per cell, one "fmm" JSON line each; then
+///                     interaction lists, all on the host; upload; walk: the device's P2P, M2L, L2L and L2P, and each
+///                     kernel alone from device events, p2p_s, m2l_s, l2l_s (all levels), l2p_s; download: the sums
+///                     down and finished on the host), M2L and P2P per cell, one "fmm" JSON line each; then
 ///                     the tree (method 'tree', the default options) on the same grid in the same run, one "perf" line
 ///   --split N         a two-rank solve of the uniform N^3 grid emulated in one process on this one GPU (two backend
 ///                     objects, halves in z, each rank's device work timed alone, the LETs handed over in memory)
@@ -210,7 +211,7 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
   o.accelerations = accel;
   SolveResult r;
   Status st = gpu.solve(cells.view(), o, r);  // warm-up (allocations, module load)
-  std::vector<double> wall, up, keys, build, mom, walk, down;
+  std::vector<double> wall, up, keys, build, mom, walk, down, kernel[4];
   for (int rep = 0; rep < a.reps && st.ok(); ++rep) {
     const auto t = Clock::now();
     st = gpu.solve(cells.view(), o, r);
@@ -218,6 +219,7 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
     const CudaStats cs = deviceStats(gpu);
     up.push_back(cs.secondsUpload); keys.push_back(cs.secondsKeys); build.push_back(cs.secondsBuild);
     mom.push_back(cs.secondsMoments); walk.push_back(cs.secondsWalk); down.push_back(cs.secondsDownload);
+    for (int k = 0; k < 4; ++k) kernel[k].push_back(cs.fmmKernelSeconds[k]);
   }
   if (!st.ok()) {
     std::printf("{\"kind\":\"fmm\",\"grid\":%d,\"error\":\"%s\"}\n", grid, jsonEscape(st.message).c_str());
@@ -228,12 +230,15 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
   const double n = double(cells.size()), w = median(wall), wk = median(walk);
   std::printf("{\"kind\":\"fmm\",\"grid\":%d,\"cells\":%zu,\"fmmOrder\":%d,\"fmmTheta\":%s,\"fmmTolerance\":%s,"
               "\"accelerations\":%s,\"reps\":%d,\"wall_s\":%s,\"keys_sort_s\":%s,\"moments_s\":%s,\"build_s\":%s,"
-              "\"upload_s\":%s,\"walk_s\":%s,\"download_s\":%s,\"cells_per_s\":%s,\"walk_cells_per_s\":%s,"
+              "\"upload_s\":%s,\"walk_s\":%s,\"p2p_s\":%s,\"m2l_s\":%s,\"l2l_s\":%s,\"l2p_s\":%s,"
+              "\"download_s\":%s,\"cells_per_s\":%s,\"walk_cells_per_s\":%s,"
               "\"m2l_per_cell\":%s,\"p2p_per_cell\":%s,\"nodes\":%llu,\"leaves\":%llu,\"depth\":%d,"
               "\"device_bytes_per_cell\":%s,\"device\":\"%s\"}\n",
               grid, cells.size(), o.fmmOrder, num(o.fmmTheta).c_str(), num(o.fmmTolerance).c_str(),
               accel ? "true" : "false", a.reps, num(w).c_str(), num(median(keys)).c_str(), num(median(mom)).c_str(),
-              num(median(build)).c_str(), num(median(up)).c_str(), num(wk).c_str(), num(median(down)).c_str(),
+              num(median(build)).c_str(), num(median(up)).c_str(), num(wk).c_str(), num(median(kernel[0])).c_str(),
+              num(median(kernel[1])).c_str(), num(median(kernel[2])).c_str(), num(median(kernel[3])).c_str(),
+              num(median(down)).c_str(),
               num(n / w).c_str(), num(n / wk).c_str(), num(double(r.stats.approxInteractions) / n).c_str(),
               num(double(r.stats.directInteractions) / n).c_str(), (unsigned long long)r.stats.nodes,
               (unsigned long long)r.stats.leaves, r.stats.treeDepth, num(cs.deviceBytesPerCell).c_str(),
