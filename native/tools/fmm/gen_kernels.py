@@ -28,30 +28,35 @@ def terms(p):
     return out
 
 
+def recurrence(n, m, idx, ref, const):
+    """The derivative recurrence's right-hand side for multi-index n of degree m (without the 1/r^2 factor):
+    -(2m-1)/m sum_ax x_ax t[n - e_ax] - (m-1)/m sum_ax t[n - 2 e_ax]; ref(k) names term k, const(c) a constant."""
+    R = ["x", "y", "z"]
+    s1, s2 = [], []
+    for ax in range(3):
+        q = list(n)
+        q[ax] -= 1
+        if q[ax] >= 0:
+            s1.append(f"{R[ax]} * {ref(idx[tuple(q)])}")
+        q[ax] -= 1
+        if q[ax] >= 0:
+            s2.append(ref(idx[tuple(q)]))
+    a = -(2.0 * m - 1) / m
+    b = -(m - 1.0) / m
+    expr = f"{const(a)} * ({' + '.join(s1)})"
+    if s2 and m > 1:
+        expr += f" + {const(b)} * ({' + '.join(s2)})"
+    return expr
+
+
 def emit_derivatives(p, t, idx, nt, deg):
     L = [f"template <class T> AG_FMM_INLINE void derivatives{p}(T x, T y, T z, T* __restrict D) {{",
          "  const T r2 = x * x + y * y + z * z;",
          "  const T rinv2 = bc<T>(1.0) / r2;",
          "  T t[%d];" % nt,
          "  t[0] = vsqrt(rinv2);"]
-    R = ["x", "y", "z"]
     for i in range(1, nt):
-        n = t[i]
-        m = deg[i]
-        s1, s2 = [], []
-        for ax in range(3):
-            q = list(n)
-            q[ax] -= 1
-            if q[ax] >= 0:
-                s1.append(f"{R[ax]} * t[{idx[tuple(q)]}]")
-            q[ax] -= 1
-            if q[ax] >= 0:
-                s2.append(f"t[{idx[tuple(q)]}]")
-        a = -(2.0 * m - 1) / m
-        b = -(m - 1.0) / m
-        expr = f"bc<T>({a!r}) * ({' + '.join(s1)})"
-        if s2 and m > 1:
-            expr += f" + bc<T>({b!r}) * ({' + '.join(s2)})"
+        expr = recurrence(t[i], deg[i], idx, lambda k: f"t[{k}]", lambda c: f"bc<T>({c!r})")
         L.append(f"  t[{i}] = ({expr}) * rinv2;")
     for i in range(nt):
         f = factorial(t[i][0]) * factorial(t[i][1]) * factorial(t[i][2])
@@ -108,7 +113,6 @@ def emit_fused(p, t, idx, nt, deg):
     the derivatives of degree m exist, every product D[j] (|j| = m) is added, grouped by target term k (ascending),
     each group's sum over q ascending; then the derivatives below m - 1 are dead. Live registers: two degrees of the
     recurrence, the register terms, and one degree's derivatives."""
-    R = ["x", "y", "z"]
     regs = [k for k in range(nt) if deg[k] <= REG_DEGREE[p]]
     shared = [k for k in range(nt) if deg[k] > REG_DEGREE[p]]
     slot = {k: i for i, k in enumerate(regs)}
@@ -125,21 +129,7 @@ def emit_fused(p, t, idx, nt, deg):
         for i in lev:
             if i == 0:
                 continue
-            n = t[i]
-            s1, s2 = [], []
-            for ax in range(3):
-                q = list(n)
-                q[ax] -= 1
-                if q[ax] >= 0:
-                    s1.append(f"{R[ax]} * t{idx[tuple(q)]}")
-                q[ax] -= 1
-                if q[ax] >= 0:
-                    s2.append(f"t{idx[tuple(q)]}")
-            a = -(2.0 * m - 1) / m
-            b = -(m - 1.0) / m
-            expr = f"{a!r} * ({' + '.join(s1)})"
-            if s2 and m > 1:
-                expr += f" + {b!r} * ({' + '.join(s2)})"
+            expr = recurrence(t[i], m, idx, lambda k: f"t{k}", repr)
             L.append(f"  const double t{i} = ({expr}) * rinv2;")
         for i in lev:
             f = factorial(t[i][0]) * factorial(t[i][1]) * factorial(t[i][2])
