@@ -4,15 +4,16 @@
 #pragma once
 #include <cmath>
 
+#include "ewald/math_constants.h"
+
 namespace amrgrav {
 
 struct GaussLegendre {
   static constexpr int n = 48;
   double x[n], w[n];
   GaussLegendre() {
-    const double pi = 3.14159265358979323846;
     for (int i = 0; i < n; ++i) {
-      double z = std::cos(pi * (i + 0.75) / (n + 0.5)), dp = 0;
+      double z = std::cos(kPi * (i + 0.75) / (n + 0.5)), dp = 0;
       for (int it = 0; it < 100; ++it) {  // Newton on P_n from the usual first guess
         double p0 = 1, p1 = 0;
         for (int k = 1; k <= n; ++k) {

@@ -12,13 +12,11 @@
 #include <string>
 
 #include "ewald/gauss_legendre.h"
+#include "ewald/math_constants.h"
 
 namespace amrgrav {
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
-constexpr double kSqrtPi = 1.77245385090551602730;
-constexpr double kEulerGamma = 0.57721566490153286061;
 /// erfc(6) ~ 2e-17 and exp(-36) ~ 2e-16: real-space terms stop at alpha r = 6, reciprocal at k = 12 alpha.
 constexpr double kRealCut = 6.0;
 constexpr double kRecipCut = 12.0;

@@ -6,15 +6,13 @@
 #include <cmath>
 
 #include "ewald/gauss_legendre.h"
+#include "ewald/math_constants.h"
 #include "fmm/multi_index.h"
 
 namespace amrgrav {
 namespace fmm {
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
-constexpr double kSqrtPi = 1.77245385090551602730;
-constexpr double kEulerGamma = 0.57721566490153286061;
 constexpr int kMaxOrder = 7;
 
 /// F^(m)(u), m = 0..p, u = r^2 / 2, of erfc(a r) / r (r > 0): (-1)^m B_m with B_0 = erfc(a r)/r and
