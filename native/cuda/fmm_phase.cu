@@ -108,6 +108,13 @@ void finish(const SortedCells& c, const SolveOptions& opt, const std::vector<dou
 
 }  // namespace
 
+void FmmBuffers::release() {
+  for (auto* b : {&cells, &sums, &centre, &M, &L, &monoScale}) b->release();
+  for (auto* b : {&topo, &m2lStart, &m2lSource, &leaves, &nearStart, &nearSource}) b->release();
+  childCount.release();
+  tables.release();
+}
+
 std::size_t FmmBuffers::bytes() const {
   return cells.bytes() + sums.bytes() + centre.bytes() + M.bytes() + L.bytes() + topo.bytes() + childCount.bytes() +
          m2lStart.bytes() + m2lSource.bytes() + leaves.bytes() + nearStart.bytes() + nearSource.bytes() +

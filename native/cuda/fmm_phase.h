@@ -29,6 +29,7 @@ struct FmmBuffers {
   DeviceBuffer<int> tables;          ///< monoPrev, monoAxis, l2lStart, l2lJ, l2lKJ, plusAxis
   DeviceBuffer<double> monoScale;
   std::size_t bytes() const;
+  void release();  ///< every buffer (memory_plan.h releaseAll)
 };
 
 /// InvalidOption when the CUDA backend's FMM is not built for these options (periodic boxes, so far).

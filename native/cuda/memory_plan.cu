@@ -86,6 +86,7 @@ void releaseAll(DeviceState& ds) {
   for (auto& b : ds.letCells) b.release();
   ds.massAside.release();
   ds.blk.geo.release(); ds.blk.slots.release(); ds.blk.chunkSums.release();
+  ds.fmm.release();
   ds.blk.key.valid = false;
   if (ds.blk.callerEvent) (void)cudaEventDestroy(ds.blk.callerEvent);
   ds.blk.callerEvent = nullptr;
