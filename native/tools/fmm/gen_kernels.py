@@ -28,6 +28,12 @@ def terms(p):
     return out
 
 
+def order_setup(p):
+    """The order's terms (multi-indices in fmm/multi_index.h's order), their index, count and degrees."""
+    t = terms(p)
+    return t, {n: i for i, n in enumerate(t)}, len(t), [sum(n) for n in t]
+
+
 def recurrence(n, m, idx, ref, const):
     """The derivative recurrence's right-hand side for multi-index n of degree m (without the 1/r^2 factor):
     -(2m-1)/m sum_ax x_ax t[n - e_ax] - (m-1)/m sum_ax t[n - 2 e_ax]; ref(k) names term k, const(c) a constant."""
@@ -176,17 +182,12 @@ def main_device():
     print("namespace cuda {")
     print("")
     for p in ORDERS:
-        t = terms(p)
-        idx = {n: i for i, n in enumerate(t)}
-        nt = len(t)
-        deg = [sum(n) for n in t]
+        t, idx, nt, deg = order_setup(p)
         regs = sum(1 for d in deg if d <= REG_DEGREE[p])
         print(f"constexpr int kM2LRegTerms{p} = {regs}, kM2LSharedTerms{p} = {nt - regs};")
     print("")
     for p in ORDERS:
-        t = terms(p)
-        idx = {n: i for i, n in enumerate(t)}
-        print(emit_fused(p, t, idx, len(t), [sum(n) for n in t]))
+        print(emit_fused(p, *order_setup(p)))
     print("}  // namespace cuda")
     print("}  // namespace amrgrav")
 
@@ -211,10 +212,7 @@ def main():
     print("namespace fmm {")
     print("")
     for p in ORDERS:
-        t = terms(p)
-        idx = {n: i for i, n in enumerate(t)}
-        nt = len(t)
-        deg = [sum(n) for n in t]
+        t, idx, nt, deg = order_setup(p)
         print(emit_derivatives(p, t, idx, nt, deg))
         print(emit_m2l(p, t, idx, nt, deg, True))
         print(emit_m2l(p, t, idx, nt, deg, False))
