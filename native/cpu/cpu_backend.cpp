@@ -113,7 +113,7 @@ class CpuBackend final : public Backend {
       });
     } else {
       K.root = chooseRootCube(cells, opt);
-      st = sortCellsByKey(cells, K.root, sorted, keys);
+      st = sortCellsByKey(cells, K.root, sorted, keys, 0, false, threads);
       if (!st.ok()) return st;
     }
     const RootCube root = K.root;

@@ -64,7 +64,7 @@ Status cpuSolveSystem(const SystemView& sys, const SolveOptions& opt, bool direc
   RootCube root = chooseRootCube(cells, opt);
   SortedCells sorted;
   std::vector<std::uint64_t> keys;
-  AG_TRY(sortCellsByKey(cells, root, sorted, keys));
+  AG_TRY(sortCellsByKey(cells, root, sorted, keys, 0, false, threads));
   out.stats.secondsKeys = since(t0);
   if (!direct && opt.fullyPeriodic() && opt.densityContrast) {
     out.stats.meanDensity = applyDensityContrast(sorted, opt, fixedOrderSum(cells.mass, cells.n, threads));

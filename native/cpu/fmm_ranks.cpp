@@ -105,7 +105,7 @@ Status solveFmmRanks(RankComm& comm, const CellsView& cells, const SolveOptions&
   RootCube root = rootCubeFor(lo, hi, minSize, opt);
   SortedCells sorted;
   std::vector<std::uint64_t> keys;
-  st = sortCellsByKey(cells, root, sorted, keys, scale);
+  st = sortCellsByKey(cells, root, sorted, keys, scale, false, threads);
   if (st.ok() && periodic && opt.densityContrast) {
     stats.meanDensity = applyDensityContrast(sorted, opt, sums[0]);
     stats.densityContrast = true;

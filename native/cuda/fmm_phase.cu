@@ -154,7 +154,7 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
   SortedCells sorted;
   std::vector<std::uint64_t> keys;
   RootCube root = chooseRootCube(cells, opt);
-  AG_TRY(sortCellsByKey(cells, root, sorted, keys));  // root rescaled in place, as on the CPU
+  AG_TRY(sortCellsByKey(cells, root, sorted, keys, 0, false, threads));  // root rescaled in place, as on the CPU
   ds.stats.secondsKeys = since(t);
   t = Clock::now();
   fmm::FmmTree tree;

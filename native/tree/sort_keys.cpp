@@ -6,6 +6,7 @@
 #include "physics/moments_k.h"
 #include "tree/keys.h"
 #include "tree/tree.h"
+#include "core/thread_pool.h"
 #include "core/validate.h"
 
 namespace amrgrav {
@@ -51,24 +52,56 @@ RootCube chooseRootCube(const CellsView& c, const SolveOptions& opt) {
 }
 
 void stableSortByKey(std::vector<std::uint64_t>& k, std::vector<std::uint32_t>& idx, std::vector<std::uint64_t>& ktmp,
-                     std::vector<std::uint32_t>& itmp) {
+                     std::vector<std::uint32_t>& itmp, int threads) {
   const std::size_t n = k.size();
   ktmp.resize(n);
   itmp.resize(n);
-  // 63-bit keys, 4 passes of 16 bits; each pass is a stable counting sort.
-  std::vector<std::size_t> count(1u << 16);
+  // 63-bit keys, 4 passes of 16 bits; each pass is a stable counting sort. Chunk t of T counts its digits, the
+  // offsets run over (digit, chunk), and each chunk scatters its keys in order: stable whatever T is.
+  constexpr std::size_t kDigits = std::size_t(1) << 16;
+  const std::size_t T = std::max<std::size_t>(1, std::min<std::size_t>(std::size_t(std::max(threads, 1)),
+                                                                         n / (std::size_t(1) << 16)));
+  std::vector<std::size_t> count(T * kDigits);
+  auto chunk = [&](std::size_t t, std::size_t* b, std::size_t* e) {
+    *b = n * t / T;
+    *e = n * (t + 1) / T;
+  };
   for (int pass = 0; pass < 4; ++pass) {
     const int shift = 16 * pass;
-    std::fill(count.begin(), count.end(), 0);
-    for (std::size_t i = 0; i < n; ++i) ++count[(k[i] >> shift) & 0xffff];
-    if (count[(n ? (k[0] >> shift) & 0xffff : 0)] == n) continue;  // all in one bucket: pass is a no-op
-    std::size_t sum = 0;
-    for (auto& v : count) { std::size_t t = v; v = sum; sum += t; }
-    for (std::size_t i = 0; i < n; ++i) {
-      std::size_t dst = count[(k[i] >> shift) & 0xffff]++;
-      ktmp[dst] = k[i];
-      itmp[dst] = idx[i];
+    parallelFor(T, 1, int(T), [&](std::size_t t0, std::size_t t1, int) {
+      for (std::size_t t = t0; t < t1; ++t) {
+        std::size_t* c = &count[t * kDigits];
+        std::fill(c, c + kDigits, 0);
+        std::size_t b, e;
+        chunk(t, &b, &e);
+        for (std::size_t i = b; i < e; ++i) ++c[(k[i] >> shift) & 0xffff];
+      }
+    });
+    if (n > 0) {  // all in one digit: the pass is a no-op
+      const std::size_t d0 = (k[0] >> shift) & 0xffff;
+      std::size_t same = 0;
+      for (std::size_t t = 0; t < T; ++t) same += count[t * kDigits + d0];
+      if (same == n) continue;
     }
+    std::size_t sum = 0;
+    for (std::size_t d = 0; d < kDigits; ++d)
+      for (std::size_t t = 0; t < T; ++t) {
+        const std::size_t v = count[t * kDigits + d];
+        count[t * kDigits + d] = sum;
+        sum += v;
+      }
+    parallelFor(T, 1, int(T), [&](std::size_t t0, std::size_t t1, int) {
+      for (std::size_t t = t0; t < t1; ++t) {
+        std::size_t* c = &count[t * kDigits];
+        std::size_t b, e;
+        chunk(t, &b, &e);
+        for (std::size_t i = b; i < e; ++i) {
+          const std::size_t dst = c[(k[i] >> shift) & 0xffff]++;
+          ktmp[dst] = k[i];
+          itmp[dst] = idx[i];
+        }
+      }
+    });
     k.swap(ktmp);
     idx.swap(itmp);
   }
@@ -77,29 +110,34 @@ void stableSortByKey(std::vector<std::uint64_t>& k, std::vector<std::uint32_t>& 
 double lengthScaleFor(double side) { return std::exp2(-std::round(std::log2(side))); }
 
 Status sortCellsByKey(const CellsView& c, RootCube& root, SortedCells& out, std::vector<std::uint64_t>& keys,
-                      double scale, bool pointSources) {
+                      double scale, bool pointSources, int threads) {
   const std::size_t n = c.n;
   if (!(scale > 0)) scale = lengthScaleFor(root.side);
   std::vector<std::uint64_t> k(n), ktmp(n);
   std::vector<std::uint32_t> idx(n), itmp(n);
   const double inv = double(kKeyCells) / root.side;
-  for (std::size_t i = 0; i < n; ++i) {
-    k[i] = mortonKey(keyCoordinate(c.x[i], root.lo[0], inv), keyCoordinate(c.y[i], root.lo[1], inv),
-                     keyCoordinate(c.z[i], root.lo[2], inv));
-    idx[i] = std::uint32_t(i);
-  }
-  stableSortByKey(k, idx, ktmp, itmp);
+  constexpr std::size_t kGrain = std::size_t(1) << 15;
+  parallelFor(n, kGrain, threads, [&](std::size_t b, std::size_t e, int) {
+    for (std::size_t i = b; i < e; ++i) {
+      k[i] = mortonKey(keyCoordinate(c.x[i], root.lo[0], inv), keyCoordinate(c.y[i], root.lo[1], inv),
+                       keyCoordinate(c.z[i], root.lo[2], inv));
+      idx[i] = std::uint32_t(i);
+    }
+  });
+  stableSortByKey(k, idx, ktmp, itmp, threads);
   // Two cells at one centre would each skip the other as "itself" in the walk: refuse them. Equal centres have
   // equal keys, so after the sort they sit in one run of equal keys.
   if (!pointSources) AG_TRY(checkCoincidentCells(c, k.data(), idx.data()));
   out.order = std::move(idx);
   out.scale = scale;
   out.x.resize(n); out.y.resize(n); out.z.resize(n); out.mass.resize(n); out.size.resize(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    std::uint32_t j = out.order[i];
-    out.x[i] = c.x[j] * scale; out.y[i] = c.y[j] * scale; out.z[i] = c.z[j] * scale;
-    out.mass[i] = c.mass[j]; out.size[i] = c.size[j] * scale;
-  }
+  parallelFor(n, kGrain, threads, [&](std::size_t b, std::size_t e, int) {
+    for (std::size_t i = b; i < e; ++i) {
+      const std::uint32_t j = out.order[i];
+      out.x[i] = c.x[j] * scale; out.y[i] = c.y[j] * scale; out.z[i] = c.z[j] * scale;
+      out.mass[i] = c.mass[j]; out.size[i] = c.size[j] * scale;
+    }
+  });
   for (int d = 0; d < 3; ++d) root.lo[d] *= scale;
   root.side *= scale;
   keys = std::move(k);

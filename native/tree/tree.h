@@ -68,13 +68,15 @@ double lengthScaleFor(double side);
 /// lengthScaleFor(root.side); a distributed solve passes the scale of the global bounds so that every rank's
 /// scaled lengths are the same numbers. Coincident cells are refused, unless `pointSources` (softened particles,
 /// tree/particle_tree.h: their coincident pairs are finite).
+/// `threads` (resolveThreadCount's) share the keys, the sort and the gather: the same result for any count.
 Status sortCellsByKey(const CellsView& cells, RootCube& root, SortedCells& out, std::vector<std::uint64_t>& keys,
-                      double scale = 0, bool pointSources = false);
+                      double scale = 0, bool pointSources = false, int threads = 1);
 
 /// The Morton sort itself: (key, index) pairs sorted by key, stably (an LSD radix sort; equal keys keep their
-/// order). ktmp, itmp: scratch of the same length (resized).
+/// order). ktmp, itmp: scratch of the same length (resized). With several threads each pass counts and scatters
+/// contiguous chunks, placed in (digit, chunk) order: still stable, so the same permutation for any thread count.
 void stableSortByKey(std::vector<std::uint64_t>& keys, std::vector<std::uint32_t>& idx,
-                     std::vector<std::uint64_t>& ktmp, std::vector<std::uint32_t>& itmp);
+                     std::vector<std::uint64_t>& ktmp, std::vector<std::uint32_t>& itmp, int threads = 1);
 
 /// Build the octree topology over key-sorted cells; a node with more than leafSize cells is split.
 Status buildOctree(const std::vector<std::uint64_t>& sortedKeys, const RootCube& root, int leafSize, Octree& tree);
