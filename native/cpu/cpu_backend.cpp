@@ -12,7 +12,7 @@
 #include "core/validate.h"
 #include "cpu/cpu_system.h"
 #include "cpu/cpu_walk.h"
-#include "cpu/finish.h"
+#include "tree/finish.h"
 #include "fmm/fmm_solve.h"
 #include "core/fixed_sum.h"
 #include "core/thread_pool.h"

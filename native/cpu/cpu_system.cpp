@@ -15,7 +15,7 @@
 #include "core/thread_pool.h"
 #include "core/validate.h"
 #include "cpu/cpu_walk.h"
-#include "cpu/finish.h"
+#include "tree/finish.h"
 #include "cpu/soft_walk.h"
 #include "ewald/walk_setup.h"
 #include "physics/softening_k.h"

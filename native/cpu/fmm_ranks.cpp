@@ -10,7 +10,7 @@
 #include "core/fixed_sum.h"
 #include "core/thread_pool.h"
 #include "core/validate.h"
-#include "cpu/finish.h"
+#include "tree/finish.h"
 #include "fmm/far_images.h"
 #include "fmm/fmm_let.h"
 #include "fmm/fmm_solve.h"

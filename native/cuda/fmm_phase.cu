@@ -17,6 +17,7 @@
 #include "fmm/fmm_tree.h"
 #include "fmm/interaction_lists.h"
 #include "fmm/multi_index.h"
+#include "tree/finish.h"
 
 namespace amrgrav {
 namespace cuda {
@@ -86,24 +87,6 @@ std::vector<int> indexTables(const fmm::MultiIndex& mi, std::size_t offsets[6]) 
   offsets[5] = all.size();
   for (int d = 0; d < 3; ++d) all.insert(all.end(), mi.plusAxis[d].begin(), mi.plusAxis[d].end());
   return all;
-}
-
-/// cpu/finish.cpp finishSolve's expressions (isolated boxes), so the CPU backend's bits from the same sums: G, the
-/// length scale and the cube self term, scattered to the caller's order (cuda/ does not include cpu/).
-void finish(const SortedCells& c, const SolveOptions& opt, const std::vector<double>& phi, const std::vector<double>* g,
-            int threads, const ResultTargets& t) {
-  const double s = c.scale, s2 = c.scale * c.scale;
-  const double self = selfCoefficient(opt.selfPotential);
-  parallelFor(c.order.size(), std::size_t(1) << 16, threads, [&](std::size_t b, std::size_t e, int) {
-    for (std::size_t i = b; i < e; ++i) {
-      const double p = phi[i] + self * c.mass[i] / c.size[i];
-      t.potential[c.order[i]] = -opt.G * (p * s);
-      if (!g) continue;
-      t.ax[c.order[i]] = -opt.G * (g[0][i] * s2);
-      t.ay[c.order[i]] = -opt.G * (g[1][i] * s2);
-      t.az[c.order[i]] = -opt.G * (g[2][i] * s2);
-    }
-  });
 }
 
 }  // namespace
@@ -275,7 +258,7 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
       g[d].resize(n);
       AG_CUDA_TRY(cudaMemcpy(g[d].data(), v.phi + (d + 1) * n, n * sizeof(double), cudaMemcpyDeviceToHost));
     }
-  finish(sorted, opt, phi, accel ? g : nullptr, copyThreads(ds), out.targets(n, accel));
+  finishSolve(sorted, opt, phi, accel ? g : nullptr, out, copyThreads(ds));
   ds.stats.secondsDownload = since(t);
 
   ds.stats.secondsTotal = since(t0);

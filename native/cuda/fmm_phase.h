@@ -3,8 +3,8 @@
 /// cube, the key sort, the FMM's tree with its multipoles (the upward pass) and its interaction lists are built on
 /// the host by the CPU backend's own code (fmm/fmm_tree.h, fmm/interaction_lists.h), so both backends have the same
 /// lists and multipoles by construction; the device evaluates them (cuda/kernels_fmm.h: P2P, M2L, L2L, L2P); the
-/// sums come down and are finished on the host with the CPU backend's expressions (cpu/finish.cpp). Isolated boxes
-/// only: periodic boxes are an InvalidOption. Internal to native/cuda.
+/// sums come down and are finished on the host by the CPU backend's own finish (tree/finish.h finishSolve).
+/// Isolated boxes only: periodic boxes are an InvalidOption. Internal to native/cuda.
 #pragma once
 #include <cstdint>
 

@@ -100,7 +100,7 @@ double elapsed(DeviceState& ds, int a, int b);
 /// The phases' times from the events (after finishAndDownload) into the state's stats and `st`.
 void fillStats(DeviceState& ds, bool direct, Clock::time_point t0, SolveStats& st);
 
-/// cpu/finish.cpp's volume-weighted mean potential over the caller's arrays (on the copy threads: a serial pass
+/// tree/finish.cpp's volume-weighted mean potential over the caller's arrays (on the copy threads: a serial pass
 /// would cost a tenth of a 16M-cell solve).
 double meanPotentialOf(DeviceState& ds, const double* phi, const double* size, std::size_t n);
 

@@ -1,5 +1,6 @@
 /// \file finish.h
-/// \brief The last step of a CPU solve, shared by the single-process and the distributed solve.
+/// \brief The last step of a solve whose sums are on the host in sorted order: the CPU backend's (one process and
+/// distributed) and the CUDA backend's FMM (cuda/fmm_phase.cu).
 #pragma once
 #include <vector>
 
@@ -13,7 +14,7 @@ namespace amrgrav {
 /// from sorted to the caller's order, into out.targets() (the caller's arrays when out.into is set). `g` is null
 /// or three arrays of acceleration sums. Sets stats.meanPotential (fully periodic boxes; this process's cells).
 void finishSolve(const SortedCells& c, const SolveOptions& opt, const std::vector<double>& phi,
-                 const std::vector<double>* g, SolveResult& out);
+                 const std::vector<double>* g, SolveResult& out, int threads = 1);
 
 /// finishSolve at a subset of the cells: target k (caller's index targets[k], at sorted position
 /// sortedOf[targets[k]]) gets exactly finishSolve's value, written at k of out.targets(count). Returns the

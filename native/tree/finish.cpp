@@ -1,19 +1,24 @@
 /// \file finish.cpp
 /// \brief Scaling, self term and scatter back to the caller's order (see finish.h).
-#include "cpu/finish.h"
+#include "tree/finish.h"
+
+#include "core/thread_pool.h"
 
 namespace amrgrav {
 
 void finishSolve(const SortedCells& c, const SolveOptions& opt, const std::vector<double>& phi,
-                 const std::vector<double>* g, SolveResult& out) {
+                 const std::vector<double>* g, SolveResult& out, int threads) {
   const std::size_t n = c.order.size();
   const ResultTargets t = out.targets(n, g != nullptr);
   const double s = c.scale, s2 = c.scale * c.scale;
   const double self = selfCoefficient(opt.selfPotential);
-  for (std::size_t i = 0; i < n; ++i) {
-    const double p = phi[i] + self * c.mass[i] / c.size[i];
-    t.potential[c.order[i]] = -opt.G * (p * s);
-  }
+  constexpr std::size_t kGrain = std::size_t(1) << 16;  // each cell's outputs written once: any thread count
+  parallelFor(n, kGrain, threads, [&](std::size_t b, std::size_t e, int) {
+    for (std::size_t i = b; i < e; ++i) {
+      const double p = phi[i] + self * c.mass[i] / c.size[i];
+      t.potential[c.order[i]] = -opt.G * (p * s);
+    }
+  });
   // fully periodic boxes: the volume-weighted mean of the potential (stats.meanPotential)
   double vPhi = 0, vol = 0;
   if (opt.fullyPeriodic())
@@ -25,8 +30,10 @@ void finishSolve(const SortedCells& c, const SolveOptions& opt, const std::vecto
   out.stats.meanPotential = vol > 0 ? vPhi / vol : 0.0;
   if (g) {
     double* a[3] = {t.ax, t.ay, t.az};
-    for (int d = 0; d < 3; ++d)
-      for (std::size_t i = 0; i < n; ++i) a[d][c.order[i]] = -opt.G * (g[d][i] * s2);
+    parallelFor(n, kGrain, threads, [&](std::size_t b, std::size_t e, int) {
+      for (int d = 0; d < 3; ++d)
+        for (std::size_t i = b; i < e; ++i) a[d][c.order[i]] = -opt.G * (g[d][i] * s2);
+    });
   }
 }
 
