@@ -9,9 +9,9 @@
 #   check256   the same at 256^3 (float64; float32 without the per-cell comparison), best of 5:
 #              host-new / host-unchanged / device-new / device-unchanged / cells (the per-cell entry)
 #   flash256   256^3 timings with FLASH's layout (8 variables, 4 guard cells): the packing's cost
-#   chunks256  256^3 float32, host entry timings (new mesh, unchanged) with the walk in 1 (the results downloaded
-#              after it, as before), 3, 5 (the default there) and 8 launches (--chunks K): what the overlapped
-#              download saves and which count is best
+#   chunks256  256^3 float64, host entry timings (new mesh, unchanged) with the walk in 1 (the results downloaded
+#              after it), 2, 3 (the default), 4 and 5 launches (--chunks K): what the overlapped download saves and
+#              which count is best
 #   big        1000^3 = 1e9 cells, float32, plain layout, host entry only (new mesh, unchanged), best of 2: needs
 #              about 60 GB of device memory (the ~60 bytes per cell of the solve) and 8 GB of host memory
 #   largest    the largest uniform grid one GPU solves, float32 from host memory: the first of $LARGEST_GRIDS (default
@@ -28,8 +28,8 @@
 # The timings' stats are each phase's own wall time, and on the host entry they overlap: a new mesh's densities go up
 # (upload) while the keys, sort and build run, and the results come down chunk by chunk of the walk (download: from
 # the first chunk's results to the last in the caller's arrays) while the later chunks walk; so upload + keys +
-# build + moments + walk + download may exceed total. At 64^3 (8192 walk groups) the host entry walks in 3 chunks,
-# at 256^3 in 5 (CudaOptions::resultChunks); its checks (device, cells, reuse, kept-*) cover the chunked path.
+# build + moments + walk + download may exceed total. From 4096 walk groups (64^3 has 8192) the host entry walks in
+# 3 launches of 76%, 19% and 5% of the groups (CudaOptions::resultChunks); its checks (device, cells, reuse, kept-*) cover the chunked path.
 set -u
 export AMRGRAV_REQUIRE_GPU=1  # the checks fail, not skip, without a usable GPU
 out=/tmp/amrgrav-blocks-logs; rm -rf "$out"; mkdir -p "$out"
@@ -88,8 +88,8 @@ for step in "${steps[@]}"; do
     flash256)
       run flash256 400 --grid 256 --block 8 --guard 4 --nvar 8 --reps 5 --no-check ;;
     chunks256)
-      for k in 1 3 5 8; do
-        run chunks256-k$k 300 --grid 256 --block 8 --guard 0 --nvar 1 --reps 5 --float32 --only host --chunks $k
+      for k in 1 2 3 4 5; do
+        run chunks256-k$k 300 --grid 256 --block 8 --guard 0 --nvar 1 --reps 5 --only host --chunks $k
       done ;;
     big)
       free -g | head -2 > "$out/big-mem.txt"

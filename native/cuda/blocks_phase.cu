@@ -170,7 +170,7 @@ Status startDensityUpload(DeviceState& ds, void* at) {
 int resultChunks(const DeviceState& ds, const BlocksView& v, const SolveOptions& opt) {
   if (v.deviceData || opt.anyPeriodic() || !ds.copt.pinnedStaging) return 1;
   if (ds.copt.resultChunks > 0) return std::min(ds.copt.resultChunks, kMaxResultChunks);
-  return ds.numGroups < 4096 ? 1 : ds.numGroups < 65536 ? 3 : 5;
+  return ds.numGroups < 4096 ? 1 : 3;
 }
 
 /// Bytes of the results' staged pieces: small enough that the last launch's results spread over every copy thread.

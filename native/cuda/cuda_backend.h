@@ -23,12 +23,14 @@ namespace amrgrav {
 struct CudaOptions {
   int device = 0;                          ///< CUDA device index
   bool pinnedStaging = true;               ///< copy through pinned chunks (false: plain pageable cudaMemcpy)
-  std::size_t stagingChunkBytes = 4u << 20; ///< bytes per pinned chunk (2 per copy thread)
-  int copyThreads = 0;                     ///< host threads of the staged copies; 0: min(8, hardware threads / 2)
+  /// bytes per pinned chunk (2 per copy thread; AMRGRAV_CUDA_STAGING_MIB): 2 MiB measured 0.3-0.4 ms faster than 4
+  /// for the 256^3 block upload, equal to 1 MiB (bench/RESULTS.md, 2026-11-26)
+  std::size_t stagingChunkBytes = 2u << 20;
+  int copyThreads = 0;  ///< host threads of the staged copies; 0: min(8, hardware threads / 2) (AMRGRAV_CUDA_COPY_THREADS)
   unsigned initialQueueCapacity = 4096;    ///< per-warp walk queue entries (power of two; grows on overflow)
   /// The host block entry's walk in this many launches over consecutive groups, each launch's results downloaded,
   /// finished and scattered into the caller's arrays while the next ones walk (pinned staging, not periodic; at
-  /// most 16). 0: by size (1 below 4096 walk groups, 3 below 65536, else 5); 1: one launch, then the download.
+  /// most 16). 0: by size (1 below 4096 walk groups, else 3); 1: one launch, then the download.
   /// The API's backends take it from the environment variable AMRGRAV_CUDA_RESULT_CHUNKS when set (measurements).
   int resultChunks = 0;
   bool poisonDevice = false;               ///< fill device result buffers with NaN before each solve (tests)

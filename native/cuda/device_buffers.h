@@ -4,6 +4,7 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <functional>
@@ -200,7 +201,7 @@ class StagingRing {
   /// Host -> device: returns once every chunk is queued on `stream` (the last DMAs may still be running). With
   /// `fill`, the chunks are made by it (Transfer::host unused), on the copy threads.
   Status upload(const Transfer* t, int count, cudaStream_t stream, const Fill* fill = nullptr) {
-    return run(t, count, [&](const std::vector<Chunk>& chunks, int w) -> Status {
+    return run(t, count, false, true, [&](const std::vector<Chunk>& chunks, int w) -> Status {
       int k = 0;
       for (std::size_t c = std::size_t(w); c < chunks.size(); c += std::size_t(workers_), ++k) {
         const int slot = w * kSlotsPerWorker + (k & 1);
@@ -220,7 +221,7 @@ class StagingRing {
   /// waits for its event (Gate).
   Status download(const Transfer* t, int count, cudaStream_t stream, const Drain* drain = nullptr,
                   const Gate* gate = nullptr) {
-    return run(t, count, gate != nullptr, [&](const std::vector<Chunk>& chunks, int w) -> Status {
+    return run(t, count, gate != nullptr, false, [&](const std::vector<Chunk>& chunks, int w) -> Status {
       std::size_t mine[kSlotsPerWorker] = {0, 0};  // chunk index waiting in each slot
       bool busy[kSlotsPerWorker] = {false, false};
       auto finish = [&](int k) -> Status {
@@ -274,25 +275,38 @@ class StagingRing {
 
   using Work = std::function<Status(const std::vector<Chunk>&, int)>;
 
+  /// Bytes of an upload's first chunk per worker when ramping (then doubling per round up to the chunk size).
+  static constexpr std::size_t kRampBytes = std::size_t(256) << 10;
+
   /// Splits the transfers into chunks and runs work(chunks, w) for w < workers on that many threads; chunk c is
   /// handled by worker c % workers. offsetFirst: the chunks ordered by offset, then transfer (else transfer first).
-  Status run(const Transfer* t, int count, const Work& work) { return run(t, count, false, work); }
-  Status run(const Transfer* t, int count, bool offsetFirst, const Work& work) {
+  /// ramp: the first round of chunks (one per worker) kRampBytes long, each round twice the last up to the chunk
+  /// size, so that the first DMA starts after a small pack rather than a whole chunk's (an upload is DMA-bound once
+  /// running: the workers pack faster than PCIe carries).
+  Status run(const Transfer* t, int count, bool offsetFirst, bool ramp, const Work& work) {
     std::vector<Chunk> chunks;
     std::size_t longest = 0;
     for (int a = 0; a < count; ++a) longest = t[a].bytes > longest ? t[a].bytes : longest;
-    auto add = [&](int a, std::size_t off) {
+    auto lengthAt = [&](std::size_t c) {  // the c-th chunk's length before clipping to its transfer's end
+      if (!ramp) return chunk_;
+      const std::size_t round = c / std::size_t(workers_ > 0 ? workers_ : 1);
+      return round >= 16 ? chunk_ : std::min(chunk_, kRampBytes << round);
+    };
+    auto add = [&](int a, std::size_t off, std::size_t len) {
       chunks.push_back(Chunk{t[a].host ? static_cast<char*>(t[a].host) + off : nullptr,
-                             static_cast<char*>(t[a].device) + off,
-                             t[a].bytes - off < chunk_ ? t[a].bytes - off : chunk_, a, off});
+                             static_cast<char*>(t[a].device) + off, std::min(len, t[a].bytes - off), a, off});
     };
     if (offsetFirst) {
       for (std::size_t off = 0; off < longest; off += chunk_)
         for (int a = 0; a < count; ++a)
-          if (off < t[a].bytes) add(a, off);
+          if (off < t[a].bytes) add(a, off, chunk_);
     } else {
       for (int a = 0; a < count; ++a)
-        for (std::size_t off = 0; off < t[a].bytes; off += chunk_) add(a, off);
+        for (std::size_t off = 0; off < t[a].bytes;) {
+          const std::size_t len = lengthAt(chunks.size());
+          add(a, off, len);
+          off += len;
+        }
     }
     const int used = int(chunks.size() < std::size_t(workers_) ? chunks.size() : std::size_t(workers_));
     if (used == 0) return Status::success();

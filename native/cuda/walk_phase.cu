@@ -220,12 +220,21 @@ std::vector<unsigned> walkChunkGroups(unsigned numGroups, int chunks) {
   chunks = std::max(1, std::min(chunks, kMaxResultChunks));
   std::vector<unsigned> first(std::size_t(chunks) + 1, numGroups);
   first[0] = 0;
-  unsigned left = numGroups;
+  // launch k takes kChunkRatio times launch k + 1's groups: the later launches walk long enough to hide the earlier
+  // ones' downloads (a cell's sums come down ~8x faster than it is walked), and the last launch, whose results come
+  // down after the walk, is small; every launch boundary costs a launch's tail (~0.2 ms at 256^3)
+  constexpr double kChunkRatio = 4.0;
+  std::vector<double> weight(std::size_t(chunks), 1.0);  // launch k: kChunkRatio^(chunks - 1 - k)
+  for (int k = chunks - 2; k >= 0; --k) weight[std::size_t(k)] = weight[std::size_t(k) + 1] * kChunkRatio;
+  double total = 0, before = 0;
+  for (double w : weight) total += w;
   for (int k = 1; k < chunks; ++k) {
-    const unsigned take = left - left / 2;  // half of what is left (the last launch: the rest, the same)
-    first[k] = first[k - 1] + take;
-    left -= take;
+    before += weight[std::size_t(k) - 1];
+    const unsigned at = unsigned(double(numGroups) * (before / total));
+    first[std::size_t(k)] = std::max(first[std::size_t(k) - 1], std::min(at, numGroups));
   }
+  first.erase(std::unique(first.begin(), first.end()), first.end());  // no empty launch (few groups)
+  if (first.size() < 2) first.push_back(numGroups);                   // none at all: one empty launch
   return first;
 }
 

@@ -17,8 +17,8 @@
 // Timings (best of R, "kind":"time", ms from the host clock around the call, and the solver's stats):
 //   host-new, host-unchanged, device-new, device-unchanged, cells (the per-cell entry on the same cells)
 // The stats are each phase's wall time; the host entry's overlap (upload beside keys/sort/build on a new mesh,
-// download beside the walk: its results come down chunk by chunk of the walk, CudaOptions::resultChunks, 3 chunks at
-// 64^3 and 5 at 256^3 by default, so the checks above cover that path against the device entry and the cells).
+// download beside the walk: its results come down chunk by chunk of the walk, CudaOptions::resultChunks, 3 launches
+// from 64^3 by default, so the checks above cover that path against the device entry and the cells).
 // --chunks K: the host entry's walk in K launches, each one's results downloaded while the next walks (1: one
 // launch, then the download; 0: the backend's choice by size, the default), through AMRGRAV_CUDA_RESULT_CHUNKS.
 // --only host: the host entry's timings alone (the density is made on the device, copied down, and the device
