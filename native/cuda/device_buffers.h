@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "core/thread_pool.h"
 #include "cuda/check.h"
+#include "cuda/copy_workers.h"
 
 namespace amrgrav {
 namespace cuda {
@@ -149,7 +149,8 @@ struct Transfer {
 
 /// Copies pageable host arrays to and from the device through pinned chunks, on several host threads: each worker
 /// owns two pinned slots and alternates between them, so its host memcpy of one chunk overlaps the DMA of the
-/// other, and the workers' memcpys run in parallel (a single thread's memcpy, about 9 GB/s, was the limit).
+/// other, and the workers' memcpys run in parallel (a single thread's memcpy, about 9 GB/s, was the limit). The
+/// workers are kept between copies (copy_workers.h).
 /// The pinned footprint is workers x 2 x chunk bytes whatever the problem size. All copies go on one stream.
 class StagingRing {
  public:
@@ -313,13 +314,11 @@ class StagingRing {
     std::vector<Status> status(static_cast<std::size_t>(used));
     const int savedWorkers = workers_;
     workers_ = used;  // the stride the work functions use
-    const int device = device_;
-    parallelFor(std::size_t(used), 1, used, [&](std::size_t b, std::size_t e, int) {
-      for (std::size_t w = b; w < e; ++w) {
-        const cudaError_t err = cudaSetDevice(device);  // a new thread starts on device 0
-        if (err != cudaSuccess) status[w] = cudaFailure(err, "cudaSetDevice", __FILE__, __LINE__);
-        else status[w] = work(chunks, int(w));
-      }
+    pool_.run(used, device_, [&](int w) {
+      // the caller's thread (w = 0) may be on another device; the pool's are bound to device_
+      const cudaError_t err = w == 0 ? cudaSetDevice(device_) : cudaSuccess;
+      if (err != cudaSuccess) status[std::size_t(w)] = cudaFailure(err, "cudaSetDevice", __FILE__, __LINE__);
+      else status[std::size_t(w)] = work(chunks, w);
     });
     workers_ = savedWorkers;
     for (const Status& st : status)
@@ -328,6 +327,7 @@ class StagingRing {
   }
 
   PinnedBuffer pinned_;
+  CopyWorkers pool_;  // the copy threads, kept between copies
   std::size_t chunk_ = 0;
   int workers_ = 1, device_ = 0;
   std::vector<cudaEvent_t> events_;
