@@ -68,6 +68,21 @@ BlockField packedField(const BlocksView& v, void* data) {
   return f;
 }
 
+/// The device-visible address of the host entry's density when the mass kernel may read it in place: page-locked
+/// host memory (the caller's cudaMallocHost or cudaHostRegister) mapped for this device, in one variable without
+/// guard cells (strided layouts would carry their other variables and guard cells over PCIe too); else null.
+const void* pinnedDensityOf(const DeviceState& ds, const BlocksView& v) {
+  if (v.deviceData || v.varStride != 1 || v.guard[0] || v.guard[1] || v.guard[2] || !v.density) return nullptr;
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, v.density) != cudaSuccess) {
+    (void)cudaGetLastError();  // not a pointer CUDA knows: pageable
+    return nullptr;
+  }
+  if (a.type != cudaMemoryTypeHost || !a.devicePointer) return nullptr;
+  // registered with another device's context only: not mapped here
+  return a.device == ds.device || a.device < 0 ? a.devicePointer : nullptr;
+}
+
 /// The density, the results (and their device) must be device memory of the solver's device.
 Status checkDevicePointers(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const SolveOptions& opt) {
   const void* ptr[5] = {v.density, o.potential, o.ax, o.ay, o.az};
@@ -380,10 +395,12 @@ Status run(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const So
       ds.blk.densityUpload = std::future<Status>();
       if (ds.blk.densityAt) (void)cudaStreamSynchronize(ds.copyStream);
       ds.blk.densityAt = nullptr;
+      ds.blk.pinnedDensity = nullptr;
       ds.blk.view = nullptr;
     }
   } active{ds};
   ds.blk.view = &v;
+  ds.blk.pinnedDensity = pinnedDensityOf(ds, v);
   const bool reuse = ds.blk.key.matches(v, opt) && ds.n == n && ds.block.get() == ds.blk.blockBase &&
                      ds.block.bytes() == ds.blk.blockBytes;
   ds.blk.key.valid = false;  // until this solve succeeds
@@ -405,7 +422,7 @@ Status run(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const So
                                 ds.stream));
     AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));  // geo dies here
   }
-  if (v.deviceData && v.blockIndex) {
+  if ((v.deviceData || ds.blk.pinnedDensity) && v.blockIndex) {  // the kernels read the caller's layout
     AG_TRY(ds.blk.slots.reserve(v.nBlocks, "the block index"));
     AG_CUDA_TRY(cudaMemcpyAsync(ds.blk.slots.get(), v.blockIndex, v.nBlocks * sizeof(std::int32_t),
                                 cudaMemcpyHostToDevice, ds.stream));
@@ -414,7 +431,7 @@ Status run(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const So
 
   const CellsView none{nullptr, nullptr, nullptr, nullptr, nullptr, cells};
   // the host entry on a new mesh: the densities go up while the keys, sort and build run
-  const bool densitiesAside = !reuse && !v.deviceData;
+  const bool densitiesAside = !reuse && !v.deviceData && !ds.blk.pinnedDensity;
   if (!reuse) {
     AG_TRY(uploadAndBound(ds, none, opt, false));
     if (densitiesAside) AG_TRY(startDensityUpload(ds, ds.slot[3]));
@@ -481,6 +498,9 @@ Status blockMassesInto(DeviceState& ds, double* massAt, void* scratch32, const S
   AG_CUDA_TRY(cudaMemsetAsync(checks.firstBad, 0xff, sizeof(unsigned), ds.stream));
   if (v.deviceData) {
     AG_TRY(launchBlockMassBounds(g, callerField(ds, v.density), massAt, checks, partials, result, ds.stream));
+  } else if (ds.blk.pinnedDensity) {  // page-locked: read in place over PCIe, in the caller's layout
+    AG_TRY(launchBlockMassBounds(g, callerField(ds, ds.blk.pinnedDensity), massAt, checks, partials, result,
+                                 ds.stream));
   } else if (ds.blk.densityUpload.valid()) {  // on their way since the bounds (startDensityUpload): wait on the stream
     AG_TRY(ds.blk.densityUpload.get());
     AG_CUDA_TRY(cudaStreamWaitEvent(ds.stream, ds.events[kEventDensityUpEnd], 0));

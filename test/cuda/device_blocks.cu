@@ -1,7 +1,7 @@
 // The block entry on the GPU (issue #17), through the C API only (libamrgrav), for the lead to run on a GPU host:
 //   amrgrav_device_blocks_check [--grid N] [--block B] [--guard G] [--nvar V] [--float32] [--reps R]
 //                               [--no-check] [--no-cells] [--no-time] [--theta T] [--order O] [--only host|device]
-//                               [--chunks K] [--direct K]
+//                               [--chunks K] [--direct K] [--pinned]
 // A uniform N^3 grid cut into (N/B)^3 blocks of B^3 cells (Morton-free raster order, stored at reversed slots of a
 // FLASH-like unk(V, NX, NY, NZ, slots) array with G guard cells), a density made ON THE DEVICE by a kernel.
 // Checks (one JSON line each, "kind":"check"):
@@ -26,6 +26,10 @@
 // --direct K: the host entry's potential at K cells spread over the grid against direct summation over every cell
 //   (float64, host threads; no self term in either), max relative difference at most 1e-3 ("check direct": what a
 //   lost, doubled or misplaced share of the cells would break, on grids too large for the per-cell comparison).
+// --pinned: the host entry with the density page-locked by cudaHostRegister (as a caller may do with its unk), which
+//   the mass kernel reads in place over PCIe when it is one variable without guard cells (no staged copy):
+//   "check pinned-new" and "check pinned-unchanged" (new densities, the tree kept) against a fresh solver on a
+//   pageable copy, bitwise; with timings, "pinned-new" and "pinned-unchanged".
 // Exit status 0 when every check passed, 1 otherwise; 2 when no usable GPU is present (CTest skips: gpu.blocks),
 // unless AMRGRAV_REQUIRE_GPU=1 (then 1), or on another setup failure.
 #include <cuda_runtime.h>
@@ -57,7 +61,7 @@ struct Args {
   int grid = 64, block = 8, guard = 4, nvar = 1, reps = 5, order = 2, chunks = -1, group = 0;  // group 0: the default
   int direct = 0;  ///< --direct K
   double theta = 0.5;
-  bool f32 = false, check = true, cells = true, time = true;
+  bool f32 = false, check = true, cells = true, time = true, pinned = false;
   std::string only = "all";
 };
 
@@ -280,6 +284,7 @@ int main(int argc, char** argv) {
     else if (s == "--only") a.only = next();
     else if (s == "--chunks") a.chunks = std::atoi(next());
     else if (s == "--direct") a.direct = std::atoi(next());
+    else if (s == "--pinned") a.pinned = true;
     else {
       std::fprintf(stderr, "unknown argument %s\n", s.c_str());
       return 2;
@@ -498,6 +503,61 @@ int main(int argc, char** argv) {
       timeLine("device-new", dev, best(dev, true, true), n);
       timeLine("device-unchanged", dev, best(dev, true, false), n);
     }
+  }
+  if (a.pinned && wantHost) {
+    // the caller's density page-locked in place; references from fresh solvers on a pageable copy
+    if (hRho.empty()) {
+      hRho.resize(L.total() * es);
+      hPot.assign(L.total() * es, 0);
+    }
+    if (dRho) download(hRho, dRho);
+    std::vector<char> pageRho(hRho), pinPot(hPot.size(), 0);
+    CK(cudaHostRegister(hRho.data(), hRho.size(), cudaHostRegisterDefault));
+    amrgrav_blocks Bp = blocksOf(L, mesh, hRho.data(), a.f32), Bq = blocksOf(L, mesh, pageRho.data(), a.f32);
+    amrgrav_solver* ps = nullptr;
+    API(amrgrav_create(&o, &ps), nullptr);
+    auto against = [&](const char* name, int wantKept) {
+      API(amrgrav_compute_blocks(ps, &Bp, pinPot.data(), nullptr, nullptr, nullptr), ps);
+      const int kept = amrgrav_tree_reused(ps);
+      amrgrav_solver* f = nullptr;
+      API(amrgrav_create(&o, &f), nullptr);
+      API(amrgrav_compute_blocks(f, &Bq, hPot.data(), nullptr, nullptr, nullptr), f);
+      amrgrav_destroy(f);
+      char more[64];
+      std::snprintf(more, sizeof more, ",\"tree_reused\":%d", kept);
+      allOk &= report(name, compare(packedOf(pinPot), packedOf(hPot)), more) && kept == wantKept;
+    };
+    against("pinned-new", 0);
+    // new densities in both copies (x 1.5 + 0.25), the same mesh: the kept tree reads the page-locked array
+    const std::size_t total = L.total();
+    for (std::size_t e = 0; e < total; ++e) {
+      if (a.f32) {
+        float* r = reinterpret_cast<float*>(hRho.data());
+        r[e] = r[e] * 1.5f + 0.25f;
+      } else {
+        double* r = reinterpret_cast<double*>(hRho.data());
+        r[e] = r[e] * 1.5 + 0.25;
+      }
+    }
+    std::memcpy(pageRho.data(), hRho.data(), hRho.size());
+    against("pinned-unchanged", 1);
+    if (a.time) {
+      auto bestPinned = [&](bool changed) {
+        double b = 1e30;
+        for (int r = 0; r < a.reps; ++r) {
+          amrgrav_blocks B = Bp;
+          B.mesh_changed = changed ? 1 : 0;
+          const double t = now();
+          API(amrgrav_compute_blocks(ps, &B, pinPot.data(), nullptr, nullptr, nullptr), ps);
+          b = std::min(b, now() - t);
+        }
+        return b * 1e3;
+      };
+      timeLine("pinned-new", ps, bestPinned(true), n);
+      timeLine("pinned-unchanged", ps, bestPinned(false), n);
+    }
+    amrgrav_destroy(ps);
+    CK(cudaHostUnregister(hRho.data()));
   }
   amrgrav_destroy(dev);
   amrgrav_destroy(host);
