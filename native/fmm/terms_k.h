@@ -46,7 +46,8 @@ AG_HD constexpr double monoScaleOf(int t) { return 1.0 / termExponent(t, monoAxi
 
 /// Term t + e_axis (the gradient's coefficients in L2P).
 AG_HD constexpr int plusAxisOf(int t, int axis) {
-  return termIndex(termExponent(t, 0) + (axis == 0), termExponent(t, 1) + (axis == 1), termExponent(t, 2) + (axis == 2));
+  return termIndex(termExponent(t, 0) + (axis == 0), termExponent(t, 1) + (axis == 1),
+                   termExponent(t, 2) + (axis == 2));
 }
 
 }  // namespace fmm

@@ -266,9 +266,9 @@ void runCase(const std::string& name, const Cells& cells, bool expectAllRegular,
   }
   acc /= std::sqrt(rms / double(n));
   check(name + "-emulated-vs-cpu", pot <= 1e-14 && acc <= 1e-13,
-        "near field, host emulation of the device kernels vs evaluateP2P: pot " + sci(pot) + " per cell (<= 1e-14), acc " +
-            sci(acc) + " of the rms (<= 1e-13); potentials bitwise equal in " + std::to_string(same) + " of " +
-            std::to_string(n) + " cells");
+        "near field, host emulation of the device kernels vs evaluateP2P: pot " + sci(pot) +
+            " per cell (<= 1e-14), acc " + sci(acc) + " of the rms (<= 1e-13); potentials bitwise equal in " +
+            std::to_string(same) + " of " + std::to_string(n) + " cells");
 }
 
 }  // namespace

@@ -26,7 +26,8 @@ int main() {
              (mi.plusAxis[d][t] < 0 ? plusAxisOf(t, d) >= mi.terms : plusAxisOf(t, d) == mi.plusAxis[d][t]);
       ok = ok && termIndex(mi.n[t][0], mi.n[t][1], mi.n[t][2]) == t && termDegree(t) == mi.degree[t];
       if (t > 0)
-        ok = ok && monoPrevOf(t) == mi.monoPrev[t] && monoAxisOf(t) == mi.monoAxis[t] && monoScaleOf(t) == mi.monoScale[t];
+        ok = ok && monoPrevOf(t) == mi.monoPrev[t] && monoAxisOf(t) == mi.monoAxis[t] &&
+             monoScaleOf(t) == mi.monoScale[t];
       if (!ok) bad = t;
     }
     check("order" + std::to_string(p), ok,
