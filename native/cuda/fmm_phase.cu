@@ -160,7 +160,7 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
   const fmm::RegularLeaves reg = fmm::findRegularLeaves(tree, sorted, threads);
   fmm::P2pTables p2pTables;
   p2pTables.prepare(reg, lists, threads);
-  const fmm::P2pTiles tiles = fmm::buildP2pTiles(near, reg, p2pTables);
+  const fmm::P2pTiles tiles = fmm::buildP2pTiles(near, reg, p2pTables, threads);
   std::vector<std::uint32_t> irrLeaf, irrStart, irrSource;
   irregularLists(near, tiles, irrLeaf, irrStart, irrSource);
   const std::vector<std::uint32_t>& leaves = near.leaves;

@@ -1,12 +1,12 @@
 /// \file fmm_p2p_tiles.cpp
 /// \brief amrgrav_fmm_p2p_tiles: the CUDA backend's P2P work (fmm/p2p_tiles.h) checked on the host. The tiles must
-/// hold every regular leaf once with its own near list (each step's source and table that leaf's, in the CPU's
-/// order), the rest must go to the computed kernel; then a host emulation of the device's two P2P kernels
-/// (cuda/kernel_fmm.cu fmmP2PTiles and fmmP2P: the same loops, the same operations in the same order, fused
-/// multiply-adds written out, 1/sqrt correctly rounded where the device's rsqrt is within 1 ulp) must give the CPU's
-/// near field (fmm/evaluate.cpp evaluateP2P) to rounding. Cases: uniform grids (every leaf regular, every pair a
-/// table) and a grid with a refined centre (two cell sizes, leaves across the boundary irregular, computed pairs in
-/// regular leaves' lists). CTest (label cpu).
+/// hold every regular leaf once with its own near list (each of its sources once, in a step with that pair's table
+/// or in a computed step), the rest must go to the computed kernel, and the tiles must not depend on the thread
+/// count; then a host emulation of the device's two P2P kernels (cuda/kernel_fmm.cu fmmP2PTiles and fmmP2P: the
+/// same loops, the same operations in the same order, fused multiply-adds written out, 1/sqrt correctly rounded
+/// where the device's rsqrt is within 1 ulp) must give the CPU's near field (fmm/evaluate.cpp evaluateP2P) to
+/// rounding. Cases: uniform grids (every leaf regular, every pair a table) and a grid with a refined patch (two
+/// cell sizes, leaves across its boundary irregular, computed pairs in regular leaves' lists). CTest (label cpu).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -197,7 +197,15 @@ void runCase(const std::string& name, const Cells& cells, bool expectAllRegular,
   const RegularLeaves reg = findRegularLeaves(tree, sorted, threads);
   P2pTables tables;
   tables.prepare(reg, lists, threads);
-  const P2pTiles t = buildP2pTiles(near, reg, tables);
+  const P2pTiles t = buildP2pTiles(near, reg, tables, threads);
+  {
+    const P2pTiles t1 = buildP2pTiles(near, reg, tables, 1), t3 = buildP2pTiles(near, reg, tables, 3);
+    const auto same = [&](const P2pTiles& a) {
+      return a.target == t.target && a.invH == t.invH && a.stepStart == t.stepStart && a.stepTable == t.stepTable &&
+             a.stepSource == t.stepSource && a.slots == t.slots && a.irregular == t.irregular;
+    };
+    check(name + "-threads", same(t1) && same(t3), "the same tiles with 1, 2 and 3 threads");
+  }
 
   // structure: every leaf once, a tile target's steps are its own near list and tables
   std::vector<int> seen(near.leaves.size(), 0);
