@@ -21,8 +21,9 @@
 #   fmm        method 'fmm' on the GPU (issue #20, GPU stage 1: isolated boxes; the tree, multipoles and lists built on
 #              the host, the evaluation on the device): ctest gpu.fmm (CUDA vs CPU FMM on a 32^3 grid of random
 #              masses at orders 3..7 and the clustered AMR-like set: pot <= 1e-12 per cell, acc <= 1e-11 of the rms,
-#              identical M2L/P2P counts; momentum <= 1e-6 on the GPU; two GPU solves bitwise equal; the host block
-#              entry; periodic refused), compute-sanitizer memcheck on the fmm subject (--quick), then
+#              identical M2L/P2P counts; the near field's paths: the grid all by table, the AMR set mixed; momentum
+#              <= 1e-6 on the GPU; two GPU solves bitwise equal; the host block entry; periodic refused),
+#              compute-sanitizer memcheck and racecheck on the fmm subject (--quick), then
 #              amrgrav_gpu_timing --no-perf --fmm 64,128,256 (the FMM's phases, its four kernels' device times, and
 #              the tree's in the same run, fmm-timing.log), test/c/capi_fmm.c (CUDA with a periodic box refused at
 #              create with AMRGRAV_INVALID_OPTION) and the Node API ('auto' and 'cuda' run an isolated FMM on the
@@ -137,6 +138,10 @@ for step in "$@"; do
       AMRGRAV_REQUIRE_GPU=1 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 $check fmm --quick \
         > "$out/fmm-memcheck.log" 2>&1
       summary+=("fmm memcheck rc=$? $(grep -hE 'ERROR SUMMARY' "$out/fmm-memcheck.log" | head -1)")
+      # the shared memory of the P2P tiles (staged masses between two barriers, each thread's totals), L2L and L2P
+      AMRGRAV_REQUIRE_GPU=1 timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 $check fmm --quick \
+        > "$out/fmm-racecheck.log" 2>&1
+      summary+=("fmm racecheck rc=$? $(grep -hE 'RACECHECK SUMMARY|ERROR SUMMARY' "$out/fmm-racecheck.log" | head -1)")
       timeout 500 $timing --no-perf --fmm 64,128,256 --reps 5 > "$out/fmm-timing.log" 2>&1
       summary+=("fmm timing rc=$?")
       python3 - "$out/fmm-timing.log" <<'PY'
@@ -149,6 +154,10 @@ for line in open(sys.argv[1]):
               f"(up {r['upload_s']*1e3:6.2f} down {r['download_s']*1e3:6.2f}; host: keys {r['keys_sort_s']*1e3:7.2f} moments {r['moments_s']*1e3:7.2f} "
               f"lists {r['build_s']*1e3:7.2f})  m2l/cell {r['m2l_per_cell']:.1f} p2p/cell {r['p2p_per_cell']:.1f}  B/cell {r['device_bytes_per_cell']:.0f}")
         print(f"     kernels: p2p {r['p2p_s']*1e3:8.2f} m2l {r['m2l_s']*1e3:8.2f} l2l {r['l2l_s']*1e3:6.2f} l2p {r['l2p_s']*1e3:6.2f} ms")
+        if 'p2p_tiles' in r:
+            print(f"     p2p: {r['p2p_tile_targets']} regular leaves in {r['p2p_tiles']} tiles, {r['p2p_tables']} tables, "
+                  f"{r['p2p_table_pairs']} leaf pairs by table, {r['p2p_computed_pairs']} computed in tiles, "
+                  f"{r['p2p_irregular_leaves']} irregular leaves")
     elif r.get('kind') == 'perf' and 'cells' in r:
         print(f"tree {r['grid']:4d} o{r['order']} acc={int(r['accelerations'])}: wall {r['wall_s']*1e3:8.2f} ms  walk {r['walk_s']*1e3:8.2f} ms  "
               f"int/cell {r['interactions_per_cell']:.1f}")

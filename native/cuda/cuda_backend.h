@@ -11,6 +11,7 @@
 /// results (walk_phase.cu), a distributed solve's rank steps (rank_phase.cu); cuda_backend.cu orchestrates a solve.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -78,6 +79,10 @@ struct CudaStats {
   /// Method 'fmm' (device events of the last solve): the evaluation's kernels, P2P, M2L, L2L (all levels) and L2P;
   /// together secondsWalk. 0 for method 'tree'.
   double fmmKernelSeconds[4] = {0, 0, 0, 0};
+  /// Method 'fmm', the near field's work (fmm/p2p_tiles.h): tiles, the regular targets in them, the tables
+  /// uploaded, the (target, source) pairs by table and computed in the tiles, and the irregular (computed) leaves.
+  std::uint64_t fmmTiles = 0, fmmTileTargets = 0, fmmTables = 0, fmmTableEntries = 0, fmmComputedEntries = 0,
+                fmmIrregularLeaves = 0;
   std::string device;               ///< name, compute capability, multiprocessors
 };
 

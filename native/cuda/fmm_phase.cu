@@ -17,6 +17,8 @@
 #include "fmm/fmm_tree.h"
 #include "fmm/interaction_lists.h"
 #include "fmm/multi_index.h"
+#include "fmm/p2p_tables.h"
+#include "fmm/p2p_tiles.h"
 #include "tree/finish.h"
 
 namespace amrgrav {
@@ -32,37 +34,22 @@ Status put(DeviceState& ds, DeviceBuffer<T>& b, const std::vector<T>& v, const c
   return Status::success();
 }
 
-/// Each leaf's near sources in the CPU's order (evaluate.cpp evaluateP2P: the leaf itself, then its pairs' other
-/// leaves in list order), as a CSR over the leaves' indices.
-void nearLists(const fmm::FmmTree& t, const fmm::FmmLists& l, std::vector<std::uint32_t>& leaves,
-               std::vector<std::uint32_t>& start, std::vector<std::uint32_t>& source) {
-  const Octree& o = t.topo;
-  std::vector<std::uint32_t> leafOf(o.nodeCount(), 0);
-  leaves.clear();
-  for (std::size_t i = 0; i < o.nodeCount(); ++i)
-    if (o.isLeaf(i)) {
-      leafOf[i] = std::uint32_t(leaves.size());
-      leaves.push_back(std::uint32_t(i));
-    }
-  start.assign(leaves.size() + 1, 0);
-  for (std::size_t k = 0; k < leaves.size(); ++k) start[k + 1] = 1;  // itself
-  for (std::size_t q = 0; q < l.p2pA.size(); ++q) {
-    ++start[leafOf[l.p2pA[q]] + 1];
-    ++start[leafOf[l.p2pB[q]] + 1];
-  }
-  for (std::size_t k = 0; k < leaves.size(); ++k) start[k + 1] += start[k];
-  source.assign(start.back(), 0);
-  std::vector<std::uint32_t> fill(start.begin(), start.end() - 1);
-  for (std::size_t k = 0; k < leaves.size(); ++k) source[fill[k]++] = leaves[k];
-  for (std::size_t q = 0; q < l.p2pA.size(); ++q) {
-    source[fill[leafOf[l.p2pA[q]]]++] = l.p2pB[q];
-    source[fill[leafOf[l.p2pB[q]]]++] = l.p2pA[q];
+/// The near lists of the irregular leaves alone (tiles.irregular), as a CSR over them.
+void irregularLists(const fmm::NearLists& near, const fmm::P2pTiles& tiles, std::vector<std::uint32_t>& leaf,
+                    std::vector<std::uint32_t>& start, std::vector<std::uint32_t>& source) {
+  leaf.clear();
+  start.assign(1, 0);
+  source.clear();
+  for (const std::uint32_t k : tiles.irregular) {
+    leaf.push_back(near.leaves[k]);
+    source.insert(source.end(), near.source.begin() + near.start[k], near.source.begin() + near.start[k + 1]);
+    start.push_back(std::uint32_t(source.size()));
   }
 }
 
-/// fmm/multi_index.h's tables as the kernels read them: monoPrev, monoAxis, l2lStart (terms + 1), l2lJ, l2lKJ
-/// (the L2L entries grouped by target term, each group in the CPU's order), plusAxis (3 x terms).
-std::vector<int> indexTables(const fmm::MultiIndex& mi, std::size_t offsets[6]) {
+/// fmm/multi_index.h's L2L entries as the kernel reads them: l2lStart (terms + 1), then l2lJ and l2lKJ (the entries
+/// grouped by target term, each group in the CPU's order); offsets[0..2] where each begins.
+std::vector<int> indexTables(const fmm::MultiIndex& mi, std::size_t offsets[3]) {
   const int nt = mi.terms;
   const std::size_t ne = mi.l2lK.size();
   std::vector<int> start(nt + 1, 0), j(ne), kj(ne);
@@ -79,29 +66,49 @@ std::vector<int> indexTables(const fmm::MultiIndex& mi, std::size_t offsets[6]) 
     offsets[slot] = all.size();
     all.insert(all.end(), v.begin(), v.end());
   };
-  add(mi.monoPrev, 0);
-  add(mi.monoAxis, 1);
-  add(start, 2);
-  add(j, 3);
-  add(kj, 4);
-  offsets[5] = all.size();
-  for (int d = 0; d < 3; ++d) all.insert(all.end(), mi.plusAxis[d].begin(), mi.plusAxis[d].end());
+  add(start, 0);
+  add(j, 1);
+  add(kj, 2);
   return all;
+}
+
+/// The tiles' tables on the device: uploaded when the set of slots differs from the one there (the tables of a slot
+/// never change: p2p_tables.h's process cache).
+Status putTables(DeviceState& ds, const fmm::P2pTables& tables, const std::vector<int>& slots) {
+  FmmBuffers& b = ds.fmm;
+  if (slots == b.p2pKSlots) return Status::success();
+  b.p2pKSlots.clear();
+  if (slots.empty()) return Status::success();
+  constexpr std::size_t per = std::size_t(fmm::kTableCells) * fmm::kTableCells;
+  std::vector<double> k(slots.size() * per);
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    const fmm::P2pTable* t = tables.bySlot(slots[i]);
+    if (!t) return Status::error(ErrorCode::Internal, "CUDA backend: the FMM's P2P table of a tile was not made");
+    std::copy(t->k, t->k + per, k.begin() + i * per);
+  }
+  AG_TRY(put(ds, b.p2pK, k, "the FMM's P2P tables"));
+  AG_TRY(put(ds, b.p2pSlot, slots, "the FMM's P2P tables"));
+  AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));  // k dies here
+  b.p2pKSlots = slots;
+  return Status::success();
 }
 
 }  // namespace
 
 void FmmBuffers::release() {
-  for (auto* b : {&cells, &sums, &centre, &M, &L, &monoScale}) b->release();
-  for (auto* b : {&topo, &m2lStart, &m2lSource, &leaves, &nearStart, &nearSource}) b->release();
+  for (auto* b : {&cells, &sums, &centre, &M, &L, &tileInvH, &p2pK}) b->release();
+  for (auto* b : {&topo, &m2lStart, &m2lSource, &leaves, &tiles}) b->release();
   childCount.release();
   tables.release();
+  tileStepTable.release();
+  p2pSlot.release();
+  p2pKSlots.clear();
 }
 
 std::size_t FmmBuffers::bytes() const {
   return cells.bytes() + sums.bytes() + centre.bytes() + M.bytes() + L.bytes() + topo.bytes() + childCount.bytes() +
-         m2lStart.bytes() + m2lSource.bytes() + leaves.bytes() + nearStart.bytes() + nearSource.bytes() +
-         tables.bytes() + monoScale.bytes();
+         m2lStart.bytes() + m2lSource.bytes() + leaves.bytes() + tables.bytes() + tiles.bytes() +
+         tileStepTable.bytes() + tileInvH.bytes() + p2pK.bytes() + p2pSlot.bytes();
 }
 
 Status checkFmmOnDevice(const SolveOptions& opt) {
@@ -148,10 +155,17 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
   t = Clock::now();
   fmm::FmmLists lists;
   fmm::buildInteractionLists(tree, opt.fmmTolerance, threads, lists);
-  std::vector<std::uint32_t> leaves, nearStart, nearSource;
-  nearLists(tree, lists, leaves, nearStart, nearSource);
+  // the near field's work: regular leaves by the CPU's tables in tiles, the others computed (fmm/p2p_tiles.h)
+  const fmm::NearLists near = fmm::buildNearLists(tree, lists);
+  const fmm::RegularLeaves reg = fmm::findRegularLeaves(tree, sorted, threads);
+  fmm::P2pTables p2pTables;
+  p2pTables.prepare(reg, lists, threads);
+  const fmm::P2pTiles tiles = fmm::buildP2pTiles(near, reg, p2pTables, threads);
+  std::vector<std::uint32_t> irrLeaf, irrStart, irrSource;
+  irregularLists(near, tiles, irrLeaf, irrStart, irrSource);
+  const std::vector<std::uint32_t>& leaves = near.leaves;
   const fmm::MultiIndex mi(tree.order);
-  std::size_t off[6];
+  std::size_t off[3];
   const std::vector<int> tables = indexTables(mi, off);
   ds.stats.secondsBuild = since(t);
 
@@ -160,6 +174,7 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
   const std::size_t n = sorted.order.size(), nodes = tree.nodeCount();
   const bool accel = opt.accelerations;
   FmmBuffers& b = ds.fmm;
+  std::size_t tileOff[6];  // in b.tiles: target, stepStart, stepSource; irregular leaf, start, source
   {
     std::vector<double> c(4 * n);
     std::copy(sorted.x.begin(), sorted.x.end(), c.begin());
@@ -178,11 +193,19 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
     AG_TRY(put(ds, b.M, tree.M, "the FMM's multipoles"));
     AG_TRY(put(ds, b.m2lStart, lists.m2lStart, "the FMM's M2L lists"));
     AG_TRY(put(ds, b.m2lSource, lists.m2lSource, "the FMM's M2L lists"));
-    AG_TRY(put(ds, b.leaves, leaves, "the FMM's P2P lists"));
-    AG_TRY(put(ds, b.nearStart, nearStart, "the FMM's P2P lists"));
-    AG_TRY(put(ds, b.nearSource, nearSource, "the FMM's P2P lists"));
+    AG_TRY(put(ds, b.leaves, leaves, "the FMM's leaves"));
+    // the tiles' and the irregular leaves' uint32 arrays in one buffer
+    std::vector<std::uint32_t> u;
+    const std::vector<std::uint32_t>* parts[6] = {&tiles.target, &tiles.stepStart, &tiles.stepSource,
+                                                  &irrLeaf,       &irrStart,        &irrSource};
+    for (int q = 0; q < 6; ++q) {
+      tileOff[q] = u.size();
+      u.insert(u.end(), parts[q]->begin(), parts[q]->end());
+    }
+    AG_TRY(put(ds, b.tiles, u, "the FMM's P2P tiles"));
+    AG_TRY(put(ds, b.tileStepTable, tiles.stepTable, "the FMM's P2P tiles"));
+    AG_TRY(put(ds, b.tileInvH, tiles.invH, "the FMM's P2P tiles"));
     AG_TRY(put(ds, b.tables, tables, "the FMM's index tables"));
-    AG_TRY(put(ds, b.monoScale, mi.monoScale, "the FMM's index tables"));
     AG_TRY(b.L.reserve(nodes * std::size_t(tree.terms), "the FMM's local coefficients"));
     AG_CUDA_TRY(cudaMemsetAsync(b.L.get(), 0, nodes * std::size_t(tree.terms) * sizeof(double), ds.stream));
     const std::size_t sums = (accel ? 4 : 1) * n;
@@ -191,6 +214,7 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
     if (ds.copt.poisonDevice) AG_CUDA_TRY(cudaMemsetAsync(b.sums.get(), 0xff, sums * sizeof(double), ds.stream));
     AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));  // the host vectors die here
   }
+  AG_TRY(putTables(ds, p2pTables, tiles.slots));
   ds.stats.secondsUpload = since(t);
 
   FmmDeviceView v;
@@ -213,15 +237,21 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
   v.m2lStart = b.m2lStart.get();
   v.m2lSource = b.m2lSource.get();
   v.leaves = b.leaves.get();
-  v.nearStart = b.nearStart.get();
-  v.nearSource = b.nearSource.get();
-  v.monoPrev = b.tables.get() + off[0];
-  v.monoAxis = b.tables.get() + off[1];
-  v.l2lStart = b.tables.get() + off[2];
-  v.l2lJ = b.tables.get() + off[3];
-  v.l2lKJ = b.tables.get() + off[4];
-  v.plusAxis = b.tables.get() + off[5];
-  v.monoScale = b.monoScale.get();
+  v.tileCount = unsigned(tiles.tiles());
+  v.tileTarget = b.tiles.get() + tileOff[0];
+  v.tileStepStart = b.tiles.get() + tileOff[1];
+  v.tileStepSource = b.tiles.get() + tileOff[2];
+  v.tileStepTable = b.tileStepTable.get();
+  v.tileInvH = b.tileInvH.get();
+  v.p2pK = b.p2pK.get();
+  v.p2pSlot = b.p2pSlot.get();
+  v.irregularCount = unsigned(irrLeaf.size());
+  v.irregularLeaf = b.tiles.get() + tileOff[3];
+  v.nearStart = b.tiles.get() + tileOff[4];
+  v.nearSource = b.tiles.get() + tileOff[5];
+  v.l2lStart = b.tables.get() + off[0];
+  v.l2lJ = b.tables.get() + off[1];
+  v.l2lKJ = b.tables.get() + off[2];
   v.phi = b.sums.get();
   if (accel) {
     v.gx = v.phi + n;
@@ -248,6 +278,12 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
   ds.stats.fmmKernelSeconds[2] = elapsed(ds, 1, 2);
   ds.stats.fmmKernelSeconds[3] = elapsed(ds, 2, 5);
   ds.stats.walkLaunches = 1;
+  ds.stats.fmmTiles = tiles.tiles();
+  ds.stats.fmmTileTargets = leaves.size() - tiles.irregular.size();
+  ds.stats.fmmTables = tiles.slots.size();
+  ds.stats.fmmTableEntries = tiles.tableEntries;
+  ds.stats.fmmComputedEntries = tiles.computedEntries;
+  ds.stats.fmmIrregularLeaves = tiles.irregular.size();
 
   // download, then the CPU backend's finish (G, scaling, self term, the caller's order)
   t = Clock::now();

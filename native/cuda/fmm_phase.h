@@ -7,6 +7,7 @@
 /// Isolated boxes only: periodic boxes are an InvalidOption. Internal to native/cuda.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "core/blocks.h"
 #include "core/status.h"
@@ -25,9 +26,16 @@ struct FmmBuffers {
   DeviceBuffer<double> centre, M, L;
   DeviceBuffer<std::uint32_t> topo;  ///< cellBegin, cellCount, childBegin (nodes each)
   DeviceBuffer<std::uint8_t> childCount;
-  DeviceBuffer<std::uint32_t> m2lStart, m2lSource, leaves, nearStart, nearSource;
-  DeviceBuffer<int> tables;          ///< monoPrev, monoAxis, l2lStart, l2lJ, l2lKJ, plusAxis
-  DeviceBuffer<double> monoScale;
+  DeviceBuffer<std::uint32_t> m2lStart, m2lSource, leaves;
+  /// P2P (fmm/p2p_tiles.h): the tiles' targets, step starts and step sources, then the irregular leaves, their near
+  /// lists' starts and sources
+  DeviceBuffer<std::uint32_t> tiles;
+  DeviceBuffer<std::int32_t> tileStepTable;
+  DeviceBuffer<double> tileInvH;
+  DeviceBuffer<double> p2pK;          ///< the unit tables of p2pKSlots (64 x 64 each), uploaded when that set changes
+  DeviceBuffer<int> p2pSlot;          ///< = p2pKSlots on the device
+  std::vector<int> p2pKSlots;         ///< the slots whose tables p2pK holds (empty: none)
+  DeviceBuffer<int> tables;           ///< L2L's entries: l2lStart, l2lJ, l2lKJ
   std::size_t bytes() const;
   void release();  ///< every buffer (memory_plan.h releaseAll)
 };

@@ -1,24 +1,38 @@
 /// \file kernel_fmm.cu
-/// \brief The FMM's evaluation kernels (kernels_fmm.h): the generated fused M2L kernels (cuda/m2l_device.h, in
-/// double, one interaction per thread) and the exact L2L and L2P over fmm/multi_index.h's tables, in the CPU's term order
-/// (fmm/expansions.cpp). Every sum has a fixed order (no atomics): results are the same bits run to run; against the
-/// CPU (lanes of 8, Newton reciprocal square roots) they differ by rounding only.
+/// \brief The FMM's evaluation kernels (kernels_fmm.h): the P2P of regular leaves by the CPU's unit tables
+/// (fmm/p2p_tables.h) in tiles (fmm/p2p_tiles.h) and of the others computed, the generated fused M2L kernels
+/// (cuda/m2l_device.h, in double, one interaction per thread) and the exact L2L and L2P in the CPU's term order
+/// (fmm/expansions.cpp; L2P unrolled over fmm/terms_k.h at compile time). Every sum has a fixed order (no atomics):
+/// results are the same bits run to run; against the CPU (lanes of 8, Newton reciprocal square roots, the near
+/// field's pairs added in list order) they differ by rounding only.
 #include <cuda_runtime.h>
 
 #include <string>
+#include <utility>
 
 #include "cuda/check.h"
 #include "cuda/kernels_fmm.h"
 #include "cuda/m2l_device.h"
+#include "fmm/p2p_tiles.h"
+#include "fmm/terms_k.h"
 
 namespace amrgrav {
 namespace cuda {
 namespace {
 
-constexpr int kMaxTerms = 120;       // termCount(7)
 constexpr int kM2LThreads = 64;      // 2 target nodes (warps) per block: p 7 shares 56 KB, 4 blocks per SM
 constexpr int kLeafThreads = 64;     // a leaf's cells (fmm/fmm_tree.h kFmmLeafSize), one per thread
+constexpr int kL2LThreads = 32;      // 4 nodes x 8 child slots: p 7's monomials take 31 KB of shared memory
 constexpr unsigned kFull = 0xffffffffu;
+
+// P2P tiles: 128 threads, thread (tq, lq) = (tid % 16, tid / 16) takes cells 4 tq .. 4 tq + 3 of the tile's targets
+// 4 lq .. 4 lq + 3 (a 4 x 4 block of the 64 x 32 product: 4 table entries and 4 masses feed 16 multiply-adds).
+constexpr int kTileThreads = 128;
+constexpr int kTileCells = fmm::kTableCells;     // 64
+constexpr int kTileTargets = fmm::kTileTargets;  // 32
+constexpr int kMassStride = kTileTargets + 4;    // a staged source cell's masses: 32-byte aligned rows, fewer conflicts
+static_assert(kTileTargets == 32 && kTileCells == 64 && kTileThreads == (kTileCells / 4) * (kTileTargets / 4),
+              "the tile kernel's thread layout");
 
 __host__ __device__ constexpr int termsOf(int p) { return (p + 1) * (p + 2) * (p + 3) / 6; }
 
@@ -86,69 +100,273 @@ __global__ void __launch_bounds__(kM2LThreads) fmmM2L(FmmDeviceView v) {
   for (int k = 0; k < K::kShared; ++k) addLaneSums(Ls[32 * k], lane, Lt + K::kRegs + k);
 }
 
-/// out[t] = h^n / n! for every term (expansions.cpp's monomials, the same products in the same order).
-__device__ __forceinline__ void monomials(const FmmDeviceView& v, double hx, double hy, double hz, double* out) {
-  out[0] = 1.0;
-  for (int t = 1; t < v.terms; ++t) {
-    const int a = v.monoAxis[t];
-    const double h = a == 0 ? hx : (a == 1 ? hy : hz);
-    out[t] = out[v.monoPrev[t]] * h * v.monoScale[t];
-  }
+/// f(std::integral_constant<int, I>) for I = Is... in order: a loop unrolled at compile time, its index a constant.
+template <class F, int... Is>
+__device__ __forceinline__ void unrolled(F&& f, std::integer_sequence<int, Is...>) {
+  (f(std::integral_constant<int, Is>{}), ...);
 }
 
-/// One thread per (node of [b, e), child slot): the node's L shifted to the child's centre, added to the child's L.
-__global__ void fmmL2L(FmmDeviceView v, unsigned b, unsigned e) {
-  const std::size_t tid = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (tid >= std::size_t(e - b) * 8) return;
-  const unsigned i = b + unsigned(tid / 8), k = unsigned(tid % 8);
-  if (k >= v.childCount[i]) return;
+/// One thread per (node of [b, e), child slot), 4 nodes a block: the node's L (in shared memory) shifted to the
+/// child's centre and added to the child's L, in the CPU's order (expansions.cpp localsOfNode: each term's entries
+/// by ascending j, then added to the child's L). The thread's monomials (the CPU's recurrence, unrolled) go to its
+/// column of shared memory, where the entries' indices may vary.
+template <int P>
+__global__ void __launch_bounds__(kL2LThreads) fmmL2L(FmmDeviceView v, unsigned b, unsigned e) {
+  constexpr int NT = fmm::termsUpTo(P), nodes = kL2LThreads / 8;
+  __shared__ double Ls[nodes * NT], mono[NT * kL2LThreads];
+  const unsigned n0 = b + blockIdx.x * nodes;
+  for (unsigned q = threadIdx.x; q < unsigned(nodes * NT); q += kL2LThreads)
+    if (n0 + q / NT < e) Ls[q] = v.L[std::size_t(n0 + q / NT) * NT + q % NT];
+  __syncthreads();
+  const unsigned i = n0 + threadIdx.x / 8, k = threadIdx.x % 8;
+  if (i >= e || k >= v.childCount[i]) return;
   const std::size_t c = v.childBegin[i] + k;
-  double mono[kMaxTerms];
-  monomials(v, v.centre[3 * c] - v.centre[3 * std::size_t(i)], v.centre[3 * c + 1] - v.centre[3 * std::size_t(i) + 1],
-            v.centre[3 * c + 2] - v.centre[3 * std::size_t(i) + 2], mono);
-  const double* Li = v.L + std::size_t(i) * v.terms;
-  double* Lc = v.L + c * v.terms;
-  for (int q = 0; q < v.terms; ++q) {
+  const double h[3] = {v.centre[3 * c] - v.centre[3 * std::size_t(i)],
+                       v.centre[3 * c + 1] - v.centre[3 * std::size_t(i) + 1],
+                       v.centre[3 * c + 2] - v.centre[3 * std::size_t(i) + 2]};
+  double* mt = mono + threadIdx.x;  // term t at mt[t * kL2LThreads]
+  unrolled(
+      [&](auto tc) {
+        constexpr int t = decltype(tc)::value;
+        if constexpr (t == 0) {
+          mt[0] = 1.0;
+        } else {
+          constexpr int pr = fmm::monoPrevOf(t), ax = fmm::monoAxisOf(t);
+          constexpr double sc = fmm::monoScaleOf(t);
+          mt[t * kL2LThreads] = mt[pr * kL2LThreads] * h[ax] * sc;
+        }
+      },
+      std::make_integer_sequence<int, NT>{});
+  const double* Li = Ls + (threadIdx.x / 8) * NT;
+  double* Lc = v.L + c * NT;
+  for (int q = 0; q < NT; ++q) {
     double a = 0.0;
-    for (int r = v.l2lStart[q]; r < v.l2lStart[q + 1]; ++r) a += Li[v.l2lKJ[r]] * mono[v.l2lJ[r]];
+    for (int r = v.l2lStart[q]; r < v.l2lStart[q + 1]; ++r) a += Li[v.l2lKJ[r]] * mt[v.l2lJ[r] * kL2LThreads];
     Lc[q] += a;
   }
 }
 
-/// One block per leaf, a thread per cell: the leaf's L at the cell, added to phi; minus its gradient to g.
+/// One block per leaf, a thread per cell: the leaf's L (in shared memory) at the cell, added to phi; minus its
+/// gradient to g. The CPU's sums (expansions.cpp localsOfNode: phi over every term, each gradient component over
+/// the terms of degree < p, in term order), unrolled over the terms at compile time, so every monomial has a fixed
+/// register and only two degrees' worth are alive at once.
+template <int P, bool Accel>
 __global__ void __launch_bounds__(kLeafThreads) fmmL2P(FmmDeviceView v) {
+  constexpr int NT = fmm::termsUpTo(P), NG = fmm::termsUpTo(P - 1);  // the gradient's terms: degree < p
+  __shared__ double Ls[NT];
   const unsigned leaf = v.leaves[blockIdx.x];
-  const double* Li = v.L + std::size_t(leaf) * v.terms;
+  for (unsigned q = threadIdx.x; q < unsigned(NT); q += kLeafThreads) Ls[q] = v.L[std::size_t(leaf) * NT + q];
+  __syncthreads();
   const double cx = v.centre[3 * std::size_t(leaf)], cy = v.centre[3 * std::size_t(leaf) + 1],
                cz = v.centre[3 * std::size_t(leaf) + 2];
-  const int ng = termsOf(v.order - 1);  // the gradient's terms: degree < p
   const unsigned b = v.cellBegin[leaf], e = b + v.cellCount[leaf];
-  for (unsigned j = b + threadIdx.x; j < e; j += blockDim.x) {
-    double mono[kMaxTerms];
-    monomials(v, v.x[j] - cx, v.y[j] - cy, v.z[j] - cz, mono);
-    double p = 0.0;
-    for (int q = 0; q < v.terms; ++q) p += Li[q] * mono[q];
+  // read where used: hoisting all of L into registers is what spilled (p 7)
+  const volatile double* Lv = Ls;
+  for (unsigned j = b + threadIdx.x; j < e; j += kLeafThreads) {
+    const double h[3] = {v.x[j] - cx, v.y[j] - cy, v.z[j] - cz};
+    double mono[NT];
+    double p = 0.0, f[3] = {0.0, 0.0, 0.0};
+    unrolled(
+        [&](auto tc) {
+          constexpr int t = decltype(tc)::value;
+          if constexpr (t == 0) {
+            mono[0] = 1.0;
+          } else {
+            constexpr int pr = fmm::monoPrevOf(t), ax = fmm::monoAxisOf(t);
+            constexpr double sc = fmm::monoScaleOf(t);
+            mono[t] = mono[pr] * h[ax] * sc;
+          }
+          p = fma(Lv[t], mono[t], p);
+          if constexpr (Accel && t < NG) {
+            constexpr int px = fmm::plusAxisOf(t, 0), py = fmm::plusAxisOf(t, 1), pz = fmm::plusAxisOf(t, 2);
+            f[0] = fma(Lv[px], mono[t], f[0]);
+            f[1] = fma(Lv[py], mono[t], f[1]);
+            f[2] = fma(Lv[pz], mono[t], f[2]);
+          }
+        },
+        std::make_integer_sequence<int, NT>{});
     v.phi[j] += p;
-    if (!v.gx) continue;
-    double f[3] = {0.0, 0.0, 0.0};
-    for (int q = 0; q < ng; ++q)
-      for (int d = 0; d < 3; ++d) f[d] += Li[v.plusAxis[d * v.terms + q]] * mono[q];
-    v.gx[j] -= f[0];
-    v.gy[j] -= f[1];
-    v.gz[j] -= f[2];
+    if constexpr (Accel) {
+      v.gx[j] -= f[0];
+      v.gy[j] -= f[1];
+      v.gz[j] -= f[2];
+    }
   }
 }
 
-/// One block per target leaf: its cells (a thread each; more than a block's in rounds) against the cells of its near
-/// leaves in the list's order, a block's worth of source cells at a time through shared memory (x, y and z, m as two
-/// 16-byte loads). A leaf's own cell pairs (r = 0) are left out, as evaluate.cpp's p2pSelf does. 1/r is rsqrt (within
-/// 1 ulp, as a division by the rounded sqrt is; one multi-function estimate and Newton steps instead of a sqrt and a
-/// division).
+/// The lattice position of the k-th cell of a 4^3 leaf (Morton order, x in the lowest bit; fmm/p2p_tables.cpp).
+__device__ __forceinline__ int latticeAxis(int k, int axis) { return (k >> axis & 1) | (k >> (axis + 3) & 1) << 1; }
+
+/// One step of a tile that is a table: acc[a][b] = sum_s K[s][t_a] m_b[s] (s ascending, fused: the CPU's tableP2P
+/// order) and with accelerations g[.][a][b] = sum_s d K^3 m_b[s] (w = K K K m, then d w added, d = p_t - p_s - delta
+/// made exactly), the masses staged in ms ([s][target], kMassStride apart).
+template <bool Accel>
+__device__ __forceinline__ void tableStep(const double* __restrict__ K, const double* ms, int tq, int lq,
+                                          const double e[4][3], double acc[4][4], double g[3][4][4]) {
+#pragma unroll
+  for (int a = 0; a < 4; ++a)
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+      acc[a][b] = 0.0;
+      if constexpr (Accel) g[0][a][b] = g[1][a][b] = g[2][a][b] = 0.0;
+    }
+#pragma unroll 1
+  for (int hb = 0; hb < 8; ++hb) {  // sources 8 hb .. 8 hb + 7: lattice = hb's bits (high) + u's bits (low)
+    double eh[4][3];
+    if constexpr (Accel)
+#pragma unroll
+      for (int a = 0; a < 4; ++a)
+#pragma unroll
+        for (int d = 0; d < 3; ++d) eh[a][d] = e[a][d] - double(2 * (hb >> d & 1));  // exact: small integers
+#pragma unroll
+    for (int u = 0; u < 8; ++u) {
+      const int s = 8 * hb + u;
+      const double2 k01 = __ldg(reinterpret_cast<const double2*>(K + s * kTileCells + 4 * tq));
+      const double2 k23 = __ldg(reinterpret_cast<const double2*>(K + s * kTileCells + 4 * tq + 2));
+      const double2 m01 = *reinterpret_cast<const double2*>(ms + s * kMassStride + 4 * lq);
+      const double2 m23 = *reinterpret_cast<const double2*>(ms + s * kMassStride + 4 * lq + 2);
+      const double k[4] = {k01.x, k01.y, k23.x, k23.y}, m[4] = {m01.x, m01.y, m23.x, m23.y};
+#pragma unroll
+      for (int a = 0; a < 4; ++a)
+#pragma unroll
+        for (int b = 0; b < 4; ++b) acc[a][b] = fma(k[a], m[b], acc[a][b]);
+      if constexpr (Accel) {
+#pragma unroll
+        for (int a = 0; a < 4; ++a) {
+          const double k3 = k[a] * k[a] * k[a];
+          const double d[3] = {eh[a][0] - double(u & 1), eh[a][1] - double(u >> 1 & 1), eh[a][2] - double(u >> 2 & 1)};
+#pragma unroll
+          for (int b = 0; b < 4; ++b) {
+            const double w = k3 * m[b];
+#pragma unroll
+            for (int c = 0; c < 3; ++c) g[c][a][b] = fma(d[c], w, g[c][a][b]);
+          }
+        }
+      }
+    }
+  }
+}
+
+/// One block per tile (fmm/p2p_tiles.h): each step is a table for all the tile's targets at once (their sources'
+/// masses staged in shared memory) or computed pairs (each target against its own source's cells, 1/r by rsqrt);
+/// each step's sums are added to the cells' running totals (this thread's column of shared memory) in the tile's
+/// step order, a table's scaled by 1/h and 1/h^2 first (tableP2P's products; explicitly rounded, never fused with
+/// the add, as the CPU's separate store and add). A target's missing steps add zeros: the same bits.
+template <bool Accel>
+__global__ void __launch_bounds__(kTileThreads) fmmP2PTiles(FmmDeviceView v) {
+  constexpr int NC = Accel ? 4 : 1;  // phi, then gx, gy, gz
+  __shared__ __align__(16) double ms[kTileCells * kMassStride];
+  extern __shared__ double tot[];  // entry (c, a, b) of this thread at ((c * 4 + a) * 4 + b) * kTileThreads + tid
+  const unsigned tile = blockIdx.x, tid = threadIdx.x;
+  const int tq = int(tid % 16), lq = int(tid / 16);
+#pragma unroll
+  for (int q = 0; q < NC * 16; ++q) tot[q * kTileThreads + tid] = 0.0;
+  const std::uint32_t* target = v.tileTarget + std::size_t(tile) * kTileTargets + 4 * lq;
+  const unsigned s0 = v.tileStepStart[tile], s1 = v.tileStepStart[tile + 1];
+  for (unsigned st = s0; st < s1; ++st) {
+    const int table = v.tileStepTable[st];  // the block's
+    const std::uint32_t* source = v.tileStepSource + std::size_t(st) * kTileTargets;
+    if (table >= 0) {
+      __syncthreads();  // the previous table's masses are read by every thread
+#pragma unroll 4
+      for (int r = 0; r < kTileCells * kTileTargets / kTileThreads; ++r) {
+        // 4 consecutive cells of 8 sources per 32 threads: full 32-byte sectors
+        const unsigned q = unsigned(r) * kTileThreads + tid;
+        const unsigned sc = (q & 3u) | (q >> 5 & 15u) << 2, i = (q >> 2 & 7u) | (q >> 9) << 3;
+        const unsigned S = source[i];
+        ms[sc * kMassStride + i] = S != fmm::kNoLeaf ? v.mass[v.cellBegin[S] + sc] : 0.0;
+      }
+      __syncthreads();
+      const int slot = v.p2pSlot[table];
+      constexpr int r = fmm::kMaxLeafOffset, w = 2 * r + 1;
+      const int off[3] = {4 * (slot / (w * w) - r), 4 * (slot / w % w - r), 4 * (slot % w - r)};  // cells
+      double e[4][3];
+#pragma unroll
+      for (int a = 0; a < 4; ++a)
+#pragma unroll
+        for (int d = 0; d < 3; ++d) e[a][d] = double(latticeAxis(4 * tq + a, d) - off[d]);
+      double acc[4][4], g[3][4][4];
+      tableStep<Accel>(v.p2pK + std::size_t(table) * kTileCells * kTileCells, ms, tq, lq, e, acc, g);
+#pragma unroll
+      for (int b = 0; b < 4; ++b) {
+        const double ih = v.tileInvH[std::size_t(tile) * kTileTargets + 4 * lq + b], ih2 = __dmul_rn(ih, ih);
+#pragma unroll
+        for (int a = 0; a < 4; ++a) {
+          double* t = tot + (a * 4 + b) * kTileThreads + tid;
+          t[0] = __dadd_rn(t[0], __dmul_rn(acc[a][b], ih));
+          if constexpr (Accel)
+#pragma unroll
+            for (int c = 0; c < 3; ++c)
+              t[(c + 1) * 16 * kTileThreads] = __dadd_rn(t[(c + 1) * 16 * kTileThreads], __dmul_rn(g[c][a][b], ih2));
+        }
+      }
+    } else {
+#pragma unroll 1
+      for (int b = 0; b < 4; ++b) {
+        const unsigned S = source[4 * lq + b];
+        if (S == fmm::kNoLeaf) continue;
+        const unsigned sb = v.cellBegin[S], se = sb + v.cellCount[S], tb = v.cellBegin[target[b]] + 4 * tq;
+        double xi[4], yi[4], zi[4], p[4], f[3][4];
+#pragma unroll
+        for (int a = 0; a < 4; ++a) {
+          xi[a] = v.x[tb + a];
+          yi[a] = v.y[tb + a];
+          zi[a] = v.z[tb + a];
+          p[a] = f[0][a] = f[1][a] = f[2][a] = 0.0;
+        }
+        for (unsigned j = sb; j < se; ++j) {  // another leaf: r > 0
+          const double xj = v.x[j], yj = v.y[j], zj = v.z[j], mj = v.mass[j];
+#pragma unroll
+          for (int a = 0; a < 4; ++a) {
+            const double dx = xi[a] - xj, dy = yi[a] - yj, dz = zi[a] - zj;
+            const double rinv = rsqrt(dx * dx + dy * dy + dz * dz);
+            p[a] += mj * rinv;
+            if constexpr (Accel) {
+              const double t = mj * (rinv * rinv * rinv);
+              f[0][a] += t * dx;
+              f[1][a] += t * dy;
+              f[2][a] += t * dz;
+            }
+          }
+        }
+#pragma unroll
+        for (int a = 0; a < 4; ++a) {
+          double* t = tot + (a * 4 + b) * kTileThreads + tid;
+          t[0] += p[a];
+          if constexpr (Accel)
+#pragma unroll
+            for (int c = 0; c < 3; ++c) t[(c + 1) * 16 * kTileThreads] += f[c][a];
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int b = 0; b < 4; ++b) {
+    if (target[b] == fmm::kNoLeaf) continue;
+    const unsigned tb = v.cellBegin[target[b]] + 4 * tq;
+#pragma unroll
+    for (int a = 0; a < 4; ++a) {
+      const double* t = tot + (a * 4 + b) * kTileThreads + tid;
+      v.phi[tb + a] = t[0];
+      if constexpr (Accel) {
+        v.gx[tb + a] = t[16 * kTileThreads];
+        v.gy[tb + a] = t[32 * kTileThreads];
+        v.gz[tb + a] = t[48 * kTileThreads];
+      }
+    }
+  }
+}
+
+/// One block per irregular target leaf: its cells (a thread each; more than a block's in rounds) against the cells of
+/// its near leaves in the list's order, a block's worth of source cells at a time through shared memory (x, y and z,
+/// m as two 16-byte loads). A leaf's own cell pairs (r = 0) are left out, as evaluate.cpp's p2pSelf does. 1/r is
+/// rsqrt (within 1 ulp, as a division by the rounded sqrt is; one multi-function estimate and Newton steps instead of
+/// a sqrt and a division).
 template <bool Accel>
 __global__ void __launch_bounds__(kLeafThreads) fmmP2P(FmmDeviceView v) {
   __shared__ double2 sxy[kLeafThreads], szm[kLeafThreads];
   const unsigned li = blockIdx.x;
-  const unsigned T = v.leaves[li];
+  const unsigned T = v.irregularLeaf[li];
   const unsigned tb = v.cellBegin[T], tn = v.cellCount[T];
   const unsigned n0 = v.nearStart[li], n1 = v.nearStart[li + 1];
   for (unsigned t0 = 0; t0 < tn; t0 += kLeafThreads) {  // block-uniform
@@ -199,11 +417,26 @@ __global__ void __launch_bounds__(kLeafThreads) fmmP2P(FmmDeviceView v) {
 
 }  // namespace
 
+namespace {
+
+template <bool Accel> Status launchTiles(const FmmDeviceView& v, cudaStream_t s) {
+  constexpr std::size_t bytes = std::size_t(Accel ? 4 : 1) * 16 * kTileThreads * sizeof(double);
+  if constexpr (bytes > 48 * 1024)
+    AG_CUDA_TRY(cudaFuncSetAttribute(fmmP2PTiles<Accel>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+  fmmP2PTiles<Accel><<<v.tileCount, kTileThreads, bytes, s>>>(v);
+  AG_CUDA_LAUNCHED("fmmP2PTiles");
+  return Status::success();
+}
+
+}  // namespace
+
 Status launchFmmP2P(const FmmDeviceView& v, cudaStream_t s) {
-  if (v.leafCount == 0) return Status::success();
-  if (v.gx) fmmP2P<true><<<v.leafCount, kLeafThreads, 0, s>>>(v);
-  else fmmP2P<false><<<v.leafCount, kLeafThreads, 0, s>>>(v);
-  AG_CUDA_LAUNCHED("fmmP2P");
+  if (v.tileCount > 0) AG_TRY(v.gx ? launchTiles<true>(v, s) : launchTiles<false>(v, s));
+  if (v.irregularCount > 0) {
+    if (v.gx) fmmP2P<true><<<v.irregularCount, kLeafThreads, 0, s>>>(v);
+    else fmmP2P<false><<<v.irregularCount, kLeafThreads, 0, s>>>(v);
+    AG_CUDA_LAUNCHED("fmmP2P");
+  }
   return Status::success();
 }
 
@@ -236,17 +469,48 @@ Status launchFmmM2L(const FmmDeviceView& v, cudaStream_t s) {
   }
 }
 
+namespace {
+
+template <int P> void launchL2L(const FmmDeviceView& v, unsigned b, unsigned e, cudaStream_t s) {
+  constexpr unsigned nodes = kL2LThreads / 8;
+  fmmL2L<P><<<(e - b + nodes - 1) / nodes, kL2LThreads, 0, s>>>(v, b, e);
+}
+
+template <int P> void launchL2P(const FmmDeviceView& v, cudaStream_t s) {
+  if (v.gx) fmmL2P<P, true><<<v.leafCount, kLeafThreads, 0, s>>>(v);
+  else fmmL2P<P, false><<<v.leafCount, kLeafThreads, 0, s>>>(v);
+}
+
+Status noKernel(int order) {
+  return Status::error(ErrorCode::Internal, "CUDA backend: FMM order " + std::to_string(order) + " has no kernels");
+}
+
+}  // namespace
+
 Status launchFmmL2L(const FmmDeviceView& v, unsigned b, unsigned e, cudaStream_t s) {
   if (e <= b) return Status::success();
-  const std::size_t threads = std::size_t(e - b) * 8;
-  fmmL2L<<<unsigned((threads + 127) / 128), 128, 0, s>>>(v, b, e);
+  switch (v.order) {
+    case 3: launchL2L<3>(v, b, e, s); break;
+    case 4: launchL2L<4>(v, b, e, s); break;
+    case 5: launchL2L<5>(v, b, e, s); break;
+    case 6: launchL2L<6>(v, b, e, s); break;
+    case 7: launchL2L<7>(v, b, e, s); break;
+    default: return noKernel(v.order);
+  }
   AG_CUDA_LAUNCHED("fmmL2L");
   return Status::success();
 }
 
 Status launchFmmL2P(const FmmDeviceView& v, cudaStream_t s) {
   if (v.leafCount == 0) return Status::success();
-  fmmL2P<<<v.leafCount, kLeafThreads, 0, s>>>(v);
+  switch (v.order) {
+    case 3: launchL2P<3>(v, s); break;
+    case 4: launchL2P<4>(v, s); break;
+    case 5: launchL2P<5>(v, s); break;
+    case 6: launchL2P<6>(v, s); break;
+    case 7: launchL2P<7>(v, s); break;
+    default: return noKernel(v.order);
+  }
   AG_CUDA_LAUNCHED("fmmL2P");
   return Status::success();
 }

@@ -26,26 +26,38 @@ struct FmmDeviceView {
   const std::uint8_t* childCount = nullptr;
   const std::uint32_t *m2lStart = nullptr, *m2lSource = nullptr;  ///< FmmLists' CSR by target node
   const std::uint32_t* leaves = nullptr;      ///< the leaf nodes, ascending
-  /// Per leaf (its index in `leaves`): the source leaves of its near field in the CPU's order (itself, then the
-  /// other leaf of each P2P pair it is in, pairs in list order).
-  const std::uint32_t *nearStart = nullptr, *nearSource = nullptr;
-  // fmm/multi_index.h's tables
-  const int *monoPrev = nullptr, *monoAxis = nullptr;
-  const double* monoScale = nullptr;
-  const int *l2lStart = nullptr, *l2lJ = nullptr, *l2lKJ = nullptr;  ///< L2L's entries grouped by target term k
-  const int* plusAxis = nullptr;  ///< 3 x terms
+  /// P2P of the regular target leaves (fmm/p2p_tiles.h): tileCount tiles of 32 targets (tileTarget, 1/h in tileInvH;
+  /// fmm::kNoLeaf past a tile's end), tile i's steps tileStepStart[i] .. tileStepStart[i + 1], each a table
+  /// (tileStepTable: an index into p2pK and p2pSlot) or -1 (computed pairs), with each target's source leaf
+  /// (tileStepSource, 32 per step; kNoLeaf for none).
+  unsigned tileCount = 0;
+  const std::uint32_t *tileTarget = nullptr, *tileStepStart = nullptr, *tileStepSource = nullptr;
+  const std::int32_t* tileStepTable = nullptr;
+  const double* tileInvH = nullptr;
+  const double* p2pK = nullptr;  ///< the unit tables (fmm/p2p_tables.h P2pTable::k), 64 x 64 each
+  const int* p2pSlot = nullptr;  ///< each table's offset slot (fmm/p2p_tables.h slotOffset)
+  /// P2P of the other leaves (computed): irregularCount leaves (irregularLeaf: nodes), irregular leaf k's near
+  /// sources nearSource[nearStart[k] .. nearStart[k + 1]) in the CPU's order (itself, then its sources by node).
+  unsigned irregularCount = 0;
+  const std::uint32_t *irregularLeaf = nullptr, *nearStart = nullptr, *nearSource = nullptr;
+  /// fmm/multi_index.h's L2L entries grouped by target term k (each group in the CPU's order)
+  const int *l2lStart = nullptr, *l2lJ = nullptr, *l2lKJ = nullptr;
   double *phi = nullptr, *gx = nullptr, *gy = nullptr, *gz = nullptr;  ///< sorted sums; g null without accelerations
 };
 
-/// The near field, overwriting phi (and g): one block per target leaf, its cells one per thread against its near
-/// leaves' cells in the list's order (a leaf's own cell pairs left out).
+/// The near field, overwriting phi (and g). Regular targets by tile: one block of 128 threads per tile, a thread
+/// per 4 cells x 4 targets; each step's table product (1/h) K^T m_S (s ascending, fused, as the CPU's tableP2P) or
+/// computed pairs, added to each cell's total in the tile's step order. The other leaves: one block per leaf, its
+/// cells one per thread against its near leaves' cells in the list's order (a leaf's own cell pairs left out).
 Status launchFmmP2P(const FmmDeviceView& v, cudaStream_t s);
 /// L[A] += the M2L of every source in A's list: one warp per target node, lanes over its sources (in strides of
 /// 32), then the lanes' sums added in a fixed butterfly order.
 Status launchFmmM2L(const FmmDeviceView& v, cudaStream_t s);
-/// L2L from the internal nodes [b, e) (one level) into their children: one thread per (node, child).
+/// L2L from the internal nodes [b, e) (one level) into their children: one thread per (node, child), the nodes' L
+/// and each thread's monomials in shared memory.
 Status launchFmmL2L(const FmmDeviceView& v, unsigned b, unsigned e, cudaStream_t s);
-/// L2P at every leaf, added to phi (g gets minus the expansion's gradient): one block per leaf, a thread per cell.
+/// L2P at every leaf, added to phi (g gets minus the expansion's gradient): one block per leaf, a thread per cell,
+/// the leaf's L in shared memory, the monomials in registers (unrolled over the terms at compile time).
 Status launchFmmL2P(const FmmDeviceView& v, cudaStream_t s);
 
 }  // namespace cuda

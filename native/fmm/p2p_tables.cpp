@@ -126,23 +126,30 @@ void P2pTables::prepare(const RegularLeaves& reg, const FmmLists& lists, int thr
     if (need[s] && !tables[s]) missing.push_back(s);
   std::vector<std::unique_ptr<P2pTable>> made(missing.size());
   parallelFor(missing.size(), 1, threads, [&](std::size_t b, std::size_t e, int) {
-    const int w = 2 * kMaxLeafOffset + 1;
     for (std::size_t k = b; k < e; ++k) {
-      const int s = missing[k];
       made[k] = std::make_unique<P2pTable>();
-      fillTable(s / (w * w) - kMaxLeafOffset, s / w % w - kMaxLeafOffset, s % w - kMaxLeafOffset, *made[k]);
+      int a[3];
+      slotOffset(missing[k], a);
+      fillTable(a[0], a[1], a[2], *made[k]);
     }
   });
   for (std::size_t k = 0; k < missing.size(); ++k) tables[missing[k]] = std::move(made[k]);
   for (int s = 0; s < kOffsetSlots; ++s) byOffset_[s] = need[s] ? tables[s].get() : nullptr;
 }
 
+int P2pTables::findSlot(const RegularLeaves& reg, std::uint32_t target, std::uint32_t source,
+                        const double shift[3]) const {
+  int slot = -1;
+  if (target == source && shift[0] == 0 && shift[1] == 0 && shift[2] == 0)
+    slot = reg.regular[target] ? slotOf(0, 0, 0) : -1;
+  else
+    slot = leafOffsetSlot(reg, target, source, shift);
+  return slot >= 0 && byOffset_[slot] ? slot : -1;
+}
+
 const P2pTable* P2pTables::find(const RegularLeaves& reg, std::uint32_t target, std::uint32_t source,
                                 const double shift[3]) const {
-  if (target == source && shift[0] == 0 && shift[1] == 0 && shift[2] == 0)
-    return reg.regular[target] ? byOffset_[slotOf(0, 0, 0)] : nullptr;
-  const int slot = leafOffsetSlot(reg, target, source, shift);
-  return slot < 0 ? nullptr : byOffset_[slot];
+  return bySlot(findSlot(reg, target, source, shift));
 }
 
 /// The lattice coordinates of the 64 cells, 8 per vector: lattice[axis][v] holds cells 8v .. 8v + 7.

@@ -39,6 +39,14 @@ RegularLeaves findRegularLeaves(const FmmTree& tree, const SortedCells& cells, i
 /// leaves of one size is one to four leaves away): at most 9^3 tables of 32 KB.
 constexpr int kMaxLeafOffset = 4;
 constexpr int kOffsetSlots = (2 * kMaxLeafOffset + 1) * (2 * kMaxLeafOffset + 1) * (2 * kMaxLeafOffset + 1);
+/// The offset of a slot in leaves per axis (each in -kMaxLeafOffset .. kMaxLeafOffset): slot =
+/// ((a + r) w + (b + r)) w + (c + r), r = kMaxLeafOffset, w = 2 r + 1.
+inline void slotOffset(int slot, int a[3]) {
+  constexpr int r = kMaxLeafOffset, w = 2 * r + 1;
+  a[0] = slot / (w * w) - r;
+  a[1] = slot / w % w - r;
+  a[2] = slot % w - r;
+}
 
 /// The tables a solve reads, found or made in the process's cache before the evaluation.
 class P2pTables {
@@ -50,6 +58,11 @@ class P2pTables {
   /// lengths; zeros for none), when both are regular with the same h and the offset is a whole number of leaves (at
   /// most kMaxLeafOffset per axis); null otherwise.
   const P2pTable* find(const RegularLeaves& reg, std::uint32_t target, std::uint32_t source, const double shift[3]) const;
+  /// The same choice as a slot (an offset's index, 0 .. kOffsetSlots - 1), or -1 where find gives null: the CUDA
+  /// backend uploads the tables by slot (p2p_tiles.h).
+  int findSlot(const RegularLeaves& reg, std::uint32_t target, std::uint32_t source, const double shift[3]) const;
+  /// The table of a slot that prepare made (null for the others).
+  const P2pTable* bySlot(int slot) const { return slot >= 0 && slot < kOffsetSlots ? byOffset_[slot] : nullptr; }
 
  private:
   const P2pTable* byOffset_[kOffsetSlots] = {};

@@ -233,6 +233,8 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
               "\"upload_s\":%s,\"walk_s\":%s,\"p2p_s\":%s,\"m2l_s\":%s,\"l2l_s\":%s,\"l2p_s\":%s,"
               "\"download_s\":%s,\"cells_per_s\":%s,\"walk_cells_per_s\":%s,"
               "\"m2l_per_cell\":%s,\"p2p_per_cell\":%s,\"nodes\":%llu,\"leaves\":%llu,\"depth\":%d,"
+              "\"p2p_tiles\":%llu,\"p2p_tile_targets\":%llu,\"p2p_tables\":%llu,\"p2p_table_pairs\":%llu,"
+              "\"p2p_computed_pairs\":%llu,\"p2p_irregular_leaves\":%llu,"
               "\"device_bytes_per_cell\":%s,\"device\":\"%s\"}\n",
               grid, cells.size(), o.fmmOrder, num(o.fmmTheta).c_str(), num(o.fmmTolerance).c_str(),
               accel ? "true" : "false", a.reps, num(w).c_str(), num(median(keys)).c_str(), num(median(mom)).c_str(),
@@ -241,7 +243,10 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
               num(median(down)).c_str(),
               num(n / w).c_str(), num(n / wk).c_str(), num(double(r.stats.approxInteractions) / n).c_str(),
               num(double(r.stats.directInteractions) / n).c_str(), (unsigned long long)r.stats.nodes,
-              (unsigned long long)r.stats.leaves, r.stats.treeDepth, num(cs.deviceBytesPerCell).c_str(),
+              (unsigned long long)r.stats.leaves, r.stats.treeDepth, (unsigned long long)cs.fmmTiles,
+              (unsigned long long)cs.fmmTileTargets, (unsigned long long)cs.fmmTables,
+              (unsigned long long)cs.fmmTableEntries, (unsigned long long)cs.fmmComputedEntries,
+              (unsigned long long)cs.fmmIrregularLeaves, num(cs.deviceBytesPerCell).c_str(),
               jsonEscape(cs.device).c_str());
   std::fflush(stdout);
 }

@@ -4,8 +4,9 @@
 /// the same lists in double, so they differ by summation order only: potentials within 1e-12 per cell, accelerations
 /// within 1e-11 of their rms, and the same M2L and P2P counts, nodes, leaves and depth (the same lists). Cases: a
 /// uniform grid (--uniform, 32^3 by default) of random masses at every order 3..7, and the clustered AMR-like set
-/// (--amr); momentum |sum m a| / sum |m a| <= 1e-6 on the GPU (issue #20); two GPU solves bitwise equal; the host
-/// block entry against the CPU's; periodic boxes refused with InvalidOption.
+/// (--amr); the near field's paths they took (fmm/p2p_tiles.h: the uniform grid all by table, the AMR set by table
+/// and computed); momentum |sum m a| / sum |m a| <= 1e-6 on the GPU (issue #20); two GPU solves bitwise equal; the
+/// host block entry against the CPU's; periodic boxes refused with InvalidOption.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -63,6 +64,14 @@ std::string sci(double v) {
   return b;
 }
 
+/// The near field's work of the last GPU solve, in words.
+std::string p2pPaths(const CudaStats& cs) {
+  return std::to_string(cs.fmmTileTargets) + " regular leaves in " + std::to_string(cs.fmmTiles) + " tiles, " +
+         std::to_string(cs.fmmTables) + " tables, " + std::to_string(cs.fmmTableEntries) + " leaf pairs by table, " +
+         std::to_string(cs.fmmComputedEntries) + " computed in tiles, " + std::to_string(cs.fmmIrregularLeaves) +
+         " irregular leaves";
+}
+
 /// Momentum on both backends and two GPU solves bitwise equal.
 void momentumAndRepeat(Context& cx, const std::string& name, const Cells& cells, const SolveOptions& o) {
   SolveResult cpu, a, b;
@@ -94,6 +103,12 @@ void runFmm(Context& cx) {
   // every order's M2L kernel; the default (7) also on the AMR-like set
   for (int p = 3; p <= 7; ++p)
     parityCase(cx, "fmm-" + g + "-p" + std::to_string(p), grid, fmmOptions(p), gpu, kPotTol, false, true, kAccTol);
+  {  // the near field's paths that the parity above covered (fmm/p2p_tiles.h): a uniform grid of whole leaves (4^3
+     // cells) is all tables
+    const CudaStats cs = deviceStats(gpu);
+    const bool all = cs.fmmIrregularLeaves == 0 && cs.fmmComputedEntries == 0;
+    check(cx, "fmm-" + g + "-p2p-tables", cs.fmmTableEntries > 0 && (all || n % 4 != 0), p2pPaths(cs));
+  }
   {
     SolveOptions o = fmmOptions(7);
     o.accelerations = false;
@@ -102,6 +117,11 @@ void runFmm(Context& cx) {
     parityCase(cx, "fmm-" + g + "-pot-theta0.5-tol0", grid, o, gpu, kPotTol, false, true, kAccTol);
   }
   parityCase(cx, "fmm-amr-p7", cx.amr(), fmmOptions(7), gpu, kPotTol, false, true, kAccTol);
+  {  // an AMR mesh mixes them: tables, computed pairs in tiles, irregular leaves
+    const CudaStats cs = deviceStats(gpu);
+    check(cx, "fmm-amr-p2p-mixed", cs.fmmTableEntries > 0 && (cs.fmmComputedEntries > 0 || cs.fmmIrregularLeaves > 0),
+          p2pPaths(cs));
+  }
   momentumAndRepeat(cx, "fmm-" + g, grid, fmmOptions(7));
   momentumAndRepeat(cx, "fmm-amr", cx.amr(), fmmOptions(7));
 

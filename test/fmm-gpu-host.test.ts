@@ -1,0 +1,34 @@
+// The CUDA backend's FMM pieces that are made or fixed on the host, checked without a GPU: the P2P tiles
+// (native/tests/fmm_p2p_tiles.cpp: each regular leaf's near list in the tiles, and a host emulation of the device's
+// P2P kernels against the CPU's near field) and the L2P's compile-time term tables (native/tests/fmm_terms.cpp).
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+function hostTest(name: string): string {
+  const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+  const candidates = [join(root, 'build', name), join(root, 'build', 'Release', name)];
+  const exe = candidates.find((p) => existsSync(p));
+  expect(exe, `${name} is not built (looked for ${candidates.join(', ')}): 'npm run build:native' builds it`).toBeDefined();
+  return exe as string;
+}
+
+describe('method fmm on the CUDA backend: the host side of its kernels', () => {
+  it('native/tests/fmm_p2p_tiles.cpp: tiles hold every regular leaf\'s near list; emulated kernels = the CPU to 1e-14', () => {
+    const r = spawnSync(hostTest('amrgrav_fmm_p2p_tiles'), [], { encoding: 'utf8', timeout: 300_000 });
+    expect(r.stdout).toMatch(/PASS uniform32-all-tables/);
+    expect(r.stdout).toMatch(/PASS refined32-mixed/);
+    expect(r.stdout).toMatch(/PASS refined32-emulated-vs-cpu/);
+    expect(r.stdout).toMatch(/checks, 0 failed/);
+    expect(r.status).toBe(0);
+  });
+
+  it('native/tests/fmm_terms.cpp: the constexpr term tables = fmm/multi_index.h at orders 3..7', () => {
+    const r = spawnSync(hostTest('amrgrav_fmm_terms'), [], { encoding: 'utf8', timeout: 60_000 });
+    expect(r.stdout).toMatch(/PASS order7: 120 terms/);
+    expect(r.stdout).toMatch(/5 checks, 0 failed/);
+    expect(r.status).toBe(0);
+  });
+});
