@@ -81,9 +81,9 @@ struct BlockState {
   /// stream, from a thread of their own (blockMassesInto waits for it; the solve joins it whatever happens).
   std::future<Status> densityUpload;
   void* densityAt = nullptr;
-  /// The host entry with a page-locked density in one variable without guard cells (cudaMallocHost or
-  /// cudaHostRegister by the caller): its device-visible address, which the mass kernel reads over PCIe (no staged
-  /// copy, whose host memcpy is bound by the host's memory bandwidth); null otherwise.
+  /// The host entry on an unchanged mesh with a page-locked density in one variable without guard cells
+  /// (cudaMallocHost or cudaHostRegister by the caller): its device-visible address, which the mass kernel reads over
+  /// PCIe (no staged copy, whose host memcpy is bound by the host's memory bandwidth); null otherwise.
   const void* pinnedDensity = nullptr;
   /// The host entry's results in chunks (blocks_phase.cu): the sorted order on the host (valid for the kept tree
   /// once downloaded), each cell's element in the caller's layout, and each walk launch's end.

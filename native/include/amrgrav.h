@@ -228,9 +228,10 @@ AMRGRAV_API void amrgrav_default_blocks(amrgrav_blocks* blocks);
  * outside the box, negative or NaN densities (outside fully periodic boxes with density_contrast), overlapping
  * strides; errors name the block and cell. As for amrgrav_compute_potential, the arrays' lengths cannot be checked:
  * every slot block_index names must exist in the density and result arrays.
- * On the GPU a density in page-locked host memory (the caller's cudaMallocHost or cudaHostRegister, kept so for the
- * call) with var_stride 1 and no guard cells is read by the device in place over PCIe rather than copied through
- * pinned buffers by host threads (whose memcpy the host's memory bandwidth bounds): the same results, bitwise. */
+ * On the GPU, on an unchanged mesh, a density in page-locked host memory (the caller's cudaMallocHost or
+ * cudaHostRegister, kept so for the call) with var_stride 1 and no guard cells is read by the device in place over
+ * PCIe rather than copied through pinned buffers by host threads (whose memcpy the host's memory bandwidth bounds):
+ * the same results, bitwise. */
 AMRGRAV_API amrgrav_status amrgrav_compute_blocks(amrgrav_solver* solver, const amrgrav_blocks* blocks,
                                                   void* potential, void* ax, void* ay, void* az);
 
