@@ -125,14 +125,19 @@ Status solveFmmRanks(RankComm& comm, const CellsView& cells, const SolveOptions&
   // their sums, radii and multipoles completed over the ranks (so every rank's nodes are the one-process nodes)
   const fmm::GatherWords gather = [&](const std::vector<std::uint64_t>& mine, std::vector<std::uint64_t>& all,
                                       std::vector<std::size_t>& counts) { return comm.allgatherWords(mine, all, counts); };
+  // (their errors, too many cells or words, are the same on every rank: agreed on, so returned, not ending the job)
   fmm::SharedTop top;
-  AG_TRY(fmm::findSharedTop(keys, fmm::kFmmLeafSize, gather, top));
   fmm::SharedNodes shared;
   shared.top = &top;
   shared.sum = [&](double* v, std::size_t k) { return comm.sum(v, k); };
   shared.max = [&](double* v, std::size_t k) { return comm.max(v, k); };
-  if (periodic)
-    AG_TRY(fmm::sharedLeafNearMax(keys, sorted, top, fmm::kFmmLeafSize, gather, shared.sharedLeafNearMax));
+  st = fmm::findSharedTop(keys, fmm::kFmmLeafSize, gather, top);
+  if (st.ok() && periodic)
+    st = fmm::sharedLeafNearMax(keys, sorted, top, fmm::kFmmLeafSize, gather, shared.sharedLeafNearMax);
+  if (!st.ok()) {
+    double noLo[3] = {INFINITY, INFINITY, INFINITY}, noHi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    AG_TRY(comm.agree(st, noLo, noHi, opt));
+  }
   fmm::FmmTree tree;
   AG_TRY(fmm::buildFmmTree(keys, root, sorted, opt, threads, tree, [&](fmm::MacScaleParts& p) -> Status {
     std::vector<double> v{p.absMass};

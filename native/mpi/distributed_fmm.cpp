@@ -62,7 +62,9 @@ class MpiRankComm final : public RankComm {
       displs[r] = int(total);
       total += each[r];
     }
-    if (total > INT32_MAX) abortMpiWorld("an allgather of more than 2^31 words in the distributed FMM's shared top");
+    if (total > INT32_MAX)  // every rank sees the same total: an error every rank returns (fmm_ranks.cpp agrees on it)
+      return Status::error(ErrorCode::InvalidInput, "the distributed FMM's shared top would gather more than 2^31 "
+                                                    "words (too many cells in nodes shared by several ranks)");
     all.assign(std::size_t(total), 0);
     orAbort(mpiStatus(MPI_Allgatherv(mine.data(), int(n), MPI_UINT64_T, all.data(), cnt.data(), displs.data(),
                                      MPI_UINT64_T, comm_),
