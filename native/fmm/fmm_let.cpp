@@ -59,7 +59,7 @@ int reachClassOf(double r) {
   if (!(r > 0)) return 0;
   int e = 0;
   const double f = std::frexp(r, &e);  // r = f 2^e, f in [0.5, 1)
-  const int k = 4 * (e + 26) + std::min(3, int((f - 0.5) * 8));
+  const int k = 8 * (e + 26) + std::min(7, int((f - 0.5) * 16));
   return std::max(0, std::min(kReachClasses - 1, k));
 }
 
