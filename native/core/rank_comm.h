@@ -40,6 +40,9 @@ class RankComm {
   virtual Status min(double* v, std::size_t n) = 0;
   /// Every rank's n values, in rank order, into all (size() * n).
   virtual Status allgather(const double* mine, std::size_t n, double* all) = 0;
+  /// Every rank's words (any number per rank), in rank order, into `all`, with each rank's count.
+  virtual Status allgatherWords(const std::vector<std::uint64_t>& mine, std::vector<std::uint64_t>& all,
+                                std::vector<std::size_t>& counts) = 0;
   /// One LET exchange (see LetRound); bytes, counts and times into `ds`.
   virtual Status exchange(const LetRound& round, DistributedStats& ds) = 0;
 };

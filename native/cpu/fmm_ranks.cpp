@@ -15,6 +15,7 @@
 #include "fmm/fmm_let.h"
 #include "fmm/fmm_solve.h"
 #include "fmm/interaction_lists.h"
+#include "fmm/shared_top.h"
 #include "physics/moments_k.h"
 #include "tree/tree.h"
 
@@ -120,6 +121,23 @@ Status solveFmmRanks(RankComm& comm, const CellsView& cells, const SolveOptions&
   // process would take, with every rank's |mass|; periodic, the scale of |phi| from every rank's leaves and cubes
   t = Clock::now();
 
+  // the shared top: the one-process tree's nodes with cells on several ranks, split by their counts over every rank,
+  // their sums, radii and multipoles completed over the ranks (so every rank's nodes are the one-process nodes)
+  const fmm::GatherWords gather = [&](const std::vector<std::uint64_t>& mine, std::vector<std::uint64_t>& all,
+                                      std::vector<std::size_t>& counts) { return comm.allgatherWords(mine, all, counts); };
+  // (their errors, too many cells or words, are the same on every rank: agreed on, so returned, not ending the job)
+  fmm::SharedTop top;
+  fmm::SharedNodes shared;
+  shared.top = &top;
+  shared.sum = [&](double* v, std::size_t k) { return comm.sum(v, k); };
+  shared.max = [&](double* v, std::size_t k) { return comm.max(v, k); };
+  st = fmm::findSharedTop(keys, fmm::kFmmLeafSize, gather, top);
+  if (st.ok() && periodic)
+    st = fmm::sharedLeafNearMax(keys, sorted, top, fmm::kFmmLeafSize, gather, shared.sharedLeafNearMax);
+  if (!st.ok()) {
+    double noLo[3] = {INFINITY, INFINITY, INFINITY}, noHi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    AG_TRY(comm.agree(st, noLo, noHi, opt));
+  }
   fmm::FmmTree tree;
   AG_TRY(fmm::buildFmmTree(keys, root, sorted, opt, threads, tree, [&](fmm::MacScaleParts& p) -> Status {
     std::vector<double> v{p.absMass};
@@ -132,7 +150,10 @@ Status solveFmmRanks(RankComm& comm, const CellsView& cells, const SolveOptions&
     std::copy(v.begin() + 1 + p.net.size(), v.end(), p.count.begin());
     p.cube = root;  // scaled by the key sort
     return Status::success();
-  }));
+  }, &shared));
+  std::vector<std::uint64_t> codes;
+  fmm::nodeCodes(tree, keys, codes);
+  const fmm::LetNodes letNodes{&codes, &shared.index, &top, rank};
   stats.secondsMoments = since(t);
   stats.nodes = tree.nodeCount();
   for (std::size_t i = 0; i < tree.nodeCount(); ++i) stats.leaves += tree.isLeaf(i) ? 1 : 0;
@@ -140,8 +161,8 @@ Status solveFmmRanks(RankComm& comm, const CellsView& cells, const SolveOptions&
 
   // every rank's reach: a LET goes from every rank with cells to every other rank with cells
   t = Clock::now();
-  const fmm::FmmReach mine = fmm::reachOf(tree);
-  std::vector<fmm::FmmReach> all(size);
+  const fmm::FmmReachSet mine = fmm::reachOf(tree);
+  std::vector<fmm::FmmReachSet> all(size);
   AG_TRY(comm.allgather(reinterpret_cast<const double*>(&mine), fmm::kFmmReachDoubles,
                         reinterpret_cast<double*>(all.data())));
   ds.secondsAgree = since(t);
@@ -159,7 +180,7 @@ Status solveFmmRanks(RankComm& comm, const CellsView& cells, const SolveOptions&
   round.expect.assign(size, false);
   for (int k = 1; k < size; ++k) {  // staggered, so that no rank is everybody's first
     const int r = (rank + k) % size;
-    if (n == 0 || all[r].leaves == 0) continue;
+    if (n == 0 || all[r].leaves.nodes == 0) continue;
     round.dests.push_back(r);
     round.expect[r] = true;
   }
@@ -167,8 +188,8 @@ Status solveFmmRanks(RankComm& comm, const CellsView& cells, const SolveOptions&
   double selectSeconds = 0;
   round.pack = [&](std::size_t k, PackedLet& let, std::size_t& nodes, std::size_t& letCells) -> Status {
     const auto ts = Clock::now();
-    fmm::selectFmmLet(tree, all[round.dests[k]], opt.fmmTolerance, per, sel);
-    fmm::packFmmLet(tree, sorted, sel, let);
+    fmm::selectFmmLet(tree, letNodes, all[round.dests[k]], round.dests[k], opt.fmmTolerance, per, sel);
+    fmm::packFmmLet(tree, codes, sorted, sel, let);
     nodes = sel.node.size();
     letCells = sel.cellCount;
     selectSeconds += since(ts);
@@ -195,7 +216,7 @@ Status solveFmmRanks(RankComm& comm, const CellsView& cells, const SolveOptions&
     fmm::FmmLetView view;
     AG_TRY(fmm::viewFmmLet(words, bytes, tree, view));
     fmm::ExternalSources src;
-    AG_TRY(fmm::fmmLetLists(tree, view, opt.fmmTolerance, per, threads, src));
+    AG_TRY(fmm::fmmLetLists(tree, codes, view, opt.fmmTolerance, per, threads, src));
     fmm::evaluateP2PFrom(src, tree, sorted, threads, fo);
     fmm::evaluateM2LFrom(src, threads, tree);
     remoteM2L += src.m2lSource.size();
@@ -215,6 +236,9 @@ Status solveFmmRanks(RankComm& comm, const CellsView& cells, const SolveOptions&
   if (periodic)
     AG_TRY(fmm::addFarImages(sorted, period, threads, tree, fo, [&](std::vector<double>& dense) {
       return comm.sum(dense.data(), dense.size());
+    }, [&](std::uint32_t node) {
+      const std::int32_t k = shared.index[node];
+      return k < 0 || top.owner(std::size_t(k)) == rank;
     }));
   if (n > 0) fmm::passLocalsDown(sorted, threads, tree, fo);
   stats.secondsWalk = localSeconds + remoteSeconds + since(t);

@@ -12,12 +12,16 @@ namespace amrgrav {
 /// Collective: every rank passes its own cells (none is fine) and gets the potential (and accelerations) of all
 /// ranks' cells at them. Sequence: check and agree (bounds, options) -> the global length scale, total mass and
 /// smallest cell -> key sort on the root cube of all the cells (the one-process tree's), density contrast, agree again ->
-/// the FMM tree over the own cells with the MAC's scales reduced over every rank (so the pair decisions are those of
-/// one process with all cells) -> the leaves' reach allgathered -> for every other rank with cells its LET chosen
-/// and packed (fmm/fmm_let.h) and sent while the local lists, P2P and M2L run -> the received LETs, in rank order,
-/// traversed one-sided into the local expansions and the near field -> periodic: the far images from every rank's
-/// frontier cubes (summed) -> the downward pass, G, self term, scatter. Failures after the first agreement are
-/// returned as they are: the MPI driver ends the job on them.
+/// the shared top (fmm/shared_top.h: the one-process nodes with cells on several ranks and their global counts;
+/// periodic: the shared leaves' own near field) -> the FMM tree over the own cells, shared nodes split by their global
+/// counts and their centres, radii and multipoles completed over the ranks, the MAC's scales reduced over every rank
+/// (every rank's nodes and pair decisions are then those of one process with all cells) -> every rank's reach (its
+/// leaves, its nodes by radius class) allgathered -> for every other rank with cells its LET chosen and packed
+/// (fmm/fmm_let.h) and sent while the local lists, P2P and M2L run -> the received LETs, in rank order, traversed
+/// one-sided into the local expansions and the near field (the one-process pairs that the local walk does not form)
+/// -> periodic: the far images from every rank's frontier cubes (summed; a shared cube by its lowest rank) -> the
+/// downward pass, G, self term, scatter. Failures after the first agreement are returned as they are: the MPI driver
+/// ends the job on them.
 Status solveFmmRanks(RankComm& comm, const CellsView& cells, const SolveOptions& opt, SolveResult& out);
 
 }  // namespace amrgrav

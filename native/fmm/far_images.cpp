@@ -121,7 +121,7 @@ static int frontierLevel(const double period[3], double rootSide, double* side) 
 int farCubesPerAxis(const double period[3], double rootSide) { return 1 << frontierLevel(period, rootSide, nullptr); }
 
 Status addFarImages(const SortedCells& cells, const double period[3], int threads, FmmTree& t, FmmOutput out,
-                    const FarCubeSum& sum) {
+                    const FarCubeSum& sum, const std::function<bool(std::uint32_t node)>& adds) {
   const Octree& o = t.topo;
   if (o.nodeCount() == 0) {  // a rank without cells still takes part in the sum
     if (!sum) return Status::success();
@@ -189,6 +189,7 @@ Status addFarImages(const SortedCells& cells, const double period[3], int thread
   if (sum) {
     std::vector<double> dense(std::size_t(per) * per * per * nt, 0.0);
     for (const Cube& c : cubes) {
+      if (c.node != ~0u && adds && !adds(c.node)) continue;  // a shared node's lowest rank adds its multipoles
       const double* M = c.node != ~0u ? &t.M[std::size_t(c.node) * t.mStride] : c.M.data();
       double* D = &dense[((std::size_t(c.ix[2]) * per + c.ix[1]) * per + c.ix[0]) * nt];
       for (int q = 0; q < nt; ++q) D[q] += M[q];

@@ -43,9 +43,11 @@ constexpr int kMaxFarCubes = 4096;
 /// (dense: cube (ix, iy, iz) at ((iz per + iy) per + ix) termCount(p), per = farCubesPerAxis) are summed over the
 /// ranks by `sum` (collective: every rank calls it once, cells or none), and the far pass runs over every rank's
 /// cubes (the same octree and pairs on every rank), each rank taking its own cubes' local expansions.
+/// `adds` (with `sum`): whether this rank adds a frontier node's multipoles, which are every rank's for a shared node
+/// (fmm_tree.h SharedNodes): only its lowest rank adds them.
 using FarCubeSum = std::function<Status(std::vector<double>& dense)>;
 Status addFarImages(const SortedCells& cells, const double period[3], int threads, FmmTree& tree, FmmOutput out,
-                    const FarCubeSum& sum = {});
+                    const FarCubeSum& sum = {}, const std::function<bool(std::uint32_t node)>& adds = {});
 
 /// Frontier cubes per axis of the root cube of side `rootSide` (the same lengths as `period`; 0: an isolated axis).
 int farCubesPerAxis(const double period[3], double rootSide);

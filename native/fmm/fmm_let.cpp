@@ -22,8 +22,8 @@ constexpr std::size_t kHeaderWords = 5;  // magic, nodes, cells, order, dipoles
 
 /// Byte offsets of a packed FMM LET's arrays (see packFmmLet).
 struct FmmLetLayout {
-  std::size_t centre, radius, critical, absMass, lowBound, norms, M, x, y, z, mass, cellBegin, cellCount, childBegin,
-      childCount, kind, end;
+  std::size_t centre, radius, critical, absMass, lowBound, norms, M, x, y, z, mass, code, cellBegin, cellCount,
+      childBegin, childCount, kind, flags, end;
   FmmLetLayout(std::size_t n, std::size_t c, int order, bool dipoles) {
     const std::size_t terms = std::size_t((order + 1) * (order + 2) * (order + 3) / 6), stride = (terms + 7) / 8 * 8;
     std::size_t o = kHeaderWords * 8;
@@ -38,11 +38,13 @@ struct FmmLetLayout {
     y = o; o += 8 * c;
     z = o; o += 8 * c;
     mass = o; o += 8 * c;
+    code = o; o += 8 * n;
     cellBegin = o; o += 4 * n;
     cellCount = o; o += 4 * n;
     childBegin = o; o += 4 * n;
     childCount = o; o += n;
     kind = o; o += n;
+    flags = o; o += n;
     end = (o + 7) / 8 * 8;
   }
 };
@@ -53,60 +55,103 @@ std::uint8_t shiftAt(const double* period, int k) { return period ? std::uint8_t
 
 }  // namespace
 
-FmmReach reachOf(const FmmTree& t) {
-  FmmReach r;
+int reachClassOf(double r) {
+  if (!(r > 0)) return 0;
+  int e = 0;
+  const double f = std::frexp(r, &e);  // r = f 2^e, f in [0.5, 1)
+  const int k = 8 * (e + 26) + std::min(7, int((f - 0.5) * 16));
+  return std::max(0, std::min(kReachClasses - 1, k));
+}
+
+namespace {
+
+void emptyReach(FmmReach& r) {
+  r = FmmReach{};
   for (int d = 0; d < 3; ++d) { r.lo[d] = INFINITY; r.hi[d] = -INFINITY; }
   r.lowBound = INFINITY;
+}
+
+void addToReach(const FmmTree& t, std::size_t i, FmmReach& r) {
   const std::size_t np = std::size_t(t.order) + 1;
-  for (std::size_t i = 0; i < t.nodeCount(); ++i) {
-    if (!t.isLeaf(i)) continue;
-    for (int d = 0; d < 3; ++d) {
-      r.lo[d] = std::min(r.lo[d], t.centre[3 * i + d]);
-      r.hi[d] = std::max(r.hi[d], t.centre[3 * i + d]);
-    }
-    r.radius = std::max(r.radius, t.radius[i]);
-    r.critical = std::max(r.critical, t.critical[i]);
-    r.absMass = std::max(r.absMass, t.absMass[i]);
-    r.lowBound = std::min(r.lowBound, t.lowBound[i]);
-    if (t.dipoles)
-      for (std::size_t n = 0; n < np && n < 8; ++n) r.norms[n] = std::max(r.norms[n], t.norms[i * np + n]);
-    r.leaves += 1;
+  for (int d = 0; d < 3; ++d) {
+    r.lo[d] = std::min(r.lo[d], t.centre[3 * i + d]);
+    r.hi[d] = std::max(r.hi[d], t.centre[3 * i + d]);
   }
-  if (r.leaves == 0) r.lowBound = 0;
+  r.radius = std::max(r.radius, t.radius[i]);
+  r.critical = std::max(r.critical, t.critical[i]);
+  r.absMass = std::max(r.absMass, t.absMass[i]);
+  r.lowBound = std::min(r.lowBound, t.lowBound[i]);
+  if (t.dipoles)
+    for (std::size_t n = 0; n < np && n < 8; ++n) r.norms[n] = std::max(r.norms[n], t.norms[i * np + n]);
+  r.nodes += 1;
+}
+
+}  // namespace
+
+FmmReachSet reachOf(const FmmTree& t) {
+  FmmReachSet r;
+  emptyReach(r.leaves);
+  for (FmmReach& c : r.byRadius) emptyReach(c);
+  for (std::size_t i = 0; i < t.nodeCount(); ++i) {
+    if (t.isLeaf(i)) addToReach(t, i, r.leaves);
+    addToReach(t, i, r.byRadius[reachClassOf(t.radius[i])]);
+  }
   return r;
 }
 
-void selectFmmLet(const FmmTree& t, const FmmReach& reach, double tolerance, const double* period,
-                  FmmLetSelection& out) {
+void nodeCodes(const FmmTree& t, const std::vector<std::uint64_t>& keys, std::vector<std::uint64_t>& out) {
+  const Octree& o = t.topo;
+  out.resize(o.nodeCount());
+  for (std::size_t i = 0; i < o.nodeCount(); ++i) out[i] = nodeCode(keys[o.cellBegin[i]], o.level[i]);
+}
+
+void selectFmmLet(const FmmTree& t, const LetNodes& ln, const FmmReachSet& reach, int receiver, double tolerance,
+                  const double* period, FmmLetSelection& out) {
   out.node.clear();
   out.kind.clear();
+  out.flags.clear();
   out.cellCount = 0;
-  if (t.nodeCount() == 0) return;
+  if (t.nodeCount() == 0 || reach.leaves.nodes == 0) return;
   FmmLists geo;
   if (period)
     for (int d = 0; d < 3; ++d) geo.period[d] = period[d];
   const std::size_t np = std::size_t(t.order) + 1;
-  auto childless = [&](std::uint32_t b) {
+  const Octree& o = t.topo;
+  // every image of b passes the pair test against every node of `to` (physics/fmm_let_k.h)
+  auto passes = [&](std::uint32_t b, const FmmReach& to) {
     for (int k = 0; k < shiftCount(period); ++k) {
       double v[3];
       geo.shiftVector(shiftAt(period, k), v);
       const double* cb = &t.centre[3 * b];
       const double c[3] = {cb[0] + v[0], cb[1] + v[1], cb[2] + v[2]};  // as the receiver moves it
-      const bool ok = t.dipoles ? fmmSignedBoxAccepts(reach.lo, reach.hi, reach.radius, reach.critical, reach.norms, c,
-                                                      t.radius[b], t.critical[b], &t.norms[b * np], reach.lowBound,
-                                                      t.order, tolerance)
-                                : fmmBoxAccepts(reach.lo, reach.hi, reach.radius, reach.critical, reach.absMass,
-                                                reach.lowBound, c, t.radius[b], t.critical[b], t.absMass[b],
-                                                t.lowBound[b], t.order, tolerance);
+      const bool ok = t.dipoles ? fmmSignedBoxAccepts(to.lo, to.hi, to.radius, to.critical, to.norms, c, t.radius[b],
+                                                      t.critical[b], &t.norms[b * np], to.lowBound, t.order, tolerance)
+                                : fmmBoxAccepts(to.lo, to.hi, to.radius, to.critical, to.absMass, to.lowBound, c,
+                                                t.radius[b], t.critical[b], t.absMass[b], t.lowBound[b], t.order,
+                                                tolerance);
       if (!ok) return false;
     }
     return true;
   };
-  const Octree& o = t.topo;
+  // the receiver opens b only at a failing pair with one of its leaves or (b internal) with a node of radius <= r_b
+  // (physics/fmm_mac_k.h fmmOpensFirst): b may travel childless when all of those pairs pass
+  auto childless = [&](std::uint32_t b) {
+    if (!passes(b, reach.leaves)) return false;
+    if (o.isLeaf(b)) return true;
+    const int top = reachClassOf(t.radius[b]);
+    for (int k = 0; k <= top; ++k)
+      if (reach.byRadius[k].nodes > 0 && !passes(b, reach.byRadius[k])) return false;
+    return true;
+  };
   out.node.push_back(0);
   for (std::size_t i = 0; i < out.node.size(); ++i) {  // breadth-first: a node's children are contiguous
     const std::uint32_t b = out.node[i];
-    if (childless(b)) {
+    const std::int32_t sh = (*ln.sharedIndex)[b];
+    const bool receiverHolds = sh >= 0 && ln.top->sharedWith(std::size_t(sh), receiver);
+    std::uint8_t flags = o.isLeaf(b) ? FmmLetSelection::Leaf : 0;
+    if (!receiverHolds && (sh < 0 || ln.top->owner(std::size_t(sh)) == ln.rank)) flags |= FmmLetSelection::CountsM;
+    out.flags.push_back(flags);
+    if (!receiverHolds && childless(b)) {
       out.kind.push_back(FmmLetSelection::Accepted);
     } else if (o.isLeaf(b)) {
       out.kind.push_back(FmmLetSelection::OpenedLeaf);
@@ -122,7 +167,8 @@ std::size_t packedFmmLetBytes(std::size_t nodes, std::size_t cells, int order, b
   return FmmLetLayout(nodes, cells, order, dipoles).end;
 }
 
-void packFmmLet(const FmmTree& t, const SortedCells& c, const FmmLetSelection& sel, PackedLet& out) {
+void packFmmLet(const FmmTree& t, const std::vector<std::uint64_t>& code, const SortedCells& c,
+                const FmmLetSelection& sel, PackedLet& out) {
   const std::size_t n = sel.node.size(), nc = sel.cellCount, np = std::size_t(t.order) + 1;
   const FmmLetLayout L(n, nc, t.order, t.dipoles);
   out.words.assign(L.end / 8, 0);
@@ -148,6 +194,8 @@ void packFmmLet(const FmmTree& t, const SortedCells& c, const FmmLetSelection& s
     if (t.dipoles) std::memcpy(d(L.norms) + k * np, &t.norms[i * np], np * sizeof(double));
     std::memcpy(d(L.M) + k * t.mStride, &t.M[std::size_t(i) * t.mStride], t.mStride * sizeof(double));
     b8(L.kind)[k] = sel.kind[k];
+    b8(L.flags)[k] = sel.flags[k];
+    reinterpret_cast<std::uint64_t*>(base + L.code)[k] = code[i];
     if (sel.kind[k] == FmmLetSelection::Opened) {
       u(L.childBegin)[k] = nextChild;
       b8(L.childCount)[k] = o.childCount[i];
@@ -198,6 +246,8 @@ Status viewFmmLet(const std::uint64_t* w, std::size_t bytes, const FmmTree& t, F
   v.childBegin = u(L.childBegin);
   v.childCount = b8(L.childCount);
   v.kind = b8(L.kind);
+  v.flags = b8(L.flags);
+  v.code = reinterpret_cast<const std::uint64_t*>(base + L.code);
   // links inside the buffer: children after their parent, cells within the LET's
   for (std::size_t k = 0; k < n; ++k) {
     if (v.kind[k] > FmmLetSelection::Opened) return bad("unknown node kind");
@@ -218,10 +268,13 @@ struct Task {
   std::uint8_t shift;
 };
 
-/// The receiver's traversal (fmm_let.h): the one-process pair test, one-sided; a failing pair opens the LET's node
-/// when it has children and is at least as large as the target (or the target is a leaf), else the target.
+/// The receiver's traversal (fmm_let.h): the one-process walk's decisions, one-sided. A pair of the same node (the
+/// same code, no shift) opens both, as the one-process walk pairs a node's children with each other; any other pair
+/// is accepted, a pair of leaves, or opens the node interaction_lists.cpp opens (fmmOpensFirst; a node and its own
+/// image: the copy the one-process walk's task holds first, see step).
 struct LetWalker {
   const FmmTree& t;
+  const std::vector<std::uint64_t>& code;
   const FmmLetView& let;
   double tolerance;
   const FmmLists& geo;
@@ -243,30 +296,56 @@ struct LetWalker {
   }
 
   template <class Push>
-  void step(Task k, Push&& push) {
-    if (accepts(k.a, k.b, k.shift)) {
-      m2l.emplace_back(k.a, k.b, k.shift);
-      return;
-    }
+  void pushOwnChildren(Task k, Push&& push) {
     const Octree& o = t.topo;
-    const bool la = o.isLeaf(k.a);
-    const std::uint8_t kb = let.kind[k.b];
-    if (kb == FmmLetSelection::Accepted && la) {  // cannot happen (physics/fmm_let_k.h); reported, never skipped
+    for (std::uint32_t c = 0; c < o.childCount[k.a]; ++c) push(Task{o.childBegin[k.a] + c, k.b, k.shift});
+  }
+
+  template <class Push>
+  void pushLetChildren(Task k, Push&& push) {
+    if (let.kind[k.b] != FmmLetSelection::Opened) {  // cannot happen (physics/fmm_let_k.h); reported, never skipped
       stuck = true;
       return;
     }
-    const bool lb = kb != FmmLetSelection::Opened;
-    if (la && lb) {
-      p2p.emplace_back(k.a, k.b, k.shift);
+    for (std::uint32_t c = 0; c < let.childCount[k.b]; ++c) push(Task{k.a, let.childBegin[k.b] + c, k.shift});
+  }
+
+  template <class Push>
+  void step(Task k, Push&& push) {
+    const Octree& o = t.topo;
+    const bool la = o.isLeaf(k.a), lb = (let.flags[k.b] & FmmLetSelection::Leaf) != 0;
+    const bool same = code[k.a] == let.code[k.b];
+    if (same && k.shift == kNoShift) {  // the same node: its leaves' cells meet, its children pair up
+      if (la && lb) {
+        if (let.kind[k.b] != FmmLetSelection::OpenedLeaf) stuck = true;
+        else p2p.emplace_back(k.a, k.b, k.shift);
+        return;
+      }
+      if (la || lb) {  // the same node is a leaf on one side only: the shared splits differ (a bug)
+        stuck = true;
+        return;
+      }
+      pushLetChildren(k, [&](Task c) { pushOwnChildren(c, push); });
       return;
     }
-    const bool openA =
-        !la && (lb || fmmOpensFirst(t.radius[k.a], &t.centre[3 * k.a], let.radius[k.b], &let.centre[3 * k.b]));
-    if (openA) {
-      for (std::uint32_t c = 0; c < o.childCount[k.a]; ++c) push(Task{o.childBegin[k.a] + c, k.b, k.shift});
-    } else {
-      for (std::uint32_t c = 0; c < let.childCount[k.b]; ++c) push(Task{k.a, let.childBegin[k.b] + c, k.shift});
+    if (accepts(k.a, k.b, k.shift)) {
+      if (let.flags[k.b] & FmmLetSelection::CountsM) m2l.emplace_back(k.a, k.b, k.shift);
+      return;
     }
+    if (la && lb) {
+      if (let.kind[k.b] != FmmLetSelection::OpenedLeaf) stuck = true;
+      else p2p.emplace_back(k.a, k.b, k.shift);
+      return;
+    }
+    // one process opens a's side when b is a leaf, else by fmmOpensFirst. A node x and its own image: the walk's
+    // task (x, x, s) opens its first x, which sees the other + s. Such tasks come from the root's (s in the upper
+    // half-space), and one level down from (child, x, s) opening x, which makes (child, child, 26 - s): the task's
+    // shift is in the upper half-space at even levels, and its first x is a here when the task's shift is ours
+    const bool openA = !la && (lb || (same ? (k.shift > kNoShift) == (o.level[k.a] % 2 == 0)
+                                           : fmmOpensFirst(t.radius[k.a], &t.centre[3 * k.a], let.radius[k.b],
+                                                           &let.centre[3 * k.b])));
+    if (openA) pushOwnChildren(k, push);
+    else pushLetChildren(k, push);
   }
 
   void run(Task k) {
@@ -293,8 +372,8 @@ constexpr int kSplitRounds = 3;
 
 }  // namespace
 
-Status fmmLetLists(const FmmTree& t, const FmmLetView& let, double tolerance, const double* period, int threads,
-                   ExternalSources& out) {
+Status fmmLetLists(const FmmTree& t, const std::vector<std::uint64_t>& code, const FmmLetView& let,
+                   double tolerance, const double* period, int threads, ExternalSources& out) {
   out = ExternalSources{};
   const std::size_t n = t.nodeCount();
   out.m2lStart.assign(n + 1, 0);
@@ -310,7 +389,7 @@ Status fmmLetLists(const FmmTree& t, const FmmLetView& let, double tolerance, co
   out.z = let.z;
   out.mass = let.mass;
   if (n == 0 || let.nodes == 0) return Status::success();
-  LetWalker head{t, let, tolerance, out.geo, {}, {}, false};
+  LetWalker head{t, code, let, tolerance, out.geo, {}, {}, false};
   std::vector<Task> tasks;
   for (int k = 0; k < shiftCount(period); ++k) tasks.push_back(Task{0, 0, shiftAt(period, k)});
   for (int r = 0; r < kSplitRounds; ++r) {
@@ -318,7 +397,7 @@ Status fmmLetLists(const FmmTree& t, const FmmLetView& let, double tolerance, co
     for (const Task& k : tasks) head.step(k, [&](Task c) { next.push_back(c); });
     tasks.swap(next);
   }
-  std::vector<LetWalker> parts(tasks.size(), LetWalker{t, let, tolerance, out.geo, {}, {}, false});
+  std::vector<LetWalker> parts(tasks.size(), LetWalker{t, code, let, tolerance, out.geo, {}, {}, false});
   parallelFor(tasks.size(), 1, threads, [&](std::size_t b, std::size_t e, int) {
     for (std::size_t i = b; i < e; ++i) parts[i].run(tasks[i]);
   });
@@ -326,8 +405,8 @@ Status fmmLetLists(const FmmTree& t, const FmmLetView& let, double tolerance, co
   std::vector<std::tuple<std::uint32_t, std::uint32_t, std::uint8_t>> m2l, p2p;
   for (const LetWalker& w : parts) {
     if (w.stuck)
-      return Status::error(ErrorCode::Internal, "FMM LET: a node sent childless failed the pair test at a leaf (the "
-                                                "LET rule of physics/fmm_let_k.h was broken)");
+      return Status::error(ErrorCode::Internal, "FMM LET: a node sent childless would have to be opened (the LET rule "
+                                                "of physics/fmm_let_k.h was broken) or a shared node differs");
     m2l.insert(m2l.end(), w.m2l.begin(), w.m2l.end());
     p2p.insert(p2p.end(), w.p2p.begin(), w.p2p.end());
   }

@@ -40,6 +40,82 @@ void upwardNode(const MultiIndex& mi, const SortedCells& c, double theta, std::s
   multipolesOfNode(mi, c, i, t);
 }
 
+/// The distributed upward pass (fmm_tree.h SharedNodes): upwardNode's sums per node, the shared nodes' summed over
+/// the ranks before the centres are taken; the radii from the global centres, the shared nodes' maxima taken; the
+/// multipoles about the global centres (a shared node's from this rank's cells and children alone, partial, its
+/// children's partial ones included by M2M), the shared nodes' summed over the ranks once at the end: every rank's
+/// partial multipoles about one centre add up to the node's. `ownAbsMass`: the |mass| of this rank's cells.
+Status upwardShared(const MultiIndex& mi, const SortedCells& c, double theta, int threads, const SharedNodes& sh,
+                    FmmTree& t, double& ownAbsMass) {
+  const Octree& o = t.topo;
+  const std::size_t n = o.nodeCount(), K = sh.top->size();
+  std::vector<double> sums(5 * n);
+  parallelFor(n, 16, threads, [&](std::size_t lb, std::size_t le, int) {
+    for (std::size_t i = lb; i < le; ++i) {
+      const std::uint32_t b = o.cellBegin[i], e = b + o.cellCount[i];
+      double m = 0, am = 0, s[3] = {0, 0, 0};
+      for (std::uint32_t j = b; j < e; ++j) {  // as upwardNode: the same bits where the node is this rank's alone
+        m += c.mass[j];
+        am += std::fabs(c.mass[j]);
+        s[0] += c.mass[j] * c.x[j];
+        s[1] += c.mass[j] * c.y[j];
+        s[2] += c.mass[j] * c.z[j];
+      }
+      const double v[5] = {m, am, s[0], s[1], s[2]};
+      std::copy(v, v + 5, &sums[5 * i]);
+    }
+  });
+  ownAbsMass = n > 0 ? sums[1] : 0.0;
+  auto reduceShared = [&](std::vector<double>& perNode, std::size_t k, bool useMax) -> Status {
+    std::vector<double> v(K * k, 0.0);
+    for (std::size_t i = 0; i < n; ++i)
+      if (sh.index[i] >= 0) std::copy(&perNode[k * i], &perNode[k * i] + k, &v[k * std::size_t(sh.index[i])]);
+    AG_TRY(useMax ? sh.max(v.data(), v.size()) : sh.sum(v.data(), v.size()));
+    for (std::size_t i = 0; i < n; ++i)
+      if (sh.index[i] >= 0) std::copy(&v[k * std::size_t(sh.index[i])], &v[k * std::size_t(sh.index[i])] + k, &perNode[k * i]);
+    return Status::success();
+  };
+  AG_TRY(reduceShared(sums, 5, false));
+  for (std::size_t i = 0; i < n; ++i) {
+    const double m = sums[5 * i];
+    for (int d = 0; d < 3; ++d) t.centre[3 * i + d] = m > 0 && !t.dipoles ? sums[5 * i + 2 + d] / m : o.centre[3 * i + d];
+    t.absMass[i] = sums[5 * i + 1];
+  }
+  std::vector<double> r2(n, 0.0);
+  parallelFor(n, 16, threads, [&](std::size_t lb, std::size_t le, int) {
+    for (std::size_t i = lb; i < le; ++i) {
+      const double* ctr = &t.centre[3 * i];
+      double q = 0;
+      for (std::uint32_t j = o.cellBegin[i]; j < o.cellBegin[i] + o.cellCount[i]; ++j)
+        q = stdMax(q, squaredNorm(c.x[j] - ctr[0], c.y[j] - ctr[1], c.z[j] - ctr[2]));
+      r2[i] = q;
+    }
+  });
+  AG_TRY(reduceShared(r2, 1, true));
+  for (std::size_t i = 0; i < n; ++i) {
+    t.radius[i] = std::sqrt(r2[i]);
+    t.critical[i] = fmmCriticalRadius(t.radius[i], theta);
+  }
+  for (std::size_t lev = t.levelBegin.size() - 1; lev-- > 0;) {
+    const std::size_t b = t.levelBegin[lev], e = t.levelBegin[lev + 1];
+    parallelFor(e - b, 16, threads, [&](std::size_t lb, std::size_t le, int) {
+      for (std::size_t i = b + lb; i < b + le; ++i) multipolesOfNode(mi, c, i, t);
+    });
+  }
+  return reduceShared(t.M, std::size_t(t.mStride), false);
+}
+
+/// A rank without cells takes part in upwardShared's reductions.
+Status upwardSharedNone(const SharedNodes& sh, int mStride) {
+  const std::size_t K = sh.top->size();
+  std::vector<double> v(5 * K, 0.0);
+  AG_TRY(sh.sum(v.data(), v.size()));
+  v.assign(K, 0.0);
+  AG_TRY(sh.max(v.data(), v.size()));
+  v.assign(K * std::size_t(mStride), 0.0);
+  return sh.sum(v.data(), v.size());
+}
+
 /// The share of the signed sources' potential scale that the error estimate is measured against: a target's error
 /// sums the errors of all its M2L, which a contrast's signs do not keep below the largest, and the estimate
 /// (fmmSignedPairAccepts) is no bound. Calibrated on white noise, the hardest case: with the default fmmTolerance,
@@ -50,7 +126,7 @@ constexpr double kSignedScaleShare = 1.0 / 32;
 /// Part (a) of the scale of |phi| for signed sources (the density contrast), where the root's |mass| over a distance
 /// is no lower bound of the potential (the contrast's potential cancels and crosses zero) and grows as sqrt(N) past
 /// it: the largest near field of one leaf's own cells at its cells.
-double leafNearMax(const SortedCells& c, int threads, const FmmTree& t) {
+double leafNearMax(const SortedCells& c, int threads, const FmmTree& t, const SharedNodes* shared) {
   const Octree& o = t.topo;
   const std::size_t n = o.nodeCount();
   std::vector<double> nearMax(n, 0.0);
@@ -62,7 +138,7 @@ double leafNearMax(const SortedCells& c, int threads, const FmmTree& t) {
   parallelFor(n, 16, threads, [&](std::size_t b, std::size_t e, int) {
     double p[kTableCells];
     for (std::size_t i = b; i < e; ++i) {
-      if (!o.isLeaf(i)) continue;
+      if (!o.isLeaf(i) || (shared && shared->index[i] >= 0)) continue;  // a shared leaf: not all its cells here
       const std::uint32_t cb = o.cellBegin[i], ce = cb + o.cellCount[i];
       double mx = 0;
       if (const P2pTable* tab = tables.find(reg, std::uint32_t(i), std::uint32_t(i), none)) {
@@ -179,9 +255,21 @@ void multipoleNorms(const MultiIndex& mi, int threads, FmmTree& t) {
 }  // namespace
 
 Status buildFmmTree(const std::vector<std::uint64_t>& keys, const RootCube& root, const SortedCells& cells,
-                    const SolveOptions& opt, int threads, FmmTree& t, const MacScaleReduce& reduce) {
-  Status st = buildOctree(keys, root, kFmmLeafSize, t.topo);
+                    const SolveOptions& opt, int threads, FmmTree& t, const MacScaleReduce& reduce,
+                    SharedNodes* shared) {
+  SplitCount splitCount;
+  if (shared)  // a shared node splits by its count over every rank, as in one process
+    splitCount = [&](int level, std::uint64_t key, std::uint32_t count) {
+      const std::int64_t k = shared->top->find(nodeCode(key, level));
+      return k < 0 ? count : shared->top->count[std::size_t(k)];
+    };
+  Status st = buildOctree(keys, root, kFmmLeafSize, t.topo, splitCount);
   if (!st.ok()) return st;
+  if (shared) {
+    shared->index.assign(t.topo.nodeCount(), -1);
+    for (std::size_t i = 0; i < t.topo.nodeCount(); ++i)
+      shared->index[i] = std::int32_t(shared->top->find(nodeCode(keys[t.topo.cellBegin[i]], t.topo.level[i])));
+  }
   const MultiIndex mi(opt.fmmOrder);
   const std::size_t n = t.topo.nodeCount();
   t.order = opt.fmmOrder;
@@ -201,7 +289,8 @@ Status buildFmmTree(const std::vector<std::uint64_t>& keys, const RootCube& root
   t.lowBound.assign(n, 0.0);
   t.M.assign(n * t.mStride, 0.0);
   t.L.assign(n * mi.terms, 0.0);
-  if (n == 0) {  // a rank without cells still takes part in the reduction
+  if (n == 0) {  // a rank without cells still takes part in the reductions
+    if (shared) AG_TRY(upwardSharedNone(*shared, t.mStride));
     if (!reduce) return Status::success();
     MacScaleParts parts;
     parts.cube = root;
@@ -211,18 +300,23 @@ Status buildFmmTree(const std::vector<std::uint64_t>& keys, const RootCube& root
     }
     return reduce(parts);
   }
-  // bottom-up, a level at a time (children are a level below their parent)
-  for (std::size_t lev = t.levelBegin.size() - 1; lev-- > 0;) {
-    const std::size_t b = t.levelBegin[lev], e = t.levelBegin[lev + 1];
-    parallelFor(e - b, 16, threads, [&](std::size_t lb, std::size_t le, int) {
-      for (std::size_t i = b + lb; i < b + le; ++i) upwardNode(mi, cells, opt.fmmTheta, i, t);
-    });
-  }
   MacScaleParts parts;
-  parts.absMass = t.absMass[0];
+  if (shared) {
+    AG_TRY(upwardShared(mi, cells, opt.fmmTheta, threads, *shared, t, parts.absMass));
+  } else {
+    // bottom-up, a level at a time (children are a level below their parent)
+    for (std::size_t lev = t.levelBegin.size() - 1; lev-- > 0;) {
+      const std::size_t b = t.levelBegin[lev], e = t.levelBegin[lev + 1];
+      parallelFor(e - b, 16, threads, [&](std::size_t lb, std::size_t le, int) {
+        for (std::size_t i = b + lb; i < b + le; ++i) upwardNode(mi, cells, opt.fmmTheta, i, t);
+      });
+    }
+    parts.absMass = t.absMass[0];
+  }
   parts.cube = t.topo.root;
   if (t.dipoles) {
-    parts.nearMax = leafNearMax(cells, threads, t);
+    parts.nearMax = leafNearMax(cells, threads, t, shared);
+    if (shared) parts.nearMax = stdMax(parts.nearMax, shared->sharedLeafNearMax);
     if (reduce) scaleCubes(cells, t.topo.root, parts.net, parts.count);
   }
   if (reduce) AG_TRY(reduce(parts));

@@ -9,6 +9,7 @@
 
 #include "core/status.h"
 #include "core/types.h"
+#include "fmm/shared_top.h"
 #include "tree/tree.h"
 
 namespace amrgrav {
@@ -61,12 +62,28 @@ constexpr int kScaleCubes = 64;
 /// Reduces the parts over every rank (collective; called once by buildFmmTree, on every rank, cells or none).
 using MacScaleReduce = std::function<Status(MacScaleParts& parts)>;
 
+/// A distributed solve's nodes shared with other ranks (fmm/shared_top.h; this rank's tree splits them where one
+/// process does). Their centres, radii, |mass| and multipoles are those of every rank's cells: the per-node sums
+/// (mass, |mass|, mass moments, multipoles about the global centre) summed over the ranks, the radii's maxima taken.
+struct SharedNodes {
+  const SharedTop* top = nullptr;   ///< the shared nodes (the same on every rank)
+  std::vector<std::int32_t> index;  ///< filled by buildFmmTree: per node of this rank's tree, its index in top or -1
+  /// Collective, in place over every rank, per shared node (arrays of count x k values, zeros where this rank has
+  /// none of the node's cells).
+  std::function<Status(double* v, std::size_t n)> sum, max;
+  /// Periodic boxes: the largest near field of a shared leaf with itself (all its cells), which no rank has alone.
+  double sharedLeafNearMax = 0;
+};
+
 /// The topology over the key-sorted cells, then bottom-up (level by level, nodes of a level in parallel: the same
 /// bits for any thread count) the centres, radii and MAC quantities (opt.fmmTheta) and the multipoles (P2M at the
 /// leaves, M2M above). L is zeroed. `reduce` (a distributed solve): the MAC's scales from the parts of every rank;
-/// periodic boxes then measure the coarse field on the root's 4^3 cubes on every rank alike.
+/// periodic boxes then measure the coarse field on the root's 4^3 cubes on every rank alike. `shared` (a
+/// distributed solve): the shared nodes, split by their global counts and completed over the ranks
+/// before the MAC's quantities that read them (shared->index filled here).
 Status buildFmmTree(const std::vector<std::uint64_t>& sortedKeys, const RootCube& root, const SortedCells& cells,
-                    const SolveOptions& opt, int threads, FmmTree& tree, const MacScaleReduce& reduce = {});
+                    const SolveOptions& opt, int threads, FmmTree& tree, const MacScaleReduce& reduce = {},
+                    SharedNodes* shared = nullptr);
 
 }  // namespace fmm
 }  // namespace amrgrav

@@ -2,6 +2,7 @@
 /// \brief The MPI collectives of a distributed FMM solve (see distributed_fmm.h).
 #include "mpi/distributed_fmm.h"
 
+#include <cstdint>
 #include <mutex>
 #include <new>
 #include <string>
@@ -43,6 +44,31 @@ class MpiRankComm final : public RankComm {
   Status allgather(const double* mine, std::size_t n, double* all) override {
     orAbort(mpiStatus(MPI_Allgather(mine, int(n), MPI_DOUBLE, all, int(n), MPI_DOUBLE, comm_), "MPI_Allgather",
                       __FILE__, __LINE__));
+    return Status::success();
+  }
+
+  Status allgatherWords(const std::vector<std::uint64_t>& mine, std::vector<std::uint64_t>& all,
+                        std::vector<std::size_t>& counts) override {
+    unsigned long long n = mine.size();
+    std::vector<unsigned long long> each(static_cast<std::size_t>(size()));
+    orAbort(mpiStatus(MPI_Allgather(&n, 1, MPI_UNSIGNED_LONG_LONG, each.data(), 1, MPI_UNSIGNED_LONG_LONG, comm_),
+                      "MPI_Allgather", __FILE__, __LINE__));
+    std::vector<int> cnt(each.size()), displs(each.size());
+    unsigned long long total = 0;
+    counts.assign(each.size(), 0);
+    for (std::size_t r = 0; r < each.size(); ++r) {
+      counts[r] = std::size_t(each[r]);
+      cnt[r] = int(each[r]);
+      displs[r] = int(total);
+      total += each[r];
+    }
+    if (total > INT32_MAX)  // every rank sees the same total: an error every rank returns (fmm_ranks.cpp agrees on it)
+      return Status::error(ErrorCode::InvalidInput, "the distributed FMM's shared top would gather more than 2^31 "
+                                                    "words (too many cells in nodes shared by several ranks)");
+    all.assign(std::size_t(total), 0);
+    orAbort(mpiStatus(MPI_Allgatherv(mine.data(), int(n), MPI_UINT64_T, all.data(), cnt.data(), displs.data(),
+                                     MPI_UINT64_T, comm_),
+                      "MPI_Allgatherv", __FILE__, __LINE__));
     return Status::success();
   }
 

@@ -4,14 +4,15 @@
 /// accepted by the one-process pair test (physics/fmm_mac_k.h). One definition over a rounding policy, as the MAC.
 ///
 /// What the receiver does with a received LET (fmm/fmm_let.h): a one-sided dual traversal of its own tree (targets)
-/// against the LET (sources) that applies exactly fmmPairAccepts / fmmSignedPairAccepts to each pair (a, b); a pair
-/// that fails opens b if b has children in the LET and is at least as large as a (or a is a leaf), else a. A node
-/// sent childless has no children in the LET, so a failing pair with it always opens the receiver's node a, and the
-/// receiver would be stuck only at a failing pair (leaf a, childless b). The receiver's leaves are summarised in an
-/// FmmReach: the box of their expansion centres, the largest radius, critical radius and |mass| of one, the smallest
-/// potential lower bound (isolated) and the largest multipole norm of each order (periodic). The tests below are the
-/// pair tests with the target's quantities replaced by those bounds and the distance by the distance from the
-/// source's centre to the box. Proof that the receiver is never stuck: for a leaf a of the receiver, each axis of
+/// against the LET (sources) that makes the one-process walk's decisions: fmmPairAccepts / fmmSignedPairAccepts on
+/// each pair (a, b), and for a failing pair the node interaction_lists.cpp opens (b when a is a leaf, a when b is a
+/// leaf, else fmmOpensFirst). A node sent childless cannot be opened, so it may travel childless only when every
+/// pair that would open it passes: a pair with one of the receiver's leaves, or (b internal) with a receiver node of
+/// radius <= r_b (fmmOpensFirst opens the larger). The receiver summarises its leaves, and its nodes by radius class,
+/// in FmmReach bounds: the box of their expansion centres, the largest radius, critical radius and |mass|, the
+/// smallest potential lower bound (isolated) and the largest multipole norm of each order (periodic). The tests
+/// below are the pair tests with the target's quantities replaced by those bounds and the distance by the distance
+/// from the source's centre to the box. Proof that the bound is safe: for a node a of the receiver, each axis of
 /// the centres' difference satisfies |fl(c_a - c_b)| >= fl(lo - c_b) (or fl(c_b - hi), or 0) because c_a lies in
 /// [lo, hi] and correctly rounded subtraction is monotone; squares, sums, sqrt, products and quotients of
 /// non-negative numbers are monotone too, so the computed R2 of the real pair is at least the bound's, the computed
@@ -34,7 +35,7 @@ AG_HD double fmmBoxDistance2(const double* lo, const double* hi, const double* c
   return squaredNorm<Rn>(d[0], d[1], d[2]);
 }
 
-/// Isolated boxes: fmmPairAccepts(a, b) holds for every receiver leaf a with its centre in [lo, hi], radius <= raMax,
+/// Isolated boxes: fmmPairAccepts(a, b) holds for every receiver node a with its centre in [lo, hi], radius <= raMax,
 /// critical radius <= rcaMax, |mass| <= maMax and lower bound >= lowAMin. cb, rb, rcb, mb, lowB: the source node's
 /// (its centre moved by an image shift where there is one).
 template <class Rn = RoundNearest>
@@ -52,7 +53,7 @@ AG_HD bool fmmBoxAccepts(const double* lo, const double* hi, double raMax, doubl
   return Rn::mul(mb, e) <= Rn::mul(tolerance, lowAMin) && Rn::mul(maMax, e) <= Rn::mul(tolerance, lowB);
 }
 
-/// Fully periodic boxes (signed sources): fmmSignedPairAccepts(a, b) holds for every receiver leaf a with its
+/// Fully periodic boxes (signed sources): fmmSignedPairAccepts(a, b) holds for every receiver node a with its
 /// centre in [lo, hi], radius <= raMax, critical radius <= rcaMax and multipole norms qa[n] <= qaMax[n]. `scale`: the
 /// solve's scale of |phi| (the same on every rank).
 template <class Rn = RoundNearest>

@@ -8,7 +8,8 @@
 
 namespace amrgrav {
 
-Status buildOctree(const std::vector<std::uint64_t>& keys, const RootCube& root, int leafSize, Octree& t) {
+Status buildOctree(const std::vector<std::uint64_t>& keys, const RootCube& root, int leafSize, Octree& t,
+                   const SplitCount& splitCount) {
   t = Octree{};
   t.root = root;
   const std::uint32_t n = std::uint32_t(keys.size());
@@ -25,7 +26,7 @@ Status buildOctree(const std::vector<std::uint64_t>& keys, const RootCube& root,
     const std::uint32_t b = t.cellBegin[i], c = t.cellCount[i];
     const int lev = t.level[i];
     t.depth = std::max(t.depth, lev);
-    if (!nodeSplits(c, lev, leafSize)) continue;
+    if (!nodeSplits(splitCount ? splitCount(lev, keys[b], c) : c, lev, leafSize)) continue;
     const std::uint32_t first = std::uint32_t(t.cellBegin.size());
     std::uint32_t s = b, e = b + c;
     std::uint8_t nchild = 0;

@@ -4,6 +4,7 @@
 /// moments can then be accumulated by one reverse sweep.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 #include "core/status.h"
 #include "core/types.h"
@@ -78,8 +79,14 @@ Status sortCellsByKey(const CellsView& cells, RootCube& root, SortedCells& out, 
 void stableSortByKey(std::vector<std::uint64_t>& keys, std::vector<std::uint32_t>& idx,
                      std::vector<std::uint64_t>& ktmp, std::vector<std::uint32_t>& itmp, int threads = 1);
 
-/// Build the octree topology over key-sorted cells; a node with more than leafSize cells is split.
-Status buildOctree(const std::vector<std::uint64_t>& sortedKeys, const RootCube& root, int leafSize, Octree& tree);
+/// The cell count that decides whether a node splits (a distributed FMM: a shared node's count over every rank,
+/// fmm/shared_top.h), from its level, the key of its first cell and its own count.
+using SplitCount = std::function<std::uint32_t(int level, std::uint64_t firstKey, std::uint32_t count)>;
+
+/// Build the octree topology over key-sorted cells; a node with more than leafSize cells is split (`splitCount`:
+/// the count it reports instead of the node's own).
+Status buildOctree(const std::vector<std::uint64_t>& sortedKeys, const RootCube& root, int leafSize, Octree& tree,
+                   const SplitCount& splitCount = {});
 
 /// Mass, centre of mass, quadrupole, cell-extent box and MAC radius of every node, bottom-up. With signed sources
 /// (opt.signedSources()) the expansion centre is the MAC's centre (a centre of mass is undefined when the masses

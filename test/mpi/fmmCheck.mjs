@@ -1,5 +1,7 @@
 // Run under mpirun by test/mpi.test.ts: method 'fmm' over MPI ranks (issue #20; cpu/fmm_ranks.h). Every rank builds
-// the same problems, solves its contiguous chunk of each mesh's leaf blocks (Morton order) as a collective; rank 0
+// the same problems, solves its share of each mesh's cells as a collective (argument 'blocks', the default: a
+// contiguous chunk of the leaf blocks in Morton order; 'cells': runs of cells cut anywhere, or cells scattered at
+// random, so that the one-process tree's nodes and leaves lie on several ranks); rank 0
 // gathers the potential and accelerations and prints one JSON line comparing them with the one-process FMM of all
 // cells and with physics: direct summation (isolated boxes) or an independent Ewald sum of the contrast masses at 40
 // cells (fully periodic boxes, validation/ewaldAtTargets.ts), for both the distributed and the one-process answer.
@@ -33,6 +35,16 @@ function randomAmr() {
 function slice(c, b, e) {
   return { x: c.x.subarray(b, e), y: c.y.subarray(b, e), z: c.z.subarray(b, e), mass: c.mass.subarray(b, e), size: c.size.subarray(b, e) };
 }
+function pick(c, idx) {
+  const at = (v) => Float64Array.from(idx, (i) => v[i]);
+  return { x: at(c.x), y: at(c.y), z: at(c.z), mass: at(c.mass), size: at(c.size) };
+}
+/** values gathered in rank order at the cells `idx` (also gathered) back into the cells' order */
+function unscatter(values, idx, n) {
+  const out = new Float64Array(n);
+  for (let k = 0; k < idx.length; k++) out[idx[k]] = values[k];
+  return out;
+}
 
 /** max |a - b| / max |b| over scalars, and over vectors (components in arrays) */
 function scalarDiff(a, b) {
@@ -49,35 +61,57 @@ function vectorDiff(a, b) {
   return d / s;
 }
 
-const report = { ranks: size, scenarios: [] };
-// name, mesh, boundary, extra options, rank weights (null: equal shares)
-const problems = [
+// the set of splits: 'blocks' (default; whole blocks per rank) or 'cells' (cuts anywhere: inside blocks and the
+// one-process tree's leaves, and cells scattered over the ranks at random)
+const set = process.argv[2] ?? 'blocks';
+const report = { ranks: size, set, scenarios: [] };
+// name, mesh, boundary, extra options, split: rank weights of whole blocks (null: equal shares), or { cells: weights }
+// (contiguous runs of cells cut anywhere), or { scatter: seed } (every cell to a random rank)
+const problems = set === 'cells' ? [
+  ['uniform32-isolated-cut-cells', uniform32, 'isolated', {}, { cells: [1, 1.37, 0.71, 1.13].slice(0, size) }],
+  ['random-amr-periodic-cut-cells', randomAmr, 'periodic', {}, { cells: [0.83, 1.29, 1.02, 0.67].slice(0, size) }],
+  ['random-amr-isolated-scattered', randomAmr, 'isolated', {}, { scatter: 5 }],
+  ['uniform32-periodic-scattered', uniform32, 'periodic', {}, { scatter: 9 }],
+] : [
   ['uniform32-isolated', uniform32, 'isolated', {}],
   ['random-amr-isolated', randomAmr, 'isolated', {}],
   ['uniform32-periodic', uniform32, 'periodic', {}],
   ['random-amr-periodic', randomAmr, 'periodic', {}],
-  // a tighter tolerance: the one-process error itself below 1e-6 of max |phi|, so any split agrees to that
+  // a tighter tolerance (the one-process error itself below 1e-6 of max |phi|)
   ['uniform32-periodic-tight', uniform32, 'periodic', { fmmTolerance: 2e-6 }],
   ['random-amr-periodic-tight', randomAmr, 'periodic', { fmmTolerance: 2e-6 }],
 ];
 // rank 1 without cells (it still takes part in every reduction: the MAC's scales, the far images' cubes)
-if (size > 1) problems.push(['random-amr-periodic-empty-rank', randomAmr, 'periodic', {}, Array.from({ length: size }, (_, r) => (r === 1 ? 0 : 1))]);
-for (const [name, make, boundary, extra, weights] of problems) {
+if (size > 1 && set !== 'cells') problems.push(['random-amr-periodic-empty-rank', randomAmr, 'periodic', {}, Array.from({ length: size }, (_, r) => (r === 1 ? 0 : 1))]);
+/** this rank's cells (indices into the extracted cells, ascending) */
+function cellsOf(split, count, cpb) {
+  if (split?.scatter !== undefined) {
+    const r = rng(split.scatter);
+    const idx = [];
+    for (let i = 0; i < count; i++) if (Math.floor(r() * size) === rank) idx.push(i);
+    return idx;
+  }
+  const cells = split?.cells !== undefined;
+  const w = (cells ? split.cells : split) ?? Array(size).fill(1), total = w.reduce((a, v) => a + v, 0);
+  const unit = cells ? 1 : cpb, units = count / unit;
+  const upTo = (q) => Math.floor((units * w.slice(0, q).reduce((a, v) => a + v, 0)) / total) * unit;
+  return Array.from({ length: upTo(rank + 1) - upTo(rank) }, (_, k) => upTo(rank) + k);
+}
+for (const [name, make, boundary, extra, split] of problems) {
   const mesh = make();
   const cells = extractCells(mesh, 'dens');
-  const cpb = mesh.cellsPerBlock, blocks = cells.count / cpb;
-  // rank r: a contiguous run of whole blocks in the mesh's Morton block order, by weight
-  const w = weights ?? Array(size).fill(1), total = w.reduce((a, v) => a + v, 0);
-  const upTo = (r) => Math.floor((blocks * w.slice(0, r).reduce((a, v) => a + v, 0)) / total) * cpb;
-  const b = upTo(rank), e = upTo(rank + 1);
+  const idx = cellsOf(split, cells.count, mesh.cellsPerBlock);
+  const mine = pick(cells, idx);
   const opts = { ...base, boundary, ...extra };
-  const r = await new GravitySolver(opts).solveCells(slice(cells, b, e), unitBox);
-  const again = await new GravitySolver(opts).solveCells(slice(cells, b, e), unitBox);
+  const r = await new GravitySolver(opts).solveCells(mine, unitBox);
+  const again = await new GravitySolver(opts).solveCells(mine, unitBox);
   const same = again.potential.every((v, i) => Object.is(v, r.potential[i]));
-  const phi = await gatherToRoot(r.potential);
-  const acc = [await gatherToRoot(r.accelerations.x), await gatherToRoot(r.accelerations.y), await gatherToRoot(r.accelerations.z)];
+  const where = await gatherToRoot(Float64Array.from(idx));
+  const back = async (v) => unscatter(await gatherToRoot(v), where, cells.count);
+  const phi = await back(r.potential);
+  const acc = [await back(r.accelerations.x), await back(r.accelerations.y), await back(r.accelerations.z)];
   const d = r.stats.distributed;
-  const perRank = await gatherToRoot(Float64Array.from([e - b, d?.letNodesSent ?? 0, d?.letCellsSent ?? 0, d?.bytesSent ?? 0,
+  const perRank = await gatherToRoot(Float64Array.from([idx.length, d?.letNodesSent ?? 0, d?.letCellsSent ?? 0, d?.bytesSent ?? 0,
     d?.bytesReceived ?? 0, d?.letsSent ?? 0, d?.letsReceived ?? 0, same ? 1 : 0, r.stats.method === 'fmm' ? 1 : 0]));
   if (rank !== 0) continue;
   const single = await new GravitySolver({ ...opts, threads: 0, distributed: false }).solveCells(cells, unitBox);
@@ -107,7 +141,7 @@ for (const [name, make, boundary, extra, weights] of problems) {
   report.scenarios.push(row);
 }
 // a sheet (x, y periodic): method 'fmm' over ranks is a typed error on every rank, not a silent solve
-{
+if (set !== 'cells') {
   const cells = extractCells(uniform32(), 'dens');
   const per = Math.floor(cells.count / size);
   try {
