@@ -455,6 +455,12 @@ interface FmmScenario {
   perRank: { cells: number; letNodesSent: number; letCellsSent: number; bytesSent: number; bytesReceived: number; letsSent: number; letsReceived: number; repeatable: boolean; fmm: boolean }[];
 }
 
+/**
+ * fmmCheck.mjs's limit: seven scenarios with their one-process references; 1-4 minutes on the 2-core machine while
+ * other builds ran (the 240 s default killed a 4-rank run that would have passed), below vitest's 600 s.
+ */
+const kFmmCheckMs = 540_000;
+
 /** The checks every scenario of fmmCheck.mjs passes, whatever the split. */
 function checkFmmScenario(s: FmmScenario, np: number): void {
   const where = `${s.name} on ${np} ranks`;
@@ -482,7 +488,7 @@ function checkFmmScenario(s: FmmScenario, np: number): void {
 
 describe.each([2, 3, 4])("method 'fmm' on %i ranks (issue #20)", (np) => {
   it('equals the one-process FMM to rounding and is as close to direct summation or an Ewald sum: isolated and periodic, 32^3 and random AMR in whole blocks per rank', async () => {
-    const run = await mpirun(np, script('fmmCheck.mjs'));
+    const run = await mpirun(np, script('fmmCheck.mjs'), { timeoutMs: kFmmCheckMs });
     expect(run.timedOut, run.stderr).toBe(false);
     expect(run.code, run.stderr).toBe(0);
     const report = lastJson<{ ranks: number; scenarios: FmmScenario[]; sheet: string; sheetRefusedOnEveryRank: boolean }>(run.stdout);
@@ -498,7 +504,7 @@ describe.each([2, 3, 4])("method 'fmm' on %i ranks (issue #20)", (np) => {
   });
 
   it('equals the one-process FMM to rounding wherever the cuts fall: inside blocks and leaves, and cells scattered over the ranks', async () => {
-    const run = await mpirun(np, script('fmmCheck.mjs'), { args: ['cells'] });
+    const run = await mpirun(np, script('fmmCheck.mjs'), { args: ['cells'], timeoutMs: kFmmCheckMs });
     expect(run.timedOut, run.stderr).toBe(false);
     expect(run.code, run.stderr).toBe(0);
     const report = lastJson<{ ranks: number; set: string; scenarios: FmmScenario[] }>(run.stdout);
