@@ -18,17 +18,13 @@
 
 #include "fmm/shared_top.h"
 #include "tests/check_report.h"
+#include "tests/test_random.h"
 #include "tree/tree.h"
 
 using namespace amrgrav;
 using namespace amrgrav::tests;
 
 namespace {
-
-std::uint64_t next(std::uint64_t& s) {
-  s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-  return s >> 1;  // 63 bits
-}
 
 /// The ranks' allgather: each posts its words, all meet, each copies every rank's, all meet again.
 class Board {
@@ -156,9 +152,9 @@ int main() {
   const std::size_t n = 40000;
   std::vector<std::uint64_t> uniform(n), clustered(n);
   for (std::size_t i = 0; i < n; ++i) {
-    uniform[i] = next(s);
+    uniform[i] = nextRandom(s);
     // a quarter of the keys in one small cube (13 levels below the root: a deep shared region), the rest anywhere
-    clustered[i] = i % 4 == 0 ? (next(s) & ((1ull << 24) - 1)) | (0x5ull << 60) : next(s);
+    clustered[i] = i % 4 == 0 ? (nextRandom(s) & ((1ull << 24) - 1)) | (0x5ull << 60) : nextRandom(s);
   }
   for (auto* k : {&uniform, &clustered}) {
     std::sort(k->begin(), k->end());
@@ -172,7 +168,7 @@ int main() {
       std::vector<int> runs(m), scattered(m), empty(m);
       for (std::size_t j = 0; j < m; ++j) {
         runs[j] = int(j * std::size_t(ranks) / m);  // contiguous, cut at arbitrary keys
-        scattered[j] = int(next(s) % std::uint64_t(ranks));
+        scattered[j] = int(nextRandom(s) % std::uint64_t(ranks));
         empty[j] = ranks > 2 && j % 2 == 0 ? 0 : ranks - 1;  // ranks 1 .. ranks-2 without keys
       }
       splitCase(kind + "-runs-" + r, *keys, runs, ranks);

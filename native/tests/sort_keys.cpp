@@ -11,17 +11,13 @@
 #include <vector>
 
 #include "tests/check_report.h"
+#include "tests/test_random.h"
 #include "tree/tree.h"
 
 using namespace amrgrav;
 using namespace amrgrav::tests;
 
 namespace {
-
-std::uint64_t next(std::uint64_t& s) {
-  s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-  return s >> 1;  // 63 bits
-}
 
 void sorted(std::vector<std::uint64_t> k, int threads, std::vector<std::uint64_t>& keys, std::vector<std::uint32_t>& idx) {
   idx.resize(k.size());
@@ -56,9 +52,9 @@ int main() {
   const std::size_t n = 600000;  // several chunks of 2^16 keys per thread count
   std::vector<std::uint64_t> random(n), few(n), oneDigit(n);
   for (std::size_t i = 0; i < n; ++i) {
-    random[i] = next(s);
-    few[i] = next(s) % 37 * 0x0001000100010001ULL;  // 37 distinct keys in every digit: long equal runs
-    oneDigit[i] = (next(s) & 0xffff) << 32;        // three passes of one digit each: skipped
+    random[i] = nextRandom(s);
+    few[i] = nextRandom(s) % 37 * 0x0001000100010001ULL;  // 37 distinct keys in every digit: long equal runs
+    oneDigit[i] = (nextRandom(s) & 0xffff) << 32;        // three passes of one digit each: skipped
   }
   keysCase("random", random);
   keysCase("few-distinct", few);
@@ -72,7 +68,7 @@ int main() {
     x[i] = (i % g + 0.5) / g;
     y[i] = (i / g % g + 0.5) / g;
     z[i] = (i / (std::size_t(g) * g) + 0.5) / g;
-    m[i] = 1.0 + double(next(s) % 1000) / 1000.0;
+    m[i] = 1.0 + double(nextRandom(s) % 1000) / 1000.0;
   }
   const CellsView view{x.data(), y.data(), z.data(), m.data(), h.data(), nc};
   SolveOptions opt;
