@@ -182,7 +182,7 @@ Status buildFmmTree(const std::vector<std::uint64_t>& keys, const RootCube& root
                     const SolveOptions& opt, int threads, FmmTree& t, const MacScaleReduce& reduce) {
   Status st = buildOctree(keys, root, kFmmLeafSize, t.topo);
   if (!st.ok()) return st;
-  const MultiIndex mi(opt.fmmOrder);
+  const MultiIndex& mi = MultiIndex::of(opt.fmmOrder);
   const std::size_t n = t.topo.nodeCount();
   t.order = opt.fmmOrder;
   t.terms = mi.terms;

@@ -89,6 +89,39 @@ AG_HD bool fmmSignedPairAccepts(const double* ca, double ra, double rca, const d
   return fmmSignedPairError<Rn>(qb, ra, rb, R, order) <= limit && fmmSignedPairError<Rn>(qa, rb, ra, R, order) <= limit;
 }
 
+/// The lowest expansion order a pair needs (Dehnen 2014's adaptive order): 0 when fmmSignedPairAccepts rejects it
+/// (which pairs are accepted is decided at `order`, unchanged), else the smallest q in [kFmmMinPairOrder, order] whose
+/// estimate fmmSignedPairError(.., q) meets the same limit both ways. The pair's M2L is then truncated at |n| + |k| <=
+/// q (the order-q kernel on the first terms of the order-p expansions). A pair well beyond the opening distance meets
+/// the limit at a low order (the estimate falls as ((r_A + r_B) / R)^(q+1)), and an order-q M2L costs about
+/// C(q+6, 6) products against C(p+6, 6) (p 7: 1716, q 4: 210). With a tolerance of 0 (no error test) every accepted
+/// pair keeps `order`.
+constexpr int kFmmMinPairOrder = 3;
+/// A lower order must meet this share of the limit: with every pair just within the limit at its own order, the
+/// pairs' errors add up to more than with the full order everywhere (whose pairs beyond the opening distance sit far
+/// below it). 1/8 keeps the errors against an independent Ewald sum where they were (bench/RESULTS.md, "FMM in
+/// fully periodic boxes"; 1: up to 8x larger on white noise).
+constexpr double kFmmLowOrderShare = 0.125;
+/// Both directions' estimates at order q within `limit`.
+template <class Rn = RoundNearest>
+AG_HD bool fmmSignedPairMeets(const double* qa, double ra, const double* qb, double rb, double R, int q, double limit) {
+  return fmmSignedPairError<Rn>(qb, ra, rb, R, q) <= limit && fmmSignedPairError<Rn>(qa, rb, ra, R, q) <= limit;
+}
+template <class Rn = RoundNearest>
+AG_HD int fmmSignedPairOrder(const double* ca, double ra, double rca, const double* qa, const double* cb, double rb,
+                             double rcb, const double* qb, double scale, int order, double tolerance) {
+  const double R2 = squaredNorm<Rn>(Rn::sub(ca[0], cb[0]), Rn::sub(ca[1], cb[1]), Rn::sub(ca[2], cb[2]));
+  const double s = Rn::add(rca, rcb);
+  if (!(Rn::mul(s, s) < R2)) return 0;
+  if (tolerance <= 0) return order;
+  const double R = Rn::sqrt(R2), limit = Rn::mul(tolerance, scale);
+  if (!fmmSignedPairMeets<Rn>(qa, ra, qb, rb, R, order, limit)) return 0;  // exactly fmmSignedPairAccepts's decision
+  const double low = Rn::mul(limit, kFmmLowOrderShare);
+  int q = order;  // down while the next lower order also meets its limit (near pairs stop after one test)
+  while (q > kFmmMinPairOrder && fmmSignedPairMeets<Rn>(qa, ra, qb, rb, R, q - 1, low)) --q;
+  return q;
+}
+
 /// Which node of a failing pair the dual walk opens when both have children: the larger radius, and on a tie
 /// (regular grids: equal radii everywhere) the one whose centre is lexicographically smaller (x, y, z; A when equal).
 /// The choice depends on the pair, not on which node the walk holds first, so a distributed FMM's one-sided traversal
