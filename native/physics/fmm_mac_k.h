@@ -107,6 +107,39 @@ template <class Rn = RoundNearest>
 AG_HD bool fmmSignedPairMeets(const double* qa, double ra, const double* qb, double rb, double R, int q, double limit) {
   return fmmSignedPairError<Rn>(qb, ra, rb, R, q) <= limit && fmmSignedPairError<Rn>(qa, rb, ra, R, q) <= limit;
 }
+/// fmmSignedPairError's arithmetic for one pair at several orders: the powers of r_A, r_B and R and the binomial
+/// coefficients (Pascal's triangle: exact) made once, then each estimate by the same products in the same order as
+/// fmmSignedPairError's (the same bits: physics_rules checks the orders it picks against fmmSignedPairMeets).
+template <class Rn = RoundNearest>
+struct FmmSignedPairEstimates {
+  double pa[9], pb[9], Rp[9], binom[9][9], gap;
+  AG_HD FmmSignedPairEstimates(double ra, double rb, double R, int order) {
+    pa[0] = pb[0] = 1;
+    Rp[1] = R;
+    for (int k = 1; k <= order + 1; ++k) {
+      pa[k] = Rn::mul(pa[k - 1], ra);
+      pb[k] = Rn::mul(pb[k - 1], rb);
+      if (k > 1) Rp[k] = Rn::mul(Rp[k - 1], R);
+    }
+    for (int m = 0; m <= order + 1; ++m) {
+      binom[m][0] = binom[m][m] = 1;
+      for (int n = 1; n < m; ++n) binom[m][n] = Rn::add(binom[m - 1][n - 1], binom[m - 1][n]);
+    }
+    gap = Rn::sub(R, Rn::add(ra, rb));
+  }
+  /// The estimate at order q of the source with norms qs on the target: pt the target's radius powers, ps the
+  /// source's.
+  AG_HD double error(const double* qs, const double* pt, const double* ps, int q) const {
+    double sum = 0;
+    for (int n = 0; n <= q; ++n) sum = Rn::add(sum, Rn::mul(Rn::mul(binom[q + 1][n], qs[n]), pt[q + 1 - n]));
+    const double top = stdMax(Rn::mul(qs[q], ps[1]), Rn::mul(qs[q - 1], ps[2]));
+    return Rn::div(Rn::add(sum, top), Rn::mul(Rp[q + 1], gap));
+  }
+  AG_HD bool meets(const double* qa, const double* qb, int q, double limit) const {
+    return error(qb, pa, pb, q) <= limit && error(qa, pb, pa, q) <= limit;
+  }
+};
+
 template <class Rn = RoundNearest>
 AG_HD int fmmSignedPairOrder(const double* ca, double ra, double rca, const double* qa, const double* cb, double rb,
                              double rcb, const double* qb, double scale, int order, double tolerance) {
@@ -115,10 +148,11 @@ AG_HD int fmmSignedPairOrder(const double* ca, double ra, double rca, const doub
   if (!(Rn::mul(s, s) < R2)) return 0;
   if (tolerance <= 0) return order;
   const double R = Rn::sqrt(R2), limit = Rn::mul(tolerance, scale);
-  if (!fmmSignedPairMeets<Rn>(qa, ra, qb, rb, R, order, limit)) return 0;  // exactly fmmSignedPairAccepts's decision
+  const FmmSignedPairEstimates<Rn> est(ra, rb, R, order);
+  if (!est.meets(qa, qb, order, limit)) return 0;  // exactly fmmSignedPairAccepts's decision
   const double low = Rn::mul(limit, kFmmLowOrderShare);
   int q = order;  // down while the next lower order also meets its limit (near pairs stop after one test)
-  while (q > kFmmMinPairOrder && fmmSignedPairMeets<Rn>(qa, ra, qb, rb, R, q - 1, low)) --q;
+  while (q > kFmmMinPairOrder && est.meets(qa, qb, q - 1, low)) --q;
   return q;
 }
 
