@@ -3,8 +3,7 @@
  * same cells (validation/ewaldAtTargets.ts) on a uniform grid of random densities, a refined blob and a rectangular
  * box; the tree's periodic solve at a small opening angle; the background's irrelevance, the potential's zero mean,
  * momentum, a sine perturbation's analytic potential for any amplitude; the far-image kernel against ewald/sums.h
- * (native/tests/fmm_far_kernel.cpp); the nesting of the M2L kernels' orders that the adaptive pair order relies on
- * (native/tests/fmm_m2l_orders.cpp); determinism. Partly periodic boxes (sheets, lines): test/fmm-sheet.test.ts.
+ * (native/tests/fmm_far_kernel.cpp); determinism. Partly periodic boxes (sheets, lines): test/fmm-sheet.test.ts.
  *
  * Sources are the density contrast (each cell's mass minus the mean density times its volume), so the references
  * are taken of the contrast masses; G = 1 and no self term unless said.
@@ -182,17 +181,6 @@ describe('method fmm, fully periodic: the far-image kernel', () => {
     const r = spawnSync(exe as string, [], { encoding: 'utf8', timeout: 120_000 });
     expect(r.stdout).toMatch(/checks, 0 failed/);
     expect(r.stdout).toMatch(/PASS cube, r = \(0\.3, -0\.1, 0\.45\): orders 0-3 vs ewaldCorrectionExact/);
-    expect(r.status).toBe(0);
-  });
-
-  it('native/tests/fmm_m2l_orders.cpp: an order-q M2L is the order-p one truncated (the adaptive pair order)', () => {
-    const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-    const candidates = [join(root, 'build', 'amrgrav_fmm_m2l_orders'), join(root, 'build', 'Release', 'amrgrav_fmm_m2l_orders')];
-    const exe = candidates.find((p) => existsSync(p));
-    expect(exe, `amrgrav_fmm_m2l_orders is not built (looked for ${candidates.join(', ')}): 'npm run build:native' builds it`).toBeDefined();
-    const r = spawnSync(exe as string, [], { encoding: 'utf8', timeout: 120_000 });
-    expect(r.stdout).toMatch(/PASS order 3 within order 7: /);
-    expect(r.stdout).toMatch(/28 checks, 0 failed/);
     expect(r.status).toBe(0);
   });
 });

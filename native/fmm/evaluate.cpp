@@ -47,62 +47,13 @@ template <int P, bool Dip, class T> AG_FMM_INLINE void m2lOneFor(const T* D, con
   }
 }
 
-/// One lane batch of target A's sources q .. min(q + kLanes, qe) at order Q <= P into La (the order-P accumulators: an
-/// order-Q M2L writes their first termCount(Q) terms from the first of the sources' multipoles, whose stride is P's).
-template <int Q, int P, bool Dip>
-AG_FMM_INLINE void m2lBatch(const std::uint32_t* source, const std::uint8_t* shift, const FmmLists& geo,
-                            const double* M, const double* c, const double* sc, std::size_t A, std::uint32_t q,
-                            std::uint32_t qe, Vd* La) {
-  constexpr int NT = termCount(Q), NB = (NT + 7) / 8, stride = (termCount(P) + 7) / 8 * 8;  // M's (fmm_tree.h)
-  Vd rx{}, ry{}, rz{}, Mb[NB * 8];
-  const double* src[kLanes];
-  for (int lane = 0; lane < kLanes; ++lane) {
-    if (q + lane < qe) {
-      const std::uint32_t B = source[q + lane];
-      double v[3];
-      geo.shiftVector(shift[q + lane], v);  // zeros without a shift: c + 0, the same bits
-      rx[lane] = c[3 * A] - (sc[3 * B] + v[0]);
-      ry[lane] = c[3 * A + 1] - (sc[3 * B + 1] + v[1]);
-      rz[lane] = c[3 * A + 2] - (sc[3 * B + 2] + v[2]);
-      src[lane] = &M[std::size_t(B) * stride];
-    } else {  // an empty lane: a massless source at unit distance
-      rx[lane] = 1;
-      ry[lane] = 0;
-      rz[lane] = 0;
-      src[lane] = nullptr;
-    }
-  }
-  // the sources' multipoles into lanes, eight terms at a time
-  for (int blk = 0; blk < NB; ++blk) {
-    Vd rows[kLanes];
-    for (int lane = 0; lane < kLanes; ++lane) {
-      if (src[lane]) std::memcpy(&rows[lane], src[lane] + 8 * blk, sizeof(Vd));
-      else rows[lane] = Vd{};
-    }
-    transpose8(rows, &Mb[8 * blk]);
-  }
-  Vd D[NT];
-  derivativesFor<Q>(rx, ry, rz, D);
-  m2lOneFor<Q, Dip>(D, Mb, La);
-}
-
-/// Target A's sources [q, qe), all of order Q, in lane batches.
-template <int Q, int P, bool Dip>
-AG_FMM_INLINE void m2lRun(const std::uint32_t* source, const std::uint8_t* shift, const FmmLists& geo,
-                          const double* M, const double* c, const double* sc, std::size_t A, std::uint32_t q,
-                          std::uint32_t qe, Vd* La) {
-  if constexpr (Q <= P)
-    for (; q < qe; q += kLanes) m2lBatch<Q, P, Dip>(source, shift, geo, M, c, sc, A, q, qe, La);
-}
-
-/// M2L into the L of targets [b, e) of `tgt` from the sources of the CSR list (start, source, shift; `order`: each
-/// entry's order, sorted by it within a target, or null for the tree's order everywhere), the sources' multipoles
-/// (stride mStride) and centres in `srcM` and `srcC` (the tree's own, or a received LET's: fmm_let.h).
+/// M2L into the L of targets [b, e) of `tgt` from the sources of the CSR list (start, source, shift), the sources'
+/// multipoles (stride mStride) and centres in `srcM` and `srcC` (the tree's own, or a received LET's: fmm_let.h).
 template <int P, bool Dip>
 AG_FMM_INLINE void m2lTargets(const std::uint32_t* start, const std::uint32_t* source, const std::uint8_t* shift,
-                              const std::uint8_t* order, const FmmLists& geo, const double* srcM, const double* srcC,
-                              FmmTree& t, std::size_t b, std::size_t e) {
-  constexpr int NT = termCount(P);
+                              const FmmLists& geo, const double* srcM, const double* srcC, FmmTree& t, std::size_t b,
+                              std::size_t e) {
+  constexpr int NT = termCount(P), NB = (NT + 7) / 8;  // M's stride is NB * 8 (fmm_tree.h)
   const double* M = srcM;
   const double* c = t.centre.data();
   const double* sc = srcC;
@@ -111,21 +62,37 @@ AG_FMM_INLINE void m2lTargets(const std::uint32_t* start, const std::uint32_t* s
     if (s0 == s1) continue;
     Vd La[NT];
     for (int k = 0; k < NT; ++k) La[k] = Vd{};
-    if (!order) {
-      m2lRun<P, P, Dip>(source, shift, geo, M, c, sc, A, s0, s1, La);
-    } else {
-      for (std::uint32_t q = s0; q < s1;) {  // runs of one order (sorted), each in lane batches
-        std::uint32_t qe = q + 1;
-        while (qe < s1 && order[qe] == order[q]) ++qe;
-        switch (order[q]) {
-          case 3: m2lRun<3, P, Dip>(source, shift, geo, M, c, sc, A, q, qe, La); break;
-          case 4: m2lRun<4, P, Dip>(source, shift, geo, M, c, sc, A, q, qe, La); break;
-          case 5: m2lRun<5, P, Dip>(source, shift, geo, M, c, sc, A, q, qe, La); break;
-          case 6: m2lRun<6, P, Dip>(source, shift, geo, M, c, sc, A, q, qe, La); break;
-          default: m2lRun<P, P, Dip>(source, shift, geo, M, c, sc, A, q, qe, La); break;
+    for (std::uint32_t q = s0; q < s1; q += kLanes) {
+      Vd rx{}, ry{}, rz{}, Mb[NB * 8];
+      const double* src[kLanes];
+      for (int lane = 0; lane < kLanes; ++lane) {
+        if (q + lane < s1) {
+          const std::uint32_t B = source[q + lane];
+          double v[3];
+          geo.shiftVector(shift[q + lane], v);  // zeros without a shift: c + 0, the same bits
+          rx[lane] = c[3 * A] - (sc[3 * B] + v[0]);
+          ry[lane] = c[3 * A + 1] - (sc[3 * B + 1] + v[1]);
+          rz[lane] = c[3 * A + 2] - (sc[3 * B + 2] + v[2]);
+          src[lane] = &M[std::size_t(B) * NB * 8];
+        } else {  // an empty lane: a massless source at unit distance
+          rx[lane] = 1;
+          ry[lane] = 0;
+          rz[lane] = 0;
+          src[lane] = nullptr;
         }
-        q = qe;
       }
+      // the sources' multipoles into lanes, eight terms at a time
+      for (int blk = 0; blk < NB; ++blk) {
+        Vd rows[kLanes];
+        for (int lane = 0; lane < kLanes; ++lane) {
+          if (src[lane]) std::memcpy(&rows[lane], src[lane] + 8 * blk, sizeof(Vd));
+          else rows[lane] = Vd{};
+        }
+        transpose8(rows, &Mb[8 * blk]);
+      }
+      Vd D[NT];
+      derivativesFor<P>(rx, ry, rz, D);
+      m2lOneFor<P, Dip>(D, Mb, La);
     }
     double* Lt = &t.L[A * NT];
     for (int k = 0; k < NT; ++k) Lt[k] += hsum(La[k]);
@@ -162,14 +129,14 @@ AG_FMM_INLINE void m2lWithKernelsT(std::size_t count, const double* const* D, co
 
 #define AG_M2L(P)                                                                                          \
   AG_FMM_CLONES void m2lTargets##P(const std::uint32_t* st, const std::uint32_t* so, const std::uint8_t* sh,     \
-                                   const std::uint8_t* od, const FmmLists& g, const double* M, const double* C,  \
-                                   FmmTree& t, std::size_t b, std::size_t e) {                                  \
-    m2lTargets<P, false>(st, so, sh, od, g, M, C, t, b, e);                                                    \
+                                   const FmmLists& g, const double* M, const double* C, FmmTree& t,             \
+                                   std::size_t b, std::size_t e) {                                              \
+    m2lTargets<P, false>(st, so, sh, g, M, C, t, b, e);                                                        \
   }                                                                                                        \
   AG_FMM_CLONES void m2lTargetsDip##P(const std::uint32_t* st, const std::uint32_t* so, const std::uint8_t* sh,  \
-                                      const std::uint8_t* od, const FmmLists& g, const double* M,               \
-                                      const double* C, FmmTree& t, std::size_t b, std::size_t e) {              \
-    m2lTargets<P, true>(st, so, sh, od, g, M, C, t, b, e);                                                     \
+                                      const FmmLists& g, const double* M, const double* C, FmmTree& t,          \
+                                      std::size_t b, std::size_t e) {                                           \
+    m2lTargets<P, true>(st, so, sh, g, M, C, t, b, e);                                                         \
   }
 #define AG_M2LK(P)                                                                                         \
   AG_FMM_CLONES void m2lWithKernels##P(std::size_t n, const double* const* D, const double* const* M, double* L) { \
@@ -365,10 +332,8 @@ constexpr std::uint32_t kChunkCells = 1u << 17;
 }  // namespace
 
 namespace {
-using M2lFn = void (*)(const std::uint32_t*, const std::uint32_t*, const std::uint8_t*, const std::uint8_t*,
-                       const FmmLists&, const double*, const double*, FmmTree&, std::size_t, std::size_t);
-/// An entry order list's data, or null when empty (every entry at the tree's order).
-const std::uint8_t* ordersOf(const std::vector<std::uint8_t>& v) { return v.empty() ? nullptr : v.data(); }
+using M2lFn = void (*)(const std::uint32_t*, const std::uint32_t*, const std::uint8_t*, const FmmLists&, const double*,
+                       const double*, FmmTree&, std::size_t, std::size_t);
 M2lFn m2lFor(const FmmTree& tree) {
   static constexpr M2lFn fns[5] = {m2lTargets3, m2lTargets4, m2lTargets5, m2lTargets6, m2lTargets7};
   static constexpr M2lFn dip[5] = {m2lTargetsDip3, m2lTargetsDip4, m2lTargetsDip5, m2lTargetsDip6, m2lTargetsDip7};
@@ -379,8 +344,8 @@ M2lFn m2lFor(const FmmTree& tree) {
 void evaluateM2L(const FmmLists& lists, int threads, FmmTree& tree) {
   const M2lFn fn = m2lFor(tree);
   parallelFor(tree.nodeCount(), 16, threads, [&](std::size_t b, std::size_t e, int) {
-    fn(lists.m2lStart.data(), lists.m2lSource.data(), lists.m2lShift.data(), ordersOf(lists.m2lOrder), lists,
-       tree.M.data(), tree.centre.data(), tree, b, e);
+    fn(lists.m2lStart.data(), lists.m2lSource.data(), lists.m2lShift.data(), lists, tree.M.data(), tree.centre.data(),
+       tree, b, e);
   });
 }
 
@@ -394,8 +359,7 @@ void evaluateM2LFrom(const ExternalSources& src, int threads, FmmTree& tree) {
   if (src.m2lSource.empty()) return;
   const M2lFn fn = m2lFor(tree);
   parallelFor(tree.nodeCount(), 16, threads, [&](std::size_t b, std::size_t e, int) {
-    fn(src.m2lStart.data(), src.m2lSource.data(), src.m2lShift.data(), ordersOf(src.m2lOrder), src.geo, src.M,
-       src.centre, tree, b, e);
+    fn(src.m2lStart.data(), src.m2lSource.data(), src.m2lShift.data(), src.geo, src.M, src.centre, tree, b, e);
   });
 }
 

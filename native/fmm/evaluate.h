@@ -29,7 +29,6 @@ void m2lWithKernels(int order, std::size_t count, const double* const* D, const 
 struct ExternalSources {
   std::vector<std::uint32_t> m2lStart, m2lSource, p2pStart, p2pSource;
   std::vector<std::uint8_t> m2lShift, p2pShift;
-  std::vector<std::uint8_t> m2lOrder;  ///< as FmmLists::m2lOrder (signed sources; empty: the tree's order)
   FmmLists geo;  ///< only its periods (shiftVector)
   const double *M = nullptr, *centre = nullptr;
   const std::uint32_t *cellBegin = nullptr, *cellCount = nullptr;

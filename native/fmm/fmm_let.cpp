@@ -225,31 +225,27 @@ struct LetWalker {
   const FmmLetView& let;
   double tolerance;
   const FmmLists& geo;
-  /// (target, order, source, shift): the M2L entries with their orders (interaction_lists.cpp's Walker::acceptOrder)
-  std::vector<std::tuple<std::uint32_t, std::uint8_t, std::uint32_t, std::uint8_t>> m2l;
-  std::vector<std::tuple<std::uint32_t, std::uint32_t, std::uint8_t>> p2p;
+  std::vector<std::tuple<std::uint32_t, std::uint32_t, std::uint8_t>> m2l, p2p;
   bool stuck = false;
 
-  int acceptOrder(std::uint32_t A, std::uint32_t B, std::uint8_t shift) const {
+  bool accepts(std::uint32_t A, std::uint32_t B, std::uint8_t shift) const {
     const double* cb = &let.centre[3 * B];
     double v[3];
     geo.shiftVector(shift, v);
     const double c[3] = {cb[0] + v[0], cb[1] + v[1], cb[2] + v[2]};
     if (t.dipoles) {
       const std::size_t np = std::size_t(t.order) + 1;
-      return fmmSignedPairOrder(&t.centre[3 * A], t.radius[A], t.critical[A], &t.norms[A * np], c, let.radius[B],
-                                let.critical[B], &let.norms[B * np], t.lowBound[A], t.order, tolerance);
+      return fmmSignedPairAccepts(&t.centre[3 * A], t.radius[A], t.critical[A], &t.norms[A * np], c, let.radius[B],
+                                  let.critical[B], &let.norms[B * np], t.lowBound[A], t.order, tolerance);
     }
     return fmmPairAccepts(&t.centre[3 * A], t.radius[A], t.critical[A], t.absMass[A], t.lowBound[A], c, let.radius[B],
-                          let.critical[B], let.absMass[B], let.lowBound[B], t.order, tolerance)
-               ? t.order
-               : 0;
+                          let.critical[B], let.absMass[B], let.lowBound[B], t.order, tolerance);
   }
 
   template <class Push>
   void step(Task k, Push&& push) {
-    if (const int q = acceptOrder(k.a, k.b, k.shift)) {
-      m2l.emplace_back(k.a, std::uint8_t(q), k.b, k.shift);
+    if (accepts(k.a, k.b, k.shift)) {
+      m2l.emplace_back(k.a, k.b, k.shift);
       return;
     }
     const Octree& o = t.topo;
@@ -327,8 +323,7 @@ Status fmmLetLists(const FmmTree& t, const FmmLetView& let, double tolerance, co
     for (std::size_t i = b; i < e; ++i) parts[i].run(tasks[i]);
   });
   parts.push_back(std::move(head));
-  std::vector<std::tuple<std::uint32_t, std::uint8_t, std::uint32_t, std::uint8_t>> m2l;
-  std::vector<std::tuple<std::uint32_t, std::uint32_t, std::uint8_t>> p2p;
+  std::vector<std::tuple<std::uint32_t, std::uint32_t, std::uint8_t>> m2l, p2p;
   for (const LetWalker& w : parts) {
     if (w.stuck)
       return Status::error(ErrorCode::Internal, "FMM LET: a node sent childless failed the pair test at a leaf (the "
@@ -336,19 +331,7 @@ Status fmmLetLists(const FmmTree& t, const FmmLetView& let, double tolerance, co
     m2l.insert(m2l.end(), w.m2l.begin(), w.m2l.end());
     p2p.insert(p2p.end(), w.p2p.begin(), w.p2p.end());
   }
-  // M2L by target sorted by (order, source, shift), as the one-process lists (FmmLists::m2lOrder)
-  std::sort(m2l.begin(), m2l.end());
-  out.m2lStart.assign(n + 1, 0);
-  out.m2lSource.resize(m2l.size());
-  out.m2lShift.resize(m2l.size());
-  if (t.dipoles) out.m2lOrder.resize(m2l.size());
-  for (std::size_t q = 0; q < m2l.size(); ++q) {
-    ++out.m2lStart[std::get<0>(m2l[q]) + 1];
-    if (t.dipoles) out.m2lOrder[q] = std::get<1>(m2l[q]);
-    out.m2lSource[q] = std::get<2>(m2l[q]);
-    out.m2lShift[q] = std::get<3>(m2l[q]);
-  }
-  for (std::size_t i = 0; i < n; ++i) out.m2lStart[i + 1] += out.m2lStart[i];
+  toCsr(m2l, n, out.m2lStart, out.m2lSource, out.m2lShift);
   toCsr(p2p, n, out.p2pStart, out.p2pSource, out.p2pShift);
   return Status::success();
 }

@@ -23,24 +23,20 @@ struct Walker {
   double tolerance;
   const FmmLists& geo;  ///< the periods (shift vectors)
   std::vector<std::uint32_t> m2lA, m2lB, p2pA, p2pB;
-  std::vector<std::uint8_t> m2lS, m2lO, p2pS;
+  std::vector<std::uint8_t> m2lS, p2pS;
 
-  /// 0: not accepted; else the order of the pair's M2L (the tree's, or with signed sources the lowest that meets the
-  /// error estimate: fmmSignedPairOrder).
-  int acceptOrder(std::uint32_t A, std::uint32_t B, std::uint8_t shift) const {
+  bool accepts(std::uint32_t A, std::uint32_t B, std::uint8_t shift) const {
     const double* cb = &t.centre[3 * B];
     double v[3];
     geo.shiftVector(shift, v);
     const double c[3] = {cb[0] + v[0], cb[1] + v[1], cb[2] + v[2]};  // + 0 without a shift: the same bits
     if (t.dipoles) {  // signed sources (periodic): the error from the multipole norms, against the scale of |phi|
       const std::size_t np = std::size_t(t.order) + 1;
-      return fmmSignedPairOrder(&t.centre[3 * A], t.radius[A], t.critical[A], &t.norms[A * np], c, t.radius[B],
-                                t.critical[B], &t.norms[B * np], t.lowBound[A], t.order, tolerance);
+      return fmmSignedPairAccepts(&t.centre[3 * A], t.radius[A], t.critical[A], &t.norms[A * np], c, t.radius[B],
+                                  t.critical[B], &t.norms[B * np], t.lowBound[A], t.order, tolerance);
     }
     return fmmPairAccepts(&t.centre[3 * A], t.radius[A], t.critical[A], t.absMass[A], t.lowBound[A], c,
-                          t.radius[B], t.critical[B], t.absMass[B], t.lowBound[B], t.order, tolerance)
-               ? t.order
-               : 0;
+                          t.radius[B], t.critical[B], t.absMass[B], t.lowBound[B], t.order, tolerance);
   }
 
   /// The tasks one step of the walk makes of `k` (none when it ends in a list entry, which is then recorded).
@@ -55,11 +51,10 @@ struct Walker {
         for (std::uint32_t j = i + 1; j < nc; ++j) push(Task{c0 + i, c0 + j, kNoShift});
       return;
     }
-    if (const int q = acceptOrder(k.a, k.b, k.shift)) {
+    if (accepts(k.a, k.b, k.shift)) {
       m2lA.push_back(k.a);
       m2lB.push_back(k.b);
       m2lS.push_back(k.shift);
-      m2lO.push_back(std::uint8_t(q));
       return;
     }
     const bool la = o.isLeaf(k.a), lb = o.isLeaf(k.b);
@@ -98,7 +93,7 @@ void buildInteractionLists(const FmmTree& t, double tolerance, int threads, FmmL
   const std::size_t n = t.nodeCount();
   out.m2lStart.assign(n + 1, 0);
   if (n == 0) return;
-  Walker head{t, tolerance, out, {}, {}, {}, {}, {}, {}, {}};
+  Walker head{t, tolerance, out, {}, {}, {}, {}, {}, {}};
   std::vector<Task> tasks{Task{0, 0, kNoShift}};
   // the root with the images of one half-space (the other half are the same pairs seen from the image): 13 in a
   // fully periodic box, 4 in a sheet, 1 on a line; no shift along an isolated axis (period 0)
@@ -114,15 +109,13 @@ void buildInteractionLists(const FmmTree& t, double tolerance, int threads, FmmL
     for (const Task& k : tasks) head.step(k, [&](Task c) { next.push_back(c); });
     tasks.swap(next);
   }
-  std::vector<Walker> parts(tasks.size(), Walker{t, tolerance, out, {}, {}, {}, {}, {}, {}, {}});
+  std::vector<Walker> parts(tasks.size(), Walker{t, tolerance, out, {}, {}, {}, {}, {}, {}});
   parallelFor(tasks.size(), 1, threads, [&](std::size_t b, std::size_t e, int) {
     for (std::size_t i = b; i < e; ++i) parts[i].run(tasks[i]);
   });
   parts.push_back(std::move(head));
   // M2L: both directions (the source's shift seen from the other side is the opposite), bucketed by target, each
-  // bucket sorted by (order, source, shift): entries of one order are contiguous (evaluated in lanes together); the
-  // order is the same in both directions, and with the tree's order everywhere (no signed sources) the sort is by
-  // (source, shift)
+  // bucket sorted by (source, shift)
   std::vector<std::uint32_t>& start = out.m2lStart;
   for (const Walker& w : parts)
     for (std::size_t q = 0; q < w.m2lA.size(); ++q) { ++start[w.m2lA[q] + 1]; ++start[w.m2lB[q] + 1]; }
@@ -131,20 +124,17 @@ void buildInteractionLists(const FmmTree& t, double tolerance, int threads, FmmL
   std::vector<std::uint32_t> fill(start.begin(), start.end() - 1);
   for (const Walker& w : parts)
     for (std::size_t q = 0; q < w.m2lA.size(); ++q) {
-      const std::uint64_t ord = std::uint64_t(w.m2lO[q]) << 56;  // sources < 2^32: bits 8..39
-      src[fill[w.m2lA[q]]++] = ord | std::uint64_t(w.m2lB[q]) << 8 | w.m2lS[q];
-      src[fill[w.m2lB[q]]++] = ord | std::uint64_t(w.m2lA[q]) << 8 | std::uint8_t(26 - w.m2lS[q]);
+      src[fill[w.m2lA[q]]++] = std::uint64_t(w.m2lB[q]) << 8 | w.m2lS[q];
+      src[fill[w.m2lB[q]]++] = std::uint64_t(w.m2lA[q]) << 8 | std::uint8_t(26 - w.m2lS[q]);
     }
   out.m2lSource.resize(src.size());
   out.m2lShift.resize(src.size());
-  if (t.dipoles) out.m2lOrder.resize(src.size());
   parallelFor(n, 64, threads, [&](std::size_t b, std::size_t e, int) {
     for (std::size_t i = b; i < e; ++i) {
       std::sort(src.begin() + start[i], src.begin() + start[i + 1]);
       for (std::size_t q = start[i]; q < start[i + 1]; ++q) {
         out.m2lSource[q] = std::uint32_t(src[q] >> 8);
         out.m2lShift[q] = std::uint8_t(src[q] & 0xff);
-        if (t.dipoles) out.m2lOrder[q] = std::uint8_t(src[q] >> 56);
       }
     }
   });

@@ -26,13 +26,9 @@ constexpr std::uint8_t kNoShift = 13;
 
 struct FmmLists {
   /// M2L by target node (CSR): the sources of node A are m2lSource[m2lStart[A] .. m2lStart[A + 1]), ascending by
-  /// (source, shift) (by (order, source, shift) with m2lOrder), each seen through its image shift m2lShift.
+  /// (source, shift), each seen through its image shift m2lShift.
   std::vector<std::uint32_t> m2lStart, m2lSource;
   std::vector<std::uint8_t> m2lShift;
-  /// With signed sources (FmmTree::dipoles): each M2L entry's order, the lowest its error estimate allows
-  /// (physics/fmm_mac_k.h fmmSignedPairOrder); a node's sources are then sorted by (order, source, shift). Empty:
-  /// every entry at the tree's order (isolated boxes; the CUDA FMM reads only those lists).
-  std::vector<std::uint8_t> m2lOrder;
   /// Mutual leaf pairs (A, B, shift) with A < B, or A = B and a shift (a leaf and its own image), sorted; every leaf
   /// also meets itself unshifted (not listed).
   std::vector<std::uint32_t> p2pA, p2pB;

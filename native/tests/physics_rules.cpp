@@ -232,19 +232,6 @@ void checkFmmMac(Report& rep) {
     const double a2[3] = {0, 0, 0}, b[3] = {0, 4, 0};
     rep.expect(fmmSignedPairAccepts<RoundNearest>(a2, 0.25, 0.5, q, b, 0.25, 0.5, q, 1.0, 3, 1e-4), "FMM signed MAC accepts");
     rep.expect(!fmmSignedPairAccepts<RoundNearest>(a2, 0.25, 0.5, q, b, 0.25, 0.5, q, 1.0, 3, 5e-5), "FMM signed MAC rejects");
-    // the pair's order (adaptive): the same mass, norms to order 7; the estimate at order k is 8^-(k+1) / 3.5 (exact
-    // in binary up to the division): 6.98e-5, 8.72e-6, 1.09e-6, 1.36e-7, 1.70e-8 for k = 3..7. A lower order must
-    // meet 1/8 of the limit, order 7 the limit itself.
-    const double q7[8] = {1, 0.25, 0.0625, 0.015625, 0.00390625, 0.0009765625, 0.000244140625, 0.00006103515625};
-    auto pairOrder = [&](double limit) {
-      return fmmSignedPairOrder<RoundNearest>(a2, 0.25, 0.5, q7, b, 0.25, 0.5, q7, 1.0, 7, limit);
-    };
-    rep.expect(pairOrder(1e-9) == 0, "FMM pair order: rejected as the signed MAC rejects");
-    rep.expect(pairOrder(1e-6) == 7, "FMM pair order: 7 (order 6's 1.36e-7 misses 1/8 of 1e-6)");
-    rep.expect(pairOrder(1e-5) == 5, "FMM pair order: 5 (1.09e-6 within 1.25e-6, order 4's 8.7e-6 not)");
-    rep.expect(pairOrder(1e-3) == 3, "FMM pair order: the lowest, 3");
-    rep.expect(fmmSignedPairOrder<RoundNearest>(a2, 0.25, 0.5, q7, b, 0.25, 0.5, q7, 1.0, 7, 0.0) == 7,
-               "FMM pair order: no error test keeps the order");
   }
   for (int k = 0; k < 100000; ++k) {
     double ca[3], cb[3], qa[8], qb[8];
@@ -265,22 +252,6 @@ void checkFmmMac(Report& rep) {
     const bool dv = fmmSignedPairAccepts<DeviceRn>(ca, ra, fmmCriticalRadius<DeviceRn>(ra, theta), qa, cb, rb,
                                                    fmmCriticalRadius<DeviceRn>(rb, theta), qb, scale, order, tol);
     rep.expect(h == dv, "FMM signed MAC sweep: host = device");
-    // the pair's order: accepted exactly when the MAC accepts; a lower order meets 1/8 of the limit both ways and the
-    // order below it does not (the search goes down from `order`)
-    const int po = fmmSignedPairOrder<RoundNearest>(ca, ra, fmmCriticalRadius<RoundNearest>(ra, theta), qa, cb, rb,
-                                                    fmmCriticalRadius<RoundNearest>(rb, theta), qb, scale, order, tol);
-    rep.expect((po != 0) == h, "FMM pair order sweep: accepted as the MAC");
-    rep.expect(po == fmmSignedPairOrder<DeviceRn>(ca, ra, fmmCriticalRadius<DeviceRn>(ra, theta), qa, cb, rb,
-                                                  fmmCriticalRadius<DeviceRn>(rb, theta), qb, scale, order, tol),
-               "FMM pair order sweep: host = device");
-    if (po != 0 && tol > 0) {
-      const double Rab = std::sqrt(squaredNorm(ca[0] - cb[0], ca[1] - cb[1], ca[2] - cb[2]));
-      const double low = tol * scale * kFmmLowOrderShare;
-      rep.expect(po >= kFmmMinPairOrder && po <= order, "FMM pair order sweep: in range");
-      if (po < order) rep.expect(fmmSignedPairMeets<RoundNearest>(qa, ra, qb, rb, Rab, po, low), "FMM pair order: meets");
-      if (po > kFmmMinPairOrder)
-        rep.expect(!fmmSignedPairMeets<RoundNearest>(qa, ra, qb, rb, Rab, po - 1, low), "FMM pair order: lowest");
-    }
     const double R = std::sqrt(squaredNorm(ca[0] - cb[0], ca[1] - cb[1], ca[2] - cb[2])) + 1.0;
     rep.same(fmmSignedPairError<RoundNearest>(qb, ra, rb, R, order), fmmSignedPairError<DeviceRn>(qb, ra, rb, R, order),
              "FMM signed estimate sweep: host = device");
