@@ -99,6 +99,34 @@ AG_FMM_INLINE void m2lTargets(const std::uint32_t* start, const std::uint32_t* s
   }
 }
 
+/// The far images' M2L into one target (far_images.cpp): its sources' kernel derivatives D[q] and multipoles M[q]
+/// (each padded with zeros to a multiple of 8 terms), sources in lanes, lanes summed in lane order at the end.
+template <int P>
+AG_FMM_INLINE void m2lWithKernelsT(std::size_t count, const double* const* D, const double* const* M, double* L) {
+  constexpr int NT = termCount(P), NB = (NT + 7) / 8;
+  Vd La[NT];
+  for (int k = 0; k < NT; ++k) La[k] = Vd{};
+  for (std::size_t q = 0; q < count; q += kLanes) {
+    Vd Db[NB * 8], Mb[NB * 8];
+    for (int blk = 0; blk < NB; ++blk) {
+      Vd rd[kLanes], rm[kLanes];
+      for (int lane = 0; lane < kLanes; ++lane) {
+        if (q + lane < count) {
+          std::memcpy(&rd[lane], D[q + lane] + 8 * blk, sizeof(Vd));
+          std::memcpy(&rm[lane], M[q + lane] + 8 * blk, sizeof(Vd));
+        } else {  // an empty lane: no source
+          rd[lane] = Vd{};
+          rm[lane] = Vd{};
+        }
+      }
+      transpose8(rd, &Db[8 * blk]);
+      transpose8(rm, &Mb[8 * blk]);
+    }
+    m2lOneFor<P, true>(Db, Mb, La);
+  }
+  for (int k = 0; k < NT; ++k) L[k] += hsum(La[k]);
+}
+
 #define AG_M2L(P)                                                                                          \
   AG_FMM_CLONES void m2lTargets##P(const std::uint32_t* st, const std::uint32_t* so, const std::uint8_t* sh,     \
                                    const FmmLists& g, const double* M, const double* C, FmmTree& t,             \
@@ -110,6 +138,16 @@ AG_FMM_INLINE void m2lTargets(const std::uint32_t* start, const std::uint32_t* s
                                       std::size_t b, std::size_t e) {                                           \
     m2lTargets<P, true>(st, so, sh, g, M, C, t, b, e);                                                         \
   }
+#define AG_M2LK(P)                                                                                         \
+  AG_FMM_CLONES void m2lWithKernels##P(std::size_t n, const double* const* D, const double* const* M, double* L) { \
+    m2lWithKernelsT<P>(n, D, M, L);                                                                        \
+  }
+AG_M2LK(3)
+AG_M2LK(4)
+AG_M2LK(5)
+AG_M2LK(6)
+AG_M2LK(7)
+#undef AG_M2LK
 AG_M2L(3)
 AG_M2L(4)
 AG_M2L(5)
@@ -309,6 +347,12 @@ void evaluateM2L(const FmmLists& lists, int threads, FmmTree& tree) {
     fn(lists.m2lStart.data(), lists.m2lSource.data(), lists.m2lShift.data(), lists, tree.M.data(), tree.centre.data(),
        tree, b, e);
   });
+}
+
+void m2lWithKernels(int order, std::size_t count, const double* const* D, const double* const* M, double* L) {
+  using Fn = void (*)(std::size_t, const double* const*, const double* const*, double*);
+  static constexpr Fn fns[5] = {m2lWithKernels3, m2lWithKernels4, m2lWithKernels5, m2lWithKernels6, m2lWithKernels7};
+  fns[order - 3](count, D, M, L);
 }
 
 void evaluateM2LFrom(const ExternalSources& src, int threads, FmmTree& tree) {

@@ -18,6 +18,11 @@ struct FmmOutput {
 /// L[A] += the M2L of every source in A's list, sources in lanes (one target per task).
 void evaluateM2L(const FmmLists& lists, int threads, FmmTree& tree);
 
+/// L[0 .. termCount(order)) += the M2L (dipole terms kept) of `count` sources with multipoles M[q] through the kernel
+/// derivatives D[q] (multi_index.h's terms, each array padded with zeros to a multiple of 8): the far images' pass
+/// (far_images.h), sources in lanes.
+void m2lWithKernels(int order, std::size_t count, const double* const* D, const double* const* M, double* L);
+
 /// Sources outside the tree (a received LET, fmm/fmm_let.h) and this tree's lists of them, CSR by target node:
 /// M2L sources (LET nodes, multipoles of the tree's mStride and centres in M and centre) and P2P sources (LET
 /// leaves, their cells [cellBegin, + cellCount) of x, y, z, mass), each with an image shift (geo's periods).

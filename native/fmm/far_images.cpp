@@ -14,10 +14,9 @@
 #include <mutex>
 
 #include "core/thread_pool.h"
+#include "fmm/evaluate.h"
 #include "fmm/far_kernel.h"
 #include "fmm/multi_index.h"
-#include "fmm/simd.h"
-#include "fmm/m2l_kernels.h"
 
 namespace amrgrav {
 namespace fmm {
@@ -45,21 +44,12 @@ KernelCache& kernelCache() {
   return c;
 }
 
-template <int P>
-void m2lFar(const double* D, const double* Mb, double* La) {
-  if constexpr (P == 3) m2lOne3<double>(D, Mb, La);
-  else if constexpr (P == 4) m2lOne4<double>(D, Mb, La);
-  else if constexpr (P == 5) m2lOne5<double>(D, Mb, La);
-  else if constexpr (P == 6) m2lOne6<double>(D, Mb, La);
-  else m2lOne7<double>(D, Mb, La);
-}
-
 /// One frontier cube: a tree node of the frontier level, or cells of shallower leaves binned into its cube.
 struct Cube {
   int ix[3];
   std::uint32_t node = ~0u;           ///< the tree's node, or ~0u (then `cells`, M and L are this cube's own)
   std::vector<std::uint32_t> cells;
-  std::vector<double> M, L;
+  std::vector<double> M, L;  ///< M padded to the tree's mStride (m2lWithKernels reads 8 terms at a time)
 };
 
 /// A node of the far pass's octree over the cubes (level 0: one cube; `lo`, `hi` in cubes, the box [lo, hi) of
@@ -129,7 +119,7 @@ Status addFarImages(const SortedCells& cells, const double period[3], int thread
     std::vector<double> dense(per * per * per * std::size_t(termCount(t.order)), 0.0);
     return sum(dense);
   }
-  const MultiIndex mi(t.order);
+  const MultiIndex& mi = MultiIndex::of(t.order);
   const int nt = t.terms;
   double s = 0;
   const int level = frontierLevel(period, o.root.side, &s);
@@ -178,7 +168,7 @@ Status addFarImages(const SortedCells& cells, const double period[3], int thread
   for (Cube& c : cubes) {
     c.L.assign(nt, 0.0);
     if (c.node != ~0u) continue;
-    c.M.assign(nt, 0.0);
+    c.M.assign(t.mStride, 0.0);
     for (std::uint32_t j : c.cells) {
       monomials(cells.x[j] - centreOf(c, 0), cells.y[j] - centreOf(c, 1), cells.z[j] - centreOf(c, 2));
       for (int q = 0; q < nt; ++q) c.M[q] += cells.mass[j] * mono[q];
@@ -203,6 +193,7 @@ Status addFarImages(const SortedCells& cells, const double period[3], int thread
       c.ix[1] = k / per % per;
       c.ix[2] = k / (per * per);
       c.M.assign(D, D + nt);
+      c.M.resize(t.mStride, 0.0);
       global.push_back(std::move(c));
     }
   }
@@ -364,20 +355,22 @@ Status addFarImages(const SortedCells& cells, const double period[3], int thread
   std::map<std::array<int, 3>, std::vector<double>> D;
   for (const auto& kv : kernel) {
     std::vector<double>& v = D[kv.first];
-    v.resize(nt);
+    v.assign(t.mStride, 0.0);  // padded as the multipoles (m2lWithKernels)
     for (int k = 0; k < nt; ++k) v[k] = (*kv.second)[k] * scaleOf[k];
   }
-  // M2L into every target node's L, its sources in ascending order
-  using Fn = void (*)(const double*, const double*, double*);
-  static constexpr Fn fns[5] = {m2lFar<3>, m2lFar<4>, m2lFar<5>, m2lFar<6>, m2lFar<7>};
-  const Fn m2l = fns[t.order - 3];
+  // M2L into every target node's L, its sources in ascending order, in lanes (evaluate.h)
   parallelFor(nodes.size(), 4, threads, [&](std::size_t b, std::size_t e, int) {
+    std::vector<const double*> kd, km;
     for (std::size_t a = b; a < e; ++a) {
       nodes[a].L.assign(nt, 0.0);
+      kd.clear();
+      km.clear();
       for (int src : sourcesOf[a]) {
         const FarNode& B = nodes[std::size_t(src)];
-        m2l(D.at(halfOffset(nodes[a], B)).data(), sourceM(B), nodes[a].L.data());
+        kd.push_back(D.at(halfOffset(nodes[a], B)).data());
+        km.push_back(sourceM(B));
       }
+      m2lWithKernels(t.order, kd.size(), kd.data(), km.data(), nodes[a].L.data());
     }
   });
   // L2L down the far octree to the cubes, a level at a time (each node writes only its children)

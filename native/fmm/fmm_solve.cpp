@@ -20,7 +20,7 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 /// L2L from the root down, a level at a time (a node's L is complete once its parent's level is done), and L2P at
 /// the leaves; the nodes of a level in parallel, each writing only its children or its own cells.
 void passLocalsDown(const SortedCells& c, int threads, FmmTree& t, FmmOutput out) {
-  const MultiIndex mi(t.order);
+  const MultiIndex& mi = MultiIndex::of(t.order);
   for (std::size_t lev = 0; lev + 1 < t.levelBegin.size(); ++lev) {
     const std::size_t b = t.levelBegin[lev], e = t.levelBegin[lev + 1];
     parallelFor(e - b, 8, threads, [&](std::size_t lb, std::size_t le, int) {

@@ -270,7 +270,7 @@ Status buildFmmTree(const std::vector<std::uint64_t>& keys, const RootCube& root
     for (std::size_t i = 0; i < t.topo.nodeCount(); ++i)
       shared->index[i] = std::int32_t(shared->top->find(nodeCode(keys[t.topo.cellBegin[i]], t.topo.level[i])));
   }
-  const MultiIndex mi(opt.fmmOrder);
+  const MultiIndex& mi = MultiIndex::of(opt.fmmOrder);
   const std::size_t n = t.topo.nodeCount();
   t.order = opt.fmmOrder;
   t.terms = mi.terms;

@@ -14,6 +14,15 @@ int MultiIndex::at(int a, int b, int c) const {
   return before + ahead + (d - a - b);
 }
 
+const MultiIndex& MultiIndex::of(int p) {
+  static const std::vector<MultiIndex> tables = [] {
+    std::vector<MultiIndex> v;
+    for (int q = 0; q <= 7; ++q) v.emplace_back(q);
+    return v;
+  }();
+  return tables.at(std::size_t(p));
+}
+
 MultiIndex::MultiIndex(int p) : order(p), terms(termCount(p)) {
   for (int d = 0; d <= p; ++d)
     for (int a = d; a >= 0; --a)

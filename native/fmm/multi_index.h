@@ -27,6 +27,8 @@ struct MultiIndex {
   std::vector<int> plusAxis[3];
 
   explicit MultiIndex(int p);
+  /// The process's tables of order p in [0, 7] (made once, on first use: a solve reads them in several phases).
+  static const MultiIndex& of(int p);
   /// -1 when |(a, b, c)| > p or a component is negative.
   int at(int a, int b, int c) const;
 };
