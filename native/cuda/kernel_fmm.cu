@@ -131,9 +131,8 @@ __global__ void __launch_bounds__(kL2LThreads) fmmL2L(FmmDeviceView v, unsigned 
         if constexpr (t == 0) {
           mt[0] = 1.0;
         } else {
-          constexpr int pr = fmm::monoPrevOf(t), ax = fmm::monoAxisOf(t);
-          constexpr double sc = fmm::monoScaleOf(t);
-          mt[t * kL2LThreads] = mt[pr * kL2LThreads] * h[ax] * sc;
+          constexpr int pr = fmm::monoPrevOf(t);
+          mt[t * kL2LThreads] = fmm::monomialFrom<t>(mt[pr * kL2LThreads], h);
         }
       },
       std::make_integer_sequence<int, NT>{});
@@ -172,9 +171,8 @@ __global__ void __launch_bounds__(kLeafThreads) fmmL2P(FmmDeviceView v) {
           if constexpr (t == 0) {
             mono[0] = 1.0;
           } else {
-            constexpr int pr = fmm::monoPrevOf(t), ax = fmm::monoAxisOf(t);
-            constexpr double sc = fmm::monoScaleOf(t);
-            mono[t] = mono[pr] * h[ax] * sc;
+            constexpr int pr = fmm::monoPrevOf(t);
+            mono[t] = fmm::monomialFrom<t>(mono[pr], h);
           }
           p = fma(Lv[t], mono[t], p);
           if constexpr (Accel && t < NG) {

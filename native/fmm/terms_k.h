@@ -44,6 +44,15 @@ AG_HD constexpr int monoPrevOf(int t) {
 }
 AG_HD constexpr double monoScaleOf(int t) { return 1.0 / termExponent(t, monoAxisOf(t)); }
 
+/// Monomial t (t > 0) from monomial monoPrevOf(t): prev times h along monoAxisOf(t) times monoScaleOf(t), in
+/// expansions.cpp's order of the products (so the same bits).
+template <int t>
+AG_HD double monomialFrom(double prev, const double* h) {
+  constexpr int ax = monoAxisOf(t);
+  constexpr double sc = monoScaleOf(t);
+  return prev * h[ax] * sc;
+}
+
 /// Term t + e_axis (the gradient's coefficients in L2P).
 AG_HD constexpr int plusAxisOf(int t, int axis) {
   return termIndex(termExponent(t, 0) + (axis == 0), termExponent(t, 1) + (axis == 1),
