@@ -1,6 +1,7 @@
 // The CUDA backend's FMM pieces that are made or fixed on the host, checked without a GPU: the P2P tiles
 // (native/tests/fmm_p2p_tiles.cpp: each regular leaf's near list in the tiles, and a host emulation of the device's
-// P2P kernels against the CPU's near field) and the L2P's compile-time term tables (native/tests/fmm_terms.cpp).
+// P2P kernels against the CPU's near field), the tensor-core table step's lanes (native/tests/fmm_p2p_mma.cpp: one
+// block's DMMA pieces emulated against a triple loop) and the L2P's compile-time term tables (native/tests/fmm_terms.cpp).
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -22,6 +23,15 @@ describe('method fmm on the CUDA backend: the host side of its kernels', () => {
     expect(r.stdout).toMatch(/PASS refined32-mixed/);
     expect(r.stdout).toMatch(/PASS refined32-emulated-vs-cpu/);
     expect(r.stdout).toMatch(/checks, 0 failed/);
+    expect(r.status).toBe(0);
+  });
+
+  it('native/tests/fmm_p2p_mma.cpp: the DMMA lanes are the PTX table\'s; an emulated block = the triple loop to 1e-14', () => {
+    const r = spawnSync(hostTest('amrgrav_fmm_p2p_mma'), [], { encoding: 'utf8', timeout: 60_000 });
+    expect(r.stdout).toMatch(/PASS dmma-layout/);
+    expect(r.stdout).toMatch(/PASS mma-cover/);
+    expect(r.stdout).toMatch(/PASS mma-product-seed1/);
+    expect(r.stdout).toMatch(/6 checks, 0 failed/);
     expect(r.status).toBe(0);
   });
 

@@ -1,10 +1,11 @@
 /// \file kernel_fmm.cu
 /// \brief The FMM's evaluation kernels (kernels_fmm.h): the P2P of regular leaves by the CPU's unit tables
-/// (fmm/p2p_tables.h) in tiles (fmm/p2p_tiles.h) and of the others computed, the generated fused M2L kernels
-/// (cuda/m2l_device.h, in double, one interaction per thread) and the exact L2L and L2P in the CPU's term order
-/// (fmm/expansions.cpp; L2P unrolled over fmm/terms_k.h at compile time). Every sum has a fixed order (no atomics):
-/// results are the same bits run to run; against the CPU (lanes of 8, Newton reciprocal square roots, the near
-/// field's pairs added in list order) they differ by rounding only.
+/// (fmm/p2p_tables.h) in tiles (fmm/p2p_tiles.h; potentials only on the FP64 tensor cores, fmm/p2p_mma_k.h) and of
+/// the others computed, the generated fused M2L kernels (cuda/m2l_device.h, in double, one interaction per thread)
+/// and the exact L2L and L2P in the CPU's term order (fmm/expansions.cpp; L2P unrolled over fmm/terms_k.h at compile
+/// time). Every sum has a fixed order (no atomics): results are the same bits run to run; against the CPU (lanes of
+/// 8, Newton reciprocal square roots, the near field's pairs added in list order, the tensor cores' groups of 4)
+/// they differ by rounding only.
 #include <cuda_runtime.h>
 
 #include <string>
@@ -13,6 +14,7 @@
 #include "cuda/check.h"
 #include "cuda/kernels_fmm.h"
 #include "cuda/m2l_device.h"
+#include "fmm/p2p_mma_k.h"
 #include "fmm/p2p_tiles.h"
 #include "fmm/terms_k.h"
 
@@ -30,9 +32,20 @@ constexpr unsigned kFull = 0xffffffffu;
 constexpr int kTileThreads = 128;
 constexpr int kTileCells = fmm::kTableCells;     // 64
 constexpr int kTileTargets = fmm::kTileTargets;  // 32
-constexpr int kMassStride = kTileTargets + 4;    // a staged source cell's masses: 32-byte aligned rows, fewer conflicts
+constexpr int kMassStride = fmm::kMassRowStride;  // a staged source cell's masses: 32-byte aligned rows, fewer conflicts
 static_assert(kTileTargets == 32 && kTileCells == 64 && kTileThreads == (kTileCells / 4) * (kTileTargets / 4),
               "the tile kernel's thread layout");
+static_assert(kMassStride == kTileTargets + 4 && fmm::kMmaTableCells == kTileCells &&
+                  kTileThreads == 32 * fmm::kMmaWarps && 16 * fmm::kMmaWarps == kTileCells &&
+                  8 * fmm::kMmaMTiles * fmm::kMmaWarps == kTileCells && 8 * fmm::kMmaNTiles == kTileTargets &&
+                  4 * fmm::kMmaKSteps == kTileCells,
+              "the tensor-core tile kernel's pieces (fmm/p2p_mma_k.h)");
+
+// The potential-only table steps on the FP64 tensor cores (fmmP2PTilesMma; 1, the default) or on FMAs in the CPU's
+// order (fmmP2PTiles<false>, s ascending: 0). Accelerations always take fmmP2PTiles<true>.
+#ifndef AMRGRAV_FMM_P2P_DMMA
+#define AMRGRAV_FMM_P2P_DMMA 1
+#endif
 
 __host__ __device__ constexpr int termsOf(int p) { return (p + 1) * (p + 2) * (p + 3) / 6; }
 
@@ -195,6 +208,54 @@ __global__ void __launch_bounds__(kLeafThreads) fmmL2P(FmmDeviceView v) {
 /// The lattice position of the k-th cell of a 4^3 leaf (Morton order, x in the lowest bit; fmm/p2p_tables.cpp).
 __device__ __forceinline__ int latticeAxis(int k, int axis) { return (k >> axis & 1) | (k >> (axis + 3) & 1) << 1; }
 
+/// A table step's masses into shared memory, ms[s * kMassStride + b] = source b's cell s (0 for none); the block's
+/// threads all take part (barriers before, for the previous step's readers, and after).
+__device__ __forceinline__ void stageMasses(const FmmDeviceView& v, const std::uint32_t* source, unsigned tid,
+                                            double* ms) {
+  __syncthreads();  // the previous table's masses are read by every thread
+#pragma unroll 4
+  for (int r = 0; r < kTileCells * kTileTargets / kTileThreads; ++r) {
+    // 4 consecutive cells of 8 sources per 32 threads: full 32-byte sectors
+    const unsigned q = unsigned(r) * kTileThreads + tid;
+    const unsigned sc = (q & 3u) | (q >> 5 & 15u) << 2, i = (q >> 2 & 7u) | (q >> 9) << 3;
+    const unsigned S = source[i];
+    ms[sc * kMassStride + i] = S != fmm::kNoLeaf ? v.mass[v.cellBegin[S] + sc] : 0.0;
+  }
+  __syncthreads();
+}
+
+/// Computed pairs of a tile's step: the NA consecutive cells tb .. tb + NA - 1 (of a target leaf) against every cell
+/// of source leaf S (another leaf: r > 0), j ascending, 1/r by rsqrt; p (and f, with Accel) overwritten.
+template <int NA, bool Accel>
+__device__ __forceinline__ void computedPairs(const FmmDeviceView& v, unsigned S, unsigned tb, double p[NA],
+                                              double f[3][NA]) {
+  const unsigned sb = v.cellBegin[S], se = sb + v.cellCount[S];
+  double xi[NA], yi[NA], zi[NA];
+#pragma unroll
+  for (int a = 0; a < NA; ++a) {
+    xi[a] = v.x[tb + a];
+    yi[a] = v.y[tb + a];
+    zi[a] = v.z[tb + a];
+    p[a] = 0.0;
+    if constexpr (Accel) f[0][a] = f[1][a] = f[2][a] = 0.0;
+  }
+  for (unsigned j = sb; j < se; ++j) {
+    const double xj = v.x[j], yj = v.y[j], zj = v.z[j], mj = v.mass[j];
+#pragma unroll
+    for (int a = 0; a < NA; ++a) {
+      const double dx = xi[a] - xj, dy = yi[a] - yj, dz = zi[a] - zj;
+      const double rinv = rsqrt(dx * dx + dy * dy + dz * dz);
+      p[a] += mj * rinv;
+      if constexpr (Accel) {
+        const double t = mj * (rinv * rinv * rinv);
+        f[0][a] += t * dx;
+        f[1][a] += t * dy;
+        f[2][a] += t * dz;
+      }
+    }
+  }
+}
+
 /// One step of a tile that is a table: acc[a][b] = sum_s K[s][t_a] m_b[s] (s ascending, fused: the CPU's tableP2P
 /// order) and with accelerations g[.][a][b] = sum_s d K^3 m_b[s] (w = K K K m, then d w added, d = p_t - p_s - delta
 /// made exactly), the masses staged in ms ([s][target], kMassStride apart).
@@ -265,16 +326,7 @@ __global__ void __launch_bounds__(kTileThreads) fmmP2PTiles(FmmDeviceView v) {
     const int table = v.tileStepTable[st];  // the block's
     const std::uint32_t* source = v.tileStepSource + std::size_t(st) * kTileTargets;
     if (table >= 0) {
-      __syncthreads();  // the previous table's masses are read by every thread
-#pragma unroll 4
-      for (int r = 0; r < kTileCells * kTileTargets / kTileThreads; ++r) {
-        // 4 consecutive cells of 8 sources per 32 threads: full 32-byte sectors
-        const unsigned q = unsigned(r) * kTileThreads + tid;
-        const unsigned sc = (q & 3u) | (q >> 5 & 15u) << 2, i = (q >> 2 & 7u) | (q >> 9) << 3;
-        const unsigned S = source[i];
-        ms[sc * kMassStride + i] = S != fmm::kNoLeaf ? v.mass[v.cellBegin[S] + sc] : 0.0;
-      }
-      __syncthreads();
+      stageMasses(v, source, tid, ms);
       const int slot = v.p2pSlot[table];
       constexpr int r = fmm::kMaxLeafOffset, w = 2 * r + 1;
       const int off[3] = {4 * (slot / (w * w) - r), 4 * (slot / w % w - r), 4 * (slot % w - r)};  // cells
@@ -303,30 +355,8 @@ __global__ void __launch_bounds__(kTileThreads) fmmP2PTiles(FmmDeviceView v) {
       for (int b = 0; b < 4; ++b) {
         const unsigned S = source[4 * lq + b];
         if (S == fmm::kNoLeaf) continue;
-        const unsigned sb = v.cellBegin[S], se = sb + v.cellCount[S], tb = v.cellBegin[target[b]] + 4 * tq;
-        double xi[4], yi[4], zi[4], p[4], f[3][4];
-#pragma unroll
-        for (int a = 0; a < 4; ++a) {
-          xi[a] = v.x[tb + a];
-          yi[a] = v.y[tb + a];
-          zi[a] = v.z[tb + a];
-          p[a] = f[0][a] = f[1][a] = f[2][a] = 0.0;
-        }
-        for (unsigned j = sb; j < se; ++j) {  // another leaf: r > 0
-          const double xj = v.x[j], yj = v.y[j], zj = v.z[j], mj = v.mass[j];
-#pragma unroll
-          for (int a = 0; a < 4; ++a) {
-            const double dx = xi[a] - xj, dy = yi[a] - yj, dz = zi[a] - zj;
-            const double rinv = rsqrt(dx * dx + dy * dy + dz * dz);
-            p[a] += mj * rinv;
-            if constexpr (Accel) {
-              const double t = mj * (rinv * rinv * rinv);
-              f[0][a] += t * dx;
-              f[1][a] += t * dy;
-              f[2][a] += t * dz;
-            }
-          }
-        }
+        double p[4], f[3][4];
+        computedPairs<4, Accel>(v, S, v.cellBegin[target[b]] + 4 * tq, p, f);
 #pragma unroll
         for (int a = 0; a < 4; ++a) {
           double* t = tot + (a * 4 + b) * kTileThreads + tid;
@@ -353,6 +383,102 @@ __global__ void __launch_bounds__(kTileThreads) fmmP2PTiles(FmmDeviceView v) {
       }
     }
   }
+}
+
+/// d (this lane's two elements of an 8 x 8 D) += A (8 x 4) B (4 x 8), this lane holding a of A and b of B: fmm/
+/// p2p_mma_k.h's elements. sm_80 and later: one FP64 tensor-core instruction (DMMA; its four products' rounding is
+/// the hardware's, the same bits run to run). Before sm_80: the same elements by shuffles, k ascending, fused.
+__device__ __forceinline__ void dmma(double& d0, double& d1, double a, double b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+  const int lane = int(threadIdx.x & 31u), row = fmm::dmmaCRow(lane);
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const double ak = __shfl_sync(kFull, a, fmm::dmmaALane(row, k));
+    const double b0 = __shfl_sync(kFull, b, fmm::dmmaBLane(k, fmm::dmmaCCol(lane, 0)));
+    const double b1 = __shfl_sync(kFull, b, fmm::dmmaBLane(k, fmm::dmmaCCol(lane, 1)));
+    d0 = fma(ak, b0, d0);
+    d1 = fma(ak, b1, d1);
+  }
+#else
+  asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"
+      : "+d"(d0), "+d"(d1)
+      : "d"(a), "d"(b));
+#endif
+}
+
+/// fmmP2PTiles for potentials only, each table step a product on the FP64 tensor cores (fmm/p2p_mma_k.h: warp w
+/// takes target cells 16 w .. 16 w + 15 for all 32 targets, 2 x 4 pieces of 8 x 8, the sources in 16 steps of 4).
+/// The same tiles, steps, staging and step order; each table step's sums are the table's products in groups of 4
+/// sources (the hardware's rounding within a group, the groups ascending) instead of the CPU's one fused sum, so
+/// they differ from the CPU's by rounding only (deterministic: no atomics, a fixed order). The running totals
+/// stay in registers (16 per lane); computed steps take each lane's 2 cells x 8 targets.
+__global__ void __launch_bounds__(kTileThreads) fmmP2PTilesMma(FmmDeviceView v) {
+  __shared__ __align__(16) double ms[kTileCells * kMassStride];
+  const unsigned tile = blockIdx.x, tid = threadIdx.x;
+  const int lane = int(tid & 31u), w = int(tid >> 5), row = fmm::dmmaCRow(lane);
+  const std::uint32_t* target = v.tileTarget + std::size_t(tile) * kTileTargets;
+  const double* invH = v.tileInvH + std::size_t(tile) * kTileTargets;
+  double tot[fmm::kMmaMTiles][fmm::kMmaNTiles][2];  // (m, j, i): cell mmaCell(w, row, m), target mmaTarget(j, col i)
+#pragma unroll
+  for (int m = 0; m < fmm::kMmaMTiles; ++m)
+#pragma unroll
+    for (int j = 0; j < fmm::kMmaNTiles; ++j) tot[m][j][0] = tot[m][j][1] = 0.0;
+  const unsigned s0 = v.tileStepStart[tile], s1 = v.tileStepStart[tile + 1];
+  for (unsigned st = s0; st < s1; ++st) {
+    const int table = v.tileStepTable[st];  // the block's
+    const std::uint32_t* source = v.tileStepSource + std::size_t(st) * kTileTargets;
+    if (table >= 0) {
+      stageMasses(v, source, tid, ms);
+      const double* K = v.p2pK + std::size_t(table) * kTileCells * kTileCells;
+      double acc[fmm::kMmaMTiles][fmm::kMmaNTiles][2];
+#pragma unroll
+      for (int m = 0; m < fmm::kMmaMTiles; ++m)
+#pragma unroll
+        for (int j = 0; j < fmm::kMmaNTiles; ++j) acc[m][j][0] = acc[m][j][1] = 0.0;
+#pragma unroll 4
+      for (int k = 0; k < fmm::kMmaKSteps; ++k) {
+        const double2 a = __ldg(reinterpret_cast<const double2*>(K + fmm::mmaAOffset(w, lane, k)));  // m = 0, 1
+        double b[fmm::kMmaNTiles];
+#pragma unroll
+        for (int j = 0; j < fmm::kMmaNTiles; ++j) b[j] = ms[fmm::mmaBOffset(lane, k, j)];
+#pragma unroll
+        for (int j = 0; j < fmm::kMmaNTiles; ++j) {
+          dmma(acc[0][j][0], acc[0][j][1], a.x, b[j]);
+          dmma(acc[1][j][0], acc[1][j][1], a.y, b[j]);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < fmm::kMmaNTiles; ++j)
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          const double ih = invH[fmm::mmaTarget(j, fmm::dmmaCCol(lane, i))];
+#pragma unroll
+          for (int m = 0; m < fmm::kMmaMTiles; ++m) tot[m][j][i] = __dadd_rn(tot[m][j][i], __dmul_rn(acc[m][j][i], ih));
+        }
+    } else {
+#pragma unroll
+      for (int j = 0; j < fmm::kMmaNTiles; ++j)
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          const int b = fmm::mmaTarget(j, fmm::dmmaCCol(lane, i));
+          const unsigned S = source[b];
+          if (S == fmm::kNoLeaf) continue;
+          double p[fmm::kMmaMTiles];
+          computedPairs<fmm::kMmaMTiles, false>(v, S, v.cellBegin[target[b]] + fmm::mmaCell(w, row, 0), p, nullptr);
+#pragma unroll
+          for (int m = 0; m < fmm::kMmaMTiles; ++m) tot[m][j][i] += p[m];
+        }
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < fmm::kMmaNTiles; ++j)
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const unsigned T = target[fmm::mmaTarget(j, fmm::dmmaCCol(lane, i))];
+      if (T == fmm::kNoLeaf) continue;
+#pragma unroll
+      for (int m = 0; m < fmm::kMmaMTiles; ++m) v.phi[v.cellBegin[T] + fmm::mmaCell(w, row, m)] = tot[m][j][i];
+    }
 }
 
 /// One block per irregular target leaf: its cells (a thread each; more than a block's in rounds) against the cells of
@@ -418,11 +544,16 @@ __global__ void __launch_bounds__(kLeafThreads) fmmP2P(FmmDeviceView v) {
 namespace {
 
 template <bool Accel> Status launchTiles(const FmmDeviceView& v, cudaStream_t s) {
-  constexpr std::size_t bytes = std::size_t(Accel ? 4 : 1) * 16 * kTileThreads * sizeof(double);
-  if constexpr (bytes > 48 * 1024)
-    AG_CUDA_TRY(cudaFuncSetAttribute(fmmP2PTiles<Accel>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
-  fmmP2PTiles<Accel><<<v.tileCount, kTileThreads, bytes, s>>>(v);
-  AG_CUDA_LAUNCHED("fmmP2PTiles");
+  if constexpr (!Accel && AMRGRAV_FMM_P2P_DMMA) {
+    fmmP2PTilesMma<<<v.tileCount, kTileThreads, 0, s>>>(v);
+    AG_CUDA_LAUNCHED("fmmP2PTilesMma");
+  } else {
+    constexpr std::size_t bytes = std::size_t(Accel ? 4 : 1) * 16 * kTileThreads * sizeof(double);
+    if constexpr (bytes > 48 * 1024)
+      AG_CUDA_TRY(cudaFuncSetAttribute(fmmP2PTiles<Accel>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+    fmmP2PTiles<Accel><<<v.tileCount, kTileThreads, bytes, s>>>(v);
+    AG_CUDA_LAUNCHED("fmmP2PTiles");
+  }
   return Status::success();
 }
 

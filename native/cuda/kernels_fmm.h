@@ -45,9 +45,11 @@ struct FmmDeviceView {
   double *phi = nullptr, *gx = nullptr, *gy = nullptr, *gz = nullptr;  ///< sorted sums; g null without accelerations
 };
 
-/// The near field, overwriting phi (and g). Regular targets by tile: one block of 128 threads per tile, a thread
-/// per 4 cells x 4 targets; each step's table product (1/h) K^T m_S (s ascending, fused, as the CPU's tableP2P) or
-/// computed pairs, added to each cell's total in the tile's step order. The other leaves: one block per leaf, its
+/// The near field, overwriting phi (and g). Regular targets by tile: one block of 128 threads per tile; each step's
+/// table product (1/h) K^T m_S or computed pairs, added to each cell's total in the tile's step order. With
+/// accelerations a thread per 4 cells x 4 targets, the products s ascending, fused, as the CPU's tableP2P; potentials
+/// only, the products on the FP64 tensor cores (fmm/p2p_mma_k.h; sums in groups of 4 sources; built with
+/// AMRGRAV_FMM_P2P_DMMA=0, the accelerations' kernel's order). The other leaves: one block per leaf, its
 /// cells one per thread against its near leaves' cells in the list's order (a leaf's own cell pairs left out).
 Status launchFmmP2P(const FmmDeviceView& v, cudaStream_t s);
 /// L[A] += the M2L of every source in A's list: one warp per target node, lanes over its sources (in strides of

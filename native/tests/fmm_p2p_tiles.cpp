@@ -5,8 +5,11 @@
 /// count; then a host emulation of the device's two P2P kernels (cuda/kernel_fmm.cu fmmP2PTiles and fmmP2P: the
 /// same loops, the same operations in the same order, fused multiply-adds written out, 1/sqrt correctly rounded
 /// where the device's rsqrt is within 1 ulp) must give the CPU's near field (fmm/evaluate.cpp evaluateP2P) to
-/// rounding. Cases: uniform grids (every leaf regular, every pair a table) and a grid with a refined patch (two
-/// cell sizes, leaves across its boundary irregular, computed pairs in regular leaves' lists). CTest (label cpu).
+/// rounding (the accelerations' kernel fmmP2PTiles<true> and, built with AMRGRAV_FMM_P2P_DMMA=0, the potentials'; by
+/// default the potentials' table steps are products on the tensor cores, fmmP2PTilesMma, whose lanes
+/// native/tests/fmm_p2p_mma.cpp emulates, with the same tiles, steps and computed pairs). Cases: uniform grids
+/// (every leaf regular, every pair a table) and a grid with a refined patch (two cell sizes, leaves across its
+/// boundary irregular, computed pairs in regular leaves' lists). CTest (label cpu).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
