@@ -22,8 +22,10 @@
 #              the host, the evaluation on the device): ctest gpu.fmm (CUDA vs CPU FMM on a 32^3 grid of random
 #              masses at orders 3..7 and the clustered AMR-like set: pot <= 1e-12 per cell, acc <= 1e-11 of the rms,
 #              identical M2L/P2P counts; the near field's paths: the grid all by table, the AMR set mixed; momentum
-#              <= 1e-6 on the GPU; two GPU solves bitwise equal; the host block entry; periodic refused),
-#              compute-sanitizer memcheck and racecheck on the fmm subject (--quick), then
+#              <= 1e-6 on the GPU; two GPU solves bitwise equal; the host block entry; periodic refused; potentials
+#              only, whose table steps run on the FP64 tensor cores, on both sets), the DMMA instructions in
+#              fmmP2PTilesMma's SASS (cuobjdump), compute-sanitizer memcheck and racecheck on the fmm subject
+#              (--quick), then
 #              amrgrav_gpu_timing --no-perf --fmm 64,128,256 (the FMM's phases, its four kernels' device times, and
 #              the tree's in the same run, fmm-timing.log), test/c/capi_fmm.c (CUDA with a periodic box refused at
 #              create with AMRGRAV_INVALID_OPTION) and the Node API ('auto' and 'cuda' run an isolated FMM on the
@@ -134,6 +136,11 @@ for step in "$@"; do
       (cd build && AMRGRAV_REQUIRE_GPU=1 timeout 500 ctest -R '^gpu[.]fmm$' --output-on-failure) > "$out/fmm-ctest.log" 2>&1
       summary+=("fmm ctest gpu.fmm rc=$? $(grep -h 'parity summary' "$out/fmm-ctest.log" | tr '\n' ';')")
       grep -hE '^ *(ok|FAIL)' "$out/fmm-ctest.log"
+      # the potential-only P2P's table steps on the FP64 tensor cores: DMMA in fmmP2PTilesMma's SASS (the PTX has 32
+      # mma.m8n8k4.f64: 8 per K step, the K loop unrolled 4 times)
+      dmma=$(cuobjdump -sass build/CMakeFiles/amrgrav_cuda.dir/native/cuda/kernel_fmm.cu.o 2>/dev/null |
+        awk '/Function :/ { f = /fmmP2PTilesMma/ } f && /DMMA/ { n++ } END { print n + 0 }')
+      summary+=("fmm fmmP2PTilesMma DMMA instructions: $dmma")
       # the M2L's dynamic shared memory (56 KB a block at p 7) and the P2P's tiles: no out-of-bounds access
       AMRGRAV_REQUIRE_GPU=1 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 $check fmm --quick \
         > "$out/fmm-memcheck.log" 2>&1

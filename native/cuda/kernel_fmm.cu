@@ -6,6 +6,7 @@
 /// time). Every sum has a fixed order (no atomics): results are the same bits run to run; against the CPU (lanes of
 /// 8, Newton reciprocal square roots, the near field's pairs added in list order, the tensor cores' groups of 4)
 /// they differ by rounding only.
+#include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
 #include <string>
@@ -208,20 +209,44 @@ __global__ void __launch_bounds__(kLeafThreads) fmmL2P(FmmDeviceView v) {
 /// The lattice position of the k-th cell of a 4^3 leaf (Morton order, x in the lowest bit; fmm/p2p_tables.cpp).
 __device__ __forceinline__ int latticeAxis(int k, int axis) { return (k >> axis & 1) | (k >> (axis + 3) & 1) << 1; }
 
+/// Slot r (0 .. 15) of thread tid in staging a table step's masses: cell stagedCell of target stagedTarget (4
+/// consecutive cells of 8 sources per 32 threads: full 32-byte sectors).
+constexpr int kStagedPerThread = kTileCells * kTileTargets / kTileThreads;
+__device__ __forceinline__ unsigned stagedCell(int r, unsigned tid) {
+  const unsigned q = unsigned(r) * kTileThreads + tid;
+  return (q & 3u) | (q >> 5 & 15u) << 2;
+}
+__device__ __forceinline__ unsigned stagedTarget(int r, unsigned tid) {
+  const unsigned q = unsigned(r) * kTileThreads + tid;
+  return (q >> 2 & 7u) | (q >> 9) << 3;
+}
+
 /// A table step's masses into shared memory, ms[s * kMassStride + b] = source b's cell s (0 for none); the block's
 /// threads all take part (barriers before, for the previous step's readers, and after).
 __device__ __forceinline__ void stageMasses(const FmmDeviceView& v, const std::uint32_t* source, unsigned tid,
                                             double* ms) {
   __syncthreads();  // the previous table's masses are read by every thread
 #pragma unroll 4
-  for (int r = 0; r < kTileCells * kTileTargets / kTileThreads; ++r) {
-    // 4 consecutive cells of 8 sources per 32 threads: full 32-byte sectors
-    const unsigned q = unsigned(r) * kTileThreads + tid;
-    const unsigned sc = (q & 3u) | (q >> 5 & 15u) << 2, i = (q >> 2 & 7u) | (q >> 9) << 3;
-    const unsigned S = source[i];
-    ms[sc * kMassStride + i] = S != fmm::kNoLeaf ? v.mass[v.cellBegin[S] + sc] : 0.0;
+  for (int r = 0; r < kStagedPerThread; ++r) {
+    const unsigned S = source[stagedTarget(r, tid)], sc = stagedCell(r, tid);
+    ms[sc * kMassStride + stagedTarget(r, tid)] = S != fmm::kNoLeaf ? v.mass[v.cellBegin[S] + sc] : 0.0;
   }
   __syncthreads();
+}
+
+/// stageMasses without waiting: this thread's slots as asynchronous copies into ms (zeros stored directly), one
+/// committed group; the caller waits (__pipeline_wait_prior(0), then a barrier) before reading ms and must not
+/// start it while another thread may still read ms.
+__device__ __forceinline__ void stageMassesAsync(const FmmDeviceView& v, const std::uint32_t* source, unsigned tid,
+                                                 double* ms) {
+#pragma unroll 4
+  for (int r = 0; r < kStagedPerThread; ++r) {
+    const unsigned S = source[stagedTarget(r, tid)], sc = stagedCell(r, tid);
+    double* to = ms + sc * kMassStride + stagedTarget(r, tid);
+    if (S != fmm::kNoLeaf) __pipeline_memcpy_async(to, v.mass + v.cellBegin[S] + sc, sizeof(double));
+    else *to = 0.0;
+  }
+  __pipeline_commit();
 }
 
 /// Computed pairs of a tile's step: the NA consecutive cells tb .. tb + NA - 1 (of a target leaf) against every cell
@@ -408,12 +433,14 @@ __device__ __forceinline__ void dmma(double& d0, double& d1, double a, double b)
 
 /// fmmP2PTiles for potentials only, each table step a product on the FP64 tensor cores (fmm/p2p_mma_k.h: warp w
 /// takes target cells 16 w .. 16 w + 15 for all 32 targets, 2 x 4 pieces of 8 x 8, the sources in 16 steps of 4).
-/// The same tiles, steps, staging and step order; each table step's sums are the table's products in groups of 4
-/// sources (the hardware's rounding within a group, the groups ascending) instead of the CPU's one fused sum, so
-/// they differ from the CPU's by rounding only (deterministic: no atomics, a fixed order). The running totals
-/// stay in registers (16 per lane); computed steps take each lane's 2 cells x 8 targets.
+/// The same tiles, steps and step order; each table step's sums are the table's products in groups of 4 sources
+/// (the hardware's rounding within a group, the groups ascending) instead of the CPU's one fused sum, so they
+/// differ from the CPU's by rounding only (deterministic: no atomics, a fixed order). A table step's masses are
+/// copied asynchronously into shared memory while the step before computes (two buffers), the running totals stay
+/// in registers (16 per lane), and computed steps take each lane's 2 cells x 8 targets.
 __global__ void __launch_bounds__(kTileThreads) fmmP2PTilesMma(FmmDeviceView v) {
-  __shared__ __align__(16) double ms[kTileCells * kMassStride];
+  constexpr int kMassBuffer = kTileCells * kMassStride;
+  __shared__ __align__(16) double ms[2 * kMassBuffer];  // two steps' masses: one read, the next one arriving
   const unsigned tile = blockIdx.x, tid = threadIdx.x;
   const int lane = int(tid & 31u), w = int(tid >> 5), row = fmm::dmmaCRow(lane);
   const std::uint32_t* target = v.tileTarget + std::size_t(tile) * kTileTargets;
@@ -424,11 +451,21 @@ __global__ void __launch_bounds__(kTileThreads) fmmP2PTilesMma(FmmDeviceView v) 
 #pragma unroll
     for (int j = 0; j < fmm::kMmaNTiles; ++j) tot[m][j][0] = tot[m][j][1] = 0.0;
   const unsigned s0 = v.tileStepStart[tile], s1 = v.tileStepStart[tile + 1];
+  // The table steps' masses alternate between the two buffers: a step's are written (copies issued) only once every
+  // thread has passed the barrier of the table step before, so no thread still reads the table step before that.
+  int buf = 0;              // this table step's buffer: ms + buf * kMassBuffer
+  bool prefetched = false;  // its masses already on their way (issued during the step before, a table step too)
   for (unsigned st = s0; st < s1; ++st) {
     const int table = v.tileStepTable[st];  // the block's
     const std::uint32_t* source = v.tileStepSource + std::size_t(st) * kTileTargets;
     if (table >= 0) {
-      stageMasses(v, source, tid, ms);
+      double* mb = ms + buf * kMassBuffer;
+      buf ^= 1;  // the next table step's
+      if (!prefetched) stageMassesAsync(v, source, tid, mb);
+      __pipeline_wait_prior(0);
+      __syncthreads();  // mb complete and visible to all; every thread done with the table step before
+      prefetched = st + 1 < s1 && v.tileStepTable[st + 1] >= 0;  // the block's
+      if (prefetched) stageMassesAsync(v, source + kTileTargets, tid, ms + buf * kMassBuffer);  // during the products
       const double* K = v.p2pK + std::size_t(table) * kTileCells * kTileCells;
       double acc[fmm::kMmaMTiles][fmm::kMmaNTiles][2];
 #pragma unroll
@@ -440,7 +477,7 @@ __global__ void __launch_bounds__(kTileThreads) fmmP2PTilesMma(FmmDeviceView v) 
         const double2 a = __ldg(reinterpret_cast<const double2*>(K + fmm::mmaAOffset(w, lane, k)));  // m = 0, 1
         double b[fmm::kMmaNTiles];
 #pragma unroll
-        for (int j = 0; j < fmm::kMmaNTiles; ++j) b[j] = ms[fmm::mmaBOffset(lane, k, j)];
+        for (int j = 0; j < fmm::kMmaNTiles; ++j) b[j] = mb[fmm::mmaBOffset(lane, k, j)];
 #pragma unroll
         for (int j = 0; j < fmm::kMmaNTiles; ++j) {
           dmma(acc[0][j][0], acc[0][j][1], a.x, b[j]);

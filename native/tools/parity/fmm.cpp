@@ -5,8 +5,9 @@
 /// within 1e-11 of their rms, and the same M2L and P2P counts, nodes, leaves and depth (the same lists). Cases: a
 /// uniform grid (--uniform, 32^3 by default) of random masses at every order 3..7, and the clustered AMR-like set
 /// (--amr); the near field's paths they took (fmm/p2p_tiles.h: the uniform grid all by table, the AMR set by table
-/// and computed); momentum |sum m a| / sum |m a| <= 1e-6 on the GPU (issue #20); two GPU solves bitwise equal; the
-/// host block entry against the CPU's; periodic boxes refused with InvalidOption.
+/// and computed); potentials only (the table steps on the tensor cores) on both sets, the AMR set's tiles with
+/// computed steps; momentum |sum m a| / sum |m a| <= 1e-6 on the GPU (issue #20); two GPU solves bitwise equal (with
+/// and without accelerations); the host block entry against the CPU's; periodic boxes refused with InvalidOption.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -93,6 +94,18 @@ void momentumAndRepeat(Context& cx, const std::string& name, const Cells& cells,
   check(cx, name + "-repeat-bitwise", bitwiseEqual(a, b), "two GPU solves of the same cells: the same bits");
 }
 
+/// Two GPU solves of the same cells and options: the same bits.
+void repeatBitwise(Context& cx, const std::string& name, const Cells& cells, const SolveOptions& o) {
+  SolveResult a, b;
+  poison(a, cells.size(), o.accelerations);
+  poison(b, cells.size(), o.accelerations);
+  const Status sa = cx.gpu->solve(cells.view(), o, a);
+  const Status sb = cx.gpu->solve(cells.view(), o, b);
+  check(cx, name + "-repeat-bitwise", sa.ok() && sb.ok() && bitwiseEqual(a, b),
+        sa.ok() && sb.ok() ? "two GPU solves of the same cells: the same bits"
+                           : "solve failed: " + (sa.ok() ? sb.message : sa.message));
+}
+
 }  // namespace
 
 void runFmm(Context& cx) {
@@ -121,6 +134,17 @@ void runFmm(Context& cx) {
     const CudaStats cs = deviceStats(gpu);
     check(cx, "fmm-amr-p2p-mixed", cs.fmmTableEntries > 0 && (cs.fmmComputedEntries > 0 || cs.fmmIrregularLeaves > 0),
           p2pPaths(cs));
+  }
+  {  // potentials only: the table steps on the tensor cores (cuda/kernel_fmm.cu fmmP2PTilesMma), here with computed
+     // steps in tiles and irregular leaves too
+    SolveOptions o = fmmOptions(7);
+    o.accelerations = false;
+    parityCase(cx, "fmm-amr-p7-pot", cx.amr(), o, gpu, kPotTol, false, true, kAccTol);
+    const CudaStats cs = deviceStats(gpu);
+    check(cx, "fmm-amr-pot-p2p-mixed",
+          cs.fmmTableEntries > 0 && cs.fmmComputedEntries > 0 && cs.fmmIrregularLeaves > 0, p2pPaths(cs));
+    repeatBitwise(cx, "fmm-" + g + "-pot", grid, o);
+    repeatBitwise(cx, "fmm-amr-pot", cx.amr(), o);
   }
   momentumAndRepeat(cx, "fmm-" + g, grid, fmmOptions(7));
   momentumAndRepeat(cx, "fmm-amr", cx.amr(), fmmOptions(7));
