@@ -1,7 +1,8 @@
 // The CUDA backend's FMM pieces that are made or fixed on the host, checked without a GPU: the P2P tiles
 // (native/tests/fmm_p2p_tiles.cpp: each regular leaf's near list in the tiles, and a host emulation of the device's
 // P2P kernels against the CPU's near field), the tensor-core table step's lanes (native/tests/fmm_p2p_mma.cpp: one
-// block's DMMA pieces emulated against a triple loop) and the L2P's compile-time term tables (native/tests/fmm_terms.cpp).
+// block's DMMA pieces emulated against a triple loop) and the L2P's compile-time term tables
+// (native/tests/fmm_terms.cpp).
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -26,7 +27,7 @@ describe('method fmm on the CUDA backend: the host side of its kernels', () => {
     expect(r.status).toBe(0);
   });
 
-  it('native/tests/fmm_p2p_mma.cpp: the DMMA lanes are the PTX table\'s; an emulated block = the triple loop to 1e-14', () => {
+  it('native/tests/fmm_p2p_mma.cpp: DMMA lanes = the PTX table; an emulated block = a triple loop to 1e-14', () => {
     const r = spawnSync(hostTest('amrgrav_fmm_p2p_mma'), [], { encoding: 'utf8', timeout: 60_000 });
     expect(r.stdout).toMatch(/PASS dmma-layout/);
     expect(r.stdout).toMatch(/PASS mma-cover/);

@@ -33,7 +33,7 @@ constexpr unsigned kFull = 0xffffffffu;
 constexpr int kTileThreads = 128;
 constexpr int kTileCells = fmm::kTableCells;     // 64
 constexpr int kTileTargets = fmm::kTileTargets;  // 32
-constexpr int kMassStride = fmm::kMassRowStride;  // a staged source cell's masses: 32-byte aligned rows, fewer conflicts
+constexpr int kMassStride = fmm::kMassRowStride;  // a staged source cell's masses: 32-byte aligned, fewer conflicts
 static_assert(kTileTargets == 32 && kTileCells == 64 && kTileThreads == (kTileCells / 4) * (kTileTargets / 4),
               "the tile kernel's thread layout");
 static_assert(kMassStride == kTileTargets + 4 && fmm::kMmaTableCells == kTileCells &&
