@@ -5,6 +5,7 @@
 #include "fmm/dual_walk.h"
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 namespace amrgrav {
@@ -84,6 +85,33 @@ void emulateDeviceLists(const FmmTree& t, double tolerance, FmmLists& out, DualW
   for (std::size_t i = 0; i < nodes; ++i)
     cellPairs += leafSelfCellPairs(t.topo.cellCount.data(), t.topo.childCount.data(), std::uint32_t(i));
   out.directedP2P = cellPairs;
+}
+
+namespace {
+
+template <class T>
+std::string firstDifference(const char* what, const std::vector<T>& a, const std::vector<T>& b) {
+  if (a.size() != b.size())
+    return std::string(what) + " lengths " + std::to_string(a.size()) + " vs " + std::to_string(b.size()) + "; ";
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i])
+      return std::string(what) + "[" + std::to_string(i) + "] " + std::to_string(a[i]) + " vs " +
+             std::to_string(b[i]) + "; ";
+  return "";
+}
+
+}  // namespace
+
+std::string listsDifference(const FmmLists& a, const FmmLists& b) {
+  std::string d = firstDifference("m2lStart", a.m2lStart, b.m2lStart) +
+                  firstDifference("m2lSource", a.m2lSource, b.m2lSource) +
+                  firstDifference("m2lShift", a.m2lShift, b.m2lShift) + firstDifference("p2pA", a.p2pA, b.p2pA) +
+                  firstDifference("p2pB", a.p2pB, b.p2pB) + firstDifference("p2pShift", a.p2pShift, b.p2pShift);
+  if (a.directedM2L != b.directedM2L)
+    d += "directedM2L " + std::to_string(a.directedM2L) + " vs " + std::to_string(b.directedM2L) + "; ";
+  if (a.directedP2P != b.directedP2P)
+    d += "directedP2P " + std::to_string(a.directedP2P) + " vs " + std::to_string(b.directedP2P) + "; ";
+  return d;
 }
 
 }  // namespace fmm

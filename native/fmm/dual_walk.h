@@ -7,6 +7,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "fmm/dual_walk_k.h"
 #include "fmm/fmm_tree.h"
@@ -26,6 +27,10 @@ DualWalkTree dualWalkView(const FmmTree& tree, double tolerance);
 
 /// The lists of an isolated box's tree (tree.dipoles false) by the breadth-first walk, emulated on the host.
 void emulateDeviceLists(const FmmTree& tree, double tolerance, FmmLists& lists, DualWalkStats* stats = nullptr);
+
+/// "" when a and b are the same lists (every array and both counts equal), else each differing array's first
+/// difference (or lengths), for the checks' reports.
+std::string listsDifference(const FmmLists& a, const FmmLists& b);
 
 }  // namespace fmm
 }  // namespace amrgrav

@@ -118,18 +118,6 @@ Tree buildTree(const Cells& cells, int order, bool points, double theta = SolveO
   return t;
 }
 
-/// The first index where two arrays differ, or their common length; "" when equal.
-template <class T>
-std::string firstDifference(const char* what, const std::vector<T>& a, const std::vector<T>& b) {
-  if (a.size() != b.size())
-    return std::string(what) + " lengths " + std::to_string(a.size()) + " vs " + std::to_string(b.size()) + "; ";
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (a[i] != b[i])
-      return std::string(what) + "[" + std::to_string(i) + "] " + std::to_string(a[i]) + " vs " + std::to_string(b[i]) +
-             "; ";
-  return "";
-}
-
 /// Every pair of leaves (X, Y) covered exactly once: by one M2L from an ancestor-or-self of Y into one of X, by a
 /// P2P of X and Y, or X == Y. Returns the number of pairs covered other than once.
 std::size_t coverageErrors(const FmmTree& t, const FmmLists& l) {
@@ -168,13 +156,7 @@ void compareCase(const std::string& name, const FmmTree& tree, double tolerance,
   buildInteractionLists(tree, tolerance, 2, cpu);
   DualWalkStats ws;
   emulateDeviceLists(tree, tolerance, emu, &ws);
-  std::string diff = firstDifference("m2lStart", cpu.m2lStart, emu.m2lStart) +
-                     firstDifference("m2lSource", cpu.m2lSource, emu.m2lSource) +
-                     firstDifference("m2lShift", cpu.m2lShift, emu.m2lShift) +
-                     firstDifference("p2pA", cpu.p2pA, emu.p2pA) + firstDifference("p2pB", cpu.p2pB, emu.p2pB) +
-                     firstDifference("p2pShift", cpu.p2pShift, emu.p2pShift);
-  if (cpu.directedM2L != emu.directedM2L) diff += "directedM2L differs; ";
-  if (cpu.directedP2P != emu.directedP2P) diff += "directedP2P differs; ";
+  std::string diff = listsDifference(cpu, emu);
   // a walk that found nothing would agree with a broken one: both kinds of entry must be there
   if (cpu.m2lSource.empty() || cpu.p2pA.empty()) diff += "no M2L or no P2P entries; ";
   check(name + "-lists", diff.empty(),
