@@ -68,6 +68,8 @@ if(AMRGRAV_HAVE_CUDA)
     native/cuda/rank_system.cu
     native/cuda/fmm_phase.cu
     native/cuda/kernel_fmm.cu
+    native/cuda/fmm_lists_phase.cu
+    native/cuda/kernel_fmm_lists.cu
   )
   set_target_properties(amrgrav_cuda PROPERTIES
     CUDA_STANDARD 17
@@ -90,11 +92,11 @@ if(AMRGRAV_HAVE_CUDA)
   set_source_files_properties(
     native/cuda/kernel_walk.cu native/cuda/kernel_direct.cu
     PROPERTIES COMPILE_OPTIONS "--use_fast_math")
-  # Keys, tree, moments and the LET choice must round exactly as the CPU core does: their rules round explicitly,
-  # and the rest of these files (key coordinates, the gather's scaling, sums) is kept unfused by -fmad=false too.
+  # Keys, tree, moments, the LET choice and the FMM lists' walk must round exactly as the CPU core does: their rules
+  # round explicitly, and the rest of these files (key coordinates, the gather's scaling, sums) is kept unfused by -fmad=false too.
   set_source_files_properties(
     native/cuda/kernel_keys.cu native/cuda/kernel_build.cu native/cuda/kernel_moments.cu native/cuda/kernel_let.cu
-    native/cuda/kernel_blocks.cu
+    native/cuda/kernel_blocks.cu native/cuda/kernel_fmm_lists.cu
     PROPERTIES COMPILE_OPTIONS "-fmad=false")
 
   add_library(amrgrav_cuda_testing STATIC native/cuda/testing.cu)
@@ -122,7 +124,8 @@ if(AMRGRAV_HAVE_CUDA)
     native/tools/parity/particles.cpp
     native/tools/parity/clustered.cpp
     native/tools/parity/hostblocks.cpp
-    native/tools/parity/fmm.cpp)
+    native/tools/parity/fmm.cpp
+    native/tools/parity/fmm_lists.cpp)
   target_link_libraries(amrgrav_gpu_parity PRIVATE amrgrav_gpu_harness)
   target_compile_options(amrgrav_gpu_parity PRIVATE -O2 -Wall -Wextra)
   add_executable(amrgrav_gpu_timing native/tools/gpu_timing.cpp)
@@ -134,7 +137,8 @@ if(AMRGRAV_HAVE_CUDA)
   # unless AMRGRAV_REQUIRE_GPU=1 is in the environment (bench/gpu/device-check.sh sets it), then a failure. One at
   # a time on the GPU, whatever ctest -j says. Timings (amrgrav_gpu_timing) are not tests.
   set(_amrgrav_gpu_tests "")
-  foreach(_subject isolated direct errors memory periodic contrast let vote system clustered particles hostblocks fmm)
+  foreach(_subject isolated direct errors memory periodic contrast let vote system clustered particles hostblocks fmm
+                   fmm-lists)
     add_test(NAME gpu.${_subject} COMMAND amrgrav_gpu_parity ${_subject})
     list(APPEND _amrgrav_gpu_tests gpu.${_subject})
   endforeach()

@@ -1,8 +1,9 @@
 // The CUDA backend's FMM pieces that are made or fixed on the host, checked without a GPU: the P2P tiles
 // (native/tests/fmm_p2p_tiles.cpp: each regular leaf's near list in the tiles, and a host emulation of the device's
 // P2P kernels against the CPU's near field), the tensor-core table step's lanes (native/tests/fmm_p2p_mma.cpp: one
-// block's DMMA pieces emulated against a triple loop) and the L2P's compile-time term tables
-// (native/tests/fmm_terms.cpp).
+// block's DMMA pieces emulated against a triple loop), the L2P's compile-time term tables
+// (native/tests/fmm_terms.cpp) and the device's breadth-first dual walk for the interaction lists in its host
+// emulation (native/tests/fmm_dual_walk.cpp).
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -33,6 +34,15 @@ describe('method fmm on the CUDA backend: the host side of its kernels', () => {
     expect(r.stdout).toMatch(/PASS mma-cover/);
     expect(r.stdout).toMatch(/PASS mma-product-seed1/);
     expect(r.stdout).toMatch(/6 checks, 0 failed/);
+    expect(r.status).toBe(0);
+  });
+
+  it('native/tests/fmm_dual_walk.cpp: the breadth-first walk\'s lists = buildInteractionLists\'s, every array', () => {
+    const r = spawnSync(hostTest('amrgrav_fmm_dual_walk'), [], { encoding: 'utf8', timeout: 300_000 });
+    expect(r.stdout).toMatch(/PASS uniform32-p7-tol2e-4-lists: every array equal/);
+    expect(r.stdout).toMatch(/PASS amr-p3-tol2e-4-coverage: 0 leaf pairs/);
+    expect(r.stdout).toMatch(/PASS plummer-p7-tol0-lists: every array equal/);
+    expect(r.stdout).toMatch(/checks, 0 failed/);
     expect(r.status).toBe(0);
   });
 

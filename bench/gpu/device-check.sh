@@ -30,6 +30,12 @@
 #              the tree's in the same run, fmm-timing.log), test/c/capi_fmm.c (CUDA with a periodic box refused at
 #              create with AMRGRAV_INVALID_OPTION) and the Node API ('auto' and 'cuda' run an isolated FMM on the
 #              GPU and agree with the CPU's; 'cuda' with periodic boundaries is an InvalidOptionError)
+#   fmmlists   issue #20, the FMM's interaction lists built on the device (cuda/fmm_lists_phase.h): ctest gpu.fmm-lists
+#              (the device's lists = the host's, every array, on a 32^3 grid, the clustered AMR set and a Plummer
+#              sphere at orders 3..7, tolerance 0 and 2e-4, and a 128^3 grid with both walks' times noted; method
+#              'fmm' with the device's lists bitwise the host lists' results and within 1e-12 / 1e-11 of the CPU),
+#              compute-sanitizer memcheck on fmm-lists --quick, then amrgrav_gpu_timing --no-perf --fmm 128,256
+#              --fmm-device-lists (each FMM timing with the host's and the device's lists: lists_s, list_rounds)
 #   apibench   `amrgrav bench --grid 256` through the Node API, order 2, 1, and 2 with accelerations
 #   ncu        Nsight Compute on one order-2 walk launch (128^3): throughput, occupancy, stalls, instruction mix
 #   ncuper     the same on the periodic walk's expansion kernel
@@ -189,6 +195,28 @@ PY
                                      reason: r.stats.backendReason, cudaVsCpu: d, periodic }));
       " >> "$out/fmm.log" 2>&1
       summary+=("fmm node rc=$? $(tail -1 "$out/fmm.log" | head -c 400)") ;;
+    fmmlists)
+      (cd build && AMRGRAV_REQUIRE_GPU=1 timeout 500 ctest -R '^gpu[.]fmm-lists$' --output-on-failure) \
+        > "$out/fmmlists-ctest.log" 2>&1
+      summary+=("fmmlists ctest gpu.fmm-lists rc=$? $(grep -h 'parity summary' "$out/fmmlists-ctest.log" | tr '\n' ';')")
+      grep -hE '^ *(ok|FAIL)|^# fmm-lists' "$out/fmmlists-ctest.log"
+      AMRGRAV_REQUIRE_GPU=1 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 $check fmm-lists --quick \
+        > "$out/fmmlists-memcheck.log" 2>&1
+      summary+=("fmmlists memcheck rc=$? $(grep -hE 'ERROR SUMMARY' "$out/fmmlists-memcheck.log" | head -1)")
+      timeout 500 $timing --no-perf --fmm 128,256 --fmm-device-lists --reps 3 > "$out/fmmlists-timing.log" 2>&1
+      summary+=("fmmlists timing rc=$?")
+      python3 - "$out/fmmlists-timing.log" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    if not line.startswith('{'): continue
+    r = json.loads(line)
+    if r.get('kind') == 'fmm' and 'cells' in r:
+        print(f"fmm {r['grid']:4d} acc={int(r['accelerations'])} device_lists={int(r['device_lists'])}: "
+              f"wall {r['wall_s']*1e3:8.2f} ms  lists {r['lists_s']*1e3:8.2f} ms (rounds {r['list_rounds']}, "
+              f"largest frontier {r['list_max_frontier']})  build {r['build_s']*1e3:8.2f}  upload {r['upload_s']*1e3:7.2f}  "
+              f"walk {r['walk_s']*1e3:7.2f}  m2l/cell {r['m2l_per_cell']:.1f}  B/cell {r['device_bytes_per_cell']:.0f}")
+PY
+      ;;
     apibench)
       apiBench256 "--order 2" "--order 1" "--order 2 --accel" ;;
     maclaurin)

@@ -39,6 +39,11 @@ struct CudaOptions {
   /// validateCells on one host thread (90 ms of a 180 ms solve at 256^3). When a cell fails, validateCells runs on
   /// the host and its Status is returned, so error codes and messages are exactly the CPU backend's.
   bool validateOnDevice = true;
+  /// Method 'fmm': build the interaction lists on the device (cuda/fmm_lists_phase.h: the same lists as the host's,
+  /// array for array) instead of on the host; the near field's tiles are still made on the host from the P2P pairs
+  /// copied down. The API's backends take it from the environment variable AMRGRAV_FMM_DEVICE_LISTS=1 (issue #20's
+  /// first device phase, off by default until measured).
+  bool fmmDeviceLists = false;
 };
 
 /// Per-solve measurements of the CUDA backend (device phases from cudaEvents on the backend's stream).
@@ -79,6 +84,12 @@ struct CudaStats {
   /// Method 'fmm' (device events of the last solve): the evaluation's kernels, P2P, M2L, L2L (all levels) and L2P;
   /// together secondsWalk. 0 for method 'tree'.
   double fmmKernelSeconds[4] = {0, 0, 0, 0};
+  /// Method 'fmm': the interaction lists (host clock; part of secondsBuild): the CPU's walk, or with
+  /// CudaOptions::fmmDeviceLists the device's (the tree's arrays and MAC quantities up, the walk and its sorts, the
+  /// P2P pairs down); that walk's rounds and largest frontier (0 for the CPU's).
+  double fmmListSeconds = 0;
+  int fmmListRounds = 0;
+  std::uint64_t fmmListMaxFrontier = 0;
   /// Method 'fmm', the near field's work (fmm/p2p_tiles.h): tiles, the regular targets in them, the tables
   /// uploaded, the (target, source) pairs by table and computed in the tiles, and the irregular (computed) leaves.
   std::uint64_t fmmTiles = 0, fmmTileTargets = 0, fmmTables = 0, fmmTableEntries = 0, fmmComputedEntries = 0,

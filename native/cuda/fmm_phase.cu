@@ -2,12 +2,14 @@
 /// \brief Method 'fmm' on the CUDA backend (fmm_phase.h): the CPU backend's FMM path (cpu/cpu_backend.cpp,
 /// fmm/fmm_solve.cpp) with its evaluation moved to the device.
 #include <algorithm>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "core/backend.h"
 #include "core/thread_pool.h"
 #include "core/validate.h"
+#include "cuda/device.h"
 #include "cuda/device_state.h"
 #include "cuda/fmm_phase.h"
 #include "cuda/kernels_fmm.h"
@@ -32,6 +34,40 @@ Status put(DeviceState& ds, DeviceBuffer<T>& b, const std::vector<T>& v, const c
   AG_TRY(b.reserve(v.size(), what));
   AG_CUDA_TRY(cudaMemcpyAsync(b.get(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice, ds.stream));
   return Status::success();
+}
+
+/// The tree's arrays that the lists' walk and the evaluation both read up into b: topology (cellBegin, cellCount,
+/// childBegin), childCount and the centres (asynchronous: `tree` must live until the stream is synchronised; topo
+/// is the caller's staging vector, kept alive likewise).
+Status putTree(DeviceState& ds, const fmm::FmmTree& tree, std::vector<std::uint32_t>& topo) {
+  FmmBuffers& b = ds.fmm;
+  const Octree& o = tree.topo;
+  const std::size_t nodes = tree.nodeCount();
+  topo.resize(3 * nodes);
+  std::copy(o.cellBegin.begin(), o.cellBegin.end(), topo.begin());
+  std::copy(o.cellCount.begin(), o.cellCount.end(), topo.begin() + nodes);
+  std::copy(o.childBegin.begin(), o.childBegin.end(), topo.begin() + 2 * nodes);
+  AG_TRY(put(ds, b.topo, topo, "the FMM's topology"));
+  AG_TRY(put(ds, b.childCount, o.childCount, "the FMM's topology"));
+  AG_TRY(put(ds, b.centre, tree.centre, "the FMM's centres"));
+  return Status::success();
+}
+
+/// The lists' walk on the device over the tree put there by putTree (and its MAC quantities, uploaded here): the
+/// M2L CSR into b.m2lStart and b.m2lSource, the rest described by `out`.
+Status deviceLists(DeviceState& ds, const fmm::FmmTree& tree, double tolerance, DeviceFmmLists& out) {
+  FmmBuffers& b = ds.fmm;
+  const std::size_t nodes = tree.nodeCount();
+  AG_TRY(uploadWalkInputs(tree, b.lists, ds.stream));
+  FmmListInputs in;
+  in.nodes = std::uint32_t(nodes);
+  in.childBegin = b.topo.get() + 2 * nodes;
+  in.cellCount = b.topo.get() + nodes;
+  in.childCount = b.childCount.get();
+  in.centre = b.centre.get();
+  in.order = tree.order;
+  in.tolerance = tolerance;
+  return buildFmmListsOnDevice(in, b.lists, b.m2lStart, b.m2lSource, ds.stream, out);
 }
 
 /// The near lists of the irregular leaves alone (tiles.irregular), as a CSR over them.
@@ -97,6 +133,7 @@ Status putTables(DeviceState& ds, const fmm::P2pTables& tables, const std::vecto
 
 void FmmBuffers::release() {
   for (auto* b : {&cells, &sums, &centre, &M, &L, &tileInvH, &p2pK}) b->release();
+  lists.release();
   for (auto* b : {&topo, &m2lStart, &m2lSource, &leaves, &tiles}) b->release();
   childCount.release();
   tables.release();
@@ -108,7 +145,7 @@ void FmmBuffers::release() {
 std::size_t FmmBuffers::bytes() const {
   return cells.bytes() + sums.bytes() + centre.bytes() + M.bytes() + L.bytes() + topo.bytes() + childCount.bytes() +
          m2lStart.bytes() + m2lSource.bytes() + leaves.bytes() + tables.bytes() + tiles.bytes() +
-         tileStepTable.bytes() + tileInvH.bytes() + p2pK.bytes() + p2pSlot.bytes();
+         tileStepTable.bytes() + tileInvH.bytes() + p2pK.bytes() + p2pSlot.bytes() + lists.bytes();
 }
 
 Status checkFmmOnDevice(const SolveOptions& opt) {
@@ -117,6 +154,25 @@ Status checkFmmOnDevice(const SolveOptions& opt) {
                          "method 'fmm' runs on the CUDA backend in isolated boxes only so far (issue #20): periodic "
                          "boundaries need backend 'cpu' or method 'tree'");
   return Status::success();
+}
+
+Status fmmListsForCheck(DeviceState& ds, const fmm::FmmTree& tree, double tolerance, fmm::FmmLists& out,
+                        double* seconds) {
+  std::lock_guard<std::mutex> lock(ds.mu);
+  return guarded([&]() -> Status {
+    if (tree.dipoles)
+      return Status::error(ErrorCode::InvalidOption, "the device's FMM lists take isolated boxes (no dipole terms)");
+    AG_TRY(ensureDevice(ds));
+    std::vector<std::uint32_t> topo;
+    AG_TRY(putTree(ds, tree, topo));
+    AG_CUDA_TRY(cudaEventRecord(ds.events[0], ds.stream));
+    DeviceFmmLists dl;
+    AG_TRY(deviceLists(ds, tree, tolerance, dl));  // synchronises the stream: topo may go
+    AG_CUDA_TRY(cudaEventRecord(ds.events[1], ds.stream));
+    AG_TRY(downloadFmmLists(dl, true, ds.stream, out));
+    if (seconds) *seconds = elapsed(ds, 0, 1);
+    return Status::success();
+  });
 }
 
 Status solveFmmBlocks(DeviceState& ds, const BlocksView& v, const BlockOutputs& out, const SolveOptions& opt,
@@ -153,8 +209,22 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
   if (tree.dipoles)
     return Status::error(ErrorCode::Internal, "CUDA backend: the FMM's device kernels take no dipole terms");
   t = Clock::now();
+  const std::size_t n = sorted.order.size(), nodes = tree.nodeCount();
+  FmmBuffers& b = ds.fmm;
   fmm::FmmLists lists;
-  fmm::buildInteractionLists(tree, opt.fmmTolerance, threads, lists);
+  std::vector<std::uint32_t> topo;  // the topology's staging (alive until the upload's synchronisation)
+  const bool deviceWalk = ds.copt.fmmDeviceLists;
+  if (deviceWalk) {  // the tree's arrays up now (the evaluation reads them too), the lists there, the P2P pairs down
+    AG_TRY(putTree(ds, tree, topo));
+    DeviceFmmLists dl;
+    AG_TRY(deviceLists(ds, tree, opt.fmmTolerance, dl));
+    AG_TRY(downloadFmmLists(dl, false, ds.stream, lists));
+    ds.stats.fmmListRounds = dl.rounds;
+    ds.stats.fmmListMaxFrontier = dl.maxFrontier;
+  } else {
+    fmm::buildInteractionLists(tree, opt.fmmTolerance, threads, lists);
+  }
+  ds.stats.fmmListSeconds = since(t);
   // the near field's work: regular leaves by the CPU's tables in tiles, the others computed (fmm/p2p_tiles.h)
   const fmm::NearLists near = fmm::buildNearLists(tree, lists);
   const fmm::RegularLeaves reg = fmm::findRegularLeaves(tree, sorted, threads);
@@ -171,9 +241,7 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
 
   // upload
   t = Clock::now();
-  const std::size_t n = sorted.order.size(), nodes = tree.nodeCount();
   const bool accel = opt.accelerations;
-  FmmBuffers& b = ds.fmm;
   std::size_t tileOff[6];  // in b.tiles: target, stepStart, stepSource; irregular leaf, start, source
   {
     std::vector<double> c(4 * n);
@@ -182,17 +250,12 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
     std::copy(sorted.z.begin(), sorted.z.end(), c.begin() + 2 * n);
     std::copy(sorted.mass.begin(), sorted.mass.end(), c.begin() + 3 * n);
     AG_TRY(put(ds, b.cells, c, "the FMM's cells"));
-    std::vector<std::uint32_t> topo(3 * nodes);
-    const Octree& o = tree.topo;
-    std::copy(o.cellBegin.begin(), o.cellBegin.end(), topo.begin());
-    std::copy(o.cellCount.begin(), o.cellCount.end(), topo.begin() + nodes);
-    std::copy(o.childBegin.begin(), o.childBegin.end(), topo.begin() + 2 * nodes);
-    AG_TRY(put(ds, b.topo, topo, "the FMM's topology"));
-    AG_TRY(put(ds, b.childCount, o.childCount, "the FMM's topology"));
-    AG_TRY(put(ds, b.centre, tree.centre, "the FMM's centres"));
+    if (!deviceWalk) {  // else up already, and the M2L lists made there
+      AG_TRY(putTree(ds, tree, topo));
+      AG_TRY(put(ds, b.m2lStart, lists.m2lStart, "the FMM's M2L lists"));
+      AG_TRY(put(ds, b.m2lSource, lists.m2lSource, "the FMM's M2L lists"));
+    }
     AG_TRY(put(ds, b.M, tree.M, "the FMM's multipoles"));
-    AG_TRY(put(ds, b.m2lStart, lists.m2lStart, "the FMM's M2L lists"));
-    AG_TRY(put(ds, b.m2lSource, lists.m2lSource, "the FMM's M2L lists"));
     AG_TRY(put(ds, b.leaves, leaves, "the FMM's leaves"));
     // the tiles' and the irregular leaves' uint32 arrays in one buffer
     std::vector<std::uint32_t> u;

@@ -13,6 +13,9 @@
 #include "core/status.h"
 #include "core/types.h"
 #include "cuda/device_buffers.h"
+#include "cuda/fmm_lists_phase.h"
+#include "fmm/fmm_tree.h"
+#include "fmm/interaction_lists.h"
 
 namespace amrgrav {
 namespace cuda {
@@ -36,6 +39,7 @@ struct FmmBuffers {
   DeviceBuffer<int> p2pSlot;          ///< = p2pKSlots on the device
   std::vector<int> p2pKSlots;         ///< the slots whose tables p2pK holds (empty: none)
   DeviceBuffer<int> tables;           ///< L2L's entries: l2lStart, l2lJ, l2lKJ
+  FmmListBuffers lists;               ///< the lists' walk on the device (CudaOptions::fmmDeviceLists)
   std::size_t bytes() const;
   void release();  ///< every buffer (memory_plan.h releaseAll)
 };
@@ -45,9 +49,17 @@ Status checkFmmOnDevice(const SolveOptions& opt);
 
 /// The solve of cells.n > 0 cells with opt.method == SolveMethod::Fmm, called by the backend's solve once the
 /// options are checked and the device is ready: results into out.targets(), the phases' times into out.stats and
-/// ds.stats (keys: root cube and sort; moments: the tree and its upward pass; build: the interaction lists, all on
-/// the host; upload; walk: the device's evaluation; download: the sums down and finished on the host).
+/// ds.stats (keys: root cube and sort; moments: the tree and its upward pass; build: the interaction lists and the
+/// near field's tiles, on the host, or with CudaOptions::fmmDeviceLists the lists on the device (fmm_lists_phase.h:
+/// the tree's arrays up first, the P2P pairs down for the tiles) and the tiles on the host; upload; walk: the
+/// device's evaluation; download: the sums down and finished on the host).
 Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, SolveResult& out);
+
+/// The parity tool's check of the device's lists (cuda/testing.h): the tree's arrays up into the state's FMM
+/// buffers, the lists built there as the solve builds them, and copied down whole (M2L CSR, P2P pairs, counts);
+/// seconds: the device timeline (events) from the MAC quantities' upload through the walk, its sorts and the CSR.
+Status fmmListsForCheck(DeviceState& ds, const fmm::FmmTree& tree, double tolerance, fmm::FmmLists& out,
+                        double* seconds);
 
 /// The host block entry with method 'fmm': the blocks' cells made on the host and solved by the backend's cell solve
 /// (core/backend.h solveBlocksViaCells); the device entry (device pointers) is an InvalidOption so far. Takes the

@@ -10,6 +10,7 @@
 
 #include "cuda/blocks_phase.h"
 #include "cuda/device_state.h"
+#include "cuda/fmm_phase.h"
 #include "cuda/memory_plan.h"
 #include "cuda/rank_phase.h"
 #include "cuda/solve.h"
@@ -128,6 +129,9 @@ class TestingCudaBackend final : public CudaBackend {
     releaseAll(ds_);
   }
 
+  Status fmmDeviceLists(const fmm::FmmTree& tree, double tolerance, fmm::FmmLists& out, double* seconds) override {
+    return cuda::fmmListsForCheck(ds_, tree, tolerance, out, seconds);
+  }
   Status rankOpen(const CellsView& cells, const SolveOptions& opt, double lo[3], double hi[3]) override {
     return cuda::rankOpen(ds_, cells, opt, lo, hi);
   }

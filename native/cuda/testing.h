@@ -1,7 +1,7 @@
 /// \file testing.h
 /// \brief The CUDA backend as the tools drive it (native/tools/gpu_parity.cpp; not a production interface: the
 /// addon and libamrgrav reach the backend through api/ and never link this). Besides Backend: the CUDA settings,
-/// the last solve's device measurements, the release of the device memory, a distributed solve's rank steps one by
+/// the last solve's device measurements, the release of the device memory, the FMM's lists built on the device, a distributed solve's rank steps one by
 /// one (cuda/rank_phase.h, on the backend's own device state) and a copy of the device's tree, which the parity tool
 /// checks the device's LETs against. Plain C++ (no CUDA headers). Linked from the amrgrav_cuda_testing library.
 #pragma once
@@ -12,6 +12,8 @@
 #include "core/backend.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/device.h"
+#include "fmm/fmm_tree.h"
+#include "fmm/interaction_lists.h"
 #include "let/let.h"
 #include "tree/source_tree.h"
 
@@ -30,6 +32,11 @@ class CudaBackend : public Backend {
   virtual CudaStats lastCudaStats() const = 0;
   /// Frees every device and pinned buffer now (they are otherwise kept, grow-only, for the next solve).
   virtual void releaseDeviceMemory() = 0;
+  /// The FMM's interaction lists of an isolated box's tree (built on the host) made on the device as method 'fmm'
+  /// makes them with CudaOptions::fmmDeviceLists (cuda/fmm_lists_phase.h) and copied down whole; seconds: the
+  /// device's time of the walk, its sorts and CSR (the MAC quantities' upload included).
+  virtual Status fmmDeviceLists(const fmm::FmmTree& tree, double tolerance, fmm::FmmLists& out,
+                                double* seconds) = 0;
 
   // ---- One rank's share of a distributed solve, step by step as the GPU rank (cuda_rank_engine.h) takes them;
   //      see cuda/rank_phase.h for each step.

@@ -3,8 +3,8 @@
 /// amrgrav_gpu_parity, native/tools/parity/, run by CTest). One JSON object per line on stdout.
 ///
 ///   amrgrav_gpu_timing [--perf 128,256 | --no-perf] [--reps R] [--direct-n CELLS] [--cpu-perf] [--sweep]
-///                      [--fmm 64,128,256] [--split N] [--copy-threads T] [--plummer 1000000,16000000 [--thetas 0.5,0.4]
-///                      [--check-points K]]
+///                      [--fmm 64,128,256 [--fmm-device-lists]] [--split N] [--copy-threads T]
+///                      [--plummer 1000000,16000000 [--thetas 0.5,0.4] [--check-points K]]
 ///
 ///   --perf LIST       uniform grids timed on the GPU (default 128,256), each over the variants below (the order is
 ///                     fixed: bench/gpu/device-check.sh's ncu steps count kernel launches into it), then the direct
@@ -38,6 +38,10 @@
 ///                     kernel alone from device events, p2p_s, m2l_s, l2l_s (all levels), l2p_s; download: the sums
 ///                     down and finished on the host), M2L and P2P per cell, one "fmm" JSON line each; then
 ///                     the tree (method 'tree', the default options) on the same grid in the same run, one "perf" line
+///   --fmm-device-lists  with --fmm: each FMM timing twice, the lists built on the host and then on the device
+///                     (CudaOptions::fmmDeviceLists, cuda/fmm_lists_phase.h); "device_lists" says which, "lists_s" is
+///                     the lists' part of build_s (device: the tree's arrays up, the walk, the P2P pairs down),
+///                     "list_rounds" and "list_max_frontier" the device walk's shape
 ///   --split N         a two-rank solve of the uniform N^3 grid emulated in one process on this one GPU (two backend
 ///                     objects, halves in z, each rank's device work timed alone, the LETs handed over in memory)
 ///                     against the one-rank solve: what each rank of a two-GPU run has to do
@@ -84,6 +88,7 @@ struct TimingArgs {
   std::size_t checkPoints = 4096;
   int groupSize = 0;  ///< --group-size for the Plummer runs (0: the default)
   std::vector<double> fmmGrids;  ///< --fmm: uniform grid sides
+  bool fmmDeviceLists = false;   ///< --fmm-device-lists: each FMM timing with the host's and the device's lists
 };
 
 std::vector<double> numberList(const std::string& v) {
@@ -117,6 +122,7 @@ TimingArgs parseArgs(int argc, char** argv) {
     else if (k == "--reps") a.reps = std::max(1, std::atoi(next().c_str()));
     else if (k == "--plummer") a.plummer = numberList(next());
     else if (k == "--fmm") a.fmmGrids = numberList(next());
+    else if (k == "--fmm-device-lists") a.fmmDeviceLists = true;
     else if (k == "--thetas") a.thetas = numberList(next());
     else if (k == "--plummer-particles") a.plummerParticles = numberList(next());
     else if (k == "--softening-length") a.softeningLength = std::strtod(next().c_str(), nullptr);
@@ -205,13 +211,16 @@ void timeVariant(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int 
 }
 
 /// Method 'fmm' on the GPU on one grid (see --fmm above): one warm-up, then a.reps solves; medians per phase.
-void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid, bool accel) {
+void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid, bool accel, bool deviceLists) {
+  CudaOptions co = gpu.cudaOptions();
+  co.fmmDeviceLists = deviceLists;
+  setDeviceOptions(gpu, co);
   SolveOptions o;
   o.method = SolveMethod::Fmm;
   o.accelerations = accel;
   SolveResult r;
   Status st = gpu.solve(cells.view(), o, r);  // warm-up (allocations, module load)
-  std::vector<double> wall, up, keys, build, mom, walk, down, kernel[4];
+  std::vector<double> wall, up, keys, build, mom, walk, down, kernel[4], lists;
   for (int rep = 0; rep < a.reps && st.ok(); ++rep) {
     const auto t = Clock::now();
     st = gpu.solve(cells.view(), o, r);
@@ -220,6 +229,7 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
     up.push_back(cs.secondsUpload); keys.push_back(cs.secondsKeys); build.push_back(cs.secondsBuild);
     mom.push_back(cs.secondsMoments); walk.push_back(cs.secondsWalk); down.push_back(cs.secondsDownload);
     for (int k = 0; k < 4; ++k) kernel[k].push_back(cs.fmmKernelSeconds[k]);
+    lists.push_back(cs.fmmListSeconds);
   }
   if (!st.ok()) {
     std::printf("{\"kind\":\"fmm\",\"grid\":%d,\"error\":\"%s\"}\n", grid, jsonEscape(st.message).c_str());
@@ -229,7 +239,8 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
   const CudaStats cs = deviceStats(gpu);
   const double n = double(cells.size()), w = median(wall), wk = median(walk);
   std::printf("{\"kind\":\"fmm\",\"grid\":%d,\"cells\":%zu,\"fmmOrder\":%d,\"fmmTheta\":%s,\"fmmTolerance\":%s,"
-              "\"accelerations\":%s,\"reps\":%d,\"wall_s\":%s,\"keys_sort_s\":%s,\"moments_s\":%s,\"build_s\":%s,"
+              "\"accelerations\":%s,\"device_lists\":%s,\"lists_s\":%s,\"list_rounds\":%d,"
+              "\"list_max_frontier\":%llu,\"reps\":%d,\"wall_s\":%s,\"keys_sort_s\":%s,\"moments_s\":%s,\"build_s\":%s,"
               "\"upload_s\":%s,\"walk_s\":%s,\"p2p_s\":%s,\"m2l_s\":%s,\"l2l_s\":%s,\"l2p_s\":%s,"
               "\"download_s\":%s,\"cells_per_s\":%s,\"walk_cells_per_s\":%s,"
               "\"m2l_per_cell\":%s,\"p2p_per_cell\":%s,\"nodes\":%llu,\"leaves\":%llu,\"depth\":%d,"
@@ -237,7 +248,9 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
               "\"p2p_computed_pairs\":%llu,\"p2p_irregular_leaves\":%llu,"
               "\"device_bytes_per_cell\":%s,\"device\":\"%s\"}\n",
               grid, cells.size(), o.fmmOrder, num(o.fmmTheta).c_str(), num(o.fmmTolerance).c_str(),
-              accel ? "true" : "false", a.reps, num(w).c_str(), num(median(keys)).c_str(), num(median(mom)).c_str(),
+              accel ? "true" : "false", deviceLists ? "true" : "false", num(median(lists)).c_str(), cs.fmmListRounds,
+              (unsigned long long)cs.fmmListMaxFrontier, a.reps, num(w).c_str(), num(median(keys)).c_str(),
+              num(median(mom)).c_str(),
               num(median(build)).c_str(), num(median(up)).c_str(), num(wk).c_str(), num(median(kernel[0])).c_str(),
               num(median(kernel[1])).c_str(), num(median(kernel[2])).c_str(), num(median(kernel[3])).c_str(),
               num(median(down)).c_str(),
@@ -257,8 +270,11 @@ void runFmmTimings(const TimingArgs& a) {
   for (double side : a.fmmGrids) {
     const int grid = int(side);
     const Cells cells = uniformGrid(grid, kKpc, 1e-24);
-    timeFmm(a, *gpu, cells, grid, false);
-    timeFmm(a, *gpu, cells, grid, true);
+    for (const bool dev : {false, true}) {
+      if (dev && !a.fmmDeviceLists) continue;
+      timeFmm(a, *gpu, cells, grid, false, dev);
+      timeFmm(a, *gpu, cells, grid, true, dev);
+    }
     timeVariant(a, *gpu, cells, grid, SolveOptions{}, CudaOptions{});
   }
 }

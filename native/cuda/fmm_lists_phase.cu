@@ -1,0 +1,171 @@
+/// \file fmm_lists_phase.cu
+/// \brief The device's FMM interaction lists (fmm_lists_phase.h): the rounds of the breadth-first walk, then the
+/// canonical M2L CSR and P2P keys, as fmm/dual_walk.cpp emulates them.
+#include "cuda/fmm_lists_phase.h"
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "cuda/kernels_fmm_lists.h"
+
+namespace amrgrav {
+namespace cuda {
+
+void FmmListBuffers::release() {
+  mac.release();
+  for (auto* v : {&frontier[0], &frontier[1], &m2lPairs, &keys[0], &keys[1], &p2p[0], &p2p[1]}) v->release();
+  steps.release();
+  counts.release();
+  at.release();
+  temp.release();
+  cellPairs.release();
+}
+
+std::size_t FmmListBuffers::bytes() const {
+  std::size_t s = mac.bytes() + steps.bytes() + counts.bytes() + at.bytes() + temp.bytes() + cellPairs.bytes();
+  for (auto* v : {&frontier[0], &frontier[1], &m2lPairs, &keys[0], &keys[1], &p2p[0], &p2p[1]}) s += v->bytes();
+  return s;
+}
+
+Status uploadWalkInputs(const fmm::FmmTree& t, FmmListBuffers& b, cudaStream_t s) {
+  const std::size_t n = t.nodeCount();
+  if (n == 0) return Status::success();
+  AG_TRY(b.mac.reserve(4 * n, "the FMM's MAC quantities"));
+  const std::vector<double>* parts[4] = {&t.radius, &t.critical, &t.absMass, &t.lowBound};
+  for (int k = 0; k < 4; ++k)
+    AG_CUDA_TRY(cudaMemcpyAsync(b.mac.get() + k * n, parts[k]->data(), n * sizeof(double), cudaMemcpyHostToDevice, s));
+  return Status::success();
+}
+
+namespace {
+
+/// Grows CUB's scratch to `bytes` (its contents are never kept).
+Status reserveTemp(FmmListBuffers& b, std::size_t bytes) {
+  return b.temp.reserve(std::max<std::size_t>(bytes, 1), "the FMM lists' scratch");
+}
+
+}  // namespace
+
+Status buildFmmListsOnDevice(const FmmListInputs& in, FmmListBuffers& b, DeviceBuffer<std::uint32_t>& m2lStart,
+                             DeviceBuffer<std::uint32_t>& m2lSource, cudaStream_t s, DeviceFmmLists& out) {
+  out = DeviceFmmLists{};
+  const std::uint32_t nodes = in.nodes;
+  out.nodes = nodes;
+  out.bits = fmm::keyBits(nodes);
+  AG_TRY(m2lStart.reserve(std::size_t(nodes) + 1, "the FMM's M2L lists"));
+  out.m2lStart = m2lStart.get();
+  if (nodes == 0) {
+    AG_CUDA_TRY(cudaMemsetAsync(m2lStart.get(), 0, sizeof(std::uint32_t), s));
+    return Status::success();
+  }
+  const int bits = out.bits;
+  fmm::DualWalkTree t;
+  t.childBegin = in.childBegin;
+  t.childCount = in.childCount;
+  t.centre = in.centre;
+  t.radius = b.mac.get();
+  t.critical = t.radius + nodes;
+  t.absMass = t.radius + 2 * std::size_t(nodes);
+  t.lowBound = t.radius + 3 * std::size_t(nodes);
+  t.order = in.order;
+  t.tolerance = in.tolerance;
+
+  // the rounds: the root with itself first
+  const std::uint64_t root = fmm::packPair(0, 0);
+  AG_TRY(b.frontier[0].reserve(1, "the FMM walk's frontier"));
+  AG_CUDA_TRY(cudaMemcpyAsync(b.frontier[0].get(), &root, sizeof root, cudaMemcpyHostToDevice, s));
+  std::size_t n = 1, m2l = 0, p2p = 0;
+  int cur = 0;
+  while (n > 0) {
+    // the counts of one round are 32-bit: a round's child pairs must fit
+    if (n > std::numeric_limits<std::uint32_t>::max() / fmm::kMaxChildPairs)
+      return Status::error(ErrorCode::OutOfMemory, "CUDA backend: the FMM walk's frontier of " + std::to_string(n) +
+                                                       " pairs is too large for its 32-bit counts");
+    ++out.rounds;
+    out.maxFrontier = std::max(out.maxFrontier, n);
+    AG_TRY(b.steps.reserve(n, "the FMM walk's decisions"));
+    AG_TRY(b.counts.reserve(n + 1, "the FMM walk's decisions"));
+    AG_TRY(b.at.reserve(n + 1, "the FMM walk's decisions"));
+    std::size_t tempBytes = 0;
+    AG_TRY(scanWalkCounts(nullptr, tempBytes, b.counts.get(), b.at.get(), n, s));
+    AG_TRY(reserveTemp(b, tempBytes));
+    AG_TRY(launchWalkDecide(t, b.frontier[cur].get(), n, b.steps.get(), b.counts.get(), s));
+    AG_TRY(scanWalkCounts(b.temp.get(), tempBytes, b.counts.get(), b.at.get(), n, s));
+    fmm::PairCounts total;
+    AG_CUDA_TRY(cudaMemcpyAsync(&total, b.at.get() + n, sizeof total, cudaMemcpyDeviceToHost, s));
+    AG_CUDA_TRY(cudaStreamSynchronize(s));
+    // room for the next frontier and the lists' new entries (the entries so far kept)
+    AG_TRY(b.frontier[1 - cur].reserve(std::max<std::size_t>(total.pairs, 1), "the FMM walk's frontier"));
+    AG_TRY(b.m2lPairs.reservePreserve(std::max<std::size_t>(m2l + total.m2l, 1), m2l, s, "the FMM's M2L pairs"));
+    AG_TRY(b.p2p[0].reservePreserve(std::max<std::size_t>(p2p + total.p2p, 1), p2p, s, "the FMM's P2P pairs"));
+    AG_TRY(launchWalkEmit(b.steps.get(), b.frontier[cur].get(), b.at.get(), n, bits, b.frontier[1 - cur].get(),
+                          b.m2lPairs.get() + m2l, b.p2p[0].get() + p2p, s));
+    m2l += total.m2l;
+    p2p += total.p2p;
+    n = total.pairs;
+    cur = 1 - cur;
+  }
+
+  // M2L: the directed entries sorted by (target, source), the CSR from them
+  const std::size_t directed = 2 * m2l;
+  AG_TRY(b.keys[0].reserve(std::max<std::size_t>(directed, 1), "the FMM's M2L keys"));
+  AG_TRY(b.keys[1].reserve(std::max<std::size_t>(directed, 1), "the FMM's M2L keys"));
+  AG_TRY(m2lSource.reserve(std::max<std::size_t>(directed, 1), "the FMM's M2L lists"));
+  AG_TRY(b.p2p[1].reserve(std::max<std::size_t>(p2p, 1), "the FMM's P2P pairs"));
+  std::size_t tempBytes = 0, t2 = 0;
+  AG_TRY(sortListKeys(nullptr, tempBytes, b.keys[0].get(), b.keys[1].get(), directed, bits, nullptr, s));
+  AG_TRY(sortListKeys(nullptr, t2, b.p2p[0].get(), b.p2p[1].get(), p2p, bits, nullptr, s));
+  AG_TRY(reserveTemp(b, std::max(tempBytes, t2)));
+  tempBytes = t2 = b.temp.capacity();
+  AG_TRY(launchDirectedEntries(b.m2lPairs.get(), m2l, bits, b.keys[0].get(), s));
+  std::uint64_t* sorted = b.keys[0].get();
+  if (directed > 0) AG_TRY(sortListKeys(b.temp.get(), tempBytes, b.keys[0].get(), b.keys[1].get(), directed, bits, &sorted, s));
+  AG_TRY(launchCsrFromKeys(sorted, directed, nodes, bits, m2lStart.get(), m2lSource.get(), s));
+  out.m2lSource = m2lSource.get();
+  out.directedM2L = directed;
+
+  // P2P: the (min, max) keys sorted; the directed cell pairs
+  std::uint64_t* p2pSorted = b.p2p[0].get();
+  if (p2p > 0) AG_TRY(sortListKeys(b.temp.get(), t2, b.p2p[0].get(), b.p2p[1].get(), p2p, bits, &p2pSorted, s));
+  out.p2p = p2pSorted;
+  out.p2pPairs = p2p;
+  AG_TRY(b.cellPairs.reserve(1, "the FMM's P2P count"));
+  AG_TRY(launchDirectedCellPairs(p2pSorted, p2p, bits, in.cellCount, in.childCount, nodes, b.cellPairs.get(), s));
+  unsigned long long cellPairs = 0;
+  AG_CUDA_TRY(cudaMemcpyAsync(&cellPairs, b.cellPairs.get(), sizeof cellPairs, cudaMemcpyDeviceToHost, s));
+  AG_CUDA_TRY(cudaStreamSynchronize(s));
+  out.directedP2P = cellPairs;
+  return Status::success();
+}
+
+Status downloadFmmLists(const DeviceFmmLists& d, bool withM2L, cudaStream_t s, fmm::FmmLists& out) {
+  out = fmm::FmmLists{};
+  std::vector<std::uint64_t> keys(d.p2pPairs);
+  if (d.p2pPairs > 0)
+    AG_CUDA_TRY(cudaMemcpyAsync(keys.data(), d.p2p, d.p2pPairs * sizeof(std::uint64_t), cudaMemcpyDeviceToHost, s));
+  if (withM2L) {
+    out.m2lStart.resize(std::size_t(d.nodes) + 1);
+    out.m2lSource.resize(d.directedM2L);
+    AG_CUDA_TRY(cudaMemcpyAsync(out.m2lStart.data(), d.m2lStart, out.m2lStart.size() * sizeof(std::uint32_t),
+                                cudaMemcpyDeviceToHost, s));
+    if (d.directedM2L > 0)
+      AG_CUDA_TRY(cudaMemcpyAsync(out.m2lSource.data(), d.m2lSource, d.directedM2L * sizeof(std::uint32_t),
+                                  cudaMemcpyDeviceToHost, s));
+    out.m2lShift.assign(d.directedM2L, fmm::kNoShift);
+  }
+  AG_CUDA_TRY(cudaStreamSynchronize(s));
+  out.p2pA.resize(d.p2pPairs);
+  out.p2pB.resize(d.p2pPairs);
+  out.p2pShift.assign(d.p2pPairs, fmm::kNoShift);
+  for (std::size_t q = 0; q < d.p2pPairs; ++q) {
+    out.p2pA[q] = fmm::keyFirst(keys[q], d.bits);
+    out.p2pB[q] = fmm::keySecond(keys[q], d.bits);
+  }
+  out.directedM2L = d.directedM2L;
+  out.directedP2P = d.directedP2P;
+  return Status::success();
+}
+
+}  // namespace cuda
+}  // namespace amrgrav

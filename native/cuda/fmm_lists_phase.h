@@ -1,0 +1,77 @@
+/// \file fmm_lists_phase.h
+/// \brief The FMM's interaction lists built on the device (issue #20, the first of the host phases moved): the
+/// breadth-first dual walk of fmm/dual_walk_k.h over the tree's arrays on the device, rounds of decide / scan / emit
+/// (kernels_fmm_lists.h) until the frontier is empty, then the canonical lists: the M2L CSR (m2lStart, m2lSource,
+/// as FmmDeviceView reads them) left on the device for the evaluation, the P2P pairs as sorted keys. The same lists
+/// as the CPU's buildInteractionLists (fmm/interaction_lists.h), array for array: fmm/dual_walk.h emulates this
+/// phase on the host (native/tests/fmm_dual_walk.cpp), the GPU parity tool's subject fmm-lists checks the device's
+/// against the host's. Isolated boxes only (no image shifts, no dipole terms). Internal to native/cuda.
+///
+/// Inputs on the device: the topology (childBegin, childCount, cellCount) and centres, which the evaluation
+/// uploads anyway, and the MAC's per-node quantities (radius, critical, absMass, lowBound: 32 bytes a node,
+/// uploadWalkInputs) while the tree is built on the host.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "core/status.h"
+#include "cuda/device_buffers.h"
+#include "fmm/dual_walk_k.h"
+#include "fmm/fmm_tree.h"
+#include "fmm/interaction_lists.h"
+
+namespace amrgrav {
+namespace cuda {
+
+/// The walk's device arrays (grow-only, kept between solves): the MAC's inputs, two frontiers, the decisions and
+/// their counts and offsets, the accepted pairs, the list keys (two, for the radix sorts), CUB's scratch.
+struct FmmListBuffers {
+  DeviceBuffer<double> mac;  ///< radius, critical, absMass, lowBound (nodes each)
+  DeviceBuffer<std::uint64_t> frontier[2];
+  DeviceBuffer<fmm::PairStep> steps;
+  DeviceBuffer<fmm::PairCounts> counts, at;
+  DeviceBuffer<std::uint64_t> m2lPairs, keys[2], p2p[2];
+  DeviceBuffer<unsigned char> temp;
+  DeviceBuffer<unsigned long long> cellPairs;
+  std::size_t bytes() const;
+  void release();
+};
+
+/// The tree's arrays on the device that the walk reads (FmmBuffers' topology and centres, and FmmListBuffers::mac).
+struct FmmListInputs {
+  std::uint32_t nodes = 0;
+  const std::uint32_t *childBegin = nullptr, *cellCount = nullptr;
+  const std::uint8_t* childCount = nullptr;
+  const double* centre = nullptr;
+  int order = 0;
+  double tolerance = 0;
+};
+
+/// The lists as the device holds them after buildFmmListsOnDevice.
+struct DeviceFmmLists {
+  std::uint32_t nodes = 0;
+  int bits = 0;                                  ///< the keys' node bits (fmm/dual_walk_k.h keyBits)
+  const std::uint32_t* m2lStart = nullptr;       ///< nodes + 1
+  const std::uint32_t* m2lSource = nullptr;      ///< directedM2L
+  const std::uint64_t* p2p = nullptr;            ///< p2pPairs keys (A, B), A < B, ascending (listKey)
+  std::size_t directedM2L = 0, p2pPairs = 0;
+  std::uint64_t directedP2P = 0;
+  int rounds = 0;                                ///< frontiers walked
+  std::size_t maxFrontier = 0;
+};
+
+/// radius, critical, absMass and lowBound of an isolated box's tree into b.mac (asynchronous on s: the tree must
+/// live until s is synchronised).
+Status uploadWalkInputs(const fmm::FmmTree& tree, FmmListBuffers& b, cudaStream_t s);
+
+/// The walk and the canonical lists, on stream s (synchronised once per round to size the next frontier). m2lStart
+/// and m2lSource are grown to fit and filled; out points into them and into b.
+Status buildFmmListsOnDevice(const FmmListInputs& in, FmmListBuffers& b, DeviceBuffer<std::uint32_t>& m2lStart,
+                             DeviceBuffer<std::uint32_t>& m2lSource, cudaStream_t s, DeviceFmmLists& out);
+
+/// The device's lists into FmmLists (shifts all kNoShift, no period): the P2P pairs and the counts always, the M2L
+/// CSR when withM2L (the evaluation reads it on the device; the host's near lists need the P2P pairs alone).
+Status downloadFmmLists(const DeviceFmmLists& d, bool withM2L, cudaStream_t s, fmm::FmmLists& out);
+
+}  // namespace cuda
+}  // namespace amrgrav

@@ -1,0 +1,50 @@
+/// \file kernels_fmm_lists.h
+/// \brief The FMM's interaction lists built on the device (kernel_fmm_lists.cu; driven by cuda/fmm_lists_phase.h):
+/// the breadth-first dual walk's rounds (fmm/dual_walk_k.h: one thread per frontier pair decides it, a prefix sum
+/// of the decisions' counts, one thread per pair writes its child pairs and list entries), then the canonical lists
+/// (the directed M2L entries radix-sorted by (target, source) into a CSR, the P2P keys radix-sorted). CUB's scans
+/// and sorts take caller-owned scratch: each wrapper called with temp null reports the bytes it needs (tempBytes).
+/// No atomics but the directed cell pairs' integer sum: the lists and counts are the same run to run.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/status.h"
+#include "fmm/dual_walk_k.h"
+
+namespace amrgrav {
+namespace cuda {
+
+/// steps[i] = decidePair(t, frontier[i]), counts[i] = its pairCounts for i < n, counts[n] = zero (so the scan's
+/// last offset is the round's total).
+Status launchWalkDecide(const fmm::DualWalkTree& t, const std::uint64_t* frontier, std::size_t n,
+                        fmm::PairStep* steps, fmm::PairCounts* counts, cudaStream_t s);
+/// at = the exclusive prefix sums of counts[0 .. n] (n + 1 items).
+Status scanWalkCounts(void* temp, std::size_t& tempBytes, const fmm::PairCounts* counts, fmm::PairCounts* at,
+                      std::size_t n, cudaStream_t s);
+/// emitPair for each of the n pairs: child pairs into next, accepted pairs into m2l, P2P keys into p2p (each at
+/// the round's offsets `at`, the lists' ends already added by the caller).
+Status launchWalkEmit(const fmm::PairStep* steps, const std::uint64_t* frontier, const fmm::PairCounts* at,
+                      std::size_t n, int bits, std::uint64_t* next, std::uint64_t* m2l, std::uint64_t* p2p,
+                      cudaStream_t s);
+/// keys[2q], keys[2q + 1] = the directed entries of accepted pair q (q < pairs).
+Status launchDirectedEntries(const std::uint64_t* m2l, std::size_t pairs, int bits, std::uint64_t* keys,
+                             cudaStream_t s);
+/// Sorts count keys of 2 bits bits, ascending (stable LSD radix sort; in and alt are both overwritten): *sorted is
+/// whichever of the two holds the result.
+Status sortListKeys(void* temp, std::size_t& tempBytes, std::uint64_t* in, std::uint64_t* alt, std::size_t count,
+                    int bits, std::uint64_t** sorted, cudaStream_t s);
+/// The CSR from count directed keys sorted by target: start[0 .. nodes] (csrStartsAt) and source[i] = the keys'
+/// sources.
+Status launchCsrFromKeys(const std::uint64_t* keys, std::size_t count, std::uint32_t nodes, int bits,
+                         std::uint32_t* start, std::uint32_t* source, cudaStream_t s);
+/// *sum (zeroed here) = the directed cell pairs of the p2p keys (p2pCellPairs) plus every leaf's with itself
+/// (leafSelfCellPairs).
+Status launchDirectedCellPairs(const std::uint64_t* p2p, std::size_t pairs, int bits, const std::uint32_t* cellCount,
+                               const std::uint8_t* childCount, std::uint32_t nodes, unsigned long long* sum,
+                               cudaStream_t s);
+
+}  // namespace cuda
+}  // namespace amrgrav

@@ -1,0 +1,208 @@
+/// \file fmm_dual_walk.cpp
+/// \brief amrgrav_fmm_dual_walk: the breadth-first dual walk that the CUDA backend runs (fmm/dual_walk_k.h), in its
+/// host emulation (fmm/dual_walk.h), against the CPU's depth-first walk (fmm/interaction_lists.h
+/// buildInteractionLists): every array of the lists equal (the M2L CSR's starts, sources and shifts, the P2P pairs
+/// and shifts) and the same counts, on uniform grids (whole leaves and not), a random AMR-like mesh (random
+/// refinement, six levels of cell size) and clustered points (a Plummer sphere), at tolerance 0 and the default
+/// 2e-4, orders 3..7 (the error test's power), and a smaller opening angle. Independently of the CPU's walk, on the
+/// smaller trees: the lists cover every pair of leaves exactly once (an M2L between ancestors, one way each, or a
+/// P2P, or the leaf with itself), so no interaction is missing or counted twice. CTest (label cpu).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/types.h"
+#include "fmm/dual_walk.h"
+#include "fmm/fmm_tree.h"
+#include "fmm/interaction_lists.h"
+#include "tests/check_report.h"
+#include "tools/host_cells.h"
+#include "tools/plummer.h"
+#include "tree/tree.h"
+
+using namespace amrgrav;
+using namespace amrgrav::fmm;
+using namespace amrgrav::tests;
+using Cells = amrgrav::tools::HostCells;
+
+namespace {
+
+/// An n^3 grid on [0, 1)^3 of masses h^3 times a random factor in [0.5, 1.5).
+Cells uniformGrid(int n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> f(0.5, 1.5);
+  const double h = 1.0 / n;
+  Cells c;
+  for (int k = 0; k < n; ++k)
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < n; ++i) c.push((i + 0.5) * h, (j + 0.5) * h, (k + 0.5) * h, h * h * h * f(rng), h);
+  return c;
+}
+
+/// A random AMR-like mesh on [0, 1)^3: an 8^3 base grid, each cell refined into its 8 children with a probability
+/// that falls with the distance from three random centres, down to 5 levels below the base; density ~ 1 / (r^2 +
+/// 0.01) about the first centre times a random factor, so masses span orders of magnitude.
+Cells randomAmr(std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1), pos(0.2, 0.8);
+  double centre[3][3];
+  for (auto& c : centre)
+    for (double& x : c) x = pos(rng);
+  Cells out;
+  struct Box {
+    double lo[3], h;
+    int level;
+  };
+  std::vector<Box> stack;
+  const int base = 8;
+  for (int k = 0; k < base; ++k)
+    for (int j = 0; j < base; ++j)
+      for (int i = 0; i < base; ++i) stack.push_back({{double(i) / base, double(j) / base, double(k) / base}, 1.0 / base, 0});
+  while (!stack.empty()) {
+    const Box b = stack.back();
+    stack.pop_back();
+    double mid[3], d2 = 1e30;
+    for (int d = 0; d < 3; ++d) mid[d] = b.lo[d] + 0.5 * b.h;
+    for (auto& c : centre) {
+      double s = 0;
+      for (int d = 0; d < 3; ++d) s += (mid[d] - c[d]) * (mid[d] - c[d]);
+      d2 = std::min(d2, s);
+    }
+    const double p = 0.9 * std::exp(-std::sqrt(d2) / (0.1 * (b.level + 1)));
+    if (b.level < 5 && u(rng) < p) {
+      const double q = 0.5 * b.h;
+      for (int o = 0; o < 8; ++o)
+        stack.push_back({{b.lo[0] + (o & 1) * q, b.lo[1] + (o >> 1 & 1) * q, b.lo[2] + (o >> 2) * q}, q, b.level + 1});
+      continue;
+    }
+    double r2 = 0;
+    for (int d = 0; d < 3; ++d) r2 += (mid[d] - centre[0][d]) * (mid[d] - centre[0][d]);
+    out.push(mid[0], mid[1], mid[2], b.h * b.h * b.h * (0.5 + u(rng)) / (r2 + 0.01), b.h);
+  }
+  return out;
+}
+
+/// A Plummer sphere of n points (tools/plummer.h; cubes of side 1e-6).
+Cells plummer(std::size_t n) {
+  tools::PlummerPoints p = tools::plummerPoints(n, 20);
+  Cells c;
+  c.x = std::move(p.x);
+  c.y = std::move(p.y);
+  c.z = std::move(p.z);
+  c.m = std::move(p.m);
+  c.h = std::move(p.h);
+  return c;
+}
+
+struct Tree {
+  FmmTree tree;
+  Status status = Status::success();
+};
+
+Tree buildTree(const Cells& cells, int order, bool points, double theta = SolveOptions{}.fmmTheta) {
+  SolveOptions opt;
+  opt.method = SolveMethod::Fmm;
+  opt.fmmOrder = order;
+  opt.fmmTheta = theta;
+  if (points) opt.selfPotential = SelfPotential::None;
+  const int threads = 2;
+  Tree t;
+  RootCube root = chooseRootCube(cells.view(), opt);
+  SortedCells sorted;
+  std::vector<std::uint64_t> keys;
+  t.status = sortCellsByKey(cells.view(), root, sorted, keys, 0, points, threads);
+  if (t.status.ok()) t.status = buildFmmTree(keys, root, sorted, opt, threads, t.tree);
+  return t;
+}
+
+/// Every pair of leaves (X, Y) covered exactly once: by one M2L from an ancestor-or-self of Y into one of X, by a
+/// P2P of X and Y, or X == Y. Returns the number of pairs covered other than once.
+std::size_t coverageErrors(const FmmTree& t, const FmmLists& l) {
+  const Octree& o = t.topo;
+  const std::size_t nodes = o.nodeCount();
+  std::vector<std::uint32_t> parent(nodes, UINT32_MAX), leaves;
+  for (std::size_t i = 0; i < nodes; ++i) {
+    for (std::uint32_t c = 0; c < o.childCount[i]; ++c) parent[o.childBegin[i] + c] = std::uint32_t(i);
+    if (o.isLeaf(i)) leaves.push_back(std::uint32_t(i));
+  }
+  std::vector<std::uint32_t> leafIndex(nodes, UINT32_MAX);
+  for (std::size_t k = 0; k < leaves.size(); ++k) leafIndex[leaves[k]] = std::uint32_t(k);
+  const std::size_t nl = leaves.size();
+  std::vector<std::uint32_t> count(nl * nl, 0);
+  // the leaves under each node
+  std::vector<std::vector<std::uint32_t>> under(nodes);
+  for (std::uint32_t k = 0; k < nl; ++k)
+    for (std::uint32_t p = leaves[k]; p != UINT32_MAX; p = parent[p]) under[p].push_back(k);
+  for (std::size_t a = 0; a < nodes; ++a)
+    for (std::uint32_t q = l.m2lStart[a]; q < l.m2lStart[a + 1]; ++q)
+      for (const std::uint32_t x : under[a])
+        for (const std::uint32_t y : under[l.m2lSource[q]]) ++count[x * nl + y];
+  for (std::size_t q = 0; q < l.p2pA.size(); ++q) {
+    const std::uint32_t x = leafIndex[l.p2pA[q]], y = leafIndex[l.p2pB[q]];
+    ++count[x * nl + y];
+    ++count[y * nl + x];
+  }
+  for (std::size_t k = 0; k < nl; ++k) ++count[k * nl + k];
+  std::size_t bad = 0;
+  for (const std::uint32_t c : count) bad += c != 1 ? 1 : 0;
+  return bad;
+}
+
+void compareCase(const std::string& name, const FmmTree& tree, double tolerance, bool coverage) {
+  FmmLists cpu, emu;
+  buildInteractionLists(tree, tolerance, 2, cpu);
+  DualWalkStats ws;
+  emulateDeviceLists(tree, tolerance, emu, &ws);
+  std::string diff = listsDifference(cpu, emu);
+  // a walk that found nothing would agree with a broken one: both kinds of entry must be there
+  if (cpu.m2lSource.empty() || cpu.p2pA.empty()) diff += "no M2L or no P2P entries; ";
+  check(name + "-lists", diff.empty(),
+        (diff.empty() ? std::string("every array equal: ") : diff) + std::to_string(tree.nodeCount()) + " nodes, " +
+            std::to_string(cpu.m2lSource.size()) + " directed M2L, " + std::to_string(cpu.p2pA.size()) +
+            " P2P pairs, " + std::to_string(cpu.directedP2P) + " directed cell pairs; " + std::to_string(ws.rounds) +
+            " rounds, largest frontier " + std::to_string(ws.maxFrontier) + ", " + std::to_string(ws.pairs) +
+            " pairs decided");
+  if (coverage) {
+    const std::size_t bad = coverageErrors(tree, emu);
+    check(name + "-coverage", bad == 0, std::to_string(bad) + " leaf pairs covered other than once");
+  }
+}
+
+void runMesh(const std::string& name, const Cells& cells, bool points, const std::vector<int>& orders, bool coverage) {
+  for (const int p : orders) {
+    const Tree t = buildTree(cells, p, points);
+    if (!t.status.ok()) {
+      check(name + "-p" + std::to_string(p) + "-setup", false, t.status.message);
+      continue;
+    }
+    for (const double tol : {0.0, 2e-4})
+      compareCase(name + "-p" + std::to_string(p) + "-tol" + (tol > 0 ? "2e-4" : "0"), t.tree, tol,
+                  coverage && p == orders.front());
+  }
+}
+
+}  // namespace
+
+int main() {
+  const std::vector<int> all{3, 4, 5, 6, 7};
+  runMesh("uniform16", uniformGrid(16, 1), false, all, true);
+  runMesh("uniform32", uniformGrid(32, 2), false, all, false);
+  runMesh("uniform24", uniformGrid(24, 3), false, {3, 7}, true);  // leaves not whole 4^3 blocks
+  const Cells amr = randomAmr(4);
+  std::printf("# random AMR-like mesh: %zu cells\n", amr.size());
+  runMesh("amr", amr, false, all, true);
+  runMesh("plummer", plummer(30000), true, all, false);
+  runMesh("plummer-small", plummer(4000), true, {4}, true);
+  {  // a smaller opening angle: deeper walks, more P2P
+    const Tree t = buildTree(uniformGrid(32, 5), 5, false, 0.4);
+    if (t.status.ok())
+      compareCase("uniform32-theta0.4-p5-tol2e-4", t.tree, 2e-4, false);
+    else
+      check("uniform32-theta0.4-setup", false, t.status.message);
+  }
+  std::printf("%d checks, %d failed\n", gChecks, gFailed);
+  return gFailed == 0 ? 0 : 1;
+}
