@@ -35,7 +35,7 @@
 #              sphere at orders 3..7, tolerance 0 and 2e-4, and a 128^3 grid with both walks' times noted; method
 #              'fmm' with the device's lists bitwise the host lists' results and within 1e-12 / 1e-11 of the CPU),
 #              compute-sanitizer memcheck on fmm-lists --quick, then amrgrav_gpu_timing --no-perf --fmm 128,256
-#              --fmm-device-lists (each FMM timing with the host's and the device's lists: lists_s, list_rounds)
+#              --fmm-host-lists (each FMM timing with the host's and the device's lists: lists_s, list_rounds)
 #   apibench   `amrgrav bench --grid 256` through the Node API, order 2, 1, and 2 with accelerations
 #   ncu        Nsight Compute on one order-2 walk launch (128^3): throughput, occupancy, stalls, instruction mix
 #   ncuper     the same on the periodic walk's expansion kernel
@@ -203,7 +203,7 @@ PY
       AMRGRAV_REQUIRE_GPU=1 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 $check fmm-lists --quick \
         > "$out/fmmlists-memcheck.log" 2>&1
       summary+=("fmmlists memcheck rc=$? $(grep -hE 'ERROR SUMMARY' "$out/fmmlists-memcheck.log" | head -1)")
-      timeout 500 $timing --no-perf --fmm 128,256 --fmm-device-lists --reps 3 > "$out/fmmlists-timing.log" 2>&1
+      timeout 500 $timing --no-perf --fmm 128,256 --fmm-host-lists --reps 3 > "$out/fmmlists-timing.log" 2>&1
       summary+=("fmmlists timing rc=$?")
       python3 - "$out/fmmlists-timing.log" <<'PY'
 import json, sys

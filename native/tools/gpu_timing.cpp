@@ -3,7 +3,7 @@
 /// amrgrav_gpu_parity, native/tools/parity/, run by CTest). One JSON object per line on stdout.
 ///
 ///   amrgrav_gpu_timing [--perf 128,256 | --no-perf] [--reps R] [--direct-n CELLS] [--cpu-perf] [--sweep]
-///                      [--fmm 64,128,256 [--fmm-device-lists]] [--split N] [--copy-threads T]
+///                      [--fmm 64,128,256 [--fmm-host-lists] [--fmm-orders 5,6,7]] [--split N] [--copy-threads T]
 ///                      [--plummer 1000000,16000000 [--thetas 0.5,0.4] [--check-points K]]
 ///
 ///   --perf LIST       uniform grids timed on the GPU (default 128,256), each over the variants below (the order is
@@ -38,10 +38,11 @@
 ///                     kernel alone from device events, p2p_s, m2l_s, l2l_s (all levels), l2p_s; download: the sums
 ///                     down and finished on the host), M2L and P2P per cell, one "fmm" JSON line each; then
 ///                     the tree (method 'tree', the default options) on the same grid in the same run, one "perf" line
-///   --fmm-device-lists  with --fmm: each FMM timing twice, the lists built on the host and then on the device
-///                     (CudaOptions::fmmDeviceLists, cuda/fmm_lists_phase.h); "device_lists" says which, "lists_s" is
-///                     the lists' part of build_s (device: the tree's arrays up, the walk, the P2P pairs down),
-///                     "list_rounds" and "list_max_frontier" the device walk's shape
+///   --fmm-host-lists  with --fmm: each FMM timing twice, the lists built on the host and then on the device (the
+///                     default, CudaOptions::fmmDeviceLists, cuda/fmm_lists_phase.h); "device_lists" says which,
+///                     "lists_s" is the lists' part of build_s (device: the tree's arrays up, the walk, the P2P pairs
+///                     down), "list_rounds" and "list_max_frontier" the device walk's shape
+///   --fmm-orders LIST with --fmm: the expansion orders p timed (default 7, the default fmmOrder)
 ///   --split N         a two-rank solve of the uniform N^3 grid emulated in one process on this one GPU (two backend
 ///                     objects, halves in z, each rank's device work timed alone, the LETs handed over in memory)
 ///                     against the one-rank solve: what each rank of a two-GPU run has to do
@@ -88,7 +89,8 @@ struct TimingArgs {
   std::size_t checkPoints = 4096;
   int groupSize = 0;  ///< --group-size for the Plummer runs (0: the default)
   std::vector<double> fmmGrids;  ///< --fmm: uniform grid sides
-  bool fmmDeviceLists = false;   ///< --fmm-device-lists: each FMM timing with the host's and the device's lists
+  bool fmmHostLists = false;   ///< --fmm-host-lists: each FMM timing with the host's lists too
+  std::vector<double> fmmOrders = {7};  ///< --fmm-orders
 };
 
 std::vector<double> numberList(const std::string& v) {
@@ -122,7 +124,8 @@ TimingArgs parseArgs(int argc, char** argv) {
     else if (k == "--reps") a.reps = std::max(1, std::atoi(next().c_str()));
     else if (k == "--plummer") a.plummer = numberList(next());
     else if (k == "--fmm") a.fmmGrids = numberList(next());
-    else if (k == "--fmm-device-lists") a.fmmDeviceLists = true;
+    else if (k == "--fmm-host-lists") a.fmmHostLists = true;
+    else if (k == "--fmm-orders") a.fmmOrders = numberList(next());
     else if (k == "--thetas") a.thetas = numberList(next());
     else if (k == "--plummer-particles") a.plummerParticles = numberList(next());
     else if (k == "--softening-length") a.softeningLength = std::strtod(next().c_str(), nullptr);
@@ -211,12 +214,14 @@ void timeVariant(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int 
 }
 
 /// Method 'fmm' on the GPU on one grid (see --fmm above): one warm-up, then a.reps solves; medians per phase.
-void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid, bool accel, bool deviceLists) {
+void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid, bool accel, bool deviceLists,
+             int order) {
   CudaOptions co = gpu.cudaOptions();
   co.fmmDeviceLists = deviceLists;
   setDeviceOptions(gpu, co);
   SolveOptions o;
   o.method = SolveMethod::Fmm;
+  o.fmmOrder = order;
   o.accelerations = accel;
   SolveResult r;
   Status st = gpu.solve(cells.view(), o, r);  // warm-up (allocations, module load)
@@ -270,11 +275,12 @@ void runFmmTimings(const TimingArgs& a) {
   for (double side : a.fmmGrids) {
     const int grid = int(side);
     const Cells cells = uniformGrid(grid, kKpc, 1e-24);
-    for (const bool dev : {false, true}) {
-      if (dev && !a.fmmDeviceLists) continue;
-      timeFmm(a, *gpu, cells, grid, false, dev);
-      timeFmm(a, *gpu, cells, grid, true, dev);
-    }
+    for (const double order : a.fmmOrders)
+      for (const bool dev : {false, true}) {
+        if (!dev && !a.fmmHostLists) continue;
+        timeFmm(a, *gpu, cells, grid, false, dev, int(order));
+        timeFmm(a, *gpu, cells, grid, true, dev, int(order));
+      }
     timeVariant(a, *gpu, cells, grid, SolveOptions{}, CudaOptions{});
   }
 }
