@@ -27,12 +27,21 @@ namespace amrgrav {
 namespace cuda {
 namespace {
 
+/// Arrays from this size up go through the pinned staging (memory_plan.h copyIn: several threads, ~20 GB/s against
+/// ~2-5 GB/s for a pageable cudaMemcpy; the cells and multipoles at 256^3 are ~0.8 GB).
+constexpr std::size_t kStagedBytes = std::size_t(1) << 20;
+
 /// v up into b (grown to fit) on the state's stream; nothing for an empty v.
 template <class T>
 Status put(DeviceState& ds, DeviceBuffer<T>& b, const std::vector<T>& v, const char* what) {
   if (v.empty()) return Status::success();
   AG_TRY(b.reserve(v.size(), what));
-  AG_CUDA_TRY(cudaMemcpyAsync(b.get(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice, ds.stream));
+  const std::size_t bytes = v.size() * sizeof(T);
+  if (bytes >= kStagedBytes) {
+    const Transfer t{const_cast<T*>(v.data()), b.get(), bytes};
+    return copyIn(ds, &t, 1, ds.stream);
+  }
+  AG_CUDA_TRY(cudaMemcpyAsync(b.get(), v.data(), bytes, cudaMemcpyHostToDevice, ds.stream));
   return Status::success();
 }
 
@@ -351,12 +360,16 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
   // download, then the CPU backend's finish (G, scaling, self term, the caller's order)
   t = Clock::now();
   std::vector<double> phi(n), g[3];
-  AG_CUDA_TRY(cudaMemcpy(phi.data(), v.phi, n * sizeof(double), cudaMemcpyDeviceToHost));
-  if (accel)
-    for (int d = 0; d < 3; ++d) {
-      g[d].resize(n);
-      AG_CUDA_TRY(cudaMemcpy(g[d].data(), v.phi + (d + 1) * n, n * sizeof(double), cudaMemcpyDeviceToHost));
-    }
+  {  // through the pinned staging (the kernels' work on ds.stream first)
+    Transfer down[4] = {{phi.data(), v.phi, n * sizeof(double)}};
+    int count = 1;
+    if (accel)
+      for (int d = 0; d < 3; ++d) {
+        g[d].resize(n);
+        down[count++] = Transfer{g[d].data(), v.phi + (d + 1) * n, n * sizeof(double)};
+      }
+    AG_TRY(copyOut(ds, down, count, ds.stream));
+  }
   finishSolve(sorted, opt, phi, accel ? g : nullptr, out, copyThreads(ds));
   ds.stats.secondsDownload = since(t);
 
