@@ -86,16 +86,7 @@ Cells randomAmr(std::uint64_t seed) {
 }
 
 /// A Plummer sphere of n points (tools/plummer.h; cubes of side 1e-6).
-Cells plummer(std::size_t n) {
-  tools::PlummerPoints p = tools::plummerPoints(n, 20);
-  Cells c;
-  c.x = std::move(p.x);
-  c.y = std::move(p.y);
-  c.z = std::move(p.z);
-  c.m = std::move(p.m);
-  c.h = std::move(p.h);
-  return c;
-}
+Cells plummer(std::size_t n) { return tools::plummerPoints(n, 20); }
 
 struct Tree {
   FmmTree tree;

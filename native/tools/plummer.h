@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "tools/host_cells.h"
 #include "physics/softening_k.h"
 
 namespace amrgrav::tools {
@@ -31,9 +32,8 @@ class Mulberry32 {
   std::uint32_t a_;
 };
 
-struct PlummerPoints {
-  std::vector<double> x, y, z, m, h;
-};
+/// The points as cells (x, y, z, mass, size), so that the checks solve them as they are.
+using PlummerPoints = HostCells;
 
 inline PlummerPoints plummerPoints(std::size_t n, std::uint32_t seed = 18, double rMax = 20, double size = 1e-6) {
   PlummerPoints p;

@@ -125,16 +125,7 @@ Cells deepNest(int coarsest, int finest) {
 }
 
 /// A clustered AMR-like set of about `target` cells: Plummer clusters refined by mass, a massless slab at low x.
-Cells plummerSphere(std::size_t n, std::uint32_t seed) {
-  tools::PlummerPoints p = tools::plummerPoints(n, seed);
-  Cells c;
-  c.x = std::move(p.x);
-  c.y = std::move(p.y);
-  c.z = std::move(p.z);
-  c.m = std::move(p.m);
-  c.h = std::move(p.h);
-  return c;
-}
+Cells plummerSphere(std::size_t n, std::uint32_t seed) { return tools::plummerPoints(n, seed); }
 
 Cells amrClustered(std::size_t target, double L, double massUnit, std::uint64_t seed, int maxLevel) {
   std::mt19937_64 rng(seed);
