@@ -18,16 +18,18 @@
 # Usage on the GPU host, from the project root, with .gpuhost and dist carried:
 #   bash bench/gpu/device-check.sh sanitize parity api perf
 #   capi       the C API's test program (test/c/capi_demo.c) against libamrgrav with CUDA
-#   fmm        method 'fmm' on the GPU (issue #20, GPU stage 1: isolated boxes; the tree, multipoles and lists built on
-#              the host, the evaluation on the device): ctest gpu.fmm (CUDA vs CPU FMM on a 32^3 grid of random
+#   fmm        method 'fmm' on the GPU (issue #20, GPU stage 1: isolated boxes; the root cube and sort on the device,
+#              the tree, multipoles and lists built on the host, the evaluation on the device): ctest gpu.fmm (CUDA vs CPU FMM on a 32^3 grid of random
 #              masses at orders 3..7 and the clustered AMR-like set: pot <= 1e-12 per cell, acc <= 1e-11 of the rms,
 #              identical M2L/P2P counts; the near field's paths: the grid all by table, the AMR set mixed; momentum
 #              <= 1e-6 on the GPU; two GPU solves bitwise equal; the host block entry; periodic refused; potentials
-#              only, whose table steps run on the FP64 tensor cores, on both sets), the DMMA instructions in
+#              only, whose table steps run on the FP64 tensor cores, on both sets; the device's sort = the host's:
+#              root, order, keys, sorted cells, every FmmTree array, solves bitwise), the DMMA instructions in
 #              fmmP2PTilesMma's SASS (cuobjdump), compute-sanitizer memcheck and racecheck on the fmm subject
 #              (--quick), then
-#              amrgrav_gpu_timing --no-perf --fmm 64,128,256 (the FMM's phases, its four kernels' device times, and
-#              the tree's in the same run, fmm-timing.log), test/c/capi_fmm.c (CUDA with a periodic box refused at
+#              amrgrav_gpu_timing --no-perf --fmm 64,128,256 --fmm-host-sort (the FMM's phases with the device's
+#              and then the host's sort, its four kernels' device times, and the tree's in the same run,
+#              fmm-timing.log), test/c/capi_fmm.c (CUDA with a periodic box refused at
 #              create with AMRGRAV_INVALID_OPTION) and the Node API ('auto' and 'cuda' run an isolated FMM on the
 #              GPU and agree with the CPU's; 'cuda' with periodic boundaries is an InvalidOptionError)
 #   fmmlists   issue #20, the FMM's interaction lists built on the device (cuda/fmm_lists_phase.h): ctest gpu.fmm-lists
@@ -155,7 +157,7 @@ for step in "$@"; do
       AMRGRAV_REQUIRE_GPU=1 timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 $check fmm --quick \
         > "$out/fmm-racecheck.log" 2>&1
       summary+=("fmm racecheck rc=$? $(grep -hE 'RACECHECK SUMMARY|ERROR SUMMARY' "$out/fmm-racecheck.log" | head -1)")
-      timeout 500 $timing --no-perf --fmm 64,128,256 --reps 5 > "$out/fmm-timing.log" 2>&1
+      timeout 500 $timing --no-perf --fmm 64,128,256 --fmm-host-sort --reps 5 > "$out/fmm-timing.log" 2>&1
       summary+=("fmm timing rc=$?")
       python3 - "$out/fmm-timing.log" <<'PY'
 import json, sys
@@ -163,8 +165,9 @@ for line in open(sys.argv[1]):
     if not line.startswith('{'): continue
     r = json.loads(line)
     if r.get('kind') == 'fmm' and 'cells' in r:
-        print(f"fmm  {r['grid']:4d} acc={int(r['accelerations'])}: wall {r['wall_s']*1e3:8.2f} ms  device walk {r['walk_s']*1e3:8.2f} ms "
-              f"(up {r['upload_s']*1e3:6.2f} down {r['download_s']*1e3:6.2f}; host: keys {r['keys_sort_s']*1e3:7.2f} moments {r['moments_s']*1e3:7.2f} "
+        sort = 'dev' if r.get('device_sort', False) else 'host'
+        print(f"fmm  {r['grid']:4d} acc={int(r['accelerations'])} sort={sort:4s}: wall {r['wall_s']*1e3:8.2f} ms  device walk {r['walk_s']*1e3:8.2f} ms "
+              f"(up {r['upload_s']*1e3:6.2f} down {r['download_s']*1e3:6.2f}; keys/sort {r['keys_sort_s']*1e3:7.2f}; host: moments {r['moments_s']*1e3:7.2f} "
               f"lists {r['build_s']*1e3:7.2f})  m2l/cell {r['m2l_per_cell']:.1f} p2p/cell {r['p2p_per_cell']:.1f}  B/cell {r['device_bytes_per_cell']:.0f}")
         print(f"     kernels: p2p {r['p2p_s']*1e3:8.2f} m2l {r['m2l_s']*1e3:8.2f} l2l {r['l2l_s']*1e3:6.2f} l2p {r['l2p_s']*1e3:6.2f} ms")
         if 'p2p_tiles' in r:

@@ -6,7 +6,7 @@
 /// scaling and scatter, download. Each step follows cpu_backend.cpp; the steps are tree_phase.cu, ewald_phase.cu
 /// and walk_phase.cu, the kernels kernel_*.cu. All per-cell data shares one device block (memory_plan.h
 /// BlockLayout: about 60 bytes per cell for a potential solve). Method 'fmm' goes its own way after the checks
-/// (fmm_phase.h: the host's tree and lists, the device's evaluation).
+/// (fmm_phase.h: the device's sort, the host's tree and lists, the device's evaluation).
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -65,7 +65,7 @@ Status run(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, Sol
     ds.stats.secondsTotal = out.stats.secondsTotal = since(t0);
     return Status::success();
   }
-  if (fmm) {  // the host builds the tree and lists, the device evaluates them (fmm_phase.h)
+  if (fmm) {  // the device sorts, the host builds the tree and lists, the device evaluates them (fmm_phase.h)
     AG_TRY(solveFmmOnDevice(ds, cells, opt, out));
     out.stats.secondsTotal = ds.stats.secondsTotal = since(t0);
     return Status::success();
@@ -133,11 +133,12 @@ Status solveOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions
 std::unique_ptr<Backend> makeCudaBackend() {
   CudaOptions o;
   // measurement knobs (bench/gpu/blocks-check.sh chunks256, copies256): the host block entry's walk launches, the
-  // staged copies' host threads and pinned chunk size (MiB); the FMM's lists on the device
+  // staged copies' host threads and pinned chunk size (MiB); the FMM's lists and sort on the device
   if (const char* e = std::getenv("AMRGRAV_CUDA_RESULT_CHUNKS"))
     o.resultChunks = std::max(0, std::min(std::atoi(e), cuda::kMaxResultChunks));
   if (const char* e = std::getenv("AMRGRAV_CUDA_COPY_THREADS")) o.copyThreads = std::max(0, std::min(std::atoi(e), 64));
   if (const char* e = std::getenv("AMRGRAV_FMM_DEVICE_LISTS")) o.fmmDeviceLists = std::atoi(e) != 0;
+  if (const char* e = std::getenv("AMRGRAV_FMM_DEVICE_SORT")) o.fmmDeviceSort = std::atoi(e) != 0;
   if (const char* e = std::getenv("AMRGRAV_CUDA_STAGING_MIB"))
     if (const int mib = std::atoi(e); mib > 0) o.stagingChunkBytes = std::size_t(std::min(mib, 256)) << 20;
   return std::make_unique<cuda::CudaBackendImpl>(o);

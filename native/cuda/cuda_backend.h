@@ -45,6 +45,11 @@ struct CudaOptions {
   /// host's 16 cores; the same lists and bitwise the same results); the API's backends take
   /// AMRGRAV_FMM_DEVICE_LISTS=0 to build them on the host.
   bool fmmDeviceLists = true;
+  /// Method 'fmm': the root cube and the key sort on the device (method 'tree''s steps, cuda/tree_phase.h; the sorted
+  /// order and keys copied down, the cells gathered by sortCellsByKey's gather) instead of on the host: the same root,
+  /// order, keys and sorted cells, bit for bit (GPU parity subject fmm, fmm-device-sort cases), and the sorted cells
+  /// stay on the device for the evaluation. The API's backends take it from AMRGRAV_FMM_DEVICE_SORT (0: the host's).
+  bool fmmDeviceSort = true;
 };
 
 /// Per-solve measurements of the CUDA backend (device phases from cudaEvents on the backend's stream).

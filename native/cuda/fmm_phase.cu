@@ -15,6 +15,7 @@
 #include "cuda/kernels_fmm.h"
 #include "cuda/memory_plan.h"
 #include "cuda/solve.h"
+#include "cuda/tree_phase.h"
 #include "cuda/walk_phase.h"
 #include "fmm/fmm_tree.h"
 #include "fmm/interaction_lists.h"
@@ -77,6 +78,27 @@ Status deviceLists(DeviceState& ds, const fmm::FmmTree& tree, double tolerance, 
   in.order = tree.order;
   in.tolerance = tolerance;
   return buildFmmListsOnDevice(in, b.lists, b.m2lStart, b.m2lSource, ds.stream, out);
+}
+
+/// sortCellsByKey on the device, by method 'tree''s own steps (tree_phase.h uploadAndBound, sortAndBuild) without
+/// its tree: the cells up (x, y, z, size, then the mass) and checked as validateCells checks them, the root cube by
+/// chooseRootCube's rule from the device's bounds (min and max: exact in any order), the keys by tree/keys.h's code,
+/// CUB's stable radix sort (equal keys keep the caller's order: the host's permutation), coincident cells refused;
+/// the sorted keys and order copied down and the cells gathered on the host by sortCellsByKey's own gather, so the
+/// host's tree gets the bits that sortCellsByKey gives. root: scaled as sortCellsByKey scales it. The block is laid
+/// out as for a direct solve (no tree room): the sorted, scaled cells stay there for the evaluation (x, y, z, mass in
+/// ds.sortedCells) and ds.sums holds its sums (phi, then gx, gy, gz with accelerations).
+Status sortOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, int threads, RootCube& root,
+                    SortedCells& sorted, std::vector<std::uint64_t>& keys) {
+  const std::size_t n = cells.n;
+  AG_TRY(uploadAndBound(ds, cells, opt, true));
+  std::vector<std::uint32_t> order(n);
+  keys.resize(n);
+  const SortDownload down{keys.data(), order.data()};
+  AG_TRY(sortAndBuild(ds, cells, opt, true, 0.0, false, &down));
+  gatherSortedCells(cells, std::move(order), ds.scale, threads, sorted);
+  root = ds.root;  // scaled by sortAndBuild as sortCellsByKey scales it
+  return Status::success();
 }
 
 /// The near lists of the irregular leaves alone (tiles.irregular), as a CSR over them.
@@ -184,6 +206,22 @@ Status fmmListsForCheck(DeviceState& ds, const fmm::FmmTree& tree, double tolera
   });
 }
 
+Status fmmSortForCheck(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, RootCube& root,
+                       SortedCells& sorted, std::vector<std::uint64_t>& keys, double* seconds) {
+  std::lock_guard<std::mutex> lock(ds.mu);
+  return guarded([&]() -> Status {
+    AG_TRY(checkOptions(opt, cells.n, false));
+    AG_TRY(checkFmmOnDevice(opt));
+    if (cells.n == 0) return Status::error(ErrorCode::InvalidInput, "the device's FMM sort takes at least one cell");
+    AG_TRY(ensureDevice(ds));
+    ds.blk.key.valid = false;  // the block is laid out anew: a block solve's kept tree is gone
+    const auto t = Clock::now();
+    AG_TRY(sortOnDevice(ds, cells, opt, resolveThreadCount(opt.threads), root, sorted, keys));
+    if (seconds) *seconds = since(t);
+    return Status::success();
+  });
+}
+
 Status solveFmmBlocks(DeviceState& ds, const BlocksView& v, const BlockOutputs& out, const SolveOptions& opt,
                       SolveResult& result) {
   AG_TRY(checkFmmOnDevice(opt));
@@ -198,19 +236,28 @@ Status solveFmmBlocks(DeviceState& ds, const BlocksView& v, const BlockOutputs& 
 
 Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, SolveResult& out) {
   AG_TRY(checkFmmOnDevice(opt));
-  if (ds.copt.validateOnDevice) AG_TRY(validateCells(cells, opt));  // the solve skipped it: the cells are sorted here
+  const bool deviceSort = ds.copt.fmmDeviceSort;
+  // the solve skipped validateCells: the host's sort checks the cells here, the device's sort in its first passes
+  if (ds.copt.validateOnDevice && !deviceSort) AG_TRY(validateCells(cells, opt));
   const auto t0 = Clock::now();
   const int threads = resolveThreadCount(opt.threads);
   SolveStats& st = out.stats;
-  st.threads = threads;  // the host's part: sort, tree, multipoles, lists
+  st.threads = threads;  // the host's part: (sort), tree, multipoles, lists
 
-  // host: the CPU backend's root cube, sort, tree with multipoles, lists (the same code, so the same bits)
+  // the root cube and the key sort: on the device (the sorted cells stay there for the evaluation; the order and keys
+  // come down) or the CPU backend's on the host; the same bits either way (sortOnDevice)
   auto t = Clock::now();
   SortedCells sorted;
   std::vector<std::uint64_t> keys;
-  RootCube root = chooseRootCube(cells, opt);
-  AG_TRY(sortCellsByKey(cells, root, sorted, keys, 0, false, threads));  // root rescaled in place, as on the CPU
+  RootCube root;
+  if (deviceSort) {
+    AG_TRY(sortOnDevice(ds, cells, opt, threads, root, sorted, keys));
+  } else {
+    root = chooseRootCube(cells, opt);
+    AG_TRY(sortCellsByKey(cells, root, sorted, keys, 0, false, threads));  // root rescaled in place, as on the CPU
+  }
   ds.stats.secondsKeys = since(t);
+  // host: the CPU backend's tree with multipoles, lists (the same code, so the same bits)
   t = Clock::now();
   fmm::FmmTree tree;
   AG_TRY(fmm::buildFmmTree(keys, root, sorted, opt, threads, tree));
@@ -253,12 +300,15 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
   const bool accel = opt.accelerations;
   std::size_t tileOff[6];  // in b.tiles: target, stepStart, stepSource; irregular leaf, start, source
   {
-    std::vector<double> c(4 * n);
-    std::copy(sorted.x.begin(), sorted.x.end(), c.begin());
-    std::copy(sorted.y.begin(), sorted.y.end(), c.begin() + n);
-    std::copy(sorted.z.begin(), sorted.z.end(), c.begin() + 2 * n);
-    std::copy(sorted.mass.begin(), sorted.mass.end(), c.begin() + 3 * n);
-    AG_TRY(put(ds, b.cells, c, "the FMM's cells"));
+    std::vector<double> c;
+    if (!deviceSort) {  // else sorted on the device and left there
+      c.resize(4 * n);
+      std::copy(sorted.x.begin(), sorted.x.end(), c.begin());
+      std::copy(sorted.y.begin(), sorted.y.end(), c.begin() + n);
+      std::copy(sorted.z.begin(), sorted.z.end(), c.begin() + 2 * n);
+      std::copy(sorted.mass.begin(), sorted.mass.end(), c.begin() + 3 * n);
+      AG_TRY(put(ds, b.cells, c, "the FMM's cells"));
+    }
     if (!deviceWalk) {  // else up already, and the M2L lists made there
       AG_TRY(putTree(ds, tree, topo));
       AG_TRY(put(ds, b.m2lStart, lists.m2lStart, "the FMM's M2L lists"));
@@ -280,10 +330,12 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
     AG_TRY(put(ds, b.tables, tables, "the FMM's index tables"));
     AG_TRY(b.L.reserve(nodes * std::size_t(tree.terms), "the FMM's local coefficients"));
     AG_CUDA_TRY(cudaMemsetAsync(b.L.get(), 0, nodes * std::size_t(tree.terms) * sizeof(double), ds.stream));
-    const std::size_t sums = (accel ? 4 : 1) * n;
-    AG_TRY(b.sums.reserve(sums, "the FMM's sums"));
-    // tests: NaN first, so a cell the kernels miss shows
-    if (ds.copt.poisonDevice) AG_CUDA_TRY(cudaMemsetAsync(b.sums.get(), 0xff, sums * sizeof(double), ds.stream));
+    if (!deviceSort) {  // else ds.sums, made (and with poisonDevice poisoned) by the sort (tree_phase.h finishCells)
+      const std::size_t sums = (accel ? 4 : 1) * n;
+      AG_TRY(b.sums.reserve(sums, "the FMM's sums"));
+      // tests: NaN first, so a cell the kernels miss shows
+      if (ds.copt.poisonDevice) AG_CUDA_TRY(cudaMemsetAsync(b.sums.get(), 0xff, sums * sizeof(double), ds.stream));
+    }
     AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));  // the host vectors die here
   }
   AG_TRY(putTables(ds, p2pTables, tiles.slots));
@@ -295,10 +347,17 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
   v.mStride = tree.mStride;
   v.nodes = unsigned(nodes);
   v.leafCount = unsigned(leaves.size());
-  v.x = b.cells.get();
-  v.y = v.x + n;
-  v.z = v.x + 2 * n;
-  v.mass = v.x + 3 * n;
+  if (deviceSort) {
+    v.x = ds.sortedCells.x;
+    v.y = ds.sortedCells.y;
+    v.z = ds.sortedCells.z;
+    v.mass = ds.sortedCells.mass;
+  } else {
+    v.x = b.cells.get();
+    v.y = v.x + n;
+    v.z = v.x + 2 * n;
+    v.mass = v.x + 3 * n;
+  }
   v.centre = b.centre.get();
   v.M = b.M.get();
   v.L = b.L.get();
@@ -324,15 +383,24 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
   v.l2lStart = b.tables.get() + off[0];
   v.l2lJ = b.tables.get() + off[1];
   v.l2lKJ = b.tables.get() + off[2];
-  v.phi = b.sums.get();
-  if (accel) {
-    v.gx = v.phi + n;
-    v.gy = v.phi + 2 * n;
-    v.gz = v.phi + 3 * n;
+  if (deviceSort) {
+    v.phi = ds.sums[0];
+    if (accel) {
+      v.gx = ds.sums[1];
+      v.gy = ds.sums[2];
+      v.gz = ds.sums[3];
+    }
+  } else {
+    v.phi = b.sums.get();
+    if (accel) {
+      v.gx = v.phi + n;
+      v.gy = v.phi + 2 * n;
+      v.gz = v.phi + 3 * n;
+    }
   }
 
   // the device's evaluation, in the CPU's order of phases: P2P (overwrites the sums), M2L, L2L level by level, L2P;
-  // an event between kernels (slots 0-3 are free here: the keys, sort and build ran on the host) for their times
+  // an event between kernels (slots 0-5 are free here: the sort's events are not read) for their times
   AG_CUDA_TRY(cudaEventRecord(ds.events[4], ds.stream));
   AG_TRY(launchFmmP2P(v, ds.stream));
   AG_CUDA_TRY(cudaEventRecord(ds.events[0], ds.stream));
@@ -363,11 +431,13 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
   {  // through the pinned staging (the kernels' work on ds.stream first)
     Transfer down[4] = {{phi.data(), v.phi, n * sizeof(double)}};
     int count = 1;
-    if (accel)
+    if (accel) {
+      double* const from[3] = {v.gx, v.gy, v.gz};
       for (int d = 0; d < 3; ++d) {
         g[d].resize(n);
-        down[count++] = Transfer{g[d].data(), v.phi + (d + 1) * n, n * sizeof(double)};
+        down[count++] = Transfer{g[d].data(), from[d], n * sizeof(double)};
       }
+    }
     AG_TRY(copyOut(ds, down, count, ds.stream));
   }
   finishSolve(sorted, opt, phi, accel ? g : nullptr, out, copyThreads(ds));

@@ -1,9 +1,12 @@
 /// \file fmm_phase.h
 /// \brief Method 'fmm' on the CUDA backend, GPU stage 1 (issue #20; docs/fmm-design.md, "GPU stage 1"): the root
-/// cube, the key sort, the FMM's tree with its multipoles (the upward pass) and its interaction lists are built on
-/// the host by the CPU backend's own code (fmm/fmm_tree.h, fmm/interaction_lists.h), so both backends have the same
-/// lists and multipoles by construction; the device evaluates them (cuda/kernels_fmm.h: P2P, M2L, L2L, L2P); the
-/// sums come down and are finished on the host by the CPU backend's own finish (tree/finish.h finishSolve).
+/// cube and the key sort on the device by method 'tree''s steps (CudaOptions::fmmDeviceSort; the sorted order and
+/// keys come down, the cells are gathered by sortCellsByKey's own gather: the host sort's bits), then the FMM's tree
+/// with its multipoles (the upward pass) and its interaction lists built on the host by the CPU backend's own code
+/// (fmm/fmm_tree.h, fmm/interaction_lists.h; the lists on the device with CudaOptions::fmmDeviceLists, the same
+/// arrays), so both backends have the same lists and multipoles; the device evaluates them (cuda/kernels_fmm.h: P2P,
+/// M2L, L2L, L2P) over the sorted cells left there by its sort; the sums come down and are finished on the host by
+/// the CPU backend's own finish (tree/finish.h finishSolve).
 /// Isolated boxes only: periodic boxes are an InvalidOption. Internal to native/cuda.
 #pragma once
 #include <cstdint>
@@ -24,8 +27,11 @@ struct DeviceState;
 
 /// The FMM's device arrays (grow-only, kept between solves).
 struct FmmBuffers {
-  DeviceBuffer<double> cells;   ///< x, y, z, mass of the sorted cells (n each)
-  DeviceBuffer<double> sums;    ///< phi, gx, gy, gz (n each; phi alone without accelerations)
+  /// The host sort's (CudaOptions::fmmDeviceSort off) sorted cells, x, y, z, mass (n each), and sums, phi, gx, gy, gz
+  /// (n each; phi alone without accelerations); the device sort leaves its cells in the solve's block and its sums
+  /// in DeviceState::sums
+  DeviceBuffer<double> cells;
+  DeviceBuffer<double> sums;
   DeviceBuffer<double> centre, M, L;
   DeviceBuffer<std::uint32_t> topo;  ///< cellBegin, cellCount, childBegin (nodes each)
   DeviceBuffer<std::uint8_t> childCount;
@@ -49,7 +55,8 @@ Status checkFmmOnDevice(const SolveOptions& opt);
 
 /// The solve of cells.n > 0 cells with opt.method == SolveMethod::Fmm, called by the backend's solve once the
 /// options are checked and the device is ready: results into out.targets(), the phases' times into out.stats and
-/// ds.stats (keys: root cube and sort; moments: the tree and its upward pass; build: the interaction lists and the
+/// ds.stats (keys: root cube and sort, on the device by default: the cells' upload and checks, keys, sort, the order
+/// and keys down and the host's gather; moments: the tree and its upward pass; build: the interaction lists and the
 /// near field's tiles, on the host, or with CudaOptions::fmmDeviceLists the lists on the device (fmm_lists_phase.h:
 /// the tree's arrays up first, the P2P pairs down for the tiles) and the tiles on the host; upload; walk: the
 /// device's evaluation; download: the sums down and finished on the host).
@@ -60,6 +67,12 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
 /// seconds: the device timeline (events) from the MAC quantities' upload through the walk, its sorts and the CSR.
 Status fmmListsForCheck(DeviceState& ds, const fmm::FmmTree& tree, double tolerance, fmm::FmmLists& out,
                         double* seconds);
+
+/// The parity tool's check of the device's sort (cuda/testing.h): the root cube, sorted cells and keys that the solve
+/// with CudaOptions::fmmDeviceSort hands the host's tree (root scaled as sortCellsByKey scales it); seconds: host
+/// clock of it all. Errors as the solve's (bad or coincident cells, options; n = 0: InvalidInput).
+Status fmmSortForCheck(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, RootCube& root,
+                       SortedCells& sorted, std::vector<std::uint64_t>& keys, double* seconds);
 
 /// The host block entry with method 'fmm': the blocks' cells made on the host and solved by the backend's cell solve
 /// (core/backend.h solveBlocksViaCells); the device entry (device pointers) is an InvalidOption so far. Takes the

@@ -132,6 +132,10 @@ class TestingCudaBackend final : public CudaBackend {
   Status fmmDeviceLists(const fmm::FmmTree& tree, double tolerance, fmm::FmmLists& out, double* seconds) override {
     return cuda::fmmListsForCheck(ds_, tree, tolerance, out, seconds);
   }
+  Status fmmDeviceSort(const CellsView& cells, const SolveOptions& opt, RootCube& root, SortedCells& sorted,
+                       std::vector<std::uint64_t>& keys, double* seconds) override {
+    return cuda::fmmSortForCheck(ds_, cells, opt, root, sorted, keys, seconds);
+  }
   Status rankOpen(const CellsView& cells, const SolveOptions& opt, double lo[3], double hi[3]) override {
     return cuda::rankOpen(ds_, cells, opt, lo, hi);
   }

@@ -1,13 +1,14 @@
 /// \file testing.h
 /// \brief The CUDA backend as the tools drive it (native/tools/gpu_parity.cpp; not a production interface: the
 /// addon and libamrgrav reach the backend through api/ and never link this). Besides Backend: the CUDA settings,
-/// the last solve's device measurements, the release of the device memory, the FMM's lists built on the device, a distributed solve's rank steps one by
+/// the last solve's device measurements, the release of the device memory, the FMM's lists and sort made on the device, a distributed solve's rank steps one by
 /// one (cuda/rank_phase.h, on the backend's own device state) and a copy of the device's tree, which the parity tool
 /// checks the device's LETs against. Plain C++ (no CUDA headers). Linked from the amrgrav_cuda_testing library.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "core/backend.h"
 #include "cuda/cuda_backend.h"
@@ -37,6 +38,11 @@ class CudaBackend : public Backend {
   /// device's time of the walk, its sorts and CSR (the MAC quantities' upload included).
   virtual Status fmmDeviceLists(const fmm::FmmTree& tree, double tolerance, fmm::FmmLists& out,
                                 double* seconds) = 0;
+  /// The root cube (scaled), sorted cells and keys that method 'fmm' with CudaOptions::fmmDeviceSort hands the
+  /// host's tree (cuda/fmm_phase.h fmmSortForCheck), for comparison with chooseRootCube and sortCellsByKey;
+  /// seconds: its host clock (upload, checks, keys, sort, the order and keys down, the host's gather).
+  virtual Status fmmDeviceSort(const CellsView& cells, const SolveOptions& opt, RootCube& root, SortedCells& sorted,
+                               std::vector<std::uint64_t>& keys, double* seconds) = 0;
 
   // ---- One rank's share of a distributed solve, step by step as the GPU rank (cuda_rank_engine.h) takes them;
   //      see cuda/rank_phase.h for each step.

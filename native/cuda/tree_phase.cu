@@ -141,7 +141,7 @@ Status queueMassReadback(DeviceState& ds, const CellChecks& checks, double** tot
 }
 
 Status sortAndBuild(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, bool direct, double givenScale,
-                    bool massAside) {
+                    bool massAside, const SortDownload* down) {
   const unsigned n = ds.n;
   cudaStream_t s = ds.stream;
   const BlockLayout& L = ds.layout;
@@ -234,6 +234,11 @@ Status sortAndBuild(DeviceState& ds, const CellsView& cells, const SolveOptions&
   // root: still in the caller's units; point sources: checked on the host with their softening
   if (!ds.pointSources) AG_TRY(checkMassRange(massTotal, ds.minSize, root.side, opt));
   if (!direct) AG_TRY(writeGroups(ds));  // queued before the moments take the extra bytes (the starts' masks)
+  if (down) {  // the keys and order down for the host's FMM tree, while the keys are still in slot 4
+    const Transfer t[2] = {Transfer{down->keys, ds.sortedKeys, std::size_t(n) * sizeof(std::uint64_t)},
+                           Transfer{down->order, ds.order, std::size_t(n) * sizeof(std::uint32_t)}};
+    AG_TRY(copyOut(ds, t, 2, s));
+  }
 
   // ---- gather in place, rotating through slot 4 (the keys' slot): each array lands in the slot the previous one
   //      left; the mass's unsorted copy in slot 5 is read last, so slot 5 ends free. A block solve gathers the

@@ -5,6 +5,7 @@
 /// kernel_keys.cu, kernel_build.cu and kernel_moments.cu; the pieces of the device block are memory_plan.h's.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 
 #include "core/status.h"
 #include "core/types.h"
@@ -43,14 +44,22 @@ Status queueMassCheck(DeviceState& ds, const CellChecks& checks, const double* m
 /// queueMassCheck's read-back alone, after a mass check queued otherwise (a block solve's launchBlockMassBounds).
 Status queueMassReadback(DeviceState& ds, const CellChecks& checks, double** total, unsigned** firstBad);
 
+/// Host arrays (n each) that sortAndBuild fills, before its gather overwrites the keys, with the sorted keys and the
+/// order (sorted position -> caller's index): method 'fmm' builds its tree on the host from them (fmm_phase.cu).
+struct SortDownload {
+  std::uint64_t* keys = nullptr;
+  std::uint32_t* order = nullptr;
+};
+
 /// Keys with the length scale `givenScale` (0: the root cube's own, lengthScaleFor(side); a distributed solve
 /// gives the global one), sort, mass upload and check, octree topology (unless direct), gather into sorted
 /// scaled cells, and the sums' arrays. Leaves the solve's state in the DeviceState (slot, root scaled, scale,
 /// massScale, nodes, depth, sums).
 /// massAside (a distributed solve's rank): the masses go up into a buffer of their own on the second stream while
 /// the keys are sorted (8 more bytes per cell; slot 5 is the sort's until it ends), instead of into slot 5 after it.
+/// down (method 'fmm'): the sorted keys and order copied into the host's arrays once the checks have passed.
 Status sortAndBuild(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, bool direct, double givenScale,
-                    bool massAside = false);
+                    bool massAside = false, const SortDownload* down = nullptr);
 
 /// The end of sortAndBuild after the gather (the cells sorted and scaled in their slots, ds.scale and ds.root set):
 /// the mass scale from the cells' total mass, the density contrast, and the sums' arrays. A block solve that kept

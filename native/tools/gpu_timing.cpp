@@ -3,7 +3,7 @@
 /// amrgrav_gpu_parity, native/tools/parity/, run by CTest). One JSON object per line on stdout.
 ///
 ///   amrgrav_gpu_timing [--perf 128,256 | --no-perf] [--reps R] [--direct-n CELLS] [--cpu-perf] [--sweep]
-///                      [--fmm 64,128,256 [--fmm-host-lists] [--fmm-orders 5,6,7]] [--split N] [--copy-threads T]
+///                      [--fmm 64,128,256 [--fmm-host-lists] [--fmm-host-sort]] [--split N] [--copy-threads T]
 ///                      [--plummer 1000000,16000000 [--thetas 0.5,0.4] [--check-points K]]
 ///
 ///   --perf LIST       uniform grids timed on the GPU (default 128,256), each over the variants below (the order is
@@ -33,8 +33,9 @@
 ///                     "plummer-particles" JSON line each
 ///   --fmm LIST        method 'fmm' on the GPU (issue #20, GPU stage 1) on uniform grids of these sides (e.g.
 ///                     64,128,256; smooth density, isolated, order 7, potential and then with accelerations): medians of
-///                     --reps of each phase (keys: root cube and sort, moments: tree and upward pass, build: the
-///                     interaction lists, all on the host; upload; walk: the device's P2P, M2L, L2L and L2P, and each
+///                     --reps of each phase (keys_sort_s: root cube and sort, on the device by default: the cells up,
+///                     checked, keys, sort, the order and keys down, the host's gather; moments: tree and upward pass,
+///                     build: the interaction lists, on the host; upload; walk: the device's P2P, M2L, L2L and L2P, and each
 ///                     kernel alone from device events, p2p_s, m2l_s, l2l_s (all levels), l2p_s; download: the sums
 ///                     down and finished on the host), M2L and P2P per cell, one "fmm" JSON line each; then
 ///                     the tree (method 'tree', the default options) on the same grid in the same run, one "perf" line
@@ -42,7 +43,8 @@
 ///                     default, CudaOptions::fmmDeviceLists, cuda/fmm_lists_phase.h); "device_lists" says which,
 ///                     "lists_s" is the lists' part of build_s (device: the tree's arrays up, the walk, the P2P pairs
 ///                     down), "list_rounds" and "list_max_frontier" the device walk's shape
-///   --fmm-orders LIST with --fmm: the expansion orders p timed (default 7, the default fmmOrder)
+///   --fmm-host-sort   with --fmm: each FMM timing also with the root cube and sort on the host
+///                     (CudaOptions::fmmDeviceSort off, the cells uploaded after the sort); "device_sort" says which
 ///   --split N         a two-rank solve of the uniform N^3 grid emulated in one process on this one GPU (two backend
 ///                     objects, halves in z, each rank's device work timed alone, the LETs handed over in memory)
 ///                     against the one-rank solve: what each rank of a two-GPU run has to do
@@ -90,7 +92,7 @@ struct TimingArgs {
   int groupSize = 0;  ///< --group-size for the Plummer runs (0: the default)
   std::vector<double> fmmGrids;  ///< --fmm: uniform grid sides
   bool fmmHostLists = false;   ///< --fmm-host-lists: each FMM timing with the host's lists too
-  std::vector<double> fmmOrders = {7};  ///< --fmm-orders
+  bool fmmHostSort = false;    ///< --fmm-host-sort: each FMM timing also with the host's sort
 };
 
 std::vector<double> numberList(const std::string& v) {
@@ -125,7 +127,7 @@ TimingArgs parseArgs(int argc, char** argv) {
     else if (k == "--plummer") a.plummer = numberList(next());
     else if (k == "--fmm") a.fmmGrids = numberList(next());
     else if (k == "--fmm-host-lists") a.fmmHostLists = true;
-    else if (k == "--fmm-orders") a.fmmOrders = numberList(next());
+    else if (k == "--fmm-host-sort") a.fmmHostSort = true;
     else if (k == "--thetas") a.thetas = numberList(next());
     else if (k == "--plummer-particles") a.plummerParticles = numberList(next());
     else if (k == "--softening-length") a.softeningLength = std::strtod(next().c_str(), nullptr);
@@ -215,13 +217,13 @@ void timeVariant(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int 
 
 /// Method 'fmm' on the GPU on one grid (see --fmm above): one warm-up, then a.reps solves; medians per phase.
 void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid, bool accel, bool deviceLists,
-             int order) {
+             bool deviceSort) {
   CudaOptions co = gpu.cudaOptions();
   co.fmmDeviceLists = deviceLists;
+  co.fmmDeviceSort = deviceSort;
   setDeviceOptions(gpu, co);
   SolveOptions o;
   o.method = SolveMethod::Fmm;
-  o.fmmOrder = order;
   o.accelerations = accel;
   SolveResult r;
   Status st = gpu.solve(cells.view(), o, r);  // warm-up (allocations, module load)
@@ -244,7 +246,7 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
   const CudaStats cs = deviceStats(gpu);
   const double n = double(cells.size()), w = median(wall), wk = median(walk);
   std::printf("{\"kind\":\"fmm\",\"grid\":%d,\"cells\":%zu,\"fmmOrder\":%d,\"fmmTheta\":%s,\"fmmTolerance\":%s,"
-              "\"accelerations\":%s,\"device_lists\":%s,\"lists_s\":%s,\"list_rounds\":%d,"
+              "\"accelerations\":%s,\"device_sort\":%s,\"device_lists\":%s,\"lists_s\":%s,\"list_rounds\":%d,"
               "\"list_max_frontier\":%llu,\"reps\":%d,\"wall_s\":%s,\"keys_sort_s\":%s,\"moments_s\":%s,\"build_s\":%s,"
               "\"upload_s\":%s,\"walk_s\":%s,\"p2p_s\":%s,\"m2l_s\":%s,\"l2l_s\":%s,\"l2p_s\":%s,"
               "\"download_s\":%s,\"cells_per_s\":%s,\"walk_cells_per_s\":%s,"
@@ -253,7 +255,8 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
               "\"p2p_computed_pairs\":%llu,\"p2p_irregular_leaves\":%llu,"
               "\"device_bytes_per_cell\":%s,\"device\":\"%s\"}\n",
               grid, cells.size(), o.fmmOrder, num(o.fmmTheta).c_str(), num(o.fmmTolerance).c_str(),
-              accel ? "true" : "false", deviceLists ? "true" : "false", num(median(lists)).c_str(), cs.fmmListRounds,
+              accel ? "true" : "false", deviceSort ? "true" : "false", deviceLists ? "true" : "false",
+              num(median(lists)).c_str(), cs.fmmListRounds,
               (unsigned long long)cs.fmmListMaxFrontier, a.reps, num(w).c_str(), num(median(keys)).c_str(),
               num(median(mom)).c_str(),
               num(median(build)).c_str(), num(median(up)).c_str(), num(wk).c_str(), num(median(kernel[0])).c_str(),
@@ -275,12 +278,14 @@ void runFmmTimings(const TimingArgs& a) {
   for (double side : a.fmmGrids) {
     const int grid = int(side);
     const Cells cells = uniformGrid(grid, kKpc, 1e-24);
-    for (const double order : a.fmmOrders)
+    for (const bool hostSort : {false, true}) {
+      if (hostSort && !a.fmmHostSort) continue;
       for (const bool dev : {false, true}) {
         if (!dev && !a.fmmHostLists) continue;
-        timeFmm(a, *gpu, cells, grid, false, dev, int(order));
-        timeFmm(a, *gpu, cells, grid, true, dev, int(order));
+        timeFmm(a, *gpu, cells, grid, false, dev, !hostSort);
+        timeFmm(a, *gpu, cells, grid, true, dev, !hostSort);
       }
+    }
     timeVariant(a, *gpu, cells, grid, SolveOptions{}, CudaOptions{});
   }
 }

@@ -128,7 +128,18 @@ Status sortCellsByKey(const CellsView& c, RootCube& root, SortedCells& out, std:
   // Two cells at one centre would each skip the other as "itself" in the walk: refuse them. Equal centres have
   // equal keys, so after the sort they sit in one run of equal keys.
   if (!pointSources) AG_TRY(checkCoincidentCells(c, k.data(), idx.data()));
-  out.order = std::move(idx);
+  gatherSortedCells(c, std::move(idx), scale, threads, out);
+  for (int d = 0; d < 3; ++d) root.lo[d] *= scale;
+  root.side *= scale;
+  keys = std::move(k);
+  return Status::success();
+}
+
+void gatherSortedCells(const CellsView& c, std::vector<std::uint32_t>&& order, double scale, int threads,
+                       SortedCells& out) {
+  const std::size_t n = order.size();
+  constexpr std::size_t kGrain = std::size_t(1) << 15;
+  out.order = std::move(order);
   out.scale = scale;
   out.x.resize(n); out.y.resize(n); out.z.resize(n); out.mass.resize(n); out.size.resize(n);
   parallelFor(n, kGrain, threads, [&](std::size_t b, std::size_t e, int) {
@@ -138,10 +149,6 @@ Status sortCellsByKey(const CellsView& c, RootCube& root, SortedCells& out, std:
       out.mass[i] = c.mass[j]; out.size[i] = c.size[j] * scale;
     }
   });
-  for (int d = 0; d < 3; ++d) root.lo[d] *= scale;
-  root.side *= scale;
-  keys = std::move(k);
-  return Status::success();
 }
 
 }  // namespace amrgrav

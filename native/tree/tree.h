@@ -73,6 +73,12 @@ double lengthScaleFor(double side);
 Status sortCellsByKey(const CellsView& cells, RootCube& root, SortedCells& out, std::vector<std::uint64_t>& keys,
                       double scale = 0, bool pointSources = false, int threads = 1);
 
+/// sortCellsByKey's gather, also for an order sorted elsewhere (the CUDA backend's FMM sorts on the device and gathers
+/// here, cuda/fmm_phase.cu): out gets `order` (sorted position -> index in c), the scale, and c's cells in that order
+/// with lengths times `scale` (masses as given). The one code for both, so the same bits; any thread count.
+void gatherSortedCells(const CellsView& cells, std::vector<std::uint32_t>&& order, double scale, int threads,
+                       SortedCells& out);
+
 /// The Morton sort itself: (key, index) pairs sorted by key, stably (an LSD radix sort; equal keys keep their
 /// order). ktmp, itmp: scratch of the same length (resized). With several threads each pass counts and scatters
 /// contiguous chunks, placed in (digit, chunk) order: still stable, so the same permutation for any thread count.

@@ -8,14 +8,22 @@
 /// and computed); potentials only (the table steps on the tensor cores) on both sets, the AMR set's tiles with
 /// computed steps; momentum |sum m a| / sum |m a| <= 1e-6 on the GPU (issue #20); two GPU solves bitwise equal (with
 /// and without accelerations); the host block entry against the CPU's; periodic boxes refused with InvalidOption.
+/// The device's root cube and sort (CudaOptions::fmmDeviceSort, the default) against the host's (chooseRootCube,
+/// sortCellsByKey) on the random grid and the AMR set: the same root, order, keys and sorted cells, every array of
+/// the FmmTree built from each bitwise equal, method 'fmm' with each sort the same bits (with and without
+/// accelerations), and bad or coincident cells refused with the host sort's code and message.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "core/thread_pool.h"
+#include "fmm/fmm_tree.h"
 #include "tools/parity/harness.h"
+#include "tree/tree.h"
 
 namespace amrgrav::parity {
 namespace {
@@ -106,6 +114,154 @@ void repeatBitwise(Context& cx, const std::string& name, const Cells& cells, con
                            : "solve failed: " + (sa.ok() ? sb.message : sa.message));
 }
 
+template <class T>
+bool sameBits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+bool sameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+bool sameRoot(const RootCube& a, const RootCube& b) {
+  return sameBits(a.side, b.side) && sameBits(a.lo[0], b.lo[0]) && sameBits(a.lo[1], b.lo[1]) &&
+         sameBits(a.lo[2], b.lo[2]);
+}
+
+/// The names of the sorted cells' arrays that differ ("" when all are bitwise equal).
+std::string sortedDifference(const SortedCells& a, const SortedCells& b) {
+  std::string d;
+  if (!sameBits(a.order, b.order)) d += " order";
+  if (!sameBits(a.x, b.x)) d += " x";
+  if (!sameBits(a.y, b.y)) d += " y";
+  if (!sameBits(a.z, b.z)) d += " z";
+  if (!sameBits(a.mass, b.mass)) d += " mass";
+  if (!sameBits(a.size, b.size)) d += " size";
+  if (!sameBits(a.scale, b.scale)) d += " scale";
+  return d;
+}
+
+/// The names of the FmmTree's members that differ ("" when every array and number is bitwise equal).
+std::string treeDifference(const fmm::FmmTree& a, const fmm::FmmTree& b) {
+  std::string d;
+  const Octree &p = a.topo, &q = b.topo;
+  if (!sameRoot(p.root, q.root)) d += " topo.root";
+  if (p.depth != q.depth) d += " topo.depth";
+  if (!sameBits(p.cellBegin, q.cellBegin)) d += " topo.cellBegin";
+  if (!sameBits(p.cellCount, q.cellCount)) d += " topo.cellCount";
+  if (!sameBits(p.childBegin, q.childBegin)) d += " topo.childBegin";
+  if (!sameBits(p.childCount, q.childCount)) d += " topo.childCount";
+  if (!sameBits(p.level, q.level)) d += " topo.level";
+  if (!sameBits(p.centre, q.centre)) d += " topo.centre";
+  if (!sameBits(p.mass, q.mass) || !sameBits(p.com, q.com) || !sameBits(p.quad, q.quad) ||
+      !sameBits(p.dipole, q.dipole) || !sameBits(p.extentLo, q.extentLo) || !sameBits(p.extentHi, q.extentHi) ||
+      !sameBits(p.macRadius, q.macRadius))
+    d += " topo.moments";
+  if (a.order != b.order || a.terms != b.terms || a.mStride != b.mStride || a.dipoles != b.dipoles) d += " shape";
+  if (!sameBits(a.levelBegin, b.levelBegin)) d += " levelBegin";
+  if (!sameBits(a.centre, b.centre)) d += " centre";
+  if (!sameBits(a.radius, b.radius)) d += " radius";
+  if (!sameBits(a.critical, b.critical)) d += " critical";
+  if (!sameBits(a.absMass, b.absMass)) d += " absMass";
+  if (!sameBits(a.lowBound, b.lowBound)) d += " lowBound";
+  if (!sameBits(a.norms, b.norms)) d += " norms";
+  if (!sameBits(a.M, b.M)) d += " M";
+  if (!sameBits(a.L, b.L)) d += " L";
+  return d;
+}
+
+/// A solve of `cells` with the device's sort on or off (the other options as before); restores them.
+Status solveWithSort(CudaBackend& gpu, const Cells& cells, const SolveOptions& o, bool deviceSort, SolveResult& r) {
+  const CudaOptions before = gpu.cudaOptions();
+  CudaOptions co = before;
+  co.fmmDeviceSort = deviceSort;
+  setDeviceOptions(gpu, co);
+  poison(r, cells.size(), o.accelerations);
+  const Status st = gpu.solve(cells.view(), o, r);
+  setDeviceOptions(gpu, before);
+  return st;
+}
+
+/// The device's sort against the host's on one set (see the file's comment): what the host's tree gets, the tree,
+/// and the solves.
+void deviceSortCase(Context& cx, const std::string& name, const Cells& cells) {
+  CudaBackend& gpu = *cx.gpu;
+  const SolveOptions o = fmmOptions(7);
+  const int threads = resolveThreadCount(0);
+  RootCube hostRoot = chooseRootCube(cells.view(), o), devRoot;
+  SortedCells hostSorted, devSorted;
+  std::vector<std::uint64_t> hostKeys, devKeys;
+  const auto th = Clock::now();
+  const Status sh = sortCellsByKey(cells.view(), hostRoot, hostSorted, hostKeys, 0, false, threads);
+  const double hostSeconds = since(th);
+  double devSeconds = 0;
+  const Status sd = gpu.fmmDeviceSort(cells.view(), o, devRoot, devSorted, devKeys, &devSeconds);
+  if (!sh.ok() || !sd.ok()) {
+    check(cx, name + "-device-sort", false, "sort failed: " + (sh.ok() ? sd.message : sh.message));
+    return;
+  }
+  const std::string sorted = sortedDifference(hostSorted, devSorted);
+  const bool sameKeys = sameBits(hostKeys, devKeys), root = sameRoot(hostRoot, devRoot);
+  check(cx, name + "-device-sort", sorted.empty() && sameKeys && root,
+        sorted.empty() && sameKeys && root
+            ? "the device's root cube, order, keys and sorted cells = the host's, bit for bit (" +
+                  std::to_string(cells.size()) + " cells; host " + std::to_string(hostSeconds * 1e3).substr(0, 7) +
+                  " ms on " + std::to_string(threads) + " threads, device " +
+                  std::to_string(devSeconds * 1e3).substr(0, 7) + " ms with the upload and the host's gather)"
+            : "differ:" + sorted + (sameKeys ? "" : " keys") + (root ? "" : " root"));
+
+  fmm::FmmTree hostTree, devTree;
+  const Status th2 = fmm::buildFmmTree(hostKeys, hostRoot, hostSorted, o, threads, hostTree);
+  const Status td = fmm::buildFmmTree(devKeys, devRoot, devSorted, o, threads, devTree);
+  const std::string tree = th2.ok() && td.ok() ? treeDifference(hostTree, devTree) : "";
+  check(cx, name + "-device-sort-tree", th2.ok() && td.ok() && tree.empty(),
+        !th2.ok() || !td.ok() ? "tree failed: " + (th2.ok() ? td.message : th2.message)
+        : tree.empty()        ? "the FmmTree over the device's sort = the host's, every array (" +
+                             std::to_string(hostTree.nodeCount()) + " nodes, depth " +
+                             std::to_string(hostTree.topo.depth) + ")"
+                              : "arrays differ:" + tree);
+
+  for (const bool accel : {true, false}) {
+    SolveOptions so = o;
+    so.accelerations = accel;
+    SolveResult rh, rd;
+    const Status a = solveWithSort(gpu, cells, so, false, rh);
+    const Status b = solveWithSort(gpu, cells, so, true, rd);
+    const bool counts = rh.stats.nodes == rd.stats.nodes && rh.stats.leaves == rd.stats.leaves &&
+                        rh.stats.approxInteractions == rd.stats.approxInteractions &&
+                        rh.stats.directInteractions == rd.stats.directInteractions;
+    check(cx, name + (accel ? "-device-sort-solve" : "-device-sort-solve-pot"),
+          a.ok() && b.ok() && bitwiseEqual(rh, rd) && counts,
+          a.ok() && b.ok() ? std::string("method 'fmm' with the device's sort vs the host's: ") +
+                                 (bitwiseEqual(rh, rd) ? "the same bits" : "results differ") +
+                                 (counts ? ", the same counts" : ", counts differ")
+                           : "solve failed: " + (a.ok() ? b.message : a.message));
+  }
+}
+
+/// Bad and coincident cells with the device's sort: the host sort's code and message (the solve's errors as the
+/// CPU backend's).
+void deviceSortErrors(Context& cx, const Cells& grid) {
+  const SolveOptions o = fmmOptions(7);
+  auto same = [&](const std::string& name, const Cells& cells) {
+    SolveResult rh, rd;
+    const Status a = solveWithSort(*cx.gpu, cells, o, false, rh);
+    const Status b = solveWithSort(*cx.gpu, cells, o, true, rd);
+    check(cx, name, !a.ok() && a.code == b.code && a.message == b.message,
+          "host sort: " + std::string(errorCodeName(a.code)) + ": " + a.message + "; device sort: " +
+              errorCodeName(b.code) + ": " + b.message);
+  };
+  Cells c = grid;
+  c.x[7] = c.x[3];
+  c.y[7] = c.y[3];
+  c.z[7] = c.z[3];
+  same("fmm-device-sort-coincident", c);
+  c = grid;
+  c.m[11] = std::nan("");
+  same("fmm-device-sort-bad-mass", c);
+  c = grid;
+  c.h[5] = -1;
+  same("fmm-device-sort-bad-size", c);
+}
+
 }  // namespace
 
 void runFmm(Context& cx) {
@@ -148,6 +304,11 @@ void runFmm(Context& cx) {
   }
   momentumAndRepeat(cx, "fmm-" + g, grid, fmmOptions(7));
   momentumAndRepeat(cx, "fmm-amr", cx.amr(), fmmOptions(7));
+
+  // the device's sort (the default) against the host's
+  deviceSortCase(cx, "fmm-" + g, grid);
+  deviceSortCase(cx, "fmm-amr", cx.amr());
+  deviceSortErrors(cx, grid);
 
   // the host block entry (the blocks' cells made on the host, then the cell solve) on both backends
   {
