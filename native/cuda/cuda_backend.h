@@ -44,6 +44,11 @@ struct CudaOptions {
   /// copied down. The API's backends take it from the environment variable AMRGRAV_FMM_DEVICE_LISTS=1 (issue #20's
   /// first device phase, off by default until measured).
   bool fmmDeviceLists = false;
+  /// Method 'fmm' with fmmDeviceLists: the near lists and P2P tiles built on the device from its P2P pairs
+  /// (cuda/fmm_tiles_phase.h: the same arrays as the host's fmm/p2p_tiles.h, so the same bits) instead of the pairs
+  /// copied down and the tiles made on the host and uploaded; no effect without fmmDeviceLists. The API's backends
+  /// take it from AMRGRAV_FMM_DEVICE_TILES=1 (off by default until the GPU parity subject fmm-tiles has passed).
+  bool fmmDeviceTiles = false;
 };
 
 /// Per-solve measurements of the CUDA backend (device phases from cudaEvents on the backend's stream).

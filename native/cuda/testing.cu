@@ -132,6 +132,10 @@ class TestingCudaBackend final : public CudaBackend {
   Status fmmDeviceLists(const fmm::FmmTree& tree, double tolerance, fmm::FmmLists& out, double* seconds) override {
     return cuda::fmmListsForCheck(ds_, tree, tolerance, out, seconds);
   }
+  Status fmmDeviceTiles(const fmm::FmmTree& tree, const SortedCells& sorted, double tolerance, fmm::DeviceTiles& out,
+                        double* seconds) override {
+    return cuda::fmmTilesForCheck(ds_, tree, sorted, tolerance, out, seconds);
+  }
   Status rankOpen(const CellsView& cells, const SolveOptions& opt, double lo[3], double hi[3]) override {
     return cuda::rankOpen(ds_, cells, opt, lo, hi);
   }
