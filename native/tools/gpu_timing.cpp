@@ -3,7 +3,7 @@
 /// amrgrav_gpu_parity, native/tools/parity/, run by CTest). One JSON object per line on stdout.
 ///
 ///   amrgrav_gpu_timing [--perf 128,256 | --no-perf] [--reps R] [--direct-n CELLS] [--cpu-perf] [--sweep]
-///                      [--fmm 64,128,256 [--fmm-device-lists]] [--split N] [--copy-threads T]
+///                      [--fmm 64,128,256 [--fmm-device-lists] [--fmm-device-tiles]] [--split N] [--copy-threads T]
 ///                      [--plummer 1000000,16000000 [--thetas 0.5,0.4] [--check-points K]]
 ///
 ///   --perf LIST       uniform grids timed on the GPU (default 128,256), each over the variants below (the order is
@@ -42,6 +42,9 @@
 ///                     (CudaOptions::fmmDeviceLists, cuda/fmm_lists_phase.h); "device_lists" says which, "lists_s" is
 ///                     the lists' part of build_s (device: the tree's arrays up, the walk, the P2P pairs down),
 ///                     "list_rounds" and "list_max_frontier" the device walk's shape
+///   --fmm-device-tiles  with --fmm: each FMM timing once more with the lists and the near lists and P2P tiles built
+///                     on the device (CudaOptions::fmmDeviceTiles, cuda/fmm_tiles_phase.h): "device_tiles" true;
+///                     build_s then holds no pairs' download, no host tiles and no tiles' upload
 ///   --split N         a two-rank solve of the uniform N^3 grid emulated in one process on this one GPU (two backend
 ///                     objects, halves in z, each rank's device work timed alone, the LETs handed over in memory)
 ///                     against the one-rank solve: what each rank of a two-GPU run has to do
@@ -89,6 +92,7 @@ struct TimingArgs {
   int groupSize = 0;  ///< --group-size for the Plummer runs (0: the default)
   std::vector<double> fmmGrids;  ///< --fmm: uniform grid sides
   bool fmmDeviceLists = false;   ///< --fmm-device-lists: each FMM timing with the host's and the device's lists
+  bool fmmDeviceTiles = false;   ///< --fmm-device-tiles: and once more with the device's lists and tiles
 };
 
 std::vector<double> numberList(const std::string& v) {
@@ -123,6 +127,7 @@ TimingArgs parseArgs(int argc, char** argv) {
     else if (k == "--plummer") a.plummer = numberList(next());
     else if (k == "--fmm") a.fmmGrids = numberList(next());
     else if (k == "--fmm-device-lists") a.fmmDeviceLists = true;
+    else if (k == "--fmm-device-tiles") a.fmmDeviceTiles = true;
     else if (k == "--thetas") a.thetas = numberList(next());
     else if (k == "--plummer-particles") a.plummerParticles = numberList(next());
     else if (k == "--softening-length") a.softeningLength = std::strtod(next().c_str(), nullptr);
@@ -211,9 +216,11 @@ void timeVariant(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int 
 }
 
 /// Method 'fmm' on the GPU on one grid (see --fmm above): one warm-up, then a.reps solves; medians per phase.
-void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid, bool accel, bool deviceLists) {
+void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid, bool accel, bool deviceLists,
+             bool deviceTiles = false) {
   CudaOptions co = gpu.cudaOptions();
   co.fmmDeviceLists = deviceLists;
+  co.fmmDeviceTiles = deviceTiles;
   setDeviceOptions(gpu, co);
   SolveOptions o;
   o.method = SolveMethod::Fmm;
@@ -239,7 +246,7 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
   const CudaStats cs = deviceStats(gpu);
   const double n = double(cells.size()), w = median(wall), wk = median(walk);
   std::printf("{\"kind\":\"fmm\",\"grid\":%d,\"cells\":%zu,\"fmmOrder\":%d,\"fmmTheta\":%s,\"fmmTolerance\":%s,"
-              "\"accelerations\":%s,\"device_lists\":%s,\"lists_s\":%s,\"list_rounds\":%d,"
+              "\"accelerations\":%s,\"device_lists\":%s,\"device_tiles\":%s,\"lists_s\":%s,\"list_rounds\":%d,"
               "\"list_max_frontier\":%llu,\"reps\":%d,\"wall_s\":%s,\"keys_sort_s\":%s,\"moments_s\":%s,\"build_s\":%s,"
               "\"upload_s\":%s,\"walk_s\":%s,\"p2p_s\":%s,\"m2l_s\":%s,\"l2l_s\":%s,\"l2p_s\":%s,"
               "\"download_s\":%s,\"cells_per_s\":%s,\"walk_cells_per_s\":%s,"
@@ -248,7 +255,8 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
               "\"p2p_computed_pairs\":%llu,\"p2p_irregular_leaves\":%llu,"
               "\"device_bytes_per_cell\":%s,\"device\":\"%s\"}\n",
               grid, cells.size(), o.fmmOrder, num(o.fmmTheta).c_str(), num(o.fmmTolerance).c_str(),
-              accel ? "true" : "false", deviceLists ? "true" : "false", num(median(lists)).c_str(), cs.fmmListRounds,
+              accel ? "true" : "false", deviceLists ? "true" : "false", deviceTiles ? "true" : "false",
+              num(median(lists)).c_str(), cs.fmmListRounds,
               (unsigned long long)cs.fmmListMaxFrontier, a.reps, num(w).c_str(), num(median(keys)).c_str(),
               num(median(mom)).c_str(),
               num(median(build)).c_str(), num(median(up)).c_str(), num(wk).c_str(), num(median(kernel[0])).c_str(),
@@ -274,6 +282,10 @@ void runFmmTimings(const TimingArgs& a) {
       if (dev && !a.fmmDeviceLists) continue;
       timeFmm(a, *gpu, cells, grid, false, dev);
       timeFmm(a, *gpu, cells, grid, true, dev);
+    }
+    if (a.fmmDeviceTiles) {  // the lists and the tiles on the device
+      timeFmm(a, *gpu, cells, grid, false, true, true);
+      timeFmm(a, *gpu, cells, grid, true, true, true);
     }
     timeVariant(a, *gpu, cells, grid, SolveOptions{}, CudaOptions{});
   }
