@@ -3,7 +3,8 @@
 // P2P kernels against the CPU's near field), the tensor-core table step's lanes (native/tests/fmm_p2p_mma.cpp: one
 // block's DMMA pieces emulated against a triple loop), the L2P's compile-time term tables
 // (native/tests/fmm_terms.cpp) and the device's breadth-first dual walk for the interaction lists in its host
-// emulation (native/tests/fmm_dual_walk.cpp).
+// emulation (native/tests/fmm_dual_walk.cpp), and the device's near lists and P2P tiles from its P2P pairs in their
+// host emulation (native/tests/fmm_device_tiles.cpp).
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -42,6 +43,16 @@ describe('method fmm on the CUDA backend: the host side of its kernels', () => {
     expect(r.stdout).toMatch(/PASS uniform32-p7-tol2e-4-lists: every array equal/);
     expect(r.stdout).toMatch(/PASS amr-p3-tol2e-4-coverage: 0 leaf pairs/);
     expect(r.stdout).toMatch(/PASS plummer-p7-tol0-lists: every array equal/);
+    expect(r.stdout).toMatch(/checks, 0 failed/);
+    expect(r.status).toBe(0);
+  });
+
+  it('native/tests/fmm_device_tiles.cpp: the device\'s near lists and P2P tiles (emulated) = buildP2pTiles\'s, every array', () => {
+    const r = spawnSync(hostTest('amrgrav_fmm_device_tiles'), [], { encoding: 'utf8', timeout: 300_000 });
+    expect(r.stdout).toMatch(/PASS uniform32-p5-tol2e-4: every array equal/);
+    expect(r.stdout).toMatch(/PASS uniform22-p3-tol2e-4: every array equal/);
+    expect(r.stdout).toMatch(/PASS amr-p5-tol2e-4: every array equal/);
+    expect(r.stdout).toMatch(/PASS plummer-p3-tol0: every array equal/);
     expect(r.stdout).toMatch(/checks, 0 failed/);
     expect(r.status).toBe(0);
   });

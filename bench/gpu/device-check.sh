@@ -38,6 +38,12 @@
 #              'fmm' with the device's lists bitwise the host lists' results and within 1e-12 / 1e-11 of the CPU),
 #              compute-sanitizer memcheck on fmm-lists --quick, then amrgrav_gpu_timing --no-perf --fmm 128,256
 #              --fmm-host-lists (each FMM timing with the host's and the device's lists: lists_s, list_rounds)
+#   fmmtiles   issue #20, the FMM's near lists and P2P tiles built on the device from its P2P pairs
+#              (cuda/fmm_tiles_phase.h): ctest gpu.fmm-tiles (the device's arrays = the host's buildP2pTiles', every
+#              array, on a 32^3 grid, the clustered AMR set and a Plummer sphere at orders 3 and 7, tolerance 0 and
+#              2e-4, and a 128^3 grid with both builds' times noted; method 'fmm' with the device's tiles bitwise the
+#              host tiles' results and within 1e-12 / 1e-11 of the CPU), compute-sanitizer memcheck on fmm-tiles
+#              --quick, then amrgrav_gpu_timing --no-perf --fmm 128,256 --fmm-device-tiles
 #   apibench   `amrgrav bench --grid 256` through the Node API, order 2, 1, and 2 with accelerations
 #   ncu        Nsight Compute on one order-2 walk launch (128^3): throughput, occupancy, stalls, instruction mix
 #   ncuper     the same on the periodic walk's expansion kernel
@@ -218,6 +224,29 @@ for line in open(sys.argv[1]):
               f"wall {r['wall_s']*1e3:8.2f} ms  lists {r['lists_s']*1e3:8.2f} ms (rounds {r['list_rounds']}, "
               f"largest frontier {r['list_max_frontier']})  build {r['build_s']*1e3:8.2f}  upload {r['upload_s']*1e3:7.2f}  "
               f"walk {r['walk_s']*1e3:7.2f}  m2l/cell {r['m2l_per_cell']:.1f}  B/cell {r['device_bytes_per_cell']:.0f}")
+PY
+      ;;
+    fmmtiles)
+      (cd build && AMRGRAV_REQUIRE_GPU=1 timeout 500 ctest -R '^gpu[.]fmm-tiles$' --output-on-failure) \
+        > "$out/fmmtiles-ctest.log" 2>&1
+      summary+=("fmmtiles ctest gpu.fmm-tiles rc=$? $(grep -h 'parity summary' "$out/fmmtiles-ctest.log" | tr '\n' ';')")
+      grep -hE '^ *(ok|FAIL)|^# fmm-tiles' "$out/fmmtiles-ctest.log"
+      AMRGRAV_REQUIRE_GPU=1 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 $check fmm-tiles --quick \
+        > "$out/fmmtiles-memcheck.log" 2>&1
+      summary+=("fmmtiles memcheck rc=$? $(grep -hE 'ERROR SUMMARY' "$out/fmmtiles-memcheck.log" | head -1)")
+      timeout 500 $timing --no-perf --fmm 128,256 --fmm-device-tiles --reps 3 \
+        > "$out/fmmtiles-timing.log" 2>&1
+      summary+=("fmmtiles timing rc=$?")
+      python3 - "$out/fmmtiles-timing.log" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    if not line.startswith('{'): continue
+    r = json.loads(line)
+    if r.get('kind') == 'fmm' and 'cells' in r:
+        print(f"fmm {r['grid']:4d} acc={int(r['accelerations'])} device_lists={int(r['device_lists'])} "
+              f"device_tiles={int(r['device_tiles'])}: wall {r['wall_s']*1e3:8.2f} ms  lists {r['lists_s']*1e3:8.2f}  "
+              f"build {r['build_s']*1e3:8.2f}  upload {r['upload_s']*1e3:7.2f}  walk {r['walk_s']*1e3:7.2f}  "
+              f"tiles {r['p2p_tiles']} tables {r['p2p_tables']} irregular {r['p2p_irregular_leaves']}")
 PY
       ;;
     apibench)

@@ -139,6 +139,7 @@ std::unique_ptr<Backend> makeCudaBackend() {
   if (const char* e = std::getenv("AMRGRAV_CUDA_COPY_THREADS")) o.copyThreads = std::max(0, std::min(std::atoi(e), 64));
   if (const char* e = std::getenv("AMRGRAV_FMM_DEVICE_LISTS")) o.fmmDeviceLists = std::atoi(e) != 0;
   if (const char* e = std::getenv("AMRGRAV_FMM_DEVICE_SORT")) o.fmmDeviceSort = std::atoi(e) != 0;
+  if (const char* e = std::getenv("AMRGRAV_FMM_DEVICE_TILES")) o.fmmDeviceTiles = std::atoi(e) != 0;
   if (const char* e = std::getenv("AMRGRAV_CUDA_STAGING_MIB"))
     if (const int mib = std::atoi(e); mib > 0) o.stagingChunkBytes = std::size_t(std::min(mib, 256)) << 20;
   return std::make_unique<cuda::CudaBackendImpl>(o);

@@ -50,6 +50,11 @@ struct CudaOptions {
   /// order, keys and sorted cells, bit for bit (GPU parity subject fmm, fmm-device-sort cases), and the sorted cells
   /// stay on the device for the evaluation. The API's backends take it from AMRGRAV_FMM_DEVICE_SORT (0: the host's).
   bool fmmDeviceSort = true;
+  /// Method 'fmm' with fmmDeviceLists: the near lists and P2P tiles built on the device from its P2P pairs
+  /// (cuda/fmm_tiles_phase.h: the same arrays as the host's fmm/p2p_tiles.h, so the same bits) instead of the pairs
+  /// copied down and the tiles made on the host and uploaded; no effect without fmmDeviceLists. The API's backends
+  /// take it from AMRGRAV_FMM_DEVICE_TILES=1 (off by default until the GPU parity subject fmm-tiles has passed).
+  bool fmmDeviceTiles = false;
 };
 
 /// Per-solve measurements of the CUDA backend (device phases from cudaEvents on the backend's stream).

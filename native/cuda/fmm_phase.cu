@@ -12,6 +12,7 @@
 #include "cuda/device.h"
 #include "cuda/device_state.h"
 #include "cuda/fmm_phase.h"
+#include "cuda/fmm_tiles_phase.h"
 #include "cuda/kernels_fmm.h"
 #include "cuda/memory_plan.h"
 #include "cuda/solve.h"
@@ -22,6 +23,7 @@
 #include "fmm/multi_index.h"
 #include "fmm/p2p_tables.h"
 #include "fmm/p2p_tiles.h"
+#include "fmm/p2p_tiles_emulate.h"
 #include "tree/finish.h"
 
 namespace amrgrav {
@@ -101,19 +103,6 @@ Status sortOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions&
   return Status::success();
 }
 
-/// The near lists of the irregular leaves alone (tiles.irregular), as a CSR over them.
-void irregularLists(const fmm::NearLists& near, const fmm::P2pTiles& tiles, std::vector<std::uint32_t>& leaf,
-                    std::vector<std::uint32_t>& start, std::vector<std::uint32_t>& source) {
-  leaf.clear();
-  start.assign(1, 0);
-  source.clear();
-  for (const std::uint32_t k : tiles.irregular) {
-    leaf.push_back(near.leaves[k]);
-    source.insert(source.end(), near.source.begin() + near.start[k], near.source.begin() + near.start[k + 1]);
-    start.push_back(std::uint32_t(source.size()));
-  }
-}
-
 /// fmm/multi_index.h's L2L entries as the kernel reads them: l2lStart (terms + 1), then l2lJ and l2lKJ (the entries
 /// grouped by target term, each group in the CPU's order); offsets[0..2] where each begins.
 std::vector<int> indexTables(const fmm::MultiIndex& mi, std::size_t offsets[3]) {
@@ -137,6 +126,43 @@ std::vector<int> indexTables(const fmm::MultiIndex& mi, std::size_t offsets[3]) 
   add(j, 1);
   add(kj, 2);
   return all;
+}
+
+/// The sorted cells' x, y, z, mass up into b.cells (asynchronous: c is the caller's staging, alive until the
+/// stream is synchronised).
+Status putCells(DeviceState& ds, const SortedCells& sorted, std::vector<double>& c) {
+  const std::size_t n = sorted.x.size();
+  c.resize(4 * n);
+  std::copy(sorted.x.begin(), sorted.x.end(), c.begin());
+  std::copy(sorted.y.begin(), sorted.y.end(), c.begin() + n);
+  std::copy(sorted.z.begin(), sorted.z.end(), c.begin() + 2 * n);
+  std::copy(sorted.mass.begin(), sorted.mass.end(), c.begin() + 3 * n);
+  return put(ds, ds.fmm.cells, c, "the FMM's cells");
+}
+
+/// The tile build's inputs: the tree's arrays put by putTree, the cells by putCells.
+FmmTileInputs tileInputs(DeviceState& ds, const fmm::FmmTree& tree, const SortedCells& sorted) {
+  FmmBuffers& b = ds.fmm;
+  const std::size_t nodes = tree.nodeCount(), n = sorted.x.size();
+  FmmTileInputs in;
+  in.nodes = std::uint32_t(nodes);
+  in.cells = n;
+  in.childCount = b.childCount.get();
+  in.cellBegin = b.topo.get();
+  in.cellCount = b.topo.get() + nodes;
+  in.x = b.cells.get();
+  in.y = in.x + n;
+  in.z = in.x + 2 * n;
+  in.size = sorted.size.data();
+  return in;
+}
+
+/// n elements of device array d down into v (synchronous).
+template <class T>
+Status down(const T* d, std::size_t n, std::vector<T>& v) {
+  v.resize(n);
+  if (n > 0) AG_CUDA_TRY(cudaMemcpy(v.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
+  return Status::success();
 }
 
 /// The tiles' tables on the device: uploaded when the set of slots differs from the one there (the tables of a slot
@@ -165,6 +191,7 @@ Status putTables(DeviceState& ds, const fmm::P2pTables& tables, const std::vecto
 void FmmBuffers::release() {
   for (auto* b : {&cells, &sums, &centre, &M, &L, &tileInvH, &p2pK}) b->release();
   lists.release();
+  tileBuild.release();
   for (auto* b : {&topo, &m2lStart, &m2lSource, &leaves, &tiles}) b->release();
   childCount.release();
   tables.release();
@@ -176,7 +203,8 @@ void FmmBuffers::release() {
 std::size_t FmmBuffers::bytes() const {
   return cells.bytes() + sums.bytes() + centre.bytes() + M.bytes() + L.bytes() + topo.bytes() + childCount.bytes() +
          m2lStart.bytes() + m2lSource.bytes() + leaves.bytes() + tables.bytes() + tiles.bytes() +
-         tileStepTable.bytes() + tileInvH.bytes() + p2pK.bytes() + p2pSlot.bytes() + lists.bytes();
+         tileStepTable.bytes() + tileInvH.bytes() + p2pK.bytes() + p2pSlot.bytes() + lists.bytes() +
+         tileBuild.bytes();
 }
 
 Status checkFmmOnDevice(const SolveOptions& opt) {
@@ -222,6 +250,53 @@ Status fmmSortForCheck(DeviceState& ds, const CellsView& cells, const SolveOptio
   });
 }
 
+Status fmmTilesForCheck(DeviceState& ds, const fmm::FmmTree& tree, const SortedCells& sorted, double tolerance,
+                        fmm::DeviceTiles& out, double* seconds) {
+  std::lock_guard<std::mutex> lock(ds.mu);
+  return guarded([&]() -> Status {
+    if (tree.dipoles)
+      return Status::error(ErrorCode::InvalidOption, "the device's FMM tiles take isolated boxes (no dipole terms)");
+    AG_TRY(ensureDevice(ds));
+    std::vector<std::uint32_t> topo;
+    std::vector<double> c;
+    AG_TRY(putTree(ds, tree, topo));
+    AG_TRY(putCells(ds, sorted, c));
+    DeviceFmmLists dl;
+    AG_TRY(deviceLists(ds, tree, tolerance, dl));  // synchronises the stream: topo and c may go
+    AG_CUDA_TRY(cudaEventRecord(ds.events[0], ds.stream));
+    DeviceFmmTiles dt;
+    AG_TRY(buildFmmTilesOnDevice(tileInputs(ds, tree, sorted), dl, ds.fmm.tileBuild, ds.stream, dt));
+    AG_CUDA_TRY(cudaEventRecord(ds.events[1], ds.stream));
+    AG_CUDA_TRY(cudaEventSynchronize(ds.events[1]));
+    if (seconds) *seconds = elapsed(ds, 0, 1);
+    const std::size_t nodes = tree.nodeCount();
+    out = fmm::DeviceTiles{};
+    AG_TRY(down(dt.leaves, dt.leafCount, out.near.leaves));
+    AG_TRY(down(dt.nearStart, std::size_t(dt.leafCount) + 1, out.near.start));
+    AG_TRY(down(dt.nearSource, out.near.start.back(), out.near.source));
+    AG_TRY(down(dt.regular, nodes, out.reg.regular));
+    AG_TRY(down(ds.fmm.tileBuild.origin.get(), 3 * nodes, out.reg.origin));
+    AG_TRY(down(ds.fmm.tileBuild.h.get(), nodes, out.reg.h));
+    fmm::P2pTiles& t = out.tiles;
+    const std::size_t w = fmm::kTileTargets;
+    AG_TRY(down(dt.target, dt.tiles * w, t.target));
+    AG_TRY(down(dt.invH, dt.tiles * w, t.invH));
+    AG_TRY(down(dt.stepStart, std::size_t(dt.tiles) + 1, t.stepStart));
+    AG_TRY(down(dt.stepTable, dt.steps, t.stepTable));
+    AG_TRY(down(dt.stepSource, dt.steps * w, t.stepSource));
+    t.slots = dt.slots;
+    AG_TRY(down(dt.irregular, dt.irregularCount, t.irregular));
+    t.tableSteps = dt.total.tableSteps;
+    t.computedSteps = dt.total.computedSteps;
+    t.tableEntries = dt.total.tableEntries;
+    t.computedEntries = dt.total.computedEntries;
+    AG_TRY(down(dt.irrLeaf, dt.irregularCount, out.irregular.leaf));
+    AG_TRY(down(dt.irrStart, std::size_t(dt.irregularCount) + 1, out.irregular.start));
+    AG_TRY(down(dt.irrSource, dt.irregularEntries, out.irregular.source));
+    return Status::success();
+  });
+}
+
 Status solveFmmBlocks(DeviceState& ds, const BlocksView& v, const BlockOutputs& out, const SolveOptions& opt,
                       SolveResult& result) {
   AG_TRY(checkFmmOnDevice(opt));
@@ -236,7 +311,10 @@ Status solveFmmBlocks(DeviceState& ds, const BlocksView& v, const BlockOutputs& 
 
 Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, SolveResult& out) {
   AG_TRY(checkFmmOnDevice(opt));
-  const bool deviceSort = ds.copt.fmmDeviceSort;
+  // the tiles on the device read the cells from the FMM's own buffer (fmm_tiles_phase.h tileInputs), which the
+  // device's sort does not fill: with fmmDeviceTiles the sort is the host's for now
+  const bool deviceTiles = ds.copt.fmmDeviceLists && ds.copt.fmmDeviceTiles;
+  const bool deviceSort = ds.copt.fmmDeviceSort && !deviceTiles;
   // the solve skipped validateCells: the host's sort checks the cells here, the device's sort in its first passes
   if (ds.copt.validateOnDevice && !deviceSort) AG_TRY(validateCells(cells, opt));
   const auto t0 = Clock::now();
@@ -270,26 +348,45 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
   fmm::FmmLists lists;
   std::vector<std::uint32_t> topo;  // the topology's staging (alive until the upload's synchronisation)
   const bool deviceWalk = ds.copt.fmmDeviceLists;
+  DeviceFmmLists dl;
+  std::vector<double> cellStaging;  // the cells' staging (alive until the upload's synchronisation)
   if (deviceWalk) {  // the tree's arrays up now (the evaluation reads them too), the lists there, the P2P pairs down
     AG_TRY(putTree(ds, tree, topo));
-    DeviceFmmLists dl;
+    if (deviceTiles) AG_TRY(putCells(ds, sorted, cellStaging));  // the tiles' regular leaves read them
     AG_TRY(deviceLists(ds, tree, opt.fmmTolerance, dl));
-    AG_TRY(downloadFmmLists(dl, false, ds.stream, lists));
+    if (deviceTiles) {  // the pairs stay on the device: the counts alone
+      lists.directedM2L = dl.directedM2L;
+      lists.directedP2P = dl.directedP2P;
+    } else {
+      AG_TRY(downloadFmmLists(dl, false, ds.stream, lists));
+    }
     ds.stats.fmmListRounds = dl.rounds;
     ds.stats.fmmListMaxFrontier = dl.maxFrontier;
   } else {
     fmm::buildInteractionLists(tree, opt.fmmTolerance, threads, lists);
   }
   ds.stats.fmmListSeconds = since(t);
-  // the near field's work: regular leaves by the CPU's tables in tiles, the others computed (fmm/p2p_tiles.h)
-  const fmm::NearLists near = fmm::buildNearLists(tree, lists);
-  const fmm::RegularLeaves reg = fmm::findRegularLeaves(tree, sorted, threads);
+  // the near field's work: regular leaves by the CPU's tables in tiles, the others computed (fmm/p2p_tiles.h), on
+  // the host or (fmmDeviceTiles) on the device from its P2P pairs (fmm_tiles_phase.h), the same arrays either way
+  fmm::NearLists near;
   fmm::P2pTables p2pTables;
-  p2pTables.prepare(reg, lists, threads);
-  const fmm::P2pTiles tiles = fmm::buildP2pTiles(near, reg, p2pTables, threads);
-  std::vector<std::uint32_t> irrLeaf, irrStart, irrSource;
-  irregularLists(near, tiles, irrLeaf, irrStart, irrSource);
-  const std::vector<std::uint32_t>& leaves = near.leaves;
+  fmm::P2pTiles tiles;
+  fmm::IrregularLists irr;
+  DeviceFmmTiles dt;
+  if (deviceTiles) {
+    AG_TRY(buildFmmTilesOnDevice(tileInputs(ds, tree, sorted), dl, b.tileBuild, ds.stream, dt));
+    p2pTables.prepareSlots(dt.slots, threads);
+    tiles.slots = dt.slots;
+  } else {
+    near = fmm::buildNearLists(tree, lists);
+    const fmm::RegularLeaves reg = fmm::findRegularLeaves(tree, sorted, threads);
+    p2pTables.prepare(reg, lists, threads);
+    tiles = fmm::buildP2pTiles(near, reg, p2pTables, threads);
+    irr = fmm::buildIrregularLists(near, tiles);
+  }
+  const std::size_t leafCount = deviceTiles ? dt.leafCount : near.leaves.size();
+  const std::size_t tileCount = deviceTiles ? dt.tiles : tiles.tiles();
+  const std::size_t irregularCount = deviceTiles ? dt.irregularCount : tiles.irregular.size();
   const fmm::MultiIndex mi(tree.order);
   std::size_t off[3];
   const std::vector<int> tables = indexTables(mi, off);
@@ -300,33 +397,27 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
   const bool accel = opt.accelerations;
   std::size_t tileOff[6];  // in b.tiles: target, stepStart, stepSource; irregular leaf, start, source
   {
-    std::vector<double> c;
-    if (!deviceSort) {  // else sorted on the device and left there
-      c.resize(4 * n);
-      std::copy(sorted.x.begin(), sorted.x.end(), c.begin());
-      std::copy(sorted.y.begin(), sorted.y.end(), c.begin() + n);
-      std::copy(sorted.z.begin(), sorted.z.end(), c.begin() + 2 * n);
-      std::copy(sorted.mass.begin(), sorted.mass.end(), c.begin() + 3 * n);
-      AG_TRY(put(ds, b.cells, c, "the FMM's cells"));
-    }
+    if (!deviceSort && !deviceTiles) AG_TRY(putCells(ds, sorted, cellStaging));  // else up already
     if (!deviceWalk) {  // else up already, and the M2L lists made there
       AG_TRY(putTree(ds, tree, topo));
       AG_TRY(put(ds, b.m2lStart, lists.m2lStart, "the FMM's M2L lists"));
       AG_TRY(put(ds, b.m2lSource, lists.m2lSource, "the FMM's M2L lists"));
     }
     AG_TRY(put(ds, b.M, tree.M, "the FMM's multipoles"));
-    AG_TRY(put(ds, b.leaves, leaves, "the FMM's leaves"));
-    // the tiles' and the irregular leaves' uint32 arrays in one buffer
     std::vector<std::uint32_t> u;
-    const std::vector<std::uint32_t>* parts[6] = {&tiles.target, &tiles.stepStart, &tiles.stepSource,
-                                                  &irrLeaf,       &irrStart,        &irrSource};
-    for (int q = 0; q < 6; ++q) {
-      tileOff[q] = u.size();
-      u.insert(u.end(), parts[q]->begin(), parts[q]->end());
+    if (!deviceTiles) {  // else made there (FmmTileBuffers)
+      AG_TRY(put(ds, b.leaves, near.leaves, "the FMM's leaves"));
+      // the tiles' and the irregular leaves' uint32 arrays in one buffer
+      const std::vector<std::uint32_t>* parts[6] = {&tiles.target, &tiles.stepStart, &tiles.stepSource,
+                                                    &irr.leaf,     &irr.start,       &irr.source};
+      for (int q = 0; q < 6; ++q) {
+        tileOff[q] = u.size();
+        u.insert(u.end(), parts[q]->begin(), parts[q]->end());
+      }
+      AG_TRY(put(ds, b.tiles, u, "the FMM's P2P tiles"));
+      AG_TRY(put(ds, b.tileStepTable, tiles.stepTable, "the FMM's P2P tiles"));
+      AG_TRY(put(ds, b.tileInvH, tiles.invH, "the FMM's P2P tiles"));
     }
-    AG_TRY(put(ds, b.tiles, u, "the FMM's P2P tiles"));
-    AG_TRY(put(ds, b.tileStepTable, tiles.stepTable, "the FMM's P2P tiles"));
-    AG_TRY(put(ds, b.tileInvH, tiles.invH, "the FMM's P2P tiles"));
     AG_TRY(put(ds, b.tables, tables, "the FMM's index tables"));
     AG_TRY(b.L.reserve(nodes * std::size_t(tree.terms), "the FMM's local coefficients"));
     AG_CUDA_TRY(cudaMemsetAsync(b.L.get(), 0, nodes * std::size_t(tree.terms) * sizeof(double), ds.stream));
@@ -346,7 +437,7 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
   v.terms = tree.terms;
   v.mStride = tree.mStride;
   v.nodes = unsigned(nodes);
-  v.leafCount = unsigned(leaves.size());
+  v.leafCount = unsigned(leafCount);
   if (deviceSort) {
     v.x = ds.sortedCells.x;
     v.y = ds.sortedCells.y;
@@ -367,19 +458,31 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
   v.childCount = b.childCount.get();
   v.m2lStart = b.m2lStart.get();
   v.m2lSource = b.m2lSource.get();
-  v.leaves = b.leaves.get();
-  v.tileCount = unsigned(tiles.tiles());
-  v.tileTarget = b.tiles.get() + tileOff[0];
-  v.tileStepStart = b.tiles.get() + tileOff[1];
-  v.tileStepSource = b.tiles.get() + tileOff[2];
-  v.tileStepTable = b.tileStepTable.get();
-  v.tileInvH = b.tileInvH.get();
+  v.tileCount = unsigned(tileCount);
   v.p2pK = b.p2pK.get();
   v.p2pSlot = b.p2pSlot.get();
-  v.irregularCount = unsigned(irrLeaf.size());
-  v.irregularLeaf = b.tiles.get() + tileOff[3];
-  v.nearStart = b.tiles.get() + tileOff[4];
-  v.nearSource = b.tiles.get() + tileOff[5];
+  v.irregularCount = unsigned(irregularCount);
+  if (deviceTiles) {
+    v.leaves = dt.leaves;
+    v.tileTarget = dt.target;
+    v.tileStepStart = dt.stepStart;
+    v.tileStepSource = dt.stepSource;
+    v.tileStepTable = dt.stepTable;
+    v.tileInvH = dt.invH;
+    v.irregularLeaf = dt.irrLeaf;
+    v.nearStart = dt.irrStart;
+    v.nearSource = dt.irrSource;
+  } else {
+    v.leaves = b.leaves.get();
+    v.tileTarget = b.tiles.get() + tileOff[0];
+    v.tileStepStart = b.tiles.get() + tileOff[1];
+    v.tileStepSource = b.tiles.get() + tileOff[2];
+    v.tileStepTable = b.tileStepTable.get();
+    v.tileInvH = b.tileInvH.get();
+    v.irregularLeaf = b.tiles.get() + tileOff[3];
+    v.nearStart = b.tiles.get() + tileOff[4];
+    v.nearSource = b.tiles.get() + tileOff[5];
+  }
   v.l2lStart = b.tables.get() + off[0];
   v.l2lJ = b.tables.get() + off[1];
   v.l2lKJ = b.tables.get() + off[2];
@@ -418,12 +521,12 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
   ds.stats.fmmKernelSeconds[2] = elapsed(ds, 1, 2);
   ds.stats.fmmKernelSeconds[3] = elapsed(ds, 2, 5);
   ds.stats.walkLaunches = 1;
-  ds.stats.fmmTiles = tiles.tiles();
-  ds.stats.fmmTileTargets = leaves.size() - tiles.irregular.size();
+  ds.stats.fmmTiles = tileCount;
+  ds.stats.fmmTileTargets = leafCount - irregularCount;
   ds.stats.fmmTables = tiles.slots.size();
-  ds.stats.fmmTableEntries = tiles.tableEntries;
-  ds.stats.fmmComputedEntries = tiles.computedEntries;
-  ds.stats.fmmIrregularLeaves = tiles.irregular.size();
+  ds.stats.fmmTableEntries = deviceTiles ? dt.total.tableEntries : tiles.tableEntries;
+  ds.stats.fmmComputedEntries = deviceTiles ? dt.total.computedEntries : tiles.computedEntries;
+  ds.stats.fmmIrregularLeaves = irregularCount;
 
   // download, then the CPU backend's finish (G, scaling, self term, the caller's order)
   t = Clock::now();
@@ -454,7 +557,7 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
   st.secondsDownload = ds.stats.secondsDownload;
   st.deviceBytesPerCell = ds.stats.deviceBytesPerCell;
   st.nodes = nodes;
-  st.leaves = leaves.size();
+  st.leaves = leafCount;
   st.treeDepth = tree.topo.depth;
   st.approxInteractions = lists.directedM2L;
   st.directInteractions = lists.directedP2P;

@@ -17,8 +17,11 @@
 #include "core/types.h"
 #include "cuda/device_buffers.h"
 #include "cuda/fmm_lists_phase.h"
+#include "cuda/fmm_tiles_phase.h"
 #include "fmm/fmm_tree.h"
 #include "fmm/interaction_lists.h"
+#include "fmm/p2p_tiles_emulate.h"
+#include "tree/tree.h"
 
 namespace amrgrav {
 namespace cuda {
@@ -46,6 +49,7 @@ struct FmmBuffers {
   std::vector<int> p2pKSlots;         ///< the slots whose tables p2pK holds (empty: none)
   DeviceBuffer<int> tables;           ///< L2L's entries: l2lStart, l2lJ, l2lKJ
   FmmListBuffers lists;               ///< the lists' walk on the device (CudaOptions::fmmDeviceLists)
+  FmmTileBuffers tileBuild;           ///< the near lists and tiles built on the device (CudaOptions::fmmDeviceTiles)
   std::size_t bytes() const;
   void release();  ///< every buffer (memory_plan.h releaseAll)
 };
@@ -58,7 +62,9 @@ Status checkFmmOnDevice(const SolveOptions& opt);
 /// ds.stats (keys: root cube and sort, on the device by default: the cells' upload and checks, keys, sort, the order
 /// and keys down and the host's gather; moments: the tree and its upward pass; build: the interaction lists and the
 /// near field's tiles, on the host, or with CudaOptions::fmmDeviceLists the lists on the device (fmm_lists_phase.h:
-/// the tree's arrays up first, the P2P pairs down for the tiles) and the tiles on the host; upload; walk: the
+/// the tree's arrays up first, the P2P pairs down for the tiles) and the tiles on the host, or with
+/// CudaOptions::fmmDeviceTiles too the tiles on the device from its pairs (fmm_tiles_phase.h: only the tables' slots
+/// come down); upload; walk: the
 /// device's evaluation; download: the sums down and finished on the host).
 Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, SolveResult& out);
 
@@ -73,6 +79,11 @@ Status fmmListsForCheck(DeviceState& ds, const fmm::FmmTree& tree, double tolera
 /// clock of it all. Errors as the solve's (bad or coincident cells, options; n = 0: InvalidInput).
 Status fmmSortForCheck(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, RootCube& root,
                        SortedCells& sorted, std::vector<std::uint64_t>& keys, double* seconds);
+/// The parity tool's check of the device's near lists and tiles (cuda/testing.h): the tree's arrays and cells up,
+/// the lists and then the tiles built as the solve builds them with CudaOptions::fmmDeviceTiles, every array copied
+/// down; seconds: the device timeline of the tiles' build alone (events).
+Status fmmTilesForCheck(DeviceState& ds, const fmm::FmmTree& tree, const SortedCells& sorted, double tolerance,
+                        fmm::DeviceTiles& out, double* seconds);
 
 /// The host block entry with method 'fmm': the blocks' cells made on the host and solved by the backend's cell solve
 /// (core/backend.h solveBlocksViaCells); the device entry (device pointers) is an InvalidOption so far. Takes the

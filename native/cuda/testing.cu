@@ -136,6 +136,10 @@ class TestingCudaBackend final : public CudaBackend {
                        std::vector<std::uint64_t>& keys, double* seconds) override {
     return cuda::fmmSortForCheck(ds_, cells, opt, root, sorted, keys, seconds);
   }
+  Status fmmDeviceTiles(const fmm::FmmTree& tree, const SortedCells& sorted, double tolerance, fmm::DeviceTiles& out,
+                        double* seconds) override {
+    return cuda::fmmTilesForCheck(ds_, tree, sorted, tolerance, out, seconds);
+  }
   Status rankOpen(const CellsView& cells, const SolveOptions& opt, double lo[3], double hi[3]) override {
     return cuda::rankOpen(ds_, cells, opt, lo, hi);
   }

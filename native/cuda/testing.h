@@ -15,8 +15,10 @@
 #include "cuda/device.h"
 #include "fmm/fmm_tree.h"
 #include "fmm/interaction_lists.h"
+#include "fmm/p2p_tiles_emulate.h"
 #include "let/let.h"
 #include "tree/source_tree.h"
+#include "tree/tree.h"
 
 namespace amrgrav {
 
@@ -43,6 +45,12 @@ class CudaBackend : public Backend {
   /// seconds: its host clock (upload, checks, keys, sort, the order and keys down, the host's gather).
   virtual Status fmmDeviceSort(const CellsView& cells, const SolveOptions& opt, RootCube& root, SortedCells& sorted,
                                std::vector<std::uint64_t>& keys, double* seconds) = 0;
+
+  /// The FMM's near lists and P2P tiles of an isolated box's tree and its sorted cells (both built on the host) made
+  /// on the device as method 'fmm' makes them with CudaOptions::fmmDeviceTiles (cuda/fmm_tiles_phase.h; the lists
+  /// on the device first) and copied down whole; seconds: the device's time of the tiles' build.
+  virtual Status fmmDeviceTiles(const fmm::FmmTree& tree, const SortedCells& sorted, double tolerance,
+                                fmm::DeviceTiles& out, double* seconds) = 0;
 
   // ---- One rank's share of a distributed solve, step by step as the GPU rank (cuda_rank_engine.h) takes them;
   //      see cuda/rank_phase.h for each step.

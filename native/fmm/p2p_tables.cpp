@@ -118,6 +118,17 @@ void P2pTables::prepare(const RegularLeaves& reg, const FmmLists& lists, int thr
     if (slot < 0 || opposite < 0) continue;
     need[slot] = need[opposite] = true;
   }
+  prepareNeeded(need, threads);
+}
+
+void P2pTables::prepareSlots(const std::vector<int>& slots, int threads) {
+  bool need[kOffsetSlots] = {};
+  for (const int s : slots)
+    if (s >= 0 && s < kOffsetSlots) need[s] = true;
+  prepareNeeded(need, threads);
+}
+
+void P2pTables::prepareNeeded(const bool need[kOffsetSlots], int threads) {
   TableCache& tc = cache();
   std::lock_guard<std::mutex> lock(tc.mu);
   auto& tables = tc.tables;

@@ -54,6 +54,9 @@ class P2pTables {
   /// Offsets of the P2P pairs (T, S + shift) and (S, T - shift) of `lists` and of each regular leaf with itself:
   /// their tables are made (or found in the process's cache) now, so the evaluation only reads.
   void prepare(const RegularLeaves& reg, const FmmLists& lists, int threads);
+  /// The tables of these slots (each 0 .. kOffsetSlots - 1) made or found, the others left out: the CUDA backend's
+  /// choice of slots made on the device (fmm/p2p_tiles_k.h), the tables from the same cache.
+  void prepareSlots(const std::vector<int>& slots, int threads);
   /// The table of source leaf S's offset from target leaf T, S moved by `shift` (an image shift's vector, scaled
   /// lengths; zeros for none), when both are regular with the same h and the offset is a whole number of leaves (at
   /// most kMaxLeafOffset per axis); null otherwise.
@@ -65,6 +68,7 @@ class P2pTables {
   const P2pTable* bySlot(int slot) const { return slot >= 0 && slot < kOffsetSlots ? byOffset_[slot] : nullptr; }
 
  private:
+  void prepareNeeded(const bool need[kOffsetSlots], int threads);
   const P2pTable* byOffset_[kOffsetSlots] = {};
 };
 

@@ -161,5 +161,16 @@ P2pTiles buildP2pTiles(const NearLists& near, const RegularLeaves& reg, const P2
   return out;
 }
 
+IrregularLists buildIrregularLists(const NearLists& near, const P2pTiles& tiles) {
+  IrregularLists r;
+  r.start.assign(1, 0);
+  for (const std::uint32_t k : tiles.irregular) {
+    r.leaf.push_back(near.leaves[k]);
+    r.source.insert(r.source.end(), near.source.begin() + near.start[k], near.source.begin() + near.start[k + 1]);
+    r.start.push_back(std::uint32_t(r.source.size()));
+  }
+  return r;
+}
+
 }  // namespace fmm
 }  // namespace amrgrav

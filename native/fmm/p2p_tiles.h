@@ -57,5 +57,13 @@ struct P2pTiles {
 /// cut into tiles of kTileTargets (the last one padded). The same tiles for any thread count.
 P2pTiles buildP2pTiles(const NearLists& near, const RegularLeaves& reg, const P2pTables& tables, int threads);
 
+/// The near lists of the irregular leaves alone (tiles.irregular, in that order), as a CSR over them: what the
+/// CUDA backend's computed P2P kernel reads.
+struct IrregularLists {
+  std::vector<std::uint32_t> leaf;            ///< the leaves' nodes
+  std::vector<std::uint32_t> start, source;   ///< leaf j's sources: source[start[j] .. start[j + 1])
+};
+IrregularLists buildIrregularLists(const NearLists& near, const P2pTiles& tiles);
+
 }  // namespace fmm
 }  // namespace amrgrav

@@ -3,7 +3,8 @@
 /// amrgrav_gpu_parity, native/tools/parity/, run by CTest). One JSON object per line on stdout.
 ///
 ///   amrgrav_gpu_timing [--perf 128,256 | --no-perf] [--reps R] [--direct-n CELLS] [--cpu-perf] [--sweep]
-///                      [--fmm 64,128,256 [--fmm-host-lists] [--fmm-host-sort]] [--split N] [--copy-threads T]
+///                      [--fmm 64,128,256 [--fmm-host-lists] [--fmm-host-sort] [--fmm-device-tiles]] [--split N]
+///                      [--copy-threads T]
 ///                      [--plummer 1000000,16000000 [--thetas 0.5,0.4] [--check-points K]]
 ///
 ///   --perf LIST       uniform grids timed on the GPU (default 128,256), each over the variants below (the order is
@@ -45,6 +46,9 @@
 ///                     down), "list_rounds" and "list_max_frontier" the device walk's shape
 ///   --fmm-host-sort   with --fmm: each FMM timing also with the root cube and sort on the host
 ///                     (CudaOptions::fmmDeviceSort off, the cells uploaded after the sort); "device_sort" says which
+///   --fmm-device-tiles  with --fmm: each FMM timing once more with the near lists and P2P tiles built on the device
+///                     too (CudaOptions::fmmDeviceTiles, cuda/fmm_tiles_phase.h): "device_tiles" true; build_s then
+///                     holds no pairs' download, no host tiles and no tiles' upload
 ///   --split N         a two-rank solve of the uniform N^3 grid emulated in one process on this one GPU (two backend
 ///                     objects, halves in z, each rank's device work timed alone, the LETs handed over in memory)
 ///                     against the one-rank solve: what each rank of a two-GPU run has to do
@@ -93,6 +97,7 @@ struct TimingArgs {
   std::vector<double> fmmGrids;  ///< --fmm: uniform grid sides
   bool fmmHostLists = false;   ///< --fmm-host-lists: each FMM timing with the host's lists too
   bool fmmHostSort = false;    ///< --fmm-host-sort: each FMM timing also with the host's sort
+  bool fmmDeviceTiles = false;  ///< --fmm-device-tiles: and once more with the device's tiles
 };
 
 std::vector<double> numberList(const std::string& v) {
@@ -128,6 +133,7 @@ TimingArgs parseArgs(int argc, char** argv) {
     else if (k == "--fmm") a.fmmGrids = numberList(next());
     else if (k == "--fmm-host-lists") a.fmmHostLists = true;
     else if (k == "--fmm-host-sort") a.fmmHostSort = true;
+    else if (k == "--fmm-device-tiles") a.fmmDeviceTiles = true;
     else if (k == "--thetas") a.thetas = numberList(next());
     else if (k == "--plummer-particles") a.plummerParticles = numberList(next());
     else if (k == "--softening-length") a.softeningLength = std::strtod(next().c_str(), nullptr);
@@ -217,10 +223,11 @@ void timeVariant(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int 
 
 /// Method 'fmm' on the GPU on one grid (see --fmm above): one warm-up, then a.reps solves; medians per phase.
 void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid, bool accel, bool deviceLists,
-             bool deviceSort) {
+             bool deviceSort, bool deviceTiles = false) {
   CudaOptions co = gpu.cudaOptions();
   co.fmmDeviceLists = deviceLists;
   co.fmmDeviceSort = deviceSort;
+  co.fmmDeviceTiles = deviceTiles;
   setDeviceOptions(gpu, co);
   SolveOptions o;
   o.method = SolveMethod::Fmm;
@@ -246,7 +253,8 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
   const CudaStats cs = deviceStats(gpu);
   const double n = double(cells.size()), w = median(wall), wk = median(walk);
   std::printf("{\"kind\":\"fmm\",\"grid\":%d,\"cells\":%zu,\"fmmOrder\":%d,\"fmmTheta\":%s,\"fmmTolerance\":%s,"
-              "\"accelerations\":%s,\"device_sort\":%s,\"device_lists\":%s,\"lists_s\":%s,\"list_rounds\":%d,"
+              "\"accelerations\":%s,\"device_sort\":%s,\"device_lists\":%s,\"device_tiles\":%s,\"lists_s\":%s,"
+              "\"list_rounds\":%d,"
               "\"list_max_frontier\":%llu,\"reps\":%d,\"wall_s\":%s,\"keys_sort_s\":%s,\"moments_s\":%s,\"build_s\":%s,"
               "\"upload_s\":%s,\"walk_s\":%s,\"p2p_s\":%s,\"m2l_s\":%s,\"l2l_s\":%s,\"l2p_s\":%s,"
               "\"download_s\":%s,\"cells_per_s\":%s,\"walk_cells_per_s\":%s,"
@@ -256,6 +264,7 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
               "\"device_bytes_per_cell\":%s,\"device\":\"%s\"}\n",
               grid, cells.size(), o.fmmOrder, num(o.fmmTheta).c_str(), num(o.fmmTolerance).c_str(),
               accel ? "true" : "false", deviceSort ? "true" : "false", deviceLists ? "true" : "false",
+              deviceTiles ? "true" : "false",
               num(median(lists)).c_str(), cs.fmmListRounds,
               (unsigned long long)cs.fmmListMaxFrontier, a.reps, num(w).c_str(), num(median(keys)).c_str(),
               num(median(mom)).c_str(),
@@ -285,6 +294,10 @@ void runFmmTimings(const TimingArgs& a) {
         timeFmm(a, *gpu, cells, grid, false, dev, !hostSort);
         timeFmm(a, *gpu, cells, grid, true, dev, !hostSort);
       }
+    }
+    if (a.fmmDeviceTiles) {  // the sort, the lists and the tiles on the device
+      timeFmm(a, *gpu, cells, grid, false, true, true, true);
+      timeFmm(a, *gpu, cells, grid, true, true, true, true);
     }
     timeVariant(a, *gpu, cells, grid, SolveOptions{}, CudaOptions{});
   }

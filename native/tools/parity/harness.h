@@ -149,6 +149,7 @@ void runClustered(Context& cx); ///< clustered.cpp: a Plummer sphere of points: 
 void runParticles(Context& cx); ///< particles.cpp: softened particles with gas and probes, both kernels
 void runHostBlocks(Context& cx);  ///< hostblocks.cpp: the host block entry in chunks, bitwise one launch
 void runFmm(Context& cx);       ///< fmm.cpp: method 'fmm' on the GPU vs the CPU's (same lists), momentum, determinism
+void runFmmTiles(Context& cx);  ///< fmm_tiles.cpp: the FMM's P2P tiles built on the device vs the host's, array for array
 void runFmmLists(Context& cx);  ///< fmm_lists.cpp: the FMM's lists built on the device vs the host's, array for array
 
 }  // namespace amrgrav::parity

@@ -9,7 +9,7 @@
 ///   amrgrav_gpu_parity --list
 ///
 ///   SUBJECT           isolated, direct, errors, memory, periodic, contrast, let, vote, system, clustered, particles,
-///                     hostblocks, fmm, fmm-lists (--list says what each checks), or all (the default): every
+///                     hostblocks, fmm, fmm-lists, fmm-tiles (--list says what each checks), or all (the default): every
 ///                     subject in that order, on one backend object
 ///   --quick           small sizes (for compute-sanitizer): --uniform 12 --amr 6000 --direct-parity 3000
 ///   --uniform N       the uniform grid's side (default 32; the periodic cases use 64 unless N < 32)
@@ -56,6 +56,7 @@ const Subject kSubjects[] = {
     {"hostblocks", runHostBlocks, "the host block entry: the walk in chunks, results downloaded meanwhile, bitwise"},
     {"fmm", runFmm, "method 'fmm': the GPU's evaluation of the CPU's lists vs the CPU's FMM, momentum, determinism"},
     {"fmm-lists", runFmmLists, "the FMM's lists built on the device vs the host's, array for array; solves with them"},
+    {"fmm-tiles", runFmmTiles, "the FMM's near lists and P2P tiles built on the device vs the host's; solves bitwise"},
 };
 
 const Subject* findSubject(const std::string& name) {

@@ -1,0 +1,69 @@
+/// \file fmm_tiles_phase.h
+/// \brief The FMM's near lists and P2P tiles built on the device from the device's P2P pairs (issue #20, after the
+/// lists: cuda/fmm_lists_phase.h), so no pair goes down and no tile comes up: the steps of fmm/p2p_tiles_k.h, each
+/// rule in a grid-stride kernel, CUB's scans and sorts between them (radix sort for the directed pairs, merge sort
+/// with the rules' comparators for the targets' and runs' orders). The arrays are buildNearLists',
+/// findRegularLeaves' and buildP2pTiles' element for element (fmm/p2p_tiles_emulate.h emulates this phase,
+/// native/tests/fmm_device_tiles.cpp checks the emulation, the GPU parity subject fmm-tiles the device), so the
+/// evaluation reads the same input and the solve is bitwise the host-tiles one. The tables' slots come down (at most
+/// 729 ints) for the host's table cache (fmm/p2p_tables.h prepareSlots). Isolated boxes only. Internal to native/cuda.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+#include "cuda/device_buffers.h"
+#include "cuda/fmm_lists_phase.h"
+#include "fmm/p2p_tiles_k.h"
+
+namespace amrgrav {
+namespace cuda {
+
+/// The build's device arrays (grow-only, kept between solves).
+struct FmmTileBuffers {
+  DeviceBuffer<double> size;  ///< the sorted cells' sizes (the regular leaves' test)
+  DeviceBuffer<std::uint32_t> leafAt, leaves, nodeStart, nodeSource, nearStart, nearSource, ntab, computed,
+      regularAt, sorted, flags, runAt, runStart, runOrder, pos, placeStart, ordered, target, stepStart, stepSource,
+      irregular, irrLeaf, irrStart, irrSource;
+  DeviceBuffer<std::uint64_t> keys[2], hash;
+  DeviceBuffer<std::int32_t> slot, tab, indexOf, slots, stepTable;
+  DeviceBuffer<std::uint8_t> regular, used;
+  DeviceBuffer<double> origin, h, invH;
+  DeviceBuffer<fmm::TileCounts> counts, at;
+  DeviceBuffer<unsigned char> temp;
+  std::size_t bytes() const;
+  void release();
+};
+
+/// The tree's arrays on the device that the build reads (FmmBuffers' topology and cells) and the sizes.
+struct FmmTileInputs {
+  std::uint32_t nodes = 0;
+  std::size_t cells = 0;
+  const std::uint8_t* childCount = nullptr;
+  const std::uint32_t *cellBegin = nullptr, *cellCount = nullptr;
+  const double *x = nullptr, *y = nullptr, *z = nullptr;
+  const double* size = nullptr;  ///< host: the sorted cells' sizes, uploaded into FmmTileBuffers::size
+};
+
+/// What the build leaves on the device (pointers into FmmTileBuffers) and the host's part of it.
+struct DeviceFmmTiles {
+  std::uint32_t leafCount = 0, tiles = 0, irregularCount = 0;
+  std::size_t steps = 0, irregularEntries = 0;
+  const std::uint32_t *leaves = nullptr, *target = nullptr, *stepStart = nullptr, *stepSource = nullptr;
+  const std::int32_t* stepTable = nullptr;
+  const double* invH = nullptr;
+  const std::uint32_t *irrLeaf = nullptr, *irrStart = nullptr, *irrSource = nullptr;
+  const std::uint32_t* irregular = nullptr;  ///< the irregular leaves' indices into leaves
+  const std::uint32_t *nearStart = nullptr, *nearSource = nullptr;
+  const std::uint8_t* regular = nullptr;     ///< per node
+  std::vector<int> slots;                    ///< the tables' slots, ascending (on the host)
+  fmm::TileCounts total;                     ///< table / computed steps and entries over all tiles
+};
+
+/// The build from the device's lists (their P2P keys) on stream s (synchronised a few times to size the arrays).
+Status buildFmmTilesOnDevice(const FmmTileInputs& in, const DeviceFmmLists& lists, FmmTileBuffers& b, cudaStream_t s,
+                             DeviceFmmTiles& out);
+
+}  // namespace cuda
+}  // namespace amrgrav

@@ -1,0 +1,90 @@
+/// \file fmm_device_tiles.cpp
+/// \brief amrgrav_fmm_device_tiles: the CUDA backend's build of the near lists and P2P tiles from its P2P pairs
+/// (fmm/p2p_tiles_k.h), in its host emulation (fmm/p2p_tiles_emulate.h), against the host's buildNearLists,
+/// findRegularLeaves, P2pTables::prepare's slots, buildP2pTiles and buildIrregularLists (fmm/p2p_tiles.h): every
+/// array equal (the tiles' targets, invH bits, step starts, tables and sources, the slots, the irregular leaves and
+/// their lists, the counts; the regular leaves' flags, origins and h), on uniform grids (whole 4^3 leaves: tables
+/// everywhere; 22^3: edge leaves of other shapes, irregular), a random AMR-like mesh (tables, computed pairs and irregular leaves
+/// mixed) and clustered points (no regular leaf), orders 3 and 5, tolerances 0 and 2e-4. CTest (label cpu).
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/types.h"
+#include "fmm/fmm_tree.h"
+#include "fmm/interaction_lists.h"
+#include "fmm/p2p_tables.h"
+#include "fmm/p2p_tiles.h"
+#include "fmm/p2p_tiles_emulate.h"
+#include "tests/check_report.h"
+#include "tests/fmm_test_meshes.h"
+#include "tree/tree.h"
+
+using namespace amrgrav;
+using namespace amrgrav::fmm;
+using namespace amrgrav::tests;
+
+namespace {
+
+void runCase(const std::string& name, const Cells& cells, bool points, int order, double tolerance,
+             bool wantTables, bool wantIrregular) {
+  SolveOptions opt;
+  opt.method = SolveMethod::Fmm;
+  opt.fmmOrder = order;
+  if (points) opt.selfPotential = SelfPotential::None;
+  const int threads = 2;
+  RootCube root = chooseRootCube(cells.view(), opt);
+  SortedCells sorted;
+  std::vector<std::uint64_t> keys;
+  FmmTree tree;
+  Status st = sortCellsByKey(cells.view(), root, sorted, keys, 0, points, threads);
+  if (st.ok()) st = buildFmmTree(keys, root, sorted, opt, threads, tree);
+  if (!st.ok()) {
+    check(name + "-setup", false, st.message);
+    return;
+  }
+  FmmLists lists;
+  buildInteractionLists(tree, tolerance, threads, lists);
+  // the host's path (cuda/fmm_phase.cu with CudaOptions::fmmDeviceTiles off)
+  const NearLists near = buildNearLists(tree, lists);
+  const RegularLeaves reg = findRegularLeaves(tree, sorted, threads);
+  P2pTables tables;
+  tables.prepare(reg, lists, threads);
+  const P2pTiles tiles = buildP2pTiles(near, reg, tables, threads);
+  const IrregularLists irr = buildIrregularLists(near, tiles);
+  // the device's, emulated
+  DeviceTiles dev;
+  emulateDeviceTiles(tree, sorted, lists, dev);
+  std::string diff = tilesDifference(near, tiles, irr, dev.near, dev.tiles, dev.irregular);
+  if (reg.regular != dev.reg.regular || reg.h != dev.reg.h || reg.origin != dev.reg.origin)
+    diff += "regular leaves differ; ";
+  // the device's slots must be ones the host made tables for (the same tables read)
+  for (const int s : dev.tiles.slots)
+    if (!tables.bySlot(s)) diff += "slot " + std::to_string(s) + " has no host table; ";
+  // a case without the kind of work it is meant to cover would agree with a broken build
+  if (wantTables && tiles.tableEntries == 0) diff += "no table entries; ";
+  if (wantIrregular && tiles.irregular.empty()) diff += "no irregular leaves; ";
+  if (!wantTables && tiles.tiles() != 0) diff += "tiles where none expected; ";
+  check(name, diff.empty(),
+        (diff.empty() ? std::string("every array equal: ") : diff) + std::to_string(near.leaves.size()) +
+            " leaves, " + std::to_string(tiles.tiles()) + " tiles, " + std::to_string(tiles.slots.size()) +
+            " tables, " + std::to_string(tiles.tableSteps) + "+" + std::to_string(tiles.computedSteps) +
+            " steps, " + std::to_string(tiles.tableEntries) + " table / " + std::to_string(tiles.computedEntries) +
+            " computed entries, " + std::to_string(tiles.irregular.size()) + " irregular leaves");
+}
+
+}  // namespace
+
+int main() {
+  for (const int p : {3, 5})
+    for (const double tol : {0.0, 2e-4}) {
+      const std::string s = "-p" + std::to_string(p) + (tol > 0 ? "-tol2e-4" : "-tol0");
+      runCase("uniform32" + s, uniformGrid(32, 1), false, p, tol, true, false);
+      runCase("uniform22" + s, uniformGrid(22, 2), false, p, tol, true, true);  // edge leaves of 32 cells
+      runCase("amr" + s, randomAmr(4), false, p, tol, true, true);
+      runCase("plummer" + s, plummer(20000), true, p, tol, false, true);
+    }
+  runCase("uniform64-p5-tol2e-4", uniformGrid(64, 3), false, 5, 2e-4, true, false);
+  std::printf("%d checks, %d failed\n", gChecks, gFailed);
+  return gFailed == 0 ? 0 : 1;
+}
