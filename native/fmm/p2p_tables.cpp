@@ -9,25 +9,17 @@
 #include <mutex>
 
 #include "core/thread_pool.h"
+#include "fmm/p2p_tiles_k.h"
 #include "fmm/simd.h"
 
 namespace amrgrav {
 namespace fmm {
 namespace {
 
-/// Lattice position of the k-th cell of a 4^3 leaf in Morton order (x in the lowest bit, as tree/keys.h).
-void latticeOf(int k, int p[3]) {
-  p[0] = (k & 1) | ((k >> 3) & 1) << 1;
-  p[1] = ((k >> 1) & 1) | ((k >> 4) & 1) << 1;
-  p[2] = ((k >> 2) & 1) | ((k >> 5) & 1) << 1;
-}
-
-/// Offsets in leaves (4 cells) -> slot; -1 when out of range.
-int slotOf(int a, int b, int c) {
-  const int r = kMaxLeafOffset, w = 2 * r + 1;
-  if (a < -r || a > r || b < -r || b > r || c < -r || c > r) return -1;
-  return ((a + r) * w + (b + r)) * w + (c + r);
-}
+// The lattice position of a leaf's k-th cell (x in the lowest bit, as tree/keys.h) and the slot of a leaf offset
+// (-1 out of range): the device's rules (p2p_tiles_k.h), one definition for both.
+void latticeOf(int k, int p[3]) { latticeOfK(k, p); }
+int slotOf(int a, int b, int c) { return slotOfK(a, b, c); }
 
 void fillTable(int a, int b, int c, P2pTable& t) {
   const int delta[3] = {4 * a, 4 * b, 4 * c};
@@ -81,27 +73,21 @@ RegularLeaves findRegularLeaves(const FmmTree& t, const SortedCells& c, int thre
   r.regular.assign(n, 0);
   r.origin.assign(3 * n, 0.0);
   r.h.assign(n, 0.0);
+  // the device's rule (p2p_tiles_k.h regularLeaf: 64 cells of one size at their Morton lattice positions)
+  TileBuildView v;
+  v.nodes = std::uint32_t(n);
+  v.childCount = o.childCount.data();
+  v.cellBegin = o.cellBegin.data();
+  v.cellCount = o.cellCount.data();
+  v.x = c.x.data();
+  v.y = c.y.data();
+  v.z = c.z.data();
+  v.size = c.size.data();
+  v.regular = r.regular.data();
+  v.origin = r.origin.data();
+  v.h = r.h.data();
   parallelFor(n, 64, threads, [&](std::size_t b, std::size_t e, int) {
-    for (std::size_t i = b; i < e; ++i) {
-      if (!o.isLeaf(i) || o.cellCount[i] != kTableCells) continue;
-      const std::uint32_t c0 = o.cellBegin[i];
-      const double h = c.size[c0];
-      const double org[3] = {c.x[c0], c.y[c0], c.z[c0]};
-      bool ok = h > 0;
-      for (int k = 0; k < kTableCells && ok; ++k) {
-        const std::uint32_t j = c0 + std::uint32_t(k);
-        int p[3];
-        latticeOf(k, p);
-        const double pos[3] = {c.x[j], c.y[j], c.z[j]};
-        ok = c.size[j] == h;
-        // the cell sits at its Morton lattice position, to rounding of the positions' own arithmetic
-        for (int d = 0; d < 3 && ok; ++d) ok = std::fabs((pos[d] - org[d]) / h - p[d]) <= 1e-9;
-      }
-      if (!ok) continue;
-      r.regular[i] = 1;
-      r.h[i] = h;
-      for (int d = 0; d < 3; ++d) r.origin[3 * i + d] = org[d];
-    }
+    for (std::size_t i = b; i < e; ++i) regularLeaf(v, std::uint32_t(i));
   });
   return r;
 }

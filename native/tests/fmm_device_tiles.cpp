@@ -33,16 +33,13 @@ void runCase(const std::string& name, const Cells& cells, bool points, int order
   opt.fmmOrder = order;
   if (points) opt.selfPotential = SelfPotential::None;
   const int threads = 2;
-  RootCube root = chooseRootCube(cells.view(), opt);
-  SortedCells sorted;
-  std::vector<std::uint64_t> keys;
-  FmmTree tree;
-  Status st = sortCellsByKey(cells.view(), root, sorted, keys, 0, points, threads);
-  if (st.ok()) st = buildFmmTree(keys, root, sorted, opt, threads, tree);
-  if (!st.ok()) {
-    check(name + "-setup", false, st.message);
+  const HostFmmTree h = hostFmmTree(cells, opt, points, threads);
+  if (!h.status.ok()) {
+    check(name + "-setup", false, h.status.message);
     return;
   }
+  const FmmTree& tree = h.tree;
+  const SortedCells& sorted = h.sorted;
   FmmLists lists;
   buildInteractionLists(tree, tolerance, threads, lists);
   // the host's path (cuda/fmm_phase.cu with CudaOptions::fmmDeviceTiles off)

@@ -41,13 +41,10 @@ Tree buildTree(const Cells& cells, int order, bool points, double theta = SolveO
   opt.fmmOrder = order;
   opt.fmmTheta = theta;
   if (points) opt.selfPotential = SelfPotential::None;
-  const int threads = 2;
+  HostFmmTree h = hostFmmTree(cells, opt, points, 2);
   Tree t;
-  RootCube root = chooseRootCube(cells.view(), opt);
-  SortedCells sorted;
-  std::vector<std::uint64_t> keys;
-  t.status = sortCellsByKey(cells.view(), root, sorted, keys, 0, points, threads);
-  if (t.status.ok()) t.status = buildFmmTree(keys, root, sorted, opt, threads, t.tree);
+  t.status = h.status;
+  t.tree = std::move(h.tree);
   return t;
 }
 

@@ -24,6 +24,7 @@
 #include "fmm/p2p_tables.h"
 #include "fmm/p2p_tiles.h"
 #include "tests/check_report.h"
+#include "tests/fmm_test_meshes.h"
 #include "tree/tree.h"
 
 using namespace amrgrav;
@@ -31,18 +32,6 @@ using namespace amrgrav::fmm;
 using namespace amrgrav::tests;
 
 namespace {
-
-struct Cells {
-  std::vector<double> x, y, z, m, h;
-  void push(double a, double b, double c, double mass, double size) {
-    x.push_back(a);
-    y.push_back(b);
-    z.push_back(c);
-    m.push_back(mass);
-    h.push_back(size);
-  }
-  CellsView view() const { return CellsView{x.data(), y.data(), z.data(), m.data(), h.data(), x.size()}; }
-};
 
 /// An n^3 grid on [0, 1)^3 of masses h^3 times a random factor in [0.5, 1.5); with `refine`, the coarse cells of the
 /// central (n/4)^3 region are each replaced by their 2^3 children (a refined patch: two cell sizes).
@@ -176,16 +165,13 @@ void runCase(const std::string& name, const Cells& cells, bool expectAllRegular,
   opt.fmmOrder = 7;
   opt.accelerations = true;
   const int threads = 2;
-  RootCube root = chooseRootCube(cells.view(), opt);
-  SortedCells sorted;
-  std::vector<std::uint64_t> keys;
-  FmmTree tree;
-  Status st = sortCellsByKey(cells.view(), root, sorted, keys, 0, false, threads);
-  if (st.ok()) st = buildFmmTree(keys, root, sorted, opt, threads, tree);
-  if (!st.ok()) {
-    check(name + "-setup", false, st.message);
+  const HostFmmTree h = hostFmmTree(cells, opt, false, threads);
+  if (!h.status.ok()) {
+    check(name + "-setup", false, h.status.message);
     return;
   }
+  const FmmTree& tree = h.tree;
+  const SortedCells& sorted = h.sorted;
   FmmLists lists;
   buildInteractionLists(tree, opt.fmmTolerance, threads, lists);
   const Octree& o = tree.topo;
