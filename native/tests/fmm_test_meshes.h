@@ -9,31 +9,15 @@
 #include <utility>
 #include <vector>
 
-#include "core/status.h"
-#include "core/types.h"
-#include "fmm/fmm_tree.h"
+#include "tools/fmm_host_tree.h"
 #include "tools/host_cells.h"
 #include "tools/plummer.h"
-#include "tree/tree.h"
 
 namespace amrgrav::tests {
 
 using Cells = amrgrav::tools::HostCells;
-
-/// The host's FMM tree over `cells`, as the CPU backend makes it (root cube, key sort, buildFmmTree).
-struct HostFmmTree {
-  Status status;
-  SortedCells sorted;
-  fmm::FmmTree tree;
-};
-inline HostFmmTree hostFmmTree(const Cells& cells, const SolveOptions& opt, bool points, int threads) {
-  HostFmmTree t;
-  RootCube root = chooseRootCube(cells.view(), opt);
-  std::vector<std::uint64_t> keys;
-  t.status = sortCellsByKey(cells.view(), root, t.sorted, keys, 0, points, threads);
-  if (t.status.ok()) t.status = fmm::buildFmmTree(keys, root, t.sorted, opt, threads, t.tree);
-  return t;
-}
+using tools::HostFmmTree;
+using tools::hostFmmTree;
 
 /// An n^3 grid on [0, 1)^3 of masses h^3 times a random factor in [0.5, 1.5).
 inline Cells uniformGrid(int n, std::uint64_t seed) {

@@ -15,26 +15,9 @@
 #include "fmm/fmm_tree.h"
 #include "fmm/interaction_lists.h"
 #include "tools/parity/harness.h"
-#include "tree/tree.h"
 
 namespace amrgrav::parity {
 namespace {
-
-/// Host-built FMM tree of `cells` (points: a Plummer sphere, sorted as point sources, no self term).
-Status hostTree(const Cells& cells, int order, bool points, fmm::FmmTree& tree) {
-  SolveOptions opt;
-  opt.method = SolveMethod::Fmm;
-  opt.fmmOrder = order;
-  if (points) opt.selfPotential = SelfPotential::None;
-  RootCube root = chooseRootCube(cells.view(), opt);
-  SortedCells sorted;
-  std::vector<std::uint64_t> keys;
-  const int threads = resolveThreadCount(0);
-  AG_TRY(sortCellsByKey(cells.view(), root, sorted, keys, 0, points, threads));
-  return fmm::buildFmmTree(keys, root, sorted, opt, threads, tree);
-}
-
-std::string ms(double s) { return std::to_string(s * 1e3).substr(0, 7) + " ms"; }
 
 /// The device's lists vs the host's on one tree (noteTimes: both walks' times noted beside the check).
 void listsCase(Context& cx, CudaBackend& gpu, const std::string& name, const fmm::FmmTree& tree, double tolerance,
@@ -70,7 +53,7 @@ void listsCase(Context& cx, CudaBackend& gpu, const std::string& name, const fmm
 void meshCases(Context& cx, CudaBackend& gpu, const std::string& mesh, const Cells& cells, bool points) {
   for (int p = 3; p <= 7; ++p) {
     fmm::FmmTree tree;
-    const Status st = hostTree(cells, p, points, tree);
+    const Status st = hostFmmTree(cells, p, points, tree);
     if (!st.ok()) {
       check(cx, "fmm-lists-" + mesh + "-p" + std::to_string(p), false, "host tree failed: " + st.message);
       continue;
@@ -93,7 +76,7 @@ void runFmmLists(Context& cx) {
     const int fine = 4 * n;
     const Cells grid = uniformGrid(fine, kKpc, 1e-24);
     fmm::FmmTree tree;
-    const Status st = hostTree(grid, 7, false, tree);
+    const Status st = hostFmmTree(grid, 7, false, tree);
     if (st.ok())
       listsCase(cx, gpu, "fmm-lists-grid" + std::to_string(fine) + "-p7-tol2e-4", tree, 2e-4, true);
     else

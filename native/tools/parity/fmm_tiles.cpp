@@ -23,21 +23,6 @@
 namespace amrgrav::parity {
 namespace {
 
-/// Host-built FMM tree of `cells` and its sorted cells (points: a Plummer sphere, no self term).
-Status hostTree(const Cells& cells, int order, bool points, fmm::FmmTree& tree, SortedCells& sorted) {
-  SolveOptions opt;
-  opt.method = SolveMethod::Fmm;
-  opt.fmmOrder = order;
-  if (points) opt.selfPotential = SelfPotential::None;
-  RootCube root = chooseRootCube(cells.view(), opt);
-  std::vector<std::uint64_t> keys;
-  const int threads = resolveThreadCount(0);
-  AG_TRY(sortCellsByKey(cells.view(), root, sorted, keys, 0, points, threads));
-  return fmm::buildFmmTree(keys, root, sorted, opt, threads, tree);
-}
-
-std::string ms(double s) { return std::to_string(s * 1e3).substr(0, 7) + " ms"; }
-
 /// The device's tiles vs the host's on one tree (noteTimes: both builds' times noted beside the check).
 void tilesCase(Context& cx, CudaBackend& gpu, const std::string& name, const fmm::FmmTree& tree,
                const SortedCells& sorted, double tolerance, bool noteTimes) {
@@ -80,7 +65,7 @@ void meshCases(Context& cx, CudaBackend& gpu, const std::string& mesh, const Cel
   for (const int p : {3, 7}) {
     fmm::FmmTree tree;
     SortedCells sorted;
-    const Status st = hostTree(cells, p, points, tree, sorted);
+    const Status st = hostFmmTree(cells, p, points, tree, &sorted);
     if (!st.ok()) {
       check(cx, "fmm-tiles-" + mesh + "-p" + std::to_string(p), false, "host tree failed: " + st.message);
       continue;
@@ -104,7 +89,7 @@ void runFmmTiles(Context& cx) {
     const Cells grid = uniformGrid(fine, kKpc, 1e-24);
     fmm::FmmTree tree;
     SortedCells sorted;
-    const Status st = hostTree(grid, 7, false, tree, sorted);
+    const Status st = hostFmmTree(grid, 7, false, tree, &sorted);
     if (st.ok())
       tilesCase(cx, gpu, "fmm-tiles-grid" + std::to_string(fine) + "-p7-tol2e-4", tree, sorted, 2e-4, true);
     else

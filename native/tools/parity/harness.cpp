@@ -1,6 +1,8 @@
 /// \file harness.cpp
 /// \brief The checks' shared harness (harness.h): problems, comparisons, the report, the shared context.
 #include "tools/parity/harness.h"
+#include "core/thread_pool.h"
+#include "tools/fmm_host_tree.h"
 #include "tools/plummer.h"
 
 #include <algorithm>
@@ -236,6 +238,19 @@ std::string num(double v) {
   char b[64];
   std::snprintf(b, sizeof b, "%.6g", v);
   return b;
+}
+
+std::string ms(double seconds) { return std::to_string(seconds * 1e3).substr(0, 7) + " ms"; }
+
+Status hostFmmTree(const Cells& cells, int order, bool points, fmm::FmmTree& tree, SortedCells* sorted) {
+  SolveOptions opt;
+  opt.method = SolveMethod::Fmm;
+  opt.fmmOrder = order;
+  if (points) opt.selfPotential = SelfPotential::None;
+  tools::HostFmmTree t = tools::hostFmmTree(cells, opt, points, resolveThreadCount(0));
+  tree = std::move(t.tree);
+  if (sorted) *sorted = std::move(t.sorted);
+  return t.status;
 }
 
 std::string optionsJson(const SolveOptions& o) {

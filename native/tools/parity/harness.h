@@ -15,6 +15,7 @@
 
 #include "core/backend.h"
 #include "core/types.h"
+#include "fmm/fmm_tree.h"
 #include "tools/host_cells.h"
 #include "tools/parity/device.h"
 
@@ -77,6 +78,11 @@ SolveResult asSolve(const PointResults& p);
 std::string jsonEscape(const std::string& s);
 /// %.6g, or null when not finite (JSON).
 std::string num(double v);
+/// Seconds as "12.345 ms" (the notes beside a check).
+std::string ms(double seconds);
+/// The host's FMM tree of `cells` at order p (points: sorted as point sources, no self term), on every hardware
+/// thread (tools/fmm_host_tree.h): what the device's FMM phases are compared against.
+Status hostFmmTree(const Cells& cells, int order, bool points, fmm::FmmTree& tree, SortedCells* sorted = nullptr);
 std::string optionsJson(const SolveOptions& o);
 
 // ---- the run: arguments, shared inputs and backends, the report
