@@ -3,7 +3,8 @@
 /// amrgrav_gpu_parity, native/tools/parity/, run by CTest). One JSON object per line on stdout.
 ///
 ///   amrgrav_gpu_timing [--perf 128,256 | --no-perf] [--reps R] [--direct-n CELLS] [--cpu-perf] [--sweep]
-///                      [--fmm 64,128,256 [--fmm-host-lists] [--fmm-host-sort] [--fmm-device-tiles]] [--split N]
+///                      [--fmm 64,128,256 [--fmm-host-lists] [--fmm-host-sort] [--fmm-device-tiles]
+///                      [--fmm-settings P:TOL,..]] [--split N]
 ///                      [--copy-threads T]
 ///                      [--plummer 1000000,16000000 [--thetas 0.5,0.4] [--check-points K]]
 ///
@@ -49,6 +50,9 @@
 ///   --fmm-device-tiles  with --fmm: each FMM timing once more with the near lists and P2P tiles built on the device
 ///                     too (CudaOptions::fmmDeviceTiles, cuda/fmm_tiles_phase.h): "device_tiles" true; build_s then
 ///                     holds no pairs' download, no host tiles and no tiles' upload
+///   --fmm-settings LIST  with --fmm: potential-only timings at these expansion orders and tolerances instead of the
+///                     defaults' runs, each "P:TOL" (e.g. 6:1e-4,7:2e-4), the sort, lists and tiles as by default: how
+///                     the M2L's cost per pair and the pair counts move with the order (docs/fmm-design.md section 3)
 ///   --split N         a two-rank solve of the uniform N^3 grid emulated in one process on this one GPU (two backend
 ///                     objects, halves in z, each rank's device work timed alone, the LETs handed over in memory)
 ///                     against the one-rank solve: what each rank of a two-GPU run has to do
@@ -63,6 +67,8 @@
 #include <functional>
 #include <memory>
 #include <random>
+#include <sstream>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -98,6 +104,7 @@ struct TimingArgs {
   bool fmmHostLists = false;   ///< --fmm-host-lists: each FMM timing with the host's lists too
   bool fmmHostSort = false;    ///< --fmm-host-sort: each FMM timing also with the host's sort
   bool fmmDeviceTiles = false;  ///< --fmm-device-tiles: and once more with the device's tiles
+  std::vector<std::pair<int, double>> fmmSettings;  ///< --fmm-settings: (order, tolerance) pairs
 };
 
 std::vector<double> numberList(const std::string& v) {
@@ -134,6 +141,19 @@ TimingArgs parseArgs(int argc, char** argv) {
     else if (k == "--fmm-host-lists") a.fmmHostLists = true;
     else if (k == "--fmm-host-sort") a.fmmHostSort = true;
     else if (k == "--fmm-device-tiles") a.fmmDeviceTiles = true;
+    else if (k == "--fmm-settings") {
+      std::stringstream ss(next());
+      std::string item;
+      while (std::getline(ss, item, ',')) {
+        const auto colon = item.find(':');
+        if (colon == std::string::npos) {
+          std::fprintf(stderr, "--fmm-settings: '%s' is not ORDER:TOLERANCE\n", item.c_str());
+          std::exit(kExitUsage);
+        }
+        a.fmmSettings.emplace_back(std::atoi(item.substr(0, colon).c_str()),
+                                   std::strtod(item.c_str() + colon + 1, nullptr));
+      }
+    }
     else if (k == "--thetas") a.thetas = numberList(next());
     else if (k == "--plummer-particles") a.plummerParticles = numberList(next());
     else if (k == "--softening-length") a.softeningLength = std::strtod(next().c_str(), nullptr);
@@ -223,7 +243,7 @@ void timeVariant(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int 
 
 /// Method 'fmm' on the GPU on one grid (see --fmm above): one warm-up, then a.reps solves; medians per phase.
 void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid, bool accel, bool deviceLists,
-             bool deviceSort, bool deviceTiles = false) {
+             bool deviceSort, bool deviceTiles = false, int order = 0, double tolerance = -1) {
   CudaOptions co = gpu.cudaOptions();
   co.fmmDeviceLists = deviceLists;
   co.fmmDeviceSort = deviceSort;
@@ -232,6 +252,8 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
   SolveOptions o;
   o.method = SolveMethod::Fmm;
   o.accelerations = accel;
+  if (order > 0) o.fmmOrder = order;
+  if (tolerance >= 0) o.fmmTolerance = tolerance;
   SolveResult r;
   Status st = gpu.solve(cells.view(), o, r);  // warm-up (allocations, module load)
   std::vector<double> wall, up, keys, build, mom, walk, down, kernel[4], lists;
@@ -287,6 +309,10 @@ void runFmmTimings(const TimingArgs& a) {
   for (double side : a.fmmGrids) {
     const int grid = int(side);
     const Cells cells = uniformGrid(grid, kKpc, 1e-24);
+    if (!a.fmmSettings.empty()) {
+      for (const auto& [order, tol] : a.fmmSettings) timeFmm(a, *gpu, cells, grid, false, true, true, false, order, tol);
+      continue;
+    }
     for (const bool hostSort : {false, true}) {
       if (hostSort && !a.fmmHostSort) continue;
       for (const bool dev : {false, true}) {
