@@ -1,9 +1,11 @@
 /**
  * The acceleration error of method 'fmm' against direct summation of the same cells at EVERY cell (issue #20: "2e-5
  * ... accelerations likewise"), three ways: per cell |da_i| / |a_i| (max, p99, median), relative to the largest
- * |a| (max_i |da_i| / max_j |a_j|), and per cell against a floor (|da_i| / max(|a_i|, f max_j |a_j|), f = 0.1), with
- * where the worst cells are (position in the box, |a_i| / max |a|, cell size). Also the potential's max relative
- * error, the lists per cell and the solve's seconds. G = 1, no self term, backend cpu.
+ * |a| (max_i |da_i| / max_j |a_j|), and per cell against a floor, |da_i| / max(|a_i|, G |M| / L^2) (|M| the total
+ * |mass|, L the cells' box's longest side: the field of the whole mass one box side away, the scale the FMM's
+ * acceleration rule is relative to), with where the worst cells are (position in the box, |a_i| / max |a|, cell size
+ * over L). Also max |a| / (G |M| / L^2), the potential's max relative error, the lists per cell and the solve's
+ * seconds. G = 1, no self term, backend cpu.
  * The direct sums (native, O(N^2)) are cached under $TMPDIR/amrgrav-direct (they do not depend on the FMM's options).
  * Run: `node dist/bench/fmmAccelErrors.js --mesh uniform32,maclaurin5,amr4,nested16 [--threads 2]
  * [--fmm-order 7 --fmm-theta 0.65 --fmm-tol 2e-4 --fmm-acc-tol 1e-5] [--json]`. Meshes: uniformN (N^3 random
@@ -116,39 +118,42 @@ export interface AccelErrors {
   perCellMedian: number;
   ofMax: number;
   floored: number;
+  maxOverScale: number;
   worst: { where: string; aOverMax: number; size: number; perCell: number; ofMax: number }[];
 }
 
 /** The errors of `r` against `ref` over every cell (see the file comment). */
-export function accelErrors(c: Cells, ref: Field, r: Field, floor = 0.1): AccelErrors {
+export function accelErrors(c: Cells, ref: Field, r: Field): AccelErrors {
   const n = c.x.length;
-  let amax = 0, phiMax = 0;
+  let amax = 0, phiMax = 0, absMass = 0;
   const mag = new Float64Array(n), err = new Float64Array(n);
   for (let i = 0; i < n; i++) {
     mag[i] = Math.hypot(ref.ax[i], ref.ay[i], ref.az[i]);
+    absMass += Math.abs(c.mass[i]);
     amax = Math.max(amax, mag[i]);
     err[i] = Math.hypot(r.ax[i] - ref.ax[i], r.ay[i] - ref.ay[i], r.az[i] - ref.az[i]);
     phiMax = Math.max(phiMax, Math.abs(r.phi[i] - ref.phi[i]) / Math.abs(ref.phi[i]));
   }
   const rel = Float64Array.from(err, (e, i) => e / mag[i]);
   const sorted = Float64Array.from(rel).sort();
-  let ofMax = 0, floored = 0;
-  for (let i = 0; i < n; i++) {
-    ofMax = Math.max(ofMax, err[i] / amax);
-    floored = Math.max(floored, err[i] / Math.max(mag[i], floor * amax));
-  }
-  // the box's extent, to say where a cell lies (fractions of each side)
+  // the box's extent, to say where a cell lies (fractions of each side), and the scale G |M| / L^2
   const lo = [Infinity, Infinity, Infinity], hi = [-Infinity, -Infinity, -Infinity];
   for (let i = 0; i < n; i++)
     [c.x[i], c.y[i], c.z[i]].forEach((v, d) => {
       lo[d] = Math.min(lo[d], v - c.size[i] / 2);
       hi[d] = Math.max(hi[d], v + c.size[i] / 2);
     });
+  const L = Math.max(hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]), scale = absMass / (L * L);
+  let ofMax = 0, floored = 0;
+  for (let i = 0; i < n; i++) {
+    ofMax = Math.max(ofMax, err[i] / amax);
+    floored = Math.max(floored, err[i] / Math.max(mag[i], scale));
+  }
   const order = Array.from(rel.keys()).sort((a, b) => err[b] / amax - err[a] / amax);
   const worstOf = (i: number) => ({
     where: [c.x[i], c.y[i], c.z[i]].map((v, d) => ((v - lo[d]) / (hi[d] - lo[d])).toFixed(3)).join(','),
     aOverMax: mag[i] / amax,
-    size: c.size[i] / (hi[0] - lo[0]),
+    size: c.size[i] / L,
     perCell: rel[i],
     ofMax: err[i] / amax,
   });
@@ -161,6 +166,7 @@ export function accelErrors(c: Cells, ref: Field, r: Field, floor = 0.1): AccelE
     perCellMedian: sorted[Math.floor(0.5 * (n - 1))],
     ofMax,
     floored,
+    maxOverScale: amax / scale,
     worst: [worstOf(worstRel), ...order.slice(0, 2).map(worstOf)],
   };
 }
@@ -201,7 +207,7 @@ async function main(): Promise<void> {
     const f = (v: number) => v.toExponential(1);
     console.log(
       `${name.padEnd(11)} ${String(c.x.length).padStart(7)} cells  phi ${f(e.phiMax)}  acc per cell max ${f(e.perCellMax)} p99 ${f(e.perCellP99)} ` +
-        `median ${f(e.perCellMedian)}  of max|a| ${f(e.ofMax)}  floored(0.1) ${f(e.floored)}  ` +
+        `median ${f(e.perCellMedian)}  of max|a| ${f(e.ofMax)}  floored(GM/L^2) ${f(e.floored)}  max|a|/(GM/L^2) ${e.maxOverScale.toFixed(1)}  ` +
         `M2L ${s.approxInteractionsPerCell.toFixed(2)} P2P ${s.directInteractionsPerCell.toFixed(0)} per cell  ${s.seconds.total.toFixed(2)} s`,
     );
     for (const w of e.worst)
