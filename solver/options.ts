@@ -96,7 +96,7 @@ export interface SolverOptions {
    * also needs its bound of the error in the gradient to be at most fmmAccelTolerance times G |M| / side^2 (|M|: the
    * total |mass|, side: the root cube's), a scale at most the largest |a| of a mesh that fills its box
    * (docs/fmm-design.md, section 3); in [0, 1), 0 = the potential's rules alone (the potential's lists: asking for
-   * accelerations then leaves the potential's bits unchanged). Without accelerations it has no effect. Default 2e-4.
+   * accelerations then leaves the potential's bits unchanged). Without accelerations it has no effect. Default 1e-4.
    */
   fmmAccelTolerance?: number;
   /** Opening angle theta of the MAC d > l/theta + delta; (0, 1]. Smaller is more accurate and slower. Default 0.5. */
@@ -192,7 +192,7 @@ export const defaultOptions: ResolvedOptions = Object.freeze({
   fmmOrder: 7,
   fmmTheta: 0.65,
   fmmTolerance: 2e-4,
-  fmmAccelTolerance: 2e-4,
+  fmmAccelTolerance: 1e-4,
   theta: 0.5,
   order: 2,
   mac: 'barnes',
