@@ -464,6 +464,7 @@ export class GravitySolver {
       fmmOrder: o.fmmOrder,
       fmmTheta: o.fmmTheta,
       fmmTolerance: o.fmmTolerance,
+      fmmAccelTolerance: o.fmmAccelTolerance,
       theta: o.theta,
       order: o.order,
       mac: o.mac,

@@ -21,11 +21,12 @@ export interface NativeCells {
 export interface NativeOptions {
   /** The request; the native backend policy (native/api/session.h) picks what runs. */
   backend: 'auto' | 'cpu' | 'cuda';
-  /** Far-field method; fmmOrder, fmmTheta and fmmTolerance are read with 'fmm'. */
+  /** Far-field method; fmmOrder, fmmTheta, fmmTolerance and fmmAccelTolerance are read with 'fmm'. */
   method: 'tree' | 'fmm';
   fmmOrder: number;
   fmmTheta: number;
   fmmTolerance: number;
+  fmmAccelTolerance: number;
   theta: number;
   order: 1 | 2;
   mac: 'barnes' | 'bonsai';

@@ -117,6 +117,8 @@ describe('C API', () => {
     expect(out.sheetVsFine).toBeLessThan(1e-5); // against the tree at theta 0.2, of max |phi|
     expect(out.badMethod).toBe(2);
     expect(out.badOrder).toBe(2);
+    expect(out.badAccel).toBe(2); // fmm_accel_tolerance -1
+    expect(out.olderAccel).toBe(0); // a caller of the previous header: the field is not read
     expect(out.ok).toBe(true);
   });
 

@@ -30,10 +30,10 @@ interface Cells {
 
 type Reference = DirectReference;
 const reference = directAtTargets;
-/** Max relative errors at the reference's targets: potential, acceleration per cell (|da| / |a|). */
+/** Max relative errors at the reference's targets: potential, acceleration per cell (|da| / |a|) and of max |a|. */
 function errors(ref: Reference, r: { potential: Float64Array; accelerations?: { x: Float64Array; y: Float64Array; z: Float64Array } }) {
   const e = targetErrors(ref, r.potential, r.accelerations);
-  return { phi: e.potential, acc: e.acceleration };
+  return { phi: e.potential, acc: e.acceleration, accOfMax: e.accelerationOfMax };
 }
 
 const base: SolverOptions = { G: 1, selfPotential: 'none', backend: 'cpu', method: 'fmm', accelerations: true };
@@ -56,11 +56,20 @@ describe.each([
     expect(e.phi).toBeLessThan(2e-5);
     const tree = errors(ref, await new GravitySolver({ ...base, method: 'tree' }).solveCells(cells));
     expect(e.phi).toBeLessThan(tree.phi / 10);
-    expect(e.acc).toBeLessThan(tree.acc); // accelerations: better than the tree's, not 2e-5 per cell (README)
+    expect(e.acc).toBeLessThan(tree.acc); // accelerations: better than the tree's
+  });
+
+  it('accelerations within 2e-5 of max |a| at the defaults (the acceleration rule), 10x better than without it', async () => {
+    const on = errors(ref, await new GravitySolver(base).solveCells(cells));
+    expect(on.accOfMax).toBeLessThan(2e-5);
+    const off = errors(ref, await new GravitySolver({ ...base, fmmAccelTolerance: 0 }).solveCells(cells));
+    expect(on.accOfMax).toBeLessThan(off.accOfMax / 10);
+    expect(on.phi).toBeLessThan(off.phi); // the lists only grow: the potential gains too
   });
 
   it('accelerations within 2e-5 of direct summation, per cell, with fmmTheta 0.3', async () => {
-    const r = await new GravitySolver({ ...base, fmmOrder: 7, fmmTheta: 0.3, fmmTolerance: 0 }).solveCells(cells);
+    const opts = { ...base, fmmOrder: 7, fmmTheta: 0.3, fmmTolerance: 0, fmmAccelTolerance: 0 };
+    const r = await new GravitySolver(opts).solveCells(cells);
     const e = errors(ref, r);
     expect(e.acc).toBeLessThan(2e-5);
     expect(e.phi).toBeLessThan(2e-6);
@@ -105,7 +114,7 @@ describe('method fmm: determinism, parameters, entries', () => {
     const clustered = clusteredCells(8000, 5);
     const ref = await new GravitySolver(opts).directCells(clustered);
     const err = async (o: SolverOptions) =>
-      relErrors((await new GravitySolver({ ...opts, method: 'fmm', ...o }).solveCells(clustered)).potential, ref.potential).max;
+      relErrors((await new GravitySolver({ ...opts, method: 'fmm', fmmAccelTolerance: 0, ...o }).solveCells(clustered)).potential, ref.potential).max;
     const coarse = await err({});
     expect(coarse).toBeLessThan(2e-4);
     const fine = await err({ fmmTheta: 0.3 });
@@ -113,9 +122,24 @@ describe('method fmm: determinism, parameters, entries', () => {
     expect(fine).toBeLessThan(coarse / 10);
   });
 
+  it('accelerations with fmmAccelTolerance 0 leave the potential\'s lists and bits; the rule (default) adds near pairs', async () => {
+    const plain = await new GravitySolver({ ...base, accelerations: false }).solveCells(cells);
+    const off = await new GravitySolver({ ...base, fmmAccelTolerance: 0 }).solveCells(cells);
+    expect(Buffer.from(off.potential.buffer).equals(Buffer.from(plain.potential.buffer))).toBe(true);
+    expect(off.stats.directInteractionsPerCell).toBe(plain.stats.directInteractionsPerCell);
+    expect(off.stats.approxInteractionsPerCell).toBe(plain.stats.approxInteractionsPerCell);
+    const on = await new GravitySolver(base).solveCells(cells);
+    expect(on.stats.directInteractionsPerCell).toBeGreaterThan(plain.stats.directInteractionsPerCell);
+    // without accelerations the option has no effect
+    const ignored = await new GravitySolver({ ...base, accelerations: false, fmmAccelTolerance: 1e-6 }).solveCells(cells);
+    expect(Buffer.from(ignored.potential.buffer).equals(Buffer.from(plain.potential.buffer))).toBe(true);
+  });
+
   it('error falls with the expansion order and the tolerance', async () => {
     const ref = reference(cells, 300);
-    const err = async (o: SolverOptions) => errors(ref, await new GravitySolver({ ...base, ...o }).solveCells(cells)).phi;
+    // the potential's rules alone (the acceleration rule would decide these lists)
+    const err = async (o: SolverOptions) =>
+      errors(ref, await new GravitySolver({ ...base, fmmAccelTolerance: 0, ...o }).solveCells(cells)).phi;
     const p3 = await err({ fmmOrder: 3, fmmTolerance: 0 });
     const p5 = await err({ fmmOrder: 5, fmmTolerance: 0 });
     const p7 = await err({ fmmOrder: 7, fmmTolerance: 0 });
@@ -168,6 +192,8 @@ describe('method fmm: determinism, parameters, entries', () => {
       [{ method: 'fmm', fmmOrder: 2.5 }, /fmmOrder/],
       [{ method: 'fmm', fmmTheta: 1 }, /fmmTheta/],
       [{ method: 'fmm', fmmTolerance: -1 }, /fmmTolerance/],
+      [{ method: 'fmm', fmmAccelTolerance: -1 }, /fmmAccelTolerance/],
+      [{ method: 'fmm', fmmAccelTolerance: 1 }, /fmmAccelTolerance/],
       [{ method: 'bh' as 'tree' }, /'method'/],
     ];
     for (const [o, re] of bad) {

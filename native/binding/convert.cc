@@ -269,6 +269,7 @@ Status readOptions(const Napi::Value& value, SolveOptions& opt, std::string& bac
   if (!(st = readInt(o, "fmmOrder", opt.fmmOrder)).ok()) return st;
   if (!(st = readNumber(o, "fmmTheta", opt.fmmTheta)).ok()) return st;
   if (!(st = readNumber(o, "fmmTolerance", opt.fmmTolerance)).ok()) return st;
+  if (!(st = readNumber(o, "fmmAccelTolerance", opt.fmmAccelTolerance)).ok()) return st;
   if (o.Has("method") && !o.Get("method").IsUndefined()) {
     Napi::Value m = o.Get("method");
     std::string v = m.IsString() ? m.As<Napi::String>().Utf8Value() : std::string();

@@ -113,6 +113,8 @@ Status readOptions(const amrgrav_options& o, SolveOptions& s) {
                                                          std::to_string(o.softening));
     s.softening = o.softening == 1 ? SofteningKernel::Plummer : SofteningKernel::Spline;
   }
+  if (o.struct_size >= offsetof(amrgrav_options, fmm_accel_tolerance) + sizeof(double))
+    s.fmmAccelTolerance = o.fmm_accel_tolerance;
   return validateOptions(s);
 }
 
@@ -186,6 +188,7 @@ void amrgrav_default_options(amrgrav_options* o) {
   o->fmm_theta = d.fmmTheta;
   o->fmm_tolerance = d.fmmTolerance;
   o->softening = static_cast<int>(d.softening);
+  o->fmm_accel_tolerance = d.fmmAccelTolerance;
 }
 
 amrgrav_status amrgrav_create(const amrgrav_options* options, amrgrav_solver** out) {

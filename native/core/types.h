@@ -76,6 +76,11 @@ struct SolveOptions {
   /// FMM error tolerance: each M2L's error bound must be at most this times a lower bound of the target's potential
   /// (physics/fmm_mac_k.h); [0, 1), 0 = the opening angle alone.
   double fmmTolerance = 2e-4;
+  /// FMM error tolerance of the accelerations, applied when they are computed (isolated boxes): each M2L's bound of
+  /// its error in the gradient must also be at most this times G |M_root| / side^2 of the root cube
+  /// (physics/fmm_mac_k.h, test 3); [0, 1), 0 = the potential's rules alone (the potential's lists, so asking for
+  /// accelerations then leaves the potential's bits unchanged).
+  double fmmAccelTolerance = 1e-4;
   double theta = 0.5;      ///< opening angle, (0, 1]
   int order = 2;           ///< 1: monopole, 2: monopole + traceless quadrupole
   MacKind mac = MacKind::Barnes;

@@ -45,6 +45,9 @@ Status validateOptions(const SolveOptions& o) {
     return bad("fmmTheta must be in (0, 1) (got " + exactNumber(o.fmmTheta) + ")");
   if (!(o.fmmTolerance >= 0.0 && o.fmmTolerance < 1.0))
     return bad("fmmTolerance must be in [0, 1) (got " + exactNumber(o.fmmTolerance) + "); 0 = the opening angle alone");
+  if (!(o.fmmAccelTolerance >= 0.0 && o.fmmAccelTolerance < 1.0))
+    return bad("fmmAccelTolerance must be in [0, 1) (got " + exactNumber(o.fmmAccelTolerance) +
+               "); 0 = the potential's rules alone");
   if (o.hasBox) {
     for (int d = 0; d < 3; ++d) {
       if (!(std::isfinite(o.boxLo[d]) && std::isfinite(o.boxHi[d]) && o.boxHi[d] > o.boxLo[d]))

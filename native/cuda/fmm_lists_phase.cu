@@ -70,6 +70,7 @@ Status buildFmmListsOnDevice(const FmmListInputs& in, FmmListBuffers& b, DeviceB
   t.lowBound = t.radius + 3 * std::size_t(nodes);
   t.order = in.order;
   t.tolerance = in.tolerance;
+  t.accelLimit = in.accelLimit;
 
   // the rounds: the root with itself first
   const std::uint64_t root = fmm::packPair(0, 0);

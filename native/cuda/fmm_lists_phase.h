@@ -45,6 +45,7 @@ struct FmmListInputs {
   const double* centre = nullptr;
   int order = 0;
   double tolerance = 0;
+  double accelLimit = 0;  ///< the MAC's test 3 (fmm::FmmTree::accelLimit; 0: the potential's lists)
 };
 
 /// The lists as the device holds them after buildFmmListsOnDevice.

@@ -79,6 +79,7 @@ Status deviceLists(DeviceState& ds, const fmm::FmmTree& tree, double tolerance, 
   in.centre = b.centre.get();
   in.order = tree.order;
   in.tolerance = tolerance;
+  in.accelLimit = tree.accelLimit;
   return buildFmmListsOnDevice(in, b.lists, b.m2lStart, b.m2lSource, ds.stream, out);
 }
 

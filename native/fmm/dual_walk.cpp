@@ -22,6 +22,7 @@ DualWalkTree dualWalkView(const FmmTree& t, double tolerance) {
   v.lowBound = t.lowBound.data();
   v.order = t.order;
   v.tolerance = tolerance;
+  v.accelLimit = t.accelLimit;
   return v;
 }
 

@@ -32,6 +32,7 @@ struct DualWalkTree {
   const double* lowBound = nullptr;
   int order = 0;
   double tolerance = 0;
+  double accelLimit = 0;  ///< the MAC's test 3 (FmmTree::accelLimit; 0: the potential's lists)
 };
 
 /// A frontier pair or an accepted M2L pair, packed: the first node in the high 32 bits.
@@ -71,7 +72,7 @@ AG_HD PairStep decidePair(const DualWalkTree& t, std::uint64_t pair) {
   const double* ca = &t.centre[3 * std::size_t(a)];
   const double* cb = &t.centre[3 * std::size_t(b)];
   if (fmmPairAccepts(ca, t.radius[a], t.critical[a], t.absMass[a], t.lowBound[a], cb, t.radius[b], t.critical[b],
-                     t.absMass[b], t.lowBound[b], t.order, t.tolerance)) {
+                     t.absMass[b], t.lowBound[b], t.order, t.tolerance, t.accelLimit)) {
     s.kind = kPairM2L;
     return s;
   }

@@ -278,6 +278,7 @@ Status buildFmmTree(const std::vector<std::uint64_t>& keys, const RootCube& root
   // any periodic axis: cube centres (the far kernel acts between them) and the signed test, since a sheet's or a
   // line's potential crosses zero too (psi's plane or line average falls as -|w| or -ln rho) even for positive masses
   t.dipoles = opt.anyPeriodic();
+  t.accelLimit = 0;  // set with the lower bounds (isolated boxes)
   t.levelBegin.assign(1, 0);
   for (std::size_t i = 0; i < n; ++i)
     while (std::size_t(t.topo.level[i]) >= t.levelBegin.size()) t.levelBegin.push_back(std::uint32_t(i));
@@ -329,6 +330,7 @@ Status buildFmmTree(const std::vector<std::uint64_t>& keys, const RootCube& root
   }
   const double* lo = parts.cube.lo;
   const double side = parts.cube.side, rootMass = parts.absMass;
+  if (opt.accelerations) t.accelLimit = fmmAccelLimit(opt.fmmAccelTolerance, rootMass, side);
   parallelFor(n, 256, threads, [&](std::size_t b, std::size_t e, int) {
     for (std::size_t i = b; i < e; ++i)
       t.lowBound[i] = fmmPotentialLowerBound(&t.centre[3 * i], t.radius[i], lo, side, rootMass);

@@ -36,6 +36,10 @@ struct FmmTree {
   std::vector<double> critical;             ///< radius / theta (fmmCriticalRadius)
   std::vector<double> absMass;              ///< sum |m|
   std::vector<double> lowBound;             ///< fmmPotentialLowerBound (with `dipoles`: the scale of |phi|)
+  /// The MAC's test 3 (physics/fmm_mac_k.h fmmAccelLimit): with accelerations and opt.fmmAccelTolerance > 0 in an
+  /// isolated box, that times |M_root| / side^2 of the root cube (every rank's cells in a distributed solve); else
+  /// 0, and the lists are those of the potential alone.
+  double accelLimit = 0;
   /// With `dipoles`: each node's multipole norms Q_n = |M^(n)|, n = 0..order (order + 1 per node), for
   /// fmmSignedPairAccepts (physics/fmm_mac_k.h).
   std::vector<double> norms;

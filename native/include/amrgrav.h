@@ -105,6 +105,11 @@ typedef struct amrgrav_options {
    * 2.8 eps, exactly Newtonian beyond; 1 = Plummer, -G m / sqrt(r^2 + eps^2). eps is the Plummer-equivalent length
    * for both: a particle's potential at its own centre is -G m / eps.                         [0] */
   int softening;
+  /* Added with the FMM's acceleration rule (older callers' smaller struct_size keeps the default). method 1 with
+   * accelerations in an isolated box: each M2L's bound of its error in the gradient must also be at most this x
+   * G |M| / side^2 (|M| the total |mass|, side the root cube's), in [0, 1); 0 = the potential's rules alone (the
+   * potential's lists: asking for accelerations then leaves the potential unchanged)            [1e-4] */
+  double fmm_accel_tolerance;
 } amrgrav_options;
 
 typedef struct amrgrav_solver amrgrav_solver;

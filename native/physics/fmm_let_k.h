@@ -37,20 +37,25 @@ AG_HD double fmmBoxDistance2(const double* lo, const double* hi, const double* c
 
 /// Isolated boxes: fmmPairAccepts(a, b) holds for every receiver node a with its centre in [lo, hi], radius <= raMax,
 /// critical radius <= rcaMax, |mass| <= maMax and lower bound >= lowAMin. cb, rb, rcb, mb, lowB: the source node's
-/// (its centre moved by an image shift where there is one).
+/// (its centre moved by an image shift where there is one). accelLimit: the solve's (fmmAccelLimit, the same on
+/// every rank); test 3's bound grows with q and r and falls with R, each factor monotone, so the proof above holds.
 template <class Rn = RoundNearest>
 AG_HD bool fmmBoxAccepts(const double* lo, const double* hi, double raMax, double rcaMax, double maMax, double lowAMin,
-                         const double* cb, double rb, double rcb, double mb, double lowB, int order, double tolerance) {
+                         const double* cb, double rb, double rcb, double mb, double lowB, int order, double tolerance,
+                         double accelLimit) {
   const double R2 = fmmBoxDistance2<Rn>(lo, hi, cb);
   const double s = Rn::add(rcaMax, rcb);
   if (!(Rn::mul(s, s) < R2)) return false;
-  if (tolerance <= 0) return true;
+  if (tolerance <= 0 && accelLimit <= 0) return true;
   const double R = Rn::sqrt(R2), sr = Rn::add(raMax, rb);
   const double q = Rn::div(sr, R);
-  double qp = q;
-  for (int k = 0; k < order; ++k) qp = Rn::mul(qp, q);
-  const double e = Rn::div(qp, Rn::sub(R, sr));
-  return Rn::mul(mb, e) <= Rn::mul(tolerance, lowAMin) && Rn::mul(maMax, e) <= Rn::mul(tolerance, lowB);
+  if (tolerance > 0) {
+    double qp = q;
+    for (int k = 0; k < order; ++k) qp = Rn::mul(qp, q);
+    const double e = Rn::div(qp, Rn::sub(R, sr));
+    if (!(Rn::mul(mb, e) <= Rn::mul(tolerance, lowAMin) && Rn::mul(maMax, e) <= Rn::mul(tolerance, lowB))) return false;
+  }
+  return accelLimit <= 0 || Rn::mul(stdMax(maMax, mb), fmmAccelPairError<Rn>(q, Rn::sub(R, sr), order)) <= accelLimit;
 }
 
 /// Fully periodic boxes (signed sources): fmmSignedPairAccepts(a, b) holds for every receiver node a with its

@@ -8,7 +8,16 @@
 ///   2. the pair's truncation error bound e = ((r_A + r_B) / R)^(p+1) / (R - r_A - r_B), times the source's total
 ///      |mass|, is at most `tolerance` times a lower bound of the target's potential, both ways:
 ///      |M_B| e <= tolerance phiLow_A and |M_A| e <= tolerance phiLow_B (after Dehnen 2014's error-controlled MAC,
-///      with a cruder bound); a tolerance of 0 skips this test.
+///      with a cruder bound); a tolerance of 0 skips this test;
+///   3. with accelerations (a limit > 0, fmmAccelLimit): the bound of the pair's error in the gradient,
+///      e_g = (p + 1) q^p / (R - r_A - r_B)^2 with q = (r_A + r_B) / R, times the larger |mass| of the two, is at most
+///      that limit (an acceleration, the same for every node): max(|M_A|, |M_B|) e_g <= accelLimit. The gradient's
+///      truncation is one order lower than the potential's (L2P differentiates L of degree <= p: the first omitted
+///      derivative of 1/R, of order p + 1, multiplies a target offset of degree p - |n| instead of p + 1 - |n|), and
+///      its relative size grows as 1 / (R - r_A - r_B) for close pairs, so test 2 does not bound it
+///      (docs/fmm-design.md, section 3: accelerations). e_g bounds the omitted terms' series
+///      sum_(m > p) m q^(m-1) / R^2 = q^p ((p + 1) - p q) / (R - r_A - r_B)^2 from above, with each factor monotone in
+///      q, R and r, so that fmm_let_k.h's LET proof holds for it.
 /// R is the distance between the expansion centres, r a node's largest distance from its centre to one of its
 /// cells' centres, phiLow = |M_root| / (the distance from the node's centre to the root cube's farthest corner +
 /// r): no cell of the node has a smaller sum of |m|/r over all cells.
@@ -35,21 +44,43 @@ AG_HD double fmmPotentialLowerBound(const double* c, double radius, const double
   return Rn::div(rootAbsMass, Rn::add(Rn::sqrt(squaredNorm<Rn>(d[0], d[1], d[2])), radius));
 }
 
+/// Test 3's limit (an acceleration, no G): accelTolerance times |M_root| / side^2 of the root cube, the field of
+/// the whole |mass| at one side's distance; 0 when accelTolerance is 0 (no test 3). Relative to this scale rather
+/// than to each cell's |a|, which may vanish (a sphere's centre); on every mesh measured |M_root| / side^2 is 2.5-26x
+/// below the largest |a| (docs/fmm-design.md, section 3).
+template <class Rn = RoundNearest>
+AG_HD double fmmAccelLimit(double accelTolerance, double rootAbsMass, double rootSide) {
+  return accelTolerance > 0 ? Rn::mul(accelTolerance, Rn::div(rootAbsMass, Rn::mul(rootSide, rootSide))) : 0.0;
+}
+
+/// Test 3's bound e_g = (p + 1) q^p / (R - sr)^2 (see the file comment) from q = sr / R and R - sr, both computed
+/// by the caller as for test 2; per unit source |mass|.
+template <class Rn = RoundNearest>
+AG_HD double fmmAccelPairError(double q, double gap, int order) {
+  double qp = 1;  // q^p by repeated products, as test 2's power
+  for (int k = 0; k < order; ++k) qp = Rn::mul(qp, q);
+  return Rn::div(Rn::mul(double(order + 1), qp), Rn::mul(gap, gap));
+}
+
 /// The pair test (see the file comment). ca, cb: expansion centres; ra, rb: radii; rca, rcb: critical radii
-/// (fmmCriticalRadius); ma, mb: total |mass|; lowA, lowB: fmmPotentialLowerBound; order: the expansion order p.
+/// (fmmCriticalRadius); ma, mb: total |mass|; lowA, lowB: fmmPotentialLowerBound; order: the expansion order p;
+/// accelLimit: fmmAccelLimit (0: no test 3, and then the same operations and bits as without it).
 template <class Rn = RoundNearest>
 AG_HD bool fmmPairAccepts(const double* ca, double ra, double rca, double ma, double lowA, const double* cb, double rb,
-                          double rcb, double mb, double lowB, int order, double tolerance) {
+                          double rcb, double mb, double lowB, int order, double tolerance, double accelLimit) {
   const double R2 = squaredNorm<Rn>(Rn::sub(ca[0], cb[0]), Rn::sub(ca[1], cb[1]), Rn::sub(ca[2], cb[2]));
   const double s = Rn::add(rca, rcb);
   if (!(Rn::mul(s, s) < R2)) return false;
-  if (tolerance <= 0) return true;
+  if (tolerance <= 0 && accelLimit <= 0) return true;
   const double R = Rn::sqrt(R2), sr = Rn::add(ra, rb);
   const double q = Rn::div(sr, R);
-  double qp = q;  // q^(p+1) by repeated products: the same bits wherever it runs (pow's may differ)
-  for (int k = 0; k < order; ++k) qp = Rn::mul(qp, q);
-  const double e = Rn::div(qp, Rn::sub(R, sr));
-  return Rn::mul(mb, e) <= Rn::mul(tolerance, lowA) && Rn::mul(ma, e) <= Rn::mul(tolerance, lowB);
+  if (tolerance > 0) {
+    double qp = q;  // q^(p+1) by repeated products: the same bits wherever it runs (pow's may differ)
+    for (int k = 0; k < order; ++k) qp = Rn::mul(qp, q);
+    const double e = Rn::div(qp, Rn::sub(R, sr));
+    if (!(Rn::mul(mb, e) <= Rn::mul(tolerance, lowA) && Rn::mul(ma, e) <= Rn::mul(tolerance, lowB))) return false;
+  }
+  return accelLimit <= 0 || Rn::mul(stdMax(ma, mb), fmmAccelPairError<Rn>(q, Rn::sub(R, sr), order)) <= accelLimit;
 }
 
 /// Signed sources (fully periodic boxes: the density contrast, expansions about cube centres; docs/fmm-design.md,

@@ -4,7 +4,9 @@
 /// buildInteractionLists): every array of the lists equal (the M2L CSR's starts, sources and shifts, the P2P pairs
 /// and shifts) and the same counts, on uniform grids (whole leaves and not), a random AMR-like mesh (random
 /// refinement, six levels of cell size) and clustered points (a Plummer sphere), at tolerance 0 and the default
-/// 2e-4, orders 3..7 (the error test's power), and a smaller opening angle. Independently of the CPU's walk, on the
+/// 2e-4, orders 3..7 (the error test's power), and a smaller opening angle; with accelerations (the MAC's test 3,
+/// physics/fmm_mac_k.h: FmmTree::accelLimit > 0) at the default fmmAccelTolerance on every mesh, and with
+/// fmmAccelTolerance 0 the potential's lists exactly. Independently of the CPU's walk, on the
 /// smaller trees: the lists cover every pair of leaves exactly once (an M2L between ancestors, one way each, or a
 /// P2P, or the leaf with itself), so no interaction is missing or counted twice. CTest (label cpu).
 #include <algorithm>
@@ -35,11 +37,15 @@ struct Tree {
   Status status = Status::success();
 };
 
-Tree buildTree(const Cells& cells, int order, bool points, double theta = SolveOptions{}.fmmTheta) {
+/// accelTolerance < 0: no accelerations (the potential's lists); else accelerations with that fmmAccelTolerance.
+Tree buildTree(const Cells& cells, int order, bool points, double theta = SolveOptions{}.fmmTheta,
+               double accelTolerance = -1) {
   SolveOptions opt;
   opt.method = SolveMethod::Fmm;
   opt.fmmOrder = order;
   opt.fmmTheta = theta;
+  opt.accelerations = accelTolerance >= 0;
+  if (opt.accelerations) opt.fmmAccelTolerance = accelTolerance;
   if (points) opt.selfPotential = SelfPotential::None;
   HostFmmTree h = hostFmmTree(cells, opt, points, 2);
   Tree t;
@@ -112,6 +118,45 @@ void runMesh(const std::string& name, const Cells& cells, bool points, const std
       compareCase(name + "-p" + std::to_string(p) + "-tol" + (tol > 0 ? "2e-4" : "0"), t.tree, tol,
                   coverage && p == orders.front());
   }
+  // accelerations (test 3) at the default tolerance: the highest order (the default), and 5 where it is walked on
+  // meshes large enough to keep M2L at order 5 (on 16^3 every pair then ends in P2P)
+  const double accel = SolveOptions{}.fmmAccelTolerance;
+  std::vector<int> accelOrders{orders.back()};
+  if (std::find(orders.begin(), orders.end(), 5) != orders.end() && cells.size() > 20000) accelOrders.push_back(5);
+  for (const int p : accelOrders) {
+    const Tree t = buildTree(cells, p, points, SolveOptions{}.fmmTheta, accel);
+    if (!t.status.ok()) {
+      check(name + "-accel-p" + std::to_string(p) + "-setup", false, t.status.message);
+      continue;
+    }
+    check(name + "-accel-p" + std::to_string(p) + "-limit", t.tree.accelLimit > 0,
+          "accelerations set the MAC's acceleration limit");
+    for (const double tol : {0.0, 2e-4})
+      compareCase(name + "-accel-p" + std::to_string(p) + "-tol" + (tol > 0 ? "2e-4" : "0"), t.tree, tol, coverage);
+  }
+}
+
+/// The rule's reach: with fmmAccelTolerance 0, accelerations leave the potential's lists array for array (and the
+/// limit 0); at the default it is a different, longer near field (the rule is applied, on both walks alike).
+void potentialListsKept(const std::string& name, const Cells& cells) {
+  const Tree plain = buildTree(cells, 7, false), off = buildTree(cells, 7, false, SolveOptions{}.fmmTheta, 0.0),
+             on = buildTree(cells, 7, false, SolveOptions{}.fmmTheta, SolveOptions{}.fmmAccelTolerance);
+  if (!plain.status.ok() || !off.status.ok() || !on.status.ok()) {
+    check(name + "-rule-setup", false, "tree build failed");
+    return;
+  }
+  const double tol = SolveOptions{}.fmmTolerance;
+  FmmLists a, b, c, d;
+  buildInteractionLists(plain.tree, tol, 2, a);
+  buildInteractionLists(off.tree, tol, 2, b);
+  emulateDeviceLists(off.tree, tol, c);
+  const std::string diff = listsDifference(a, b) + listsDifference(a, c);
+  check(name + "-accel-off-lists", plain.tree.accelLimit == 0 && off.tree.accelLimit == 0 && diff.empty(),
+        diff.empty() ? "accelerations with fmmAccelTolerance 0: the potential's lists, CPU and device walks" : diff);
+  buildInteractionLists(on.tree, tol, 2, d);
+  check(name + "-accel-on-lists", d.directedP2P > a.directedP2P,
+        "with the rule: " + std::to_string(d.directedP2P) + " directed cell pairs against the potential's " +
+            std::to_string(a.directedP2P));
 }
 
 }  // namespace
@@ -126,6 +171,8 @@ int main() {
   runMesh("amr", amr, false, all, true);
   runMesh("plummer", plummer(30000), true, all, false);
   runMesh("plummer-small", plummer(4000), true, {4}, true);
+  potentialListsKept("uniform32", uniformGrid(32, 2));
+  potentialListsKept("amr", amr);
   {  // a smaller opening angle: deeper walks, more P2P
     const Tree t = buildTree(uniformGrid(32, 5), 5, false, 0.4);
     if (t.status.ok())

@@ -125,9 +125,9 @@ struct Report {
   }
 };
 
-std::string fmt(const char* f, double a, double b = 0, double c = 0) {
-  char buf[200];
-  std::snprintf(buf, sizeof buf, f, a, b, c);
+std::string fmt(const char* f, double a, double b = 0, double c = 0, double d = 0) {
+  char buf[240];
+  std::snprintf(buf, sizeof buf, f, a, b, c, d);
   return buf;
 }
 
@@ -168,9 +168,9 @@ struct Rand {
 
 template <class Rn>
 bool fmmPair(const double* ca, double ra, double ma, double lowA, const double* cb, double rb, double mb, double lowB,
-             double theta, int order, double tol) {
+             double theta, int order, double tol, double accelLimit = 0) {
   return fmmPairAccepts<Rn>(ca, ra, fmmCriticalRadius<Rn>(ra, theta), ma, lowA, cb, rb, fmmCriticalRadius<Rn>(rb, theta),
-                            mb, lowB, order, tol);
+                            mb, lowB, order, tol, accelLimit);
 }
 
 void checkFmmMac(Report& rep) {
@@ -194,6 +194,29 @@ void checkFmmMac(Report& rep) {
     rep.expect(!fmmPair<RoundNearest>(a, 0.25, 1, 1, b, 0.25, 1, 1, 0.5, 3, 5e-5), "FMM MAC: bound above tolerance rejects");
     rep.expect(!fmmPair<RoundNearest>(a, 0.25, 1, 1, b, 0.25, 0.5, 1, 0.5, 3, 5e-5), "FMM MAC: one side failing rejects");
     rep.expect(fmmPair<RoundNearest>(a, 0.25, 0.5, 1, b, 0.25, 0.5, 1, 0.5, 3, 5e-5), "FMM MAC: lighter nodes accept");
+  }
+  // test 3 (accelerations) by hand, the same pair: (p + 1) q^p / (R - r_A - r_B)^2 = 4 (1/8)^3 / 3.5^2 = 6.378e-4
+  // times the larger |M| (1) against the limit: 7e-4 accepts, 6e-4 rejects, alone (tolerance 0) or after test 2;
+  // the heavier side decides; each rounding alike
+  {
+    const double b[3] = {0, 4, 0};
+    for (double tol : {0.0, 1e-4}) {
+      rep.expect(fmmPair<RoundNearest>(a, 0.25, 1, 1, b, 0.25, 1, 1, 0.5, 3, tol, 7e-4) &&
+                     fmmPair<DeviceRn>(a, 0.25, 1, 1, b, 0.25, 1, 1, 0.5, 3, tol, 7e-4),
+                 "FMM MAC: gradient bound below the limit accepts");
+      rep.expect(!fmmPair<RoundNearest>(a, 0.25, 1, 1, b, 0.25, 1, 1, 0.5, 3, tol, 6e-4) &&
+                     !fmmPair<DeviceRn>(a, 0.25, 1, 1, b, 0.25, 1, 1, 0.5, 3, tol, 6e-4),
+                 "FMM MAC: gradient bound above the limit rejects");
+      rep.expect(!fmmPair<RoundNearest>(a, 0.25, 0.5, 1, b, 0.25, 1, 1, 0.5, 3, tol, 6e-4) &&
+                     !fmmPair<RoundNearest>(a, 0.25, 1, 1, b, 0.25, 0.5, 1, 0.5, 3, tol, 6e-4),
+                 "FMM MAC: the heavier node decides test 3");
+      rep.expect(fmmPair<RoundNearest>(a, 0.25, 0.5, 1, b, 0.25, 0.5, 1, 0.5, 3, tol, 6e-4),
+                 "FMM MAC: lighter nodes pass test 3");
+    }
+    rep.expect(!fmmPair<RoundNearest>(a, 0.25, 1, 1, b, 0.25, 1, 1, 0.5, 3, 5e-5, 7e-4),
+               "FMM MAC: test 3 does not override test 2");
+    rep.expect(fmmAccelLimit<RoundNearest>(1e-5, 8, 2) == 2e-5 && fmmAccelLimit<RoundNearest>(0, 8, 2) == 0,
+               "FMM MAC: the acceleration limit is tolerance |M_root| / side^2");
   }
   // the potential's lower bound by hand: node at the centre of the unit root cube, radius 0: |M| / (sqrt(3) / 2)
   {
@@ -1203,6 +1226,8 @@ void checkFmmLet(Report& rep) {
     const int order = rnd.integer(3, 7);
     const double theta = rnd.uniform(0.3, 0.9), tol = rnd.integer(0, 3) == 0 ? 0.0 : std::ldexp(1.0, rnd.integer(-20, -8));
     const double unit = std::ldexp(1.0, rnd.integer(-8, 8));
+    // test 3 (accelerations) in a third of the cases: a limit of |M| / unit^2 times 2^-16 .. 2^-4
+    const double accel = rnd.integer(0, 2) == 0 ? std::ldexp(1.0, rnd.integer(-16, -4)) / (unit * unit) : 0.0;
     double lo[3], hi[3];
     for (int d = 0; d < 3; ++d) {
       lo[d] = rnd.uniform(-2, 2) * unit;
@@ -1230,7 +1255,8 @@ void checkFmmLet(Report& rep) {
     auto boxOk = [&](auto rn, const double* l, const double* h) {
       using Rn = decltype(rn);
       return signedSources ? fmmSignedBoxAccepts<Rn>(l, h, raMax, rcaMax, qaMax, cb, rb, rcb, qb, scale, order, tol)
-                           : fmmBoxAccepts<Rn>(l, h, raMax, rcaMax, maMax, lowMin, cb, rb, rcb, mb, lowB, order, tol);
+                           : fmmBoxAccepts<Rn>(l, h, raMax, rcaMax, maMax, lowMin, cb, rb, rcb, mb, lowB, order, tol,
+                                               accel);
     };
     const bool host = boxOk(RoundNearest{}, lo, hi), device = boxOk(DeviceRn{}, lo, hi);
     rep.expect(host == device, "FMM LET rule: host = device");
@@ -1255,12 +1281,12 @@ void checkFmmLet(Report& rep) {
         using Rn = decltype(rn);
         const double rca = fmmCriticalRadius<Rn>(ra, theta) <= rcaMax ? fmmCriticalRadius<Rn>(ra, theta) : rcaMax;
         return signedSources ? fmmSignedPairAccepts<Rn>(ca, ra, rca, qa, cb, rb, rcb, qb, scale, order, tol)
-                             : fmmPairAccepts<Rn>(ca, ra, rca, ma, la, cb, rb, rcb, mb, lowB, order, tol);
+                             : fmmPairAccepts<Rn>(ca, ra, rca, ma, la, cb, rb, rcb, mb, lowB, order, tol, accel);
       };
       if (host) {
         rep.expect(pairOk(RoundNearest{}) && pairOk(DeviceRn{}),
-                   fmt("FMM LET rule: a node sent childless fails the pair test with a leaf in the bounds (order %d, "
-                       "theta %.17g, tolerance %.17g)", order, theta, tol));
+                   fmt("FMM LET rule: a node sent childless fails the pair test with a leaf in the bounds (order %g, "
+                       "theta %.17g, tolerance %.17g, accelLimit %.17g)", double(order), theta, tol, accel));
       } else if (centreOk && !pairOk(RoundNearest{})) {
         ++canary;
       }

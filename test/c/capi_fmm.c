@@ -1,6 +1,7 @@
 /* The C API's method option (issue #20), as a C caller sees it: the defaults, method 1 (the FMM) against the tree at
  * a small opening angle in an isolated box and in a sheet (x and y periodic), an older caller's struct without the
- * field (the tree, bit for bit), and the combinations not built yet refused at amrgrav_create. Prints one JSON
+ * field (the tree, bit for bit), the combinations not built yet refused at amrgrav_create, and fmm_accel_tolerance
+ * (its default, a bad value refused, an older caller's struct without it: its default, whatever lies there). Prints one JSON
  * object; exit status 0 when every check passed. Built and run by test/c-api.test.ts. */
 #include <math.h>
 #include <stddef.h>
@@ -56,7 +57,8 @@ int main(void) {
   amrgrav_default_options(&o);
   o.backend = AMRGRAV_BACKEND_CPU;
   o.G = 1;
-  const int defaults = o.method == 0 && o.fmm_order == 7 && o.fmm_theta == 0.65 && o.fmm_tolerance == 2e-4;
+  const int defaults = o.method == 0 && o.fmm_order == 7 && o.fmm_theta == 0.65 && o.fmm_tolerance == 2e-4 &&
+                       o.fmm_accel_tolerance == 1e-4;
   const amrgrav_status stTree = solve(&o, tree);
   o.theta = 0.1;
   const amrgrav_status stFine = solve(&o, fine);
@@ -90,16 +92,22 @@ int main(void) {
   c = o;
   c.fmm_order = 9;
   const amrgrav_status badOrder = create(&c);
+  c = o;
+  c.fmm_accel_tolerance = -1;
+  const amrgrav_status badAccel = create(&c);
+  c.struct_size = offsetof(amrgrav_options, fmm_accel_tolerance); /* an older caller: the field is not read */
+  const amrgrav_status olderAccel = create(&c);
   const double fmmVsFine = maxRelDiff(fmm, fine), treeVsFine = maxRelDiff(tree, fine);
   const int ok = defaults && stTree == AMRGRAV_OK && stFine == AMRGRAV_OK && stFmm == AMRGRAV_OK && oldSame &&
                  fmmVsFine < 2e-5 && fmmVsFine < treeVsFine && stSheet == AMRGRAV_OK && stSheetFine == AMRGRAV_OK &&
                  sheetVsFine < 1e-5 &&
                  badMethod == AMRGRAV_INVALID_OPTION && badOrder == AMRGRAV_INVALID_OPTION &&
+                 badAccel == AMRGRAV_INVALID_OPTION && olderAccel == AMRGRAV_OK &&
                  (cuda == AMRGRAV_INVALID_OPTION || cuda == AMRGRAV_NO_DEVICE);
   printf("{\"defaults\":%d,\"fmm\":%d,\"fmmVsFine\":%.3e,\"treeVsFine\":%.3e,\"oldSame\":%d,\"cuda\":%d,\"cudaUsable\":%d,"
-         "\"sheet\":%d,\"sheetVsFine\":%.3e,\"badMethod\":%d,\"badOrder\":%d,\"ok\":%s}\n",
+         "\"sheet\":%d,\"sheetVsFine\":%.3e,\"badMethod\":%d,\"badOrder\":%d,\"badAccel\":%d,\"olderAccel\":%d,\"ok\":%s}\n",
          defaults, (int)stFmm, fmmVsFine, treeVsFine, oldSame, (int)cuda, (amrgrav_features() >> 2) & 1, (int)stSheet,
          sheetVsFine,
-         (int)badMethod, (int)badOrder, ok ? "true" : "false");
+         (int)badMethod, (int)badOrder, (int)badAccel, (int)olderAccel, ok ? "true" : "false");
   return ok ? 0 : 1;
 }

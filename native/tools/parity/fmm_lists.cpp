@@ -3,8 +3,9 @@
 /// first host phase moved) against the CPU's buildInteractionLists (fmm/interaction_lists.h) on the same host-built
 /// tree: every array equal (the M2L CSR's starts and sources, the P2P pairs) and the same directed counts. Trees: a
 /// uniform grid (--uniform), the clustered AMR-like set (--amr) and a Plummer sphere of points, each at orders 3..7
-/// and tolerance 0 and 2e-4 (the default), then a grid four times finer (128^3 by default) whose device and host
-/// times are noted. Then method 'fmm' with CudaOptions::fmmDeviceLists: the results bitwise those of the host's
+/// and tolerance 0 and 2e-4 (the default), and with accelerations (the MAC's acceleration rule, physics/fmm_mac_k.h
+/// test 3: trees built for accelerations at the default fmmAccelTolerance, orders 5 and 7), then a grid four times
+/// finer (128^3 by default) whose device and host times are noted. Then method 'fmm' with CudaOptions::fmmDeviceLists: the results bitwise those of the host's
 /// lists (the same lists, the same deterministic evaluation) and within the fmm subject's tolerances of the CPU
 /// backend, with the same counts.
 #include <string>
@@ -14,6 +15,7 @@
 #include "fmm/dual_walk.h"
 #include "fmm/fmm_tree.h"
 #include "fmm/interaction_lists.h"
+#include "tools/fmm_host_tree.h"
 #include "tools/parity/harness.h"
 
 namespace amrgrav::parity {
@@ -64,6 +66,25 @@ void meshCases(Context& cx, CudaBackend& gpu, const std::string& mesh, const Cel
   }
 }
 
+/// The acceleration rule: a tree built for accelerations (FmmTree::accelLimit > 0), the device's lists against the
+/// host's, with and without the potential's error test.
+void accelCases(Context& cx, CudaBackend& gpu, const std::string& mesh, const Cells& cells, bool points) {
+  SolveOptions opt;
+  opt.method = SolveMethod::Fmm;
+  opt.accelerations = true;
+  if (points) opt.selfPotential = SelfPotential::None;
+  for (const int p : {5, 7}) {
+    opt.fmmOrder = p;
+    const tools::HostFmmTree t = tools::hostFmmTree(cells, opt, points, resolveThreadCount(0));
+    const std::string name = "fmm-lists-" + mesh + "-accel-p" + std::to_string(p);
+    if (!t.status.ok() || !(t.tree.accelLimit > 0)) {
+      check(cx, name, false, t.status.ok() ? "the tree has no acceleration limit" : "host tree failed: " + t.status.message);
+      continue;
+    }
+    for (const double tol : {0.0, 2e-4}) listsCase(cx, gpu, name + (tol > 0 ? "-tol2e-4" : "-tol0"), t.tree, tol, false);
+  }
+}
+
 }  // namespace
 
 void runFmmLists(Context& cx) {
@@ -72,6 +93,9 @@ void runFmmLists(Context& cx) {
   meshCases(cx, gpu, "grid" + std::to_string(n), cx.uniform(), false);
   meshCases(cx, gpu, "amr", cx.amr(), false);
   meshCases(cx, gpu, "plummer", cx.plummer(), true);
+  accelCases(cx, gpu, "grid" + std::to_string(n), cx.uniform(), false);
+  accelCases(cx, gpu, "amr", cx.amr(), false);
+  accelCases(cx, gpu, "plummer", cx.plummer(), true);
   {  // a finer grid, its times noted (the device's walk against the host's, the default order and tolerance)
     const int fine = 4 * n;
     const Cells grid = uniformGrid(fine, kKpc, 1e-24);
