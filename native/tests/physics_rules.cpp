@@ -959,17 +959,6 @@ void checkExtent(Report& rep) {
 
 // ---------------------------------------------------------------------------------------------------- the core library
 
-/// Inverse of spreadBits3 (as cuda/kernel_moments.cu recovers a node's cube from its first key).
-std::uint32_t compactBits3(std::uint64_t v) {
-  v &= 0x1249249249249249ULL;
-  v = (v ^ (v >> 2)) & 0x10c30c30c30c30c3ULL;
-  v = (v ^ (v >> 4)) & 0x100f00f00f00f00fULL;
-  v = (v ^ (v >> 8)) & 0x1f0000ff0000ffULL;
-  v = (v ^ (v >> 16)) & 0x1f00000000ffffULL;
-  v = (v ^ (v >> 32)) & 0x1fffffULL;
-  return std::uint32_t(v);
-}
-
 /// AMR-like cells: a 12^3 grid of side 1 with one octant refined twice (cells of side 1/24 and 1/48), masses
 /// positive (random) or, for the density contrast, made signed by the core's applyDensityContrast.
 struct AmrCells {
