@@ -18,6 +18,7 @@
 #include "cuda/device_buffers.h"
 #include "cuda/fmm_lists_phase.h"
 #include "cuda/fmm_tiles_phase.h"
+#include "cuda/fmm_tree_phase.h"
 #include "fmm/fmm_tree.h"
 #include "fmm/interaction_lists.h"
 #include "fmm/p2p_tiles_emulate.h"
@@ -50,6 +51,7 @@ struct FmmBuffers {
   DeviceBuffer<int> tables;           ///< L2L's entries: l2lStart, l2lJ, l2lKJ
   FmmListBuffers lists;               ///< the lists' walk on the device (CudaOptions::fmmDeviceLists)
   FmmTileBuffers tileBuild;           ///< the near lists and tiles built on the device (CudaOptions::fmmDeviceTiles)
+  FmmTreeBuffers treeBuild;           ///< the tree's upward pass on the device (CudaOptions::fmmDeviceTree)
   std::size_t bytes() const;
   void release();  ///< every buffer (memory_plan.h releaseAll)
 };
@@ -84,6 +86,12 @@ Status fmmSortForCheck(DeviceState& ds, const CellsView& cells, const SolveOptio
 /// down; seconds: the device timeline of the tiles' build alone (events).
 Status fmmTilesForCheck(DeviceState& ds, const fmm::FmmTree& tree, const SortedCells& sorted, double tolerance,
                         fmm::DeviceTiles& out, double* seconds);
+
+/// The parity tool's check of the device's tree (cuda/testing.h): the device sort with the topology, then the tree
+/// and upward pass as the solve with CudaOptions::fmmDeviceTree makes them, every array copied down (multipoles
+/// included); seconds: the device timeline of the tree phase (events). Errors as the solve's.
+Status fmmTreeForCheck(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, fmm::FmmTree& tree,
+                       double* seconds);
 
 /// The host block entry with method 'fmm': the blocks' cells made on the host and solved by the backend's cell solve
 /// (core/backend.h solveBlocksViaCells); the device entry (device pointers) is an InvalidOption so far. Takes the
