@@ -13,6 +13,7 @@
 #include "cuda/device_state.h"
 #include "cuda/fmm_phase.h"
 #include "cuda/fmm_tiles_phase.h"
+#include "cuda/kernels.h"
 #include "cuda/kernels_fmm.h"
 #include "cuda/memory_plan.h"
 #include "cuda/solve.h"
@@ -149,9 +150,9 @@ Status putCells(DeviceState& ds, const SortedCells& sorted, std::vector<double>&
 /// The tile build's inputs: the tree's arrays put by putTree or made by fmm_tree_phase.h; the cells where the device
 /// sort left them (deviceSort: ds.sortedCells and ds.sortedSize, the same bits as the host sort's) or put by putCells
 /// (the sizes then uploaded from the host's sorted cells).
-FmmTileInputs tileInputs(DeviceState& ds, std::size_t nodes, const SortedCells& sorted, bool deviceSort) {
+FmmTileInputs tileInputs(DeviceState& ds, std::size_t nodes, std::size_t n, const SortedCells& sorted,
+                         bool deviceSort) {
   FmmBuffers& b = ds.fmm;
-  const std::size_t n = sorted.order.size();
   FmmTileInputs in;
   in.nodes = std::uint32_t(nodes);
   in.cells = n;
@@ -281,7 +282,7 @@ Status fmmTilesForCheck(DeviceState& ds, const fmm::FmmTree& tree, const SortedC
     AG_TRY(deviceLists(ds, tree.nodeCount(), tree.order, &tree, tolerance, dl));  // synchronises: topo, c may go
     AG_CUDA_TRY(cudaEventRecord(ds.events[0], ds.stream));
     DeviceFmmTiles dt;
-    AG_TRY(buildFmmTilesOnDevice(tileInputs(ds, tree.nodeCount(), sorted, false), dl, ds.fmm.tileBuild, ds.stream, dt));
+    AG_TRY(buildFmmTilesOnDevice(tileInputs(ds, tree.nodeCount(), sorted.order.size(), sorted, false), dl, ds.fmm.tileBuild, ds.stream, dt));
     AG_CUDA_TRY(cudaEventRecord(ds.events[1], ds.stream));
     AG_CUDA_TRY(cudaEventSynchronize(ds.events[1]));
     if (seconds) *seconds = elapsed(ds, 0, 1);
@@ -355,6 +356,8 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
   const bool deviceWalk = ds.copt.fmmDeviceLists;
   // the tree and its upward pass on the device (fmm_tree_phase.h) from the device sort's topology, for its lists
   const bool deviceTree = ds.copt.fmmDeviceTree && deviceSort && deviceWalk;
+  // with the tiles there too nothing on the host reads the sorted cells: no gather, the finish on the device
+  const bool deviceFinish = deviceTree && deviceTiles;
   // the solve skipped validateCells: the host's sort checks the cells here, the device's sort in its first passes
   if (ds.copt.validateOnDevice && !deviceSort) AG_TRY(validateCells(cells, opt));
   const auto t0 = Clock::now();
@@ -369,7 +372,7 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
   std::vector<std::uint64_t> keys;
   RootCube root;
   if (deviceSort) {
-    AG_TRY(sortOnDevice(ds, cells, opt, threads, root, sorted, keys, deviceTree));
+    AG_TRY(sortOnDevice(ds, cells, opt, threads, root, sorted, keys, deviceTree, !deviceFinish));
   } else {
     root = chooseRootCube(cells, opt);
     AG_TRY(sortCellsByKey(cells, root, sorted, keys, 0, false, threads));  // root rescaled in place, as on the CPU
@@ -391,7 +394,7 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
   if (tree.dipoles)
     return Status::error(ErrorCode::Internal, "CUDA backend: the FMM's device kernels take no dipole terms");
   t = Clock::now();
-  const std::size_t n = sorted.order.size(), nodes = deviceTree ? dtree.nodes : tree.nodeCount();
+  const std::size_t n = cells.n, nodes = deviceTree ? dtree.nodes : tree.nodeCount();
   FmmBuffers& b = ds.fmm;
   fmm::FmmLists lists;
   std::vector<std::uint32_t> topo;  // the topology's staging (alive until the upload's synchronisation)
@@ -422,7 +425,7 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
   fmm::IrregularLists irr;
   DeviceFmmTiles dt;
   if (deviceTiles) {
-    AG_TRY(buildFmmTilesOnDevice(tileInputs(ds, nodes, sorted, deviceSort), dl, b.tileBuild, ds.stream, dt));
+    AG_TRY(buildFmmTilesOnDevice(tileInputs(ds, nodes, n, sorted, deviceSort), dl, b.tileBuild, ds.stream, dt));
     p2pTables.prepareSlots(dt.slots, threads);
     tiles.slots = dt.slots;
   } else {
@@ -576,10 +579,17 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
   ds.stats.fmmComputedEntries = deviceTiles ? dt.total.computedEntries : tiles.computedEntries;
   ds.stats.fmmIrregularLeaves = irregularCount;
 
-  // download, then the CPU backend's finish (G, scaling, self term, the caller's order)
+  // download, then the CPU backend's finish (G, scaling, self term, the caller's order); or that finish on the
+  // device (kernel_finish.cu: the same operations, rounded alike) and the results down in the caller's order
   t = Clock::now();
-  std::vector<double> phi(n), g[3];
-  {  // through the pinned staging (the kernels' work on ds.stream first)
+  if (deviceFinish) {
+    ds.massScale = 1.0;  // the FMM's sums are in the caller's masses (the sort gathers them unscaled)
+    AG_TRY(launchFoldSelf(v.phi, ds.sortedCells.mass, ds.sortedSize, unsigned(n), 1.0,
+                          selfCoefficient(opt.selfPotential), ds.stream));
+    AG_TRY(finishAndDownload(ds, opt, out.targets(n, accel)));
+  }
+  std::vector<double> phi(deviceFinish ? 0 : n), g[3];
+  if (!deviceFinish) {  // through the pinned staging (the kernels' work on ds.stream first)
     Transfer down[4] = {{phi.data(), v.phi, n * sizeof(double)}};
     int count = 1;
     if (accel) {
@@ -590,8 +600,8 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
       }
     }
     AG_TRY(copyOut(ds, down, count, ds.stream));
+    finishSolve(sorted, opt, phi, accel ? g : nullptr, out, copyThreads(ds));
   }
-  finishSolve(sorted, opt, phi, accel ? g : nullptr, out, copyThreads(ds));
   ds.stats.secondsDownload = since(t);
 
   ds.stats.secondsTotal = since(t0);
