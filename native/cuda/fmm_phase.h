@@ -6,7 +6,9 @@
 /// (fmm/fmm_tree.h, fmm/interaction_lists.h; the lists on the device with CudaOptions::fmmDeviceLists, the same
 /// arrays), so both backends have the same lists and multipoles; the device evaluates them (cuda/kernels_fmm.h: P2P,
 /// M2L, L2L, L2P) over the sorted cells left there by its sort; the sums come down and are finished on the host by
-/// the CPU backend's own finish (tree/finish.h finishSolve).
+/// the CPU backend's own finish (tree/finish.h finishSolve). With CudaOptions::fmmDeviceTree the tree and its upward
+/// pass are made on the device too (fmm_tree_phase.h, the host's bits), and with fmmDeviceTiles as well nothing per
+/// cell comes down before the results: no host gather, the finish on the device (kernel_finish.cu).
 /// Isolated boxes only: periodic boxes are an InvalidOption. Internal to native/cuda.
 #pragma once
 #include <cstdint>
@@ -66,8 +68,9 @@ Status checkFmmOnDevice(const SolveOptions& opt);
 /// near field's tiles, on the host, or with CudaOptions::fmmDeviceLists the lists on the device (fmm_lists_phase.h:
 /// the tree's arrays up first, the P2P pairs down for the tiles) and the tiles on the host, or with
 /// CudaOptions::fmmDeviceTiles too the tiles on the device from its pairs (fmm_tiles_phase.h: only the tables' slots
-/// come down); upload; walk: the
-/// device's evaluation; download: the sums down and finished on the host).
+/// come down); moments with CudaOptions::fmmDeviceTree: the device's topology conversion and upward pass (with the
+/// host's tiles, the topology and centres down for them); upload; walk: the device's evaluation; download: the sums
+/// down and finished on the host, or finished on the device and the results down).
 Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, SolveResult& out);
 
 /// The parity tool's check of the device's lists (cuda/testing.h): the tree's arrays up into the state's FMM
