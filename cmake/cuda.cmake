@@ -71,6 +71,8 @@ if(AMRGRAV_HAVE_CUDA)
     native/cuda/fmm_lists_phase.cu
     native/cuda/kernel_fmm_lists.cu
     native/cuda/fmm_tiles_phase.cu
+    native/cuda/fmm_tree_phase.cu
+    native/cuda/kernel_fmm_tree.cu
   )
   set_target_properties(amrgrav_cuda PROPERTIES
     CUDA_STANDARD 17
@@ -98,6 +100,7 @@ if(AMRGRAV_HAVE_CUDA)
   set_source_files_properties(
     native/cuda/kernel_keys.cu native/cuda/kernel_build.cu native/cuda/kernel_moments.cu native/cuda/kernel_let.cu
     native/cuda/kernel_blocks.cu native/cuda/kernel_fmm_lists.cu native/cuda/fmm_tiles_phase.cu
+    native/cuda/kernel_fmm_tree.cu
     PROPERTIES COMPILE_OPTIONS "-fmad=false")
 
   add_library(amrgrav_cuda_testing STATIC native/cuda/testing.cu)
@@ -127,7 +130,8 @@ if(AMRGRAV_HAVE_CUDA)
     native/tools/parity/hostblocks.cpp
     native/tools/parity/fmm.cpp
     native/tools/parity/fmm_lists.cpp
-    native/tools/parity/fmm_tiles.cpp)
+    native/tools/parity/fmm_tiles.cpp
+    native/tools/parity/fmm_tree.cpp)
   target_link_libraries(amrgrav_gpu_parity PRIVATE amrgrav_gpu_harness)
   target_compile_options(amrgrav_gpu_parity PRIVATE -O2 -Wall -Wextra)
   add_executable(amrgrav_gpu_timing native/tools/gpu_timing.cpp)
@@ -140,7 +144,7 @@ if(AMRGRAV_HAVE_CUDA)
   # a time on the GPU, whatever ctest -j says. Timings (amrgrav_gpu_timing) are not tests.
   set(_amrgrav_gpu_tests "")
   foreach(_subject isolated direct errors memory periodic contrast let vote system clustered particles hostblocks fmm
-                   fmm-lists fmm-tiles)
+                   fmm-lists fmm-tiles fmm-tree)
     add_test(NAME gpu.${_subject} COMMAND amrgrav_gpu_parity ${_subject})
     list(APPEND _amrgrav_gpu_tests gpu.${_subject})
   endforeach()

@@ -43,7 +43,7 @@ describe('physics rules (host vs device rounding)', () => {
       expect(canary).toBe('ok');
       expect(Number(differ)).toBeGreaterThan(0);
       // every part ran
-      for (const part of ['MAC', 'image test', 'moments', 'LET choice', 'core library vs device rounding', 'FMM MAC', 'FMM LETs'])
+      for (const part of ['MAC', 'image test', 'moments', 'LET choice', 'core library vs device rounding', 'FMM MAC', 'FMM LETs', 'FMM upward'])
         expect(out, part).toMatch(new RegExp(`^${part}\\s+\\d+ checks, 0 failed`, 'm'));
     },
   );

@@ -44,6 +44,12 @@
 #              2e-4, and a 128^3 grid with both builds' times noted; method 'fmm' with the device's tiles bitwise the
 #              host tiles' results and within 1e-12 / 1e-11 of the CPU), compute-sanitizer memcheck on fmm-tiles
 #              --quick, then amrgrav_gpu_timing --no-perf --fmm 128,256 --fmm-device-tiles
+#   fmmtree    issue #20, the FMM tree and upward pass built on the device (cuda/fmm_tree_phase.h): ctest gpu.fmm-tree
+#              (the device's tree = the host's buildFmmTree, every array by bits, on a 32^3 grid and the clustered AMR
+#              set at orders 3, 5, 7, and a 128^3 grid with both builds' times noted; method 'fmm' with the device's
+#              tree bitwise the host tree's results, host tiles and device tiles, and within 1e-12 / 1e-11 of the
+#              CPU), compute-sanitizer memcheck and racecheck on fmm-tree --quick, then amrgrav_gpu_timing --no-perf
+#              --fmm 128,256 --fmm-device-tiles --fmm-device-tree
 #   apibench   `amrgrav bench --grid 256` through the Node API, order 2, 1, and 2 with accelerations
 #   ncu        Nsight Compute on one order-2 walk launch (128^3): throughput, occupancy, stalls, instruction mix
 #   ncuper     the same on the periodic walk's expansion kernel
@@ -247,6 +253,32 @@ for line in open(sys.argv[1]):
               f"device_tiles={int(r['device_tiles'])}: wall {r['wall_s']*1e3:8.2f} ms  lists {r['lists_s']*1e3:8.2f}  "
               f"build {r['build_s']*1e3:8.2f}  upload {r['upload_s']*1e3:7.2f}  walk {r['walk_s']*1e3:7.2f}  "
               f"tiles {r['p2p_tiles']} tables {r['p2p_tables']} irregular {r['p2p_irregular_leaves']}")
+PY
+      ;;
+    fmmtree)
+      (cd build && AMRGRAV_REQUIRE_GPU=1 timeout 500 ctest -R '^gpu[.]fmm-tree$' --output-on-failure) \
+        > "$out/fmmtree-ctest.log" 2>&1
+      summary+=("fmmtree ctest gpu.fmm-tree rc=$? $(grep -h 'parity summary' "$out/fmmtree-ctest.log" | tr '\n' ';')")
+      grep -hE '^ *(ok|FAIL)|^# fmm-tree' "$out/fmmtree-ctest.log"
+      for tool in memcheck racecheck; do
+        AMRGRAV_REQUIRE_GPU=1 timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 $check fmm-tree --quick \
+          > "$out/fmmtree-$tool.log" 2>&1
+        summary+=("fmmtree $tool rc=$? $(grep -hE 'RACECHECK SUMMARY|ERROR SUMMARY' "$out/fmmtree-$tool.log" | head -1)")
+      done
+      timeout 500 $timing --no-perf --fmm 128,256 --fmm-device-tiles --fmm-device-tree --reps 3 \
+        > "$out/fmmtree-timing.log" 2>&1
+      summary+=("fmmtree timing rc=$?")
+      python3 - "$out/fmmtree-timing.log" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    if not line.startswith('{'): continue
+    r = json.loads(line)
+    if r.get('kind') == 'fmm' and 'cells' in r:
+        print(f"fmm {r['grid']:4d} acc={int(r['accelerations'])} tiles={int(r['device_tiles'])} "
+              f"tree={int(r.get('device_tree', False))}: wall {r['wall_s']*1e3:8.2f} ms  keys_sort "
+              f"{r['keys_sort_s']*1e3:8.2f}  moments {r['moments_s']*1e3:8.2f}  build {r['build_s']*1e3:8.2f}  "
+              f"upload {r['upload_s']*1e3:7.2f}  walk {r['walk_s']*1e3:7.2f}  download {r['download_s']*1e3:7.2f}  "
+              f"bytes/cell {r['device_bytes_per_cell']:.0f}")
 PY
       ;;
     apibench)

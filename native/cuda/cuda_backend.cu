@@ -133,13 +133,14 @@ Status solveOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions
 std::unique_ptr<Backend> makeCudaBackend() {
   CudaOptions o;
   // measurement knobs (bench/gpu/blocks-check.sh chunks256, copies256): the host block entry's walk launches, the
-  // staged copies' host threads and pinned chunk size (MiB); the FMM's lists and sort on the device
+  // staged copies' host threads and pinned chunk size (MiB); the FMM's lists, sort, tiles and tree on the device
   if (const char* e = std::getenv("AMRGRAV_CUDA_RESULT_CHUNKS"))
     o.resultChunks = std::max(0, std::min(std::atoi(e), cuda::kMaxResultChunks));
   if (const char* e = std::getenv("AMRGRAV_CUDA_COPY_THREADS")) o.copyThreads = std::max(0, std::min(std::atoi(e), 64));
   if (const char* e = std::getenv("AMRGRAV_FMM_DEVICE_LISTS")) o.fmmDeviceLists = std::atoi(e) != 0;
   if (const char* e = std::getenv("AMRGRAV_FMM_DEVICE_SORT")) o.fmmDeviceSort = std::atoi(e) != 0;
   if (const char* e = std::getenv("AMRGRAV_FMM_DEVICE_TILES")) o.fmmDeviceTiles = std::atoi(e) != 0;
+  if (const char* e = std::getenv("AMRGRAV_FMM_DEVICE_TREE")) o.fmmDeviceTree = std::atoi(e) != 0;
   if (const char* e = std::getenv("AMRGRAV_CUDA_STAGING_MIB"))
     if (const int mib = std::atoi(e); mib > 0) o.stagingChunkBytes = std::size_t(std::min(mib, 256)) << 20;
   return std::make_unique<cuda::CudaBackendImpl>(o);

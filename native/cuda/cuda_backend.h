@@ -52,11 +52,18 @@ struct CudaOptions {
   bool fmmDeviceSort = true;
   /// Method 'fmm' with fmmDeviceLists: the near lists and P2P tiles built on the device from its P2P pairs
   /// (cuda/fmm_tiles_phase.h: the same arrays as the host's fmm/p2p_tiles.h, so the same bits) instead of the pairs
-  /// copied down and the tiles made on the host and uploaded; no effect without fmmDeviceLists; with it the sort is
-  /// the host's (the tiles read the cells from the FMM's own buffer). Off by default: gpu.fmm-tiles passes on an
-  /// H100, but at 256^3 the build (~0.35 s) is no faster than the host's yet. AMRGRAV_FMM_DEVICE_TILES=1 in the
-  /// API's backends.
+  /// copied down and the tiles made on the host and uploaded; no effect without fmmDeviceLists; they read the sorted
+  /// cells where the sort left them (the device's block, or the FMM's own buffer after the host's sort). Off by
+  /// default: gpu.fmm-tiles passes on an H100, but at 256^3 the build (~0.35 s) is no faster than the host's yet.
+  /// AMRGRAV_FMM_DEVICE_TILES=1 in the API's backends.
   bool fmmDeviceTiles = false;
+  /// Method 'fmm' with fmmDeviceSort and fmmDeviceLists: the FMM tree's topology and its upward pass (centres,
+  /// radii, MAC quantities, multipoles) on the device (cuda/fmm_tree_phase.h: the host's buildFmmTree bit for bit,
+  /// by the same rules, fmm/upward_k.h) instead of on the host and uploaded; the lists then read them there and the
+  /// multipoles never cross the bus (with the host's tiles the topology and centres come down for them). No effect
+  /// without both. Off until a GPU has run its parity (ctest gpu.fmm-tree: the arrays and solves bitwise the host
+  /// tree's); the API's backends take AMRGRAV_FMM_DEVICE_TREE=1.
+  bool fmmDeviceTree = false;
 };
 
 /// Per-solve measurements of the CUDA backend (device phases from cudaEvents on the backend's stream).

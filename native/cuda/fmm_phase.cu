@@ -13,6 +13,7 @@
 #include "cuda/device_state.h"
 #include "cuda/fmm_phase.h"
 #include "cuda/fmm_tiles_phase.h"
+#include "cuda/kernels.h"
 #include "cuda/kernels_fmm.h"
 #include "cuda/memory_plan.h"
 #include "cuda/solve.h"
@@ -65,19 +66,20 @@ Status putTree(DeviceState& ds, const fmm::FmmTree& tree, std::vector<std::uint3
   return Status::success();
 }
 
-/// The lists' walk on the device over the tree put there by putTree (and its MAC quantities, uploaded here): the
-/// M2L CSR into b.m2lStart and b.m2lSource, the rest described by `out`.
-Status deviceLists(DeviceState& ds, const fmm::FmmTree& tree, double tolerance, DeviceFmmLists& out) {
+/// The lists' walk on the device over the tree of `nodes` nodes put there by putTree (and its MAC quantities,
+/// uploaded here from hostMac) or made there (fmm_tree_phase.h; hostMac null): the M2L CSR into b.m2lStart and
+/// b.m2lSource, the rest described by `out`.
+Status deviceLists(DeviceState& ds, std::size_t nodes, int order, const fmm::FmmTree* hostMac, double tolerance,
+                   DeviceFmmLists& out) {
   FmmBuffers& b = ds.fmm;
-  const std::size_t nodes = tree.nodeCount();
-  AG_TRY(uploadWalkInputs(tree, b.lists, ds.stream));
+  if (hostMac) AG_TRY(uploadWalkInputs(*hostMac, b.lists, ds.stream));
   FmmListInputs in;
   in.nodes = std::uint32_t(nodes);
   in.childBegin = b.topo.get() + 2 * nodes;
   in.cellCount = b.topo.get() + nodes;
   in.childCount = b.childCount.get();
   in.centre = b.centre.get();
-  in.order = tree.order;
+  in.order = order;
   in.tolerance = tolerance;
   in.accelLimit = tree.accelLimit;
   return buildFmmListsOnDevice(in, b.lists, b.m2lStart, b.m2lSource, ds.stream, out);
@@ -90,16 +92,21 @@ Status deviceLists(DeviceState& ds, const fmm::FmmTree& tree, double tolerance, 
 /// the sorted keys and order copied down and the cells gathered on the host by sortCellsByKey's own gather, so the
 /// host's tree gets the bits that sortCellsByKey gives. root: scaled as sortCellsByKey scales it. The block is laid
 /// out as for a direct solve (no tree room): the sorted, scaled cells stay there for the evaluation (x, y, z, mass in
-/// ds.sortedCells) and ds.sums holds its sums (phi, then gx, gy, gz with accelerations).
+/// ds.sortedCells) and ds.sums holds its sums (phi, then gx, gy, gz with accelerations). deviceTree: the FMM's
+/// topology is built there too (in the spare index half, for fmm_tree_phase.h) and the keys stay on the device
+/// (the order alone comes down, for the host's gather: finishSolve reads the sorted cells); gather false: nothing
+/// comes down (the parity check of the tree).
 Status sortOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, int threads, RootCube& root,
-                    SortedCells& sorted, std::vector<std::uint64_t>& keys) {
+                    SortedCells& sorted, std::vector<std::uint64_t>& keys, bool deviceTree = false,
+                    bool gather = true) {
   const std::size_t n = cells.n;
   AG_TRY(uploadAndBound(ds, cells, opt, true));
-  std::vector<std::uint32_t> order(n);
-  keys.resize(n);
-  const SortDownload down{keys.data(), order.data()};
+  std::vector<std::uint32_t> order(gather ? n : 0);
+  keys.resize(deviceTree ? 0 : n);
+  SortDownload down{deviceTree ? nullptr : keys.data(), gather ? order.data() : nullptr};
+  if (deviceTree) down.treeLeafSize = fmm::kFmmLeafSize;
   AG_TRY(sortAndBuild(ds, cells, opt, true, 0.0, false, &down));
-  gatherSortedCells(cells, std::move(order), ds.scale, threads, sorted);
+  if (gather) gatherSortedCells(cells, std::move(order), ds.scale, threads, sorted);
   root = ds.root;  // scaled by sortAndBuild as sortCellsByKey scales it
   return Status::success();
 }
@@ -141,20 +148,29 @@ Status putCells(DeviceState& ds, const SortedCells& sorted, std::vector<double>&
   return put(ds, ds.fmm.cells, c, "the FMM's cells");
 }
 
-/// The tile build's inputs: the tree's arrays put by putTree, the cells by putCells.
-FmmTileInputs tileInputs(DeviceState& ds, const fmm::FmmTree& tree, const SortedCells& sorted) {
+/// The tile build's inputs: the tree's arrays put by putTree or made by fmm_tree_phase.h; the cells where the device
+/// sort left them (deviceSort: ds.sortedCells and ds.sortedSize, the same bits as the host sort's) or put by putCells
+/// (the sizes then uploaded from the host's sorted cells).
+FmmTileInputs tileInputs(DeviceState& ds, std::size_t nodes, std::size_t n, const SortedCells& sorted,
+                         bool deviceSort) {
   FmmBuffers& b = ds.fmm;
-  const std::size_t nodes = tree.nodeCount(), n = sorted.x.size();
   FmmTileInputs in;
   in.nodes = std::uint32_t(nodes);
   in.cells = n;
   in.childCount = b.childCount.get();
   in.cellBegin = b.topo.get();
   in.cellCount = b.topo.get() + nodes;
-  in.x = b.cells.get();
-  in.y = in.x + n;
-  in.z = in.x + 2 * n;
-  in.size = sorted.size.data();
+  if (deviceSort) {
+    in.x = ds.sortedCells.x;
+    in.y = ds.sortedCells.y;
+    in.z = ds.sortedCells.z;
+    in.deviceSize = ds.sortedSize;
+  } else {
+    in.x = b.cells.get();
+    in.y = in.x + n;
+    in.z = in.x + 2 * n;
+    in.size = sorted.size.data();
+  }
   return in;
 }
 
@@ -193,6 +209,7 @@ void FmmBuffers::release() {
   for (auto* b : {&cells, &sums, &centre, &M, &L, &tileInvH, &p2pK}) b->release();
   lists.release();
   tileBuild.release();
+  treeBuild.release();
   for (auto* b : {&topo, &m2lStart, &m2lSource, &leaves, &tiles}) b->release();
   childCount.release();
   tables.release();
@@ -205,7 +222,7 @@ std::size_t FmmBuffers::bytes() const {
   return cells.bytes() + sums.bytes() + centre.bytes() + M.bytes() + L.bytes() + topo.bytes() + childCount.bytes() +
          m2lStart.bytes() + m2lSource.bytes() + leaves.bytes() + tables.bytes() + tiles.bytes() +
          tileStepTable.bytes() + tileInvH.bytes() + p2pK.bytes() + p2pSlot.bytes() + lists.bytes() +
-         tileBuild.bytes();
+         tileBuild.bytes() + treeBuild.bytes();
 }
 
 Status checkFmmOnDevice(const SolveOptions& opt) {
@@ -227,7 +244,7 @@ Status fmmListsForCheck(DeviceState& ds, const fmm::FmmTree& tree, double tolera
     AG_TRY(putTree(ds, tree, topo));
     AG_CUDA_TRY(cudaEventRecord(ds.events[0], ds.stream));
     DeviceFmmLists dl;
-    AG_TRY(deviceLists(ds, tree, tolerance, dl));  // synchronises the stream: topo may go
+    AG_TRY(deviceLists(ds, tree.nodeCount(), tree.order, &tree, tolerance, dl));  // synchronises: topo may go
     AG_CUDA_TRY(cudaEventRecord(ds.events[1], ds.stream));
     AG_TRY(downloadFmmLists(dl, true, ds.stream, out));
     if (seconds) *seconds = elapsed(ds, 0, 1);
@@ -263,10 +280,10 @@ Status fmmTilesForCheck(DeviceState& ds, const fmm::FmmTree& tree, const SortedC
     AG_TRY(putTree(ds, tree, topo));
     AG_TRY(putCells(ds, sorted, c));
     DeviceFmmLists dl;
-    AG_TRY(deviceLists(ds, tree, tolerance, dl));  // synchronises the stream: topo and c may go
+    AG_TRY(deviceLists(ds, tree.nodeCount(), tree.order, &tree, tolerance, dl));  // synchronises: topo, c may go
     AG_CUDA_TRY(cudaEventRecord(ds.events[0], ds.stream));
     DeviceFmmTiles dt;
-    AG_TRY(buildFmmTilesOnDevice(tileInputs(ds, tree, sorted), dl, ds.fmm.tileBuild, ds.stream, dt));
+    AG_TRY(buildFmmTilesOnDevice(tileInputs(ds, tree.nodeCount(), sorted.order.size(), sorted, false), dl, ds.fmm.tileBuild, ds.stream, dt));
     AG_CUDA_TRY(cudaEventRecord(ds.events[1], ds.stream));
     AG_CUDA_TRY(cudaEventSynchronize(ds.events[1]));
     if (seconds) *seconds = elapsed(ds, 0, 1);
@@ -298,6 +315,29 @@ Status fmmTilesForCheck(DeviceState& ds, const fmm::FmmTree& tree, const SortedC
   });
 }
 
+Status fmmTreeForCheck(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, fmm::FmmTree& tree,
+                       double* seconds) {
+  std::lock_guard<std::mutex> lock(ds.mu);
+  return guarded([&]() -> Status {
+    AG_TRY(checkOptions(opt, cells.n, false));
+    AG_TRY(checkFmmOnDevice(opt));
+    if (cells.n == 0) return Status::error(ErrorCode::InvalidInput, "the device's FMM tree takes at least one cell");
+    AG_TRY(ensureDevice(ds));
+    ds.blk.key.valid = false;  // the block is laid out anew: a block solve's kept tree is gone
+    RootCube root;
+    SortedCells sorted;
+    std::vector<std::uint64_t> keys;
+    AG_TRY(sortOnDevice(ds, cells, opt, resolveThreadCount(opt.threads), root, sorted, keys, true, false));
+    AG_CUDA_TRY(cudaEventRecord(ds.events[0], ds.stream));
+    DeviceFmmTree dt;
+    AG_TRY(buildFmmTreeOnDevice(ds, opt, dt, tree));
+    AG_CUDA_TRY(cudaEventRecord(ds.events[1], ds.stream));
+    AG_CUDA_TRY(cudaEventSynchronize(ds.events[1]));
+    if (seconds) *seconds = elapsed(ds, 0, 1);
+    return downloadFmmTree(ds, dt, true, tree);
+  });
+}
+
 Status solveFmmBlocks(DeviceState& ds, const BlocksView& v, const BlockOutputs& out, const SolveOptions& opt,
                       SolveResult& result) {
   AG_TRY(checkFmmOnDevice(opt));
@@ -312,10 +352,13 @@ Status solveFmmBlocks(DeviceState& ds, const BlocksView& v, const BlockOutputs& 
 
 Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, SolveResult& out) {
   AG_TRY(checkFmmOnDevice(opt));
-  // the tiles on the device read the cells from the FMM's own buffer (fmm_tiles_phase.h tileInputs), which the
-  // device's sort does not fill: with fmmDeviceTiles the sort is the host's for now
   const bool deviceTiles = ds.copt.fmmDeviceLists && ds.copt.fmmDeviceTiles;
-  const bool deviceSort = ds.copt.fmmDeviceSort && !deviceTiles;
+  const bool deviceSort = ds.copt.fmmDeviceSort;
+  const bool deviceWalk = ds.copt.fmmDeviceLists;
+  // the tree and its upward pass on the device (fmm_tree_phase.h) from the device sort's topology, for its lists
+  const bool deviceTree = ds.copt.fmmDeviceTree && deviceSort && deviceWalk;
+  // with the tiles there too nothing on the host reads the sorted cells: no gather, the finish on the device
+  const bool deviceFinish = deviceTree && deviceTiles;
   // the solve skipped validateCells: the host's sort checks the cells here, the device's sort in its first passes
   if (ds.copt.validateOnDevice && !deviceSort) AG_TRY(validateCells(cells, opt));
   const auto t0 = Clock::now();
@@ -330,31 +373,39 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
   std::vector<std::uint64_t> keys;
   RootCube root;
   if (deviceSort) {
-    AG_TRY(sortOnDevice(ds, cells, opt, threads, root, sorted, keys));
+    AG_TRY(sortOnDevice(ds, cells, opt, threads, root, sorted, keys, deviceTree, !deviceFinish));
   } else {
     root = chooseRootCube(cells, opt);
     AG_TRY(sortCellsByKey(cells, root, sorted, keys, 0, false, threads));  // root rescaled in place, as on the CPU
   }
   ds.stats.secondsKeys = since(t);
-  // host: the CPU backend's tree with multipoles, lists (the same code, so the same bits)
+  // the tree with its multipoles: the CPU backend's on the host, or the device's by the same rules (the same bits);
+  // the host's tiles then read its topology and centres, copied down
   t = Clock::now();
   fmm::FmmTree tree;
-  AG_TRY(fmm::buildFmmTree(keys, root, sorted, opt, threads, tree));
+  DeviceFmmTree dtree;
+  if (deviceTree) {
+    AG_TRY(buildFmmTreeOnDevice(ds, opt, dtree, tree));
+    if (deviceTiles) AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));  // for the phase's time
+    else AG_TRY(downloadFmmTree(ds, dtree, false, tree));
+  } else {
+    AG_TRY(fmm::buildFmmTree(keys, root, sorted, opt, threads, tree));
+  }
   ds.stats.secondsMoments = since(t);
   if (tree.dipoles)
     return Status::error(ErrorCode::Internal, "CUDA backend: the FMM's device kernels take no dipole terms");
   t = Clock::now();
-  const std::size_t n = sorted.order.size(), nodes = tree.nodeCount();
+  const std::size_t n = cells.n, nodes = deviceTree ? dtree.nodes : tree.nodeCount();
   FmmBuffers& b = ds.fmm;
   fmm::FmmLists lists;
   std::vector<std::uint32_t> topo;  // the topology's staging (alive until the upload's synchronisation)
-  const bool deviceWalk = ds.copt.fmmDeviceLists;
   DeviceFmmLists dl;
   std::vector<double> cellStaging;  // the cells' staging (alive until the upload's synchronisation)
-  if (deviceWalk) {  // the tree's arrays up now (the evaluation reads them too), the lists there, the P2P pairs down
-    AG_TRY(putTree(ds, tree, topo));
-    if (deviceTiles) AG_TRY(putCells(ds, sorted, cellStaging));  // the tiles' regular leaves read them
-    AG_TRY(deviceLists(ds, tree, opt.fmmTolerance, dl));
+  if (deviceWalk) {  // the tree's arrays up now (the evaluation reads them too; made there with deviceTree), the
+                     // lists there, the P2P pairs down
+    if (!deviceTree) AG_TRY(putTree(ds, tree, topo));
+    if (deviceTiles && !deviceSort) AG_TRY(putCells(ds, sorted, cellStaging));  // the tiles' regular leaves read them
+    AG_TRY(deviceLists(ds, nodes, tree.order, deviceTree ? nullptr : &tree, opt.fmmTolerance, dl));
     if (deviceTiles) {  // the pairs stay on the device: the counts alone
       lists.directedM2L = dl.directedM2L;
       lists.directedP2P = dl.directedP2P;
@@ -375,7 +426,7 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
   fmm::IrregularLists irr;
   DeviceFmmTiles dt;
   if (deviceTiles) {
-    AG_TRY(buildFmmTilesOnDevice(tileInputs(ds, tree, sorted), dl, b.tileBuild, ds.stream, dt));
+    AG_TRY(buildFmmTilesOnDevice(tileInputs(ds, nodes, n, sorted, deviceSort), dl, b.tileBuild, ds.stream, dt));
     p2pTables.prepareSlots(dt.slots, threads);
     tiles.slots = dt.slots;
   } else {
@@ -398,13 +449,13 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
   const bool accel = opt.accelerations;
   std::size_t tileOff[6];  // in b.tiles: target, stepStart, stepSource; irregular leaf, start, source
   {
-    if (!deviceSort && !deviceTiles) AG_TRY(putCells(ds, sorted, cellStaging));  // else up already
+    if (!deviceSort && !deviceTiles) AG_TRY(putCells(ds, sorted, cellStaging));  // else up already or there
     if (!deviceWalk) {  // else up already, and the M2L lists made there
       AG_TRY(putTree(ds, tree, topo));
       AG_TRY(put(ds, b.m2lStart, lists.m2lStart, "the FMM's M2L lists"));
       AG_TRY(put(ds, b.m2lSource, lists.m2lSource, "the FMM's M2L lists"));
     }
-    AG_TRY(put(ds, b.M, tree.M, "the FMM's multipoles"));
+    if (!deviceTree) AG_TRY(put(ds, b.M, tree.M, "the FMM's multipoles"));  // else made there
     std::vector<std::uint32_t> u;
     if (!deviceTiles) {  // else made there (FmmTileBuffers)
       AG_TRY(put(ds, b.leaves, near.leaves, "the FMM's leaves"));
@@ -529,10 +580,17 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
   ds.stats.fmmComputedEntries = deviceTiles ? dt.total.computedEntries : tiles.computedEntries;
   ds.stats.fmmIrregularLeaves = irregularCount;
 
-  // download, then the CPU backend's finish (G, scaling, self term, the caller's order)
+  // download, then the CPU backend's finish (G, scaling, self term, the caller's order); or that finish on the
+  // device (kernel_finish.cu: the same operations, rounded alike) and the results down in the caller's order
   t = Clock::now();
-  std::vector<double> phi(n), g[3];
-  {  // through the pinned staging (the kernels' work on ds.stream first)
+  if (deviceFinish) {
+    ds.massScale = 1.0;  // the FMM's sums are in the caller's masses (the sort gathers them unscaled)
+    AG_TRY(launchFoldSelf(v.phi, ds.sortedCells.mass, ds.sortedSize, unsigned(n), 1.0,
+                          selfCoefficient(opt.selfPotential), ds.stream));
+    AG_TRY(finishAndDownload(ds, opt, out.targets(n, accel)));
+  }
+  std::vector<double> phi(deviceFinish ? 0 : n), g[3];
+  if (!deviceFinish) {  // through the pinned staging (the kernels' work on ds.stream first)
     Transfer down[4] = {{phi.data(), v.phi, n * sizeof(double)}};
     int count = 1;
     if (accel) {
@@ -543,8 +601,8 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
       }
     }
     AG_TRY(copyOut(ds, down, count, ds.stream));
+    finishSolve(sorted, opt, phi, accel ? g : nullptr, out, copyThreads(ds));
   }
-  finishSolve(sorted, opt, phi, accel ? g : nullptr, out, copyThreads(ds));
   ds.stats.secondsDownload = since(t);
 
   ds.stats.secondsTotal = since(t0);

@@ -6,7 +6,9 @@
 /// (fmm/fmm_tree.h, fmm/interaction_lists.h; the lists on the device with CudaOptions::fmmDeviceLists, the same
 /// arrays), so both backends have the same lists and multipoles; the device evaluates them (cuda/kernels_fmm.h: P2P,
 /// M2L, L2L, L2P) over the sorted cells left there by its sort; the sums come down and are finished on the host by
-/// the CPU backend's own finish (tree/finish.h finishSolve).
+/// the CPU backend's own finish (tree/finish.h finishSolve). With CudaOptions::fmmDeviceTree the tree and its upward
+/// pass are made on the device too (fmm_tree_phase.h, the host's bits), and with fmmDeviceTiles as well nothing per
+/// cell comes down before the results: no host gather, the finish on the device (kernel_finish.cu).
 /// Isolated boxes only: periodic boxes are an InvalidOption. Internal to native/cuda.
 #pragma once
 #include <cstdint>
@@ -18,6 +20,7 @@
 #include "cuda/device_buffers.h"
 #include "cuda/fmm_lists_phase.h"
 #include "cuda/fmm_tiles_phase.h"
+#include "cuda/fmm_tree_phase.h"
 #include "fmm/fmm_tree.h"
 #include "fmm/interaction_lists.h"
 #include "fmm/p2p_tiles_emulate.h"
@@ -50,6 +53,7 @@ struct FmmBuffers {
   DeviceBuffer<int> tables;           ///< L2L's entries: l2lStart, l2lJ, l2lKJ
   FmmListBuffers lists;               ///< the lists' walk on the device (CudaOptions::fmmDeviceLists)
   FmmTileBuffers tileBuild;           ///< the near lists and tiles built on the device (CudaOptions::fmmDeviceTiles)
+  FmmTreeBuffers treeBuild;           ///< the tree's upward pass on the device (CudaOptions::fmmDeviceTree)
   std::size_t bytes() const;
   void release();  ///< every buffer (memory_plan.h releaseAll)
 };
@@ -64,8 +68,9 @@ Status checkFmmOnDevice(const SolveOptions& opt);
 /// near field's tiles, on the host, or with CudaOptions::fmmDeviceLists the lists on the device (fmm_lists_phase.h:
 /// the tree's arrays up first, the P2P pairs down for the tiles) and the tiles on the host, or with
 /// CudaOptions::fmmDeviceTiles too the tiles on the device from its pairs (fmm_tiles_phase.h: only the tables' slots
-/// come down); upload; walk: the
-/// device's evaluation; download: the sums down and finished on the host).
+/// come down); moments with CudaOptions::fmmDeviceTree: the device's topology conversion and upward pass (with the
+/// host's tiles, the topology and centres down for them); upload; walk: the device's evaluation; download: the sums
+/// down and finished on the host, or finished on the device and the results down).
 Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, SolveResult& out);
 
 /// The parity tool's check of the device's lists (cuda/testing.h): the tree's arrays up into the state's FMM
@@ -84,6 +89,12 @@ Status fmmSortForCheck(DeviceState& ds, const CellsView& cells, const SolveOptio
 /// down; seconds: the device timeline of the tiles' build alone (events).
 Status fmmTilesForCheck(DeviceState& ds, const fmm::FmmTree& tree, const SortedCells& sorted, double tolerance,
                         fmm::DeviceTiles& out, double* seconds);
+
+/// The parity tool's check of the device's tree (cuda/testing.h): the device sort with the topology, then the tree
+/// and upward pass as the solve with CudaOptions::fmmDeviceTree makes them, every array copied down (multipoles
+/// included); seconds: the device timeline of the tree phase (events). Errors as the solve's.
+Status fmmTreeForCheck(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, fmm::FmmTree& tree,
+                       double* seconds);
 
 /// The host block entry with method 'fmm': the blocks' cells made on the host and solved by the backend's cell solve
 /// (core/backend.h solveBlocksViaCells); the device entry (device pointers) is an InvalidOption so far. Takes the

@@ -243,10 +243,14 @@ Status buildFmmTilesOnDevice(const FmmTileInputs& in, const DeviceFmmLists& list
   v.x = in.x;
   v.y = in.y;
   v.z = in.z;
-  AG_TRY(grow(b.size, in.cells, what));
-  if (in.cells > 0)
-    AG_CUDA_TRY(cudaMemcpyAsync(b.size.get(), in.size, in.cells * sizeof(double), cudaMemcpyHostToDevice, s));
-  v.size = b.size.get();
+  if (in.deviceSize) {  // the device sort's sizes, already there
+    v.size = in.deviceSize;
+  } else {
+    AG_TRY(grow(b.size, in.cells, what));
+    if (in.cells > 0)
+      AG_CUDA_TRY(cudaMemcpyAsync(b.size.get(), in.size, in.cells * sizeof(double), cudaMemcpyHostToDevice, s));
+    v.size = b.size.get();
+  }
 
   // 1: the leaves, the directed P2P CSR, the near lists
   AG_TRY(grow(b.flags, std::size_t(nodes) + 1, what));

@@ -36,7 +36,7 @@ struct FmmTileBuffers {
   void release();
 };
 
-/// The tree's arrays on the device that the build reads (FmmBuffers' topology and cells) and the sizes.
+/// The tree's arrays on the device that the build reads (FmmBuffers' topology, the sorted cells) and the sizes.
 struct FmmTileInputs {
   std::uint32_t nodes = 0;
   std::size_t cells = 0;
@@ -44,6 +44,7 @@ struct FmmTileInputs {
   const std::uint32_t *cellBegin = nullptr, *cellCount = nullptr;
   const double *x = nullptr, *y = nullptr, *z = nullptr;
   const double* size = nullptr;  ///< host: the sorted cells' sizes, uploaded into FmmTileBuffers::size
+  const double* deviceSize = nullptr;  ///< device: the sorted cells' sizes already there (the device sort's), or null
 };
 
 /// What the build leaves on the device (pointers into FmmTileBuffers) and the host's part of it.

@@ -17,17 +17,6 @@ namespace {
 
 constexpr int kThreads = 128;
 
-/// Inverse of spreadBits3: bits 0, 3, 6, ... of v to bits 0, 1, 2, ...
-__device__ __forceinline__ std::uint32_t compactBits3(std::uint64_t v) {
-  v &= 0x1249249249249249ULL;
-  v = (v ^ (v >> 2)) & 0x10c30c30c30c30c3ULL;
-  v = (v ^ (v >> 4)) & 0x100f00f00f00f00fULL;
-  v = (v ^ (v >> 8)) & 0x1f0000ff0000ffULL;
-  v = (v ^ (v >> 16)) & 0x1f00000000ffffULL;
-  v = (v ^ (v >> 32)) & 0x1fffffULL;
-  return std::uint32_t(v);
-}
-
 /// A cell as the moments read it: centre, mass and side.
 struct MomentCell {
   double x, y, z, m, size;

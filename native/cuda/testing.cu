@@ -140,6 +140,9 @@ class TestingCudaBackend final : public CudaBackend {
                         double* seconds) override {
     return cuda::fmmTilesForCheck(ds_, tree, sorted, tolerance, out, seconds);
   }
+  Status fmmDeviceTree(const CellsView& cells, const SolveOptions& opt, fmm::FmmTree& tree, double* seconds) override {
+    return cuda::fmmTreeForCheck(ds_, cells, opt, tree, seconds);
+  }
   Status rankOpen(const CellsView& cells, const SolveOptions& opt, double lo[3], double hi[3]) override {
     return cuda::rankOpen(ds_, cells, opt, lo, hi);
   }

@@ -51,6 +51,12 @@ class CudaBackend : public Backend {
   /// on the device first) and copied down whole; seconds: the device's time of the tiles' build.
   virtual Status fmmDeviceTiles(const fmm::FmmTree& tree, const SortedCells& sorted, double tolerance,
                                 fmm::DeviceTiles& out, double* seconds) = 0;
+  /// The FMM tree (topology, centres, radii, MAC quantities, multipoles) that method 'fmm' with
+  /// CudaOptions::fmmDeviceTree builds on the device from its own sort (cuda/fmm_tree_phase.h), copied down whole, for
+  /// comparison with the host's buildFmmTree by bits; seconds: the device's time of the topology's conversion and
+  /// the upward pass (events).
+  virtual Status fmmDeviceTree(const CellsView& cells, const SolveOptions& opt, fmm::FmmTree& tree,
+                               double* seconds) = 0;
 
   // ---- One rank's share of a distributed solve, step by step as the GPU rank (cuda_rank_engine.h) takes them;
   //      see cuda/rank_phase.h for each step.

@@ -218,6 +218,9 @@ Status sortAndBuild(DeviceState& ds, const CellsView& cells, const SolveOptions&
     AG_TRY(buildTree(ds, n, opt.leafSize, &ds.nodes, &ds.depth));
     AG_TRY(computeNodeKeys(ds, ds.nodes));
     AG_TRY(countGroups(ds, unsigned(ds.pointSources ? opt.pointGroupSize() : opt.cellGroupSize())));
+  } else if (down && down->treeLeafSize > 0) {  // method 'fmm''s device tree: the topology alone
+    AG_TRY(buildTree(ds, n, down->treeLeafSize, &ds.nodes, &ds.depth));
+    AG_TRY(computeNodeKeys(ds, ds.nodes));
   }
   // a block solve's masses from its densities, checked and summed in one pass, into slot 5 (free since the sort)
   if (ds.blk.view) AG_TRY(blockMassesInto(ds, massAt, ds.slot[3], opt, checks, &hmass, &hmassBad));
@@ -234,10 +237,12 @@ Status sortAndBuild(DeviceState& ds, const CellsView& cells, const SolveOptions&
   // root: still in the caller's units; point sources: checked on the host with their softening
   if (!ds.pointSources) AG_TRY(checkMassRange(massTotal, ds.minSize, root.side, opt));
   if (!direct) AG_TRY(writeGroups(ds));  // queued before the moments take the extra bytes (the starts' masks)
-  if (down) {  // the keys and order down for the host's FMM tree, while the keys are still in slot 4
-    const Transfer t[2] = {Transfer{down->keys, ds.sortedKeys, std::size_t(n) * sizeof(std::uint64_t)},
-                           Transfer{down->order, ds.order, std::size_t(n) * sizeof(std::uint32_t)}};
-    AG_TRY(copyOut(ds, t, 2, s));
+  if (down && (down->keys || down->order)) {  // the keys and order down for the host, while the keys are in slot 4
+    Transfer t[2];
+    int count = 0;
+    if (down->keys) t[count++] = Transfer{down->keys, ds.sortedKeys, std::size_t(n) * sizeof(std::uint64_t)};
+    if (down->order) t[count++] = Transfer{down->order, ds.order, std::size_t(n) * sizeof(std::uint32_t)};
+    AG_TRY(copyOut(ds, t, count, s));
   }
 
   // ---- gather in place, rotating through slot 4 (the keys' slot): each array lands in the slot the previous one

@@ -44,11 +44,14 @@ Status queueMassCheck(DeviceState& ds, const CellChecks& checks, const double* m
 /// queueMassCheck's read-back alone, after a mass check queued otherwise (a block solve's launchBlockMassBounds).
 Status queueMassReadback(DeviceState& ds, const CellChecks& checks, double** total, unsigned** firstBad);
 
-/// Host arrays (n each) that sortAndBuild fills, before its gather overwrites the keys, with the sorted keys and the
-/// order (sorted position -> caller's index): method 'fmm' builds its tree on the host from them (fmm_phase.cu).
+/// What method 'fmm' (fmm_phase.cu) takes of sortAndBuild's direct layout before its gather overwrites the keys:
+/// host arrays (n each, or null: not copied) for the sorted keys and the order (sorted position -> caller's index),
+/// and with treeLeafSize > 0 the octree topology with leaves of that size (buildTree: ds.topoPtr, ds.levelStart,
+/// ds.nodes, ds.depth) and the nodes' first keys (computeNodeKeys), in the spare index half: the FMM's device tree.
 struct SortDownload {
   std::uint64_t* keys = nullptr;
   std::uint32_t* order = nullptr;
+  int treeLeafSize = 0;
 };
 
 /// Keys with the length scale `givenScale` (0: the root cube's own, lengthScaleFor(side); a distributed solve

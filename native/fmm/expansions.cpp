@@ -1,83 +1,15 @@
 /// \file expansions.cpp
-/// \brief The FMM's P2M, M2M, L2L and L2P (see expansions.h). Built with contraction and for several instruction
-/// sets, as evaluate.cpp: nothing here decides an interaction list.
+/// \brief The FMM's L2L and L2P (see expansions.h). Built with contraction and for several instruction sets, as
+/// evaluate.cpp: nothing here decides an interaction list. (P2M and M2M: multipoles.cpp, without contraction.)
 #include "fmm/expansions.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "fmm/simd.h"
+#include "fmm/expansion_lanes.h"
 
 namespace amrgrav {
 namespace fmm {
-namespace {
-
-constexpr int kMaxTerms = termCount(7);
-
-/// out[t] = h^n / n! for every term, in lanes (T = Vd) or not (T = double).
-template <class T>
-AG_FMM_INLINE void monomials(const MultiIndex& mi, T hx, T hy, T hz, T* out) {
-  const T h[3] = {hx, hy, hz};
-  out[0] = bc<T>(1.0);
-  for (int t = 1; t < mi.terms; ++t) out[t] = out[mi.monoPrev[t]] * h[mi.monoAxis[t]] * mi.monoScale[t];
-}
-
-/// Offsets from `c` of the cells [j, j + kLanes) (those at or past e: offset 0, mass 0).
-AG_FMM_INLINE void laneOffsets(const SortedCells& s, std::uint32_t j, std::uint32_t e, const double* c, Vd& hx, Vd& hy,
-                               Vd& hz, Vd& m) {
-  for (int l = 0; l < kLanes; ++l) {
-    const bool in = j + std::uint32_t(l) < e;
-    hx[l] = in ? s.x[j + l] - c[0] : 0.0;
-    hy[l] = in ? s.y[j + l] - c[1] : 0.0;
-    hz[l] = in ? s.z[j + l] - c[2] : 0.0;
-    m[l] = in ? s.mass[j + l] : 0.0;
-  }
-}
-
-}  // namespace
-
-AG_FMM_CLONES void multipolesOfNode(const MultiIndex& mi, const SortedCells& s, std::size_t i, FmmTree& t) {
-  const Octree& o = t.topo;
-  const int nt = t.terms;
-  double* Mi = &t.M[i * t.mStride];
-  const double* c = &t.centre[3 * i];
-  if (o.isLeaf(i)) {
-    Vd acc[kMaxTerms], mono[kMaxTerms];
-    for (int q = 0; q < nt; ++q) acc[q] = Vd{};
-    const std::uint32_t b = o.cellBegin[i], e = b + o.cellCount[i];
-    for (std::uint32_t j = b; j < e; j += kLanes) {
-      Vd hx, hy, hz, m;
-      laneOffsets(s, j, e, c, hx, hy, hz, m);
-      monomials(mi, hx, hy, hz, mono);
-      for (int q = 0; q < nt; ++q) acc[q] += m * mono[q];
-    }
-    for (int q = 0; q < nt; ++q) Mi[q] = hsum(acc[q]);
-    return;
-  }
-  // M2M with the children in lanes (at most 8): their multipoles transposed into lanes, one shift per lane
-  Vd hx{}, hy{}, hz{}, mono[kMaxTerms], Mc[kMaxTerms + 8], acc[kMaxTerms];
-  const double* rows[kLanes] = {};
-  for (std::uint32_t k = 0; k < o.childCount[i]; ++k) {
-    const std::size_t ch = o.childBegin[i] + k;
-    hx[k] = t.centre[3 * ch] - c[0];
-    hy[k] = t.centre[3 * ch + 1] - c[1];
-    hz[k] = t.centre[3 * ch + 2] - c[2];
-    rows[k] = &t.M[ch * t.mStride];
-  }
-  monomials(mi, hx, hy, hz, mono);
-  for (int blk = 0; blk < t.mStride / 8; ++blk) {
-    Vd r[kLanes];
-    for (int l = 0; l < kLanes; ++l) {
-      if (rows[l]) std::memcpy(&r[l], rows[l] + 8 * blk, sizeof(Vd));
-      else r[l] = Vd{};  // no child in this lane: no multipoles
-    }
-    transpose8(r, &Mc[8 * blk]);
-  }
-  for (int q = 0; q < nt; ++q) acc[q] = Vd{};
-  for (std::size_t q = 0; q < mi.m2mN.size(); ++q) acc[mi.m2mN[q]] += Mc[mi.m2mJ[q]] * mono[mi.m2mNJ[q]];
-  for (int q = 0; q < nt; ++q) Mi[q] = hsum(acc[q]);
-}
-
 AG_FMM_CLONES void localsOfNode(const MultiIndex& mi, const SortedCells& s, std::size_t i, FmmTree& t, FmmOutput out) {
   const Octree& o = t.topo;
   const int nt = t.terms;

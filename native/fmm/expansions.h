@@ -12,7 +12,8 @@ namespace amrgrav {
 namespace fmm {
 
 /// M of node i about its centre: from its cells at a leaf (P2M), else from its children's M (M2M), which must be
-/// done. Cells kLanes at a time in lanes, the lanes summed in lane order at the end.
+/// done. Cells kLanes at a time in lanes, the lanes summed in lane order at the end. Without contraction
+/// (multipoles.cpp), in fmm/upward_k.h's order: the device's upward pass gives the same bits.
 void multipolesOfNode(const MultiIndex& mi, const SortedCells& cells, std::size_t i, FmmTree& tree);
 
 /// Node i's L, which must be complete: shifted into each child's L (L2L), or at a leaf evaluated at its cells and

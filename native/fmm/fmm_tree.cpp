@@ -1,7 +1,8 @@
 /// \file fmm_tree.cpp
 /// \brief The FMM's tree and upward pass (see fmm_tree.h). Compiled without contraction (CMakeLists.txt): the
-/// centres and radii decide the interaction lists. Every sum runs over a node's cells in sorted order, one node per
-/// task, so the bits do not depend on the thread count.
+/// centres and radii decide the interaction lists. Every sum is tree-shaped (fmm/upward_k.h: a leaf's cells in
+/// sorted order, an internal node's children's sums in child order), one node per task, so the bits depend neither
+/// on the thread count nor on the backend (the CUDA backend's upward pass runs the same rules, cuda/fmm_tree_phase.h).
 #include "fmm/fmm_tree.h"
 
 #include <algorithm>
@@ -11,32 +12,44 @@
 #include "fmm/expansions.h"
 #include "fmm/multi_index.h"
 #include "fmm/p2p_tables.h"
+#include "fmm/upward_k.h"
 #include "physics/fmm_mac_k.h"
 
 namespace amrgrav {
 namespace fmm {
 namespace {
 
-/// Centre, radius, critical radius and |mass| of node i from its cells (what decides the lists), then its multipoles.
-void upwardNode(const MultiIndex& mi, const SortedCells& c, double theta, std::size_t i, FmmTree& t) {
-  const Octree& o = t.topo;
-  const std::uint32_t b = o.cellBegin[i], e = b + o.cellCount[i];
-  double m = 0, am = 0, s[3] = {0, 0, 0};
-  for (std::uint32_t j = b; j < e; ++j) {
-    m += c.mass[j];
-    am += std::fabs(c.mass[j]);
-    s[0] += c.mass[j] * c.x[j];
-    s[1] += c.mass[j] * c.y[j];
-    s[2] += c.mass[j] * c.z[j];
+/// Node i's sums (fmm/upward_k.h): a leaf's cells in sorted order, else its children's sums (done) in child order.
+void sumsOfNode(const SortedCells& c, const Octree& o, std::size_t i, FmmSums* sums) {
+  FmmSums a;
+  if (o.isLeaf(i)) {
+    for (std::uint32_t j = o.cellBegin[i]; j < o.cellBegin[i] + o.cellCount[i]; ++j)
+      fmmAddCell(a, c.mass[j], c.x[j], c.y[j], c.z[j]);
+  } else {
+    for (std::uint32_t k = 0; k < o.childCount[i]; ++k) fmmAddSums(a, sums[o.childBegin[i] + k]);
   }
-  double* ctr = &t.centre[3 * i];
-  for (int d = 0; d < 3; ++d) ctr[d] = m > 0 && !t.dipoles ? s[d] / m : o.centre[3 * i + d];
+  sums[i] = a;
+}
+
+/// The largest squared distance from node i's centre to one of its cells (exact in any order).
+double radius2OfNode(const SortedCells& c, const FmmTree& t, std::size_t i) {
+  const Octree& o = t.topo;
+  const double* ctr = &t.centre[3 * i];
   double r2 = 0;
-  for (std::uint32_t j = b; j < e; ++j)
-    r2 = stdMax(r2, squaredNorm(c.x[j] - ctr[0], c.y[j] - ctr[1], c.z[j] - ctr[2]));
-  t.radius[i] = std::sqrt(r2);
+  for (std::uint32_t j = o.cellBegin[i]; j < o.cellBegin[i] + o.cellCount[i]; ++j)
+    r2 = stdMax(r2, fmmCellDistance2(c.x[j], c.y[j], c.z[j], ctr));
+  return r2;
+}
+
+/// Centre, radius, critical radius and |mass| of node i from its sums and cells (what decides the lists), then its
+/// multipoles; its children's are done.
+void upwardNode(const MultiIndex& mi, const SortedCells& c, double theta, std::size_t i, FmmSums* sums, FmmTree& t) {
+  const Octree& o = t.topo;
+  sumsOfNode(c, o, i, sums);
+  for (int d = 0; d < 3; ++d) t.centre[3 * i + d] = fmmCentreOf(sums[i], d, o.centre[3 * i + d], t.dipoles);
+  t.radius[i] = std::sqrt(radius2OfNode(c, t, i));
   t.critical[i] = fmmCriticalRadius(t.radius[i], theta);
-  t.absMass[i] = am;
+  t.absMass[i] = sums[i].am;
   multipolesOfNode(mi, c, i, t);
 }
 
@@ -50,21 +63,19 @@ Status upwardShared(const MultiIndex& mi, const SortedCells& c, double theta, in
   const Octree& o = t.topo;
   const std::size_t n = o.nodeCount(), K = sh.top->size();
   std::vector<double> sums(5 * n);
-  parallelFor(n, 16, threads, [&](std::size_t lb, std::size_t le, int) {
-    for (std::size_t i = lb; i < le; ++i) {
-      const std::uint32_t b = o.cellBegin[i], e = b + o.cellCount[i];
-      double m = 0, am = 0, s[3] = {0, 0, 0};
-      for (std::uint32_t j = b; j < e; ++j) {  // as upwardNode: the same bits where the node is this rank's alone
-        m += c.mass[j];
-        am += std::fabs(c.mass[j]);
-        s[0] += c.mass[j] * c.x[j];
-        s[1] += c.mass[j] * c.y[j];
-        s[2] += c.mass[j] * c.z[j];
-      }
-      const double v[5] = {m, am, s[0], s[1], s[2]};
+  {  // upwardNode's sums, bottom-up: the same bits where the node is this rank's alone; a shared node's partial
+    std::vector<FmmSums> part(n);
+    for (std::size_t lev = t.levelBegin.size() - 1; lev-- > 0;) {
+      const std::size_t b = t.levelBegin[lev], e = t.levelBegin[lev + 1];
+      parallelFor(e - b, 16, threads, [&](std::size_t lb, std::size_t le, int) {
+        for (std::size_t i = b + lb; i < b + le; ++i) sumsOfNode(c, o, i, part.data());
+      });
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      const double v[5] = {part[i].m, part[i].am, part[i].s[0], part[i].s[1], part[i].s[2]};
       std::copy(v, v + 5, &sums[5 * i]);
     }
-  });
+  }
   ownAbsMass = n > 0 ? sums[1] : 0.0;
   auto reduceShared = [&](std::vector<double>& perNode, std::size_t k, bool useMax) -> Status {
     std::vector<double> v(K * k, 0.0);
@@ -77,19 +88,15 @@ Status upwardShared(const MultiIndex& mi, const SortedCells& c, double theta, in
   };
   AG_TRY(reduceShared(sums, 5, false));
   for (std::size_t i = 0; i < n; ++i) {
-    const double m = sums[5 * i];
-    for (int d = 0; d < 3; ++d) t.centre[3 * i + d] = m > 0 && !t.dipoles ? sums[5 * i + 2 + d] / m : o.centre[3 * i + d];
+    FmmSums a;
+    a.m = sums[5 * i];
+    for (int d = 0; d < 3; ++d) a.s[d] = sums[5 * i + 2 + d];
+    for (int d = 0; d < 3; ++d) t.centre[3 * i + d] = fmmCentreOf(a, d, o.centre[3 * i + d], t.dipoles);
     t.absMass[i] = sums[5 * i + 1];
   }
   std::vector<double> r2(n, 0.0);
   parallelFor(n, 16, threads, [&](std::size_t lb, std::size_t le, int) {
-    for (std::size_t i = lb; i < le; ++i) {
-      const double* ctr = &t.centre[3 * i];
-      double q = 0;
-      for (std::uint32_t j = o.cellBegin[i]; j < o.cellBegin[i] + o.cellCount[i]; ++j)
-        q = stdMax(q, squaredNorm(c.x[j] - ctr[0], c.y[j] - ctr[1], c.z[j] - ctr[2]));
-      r2[i] = q;
-    }
+    for (std::size_t i = lb; i < le; ++i) r2[i] = radius2OfNode(c, t, i);
   });
   AG_TRY(reduceShared(r2, 1, true));
   for (std::size_t i = 0; i < n; ++i) {
@@ -306,10 +313,11 @@ Status buildFmmTree(const std::vector<std::uint64_t>& keys, const RootCube& root
     AG_TRY(upwardShared(mi, cells, opt.fmmTheta, threads, *shared, t, parts.absMass));
   } else {
     // bottom-up, a level at a time (children are a level below their parent)
+    std::vector<FmmSums> sums(n);
     for (std::size_t lev = t.levelBegin.size() - 1; lev-- > 0;) {
       const std::size_t b = t.levelBegin[lev], e = t.levelBegin[lev + 1];
       parallelFor(e - b, 16, threads, [&](std::size_t lb, std::size_t le, int) {
-        for (std::size_t i = b + lb; i < b + le; ++i) upwardNode(mi, cells, opt.fmmTheta, i, t);
+        for (std::size_t i = b + lb; i < b + le; ++i) upwardNode(mi, cells, opt.fmmTheta, i, sums.data(), t);
       });
     }
     parts.absMass = t.absMass[0];

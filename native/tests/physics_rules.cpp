@@ -1,7 +1,8 @@
 /// \file physics_rules.cpp
 /// \brief amrgrav_physics_rules: the rules that decide which interactions happen (native/physics/: the MAC, the
 /// periodic image test, the node moments and MAC radii, the LET choice and its growth for softened targets, the FMM's
-/// pair MAC, the particles' node extents and the spline rule with them), checked on the host without a GPU.
+/// pair MAC, the particles' node extents and the spline rule with them, the FMM upward pass's sums, centres and
+/// multipole terms), checked on the host without a GPU.
 ///
 /// Each rule is one template over a rounding policy (physics/rounding.h). The CUDA backend instantiates it with
 /// RoundNearest's device half, __dadd_rn and friends: one rounding per operation, never fused. This program
@@ -31,6 +32,9 @@
 
 #include "ewald/lookup_k.h"
 #include "ewald/walk_setup.h"
+#include "fmm/multi_index.h"
+#include "fmm/upward_emulate.h"
+#include "fmm/upward_k.h"
 #include "let/let.h"
 #include "physics/fmm_mac_k.h"
 #include "physics/image_k.h"
@@ -982,17 +986,6 @@ void checkExtent(Report& rep) {
 
 // ---------------------------------------------------------------------------------------------------- the core library
 
-/// Inverse of spreadBits3 (as cuda/kernel_moments.cu recovers a node's cube from its first key).
-std::uint32_t compactBits3(std::uint64_t v) {
-  v &= 0x1249249249249249ULL;
-  v = (v ^ (v >> 2)) & 0x10c30c30c30c30c3ULL;
-  v = (v ^ (v >> 4)) & 0x100f00f00f00f00fULL;
-  v = (v ^ (v >> 8)) & 0x1f0000ff0000ffULL;
-  v = (v ^ (v >> 16)) & 0x1f00000000ffffULL;
-  v = (v ^ (v >> 32)) & 0x1fffffULL;
-  return std::uint32_t(v);
-}
-
 /// AMR-like cells: a 12^3 grid of side 1 with one octant refined twice (cells of side 1/24 and 1/48), masses
 /// positive (random) or, for the density contrast, made signed by the core's applyDensityContrast.
 struct AmrCells {
@@ -1299,10 +1292,66 @@ void checkFmmLet(Report& rep) {
 
 }  // namespace
 
+/// The FMM upward pass's rules (fmm/upward_k.h: the sums, centre, distance, P2M and M2M terms) over random leaves and
+/// children, host against device rounding; the canary: contracted arithmetic changes the terms.
+template <class Rn>
+std::vector<double> upwardCase(Rand& rnd, std::uint64_t seed) {
+  rnd.g.seed(seed);
+  const fmm::MultiIndex& mi = fmm::MultiIndex::of(7);
+  const fmm::UpwardTables tab = fmm::upwardTables(mi);
+  const fmm::MonoTables mono{tab.prev.data(), tab.axis.data(), tab.scale.data()};
+  const int cells = rnd.integer(1, 70);
+  std::vector<double> x(cells), y(cells), z(cells), m(cells), out;
+  for (int j = 0; j < cells; ++j) {
+    x[j] = rnd.coordinate(1.0);
+    y[j] = rnd.coordinate(1.0);
+    z[j] = rnd.coordinate(1.0);
+    m[j] = rnd.uniform(0.5, 1.5) * std::ldexp(1.0, rnd.integer(-20, 20));
+  }
+  fmm::FmmSums a;
+  for (int j = 0; j < cells; ++j) fmm::fmmAddCell<Rn>(a, m[j], x[j], y[j], z[j]);
+  fmm::FmmSums twice = a;
+  fmm::fmmAddSums<Rn>(twice, a);
+  double c[3];
+  for (int d = 0; d < 3; ++d) c[d] = fmm::fmmCentreOf<Rn>(a, d, 0.5, false);
+  out = {a.m, a.am, a.s[0], a.s[1], a.s[2], twice.s[0], c[0], c[1], c[2],
+         fmm::fmmCellDistance2<Rn>(x[0], y[0], z[0], c)};
+  std::vector<double> Mc(8 * std::size_t(mi.terms));
+  for (int q = 0; q < mi.terms; ++q) {
+    Mc[std::size_t(q)] = fmm::fmmP2MTerm<Rn>(mono, q, x.data(), y.data(), z.data(), m.data(), 0, std::uint32_t(cells), c);
+    out.push_back(Mc[std::size_t(q)]);
+  }
+  const int children = rnd.integer(1, 8);
+  const double* rows[8];
+  double h[8][3];
+  for (int k = 0; k < children; ++k) {
+    for (int q = 0; q < mi.terms; ++q) Mc[std::size_t(k * mi.terms + q)] = rnd.scaled();
+    rows[k] = &Mc[std::size_t(k * mi.terms)];
+    for (int d = 0; d < 3; ++d) h[k][d] = rnd.uniform(-0.5, 0.5);
+  }
+  for (int q = 0; q < mi.terms; ++q)
+    out.push_back(fmm::fmmM2MTerm<Rn>(mono, tab.m2mJ.data(), tab.m2mNJ.data(), tab.m2mStart[std::size_t(q)],
+                                      tab.m2mStart[std::size_t(q) + 1], rows, h, children));
+  return out;
+}
+
+void checkFmmUpward(Report& rep) {
+  Rand rnd(20);
+  for (std::uint64_t seed = 1; seed <= 200; ++seed) {
+    const std::vector<double> h = upwardCase<RoundNearest>(rnd, seed), d = upwardCase<DeviceRn>(rnd, seed),
+                              f = upwardCase<FusedRn>(rnd, seed);
+    bool same = h.size() == d.size(), fusedSame = f.size() == d.size();
+    for (std::size_t k = 0; same && k < h.size(); ++k) same = sameBits(h[k], d[k]);
+    for (std::size_t k = 0; fusedSame && k < f.size(); ++k) fusedSame = sameBits(f[k], d[k]);
+    rep.expect(same, "FMM upward rules, random leaf and children, seed " + std::to_string(seed));
+    rep.canary(!fusedSame);
+  }
+}
+
 int main() {
   Report parts[] = {Report("MAC"), Report("image test"), Report("moments"), Report("LET choice"),
                     Report("core library vs device rounding"), Report("FMM MAC"), Report("LET for softened targets"),
-                    Report("source extent"), Report("particle LETs"), Report("FMM LETs")};
+                    Report("source extent"), Report("particle LETs"), Report("FMM LETs"), Report("FMM upward")};
   checkMac(parts[0]);
   checkImages(parts[1]);
   checkMoments(parts[2]);
@@ -1314,6 +1363,7 @@ int main() {
   checkParticleLet(parts[8]);
   checkParticleExtents(parts[4]);
   checkFmmLet(parts[9]);
+  checkFmmUpward(parts[10]);
   long checks = 0, failures = 0, fusedCases = 0, fusedDiffer = 0;
   for (const Report& r : parts) {
     std::printf("%-32s %9ld checks, %ld failed", r.part, r.checks, r.failures);

@@ -4,7 +4,7 @@
 ///
 ///   amrgrav_gpu_timing [--perf 128,256 | --no-perf] [--reps R] [--direct-n CELLS] [--cpu-perf] [--sweep]
 ///                      [--fmm 64,128,256 [--fmm-host-lists] [--fmm-host-sort] [--fmm-device-tiles]
-///                      [--fmm-settings P:TOL,..]] [--split N]
+///                      [--fmm-device-tree] [--fmm-settings P:TOL,..]] [--split N]
 ///                      [--copy-threads T]
 ///                      [--plummer 1000000,16000000 [--thetas 0.5,0.4] [--check-points K]]
 ///
@@ -49,7 +49,13 @@
 ///                     (CudaOptions::fmmDeviceSort off, the cells uploaded after the sort); "device_sort" says which
 ///   --fmm-device-tiles  with --fmm: each FMM timing once more with the near lists and P2P tiles built on the device
 ///                     too (CudaOptions::fmmDeviceTiles, cuda/fmm_tiles_phase.h): "device_tiles" true; build_s then
-///                     holds no pairs' download, no host tiles and no tiles' upload
+///                     holds no pairs' download, no host tiles and no tiles' upload (the sort on the device too: the
+///                     tiles read its cells there)
+///   --fmm-device-tree   with --fmm: each FMM timing once more with the tree and upward pass on the device
+///                     (CudaOptions::fmmDeviceTree, cuda/fmm_tree_phase.h; the sort and lists on the device):
+///                     "device_tree" true, moments_s then the device's topology conversion and upward pass (with the
+///                     host's tiles, the topology and centres down for them), keys_sort_s the topology's build with
+///                     the sort and the order alone down; with --fmm-device-tiles also tree and tiles both on the device
 ///   --fmm-settings LIST  with --fmm: potential-only timings at these expansion orders and tolerances instead of the
 ///                     defaults' runs, each "P:TOL" (e.g. 6:1e-4,7:2e-4), the sort, lists and tiles as by default: how
 ///                     the M2L's cost per pair and the pair counts move with the order (docs/fmm-design.md section 3)
@@ -105,6 +111,7 @@ struct TimingArgs {
   bool fmmHostSort = false;    ///< --fmm-host-sort: each FMM timing also with the host's sort
   bool fmmDeviceTiles = false;  ///< --fmm-device-tiles: and once more with the device's tiles
   std::vector<std::pair<int, double>> fmmSettings;  ///< --fmm-settings: (order, tolerance) pairs
+  bool fmmDeviceTree = false;   ///< --fmm-device-tree: and once more with the device's tree
 };
 
 std::vector<double> numberList(const std::string& v) {
@@ -154,6 +161,7 @@ TimingArgs parseArgs(int argc, char** argv) {
                                    std::strtod(item.c_str() + colon + 1, nullptr));
       }
     }
+    else if (k == "--fmm-device-tree") a.fmmDeviceTree = true;
     else if (k == "--thetas") a.thetas = numberList(next());
     else if (k == "--plummer-particles") a.plummerParticles = numberList(next());
     else if (k == "--softening-length") a.softeningLength = std::strtod(next().c_str(), nullptr);
@@ -243,11 +251,13 @@ void timeVariant(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int 
 
 /// Method 'fmm' on the GPU on one grid (see --fmm above): one warm-up, then a.reps solves; medians per phase.
 void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid, bool accel, bool deviceLists,
-             bool deviceSort, bool deviceTiles = false, int order = 0, double tolerance = -1) {
+             bool deviceSort, bool deviceTiles = false, bool deviceTree = false, int order = 0,
+             double tolerance = -1) {
   CudaOptions co = gpu.cudaOptions();
   co.fmmDeviceLists = deviceLists;
   co.fmmDeviceSort = deviceSort;
   co.fmmDeviceTiles = deviceTiles;
+  co.fmmDeviceTree = deviceTree;
   setDeviceOptions(gpu, co);
   SolveOptions o;
   o.method = SolveMethod::Fmm;
@@ -275,7 +285,8 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
   const CudaStats cs = deviceStats(gpu);
   const double n = double(cells.size()), w = median(wall), wk = median(walk);
   std::printf("{\"kind\":\"fmm\",\"grid\":%d,\"cells\":%zu,\"fmmOrder\":%d,\"fmmTheta\":%s,\"fmmTolerance\":%s,"
-              "\"accelerations\":%s,\"device_sort\":%s,\"device_lists\":%s,\"device_tiles\":%s,\"lists_s\":%s,"
+              "\"accelerations\":%s,\"device_sort\":%s,\"device_lists\":%s,\"device_tiles\":%s,\"device_tree\":%s,"
+              "\"lists_s\":%s,"
               "\"list_rounds\":%d,"
               "\"list_max_frontier\":%llu,\"reps\":%d,\"wall_s\":%s,\"keys_sort_s\":%s,\"moments_s\":%s,\"build_s\":%s,"
               "\"upload_s\":%s,\"walk_s\":%s,\"p2p_s\":%s,\"m2l_s\":%s,\"l2l_s\":%s,\"l2p_s\":%s,"
@@ -286,7 +297,7 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
               "\"device_bytes_per_cell\":%s,\"device\":\"%s\"}\n",
               grid, cells.size(), o.fmmOrder, num(o.fmmTheta).c_str(), num(o.fmmTolerance).c_str(),
               accel ? "true" : "false", deviceSort ? "true" : "false", deviceLists ? "true" : "false",
-              deviceTiles ? "true" : "false",
+              deviceTiles ? "true" : "false", deviceTree ? "true" : "false",
               num(median(lists)).c_str(), cs.fmmListRounds,
               (unsigned long long)cs.fmmListMaxFrontier, a.reps, num(w).c_str(), num(median(keys)).c_str(),
               num(median(mom)).c_str(),
@@ -310,7 +321,8 @@ void runFmmTimings(const TimingArgs& a) {
     const int grid = int(side);
     const Cells cells = uniformGrid(grid, kKpc, 1e-24);
     if (!a.fmmSettings.empty()) {
-      for (const auto& [order, tol] : a.fmmSettings) timeFmm(a, *gpu, cells, grid, false, true, true, false, order, tol);
+      for (const auto& [order, tol] : a.fmmSettings)
+        timeFmm(a, *gpu, cells, grid, false, true, true, false, false, order, tol);
       continue;
     }
     for (const bool hostSort : {false, true}) {
@@ -324,6 +336,14 @@ void runFmmTimings(const TimingArgs& a) {
     if (a.fmmDeviceTiles) {  // the sort, the lists and the tiles on the device
       timeFmm(a, *gpu, cells, grid, false, true, true, true);
       timeFmm(a, *gpu, cells, grid, true, true, true, true);
+    }
+    if (a.fmmDeviceTree) {  // the sort, the lists and the tree on the device (and the tiles, with --fmm-device-tiles)
+      timeFmm(a, *gpu, cells, grid, false, true, true, false, true);
+      timeFmm(a, *gpu, cells, grid, true, true, true, false, true);
+      if (a.fmmDeviceTiles) {
+        timeFmm(a, *gpu, cells, grid, false, true, true, true, true);
+        timeFmm(a, *gpu, cells, grid, true, true, true, true, true);
+      }
     }
     timeVariant(a, *gpu, cells, grid, SolveOptions{}, CudaOptions{});
   }

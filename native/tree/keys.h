@@ -20,6 +20,22 @@ AG_HD std::uint64_t spreadBits3(std::uint64_t v) {
   return v;
 }
 
+/// Inverse of spreadBits3: bits 0, 3, 6, ... of v to bits 0, 1, 2, ...
+AG_HD std::uint32_t compactBits3(std::uint64_t v) {
+  v &= 0x1249249249249249ULL;
+  v = (v ^ (v >> 2)) & 0x10c30c30c30c30c3ULL;
+  v = (v ^ (v >> 4)) & 0x100f00f00f00f00fULL;
+  v = (v ^ (v >> 8)) & 0x1f0000ff0000ffULL;
+  v = (v ^ (v >> 16)) & 0x1f00000000ffffULL;
+  v = (v ^ (v >> 32)) & 0x1fffffULL;
+  return std::uint32_t(v);
+}
+
+/// A node's integer cube coordinate along axis d (0 = x) at `level` from any key under it (its first cell's).
+AG_HD std::uint32_t nodeCubeCoordinate(std::uint64_t key, int level, int d) {
+  return compactBits3((key >> (3 * (kKeyBits - level))) >> d);
+}
+
 AG_HD std::uint64_t mortonKey(std::uint32_t ix, std::uint32_t iy, std::uint32_t iz) {
   return spreadBits3(ix) | (spreadBits3(iy) << 1) | (spreadBits3(iz) << 2);
 }

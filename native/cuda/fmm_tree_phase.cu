@@ -1,0 +1,153 @@
+/// \file fmm_tree_phase.cu
+/// \brief The FMM's tree and upward pass on the device (fmm_tree_phase.h).
+#include <algorithm>
+#include <vector>
+
+#include "cuda/check.h"
+#include "cuda/device_state.h"
+#include "cuda/fmm_phase.h"
+#include "cuda/fmm_tree_phase.h"
+#include "cuda/kernels_fmm_tree.h"
+#include "fmm/multi_index.h"
+#include "fmm/upward_emulate.h"
+
+namespace amrgrav {
+namespace cuda {
+namespace {
+
+/// The upward pass's tables of `order` up (when another order's are there).
+Status putTables(FmmTreeBuffers& tb, int order, cudaStream_t s) {
+  if (tb.tablesOrder == order) return Status::success();
+  const fmm::UpwardTables t = fmm::upwardTables(fmm::MultiIndex::of(order));
+  std::vector<int> ints;
+  for (const std::vector<int>* v : {&t.prev, &t.axis, &t.m2mStart, &t.m2mJ, &t.m2mNJ})
+    ints.insert(ints.end(), v->begin(), v->end());
+  AG_TRY(tb.ints.reserve(ints.size(), "the FMM upward pass's tables"));
+  AG_TRY(tb.scale.reserve(t.scale.size(), "the FMM upward pass's tables"));
+  AG_CUDA_TRY(cudaMemcpyAsync(tb.ints.get(), ints.data(), ints.size() * sizeof(int), cudaMemcpyHostToDevice, s));
+  AG_CUDA_TRY(
+      cudaMemcpyAsync(tb.scale.get(), t.scale.data(), t.scale.size() * sizeof(double), cudaMemcpyHostToDevice, s));
+  AG_CUDA_TRY(cudaStreamSynchronize(s));  // the host vectors die here
+  tb.tablesOrder = order;
+  return Status::success();
+}
+
+/// n elements of device array d down into v.
+template <class T>
+Status down(const T* d, std::size_t n, std::vector<T>& v) {
+  v.resize(n);
+  if (n > 0) AG_CUDA_TRY(cudaMemcpy(v.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
+  return Status::success();
+}
+
+}  // namespace
+
+std::size_t FmmTreeBuffers::bytes() const {
+  return cube.bytes() + sums.bytes() + r2.bytes() + ints.bytes() + scale.bytes();
+}
+
+void FmmTreeBuffers::release() {
+  cube.release();
+  sums.release();
+  r2.release();
+  ints.release();
+  scale.release();
+  tablesOrder = -1;
+}
+
+Status buildFmmTreeOnDevice(DeviceState& ds, const SolveOptions& opt, DeviceFmmTree& out, fmm::FmmTree& tree) {
+  FmmBuffers& b = ds.fmm;
+  FmmTreeBuffers& tb = b.treeBuild;
+  cudaStream_t s = ds.stream;
+  const std::size_t nodes = ds.nodes;
+  const fmm::MultiIndex& mi = fmm::MultiIndex::of(opt.fmmOrder);
+  tree = fmm::FmmTree{};
+  tree.order = opt.fmmOrder;
+  tree.terms = mi.terms;
+  tree.mStride = (mi.terms + 7) / 8 * 8;  // buildFmmTree's stride
+  tree.topo.root = ds.root;
+  tree.topo.depth = ds.depth;
+  tree.levelBegin.assign(ds.levelStart.begin(), ds.levelStart.end());
+  out.nodes = nodes;
+  out.depth = ds.depth;
+  out.levelBegin = tree.levelBegin;
+  const int levels = int(tree.levelBegin.size()) - 1;
+  if (nodes == 0 || levels < 1 || tree.levelBegin.back() != nodes || levels > kFmmTreeMaxLevels)
+    return Status::error(ErrorCode::Internal, "CUDA backend: the FMM's device tree has no topology to work on");
+
+  AG_TRY(b.topo.reserve(3 * nodes, "the FMM's topology"));
+  AG_TRY(b.childCount.reserve(nodes, "the FMM's topology"));
+  AG_TRY(b.centre.reserve(3 * nodes, "the FMM's centres"));
+  AG_TRY(b.M.reserve(nodes * std::size_t(tree.mStride), "the FMM's multipoles"));
+  AG_TRY(b.lists.mac.reserve(4 * nodes, "the FMM's MAC quantities"));
+  AG_TRY(tb.cube.reserve(3 * nodes, "the FMM's cube centres"));
+  AG_TRY(tb.sums.reserve(5 * nodes, "the FMM's node sums"));
+  AG_TRY(tb.r2.reserve(nodes, "the FMM's radii"));
+  AG_TRY(putTables(tb, tree.order, s));
+
+  FmmTreeView v;
+  v.nodes = unsigned(nodes);
+  v.cells = ds.n;
+  v.levels = levels;
+  std::copy(tree.levelBegin.begin(), tree.levelBegin.end(), v.levelStart);
+  v.cellBegin = b.topo.get();
+  v.cellCount = v.cellBegin + nodes;
+  v.childBegin = v.cellBegin + 2 * nodes;
+  v.childCount = b.childCount.get();
+  v.cube = tb.cube.get();
+  v.x = ds.sortedCells.x;
+  v.y = ds.sortedCells.y;
+  v.z = ds.sortedCells.z;
+  v.mass = ds.sortedCells.mass;
+  v.sums = tb.sums.get();
+  v.centre = b.centre.get();
+  v.M = b.M.get();
+  v.terms = tree.terms;
+  v.mStride = tree.mStride;
+  const int nt = mi.terms;
+  const int* ints = tb.ints.get();
+  v.mono = fmm::MonoTables{ints, ints + nt, tb.scale.get()};
+  v.m2mStart = ints + 2 * nt;
+  v.m2mJ = v.m2mStart + nt + 1;
+  v.m2mNJ = v.m2mJ + mi.m2mN.size();
+  v.r2 = tb.r2.get();
+  v.mac = b.lists.mac.get();
+  v.theta = opt.fmmTheta;
+  for (int d = 0; d < 3; ++d) v.rootLo[d] = ds.root.lo[d];
+  v.rootSide = ds.root.side;
+
+  AG_CUDA_TRY(cudaMemsetAsync(v.M, 0, nodes * std::size_t(tree.mStride) * sizeof(double), s));  // the padding
+  AG_CUDA_TRY(cudaMemsetAsync(v.r2, 0, nodes * sizeof(unsigned long long), s));                 // +0.0
+  AG_TRY(launchFmmTopology(v, ds.topoPtr, ds.nodeKeysPtr, s));
+  for (int lev = levels - 1; lev >= 0; --lev) AG_TRY(launchFmmUpwardLevel(v, lev, s));
+  AG_TRY(launchFmmRadius(v, s));
+  return launchFmmMac(v, s);
+}
+
+Status downloadFmmTree(DeviceState& ds, const DeviceFmmTree& dt, bool withM, fmm::FmmTree& tree) {
+  FmmBuffers& b = ds.fmm;
+  const std::size_t n = dt.nodes;
+  AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));
+  Octree& o = tree.topo;
+  std::vector<std::uint32_t> topo;
+  AG_TRY(down(b.topo.get(), 3 * n, topo));
+  o.cellBegin.assign(topo.begin(), topo.begin() + n);
+  o.cellCount.assign(topo.begin() + n, topo.begin() + 2 * n);
+  o.childBegin.assign(topo.begin() + 2 * n, topo.end());
+  AG_TRY(down(b.childCount.get(), n, o.childCount));
+  AG_TRY(down(b.treeBuild.cube.get(), 3 * n, o.centre));
+  o.level.assign(n, 0);
+  for (std::size_t l = 0; l + 1 < dt.levelBegin.size(); ++l)
+    std::fill(o.level.begin() + dt.levelBegin[l], o.level.begin() + dt.levelBegin[l + 1], std::uint8_t(l));
+  AG_TRY(down(b.centre.get(), 3 * n, tree.centre));
+  std::vector<double> mac;
+  AG_TRY(down(b.lists.mac.get(), 4 * n, mac));
+  std::vector<double>* parts[4] = {&tree.radius, &tree.critical, &tree.absMass, &tree.lowBound};
+  for (int k = 0; k < 4; ++k) parts[k]->assign(mac.begin() + k * n, mac.begin() + (k + 1) * n);
+  if (withM) AG_TRY(down(b.M.get(), n * std::size_t(tree.mStride), tree.M));
+  tree.L.assign(n * std::size_t(tree.terms), 0.0);
+  return Status::success();
+}
+
+}  // namespace cuda
+}  // namespace amrgrav

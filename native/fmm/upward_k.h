@@ -1,0 +1,142 @@
+/// \file upward_k.h
+/// \brief The FMM's upward pass one node (or one node's term) at a time, written once for the host
+/// (fmm/fmm_tree.cpp, fmm/multipoles.cpp, the emulation fmm/upward_emulate.cpp) and the device
+/// (cuda/kernel_fmm_tree.cu), so that both give every node of the FMM tree the same bits: its centre, radius,
+/// critical radius, |mass| and lower bound decide the interaction lists, which must be the same on both backends.
+/// Isolated boxes (centres of mass) and, on the host, the periodic boxes' cube centres (`dipoles`).
+///
+/// The order of every sum is fixed by the tree, not by the cells under a node: a leaf sums its cells in sorted order;
+/// an internal node sums its children's sums in child order (so a node costs its children's count, and a GPU does a
+/// level in one pass). The radius is a maximum over the node's cells (exact in any order). The multipoles are P2M at
+/// a leaf and M2M from the children in the host's lane layout (fmm/expansions.h: kLanes = 8 lanes, cell j of a leaf
+/// in lane (j - begin) mod 8, child k in lane k; the lanes summed in lane order), one term at a time here.
+#pragma once
+#include <cstdint>
+
+#include "core/hostdevice.h"
+#include "physics/rounding.h"
+
+namespace amrgrav {
+namespace fmm {
+
+/// The lanes of the host's P2M and M2M (fmm/simd.h kLanes).
+constexpr int kUpwardLanes = 8;
+/// The highest expansion order (fmm/multi_index.h MultiIndex::of).
+constexpr int kUpwardMaxOrder = 7;
+
+/// A node's sums: mass, |mass| and the mass-weighted position sums (scaled lengths).
+struct FmmSums {
+  double m = 0, am = 0, s[3] = {0, 0, 0};
+};
+
+/// One cell into a leaf's sums (cells in sorted order).
+template <class Rn = RoundNearest>
+AG_HD void fmmAddCell(FmmSums& a, double m, double x, double y, double z) {
+  a.m = Rn::add(a.m, m);
+  a.am = Rn::add(a.am, Rn::abs(m));
+  a.s[0] = Rn::add(a.s[0], Rn::mul(m, x));
+  a.s[1] = Rn::add(a.s[1], Rn::mul(m, y));
+  a.s[2] = Rn::add(a.s[2], Rn::mul(m, z));
+}
+
+/// One child's sums into its parent's (children in child order).
+template <class Rn = RoundNearest>
+AG_HD void fmmAddSums(FmmSums& a, const FmmSums& b) {
+  a.m = Rn::add(a.m, b.m);
+  a.am = Rn::add(a.am, b.am);
+  AG_RULE_UNROLL
+  for (int d = 0; d < 3; ++d) a.s[d] = Rn::add(a.s[d], b.s[d]);
+}
+
+/// The expansion centre along axis d: the centre of mass, or the cube centre when massless or with `dipoles`.
+template <class Rn = RoundNearest>
+AG_HD double fmmCentreOf(const FmmSums& a, int d, double cubeCentre, bool dipoles) {
+  return a.m > 0 && !dipoles ? Rn::div(a.s[d], a.m) : cubeCentre;
+}
+
+/// The monomial tables (fmm/multi_index.h): term t = term prev[t] times h[axis[t]] times scale[t].
+struct MonoTables {
+  const int* prev = nullptr;
+  const int* axis = nullptr;
+  const double* scale = nullptr;
+};
+
+/// h^n / n! of term q by its chain of products from term 0, each (value * h) * scale as the host's monomials() makes
+/// term after term: every term's value is the same product chain there.
+template <class Rn = RoundNearest>
+AG_HD double fmmMonomial(const MonoTables& t, int q, const double* h) {
+  int chain[kUpwardMaxOrder + 1];
+  int k = 0;
+  for (int s = q; s != 0; s = t.prev[s]) chain[k++] = s;
+  double v = 1.0;
+  while (k > 0) {
+    const int s = chain[--k];
+    v = Rn::mul(Rn::mul(v, h[t.axis[s]]), t.scale[s]);
+  }
+  return v;
+}
+
+/// P2M's term q of a leaf whose cells are [b, e) about centre c: lane l sums m h^q/q! over cells b + l, b + l + 8, ...
+/// (a lane past e adds 0 times the monomial of offset 0, as the host's padded lanes), the lanes then summed in order.
+template <class Rn = RoundNearest>
+AG_HD double fmmP2MTerm(const MonoTables& t, int q, const double* x, const double* y, const double* z,
+                        const double* mass, std::uint32_t b, std::uint32_t e, const double* c) {
+  double total = 0;
+  for (int l = 0; l < kUpwardLanes; ++l) {
+    double acc = 0;
+    for (std::uint32_t j = b; j < e; j += kUpwardLanes) {
+      const std::uint32_t jl = j + std::uint32_t(l);
+      const bool in = jl < e;
+      const double h[3] = {in ? Rn::sub(x[jl], c[0]) : 0.0, in ? Rn::sub(y[jl], c[1]) : 0.0,
+                           in ? Rn::sub(z[jl], c[2]) : 0.0};
+      const double m = in ? mass[jl] : 0.0;
+      acc = Rn::add(acc, Rn::mul(m, fmmMonomial<Rn>(t, q, h)));
+    }
+    total = l == 0 ? acc : Rn::add(total, acc);
+  }
+  return total;
+}
+
+/// M2M's term n of a node: child l (l < children; the others are zero lanes) with multipoles Mc[l] (its M row) at
+/// offset h[l] = child centre - node centre; the entries (j, n - j) of term n in the host's table order
+/// ([first, last) of the by-target tables: m2mJ, m2mNJ), each lane's products summed, the lanes in order.
+template <class Rn = RoundNearest>
+AG_HD double fmmM2MTerm(const MonoTables& t, const int* entryJ, const int* entryNJ, int first, int last,
+                        const double* const* Mc, const double (*h)[3], int children) {
+  double total = 0;
+  for (int l = 0; l < kUpwardLanes; ++l) {
+    const bool in = l < children;
+    const double zero[3] = {0.0, 0.0, 0.0};
+    const double* hl = in ? h[l] : zero;
+    double acc = 0;
+    for (int q = first; q < last; ++q)
+      acc = Rn::add(acc, Rn::mul(in ? Mc[l][entryJ[q]] : 0.0, fmmMonomial<Rn>(t, entryNJ[q], hl)));
+    total = l == 0 ? acc : Rn::add(total, acc);
+  }
+  return total;
+}
+
+/// The squared distance of a cell from a node's centre (the radius is the square root of its maximum over the
+/// node's cells).
+template <class Rn = RoundNearest>
+AG_HD double fmmCellDistance2(double x, double y, double z, const double* c) {
+  return squaredNorm<Rn>(Rn::sub(x, c[0]), Rn::sub(y, c[1]), Rn::sub(z, c[2]));
+}
+
+/// The node of the level [lb, le) whose cells hold sorted cell j, or 0xffffffff when none (the cell lies under a leaf
+/// above the level). A level's nodes are in key order, so their cell ranges ascend: the last one starting at or before j.
+AG_HD std::uint32_t fmmNodeAtLevel(const std::uint32_t* cellBegin, const std::uint32_t* cellCount, std::uint32_t lb,
+                                   std::uint32_t le, std::uint32_t j) {
+  std::uint32_t lo = lb, hi = le;
+  while (lo < hi) {
+    const std::uint32_t mid = lo + (hi - lo) / 2;
+    if (cellBegin[mid] <= j) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == lb) return 0xffffffffu;
+  const std::uint32_t i = lo - 1;
+  return j < cellBegin[i] + cellCount[i] ? i : 0xffffffffu;
+}
+
+}  // namespace fmm
+}  // namespace amrgrav
