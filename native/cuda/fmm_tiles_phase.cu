@@ -5,24 +5,24 @@
 #include "cuda/fmm_tiles_phase.h"
 
 #include <cub/device/device_merge_sort.cuh>
+#include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
 
 #include "cuda/check.h"
 #include "cuda/grid_stride.h"
-#include "cuda/kernels_fmm_lists.h"
 
 namespace amrgrav {
 namespace cuda {
 
 void FmmTileBuffers::release() {
   size.release();
-  for (auto* v : {&leafAt, &leaves, &nodeStart, &nodeSource, &nearStart, &nearSource, &ntab, &computed, &regularAt,
+  for (auto* v : {&leafAt, &leaves, &aStart, &bStart, &nearStart, &nearSource, &ntab, &computed, &regularAt,
                   &sorted, &flags, &runAt, &runStart, &runOrder, &pos, &placeStart, &ordered, &target, &stepStart,
                   &stepSource, &irregular, &irrLeaf, &irrStart, &irrSource, &usedBits, &tileBits})
     v->release();
-  for (auto* v : {&keys[0], &keys[1], &hash}) v->release();
+  for (auto* v : {&byB, &hash}) v->release();
   for (auto* v : {&slot, &tab, &indexOf, &slots, &stepTable}) v->release();
   regular.release();
   events.release();
@@ -42,11 +42,11 @@ void TileStepEvents::release() {
 
 std::size_t FmmTileBuffers::bytes() const {
   std::size_t s = size.bytes() + regular.bytes() + counts.bytes() + at.bytes() + temp.bytes();
-  for (auto* v : {&leafAt, &leaves, &nodeStart, &nodeSource, &nearStart, &nearSource, &ntab, &computed, &regularAt,
+  for (auto* v : {&leafAt, &leaves, &aStart, &bStart, &nearStart, &nearSource, &ntab, &computed, &regularAt,
                   &sorted, &flags, &runAt, &runStart, &runOrder, &pos, &placeStart, &ordered, &target, &stepStart,
                   &stepSource, &irregular, &irrLeaf, &irrStart, &irrSource, &usedBits, &tileBits})
     s += v->bytes();
-  for (auto* v : {&keys[0], &keys[1], &hash}) s += v->bytes();
+  for (auto* v : {&byB, &hash}) s += v->bytes();
   for (auto* v : {&slot, &tab, &indexOf, &slots, &stepTable}) s += v->bytes();
   for (auto* v : {&origin, &h, &invH}) s += v->bytes();
   return s;
@@ -90,11 +90,13 @@ struct LeafScatterF {
     if (fmm::leafFlag(v, i)) v.leaves[at[i]] = i;
   }
 };
-struct DirectedF {
-  const std::uint64_t* p2p;
-  int bits;
-  std::uint64_t* keys;
-  __device__ void operator()(std::uint32_t q) const { fmm::directedP2P(p2p, q, bits, keys); }
+struct CsrStartsF {
+  TileBuildView v;
+  std::size_t pairs;
+  __device__ void operator()(std::uint32_t i) const {
+    fmm::csrStartsAtBy(v.byA, pairs, i, v.nodes, v.bits, false, v.aStart);
+    fmm::csrStartsAtBy(v.byB, pairs, i, v.nodes, v.bits, true, v.bStart);
+  }
 };
 struct NearStartF {
   TileBuildView v;
@@ -436,22 +438,28 @@ Status buildFmmTilesOnDevice(const FmmTileInputs& in, const DeviceFmmLists& list
   v.leaves = b.leaves.get();
   AG_TRY(each(nodes, LeafScatterF{v, b.leafAt.get()}, s, "leafScatter"));
   AG_TRY(stepDone());  // leaves
-  const std::size_t directed = 2 * pairs;
-  for (auto* k : {&b.keys[0], &b.keys[1]}) AG_TRY(grow(*k, directed, what));
-  AG_TRY(grow(b.nodeStart, std::size_t(nodes) + 1, what));
-  AG_TRY(grow(b.nodeSource, directed, what));
-  AG_TRY(each(pairs, DirectedF{lists.p2p, bits, b.keys[0].get()}, s, "directedP2P"));
-  std::uint64_t* sortedKeys = b.keys[0].get();
-  if (directed > 0) {
-    std::size_t bytes = 0;
-    AG_TRY(sortListKeys(nullptr, bytes, b.keys[0].get(), b.keys[1].get(), directed, bits, nullptr, s));
-    AG_TRY(b.temp.reserve(std::max<std::size_t>(bytes, 1), "the FMM tiles' scratch"));
-    bytes = b.temp.capacity();
-    AG_TRY(sortListKeys(b.temp.get(), bytes, b.keys[0].get(), b.keys[1].get(), directed, bits, &sortedKeys, s));
+  // the pairs by A as the lists leave them; a copy stably radix-sorted over B's bits alone (3 passes of pairs keys,
+  // not the 2 x pairs directed keys over both nodes' bits)
+  AG_TRY(grow(b.byB, pairs, what));
+  AG_TRY(grow(b.aStart, std::size_t(nodes) + 1, what));
+  AG_TRY(grow(b.bStart, std::size_t(nodes) + 1, what));
+  if (pairs > 0) {
+    const std::uint64_t* in = lists.p2p;
+    std::uint64_t* sortedB = b.byB.get();
+    AG_TRY(withTemp(
+        b,
+        [&](void* t, std::size_t& bytes) {
+          return cub::DeviceRadixSort::SortKeys(t, bytes, in, sortedB, pairs, 0, bits, s);
+        },
+        "cub::DeviceRadixSort::SortKeys (the P2P pairs by B)"));
   }
-  AG_TRY(launchCsrFromKeys(sortedKeys, directed, nodes, bits, b.nodeStart.get(), b.nodeSource.get(), s));
-  v.nodeStart = b.nodeStart.get();
-  v.nodeSource = b.nodeSource.get();
+  v.bits = bits;
+  v.byA = lists.p2p;
+  v.byB = b.byB.get();
+  v.aStart = b.aStart.get();
+  v.bStart = b.bStart.get();
+  AG_TRY(each(pairs + 1, CsrStartsF{v, pairs}, s, "csrStartsAtBy"));
+  const std::size_t directed = 2 * pairs;
   const std::size_t entries = std::size_t(nl) + directed;
   AG_TRY(grow(b.nearStart, std::size_t(nl) + 1, what));
   AG_TRY(grow(b.nearSource, entries, what));

@@ -38,10 +38,10 @@ struct TileStepEvents {
 /// The build's device arrays (grow-only, kept between solves).
 struct FmmTileBuffers {
   DeviceBuffer<double> size;  ///< the sorted cells' sizes (the regular leaves' test)
-  DeviceBuffer<std::uint32_t> leafAt, leaves, nodeStart, nodeSource, nearStart, nearSource, ntab, computed,
+  DeviceBuffer<std::uint32_t> leafAt, leaves, aStart, bStart, nearStart, nearSource, ntab, computed,
       regularAt, sorted, flags, runAt, runStart, runOrder, pos, placeStart, ordered, target, stepStart, stepSource,
       irregular, irrLeaf, irrStart, irrSource, usedBits, tileBits;
-  DeviceBuffer<std::uint64_t> keys[2], hash;
+  DeviceBuffer<std::uint64_t> byB, hash;
   DeviceBuffer<std::int32_t> slot, tab, indexOf, slots, stepTable;
   DeviceBuffer<std::uint8_t> regular;
   DeviceBuffer<double> origin, h, invH;

@@ -46,7 +46,7 @@ void emulateDeviceTiles(const FmmTree& tree, const SortedCells& cells, const Fmm
   v.z = cells.z.data();
   v.size = cells.size.data();
 
-  // 1: leaves, the directed P2P CSR, the near lists
+  // 1: leaves, the pairs' CSRs by A and by B, the near lists
   std::vector<std::uint32_t> leafAt(nodes + 1);
   const std::uint32_t nl = exclusiveScan(nodes, leafAt.data(), [&](std::size_t i) { return leafFlag(v, i); });
   NearLists& near = out.near;
@@ -55,17 +55,21 @@ void emulateDeviceTiles(const FmmTree& tree, const SortedCells& cells, const Fmm
     if (leafFlag(v, i)) near.leaves[leafAt[i]] = i;
   v.nl = nl;
   v.leaves = near.leaves.data();
-  std::vector<std::uint64_t> p2p(pairs), keys(2 * pairs);
-  for (std::size_t q = 0; q < pairs; ++q) p2p[q] = listKey(lists.p2pA[q], lists.p2pB[q], bits);
-  for (std::size_t q = 0; q < pairs; ++q) directedP2P(p2p.data(), q, bits, keys.data());
-  std::sort(keys.begin(), keys.end());
-  std::vector<std::uint32_t> nodeStart(nodes + 1), nodeSource(2 * pairs);
-  for (std::size_t i = 0; i <= keys.size(); ++i) {
-    csrStartsAt(keys.data(), keys.size(), i, nodes, bits, nodeStart.data());
-    if (i < keys.size()) nodeSource[i] = keySecond(keys[i], bits);
+  std::vector<std::uint64_t> byA(pairs), byB;
+  for (std::size_t q = 0; q < pairs; ++q) byA[q] = listKey(lists.p2pA[q], lists.p2pB[q], bits);
+  byB = byA;  // the device: a stable radix sort over B's bits alone
+  std::stable_sort(byB.begin(), byB.end(),
+                   [&](std::uint64_t a, std::uint64_t b) { return keySecond(a, bits) < keySecond(b, bits); });
+  std::vector<std::uint32_t> aStart(nodes + 1), bStart(nodes + 1);
+  for (std::size_t i = 0; i <= pairs; ++i) {
+    csrStartsAtBy(byA.data(), pairs, i, nodes, bits, false, aStart.data());
+    csrStartsAtBy(byB.data(), pairs, i, nodes, bits, true, bStart.data());
   }
-  v.nodeStart = nodeStart.data();
-  v.nodeSource = nodeSource.data();
+  v.bits = bits;
+  v.byA = byA.data();
+  v.byB = byB.data();
+  v.aStart = aStart.data();
+  v.bStart = bStart.data();
   near.start.assign(nl + 1, 0);
   for (std::uint32_t k = 0; k <= nl; ++k) near.start[k] = nearStartAt(v, k);
   near.source.assign(near.start[nl], 0);

@@ -8,9 +8,11 @@
 /// The steps (each a rule here for one item or one lane's part of an item, scans and sorts between them; the
 /// device runs a warp per leaf, target or tile where an item has many entries, the emulation plain loops over the
 /// same lane parts):
-///  1. the P2P pairs' keys (A, B), A < B, each both ways, sorted: a CSR over the nodes (fmm/dual_walk_k.h
-///     csrStartsAt) whose sources ascend; leaf k's near list is itself then that CSR's row (nearStartAt, nearEntry),
-///     which is buildNearLists' order (the CPU's pairs are sorted, so a leaf's partners come ascending);
+///  1. the P2P pairs' keys (A, B), A < B, sorted (as the lists leave them), and a copy stably sorted by B alone:
+///     two CSRs over the nodes (csrStartsAtBy: the pairs by A give node i its partners above it ascending, the
+///     copy by B its partners below it ascending); leaf k's near list is itself, its partners below, its partners
+///     above (nearStartAt, nearEntry), which is buildNearLists' order (the CPU's pairs are sorted, so a leaf's
+///     partners come ascending) with no sort of the 2 x pairs directed keys;
 ///  2. each node's regularity, origin and h (regularCandidate, regularCell for each of its 64 cells, regularWrite:
 ///     as findRegularLeaves);
 ///  3. each regular target's entries' table slots (entrySlotAt: the whole-leaf offset, P2pTables::findSlot's
@@ -72,8 +74,11 @@ struct TileBuildView {
   // 1: the leaves and near lists
   std::uint32_t nl = 0;
   std::uint32_t* leaves = nullptr;       ///< nl, ascending nodes
-  std::uint32_t* nodeStart = nullptr;    ///< nodes + 1: the directed P2P CSR
-  std::uint32_t* nodeSource = nullptr;   ///< 2 pairs
+  int bits = 0;                          ///< the pairs' keys' node bits (fmm/dual_walk_k.h keyBits)
+  const std::uint64_t* byA = nullptr;    ///< pairs: the P2P keys (A, B), A < B, ascending
+  const std::uint64_t* byB = nullptr;    ///< pairs: the same keys stably sorted by B
+  std::uint32_t* aStart = nullptr;       ///< nodes + 1: byA's CSR over A (each node's partners above it)
+  std::uint32_t* bStart = nullptr;       ///< nodes + 1: byB's CSR over B (each node's partners below it)
   std::uint32_t* nearStart = nullptr;    ///< nl + 1
   std::uint32_t* nearSource = nullptr;   ///< entries
   // 2: regular leaves (per node)
@@ -108,22 +113,32 @@ struct TileBuildView {
 /// Leaf k's flag for the prefix sum that numbers the leaves (1 for a leaf).
 AG_HD std::uint32_t leafFlag(const TileBuildView& v, std::uint32_t node) { return v.childCount[node] == 0 ? 1 : 0; }
 
-/// The P2P pair q's two directed keys (target, source), from its key (A, B).
-AG_HD void directedP2P(const std::uint64_t* p2p, std::size_t q, int bits, std::uint64_t* keys) {
-  const std::uint32_t a = keyFirst(p2p[q], bits), b = keySecond(p2p[q], bits);
-  keys[2 * q] = listKey(a, b, bits);
-  keys[2 * q + 1] = listKey(b, a, bits);
+/// The CSR's starts over the nodes from pair keys sorted by their first node (second: by their second), count of
+/// them: position i (0 .. count) starts every node after the one before it up to its own (after the last key: up to
+/// `nodes`), so start[0 .. nodes] are each written once, by one i (fmm/dual_walk_k.h csrStartsAt's rule).
+AG_HD void csrStartsAtBy(const std::uint64_t* keys, std::size_t count, std::size_t i, std::uint32_t nodes, int bits,
+                         bool second, std::uint32_t* start) {
+  auto node = [&](std::size_t j) { return second ? keySecond(keys[j], bits) : keyFirst(keys[j], bits); };
+  const std::uint32_t lo = i == 0 ? 0 : node(i - 1) + 1;
+  const std::uint32_t hi = i == count ? nodes : node(i);
+  for (std::uint32_t t = lo; t <= hi; ++t) start[t] = std::uint32_t(i);
 }
 
-/// Leaf k's near list's start (k = nl: the end): one entry itself for each leaf before it, then the CSR's.
+/// Leaf k's near list's start (k = nl: the end): one entry itself for each leaf before it, then each one's partners
+/// below and above it.
 AG_HD std::uint32_t nearStartAt(const TileBuildView& v, std::uint32_t k) {
-  return k == v.nl ? v.nl + v.nodeStart[v.nodes] : k + v.nodeStart[v.leaves[k]];
+  return k == v.nl ? v.nl + v.aStart[v.nodes] + v.bStart[v.nodes]
+                   : k + v.aStart[v.leaves[k]] + v.bStart[v.leaves[k]];
 }
 
-/// Entry j of leaf k's near list (j < its length): itself (j = 0), then its CSR row (sources ascending).
+/// Entry j of leaf k's near list (j < its length): itself (j = 0), then its partners below it (the A of the pairs
+/// (A, leaf), A ascending), then above it (the B of the pairs (leaf, B), B ascending).
 AG_HD void nearEntry(const TileBuildView& v, std::uint32_t k, std::uint32_t j) {
-  const std::uint32_t node = v.leaves[k];
-  v.nearSource[v.nearStart[k] + j] = j == 0 ? node : v.nodeSource[v.nodeStart[node] + j - 1];
+  const std::uint32_t node = v.leaves[k], below = v.bStart[node + 1] - v.bStart[node];
+  std::uint32_t src = node;
+  if (j > 0 && j <= below) src = keyFirst(v.byB[v.bStart[node] + j - 1], v.bits);
+  else if (j > below) src = keySecond(v.byA[v.aStart[node] + j - 1 - below], v.bits);
+  v.nearSource[v.nearStart[k] + j] = src;
 }
 
 /// Lattice position of the k-th cell of a 4^3 leaf in Morton order (p2p_tables.cpp latticeOf).
