@@ -232,7 +232,7 @@ __global__ void entrySlotsKernel(TileBuildView v) {
     const std::uint32_t q1 = v.nearStart[k + 1];
     for (std::uint32_t q = v.nearStart[k] + lane; q < q1; q += 32) {
       const int sl = fmm::entrySlotAt(v, std::uint32_t(k), q);
-      if (sl >= 0 && !(used[sl >> 5] >> (sl & 31) & 1)) atomicOr(&used[sl >> 5], 1u << (sl & 31));
+      if (sl >= 0) atomicOr(&used[sl >> 5], 1u << (sl & 31));
     }
   }
   __syncthreads();
@@ -322,10 +322,12 @@ __global__ void tileWriteKernel(TileBuildView v, std::uint32_t tiles) {
     const std::uint32_t s0 = v.stepStart[t], ns = v.stepStart[t + 1] - s0;
     fmm::laneStepTables(v, lane, word, s0, p);
     for (std::uint32_t j = tableSteps + lane; j < ns; j += 32) v.stepTable[s0 + j] = -1;
-    for (std::uint32_t st = 0; st < ns; ++st) v.stepSource[(std::size_t(s0) + st) * fmm::kTileWidthK + lane] = fmm::kNoLeafK;
+    for (std::uint32_t st = 0; st < ns; ++st)
+      v.stepSource[(std::size_t(s0) + st) * fmm::kTileWidthK + lane] = fmm::kNoLeafK;
     fmm::tileTargetWrite(v, std::uint32_t(t), lane);
     const std::uint32_t k = fmm::tileTargetLeaf(v, std::uint32_t(t), lane);
-    const std::uint32_t q0 = k == fmm::kNoLeafK ? 0 : v.nearStart[k], q1 = k == fmm::kNoLeafK ? 0 : v.nearStart[k + 1];
+    const bool none = k == fmm::kNoLeafK;
+    const std::uint32_t q0 = none ? 0 : v.nearStart[k], q1 = none ? 0 : v.nearStart[k + 1];
     __syncwarp();  // bits, prefix and the kNoLeafK columns before the entries
     for (int i = 0; i < fmm::kTileWidthK; ++i) {
       const std::uint32_t b = __shfl_sync(kAll, q0, i), e = __shfl_sync(kAll, q1, i);
@@ -353,7 +355,8 @@ __global__ void irregularRowsKernel(TileBuildView v, const std::uint32_t* irregu
   AG_WARP_ITEMS(j, ni) {
     if (lane == 0) leaf[j] = fmm::irregularLeaf(v, irregular, std::uint32_t(j));
     const std::uint32_t len = start[j + 1] - start[j];
-    for (std::uint32_t i = lane; i < len; i += 32) fmm::irregularEntry(v, irregular, std::uint32_t(j), i, start, source);
+    for (std::uint32_t i = lane; i < len; i += 32)
+      fmm::irregularEntry(v, irregular, std::uint32_t(j), i, start, source);
   }
 }
 
@@ -614,10 +617,12 @@ Status buildFmmTilesOnDevice(const FmmTileInputs& in, const DeviceFmmLists& list
   AG_TRY(scanCount(b, b.flags.get(), b.irrStart.get(), ni, s, irrEntries));
   AG_TRY(grow(b.irrLeaf, ni, what));
   AG_TRY(grow(b.irrSource, irrEntries, what));
-  AG_TRY(eachWarp(ni, irregularRowsKernel, s, "irregularRowsKernel", v, static_cast<const std::uint32_t*>(b.irregular.get()),
-                  ni, static_cast<const std::uint32_t*>(b.irrStart.get()), b.irrLeaf.get(), b.irrSource.get()));
+  const std::uint32_t *irregular = b.irregular.get(), *irrStart = b.irrStart.get();
+  AG_TRY(eachWarp(ni, irregularRowsKernel, s, "irregularRowsKernel", v, irregular, ni, irrStart, b.irrLeaf.get(),
+                  b.irrSource.get()));
   AG_TRY(stepDone());  // irregular
-  if (step != kFmmTileSteps) return Status::error(ErrorCode::Internal, "CUDA backend: the FMM tiles' steps miscounted");
+  if (step != kFmmTileSteps)
+    return Status::error(ErrorCode::Internal, "CUDA backend: the FMM tiles' steps miscounted");
   ev.recorded = true;
 
   out.leafCount = nl;

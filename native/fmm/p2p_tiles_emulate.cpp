@@ -174,7 +174,8 @@ void emulateDeviceTiles(const FmmTree& tree, const SortedCells& cells, const Fmm
     for (int i = 0; i < kTileWidthK; ++i) {
       const std::uint32_t k = tileTargetLeaf(v, b, i);
       if (k != kNoLeafK)
-        for (std::uint32_t q = near.start[k]; q < near.start[k] + ntab[k]; ++q) bits[tab[q] >> 5] |= 1u << (tab[q] & 31);
+        for (std::uint32_t q = near.start[k]; q < near.start[k] + ntab[k]; ++q)
+          bits[tab[q] >> 5] |= 1u << (tab[q] & 31);
       c = maxSum(c, tileTarget(v, b, i));
     }
     for (int w = 0; w < kSlotWordsK; ++w) c.tableSteps += std::uint32_t(popc32(bits[w]));
