@@ -53,9 +53,10 @@ struct CudaOptions {
   /// Method 'fmm' with fmmDeviceLists: the near lists and P2P tiles built on the device from its P2P pairs
   /// (cuda/fmm_tiles_phase.h: the same arrays as the host's fmm/p2p_tiles.h, so the same bits) instead of the pairs
   /// copied down and the tiles made on the host and uploaded; no effect without fmmDeviceLists; with it the sort is
-  /// the host's (the tiles read the cells from the FMM's own buffer). Off by default: gpu.fmm-tiles passes on an
-  /// H100, but at 256^3 the build (~0.35 s) is no faster than the host's yet. AMRGRAV_FMM_DEVICE_TILES=1 in the
-  /// API's backends.
+  /// the host's (the tiles read the cells from the FMM's own buffer). Off by default: gpu.fmm-tiles passed on an
+  /// H100, but at 256^3 the first build (a thread per target and tile, ~0.35 s) was no faster than the host's; the
+  /// warp-per-item build (docs/fmm-design.md, branch tilesfast) is not yet measured (CudaStats::fmmTileStepSeconds).
+  /// AMRGRAV_FMM_DEVICE_TILES=1 in the API's backends.
   bool fmmDeviceTiles = false;
 };
 
