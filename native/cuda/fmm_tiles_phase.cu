@@ -168,8 +168,10 @@ struct AddTileCounts {
 constexpr int kWarps = kGridThreads / 32;  ///< warps per block
 constexpr unsigned kAll = 0xffffffffu;
 
-/// Launch size for n items of a warp each (grid-stride over the warps).
-unsigned warpGridFor(std::size_t n) { return gridFor(n * 32); }
+/// Launch size for n items of a warp each (grid-stride over the warps): at most 8,192 blocks (65,536 warps, several
+/// times what an H100 holds at once), so a block's once-per-block work (entrySlotsKernel's or into usedBits) stays
+/// small.
+unsigned warpGridFor(std::size_t n) { return std::min(gridFor(n * 32), 8192u); }
 
 /// The warp's exclusive prefix sum of x over its lanes; total: the sum over all lanes.
 __device__ std::uint32_t warpExclusiveSum(std::uint32_t x, std::uint32_t& total) {
