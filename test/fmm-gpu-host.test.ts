@@ -4,8 +4,8 @@
 // block's DMMA pieces emulated against a triple loop), the L2P's compile-time term tables
 // (native/tests/fmm_terms.cpp) and the device's breadth-first dual walk for the interaction lists in its host
 // emulation (native/tests/fmm_dual_walk.cpp), and the device's near lists and P2P tiles from its P2P pairs in their
-// host emulation (native/tests/fmm_device_tiles.cpp), and the device's tree upward pass in its host emulation
-// (native/tests/fmm_upward.cpp).
+// host emulation, with the lane rules its warps run (native/tests/fmm_device_tiles.cpp), and the device's tree upward
+// pass in its host emulation (native/tests/fmm_upward.cpp).
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -54,6 +54,7 @@ describe('method fmm on the CUDA backend: the host side of its kernels', () => {
     expect(r.stdout).toMatch(/PASS uniform22-p3-tol2e-4: every array equal/);
     expect(r.stdout).toMatch(/PASS amr-p5-tol2e-4: every array equal/);
     expect(r.stdout).toMatch(/PASS plummer-p3-tol0: every array equal/);
+    expect(r.stdout).toMatch(/PASS lane-rules: 200 random sets/);
     expect(r.stdout).toMatch(/checks, 0 failed/);
     expect(r.status).toBe(0);
   });

@@ -43,7 +43,8 @@
 #              array, on a 32^3 grid, the clustered AMR set and a Plummer sphere at orders 3 and 7, tolerance 0 and
 #              2e-4, and a 128^3 grid with both builds' times noted; method 'fmm' with the device's tiles bitwise the
 #              host tiles' results and within 1e-12 / 1e-11 of the CPU), compute-sanitizer memcheck on fmm-tiles
-#              --quick, then amrgrav_gpu_timing --no-perf --fmm 128,256 --fmm-device-tiles
+#              --quick and racecheck (the build's warp kernels), then amrgrav_gpu_timing --no-perf --fmm 128,256
+#              --fmm-device-tiles (with the build's time by step: tiles_s, tile_steps_s)
 #   fmmtree    issue #20, the FMM tree and upward pass built on the device (cuda/fmm_tree_phase.h): ctest gpu.fmm-tree
 #              (the device's tree = the host's buildFmmTree, every array by bits, on a 32^3 grid and the clustered AMR
 #              set at orders 3, 5, 7, and a 128^3 grid with both builds' times noted; method 'fmm' with the device's
@@ -240,6 +241,10 @@ PY
       AMRGRAV_REQUIRE_GPU=1 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 $check fmm-tiles --quick \
         > "$out/fmmtiles-memcheck.log" 2>&1
       summary+=("fmmtiles memcheck rc=$? $(grep -hE 'ERROR SUMMARY' "$out/fmmtiles-memcheck.log" | head -1)")
+      # the build's warp kernels share counts and bitsets between lanes (__syncwarp): racecheck on them
+      AMRGRAV_REQUIRE_GPU=1 timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 $check fmm-tiles --quick \
+        > "$out/fmmtiles-racecheck.log" 2>&1
+      summary+=("fmmtiles racecheck rc=$? $(grep -hE 'RACECHECK SUMMARY|ERROR SUMMARY' "$out/fmmtiles-racecheck.log" | head -1)")
       timeout 500 $timing --no-perf --fmm 128,256 --fmm-device-tiles --reps 3 \
         > "$out/fmmtiles-timing.log" 2>&1
       summary+=("fmmtiles timing rc=$?")
@@ -253,6 +258,9 @@ for line in open(sys.argv[1]):
               f"device_tiles={int(r['device_tiles'])}: wall {r['wall_s']*1e3:8.2f} ms  lists {r['lists_s']*1e3:8.2f}  "
               f"build {r['build_s']*1e3:8.2f}  upload {r['upload_s']*1e3:7.2f}  walk {r['walk_s']*1e3:7.2f}  "
               f"tiles {r['p2p_tiles']} tables {r['p2p_tables']} irregular {r['p2p_irregular_leaves']}")
+        if r['device_tiles']:  # the device build's steps (device events, medians)
+            print(f"  device tiles build {r['tiles_s']*1e3:7.2f} ms: " +
+                  "  ".join(f"{k} {v*1e3:.2f}" for k, v in r['tile_steps_s'].items()))
 PY
       ;;
     fmmtree)

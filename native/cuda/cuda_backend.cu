@@ -67,6 +67,8 @@ Status run(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, Sol
   }
   if (fmm) {  // the device sorts, the host builds the tree and lists, the device evaluates them (fmm_phase.h)
     AG_TRY(solveFmmOnDevice(ds, cells, opt, out));
+    if (ds.copt.fmmDeviceLists && ds.copt.fmmDeviceTiles)  // the tiles built on the device: their steps' times
+      AG_TRY(fmmTileStepSeconds(ds.fmm.tileBuild, ds.stats.fmmTileStepSeconds));
     out.stats.secondsTotal = ds.stats.secondsTotal = since(t0);
     return Status::success();
   }

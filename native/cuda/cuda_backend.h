@@ -54,7 +54,9 @@ struct CudaOptions {
   /// (cuda/fmm_tiles_phase.h: the same arrays as the host's fmm/p2p_tiles.h, so the same bits) instead of the pairs
   /// copied down and the tiles made on the host and uploaded; no effect without fmmDeviceLists; they read the sorted
   /// cells where the sort left them (the device's block, or the FMM's own buffer after the host's sort). Off by
-  /// default: gpu.fmm-tiles passes on an H100, but at 256^3 the build (~0.35 s) is no faster than the host's yet.
+  /// default: gpu.fmm-tiles passed on an H100, but at 256^3 the first build (a thread per target and tile, ~0.35 s)
+  /// was no faster than the host's; the warp-per-item build (docs/fmm-design.md) is timed by step
+  /// (CudaStats::fmmTileStepSeconds).
   /// AMRGRAV_FMM_DEVICE_TILES=1 in the API's backends.
   bool fmmDeviceTiles = false;
   /// Method 'fmm' with fmmDeviceSort and fmmDeviceLists: the FMM tree's topology and its upward pass (centres,
@@ -114,8 +116,18 @@ struct CudaStats {
   /// uploaded, the (target, source) pairs by table and computed in the tiles, and the irregular (computed) leaves.
   std::uint64_t fmmTiles = 0, fmmTileTargets = 0, fmmTables = 0, fmmTableEntries = 0, fmmComputedEntries = 0,
                 fmmIrregularLeaves = 0;
+  /// Method 'fmm' with CudaOptions::fmmDeviceTiles: the device's build of the near lists and tiles
+  /// (cuda/fmm_tiles_phase.h), each step's device time (events), named by kFmmTileStepNames; zeros otherwise.
+  double fmmTileStepSeconds[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
   std::string device;               ///< name, compute capability, multiprocessors
 };
+
+/// CudaStats::fmmTileStepSeconds' steps: the cells' sizes up; the leaves numbered; the directed P2P pairs sorted into
+/// a CSR and the near lists; the regular leaves; the entries' slots and the tables' indices (and the slots down); each
+/// target's sorted tables and hash; the targets' order (sorts, runs, placement); the tiles (counts, scan, steps and
+/// columns); the irregular leaves' lists.
+inline constexpr const char* kFmmTileStepNames[9] = {"size_up", "leaves", "near_lists", "regular", "slots",
+                                                     "tables", "order",   "tiles",      "irregular"};
 
 /// name() == "cuda". Creating one touches no GPU; the first solve initialises the device. Calls are serialised
 /// (one solve at a time per backend object); keep one object alive across solves to reuse its device memory.

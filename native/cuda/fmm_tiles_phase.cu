@@ -5,40 +5,48 @@
 #include "cuda/fmm_tiles_phase.h"
 
 #include <cub/device/device_merge_sort.cuh>
+#include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
 
 #include "cuda/check.h"
 #include "cuda/grid_stride.h"
-#include "cuda/kernels_fmm_lists.h"
 
 namespace amrgrav {
 namespace cuda {
 
 void FmmTileBuffers::release() {
   size.release();
-  for (auto* v : {&leafAt, &leaves, &nodeStart, &nodeSource, &nearStart, &nearSource, &ntab, &computed, &regularAt,
+  for (auto* v : {&leafAt, &leaves, &aStart, &bStart, &nearStart, &nearSource, &ntab, &computed, &regularAt,
                   &sorted, &flags, &runAt, &runStart, &runOrder, &pos, &placeStart, &ordered, &target, &stepStart,
-                  &stepSource, &irregular, &irrLeaf, &irrStart, &irrSource})
+                  &stepSource, &irregular, &irrLeaf, &irrStart, &irrSource, &usedBits, &tileBits})
     v->release();
-  for (auto* v : {&keys[0], &keys[1], &hash}) v->release();
+  for (auto* v : {&byB, &hash}) v->release();
   for (auto* v : {&slot, &tab, &indexOf, &slots, &stepTable}) v->release();
   regular.release();
-  used.release();
+  events.release();
   for (auto* v : {&origin, &h, &invH}) v->release();
   counts.release();
   at.release();
   temp.release();
 }
 
+void TileStepEvents::release() {
+  for (cudaEvent_t& e : at) {
+    if (e) (void)cudaEventDestroy(e);  // at process exit the runtime may be gone already: nothing to report then
+    e = nullptr;
+  }
+  recorded = false;
+}
+
 std::size_t FmmTileBuffers::bytes() const {
-  std::size_t s = size.bytes() + regular.bytes() + used.bytes() + counts.bytes() + at.bytes() + temp.bytes();
-  for (auto* v : {&leafAt, &leaves, &nodeStart, &nodeSource, &nearStart, &nearSource, &ntab, &computed, &regularAt,
+  std::size_t s = size.bytes() + regular.bytes() + counts.bytes() + at.bytes() + temp.bytes();
+  for (auto* v : {&leafAt, &leaves, &aStart, &bStart, &nearStart, &nearSource, &ntab, &computed, &regularAt,
                   &sorted, &flags, &runAt, &runStart, &runOrder, &pos, &placeStart, &ordered, &target, &stepStart,
-                  &stepSource, &irregular, &irrLeaf, &irrStart, &irrSource})
+                  &stepSource, &irregular, &irrLeaf, &irrStart, &irrSource, &usedBits, &tileBits})
     s += v->bytes();
-  for (auto* v : {&keys[0], &keys[1], &hash}) s += v->bytes();
+  for (auto* v : {&byB, &hash}) s += v->bytes();
   for (auto* v : {&slot, &tab, &indexOf, &slots, &stepTable}) s += v->bytes();
   for (auto* v : {&origin, &h, &invH}) s += v->bytes();
   return s;
@@ -82,37 +90,21 @@ struct LeafScatterF {
     if (fmm::leafFlag(v, i)) v.leaves[at[i]] = i;
   }
 };
-struct DirectedF {
-  const std::uint64_t* p2p;
-  int bits;
-  std::uint64_t* keys;
-  __device__ void operator()(std::uint32_t q) const { fmm::directedP2P(p2p, q, bits, keys); }
+struct CsrStartsF {
+  TileBuildView v;
+  std::size_t pairs;
+  __device__ void operator()(std::uint32_t i) const {
+    fmm::csrStartsAtBy(v.byA, pairs, i, v.nodes, v.bits, false, v.aStart);
+    fmm::csrStartsAtBy(v.byB, pairs, i, v.nodes, v.bits, true, v.bStart);
+  }
 };
 struct NearStartF {
   TileBuildView v;
   __device__ void operator()(std::uint32_t k) const { v.nearStart[k] = fmm::nearStartAt(v, k); }
 };
-struct NearRowF {
+struct TargetHashF {
   TileBuildView v;
-  __device__ void operator()(std::uint32_t k) const { fmm::nearRow(v, k); }
-};
-struct RegularF {
-  TileBuildView v;
-  __device__ void operator()(std::uint32_t i) const { fmm::regularLeaf(v, i); }
-};
-struct EntrySlotsF {
-  TileBuildView v;
-  __device__ void operator()(std::uint32_t k) const { fmm::leafEntrySlots(v, k); }
-};
-struct SlotIndexesF {
-  TileBuildView v;
-  std::int32_t* slots;
-  std::uint32_t* count;  ///< written after the slots
-  __device__ void operator()(std::uint32_t) const { *count = std::uint32_t(fmm::slotIndexes(v.used, v.indexOf, slots)); }
-};
-struct TargetTablesF {
-  TileBuildView v;
-  __device__ void operator()(std::uint32_t k) const { fmm::targetTables(v, k); }
+  __device__ void operator()(std::uint32_t k) const { v.hash[k] = fmm::targetHash(v, k); }
 };
 struct RegularFlagF {
   TileBuildView v;
@@ -153,31 +145,10 @@ struct PlaceMemberF {
   TileBuildView v;
   __device__ void operator()(std::uint32_t r) const { fmm::placeMember(v, r); }
 };
-struct TileCountsF {
-  TileBuildView v;
-  std::uint32_t tiles;
-  fmm::TileCounts* counts;
-  __device__ void operator()(std::uint32_t t) const {
-    counts[t] = t < tiles ? fmm::tileCountsOf(v, t) : fmm::TileCounts{};
-  }
-};
 struct StepStartF {
   TileBuildView v;
   const fmm::TileCounts* at;
   __device__ void operator()(std::uint32_t t) const { v.stepStart[t] = at[t].tableSteps + at[t].computedSteps; }
-};
-struct TileStepsF {
-  TileBuildView v;
-  const fmm::TileCounts* counts;
-  __device__ void operator()(std::uint32_t t) const { fmm::tileSteps(v, t, counts[t]); }
-};
-struct TileColumnF {
-  TileBuildView v;
-  const fmm::TileCounts* counts;
-  __device__ void operator()(std::uint32_t c) const {
-    const std::uint32_t t = c / fmm::kTileWidthK;
-    fmm::tileColumn(v, t, c % fmm::kTileWidthK, counts[t].tableSteps);
-  }
 };
 struct IrregularSizeF {
   TileBuildView v;
@@ -186,18 +157,220 @@ struct IrregularSizeF {
   std::uint32_t* flag;
   __device__ void operator()(std::uint32_t j) const { flag[j] = j < ni ? fmm::irregularSize(v, irregular, j) : 0; }
 };
-struct IrregularRowF {
-  TileBuildView v;
-  const std::uint32_t *irregular, *start;
-  std::uint32_t *leaf, *source;
-  __device__ void operator()(std::uint32_t j) const { fmm::irregularRow(v, irregular, j, start, leaf, source); }
-};
-
 struct AddTileCounts {
   __host__ __device__ fmm::TileCounts operator()(const fmm::TileCounts& a, const fmm::TileCounts& b) const {
     return a + b;
   }
 };
+
+// ---- A warp per item: the lanes split an item's entries (coalesced), warp scans and ballots order their parts.
+
+constexpr int kWarps = kGridThreads / 32;  ///< warps per block
+constexpr unsigned kAll = 0xffffffffu;
+
+/// Launch size for n items of a warp each (grid-stride over the warps): at most 8,192 blocks (65,536 warps, several
+/// times what an H100 holds at once), so a block's once-per-block work (entrySlotsKernel's or into usedBits) stays
+/// small.
+unsigned warpGridFor(std::size_t n) { return std::min(gridFor(n * 32), 8192u); }
+
+/// The warp's exclusive prefix sum of x over its lanes; total: the sum over all lanes.
+__device__ std::uint32_t warpExclusiveSum(std::uint32_t x, std::uint32_t& total) {
+  const int lane = threadIdx.x & 31;
+  std::uint32_t inc = x;
+  for (int d = 1; d < 32; d <<= 1) {
+    const std::uint32_t y = __shfl_up_sync(kAll, inc, d);
+    if (lane >= d) inc += y;
+  }
+  total = __shfl_sync(kAll, inc, 31);
+  return inc - x;
+}
+
+/// The warp's combination of its lanes' counts (fmm::maxSum; every lane gets it).
+__device__ fmm::TileCounts warpMaxSum(fmm::TileCounts c) {
+  for (int d = 16; d > 0; d >>= 1) {
+    fmm::TileCounts o;
+    o.tableSteps = __shfl_xor_sync(kAll, c.tableSteps, d);
+    o.computedSteps = __shfl_xor_sync(kAll, c.computedSteps, d);
+    o.tableEntries = __shfl_xor_sync(kAll, c.tableEntries, d);
+    o.computedEntries = __shfl_xor_sync(kAll, c.computedEntries, d);
+    c = fmm::maxSum(c, o);
+  }
+  return c;
+}
+
+#define AG_WARP_ITEMS(i, n)                                                                         \
+  const int lane = threadIdx.x & 31;                                                                \
+  const std::size_t warpsInGrid = std::size_t(gridDim.x) * (blockDim.x / 32);                      \
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x / 32) + threadIdx.x / 32; i < (n); i += warpsInGrid)
+
+/// Leaf k's near list (nearEntry), a lane per entry.
+__global__ void nearRowsKernel(TileBuildView v) {
+  AG_WARP_ITEMS(k, v.nl) {
+    const std::uint32_t len = v.nearStart[k + 1] - v.nearStart[k];
+    for (std::uint32_t j = lane; j < len; j += 32) fmm::nearEntry(v, std::uint32_t(k), j);
+  }
+}
+
+/// Node i's regularity: two cells a lane, the lanes' answers anded.
+__global__ void regularKernel(TileBuildView v) {
+  AG_WARP_ITEMS(i, v.nodes) {
+    bool ok = fmm::regularCandidate(v, std::uint32_t(i));  // the same for every lane
+    if (ok) {
+      const std::uint32_t c0 = v.cellBegin[i];
+      ok = fmm::regularCell(v, c0, lane) && fmm::regularCell(v, c0, lane + 32);
+      ok = __all_sync(kAll, ok);
+    }
+    if (lane == 0) fmm::regularWrite(v, std::uint32_t(i), ok);
+  }
+}
+static_assert(fmm::kTileCellsK == 64, "two cells a lane");
+
+/// Leaf k's entries' slots, a lane per entry; the slots used set in the block's bits, then ored into usedBits.
+__global__ void entrySlotsKernel(TileBuildView v) {
+  __shared__ std::uint32_t used[32];
+  if (threadIdx.x < 32) used[threadIdx.x] = 0;
+  __syncthreads();
+  AG_WARP_ITEMS(k, v.nl) {
+    const std::uint32_t q1 = v.nearStart[k + 1];
+    for (std::uint32_t q = v.nearStart[k] + lane; q < q1; q += 32) {
+      const int sl = fmm::entrySlotAt(v, std::uint32_t(k), q);
+      if (sl >= 0) atomicOr(&used[sl >> 5], 1u << (sl & 31));
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x < fmm::kSlotWordsK && used[threadIdx.x]) atomicOr(&v.usedBits[threadIdx.x], used[threadIdx.x]);
+}
+
+/// The used slots' indices (one warp, a lane per word); their count after the slots, at slots[kSlotsK].
+__global__ void slotIndexesKernel(TileBuildView v, std::int32_t* slots) {
+  const int lane = threadIdx.x & 31;
+  std::uint32_t total = 0;
+  const std::uint32_t at = warpExclusiveSum(fmm::laneSlotCount(v.usedBits, lane), total);
+  fmm::laneSlotIndexes(v.usedBits, lane, at, v.indexOf, slots);
+  if (lane == 0) slots[fmm::kSlotsK] = std::int32_t(total);
+}
+
+/// Regular leaf k's tables sorted by counting: the entries' tables counted in the warp's shared counts (a lane per
+/// entry), each lane's range of tables written at its offset (the lanes' counts' exclusive scan).
+__global__ void targetTablesKernel(TileBuildView v) {
+  __shared__ std::uint32_t counts[kWarps][fmm::kLanesK * fmm::kLaneSlotsK];
+  std::uint32_t* c = counts[threadIdx.x / 32];
+  AG_WARP_ITEMS(k, v.nl) {
+    if (!v.regular[v.leaves[k]]) {  // the same for every lane
+      if (lane == 0) fmm::targetTablesDone(v, std::uint32_t(k), 0);
+      continue;
+    }
+    for (int j = 0; j < fmm::kLaneSlotsK; ++j) c[lane * fmm::kLaneSlotsK + j] = 0;
+    __syncwarp();
+    const std::uint32_t q0 = v.nearStart[k], q1 = v.nearStart[k + 1];
+    for (std::uint32_t q = q0 + lane; q < q1; q += 32) {
+      const std::int32_t t = fmm::entryTable(v, q);
+      if (t >= 0) atomicAdd(&c[t], 1u);
+    }
+    __syncwarp();
+    std::uint32_t n = 0;
+    const std::uint32_t at = warpExclusiveSum(fmm::laneTableCount(c, lane), n);
+    fmm::laneTableWrite(c, lane, v.tab + q0 + at);
+    if (lane == 0) fmm::targetTablesDone(v, std::uint32_t(k), n);
+    __syncwarp();  // the counts are read before the next target clears them
+  }
+}
+
+/// Tile t's union of its targets' tables (tileBits; the warp reads each target's tables coalesced) and its counts
+/// (a lane per target); counts[tiles] = zeros for the scan.
+__global__ void tileCountsKernel(TileBuildView v, std::uint32_t tiles, fmm::TileCounts* counts) {
+  __shared__ std::uint32_t bitsOf[kWarps][32];
+  std::uint32_t* bits = bitsOf[threadIdx.x / 32];
+  AG_WARP_ITEMS(t, std::size_t(tiles) + 1) {
+    if (t == tiles) {
+      if (lane == 0) counts[t] = fmm::TileCounts{};
+      continue;
+    }
+    bits[lane] = 0;
+    __syncwarp();
+    const std::uint32_t k = fmm::tileTargetLeaf(v, std::uint32_t(t), lane);
+    const std::uint32_t q0 = k == fmm::kNoLeafK ? 0 : v.nearStart[k], n = k == fmm::kNoLeafK ? 0 : v.ntab[k];
+    for (int i = 0; i < fmm::kTileWidthK; ++i) {
+      const std::uint32_t qi = __shfl_sync(kAll, q0, i), ni = __shfl_sync(kAll, n, i);
+      for (std::uint32_t j = lane; j < ni; j += 32) {
+        const std::int32_t tb = v.tab[qi + j];
+        atomicOr(&bits[tb >> 5], 1u << (tb & 31));
+      }
+    }
+    __syncwarp();
+    const std::uint32_t word = lane < fmm::kSlotWordsK ? bits[lane] : 0;
+    if (lane < fmm::kSlotWordsK) v.tileBits[std::size_t(t) * fmm::kSlotWordsK + lane] = word;
+    fmm::TileCounts c = fmm::tileTarget(v, std::uint32_t(t), lane);
+    c.tableSteps = std::uint32_t(fmm::popc32(word));
+    c = warpMaxSum(c);
+    if (lane == 0) counts[t] = c;
+    __syncwarp();  // bits read before the next tile clears them
+  }
+}
+
+/// Tile t's steps (stepStart written): its step tables (a lane per word of its union, then -1 per computed step),
+/// its targets and 1 / h (a lane per target), its columns (kNoLeafK everywhere, then each target's entries, a lane
+/// per entry: a table entry at its table's rank, a computed one at the tables' end plus its rank among the
+/// target's computed entries, from a ballot).
+__global__ void tileWriteKernel(TileBuildView v, std::uint32_t tiles) {
+  __shared__ std::uint32_t bitsOf[kWarps][32], prefixOf[kWarps][32];
+  std::uint32_t *bits = bitsOf[threadIdx.x / 32], *prefix = prefixOf[threadIdx.x / 32];
+  AG_WARP_ITEMS(t, tiles) {
+    const std::uint32_t word = lane < fmm::kSlotWordsK ? v.tileBits[std::size_t(t) * fmm::kSlotWordsK + lane] : 0;
+    std::uint32_t tableSteps = 0;
+    const std::uint32_t p = warpExclusiveSum(std::uint32_t(fmm::popc32(word)), tableSteps);
+    bits[lane] = word;
+    prefix[lane] = p;
+    const std::uint32_t s0 = v.stepStart[t], ns = v.stepStart[t + 1] - s0;
+    fmm::laneStepTables(v, lane, word, s0, p);
+    for (std::uint32_t j = tableSteps + lane; j < ns; j += 32) v.stepTable[s0 + j] = -1;
+    for (std::uint32_t st = 0; st < ns; ++st)
+      v.stepSource[(std::size_t(s0) + st) * fmm::kTileWidthK + lane] = fmm::kNoLeafK;
+    fmm::tileTargetWrite(v, std::uint32_t(t), lane);
+    const std::uint32_t k = fmm::tileTargetLeaf(v, std::uint32_t(t), lane);
+    const bool none = k == fmm::kNoLeafK;
+    const std::uint32_t q0 = none ? 0 : v.nearStart[k], q1 = none ? 0 : v.nearStart[k + 1];
+    __syncwarp();  // bits, prefix and the kNoLeafK columns before the entries
+    for (int i = 0; i < fmm::kTileWidthK; ++i) {
+      const std::uint32_t b = __shfl_sync(kAll, q0, i), e = __shfl_sync(kAll, q1, i);
+      std::uint32_t c = 0;
+      for (std::uint32_t base = b; base < e; base += 32) {  // uniform over the warp
+        const std::uint32_t q = base + lane;
+        const bool valid = q < e;
+        const bool computed = valid && v.slot[q] < 0;
+        const std::uint32_t ballot = __ballot_sync(kAll, computed);
+        if (valid) {
+          const std::uint32_t before = std::uint32_t(__popc(ballot & ((1u << lane) - 1u)));
+          const std::uint32_t st = fmm::entryStep(v, q, bits, prefix, tableSteps, c + before);
+          v.stepSource[(std::size_t(s0) + st) * fmm::kTileWidthK + std::uint32_t(i)] = v.nearSource[q];
+        }
+        c += std::uint32_t(__popc(ballot));
+      }
+    }
+    __syncwarp();  // bits and prefix read before the next tile writes them
+  }
+}
+
+/// Irregular leaf j's node and list, a lane per entry.
+__global__ void irregularRowsKernel(TileBuildView v, const std::uint32_t* irregular, std::uint32_t ni,
+                                    const std::uint32_t* start, std::uint32_t* leaf, std::uint32_t* source) {
+  AG_WARP_ITEMS(j, ni) {
+    if (lane == 0) leaf[j] = fmm::irregularLeaf(v, irregular, std::uint32_t(j));
+    const std::uint32_t len = start[j + 1] - start[j];
+    for (std::uint32_t i = lane; i < len; i += 32)
+      fmm::irregularEntry(v, irregular, std::uint32_t(j), i, start, source);
+  }
+}
+
+#undef AG_WARP_ITEMS
+
+/// kernel<<<warps for n items>>>(args...) on stream s (nothing for n == 0).
+template <class... K, class... A>
+Status eachWarp(std::size_t n, void (*kernel)(K...), cudaStream_t s, const char* name, A... args) {
+  if (n == 0) return Status::success();
+  kernel<<<warpGridFor(n), kGridThreads, 0, s>>>(args...);
+  return launched(name);
+}
 
 /// CUB's scratch grown to fit a call (asked with temp null first, then run).
 template <class Call>
@@ -235,6 +408,16 @@ Status buildFmmTilesOnDevice(const FmmTileInputs& in, const DeviceFmmLists& list
   const std::size_t pairs = lists.p2pPairs;
   const int bits = lists.bits;
   const char* what = "the FMM's P2P tiles";
+  TileStepEvents& ev = b.events;
+  ev.recorded = false;
+  if (!ev.at[0])
+    for (cudaEvent_t& e : ev.at) AG_CUDA_TRY(cudaEventCreate(&e));
+  int step = 0;  // the events: at[0] before the first step, at[i + 1] after step i
+  auto stepDone = [&]() -> Status {
+    AG_CUDA_TRY(cudaEventRecord(ev.at[++step], s));
+    return Status::success();
+  };
+  AG_CUDA_TRY(cudaEventRecord(ev.at[0], s));
   TileBuildView v;
   v.nodes = nodes;
   v.childCount = in.childCount;
@@ -251,6 +434,7 @@ Status buildFmmTilesOnDevice(const FmmTileInputs& in, const DeviceFmmLists& list
       AG_CUDA_TRY(cudaMemcpyAsync(b.size.get(), in.size, in.cells * sizeof(double), cudaMemcpyHostToDevice, s));
     v.size = b.size.get();
   }
+  AG_TRY(stepDone());  // size_up
 
   // 1: the leaves, the directed P2P CSR, the near lists
   AG_TRY(grow(b.flags, std::size_t(nodes) + 1, what));
@@ -262,29 +446,37 @@ Status buildFmmTilesOnDevice(const FmmTileInputs& in, const DeviceFmmLists& list
   v.nl = nl;
   v.leaves = b.leaves.get();
   AG_TRY(each(nodes, LeafScatterF{v, b.leafAt.get()}, s, "leafScatter"));
-  const std::size_t directed = 2 * pairs;
-  for (auto* k : {&b.keys[0], &b.keys[1]}) AG_TRY(grow(*k, directed, what));
-  AG_TRY(grow(b.nodeStart, std::size_t(nodes) + 1, what));
-  AG_TRY(grow(b.nodeSource, directed, what));
-  AG_TRY(each(pairs, DirectedF{lists.p2p, bits, b.keys[0].get()}, s, "directedP2P"));
-  std::uint64_t* sortedKeys = b.keys[0].get();
-  if (directed > 0) {
-    std::size_t bytes = 0;
-    AG_TRY(sortListKeys(nullptr, bytes, b.keys[0].get(), b.keys[1].get(), directed, bits, nullptr, s));
-    AG_TRY(b.temp.reserve(std::max<std::size_t>(bytes, 1), "the FMM tiles' scratch"));
-    bytes = b.temp.capacity();
-    AG_TRY(sortListKeys(b.temp.get(), bytes, b.keys[0].get(), b.keys[1].get(), directed, bits, &sortedKeys, s));
+  AG_TRY(stepDone());  // leaves
+  // the pairs by A as the lists leave them; a copy stably radix-sorted over B's bits alone (3 passes of pairs keys,
+  // not the 2 x pairs directed keys over both nodes' bits)
+  AG_TRY(grow(b.byB, pairs, what));
+  AG_TRY(grow(b.aStart, std::size_t(nodes) + 1, what));
+  AG_TRY(grow(b.bStart, std::size_t(nodes) + 1, what));
+  if (pairs > 0) {
+    const std::uint64_t* in = lists.p2p;
+    std::uint64_t* sortedB = b.byB.get();
+    AG_TRY(withTemp(
+        b,
+        [&](void* t, std::size_t& bytes) {
+          return cub::DeviceRadixSort::SortKeys(t, bytes, in, sortedB, pairs, 0, bits, s);
+        },
+        "cub::DeviceRadixSort::SortKeys (the P2P pairs by B)"));
   }
-  AG_TRY(launchCsrFromKeys(sortedKeys, directed, nodes, bits, b.nodeStart.get(), b.nodeSource.get(), s));
-  v.nodeStart = b.nodeStart.get();
-  v.nodeSource = b.nodeSource.get();
+  v.bits = bits;
+  v.byA = lists.p2p;
+  v.byB = b.byB.get();
+  v.aStart = b.aStart.get();
+  v.bStart = b.bStart.get();
+  AG_TRY(each(pairs + 1, CsrStartsF{v, pairs}, s, "csrStartsAtBy"));
+  const std::size_t directed = 2 * pairs;
   const std::size_t entries = std::size_t(nl) + directed;
   AG_TRY(grow(b.nearStart, std::size_t(nl) + 1, what));
   AG_TRY(grow(b.nearSource, entries, what));
   v.nearStart = b.nearStart.get();
   v.nearSource = b.nearSource.get();
   AG_TRY(each(std::size_t(nl) + 1, NearStartF{v}, s, "nearStartAt"));
-  AG_TRY(each(nl, NearRowF{v}, s, "nearRow"));
+  AG_TRY(eachWarp(nl, nearRowsKernel, s, "nearRowsKernel", v));
+  AG_TRY(stepDone());  // near_lists
 
   // 2: the regular leaves
   AG_TRY(grow(b.regular, nodes, what));
@@ -293,35 +485,39 @@ Status buildFmmTilesOnDevice(const FmmTileInputs& in, const DeviceFmmLists& list
   v.regular = b.regular.get();
   v.origin = b.origin.get();
   v.h = b.h.get();
-  AG_TRY(each(nodes, RegularF{v}, s, "regularLeaf"));
+  AG_TRY(eachWarp(nodes, regularKernel, s, "regularKernel", v));
+  AG_TRY(stepDone());  // regular
 
   // 3: the entries' slots, the slots used and their indices (down for the host's tables)
   AG_TRY(grow(b.slot, entries, what));
   AG_TRY(grow(b.tab, entries, what));
-  AG_TRY(grow(b.used, fmm::kSlotsK, what));
+  AG_TRY(grow(b.usedBits, fmm::kSlotWordsK, what));
   AG_TRY(grow(b.indexOf, fmm::kSlotsK, what));
   AG_TRY(grow(b.slots, fmm::kSlotsK + 1, what));
   v.slot = b.slot.get();
   v.tab = b.tab.get();
-  v.used = b.used.get();
+  v.usedBits = b.usedBits.get();
   v.indexOf = b.indexOf.get();
-  AG_CUDA_TRY(cudaMemsetAsync(b.used.get(), 0, fmm::kSlotsK, s));
-  AG_TRY(each(nl, EntrySlotsF{v}, s, "leafEntrySlots"));
+  AG_CUDA_TRY(cudaMemsetAsync(b.usedBits.get(), 0, fmm::kSlotWordsK * sizeof(std::uint32_t), s));
+  AG_TRY(eachWarp(nl, entrySlotsKernel, s, "entrySlotsKernel", v));
   // the count after the slots, in the same buffer: one copy down
-  AG_TRY(each(1, SlotIndexesF{v, b.slots.get(), reinterpret_cast<std::uint32_t*>(b.slots.get() + fmm::kSlotsK)}, s,
-              "slotIndexes"));
+  slotIndexesKernel<<<1, 32, 0, s>>>(v, b.slots.get());
+  AG_TRY(launched("slotIndexesKernel"));
   std::vector<std::int32_t> slots(fmm::kSlotsK + 1);
   AG_CUDA_TRY(cudaMemcpyAsync(slots.data(), b.slots.get(), slots.size() * sizeof(std::int32_t),
                               cudaMemcpyDeviceToHost, s));
+  AG_TRY(stepDone());  // slots
 
-  // 4: each regular target's tables
+  // 4: each regular target's tables (sorted by counting), then its hash
   AG_TRY(grow(b.ntab, nl, what));
   AG_TRY(grow(b.computed, nl, what));
   AG_TRY(grow(b.hash, nl, what));
   v.ntab = b.ntab.get();
   v.computed = b.computed.get();
   v.hash = b.hash.get();
-  AG_TRY(each(nl, TargetTablesF{v}, s, "targetTables"));
+  AG_TRY(eachWarp(nl, targetTablesKernel, s, "targetTablesKernel", v));
+  AG_TRY(each(nl, TargetHashF{v}, s, "targetHash"));
+  AG_TRY(stepDone());  // tables
 
   // 5: the regular targets' order
   AG_TRY(grow(b.flags, std::size_t(nl) + 1, what));
@@ -382,12 +578,15 @@ Status buildFmmTilesOnDevice(const FmmTileInputs& in, const DeviceFmmLists& list
   if (placed != nreg) return Status::error(ErrorCode::Internal, "CUDA backend: the FMM tiles' runs lost targets");
   AG_TRY(each(runs, PlaceRunF{v, b.runOrder.get(), b.pos.get()}, s, "placeRun"));
   AG_TRY(each(nreg, PlaceMemberF{v}, s, "placeMember"));
+  AG_TRY(stepDone());  // order
 
-  // 6: the tiles
+  // 6: the tiles: a warp per tile for its union and counts, their scan, a warp per tile for its steps and columns
   const std::uint32_t tiles = (nreg + fmm::kTileWidthK - 1) / fmm::kTileWidthK;
   AG_TRY(grow(b.counts, std::size_t(tiles) + 1, what));
   AG_TRY(grow(b.at, std::size_t(tiles) + 1, what));
-  AG_TRY(each(std::size_t(tiles) + 1, TileCountsF{v, tiles, b.counts.get()}, s, "tileCountsOf"));
+  AG_TRY(grow(b.tileBits, std::size_t(tiles) * fmm::kSlotWordsK, what));
+  v.tileBits = b.tileBits.get();
+  AG_TRY(eachWarp(std::size_t(tiles) + 1, tileCountsKernel, s, "tileCountsKernel", v, tiles, b.counts.get()));
   {
     const fmm::TileCounts* cin = b.counts.get();
     fmm::TileCounts* cout = b.at.get();
@@ -413,8 +612,8 @@ Status buildFmmTilesOnDevice(const FmmTileInputs& in, const DeviceFmmLists& list
   v.target = b.target.get();
   v.invH = b.invH.get();
   AG_TRY(each(std::size_t(tiles) + 1, StepStartF{v, b.at.get()}, s, "stepStart"));
-  AG_TRY(each(tiles, TileStepsF{v, b.counts.get()}, s, "tileSteps"));
-  AG_TRY(each(std::size_t(tiles) * fmm::kTileWidthK, TileColumnF{v, b.counts.get()}, s, "tileColumn"));
+  AG_TRY(eachWarp(tiles, tileWriteKernel, s, "tileWriteKernel", v, tiles));
+  AG_TRY(stepDone());  // tiles
 
   // the irregular leaves' lists
   AG_TRY(grow(b.flags, std::size_t(ni) + 1, what));
@@ -424,8 +623,13 @@ Status buildFmmTilesOnDevice(const FmmTileInputs& in, const DeviceFmmLists& list
   AG_TRY(scanCount(b, b.flags.get(), b.irrStart.get(), ni, s, irrEntries));
   AG_TRY(grow(b.irrLeaf, ni, what));
   AG_TRY(grow(b.irrSource, irrEntries, what));
-  AG_TRY(each(ni, IrregularRowF{v, b.irregular.get(), b.irrStart.get(), b.irrLeaf.get(), b.irrSource.get()}, s,
-              "irregularRow"));
+  const std::uint32_t *irregular = b.irregular.get(), *irrStart = b.irrStart.get();
+  AG_TRY(eachWarp(ni, irregularRowsKernel, s, "irregularRowsKernel", v, irregular, ni, irrStart, b.irrLeaf.get(),
+                  b.irrSource.get()));
+  AG_TRY(stepDone());  // irregular
+  if (step != kFmmTileSteps)
+    return Status::error(ErrorCode::Internal, "CUDA backend: the FMM tiles' steps miscounted");
+  ev.recorded = true;
 
   out.leafCount = nl;
   out.tiles = tiles;
@@ -447,6 +651,24 @@ Status buildFmmTilesOnDevice(const FmmTileInputs& in, const DeviceFmmLists& list
   out.regular = b.regular.get();
   return Status::success();
 }
+
+Status fmmTileStepSeconds(FmmTileBuffers& b, double seconds[kFmmTileSteps]) {
+  for (int i = 0; i < kFmmTileSteps; ++i) seconds[i] = 0;
+  TileStepEvents& ev = b.events;
+  if (!ev.recorded) return Status::success();
+  ev.recorded = false;
+  AG_CUDA_TRY(cudaEventSynchronize(ev.at[kFmmTileSteps]));
+  for (int i = 0; i < kFmmTileSteps; ++i) {
+    float ms = 0;
+    AG_CUDA_TRY(cudaEventElapsedTime(&ms, ev.at[i], ev.at[i + 1]));
+    seconds[i] = 1e-3 * double(ms);
+  }
+  return Status::success();
+}
+
+static_assert(sizeof(CudaStats::fmmTileStepSeconds) == kFmmTileSteps * sizeof(double) &&
+                  sizeof(kFmmTileStepNames) == kFmmTileSteps * sizeof(const char*),
+              "CudaStats' tile steps are the build's");
 
 }  // namespace cuda
 }  // namespace amrgrav

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "cuda/cuda_backend.h"
 #include "cuda/device_buffers.h"
 #include "cuda/fmm_lists_phase.h"
 #include "fmm/p2p_tiles_k.h"
@@ -20,18 +21,33 @@
 namespace amrgrav {
 namespace cuda {
 
+/// The build's steps (CudaStats::fmmTileStepSeconds, kFmmTileStepNames), each ended by a device event.
+constexpr int kFmmTileSteps = 9;
+
+/// The events that time the build's steps (created on the first build; destroyed with the buffers).
+struct TileStepEvents {
+  cudaEvent_t at[kFmmTileSteps + 1] = {};
+  bool recorded = false;  ///< a build ran to the end since the last read
+  TileStepEvents() = default;
+  TileStepEvents(const TileStepEvents&) = delete;
+  TileStepEvents& operator=(const TileStepEvents&) = delete;
+  ~TileStepEvents() { release(); }
+  void release();
+};
+
 /// The build's device arrays (grow-only, kept between solves).
 struct FmmTileBuffers {
   DeviceBuffer<double> size;  ///< the sorted cells' sizes (the regular leaves' test)
-  DeviceBuffer<std::uint32_t> leafAt, leaves, nodeStart, nodeSource, nearStart, nearSource, ntab, computed,
+  DeviceBuffer<std::uint32_t> leafAt, leaves, aStart, bStart, nearStart, nearSource, ntab, computed,
       regularAt, sorted, flags, runAt, runStart, runOrder, pos, placeStart, ordered, target, stepStart, stepSource,
-      irregular, irrLeaf, irrStart, irrSource;
-  DeviceBuffer<std::uint64_t> keys[2], hash;
+      irregular, irrLeaf, irrStart, irrSource, usedBits, tileBits;
+  DeviceBuffer<std::uint64_t> byB, hash;
   DeviceBuffer<std::int32_t> slot, tab, indexOf, slots, stepTable;
-  DeviceBuffer<std::uint8_t> regular, used;
+  DeviceBuffer<std::uint8_t> regular;
   DeviceBuffer<double> origin, h, invH;
   DeviceBuffer<fmm::TileCounts> counts, at;
   DeviceBuffer<unsigned char> temp;
+  TileStepEvents events;
   std::size_t bytes() const;
   void release();
 };
@@ -63,8 +79,13 @@ struct DeviceFmmTiles {
 };
 
 /// The build from the device's lists (their P2P keys) on stream s (synchronised a few times to size the arrays).
+/// Each step ends with an event (FmmTileBuffers::events) for fmmTileStepSeconds.
 Status buildFmmTilesOnDevice(const FmmTileInputs& in, const DeviceFmmLists& lists, FmmTileBuffers& b, cudaStream_t s,
                              DeviceFmmTiles& out);
+
+/// The last build's step times in seconds (waits for its last event), zeros where no build ran to its end since
+/// the last call.
+Status fmmTileStepSeconds(FmmTileBuffers& b, double seconds[kFmmTileSteps]);
 
 }  // namespace cuda
 }  // namespace amrgrav

@@ -46,7 +46,7 @@ void emulateDeviceTiles(const FmmTree& tree, const SortedCells& cells, const Fmm
   v.z = cells.z.data();
   v.size = cells.size.data();
 
-  // 1: leaves, the directed P2P CSR, the near lists
+  // 1: leaves, the pairs' CSRs by A and by B, the near lists
   std::vector<std::uint32_t> leafAt(nodes + 1);
   const std::uint32_t nl = exclusiveScan(nodes, leafAt.data(), [&](std::size_t i) { return leafFlag(v, i); });
   NearLists& near = out.near;
@@ -55,23 +55,28 @@ void emulateDeviceTiles(const FmmTree& tree, const SortedCells& cells, const Fmm
     if (leafFlag(v, i)) near.leaves[leafAt[i]] = i;
   v.nl = nl;
   v.leaves = near.leaves.data();
-  std::vector<std::uint64_t> p2p(pairs), keys(2 * pairs);
-  for (std::size_t q = 0; q < pairs; ++q) p2p[q] = listKey(lists.p2pA[q], lists.p2pB[q], bits);
-  for (std::size_t q = 0; q < pairs; ++q) directedP2P(p2p.data(), q, bits, keys.data());
-  std::sort(keys.begin(), keys.end());
-  std::vector<std::uint32_t> nodeStart(nodes + 1), nodeSource(2 * pairs);
-  for (std::size_t i = 0; i <= keys.size(); ++i) {
-    csrStartsAt(keys.data(), keys.size(), i, nodes, bits, nodeStart.data());
-    if (i < keys.size()) nodeSource[i] = keySecond(keys[i], bits);
+  std::vector<std::uint64_t> byA(pairs), byB;
+  for (std::size_t q = 0; q < pairs; ++q) byA[q] = listKey(lists.p2pA[q], lists.p2pB[q], bits);
+  byB = byA;  // the device: a stable radix sort over B's bits alone
+  std::stable_sort(byB.begin(), byB.end(),
+                   [&](std::uint64_t a, std::uint64_t b) { return keySecond(a, bits) < keySecond(b, bits); });
+  std::vector<std::uint32_t> aStart(nodes + 1), bStart(nodes + 1);
+  for (std::size_t i = 0; i <= pairs; ++i) {
+    csrStartsAtBy(byA.data(), pairs, i, nodes, bits, false, aStart.data());
+    csrStartsAtBy(byB.data(), pairs, i, nodes, bits, true, bStart.data());
   }
-  v.nodeStart = nodeStart.data();
-  v.nodeSource = nodeSource.data();
+  v.bits = bits;
+  v.byA = byA.data();
+  v.byB = byB.data();
+  v.aStart = aStart.data();
+  v.bStart = bStart.data();
   near.start.assign(nl + 1, 0);
   for (std::uint32_t k = 0; k <= nl; ++k) near.start[k] = nearStartAt(v, k);
   near.source.assign(near.start[nl], 0);
   v.nearStart = near.start.data();
   v.nearSource = near.source.data();
-  for (std::uint32_t k = 0; k < nl; ++k) nearRow(v, k);
+  for (std::uint32_t k = 0; k < nl; ++k)  // the device: a warp per leaf, a lane per entry
+    for (std::uint32_t j = 0; j < near.start[k + 1] - near.start[k]; ++j) nearEntry(v, k, j);
 
   // 2: the regular leaves
   RegularLeaves& reg = out.reg;
@@ -81,29 +86,55 @@ void emulateDeviceTiles(const FmmTree& tree, const SortedCells& cells, const Fmm
   v.regular = reg.regular.data();
   v.origin = reg.origin.data();
   v.h = reg.h.data();
-  for (std::uint32_t i = 0; i < nodes; ++i) regularLeaf(v, i);
+  for (std::uint32_t i = 0; i < nodes; ++i) regularLeaf(v, i);  // the device: a warp per node, two cells a lane
 
   // 3: the entries' slots, the slots used, their indices
   const std::size_t entries = near.source.size();
   std::vector<std::int32_t> slot(entries), tab(entries, 0), indexOf(kSlotsK), slots(kSlotsK);
-  std::vector<std::uint8_t> used(kSlotsK, 0);
+  std::vector<std::uint32_t> usedBits(kSlotWordsK, 0);
   v.slot = slot.data();
   v.tab = tab.data();
-  v.used = used.data();
+  v.usedBits = usedBits.data();
   v.indexOf = indexOf.data();
-  for (std::uint32_t k = 0; k < nl; ++k) leafEntrySlots(v, k);
-  const int nslots = slotIndexes(used.data(), indexOf.data(), slots.data());
+  for (std::uint32_t k = 0; k < nl; ++k)  // the device: a warp per leaf, the bits set in its block's, then ored
+    for (std::uint32_t q = near.start[k]; q < near.start[k + 1]; ++q) {
+      const int s = entrySlotAt(v, k, q);
+      if (s >= 0) usedBits[s >> 5] |= 1u << (s & 31);
+    }
+  std::uint32_t nslots = 0;  // the device: one warp, a lane per word, its counts' exclusive scan
+  for (int lane = 0; lane < kLanesK; ++lane) {
+    const std::uint32_t n = laneSlotCount(usedBits.data(), lane);
+    laneSlotIndexes(usedBits.data(), lane, nslots, indexOf.data(), slots.data());
+    nslots += n;
+  }
   P2pTiles& t = out.tiles;
   t = P2pTiles{};
   t.slots.assign(slots.begin(), slots.begin() + nslots);
 
-  // 4: each regular target's tables
+  // 4: each regular target's tables, by counting (the device: a warp per target, the counts in shared memory, the
+  // lanes' counts' exclusive scan placing each lane's range), then each one's hash
   std::vector<std::uint32_t> ntab(nl), computed(nl);
   std::vector<std::uint64_t> hash(nl);
   v.ntab = ntab.data();
   v.computed = computed.data();
   v.hash = hash.data();
-  for (std::uint32_t k = 0; k < nl; ++k) targetTables(v, k);
+  std::vector<std::uint32_t> counts(kLanesK * kLaneSlotsK);
+  for (std::uint32_t k = 0; k < nl; ++k) {
+    std::fill(counts.begin(), counts.end(), 0u);
+    if (v.regular[near.leaves[k]])
+      for (std::uint32_t q = near.start[k]; q < near.start[k + 1]; ++q) {
+        const std::int32_t tb = entryTable(v, q);
+        if (tb >= 0) ++counts[tb];
+      }
+    std::uint32_t n = 0;
+    for (int lane = 0; lane < kLanesK; ++lane) {
+      const std::uint32_t c = laneTableCount(counts.data(), lane);
+      laneTableWrite(counts.data(), lane, tab.data() + near.start[k] + n);
+      n += c;
+    }
+    targetTablesDone(v, k, n);
+  }
+  for (std::uint32_t k = 0; k < nl; ++k) hash[k] = targetHash(v, k);
 
   // 5: the regular targets' order
   std::vector<std::uint32_t> regularAt(nl + 1);
@@ -131,14 +162,29 @@ void emulateDeviceTiles(const FmmTree& tree, const SortedCells& cells, const Fmm
   v.ordered = ordered.data();
   for (std::uint32_t r = 0; r < nreg; ++r) placeMember(v, r);
 
-  // 6: the tiles
+  // 6: the tiles: per tile (the device: a warp) the union of its targets' tables and its counts, their scan into
+  // the step starts, then per tile its step tables and (a lane per target) the columns
   const std::uint32_t tiles = (nreg + kTileWidthK - 1) / kTileWidthK;
-  std::vector<TileCounts> counts(tiles), at(tiles + 1);
-  for (std::uint32_t b = 0; b < tiles; ++b) counts[b] = tileCountsOf(v, b);
+  std::vector<TileCounts> tileCounts(tiles), at(tiles + 1);
+  std::vector<std::uint32_t> tileBits(std::size_t(tiles) * kSlotWordsK, 0);
+  v.tileBits = tileBits.data();
+  for (std::uint32_t b = 0; b < tiles; ++b) {
+    std::uint32_t* bits = tileBits.data() + std::size_t(b) * kSlotWordsK;
+    TileCounts c;
+    for (int i = 0; i < kTileWidthK; ++i) {
+      const std::uint32_t k = tileTargetLeaf(v, b, i);
+      if (k != kNoLeafK)
+        for (std::uint32_t q = near.start[k]; q < near.start[k] + ntab[k]; ++q)
+          bits[tab[q] >> 5] |= 1u << (tab[q] & 31);
+      c = maxSum(c, tileTarget(v, b, i));
+    }
+    for (int w = 0; w < kSlotWordsK; ++w) c.tableSteps += std::uint32_t(popc32(bits[w]));
+    tileCounts[b] = c;
+  }
   TileCounts sum;
   for (std::uint32_t b = 0; b <= tiles; ++b) {
     at[b] = sum;
-    if (b < tiles) sum = sum + counts[b];
+    if (b < tiles) sum = sum + tileCounts[b];
   }
   t.stepStart.assign(tiles + 1, 0);
   for (std::uint32_t b = 0; b <= tiles; ++b) t.stepStart[b] = at[b].tableSteps + at[b].computedSteps;
@@ -152,9 +198,30 @@ void emulateDeviceTiles(const FmmTree& tree, const SortedCells& cells, const Fmm
   v.stepSource = t.stepSource.data();
   v.target = t.target.data();
   v.invH = t.invH.data();
-  for (std::uint32_t b = 0; b < tiles; ++b) tileSteps(v, b, counts[b]);
-  for (std::uint32_t b = 0; b < tiles; ++b)
-    for (std::uint32_t i = 0; i < std::uint32_t(kTileWidthK); ++i) tileColumn(v, b, i, counts[b].tableSteps);
+  for (std::uint32_t b = 0; b < tiles; ++b) {
+    const std::uint32_t* bits = tileBits.data() + std::size_t(b) * kSlotWordsK;
+    std::uint32_t prefix[kLanesK] = {}, tableSteps = 0;
+    for (int lane = 0; lane < kSlotWordsK; ++lane) {
+      prefix[lane] = tableSteps;
+      tableSteps += std::uint32_t(popc32(bits[lane]));
+    }
+    const std::uint32_t s0 = t.stepStart[b], ns = t.stepStart[b + 1] - s0;
+    for (int lane = 0; lane < kSlotWordsK; ++lane) laneStepTables(v, lane, bits[lane], s0, prefix[lane]);
+    for (std::uint32_t j = tableSteps; j < ns; ++j) t.stepTable[s0 + j] = -1;
+    for (std::size_t e = std::size_t(s0) * kTileWidthK; e < std::size_t(s0 + ns) * kTileWidthK; ++e)
+      t.stepSource[e] = kNoLeafK;
+    for (int i = 0; i < kTileWidthK; ++i) {
+      tileTargetWrite(v, b, i);
+      const std::uint32_t k = tileTargetLeaf(v, b, i);
+      if (k == kNoLeafK) continue;
+      std::uint32_t c = 0;  // the device: a lane per entry, c from a ballot of the computed ones
+      for (std::uint32_t q = near.start[k]; q < near.start[k + 1]; ++q) {
+        const std::uint32_t st = entryStep(v, q, bits, prefix, tableSteps, c);
+        if (slot[q] < 0) ++c;
+        t.stepSource[(std::size_t(s0) + st) * kTileWidthK + std::uint32_t(i)] = near.source[q];
+      }
+    }
+  }
   t.tableSteps = sum.tableSteps;
   t.computedSteps = sum.computedSteps;
   t.tableEntries = sum.tableEntries;
@@ -168,8 +235,11 @@ void emulateDeviceTiles(const FmmTree& tree, const SortedCells& cells, const Fmm
   const std::uint32_t ne =
       exclusiveScan(ni, irr.start.data(), [&](std::size_t j) { return irregularSize(v, t.irregular.data(), j); });
   irr.source.assign(ne, 0);
-  for (std::uint32_t j = 0; j < ni; ++j)
-    irregularRow(v, t.irregular.data(), j, irr.start.data(), irr.leaf.data(), irr.source.data());
+  for (std::uint32_t j = 0; j < ni; ++j) {  // the device: a warp per leaf, a lane per entry
+    irr.leaf[j] = irregularLeaf(v, t.irregular.data(), j);
+    for (std::uint32_t i = 0; i < irr.start[j + 1] - irr.start[j]; ++i)
+      irregularEntry(v, t.irregular.data(), j, i, irr.start.data(), irr.source.data());
+  }
 }
 
 namespace {

@@ -5,19 +5,30 @@
 /// buildP2pTiles' arrays, element for element (native/tests/fmm_device_tiles.cpp checks the emulation, the GPU
 /// parity subject fmm-tiles the device). Isolated boxes only (no image shifts).
 ///
-/// The steps (each a per-item rule here, scans and sorts between them):
-///  1. the P2P pairs' keys (A, B), A < B, each both ways, sorted: a CSR over the nodes (fmm/dual_walk_k.h
-///     csrStartsAt) whose sources ascend; leaf k's near list is itself then that CSR's row (nearStartAt, nearRow),
-///     which is buildNearLists' order (the CPU's pairs are sorted, so a leaf's partners come ascending);
-///  2. each node's regularity, origin and h (regularLeaf, as findRegularLeaves);
-///  3. each regular target's entries' table slots (entrySlot: the whole-leaf offset, P2pTables::findSlot's choice),
-///     the slots used (any entry), their indices in ascending order (slotIndexes);
-///  4. each regular target's table indices sorted, their count, its computed pairs and FNV-1a hash (targetTables);
+/// The steps (each a rule here for one item or one lane's part of an item, scans and sorts between them; the
+/// device runs a warp per leaf, target or tile where an item has many entries, the emulation plain loops over the
+/// same lane parts):
+///  1. the P2P pairs' keys (A, B), A < B, sorted (as the lists leave them), and a copy stably sorted by B alone:
+///     two CSRs over the nodes (csrStartsAtBy: the pairs by A give node i its partners above it ascending, the
+///     copy by B its partners below it ascending); leaf k's near list is itself, its partners below, its partners
+///     above (nearStartAt, nearEntry), which is buildNearLists' order (the CPU's pairs are sorted, so a leaf's
+///     partners come ascending) with no sort of the 2 x pairs directed keys;
+///  2. each node's regularity, origin and h (regularCandidate, regularCell for each of its 64 cells, regularWrite:
+///     as findRegularLeaves);
+///  3. each regular target's entries' table slots (entrySlotAt: the whole-leaf offset, P2pTables::findSlot's
+///     choice), the slots used as a bitset, their indices in ascending order (laneSlotCount, laneSlotIndexes: one
+///     lane per word of the bitset);
+///  4. each regular target's table indices sorted by counting (entryTable counted per table, then laneTableCount and
+///     laneTableWrite emit each lane's range of tables ascending: O(entries + kSlotsK / 32) per lane, no comparison
+///     sort), their count and computed pairs (targetTablesDone), its FNV-1a hash (targetHash);
 ///  5. the regular targets in buildP2pTiles' order: sorted by (computed, hash, leaf) (TargetOrder), cut into runs of
 ///     equal (computed, hash) (runHead), the runs sorted by (computed, tables, first leaf) (RunOrder) and laid out in
 ///     that order (placeMember);
-///  6. per tile of kTileTargets: its steps' counts (tileCountsOf), prefix-summed into the step starts, its steps'
-///     tables (tileSteps), then per target its column of sources (tileColumn).
+///  6. per tile of kTileWidthK: the union of its targets' tables as a bitset (tileBits) and its counts (tileTarget's
+///     per target, combined by TileCounts' maxSum, the table steps the bitset's popcount), prefix-summed into the
+///     step starts; then its step tables (laneStepTables: the union's bits ascending, then -1 per computed step) and
+///     each target's column of sources (entryStep: a table entry at its table's rank in the union, tableRank; the
+///     computed ones after the tables in list order).
 /// Orders are total (the leaf index breaks every tie), so any correct sort gives the same arrays.
 #pragma once
 #include <cmath>
@@ -37,9 +48,23 @@ constexpr int kMaxLeafOffsetK = 4;
 constexpr int kSlotsK = (2 * kMaxLeafOffsetK + 1) * (2 * kMaxLeafOffsetK + 1) * (2 * kMaxLeafOffsetK + 1);
 constexpr int kSlotWordsK = (kSlotsK + 31) / 32;
 constexpr std::uint32_t kNoLeafK = 0xffffffffu;
+/// The lanes of a warp (the device's unit for one leaf, target or tile; the emulation loops over them): lane l
+/// owns word l of a 729-bit set (kSlotWordsK <= kLanesK) and the kLaneSlotsK table indices from l * kLaneSlotsK.
+constexpr int kLanesK = 32;
+constexpr int kLaneSlotsK = (kSlotsK + kLanesK - 1) / kLanesK;
+static_assert(kSlotWordsK <= kLanesK && kTileWidthK == kLanesK, "a lane per bitset word and per tile target");
+
+/// Set bits of x (the device's __popc).
+AG_HD int popc32(std::uint32_t x) {
+#if defined(__CUDA_ARCH__)
+  return __popc(x);
+#else
+  return __builtin_popcount(x);
+#endif
+}
 
 /// The arrays the rules read and write (host or device pointers). Sizes: nodes, leaves (nl), entries (nl + 2 P2P
-/// pairs), regular targets (nreg), runs.
+/// pairs), regular targets (nreg), runs, tiles.
 struct TileBuildView {
   // inputs: the tree and its sorted cells (scaled lengths)
   std::uint32_t nodes = 0;
@@ -49,8 +74,11 @@ struct TileBuildView {
   // 1: the leaves and near lists
   std::uint32_t nl = 0;
   std::uint32_t* leaves = nullptr;       ///< nl, ascending nodes
-  std::uint32_t* nodeStart = nullptr;    ///< nodes + 1: the directed P2P CSR
-  std::uint32_t* nodeSource = nullptr;   ///< 2 pairs
+  int bits = 0;                          ///< the pairs' keys' node bits (fmm/dual_walk_k.h keyBits)
+  const std::uint64_t* byA = nullptr;    ///< pairs: the P2P keys (A, B), A < B, ascending
+  const std::uint64_t* byB = nullptr;    ///< pairs: the same keys stably sorted by B
+  std::uint32_t* aStart = nullptr;       ///< nodes + 1: byA's CSR over A (each node's partners above it)
+  std::uint32_t* bStart = nullptr;       ///< nodes + 1: byB's CSR over B (each node's partners below it)
   std::uint32_t* nearStart = nullptr;    ///< nl + 1
   std::uint32_t* nearSource = nullptr;   ///< entries
   // 2: regular leaves (per node)
@@ -60,7 +88,7 @@ struct TileBuildView {
   // 3, 4: per entry, per slot, per leaf
   std::int32_t* slot = nullptr;          ///< entries: the entry's table slot, -1 for none
   std::int32_t* tab = nullptr;           ///< entries: a regular target's table indices, sorted, at its entries' start
-  std::uint8_t* used = nullptr;          ///< kSlotsK
+  std::uint32_t* usedBits = nullptr;     ///< kSlotWordsK: the slots used, a bit each
   std::int32_t* indexOf = nullptr;       ///< kSlotsK: a used slot's table index, -1 for the others
   std::uint32_t* ntab = nullptr;         ///< nl
   std::uint32_t* computed = nullptr;     ///< nl
@@ -74,6 +102,7 @@ struct TileBuildView {
   std::uint32_t* placeStart = nullptr;   ///< runs: where each run goes in ordered
   std::uint32_t* ordered = nullptr;      ///< nreg: the tiles' order
   // 6: the tiles (as P2pTiles)
+  std::uint32_t* tileBits = nullptr;     ///< kSlotWordsK per tile: the union of its targets' tables
   std::uint32_t* target = nullptr;       ///< kTileWidthK per tile
   double* invH = nullptr;                ///< kTileWidthK per tile
   std::uint32_t* stepStart = nullptr;    ///< tiles + 1
@@ -84,24 +113,32 @@ struct TileBuildView {
 /// Leaf k's flag for the prefix sum that numbers the leaves (1 for a leaf).
 AG_HD std::uint32_t leafFlag(const TileBuildView& v, std::uint32_t node) { return v.childCount[node] == 0 ? 1 : 0; }
 
-/// The P2P pair q's two directed keys (target, source), from its key (A, B).
-AG_HD void directedP2P(const std::uint64_t* p2p, std::size_t q, int bits, std::uint64_t* keys) {
-  const std::uint32_t a = keyFirst(p2p[q], bits), b = keySecond(p2p[q], bits);
-  keys[2 * q] = listKey(a, b, bits);
-  keys[2 * q + 1] = listKey(b, a, bits);
+/// The CSR's starts over the nodes from pair keys sorted by their first node (second: by their second), count of
+/// them: position i (0 .. count) starts every node after the one before it up to its own (after the last key: up to
+/// `nodes`), so start[0 .. nodes] are each written once, by one i (fmm/dual_walk_k.h csrStartsAt's rule).
+AG_HD void csrStartsAtBy(const std::uint64_t* keys, std::size_t count, std::size_t i, std::uint32_t nodes, int bits,
+                         bool second, std::uint32_t* start) {
+  auto node = [&](std::size_t j) { return second ? keySecond(keys[j], bits) : keyFirst(keys[j], bits); };
+  const std::uint32_t lo = i == 0 ? 0 : node(i - 1) + 1;
+  const std::uint32_t hi = i == count ? nodes : node(i);
+  for (std::uint32_t t = lo; t <= hi; ++t) start[t] = std::uint32_t(i);
 }
 
-/// Leaf k's near list's start (k = nl: the end): one entry itself for each leaf before it, then the CSR's.
+/// Leaf k's near list's start (k = nl: the end): one entry itself for each leaf before it, then each one's partners
+/// below and above it.
 AG_HD std::uint32_t nearStartAt(const TileBuildView& v, std::uint32_t k) {
-  return k == v.nl ? v.nl + v.nodeStart[v.nodes] : k + v.nodeStart[v.leaves[k]];
+  return k == v.nl ? v.nl + v.aStart[v.nodes] + v.bStart[v.nodes]
+                   : k + v.aStart[v.leaves[k]] + v.bStart[v.leaves[k]];
 }
 
-/// Leaf k's near list: itself, then its CSR row (sources ascending).
-AG_HD void nearRow(const TileBuildView& v, std::uint32_t k) {
-  const std::uint32_t node = v.leaves[k], q0 = v.nearStart[k];
-  v.nearSource[q0] = node;
-  const std::uint32_t b = v.nodeStart[node], e = v.nodeStart[node + 1];
-  for (std::uint32_t q = b; q < e; ++q) v.nearSource[q0 + 1 + (q - b)] = v.nodeSource[q];
+/// Entry j of leaf k's near list (j < its length): itself (j = 0), then its partners below it (the A of the pairs
+/// (A, leaf), A ascending), then above it (the B of the pairs (leaf, B), B ascending).
+AG_HD void nearEntry(const TileBuildView& v, std::uint32_t k, std::uint32_t j) {
+  const std::uint32_t node = v.leaves[k], below = v.bStart[node + 1] - v.bStart[node];
+  std::uint32_t src = node;
+  if (j > 0 && j <= below) src = keyFirst(v.byB[v.bStart[node] + j - 1], v.bits);
+  else if (j > below) src = keySecond(v.byA[v.aStart[node] + j - 1 - below], v.bits);
+  v.nearSource[v.nearStart[k] + j] = src;
 }
 
 /// Lattice position of the k-th cell of a 4^3 leaf in Morton order (p2p_tables.cpp latticeOf).
@@ -111,29 +148,43 @@ AG_HD void latticeOfK(int k, int p[3]) {
   p[2] = ((k >> 2) & 1) | ((k >> 5) & 1) << 1;
 }
 
-/// Node i's regularity, origin and h (findRegularLeaves: a leaf of 64 cells of one size at their Morton lattice
-/// positions); zeros for the others. No multiply-add to fuse: the same bits on both sides.
-AG_HD void regularLeaf(const TileBuildView& v, std::uint32_t i) {
-  v.regular[i] = 0;
-  v.h[i] = 0;
-  for (int d = 0; d < 3; ++d) v.origin[3 * std::size_t(i) + d] = 0;
-  if (v.childCount[i] != 0 || v.cellCount[i] != std::uint32_t(kTileCellsK)) return;
-  const std::uint32_t c0 = v.cellBegin[i];
+/// Node i may be a regular leaf: a leaf of kTileCellsK cells (findRegularLeaves' first test).
+AG_HD bool regularCandidate(const TileBuildView& v, std::uint32_t i) {
+  return v.childCount[i] == 0 && v.cellCount[i] == std::uint32_t(kTileCellsK);
+}
+
+/// Cell k (0 .. kTileCellsK - 1) of the leaf whose cells start at c0 is where a regular leaf has it: the first
+/// cell's size h > 0, its own size h, at its Morton lattice position from the first cell. The leaf is regular when
+/// every cell is (an and: any order of the cells, any split over lanes, gives the same answer). No multiply-add to
+/// fuse: the same bits on both sides.
+AG_HD bool regularCell(const TileBuildView& v, std::uint32_t c0, int k) {
   const double h = v.size[c0];
-  const double org[3] = {v.x[c0], v.y[c0], v.z[c0]};
-  bool ok = h > 0;
-  for (int k = 0; k < kTileCellsK && ok; ++k) {
-    const std::uint32_t j = c0 + std::uint32_t(k);
-    int p[3];
-    latticeOfK(k, p);
-    const double pos[3] = {v.x[j], v.y[j], v.z[j]};
-    ok = v.size[j] == h;
-    for (int d = 0; d < 3 && ok; ++d) ok = fabs((pos[d] - org[d]) / h - p[d]) <= 1e-9;
-  }
-  if (!ok) return;
-  v.regular[i] = 1;
-  v.h[i] = h;
-  for (int d = 0; d < 3; ++d) v.origin[3 * std::size_t(i) + d] = org[d];
+  const std::uint32_t j = c0 + std::uint32_t(k);
+  if (!(h > 0) || !(v.size[j] == h)) return false;
+  int p[3];
+  latticeOfK(k, p);
+  const double pos[3] = {v.x[j], v.y[j], v.z[j]}, org[3] = {v.x[c0], v.y[c0], v.z[c0]};
+  for (int d = 0; d < 3; ++d)
+    if (!(fabs((pos[d] - org[d]) / h - p[d]) <= 1e-9)) return false;
+  return true;
+}
+
+/// Node i's regularity, origin and h given the test's answer (zeros for the others).
+AG_HD void regularWrite(const TileBuildView& v, std::uint32_t i, bool ok) {
+  const std::uint32_t c0 = ok ? v.cellBegin[i] : 0;
+  v.regular[i] = ok ? 1 : 0;
+  v.h[i] = ok ? v.size[c0] : 0.0;
+  v.origin[3 * std::size_t(i)] = ok ? v.x[c0] : 0.0;
+  v.origin[3 * std::size_t(i) + 1] = ok ? v.y[c0] : 0.0;
+  v.origin[3 * std::size_t(i) + 2] = ok ? v.z[c0] : 0.0;
+}
+
+/// Node i's regularity, origin and h (findRegularLeaves' rule on the host; the device splits the cells over a
+/// warp's lanes).
+AG_HD void regularLeaf(const TileBuildView& v, std::uint32_t i) {
+  bool ok = regularCandidate(v, i);
+  for (int k = 0; k < kTileCellsK && ok; ++k) ok = regularCell(v, v.cellBegin[i], k);
+  regularWrite(v, i, ok);
 }
 
 AG_HD int slotOfK(int a, int b, int c) {
@@ -159,54 +210,75 @@ AG_HD int entrySlot(const TileBuildView& v, std::uint32_t T, std::uint32_t S) {
   return slotOfK(a[0], a[1], a[2]);
 }
 
-/// Leaf k's entries' slots (all -1 unless the leaf is regular), each slot found marked used (the same value
-/// written by any number of items).
-AG_HD void leafEntrySlots(const TileBuildView& v, std::uint32_t k) {
+/// Entry q of leaf k's near list: its slot written (-1 unless the leaf is regular) and returned, for the caller to
+/// mark used (a bit set: the same result for any number of items setting it, in any order).
+AG_HD int entrySlotAt(const TileBuildView& v, std::uint32_t k, std::uint32_t q) {
   const std::uint32_t T = v.leaves[k];
-  const bool reg = v.regular[T] != 0;
-  for (std::uint32_t q = v.nearStart[k]; q < v.nearStart[k + 1]; ++q) {
-    const int s = reg ? entrySlot(v, T, v.nearSource[q]) : -1;
-    v.slot[q] = s;
-    if (s >= 0) v.used[s] = 1;
+  const int s = v.regular[T] ? entrySlot(v, T, v.nearSource[q]) : -1;
+  v.slot[q] = s;
+  return s;
+}
+
+/// Lane l's used slots (word l of the bitset; lanes past the words have none).
+AG_HD std::uint32_t laneSlotCount(const std::uint32_t* usedBits, int lane) {
+  return lane < kSlotWordsK ? std::uint32_t(popc32(usedBits[lane])) : 0;
+}
+
+/// Lane l's slots 32 l .. 32 l + 31 (below kSlotsK): a used one's index (at, at + 1, ... ascending: at is the used
+/// slots' count in the lanes before it) into indexOf and the slot into slots[index], -1 into indexOf for the others.
+AG_HD void laneSlotIndexes(const std::uint32_t* usedBits, int lane, std::uint32_t at, std::int32_t* indexOf,
+                           std::int32_t* slots) {
+  if (lane >= kSlotWordsK) return;
+  const std::uint32_t w = usedBits[lane];
+  for (int b = 0; b < 32; ++b) {
+    const int s = 32 * lane + b;
+    if (s >= kSlotsK) break;
+    if (w >> b & 1) {
+      indexOf[s] = std::int32_t(at);
+      slots[at++] = s;
+    } else {
+      indexOf[s] = -1;
+    }
   }
 }
 
-/// The used slots ascending into slots, their indices into indexOf (-1 for the others); returns their count. One
-/// item (kSlotsK steps).
-AG_HD int slotIndexes(const std::uint8_t* used, std::int32_t* indexOf, std::int32_t* slots) {
-  int n = 0;
-  for (int s = 0; s < kSlotsK; ++s) {
-    indexOf[s] = used[s] ? n : -1;
-    if (used[s]) slots[n++] = s;
-  }
+/// Entry q's table index (-1: none), to be counted per table for its target.
+AG_HD std::int32_t entryTable(const TileBuildView& v, std::uint32_t q) {
+  return v.slot[q] >= 0 ? v.indexOf[v.slot[q]] : -1;
+}
+
+/// Lane l's entries among a target's table counts (counts[t]: how many of its entries have table t; kLanesK x
+/// kLaneSlotsK of them, those past kSlotsK zero): its range's sum.
+AG_HD std::uint32_t laneTableCount(const std::uint32_t* counts, int lane) {
+  std::uint32_t n = 0;
+  for (int j = 0; j < kLaneSlotsK; ++j) n += counts[lane * kLaneSlotsK + j];
   return n;
 }
 
-/// Regular leaf k's table indices sorted at its entries' start, their count, its computed pairs and the FNV-1a hash
-/// of (count, indices) (buildP2pTiles'); zeros for a leaf that is not regular. Insertion sort: a near list is short.
-AG_HD void targetTables(const TileBuildView& v, std::uint32_t k) {
-  const std::uint32_t q0 = v.nearStart[k], q1 = v.nearStart[k + 1];
-  if (!v.regular[v.leaves[k]]) {
-    v.ntab[k] = v.computed[k] = 0;
-    v.hash[k] = 0;
-    return;
+/// Lane l's tables from out (out = the target's tab row plus the entries of the lanes before it): each table of its
+/// range as many times as counted, ascending. The lanes' ranges ascend, so the row is the tables sorted.
+AG_HD void laneTableWrite(const std::uint32_t* counts, int lane, std::int32_t* out) {
+  for (int j = 0; j < kLaneSlotsK; ++j) {
+    const int t = lane * kLaneSlotsK + j;
+    for (std::uint32_t c = counts[t]; c > 0; --c) *out++ = t;
   }
-  std::uint32_t n = 0;
-  for (std::uint32_t q = q0; q < q1; ++q)
-    if (v.slot[q] >= 0) {
-      const std::int32_t t = v.indexOf[v.slot[q]];
-      std::uint32_t j = n++;
-      while (j > 0 && v.tab[q0 + j - 1] > t) {
-        v.tab[q0 + j] = v.tab[q0 + j - 1];
-        --j;
-      }
-      v.tab[q0 + j] = t;
-    }
-  v.ntab[k] = n;
-  v.computed[k] = q1 - q0 - n;
+}
+
+/// Leaf k's table count n (its sorted tables written) and its computed pairs (the rest of its list); zeros for a
+/// leaf that is not regular.
+AG_HD void targetTablesDone(const TileBuildView& v, std::uint32_t k, std::uint32_t n) {
+  const bool reg = v.regular[v.leaves[k]] != 0;
+  v.ntab[k] = reg ? n : 0;
+  v.computed[k] = reg ? v.nearStart[k + 1] - v.nearStart[k] - n : 0;
+}
+
+/// Leaf k's FNV-1a hash of (count, sorted tables) (buildP2pTiles'); 0 for a leaf that is not regular.
+AG_HD std::uint64_t targetHash(const TileBuildView& v, std::uint32_t k) {
+  if (!v.regular[v.leaves[k]]) return 0;
+  const std::uint32_t q0 = v.nearStart[k], n = v.ntab[k];
   std::uint64_t h = 1469598103934665603ULL ^ n;
   for (std::uint32_t q = q0; q < q0 + n; ++q) h = (h ^ std::uint32_t(v.tab[q])) * 1099511628211ULL;
-  v.hash[k] = h;
+  return h;
 }
 
 /// Leaf k's flag for the prefix sum that numbers the regular leaves.
@@ -282,6 +354,13 @@ AG_HD TileCounts operator+(const TileCounts& a, const TileCounts& b) {
   r.computedEntries = a.computedEntries + b.computedEntries;
   return r;
 }
+/// One tile's targets combined: as many computed steps as its most, the rest summed (associative and commutative:
+/// any tree of combinations gives the same counts).
+AG_HD TileCounts maxSum(const TileCounts& a, const TileCounts& b) {
+  TileCounts r = a + b;
+  r.computedSteps = a.computedSteps > b.computedSteps ? a.computedSteps : b.computedSteps;
+  return r;
+}
 
 /// Run j of the runs in their order (runOrder, pos: the exclusive prefix sums of their lengths in that order): its
 /// place in ordered.
@@ -289,87 +368,65 @@ AG_HD void placeRun(const TileBuildView& v, std::uint32_t j, const std::uint32_t
   v.placeStart[runOrder[j]] = pos[j];
 }
 
-/// Tile t's targets' tables as a set of bits (tables < kSlotsK).
-AG_HD void tileTableBits(const TileBuildView& v, std::uint32_t t, std::uint32_t bits[kSlotWordsK]) {
-  for (int w = 0; w < kSlotWordsK; ++w) bits[w] = 0;
-  const std::uint32_t b = t * kTileWidthK, e = b + kTileWidthK < v.nreg ? b + kTileWidthK : v.nreg;
-  for (std::uint32_t r = b; r < e; ++r) {
-    const std::uint32_t k = v.ordered[r], q0 = v.nearStart[k];
-    for (std::uint32_t q = q0; q < q0 + v.ntab[k]; ++q) bits[v.tab[q] >> 5] |= 1u << (v.tab[q] & 31);
-  }
+/// Target i of tile t as a leaf index (into leaves), kNoLeafK past the last regular target.
+AG_HD std::uint32_t tileTargetLeaf(const TileBuildView& v, std::uint32_t t, int i) {
+  const std::uint32_t r = t * kTileWidthK + std::uint32_t(i);
+  return r < v.nreg ? v.ordered[r] : kNoLeafK;
 }
 
-/// Tile t's steps (the union of its tables, as many computed steps as its most) and entries.
-AG_HD TileCounts tileCountsOf(const TileBuildView& v, std::uint32_t t) {
-  std::uint32_t bits[kSlotWordsK];
-  tileTableBits(v, t, bits);
+/// Target i's part of its tile's counts: its computed pairs as the tile's computed steps, its entries (zeros for
+/// none). The table steps are the tile's union's popcount (tileBits), added by the caller.
+AG_HD TileCounts tileTarget(const TileBuildView& v, std::uint32_t t, int i) {
   TileCounts c;
-  for (int w = 0; w < kSlotWordsK; ++w)
-    for (std::uint32_t x = bits[w]; x; x &= x - 1) ++c.tableSteps;
-  const std::uint32_t b = t * kTileWidthK, e = b + kTileWidthK < v.nreg ? b + kTileWidthK : v.nreg;
-  for (std::uint32_t r = b; r < e; ++r) {
-    const std::uint32_t k = v.ordered[r];
-    if (v.computed[k] > c.computedSteps) c.computedSteps = v.computed[k];
-    c.tableEntries += v.ntab[k];
-    c.computedEntries += v.computed[k];
-  }
+  const std::uint32_t k = tileTargetLeaf(v, t, i);
+  if (k == kNoLeafK) return c;
+  c.computedSteps = v.computed[k];
+  c.tableEntries = v.ntab[k];
+  c.computedEntries = v.computed[k];
   return c;
 }
 
-/// Tile t's step tables from stepStart[t]: its tables ascending, then -1 for each computed step.
-AG_HD void tileSteps(const TileBuildView& v, std::uint32_t t, const TileCounts& c) {
-  std::uint32_t bits[kSlotWordsK];
-  tileTableBits(v, t, bits);
-  std::uint32_t s = v.stepStart[t];
-  for (int w = 0; w < kSlotWordsK; ++w)
-    for (int i = 0; i < 32; ++i)
-      if (bits[w] >> i & 1) v.stepTable[s++] = std::int32_t(32 * w + i);
-  for (std::uint32_t i = 0; i < c.computedSteps; ++i) v.stepTable[s++] = -1;
+/// The rank of table `table` among the set bits of a tile's union (bits: kSlotWordsK words; prefix[w]: the set bits
+/// in the words before w): its step, which is where buildP2pTiles' ascending step tables have it.
+AG_HD std::uint32_t tableRank(const std::uint32_t* bits, const std::uint32_t* prefix, std::int32_t table) {
+  const int w = table >> 5, b = table & 31;
+  return prefix[w] + std::uint32_t(popc32(bits[w] & ((1u << b) - 1u)));
 }
 
-/// Target i of tile t (tableSteps: the tile's table steps): its leaf, 1 / h, and its column of sources (kNoLeafK
-/// where it has none): a table entry at its table's step, the computed ones after the tables in list order.
-AG_HD void tileColumn(const TileBuildView& v, std::uint32_t t, std::uint32_t i, std::uint32_t tableSteps) {
-  const std::uint32_t r = t * kTileWidthK + i, s0 = v.stepStart[t], ns = v.stepStart[t + 1] - s0;
-  const std::size_t col = std::size_t(t) * kTileWidthK + i;
-  for (std::uint32_t s = 0; s < ns; ++s) v.stepSource[(std::size_t(s0) + s) * kTileWidthK + i] = kNoLeafK;
-  if (r >= v.nreg) {
-    v.target[col] = kNoLeafK;
-    v.invH[col] = 0.0;
-    return;
-  }
-  const std::uint32_t k = v.ordered[r], T = v.leaves[k];
-  v.target[col] = T;
-  v.invH[col] = 1.0 / v.h[T];
-  std::uint32_t c = 0;
-  for (std::uint32_t q = v.nearStart[k]; q < v.nearStart[k + 1]; ++q) {
-    std::uint32_t st;
-    if (v.slot[q] >= 0) {  // the table's step: binary search in the tile's ascending tables
-      const std::int32_t want = v.indexOf[v.slot[q]];
-      std::uint32_t lo = 0, hi = tableSteps;
-      while (lo < hi) {
-        const std::uint32_t mid = (lo + hi) / 2;
-        if (v.stepTable[s0 + mid] < want) lo = mid + 1;
-        else hi = mid;
-      }
-      st = lo;
-    } else {
-      st = tableSteps + c++;
-    }
-    v.stepSource[(std::size_t(s0) + st) * kTileWidthK + i] = v.nearSource[q];
-  }
+/// Lane l's step tables of a tile whose steps start at s0: the tables of its word (bits), ascending, from s0 +
+/// prefix (the set bits of the words before it).
+AG_HD void laneStepTables(const TileBuildView& v, int lane, std::uint32_t bits, std::uint32_t s0,
+                          std::uint32_t prefix) {
+  std::uint32_t s = s0 + prefix;
+  for (std::uint32_t x = bits; x; x &= x - 1) v.stepTable[s++] = std::int32_t(32 * lane + popc32((x & (0u - x)) - 1u));
+}
+
+/// Target i of tile t: its leaf (node) and 1 / h into the tile's columns (kNoLeafK and 0 for none).
+AG_HD void tileTargetWrite(const TileBuildView& v, std::uint32_t t, int i) {
+  const std::uint32_t k = tileTargetLeaf(v, t, i);
+  const std::size_t col = std::size_t(t) * kTileWidthK + std::uint32_t(i);
+  v.target[col] = k == kNoLeafK ? kNoLeafK : v.leaves[k];
+  v.invH[col] = k == kNoLeafK ? 0.0 : 1.0 / v.h[v.leaves[k]];
+}
+
+/// Entry q of a tile's target (c: the target's computed entries before it in its list) : its step, a table entry at
+/// its table's rank in the tile's union, a computed one at tableSteps + c.
+AG_HD std::uint32_t entryStep(const TileBuildView& v, std::uint32_t q, const std::uint32_t* bits,
+                              const std::uint32_t* prefix, std::uint32_t tableSteps, std::uint32_t c) {
+  return v.slot[q] >= 0 ? tableRank(bits, prefix, v.indexOf[v.slot[q]]) : tableSteps + c;
 }
 
 /// The irregular leaves' own CSR (fmm_phase.cu's irregularLists): irregular leaf j's list's length, then (with
-/// start, the exclusive prefix sums of those) its node and list.
+/// start, the exclusive prefix sums of those) its node and entry i of its list.
 AG_HD std::uint32_t irregularSize(const TileBuildView& v, const std::uint32_t* irregular, std::uint32_t j) {
   return v.nearStart[irregular[j] + 1] - v.nearStart[irregular[j]];
 }
-AG_HD void irregularRow(const TileBuildView& v, const std::uint32_t* irregular, std::uint32_t j,
-                        const std::uint32_t* start, std::uint32_t* leaf, std::uint32_t* source) {
-  const std::uint32_t k = irregular[j], q0 = v.nearStart[k];
-  leaf[j] = v.leaves[k];
-  for (std::uint32_t q = q0; q < v.nearStart[k + 1]; ++q) source[start[j] + (q - q0)] = v.nearSource[q];
+AG_HD std::uint32_t irregularLeaf(const TileBuildView& v, const std::uint32_t* irregular, std::uint32_t j) {
+  return v.leaves[irregular[j]];
+}
+AG_HD void irregularEntry(const TileBuildView& v, const std::uint32_t* irregular, std::uint32_t j, std::uint32_t i,
+                          const std::uint32_t* start, std::uint32_t* source) {
+  source[start[j] + i] = v.nearSource[v.nearStart[irregular[j]] + i];
 }
 
 }  // namespace fmm

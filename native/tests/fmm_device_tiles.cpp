@@ -5,8 +5,12 @@
 /// array equal (the tiles' targets, invH bits, step starts, tables and sources, the slots, the irregular leaves and
 /// their lists, the counts; the regular leaves' flags, origins and h), on uniform grids (whole 4^3 leaves: tables
 /// everywhere; 22^3: edge leaves of other shapes, irregular), a random AMR-like mesh (tables, computed pairs and irregular leaves
-/// mixed) and clustered points (no regular leaf), orders 3 and 5, tolerances 0 and 2e-4. CTest (label cpu).
+/// mixed) and clustered points (no regular leaf), orders 3 and 5, tolerances 0 and 2e-4; and the lane rules the
+/// device runs a warp of (the counting sort of a target's tables, the slots' indices, a tile's step tables and each
+/// table's rank) on random sets over all 729 slots. CTest (label cpu).
+#include <algorithm>
 #include <cstdio>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -16,6 +20,7 @@
 #include "fmm/p2p_tables.h"
 #include "fmm/p2p_tiles.h"
 #include "fmm/p2p_tiles_emulate.h"
+#include "fmm/p2p_tiles_k.h"
 #include "tests/check_report.h"
 #include "tests/fmm_test_meshes.h"
 #include "tree/tree.h"
@@ -70,9 +75,77 @@ void runCase(const std::string& name, const Cells& cells, bool points, int order
             " computed entries, " + std::to_string(tiles.irregular.size()) + " irregular leaves");
 }
 
+/// The lane rules the device runs a warp of (fmm/p2p_tiles_k.h), on random sets over all 729 slots (the meshes use
+/// a few hundred of them, and no table twice): the counting sort with repeats against std::sort, the slots' indices
+/// and the step tables against a plain walk over the slots, each table's rank against a binary search in the step
+/// tables (buildP2pTiles' order).
+void laneRules() {
+  std::mt19937 rng(20);
+  std::string diff;
+  for (int trial = 0; trial < 200 && diff.empty(); ++trial) {
+    // a target's tables: up to 300 entries over [0, 729), repeats allowed
+    const int n = int(rng() % 300);
+    std::vector<std::int32_t> want(n);
+    std::vector<std::uint32_t> counts(kLanesK * kLaneSlotsK, 0);
+    for (auto& t : want) {
+      t = std::int32_t(rng() % kSlotsK);
+      ++counts[t];
+    }
+    std::sort(want.begin(), want.end());
+    std::vector<std::int32_t> got(n + 1, -7);
+    std::uint32_t at = 0;
+    for (int lane = 0; lane < kLanesK; ++lane) {
+      const std::uint32_t c = laneTableCount(counts.data(), lane);
+      laneTableWrite(counts.data(), lane, got.data() + at);
+      at += c;
+    }
+    if (at != std::uint32_t(n) || !std::equal(want.begin(), want.end(), got.begin()) || got[n] != -7)
+      diff += "counting sort differs (trial " + std::to_string(trial) + "); ";
+    // a set of slots (used slots or a tile's union): density from sparse to full
+    std::uint32_t bits[kLanesK] = {};
+    const unsigned density = rng() % 101;
+    std::vector<std::int32_t> set;
+    for (int s = 0; s < kSlotsK; ++s)
+      if (rng() % 100 < density) {
+        bits[s >> 5] |= 1u << (s & 31);
+        set.push_back(s);
+      }
+    std::vector<std::int32_t> indexOf(kSlotsK, -9), slots(kSlotsK, -9);
+    std::uint32_t prefix[kLanesK] = {}, total = 0;
+    for (int lane = 0; lane < kLanesK; ++lane) {
+      prefix[lane] = total;
+      const std::uint32_t c = laneSlotCount(bits, lane);
+      laneSlotIndexes(bits, lane, total, indexOf.data(), slots.data());
+      total += c;
+    }
+    bool ok = total == set.size() && std::equal(set.begin(), set.end(), slots.begin());
+    for (int s = 0; s < kSlotsK && ok; ++s) {
+      const auto it = std::lower_bound(set.begin(), set.end(), s);
+      ok = indexOf[s] == (it != set.end() && *it == s ? std::int32_t(it - set.begin()) : -1);
+    }
+    if (!ok) diff += "slot indexes differ (trial " + std::to_string(trial) + "); ";
+    std::vector<std::int32_t> steps(set.size() + 1, -5);
+    TileBuildView v;
+    v.stepTable = steps.data();
+    for (int lane = 0; lane < kSlotWordsK; ++lane) laneStepTables(v, lane, bits[lane], 0, prefix[lane]);
+    if (!std::equal(set.begin(), set.end(), steps.begin()) || steps[set.size()] != -5)
+      diff += "step tables differ (trial " + std::to_string(trial) + "); ";
+    for (std::size_t r = 0; r < set.size(); ++r)
+      if (tableRank(bits, prefix, set[r]) != std::uint32_t(r)) {
+        diff += "table rank differs (trial " + std::to_string(trial) + "); ";
+        break;
+      }
+  }
+  check("lane-rules", diff.empty(),
+        diff.empty() ? "200 random sets: counting sort = std::sort (repeats), slot indexes, step tables and ranks = "
+                       "the plain walk's"
+                     : diff);
+}
+
 }  // namespace
 
 int main() {
+  laneRules();
   for (const int p : {3, 5})
     for (const double tol : {0.0, 2e-4}) {
       const std::string s = "-p" + std::to_string(p) + (tol > 0 ? "-tol2e-4" : "-tol0");

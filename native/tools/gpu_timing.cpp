@@ -50,7 +50,9 @@
 ///   --fmm-device-tiles  with --fmm: each FMM timing once more with the near lists and P2P tiles built on the device
 ///                     too (CudaOptions::fmmDeviceTiles, cuda/fmm_tiles_phase.h): "device_tiles" true; build_s then
 ///                     holds no pairs' download, no host tiles and no tiles' upload (the sort on the device too: the
-///                     tiles read its cells there)
+///                     tiles read its cells there); "tiles_s" is the device build's time and "tile_steps_s" its
+///                     steps' (device events, medians; CudaStats::fmmTileStepSeconds, kFmmTileStepNames: size_up,
+///                     leaves, near_lists, regular, slots, tables, order, tiles, irregular), 0 / {} without them
 ///   --fmm-device-tree   with --fmm: each FMM timing once more with the tree and upward pass on the device
 ///                     (CudaOptions::fmmDeviceTree, cuda/fmm_tree_phase.h; the sort and lists on the device):
 ///                     "device_tree" true, moments_s then the device's topology conversion and upward pass (with the
@@ -266,7 +268,7 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
   if (tolerance >= 0) o.fmmTolerance = tolerance;
   SolveResult r;
   Status st = gpu.solve(cells.view(), o, r);  // warm-up (allocations, module load)
-  std::vector<double> wall, up, keys, build, mom, walk, down, kernel[4], lists;
+  std::vector<double> wall, up, keys, build, mom, walk, down, kernel[4], lists, tileSteps[9];
   for (int rep = 0; rep < a.reps && st.ok(); ++rep) {
     const auto t = Clock::now();
     st = gpu.solve(cells.view(), o, r);
@@ -276,6 +278,7 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
     mom.push_back(cs.secondsMoments); walk.push_back(cs.secondsWalk); down.push_back(cs.secondsDownload);
     for (int k = 0; k < 4; ++k) kernel[k].push_back(cs.fmmKernelSeconds[k]);
     lists.push_back(cs.fmmListSeconds);
+    for (int k = 0; k < 9; ++k) tileSteps[k].push_back(cs.fmmTileStepSeconds[k]);
   }
   if (!st.ok()) {
     std::printf("{\"kind\":\"fmm\",\"grid\":%d,\"error\":\"%s\"}\n", grid, jsonEscape(st.message).c_str());
@@ -284,6 +287,12 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
   }
   const CudaStats cs = deviceStats(gpu);
   const double n = double(cells.size()), w = median(wall), wk = median(walk);
+  std::string steps;  // the device tiles' build, step by step (medians; their sum is tiles_s)
+  double tilesTotal = 0;
+  for (int k = 0; k < 9 && deviceTiles; ++k) {
+    steps += std::string(k ? "," : "") + "\"" + kFmmTileStepNames[k] + "\":" + num(median(tileSteps[k]));
+    tilesTotal += median(tileSteps[k]);
+  }
   std::printf("{\"kind\":\"fmm\",\"grid\":%d,\"cells\":%zu,\"fmmOrder\":%d,\"fmmTheta\":%s,\"fmmTolerance\":%s,"
               "\"accelerations\":%s,\"device_sort\":%s,\"device_lists\":%s,\"device_tiles\":%s,\"device_tree\":%s,"
               "\"lists_s\":%s,"
@@ -294,7 +303,7 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
               "\"m2l_per_cell\":%s,\"p2p_per_cell\":%s,\"nodes\":%llu,\"leaves\":%llu,\"depth\":%d,"
               "\"p2p_tiles\":%llu,\"p2p_tile_targets\":%llu,\"p2p_tables\":%llu,\"p2p_table_pairs\":%llu,"
               "\"p2p_computed_pairs\":%llu,\"p2p_irregular_leaves\":%llu,"
-              "\"device_bytes_per_cell\":%s,\"device\":\"%s\"}\n",
+              "\"device_bytes_per_cell\":%s,\"tiles_s\":%s,\"tile_steps_s\":{%s},\"device\":\"%s\"}\n",
               grid, cells.size(), o.fmmOrder, num(o.fmmTheta).c_str(), num(o.fmmTolerance).c_str(),
               accel ? "true" : "false", deviceSort ? "true" : "false", deviceLists ? "true" : "false",
               deviceTiles ? "true" : "false", deviceTree ? "true" : "false",
@@ -309,8 +318,8 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
               (unsigned long long)r.stats.leaves, r.stats.treeDepth, (unsigned long long)cs.fmmTiles,
               (unsigned long long)cs.fmmTileTargets, (unsigned long long)cs.fmmTables,
               (unsigned long long)cs.fmmTableEntries, (unsigned long long)cs.fmmComputedEntries,
-              (unsigned long long)cs.fmmIrregularLeaves, num(cs.deviceBytesPerCell).c_str(),
-              jsonEscape(cs.device).c_str());
+              (unsigned long long)cs.fmmIrregularLeaves, num(cs.deviceBytesPerCell).c_str(), num(tilesTotal).c_str(),
+              steps.c_str(), jsonEscape(cs.device).c_str());
   std::fflush(stdout);
 }
 
