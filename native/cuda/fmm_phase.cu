@@ -12,6 +12,7 @@
 #include "cuda/device.h"
 #include "cuda/device_state.h"
 #include "cuda/fmm_phase.h"
+#include "cuda/fmm_phase_parts.h"
 #include "cuda/fmm_tiles_phase.h"
 #include "cuda/kernels_fmm.h"
 #include "cuda/memory_plan.h"
@@ -28,29 +29,8 @@
 
 namespace amrgrav {
 namespace cuda {
-namespace {
+namespace fmmparts {
 
-/// Arrays from this size up go through the pinned staging (memory_plan.h copyIn: several threads, ~20 GB/s against
-/// ~2-5 GB/s for a pageable cudaMemcpy; the cells and multipoles at 256^3 are ~0.8 GB).
-constexpr std::size_t kStagedBytes = std::size_t(1) << 20;
-
-/// v up into b (grown to fit) on the state's stream; nothing for an empty v.
-template <class T>
-Status put(DeviceState& ds, DeviceBuffer<T>& b, const std::vector<T>& v, const char* what) {
-  if (v.empty()) return Status::success();
-  AG_TRY(b.reserve(v.size(), what));
-  const std::size_t bytes = v.size() * sizeof(T);
-  if (bytes >= kStagedBytes) {
-    const Transfer t{const_cast<T*>(v.data()), b.get(), bytes};
-    return copyIn(ds, &t, 1, ds.stream);
-  }
-  AG_CUDA_TRY(cudaMemcpyAsync(b.get(), v.data(), bytes, cudaMemcpyHostToDevice, ds.stream));
-  return Status::success();
-}
-
-/// The tree's arrays that the lists' walk and the evaluation both read up into b: topology (cellBegin, cellCount,
-/// childBegin), childCount and the centres (asynchronous: `tree` must live until the stream is synchronised; topo
-/// is the caller's staging vector, kept alive likewise).
 Status putTree(DeviceState& ds, const fmm::FmmTree& tree, std::vector<std::uint32_t>& topo) {
   FmmBuffers& b = ds.fmm;
   const Octree& o = tree.topo;
@@ -64,6 +44,15 @@ Status putTree(DeviceState& ds, const fmm::FmmTree& tree, std::vector<std::uint3
   AG_TRY(put(ds, b.centre, tree.centre, "the FMM's centres"));
   return Status::success();
 }
+
+}  // namespace fmmparts
+
+namespace {
+using fmmparts::down;
+using fmmparts::put;
+using fmmparts::putCells;
+using fmmparts::putTables;
+using fmmparts::putTree;
 
 /// The lists' walk on the device over the tree put there by putTree (and its MAC quantities, uploaded here): the
 /// M2L CSR into b.m2lStart and b.m2lSource, the rest described by `out`.
@@ -103,8 +92,10 @@ Status sortOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions&
   return Status::success();
 }
 
-/// fmm/multi_index.h's L2L entries as the kernel reads them: l2lStart (terms + 1), then l2lJ and l2lKJ (the entries
-/// grouped by target term, each group in the CPU's order); offsets[0..2] where each begins.
+}  // namespace
+
+namespace fmmparts {
+
 std::vector<int> indexTables(const fmm::MultiIndex& mi, std::size_t offsets[3]) {
   const int nt = mi.terms;
   const std::size_t ne = mi.l2lK.size();
@@ -128,8 +119,6 @@ std::vector<int> indexTables(const fmm::MultiIndex& mi, std::size_t offsets[3]) 
   return all;
 }
 
-/// The sorted cells' x, y, z, mass up into b.cells (asynchronous: c is the caller's staging, alive until the
-/// stream is synchronised).
 Status putCells(DeviceState& ds, const SortedCells& sorted, std::vector<double>& c) {
   const std::size_t n = sorted.x.size();
   c.resize(4 * n);
@@ -139,6 +128,11 @@ Status putCells(DeviceState& ds, const SortedCells& sorted, std::vector<double>&
   std::copy(sorted.mass.begin(), sorted.mass.end(), c.begin() + 3 * n);
   return put(ds, ds.fmm.cells, c, "the FMM's cells");
 }
+
+}  // namespace fmmparts
+
+namespace {
+using fmmparts::indexTables;
 
 /// The tile build's inputs: the tree's arrays put by putTree, the cells by putCells.
 FmmTileInputs tileInputs(DeviceState& ds, const fmm::FmmTree& tree, const SortedCells& sorted) {
@@ -157,16 +151,10 @@ FmmTileInputs tileInputs(DeviceState& ds, const fmm::FmmTree& tree, const Sorted
   return in;
 }
 
-/// n elements of device array d down into v (synchronous).
-template <class T>
-Status down(const T* d, std::size_t n, std::vector<T>& v) {
-  v.resize(n);
-  if (n > 0) AG_CUDA_TRY(cudaMemcpy(v.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
-  return Status::success();
-}
+}  // namespace
 
-/// The tiles' tables on the device: uploaded when the set of slots differs from the one there (the tables of a slot
-/// never change: p2p_tables.h's process cache).
+namespace fmmparts {
+
 Status putTables(DeviceState& ds, const fmm::P2pTables& tables, const std::vector<int>& slots) {
   FmmBuffers& b = ds.fmm;
   if (slots == b.p2pKSlots) return Status::success();
@@ -186,12 +174,13 @@ Status putTables(DeviceState& ds, const fmm::P2pTables& tables, const std::vecto
   return Status::success();
 }
 
-}  // namespace
+}  // namespace fmmparts
 
 void FmmBuffers::release() {
   for (auto* b : {&cells, &sums, &centre, &M, &L, &tileInvH, &p2pK}) b->release();
   lists.release();
   tileBuild.release();
+  periodic.release();
   for (auto* b : {&topo, &m2lStart, &m2lSource, &leaves, &tiles}) b->release();
   childCount.release();
   tables.release();
@@ -204,14 +193,11 @@ std::size_t FmmBuffers::bytes() const {
   return cells.bytes() + sums.bytes() + centre.bytes() + M.bytes() + L.bytes() + topo.bytes() + childCount.bytes() +
          m2lStart.bytes() + m2lSource.bytes() + leaves.bytes() + tables.bytes() + tiles.bytes() +
          tileStepTable.bytes() + tileInvH.bytes() + p2pK.bytes() + p2pSlot.bytes() + lists.bytes() +
-         tileBuild.bytes();
+         tileBuild.bytes() + periodic.bytes();
 }
 
-Status checkFmmOnDevice(const SolveOptions& opt) {
-  if (opt.anyPeriodic())
-    return Status::error(ErrorCode::InvalidOption,
-                         "method 'fmm' runs on the CUDA backend in isolated boxes only so far (issue #20): periodic "
-                         "boundaries need backend 'cpu' or method 'tree'");
+Status checkFmmOnDevice(const SolveOptions&) {
+  // isolated boxes here, periodic ones (fully, sheets, lines) in fmm_periodic_phase.cu: every box the CPU's FMM takes
   return Status::success();
 }
 
@@ -311,6 +297,7 @@ Status solveFmmBlocks(DeviceState& ds, const BlocksView& v, const BlockOutputs& 
 
 Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, SolveResult& out) {
   AG_TRY(checkFmmOnDevice(opt));
+  if (opt.anyPeriodic()) return solvePeriodicFmmOnDevice(ds, cells, opt, out);
   // the tiles on the device read the cells from the FMM's own buffer (fmm_tiles_phase.h tileInputs), which the
   // device's sort does not fill: with fmmDeviceTiles the sort is the host's for now
   const bool deviceTiles = ds.copt.fmmDeviceLists && ds.copt.fmmDeviceTiles;

@@ -7,7 +7,8 @@
 /// arrays), so both backends have the same lists and multipoles; the device evaluates them (cuda/kernels_fmm.h: P2P,
 /// M2L, L2L, L2P) over the sorted cells left there by its sort; the sums come down and are finished on the host by
 /// the CPU backend's own finish (tree/finish.h finishSolve).
-/// Isolated boxes only: periodic boxes are an InvalidOption. Internal to native/cuda.
+/// Periodic boxes go their own way (fmm_periodic_phase.h: the host's sort, tree, lists and tiles with image shifts,
+/// the far images on the host, the device's evaluation). Internal to native/cuda.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "core/types.h"
 #include "cuda/device_buffers.h"
 #include "cuda/fmm_lists_phase.h"
+#include "cuda/fmm_periodic_phase.h"
 #include "cuda/fmm_tiles_phase.h"
 #include "fmm/fmm_tree.h"
 #include "fmm/interaction_lists.h"
@@ -50,11 +52,13 @@ struct FmmBuffers {
   DeviceBuffer<int> tables;           ///< L2L's entries: l2lStart, l2lJ, l2lKJ
   FmmListBuffers lists;               ///< the lists' walk on the device (CudaOptions::fmmDeviceLists)
   FmmTileBuffers tileBuild;           ///< the near lists and tiles built on the device (CudaOptions::fmmDeviceTiles)
+  FmmPeriodicBuffers periodic;        ///< periodic boxes' image shifts (fmm_periodic_phase.h)
   std::size_t bytes() const;
   void release();  ///< every buffer (memory_plan.h releaseAll)
 };
 
-/// InvalidOption when the CUDA backend's FMM is not built for these options (periodic boxes, so far).
+/// InvalidOption when the CUDA backend's FMM is not built for these options (none so far: isolated and periodic
+/// boxes both run; the block entry's device pointers are refused by solveFmmBlocks).
 Status checkFmmOnDevice(const SolveOptions& opt);
 
 /// The solve of cells.n > 0 cells with opt.method == SolveMethod::Fmm, called by the backend's solve once the

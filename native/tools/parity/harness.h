@@ -157,5 +157,6 @@ void runHostBlocks(Context& cx);  ///< hostblocks.cpp: the host block entry in c
 void runFmm(Context& cx);       ///< fmm.cpp: method 'fmm' on the GPU vs the CPU's (same lists), momentum, determinism
 void runFmmTiles(Context& cx);  ///< fmm_tiles.cpp: the FMM's P2P tiles built on the device vs the host's, array for array
 void runFmmLists(Context& cx);  ///< fmm_lists.cpp: the FMM's lists built on the device vs the host's, array for array
+void runFmmPeriodic(Context& cx);  ///< fmm_periodic.cpp: method 'fmm' in periodic boxes on the GPU vs the CPU's
 
 }  // namespace amrgrav::parity
