@@ -95,7 +95,7 @@ void conventionsAndRepeat(Context& cx, const std::string& name, const Cells& cel
                         a.stats.densityContrast == o.signedSources();
   const double mp = std::fabs(a.stats.meanPotential - cpu.stats.meanPotential);
   double scale = 0;
-  for (std::size_t i = 0; i < cells.size(); ++i) scale = std::max(scale, std::fabs(cpu.phi[i]));
+  for (std::size_t i = 0; i < cells.size(); ++i) scale = std::max(scale, std::fabs(cpu.potential[i]));
   check(cx, name + "-conventions", contrast && mp <= kPotTol * scale,
         std::string("density contrast ") + (a.stats.densityContrast ? "on" : "off") + " (mean density " +
             sci(a.stats.meanDensity) + ", CPU " + sci(cpu.stats.meanDensity) + "); mean potential differs by " +
