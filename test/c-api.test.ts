@@ -95,7 +95,7 @@ describe('C API', () => {
     expect(out.ok).toBe(true);
   });
 
-  it("method 1 (the FMM, issue #20): defaults, accuracy (isolated and a sheet), an older struct, what is not built yet refused at create", () => {
+  it("method 1 (the FMM, issue #20): defaults, accuracy (isolated and a sheet), an older struct, bad methods and orders refused at create", () => {
     const exe = join(mkdtempSync(join(tmpdir(), 'amrgrav-c-')), 'capi_fmm');
     execFileSync('cc', [
       '-std=c99', '-O2', '-Wall', '-Wextra', '-Werror',
