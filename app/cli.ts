@@ -26,7 +26,7 @@ Units are cgs throughout (G = 6.674e-8 cm^3 g^-1 s^-2 unless --G is given).
 Under mpirun (mpirun -np N amrgrav validate|bench ...) the cells are split over the ranks in Morton order and
 solved with locally essential trees; rank 0 prints, and the JSON carries "ranks".`,
   solver: `Solver options (all commands):
-  --method M       tree | fmm (the fast multipole method: CPU backend; CPU ranks under MPI in isolated or fully periodic boxes) [tree]
+  --method M       tree | fmm (the fast multipole method: every box on the CPU and the GPU; CPU ranks under MPI in isolated or fully periodic boxes) [tree]
   --fmm-order P    fmm: expansion order, 3..7                                      [7]
   --fmm-theta T    fmm: opening angle, r_A + r_B < T R, in (0, 1)                  [0.65]
   --fmm-tol E      fmm: error tolerance relative to each side's potential bound, [0, 1)  [2e-4]

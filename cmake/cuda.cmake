@@ -67,6 +67,7 @@ if(AMRGRAV_HAVE_CUDA)
     native/cuda/probes_phase.cu
     native/cuda/rank_system.cu
     native/cuda/fmm_phase.cu
+    native/cuda/fmm_periodic_phase.cu
     native/cuda/kernel_fmm.cu
     native/cuda/fmm_lists_phase.cu
     native/cuda/kernel_fmm_lists.cu
@@ -131,7 +132,8 @@ if(AMRGRAV_HAVE_CUDA)
     native/tools/parity/fmm.cpp
     native/tools/parity/fmm_lists.cpp
     native/tools/parity/fmm_tiles.cpp
-    native/tools/parity/fmm_tree.cpp)
+    native/tools/parity/fmm_tree.cpp
+    native/tools/parity/fmm_periodic.cpp)
   target_link_libraries(amrgrav_gpu_parity PRIVATE amrgrav_gpu_harness)
   target_compile_options(amrgrav_gpu_parity PRIVATE -O2 -Wall -Wextra)
   add_executable(amrgrav_gpu_timing native/tools/gpu_timing.cpp)
@@ -144,7 +146,8 @@ if(AMRGRAV_HAVE_CUDA)
   # a time on the GPU, whatever ctest -j says. Timings (amrgrav_gpu_timing) are not tests.
   set(_amrgrav_gpu_tests "")
   foreach(_subject isolated direct errors memory periodic contrast let vote system clustered particles hostblocks fmm
-                   fmm-lists fmm-tiles fmm-tree)
+                   fmm-lists fmm-tiles fmm-tree
+                   fmm-periodic)
     add_test(NAME gpu.${_subject} COMMAND amrgrav_gpu_parity ${_subject})
     list(APPEND _amrgrav_gpu_tests gpu.${_subject})
   endforeach()

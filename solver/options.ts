@@ -10,7 +10,7 @@ export type BackendChoice = 'auto' | 'cpu' | 'cuda';
  * How the far field is computed: 'tree' (the Barnes-Hut group walk, options theta, order, mac, walk; every backend,
  * box and MPI run) or 'fmm' (the fast multipole method, options fmmOrder, fmmTheta, fmmTolerance; so far the CPU
  * backend: isolated, fully and partly periodic boxes in one process, isolated and fully periodic boxes on CPU ranks
- * under MPI; the GPU: isolated boxes in one process).
+ * under MPI; the GPU: every box in one process).
  */
 export type MethodChoice = 'tree' | 'fmm';
 
@@ -70,10 +70,10 @@ export interface SolverOptions {
    * fully periodic: the density contrast, as the tree; partly periodic sheets and lines: the masses as given and the
    * tree's Green's function and constant; the near images along the periodic axes walked, the far ones through one
    * Ewald-derived kernel, docs/fmm-design.md section 7) in one process, and in isolated and fully periodic boxes on
-   * CPU ranks under MPI; backend 'cuda' takes isolated boxes in one process (the tree and lists built on the host,
-   * the evaluation on the GPU: docs/fmm-design.md, "GPU stage 1"), and 'auto' runs the rest on the CPU. Other
-   * combinations (backend 'cuda' with periodic boundaries or over MPI ranks, a partly periodic box over MPI ranks)
-   * are an InvalidOptionError. Default 'tree'.
+   * CPU ranks under MPI; backend 'cuda' takes every box in one process (the tree and lists built on the host, the
+   * evaluation on the GPU: docs/fmm-design.md, "GPU stage 1"; periodic boxes with the lists' image shifts and the far
+   * images' pass on the host: "Periodic boxes on the GPU"), and 'auto' runs MPI ranks on the CPU. Other combinations
+   * (backend 'cuda' over MPI ranks, a partly periodic box over MPI ranks) are an InvalidOptionError. Default 'tree'.
    */
   method?: MethodChoice;
   /** method 'fmm': expansion order p of the multipoles and local expansions, an integer in [3, 7]. Default 7. */
@@ -257,16 +257,8 @@ export function resolveOptions(options: SolverOptions = {}): ResolvedOptions {
   if (!isInt(o.threads) || o.threads < 0 || o.threads > 4096) throw invalidOption('threads', 'an integer in [0, 4096]', o.threads);
   if (o.distributed !== 'auto' && typeof o.distributed !== 'boolean')
     throw invalidOption('distributed', "'auto', true or false", o.distributed);
-  if (o.method === 'fmm') {
-    // what the FMM is not built for yet (issue #20) fails here, never by a silent fall-back to the tree
-    const axes = periodicAxes(o.boundary as BoundaryChoice);
-    if (o.backend === 'cuda' && axes.some((p) => p))
-      throw invalidOption(
-        'method',
-        "'tree' with backend 'cuda' and periodic boundaries (method 'fmm' runs periodic boxes on the CPU backend only so far)",
-        o.method,
-      );
-  }
+  // method 'fmm' takes every box on both backends in one process; over MPI ranks the native session refuses what is
+  // not built (backend 'cuda', partly periodic boxes) with a typed error, never a silent fall-back to the tree
   return o as ResolvedOptions;
 }
 

@@ -95,7 +95,7 @@ describe('C API', () => {
     expect(out.ok).toBe(true);
   });
 
-  it("method 1 (the FMM, issue #20): defaults, accuracy (isolated and a sheet), an older struct, what is not built yet refused at create", () => {
+  it("method 1 (the FMM, issue #20): defaults, accuracy (isolated and a sheet), an older struct, bad methods and orders refused at create", () => {
     const exe = join(mkdtempSync(join(tmpdir(), 'amrgrav-c-')), 'capi_fmm');
     execFileSync('cc', [
       '-std=c99', '-O2', '-Wall', '-Wextra', '-Werror',
@@ -110,9 +110,9 @@ describe('C API', () => {
     expect(out.fmmVsFine).toBeLessThan(2e-5); // against the tree at theta 0.1
     expect(out.fmmVsFine).toBeLessThan(out.treeVsFine);
     expect(out.oldSame).toBe(1); // a caller of the previous header: the tree, bit for bit
-    // backend CUDA with method 1 in a periodic box: refused (INVALID_OPTION where a GPU is usable; NO_DEVICE first
-    // where none is); isolated boxes run on the GPU (native/tools/parity/fmm.cpp)
-    expect(out.cuda).toBe(out.cudaUsable ? 2 : 4);
+    // backend CUDA with method 1 in a periodic box: made (the GPU's periodic FMM, native/tools/parity/
+    // fmm_periodic.cpp) where a GPU is usable, NO_DEVICE where none is
+    expect(out.cuda).toBe(out.cudaUsable ? 0 : 4);
     expect(out.sheet).toBe(0); // a sheet (x, y periodic) solves: test/fmm-sheet.test.ts
     expect(out.sheetVsFine).toBeLessThan(1e-5); // against the tree at theta 0.2, of max |phi|
     expect(out.badMethod).toBe(2);

@@ -1,9 +1,9 @@
 /**
  * method 'fmm' (issue #20) against physics: direct summation of the same cells on the MacLaurin mesh and a random
  * AMR mesh (potential and accelerations), momentum conservation of the symmetric interactions, the same bits for
- * any thread count, the block entry, and typed errors for what is not built yet (CUDA in periodic boxes; periodic
- * boxes: test/fmm-periodic.test.ts and test/fmm-sheet.test.ts; MPI ranks: test/mpi.test.ts). The GPU's FMM against
- * the CPU's: native/tools/parity/fmm.cpp (ctest gpu.fmm).
+ * any thread count, the block entry, and typed errors for bad parameters (periodic boxes: test/fmm-periodic.test.ts
+ * and test/fmm-sheet.test.ts; MPI ranks: test/mpi.test.ts). The GPU's FMM against the CPU's: native/tools/parity/
+ * fmm.cpp and fmm_periodic.cpp (ctest gpu.fmm, gpu.fmm-periodic).
  *
  * The direct sums (validation/directAtTargets.ts: float64, each cell's own pair left out, G = 1, no self term) are
  * taken at 1000 target cells spread over the input plus the cell nearest each corner of the box (whose potential is
@@ -11,7 +11,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { GravitySolver } from '../solver/gravitySolver.js';
-import { InvalidOptionError } from '../solver/errors.js';
+import { InvalidOptionError, NoDeviceError } from '../solver/errors.js';
 import { features } from '../solver/native.js';
 import { maclaurinProblem } from '../validation/maclaurinSetup.js';
 import { randomAmrCells } from '../validation/randomAmr.js';
@@ -184,10 +184,20 @@ describe('method fmm: determinism, parameters, entries', () => {
     await expect(solver.solveSystem({ cells }, { targets: [0, 1] })).rejects.toThrow(/method 'fmm' does not take probes/);
   });
 
-  it('rejects what is not built yet and bad parameters with typed errors naming them', () => {
+  it("backend 'auto' and 'cuda' take periodic boxes (fully, sheets): the GPU where one is usable, else the CPU or a NoDevice error", async () => {
+    const box = { box: { lo: [0, 0, 0] as [number, number, number], hi: [1, 1, 1] as [number, number, number] } };
+    for (const boundary of ['periodic', { x: 'periodic', y: 'periodic', z: 'isolated' }] as const) {
+      const auto = await new GravitySolver({ ...base, backend: 'auto', autoGpuMinCells: 0, boundary }).solveCells(cells, box);
+      expect(auto.stats.backend).toBe(features().gpu ? 'cuda' : 'cpu');
+      expect(auto.stats.method).toBe('fmm');
+      const cuda: SolverOptions = { ...base, backend: 'cuda', boundary };
+      if (features().gpu) expect((await new GravitySolver(cuda).solveCells(cells, box)).stats.backend).toBe('cuda');
+      else expect(() => new GravitySolver(cuda)).toThrow(NoDeviceError); // not an InvalidOptionError any more
+    }
+  });
+
+  it('rejects bad parameters with typed errors naming them', () => {
     const bad: [SolverOptions, RegExp][] = [
-      [{ method: 'fmm', backend: 'cuda', boundary: 'periodic' }, /backend 'cuda' and periodic.*CPU backend only/],
-      [{ method: 'fmm', backend: 'cuda', boundary: { x: 'periodic', y: 'periodic', z: 'isolated' } }, /backend 'cuda' and periodic.*CPU backend only/],
       [{ method: 'fmm', fmmOrder: 8 }, /fmmOrder/],
       [{ method: 'fmm', fmmOrder: 2.5 }, /fmmOrder/],
       [{ method: 'fmm', fmmTheta: 1 }, /fmmTheta/],

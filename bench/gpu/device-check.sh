@@ -22,16 +22,16 @@
 #              the tree, multipoles and lists built on the host, the evaluation on the device): ctest gpu.fmm (CUDA vs CPU FMM on a 32^3 grid of random
 #              masses at orders 3..7 and the clustered AMR-like set: pot <= 1e-12 per cell, acc <= 1e-11 of the rms,
 #              identical M2L/P2P counts; the near field's paths: the grid all by table, the AMR set mixed; momentum
-#              <= 1e-6 on the GPU; two GPU solves bitwise equal; the host block entry; periodic refused; potentials
+#              <= 1e-6 on the GPU; two GPU solves bitwise equal; the host block entry; potentials
 #              only, whose table steps run on the FP64 tensor cores, on both sets; the device's sort = the host's:
 #              root, order, keys, sorted cells, every FmmTree array, solves bitwise), the DMMA instructions in
 #              fmmP2PTilesMma's SASS (cuobjdump), compute-sanitizer memcheck and racecheck on the fmm subject
 #              (--quick), then
 #              amrgrav_gpu_timing --no-perf --fmm 64,128,256 --fmm-host-sort (the FMM's phases with the device's
 #              and then the host's sort, its four kernels' device times, and the tree's in the same run,
-#              fmm-timing.log), test/c/capi_fmm.c (CUDA with a periodic box refused at
-#              create with AMRGRAV_INVALID_OPTION) and the Node API ('auto' and 'cuda' run an isolated FMM on the
-#              GPU and agree with the CPU's; 'cuda' with periodic boundaries is an InvalidOptionError)
+#              fmm-timing.log), test/c/capi_fmm.c (CUDA with a periodic box made at create: AMRGRAV_OK) and the
+#              Node API ('auto' and 'cuda' run an isolated FMM on the GPU and agree with the CPU's; 'cuda' with
+#              periodic boundaries accepted: periodic boxes are the fmmperiodic step's)
 #   fmmlists   issue #20, the FMM's interaction lists built on the device (cuda/fmm_lists_phase.h): ctest gpu.fmm-lists
 #              (the device's lists = the host's, every array, on a 32^3 grid, the clustered AMR set and a Plummer
 #              sphere at orders 3..7, tolerance 0 and 2e-4, and a 128^3 grid with both walks' times noted; method
@@ -51,6 +51,12 @@
 #              tree bitwise the host tree's results, host tiles and device tiles, and within 1e-12 / 1e-11 of the
 #              CPU), compute-sanitizer memcheck and racecheck on fmm-tree --quick, then amrgrav_gpu_timing --no-perf
 #              --fmm 128,256 --fmm-device-tiles --fmm-device-tree
+#   fmmperiodic  issue #20, method 'fmm' in periodic boxes on the GPU (cuda/fmm_periodic_phase.cu: the host's sort,
+#              tree, lists with image shifts, tiles and far images, the device's evaluation with the shifts and the
+#              M2L with dipole terms): ctest gpu.fmm-periodic (CUDA vs CPU FMM, fully periodic 32^3 sine and random,
+#              the AMR set fully periodic, a sheet and a line: pot <= 1e-12 of max |phi|, acc <= 1e-11 of the rms,
+#              identical counts, momentum, two solves bitwise, the device options ignored), compute-sanitizer memcheck
+#              on fmm-periodic --quick, then amrgrav_gpu_timing --no-perf --fmm 128,256 --fmm-periodic
 #   apibench   `amrgrav bench --grid 256` through the Node API, order 2, 1, and 2 with accelerations
 #   ncu        Nsight Compute on one order-2 walk launch (128^3): throughput, occupancy, stalls, instruction mix
 #   ncuper     the same on the periodic walk's expansion kernel
@@ -287,6 +293,28 @@ for line in open(sys.argv[1]):
               f"{r['keys_sort_s']*1e3:8.2f}  moments {r['moments_s']*1e3:8.2f}  build {r['build_s']*1e3:8.2f}  "
               f"upload {r['upload_s']*1e3:7.2f}  walk {r['walk_s']*1e3:7.2f}  download {r['download_s']*1e3:7.2f}  "
               f"bytes/cell {r['device_bytes_per_cell']:.0f}")
+PY
+      ;;
+    fmmperiodic)
+      (cd build && AMRGRAV_REQUIRE_GPU=1 timeout 500 ctest -R '^gpu[.]fmm-periodic$' --output-on-failure) \
+        > "$out/fmmperiodic-ctest.log" 2>&1
+      summary+=("fmmperiodic ctest gpu.fmm-periodic rc=$? $(grep -h 'parity summary' "$out/fmmperiodic-ctest.log" | tr '\n' ';')")
+      grep -hE '^ *(ok|FAIL)' "$out/fmmperiodic-ctest.log"
+      AMRGRAV_REQUIRE_GPU=1 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 $check fmm-periodic --quick \
+        > "$out/fmmperiodic-memcheck.log" 2>&1
+      summary+=("fmmperiodic memcheck rc=$? $(grep -hE 'ERROR SUMMARY' "$out/fmmperiodic-memcheck.log" | head -1)")
+      timeout 500 $timing --no-perf --fmm 128,256 --fmm-periodic --reps 3 > "$out/fmmperiodic-timing.log" 2>&1
+      summary+=("fmmperiodic timing rc=$?")
+      python3 - "$out/fmmperiodic-timing.log" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    if not line.startswith('{'): continue
+    r = json.loads(line)
+    if r.get('kind') == 'fmm' and 'cells' in r:
+        print(f"fmm {r['grid']:4d} acc={int(r['accelerations'])} periodic={int(r['periodic'])}: wall "
+              f"{r['wall_s']*1e3:8.2f} ms  keys {r['keys_sort_s']*1e3:8.2f}  moments {r['moments_s']*1e3:8.2f}  "
+              f"build {r['build_s']*1e3:8.2f}  upload {r['upload_s']*1e3:7.2f}  walk {r['walk_s']*1e3:7.2f} "
+              f"(p2p {r['p2p_s']*1e3:.2f} m2l {r['m2l_s']*1e3:.2f} l2l {r['l2l_s']*1e3:.2f} l2p {r['l2p_s']*1e3:.2f})")
 PY
       ;;
     apibench)

@@ -123,18 +123,15 @@ Status chooseBackend(BackendRequest requested, bool distributed, const char* cud
 Status fitMethod(const SolveOptions& opt, const char* cudaSpelling, BackendChoice& choice) {
   if (opt.method != SolveMethod::Fmm) return Status::success();
   if (choice.backend != BackendKind::Cuda) return Status::success();
-  // the GPU's FMM (cuda/fmm_phase.h) takes isolated boxes in one process so far
-  if (!opt.anyPeriodic() && !choice.distributed) return Status::success();
-  const std::string what = choice.distributed ? "over MPI ranks" : "periodic boxes";
+  // the GPU's FMM (cuda/fmm_phase.h, cuda/fmm_periodic_phase.h) takes every box in one process so far
+  if (!choice.distributed) return Status::success();
   if (choice.requested == BackendRequest::Cuda)
-    return Status::error(ErrorCode::InvalidOption, "method 'fmm' runs " + what +
-                                                       " on the CPU backend only so far (issue #20): backend " +
+    return Status::error(ErrorCode::InvalidOption, std::string("method 'fmm' runs over MPI ranks on the CPU backend "
+                                                               "only so far (issue #20): backend ") +
                                                        cudaSpelling + " there needs method 'tree'");
   choice.backend = BackendKind::Cpu;
-  choice.reason = choice.distributed ? "distributed: the FMM's LET solve on the CPU (method 'fmm' runs over MPI "
-                                       "ranks on the CPU backend only so far)"
-                                     : "auto: method 'fmm' runs periodic boxes on the CPU backend only so far (" +
-                                           choice.reason.substr(6) + ")";
+  choice.reason = "distributed: the FMM's LET solve on the CPU (method 'fmm' runs over MPI ranks on the CPU backend "
+                  "only so far)";
   choice.notice.clear();
   return Status::success();
 }

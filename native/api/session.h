@@ -75,10 +75,10 @@ struct BackendChoice {
 Status chooseBackend(BackendRequest requested, bool distributed, const char* cudaSpelling, BackendChoice& out);
 
 /// Method 'fmm' (SolveOptions::method) is built so far (issue #20) for the CPU backend (one process in every box, or
-/// CPU ranks under MPI in isolated and fully periodic boxes) and for the GPU in isolated boxes in one process: a
-/// choice of the GPU for 'auto' becomes the CPU in a periodic box (reason "auto: method 'fmm' runs periodic boxes on
-/// the CPU backend only so far (...)") or over MPI ranks ("distributed: the FMM's LET solve on the CPU (...)");
-/// 'cuda' requested there is InvalidOption naming the limitation (never a silent tree solve).
+/// CPU ranks under MPI in isolated and fully periodic boxes) and for the GPU in every box in one process (isolated:
+/// cuda/fmm_phase.h; periodic: cuda/fmm_periodic_phase.h): a choice of the GPU for 'auto' over MPI ranks becomes the
+/// CPU ("distributed: the FMM's LET solve on the CPU (...)"); 'cuda' requested there is InvalidOption naming the
+/// limitation (never a silent tree solve).
 /// Nothing changes for method 'tree'.
 Status fitMethod(const SolveOptions& opt, const char* cudaSpelling, BackendChoice& choice);
 

@@ -12,6 +12,7 @@
 #include "cuda/device.h"
 #include "cuda/device_state.h"
 #include "cuda/fmm_phase.h"
+#include "cuda/fmm_phase_parts.h"
 #include "cuda/fmm_tiles_phase.h"
 #include "cuda/kernels.h"
 #include "cuda/kernels_fmm.h"
@@ -29,29 +30,8 @@
 
 namespace amrgrav {
 namespace cuda {
-namespace {
+namespace fmmparts {
 
-/// Arrays from this size up go through the pinned staging (memory_plan.h copyIn: several threads, ~20 GB/s against
-/// ~2-5 GB/s for a pageable cudaMemcpy; the cells and multipoles at 256^3 are ~0.8 GB).
-constexpr std::size_t kStagedBytes = std::size_t(1) << 20;
-
-/// v up into b (grown to fit) on the state's stream; nothing for an empty v.
-template <class T>
-Status put(DeviceState& ds, DeviceBuffer<T>& b, const std::vector<T>& v, const char* what) {
-  if (v.empty()) return Status::success();
-  AG_TRY(b.reserve(v.size(), what));
-  const std::size_t bytes = v.size() * sizeof(T);
-  if (bytes >= kStagedBytes) {
-    const Transfer t{const_cast<T*>(v.data()), b.get(), bytes};
-    return copyIn(ds, &t, 1, ds.stream);
-  }
-  AG_CUDA_TRY(cudaMemcpyAsync(b.get(), v.data(), bytes, cudaMemcpyHostToDevice, ds.stream));
-  return Status::success();
-}
-
-/// The tree's arrays that the lists' walk and the evaluation both read up into b: topology (cellBegin, cellCount,
-/// childBegin), childCount and the centres (asynchronous: `tree` must live until the stream is synchronised; topo
-/// is the caller's staging vector, kept alive likewise).
 Status putTree(DeviceState& ds, const fmm::FmmTree& tree, std::vector<std::uint32_t>& topo) {
   FmmBuffers& b = ds.fmm;
   const Octree& o = tree.topo;
@@ -66,11 +46,20 @@ Status putTree(DeviceState& ds, const fmm::FmmTree& tree, std::vector<std::uint3
   return Status::success();
 }
 
+}  // namespace fmmparts
+
+namespace {
+using fmmparts::down;
+using fmmparts::put;
+using fmmparts::putCells;
+using fmmparts::putTables;
+using fmmparts::putTree;
+
 /// The lists' walk on the device over the tree of `nodes` nodes put there by putTree (and its MAC quantities,
 /// uploaded here from hostMac) or made there (fmm_tree_phase.h; hostMac null): the M2L CSR into b.m2lStart and
-/// b.m2lSource, the rest described by `out`.
+/// b.m2lSource, the rest described by `out`. accelLimit: the MAC's test 3 (fmm::FmmTree::accelLimit).
 Status deviceLists(DeviceState& ds, std::size_t nodes, int order, const fmm::FmmTree* hostMac, double tolerance,
-                   DeviceFmmLists& out) {
+                   double accelLimit, DeviceFmmLists& out) {
   FmmBuffers& b = ds.fmm;
   if (hostMac) AG_TRY(uploadWalkInputs(*hostMac, b.lists, ds.stream));
   FmmListInputs in;
@@ -81,7 +70,7 @@ Status deviceLists(DeviceState& ds, std::size_t nodes, int order, const fmm::Fmm
   in.centre = b.centre.get();
   in.order = order;
   in.tolerance = tolerance;
-  in.accelLimit = tree.accelLimit;
+  in.accelLimit = accelLimit;
   return buildFmmListsOnDevice(in, b.lists, b.m2lStart, b.m2lSource, ds.stream, out);
 }
 
@@ -111,8 +100,10 @@ Status sortOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions&
   return Status::success();
 }
 
-/// fmm/multi_index.h's L2L entries as the kernel reads them: l2lStart (terms + 1), then l2lJ and l2lKJ (the entries
-/// grouped by target term, each group in the CPU's order); offsets[0..2] where each begins.
+}  // namespace
+
+namespace fmmparts {
+
 std::vector<int> indexTables(const fmm::MultiIndex& mi, std::size_t offsets[3]) {
   const int nt = mi.terms;
   const std::size_t ne = mi.l2lK.size();
@@ -136,8 +127,6 @@ std::vector<int> indexTables(const fmm::MultiIndex& mi, std::size_t offsets[3]) 
   return all;
 }
 
-/// The sorted cells' x, y, z, mass up into b.cells (asynchronous: c is the caller's staging, alive until the
-/// stream is synchronised).
 Status putCells(DeviceState& ds, const SortedCells& sorted, std::vector<double>& c) {
   const std::size_t n = sorted.x.size();
   c.resize(4 * n);
@@ -147,6 +136,11 @@ Status putCells(DeviceState& ds, const SortedCells& sorted, std::vector<double>&
   std::copy(sorted.mass.begin(), sorted.mass.end(), c.begin() + 3 * n);
   return put(ds, ds.fmm.cells, c, "the FMM's cells");
 }
+
+}  // namespace fmmparts
+
+namespace {
+using fmmparts::indexTables;
 
 /// The tile build's inputs: the tree's arrays put by putTree or made by fmm_tree_phase.h; the cells where the device
 /// sort left them (deviceSort: ds.sortedCells and ds.sortedSize, the same bits as the host sort's) or put by putCells
@@ -174,16 +168,10 @@ FmmTileInputs tileInputs(DeviceState& ds, std::size_t nodes, std::size_t n, cons
   return in;
 }
 
-/// n elements of device array d down into v (synchronous).
-template <class T>
-Status down(const T* d, std::size_t n, std::vector<T>& v) {
-  v.resize(n);
-  if (n > 0) AG_CUDA_TRY(cudaMemcpy(v.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
-  return Status::success();
-}
+}  // namespace
 
-/// The tiles' tables on the device: uploaded when the set of slots differs from the one there (the tables of a slot
-/// never change: p2p_tables.h's process cache).
+namespace fmmparts {
+
 Status putTables(DeviceState& ds, const fmm::P2pTables& tables, const std::vector<int>& slots) {
   FmmBuffers& b = ds.fmm;
   if (slots == b.p2pKSlots) return Status::success();
@@ -203,13 +191,14 @@ Status putTables(DeviceState& ds, const fmm::P2pTables& tables, const std::vecto
   return Status::success();
 }
 
-}  // namespace
+}  // namespace fmmparts
 
 void FmmBuffers::release() {
   for (auto* b : {&cells, &sums, &centre, &M, &L, &tileInvH, &p2pK}) b->release();
   lists.release();
   tileBuild.release();
   treeBuild.release();
+  periodic.release();
   for (auto* b : {&topo, &m2lStart, &m2lSource, &leaves, &tiles}) b->release();
   childCount.release();
   tables.release();
@@ -222,14 +211,12 @@ std::size_t FmmBuffers::bytes() const {
   return cells.bytes() + sums.bytes() + centre.bytes() + M.bytes() + L.bytes() + topo.bytes() + childCount.bytes() +
          m2lStart.bytes() + m2lSource.bytes() + leaves.bytes() + tables.bytes() + tiles.bytes() +
          tileStepTable.bytes() + tileInvH.bytes() + p2pK.bytes() + p2pSlot.bytes() + lists.bytes() +
-         tileBuild.bytes() + treeBuild.bytes();
+         tileBuild.bytes() + treeBuild.bytes() +
+         periodic.bytes();
 }
 
-Status checkFmmOnDevice(const SolveOptions& opt) {
-  if (opt.anyPeriodic())
-    return Status::error(ErrorCode::InvalidOption,
-                         "method 'fmm' runs on the CUDA backend in isolated boxes only so far (issue #20): periodic "
-                         "boundaries need backend 'cpu' or method 'tree'");
+Status checkFmmOnDevice(const SolveOptions&) {
+  // isolated boxes here, periodic ones (fully, sheets, lines) in fmm_periodic_phase.cu: every box the CPU's FMM takes
   return Status::success();
 }
 
@@ -244,7 +231,8 @@ Status fmmListsForCheck(DeviceState& ds, const fmm::FmmTree& tree, double tolera
     AG_TRY(putTree(ds, tree, topo));
     AG_CUDA_TRY(cudaEventRecord(ds.events[0], ds.stream));
     DeviceFmmLists dl;
-    AG_TRY(deviceLists(ds, tree.nodeCount(), tree.order, &tree, tolerance, dl));  // synchronises: topo may go
+    // synchronises: topo may go
+    AG_TRY(deviceLists(ds, tree.nodeCount(), tree.order, &tree, tolerance, tree.accelLimit, dl));
     AG_CUDA_TRY(cudaEventRecord(ds.events[1], ds.stream));
     AG_TRY(downloadFmmLists(dl, true, ds.stream, out));
     if (seconds) *seconds = elapsed(ds, 0, 1);
@@ -280,7 +268,8 @@ Status fmmTilesForCheck(DeviceState& ds, const fmm::FmmTree& tree, const SortedC
     AG_TRY(putTree(ds, tree, topo));
     AG_TRY(putCells(ds, sorted, c));
     DeviceFmmLists dl;
-    AG_TRY(deviceLists(ds, tree.nodeCount(), tree.order, &tree, tolerance, dl));  // synchronises: topo, c may go
+    // synchronises: topo, c may go
+    AG_TRY(deviceLists(ds, tree.nodeCount(), tree.order, &tree, tolerance, tree.accelLimit, dl));
     AG_CUDA_TRY(cudaEventRecord(ds.events[0], ds.stream));
     DeviceFmmTiles dt;
     AG_TRY(buildFmmTilesOnDevice(tileInputs(ds, tree.nodeCount(), sorted.order.size(), sorted, false), dl, ds.fmm.tileBuild, ds.stream, dt));
@@ -352,6 +341,7 @@ Status solveFmmBlocks(DeviceState& ds, const BlocksView& v, const BlockOutputs& 
 
 Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, SolveResult& out) {
   AG_TRY(checkFmmOnDevice(opt));
+  if (opt.anyPeriodic()) return solvePeriodicFmmOnDevice(ds, cells, opt, out);
   const bool deviceTiles = ds.copt.fmmDeviceLists && ds.copt.fmmDeviceTiles;
   const bool deviceSort = ds.copt.fmmDeviceSort;
   const bool deviceWalk = ds.copt.fmmDeviceLists;
@@ -405,7 +395,8 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
                      // lists there, the P2P pairs down
     if (!deviceTree) AG_TRY(putTree(ds, tree, topo));
     if (deviceTiles && !deviceSort) AG_TRY(putCells(ds, sorted, cellStaging));  // the tiles' regular leaves read them
-    AG_TRY(deviceLists(ds, nodes, tree.order, deviceTree ? nullptr : &tree, opt.fmmTolerance, dl));
+    AG_TRY(deviceLists(ds, nodes, tree.order, deviceTree ? nullptr : &tree, opt.fmmTolerance, tree.accelLimit,
+                       dl));
     if (deviceTiles) {  // the pairs stay on the device: the counts alone
       lists.directedM2L = dl.directedM2L;
       lists.directedP2P = dl.directedP2P;

@@ -9,7 +9,8 @@
 /// the CPU backend's own finish (tree/finish.h finishSolve). With CudaOptions::fmmDeviceTree the tree and its upward
 /// pass are made on the device too (fmm_tree_phase.h, the host's bits), and with fmmDeviceTiles as well nothing per
 /// cell comes down before the results: no host gather, the finish on the device (kernel_finish.cu).
-/// Isolated boxes only: periodic boxes are an InvalidOption. Internal to native/cuda.
+/// Periodic boxes go their own way (fmm_periodic_phase.h: the host's sort, tree, lists and tiles with image shifts,
+/// the far images on the host, the device's evaluation). Internal to native/cuda.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "core/types.h"
 #include "cuda/device_buffers.h"
 #include "cuda/fmm_lists_phase.h"
+#include "cuda/fmm_periodic_phase.h"
 #include "cuda/fmm_tiles_phase.h"
 #include "cuda/fmm_tree_phase.h"
 #include "fmm/fmm_tree.h"
@@ -54,11 +56,13 @@ struct FmmBuffers {
   FmmListBuffers lists;               ///< the lists' walk on the device (CudaOptions::fmmDeviceLists)
   FmmTileBuffers tileBuild;           ///< the near lists and tiles built on the device (CudaOptions::fmmDeviceTiles)
   FmmTreeBuffers treeBuild;           ///< the tree's upward pass on the device (CudaOptions::fmmDeviceTree)
+  FmmPeriodicBuffers periodic;        ///< periodic boxes' image shifts (fmm_periodic_phase.h)
   std::size_t bytes() const;
   void release();  ///< every buffer (memory_plan.h releaseAll)
 };
 
-/// InvalidOption when the CUDA backend's FMM is not built for these options (periodic boxes, so far).
+/// InvalidOption when the CUDA backend's FMM is not built for these options (none so far: isolated and periodic
+/// boxes both run; the block entry's device pointers are refused by solveFmmBlocks).
 Status checkFmmOnDevice(const SolveOptions& opt);
 
 /// The solve of cells.n > 0 cells with opt.method == SolveMethod::Fmm, called by the backend's solve once the

@@ -10,6 +10,7 @@
 #include "cuda/kernels_fmm_tree.h"
 #include "fmm/multi_index.h"
 #include "fmm/upward_emulate.h"
+#include "physics/fmm_mac_k.h"
 
 namespace amrgrav {
 namespace cuda {
@@ -121,7 +122,15 @@ Status buildFmmTreeOnDevice(DeviceState& ds, const SolveOptions& opt, DeviceFmmT
   AG_TRY(launchFmmTopology(v, ds.topoPtr, ds.nodeKeysPtr, s));
   for (int lev = levels - 1; lev >= 0; --lev) AG_TRY(launchFmmUpwardLevel(v, lev, s));
   AG_TRY(launchFmmRadius(v, s));
-  return launchFmmMac(v, s);
+  AG_TRY(launchFmmMac(v, s));
+  tree.accelLimit = 0;
+  if (opt.accelerations) {  // the MAC's test 3 from the root's |mass| (buildFmmTree's fmmAccelLimit): 8 bytes down
+    double rootAbsMass = 0;
+    AG_CUDA_TRY(cudaMemcpyAsync(&rootAbsMass, v.mac + 2 * nodes, sizeof(double), cudaMemcpyDeviceToHost, s));
+    AG_CUDA_TRY(cudaStreamSynchronize(s));
+    tree.accelLimit = fmmAccelLimit(opt.fmmAccelTolerance, rootAbsMass, ds.root.side);
+  }
+  return Status::success();
 }
 
 Status downloadFmmTree(DeviceState& ds, const DeviceFmmTree& dt, bool withM, fmm::FmmTree& tree) {

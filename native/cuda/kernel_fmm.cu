@@ -15,6 +15,7 @@
 #include "cuda/check.h"
 #include "cuda/kernels_fmm.h"
 #include "cuda/m2l_device.h"
+#include "fmm/interaction_lists.h"
 #include "fmm/p2p_mma_k.h"
 #include "fmm/p2p_tiles.h"
 #include "fmm/terms_k.h"
@@ -58,6 +59,10 @@ template <int P> struct FusedM2L;
                                                volatile double* Ls) {                                   \
       m2lFused##P(x, y, z, Mb, La, Ls);                                                                 \
     }                                                                                                   \
+    static __device__ __forceinline__ void addDip(double x, double y, double z, const double* Mb,       \
+                                                  double* La, volatile double* Ls) {                    \
+      m2lFusedDip##P(x, y, z, Mb, La, Ls);                                                              \
+    }                                                                                                   \
   };
 AG_FUSED_M2L(3)
 AG_FUSED_M2L(4)
@@ -78,11 +83,18 @@ __device__ __forceinline__ void addLaneSums(double s, unsigned lane, double* Lk)
   if (lane == 0) *Lk += s;
 }
 
+/// The image shift's vector of `shifts[q]` (periodic boxes; fmm/interaction_lists.h imageShiftVector).
+__device__ __forceinline__ void shiftOf(const FmmDeviceView& v, const std::uint8_t* shifts, std::size_t q,
+                                        double s[3]) {
+  fmm::imageShiftVector(v.period, shifts[q], s);
+}
+
 /// One warp per target node A: lane l takes A's sources l, l + 32, ... (the sources' multipoles read where they
 /// lie) through m2l_device.h's fused kernel, its low-degree L terms in registers and the others in the lane's column
 /// of shared memory (the p 7 kernel's 120 terms and 120 derivatives do not fit one thread's registers); then each
-/// term's 32 lane sums are added by a fixed shuffle tree into lane 0, which adds them to L.
-template <int P>
+/// term's 32 lane sums are added by a fixed shuffle tree into lane 0, which adds them to L. Dip: the dipole terms
+/// kept (periodic boxes), where a source may be an image (v.m2lShift: its centre moved first, as evaluate.cpp).
+template <int P, bool Dip>
 __global__ void __launch_bounds__(kM2LThreads) fmmM2L(FmmDeviceView v) {
   extern __shared__ double m2lShared[];
   using K = FusedM2L<P>;
@@ -103,8 +115,15 @@ __global__ void __launch_bounds__(kM2LThreads) fmmM2L(FmmDeviceView v) {
                az = v.centre[3 * std::size_t(A) + 2];
   for (unsigned q = s0 + lane; q < s1; q += 32u) {
     const std::size_t B = v.m2lSource[q];
-    K::add(ax - v.centre[3 * B], ay - v.centre[3 * B + 1], az - v.centre[3 * B + 2], v.M + B * std::size_t(v.mStride),
-           La, Ls);
+    if constexpr (Dip) {
+      double sh[3] = {0.0, 0.0, 0.0};
+      if (v.m2lShift) shiftOf(v, v.m2lShift, q, sh);
+      K::addDip(ax - (v.centre[3 * B] + sh[0]), ay - (v.centre[3 * B + 1] + sh[1]),
+                az - (v.centre[3 * B + 2] + sh[2]), v.M + B * std::size_t(v.mStride), La, Ls);
+    } else {
+      K::add(ax - v.centre[3 * B], ay - v.centre[3 * B + 1], az - v.centre[3 * B + 2],
+             v.M + B * std::size_t(v.mStride), La, Ls);
+    }
   }
   // the terms in fmm/multi_index.h's order: those in registers are degrees 0..d, those in shared memory the rest
   double* Lt = v.L + std::size_t(A) * termsOf(P);
@@ -250,10 +269,11 @@ __device__ __forceinline__ void stageMassesAsync(const FmmDeviceView& v, const s
 }
 
 /// Computed pairs of a tile's step: the NA consecutive cells tb .. tb + NA - 1 (of a target leaf) against every cell
-/// of source leaf S (another leaf: r > 0), j ascending, 1/r by rsqrt; p (and f, with Accel) overwritten.
-template <int NA, bool Accel>
+/// of source leaf S (another leaf, or an image: r > 0), j ascending, 1/r by rsqrt; p (and f, with Accel)
+/// overwritten. Shifted: S seen through the image shift `sh` (its cells at x + sh, as evaluate.cpp's Lanes::load).
+template <int NA, bool Accel, bool Shifted = false>
 __device__ __forceinline__ void computedPairs(const FmmDeviceView& v, unsigned S, unsigned tb, double p[NA],
-                                              double f[3][NA]) {
+                                              double f[3][NA], const double* sh = nullptr) {
   const unsigned sb = v.cellBegin[S], se = sb + v.cellCount[S];
   double xi[NA], yi[NA], zi[NA];
 #pragma unroll
@@ -265,7 +285,13 @@ __device__ __forceinline__ void computedPairs(const FmmDeviceView& v, unsigned S
     if constexpr (Accel) f[0][a] = f[1][a] = f[2][a] = 0.0;
   }
   for (unsigned j = sb; j < se; ++j) {
-    const double xj = v.x[j], yj = v.y[j], zj = v.z[j], mj = v.mass[j];
+    double xj = v.x[j], yj = v.y[j], zj = v.z[j];
+    const double mj = v.mass[j];
+    if constexpr (Shifted) {
+      xj += sh[0];
+      yj += sh[1];
+      zj += sh[2];
+    }
 #pragma unroll
     for (int a = 0; a < NA; ++a) {
       const double dx = xi[a] - xj, dy = yi[a] - yj, dz = zi[a] - zj;
@@ -381,7 +407,14 @@ __global__ void __launch_bounds__(kTileThreads) fmmP2PTiles(FmmDeviceView v) {
         const unsigned S = source[4 * lq + b];
         if (S == fmm::kNoLeaf) continue;
         double p[4], f[3][4];
-        computedPairs<4, Accel>(v, S, v.cellBegin[target[b]] + 4 * tq, p, f);
+        const std::size_t e = std::size_t(st) * kTileTargets + 4 * lq + b;
+        if (v.tileStepShift && v.tileStepShift[e] != fmm::kNoShift) {  // an image (periodic boxes)
+          double sh[3];
+          shiftOf(v, v.tileStepShift, e, sh);
+          computedPairs<4, Accel, true>(v, S, v.cellBegin[target[b]] + 4 * tq, p, f, sh);
+        } else {
+          computedPairs<4, Accel>(v, S, v.cellBegin[target[b]] + 4 * tq, p, f);
+        }
 #pragma unroll
         for (int a = 0; a < 4; ++a) {
           double* t = tot + (a * 4 + b) * kTileThreads + tid;
@@ -501,7 +534,15 @@ __global__ void __launch_bounds__(kTileThreads) fmmP2PTilesMma(FmmDeviceView v) 
           const unsigned S = source[b];
           if (S == fmm::kNoLeaf) continue;
           double p[fmm::kMmaMTiles];
-          computedPairs<fmm::kMmaMTiles, false>(v, S, v.cellBegin[target[b]] + fmm::mmaCell(w, row, 0), p, nullptr);
+          const unsigned tb = v.cellBegin[target[b]] + fmm::mmaCell(w, row, 0);
+          const std::size_t e = std::size_t(st) * kTileTargets + b;
+          if (v.tileStepShift && v.tileStepShift[e] != fmm::kNoShift) {  // an image (periodic boxes)
+            double sh[3];
+            shiftOf(v, v.tileStepShift, e, sh);
+            computedPairs<fmm::kMmaMTiles, false, true>(v, S, tb, p, nullptr, sh);
+          } else {
+            computedPairs<fmm::kMmaMTiles, false>(v, S, tb, p, nullptr);
+          }
 #pragma unroll
           for (int m = 0; m < fmm::kMmaMTiles; ++m) tot[m][j][i] += p[m];
         }
@@ -520,7 +561,8 @@ __global__ void __launch_bounds__(kTileThreads) fmmP2PTilesMma(FmmDeviceView v) 
 
 /// One block per irregular target leaf: its cells (a thread each; more than a block's in rounds) against the cells of
 /// its near leaves in the list's order, a block's worth of source cells at a time through shared memory (x, y and z,
-/// m as two 16-byte loads). A leaf's own cell pairs (r = 0) are left out, as evaluate.cpp's p2pSelf does. 1/r is
+/// m as two 16-byte loads; periodic boxes: an image's cells moved by its shift as they are staged). A leaf's own
+/// cell pairs (r = 0) are left out, as evaluate.cpp's p2pSelf does. 1/r is
 /// rsqrt (within 1 ulp, as a division by the rounded sqrt is; one multi-function estimate and Newton steps instead of
 /// a sqrt and a division).
 template <bool Accel>
@@ -537,14 +579,22 @@ __global__ void __launch_bounds__(kLeafThreads) fmmP2P(FmmDeviceView v) {
     double p = 0.0, fx = 0.0, fy = 0.0, fz = 0.0;
     for (unsigned k = n0; k < n1; ++k) {
       const unsigned S = v.nearSource[k];
-      const bool same = S == T;
+      const bool image = v.nearShift && v.nearShift[k] != fmm::kNoShift;  // the block's
+      const bool same = S == T && !image;
+      double sh[3] = {0.0, 0.0, 0.0};
+      if (image) shiftOf(v, v.nearShift, k, sh);
       const unsigned sb = v.cellBegin[S], sn = v.cellCount[S];
       for (unsigned j0 = 0; j0 < sn; j0 += kLeafThreads) {
         __syncthreads();  // the previous tile is read by every thread
         if (j0 + threadIdx.x < sn) {
           const unsigned j = sb + j0 + threadIdx.x;
-          sxy[threadIdx.x] = make_double2(v.x[j], v.y[j]);
-          szm[threadIdx.x] = make_double2(v.z[j], v.mass[j]);
+          if (image) {
+            sxy[threadIdx.x] = make_double2(v.x[j] + sh[0], v.y[j] + sh[1]);
+            szm[threadIdx.x] = make_double2(v.z[j] + sh[2], v.mass[j]);
+          } else {
+            sxy[threadIdx.x] = make_double2(v.x[j], v.y[j]);
+            szm[threadIdx.x] = make_double2(v.z[j], v.mass[j]);
+          }
         }
         __syncthreads();
         const unsigned m = min(unsigned(kLeafThreads), sn - j0);
@@ -608,13 +658,17 @@ Status launchFmmP2P(const FmmDeviceView& v, cudaStream_t s) {
 
 namespace {
 
-template <int P> Status launchM2L(const FmmDeviceView& v, unsigned blocks, cudaStream_t s) {
+template <int P, bool Dip> Status launchM2LOf(const FmmDeviceView& v, unsigned blocks, cudaStream_t s) {
   constexpr std::size_t bytes = m2lSharedBytes<P>();
   if constexpr (bytes > 48 * 1024)  // above the default: asked for (once per process and device is enough; cheap)
-    AG_CUDA_TRY(cudaFuncSetAttribute(fmmM2L<P>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
-  fmmM2L<P><<<blocks, kM2LThreads, bytes, s>>>(v);
+    AG_CUDA_TRY(cudaFuncSetAttribute(fmmM2L<P, Dip>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+  fmmM2L<P, Dip><<<blocks, kM2LThreads, bytes, s>>>(v);
   AG_CUDA_LAUNCHED("fmmM2L");
   return Status::success();
+}
+
+template <int P> Status launchM2L(const FmmDeviceView& v, unsigned blocks, cudaStream_t s) {
+  return v.dipoles ? launchM2LOf<P, true>(v, blocks, s) : launchM2LOf<P, false>(v, blocks, s);
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 /// the tree and its multipoles are the CPU's (fmm/fmm_tree.h, fmm/interaction_lists.h, built on the host), the
 /// device evaluates them: P2P per target leaf, M2L per target node, L2L a level at a time, L2P at the leaves. All in
 /// double, every sum in a fixed order (no atomics): the results are the same bits run to run. Isolated boxes
-/// (multipoles about the centres of mass: no dipole terms).
+/// (multipoles about the centres of mass: no dipole terms) and, with the view's image shifts and dipoles, periodic
+/// boxes (cuda/fmm_periodic_phase.cu).
 #pragma once
 #include <cuda_runtime.h>
 
@@ -43,6 +44,13 @@ struct FmmDeviceView {
   /// fmm/multi_index.h's L2L entries grouped by target term k (each group in the CPU's order)
   const int *l2lStart = nullptr, *l2lJ = nullptr, *l2lKJ = nullptr;
   double *phi = nullptr, *gx = nullptr, *gy = nullptr, *gz = nullptr;  ///< sorted sums; g null without accelerations
+  /// Periodic boxes: the image shift (fmm/interaction_lists.h's numbering) of each M2L source (by m2lSource), of
+  /// each tile step's sources (by tileStepSource; a table step's is in its table) and of each irregular leaf's near
+  /// sources (by nearSource): the source seen at its position + imageShiftVector(period, shift), the CPU's arithmetic
+  /// (the shifted source position first, then target minus source). Null in isolated boxes (no shifts).
+  const std::uint8_t *m2lShift = nullptr, *tileStepShift = nullptr, *nearShift = nullptr;
+  double period[3] = {0, 0, 0};  ///< the box's sides along its periodic axes (scaled lengths), 0 along isolated ones
+  bool dipoles = false;          ///< multipoles about geometric centres: M2L with the dipole terms (fmm/fmm_tree.h)
 };
 
 /// The near field, overwriting phi (and g). Regular targets by tile: one block of 128 threads per tile; each step's
@@ -53,7 +61,8 @@ struct FmmDeviceView {
 /// cells one per thread against its near leaves' cells in the list's order (a leaf's own cell pairs left out).
 Status launchFmmP2P(const FmmDeviceView& v, cudaStream_t s);
 /// L[A] += the M2L of every source in A's list: one warp per target node, lanes over its sources (in strides of
-/// 32), then the lanes' sums added in a fixed butterfly order.
+/// 32), then the lanes' sums added in a fixed butterfly order. With v.dipoles the kernel with the dipole terms
+/// (cuda/m2l_device.h m2lFusedDip).
 Status launchFmmM2L(const FmmDeviceView& v, cudaStream_t s);
 /// L2L from the internal nodes [b, e) (one level) into their children: one thread per (node, child), the nodes' L
 /// and each thread's monomials in shared memory.

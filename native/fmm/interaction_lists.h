@@ -24,6 +24,18 @@ namespace fmm {
 
 constexpr std::uint8_t kNoShift = 13;
 
+/// Shift s's vector (the source seen at its position + v) for a box of these periods (0 along isolated axes): the
+/// one formula of both backends (FmmLists::shiftVector, the CUDA backend's periodic FMM), each component exactly
+/// 0 or +-period.
+#if defined(__CUDACC__)
+__host__ __device__
+#endif
+inline void imageShiftVector(const double period[3], std::uint8_t s, double v[3]) {
+  v[0] = (s % 3 - 1) * period[0];
+  v[1] = (s / 3 % 3 - 1) * period[1];
+  v[2] = (s / 9 - 1) * period[2];
+}
+
 struct FmmLists {
   /// M2L by target node (CSR): the sources of node A are m2lSource[m2lStart[A] .. m2lStart[A + 1]), ascending by
   /// (source, shift), each seen through its image shift m2lShift.
@@ -35,11 +47,7 @@ struct FmmLists {
   std::vector<std::uint8_t> p2pShift;
   /// The box's sides in scaled lengths along periodic axes, else 0: shift s moves a source by shiftVector(s).
   double period[3] = {0, 0, 0};
-  void shiftVector(std::uint8_t s, double v[3]) const {
-    v[0] = (s % 3 - 1) * period[0];
-    v[1] = (s / 3 % 3 - 1) * period[1];
-    v[2] = (s / 9 - 1) * period[2];
-  }
+  void shiftVector(std::uint8_t s, double v[3]) const { imageShiftVector(period, s, v); }
   std::uint64_t directedM2L = 0;   ///< = m2lSource.size()
   std::uint64_t directedP2P = 0;   ///< cell pairs, both directions, a cell with itself excluded
 };

@@ -25,11 +25,20 @@ NearLists buildNearLists(const FmmTree& t, const FmmLists& l) {
   }
   for (std::size_t k = 0; k < n.leaves.size(); ++k) n.start[k + 1] += n.start[k];
   n.source.assign(n.start.back(), 0);
+  // periodic: a pair (A, B, s) gives A the source B + s and B the source A - s (the opposite shift, 26 - s)
+  const bool periodic = l.period[0] > 0 || l.period[1] > 0 || l.period[2] > 0;
+  for (int d = 0; d < 3; ++d) n.period[d] = l.period[d];
+  if (periodic) n.shift.assign(n.start.back(), kNoShift);
   std::vector<std::uint32_t> fill(n.start.begin(), n.start.end() - 1);
   for (std::size_t k = 0; k < n.leaves.size(); ++k) n.source[fill[k]++] = n.leaves[k];
   for (std::size_t q = 0; q < l.p2pA.size(); ++q) {
-    n.source[fill[leafOf[l.p2pA[q]]]++] = l.p2pB[q];
-    n.source[fill[leafOf[l.p2pB[q]]]++] = l.p2pA[q];
+    const std::uint32_t a = fill[leafOf[l.p2pA[q]]]++, b = fill[leafOf[l.p2pB[q]]]++;
+    n.source[a] = l.p2pB[q];
+    n.source[b] = l.p2pA[q];
+    if (periodic) {
+      n.shift[a] = l.p2pShift[q];
+      n.shift[b] = std::uint8_t(26 - l.p2pShift[q]);
+    }
   }
   return n;
 }
@@ -37,15 +46,18 @@ NearLists buildNearLists(const FmmTree& t, const FmmLists& l) {
 P2pTiles buildP2pTiles(const NearLists& near, const RegularLeaves& reg, const P2pTables& tables, int threads) {
   P2pTiles out;
   const std::size_t nl = near.leaves.size();
-  const double none[3] = {0, 0, 0};
-  // each entry's slot (-1: computed, or a target that is not regular)
+  const bool shifted = !near.shift.empty();
+  // each entry's slot (-1: computed, or a target that is not regular); periodic: the shifted source's offset
   std::vector<std::int32_t> slot(near.source.size(), -1);
   parallelFor(nl, 256, threads, [&](std::size_t b, std::size_t e, int) {
     for (std::size_t k = b; k < e; ++k) {
       const std::uint32_t T = near.leaves[k];
       if (!reg.regular[T]) continue;
-      for (std::uint32_t q = near.start[k]; q < near.start[k + 1]; ++q)
-        slot[q] = tables.findSlot(reg, T, near.source[q], none);
+      for (std::uint32_t q = near.start[k]; q < near.start[k + 1]; ++q) {
+        double v[3] = {0, 0, 0};
+        if (shifted) imageShiftVector(near.period, near.shift[q], v);
+        slot[q] = tables.findSlot(reg, T, near.source[q], v);
+      }
     }
   });
   std::vector<char> used(kOffsetSlots, 0);
@@ -140,6 +152,7 @@ P2pTiles buildP2pTiles(const NearLists& near, const RegularLeaves& reg, const P2
     out.stepTable.insert(out.stepTable.end(), steps.begin(), steps.end());
     out.stepTable.insert(out.stepTable.end(), computed, -1);
     out.stepSource.resize(out.stepSource.size() + ns * kTileTargets, kNoLeaf);
+    if (shifted) out.stepShift.resize(out.stepSource.size(), kNoShift);
     for (std::size_t i = 0; i < std::size_t(kTileTargets); ++i) {
       const std::uint32_t k = i < n ? regular[b + i] : kNoLeaf;
       const std::uint32_t T = i < n ? near.leaves[k] : kNoLeaf;
@@ -150,6 +163,7 @@ P2pTiles buildP2pTiles(const NearLists& near, const RegularLeaves& reg, const P2
       for (std::uint32_t q = near.start[k]; q < near.start[k + 1]; ++q) {
         const std::size_t st = slot[q] >= 0 ? at[indexOf[slot[q]]] : steps.size() + c++;
         out.stepSource[(s0 + st) * kTileTargets + i] = near.source[q];
+        if (shifted) out.stepShift[(s0 + st) * kTileTargets + i] = near.shift[q];
       }
       out.tableEntries += ntab[k];
       out.computedEntries += computedOf(k);
@@ -167,6 +181,8 @@ IrregularLists buildIrregularLists(const NearLists& near, const P2pTiles& tiles)
   for (const std::uint32_t k : tiles.irregular) {
     r.leaf.push_back(near.leaves[k]);
     r.source.insert(r.source.end(), near.source.begin() + near.start[k], near.source.begin() + near.start[k + 1]);
+    if (!near.shift.empty())
+      r.shift.insert(r.shift.end(), near.shift.begin() + near.start[k], near.shift.begin() + near.start[k + 1]);
     r.start.push_back(std::uint32_t(r.source.size()));
   }
   return r;

@@ -16,7 +16,10 @@
 /// ancestors have the same tables, and the tiles are full (97% of the steps' slots used at 64^3, 99% at 128^3);
 /// targets that are not regular take the computed kernel over their near lists.
 ///
-/// Isolated boxes: the near lists carry no image shifts (the CUDA backend's FMM refuses periodic boxes).
+/// Periodic boxes (the CUDA backend's periodic FMM, cuda/fmm_periodic_phase.cu): the near lists, the tiles' steps and
+/// the irregular lists carry each source's image shift (interaction_lists.h's numbering); a table step needs none (its
+/// table is that of the shifted offset, as the CPU's), a computed one moves the source's cells by the shift's vector.
+/// In isolated boxes these shift arrays are empty.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -32,6 +35,10 @@ namespace fmm {
 struct NearLists {
   std::vector<std::uint32_t> leaves;          ///< the leaf nodes, ascending
   std::vector<std::uint32_t> start, source;   ///< leaf k's sources: source[start[k] .. start[k + 1]) (node ids)
+  /// Periodic boxes: each source's image shift (by source: kNoShift for the leaf itself); empty when the lists have
+  /// no periodic axis
+  std::vector<std::uint8_t> shift;
+  double period[3] = {0, 0, 0};               ///< the lists' periods (FmmLists::period)
 };
 NearLists buildNearLists(const FmmTree& tree, const FmmLists& lists);
 
@@ -46,6 +53,9 @@ struct P2pTiles {
   std::vector<std::int32_t> stepTable;    ///< per step: the table (an index into `slots`), or -1: computed pairs
   std::vector<std::uint32_t> stepSource;  ///< kTileTargets per step: each target's source leaf (kNoLeaf for none)
   std::vector<int> slots;                 ///< the tables' slots (p2p_tables.h), ascending: table k has slot slots[k]
+  /// Periodic boxes: kTileTargets per step, each target's source's image shift (kNoShift for none; a table step's
+  /// are in its table); empty when the near lists have no shifts
+  std::vector<std::uint8_t> stepShift;
   std::vector<std::uint32_t> irregular;   ///< the leaves (indices into NearLists::leaves) that are not regular
   std::uint64_t tableSteps = 0, computedSteps = 0;      ///< over all tiles (each kTileTargets wide)
   std::uint64_t tableEntries = 0, computedEntries = 0;  ///< the (target, source) leaf pairs in them
@@ -62,6 +72,7 @@ P2pTiles buildP2pTiles(const NearLists& near, const RegularLeaves& reg, const P2
 struct IrregularLists {
   std::vector<std::uint32_t> leaf;            ///< the leaves' nodes
   std::vector<std::uint32_t> start, source;   ///< leaf j's sources: source[start[j] .. start[j + 1])
+  std::vector<std::uint8_t> shift;            ///< periodic boxes: each source's image shift (else empty)
 };
 IrregularLists buildIrregularLists(const NearLists& near, const P2pTiles& tiles);
 

@@ -58,7 +58,7 @@ module amrgrav
     integer(c_int) :: density_contrast
     integer(c_int) :: ewald_expansion
     integer(c_int) :: walk
-    integer(c_int) :: method           ! 0 tree, 1 fmm (CPU: any box, MPI ranks too; GPU: isolated, one rank)
+    integer(c_int) :: method           ! 0 tree, 1 fmm (CPU: any box, MPI ranks too; GPU: any box, one rank)
     integer(c_int) :: fmm_order
     real(c_double) :: fmm_theta
     real(c_double) :: fmm_tolerance

@@ -4,7 +4,7 @@
 ///
 ///   amrgrav_gpu_timing [--perf 128,256 | --no-perf] [--reps R] [--direct-n CELLS] [--cpu-perf] [--sweep]
 ///                      [--fmm 64,128,256 [--fmm-host-lists] [--fmm-host-sort] [--fmm-device-tiles]
-///                      [--fmm-device-tree] [--fmm-settings P:TOL,..]] [--split N]
+///                      [--fmm-device-tree] [--fmm-settings P:TOL,..] [--fmm-periodic]] [--split N]
 ///                      [--copy-threads T]
 ///                      [--plummer 1000000,16000000 [--thetas 0.5,0.4] [--check-points K]]
 ///
@@ -61,6 +61,10 @@
 ///   --fmm-settings LIST  with --fmm: potential-only timings at these expansion orders and tolerances instead of the
 ///                     defaults' runs, each "P:TOL" (e.g. 6:1e-4,7:2e-4), the sort, lists and tiles as by default: how
 ///                     the M2L's cost per pair and the pair counts move with the order (docs/fmm-design.md section 3)
+///   --fmm-periodic    with --fmm: each grid's FMM once more in a fully periodic box (cuda/fmm_periodic_phase.cu: the
+///                     host's sort, tree, lists with image shifts, tiles and far images; the device's evaluation; the
+///                     device sort, lists and tiles options do not apply): "periodic" true, build_s holds the lists,
+///                     tiles and the far images' pass
 ///   --split N         a two-rank solve of the uniform N^3 grid emulated in one process on this one GPU (two backend
 ///                     objects, halves in z, each rank's device work timed alone, the LETs handed over in memory)
 ///                     against the one-rank solve: what each rank of a two-GPU run has to do
@@ -114,6 +118,7 @@ struct TimingArgs {
   bool fmmDeviceTiles = false;  ///< --fmm-device-tiles: and once more with the device's tiles
   std::vector<std::pair<int, double>> fmmSettings;  ///< --fmm-settings: (order, tolerance) pairs
   bool fmmDeviceTree = false;   ///< --fmm-device-tree: and once more with the device's tree
+  bool fmmPeriodic = false;     ///< --fmm-periodic: and once more in a fully periodic box
 };
 
 std::vector<double> numberList(const std::string& v) {
@@ -164,6 +169,7 @@ TimingArgs parseArgs(int argc, char** argv) {
       }
     }
     else if (k == "--fmm-device-tree") a.fmmDeviceTree = true;
+    else if (k == "--fmm-periodic") a.fmmPeriodic = true;
     else if (k == "--thetas") a.thetas = numberList(next());
     else if (k == "--plummer-particles") a.plummerParticles = numberList(next());
     else if (k == "--softening-length") a.softeningLength = std::strtod(next().c_str(), nullptr);
@@ -254,7 +260,7 @@ void timeVariant(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int 
 /// Method 'fmm' on the GPU on one grid (see --fmm above): one warm-up, then a.reps solves; medians per phase.
 void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid, bool accel, bool deviceLists,
              bool deviceSort, bool deviceTiles = false, bool deviceTree = false, int order = 0,
-             double tolerance = -1) {
+             double tolerance = -1, bool periodic = false) {
   CudaOptions co = gpu.cudaOptions();
   co.fmmDeviceLists = deviceLists;
   co.fmmDeviceSort = deviceSort;
@@ -266,6 +272,7 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
   o.accelerations = accel;
   if (order > 0) o.fmmOrder = order;
   if (tolerance >= 0) o.fmmTolerance = tolerance;
+  if (periodic) o = periodicBox(o, true, true, true);
   SolveResult r;
   Status st = gpu.solve(cells.view(), o, r);  // warm-up (allocations, module load)
   std::vector<double> wall, up, keys, build, mom, walk, down, kernel[4], lists, tileSteps[9];
@@ -294,7 +301,8 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
     tilesTotal += median(tileSteps[k]);
   }
   std::printf("{\"kind\":\"fmm\",\"grid\":%d,\"cells\":%zu,\"fmmOrder\":%d,\"fmmTheta\":%s,\"fmmTolerance\":%s,"
-              "\"accelerations\":%s,\"device_sort\":%s,\"device_lists\":%s,\"device_tiles\":%s,\"device_tree\":%s,"
+              "\"accelerations\":%s,\"periodic\":%s,\"device_sort\":%s,\"device_lists\":%s,\"device_tiles\":%s,"
+              "\"device_tree\":%s,"
               "\"lists_s\":%s,"
               "\"list_rounds\":%d,"
               "\"list_max_frontier\":%llu,\"reps\":%d,\"wall_s\":%s,\"keys_sort_s\":%s,\"moments_s\":%s,\"build_s\":%s,"
@@ -305,8 +313,8 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
               "\"p2p_computed_pairs\":%llu,\"p2p_irregular_leaves\":%llu,"
               "\"device_bytes_per_cell\":%s,\"tiles_s\":%s,\"tile_steps_s\":{%s},\"device\":\"%s\"}\n",
               grid, cells.size(), o.fmmOrder, num(o.fmmTheta).c_str(), num(o.fmmTolerance).c_str(),
-              accel ? "true" : "false", deviceSort ? "true" : "false", deviceLists ? "true" : "false",
-              deviceTiles ? "true" : "false", deviceTree ? "true" : "false",
+              accel ? "true" : "false", periodic ? "true" : "false", deviceSort ? "true" : "false",
+              deviceLists ? "true" : "false", deviceTiles ? "true" : "false", deviceTree ? "true" : "false",
               num(median(lists)).c_str(), cs.fmmListRounds,
               (unsigned long long)cs.fmmListMaxFrontier, a.reps, num(w).c_str(), num(median(keys)).c_str(),
               num(median(mom)).c_str(),
@@ -353,6 +361,10 @@ void runFmmTimings(const TimingArgs& a) {
         timeFmm(a, *gpu, cells, grid, false, true, true, true, true);
         timeFmm(a, *gpu, cells, grid, true, true, true, true, true);
       }
+    }
+    if (a.fmmPeriodic) {  // fully periodic: the host's sort, lists and tiles whatever the options say
+      timeFmm(a, *gpu, cells, grid, false, false, false, false, false, 0, -1, true);
+      timeFmm(a, *gpu, cells, grid, true, false, false, false, false, 0, -1, true);
     }
     timeVariant(a, *gpu, cells, grid, SolveOptions{}, CudaOptions{});
   }

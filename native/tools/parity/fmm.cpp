@@ -7,7 +7,8 @@
 /// (--amr); the near field's paths they took (fmm/p2p_tiles.h: the uniform grid all by table, the AMR set by table
 /// and computed); potentials only (the table steps on the tensor cores) on both sets, the AMR set's tiles with
 /// computed steps; momentum |sum m a| / sum |m a| <= 1e-6 on the GPU (issue #20); two GPU solves bitwise equal (with
-/// and without accelerations); the host block entry against the CPU's; periodic boxes refused with InvalidOption.
+/// and without accelerations); the host block entry against the CPU's (periodic boxes: subject fmm-periodic,
+/// fmm_periodic.cpp).
 /// The device's root cube and sort (CudaOptions::fmmDeviceSort, the default) against the host's (chooseRootCube,
 /// sortCellsByKey) on the random grid and the AMR set: the same root, order, keys and sorted cells, every array of
 /// the FmmTree built from each bitwise equal, method 'fmm' with each sort the same bits (with and without
@@ -358,14 +359,6 @@ void runFmm(Context& cx) {
                              : "solve failed: " + (sc.ok() ? sg.message : sc.message));
   }
 
-  // what stage 1 does not build: periodic boxes, refused with a typed error naming the limitation
-  {
-    SolveResult r;
-    const Status st = gpu.solve(grid.view(), periodicBox(fmmOptions(7), true, true, true), r);
-    check(cx, "fmm-periodic-refused",
-          st.code == ErrorCode::InvalidOption && st.message.find("isolated boxes only") != std::string::npos,
-          std::string(errorCodeName(st.code)) + ": " + st.message);
-  }
 }
 
 }  // namespace amrgrav::parity

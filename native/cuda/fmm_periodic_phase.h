@@ -1,0 +1,38 @@
+/// \file fmm_periodic_phase.h
+/// \brief Method 'fmm' on the CUDA backend in periodic boxes (fully periodic, sheets, lines; docs/fmm-design.md,
+/// "Periodic boxes on the GPU"): the CPU backend's host steps for such boxes (the key sort, the density contrast, the
+/// tree with its dipole terms about geometric centres, the interaction lists with their image shifts, the near lists
+/// and tiles with the shifts, and the far images' pass, fmm/far_images.h, whose local coefficients of the frontier
+/// cubes are uploaded as L's start), the device's evaluation of those lists with the shifts (cuda/kernels_fmm.h: the
+/// shifted P2P and M2L, M2L with the dipole terms, L2L, L2P), the sums down and finished by the CPU backend's finish
+/// (tree/finish.h finishSolve: G, the periodic self term, the mean potential). The device's sort, lists and tiles
+/// (CudaOptions::fmmDeviceSort, fmmDeviceLists, fmmDeviceTiles) are the isolated path's: here the host's are used.
+/// Internal to native/cuda.
+#pragma once
+#include <cstdint>
+
+#include "core/status.h"
+#include "core/types.h"
+#include "cuda/device_buffers.h"
+
+namespace amrgrav {
+namespace cuda {
+
+struct DeviceState;
+
+/// The periodic FMM's own device arrays (grow-only, kept between solves; the rest are FmmBuffers'): the image
+/// shifts of the M2L sources, of the tiles' steps and of the irregular leaves' near sources, in one buffer.
+struct FmmPeriodicBuffers {
+  DeviceBuffer<std::uint8_t> shifts;
+  std::size_t bytes() const { return shifts.bytes(); }
+  void release() { shifts.release(); }
+};
+
+/// The solve of cells.n > 0 cells with opt.method == SolveMethod::Fmm and a periodic axis, called by
+/// solveFmmOnDevice: results into out.targets(), the phases' times into out.stats and ds.stats as the isolated
+/// path's (keys: the host's sort and the density contrast; moments: the tree; build: the lists, the near field's
+/// tiles and the far images' pass; upload; walk: the device's evaluation; download: the sums down and finished).
+Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, SolveResult& out);
+
+}  // namespace cuda
+}  // namespace amrgrav

@@ -1,0 +1,69 @@
+/// \file fmm_phase_parts.h
+/// \brief The steps that the CUDA backend's isolated FMM (fmm_phase.cu) and its periodic FMM (fmm_periodic_phase.cu)
+/// share: host arrays up into the FMM's device buffers, the tree's and cells' uploads, the L2L index tables and the
+/// P2P tables. Defined in fmm_phase.cu (the templates here). Internal to native/cuda.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+#include "core/types.h"
+#include "cuda/check.h"
+#include "cuda/device_buffers.h"
+#include "cuda/device_state.h"
+#include "cuda/memory_plan.h"
+#include "fmm/fmm_tree.h"
+#include "fmm/multi_index.h"
+#include "fmm/p2p_tables.h"
+#include "tree/tree.h"
+
+namespace amrgrav {
+namespace cuda {
+namespace fmmparts {
+
+/// Arrays from this size up go through the pinned staging (memory_plan.h copyIn: several threads, ~20 GB/s against
+/// ~2-5 GB/s for a pageable cudaMemcpy; the cells and multipoles at 256^3 are ~0.8 GB).
+constexpr std::size_t kStagedBytes = std::size_t(1) << 20;
+
+/// v up into b (grown to fit) on the state's stream; nothing for an empty v.
+template <class T>
+Status put(DeviceState& ds, DeviceBuffer<T>& b, const std::vector<T>& v, const char* what) {
+  if (v.empty()) return Status::success();
+  AG_TRY(b.reserve(v.size(), what));
+  const std::size_t bytes = v.size() * sizeof(T);
+  if (bytes >= kStagedBytes) {
+    const Transfer t{const_cast<T*>(v.data()), b.get(), bytes};
+    return copyIn(ds, &t, 1, ds.stream);
+  }
+  AG_CUDA_TRY(cudaMemcpyAsync(b.get(), v.data(), bytes, cudaMemcpyHostToDevice, ds.stream));
+  return Status::success();
+}
+
+/// n elements of device array d down into v (synchronous).
+template <class T>
+Status down(const T* d, std::size_t n, std::vector<T>& v) {
+  v.resize(n);
+  if (n > 0) AG_CUDA_TRY(cudaMemcpy(v.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
+  return Status::success();
+}
+
+/// The tree's arrays that the lists' walk and the evaluation both read up into ds.fmm: topology (cellBegin,
+/// cellCount, childBegin), childCount and the centres (asynchronous: `tree` must live until the stream is
+/// synchronised; topo is the caller's staging vector, kept alive likewise).
+Status putTree(DeviceState& ds, const fmm::FmmTree& tree, std::vector<std::uint32_t>& topo);
+
+/// The sorted cells' x, y, z, mass up into ds.fmm.cells (asynchronous: c is the caller's staging, alive until the
+/// stream is synchronised).
+Status putCells(DeviceState& ds, const SortedCells& sorted, std::vector<double>& c);
+
+/// fmm/multi_index.h's L2L entries as the kernel reads them: l2lStart (terms + 1), then l2lJ and l2lKJ (the entries
+/// grouped by target term, each group in the CPU's order); offsets[0..2] where each begins.
+std::vector<int> indexTables(const fmm::MultiIndex& mi, std::size_t offsets[3]);
+
+/// The tiles' tables on the device: uploaded when the set of slots differs from the one there (the tables of a slot
+/// never change: p2p_tables.h's process cache).
+Status putTables(DeviceState& ds, const fmm::P2pTables& tables, const std::vector<int>& slots);
+
+}  // namespace fmmparts
+}  // namespace cuda
+}  // namespace amrgrav
