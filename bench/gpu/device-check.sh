@@ -44,13 +44,13 @@
 #              2e-4, and a 128^3 grid with both builds' times noted; method 'fmm' with the device's tiles bitwise the
 #              host tiles' results and within 1e-12 / 1e-11 of the CPU), compute-sanitizer memcheck on fmm-tiles
 #              --quick and racecheck (the build's warp kernels), then amrgrav_gpu_timing --no-perf --fmm 128,256
-#              --fmm-device-tiles (with the build's time by step: tiles_s, tile_steps_s)
+#              --fmm-host-tiles (the device build by step: tiles_s, tile_steps_s; the host build beside it)
 #   fmmtree    issue #20, the FMM tree and upward pass built on the device (cuda/fmm_tree_phase.h): ctest gpu.fmm-tree
 #              (the device's tree = the host's buildFmmTree, every array by bits, on a 32^3 grid and the clustered AMR
 #              set at orders 3, 5, 7, and a 128^3 grid with both builds' times noted; method 'fmm' with the device's
 #              tree bitwise the host tree's results, host tiles and device tiles, and within 1e-12 / 1e-11 of the
 #              CPU), compute-sanitizer memcheck and racecheck on fmm-tree --quick, then amrgrav_gpu_timing --no-perf
-#              --fmm 128,256 --fmm-device-tiles --fmm-device-tree
+#              --fmm 128,256 --fmm-host-tree (the host tree and tiles beside the defaults)
 #   fmmperiodic  issue #20, method 'fmm' in periodic boxes on the GPU (cuda/fmm_periodic_phase.cu: the host's sort,
 #              tree, lists with image shifts, tiles and far images, the device's evaluation with the shifts and the
 #              M2L with dipole terms): ctest gpu.fmm-periodic (CUDA vs CPU FMM, fully periodic 32^3 sine and random,
@@ -251,7 +251,7 @@ PY
       AMRGRAV_REQUIRE_GPU=1 timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 $check fmm-tiles --quick \
         > "$out/fmmtiles-racecheck.log" 2>&1
       summary+=("fmmtiles racecheck rc=$? $(grep -hE 'RACECHECK SUMMARY|ERROR SUMMARY' "$out/fmmtiles-racecheck.log" | head -1)")
-      timeout 500 $timing --no-perf --fmm 128,256 --fmm-device-tiles --reps 3 \
+      timeout 500 $timing --no-perf --fmm 128,256 --fmm-host-tiles --reps 3 \
         > "$out/fmmtiles-timing.log" 2>&1
       summary+=("fmmtiles timing rc=$?")
       python3 - "$out/fmmtiles-timing.log" <<'PY'
@@ -279,7 +279,7 @@ PY
           > "$out/fmmtree-$tool.log" 2>&1
         summary+=("fmmtree $tool rc=$? $(grep -hE 'RACECHECK SUMMARY|ERROR SUMMARY' "$out/fmmtree-$tool.log" | head -1)")
       done
-      timeout 500 $timing --no-perf --fmm 128,256 --fmm-device-tiles --fmm-device-tree --reps 3 \
+      timeout 500 $timing --no-perf --fmm 128,256 --fmm-host-tree --reps 3 \
         > "$out/fmmtree-timing.log" 2>&1
       summary+=("fmmtree timing rc=$?")
       python3 - "$out/fmmtree-timing.log" <<'PY'

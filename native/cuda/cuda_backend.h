@@ -53,19 +53,19 @@ struct CudaOptions {
   /// Method 'fmm' with fmmDeviceLists: the near lists and P2P tiles built on the device from its P2P pairs
   /// (cuda/fmm_tiles_phase.h: the same arrays as the host's fmm/p2p_tiles.h, so the same bits) instead of the pairs
   /// copied down and the tiles made on the host and uploaded; no effect without fmmDeviceLists; they read the sorted
-  /// cells where the sort left them (the device's block, or the FMM's own buffer after the host's sort). Off by
-  /// default: gpu.fmm-tiles passed on an H100, but at 256^3 the first build (a thread per target and tile, ~0.35 s)
-  /// was no faster than the host's; the warp-per-item build (docs/fmm-design.md) is timed by step
-  /// (CudaStats::fmmTileStepSeconds).
-  /// AMRGRAV_FMM_DEVICE_TILES=1 in the API's backends.
-  bool fmmDeviceTiles = false;
+  /// cells where the sort left them (the device's block, or the FMM's own buffer after the host's sort). On by
+  /// default since measured on an H100 (256^3: a warp per leaf, target and tile builds them in 2.8 ms, 12 ms with
+  /// the acceleration rule's pairs, against ~0.5 s on the host; gpu.fmm-tiles: every array equal, solves bitwise).
+  /// AMRGRAV_FMM_DEVICE_TILES=0 in the API's backends makes them on the host.
+  bool fmmDeviceTiles = true;
   /// Method 'fmm' with fmmDeviceSort and fmmDeviceLists: the FMM tree's topology and its upward pass (centres,
   /// radii, MAC quantities, multipoles) on the device (cuda/fmm_tree_phase.h: the host's buildFmmTree bit for bit,
   /// by the same rules, fmm/upward_k.h) instead of on the host and uploaded; the lists then read them there and the
   /// multipoles never cross the bus (with the host's tiles the topology and centres come down for them). No effect
-  /// without both. Off until a GPU has run its parity (ctest gpu.fmm-tree: the arrays and solves bitwise the host
-  /// tree's); the API's backends take AMRGRAV_FMM_DEVICE_TREE=1.
-  bool fmmDeviceTree = false;
+  /// without both. On by default since measured on an H100 (ctest gpu.fmm-tree: the arrays and solves bitwise the
+  /// host tree's; 256^3: 33 ms against 0.63 s, and with the device's tiles nothing per cell comes down but the
+  /// results: 109 ms end to end against 1.96 s); the API's backends take AMRGRAV_FMM_DEVICE_TREE=0 for the host's.
+  bool fmmDeviceTree = true;
 };
 
 /// Per-solve measurements of the CUDA backend (device phases from cudaEvents on the backend's stream).

@@ -3,8 +3,8 @@
 /// amrgrav_gpu_parity, native/tools/parity/, run by CTest). One JSON object per line on stdout.
 ///
 ///   amrgrav_gpu_timing [--perf 128,256 | --no-perf] [--reps R] [--direct-n CELLS] [--cpu-perf] [--sweep]
-///                      [--fmm 64,128,256 [--fmm-host-lists] [--fmm-host-sort] [--fmm-device-tiles]
-///                      [--fmm-device-tree] [--fmm-settings P:TOL,..] [--fmm-periodic]] [--split N]
+///                      [--fmm 64,128,256 [--fmm-host-lists] [--fmm-host-sort] [--fmm-host-tiles] [--fmm-host-tree]
+///                      [--fmm-settings P:TOL,..] [--fmm-periodic]] [--split N]
 ///                      [--copy-threads T]
 ///                      [--plummer 1000000,16000000 [--thetas 0.5,0.4] [--check-points K]]
 ///
@@ -47,17 +47,16 @@
 ///                     down), "list_rounds" and "list_max_frontier" the device walk's shape
 ///   --fmm-host-sort   with --fmm: each FMM timing also with the root cube and sort on the host
 ///                     (CudaOptions::fmmDeviceSort off, the cells uploaded after the sort); "device_sort" says which
-///   --fmm-device-tiles  with --fmm: each FMM timing once more with the near lists and P2P tiles built on the device
-///                     too (CudaOptions::fmmDeviceTiles, cuda/fmm_tiles_phase.h): "device_tiles" true; build_s then
-///                     holds no pairs' download, no host tiles and no tiles' upload (the sort on the device too: the
-///                     tiles read its cells there); "tiles_s" is the device build's time and "tile_steps_s" its
+///   --fmm-host-tiles  with --fmm: each FMM timing once more with the near lists and P2P tiles made on the host (the
+///                     P2P pairs down, the tiles up: CudaOptions::fmmDeviceTiles off); "device_tiles" says which.
+///                     With the device's tiles (the default) "tiles_s" is their build's time and "tile_steps_s" its
 ///                     steps' (device events, medians; CudaStats::fmmTileStepSeconds, kFmmTileStepNames: size_up,
 ///                     leaves, near_lists, regular, slots, tables, order, tiles, irregular), 0 / {} without them
-///   --fmm-device-tree   with --fmm: each FMM timing once more with the tree and upward pass on the device
-///                     (CudaOptions::fmmDeviceTree, cuda/fmm_tree_phase.h; the sort and lists on the device):
-///                     "device_tree" true, moments_s then the device's topology conversion and upward pass (with the
-///                     host's tiles, the topology and centres down for them), keys_sort_s the topology's build with
-///                     the sort and the order alone down; with --fmm-device-tiles also tree and tiles both on the device
+///   --fmm-host-tree   with --fmm: each FMM timing once more with the tree, its upward pass and the tiles on the host
+///                     (CudaOptions::fmmDeviceTree and fmmDeviceTiles off: the default until 2026-11-26's sixth
+///                     session; the order and keys down, the host's gather, the tree's arrays up); "device_tree" says
+///                     which. With the device's tree moments_s is its topology conversion and upward pass, keys_sort_s
+///                     the upload, checks, sort and topology (nothing comes down with the device's tiles)
 ///   --fmm-settings LIST  with --fmm: potential-only timings at these expansion orders and tolerances instead of the
 ///                     defaults' runs, each "P:TOL" (e.g. 6:1e-4,7:2e-4), the sort, lists and tiles as by default: how
 ///                     the M2L's cost per pair and the pair counts move with the order (docs/fmm-design.md section 3)
@@ -115,9 +114,9 @@ struct TimingArgs {
   std::vector<double> fmmGrids;  ///< --fmm: uniform grid sides
   bool fmmHostLists = false;   ///< --fmm-host-lists: each FMM timing with the host's lists too
   bool fmmHostSort = false;    ///< --fmm-host-sort: each FMM timing also with the host's sort
-  bool fmmDeviceTiles = false;  ///< --fmm-device-tiles: and once more with the device's tiles
+  bool fmmHostTiles = false;   ///< --fmm-host-tiles: and once more with the host's tiles
   std::vector<std::pair<int, double>> fmmSettings;  ///< --fmm-settings: (order, tolerance) pairs
-  bool fmmDeviceTree = false;   ///< --fmm-device-tree: and once more with the device's tree
+  bool fmmHostTree = false;    ///< --fmm-host-tree: and once more with the host's tree and tiles
   bool fmmPeriodic = false;     ///< --fmm-periodic: and once more in a fully periodic box
 };
 
@@ -154,7 +153,7 @@ TimingArgs parseArgs(int argc, char** argv) {
     else if (k == "--fmm") a.fmmGrids = numberList(next());
     else if (k == "--fmm-host-lists") a.fmmHostLists = true;
     else if (k == "--fmm-host-sort") a.fmmHostSort = true;
-    else if (k == "--fmm-device-tiles") a.fmmDeviceTiles = true;
+    else if (k == "--fmm-host-tiles") a.fmmHostTiles = true;
     else if (k == "--fmm-settings") {
       std::stringstream ss(next());
       std::string item;
@@ -168,7 +167,7 @@ TimingArgs parseArgs(int argc, char** argv) {
                                    std::strtod(item.c_str() + colon + 1, nullptr));
       }
     }
-    else if (k == "--fmm-device-tree") a.fmmDeviceTree = true;
+    else if (k == "--fmm-host-tree") a.fmmHostTree = true;
     else if (k == "--fmm-periodic") a.fmmPeriodic = true;
     else if (k == "--thetas") a.thetas = numberList(next());
     else if (k == "--plummer-particles") a.plummerParticles = numberList(next());
@@ -334,33 +333,22 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
 /// --fmm: each grid's FMM (potential, then with accelerations), then the tree on it for comparison.
 void runFmmTimings(const TimingArgs& a) {
   auto gpu = makeCudaBackend(CudaOptions{});
+  const CudaOptions defaults;
+  const bool tiles = defaults.fmmDeviceTiles, tree = defaults.fmmDeviceTree;
   for (double side : a.fmmGrids) {
     const int grid = int(side);
     const Cells cells = uniformGrid(grid, kKpc, 1e-24);
     if (!a.fmmSettings.empty()) {
       for (const auto& [order, tol] : a.fmmSettings)
-        timeFmm(a, *gpu, cells, grid, false, true, true, false, false, order, tol);
+        timeFmm(a, *gpu, cells, grid, false, true, true, tiles, tree, order, tol);
       continue;
     }
-    for (const bool hostSort : {false, true}) {
-      if (hostSort && !a.fmmHostSort) continue;
-      for (const bool dev : {false, true}) {
-        if (!dev && !a.fmmHostLists) continue;
-        timeFmm(a, *gpu, cells, grid, false, dev, !hostSort);
-        timeFmm(a, *gpu, cells, grid, true, dev, !hostSort);
-      }
-    }
-    if (a.fmmDeviceTiles) {  // the sort, the lists and the tiles on the device
-      timeFmm(a, *gpu, cells, grid, false, true, true, true);
-      timeFmm(a, *gpu, cells, grid, true, true, true, true);
-    }
-    if (a.fmmDeviceTree) {  // the sort, the lists and the tree on the device (and the tiles, with --fmm-device-tiles)
-      timeFmm(a, *gpu, cells, grid, false, true, true, false, true);
-      timeFmm(a, *gpu, cells, grid, true, true, true, false, true);
-      if (a.fmmDeviceTiles) {
-        timeFmm(a, *gpu, cells, grid, false, true, true, true, true);
-        timeFmm(a, *gpu, cells, grid, true, true, true, true, true);
-      }
+    for (const bool accel : {false, true}) {  // the defaults: the sort, lists, tree and tiles on the device
+      timeFmm(a, *gpu, cells, grid, accel, true, true, tiles, tree);
+      if (a.fmmHostTiles) timeFmm(a, *gpu, cells, grid, accel, true, true, false, tree);
+      if (a.fmmHostTree) timeFmm(a, *gpu, cells, grid, accel, true, true, false, false);
+      if (a.fmmHostLists) timeFmm(a, *gpu, cells, grid, accel, false, true);  // the host's lists, tree and tiles
+      if (a.fmmHostSort) timeFmm(a, *gpu, cells, grid, accel, true, false);   // the host's sort, tree and tiles
     }
     if (a.fmmPeriodic) {  // fully periodic: the host's sort, lists and tiles whatever the options say
       timeFmm(a, *gpu, cells, grid, false, false, false, false, false, 0, -1, true);
