@@ -175,25 +175,8 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   for (int d = 0; d < 3; ++d) v.period[d] = lists.period[d];
   v.dipoles = tree.dipoles;
 
-  // the device's evaluation, in the CPU's order of phases (the far images' L already in): P2P (overwrites the sums),
-  // M2L, L2L level by level, L2P; events between the kernels for their times
-  AG_CUDA_TRY(cudaEventRecord(ds.events[4], ds.stream));
-  AG_TRY(launchFmmP2P(v, ds.stream));
-  AG_CUDA_TRY(cudaEventRecord(ds.events[0], ds.stream));
-  AG_TRY(launchFmmM2L(v, ds.stream));
-  AG_CUDA_TRY(cudaEventRecord(ds.events[1], ds.stream));
-  for (std::size_t lev = 0; lev + 1 < tree.levelBegin.size(); ++lev)
-    AG_TRY(launchFmmL2L(v, tree.levelBegin[lev], tree.levelBegin[lev + 1], ds.stream));
-  AG_CUDA_TRY(cudaEventRecord(ds.events[2], ds.stream));
-  AG_TRY(launchFmmL2P(v, ds.stream));
-  AG_CUDA_TRY(cudaEventRecord(ds.events[5], ds.stream));
-  AG_CUDA_TRY(cudaEventSynchronize(ds.events[5]));
-  ds.stats.secondsWalk = elapsed(ds, 4, 5);
-  ds.stats.fmmKernelSeconds[0] = elapsed(ds, 4, 0);
-  ds.stats.fmmKernelSeconds[1] = elapsed(ds, 0, 1);
-  ds.stats.fmmKernelSeconds[2] = elapsed(ds, 1, 2);
-  ds.stats.fmmKernelSeconds[3] = elapsed(ds, 2, 5);
-  ds.stats.walkLaunches = 1;
+  // the device's evaluation (the far images' L already in)
+  AG_TRY(fmmparts::evaluateOnDevice(ds, v, tree.levelBegin));
   ds.stats.fmmTiles = tiles.tiles();
   ds.stats.fmmTileTargets = near.leaves.size() - tiles.irregular.size();
   ds.stats.fmmTables = tiles.slots.size();
@@ -204,19 +187,8 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   // download, the far images of the shallower leaves' cells added, then the CPU backend's finish (G, scaling, the
   // periodic self term, the mean potential, the caller's order)
   t = Clock::now();
-  std::vector<double> phi(n), g[3];
-  {
-    Transfer d[4] = {{phi.data(), v.phi, n * sizeof(double)}};
-    int count = 1;
-    if (accel) {
-      double* const from[3] = {v.gx, v.gy, v.gz};
-      for (int c = 0; c < 3; ++c) {
-        g[c].resize(n);
-        d[count++] = Transfer{g[c].data(), from[c], n * sizeof(double)};
-      }
-    }
-    AG_TRY(copyOut(ds, d, count, ds.stream));
-  }
+  std::vector<double> phi, g[3];
+  AG_TRY(fmmparts::downloadSums(ds, v, n, accel, phi, g));
   parallelFor(n, std::size_t(1) << 15, threads, [&](std::size_t lo, std::size_t hi, int) {
     for (std::size_t i = lo; i < hi; ++i) {
       phi[i] += far[0][i];
@@ -227,21 +199,8 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   finishSolve(sorted, opt, phi, accel ? g : nullptr, out, copyThreads(ds));
   ds.stats.secondsDownload = since(t);
 
-  ds.stats.secondsTotal = since(t0);
-  ds.stats.deviceBytes = deviceBytes(ds);
-  ds.stats.deviceBytesPerCell = double(ds.stats.deviceBytes) / double(n);
-  st.secondsKeys = ds.stats.secondsKeys;
-  st.secondsBuild = ds.stats.secondsBuild;
-  st.secondsMoments = ds.stats.secondsMoments;
-  st.secondsWalk = ds.stats.secondsWalk;
-  st.secondsUpload = ds.stats.secondsUpload;
-  st.secondsDownload = ds.stats.secondsDownload;
-  st.deviceBytesPerCell = ds.stats.deviceBytesPerCell;
-  st.nodes = nodes;
-  st.leaves = near.leaves.size();
-  st.treeDepth = tree.topo.depth;
-  st.approxInteractions = lists.directedM2L;
-  st.directInteractions = lists.directedP2P;
+  fmmparts::reportFmmStats(ds, t0, n, nodes, near.leaves.size(), tree.topo.depth, lists.directedM2L,
+                           lists.directedP2P, st);
   return Status::success();
 }
 

@@ -191,6 +191,61 @@ Status putTables(DeviceState& ds, const fmm::P2pTables& tables, const std::vecto
   return Status::success();
 }
 
+Status evaluateOnDevice(DeviceState& ds, const FmmDeviceView& v, const std::vector<std::uint32_t>& levelBegin) {
+  AG_CUDA_TRY(cudaEventRecord(ds.events[4], ds.stream));
+  AG_TRY(launchFmmP2P(v, ds.stream));
+  AG_CUDA_TRY(cudaEventRecord(ds.events[0], ds.stream));
+  AG_TRY(launchFmmM2L(v, ds.stream));
+  AG_CUDA_TRY(cudaEventRecord(ds.events[1], ds.stream));
+  for (std::size_t lev = 0; lev + 1 < levelBegin.size(); ++lev)
+    AG_TRY(launchFmmL2L(v, levelBegin[lev], levelBegin[lev + 1], ds.stream));
+  AG_CUDA_TRY(cudaEventRecord(ds.events[2], ds.stream));
+  AG_TRY(launchFmmL2P(v, ds.stream));
+  AG_CUDA_TRY(cudaEventRecord(ds.events[5], ds.stream));
+  AG_CUDA_TRY(cudaEventSynchronize(ds.events[5]));
+  ds.stats.secondsWalk = elapsed(ds, 4, 5);
+  ds.stats.fmmKernelSeconds[0] = elapsed(ds, 4, 0);
+  ds.stats.fmmKernelSeconds[1] = elapsed(ds, 0, 1);
+  ds.stats.fmmKernelSeconds[2] = elapsed(ds, 1, 2);
+  ds.stats.fmmKernelSeconds[3] = elapsed(ds, 2, 5);
+  ds.stats.walkLaunches = 1;
+  return Status::success();
+}
+
+Status downloadSums(DeviceState& ds, const FmmDeviceView& v, std::size_t n, bool accel, std::vector<double>& phi,
+                    std::vector<double> g[3]) {
+  phi.resize(n);
+  Transfer d[4] = {{phi.data(), v.phi, n * sizeof(double)}};
+  int count = 1;
+  if (accel) {
+    double* const from[3] = {v.gx, v.gy, v.gz};
+    for (int c = 0; c < 3; ++c) {
+      g[c].resize(n);
+      d[count++] = Transfer{g[c].data(), from[c], n * sizeof(double)};
+    }
+  }
+  return copyOut(ds, d, count, ds.stream);
+}
+
+void reportFmmStats(DeviceState& ds, Clock::time_point t0, std::size_t n, std::size_t nodes, std::size_t leaves,
+                    int depth, std::uint64_t directedM2L, std::uint64_t directedP2P, SolveStats& st) {
+  ds.stats.secondsTotal = since(t0);
+  ds.stats.deviceBytes = deviceBytes(ds);
+  ds.stats.deviceBytesPerCell = double(ds.stats.deviceBytes) / double(n);
+  st.secondsKeys = ds.stats.secondsKeys;
+  st.secondsBuild = ds.stats.secondsBuild;
+  st.secondsMoments = ds.stats.secondsMoments;
+  st.secondsWalk = ds.stats.secondsWalk;
+  st.secondsUpload = ds.stats.secondsUpload;
+  st.secondsDownload = ds.stats.secondsDownload;
+  st.deviceBytesPerCell = ds.stats.deviceBytesPerCell;
+  st.nodes = nodes;
+  st.leaves = leaves;
+  st.treeDepth = depth;
+  st.approxInteractions = directedM2L;
+  st.directInteractions = directedP2P;
+}
+
 }  // namespace fmmparts
 
 void FmmBuffers::release() {
@@ -272,7 +327,8 @@ Status fmmTilesForCheck(DeviceState& ds, const fmm::FmmTree& tree, const SortedC
     AG_TRY(deviceLists(ds, tree.nodeCount(), tree.order, &tree, tolerance, tree.accelLimit, dl));
     AG_CUDA_TRY(cudaEventRecord(ds.events[0], ds.stream));
     DeviceFmmTiles dt;
-    AG_TRY(buildFmmTilesOnDevice(tileInputs(ds, tree.nodeCount(), sorted.order.size(), sorted, false), dl, ds.fmm.tileBuild, ds.stream, dt));
+    AG_TRY(buildFmmTilesOnDevice(tileInputs(ds, tree.nodeCount(), sorted.order.size(), sorted, false), dl,
+                                 ds.fmm.tileBuild, ds.stream, dt));
     AG_CUDA_TRY(cudaEventRecord(ds.events[1], ds.stream));
     AG_CUDA_TRY(cudaEventSynchronize(ds.events[1]));
     if (seconds) *seconds = elapsed(ds, 0, 1);
@@ -545,25 +601,7 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
     }
   }
 
-  // the device's evaluation, in the CPU's order of phases: P2P (overwrites the sums), M2L, L2L level by level, L2P;
-  // an event between kernels (slots 0-5 are free here: the sort's events are not read) for their times
-  AG_CUDA_TRY(cudaEventRecord(ds.events[4], ds.stream));
-  AG_TRY(launchFmmP2P(v, ds.stream));
-  AG_CUDA_TRY(cudaEventRecord(ds.events[0], ds.stream));
-  AG_TRY(launchFmmM2L(v, ds.stream));
-  AG_CUDA_TRY(cudaEventRecord(ds.events[1], ds.stream));
-  for (std::size_t lev = 0; lev + 1 < tree.levelBegin.size(); ++lev)
-    AG_TRY(launchFmmL2L(v, tree.levelBegin[lev], tree.levelBegin[lev + 1], ds.stream));
-  AG_CUDA_TRY(cudaEventRecord(ds.events[2], ds.stream));
-  AG_TRY(launchFmmL2P(v, ds.stream));
-  AG_CUDA_TRY(cudaEventRecord(ds.events[5], ds.stream));
-  AG_CUDA_TRY(cudaEventSynchronize(ds.events[5]));
-  ds.stats.secondsWalk = elapsed(ds, 4, 5);
-  ds.stats.fmmKernelSeconds[0] = elapsed(ds, 4, 0);
-  ds.stats.fmmKernelSeconds[1] = elapsed(ds, 0, 1);
-  ds.stats.fmmKernelSeconds[2] = elapsed(ds, 1, 2);
-  ds.stats.fmmKernelSeconds[3] = elapsed(ds, 2, 5);
-  ds.stats.walkLaunches = 1;
+  AG_TRY(fmmparts::evaluateOnDevice(ds, v, tree.levelBegin));
   ds.stats.fmmTiles = tileCount;
   ds.stats.fmmTileTargets = leafCount - irregularCount;
   ds.stats.fmmTables = tiles.slots.size();
@@ -581,36 +619,14 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
     AG_TRY(finishAndDownload(ds, opt, out.targets(n, accel)));
   }
   std::vector<double> phi(deviceFinish ? 0 : n), g[3];
-  if (!deviceFinish) {  // through the pinned staging (the kernels' work on ds.stream first)
-    Transfer down[4] = {{phi.data(), v.phi, n * sizeof(double)}};
-    int count = 1;
-    if (accel) {
-      double* const from[3] = {v.gx, v.gy, v.gz};
-      for (int d = 0; d < 3; ++d) {
-        g[d].resize(n);
-        down[count++] = Transfer{g[d].data(), from[d], n * sizeof(double)};
-      }
-    }
-    AG_TRY(copyOut(ds, down, count, ds.stream));
+  if (!deviceFinish) {
+    AG_TRY(fmmparts::downloadSums(ds, v, n, accel, phi, g));
     finishSolve(sorted, opt, phi, accel ? g : nullptr, out, copyThreads(ds));
   }
   ds.stats.secondsDownload = since(t);
 
-  ds.stats.secondsTotal = since(t0);
-  ds.stats.deviceBytes = deviceBytes(ds);
-  ds.stats.deviceBytesPerCell = double(ds.stats.deviceBytes) / double(n);
-  st.secondsKeys = ds.stats.secondsKeys;
-  st.secondsBuild = ds.stats.secondsBuild;
-  st.secondsMoments = ds.stats.secondsMoments;
-  st.secondsWalk = ds.stats.secondsWalk;
-  st.secondsUpload = ds.stats.secondsUpload;
-  st.secondsDownload = ds.stats.secondsDownload;
-  st.deviceBytesPerCell = ds.stats.deviceBytesPerCell;
-  st.nodes = nodes;
-  st.leaves = leafCount;
-  st.treeDepth = tree.topo.depth;
-  st.approxInteractions = lists.directedM2L;
-  st.directInteractions = lists.directedP2P;
+  fmmparts::reportFmmStats(ds, t0, n, nodes, leafCount, tree.topo.depth, lists.directedM2L, lists.directedP2P,
+                           st);
   return Status::success();
 }
 

@@ -11,6 +11,7 @@
 #include "cuda/check.h"
 #include "cuda/device_buffers.h"
 #include "cuda/device_state.h"
+#include "cuda/kernels_fmm.h"
 #include "cuda/memory_plan.h"
 #include "fmm/fmm_tree.h"
 #include "fmm/multi_index.h"
@@ -63,6 +64,21 @@ std::vector<int> indexTables(const fmm::MultiIndex& mi, std::size_t offsets[3]);
 /// The tiles' tables on the device: uploaded when the set of slots differs from the one there (the tables of a slot
 /// never change: p2p_tables.h's process cache).
 Status putTables(DeviceState& ds, const fmm::P2pTables& tables, const std::vector<int>& slots);
+
+/// The device's evaluation of v, in the CPU's order of phases: P2P (overwrites the sums), M2L, L2L level by level
+/// (levelBegin: fmm::FmmTree::levelBegin), L2P; events between the kernels (slots 0-2, 4, 5) for their times
+/// (ds.stats.secondsWalk, fmmKernelSeconds, walkLaunches). Synchronous.
+Status evaluateOnDevice(DeviceState& ds, const FmmDeviceView& v, const std::vector<std::uint32_t>& levelBegin);
+
+/// The evaluation's sums (v.phi; v.gx, v.gy, v.gz with accelerations) down into phi and g through the pinned
+/// staging (the kernels' work on ds.stream first).
+Status downloadSums(DeviceState& ds, const FmmDeviceView& v, std::size_t n, bool accel, std::vector<double>& phi,
+                    std::vector<double> g[3]);
+
+/// ds.stats' totals (total time, device bytes) and the solve's stats from them and the lists' shape.
+void reportFmmStats(DeviceState& ds, Clock::time_point t0, std::size_t n, std::size_t nodes,
+                    std::size_t leaves, int depth, std::uint64_t directedM2L, std::uint64_t directedP2P,
+                    SolveStats& st);
 
 }  // namespace fmmparts
 }  // namespace cuda
