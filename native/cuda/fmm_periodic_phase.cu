@@ -118,10 +118,7 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
     shifts.push_back(fmm::kNoShift);  // never empty (a box of one leaf has no lists)
     AG_TRY(put(ds, b.periodic.shifts, shifts, "the FMM's image shifts"));
     AG_TRY(put(ds, b.tables, tables, "the FMM's index tables"));
-    const std::size_t sums = (accel ? 4 : 1) * n;
-    AG_TRY(b.sums.reserve(sums, "the FMM's sums"));
-    // tests: NaN first, so a cell the kernels miss shows
-    if (ds.copt.poisonDevice) AG_CUDA_TRY(cudaMemsetAsync(b.sums.get(), 0xff, sums * sizeof(double), ds.stream));
+    AG_TRY(fmmparts::reserveSums(ds, n, accel));
     AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));  // the host vectors die here
   }
   AG_TRY(putTables(ds, p2pTables, tiles.slots));

@@ -191,6 +191,13 @@ Status putTables(DeviceState& ds, const fmm::P2pTables& tables, const std::vecto
   return Status::success();
 }
 
+Status reserveSums(DeviceState& ds, std::size_t n, bool accel) {
+  const std::size_t sums = (accel ? 4 : 1) * n;
+  AG_TRY(ds.fmm.sums.reserve(sums, "the FMM's sums"));
+  if (ds.copt.poisonDevice) AG_CUDA_TRY(cudaMemsetAsync(ds.fmm.sums.get(), 0xff, sums * sizeof(double), ds.stream));
+  return Status::success();
+}
+
 Status evaluateOnDevice(DeviceState& ds, const FmmDeviceView& v, const std::vector<std::uint32_t>& levelBegin) {
   AG_CUDA_TRY(cudaEventRecord(ds.events[4], ds.stream));
   AG_TRY(launchFmmP2P(v, ds.stream));
@@ -520,12 +527,8 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
     AG_TRY(put(ds, b.tables, tables, "the FMM's index tables"));
     AG_TRY(b.L.reserve(nodes * std::size_t(tree.terms), "the FMM's local coefficients"));
     AG_CUDA_TRY(cudaMemsetAsync(b.L.get(), 0, nodes * std::size_t(tree.terms) * sizeof(double), ds.stream));
-    if (!deviceSort) {  // else ds.sums, made (and with poisonDevice poisoned) by the sort (tree_phase.h finishCells)
-      const std::size_t sums = (accel ? 4 : 1) * n;
-      AG_TRY(b.sums.reserve(sums, "the FMM's sums"));
-      // tests: NaN first, so a cell the kernels miss shows
-      if (ds.copt.poisonDevice) AG_CUDA_TRY(cudaMemsetAsync(b.sums.get(), 0xff, sums * sizeof(double), ds.stream));
-    }
+    // else ds.sums, made (and with poisonDevice poisoned) by the sort (tree_phase.h finishCells)
+    if (!deviceSort) AG_TRY(fmmparts::reserveSums(ds, n, accel));
     AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));  // the host vectors die here
   }
   AG_TRY(putTables(ds, p2pTables, tiles.slots));

@@ -65,6 +65,10 @@ std::vector<int> indexTables(const fmm::MultiIndex& mi, std::size_t offsets[3]);
 /// never change: p2p_tables.h's process cache).
 Status putTables(DeviceState& ds, const fmm::P2pTables& tables, const std::vector<int>& slots);
 
+/// The evaluation's sums in ds.fmm.sums for n cells (4 n with accelerations), queued on ds.stream; with
+/// CudaOptions::poisonDevice filled with NaN first, so that a cell the kernels miss shows (tests).
+Status reserveSums(DeviceState& ds, std::size_t n, bool accel);
+
 /// The device's evaluation of v, in the CPU's order of phases: P2P (overwrites the sums), M2L, L2L level by level
 /// (levelBegin: fmm::FmmTree::levelBegin), L2P; events between the kernels (slots 0-2, 4, 5) for their times
 /// (ds.stats.secondsWalk, fmmKernelSeconds, walkLaunches). Synchronous.

@@ -6,6 +6,7 @@
 #include "cuda/check.h"
 #include "cuda/device_state.h"
 #include "cuda/fmm_phase.h"
+#include "cuda/fmm_phase_parts.h"
 #include "cuda/fmm_tree_phase.h"
 #include "cuda/kernels_fmm_tree.h"
 #include "fmm/multi_index.h"
@@ -33,13 +34,7 @@ Status putTables(FmmTreeBuffers& tb, int order, cudaStream_t s) {
   return Status::success();
 }
 
-/// n elements of device array d down into v.
-template <class T>
-Status down(const T* d, std::size_t n, std::vector<T>& v) {
-  v.resize(n);
-  if (n > 0) AG_CUDA_TRY(cudaMemcpy(v.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
-  return Status::success();
-}
+using fmmparts::down;
 
 }  // namespace
 
