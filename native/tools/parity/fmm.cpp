@@ -36,18 +36,6 @@ constexpr double kPotTol = 1e-12;  // per cell
 constexpr double kAccTol = 1e-11;  // of the rms acceleration (cells where a ~ 0 make a per-cell ratio meaningless)
 constexpr double kMomentumTol = 1e-6;
 
-/// A uniform n^3 grid on [0, kKpc)^3 with masses of density 1e-24 g/cm^3 times a random factor in [0.5, 1.5).
-Cells randomMassGrid(int n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> f(0.5, 1.5);
-  const double h = kKpc / n;
-  Cells c;
-  for (int iz = 0; iz < n; ++iz)
-    for (int iy = 0; iy < n; ++iy)
-      for (int ix = 0; ix < n; ++ix)
-        c.push((ix + 0.5) * h, (iy + 0.5) * h, (iz + 0.5) * h, 1e-24 * h * h * h * f(rng), h);
-  return c;
-}
 
 SolveOptions fmmOptions(int order) {
   SolveOptions o;
@@ -268,7 +256,7 @@ void deviceSortErrors(Context& cx, const Cells& grid) {
 void runFmm(Context& cx) {
   CudaBackend& gpu = *cx.gpu;
   const int n = cx.args.uniform;
-  const Cells grid = randomMassGrid(n, cx.args.seed);
+  const Cells grid = randomDensityGrid(n, cx.args.seed);
   const std::string g = "grid" + std::to_string(n) + "-random";
   // every order's M2L kernel; the default (7) also on the AMR-like set
   for (int p = 3; p <= 7; ++p)

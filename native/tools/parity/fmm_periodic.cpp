@@ -25,18 +25,6 @@ constexpr double kPotTol = 1e-12;  // of max |phi|: the isolated subject's per-c
 constexpr double kAccTol = 1e-11;  // of the rms acceleration
 constexpr double kMomentumTol = 1e-6;
 
-/// A uniform n^3 grid on [0, kKpc)^3 with densities 1e-24 g/cm^3 times a random factor in [0.5, 1.5).
-Cells randomDensityGrid(int n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> f(0.5, 1.5);
-  const double h = kKpc / n;
-  Cells c;
-  for (int iz = 0; iz < n; ++iz)
-    for (int iy = 0; iy < n; ++iy)
-      for (int ix = 0; ix < n; ++ix)
-        c.push((ix + 0.5) * h, (iy + 0.5) * h, (iz + 0.5) * h, 1e-24 * h * h * h * f(rng), h);
-  return c;
-}
 
 SolveOptions fmmOptions(int order, bool x, bool y, bool z) {
   SolveOptions o;

@@ -85,6 +85,18 @@ Cells uniformGrid(int n, double L, double rho0) {
   return c;
 }
 
+Cells randomDensityGrid(int n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> f(0.5, 1.5);
+  const double h = kKpc / n;
+  Cells c;
+  for (int iz = 0; iz < n; ++iz)
+    for (int iy = 0; iy < n; ++iy)
+      for (int ix = 0; ix < n; ++ix)
+        c.push((ix + 0.5) * h, (iy + 0.5) * h, (iz + 0.5) * h, 1e-24 * h * h * h * f(rng), h);
+  return c;
+}
+
 /// Uniform n^3 grid on [0, L)^3 of density rho0 (1 + A sin(k.x) along the diagonal): a small perturbation that
 /// only the density contrast resolves (issue #21).
 Cells perturbedGrid(int n, double L, double rho0, double A) {

@@ -38,6 +38,9 @@ using Cells = tools::HostCells;
 
 /// Uniform n^3 grid on [0, L)^3 with a smooth density (a sinusoidal mode plus an off-centre Gaussian clump).
 Cells uniformGrid(int n, double L, double rho0);
+/// Uniform n^3 grid on [0, kKpc)^3 with densities 1e-24 g/cm^3 times a random factor in [0.5, 1.5) (the FMM's
+/// subjects: white noise, the hardest case for an expansion's truncation).
+Cells randomDensityGrid(int n, std::uint64_t seed);
 /// Uniform n^3 grid on [0, L)^3 of density rho0 (1 + A sin(k.x) along the diagonal): a small perturbation that
 /// only the density contrast resolves (issue #21).
 Cells perturbedGrid(int n, double L, double rho0, double A);
