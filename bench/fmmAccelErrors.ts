@@ -21,14 +21,8 @@ import type { SolverOptions } from '../solver/options.js';
 import { maclaurinProblem } from '../validation/maclaurinSetup.js';
 import { randomAmrCells } from '../validation/randomAmr.js';
 import { rng } from '../validation/random.js';
+import type { GridCells as Cells } from '../validation/gridCells.js';
 
-interface Cells {
-  x: Float64Array;
-  y: Float64Array;
-  z: Float64Array;
-  mass: Float64Array;
-  size: Float64Array;
-}
 
 function fromLists(x: number[], y: number[], z: number[], m: number[], h: number[]): Cells {
   return { x: Float64Array.from(x), y: Float64Array.from(y), z: Float64Array.from(z), mass: Float64Array.from(m), size: Float64Array.from(h) };
