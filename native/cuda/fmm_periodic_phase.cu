@@ -100,16 +100,7 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
     AG_TRY(put(ds, b.m2lSource, lists.m2lSource, "the FMM's M2L lists"));
     AG_TRY(put(ds, b.M, tree.M, "the FMM's multipoles"));
     AG_TRY(put(ds, b.L, tree.L, "the FMM's local coefficients"));
-    AG_TRY(put(ds, b.leaves, near.leaves, "the FMM's leaves"));
-    const std::vector<std::uint32_t>* parts[6] = {&tiles.target, &tiles.stepStart, &tiles.stepSource,
-                                                  &irr.leaf,     &irr.start,       &irr.source};
-    for (int q = 0; q < 6; ++q) {
-      tileOff[q] = u.size();
-      u.insert(u.end(), parts[q]->begin(), parts[q]->end());
-    }
-    AG_TRY(put(ds, b.tiles, u, "the FMM's P2P tiles"));
-    AG_TRY(put(ds, b.tileStepTable, tiles.stepTable, "the FMM's P2P tiles"));
-    AG_TRY(put(ds, b.tileInvH, tiles.invH, "the FMM's P2P tiles"));
+    AG_TRY(fmmparts::putHostTiles(ds, near, tiles, irr, u, tileOff));
     const std::vector<std::uint8_t>* sp[3] = {&lists.m2lShift, &tiles.stepShift, &irr.shift};
     for (int q = 0; q < 3; ++q) {
       shiftOff[q] = shifts.size();
@@ -124,47 +115,10 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   AG_TRY(putTables(ds, p2pTables, tiles.slots));
   ds.stats.secondsUpload = since(t);
 
-  FmmDeviceView v;
-  v.order = tree.order;
-  v.terms = tree.terms;
-  v.mStride = tree.mStride;
-  v.nodes = unsigned(nodes);
+  FmmDeviceView v = fmmparts::bufferView(ds, tree, nodes, n, accel, tileOff, off);
   v.leafCount = unsigned(near.leaves.size());
-  v.x = b.cells.get();
-  v.y = v.x + n;
-  v.z = v.x + 2 * n;
-  v.mass = v.x + 3 * n;
-  v.centre = b.centre.get();
-  v.M = b.M.get();
-  v.L = b.L.get();
-  v.cellBegin = b.topo.get();
-  v.cellCount = v.cellBegin + nodes;
-  v.childBegin = v.cellBegin + 2 * nodes;
-  v.childCount = b.childCount.get();
-  v.m2lStart = b.m2lStart.get();
-  v.m2lSource = b.m2lSource.get();
-  v.leaves = b.leaves.get();
   v.tileCount = unsigned(tiles.tiles());
-  v.tileTarget = b.tiles.get() + tileOff[0];
-  v.tileStepStart = b.tiles.get() + tileOff[1];
-  v.tileStepSource = b.tiles.get() + tileOff[2];
-  v.tileStepTable = b.tileStepTable.get();
-  v.tileInvH = b.tileInvH.get();
-  v.p2pK = b.p2pK.get();
-  v.p2pSlot = b.p2pSlot.get();
   v.irregularCount = unsigned(tiles.irregular.size());
-  v.irregularLeaf = b.tiles.get() + tileOff[3];
-  v.nearStart = b.tiles.get() + tileOff[4];
-  v.nearSource = b.tiles.get() + tileOff[5];
-  v.l2lStart = b.tables.get() + off[0];
-  v.l2lJ = b.tables.get() + off[1];
-  v.l2lKJ = b.tables.get() + off[2];
-  v.phi = b.sums.get();
-  if (accel) {
-    v.gx = v.phi + n;
-    v.gy = v.phi + 2 * n;
-    v.gz = v.phi + 3 * n;
-  }
   const std::uint8_t* shifts = b.periodic.shifts.get();
   v.m2lShift = shifts + shiftOff[0];
   v.tileStepShift = tiles.stepShift.empty() ? nullptr : shifts + shiftOff[1];

@@ -191,6 +191,66 @@ Status putTables(DeviceState& ds, const fmm::P2pTables& tables, const std::vecto
   return Status::success();
 }
 
+Status putHostTiles(DeviceState& ds, const fmm::NearLists& near, const fmm::P2pTiles& tiles,
+                    const fmm::IrregularLists& irr, std::vector<std::uint32_t>& staging, std::size_t tileOff[6]) {
+  FmmBuffers& b = ds.fmm;
+  AG_TRY(put(ds, b.leaves, near.leaves, "the FMM's leaves"));
+  const std::vector<std::uint32_t>* parts[6] = {&tiles.target, &tiles.stepStart, &tiles.stepSource,
+                                                &irr.leaf,     &irr.start,       &irr.source};
+  staging.clear();
+  for (int q = 0; q < 6; ++q) {
+    tileOff[q] = staging.size();
+    staging.insert(staging.end(), parts[q]->begin(), parts[q]->end());
+  }
+  AG_TRY(put(ds, b.tiles, staging, "the FMM's P2P tiles"));
+  AG_TRY(put(ds, b.tileStepTable, tiles.stepTable, "the FMM's P2P tiles"));
+  return put(ds, b.tileInvH, tiles.invH, "the FMM's P2P tiles");
+}
+
+FmmDeviceView bufferView(DeviceState& ds, const fmm::FmmTree& tree, std::size_t nodes, std::size_t n, bool accel,
+                         const std::size_t tileOff[6], const std::size_t off[3]) {
+  FmmBuffers& b = ds.fmm;
+  FmmDeviceView v;
+  v.order = tree.order;
+  v.terms = tree.terms;
+  v.mStride = tree.mStride;
+  v.nodes = unsigned(nodes);
+  v.x = b.cells.get();
+  v.y = v.x + n;
+  v.z = v.x + 2 * n;
+  v.mass = v.x + 3 * n;
+  v.centre = b.centre.get();
+  v.M = b.M.get();
+  v.L = b.L.get();
+  v.cellBegin = b.topo.get();
+  v.cellCount = v.cellBegin + nodes;
+  v.childBegin = v.cellBegin + 2 * nodes;
+  v.childCount = b.childCount.get();
+  v.m2lStart = b.m2lStart.get();
+  v.m2lSource = b.m2lSource.get();
+  v.leaves = b.leaves.get();
+  v.tileTarget = b.tiles.get() + tileOff[0];
+  v.tileStepStart = b.tiles.get() + tileOff[1];
+  v.tileStepSource = b.tiles.get() + tileOff[2];
+  v.tileStepTable = b.tileStepTable.get();
+  v.tileInvH = b.tileInvH.get();
+  v.p2pK = b.p2pK.get();
+  v.p2pSlot = b.p2pSlot.get();
+  v.irregularLeaf = b.tiles.get() + tileOff[3];
+  v.nearStart = b.tiles.get() + tileOff[4];
+  v.nearSource = b.tiles.get() + tileOff[5];
+  v.l2lStart = b.tables.get() + off[0];
+  v.l2lJ = b.tables.get() + off[1];
+  v.l2lKJ = b.tables.get() + off[2];
+  v.phi = b.sums.get();
+  if (accel) {
+    v.gx = v.phi + n;
+    v.gy = v.phi + 2 * n;
+    v.gz = v.phi + 3 * n;
+  }
+  return v;
+}
+
 Status reserveSums(DeviceState& ds, std::size_t n, bool accel) {
   const std::size_t sums = (accel ? 4 : 1) * n;
   AG_TRY(ds.fmm.sums.reserve(sums, "the FMM's sums"));
@@ -501,7 +561,7 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
   // upload
   t = Clock::now();
   const bool accel = opt.accelerations;
-  std::size_t tileOff[6];  // in b.tiles: target, stepStart, stepSource; irregular leaf, start, source
+  std::size_t tileOff[6] = {};  // in b.tiles (putHostTiles); unused with the device's tiles
   {
     if (!deviceSort && !deviceTiles) AG_TRY(putCells(ds, sorted, cellStaging));  // else up already or there
     if (!deviceWalk) {  // else up already, and the M2L lists made there
@@ -511,19 +571,7 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
     }
     if (!deviceTree) AG_TRY(put(ds, b.M, tree.M, "the FMM's multipoles"));  // else made there
     std::vector<std::uint32_t> u;
-    if (!deviceTiles) {  // else made there (FmmTileBuffers)
-      AG_TRY(put(ds, b.leaves, near.leaves, "the FMM's leaves"));
-      // the tiles' and the irregular leaves' uint32 arrays in one buffer
-      const std::vector<std::uint32_t>* parts[6] = {&tiles.target, &tiles.stepStart, &tiles.stepSource,
-                                                    &irr.leaf,     &irr.start,       &irr.source};
-      for (int q = 0; q < 6; ++q) {
-        tileOff[q] = u.size();
-        u.insert(u.end(), parts[q]->begin(), parts[q]->end());
-      }
-      AG_TRY(put(ds, b.tiles, u, "the FMM's P2P tiles"));
-      AG_TRY(put(ds, b.tileStepTable, tiles.stepTable, "the FMM's P2P tiles"));
-      AG_TRY(put(ds, b.tileInvH, tiles.invH, "the FMM's P2P tiles"));
-    }
+    if (!deviceTiles) AG_TRY(fmmparts::putHostTiles(ds, near, tiles, irr, u, tileOff));  // else made there
     AG_TRY(put(ds, b.tables, tables, "the FMM's index tables"));
     AG_TRY(b.L.reserve(nodes * std::size_t(tree.terms), "the FMM's local coefficients"));
     AG_CUDA_TRY(cudaMemsetAsync(b.L.get(), 0, nodes * std::size_t(tree.terms) * sizeof(double), ds.stream));
@@ -534,36 +582,23 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
   AG_TRY(putTables(ds, p2pTables, tiles.slots));
   ds.stats.secondsUpload = since(t);
 
-  FmmDeviceView v;
-  v.order = tree.order;
-  v.terms = tree.terms;
-  v.mStride = tree.mStride;
-  v.nodes = unsigned(nodes);
+  // the evaluation's view: the buffers the host fed, then what the device's sort and tiles keep where they made it
+  FmmDeviceView v = fmmparts::bufferView(ds, tree, nodes, n, accel, tileOff, off);
   v.leafCount = unsigned(leafCount);
+  v.tileCount = unsigned(tileCount);
+  v.irregularCount = unsigned(irregularCount);
   if (deviceSort) {
     v.x = ds.sortedCells.x;
     v.y = ds.sortedCells.y;
     v.z = ds.sortedCells.z;
     v.mass = ds.sortedCells.mass;
-  } else {
-    v.x = b.cells.get();
-    v.y = v.x + n;
-    v.z = v.x + 2 * n;
-    v.mass = v.x + 3 * n;
+    v.phi = ds.sums[0];
+    if (accel) {
+      v.gx = ds.sums[1];
+      v.gy = ds.sums[2];
+      v.gz = ds.sums[3];
+    }
   }
-  v.centre = b.centre.get();
-  v.M = b.M.get();
-  v.L = b.L.get();
-  v.cellBegin = b.topo.get();
-  v.cellCount = v.cellBegin + nodes;
-  v.childBegin = v.cellBegin + 2 * nodes;
-  v.childCount = b.childCount.get();
-  v.m2lStart = b.m2lStart.get();
-  v.m2lSource = b.m2lSource.get();
-  v.tileCount = unsigned(tileCount);
-  v.p2pK = b.p2pK.get();
-  v.p2pSlot = b.p2pSlot.get();
-  v.irregularCount = unsigned(irregularCount);
   if (deviceTiles) {
     v.leaves = dt.leaves;
     v.tileTarget = dt.target;
@@ -574,34 +609,6 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
     v.irregularLeaf = dt.irrLeaf;
     v.nearStart = dt.irrStart;
     v.nearSource = dt.irrSource;
-  } else {
-    v.leaves = b.leaves.get();
-    v.tileTarget = b.tiles.get() + tileOff[0];
-    v.tileStepStart = b.tiles.get() + tileOff[1];
-    v.tileStepSource = b.tiles.get() + tileOff[2];
-    v.tileStepTable = b.tileStepTable.get();
-    v.tileInvH = b.tileInvH.get();
-    v.irregularLeaf = b.tiles.get() + tileOff[3];
-    v.nearStart = b.tiles.get() + tileOff[4];
-    v.nearSource = b.tiles.get() + tileOff[5];
-  }
-  v.l2lStart = b.tables.get() + off[0];
-  v.l2lJ = b.tables.get() + off[1];
-  v.l2lKJ = b.tables.get() + off[2];
-  if (deviceSort) {
-    v.phi = ds.sums[0];
-    if (accel) {
-      v.gx = ds.sums[1];
-      v.gy = ds.sums[2];
-      v.gz = ds.sums[3];
-    }
-  } else {
-    v.phi = b.sums.get();
-    if (accel) {
-      v.gx = v.phi + n;
-      v.gy = v.phi + 2 * n;
-      v.gz = v.phi + 3 * n;
-    }
   }
 
   AG_TRY(fmmparts::evaluateOnDevice(ds, v, tree.levelBegin));

@@ -16,6 +16,7 @@
 #include "fmm/fmm_tree.h"
 #include "fmm/multi_index.h"
 #include "fmm/p2p_tables.h"
+#include "fmm/p2p_tiles.h"
 #include "tree/tree.h"
 
 namespace amrgrav {
@@ -64,6 +65,19 @@ std::vector<int> indexTables(const fmm::MultiIndex& mi, std::size_t offsets[3]);
 /// The tiles' tables on the device: uploaded when the set of slots differs from the one there (the tables of a slot
 /// never change: p2p_tables.h's process cache).
 Status putTables(DeviceState& ds, const fmm::P2pTables& tables, const std::vector<int>& slots);
+
+/// The host-made near field up into ds.fmm: the leaves, the tiles' and the irregular leaves' uint32 arrays in one
+/// buffer (tileOff[0..5]: target, stepStart, stepSource, irregular leaf, start, source), the step tables and 1/h
+/// (asynchronous: staging is the caller's, alive until the stream is synchronised).
+Status putHostTiles(DeviceState& ds, const fmm::NearLists& near, const fmm::P2pTiles& tiles,
+                    const fmm::IrregularLists& irr, std::vector<std::uint32_t>& staging, std::size_t tileOff[6]);
+
+/// The evaluation's view of ds.fmm as the host-fed steps fill it: the cells (putCells), the tree (putTree), M, L,
+/// the M2L lists, the host tiles at tileOff (putHostTiles), the P2P tables (putTables), the index tables at off
+/// (indexTables) and the sums (reserveSums). The counts of leaves, tiles and irregular leaves, and what a path keeps
+/// elsewhere (the device's sort, tiles, image shifts), are the caller's to set.
+FmmDeviceView bufferView(DeviceState& ds, const fmm::FmmTree& tree, std::size_t nodes, std::size_t n, bool accel,
+                         const std::size_t tileOff[6], const std::size_t off[3]);
 
 /// The evaluation's sums in ds.fmm.sums for n cells (4 n with accelerations), queued on ds.stream; with
 /// CudaOptions::poisonDevice filled with NaN first, so that a cell the kernels miss shows (tests).
