@@ -17,9 +17,9 @@
 #   largest    the largest uniform grid one GPU solves, float32 from host memory: the first of $LARGEST_GRIDS (default
 #              1304 1288 1248, in 8^3 blocks) that runs (on an 80 GB H100 at 37 bytes per cell: 1304^3 = 2.2e9
 #              cells, past 2^31), its potential at 16 cells against direct summation over every cell (--direct 16)
-#   fmm64      method 'fmm' through the block entry (cuda/fmm_phase.h solveFmmBlocks: the cells made on the device), 64^3
-#              in the FLASH-like unk, float64 and float32: check64's checks (the FMM keeps no tree: reuse and kept-* want
-#              tree_reused 0 and a fresh solver's bits) and timings
+#   fmm64      method 'fmm' through the block entry (cuda/fmm_phase.h solveFmmBlocks: the cells made on the device),
+#              64^3 in the FLASH-like unk, float64 and float32: check64's checks (the FMM keeps no tree: reuse and
+#              kept-* want tree_reused 0 and a fresh solver's bits) and timings
 #   fmm256     the same at 256^3 (plain layout), best of 5: host-new / host-unchanged (a whole new solve: nothing is
 #              kept) / device-new / device-unchanged / cells (the FMM's cell entry, float64), float64 and float32
 #   auto       backend 'auto' with autoGpuMinCells 100000: a 32^3 solve on the CPU (reason "auto: 32768 cells below

@@ -724,9 +724,9 @@ Status solveFmmBlocks(DeviceState& ds, const BlocksView& v, const BlockOutputs& 
   // periodic boxes, or a step on the host (CudaOptions): the blocks' cells made on the host, the cell solve
   if (v.deviceData)
     return Status::error(ErrorCode::InvalidOption,
-                         "method 'fmm''s device block entry (device pointers) takes isolated boxes with the FMM's sort, "
-                         "tree, lists and tiles on the device (the defaults); periodic boxes need the host block entry "
-                         "or method 'tree'");
+                         "method 'fmm''s device block entry (device pointers) takes isolated boxes with the FMM's "
+                         "sort, tree, lists and tiles on the device (the defaults); periodic boxes need the host block "
+                         "entry or method 'tree'");
   return solveBlocksViaCells(v, out, opt, result, [&](const CellsView& c, SolveResult& r) {
     return solveOnDevice(ds, c, opt, r, false);
   });

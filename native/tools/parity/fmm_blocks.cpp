@@ -1,19 +1,20 @@
 /// \file fmm_blocks.cpp
-/// \brief Subject `fmm-blocks`: method 'fmm' through the CUDA backend's block entry (issues #17 and #20; cuda/fmm_phase.h
-/// solveFmmBlocks): the cells made on the device from the blocks (the densities up packed in the caller's dtype, or
-/// read from the caller's device array), then the cell entry's own FMM, the results finished into the caller's
-/// layout. Two meshes: a uniform grid of 8^3 blocks (64^3 cells; 16^3 with --quick) and a random AMR block set (8^3
-/// blocks on three levels of refinement below 2^3 root blocks; two with --quick), both in a FLASH-like unk of six
-/// variables (density, potential, three accelerations and one the solve must not touch) with guard cells, the blocks
-/// at permuted slots of a larger array. For float64 and float32, the potential alone and with accelerations:
-///   - host entry: bitwise the cell entry's results on the cells core/blocks.h makes (converted to the caller's dtype),
-///     guard cells and the other variables untouched, the cells made on the device (CudaStats::fmmBlocksOnDevice);
-///   - device entry (the unk in device memory, the caller's stream): bitwise the host entry's, the same untouched;
-/// then: a second call with new densities on the same backend and mesh (no tree kept: treeReused false) bitwise a fresh
-/// backend's; a tree block solve after it builds its own tree (treeReused false) and equals a fresh one's, and an FMM
-/// block solve after that tree solve equals a fresh backend's too; a bad
-/// density is refused with the tree block entry's code and message; the device entry in a periodic box is an
-/// InvalidOption. Notes: the device bytes per cell of the block solve and of the cell entry.
+/// \brief Subject `fmm-blocks`: method 'fmm' through the CUDA backend's block entry (issues #17 and #20;
+/// cuda/fmm_phase.h solveFmmBlocks): the cells made on the device from the blocks (the densities up packed in the
+/// caller's dtype, or read from the caller's device array), then the cell entry's own FMM, the results finished into
+/// the caller's layout. Two meshes: a uniform grid of 8^3 blocks (64^3 cells; 16^3 with --quick) and a random AMR block
+/// set (8^3 blocks on three levels of refinement below 2^3 root blocks; two with --quick), both in a FLASH-like unk of
+/// six variables (density, potential, three accelerations and one the solve must not touch) with guard cells, the
+/// blocks at permuted slots of a larger array. For float64 and float32, the potential alone and with accelerations:
+///   - host entry: bitwise the cell entry's results on the cells core/blocks.h makes (converted to the caller's
+///     dtype), guard cells and the other variables untouched, the cells made on the device
+///     (CudaStats::fmmBlocksOnDevice);
+///   - device entry (the unk in device memory, the caller's stream): bitwise the same, the same untouched;
+/// then: a second call with new densities on the same backend and mesh (no tree kept: treeReused false) bitwise a
+/// fresh backend's; a tree block solve after it builds its own tree (treeReused false) and equals a fresh one's, and
+/// an FMM block solve after that tree solve equals a fresh backend's too; a bad density is refused with the tree
+/// block entry's code and message; the device entry in a periodic box is an InvalidOption. Notes: the device bytes
+/// per cell of the block solve and of the cell entry.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -243,7 +244,8 @@ HostSolve deviceEntry(CudaBackend& gpu, const Mesh& m, const std::vector<char>& 
   HostSolve h;
   void* d = nullptr;
   cudaStream_t stream = nullptr;
-  if (cudaMalloc(&d, unk.size()) != cudaSuccess || cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
+  if (cudaMalloc(&d, unk.size()) != cudaSuccess ||
+      cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
     h.status = Status::error(ErrorCode::Internal, "parity: cudaMalloc or cudaStreamCreate failed");
     if (d) cudaFree(d);
     return h;
@@ -361,7 +363,8 @@ void runFmmBlocks(Context& cx) {
     const std::vector<char> unk = makeUnk(uni, rho, false);
     SolveOptions tree;
     tree.G = 1;
-    const HostSolve a = hostEntry(*cx.gpu, uni, unk, false, fmmOpts(false)), b = hostEntry(*cx.gpu, uni, unk, false, tree);
+    const HostSolve a = hostEntry(*cx.gpu, uni, unk, false, fmmOpts(false));
+    const HostSolve b = hostEntry(*cx.gpu, uni, unk, false, tree);
     check(cx, "fmm-blocks-bad-density", !a.status.ok() && a.status.code == b.status.code &&
                                             a.status.message == b.status.message,
           "fmm: " + std::string(errorCodeName(a.status.code)) + ": " + a.status.message + "; tree: " +
