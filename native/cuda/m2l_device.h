@@ -5,6 +5,8 @@
 /// of 1/r (fmm/m2l_kernels.h's recurrence, the same expressions) made degree by degree and used as they come,
 /// so no thread holds all of them: kernel_fmm.cu keeps the low-degree L terms in registers and the others
 /// in shared memory (a column per lane). Sum order of each L term: degree of the derivative, then q.
+/// m2lDirect and m2lDirectDip: the same products and sums, the derivatives by the recurrence on D = n! T
+/// itself (kernel_fmm.cu's direct M2L variants, cuda/m2l_variants.h).
 #pragma once
 #include <cmath>
 

@@ -219,6 +219,8 @@ def main_device():
     print("/// of 1/r (fmm/m2l_kernels.h's recurrence, the same expressions) made degree by degree and used as they come,")
     print("/// so no thread holds all of them: kernel_fmm.cu keeps the low-degree L terms in registers and the others")
     print("/// in shared memory (a column per lane). Sum order of each L term: degree of the derivative, then q.")
+    print("/// m2lDirect and m2lDirectDip: the same products and sums, the derivatives by the recurrence on D = n! T")
+    print("/// itself (kernel_fmm.cu's direct M2L variants, cuda/m2l_variants.h).")
     print("#pragma once")
     print("#include <cmath>")
     print("")
