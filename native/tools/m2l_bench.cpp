@@ -7,7 +7,10 @@
 /// unless --dip, which also runs the kernels with the dipole terms). Each variant is launched through the library's
 /// launchFmmM2L (cuda/kernels_fmm.h), timed with cudaEvents (best of --reps), and its L compared with the plain
 /// kernel's: per term, max |dL| / max |L| over the nodes, the largest over the terms, and whether every bit agrees.
-/// A benchmark, not a test. Usage: amrgrav_m2l_bench [--n 64] [--orders 3,4,5,6,7] [--reps 7] [--dip] [--seed 1]
+/// --tree N: instead, the CPU backend's FMM tree and M2L lists of a uniform N^3 grid of random densities (p 7 unless
+/// --orders; the lists method 'fmm' evaluates, built on the host's threads: 256^3 takes a few seconds).
+/// A benchmark, not a test. Usage: amrgrav_m2l_bench [--n 64 | --tree N] [--orders 7,6,5,4,3] [--reps 7] [--dip]
+/// [--seed 1]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -21,7 +24,11 @@
 #include <string>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "cuda/kernels_fmm.h"
+#include "fmm/interaction_lists.h"
+#include "tools/fmm_host_tree.h"
+#include "tools/parity/harness.h"
 
 namespace {
 
@@ -174,6 +181,43 @@ double maxRelDiff(const std::vector<double>& ref, const std::vector<double>& got
   return worst;
 }
 
+/// One order's workload on the host: centres (3 per node), the M2L lists (CSR by target), multipoles.
+struct Problem {
+  int order = 0, terms = 0, stride = 0;
+  bool dipoles = false;
+  std::vector<double> centre, M;
+  std::vector<std::uint32_t> start, source;
+};
+
+/// The real thing: the CPU backend's FMM tree and lists of a uniform n^3 grid of random densities (the GPU parity's
+/// randomDensityGrid) at order p with the library's defaults (theta 0.65, tolerance 2e-4, potentials: the lists
+/// method 'fmm' evaluates at 256^3 without accelerations), built on every host thread.
+Problem treeProblem(int n, int p, std::uint64_t seed) {
+  const amrgrav::parity::Cells cells = amrgrav::parity::randomDensityGrid(n, seed);
+  amrgrav::SolveOptions o;
+  o.method = amrgrav::SolveMethod::Fmm;
+  o.fmmOrder = p;
+  o.accelerations = false;
+  const int threads = amrgrav::resolveThreadCount(0);
+  amrgrav::tools::HostFmmTree t = amrgrav::tools::hostFmmTree(cells, o, false, threads);
+  if (!t.status.ok()) {
+    std::fprintf(stderr, "the host's FMM tree: %s\n", t.status.message.c_str());
+    std::exit(1);
+  }
+  amrgrav::fmm::FmmLists lists;
+  amrgrav::fmm::buildInteractionLists(t.tree, o.fmmTolerance, threads, lists);
+  Problem pr;
+  pr.order = t.tree.order;
+  pr.terms = t.tree.terms;
+  pr.stride = t.tree.mStride;
+  pr.dipoles = t.tree.dipoles;
+  pr.centre = std::move(t.tree.centre);
+  pr.M = std::move(t.tree.M);
+  pr.start = std::move(lists.m2lStart);
+  pr.source = std::move(lists.m2lSource);
+  return pr;
+}
+
 std::vector<int> parseOrders(const char* s) {
   std::vector<int> out;
   for (const char* c = s; *c; ++c)
@@ -183,23 +227,68 @@ std::vector<int> parseOrders(const char* s) {
 
 }  // namespace
 
+/// Times every variant on one problem and prints a line each; false if one differs from the plain kernel's L.
+bool benchProblem(const Problem& pr, const char* what, int reps, cudaStream_t s) {
+  const std::size_t nodes = pr.start.size() - 1, pairs = pr.source.size();
+  double* centre = upload(pr.centre);
+  std::uint32_t* start = upload(pr.start);
+  std::uint32_t* source = upload(pr.source);
+  double* M = upload(pr.M);
+  double* L = nullptr;
+  BENCH_CUDA(cudaMalloc(&L, nodes * pr.terms * sizeof(double)));
+  FmmDeviceView v;
+  v.order = pr.order;
+  v.terms = pr.terms;
+  v.mStride = pr.stride;
+  v.nodes = unsigned(nodes);
+  v.centre = centre;
+  v.M = M;
+  v.L = L;
+  v.m2lStart = start;
+  v.m2lSource = source;
+  v.dipoles = pr.dipoles;
+  std::printf("%s, p %d%s: %zu target nodes, %zu M2L pairs (%.1f a node)\n", what, pr.order,
+              pr.dipoles ? " with dipole terms" : "", nodes, pairs, double(pairs) / double(nodes));
+  bool ok = true;
+  const Run plain = runVariant(v, amrgrav::cuda::kFmmM2LPlain, reps, s);
+  for (int var = 0; var < amrgrav::cuda::kFmmM2LVariants; ++var) {
+    const Run r = var == 0 ? plain : runVariant(v, var, reps, s);
+    bool bitwise = false;
+    const double diff = maxRelDiff(plain.L, r.L, pr.terms, bitwise);
+    ok = ok && diff <= 1e-13;
+    std::printf("  %-16s %2d %4s %10.3f %9.4f %8.2f %12.2e %8s\n", amrgrav::cuda::fmmM2LVariantName(var), pr.order,
+                pr.dipoles ? "yes" : "no", r.bestMs, r.bestMs * 1e6 / double(pairs), plain.bestMs / r.bestMs, diff,
+                bitwise ? "yes" : "no");
+    std::fflush(stdout);
+  }
+  BENCH_CUDA(cudaFree(centre));
+  BENCH_CUDA(cudaFree(start));
+  BENCH_CUDA(cudaFree(source));
+  BENCH_CUDA(cudaFree(M));
+  BENCH_CUDA(cudaFree(L));
+  return ok;
+}
+
 int main(int argc, char** argv) {
-  int n = 64, reps = 7;
-  bool dip = false;
+  int n = 64, reps = 7, tree = 0;
+  bool dip = false, ordersGiven = false;
   std::uint64_t seed = 1;
   std::vector<int> orders = {7, 6, 5, 4, 3};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--n" && i + 1 < argc) n = std::atoi(argv[++i]);
+    else if (a == "--tree" && i + 1 < argc) tree = std::atoi(argv[++i]);
     else if (a == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
-    else if (a == "--orders" && i + 1 < argc) orders = parseOrders(argv[++i]);
+    else if (a == "--orders" && i + 1 < argc) orders = parseOrders(argv[++i]), ordersGiven = true;
     else if (a == "--seed" && i + 1 < argc) seed = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--dip") dip = true;
     else {
-      std::fprintf(stderr, "usage: %s [--n 64] [--orders 7,6,5,4,3] [--reps 7] [--dip] [--seed 1]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--n 64 | --tree N] [--orders 7,6,5,4,3] [--reps 7] [--dip] [--seed 1]\n",
+                   argv[0]);
       return 2;
     }
   }
+  if (tree > 0 && !ordersGiven) orders = {7};
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::fprintf(stderr, "no CUDA device\n");
@@ -207,53 +296,33 @@ int main(int argc, char** argv) {
   }
   cudaDeviceProp prop;
   BENCH_CUDA(cudaGetDeviceProperties(&prop, 0));
-  const Workload w = makeWorkload(n, seed);
-  const std::size_t nodes = w.start.size() - 1, pairs = w.source.size();
-  std::printf("device %s; %zu target nodes (%d^3 lattice, Morton order), %zu M2L pairs (%.1f a node), best of %d\n",
-              prop.name, nodes, n, pairs, double(pairs) / double(nodes), reps);
-  std::printf("%-16s %2s %4s %10s %9s %8s %12s %8s\n", "variant", "p", "dip", "ms", "ns/pair", "speedup",
-              "maxRelDiffL", "bitwise");
-  double* centre = upload(w.centre);
-  std::uint32_t* start = upload(w.start);
-  std::uint32_t* source = upload(w.source);
+  std::printf("device %s; best of %d launches; per variant: ms, ns a pair, speedup over plain, max |dL| / max |L| "
+              "per term against plain, bitwise equal\n", prop.name, reps);
   cudaStream_t s;
   BENCH_CUDA(cudaStreamCreate(&s));
   bool ok = true;
-  for (const bool withDip : dip ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+  if (tree > 0) {
     for (const int p : orders) {
-      const int terms = termsOf(p), stride = (terms + 7) / 8 * 8;
-      double* M = upload(makeMultipoles(nodes, p, stride, withDip, seed + 7 * p));
-      double* L = nullptr;
-      BENCH_CUDA(cudaMalloc(&L, nodes * terms * sizeof(double)));
-      FmmDeviceView v;
-      v.order = p;
-      v.terms = terms;
-      v.mStride = stride;
-      v.nodes = unsigned(nodes);
-      v.centre = centre;
-      v.M = M;
-      v.L = L;
-      v.m2lStart = start;
-      v.m2lSource = source;
-      v.dipoles = withDip;
-      const Run plain = runVariant(v, amrgrav::cuda::kFmmM2LPlain, reps, s);
-      for (int var = 0; var < amrgrav::cuda::kFmmM2LVariants; ++var) {
-        const Run r = var == 0 ? plain : runVariant(v, var, reps, s);
-        bool bitwise = false;
-        const double diff = maxRelDiff(plain.L, r.L, terms, bitwise);
-        ok = ok && diff <= 1e-13;
-        std::printf("%-16s %2d %4s %10.3f %9.4f %8.2f %12.2e %8s\n", amrgrav::cuda::fmmM2LVariantName(var), p,
-                    withDip ? "yes" : "no", r.bestMs, r.bestMs * 1e6 / double(pairs), plain.bestMs / r.bestMs, diff,
-                    bitwise ? "yes" : "no");
-        std::fflush(stdout);
+      const Problem pr = treeProblem(tree, p, seed);
+      ok = benchProblem(pr, ("the FMM tree of a random " + std::to_string(tree) + "^3 grid").c_str(), reps, s) && ok;
+    }
+  } else {
+    const Workload w = makeWorkload(n, seed);
+    for (const bool withDip : dip ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+      for (const int p : orders) {
+        Problem pr;
+        pr.order = p;
+        pr.terms = termsOf(p);
+        pr.stride = (pr.terms + 7) / 8 * 8;
+        pr.dipoles = withDip;
+        pr.centre = w.centre;
+        pr.start = w.start;
+        pr.source = w.source;
+        pr.M = makeMultipoles(pr.start.size() - 1, p, pr.stride, withDip, seed + 7 * p);
+        ok = benchProblem(pr, ("a " + std::to_string(n) + "^3 lattice of nodes").c_str(), reps, s) && ok;
       }
-      BENCH_CUDA(cudaFree(M));
-      BENCH_CUDA(cudaFree(L));
     }
   }
-  BENCH_CUDA(cudaFree(centre));
-  BENCH_CUDA(cudaFree(start));
-  BENCH_CUDA(cudaFree(source));
   BENCH_CUDA(cudaStreamDestroy(s));
   std::printf(ok ? "every variant = the plain kernel's L within 1e-13 per term\n"
                  : "FAIL: a variant's L differs from the plain kernel's by more than 1e-13 per term\n");
