@@ -66,6 +66,11 @@ struct CudaOptions {
   /// host tree's; 256^3: 33 ms against 0.63 s, and with the device's tiles nothing per cell comes down but the
   /// results: 109 ms end to end against 1.96 s); the API's backends take AMRGRAV_FMM_DEVICE_TREE=0 for the host's.
   bool fmmDeviceTree = true;
+  /// Method 'fmm': the M2L kernel (cuda/m2l_variants.h FmmM2LVariant: 0 plain, 1 staged, 2 staged-lowregs, 3 direct,
+  /// 4 direct-lowregs), isolated and periodic boxes alike; the same products and sums in the same order whichever (the
+  /// direct ones round the derivatives otherwise). 0 until the others are measured on an H100
+  /// (native/tools/m2l_bench.cpp); the API's backends take AMRGRAV_FMM_M2L; a number past them fails the solve.
+  int fmmM2L = 0;
 };
 
 /// Per-solve measurements of the CUDA backend (device phases from cudaEvents on the backend's stream).

@@ -60,6 +60,9 @@
 ///   --fmm-settings LIST  with --fmm: potential-only timings at these expansion orders and tolerances instead of the
 ///                     defaults' runs, each "P:TOL" (e.g. 6:1e-4,7:2e-4), the sort, lists and tiles as by default: how
 ///                     the M2L's cost per pair and the pair counts move with the order (docs/fmm-design.md section 3)
+///   --fmm-m2l V       with --fmm: the FMM's M2L kernel (CudaOptions::fmmM2L, cuda/m2l_variants.h: 0 plain, the
+///                     default; 1 staged; 2 staged-lowregs; 3 direct; 4 direct-lowregs); "m2l" in each FMM line says
+///                     which
 ///   --fmm-periodic    with --fmm: each grid's FMM once more in a fully periodic box (cuda/fmm_periodic_phase.cu: the
 ///                     host's sort, tree, lists with image shifts, tiles and far images; the device's evaluation; the
 ///                     device sort, lists and tiles options do not apply): "periodic" true, build_s holds the lists,
@@ -85,6 +88,7 @@
 
 #include "core/fixed_sum.h"
 #include "core/thread_pool.h"
+#include "cuda/m2l_variants.h"
 #include "let/let.h"
 #include "tools/parity/harness.h"
 #include "physics/softening_k.h"
@@ -118,6 +122,7 @@ struct TimingArgs {
   std::vector<std::pair<int, double>> fmmSettings;  ///< --fmm-settings: (order, tolerance) pairs
   bool fmmHostTree = false;    ///< --fmm-host-tree: and once more with the host's tree and tiles
   bool fmmPeriodic = false;     ///< --fmm-periodic: and once more in a fully periodic box
+  int fmmM2L = 0;               ///< --fmm-m2l: the M2L kernel (CudaOptions::fmmM2L)
 };
 
 std::vector<double> numberList(const std::string& v) {
@@ -169,6 +174,7 @@ TimingArgs parseArgs(int argc, char** argv) {
     }
     else if (k == "--fmm-host-tree") a.fmmHostTree = true;
     else if (k == "--fmm-periodic") a.fmmPeriodic = true;
+    else if (k == "--fmm-m2l") a.fmmM2L = std::atoi(next().c_str());
     else if (k == "--thetas") a.thetas = numberList(next());
     else if (k == "--plummer-particles") a.plummerParticles = numberList(next());
     else if (k == "--softening-length") a.softeningLength = std::strtod(next().c_str(), nullptr);
@@ -265,6 +271,7 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
   co.fmmDeviceSort = deviceSort;
   co.fmmDeviceTiles = deviceTiles;
   co.fmmDeviceTree = deviceTree;
+  co.fmmM2L = a.fmmM2L;
   setDeviceOptions(gpu, co);
   SolveOptions o;
   o.method = SolveMethod::Fmm;
@@ -301,7 +308,7 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
   }
   std::printf("{\"kind\":\"fmm\",\"grid\":%d,\"cells\":%zu,\"fmmOrder\":%d,\"fmmTheta\":%s,\"fmmTolerance\":%s,"
               "\"accelerations\":%s,\"periodic\":%s,\"device_sort\":%s,\"device_lists\":%s,\"device_tiles\":%s,"
-              "\"device_tree\":%s,"
+              "\"device_tree\":%s,\"m2l\":\"%s\","
               "\"lists_s\":%s,"
               "\"list_rounds\":%d,"
               "\"list_max_frontier\":%llu,\"reps\":%d,\"wall_s\":%s,\"keys_sort_s\":%s,\"moments_s\":%s,\"build_s\":%s,"
@@ -314,7 +321,7 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
               grid, cells.size(), o.fmmOrder, num(o.fmmTheta).c_str(), num(o.fmmTolerance).c_str(),
               accel ? "true" : "false", periodic ? "true" : "false", deviceSort ? "true" : "false",
               deviceLists ? "true" : "false", deviceTiles ? "true" : "false", deviceTree ? "true" : "false",
-              num(median(lists)).c_str(), cs.fmmListRounds,
+              cuda::fmmM2LVariantName(co.fmmM2L), num(median(lists)).c_str(), cs.fmmListRounds,
               (unsigned long long)cs.fmmListMaxFrontier, a.reps, num(w).c_str(), num(median(keys)).c_str(),
               num(median(mom)).c_str(),
               num(median(build)).c_str(), num(median(up)).c_str(), num(wk).c_str(), num(median(kernel[0])).c_str(),
