@@ -36,51 +36,58 @@ __global__ void __launch_bounds__(kGridThreads) topologyKernel(FmmTreeView v, co
   }
 }
 
-/// A node's warp works on monomial rows in shared memory: a leaf's cells kRowCells at a time, a lane per cell, or its
-/// children's offsets, a lane per child. kRowCells is a multiple of 8, so row r of a chunk is the host's lane r mod 8.
+/// A node's warp works on monomial rows in shared memory, a slice of kSliceTerms terms at a time: a leaf's cells
+/// kRowCells at a time, a lane per cell, or its children's offsets, a lane per child. kRowCells is a multiple of 8,
+/// so row r of a chunk is the host's lane r mod 8. The slices keep a warp's shared memory near 8 KB, so that some 26
+/// warps share an SM (the whole rows took 31 KB: 6 warps, and the pass waited on latency); each slice remakes its
+/// rows in registers, which costs little.
 constexpr int kRowCells = 32;
-/// The rows' term stride (term q of row r at q * kRowStride + r): padded, so lanes of different terms reading one row
-/// meet 2-way bank conflicts at most, and lanes of one term writing their rows none.
+/// The rows' term stride (term q of row r at (q - slice start) * kRowStride + r): padded, so lanes of different terms
+/// reading one row meet 2-way bank conflicts at most, and lanes of one term writing their rows none.
 constexpr int kRowStride = kRowCells + 1;
-/// Terms a lane of the upward pass takes: q = lane, lane + 32, ... (120 terms at order 7).
-constexpr int kTermsPerLane = 4;
-static_assert(kRowCells == 32 && kRowCells % fmm::kUpwardLanes == 0 && 32 * kTermsPerLane >= 120,
-              "the upward pass's lanes");
+/// Terms of a slice: a lane per term.
+constexpr int kSliceTerms = 32;
+/// Slices of the highest order (120 terms at order 7).
+constexpr int kMaxSlices = 4;
+static_assert(kRowCells == 32 && kRowCells % fmm::kUpwardLanes == 0 && kSliceTerms * kMaxSlices >= 120 &&
+                  kSliceTerms * kRowStride >= fmm::kUpwardLanes * 120,
+              "the upward pass's lanes and shared memory (a slice's rows hold M2M's 8 children's rows of 120 terms)");
 
-/// Dynamic shared memory of upwardLevelKernel<P> (its warp's rows and masses; at order 7 about 31 KB).
-std::size_t upwardSharedBytes(int terms) {
-  return (std::size_t(terms) * kRowStride + kRowCells) * sizeof(double);
-}
+/// Dynamic shared memory of upwardLevelKernel (its warp's rows and masses: about 8.7 KB).
+std::size_t upwardSharedBytes() { return (std::size_t(kSliceTerms) * kRowStride + kRowCells) * sizeof(double); }
 
-/// Term q's monomials of offset h, made in term order from compile-time tables (fmmMonomialStep's arithmetic, so
-/// fmmMonomial's bits; the row stays in registers), each written to out[q * stride].
+/// The monomials h^n / n! of offset h, made in term order from compile-time tables (fmmMonomialStep's arithmetic,
+/// so fmmMonomial's bits; the row stays in registers); the terms of [first, first + kSliceTerms) written to
+/// out[(q - first) * stride] (all terms when first < 0: out[q * stride]).
 template <int P>
-__device__ __forceinline__ void monomialRowInto(const double h[3], double* out, int stride) {
+__device__ __forceinline__ void monomialRowInto(const double h[3], double* out, int stride, int first) {
   constexpr fmm::MonoTablesOf<P> tab{};
   double row[tab.kTerms];
   row[0] = 1.0;
-  out[0] = 1.0;
+  if (first <= 0) out[0] = 1.0;
 #pragma unroll
   for (int q = 1; q < tab.kTerms; ++q) {
     row[q] = fmm::fmmMonomialStepOf(row[tab.prev[q]], h[tab.axis[q]], tab.scale[q]);
-    out[q * stride] = row[q];
+    if (first < 0) out[q * stride] = row[q];
+    else if (q >= first && q < first + kSliceTerms) out[(q - first) * stride] = row[q];
   }
 }
 
 /// A warp (block) per node of one level: lane 0 its sums and centre (a leaf's cells, loaded 32 at a time by the
-/// lanes, handed to lane 0 in order by shuffles; or its children's sums in child order); then its multipoles, each
-/// lane kTermsPerLane terms. A leaf: its cells' monomial rows 32 at a time, a lane per cell (cell j in the host's lane
-/// (j - b) mod 8: fmmP2MTerm's bits), each term's products into its 8 lane sums in the cells' order; a node with
-/// children: its children's multipoles staged and their offsets' rows, then each term's M2M (fmmM2MTermOfRows).
+/// lanes, handed to lane 0 in order by shuffles; or its children's sums in child order); then its multipoles. A
+/// leaf: for each chunk of 32 cells and each slice of 32 terms, the cells' monomial rows (a lane per cell), then each
+/// term's products (a lane per term) into its 8 lane sums in the cells' order (cell j in the host's lane
+/// (j - b) mod 8: fmmP2MTerm's bits); a node with children: its children's offsets' rows (a lane per child), then
+/// each term's M2M (fmmM2MTermOfRows; the children's multipoles read where they lie).
 template <int P>
 __global__ void __launch_bounds__(32) upwardLevelKernel(FmmTreeView v, unsigned levelBegin) {
   extern __shared__ double upwardShared[];
   constexpr unsigned kFull = 0xffffffffu;
-  constexpr int T = fmm::MonoTablesOf<P>::kTerms;
+  constexpr int T = fmm::MonoTablesOf<P>::kTerms, S = (T + kSliceTerms - 1) / kSliceTerms;
   const unsigned lane = threadIdx.x;
   const unsigned i = levelBegin + blockIdx.x;
-  double* mono = upwardShared;                // T x kRowStride
-  double* ms = mono + T * kRowStride;         // kRowCells
+  double* mono = upwardShared;                    // kSliceTerms x kRowStride
+  double* ms = mono + kSliceTerms * kRowStride;   // kRowCells
   const int nc = v.childCount[i];
   const std::uint32_t b = v.cellBegin[i], e = b + v.cellCount[i];
   // the node's sums: a leaf's cells in order, else its children's sums in child order (lane 0's)
@@ -121,57 +128,55 @@ __global__ void __launch_bounds__(32) upwardLevelKernel(FmmTreeView v, unsigned 
   for (int d = 0; d < 3; ++d) ctr[d] = __shfl_sync(kFull, ctr[d], 0);
   double* M = v.M + std::size_t(i) * std::size_t(v.mStride);
   if (nc == 0) {
-    double lanes[kTermsPerLane][fmm::kUpwardLanes];
+    double lanes[S][fmm::kUpwardLanes];
 #pragma unroll
-    for (int u = 0; u < kTermsPerLane; ++u)
+    for (int u = 0; u < S; ++u)
 #pragma unroll
       for (int l = 0; l < fmm::kUpwardLanes; ++l) lanes[u][l] = 0.0;
     for (std::uint32_t cb = b; cb < e; cb += kRowCells) {
       const int rows = e - cb < std::uint32_t(kRowCells) ? int(e - cb) : kRowCells;
+      double h[3] = {0.0, 0.0, 0.0};
       if (int(lane) < rows) {
         const std::uint32_t j = cb + lane;
-        const double h[3] = {RoundNearest::sub(v.x[j], ctr[0]), RoundNearest::sub(v.y[j], ctr[1]),
-                             RoundNearest::sub(v.z[j], ctr[2])};
+        h[0] = RoundNearest::sub(v.x[j], ctr[0]);
+        h[1] = RoundNearest::sub(v.y[j], ctr[1]);
+        h[2] = RoundNearest::sub(v.z[j], ctr[2]);
         ms[lane] = v.mass[j];
-        monomialRowInto<P>(h, mono + lane, kRowStride);
       }
-      __syncwarp();
 #pragma unroll
-      for (int u = 0; u < kTermsPerLane; ++u) {
-        const int q = int(lane) + 32 * u;
-        if (q < T)
+      for (int u = 0; u < S; ++u) {
+        if (int(lane) < rows) monomialRowInto<P>(h, mono + lane, kRowStride, kSliceTerms * u);
+        __syncwarp();
+        if (int(lane) + kSliceTerms * u < T)
 #pragma unroll
           for (int r = 0; r < kRowCells; ++r)  // row r is the host's lane r mod 8 (cb - b a multiple of 32)
             if (r < rows)
               lanes[u][r % fmm::kUpwardLanes] =
-                  fmm::fmmP2MLaneAdd(lanes[u][r % fmm::kUpwardLanes], ms[r], mono[q * kRowStride + r]);
+                  fmm::fmmP2MLaneAdd(lanes[u][r % fmm::kUpwardLanes], ms[r], mono[lane * kRowStride + r]);
+        __syncwarp();  // the rows are rewritten by the next slice
       }
-      __syncwarp();  // the rows are rewritten by the next chunk
     }
 #pragma unroll
-    for (int u = 0; u < kTermsPerLane; ++u)
-      if (int(lane) + 32 * u < T) M[lane + 32 * u] = fmm::fmmLaneTotal(lanes[u]);
+    for (int u = 0; u < S; ++u)
+      if (int(lane) + kSliceTerms * u < T) M[lane + kSliceTerms * u] = fmm::fmmLaneTotal(lanes[u]);
     return;
   }
-  // the children: their multipoles staged (child l's term t at Ms[l * T + t]), their offsets' rows (term t of child
-  // l at rows[t * 8 + l])
-  double* Ms = upwardShared;
-  double* rows = Ms + fmm::kUpwardLanes * T;
+  // the children's offsets' rows, every term (term t of child l at rows[t * 8 + l])
+  double* rows = upwardShared;
   const double* Mc = v.M + std::size_t(v.childBegin[i]) * std::size_t(v.mStride);
-  for (int k = lane; k < nc * T; k += 32) Ms[k] = Mc[std::size_t(k / T) * std::size_t(v.mStride) + std::size_t(k % T)];
   if (int(lane) < nc) {
     const std::size_t ch = v.childBegin[i] + lane;
     double h[3];
     for (int d = 0; d < 3; ++d) h[d] = RoundNearest::sub(v.centre[3 * ch + d], ctr[d]);
-    monomialRowInto<P>(h, rows + lane, fmm::kUpwardLanes);
+    monomialRowInto<P>(h, rows + lane, fmm::kUpwardLanes, -1);
   }
   __syncwarp();
 #pragma unroll
-  for (int u = 0; u < kTermsPerLane; ++u) {
-    const int q = int(lane) + 32 * u;
+  for (int u = 0; u < S; ++u) {
+    const int q = int(lane) + kSliceTerms * u;
     if (q < T)
-      M[q] = fmm::fmmM2MTermOfRows(v.m2mJ, v.m2mNJ, v.m2mStart[q], v.m2mStart[q + 1], Ms, std::size_t(T), 1, rows, 1,
-                                   fmm::kUpwardLanes, nc);
+      M[q] = fmm::fmmM2MTermOfRows(v.m2mJ, v.m2mNJ, v.m2mStart[q], v.m2mStart[q + 1], Mc, std::size_t(v.mStride), 1,
+                                   rows, 1, fmm::kUpwardLanes, nc);
   }
 }
 
@@ -181,7 +186,7 @@ Status launchUpwardLevelOf(const FmmTreeView& v, int level, unsigned width, cuda
   static const cudaError_t carveout = cudaFuncSetAttribute(
       upwardLevelKernel<P>, cudaFuncAttributePreferredSharedMemoryCarveout, int(cudaSharedmemCarveoutMaxShared));
   AG_CUDA_TRY(carveout);
-  upwardLevelKernel<P><<<width, 32, upwardSharedBytes(v.terms), s>>>(v, v.levelStart[level]);
+  upwardLevelKernel<P><<<width, 32, upwardSharedBytes(), s>>>(v, v.levelStart[level]);
   AG_CUDA_LAUNCHED("upwardLevelKernel");
   return Status::success();
 }
