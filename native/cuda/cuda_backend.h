@@ -66,6 +66,15 @@ struct CudaOptions {
   /// host tree's; 256^3: 33 ms against 0.63 s, and with the device's tiles nothing per cell comes down but the
   /// results: 109 ms end to end against 1.96 s); the API's backends take AMRGRAV_FMM_DEVICE_TREE=0 for the host's.
   bool fmmDeviceTree = true;
+  /// Method 'fmm' in periodic boxes (cuda/fmm_periodic_phase.cu): the key sort on the device (with fmmDeviceSort;
+  /// the density contrast of a fully periodic box applied there to the sorted masses, the total the CPU's
+  /// fixed-order sum) and the interaction lists with their image shifts walked on the device (with fmmDeviceLists;
+  /// fmm/dual_walk_k.h, the same lists as the host's buildInteractionLists(..., period), array for array: the M2L
+  /// CSR and its shifts stay there, the P2P pairs with their shifts come down for the host's near tiles). The tree
+  /// with its dipole terms, the near tiles and the far images' pass stay on the host. Off by default until the GPU
+  /// parity subject fmm-periodic passes with it on a GPU (it compares both paths); the API's backends take
+  /// AMRGRAV_FMM_DEVICE_PERIODIC=1 to turn it on.
+  bool fmmDevicePeriodic = false;
 };
 
 /// Per-solve measurements of the CUDA backend (device phases from cudaEvents on the backend's stream).

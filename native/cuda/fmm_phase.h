@@ -80,8 +80,9 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
 /// The parity tool's check of the device's lists (cuda/testing.h): the tree's arrays up into the state's FMM
 /// buffers, the lists built there as the solve builds them, and copied down whole (M2L CSR, P2P pairs, counts);
 /// seconds: the device timeline (events) from the MAC quantities' upload through the walk, its sorts and the CSR.
+/// period: a periodic box's tree (dipole terms), walked with the image shifts as fmm_periodic_phase.cu walks it.
 Status fmmListsForCheck(DeviceState& ds, const fmm::FmmTree& tree, double tolerance, fmm::FmmLists& out,
-                        double* seconds);
+                        double* seconds, const double* period = nullptr);
 
 /// The parity tool's check of the device's sort (cuda/testing.h): the root cube, sorted cells and keys that the solve
 /// with CudaOptions::fmmDeviceSort hands the host's tree (root scaled as sortCellsByKey scales it); seconds: host
