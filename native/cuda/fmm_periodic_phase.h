@@ -5,8 +5,10 @@
 /// and tiles with the shifts, and the far images' pass, fmm/far_images.h, whose local coefficients of the frontier
 /// cubes are uploaded as L's start), the device's evaluation of those lists with the shifts (cuda/kernels_fmm.h: the
 /// shifted P2P and M2L, M2L with the dipole terms, L2L, L2P), the sums down and finished by the CPU backend's finish
-/// (tree/finish.h finishSolve: G, the periodic self term, the mean potential). The device's sort, lists and tiles
-/// (CudaOptions::fmmDeviceSort, fmmDeviceLists, fmmDeviceTiles) are the isolated path's: here the host's are used.
+/// (tree/finish.h finishSolve: G, the periodic self term, the mean potential). With CudaOptions::fmmDevicePeriodic
+/// the sort (with fmmDeviceSort; the density contrast then applied to the device's sorted masses too) and the lists
+/// with their image shifts (with fmmDeviceLists; cuda/fmm_lists_phase.h, the M2L CSR and its shifts kept there, the
+/// P2P pairs with shifts down) are the device's; the tree, the near tiles and the far images stay the host's.
 /// Internal to native/cuda.
 #pragma once
 #include <cstdint>
@@ -30,8 +32,9 @@ struct FmmPeriodicBuffers {
 
 /// The solve of cells.n > 0 cells with opt.method == SolveMethod::Fmm and a periodic axis, called by
 /// solveFmmOnDevice: results into out.targets(), the phases' times into out.stats and ds.stats as the isolated
-/// path's (keys: the host's sort and the density contrast; moments: the tree; build: the lists, the near field's
-/// tiles and the far images' pass; upload; walk: the device's evaluation; download: the sums down and finished).
+/// path's (keys: the sort, host's or device's, and the density contrast; moments: the tree; build: the lists, the
+/// near field's tiles and the far images' pass; upload; walk: the device's evaluation; download: the sums down and
+/// finished).
 Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, SolveResult& out);
 
 }  // namespace cuda
