@@ -96,6 +96,8 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
     ds.stats.fmmListMaxFrontier = dl.maxFrontier;
   } else {
     fmm::buildInteractionLists(tree, opt.fmmTolerance, threads, lists, period);
+    ds.stats.fmmListRounds = 0;  // no device walk
+    ds.stats.fmmListMaxFrontier = 0;
   }
   ds.stats.fmmListSeconds = since(t);
   // the near field's work with the shifts (fmm/p2p_tiles.h): a shifted pair at a whole number of leaves by its
