@@ -17,12 +17,17 @@
 #   largest    the largest uniform grid one GPU solves, float32 from host memory: the first of $LARGEST_GRIDS (default
 #              1304 1288 1248, in 8^3 blocks) that runs (on an 80 GB H100 at 37 bytes per cell: 1304^3 = 2.2e9
 #              cells, past 2^31), its potential at 16 cells against direct summation over every cell (--direct 16)
+#   fmm64      method 'fmm' through the block entry (cuda/fmm_phase.h solveFmmBlocks: the cells made on the device),
+#              64^3 in the FLASH-like unk, float64 and float32: check64's checks (the FMM keeps no tree: reuse and
+#              kept-* want tree_reused 0 and a fresh solver's bits) and timings
+#   fmm256     the same at 256^3 (plain layout), best of 5: host-new / host-unchanged (a whole new solve: nothing is
+#              kept) / device-new / device-unchanged / cells (the FMM's cell entry, float64), float64 and float32
 #   auto       backend 'auto' with autoGpuMinCells 100000: a 32^3 solve on the CPU (reason "auto: 32768 cells below
 #              the GPU's break-even (100000)"), a 64^3 one on the GPU, through the Node API (cells and blocks)
 #   node       `amrgrav bench --grid 256 --backend cuda` through the Node API: the cell entry, then the block entry
 #              (--blocks 8: unchanged mesh and new mesh), float64 and float32
 # Usage on the GPU host, from the project root, with .gpuhost carried:
-#   bash bench/gpu/blocks-check.sh                 (all steps but largest)
+#   bash bench/gpu/blocks-check.sh                 (all steps but largest, fmm64 and fmm256)
 #   bash bench/gpu/blocks-check.sh check64 check256
 # Logs: $OUT/blocks-logs.tar.gz; a summary (one line per check and timing) is printed last.
 # The timings' stats are each phase's own wall time, and on the host entry they overlap: a new mesh's densities go up
@@ -85,6 +90,12 @@ for step in "${steps[@]}"; do
     check256)
       run check256-f64 500 --grid 256 --block 8 --guard 0 --nvar 1 --reps 5
       run check256-f32 500 --grid 256 --block 8 --guard 0 --nvar 1 --reps 5 --float32 ;;
+    fmm64)
+      run fmm64-f64 400 --grid 64 --block 8 --guard 4 --nvar 3 --reps 5 --method fmm
+      run fmm64-f32 400 --grid 64 --block 8 --guard 4 --nvar 3 --reps 5 --float32 --method fmm ;;
+    fmm256)
+      run fmm256-f64 590 --grid 256 --block 8 --guard 0 --nvar 1 --reps 5 --method fmm
+      run fmm256-f32 590 --grid 256 --block 8 --guard 0 --nvar 1 --reps 5 --float32 --method fmm ;;
     flash256)
       run flash256 400 --grid 256 --block 8 --guard 4 --nvar 8 --reps 5 --no-check ;;
     chunks256)

@@ -154,31 +154,6 @@ BlockFinishValues blockFinishValues(const DeviceState& ds, const SolveOptions& o
   return f;
 }
 
-/// The host entry's densities on a new mesh: packed (the caller's dtype) by the copy threads into the pinned chunks
-/// and up into `at` on the copy stream, from a thread of its own, so that the keys, sort and build run meanwhile
-/// (blockMassesInto waits for them, on the stream). `at` is slot 3, free from the bounds (which read the sizes
-/// there) until the gather (memory_plan.h's table). kEventDensityUp* time it (its wall time: CudaStats::secondsUpload).
-Status startDensityUpload(DeviceState& ds, void* at) {
-  if (!ds.copyStream) AG_CUDA_TRY(cudaStreamCreateWithFlags(&ds.copyStream, cudaStreamNonBlocking));
-  const BlocksView* v = ds.blk.view;
-  ds.blk.densityAt = at;
-  ds.blk.densityUpload = std::async(std::launch::async, [&ds, v, at]() -> Status {
-    return guarded([&]() -> Status {
-      AG_CUDA_TRY(cudaSetDevice(ds.device));  // a new thread starts on device 0
-      const std::size_t es = dtypeBytes(v->dtype);
-      const Transfer t{nullptr, at, v->cells() * es};
-      const StagingRing::Fill fill = [v, es](void* dst, int, std::size_t off, std::size_t len) {
-        packRange(*v, off / es, (off + len) / es, dst);
-      };
-      AG_CUDA_TRY(cudaEventRecord(ds.events[kEventDensityUpStart], ds.copyStream));
-      AG_TRY(copyIn(ds, &t, 1, ds.copyStream, &fill));
-      AG_CUDA_TRY(cudaEventRecord(ds.events[kEventDensityUpEnd], ds.copyStream));
-      return Status::success();
-    });
-  });
-  return Status::success();
-}
-
 /// The walk's launches for the host entry's results in chunks (CudaOptions::resultChunks): 1 where they cannot
 /// come in chunks (the device entry; periodic walks, whose sums are final only after their last pass; pageable
 /// copies, which cannot wait per chunk).
@@ -380,26 +355,8 @@ Status run(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const So
   }
   const unsigned n = unsigned(cells);
   cudaStream_t caller = static_cast<cudaStream_t>(v.stream);
-  if (v.deviceData) {
-    AG_TRY(checkDevicePointers(ds, v, o, opt));
-    // after the work the caller queued on its stream (the density it wrote), without blocking the host
-    if (!ds.blk.callerEvent) AG_CUDA_TRY(cudaEventCreateWithFlags(&ds.blk.callerEvent, cudaEventDisableTiming));
-    AG_CUDA_TRY(cudaEventRecord(ds.blk.callerEvent, caller));
-    AG_CUDA_TRY(cudaStreamWaitEvent(ds.stream, ds.blk.callerEvent, 0));
-  }
-  struct Active {
-    DeviceState& ds;
-    ~Active() {
-      // the densities' upload, whatever happened: no copy into the block outlives the solve (an early error)
-      if (ds.blk.densityUpload.valid()) ds.blk.densityUpload.wait();
-      ds.blk.densityUpload = std::future<Status>();
-      if (ds.blk.densityAt) (void)cudaStreamSynchronize(ds.copyStream);
-      ds.blk.densityAt = nullptr;
-      ds.blk.pinnedDensity = nullptr;
-      ds.blk.view = nullptr;
-    }
-  } active{ds};
-  ds.blk.view = &v;
+  AG_TRY(orderAfterCaller(ds, v, o, opt));
+  const BlockSolveScope active(ds, v);
   const bool reuse = ds.blk.key.matches(v, opt) && ds.n == n && ds.block.get() == ds.blk.blockBase &&
                      ds.block.bytes() == ds.blk.blockBytes;
   // a page-locked density is read in place on an unchanged mesh, where its upload is on the critical path; a new
@@ -412,25 +369,8 @@ Status run(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const So
   // packed results first)
   const bool finishIntoCaller = v.deviceData && !opt.fullyPeriodic();
 
-  // the blocks' geometry (6 doubles per block; unchanged when the tree is kept), the device entry's block index
-  if (!reuse) {
-    std::vector<double> geo(6 * v.nBlocks);
-    for (std::size_t b = 0; b < v.nBlocks; ++b)
-      for (int d = 0; d < 3; ++d) {
-        geo[6 * b + d] = v.lo[3 * b + d];
-        geo[6 * b + 3 + d] = v.dx[3 * b + d];
-      }
-    AG_TRY(ds.blk.geo.reserve(geo.size(), "the blocks' geometry"));
-    AG_CUDA_TRY(cudaMemcpyAsync(ds.blk.geo.get(), geo.data(), geo.size() * sizeof(double), cudaMemcpyHostToDevice,
-                                ds.stream));
-    AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));  // geo dies here
-  }
-  if ((v.deviceData || ds.blk.pinnedDensity) && v.blockIndex) {  // the kernels read the caller's layout
-    AG_TRY(ds.blk.slots.reserve(v.nBlocks, "the block index"));
-    AG_CUDA_TRY(cudaMemcpyAsync(ds.blk.slots.get(), v.blockIndex, v.nBlocks * sizeof(std::int32_t),
-                                cudaMemcpyHostToDevice, ds.stream));
-    AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));
-  }
+  // the blocks' geometry (unchanged when the tree is kept), the device entry's block index
+  AG_TRY(putBlockGeometry(ds, v, !reuse));
 
   const CellsView none{nullptr, nullptr, nullptr, nullptr, nullptr, cells};
   // the host entry on a new mesh: the densities go up while the keys, sort and build run
@@ -476,9 +416,113 @@ Status run(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const So
 
 }  // namespace
 
+BlockSolveScope::BlockSolveScope(DeviceState& d, const BlocksView& v) : ds(d) { ds.blk.view = &v; }
+
+BlockSolveScope::~BlockSolveScope() {
+  // the densities' upload, whatever happened: no copy into the block outlives the solve (an early error)
+  if (ds.blk.densityUpload.valid()) ds.blk.densityUpload.wait();
+  ds.blk.densityUpload = std::future<Status>();
+  if (ds.blk.densityAt) (void)cudaStreamSynchronize(ds.copyStream);
+  ds.blk.densityAt = nullptr;
+  ds.blk.pinnedDensity = nullptr;
+  ds.blk.view = nullptr;
+}
+
+Status orderAfterCaller(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const SolveOptions& opt) {
+  if (!v.deviceData) return Status::success();
+  AG_TRY(checkDevicePointers(ds, v, o, opt));
+  // after the work the caller queued on its stream (the density it wrote), without blocking the host
+  if (!ds.blk.callerEvent) AG_CUDA_TRY(cudaEventCreateWithFlags(&ds.blk.callerEvent, cudaEventDisableTiming));
+  AG_CUDA_TRY(cudaEventRecord(ds.blk.callerEvent, static_cast<cudaStream_t>(v.stream)));
+  AG_CUDA_TRY(cudaStreamWaitEvent(ds.stream, ds.blk.callerEvent, 0));
+  return Status::success();
+}
+
+Status putBlockGeometry(DeviceState& ds, const BlocksView& v, bool geometry) {
+  if (geometry) {  // 6 doubles per block
+    std::vector<double> geo(6 * v.nBlocks);
+    for (std::size_t b = 0; b < v.nBlocks; ++b)
+      for (int d = 0; d < 3; ++d) {
+        geo[6 * b + d] = v.lo[3 * b + d];
+        geo[6 * b + 3 + d] = v.dx[3 * b + d];
+      }
+    AG_TRY(ds.blk.geo.reserve(geo.size(), "the blocks' geometry"));
+    AG_CUDA_TRY(cudaMemcpyAsync(ds.blk.geo.get(), geo.data(), geo.size() * sizeof(double), cudaMemcpyHostToDevice,
+                                ds.stream));
+    AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));  // geo dies here
+  }
+  if ((v.deviceData || ds.blk.pinnedDensity) && v.blockIndex) {  // the kernels read the caller's layout
+    AG_TRY(ds.blk.slots.reserve(v.nBlocks, "the block index"));
+    AG_CUDA_TRY(cudaMemcpyAsync(ds.blk.slots.get(), v.blockIndex, v.nBlocks * sizeof(std::int32_t),
+                                cudaMemcpyHostToDevice, ds.stream));
+    AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));
+  }
+  return Status::success();
+}
+
+Status startDensityUpload(DeviceState& ds, void* at) {
+  if (!ds.copyStream) AG_CUDA_TRY(cudaStreamCreateWithFlags(&ds.copyStream, cudaStreamNonBlocking));
+  const BlocksView* v = ds.blk.view;
+  ds.blk.densityAt = at;
+  ds.blk.densityUpload = std::async(std::launch::async, [&ds, v, at]() -> Status {
+    return guarded([&]() -> Status {
+      AG_CUDA_TRY(cudaSetDevice(ds.device));  // a new thread starts on device 0
+      const std::size_t es = dtypeBytes(v->dtype);
+      const Transfer t{nullptr, at, v->cells() * es};
+      const StagingRing::Fill fill = [v, es](void* dst, int, std::size_t off, std::size_t len) {
+        packRange(*v, off / es, (off + len) / es, dst);
+      };
+      AG_CUDA_TRY(cudaEventRecord(ds.events[kEventDensityUpStart], ds.copyStream));
+      AG_TRY(copyIn(ds, &t, 1, ds.copyStream, &fill));
+      AG_CUDA_TRY(cudaEventRecord(ds.events[kEventDensityUpEnd], ds.copyStream));
+      return Status::success();
+    });
+  });
+  return Status::success();
+}
+
+Status blockSortedCentres(DeviceState& ds, double* x, double* y, double* z) {
+  return launchBlockSortedCells(geometryOf(ds), ds.order, ds.scale, x, y, z, nullptr, nullptr, nullptr, ds.stream);
+}
+
+Status deliverBlockSums(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const SolveOptions& opt,
+                        double* const packed[4]) {
+  const unsigned n = ds.n;
+  const int nout = opt.accelerations ? 4 : 1;
+  void* dst[4] = {o.potential, o.ax, o.ay, o.az};
+  const BlockGeometry geo = geometryOf(ds);
+  BlockField f[4];
+  for (int k = 0; k < nout; ++k) {
+    if (v.deviceData) {
+      f[k] = callerField(ds, dst[k]);
+    } else {  // packed float64, cells in block order (launchFinish's results in the caller's order)
+      f[k] = packedField(v, packed[k]);
+      f[k].dtype = 0;
+    }
+  }
+  AG_TRY(launchBlockFinish(geo, ds.order, blockFinishValues(ds, opt), f, ds.stream));
+  AG_CUDA_TRY(cudaEventRecord(ds.events[5], ds.stream));
+  const auto td = Clock::now();
+  if (v.deviceData) {
+    // the caller's later work on its stream follows these writes
+    AG_CUDA_TRY(cudaEventRecord(ds.blk.callerEvent, ds.stream));
+    AG_CUDA_TRY(cudaStreamWaitEvent(static_cast<cudaStream_t>(v.stream), ds.blk.callerEvent, 0));
+    AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));
+  } else {  // down through the pinned chunks, scattered into the caller's layout and dtype on the copy threads
+    Transfer t[4];
+    for (int k = 0; k < nout; ++k) t[k] = Transfer{nullptr, packed[k], std::size_t(n) * sizeof(double)};
+    const StagingRing::Drain drain = [&](const void* src, int k, std::size_t off, std::size_t len) {
+      scatterRange(v, static_cast<const double*>(src), off / sizeof(double), (off + len) / sizeof(double), dst[k]);
+    };
+    AG_TRY(copyOut(ds, t, nout, ds.stream, &drain));
+  }
+  ds.stats.secondsDownload = since(td);
+  return Status::success();
+}
+
 Status solveBlocksOnDevice(DeviceState& ds, const BlocksView& v, const BlockOutputs& out, const SolveOptions& opt,
                            SolveResult& result) {
-  // method 'fmm': the blocks' cells through the cell solve (which takes the lock)
+  // method 'fmm': its own block solve (fmm_phase.h; it takes the lock)
   if (opt.method == SolveMethod::Fmm) return guarded([&] { return solveFmmBlocks(ds, v, out, opt, result); });
   std::lock_guard<std::mutex> lock(ds.mu);
   return guarded([&] { return run(ds, v, out, opt, result); });

@@ -35,9 +35,50 @@ struct DeviceState;
 struct CellChecks;
 
 /// The block solve (host or device data, BlocksView::deviceData); takes the state's lock, host exceptions come back
-/// as a Status. stats.treeReused says whether the kept tree served.
+/// as a Status. stats.treeReused says whether the kept tree served. Method 'fmm' goes to solveFmmBlocks (fmm_phase.h).
 Status solveBlocksOnDevice(DeviceState& ds, const BlocksView& blocks, const BlockOutputs& out,
                            const SolveOptions& opt, SolveResult& result);
+
+// ---- the steps every block solve shares (the tree's run() in blocks_phase.cu, method 'fmm''s solveFmmBlocks in
+//      fmm_phase.cu)
+
+/// The running block solve: sets ds.blk.view; on leaving, whatever happened, joins the densities' upload (no copy
+/// into the block outlives the solve) and clears the view and the page-locked density.
+struct BlockSolveScope {
+  BlockSolveScope(DeviceState& ds, const BlocksView& v);
+  ~BlockSolveScope();
+  BlockSolveScope(const BlockSolveScope&) = delete;
+  BlockSolveScope& operator=(const BlockSolveScope&) = delete;
+  DeviceState& ds;
+};
+
+/// The device entry (v.deviceData; else nothing): the density and results checked as device memory of the solver's
+/// device, and the solve's stream ordered after the work the caller queued on v.stream (the density it wrote),
+/// without blocking the host.
+Status orderAfterCaller(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const SolveOptions& opt);
+
+/// The blocks' geometry up into ds.blk.geo (geometry false: the last solve's, kept), and the block index into
+/// ds.blk.slots where the kernels read the caller's layout (device data, or ds.blk.pinnedDensity).
+Status putBlockGeometry(DeviceState& ds, const BlocksView& v, bool geometry);
+
+/// The host entry's densities on a new mesh: packed (the caller's dtype) by the copy threads into the pinned chunks
+/// and up into `at` on the copy stream, from a thread of its own, so that the keys, sort and build run meanwhile
+/// (blockMassesInto waits for them, on the stream). `at` is slot 3, free from the bounds (which read the sizes
+/// there) until the gather (memory_plan.h's table). kEventDensityUp* time it (its wall time: CudaStats::secondsUpload).
+Status startDensityUpload(DeviceState& ds, void* at);
+
+/// After the gather (ds.order, ds.scale): the sorted cells' centres as arrays, x, y, z (n each, scaled: launchGather's
+/// values of the host's cells, core/blocks.h's formula), for kernels that read arrays (method 'fmm').
+Status blockSortedCentres(DeviceState& ds, double* x, double* y, double* z);
+
+/// Sums in sorted order (ds.sums, ds.order, ds.massScale, ds.scale; isolated boxes: no mean potential) finished
+/// (launchFinish's bits, kernel_blocks.cu launchBlockFinish) into the caller's layout: the device entry straight into
+/// the caller's arrays (the caller's stream then waits for them); the host entry into packed float64 arrays at
+/// packed[0..3] (n doubles each, 1 without accelerations: device memory the caller has no more use for), which come
+/// down through the pinned chunks and are scattered into the caller's layout and dtype on the copy threads.
+/// ds.stats.secondsDownload: from the finish's end to the results in place.
+Status deliverBlockSums(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const SolveOptions& opt,
+                        double* const packed[4]);
 
 // ---- the tree phase's hooks while a block solve runs (ds.blk.view set)
 

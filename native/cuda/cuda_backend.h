@@ -128,6 +128,10 @@ struct CudaStats {
   /// Method 'fmm' with CudaOptions::fmmDeviceTiles: the device's build of the near lists and tiles
   /// (cuda/fmm_tiles_phase.h), each step's device time (events), named by kFmmTileStepNames; zeros otherwise.
   double fmmTileStepSeconds[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+  /// Method 'fmm''s block entry (fmm_phase.h solveFmmBlocks): the cells were made on the device from the blocks (one
+  /// number per cell up, none with device data); false when the host made them for the cell solve (periodic boxes,
+  /// a step of the FMM on the host) and for every other solve.
+  bool fmmBlocksOnDevice = false;
   std::string device;               ///< name, compute capability, multiprocessors
 };
 

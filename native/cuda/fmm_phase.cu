@@ -1,14 +1,16 @@
 /// \file fmm_phase.cu
 /// \brief Method 'fmm' on the CUDA backend (fmm_phase.h): the CPU backend's FMM path (cpu/cpu_backend.cpp,
-/// fmm/fmm_solve.cpp) with its evaluation moved to the device.
+/// fmm/fmm_solve.cpp) with its evaluation moved to the device, from cells or from blocks (the block entry).
 #include <algorithm>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "core/backend.h"
+#include "core/blocks.h"
 #include "core/thread_pool.h"
 #include "core/validate.h"
+#include "cuda/blocks_phase.h"
 #include "cuda/device.h"
 #include "cuda/device_state.h"
 #include "cuda/fmm_phase.h"
@@ -454,52 +456,46 @@ Status fmmTreeForCheck(DeviceState& ds, const CellsView& cells, const SolveOptio
   });
 }
 
-Status solveFmmBlocks(DeviceState& ds, const BlocksView& v, const BlockOutputs& out, const SolveOptions& opt,
-                      SolveResult& result) {
-  AG_TRY(checkFmmOnDevice(opt));
-  if (v.deviceData)
-    return Status::error(ErrorCode::InvalidOption,
-                         "method 'fmm' takes the host block entry and the cell entry on the CUDA backend so far (issue "
-                         "#20): the device entry (device pointers) needs method 'tree'");
-  return solveBlocksViaCells(v, out, opt, result, [&](const CellsView& c, SolveResult& r) {
-    return solveOnDevice(ds, c, opt, r, false);
-  });
+namespace {
+
+/// Which of the FMM's steps run on the device (CudaOptions), and what follows from them.
+struct FmmSteps {
+  bool deviceSort = false, deviceWalk = false, deviceTree = false, deviceTiles = false, deviceFinish = false;
+};
+
+FmmSteps fmmSteps(const CudaOptions& c) {
+  FmmSteps f;
+  f.deviceTiles = c.fmmDeviceLists && c.fmmDeviceTiles;
+  f.deviceSort = c.fmmDeviceSort;
+  f.deviceWalk = c.fmmDeviceLists;
+  // the tree and its upward pass on the device (fmm_tree_phase.h) from the device sort's topology, for its lists
+  f.deviceTree = c.fmmDeviceTree && f.deviceSort && f.deviceWalk;
+  // with the tiles there too nothing on the host reads the sorted cells: no gather, the finish on the device
+  f.deviceFinish = f.deviceTree && f.deviceTiles;
+  return f;
 }
 
-Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, SolveResult& out) {
-  AG_TRY(checkFmmOnDevice(opt));
-  if (opt.anyPeriodic()) return solvePeriodicFmmOnDevice(ds, cells, opt, out);
-  const bool deviceTiles = ds.copt.fmmDeviceLists && ds.copt.fmmDeviceTiles;
-  const bool deviceSort = ds.copt.fmmDeviceSort;
-  const bool deviceWalk = ds.copt.fmmDeviceLists;
-  // the tree and its upward pass on the device (fmm_tree_phase.h) from the device sort's topology, for its lists
-  const bool deviceTree = ds.copt.fmmDeviceTree && deviceSort && deviceWalk;
-  // with the tiles there too nothing on the host reads the sorted cells: no gather, the finish on the device
-  const bool deviceFinish = deviceTree && deviceTiles;
-  // the solve skipped validateCells: the host's sort checks the cells here, the device's sort in its first passes
-  if (ds.copt.validateOnDevice && !deviceSort) AG_TRY(validateCells(cells, opt));
-  const auto t0 = Clock::now();
-  const int threads = resolveThreadCount(opt.threads);
-  SolveStats& st = out.stats;
-  st.threads = threads;  // the host's part: (sort), tree, multipoles, lists
+/// What the evaluation leaves for the finish and the stats.
+struct FmmEvaluated {
+  fmm::FmmTree tree;  ///< with the device's tree its shape alone (order, terms, levels, depth, root)
+  FmmDeviceView v;    ///< the sums: v.phi (v.gx, v.gy, v.gz with accelerations)
+  std::size_t nodes = 0, leafCount = 0;
+  std::uint64_t directedM2L = 0, directedP2P = 0;
+};
 
-  // the root cube and the key sort: on the device (the sorted cells stay there for the evaluation; the order and keys
-  // come down) or the CPU backend's on the host; the same bits either way (sortOnDevice)
-  auto t = Clock::now();
-  SortedCells sorted;
-  std::vector<std::uint64_t> keys;
-  RootCube root;
-  if (deviceSort) {
-    AG_TRY(sortOnDevice(ds, cells, opt, threads, root, sorted, keys, deviceTree, !deviceFinish));
-  } else {
-    root = chooseRootCube(cells, opt);
-    AG_TRY(sortCellsByKey(cells, root, sorted, keys, 0, false, threads));  // root rescaled in place, as on the CPU
-  }
-  ds.stats.secondsKeys = since(t);
+/// The FMM from the sorted cells on (isolated boxes): the tree with its multipoles, the lists, the near field's tiles,
+/// the uploads and the device's evaluation, on the device or the host as `f` says. The sorted cells are where the
+/// device sort left them (f.deviceSort: ds.sortedCells, ds.sortedSize; ds.sums) or in `sorted` (the host's sort,
+/// with its keys and scaled root); with the device's tree neither `sorted` nor `keys` nor `root` is read.
+Status evaluateSorted(DeviceState& ds, const SolveOptions& opt, const FmmSteps& f, std::size_t n, int threads,
+                      const SortedCells& sorted, const std::vector<std::uint64_t>& keys, const RootCube& root,
+                      FmmEvaluated& e) {
+  const bool deviceSort = f.deviceSort, deviceWalk = f.deviceWalk, deviceTree = f.deviceTree,
+             deviceTiles = f.deviceTiles;
   // the tree with its multipoles: the CPU backend's on the host, or the device's by the same rules (the same bits);
   // the host's tiles then read its topology and centres, copied down
-  t = Clock::now();
-  fmm::FmmTree tree;
+  auto t = Clock::now();
+  fmm::FmmTree& tree = e.tree;
   DeviceFmmTree dtree;
   if (deviceTree) {
     AG_TRY(buildFmmTreeOnDevice(ds, opt, dtree, tree));
@@ -512,7 +508,7 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
   if (tree.dipoles)
     return Status::error(ErrorCode::Internal, "CUDA backend: the FMM's device kernels take no dipole terms");
   t = Clock::now();
-  const std::size_t n = cells.n, nodes = deviceTree ? dtree.nodes : tree.nodeCount();
+  const std::size_t nodes = deviceTree ? dtree.nodes : tree.nodeCount();
   FmmBuffers& b = ds.fmm;
   fmm::FmmLists lists;
   std::vector<std::uint32_t> topo;  // the topology's staging (alive until the upload's synchronisation)
@@ -587,7 +583,8 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
   ds.stats.secondsUpload = since(t);
 
   // the evaluation's view: the buffers the host fed, then what the device's sort and tiles keep where they made it
-  FmmDeviceView v = fmmparts::bufferView(ds, tree, nodes, n, accel, tileOff, off);
+  FmmDeviceView& v = e.v;
+  v = fmmparts::bufferView(ds, tree, nodes, n, accel, tileOff, off);
   v.leafCount = unsigned(leafCount);
   v.tileCount = unsigned(tileCount);
   v.irregularCount = unsigned(irregularCount);
@@ -622,25 +619,167 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
   ds.stats.fmmTableEntries = deviceTiles ? dt.total.tableEntries : tiles.tableEntries;
   ds.stats.fmmComputedEntries = deviceTiles ? dt.total.computedEntries : tiles.computedEntries;
   ds.stats.fmmIrregularLeaves = irregularCount;
+  e.nodes = nodes;
+  e.leafCount = leafCount;
+  e.directedM2L = lists.directedM2L;
+  e.directedP2P = lists.directedP2P;
+  return Status::success();
+}
+
+/// The self term folded into the device sort's potential sums (the direct path's launchFoldSelf over the sorted
+/// masses and sizes), the mass scale 1: the FMM's sums are in the caller's masses (the sort gathers them unscaled).
+Status foldSelfOnDevice(DeviceState& ds, const FmmDeviceView& v, std::size_t n, const SolveOptions& opt) {
+  ds.massScale = 1.0;
+  return launchFoldSelf(v.phi, ds.sortedCells.mass, ds.sortedSize, unsigned(n), 1.0,
+                        selfCoefficient(opt.selfPotential), ds.stream);
+}
+
+/// Whether the block entry runs on the device (solveFmmBlocks): an isolated box, every step the device's.
+bool blocksOnDevice(const DeviceState& ds, const SolveOptions& opt) {
+  return !opt.anyPeriodic() && fmmSteps(ds.copt).deviceFinish;
+}
+
+/// The block solve on the device (the state's lock held): the tree path's block machinery up to the gather
+/// (blocks_phase.h: the densities up packed in the caller's dtype beside the keys and sort, or read from the caller's
+/// device array; the masses made, checked and summed by blockMassesInto; the keys, sort and the FMM's topology from
+/// the cells made from the blocks' geometry; the sorted masses and sizes), in the compact layout of a direct solve
+/// (memory_plan.h: slot 3 the sorted masses, slot 2 the sorted sizes, slot 4 the sorted keys and then phi), the
+/// sorted centres made as arrays into ds.fmm.cells for the FMM's kernels, then the cell path's own evaluation
+/// (evaluateSorted with every step on the device) and fold, and the results finished into the caller's layout
+/// (deliverBlockSums; the host entry's packed results in the centres' and masses' room, dead by then).
+Status runFmmBlocks(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const SolveOptions& opt,
+                    SolveResult& out) {
+  const std::size_t cells = v.cells();
+  AG_TRY(checkOptions(opt, cells, false));
+  const auto tv = Clock::now();
+  AG_TRY(validateBlocks(v, o, opt));
+  ds.stats = CudaStats{};
+  AG_TRY(ensureDevice(ds));
+  ds.stats.secondsValidate = since(tv);
+  ds.stats.device = ds.deviceName;
+  const auto t0 = Clock::now();
+  out = SolveResult{};
+  out.stats.threads = 1;
+  if (cells == 0) {
+    ds.stats.secondsTotal = out.stats.secondsTotal = since(t0);
+    return Status::success();
+  }
+  const std::size_t n = cells;
+  AG_TRY(orderAfterCaller(ds, v, o, opt));
+  const BlockSolveScope active(ds, v);
+  // the block is laid out anew and the FMM leaves no tree to keep: a tree block solve's kept tree is gone
+  ds.blk.key.valid = false;
+  ds.blk.hostOrderValid = false;
+  ds.blk.pinnedDensity = nullptr;
+  AG_TRY(putBlockGeometry(ds, v, true));
+
+  // the sort with the FMM's topology (sortOnDevice's steps on the blocks' cells), the densities going up meanwhile
+  auto t = Clock::now();
+  const CellsView none{nullptr, nullptr, nullptr, nullptr, nullptr, n};
+  AG_TRY(uploadAndBound(ds, none, opt, true));
+  if (!v.deviceData) AG_TRY(startDensityUpload(ds, ds.slot[3]));
+  SortDownload down;
+  down.treeLeafSize = fmm::kFmmLeafSize;
+  AG_TRY(sortAndBuild(ds, none, opt, true, 0.0, false, &down));
+  // the sorted centres as arrays (the FMM's kernels read arrays); ds.sortedCells then reads them, the sorted masses
+  // and sizes staying in slots 3 and 2
+  FmmBuffers& b = ds.fmm;
+  AG_TRY(b.cells.reserve(3 * n, "the FMM's sorted centres"));
+  double* const x = b.cells.get();
+  AG_TRY(blockSortedCentres(ds, x, x + n, x + 2 * n));
+  ds.sortedCells = DeviceCells{x, x + n, x + 2 * n, ds.sortedCells.mass};
+  ds.stats.secondsKeys = since(t);
+
+  const FmmSteps f = fmmSteps(ds.copt);
+  const int threads = resolveThreadCount(opt.threads);
+  SolveStats& st = out.stats;
+  st.threads = threads;
+  const SortedCells unused;
+  const std::vector<std::uint64_t> noKeys;
+  FmmEvaluated e;
+  AG_TRY(evaluateSorted(ds, opt, f, n, threads, unused, noKeys, ds.root, e));
+  if (!v.deviceData)  // the densities' upload beside the keys and sort (wall time)
+    ds.stats.secondsUpload += elapsed(ds, kEventDensityUpStart, kEventDensityUpEnd);
+
+  // the finish (G, scaling, self term) into the caller's layout; the host entry's packed results where the centres
+  // (read by the evaluation alone) and the masses (read by the fold, queued before) were
+  AG_TRY(foldSelfOnDevice(ds, e.v, n, opt));
+  double* const packed[4] = {x, x + n, x + 2 * n, ds.slot[3]};
+  AG_TRY(deliverBlockSums(ds, v, o, opt, packed));
+
+  fmmparts::reportFmmStats(ds, t0, n, e.nodes, e.leafCount, e.tree.topo.depth, e.directedM2L, e.directedP2P, st);
+  AG_TRY(fmmTileStepSeconds(ds.fmm.tileBuild, ds.stats.fmmTileStepSeconds));
+  st.secondsUpload = ds.stats.secondsUpload;
+  st.secondsTotal = ds.stats.secondsTotal = since(t0);
+  st.treeReused = false;
+  ds.stats.fmmBlocksOnDevice = true;
+  return Status::success();
+}
+
+}  // namespace
+
+Status solveFmmBlocks(DeviceState& ds, const BlocksView& v, const BlockOutputs& out, const SolveOptions& opt,
+                      SolveResult& result) {
+  AG_TRY(checkFmmOnDevice(opt));
+  if (blocksOnDevice(ds, opt)) {
+    std::lock_guard<std::mutex> lock(ds.mu);
+    return guarded([&] { return runFmmBlocks(ds, v, out, opt, result); });
+  }
+  // periodic boxes, or a step on the host (CudaOptions): the blocks' cells made on the host, the cell solve
+  if (v.deviceData)
+    return Status::error(ErrorCode::InvalidOption,
+                         "method 'fmm''s device block entry (device pointers) takes isolated boxes with the FMM's "
+                         "sort, tree, lists and tiles on the device (the defaults); periodic boxes need the host block "
+                         "entry or method 'tree'");
+  return solveBlocksViaCells(v, out, opt, result, [&](const CellsView& c, SolveResult& r) {
+    return solveOnDevice(ds, c, opt, r, false);
+  });
+}
+
+Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, SolveResult& out) {
+  AG_TRY(checkFmmOnDevice(opt));
+  if (opt.anyPeriodic()) return solvePeriodicFmmOnDevice(ds, cells, opt, out);
+  const FmmSteps f = fmmSteps(ds.copt);
+  // the solve skipped validateCells: the host's sort checks the cells here, the device's sort in its first passes
+  if (ds.copt.validateOnDevice && !f.deviceSort) AG_TRY(validateCells(cells, opt));
+  const auto t0 = Clock::now();
+  const int threads = resolveThreadCount(opt.threads);
+  SolveStats& st = out.stats;
+  st.threads = threads;  // the host's part: (sort), tree, multipoles, lists
+
+  // the root cube and the key sort: on the device (the sorted cells stay there for the evaluation; the order and keys
+  // come down) or the CPU backend's on the host; the same bits either way (sortOnDevice)
+  auto t = Clock::now();
+  SortedCells sorted;
+  std::vector<std::uint64_t> keys;
+  RootCube root;
+  if (f.deviceSort) {
+    AG_TRY(sortOnDevice(ds, cells, opt, threads, root, sorted, keys, f.deviceTree, !f.deviceFinish));
+  } else {
+    root = chooseRootCube(cells, opt);
+    AG_TRY(sortCellsByKey(cells, root, sorted, keys, 0, false, threads));  // root rescaled in place, as on the CPU
+  }
+  ds.stats.secondsKeys = since(t);
+  const std::size_t n = cells.n;
+  FmmEvaluated e;
+  AG_TRY(evaluateSorted(ds, opt, f, n, threads, sorted, keys, root, e));
 
   // download, then the CPU backend's finish (G, scaling, self term, the caller's order); or that finish on the
   // device (kernel_finish.cu: the same operations, rounded alike) and the results down in the caller's order
   t = Clock::now();
-  if (deviceFinish) {
-    ds.massScale = 1.0;  // the FMM's sums are in the caller's masses (the sort gathers them unscaled)
-    AG_TRY(launchFoldSelf(v.phi, ds.sortedCells.mass, ds.sortedSize, unsigned(n), 1.0,
-                          selfCoefficient(opt.selfPotential), ds.stream));
+  const bool accel = opt.accelerations;
+  if (f.deviceFinish) {
+    AG_TRY(foldSelfOnDevice(ds, e.v, n, opt));
     AG_TRY(finishAndDownload(ds, opt, out.targets(n, accel)));
   }
-  std::vector<double> phi(deviceFinish ? 0 : n), g[3];
-  if (!deviceFinish) {
-    AG_TRY(fmmparts::downloadSums(ds, v, n, accel, phi, g));
+  std::vector<double> phi(f.deviceFinish ? 0 : n), g[3];
+  if (!f.deviceFinish) {
+    AG_TRY(fmmparts::downloadSums(ds, e.v, n, accel, phi, g));
     finishSolve(sorted, opt, phi, accel ? g : nullptr, out, copyThreads(ds));
   }
   ds.stats.secondsDownload = since(t);
 
-  fmmparts::reportFmmStats(ds, t0, n, nodes, leafCount, tree.topo.depth, lists.directedM2L, lists.directedP2P,
-                           st);
+  fmmparts::reportFmmStats(ds, t0, n, e.nodes, e.leafCount, e.tree.topo.depth, e.directedM2L, e.directedP2P, st);
   return Status::success();
 }
 

@@ -37,7 +37,8 @@ struct DeviceState;
 struct FmmBuffers {
   /// The host sort's (CudaOptions::fmmDeviceSort off) sorted cells, x, y, z, mass (n each), and sums, phi, gx, gy, gz
   /// (n each; phi alone without accelerations); the device sort leaves its cells in the solve's block and its sums
-  /// in DeviceState::sums
+  /// in DeviceState::sums. A block solve (solveFmmBlocks): the sorted centres x, y, z made from the blocks (n each;
+  /// then the host entry's packed results)
   DeviceBuffer<double> cells;
   DeviceBuffer<double> sums;
   DeviceBuffer<double> centre, M, L;
@@ -62,7 +63,7 @@ struct FmmBuffers {
 };
 
 /// InvalidOption when the CUDA backend's FMM is not built for these options (none so far: isolated and periodic
-/// boxes both run; the block entry's device pointers are refused by solveFmmBlocks).
+/// boxes both run; the block entry's device pointers in periodic boxes are refused by solveFmmBlocks).
 Status checkFmmOnDevice(const SolveOptions& opt);
 
 /// The solve of cells.n > 0 cells with opt.method == SolveMethod::Fmm, called by the backend's solve once the
@@ -101,9 +102,16 @@ Status fmmTilesForCheck(DeviceState& ds, const fmm::FmmTree& tree, const SortedC
 Status fmmTreeForCheck(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, fmm::FmmTree& tree,
                        double* seconds);
 
-/// The host block entry with method 'fmm': the blocks' cells made on the host and solved by the backend's cell solve
-/// (core/backend.h solveBlocksViaCells); the device entry (device pointers) is an InvalidOption so far. Takes the
-/// state's lock through the cell solve.
+/// The block entry with method 'fmm' (host or device data; issues #17 and #20). In an isolated box with the FMM's
+/// sort, tree, lists and tiles on the device (the defaults) one number per cell crosses the bus, or none (device
+/// entry): the block path's machinery (blocks_phase.h) uploads the densities packed in the caller's dtype beside the
+/// keys and sort (or reads the caller's device array), makes the masses, keys, sorted masses and sizes from the blocks'
+/// geometry on the device, and the sorted centres as arrays (ds.fmm.cells); the cell entry's own evaluation follows
+/// (the same tree, lists, tiles, kernels and finish, so the results are bitwise the cell entry's on the cells that
+/// core/blocks.h makes), and the results are finished into the caller's layout (deliverBlockSums). Nothing is kept
+/// for the next call (no tree reuse: stats.treeReused false). Otherwise (periodic boxes, a step on the host) the
+/// host entry makes the cells on the host and runs the cell solve (core/backend.h solveBlocksViaCells) and the device
+/// entry is an InvalidOption. Takes the state's lock.
 Status solveFmmBlocks(DeviceState& ds, const BlocksView& v, const BlockOutputs& out, const SolveOptions& opt,
                       SolveResult& result);
 

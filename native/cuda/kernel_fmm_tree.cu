@@ -1,6 +1,8 @@
 /// \file kernel_fmm_tree.cu
 /// \brief The FMM's tree and upward pass on the device (kernels_fmm_tree.h). Every rounding is explicit
 /// (fmm/upward_k.h over physics/rounding.h's RoundNearest); built with -fmad=false all the same (cmake/cuda.cmake).
+#include <string>
+
 #include "cuda/check.h"
 #include "cuda/grid_stride.h"
 #include "cuda/kernels_fmm_tree.h"
@@ -11,9 +13,6 @@
 namespace amrgrav {
 namespace cuda {
 namespace {
-
-/// Threads of a node's block in the upward pass: one per multipole term (120 at order 7).
-constexpr int kTermThreads = 128;
 
 /// The level of node i (levelStart ascending; its last entry the node count).
 __device__ __forceinline__ int levelOf(const FmmTreeView& v, unsigned i) {
@@ -37,27 +36,79 @@ __global__ void __launch_bounds__(kGridThreads) topologyKernel(FmmTreeView v, co
   }
 }
 
-__global__ void __launch_bounds__(kTermThreads) upwardLevelKernel(FmmTreeView v, unsigned levelBegin) {
+/// A node's warp works on monomial rows in shared memory: a leaf's cells kRowCells at a time, a lane per cell, or its
+/// children's offsets, a lane per child. kRowCells is a multiple of 8, so row r of a chunk is the host's lane r mod 8.
+constexpr int kRowCells = 32;
+/// The rows' term stride (term q of row r at q * kRowStride + r): padded, so lanes of different terms reading one row
+/// meet 2-way bank conflicts at most, and lanes of one term writing their rows none.
+constexpr int kRowStride = kRowCells + 1;
+/// Terms a lane of the upward pass takes: q = lane, lane + 32, ... (120 terms at order 7).
+constexpr int kTermsPerLane = 4;
+static_assert(kRowCells == 32 && kRowCells % fmm::kUpwardLanes == 0 && 32 * kTermsPerLane >= 120,
+              "the upward pass's lanes");
+
+/// Dynamic shared memory of upwardLevelKernel<P> (its warp's rows and masses; at order 7 about 31 KB).
+std::size_t upwardSharedBytes(int terms) {
+  return (std::size_t(terms) * kRowStride + kRowCells) * sizeof(double);
+}
+
+/// Term q's monomials of offset h, made in term order from compile-time tables (fmmMonomialStep's arithmetic, so
+/// fmmMonomial's bits; the row stays in registers), each written to out[q * stride].
+template <int P>
+__device__ __forceinline__ void monomialRowInto(const double h[3], double* out, int stride) {
+  constexpr fmm::MonoTablesOf<P> tab{};
+  double row[tab.kTerms];
+  row[0] = 1.0;
+  out[0] = 1.0;
+#pragma unroll
+  for (int q = 1; q < tab.kTerms; ++q) {
+    row[q] = fmm::fmmMonomialStepOf(row[tab.prev[q]], h[tab.axis[q]], tab.scale[q]);
+    out[q * stride] = row[q];
+  }
+}
+
+/// A warp (block) per node of one level: lane 0 its sums and centre (a leaf's cells, loaded 32 at a time by the
+/// lanes, handed to lane 0 in order by shuffles; or its children's sums in child order); then its multipoles, each
+/// lane kTermsPerLane terms. A leaf: its cells' monomial rows 32 at a time, a lane per cell (cell j in the host's lane
+/// (j - b) mod 8: fmmP2MTerm's bits), each term's products into its 8 lane sums in the cells' order; a node with
+/// children: its children's multipoles staged and their offsets' rows, then each term's M2M (fmmM2MTermOfRows).
+template <int P>
+__global__ void __launch_bounds__(32) upwardLevelKernel(FmmTreeView v, unsigned levelBegin) {
+  extern __shared__ double upwardShared[];
+  constexpr unsigned kFull = 0xffffffffu;
+  constexpr int T = fmm::MonoTablesOf<P>::kTerms;
+  const unsigned lane = threadIdx.x;
   const unsigned i = levelBegin + blockIdx.x;
-  __shared__ double ctr[3];
-  __shared__ double h[fmm::kUpwardLanes][3];
-  __shared__ const double* Mc[fmm::kUpwardLanes];
+  double* mono = upwardShared;                // T x kRowStride
+  double* ms = mono + T * kRowStride;         // kRowCells
   const int nc = v.childCount[i];
   const std::uint32_t b = v.cellBegin[i], e = b + v.cellCount[i];
-  if (threadIdx.x == 0) {  // the node's sums: a leaf's cells in order, else its children's sums in child order
-    fmm::FmmSums a;
-    if (nc == 0) {
-      for (std::uint32_t j = b; j < e; ++j) fmm::fmmAddCell(a, v.mass[j], v.x[j], v.y[j], v.z[j]);
-    } else {
-      for (int k = 0; k < nc; ++k) {
-        const double* s = v.sums + 5 * std::size_t(v.childBegin[i] + unsigned(k));
-        fmm::FmmSums c;
-        c.m = s[0];
-        c.am = s[1];
-        for (int d = 0; d < 3; ++d) c.s[d] = s[2 + d];
-        fmm::fmmAddSums(a, c);
+  // the node's sums: a leaf's cells in order, else its children's sums in child order (lane 0's)
+  fmm::FmmSums a;
+  if (nc == 0) {
+    for (std::uint32_t cb = b; cb < e; cb += 32) {
+      const std::uint32_t j = cb + lane;
+      const bool in = j < e;
+      const double cx = in ? v.x[j] : 0.0, cy = in ? v.y[j] : 0.0, cz = in ? v.z[j] : 0.0, cm = in ? v.mass[j] : 0.0;
+      const int rows = e - cb < 32u ? int(e - cb) : 32;
+      for (int r = 0; r < rows; ++r) {
+        const double x = __shfl_sync(kFull, cx, r), y = __shfl_sync(kFull, cy, r), z = __shfl_sync(kFull, cz, r),
+                     m = __shfl_sync(kFull, cm, r);
+        if (lane == 0) fmm::fmmAddCell(a, m, x, y, z);
       }
     }
+  } else if (lane == 0) {
+    for (int k = 0; k < nc; ++k) {
+      const double* s = v.sums + 5 * std::size_t(v.childBegin[i] + unsigned(k));
+      fmm::FmmSums c;
+      c.m = s[0];
+      c.am = s[1];
+      for (int d = 0; d < 3; ++d) c.s[d] = s[2 + d];
+      fmm::fmmAddSums(a, c);
+    }
+  }
+  double ctr[3] = {0.0, 0.0, 0.0};
+  if (lane == 0) {
     double* s = v.sums + 5 * std::size_t(i);
     s[0] = a.m;
     s[1] = a.am;
@@ -67,31 +118,82 @@ __global__ void __launch_bounds__(kTermThreads) upwardLevelKernel(FmmTreeView v,
       v.centre[3 * std::size_t(i) + d] = ctr[d];
     }
   }
-  __syncthreads();
-  if (int(threadIdx.x) < nc) {  // the children's lanes: their multipoles and offsets
-    const std::size_t ch = v.childBegin[i] + threadIdx.x;
-    Mc[threadIdx.x] = v.M + ch * std::size_t(v.mStride);
-    for (int d = 0; d < 3; ++d) h[threadIdx.x][d] = RoundNearest::sub(v.centre[3 * ch + d], ctr[d]);
-  }
-  __syncthreads();
+  for (int d = 0; d < 3; ++d) ctr[d] = __shfl_sync(kFull, ctr[d], 0);
   double* M = v.M + std::size_t(i) * std::size_t(v.mStride);
-  for (int q = threadIdx.x; q < v.terms; q += blockDim.x)
-    M[q] = nc == 0 ? fmm::fmmP2MTerm(v.mono, q, v.x, v.y, v.z, v.mass, b, e, ctr)
-                   : fmm::fmmM2MTerm(v.mono, v.m2mJ, v.m2mNJ, v.m2mStart[q], v.m2mStart[q + 1], Mc, h, nc);
+  if (nc == 0) {
+    double lanes[kTermsPerLane][fmm::kUpwardLanes];
+#pragma unroll
+    for (int u = 0; u < kTermsPerLane; ++u)
+#pragma unroll
+      for (int l = 0; l < fmm::kUpwardLanes; ++l) lanes[u][l] = 0.0;
+    for (std::uint32_t cb = b; cb < e; cb += kRowCells) {
+      const int rows = e - cb < std::uint32_t(kRowCells) ? int(e - cb) : kRowCells;
+      if (int(lane) < rows) {
+        const std::uint32_t j = cb + lane;
+        const double h[3] = {RoundNearest::sub(v.x[j], ctr[0]), RoundNearest::sub(v.y[j], ctr[1]),
+                             RoundNearest::sub(v.z[j], ctr[2])};
+        ms[lane] = v.mass[j];
+        monomialRowInto<P>(h, mono + lane, kRowStride);
+      }
+      __syncwarp();
+#pragma unroll
+      for (int u = 0; u < kTermsPerLane; ++u) {
+        const int q = int(lane) + 32 * u;
+        if (q < T)
+#pragma unroll
+          for (int r = 0; r < kRowCells; ++r)  // row r is the host's lane r mod 8 (cb - b a multiple of 32)
+            if (r < rows)
+              lanes[u][r % fmm::kUpwardLanes] =
+                  fmm::fmmP2MLaneAdd(lanes[u][r % fmm::kUpwardLanes], ms[r], mono[q * kRowStride + r]);
+      }
+      __syncwarp();  // the rows are rewritten by the next chunk
+    }
+#pragma unroll
+    for (int u = 0; u < kTermsPerLane; ++u)
+      if (int(lane) + 32 * u < T) M[lane + 32 * u] = fmm::fmmLaneTotal(lanes[u]);
+    return;
+  }
+  // the children: their multipoles staged (child l's term t at Ms[l * T + t]), their offsets' rows (term t of child
+  // l at rows[t * 8 + l])
+  double* Ms = upwardShared;
+  double* rows = Ms + fmm::kUpwardLanes * T;
+  const double* Mc = v.M + std::size_t(v.childBegin[i]) * std::size_t(v.mStride);
+  for (int k = lane; k < nc * T; k += 32) Ms[k] = Mc[std::size_t(k / T) * std::size_t(v.mStride) + std::size_t(k % T)];
+  if (int(lane) < nc) {
+    const std::size_t ch = v.childBegin[i] + lane;
+    double h[3];
+    for (int d = 0; d < 3; ++d) h[d] = RoundNearest::sub(v.centre[3 * ch + d], ctr[d]);
+    monomialRowInto<P>(h, rows + lane, fmm::kUpwardLanes);
+  }
+  __syncwarp();
+#pragma unroll
+  for (int u = 0; u < kTermsPerLane; ++u) {
+    const int q = int(lane) + 32 * u;
+    if (q < T)
+      M[q] = fmm::fmmM2MTermOfRows(v.m2mJ, v.m2mNJ, v.m2mStart[q], v.m2mStart[q + 1], Ms, std::size_t(T), 1, rows, 1,
+                                   fmm::kUpwardLanes, nc);
+  }
 }
 
-/// A thread per cell, every level: the cell's squared distance to its node's centre at that level; lanes of one node
-/// (contiguous: a level's nodes hold ascending cell ranges) reduced by a segmented maximum, the first lane's value
-/// into the node's by an integer atomicMax on the bits (non-negative doubles order as their bits).
+template <int P>
+Status launchUpwardLevelOf(const FmmTreeView& v, int level, unsigned width, cudaStream_t s) {
+  upwardLevelKernel<P><<<width, 32, upwardSharedBytes(v.terms), s>>>(v, v.levelStart[level]);
+  AG_CUDA_LAUNCHED("upwardLevelKernel");
+  return Status::success();
+}
+
+/// A thread per cell, descending from the root (fmmChildHolding): the cell's squared distance to its node's centre
+/// at each level; lanes of one node (contiguous: a level's nodes hold ascending cell ranges) reduced by a segmented
+/// maximum, the first lane's value into the node's by an integer atomicMax on the bits (non-negative doubles order
+/// as their bits).
 __global__ void __launch_bounds__(kGridThreads) radiusKernel(FmmTreeView v) {
   const unsigned lane = threadIdx.x & 31u;
   const unsigned stride = gridDim.x * blockDim.x;
   for (unsigned base = blockIdx.x * blockDim.x + (threadIdx.x & ~31u); base < v.cells; base += stride) {
     const unsigned j = base + lane;
-    const bool in = j < v.cells;
+    unsigned node = j < v.cells ? 0u : 0xffffffffu;  // the root
     for (int l = 0; l < v.levels; ++l) {
-      const unsigned node =
-          in ? fmm::fmmNodeAtLevel(v.cellBegin, v.cellCount, v.levelStart[l], v.levelStart[l + 1], j) : 0xffffffffu;
+      if (__all_sync(0xffffffffu, node == 0xffffffffu)) break;
       double r2 = node != 0xffffffffu ? fmm::fmmCellDistance2(v.x[j], v.y[j], v.z[j], v.centre + 3 * std::size_t(node))
                                       : 0.0;
       for (unsigned off = 1; off < 32; off <<= 1) {
@@ -102,6 +204,7 @@ __global__ void __launch_bounds__(kGridThreads) radiusKernel(FmmTreeView v) {
       const unsigned prev = __shfl_up_sync(0xffffffffu, node, 1);
       if (node != 0xffffffffu && (lane == 0 || prev != node))
         atomicMax(v.r2 + node, static_cast<unsigned long long>(__double_as_longlong(r2)));
+      if (node != 0xffffffffu) node = fmm::fmmChildHolding(v.cellBegin, v.childBegin, v.childCount, node, j);
     }
   }
 }
@@ -130,9 +233,18 @@ Status launchFmmTopology(const FmmTreeView& v, const uint4* topo, const std::uin
 Status launchFmmUpwardLevel(const FmmTreeView& v, int level, cudaStream_t s) {
   const unsigned width = v.levelStart[level + 1] - v.levelStart[level];
   if (width == 0) return Status::success();
-  upwardLevelKernel<<<width, kTermThreads, 0, s>>>(v, v.levelStart[level]);
-  AG_CUDA_LAUNCHED("upwardLevelKernel");
-  return Status::success();
+  switch (v.terms) {
+    case fmm::MonoTablesOf<1>::kTerms: return launchUpwardLevelOf<1>(v, level, width, s);
+    case fmm::MonoTablesOf<2>::kTerms: return launchUpwardLevelOf<2>(v, level, width, s);
+    case fmm::MonoTablesOf<3>::kTerms: return launchUpwardLevelOf<3>(v, level, width, s);
+    case fmm::MonoTablesOf<4>::kTerms: return launchUpwardLevelOf<4>(v, level, width, s);
+    case fmm::MonoTablesOf<5>::kTerms: return launchUpwardLevelOf<5>(v, level, width, s);
+    case fmm::MonoTablesOf<6>::kTerms: return launchUpwardLevelOf<6>(v, level, width, s);
+    case fmm::MonoTablesOf<7>::kTerms: return launchUpwardLevelOf<7>(v, level, width, s);
+    default:
+      return Status::error(ErrorCode::Internal,
+                           "CUDA backend: the FMM's upward pass has no kernel for " + std::to_string(v.terms) + " terms");
+  }
 }
 
 Status launchFmmRadius(const FmmTreeView& v, cudaStream_t s) {

@@ -1,11 +1,11 @@
 /// \file kernels_fmm_tree.h
 /// \brief The FMM's tree and upward pass on the device (kernel_fmm_tree.cu; driven by cuda/fmm_tree_phase.h): method
 /// 'tree''s device topology (kernel_build.cu, fmm::kFmmLeafSize leaves: tree/build.cpp's node order) into the FMM's
-/// layout with each node's cube centre; then, a level at a time from the deepest, a block per node: its sums (a leaf
-/// its cells in sorted order, else its children's in child order) and centre, then one thread per term of its
-/// multipoles (P2M or M2M in the host's lane order); then a thread per cell, its squared distance to each ancestor's
-/// centre maximised per node (exact, so atomically in any order); then a thread per node, its radius and MAC
-/// quantities. Every rule is fmm/upward_k.h's, as the host's buildFmmTree and its emulation run them.
+/// layout with each node's cube centre; then, a level at a time from the deepest, a warp per node: its sums (a leaf
+/// its cells in sorted order, else its children's in child order) and centre, then its multipoles from monomial
+/// rows in shared memory (P2M or M2M in the host's lane order); then a thread per cell descending from the root, its
+/// squared distance to each ancestor's centre maximised per node (exact, so atomically in any order); then a thread
+/// per node, its radius and MAC quantities. Every rule is fmm/upward_k.h's, as the host's buildFmmTree and its emulation run them.
 #pragma once
 #include <cuda_runtime.h>
 

@@ -88,6 +88,9 @@ Status carveOrReserve(Carve& room, DeviceBuffer<T>& own, std::size_t count, cons
 /// (a) the host entry's packed densities on a new mesh (on the copy stream); (b) made from them (or from the
 /// caller's device array, or packed into slot 2 itself), before the gather moves them into slot 3. About 8 + 8 +
 /// 8 + 9.6 bytes per cell and the queues (or the moments above the deepest level): 37-40 bytes per cell.
+/// Method 'fmm''s block solve (fmm_phase.h solveFmmBlocks) takes the compact layout of a direct solve (no tail beyond
+/// slot 4): the same rows to the gather, then slot 4 (the sorted keys, dead once the FMM's topology and node keys are
+/// made) holds phi, and the sorted centres the FMM's kernels read are a buffer of their own (FmmBuffers::cells).
 struct BlockLayout {
   std::size_t idx[2] = {0, 0};
   std::size_t slot[6] = {0, 0, 0, 0, 0, 0};  ///< compact: slots 0 and 1 absent (kNoSlot)

@@ -51,6 +51,7 @@ void emulateDeviceUpward(const SortedCells& c, double theta, FmmTree& t, bool mu
   t.L.assign(n * std::size_t(t.terms), 0.0);
   if (n == 0) return;
   std::vector<FmmSums> sums(n);
+  std::vector<double> row(std::size_t(t.terms)), rows(std::size_t(kUpwardLanes) * std::size_t(t.terms));
   // a level at a time from the deepest: the level's kernel, a block per node (its sums and centre, then its terms)
   for (std::size_t lev = t.levelBegin.size() - 1; lev-- > 0;) {
     for (std::size_t i = t.levelBegin[lev]; i < t.levelBegin[lev + 1]; ++i) {
@@ -76,21 +77,39 @@ void emulateDeviceUpward(const SortedCells& c, double theta, FmmTree& t, bool mu
         Mc[k] = &t.M[ch * std::size_t(t.mStride)];
         for (int d = 0; d < 3; ++d) h[k][d] = RoundNearest::sub(t.centre[3 * ch + d], ctr[d]);
       }
-      for (int q = 0; q < t.terms; ++q)
-        M[q] = o.isLeaf(i) ? fmmP2MTerm(mono, q, c.x.data(), c.y.data(), c.z.data(), c.mass.data(), b, e, ctr)
-                           : fmmM2MTerm(mono, tab.m2mJ.data(), tab.m2mNJ.data(), tab.m2mStart[std::size_t(q)],
-                                        tab.m2mStart[std::size_t(q) + 1], Mc, h, children);
+      // the node's terms as the kernel makes them: monomial rows (a leaf's cells', else its children's offsets'),
+      // then a leaf's cells into their lanes in order, or each term's M2M from the children's rows
+      const int T = t.terms;
+      if (o.isLeaf(i)) {
+        std::vector<double> lanes(std::size_t(T) * kUpwardLanes, 0.0);
+        for (std::uint32_t j = b; j < e; ++j) {
+          const double hj[3] = {RoundNearest::sub(c.x[j], ctr[0]), RoundNearest::sub(c.y[j], ctr[1]),
+                                RoundNearest::sub(c.z[j], ctr[2])};
+          fmmMonomialRow(mono, T, hj, row.data());
+          const int l = fmmP2MLaneOf(j, b);
+          for (int q = 0; q < T; ++q) {
+            double& lane = lanes[std::size_t(q) * kUpwardLanes + std::size_t(l)];
+            lane = fmmP2MLaneAdd(lane, c.mass[j], row[std::size_t(q)]);
+          }
+        }
+        for (int q = 0; q < T; ++q) M[q] = fmmLaneTotal(&lanes[std::size_t(q) * kUpwardLanes]);
+      } else {
+        for (int k = 0; k < children; ++k) fmmMonomialRow(mono, T, h[k], &rows[std::size_t(k) * std::size_t(T)]);
+        for (int q = 0; q < T; ++q)
+          M[q] = fmmM2MTermOfRows(tab.m2mJ.data(), tab.m2mNJ.data(), tab.m2mStart[std::size_t(q)],
+                                  tab.m2mStart[std::size_t(q) + 1], Mc[0], std::size_t(t.mStride), 1, rows.data(),
+                                  T, 1, children);
+      }
     }
   }
-  // the radii: a thread per cell, its distance to each ancestor's centre, maximised per node (exact in any order)
+  // the radii: a thread per cell, descending from the root, its distance to each ancestor's centre, maximised per
+  // node (exact in any order)
   std::vector<double> r2(n, 0.0);
   const std::size_t cells = c.x.size();
-  for (std::size_t lev = 0; lev + 1 < t.levelBegin.size(); ++lev)
-    for (std::uint32_t j = 0; j < cells; ++j) {
-      const std::uint32_t i = fmmNodeAtLevel(o.cellBegin.data(), o.cellCount.data(), t.levelBegin[lev],
-                                             t.levelBegin[lev + 1], j);
-      if (i != 0xffffffffu) r2[i] = stdMax(r2[i], fmmCellDistance2(c.x[j], c.y[j], c.z[j], &t.centre[3 * i]));
-    }
+  for (std::uint32_t j = 0; j < cells; ++j)
+    for (std::uint32_t i = 0; i != 0xffffffffu;
+         i = fmmChildHolding(o.cellBegin.data(), o.childBegin.data(), o.childCount.data(), i, j))
+      r2[i] = stdMax(r2[i], fmmCellDistance2(c.x[j], c.y[j], c.z[j], &t.centre[3 * i]));
   // a thread per node: the MAC's quantities (the root's |mass| for every lower bound)
   for (std::size_t i = 0; i < n; ++i) {
     t.radius[i] = RoundNearest::sqrt(r2[i]);

@@ -11,6 +11,7 @@
 /// a leaf and M2M from the children in the host's lane layout (fmm/expansions.h: kLanes = 8 lanes, cell j of a leaf
 /// in lane (j - begin) mod 8, child k in lane k; the lanes summed in lane order), one term at a time here.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 #include "core/hostdevice.h"
@@ -63,17 +64,88 @@ struct MonoTables {
 
 /// h^n / n! of term q by its chain of products from term 0, each (value * h) * scale as the host's monomials() makes
 /// term after term: every term's value is the same product chain there.
+/// The step's arithmetic: (prevValue * hAxis) * scale.
+template <class Rn = RoundNearest>
+AG_HD double fmmMonomialStepOf(double prevValue, double hAxis, double scale) {
+  return Rn::mul(Rn::mul(prevValue, hAxis), scale);
+}
+
+/// The chain's last step: term q's monomial from its previous term's (prev[q]) value. A row made in term order with
+/// this step (fmmMonomialRow; the device's rows, degree by degree) holds fmmMonomial's bits, each term's chain
+/// being its previous term's chain and one step more.
+template <class Rn = RoundNearest>
+AG_HD double fmmMonomialStep(const MonoTables& t, int q, double prevValue, const double* h) {
+  return fmmMonomialStepOf<Rn>(prevValue, h[t.axis[q]], t.scale[q]);
+}
+
+/// fmm/multi_index.h's monomial tables of order P at compile time (MultiIndex's term order and rule; upwardTables'
+/// term 0: prev 0, axis 0, scale 1), so that a device row of P's monomials unrolls into registers.
+template <int P>
+struct MonoTablesOf {
+  static constexpr int kTerms = (P + 1) * (P + 2) * (P + 3) / 6;
+  int prev[kTerms], axis[kTerms];
+  double scale[kTerms];
+  static constexpr int at(int a, int b, int c) {
+    const int d = a + b + c;
+    return (d == 0 ? 0 : d * (d + 1) * (d + 2) / 6) + (d - a) * (d - a + 1) / 2 + (d - a - b);
+  }
+  constexpr MonoTablesOf() : prev(), axis(), scale() {
+    for (int d = 0; d <= P; ++d)
+      for (int a = d; a >= 0; --a)
+        for (int b = d - a; b >= 0; --b) {
+          const int n[3] = {a, b, d - a - b}, t = at(a, b, d - a - b);
+          prev[t] = 0;
+          axis[t] = 0;
+          scale[t] = 1.0;
+          for (int i = 0; i < 3; ++i)
+            if (n[i] > 0) {
+              int m[3] = {n[0], n[1], n[2]};
+              m[i] -= 1;
+              prev[t] = at(m[0], m[1], m[2]);
+              axis[t] = i;
+              scale[t] = 1.0 / n[i];
+              break;
+            }
+        }
+  }
+};
+
 template <class Rn = RoundNearest>
 AG_HD double fmmMonomial(const MonoTables& t, int q, const double* h) {
   int chain[kUpwardMaxOrder + 1];
   int k = 0;
   for (int s = q; s != 0; s = t.prev[s]) chain[k++] = s;
   double v = 1.0;
-  while (k > 0) {
-    const int s = chain[--k];
-    v = Rn::mul(Rn::mul(v, h[t.axis[s]]), t.scale[s]);
-  }
+  while (k > 0) v = fmmMonomialStep<Rn>(t, chain[--k], v, h);
   return v;
+}
+
+/// Every term's monomial h^n / n! of offset h into row[0 .. terms), in term order (terms of lower degree first).
+template <class Rn = RoundNearest>
+AG_HD void fmmMonomialRow(const MonoTables& t, int terms, const double* h, double* row) {
+  row[0] = 1.0;
+  for (int q = 1; q < terms; ++q) row[q] = fmmMonomialStep<Rn>(t, q, row[t.prev[q]], h);
+}
+
+/// P2M's lane of a leaf's cell j (cells [b, e)): the host's lanes (fmm/expansions.h) take cell j in lane
+/// (j - b) mod 8.
+AG_HD int fmmP2MLaneOf(std::uint32_t j, std::uint32_t b) { return int((j - b) % std::uint32_t(kUpwardLanes)); }
+
+/// One cell's product into its lane's sum of P2M term q: m times the cell's monomial of q (fmmP2MTerm's step).
+template <class Rn = RoundNearest>
+AG_HD double fmmP2MLaneAdd(double lane, double m, double monomial) {
+  return Rn::add(lane, Rn::mul(m, monomial));
+}
+
+/// A term's lanes summed in lane order (fmmP2MTerm's and fmmM2MTerm's totals). Lanes without a cell (or a child)
+/// hold +0.0, as fmmP2MTerm's padded lanes do: adding 0 times a monomial to a sum that starts at +0.0 leaves it,
+/// since round-to-nearest gives -0.0 only from two -0.0 operands.
+template <class Rn = RoundNearest>
+AG_HD double fmmLaneTotal(const double* lanes) {
+  double total = lanes[0];
+  AG_RULE_UNROLL
+  for (int l = 1; l < kUpwardLanes; ++l) total = Rn::add(total, lanes[l]);
+  return total;
 }
 
 /// P2M's term q of a leaf whose cells are [b, e) about centre c: lane l sums m h^q/q! over cells b + l, b + l + 8, ...
@@ -116,11 +188,43 @@ AG_HD double fmmM2MTerm(const MonoTables& t, const int* entryJ, const int* entry
   return total;
 }
 
+/// fmmM2MTerm from the children's monomial rows (child l's monomial of term t at monoRows[l * rowStride +
+/// t * termStride]) and multipoles (child l's term j at Mc[l * mRowStride + j * mTermStride]): lanes of absent
+/// children hold +0.0 (fmmLaneTotal), so only the children's lanes are summed.
+template <class Rn = RoundNearest>
+AG_HD double fmmM2MTermOfRows(const int* entryJ, const int* entryNJ, int first, int last, const double* Mc,
+                              std::size_t mRowStride, int mTermStride, const double* monoRows, int rowStride,
+                              int termStride, int children) {
+  double lanes[kUpwardLanes];
+  AG_RULE_UNROLL
+  for (int l = 0; l < kUpwardLanes; ++l) {
+    double acc = 0;
+    if (l < children)
+      for (int q = first; q < last; ++q)
+        acc = Rn::add(acc, Rn::mul(Mc[std::size_t(l) * mRowStride + std::size_t(entryJ[q] * mTermStride)],
+                                   monoRows[l * rowStride + entryNJ[q] * termStride]));
+    lanes[l] = acc;
+  }
+  return fmmLaneTotal<Rn>(lanes);
+}
+
 /// The squared distance of a cell from a node's centre (the radius is the square root of its maximum over the
 /// node's cells).
 template <class Rn = RoundNearest>
 AG_HD double fmmCellDistance2(double x, double y, double z, const double* c) {
   return squaredNorm<Rn>(Rn::sub(x, c[0]), Rn::sub(y, c[1]), Rn::sub(z, c[2]));
+}
+
+/// The child of node i whose cells hold sorted cell j (a cell of i), or 0xffffffff when i is a leaf: the children
+/// split i's cells into ascending ranges, so the last child starting at or before j (the radii's descent from the
+/// root: a few loads a level instead of fmmNodeAtLevel's search of the whole level).
+AG_HD std::uint32_t fmmChildHolding(const std::uint32_t* cellBegin, const std::uint32_t* childBegin,
+                                    const std::uint8_t* childCount, std::uint32_t i, std::uint32_t j) {
+  const int nc = childCount[i];
+  if (nc == 0) return 0xffffffffu;
+  std::uint32_t c = childBegin[i];
+  for (int k = 1; k < nc && cellBegin[childBegin[i] + std::uint32_t(k)] <= j; ++k) c = childBegin[i] + std::uint32_t(k);
+  return c;
 }
 
 /// The node of the level [lb, le) whose cells hold sorted cell j, or 0xffffffff when none (the cell lies under a leaf

@@ -246,7 +246,8 @@ AMRGRAV_API amrgrav_status amrgrav_compute_blocks(amrgrav_solver* solver, const 
  * density on the device and the results are written into the caller's arrays on the device (what does cross: the
  * blocks' geometry when the mesh changed, 48 bytes per block; block_index, 4 bytes per block, every call; a few
  * bytes of counters and reductions; fully periodic boxes: one double per 65536 cells for the contrast's total and
- * the mean potential).
+ * the mean potential). Method 1 (the FMM) takes it in isolated boxes (its cells made on the device likewise, nothing
+ * kept between calls); in periodic boxes it is AMRGRAV_INVALID_OPTION (use amrgrav_compute_blocks).
  * Synchronisation: the call's device work is ordered after the work already enqueued on cuda_stream (a
  * cudaStream_t; NULL: the legacy default stream) by an event, without blocking the host, and the call returns once
  * the results are in the caller's arrays (it synchronises internally: the tree build and the walk read counters

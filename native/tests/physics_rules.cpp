@@ -28,6 +28,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ewald/lookup_k.h"
@@ -1348,6 +1349,74 @@ void checkFmmUpward(Report& rep) {
   }
 }
 
+/// The device kernel's forms of P2M and M2M (monomial rows made term by term, the cells' products in their lanes)
+/// against the rules' term-by-term definitions (fmmP2MTerm, fmmM2MTerm): the same bits, leaves of 1..140 cells.
+void checkFmmUpwardRows(Report& rep) {
+  Rand rnd(21);
+  const fmm::MultiIndex& mi = fmm::MultiIndex::of(7);
+  const fmm::UpwardTables tab = fmm::upwardTables(mi);
+  const fmm::MonoTables mono{tab.prev.data(), tab.axis.data(), tab.scale.data()};
+  const int T = mi.terms;
+  for (int rep_ = 0; rep_ < 60; ++rep_) {
+    const int cells = rnd.integer(1, 140);
+    std::vector<double> x(cells), y(cells), z(cells), m(cells), row(T), lanes(std::size_t(T) * 8, 0.0);
+    for (int j = 0; j < cells; ++j) {
+      x[j] = rnd.coordinate(1.0);
+      y[j] = rnd.coordinate(1.0);
+      z[j] = rnd.coordinate(1.0);
+      m[j] = rnd.uniform(-1.5, 1.5) * std::ldexp(1.0, rnd.integer(-20, 20));
+    }
+    const double c[3] = {rnd.coordinate(1.0), rnd.coordinate(1.0), rnd.coordinate(1.0)};
+    for (int j = 0; j < cells; ++j) {
+      const double h[3] = {RoundNearest::sub(x[j], c[0]), RoundNearest::sub(y[j], c[1]), RoundNearest::sub(z[j], c[2])};
+      fmm::fmmMonomialRow(mono, T, h, row.data());
+      for (int q = 0; q < T; ++q) {
+        double& lane = lanes[std::size_t(q) * 8 + std::size_t(fmm::fmmP2MLaneOf(std::uint32_t(j), 0))];
+        lane = fmm::fmmP2MLaneAdd(lane, m[j], row[std::size_t(q)]);
+      }
+    }
+    bool same = true;
+    for (int q = 0; q < T && same; ++q)
+      same = sameBits(fmm::fmmLaneTotal(&lanes[std::size_t(q) * 8]),
+                      fmm::fmmP2MTerm(mono, q, x.data(), y.data(), z.data(), m.data(), 0, std::uint32_t(cells), c));
+    rep.expect(same, "P2M by monomial rows and lanes = fmmP2MTerm, " + std::to_string(cells) + " cells");
+    const int children = rnd.integer(1, 8);
+    std::vector<double> Mrows(8 * std::size_t(T)), rows(8 * std::size_t(T));
+    const double* Mc[8];
+    double h[8][3];
+    for (int k = 0; k < children; ++k) {
+      for (int q = 0; q < T; ++q) Mrows[std::size_t(k * T + q)] = rnd.scaled();
+      Mc[k] = &Mrows[std::size_t(k * T)];
+      for (int d = 0; d < 3; ++d) h[k][d] = rnd.uniform(-0.5, 0.5);
+      fmm::fmmMonomialRow(mono, T, h[k], &rows[std::size_t(k * T)]);
+    }
+    same = true;
+    for (int q = 0; q < T && same; ++q) {
+      const int f = tab.m2mStart[std::size_t(q)], l = tab.m2mStart[std::size_t(q) + 1];
+      same = sameBits(fmm::fmmM2MTermOfRows(tab.m2mJ.data(), tab.m2mNJ.data(), f, l, Mrows.data(), std::size_t(T), 1,
+                                            rows.data(), T, 1, children),
+                      fmm::fmmM2MTerm(mono, tab.m2mJ.data(), tab.m2mNJ.data(), f, l, Mc, h, children));
+    }
+    rep.expect(same, "M2M by monomial rows = fmmM2MTerm, " + std::to_string(children) + " children");
+  }
+  // the compile-time tables of the device's unrolled rows = upwardTables
+  auto sameTables = [&](auto tag) {
+    constexpr int P = decltype(tag)::value;
+    constexpr fmm::MonoTablesOf<P> c{};
+    const fmm::UpwardTables u = fmm::upwardTables(fmm::MultiIndex::of(P));
+    bool same = int(u.prev.size()) == c.kTerms;
+    for (int q = 0; same && q < c.kTerms; ++q)
+      same = u.prev[std::size_t(q)] == c.prev[q] && u.axis[std::size_t(q)] == c.axis[q] &&
+             sameBits(u.scale[std::size_t(q)], c.scale[q]);
+    rep.expect(same, "MonoTablesOf<" + std::to_string(P) + "> = upwardTables");
+  };
+  sameTables(std::integral_constant<int, 1>{});
+  sameTables(std::integral_constant<int, 3>{});
+  sameTables(std::integral_constant<int, 5>{});
+  sameTables(std::integral_constant<int, 6>{});
+  sameTables(std::integral_constant<int, 7>{});
+}
+
 int main() {
   Report parts[] = {Report("MAC"), Report("image test"), Report("moments"), Report("LET choice"),
                     Report("core library vs device rounding"), Report("FMM MAC"), Report("LET for softened targets"),
@@ -1364,6 +1433,7 @@ int main() {
   checkParticleExtents(parts[4]);
   checkFmmLet(parts[9]);
   checkFmmUpward(parts[10]);
+  checkFmmUpwardRows(parts[10]);
   long checks = 0, failures = 0, fusedCases = 0, fusedDiffer = 0;
   for (const Report& r : parts) {
     std::printf("%-32s %9ld checks, %ld failed", r.part, r.checks, r.failures);

@@ -162,5 +162,6 @@ void runFmmTiles(Context& cx);  ///< fmm_tiles.cpp: the FMM's P2P tiles built on
 void runFmmLists(Context& cx);  ///< fmm_lists.cpp: the FMM's lists built on the device vs the host's, array for array
 void runFmmTree(Context& cx);   ///< fmm_tree.cpp: the FMM tree and upward pass built on the device vs the host's, by bits
 void runFmmPeriodic(Context& cx);  ///< fmm_periodic.cpp: method 'fmm' in periodic boxes on the GPU vs the CPU's
+void runFmmBlocks(Context& cx);    ///< fmm_blocks.cpp: method 'fmm' through the block entry, bitwise the cell entry
 
 }  // namespace amrgrav::parity

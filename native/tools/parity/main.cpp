@@ -9,8 +9,8 @@
 ///   amrgrav_gpu_parity --list
 ///
 ///   SUBJECT           isolated, direct, errors, memory, periodic, contrast, let, vote, system, clustered, particles,
-///                     hostblocks, fmm, fmm-lists, fmm-tiles, fmm-tree, fmm-periodic (--list says what each checks),
-///                     or all (the default): every subject in that order, on one backend object
+///                     hostblocks, fmm, fmm-lists, fmm-tiles, fmm-tree, fmm-periodic, fmm-blocks (--list says what
+///                     each checks), or all (the default): every subject in that order, on one backend object
 ///   --quick           small sizes (for compute-sanitizer): --uniform 12 --amr 6000 --direct-parity 3000
 ///   --uniform N       the uniform grid's side (default 32; the periodic cases use 64 unless N < 32)
 ///   --amr CELLS       cells of the clustered AMR-like set (default 200000)
@@ -60,6 +60,8 @@ const Subject kSubjects[] = {
     {"fmm-tree", runFmmTree, "the FMM tree and upward pass built on the device vs the host's, by bits; solves bitwise"},
     {"fmm-periodic", runFmmPeriodic,
      "method 'fmm' in periodic boxes (fully, sheet, line): the GPU's evaluation with image shifts vs the CPU's FMM"},
+    {"fmm-blocks", runFmmBlocks,
+     "method 'fmm' through the block entry (host and device data, unk with guards): bitwise the cell entry"},
 };
 
 const Subject* findSubject(const std::string& name) {
