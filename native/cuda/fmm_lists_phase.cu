@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cuda/kernels_fmm_lists.h"
+#include "fmm/multi_index.h"
 
 namespace amrgrav {
 namespace cuda {
@@ -15,6 +16,9 @@ namespace cuda {
 void FmmListBuffers::release() {
   mac.release();
   norms.release();
+  normWeights.release();
+  normDegree.release();
+  normOrder = -1;
   for (auto* v : {&frontier[0], &frontier[1], &m2lPairs, &keys[0], &keys[1], &p2p[0], &p2p[1]}) v->release();
   for (auto* v : {&frontierShift[0], &frontierShift[1], &m2lPairShift, &m2lShift}) v->release();
   steps.release();
@@ -25,7 +29,7 @@ void FmmListBuffers::release() {
 }
 
 std::size_t FmmListBuffers::bytes() const {
-  std::size_t s = mac.bytes() + norms.bytes() + steps.bytes() + counts.bytes() + at.bytes() + temp.bytes() +
+  std::size_t s = mac.bytes() + norms.bytes() + normWeights.bytes() + normDegree.bytes() + steps.bytes() + counts.bytes() + at.bytes() + temp.bytes() +
                   cellPairs.bytes();
   for (auto* v : {&frontier[0], &frontier[1], &m2lPairs, &keys[0], &keys[1], &p2p[0], &p2p[1]}) s += v->bytes();
   for (auto* v : {&frontierShift[0], &frontierShift[1], &m2lPairShift, &m2lShift}) s += v->bytes();
@@ -47,6 +51,23 @@ Status uploadWalkInputs(const fmm::FmmTree& t, FmmListBuffers& b, cudaStream_t s
                                 cudaMemcpyHostToDevice, s));
   }
   return Status::success();
+}
+
+Status deviceMultipoleNorms(const double* M, std::size_t nodes, int mStride, int order, FmmListBuffers& b,
+                            cudaStream_t s) {
+  const fmm::MultiIndex& mi = fmm::MultiIndex::of(order);
+  if (b.normOrder != order) {
+    const std::vector<double> w = fmm::multipoleNormWeights(mi);
+    AG_TRY(b.normWeights.reserve(w.size(), "the FMM's norm tables"));
+    AG_TRY(b.normDegree.reserve(mi.degree.size(), "the FMM's norm tables"));
+    AG_CUDA_TRY(cudaMemcpyAsync(b.normWeights.get(), w.data(), w.size() * sizeof(double), cudaMemcpyHostToDevice, s));
+    AG_CUDA_TRY(cudaMemcpyAsync(b.normDegree.get(), mi.degree.data(), mi.degree.size() * sizeof(int),
+                                cudaMemcpyHostToDevice, s));
+    AG_CUDA_TRY(cudaStreamSynchronize(s));  // w dies here
+    b.normOrder = order;
+  }
+  AG_TRY(b.norms.reserve(std::max<std::size_t>(nodes * std::size_t(order + 1), 1), "the FMM's multipole norms"));
+  return launchFmmNorms(M, nodes, mStride, mi.terms, order, b.normWeights.get(), b.normDegree.get(), b.norms.get(), s);
 }
 
 namespace {

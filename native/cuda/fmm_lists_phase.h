@@ -30,6 +30,9 @@ namespace cuda {
 struct FmmListBuffers {
   DeviceBuffer<double> mac;  ///< radius, critical, absMass, lowBound (nodes each)
   DeviceBuffer<double> norms;  ///< periodic boxes: the multipole norms (order + 1 per node, fmm::FmmTree::norms)
+  DeviceBuffer<double> normWeights;  ///< the norms' weights per term (fmm::multipoleNormWeights), of normOrder
+  DeviceBuffer<int> normDegree;      ///< the terms' degrees (fmm::MultiIndex::degree), of normOrder
+  int normOrder = -1;                ///< the order whose norm tables are up (-1: none)
   DeviceBuffer<std::uint64_t> frontier[2];
   /// periodic boxes: the frontiers' shifts, the accepted pairs' shifts, the M2L CSR's shifts (m2lSource's)
   DeviceBuffer<std::uint8_t> frontierShift[2], m2lPairShift, m2lShift;
@@ -76,6 +79,11 @@ struct DeviceFmmLists {
 /// radius, critical, absMass and lowBound of the tree into b.mac, and with dipole terms (periodic) its multipole
 /// norms into b.norms (asynchronous on s: the tree must live until s is synchronised).
 Status uploadWalkInputs(const fmm::FmmTree& tree, FmmListBuffers& b, cudaStream_t s);
+
+/// Periodic boxes with the device's tree: the multipole norms of its `nodes` nodes (M on the device, mStride per
+/// node, fmm/norms_k.h's rule, buildFmmTree's bits) into b.norms, queued on s (the tables up when the order changed).
+Status deviceMultipoleNorms(const double* M, std::size_t nodes, int mStride, int order, FmmListBuffers& b,
+                            cudaStream_t s);
 
 /// The walk and the canonical lists, on stream s (synchronised once per round to size the next frontier). m2lStart
 /// and m2lSource are grown to fit and filled; out points into them and into b.

@@ -13,6 +13,7 @@
 #include "cuda/fmm_periodic_phase.h"
 #include "cuda/fmm_phase.h"
 #include "cuda/fmm_phase_parts.h"
+#include "cuda/fmm_tree_phase.h"
 #include "cuda/kernels.h"
 #include "cuda/kernels_fmm.h"
 #include "cuda/memory_plan.h"
@@ -40,6 +41,9 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   // on the device (CudaOptions::fmmDevicePeriodic); the tree with its dipole terms, tiles and far images on the host
   const bool deviceSort = ds.copt.fmmDevicePeriodic && ds.copt.fmmDeviceSort;
   const bool deviceWalk = ds.copt.fmmDevicePeriodic && ds.copt.fmmDeviceLists;
+  // the tree and its upward pass there too (fmmDeviceTree, with both): cube centres, the signed masses' multipoles;
+  // the signed scale (lowBound) from the host's cells and the tree's topology, the norms there
+  const bool deviceTree = deviceSort && deviceWalk && ds.copt.fmmDeviceTree;
   // the solve skipped validateCells when the device was to check the cells: the host's sort checks them here, the
   // device's sort in its first passes
   if (ds.copt.validateOnDevice && !deviceSort) AG_TRY(validateCells(cells, opt));
@@ -57,7 +61,7 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   SortedCells sorted;
   std::vector<std::uint64_t> keys;
   if (deviceSort) {
-    AG_TRY(fmmparts::sortOnDevice(ds, cells, opt, threads, root, sorted, keys));
+    AG_TRY(fmmparts::sortOnDevice(ds, cells, opt, threads, root, sorted, keys, deviceTree, true));
   } else {
     root = chooseRootCube(cells, opt);
     AG_TRY(sortCellsByKey(cells, root, sorted, keys, 0, false, threads));
@@ -77,7 +81,22 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   // fmm_solve.cpp's steps: the tree (dipole terms: geometric centres), the lists with the near images' shifts
   t = Clock::now();
   fmm::FmmTree tree;
-  AG_TRY(fmm::buildFmmTree(keys, root, sorted, opt, threads, tree));
+  DeviceFmmTree dtree;
+  FmmBuffers& b = ds.fmm;
+  if (deviceTree) {  // the device's tree from its sort's topology and its contrasted masses (the same bits as
+                     // buildFmmTree: fmm/upward_k.h with dipoles); topology, centres and MAC quantities down (the host's
+                     // tiles and far pass read them), the scale up into every lowBound, the norms made there
+    AG_TRY(buildFmmTreeOnDevice(ds, opt, dtree, tree));
+    AG_TRY(downloadFmmTree(ds, dtree, false, tree));
+    const double scale = fmm::signedSourceScale(sorted, threads, tree);
+    std::fill(tree.lowBound.begin(), tree.lowBound.end(), scale);
+    AG_CUDA_TRY(cudaMemcpyAsync(b.lists.mac.get() + 3 * dtree.nodes, tree.lowBound.data(),
+                                dtree.nodes * sizeof(double), cudaMemcpyHostToDevice, ds.stream));
+    AG_TRY(deviceMultipoleNorms(b.M.get(), dtree.nodes, tree.mStride, tree.order, b.lists, ds.stream));
+    AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));  // for the phase's time (and tree.lowBound's copy)
+  } else {
+    AG_TRY(fmm::buildFmmTree(keys, root, sorted, opt, threads, tree));
+  }
   ds.stats.secondsMoments = since(t);
   t = Clock::now();
   double period[3];
@@ -88,9 +107,9 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   if (deviceWalk) {  // the tree's arrays up now (the evaluation reads them too) with its MAC quantities and
                      // multipole norms, the walk with the shifts (the M2L CSR and its shifts stay there), the P2P
                      // pairs with their shifts down for the host's near tiles
-    AG_TRY(putTree(ds, tree, topo));
-    AG_TRY(fmmparts::deviceLists(ds, tree.nodeCount(), tree.order, &tree, opt.fmmTolerance, tree.accelLimit, dl,
-                                 period));
+    if (!deviceTree) AG_TRY(putTree(ds, tree, topo));  // else made there, with the MAC quantities and norms
+    AG_TRY(fmmparts::deviceLists(ds, tree.nodeCount(), tree.order, deviceTree ? nullptr : &tree, opt.fmmTolerance,
+                                 tree.accelLimit, dl, period));
     AG_TRY(downloadFmmLists(dl, false, ds.stream, lists, period));
     ds.stats.fmmListRounds = dl.rounds;
     ds.stats.fmmListMaxFrontier = dl.maxFrontier;
@@ -115,6 +134,13 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   const bool accel = opt.accelerations;
   std::vector<double> far[4];
   for (int c = 0; c < (accel ? 4 : 1); ++c) far[c].assign(n, 0.0);
+  if (deviceTree) {  // the far pass reads the frontier nodes' multipoles: the levels down to the frontier's come down
+    int frontier = 0;
+    while ((1 << frontier) < fmm::farCubesPerAxis(period, tree.topo.root.side)) ++frontier;
+    const std::size_t levels = tree.levelBegin.size() - 1;
+    const std::size_t upTo = tree.levelBegin[std::min<std::size_t>(std::size_t(frontier) + 1, levels)];
+    AG_TRY(fmmparts::down(static_cast<const double*>(b.M.get()), upTo * std::size_t(tree.mStride), tree.M));
+  }
   AG_TRY(fmm::addFarImages(sorted, period, threads, tree,
                            fmm::FmmOutput{far[0].data(), accel ? far[1].data() : nullptr,
                                           accel ? far[2].data() : nullptr, accel ? far[3].data() : nullptr}));
@@ -125,7 +151,6 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
 
   // upload: the isolated path's arrays (FmmBuffers), L from the far pass, the shifts in one buffer
   t = Clock::now();
-  FmmBuffers& b = ds.fmm;
   std::size_t tileOff[6], shiftOff[3];  // b.tiles: target, stepStart, stepSource; irregular leaf, start, source
   {
     std::vector<double> cellStaging;
@@ -137,7 +162,7 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
       AG_TRY(put(ds, b.m2lStart, lists.m2lStart, "the FMM's M2L lists"));
       AG_TRY(put(ds, b.m2lSource, lists.m2lSource, "the FMM's M2L lists"));
     }
-    AG_TRY(put(ds, b.M, tree.M, "the FMM's multipoles"));
+    if (!deviceTree) AG_TRY(put(ds, b.M, tree.M, "the FMM's multipoles"));  // else made there
     AG_TRY(put(ds, b.L, tree.L, "the FMM's local coefficients"));
     AG_TRY(fmmparts::putHostTiles(ds, near, tiles, irr, u, tileOff));
     const std::vector<std::uint8_t>* sp[3] = {&lists.m2lShift, &tiles.stepShift, &irr.shift};

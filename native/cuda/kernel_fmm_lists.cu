@@ -8,6 +8,7 @@
 #include "cuda/check.h"
 #include "cuda/grid_stride.h"
 #include "cuda/kernels_fmm_lists.h"
+#include "fmm/norms_k.h"
 
 namespace amrgrav {
 namespace cuda {
@@ -67,6 +68,13 @@ __global__ void cellPairsKernel(const std::uint64_t* p2p, std::size_t pairs, int
   if ((threadIdx.x & 31) == 0 && mine != 0) atomicAdd(sum, mine);
 }
 
+__global__ void normsKernel(const double* M, std::size_t nodes, int mStride, int terms, int order, const double* w,
+                            const int* degree, double* norms) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < nodes;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    fmm::fmmMultipoleNorms(M + i * std::size_t(mStride), terms, w, degree, order, norms + i * std::size_t(order + 1));
+}
+
 struct AddCounts {
   __host__ __device__ fmm::PairCounts operator()(const fmm::PairCounts& a, const fmm::PairCounts& b) const {
     return a + b;
@@ -122,6 +130,14 @@ Status launchCsrFromKeys(const std::uint64_t* keys, std::size_t count, std::uint
   csrFromKeysKernel<<<gridFor(count + 1), kGridThreads, 0, s>>>(keys, count, nodes, bits, start, source, sbits,
                                                                  shift);
   AG_CUDA_LAUNCHED("csrFromKeysKernel");
+  return Status::success();
+}
+
+Status launchFmmNorms(const double* M, std::size_t nodes, int mStride, int terms, int order, const double* w,
+                      const int* degree, double* norms, cudaStream_t s) {
+  if (nodes == 0) return Status::success();
+  normsKernel<<<gridFor(nodes), kGridThreads, 0, s>>>(M, nodes, mStride, terms, order, w, degree, norms);
+  AG_CUDA_LAUNCHED("normsKernel");
   return Status::success();
 }
 

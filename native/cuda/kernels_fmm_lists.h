@@ -44,6 +44,10 @@ Status sortListKeys(void* temp, std::size_t& tempBytes, std::uint64_t* in, std::
 Status launchCsrFromKeys(const std::uint64_t* keys, std::size_t count, std::uint32_t nodes, int bits,
                          std::uint32_t* start, std::uint32_t* source, int sbits, std::uint8_t* shift,
                          cudaStream_t s);
+/// norms[i * (order + 1) ..] = fmm/norms_k.h fmmMultipoleNorms of node i's multipoles M[i * mStride ..] (terms of
+/// them; w, degree: the weights and degrees, terms each), for i < nodes.
+Status launchFmmNorms(const double* M, std::size_t nodes, int mStride, int terms, int order, const double* w,
+                      const int* degree, double* norms, cudaStream_t s);
 /// *sum (zeroed here) = the directed cell pairs of the p2p keys (p2pCellPairs) plus every leaf's with itself
 /// (leafSelfCellPairs).
 Status launchDirectedCellPairs(const std::uint64_t* p2p, std::size_t pairs, int bits, int sbits,

@@ -62,10 +62,11 @@
 ///                     the M2L's cost per pair and the pair counts move with the order (docs/fmm-design.md section 3)
 ///   --fmm-periodic    with --fmm: each grid's FMM once more in a fully periodic box (cuda/fmm_periodic_phase.cu)
 ///                     by the device's periodic path (CudaOptions::fmmDevicePeriodic: the sort with the density
-///                     contrast and the lists with image shifts on the device; the host's tree, tiles and far images;
-///                     the device's evaluation): "periodic" true, "device_periodic" true, lists_s the lists' part of
-///                     build_s (the tree's arrays up, the walk, the P2P pairs down), build_s also the tiles and the far
-///                     images' pass
+///                     contrast, the tree with its upward pass and the lists with image shifts on the device; the
+///                     host's signed scale, tiles and far images; the device's evaluation): "periodic" true,
+///                     "device_periodic" true, moments_s the device tree with its topology and MAC quantities down,
+///                     the host's scale and the norms, lists_s the lists' part of build_s (the walk, the P2P pairs
+///                     down), build_s also the tiles and the far images' pass (the frontier's multipoles down)
 ///   --fmm-host-periodic  with --fmm-periodic: each periodic timing once more by the host's periodic path
 ///                     (fmmDevicePeriodic off: the host's sort, contrast and lists too), "device_periodic" false
 ///   --split N         a two-rank solve of the uniform N^3 grid emulated in one process on this one GPU (two backend
@@ -360,7 +361,7 @@ void runFmmTimings(const TimingArgs& a) {
     if (a.fmmPeriodic)  // fully periodic: the device's sort and lists with shifts (the host's tree and tiles), and
                         // with --fmm-host-periodic the host's periodic path
       for (const bool accel : {false, true}) {
-        timeFmm(a, *gpu, cells, grid, accel, true, true, false, false, 0, -1, true, true);
+        timeFmm(a, *gpu, cells, grid, accel, true, true, false, true, 0, -1, true, true);
         if (a.fmmHostPeriodic) timeFmm(a, *gpu, cells, grid, accel, false, false, false, false, 0, -1, true, false);
       }
     timeVariant(a, *gpu, cells, grid, SolveOptions{}, CudaOptions{});

@@ -161,29 +161,37 @@ void periodicListsCase(Context& cx, const std::string& name, const Cells& cells,
                  "# " + name + ": host walk " + ms(hostSeconds) + " (all threads), device " + ms(devSeconds));
 }
 
-/// CudaOptions::fmmDevicePeriodic (with the device's sort and lists) against the host periodic path on the same
-/// backend: bitwise; and against the CPU backend within the subject's tolerances.
+/// CudaOptions::fmmDevicePeriodic (with the device's sort and lists, and the device's tree or the host's) against
+/// the host periodic path on the same backend: bitwise; and against the CPU backend within the subject's
+/// tolerances.
 void devicePeriodicCase(Context& cx, const std::string& name, const Cells& cells, const SolveOptions& o) {
   CudaBackend& gpu = *cx.gpu;
   const CudaOptions before = gpu.cudaOptions();
-  CudaOptions on = before, off = before;
-  on.fmmDevicePeriodic = on.fmmDeviceSort = on.fmmDeviceLists = true;
+  CudaOptions off = before;
   off.fmmDevicePeriodic = false;
-  SolveResult host, dev;
+  SolveResult host;
   poison(host, cells.size(), o.accelerations);
-  poison(dev, cells.size(), o.accelerations);
   setDeviceOptions(gpu, off);
   const Status sh = gpu.solve(cells.view(), o, host);
-  setDeviceOptions(gpu, on);
-  const Status sd = gpu.solve(cells.view(), o, dev);
-  const CudaStats cs = deviceStats(gpu);
-  check(cx, name + "-device-vs-host-bitwise", sh.ok() && sd.ok() && bitwiseEqual(host, dev),
-        sh.ok() && sd.ok() ? "the device's sort and lists with shifts (" + std::to_string(cs.fmmListRounds) +
-                                 " rounds, largest frontier " + std::to_string(cs.fmmListMaxFrontier) + ", lists " +
-                                 ms(cs.fmmListSeconds) + ", keys " + ms(cs.secondsKeys) +
-                                 ") vs the host's: the same bits"
-                           : "solve failed: " + (sh.ok() ? sd.message : sh.message));
-  parityCase(cx, name, cells, o, gpu, kPotTol, false, true, kAccTol);  // with `on` still set
+  for (const bool deviceTree : {false, true}) {
+    CudaOptions on = before;
+    on.fmmDevicePeriodic = on.fmmDeviceSort = on.fmmDeviceLists = true;
+    on.fmmDeviceTree = deviceTree;
+    SolveResult dev;
+    poison(dev, cells.size(), o.accelerations);
+    setDeviceOptions(gpu, on);
+    const Status sd = gpu.solve(cells.view(), o, dev);
+    const CudaStats cs = deviceStats(gpu);
+    const std::string what = deviceTree ? "-device-tree" : "-host-tree";
+    check(cx, name + what + "-vs-host-path-bitwise", sh.ok() && sd.ok() && bitwiseEqual(host, dev),
+          sh.ok() && sd.ok() ? std::string("the device's sort, ") + (deviceTree ? "tree, " : "") +
+                                   "lists with shifts (" + std::to_string(cs.fmmListRounds) +
+                                   " rounds, largest frontier " + std::to_string(cs.fmmListMaxFrontier) +
+                                   ", lists " + ms(cs.fmmListSeconds) + ", keys " + ms(cs.secondsKeys) + ", tree " +
+                                   ms(cs.secondsMoments) + ") vs the host's path: the same bits"
+                             : "solve failed: " + (sh.ok() ? sd.message : sh.message));
+    parityCase(cx, name + what, cells, o, gpu, kPotTol, false, true, kAccTol);  // with `on` still set
+  }
   setDeviceOptions(gpu, before);
 }
 
@@ -258,7 +266,7 @@ void runFmmPeriodic(Context& cx) {
   {  // the finish's conventions, momentum and determinism on the device's path
     CudaOptions co = gpu.cudaOptions();
     const CudaOptions before = co;
-    co.fmmDevicePeriodic = co.fmmDeviceSort = co.fmmDeviceLists = true;
+    co.fmmDevicePeriodic = co.fmmDeviceSort = co.fmmDeviceLists = co.fmmDeviceTree = true;
     setDeviceOptions(gpu, co);
     conventionsAndRepeat(cx, "fmm-devperiodic-" + g + "-sine", sine, fmmOptions(7, true, true, true));
     conventionsAndRepeat(cx, "fmm-devperiodic-line-z-amr", cx.amr(), fmmOptions(7, false, false, true));
