@@ -36,6 +36,34 @@ using fmmparts::putCells;
 using fmmparts::putTables;
 using fmmparts::putTree;
 
+Status periodicContrast(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, int threads,
+                        bool deviceSort, SortedCells& sorted, SolveStats& st) {
+  if (!(opt.fullyPeriodic() && opt.densityContrast)) return Status::success();
+  const double total = fixedOrderSum(cells.mass, cells.n, threads);
+  st.meanDensity = applyDensityContrast(sorted, opt, total);
+  st.densityContrast = true;
+  if (!deviceSort) return Status::success();
+  // the sorted masses in slot 3, as tree_phase.cu finishCells contrasts them
+  if (ds.sortedCells.mass != ds.slot[3])
+    return Status::error(ErrorCode::Internal, "CUDA backend: the device sort's masses are not where expected");
+  return launchDensityContrast(ds.slot[3], ds.sortedSize, unsigned(cells.n),
+                               contrastDensity(opt, sorted.scale, total).rhoScaled, ds.stream);
+}
+
+Status periodicTreeOnDevice(DeviceState& ds, const SolveOptions& opt, const SortedCells& sorted, int threads,
+                            DeviceFmmTree& dtree, fmm::FmmTree& tree) {
+  FmmBuffers& b = ds.fmm;
+  AG_TRY(buildFmmTreeOnDevice(ds, opt, dtree, tree));
+  AG_TRY(downloadFmmTree(ds, dtree, false, tree));
+  const double scale = fmm::signedSourceScale(sorted, threads, tree);
+  std::fill(tree.lowBound.begin(), tree.lowBound.end(), scale);
+  AG_CUDA_TRY(cudaMemcpyAsync(b.lists.mac.get() + 3 * dtree.nodes, tree.lowBound.data(), dtree.nodes * sizeof(double),
+                              cudaMemcpyHostToDevice, ds.stream));
+  AG_TRY(deviceMultipoleNorms(b.M.get(), dtree.nodes, tree.mStride, tree.order, b.lists, ds.stream));
+  AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));  // tree.lowBound's copy
+  return Status::success();
+}
+
 Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, SolveResult& out) {
   // the sort (its root cube, keys, order and gather: the same bits as the host's) and the lists with their shifts
   // on the device (CudaOptions::fmmDevicePeriodic); the tree with its dipole terms, tiles and far images on the host
@@ -66,17 +94,7 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
     root = chooseRootCube(cells, opt);
     AG_TRY(sortCellsByKey(cells, root, sorted, keys, 0, false, threads));
   }
-  if (opt.fullyPeriodic() && opt.densityContrast) {
-    const double total = fixedOrderSum(cells.mass, cells.n, threads);
-    st.meanDensity = applyDensityContrast(sorted, opt, total);
-    st.densityContrast = true;
-    if (deviceSort) {  // the sorted masses in slot 3, as tree_phase.cu finishCells contrasts them
-      if (ds.sortedCells.mass != ds.slot[3])
-        return Status::error(ErrorCode::Internal, "CUDA backend: the device sort's masses are not where expected");
-      AG_TRY(launchDensityContrast(ds.slot[3], ds.sortedSize, unsigned(cells.n),
-                                   contrastDensity(opt, sorted.scale, total).rhoScaled, ds.stream));
-    }
-  }
+  AG_TRY(periodicContrast(ds, cells, opt, threads, deviceSort, sorted, st));
   ds.stats.secondsKeys = since(t);
   // fmm_solve.cpp's steps: the tree (dipole terms: geometric centres), the lists with the near images' shifts
   t = Clock::now();
@@ -86,14 +104,7 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   if (deviceTree) {  // the device's tree from its sort's topology and its contrasted masses (the same bits as
                      // buildFmmTree: fmm/upward_k.h with dipoles); topology, centres and MAC quantities down (the host's
                      // tiles and far pass read them), the scale up into every lowBound, the norms made there
-    AG_TRY(buildFmmTreeOnDevice(ds, opt, dtree, tree));
-    AG_TRY(downloadFmmTree(ds, dtree, false, tree));
-    const double scale = fmm::signedSourceScale(sorted, threads, tree);
-    std::fill(tree.lowBound.begin(), tree.lowBound.end(), scale);
-    AG_CUDA_TRY(cudaMemcpyAsync(b.lists.mac.get() + 3 * dtree.nodes, tree.lowBound.data(),
-                                dtree.nodes * sizeof(double), cudaMemcpyHostToDevice, ds.stream));
-    AG_TRY(deviceMultipoleNorms(b.M.get(), dtree.nodes, tree.mStride, tree.order, b.lists, ds.stream));
-    AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));  // for the phase's time (and tree.lowBound's copy)
+    AG_TRY(periodicTreeOnDevice(ds, opt, sorted, threads, dtree, tree));
   } else {
     AG_TRY(fmm::buildFmmTree(keys, root, sorted, opt, threads, tree));
   }

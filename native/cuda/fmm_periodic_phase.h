@@ -16,6 +16,8 @@
 #include "core/status.h"
 #include "core/types.h"
 #include "cuda/device_buffers.h"
+#include "cuda/fmm_tree_phase.h"
+#include "fmm/fmm_tree.h"
 
 namespace amrgrav {
 namespace cuda {
@@ -29,6 +31,19 @@ struct FmmPeriodicBuffers {
   std::size_t bytes() const { return shifts.bytes(); }
   void release() { shifts.release(); }
 };
+
+/// The density contrast of a fully periodic box (with opt.densityContrast; else nothing): the total of the caller's
+/// masses (core/fixed_sum.h, in the caller's order) taken off the host's sorted cells (applyDensityContrast; st's
+/// meanDensity, densityContrast) and, after the device's sort (deviceSort), off its sorted masses by the same rule.
+Status periodicContrast(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, int threads,
+                        bool deviceSort, SortedCells& sorted, SolveStats& st);
+
+/// After the device sort with its topology (and periodicContrast): the tree and upward pass on the device with
+/// dipole terms (fmm_tree_phase.h), its topology, centres and MAC quantities down into `tree` (L zeroed, no M), the
+/// signed scale (fmm::signedSourceScale over the host's sorted cells) into every lowBound, up too, and the multipole
+/// norms made on the device (ds.fmm.lists.norms), as buildFmmTree makes them. Synchronous.
+Status periodicTreeOnDevice(DeviceState& ds, const SolveOptions& opt, const SortedCells& sorted, int threads,
+                            DeviceFmmTree& dtree, fmm::FmmTree& tree);
 
 /// The solve of cells.n > 0 cells with opt.method == SolveMethod::Fmm and a periodic axis, called by
 /// solveFmmOnDevice: results into out.targets(), the phases' times into out.stats and ds.stats as the isolated

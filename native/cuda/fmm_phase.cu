@@ -445,7 +445,21 @@ Status fmmTreeForCheck(DeviceState& ds, const CellsView& cells, const SolveOptio
     RootCube root;
     SortedCells sorted;
     std::vector<std::uint64_t> keys;
-    AG_TRY(sortOnDevice(ds, cells, opt, resolveThreadCount(opt.threads), root, sorted, keys, true, false));
+    const int threads = resolveThreadCount(opt.threads);
+    if (opt.anyPeriodic()) {  // fmm_periodic_phase.cu's steps: the contrast, the tree, the host's scale, the norms
+      AG_TRY(sortOnDevice(ds, cells, opt, threads, root, sorted, keys, true, true));
+      SolveStats st;
+      AG_TRY(periodicContrast(ds, cells, opt, threads, true, sorted, st));
+      AG_CUDA_TRY(cudaEventRecord(ds.events[0], ds.stream));
+      DeviceFmmTree dt;
+      AG_TRY(periodicTreeOnDevice(ds, opt, sorted, threads, dt, tree));
+      AG_CUDA_TRY(cudaEventRecord(ds.events[1], ds.stream));
+      AG_CUDA_TRY(cudaEventSynchronize(ds.events[1]));
+      if (seconds) *seconds = elapsed(ds, 0, 1);
+      AG_TRY(down(ds.fmm.M.get(), dt.nodes * std::size_t(tree.mStride), tree.M));
+      return down(ds.fmm.lists.norms.get(), dt.nodes * std::size_t(tree.order + 1), tree.norms);
+    }
+    AG_TRY(sortOnDevice(ds, cells, opt, threads, root, sorted, keys, true, false));
     AG_CUDA_TRY(cudaEventRecord(ds.events[0], ds.stream));
     DeviceFmmTree dt;
     AG_TRY(buildFmmTreeOnDevice(ds, opt, dt, tree));

@@ -98,7 +98,9 @@ Status fmmTilesForCheck(DeviceState& ds, const fmm::FmmTree& tree, const SortedC
 
 /// The parity tool's check of the device's tree (cuda/testing.h): the device sort with the topology, then the tree
 /// and upward pass as the solve with CudaOptions::fmmDeviceTree makes them, every array copied down (multipoles
-/// included); seconds: the device timeline of the tree phase (events). Errors as the solve's.
+/// included); seconds: the device timeline of the tree phase (events). Errors as the solve's. Periodic boxes: as the
+/// periodic path with CudaOptions::fmmDevicePeriodic makes it (the contrast, dipole terms, the host's signed scale in
+/// lowBound, the norms), its seconds including the scale's host time.
 Status fmmTreeForCheck(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, fmm::FmmTree& tree,
                        double* seconds);
 

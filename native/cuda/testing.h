@@ -56,7 +56,8 @@ class CudaBackend : public Backend {
   /// The FMM tree (topology, centres, radii, MAC quantities, multipoles) that method 'fmm' with
   /// CudaOptions::fmmDeviceTree builds on the device from its own sort (cuda/fmm_tree_phase.h), copied down whole, for
   /// comparison with the host's buildFmmTree by bits; seconds: the device's time of the topology's conversion and
-  /// the upward pass (events).
+  /// the upward pass (events). Periodic boxes (opt's periodic axes): as CudaOptions::fmmDevicePeriodic makes it
+  /// (the density contrast of a fully periodic box, dipole terms, the host's signed scale, the norms).
   virtual Status fmmDeviceTree(const CellsView& cells, const SolveOptions& opt, fmm::FmmTree& tree,
                                double* seconds) = 0;
 

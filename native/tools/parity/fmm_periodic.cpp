@@ -27,6 +27,7 @@
 #include "fmm/dual_walk.h"
 #include "fmm/fmm_tree.h"
 #include "fmm/interaction_lists.h"
+#include "fmm/upward_emulate.h"
 #include "tree/tree.h"
 
 #include "tools/parity/harness.h"
@@ -118,16 +119,21 @@ void conventionsAndRepeat(Context& cx, const std::string& name, const Cells& cel
 /// The device's lists with image shifts (CudaOptions::fmmDevicePeriodic's walk) against the host's, on the host's
 /// tree of a periodic box made as the CPU backend makes it (the sort, the contrast of a fully periodic box, the tree
 /// with its dipole terms).
+Status hostPeriodicTree(const Cells& cells, const SolveOptions& o, int threads, SortedCells& sorted,
+                        fmm::FmmTree& tree) {
+  RootCube root = chooseRootCube(cells.view(), o);
+  std::vector<std::uint64_t> keys;
+  AG_TRY(sortCellsByKey(cells.view(), root, sorted, keys, 0, false, threads));
+  if (o.fullyPeriodic() && o.densityContrast)
+    applyDensityContrast(sorted, o, fixedOrderSum(cells.m.data(), cells.size(), threads));
+  return fmm::buildFmmTree(keys, root, sorted, o, threads, tree);
+}
+
 void periodicListsCase(Context& cx, const std::string& name, const Cells& cells, const SolveOptions& o) {
   const int threads = resolveThreadCount(0);
-  RootCube root = chooseRootCube(cells.view(), o);
   SortedCells sorted;
-  std::vector<std::uint64_t> keys;
-  Status st = sortCellsByKey(cells.view(), root, sorted, keys, 0, false, threads);
-  if (st.ok() && o.fullyPeriodic() && o.densityContrast)
-    applyDensityContrast(sorted, o, fixedOrderSum(cells.m.data(), cells.size(), threads));
   fmm::FmmTree tree;
-  if (st.ok()) st = fmm::buildFmmTree(keys, root, sorted, o, threads, tree);
+  const Status st = hostPeriodicTree(cells, o, threads, sorted, tree);
   if (!st.ok()) {
     check(cx, name, false, "host tree failed: " + st.message);
     return;
@@ -159,6 +165,24 @@ void periodicListsCase(Context& cx, const std::string& name, const Cells& cells,
                      std::to_string(tree.nodeCount()) + ",\"host_s\":" + num(hostSeconds) + ",\"device_s\":" +
                      num(devSeconds) + "}",
                  "# " + name + ": host walk " + ms(hostSeconds) + " (all threads), device " + ms(devSeconds));
+}
+
+/// The device's periodic tree (CudaOptions::fmmDevicePeriodic with fmmDeviceTree: its sort, the contrast, the upward
+/// pass with dipole terms, the host's signed scale, the norms) against buildFmmTree's on the host's sort, by bits.
+void periodicTreeCase(Context& cx, const std::string& name, const Cells& cells, const SolveOptions& o) {
+  SortedCells sorted;
+  fmm::FmmTree host, dev;
+  const Status st = hostPeriodicTree(cells, o, resolveThreadCount(0), sorted, host);
+  double seconds = 0;
+  const Status sd = st.ok() ? cx.gpu->fmmDeviceTree(cells.view(), o, dev, &seconds) : st;
+  if (!sd.ok()) {
+    check(cx, name, false, "tree failed: " + sd.message);
+    return;
+  }
+  const std::string diff = fmm::fmmTreeDifference(host, dev);
+  check(cx, name, diff.empty() && host.dipoles,
+        (diff.empty() ? std::string("device tree = host tree by bits (cube centres, M, MAC, scale, norms): ") : diff) +
+            std::to_string(host.nodeCount()) + " nodes, device " + ms(seconds));
 }
 
 /// CudaOptions::fmmDevicePeriodic (with the device's sort and lists, and the device's tree or the host's) against
@@ -245,7 +269,14 @@ void runFmmPeriodic(Context& cx) {
   conventionsAndRepeat(cx, "fmm-periodic-amr", cx.amr(), fmmOptions(7, true, true, true));
   conventionsAndRepeat(cx, "fmm-sheet-xy-" + g, random, fmmOptions(7, true, true, false));
   conventionsAndRepeat(cx, "fmm-line-z-amr", cx.amr(), fmmOptions(7, false, false, true));
-  // the device's periodic path (CudaOptions::fmmDevicePeriodic): its lists with shifts, then its solves
+  // the device's periodic path (CudaOptions::fmmDevicePeriodic): its tree, its lists with shifts, then its solves
+  for (const int p : {4, 7}) {
+    const std::string ps = "-p" + std::to_string(p);
+    periodicTreeCase(cx, "fmm-periodic-tree-" + g + "-random" + ps, random, fmmOptions(p, true, true, true));
+    periodicTreeCase(cx, "fmm-periodic-tree-amr" + ps, cx.amr(), fmmOptions(p, true, true, true));
+    periodicTreeCase(cx, "fmm-sheet-tree-xy-" + g + "-random" + ps, random, fmmOptions(p, true, true, false));
+    periodicTreeCase(cx, "fmm-line-tree-z-amr" + ps, cx.amr(), fmmOptions(p, false, false, true));
+  }
   for (const int p : {4, 7}) {
     const std::string ps = "-p" + std::to_string(p);
     periodicListsCase(cx, "fmm-periodic-lists-" + g + "-random" + ps, random, fmmOptions(p, true, true, true));
