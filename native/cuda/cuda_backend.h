@@ -70,8 +70,10 @@ struct CudaOptions {
   /// the density contrast of a fully periodic box applied there to the sorted masses, the total the CPU's
   /// fixed-order sum) and the interaction lists with their image shifts walked on the device (with fmmDeviceLists;
   /// fmm/dual_walk_k.h, the same lists as the host's buildInteractionLists(..., period), array for array: the M2L
-  /// CSR and its shifts stay there, the P2P pairs with their shifts come down for the host's near tiles). The tree
-  /// with its dipole terms, the near tiles and the far images' pass stay on the host. Off by default until the GPU
+  /// CSR and its shifts stay there, the P2P pairs with their shifts come down for the host's near tiles), and with
+  /// fmmDeviceTree as well the tree and its upward pass with dipole terms (cube centres; the signed scale from the
+  /// host's gathered cells over the topology that comes down, the multipole norms there: buildFmmTree's bits). The
+  /// near tiles and the far images' pass stay on the host. Off by default until the GPU
   /// parity subject fmm-periodic passes with it on a GPU (it compares both paths); the API's backends take
   /// AMRGRAV_FMM_DEVICE_PERIODIC=1 to turn it on.
   bool fmmDevicePeriodic = false;

@@ -8,7 +8,8 @@
 /// (tree/finish.h finishSolve: G, the periodic self term, the mean potential). With CudaOptions::fmmDevicePeriodic
 /// the sort (with fmmDeviceSort; the density contrast then applied to the device's sorted masses too) and the lists
 /// with their image shifts (with fmmDeviceLists; cuda/fmm_lists_phase.h, the M2L CSR and its shifts kept there, the
-/// P2P pairs with shifts down) are the device's; the tree, the near tiles and the far images stay the host's.
+/// P2P pairs with shifts down) are the device's, and with fmmDeviceTree too the tree with its upward pass
+/// (periodicTreeOnDevice; the signed scale the host's); the near tiles and the far images stay the host's.
 /// Internal to native/cuda.
 #pragma once
 #include <cstdint>
