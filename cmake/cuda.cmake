@@ -140,6 +140,11 @@ if(AMRGRAV_HAVE_CUDA)
   add_executable(amrgrav_gpu_timing native/tools/gpu_timing.cpp)
   target_link_libraries(amrgrav_gpu_timing PRIVATE amrgrav_gpu_harness)
   target_compile_options(amrgrav_gpu_timing PRIVATE -O2 -Wall -Wextra)
+  # The M2L kernels' benchmark (native/tools/m2l_bench.cpp; cuda/m2l_variants.h): each variant timed on a synthetic
+  # uniform level and its L compared with the plain kernel's. A benchmark, not a test.
+  add_executable(amrgrav_m2l_bench native/tools/m2l_bench.cpp)
+  target_link_libraries(amrgrav_m2l_bench PRIVATE amrgrav_gpu_harness)
+  target_compile_options(amrgrav_m2l_bench PRIVATE -O2 -Wall -Wextra)
 
   # CTest: one test per subject (native/tools/parity/main.cpp kSubjects), and every subject at small sizes on one
   # backend object in one process (device buffers reused across all of them). Exit 2 = no usable device: skipped,

@@ -77,6 +77,11 @@ struct CudaOptions {
   /// parity subject fmm-periodic passes with it on a GPU (it compares both paths); the API's backends take
   /// AMRGRAV_FMM_DEVICE_PERIODIC=1 to turn it on.
   bool fmmDevicePeriodic = false;
+  /// Method 'fmm': the M2L kernel (cuda/m2l_variants.h FmmM2LVariant: 0 plain, 1 staged, 2 staged-lowregs, 3 direct,
+  /// 4 direct-lowregs), isolated and periodic boxes alike; the same products and sums in the same order whichever (the
+  /// direct ones round the derivatives otherwise). 0 until the others are measured on an H100
+  /// (native/tools/m2l_bench.cpp); the API's backends take AMRGRAV_FMM_M2L; a number past them fails the solve.
+  int fmmM2L = 0;
 };
 
 /// Per-solve measurements of the CUDA backend (device phases from cudaEvents on the backend's stream).

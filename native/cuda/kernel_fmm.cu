@@ -16,6 +16,7 @@
 #include "cuda/kernels_fmm.h"
 #include "cuda/m2l_device.h"
 #include "fmm/interaction_lists.h"
+#include "fmm/m2l_stage_k.h"
 #include "fmm/p2p_mma_k.h"
 #include "fmm/p2p_tiles.h"
 #include "fmm/terms_k.h"
@@ -51,17 +52,28 @@ static_assert(kMassStride == kTileTargets + 4 && fmm::kMmaTableCells == kTileCel
 
 __host__ __device__ constexpr int termsOf(int p) { return (p + 1) * (p + 2) * (p + 3) / 6; }
 
+// MS: the stride of the source's terms (1 where they lie, fmm::kM2LStageStride staged); NR: the L terms in registers.
 template <int P> struct FusedM2L;
 #define AG_FUSED_M2L(P)                                                                                 \
   template <> struct FusedM2L<P> {                                                                      \
     static constexpr int kRegs = kM2LRegTerms##P, kShared = kM2LSharedTerms##P;                         \
+    template <int MS = 1, int NR = kRegs>                                                               \
     static __device__ __forceinline__ void add(double x, double y, double z, const double* Mb, double* La, \
                                                volatile double* Ls) {                                   \
-      m2lFused##P(x, y, z, Mb, La, Ls);                                                                 \
+      m2lFused##P<MS, NR>(x, y, z, Mb, La, Ls);                                                         \
     }                                                                                                   \
+    template <int MS = 1, int NR = kRegs>                                                               \
     static __device__ __forceinline__ void addDip(double x, double y, double z, const double* Mb,       \
                                                   double* La, volatile double* Ls) {                    \
-      m2lFusedDip##P(x, y, z, Mb, La, Ls);                                                              \
+      m2lFusedDip##P<MS, NR>(x, y, z, Mb, La, Ls);                                                      \
+    }                                                                                                   \
+    template <int MS, int NR, bool Dip, bool Direct>                                                    \
+    static __device__ __forceinline__ void pair(double x, double y, double z, const double* Mb, double* La, \
+                                                volatile double* Ls) {                                  \
+      if constexpr (Direct && Dip) m2lDirectDip##P<MS, NR>(x, y, z, Mb, La, Ls);                        \
+      else if constexpr (Direct) m2lDirect##P<MS, NR>(x, y, z, Mb, La, Ls);                             \
+      else if constexpr (Dip) m2lFusedDip##P<MS, NR>(x, y, z, Mb, La, Ls);                              \
+      else m2lFused##P<MS, NR>(x, y, z, Mb, La, Ls);                                                    \
     }                                                                                                   \
   };
 AG_FUSED_M2L(3)
@@ -131,6 +143,83 @@ __global__ void __launch_bounds__(kM2LThreads) fmmM2L(FmmDeviceView v) {
   for (int k = 0; k < K::kRegs; ++k) addLaneSums(La[k], lane, Lt + k);
 #pragma unroll 4
   for (int k = 0; k < K::kShared; ++k) addLaneSums(Ls[32 * k], lane, Lt + K::kRegs + k);
+}
+
+/// The staged M2L (kFmmM2LStaged, kFmmM2LStagedLowRegs, kFmmM2LDirect, kFmmM2LDirectLowRegs; fmm/m2l_stage_k.h):
+/// one warp per target node A and block.
+/// Its sources go in batches of 32: the warp copies the batch's multipoles into shared memory (cp.async, each
+/// source's terms by consecutive lanes: whole sectors, each read once, where the plain kernel's lanes each read their
+/// own source, 32 lines per load and ~4 times the bytes through L2 once its L1 is full), transposed so that lane i's
+/// source is a column; then lane i adds its source's M2L through the same fused kernel as fmmM2L (the same sums in
+/// the same order), its first NR L terms in registers and the others in its shared column, and the lanes' sums go
+/// into L by the same shuffle tree. Per pair at p 7 (NR 20): 120 shared loads of M (conflict-free: consecutive
+/// words across the lanes), ~150 shared read-modify-writes of L (191 at NR 10), 4 cp.async of 8 bytes per lane
+/// and source copied; shared memory 120 x 33 + 100 x 32 doubles = 56 KB a block (4 blocks per SM; 58 KB, 3, at NR
+/// 10). Partial batches leave lanes idle as fmmM2L does. Direct: m2l_device.h's m2lDirect instead (the derivatives'
+/// recurrence on D itself: ~6% fewer FP64 operations, spills 408 bytes at NR 20 and 96 at NR 10 where m2lFused
+/// spills 536 and 424; ptxas -v, sm_90), the same products and sums in the same order, the derivatives rounded
+/// otherwise.
+template <int P, bool Dip, bool LowRegs, bool Direct>
+__global__ void __launch_bounds__(32) fmmM2LStaged(FmmDeviceView v) {
+  extern __shared__ double m2lShared[];
+  using K = FusedM2L<P>;
+  constexpr int NT = termsOf(P), NR = fmm::m2lStagedRegTerms(P, LowRegs), NS = NT - NR;
+  constexpr int MS = fmm::kM2LStageStride, Rows = (NT + 31) / 32;
+  static_assert(!LowRegs || NR == K::kRegs, "variant 2 keeps the plain kernel's register terms");
+  const unsigned A = blockIdx.x, lane = threadIdx.x;
+  if (A >= v.nodes) return;  // the whole warp
+  const unsigned s0 = v.m2lStart[A], s1 = v.m2lStart[A + 1];
+  if (s0 == s1) return;  // the whole warp
+  double* Ms = m2lShared;
+  volatile double* Ls = m2lShared + fmm::m2lStageDoubles(NT) + lane;  // this lane's column (as fmmM2L's)
+  double La[NR];
+#pragma unroll
+  for (int k = 0; k < NR; ++k) La[k] = 0.0;
+#pragma unroll 4
+  for (int k = 0; k < NS; ++k) Ls[32 * k] = 0.0;
+  const double ax = v.centre[3 * std::size_t(A)], ay = v.centre[3 * std::size_t(A) + 1],
+               az = v.centre[3 * std::size_t(A) + 2];
+  for (unsigned b0 = s0; b0 < s1; b0 += 32u) {
+    const unsigned nb = min(32u, s1 - b0);
+    const unsigned mine = lane < nb ? v.m2lSource[b0 + lane] : 0u;
+    __syncwarp();  // every lane is done with the previous batch's multipoles
+    for (unsigned i = 0; i < nb; ++i) {
+      const unsigned B = __shfl_sync(kFull, mine, i);
+      const double* g = v.M + std::size_t(B) * v.mStride + lane;
+      double* d = Ms + fmm::m2lStageAt(lane, i);
+#pragma unroll
+      for (int r = 0; r < Rows; ++r)
+        if (32 * (r + 1) <= NT || lane + 32u * r < unsigned(NT))
+          __pipeline_memcpy_async(d + 32 * r * MS, g + 32 * r, sizeof(double));
+    }
+    __pipeline_commit();
+    __pipeline_wait_prior(0);
+    __syncwarp();  // every lane's copies are in place
+    if (lane < nb) {
+      const std::size_t B = mine;
+      if constexpr (Dip) {
+        double sh[3] = {0.0, 0.0, 0.0};
+        if (v.m2lShift) shiftOf(v, v.m2lShift, b0 + lane, sh);
+        K::template pair<MS, NR, true, Direct>(ax - (v.centre[3 * B] + sh[0]), ay - (v.centre[3 * B + 1] + sh[1]),
+                                               az - (v.centre[3 * B + 2] + sh[2]), Ms + lane, La, Ls);
+      } else {
+        K::template pair<MS, NR, false, Direct>(ax - v.centre[3 * B], ay - v.centre[3 * B + 1],
+                                                az - v.centre[3 * B + 2], Ms + lane, La, Ls);
+      }
+    }
+  }
+  double* Lt = v.L + std::size_t(A) * termsOf(P);
+#pragma unroll
+  for (int k = 0; k < NR; ++k) addLaneSums(La[k], lane, Lt + k);
+#pragma unroll 4
+  for (int k = 0; k < NS; ++k) addLaneSums(Ls[32 * k], lane, Lt + NR + k);
+}
+
+/// Shared memory of one staged M2L block: the batch's multipoles and the lane's columns of shared L terms.
+template <int P, bool LowRegs> constexpr std::size_t m2lStagedBytes() {
+  return (std::size_t(fmm::m2lStageDoubles(termsOf(P))) +
+          32u * std::size_t(termsOf(P) - fmm::m2lStagedRegTerms(P, LowRegs))) *
+         sizeof(double);
 }
 
 /// f(std::integral_constant<int, I>) for I = Is... in order: a loop unrolled at compile time, its index a constant.
@@ -667,14 +756,40 @@ template <int P, bool Dip> Status launchM2LOf(const FmmDeviceView& v, unsigned b
   return Status::success();
 }
 
+template <int P, bool Dip, bool LowRegs, bool Direct>
+Status launchM2LStagedOf(const FmmDeviceView& v, cudaStream_t s) {
+  constexpr std::size_t bytes = m2lStagedBytes<P, LowRegs>();
+  if constexpr (bytes > 48 * 1024)
+    AG_CUDA_TRY(cudaFuncSetAttribute(fmmM2LStaged<P, Dip, LowRegs, Direct>,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+  fmmM2LStaged<P, Dip, LowRegs, Direct><<<v.nodes, 32, bytes, s>>>(v);
+  AG_CUDA_LAUNCHED("fmmM2LStaged");
+  return Status::success();
+}
+
+template <int P, bool LowRegs, bool Direct> Status launchM2LStaged(const FmmDeviceView& v, cudaStream_t s) {
+  return v.dipoles ? launchM2LStagedOf<P, true, LowRegs, Direct>(v, s)
+                   : launchM2LStagedOf<P, false, LowRegs, Direct>(v, s);
+}
+
 template <int P> Status launchM2L(const FmmDeviceView& v, unsigned blocks, cudaStream_t s) {
-  return v.dipoles ? launchM2LOf<P, true>(v, blocks, s) : launchM2LOf<P, false>(v, blocks, s);
+  switch (v.m2lVariant) {
+    case kFmmM2LStaged: return launchM2LStaged<P, false, false>(v, s);
+    case kFmmM2LStagedLowRegs: return launchM2LStaged<P, true, false>(v, s);
+    case kFmmM2LDirect: return launchM2LStaged<P, false, true>(v, s);
+    case kFmmM2LDirectLowRegs: return launchM2LStaged<P, true, true>(v, s);
+    default:
+      return v.dipoles ? launchM2LOf<P, true>(v, blocks, s) : launchM2LOf<P, false>(v, blocks, s);
+  }
 }
 
 }  // namespace
 
 Status launchFmmM2L(const FmmDeviceView& v, cudaStream_t s) {
   if (v.nodes == 0) return Status::success();
+  if (v.m2lVariant < 0 || v.m2lVariant >= kFmmM2LVariants)
+    return Status::error(ErrorCode::InvalidOption,
+                         "CUDA backend: FMM M2L variant " + std::to_string(v.m2lVariant) + " does not exist");
   constexpr unsigned perBlock = kM2LThreads / 32;
   const unsigned blocks = (v.nodes + perBlock - 1) / perBlock;
   switch (v.order) {

@@ -177,6 +177,10 @@ __global__ void __launch_bounds__(32) upwardLevelKernel(FmmTreeView v, unsigned 
 
 template <int P>
 Status launchUpwardLevelOf(const FmmTreeView& v, int level, unsigned width, cudaStream_t s) {
+  // the most shared memory the SM can give: the warps' rows, not registers, bound how many nodes an SM works on
+  static const cudaError_t carveout = cudaFuncSetAttribute(
+      upwardLevelKernel<P>, cudaFuncAttributePreferredSharedMemoryCarveout, int(cudaSharedmemCarveoutMaxShared));
+  AG_CUDA_TRY(carveout);
   upwardLevelKernel<P><<<width, 32, upwardSharedBytes(v.terms), s>>>(v, v.levelStart[level]);
   AG_CUDA_LAUNCHED("upwardLevelKernel");
   return Status::success();

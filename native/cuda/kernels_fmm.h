@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "core/status.h"
+#include "cuda/m2l_variants.h"
 
 namespace amrgrav {
 namespace cuda {
@@ -51,7 +52,9 @@ struct FmmDeviceView {
   const std::uint8_t *m2lShift = nullptr, *tileStepShift = nullptr, *nearShift = nullptr;
   double period[3] = {0, 0, 0};  ///< the box's sides along its periodic axes (scaled lengths), 0 along isolated ones
   bool dipoles = false;          ///< multipoles about geometric centres: M2L with the dipole terms (fmm/fmm_tree.h)
+  int m2lVariant = 0;            ///< the M2L kernel (FmmM2LVariant; CudaOptions::fmmM2L)
 };
+
 
 /// The near field, overwriting phi (and g). Regular targets by tile: one block of 128 threads per tile; each step's
 /// table product (1/h) K^T m_S or computed pairs, added to each cell's total in the tile's step order. With

@@ -195,15 +195,17 @@ template <class Rn = RoundNearest>
 AG_HD double fmmM2MTermOfRows(const int* entryJ, const int* entryNJ, int first, int last, const double* Mc,
                               std::size_t mRowStride, int mTermStride, const double* monoRows, int rowStride,
                               int termStride, int children) {
+  // each lane's products in entry order, the lanes side by side (independent sums: one entry's indices serve all)
   double lanes[kUpwardLanes];
   AG_RULE_UNROLL
-  for (int l = 0; l < kUpwardLanes; ++l) {
-    double acc = 0;
-    if (l < children)
-      for (int q = first; q < last; ++q)
-        acc = Rn::add(acc, Rn::mul(Mc[std::size_t(l) * mRowStride + std::size_t(entryJ[q] * mTermStride)],
-                                   monoRows[l * rowStride + entryNJ[q] * termStride]));
-    lanes[l] = acc;
+  for (int l = 0; l < kUpwardLanes; ++l) lanes[l] = 0;
+  for (int q = first; q < last; ++q) {
+    const int j = entryJ[q], nj = entryNJ[q];
+    AG_RULE_UNROLL
+    for (int l = 0; l < kUpwardLanes; ++l)
+      if (l < children)
+        lanes[l] = Rn::add(lanes[l], Rn::mul(Mc[std::size_t(l) * mRowStride + std::size_t(j * mTermStride)],
+                                             monoRows[l * rowStride + nj * termStride]));
   }
   return fmmLaneTotal<Rn>(lanes);
 }

@@ -60,6 +60,9 @@
 ///   --fmm-settings LIST  with --fmm: potential-only timings at these expansion orders and tolerances instead of the
 ///                     defaults' runs, each "P:TOL" (e.g. 6:1e-4,7:2e-4), the sort, lists and tiles as by default: how
 ///                     the M2L's cost per pair and the pair counts move with the order (docs/fmm-design.md section 3)
+///   --fmm-m2l V       with --fmm: the FMM's M2L kernel (CudaOptions::fmmM2L, cuda/m2l_variants.h: 0 plain, the
+///                     default; 1 staged; 2 staged-lowregs; 3 direct; 4 direct-lowregs); "m2l" in each FMM line says
+///                     which
 ///   --fmm-periodic    with --fmm: each grid's FMM once more in a fully periodic box (cuda/fmm_periodic_phase.cu)
 ///                     by the device's periodic path (CudaOptions::fmmDevicePeriodic: the sort with the density
 ///                     contrast, the tree with its upward pass and the lists with image shifts on the device; the
@@ -90,6 +93,7 @@
 
 #include "core/fixed_sum.h"
 #include "core/thread_pool.h"
+#include "cuda/m2l_variants.h"
 #include "let/let.h"
 #include "tools/parity/harness.h"
 #include "physics/softening_k.h"
@@ -124,6 +128,7 @@ struct TimingArgs {
   bool fmmHostTree = false;    ///< --fmm-host-tree: and once more with the host's tree and tiles
   bool fmmPeriodic = false;     ///< --fmm-periodic: and once more in a fully periodic box
   bool fmmHostPeriodic = false; ///< --fmm-host-periodic: the periodic box by the host's periodic path too
+  int fmmM2L = 0;               ///< --fmm-m2l: the M2L kernel (CudaOptions::fmmM2L)
 };
 
 std::vector<double> numberList(const std::string& v) {
@@ -176,6 +181,7 @@ TimingArgs parseArgs(int argc, char** argv) {
     else if (k == "--fmm-host-tree") a.fmmHostTree = true;
     else if (k == "--fmm-periodic") a.fmmPeriodic = true;
     else if (k == "--fmm-host-periodic") a.fmmHostPeriodic = true;
+    else if (k == "--fmm-m2l") a.fmmM2L = std::atoi(next().c_str());
     else if (k == "--thetas") a.thetas = numberList(next());
     else if (k == "--plummer-particles") a.plummerParticles = numberList(next());
     else if (k == "--softening-length") a.softeningLength = std::strtod(next().c_str(), nullptr);
@@ -273,6 +279,7 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
   co.fmmDeviceTiles = deviceTiles;
   co.fmmDeviceTree = deviceTree;
   co.fmmDevicePeriodic = devicePeriodic;
+  co.fmmM2L = a.fmmM2L;
   setDeviceOptions(gpu, co);
   SolveOptions o;
   o.method = SolveMethod::Fmm;
@@ -309,7 +316,7 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
   }
   std::printf("{\"kind\":\"fmm\",\"grid\":%d,\"cells\":%zu,\"fmmOrder\":%d,\"fmmTheta\":%s,\"fmmTolerance\":%s,"
               "\"accelerations\":%s,\"periodic\":%s,\"device_sort\":%s,\"device_lists\":%s,\"device_tiles\":%s,"
-              "\"device_tree\":%s,\"device_periodic\":%s,"
+              "\"device_tree\":%s,\"device_periodic\":%s,\"m2l\":\"%s\","
               "\"lists_s\":%s,"
               "\"list_rounds\":%d,"
               "\"list_max_frontier\":%llu,\"reps\":%d,\"wall_s\":%s,\"keys_sort_s\":%s,\"moments_s\":%s,\"build_s\":%s,"
@@ -322,7 +329,8 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
               grid, cells.size(), o.fmmOrder, num(o.fmmTheta).c_str(), num(o.fmmTolerance).c_str(),
               accel ? "true" : "false", periodic ? "true" : "false", deviceSort ? "true" : "false",
               deviceLists ? "true" : "false", deviceTiles ? "true" : "false", deviceTree ? "true" : "false",
-              periodic && devicePeriodic ? "true" : "false", num(median(lists)).c_str(), cs.fmmListRounds,
+              periodic && devicePeriodic ? "true" : "false", cuda::fmmM2LVariantName(co.fmmM2L),
+              num(median(lists)).c_str(), cs.fmmListRounds,
               (unsigned long long)cs.fmmListMaxFrontier, a.reps, num(w).c_str(), num(median(keys)).c_str(),
               num(median(mom)).c_str(),
               num(median(build)).c_str(), num(median(up)).c_str(), num(wk).c_str(), num(median(kernel[0])).c_str(),

@@ -55,6 +55,25 @@ def recurrence(n, m, idx, ref, const):
     return expr
 
 
+def recurrence_d(n, m, idx):
+    """The recurrence for D_n = n! T_n itself (rinv2 folded into the degree's factors ax, ay, az, bb):
+    D_n = sum_ax n_ax (a_m R_ax / r^2) D[n - e_ax] + sum_ax n_ax (n_ax - 1) (b_m / r^2) D[n - 2 e_ax]
+    (n! / (n - e_ax)! = n_ax), with a_m = -(2m-1)/m, b_m = -(m-1)/m as in recurrence()."""
+    R = ["ax", "ay", "az"]
+    parts = []
+    for a in range(3):
+        q = list(n)
+        q[a] -= 1
+        if q[a] >= 0:
+            c = n[a]
+            parts.append(f"{R[a]} * d{idx[tuple(q)]}" if c == 1 else f"{R[a]} * ({float(c)!r} * d{idx[tuple(q)]})")
+        q[a] -= 1
+        if q[a] >= 0 and m > 1:
+            c = n[a] * (n[a] - 1)
+            parts.append(f"bb * d{idx[tuple(q)]}" if c == 1 else f"bb * ({float(c)!r} * d{idx[tuple(q)]})")
+    return " + ".join(parts)
+
+
 def emit_derivatives(p, t, idx, nt, deg):
     L = [f"template <class T> AG_FMM_INLINE void derivatives{p}(T x, T y, T z, T* __restrict D) {{",
          "  const T r2 = x * x + y * y + z * z;",
@@ -114,20 +133,23 @@ def emit_m2l(p, t, idx, nt, deg, dip):
 REG_DEGREE = {3: 3, 4: 4, 5: 3, 6: 3, 7: 2}
 
 
-def emit_fused(p, t, idx, nt, deg, dip=False):
+def emit_fused(p, t, idx, nt, deg, dip=False, direct=False):
     """One-sided M2L without dipole terms (dip: with them, m2lFusedDip: multipoles about geometric centres, periodic
     boxes), the derivative recurrence and the products interleaved by degree m: once the derivatives of degree m
     exist, every product D[j] (|j| = m) is added, grouped by target term k (ascending), each group's sum over q
     ascending; then the derivatives below m - 1 are dead. Live registers: two degrees of the recurrence, the register
     terms, and one degree's derivatives."""
     regs = [k for k in range(nt) if deg[k] <= REG_DEGREE[p]]
-    shared = [k for k in range(nt) if deg[k] > REG_DEGREE[p]]
-    slot = {k: i for i, k in enumerate(regs)}
-    slot.update({k: i for i, k in enumerate(shared)})
-    name = f"m2lFusedDip{p}" if dip else f"m2lFused{p}"
+    name = ("m2lDirectDip" if dip else "m2lDirect") if direct else ("m2lFusedDip" if dip else "m2lFused")
+    name += str(p)
     what = " With the dipole terms (the layout of m2lFused{p}).".format(p=p) if dip else ""
-    L = [f"/// Order {p}: {len(regs)} terms in La (registers, in term order), {len(shared)} in Ls[32 s] (s: the term's",
-         f"/// place among those of degree > {REG_DEGREE[p]}, in term order).{what}",
+    if direct:
+        what += (" Direct: the recurrence made on D itself (recurrence_d: no T, no factorials; 1/r^2 folded into"
+                 " each degree's factors), so fewer values live and fewer operations; rounds otherwise than m2lFused.")
+    L = [f"/// Order {p}: the first NR terms in La (registers, in term order; by default kM2LRegTerms{p} = {len(regs)}, the",
+         f"/// terms of degree <= {REG_DEGREE[p]}), the others in Ls[32 s] (s: the term's index - NR). Mb[MS q]: the source's term",
+         f"/// q (MS 1: where it lies; kernel_fmm.cu's staged M2L passes its shared-memory row stride).{what}",
+         f"template <int MS = 1, int NR = kM2LRegTerms{p}>",
          f"AG_M2L_DEVICE void {name}(double x, double y, double z, const double* __restrict Mb, "
          "double* __restrict La, volatile double* Ls) {",
          "  const double r2 = x * x + y * y + z * z;",
@@ -135,14 +157,29 @@ def emit_fused(p, t, idx, nt, deg, dip=False):
          "  const double t0 = sqrt(rinv2);"]
     for m in range(p + 1):
         lev = [i for i in range(nt) if deg[i] == m]
-        for i in lev:
-            if i == 0:
-                continue
-            expr = recurrence(t[i], m, idx, lambda k: f"t{k}", repr)
-            L.append(f"  const double t{i} = ({expr}) * rinv2;")
-        for i in lev:
-            f = factorial(t[i][0]) * factorial(t[i][1]) * factorial(t[i][2])
-            L.append(f"  const double d{i} = t{i}" + (f" * {float(f)!r};" if f != 1 else ";"))
+        if direct:
+            if m == 0:
+                L.append("  const double d0 = t0;")
+            else:
+                a = -(2.0 * m - 1) / m
+                b = -(m - 1.0) / m
+                L.append("  double " + ", ".join(f"d{i}" for i in lev) + ";")
+                L.append("  {")
+                L.append(f"  const double ax = {a!r} * rinv2 * x, ay = {a!r} * rinv2 * y, az = {a!r} * rinv2 * z;")
+                if m > 1:
+                    L.append(f"  const double bb = {b!r} * rinv2;")
+                for i in lev:
+                    L.append(f"  d{i} = {recurrence_d(t[i], m, idx)};")
+                L.append("  }")
+        else:
+            for i in lev:
+                if i == 0:
+                    continue
+                expr = recurrence(t[i], m, idx, lambda k: f"t{k}", repr)
+                L.append(f"  const double t{i} = ({expr}) * rinv2;")
+            for i in lev:
+                f = factorial(t[i][0]) * factorial(t[i][1]) * factorial(t[i][2])
+                L.append(f"  const double d{i} = t{i}" + (f" * {float(f)!r};" if f != 1 else ";"))
         for k in range(nt):
             e = m - deg[k]
             if e < 0 or (e == 1 and not dip):
@@ -152,12 +189,11 @@ def emit_fused(p, t, idx, nt, deg, dip=False):
                 if deg[q] != e:
                     continue
                 j = idx[(t[k][0] + t[q][0], t[k][1] + t[q][1], t[k][2] + t[q][2])]
-                terms_.append(("-" if e % 2 else "+", f"Mb[{q}] * d{j}"))
+                terms_.append(("-" if e % 2 else "+", f"Mb[MS * {q}] * d{j}"))
             ex = " ".join(f"{sg} {x}" for sg, x in terms_).lstrip("+ ")
             if ex.startswith("- "):
                 ex = "-(" + ex[2:].replace(" - ", " + ") + ")"
-            dst = f"La[{slot[k]}]" if k in slot and deg[k] <= REG_DEGREE[p] else f"Ls[{32 * slot[k]}]"
-            L.append(f"  {dst} += {ex};")
+            L.append(f"  m2lAdd<NR, {k}>(La, Ls, {ex});")
     L.append("}")
     L.append("")
     return "\n".join(L)
@@ -183,6 +219,8 @@ def main_device():
     print("/// of 1/r (fmm/m2l_kernels.h's recurrence, the same expressions) made degree by degree and used as they come,")
     print("/// so no thread holds all of them: kernel_fmm.cu keeps the low-degree L terms in registers and the others")
     print("/// in shared memory (a column per lane). Sum order of each L term: degree of the derivative, then q.")
+    print("/// m2lDirect and m2lDirectDip: the same products and sums, the derivatives by the recurrence on D = n! T")
+    print("/// itself (kernel_fmm.cu's direct M2L variants, cuda/m2l_variants.h).")
     print("#pragma once")
     print("#include <cmath>")
     print("")
@@ -190,6 +228,13 @@ def main_device():
     print("")
     print("namespace amrgrav {")
     print("namespace cuda {")
+    print("")
+    print("/// L term K's sum v added where it lives: La[K] for the first NR terms, else the lane's shared column.")
+    print("template <int NR, int K>")
+    print("AG_M2L_DEVICE void m2lAdd(double* __restrict La, volatile double* Ls, double v) {")
+    print("  if constexpr (K < NR) La[K] += v;")
+    print("  else Ls[32 * (K - NR)] += v;")
+    print("}")
     print("")
     for p in ORDERS:
         t, idx, nt, deg = order_setup(p)
@@ -200,6 +245,10 @@ def main_device():
         print(emit_fused(p, *order_setup(p)))
     for p in ORDERS:
         print(emit_fused(p, *order_setup(p), dip=True))
+    for p in ORDERS:
+        print(emit_fused(p, *order_setup(p), direct=True))
+    for p in ORDERS:
+        print(emit_fused(p, *order_setup(p), dip=True, direct=True))
     print("}  // namespace cuda")
     print("}  // namespace amrgrav")
 

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "cuda/m2l_variants.h"
 #include "fmm/fmm_tree.h"
 #include "tools/parity/harness.h"
 #include "tree/tree.h"
@@ -251,6 +252,43 @@ void deviceSortErrors(Context& cx, const Cells& grid) {
   same("fmm-device-sort-bad-size", c);
 }
 
+/// The M2L kernels other than the default (CudaOptions::fmmM2L, cuda/m2l_variants.h) against the CPU at every order
+/// on the grid and at p 7 on the AMR set, and against the default kernel at p 7 (the same products and sums in the
+/// same order: within 1e-13; the staged ones the same bits unless ptxas contracted differently, the direct ones not).
+void m2lVariants(Context& cx, const std::string& g, const Cells& grid) {
+  CudaBackend& gpu = *cx.gpu;
+  const CudaOptions before = gpu.cudaOptions();
+  for (int var = 0; var < cuda::kFmmM2LVariants; ++var) {
+    if (var == before.fmmM2L) continue;  // the cases above
+    CudaOptions co = before;
+    co.fmmM2L = var;
+    setDeviceOptions(gpu, co);
+    const std::string tag = std::string("-m2l-") + cuda::fmmM2LVariantName(var);
+    for (int p = 3; p <= 7; ++p)
+      parityCase(cx, "fmm-" + g + "-p" + std::to_string(p) + tag, grid, fmmOptions(p), gpu, kPotTol, false, true,
+                 kAccTol);
+    parityCase(cx, "fmm-amr-p7" + tag, cx.amr(), fmmOptions(7), gpu, kPotTol, false, true, kAccTol);
+    SolveResult a, b;
+    poison(a, grid.size(), true);
+    poison(b, grid.size(), true);
+    const Status sa = gpu.solve(grid.view(), fmmOptions(7), a);
+    setDeviceOptions(gpu, before);
+    const Status sb = gpu.solve(grid.view(), fmmOptions(7), b);
+    if (!sa.ok() || !sb.ok()) {
+      check(cx, "fmm-" + g + "-p7" + tag + "-vs-default", false, "solve failed: " + (sa.ok() ? sb.message : sa.message));
+      continue;
+    }
+    const Diff d = compare(b, a, true);
+    const bool same = bitwiseEqual(a, b);
+    check(cx, "fmm-" + g + "-p7" + tag + "-vs-default", d.finite && d.pot <= 1e-13 && d.accRms <= 1e-13,
+          same ? std::string("the same bits as the default kernel's (") + cuda::fmmM2LVariantName(before.fmmM2L) + ")"
+               : "potentials within " + sci(d.pot) + ", accelerations " + sci(d.accRms) +
+                     " of the rms from the default kernel's (not bitwise: the direct variants round the derivatives"
+                     " otherwise)");
+  }
+  setDeviceOptions(gpu, before);
+}
+
 }  // namespace
 
 void runFmm(Context& cx) {
@@ -293,6 +331,8 @@ void runFmm(Context& cx) {
   }
   momentumAndRepeat(cx, "fmm-" + g, grid, fmmOptions(7));
   momentumAndRepeat(cx, "fmm-amr", cx.amr(), fmmOptions(7));
+  // the other M2L kernels (CudaOptions::fmmM2L)
+  m2lVariants(cx, g, grid);
 
   // the device's sort (the default) against the host's
   deviceSortCase(cx, "fmm-" + g, grid);

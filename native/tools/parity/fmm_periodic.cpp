@@ -30,6 +30,7 @@
 #include "fmm/upward_emulate.h"
 #include "tree/tree.h"
 
+#include "cuda/m2l_variants.h"
 #include "tools/parity/harness.h"
 
 namespace amrgrav::parity {
@@ -227,6 +228,27 @@ std::string p2pPaths(const CudaStats& cs) {
          " irregular leaves";
 }
 
+/// The M2L kernels other than the default (CudaOptions::fmmM2L, cuda/m2l_variants.h) with the dipole terms and image
+/// shifts: fully periodic random densities at p 7 and p 4 and the AMR set at p 7, against the CPU.
+void m2lVariants(Context& cx, const std::string& g, const Cells& random) {
+  CudaBackend& gpu = *cx.gpu;
+  const CudaOptions before = gpu.cudaOptions();
+  for (int var = 0; var < cuda::kFmmM2LVariants; ++var) {
+    if (var == before.fmmM2L) continue;  // the cases above
+    CudaOptions co = before;
+    co.fmmM2L = var;
+    setDeviceOptions(gpu, co);
+    const std::string tag = std::string("-m2l-") + cuda::fmmM2LVariantName(var);
+    parityCase(cx, "fmm-periodic-" + g + "-random-p7" + tag, random, fmmOptions(7, true, true, true), gpu, kPotTol,
+               false, true, kAccTol);
+    parityCase(cx, "fmm-periodic-" + g + "-random-p4" + tag, random, fmmOptions(4, true, true, true), gpu, kPotTol,
+               false, true, kAccTol);
+    parityCase(cx, "fmm-periodic-amr-p7" + tag, cx.amr(), fmmOptions(7, true, true, true), gpu, kPotTol, false, true,
+               kAccTol);
+  }
+  setDeviceOptions(gpu, before);
+}
+
 }  // namespace
 
 void runFmmPeriodic(Context& cx) {
@@ -269,6 +291,8 @@ void runFmmPeriodic(Context& cx) {
   conventionsAndRepeat(cx, "fmm-periodic-amr", cx.amr(), fmmOptions(7, true, true, true));
   conventionsAndRepeat(cx, "fmm-sheet-xy-" + g, random, fmmOptions(7, true, true, false));
   conventionsAndRepeat(cx, "fmm-line-z-amr", cx.amr(), fmmOptions(7, false, false, true));
+  // the other M2L kernels (CudaOptions::fmmM2L)
+  m2lVariants(cx, g, random);
   // the device's periodic path (CudaOptions::fmmDevicePeriodic): its tree, its lists with shifts, then its solves
   for (const int p : {4, 7}) {
     const std::string ps = "-p" + std::to_string(p);
