@@ -57,6 +57,8 @@
 #              the AMR set fully periodic, a sheet and a line: pot <= 1e-12 of max |phi|, acc <= 1e-11 of the rms,
 #              identical counts, momentum, two solves bitwise, the device options ignored), compute-sanitizer memcheck
 #              on fmm-periodic --quick, then amrgrav_gpu_timing --no-perf --fmm 128,256 --fmm-periodic
+#              --fmm-host-periodic (the device's sort and lists with shifts, CudaOptions::fmmDevicePeriodic, and the
+#              host's periodic path beside it; the subject checks both paths, bitwise to each other)
 #   apibench   `amrgrav bench --grid 256` through the Node API, order 2, 1, and 2 with accelerations
 #   ncu        Nsight Compute on one order-2 walk launch (128^3): throughput, occupancy, stalls, instruction mix
 #   ncuper     the same on the periodic walk's expansion kernel
@@ -303,7 +305,8 @@ PY
       AMRGRAV_REQUIRE_GPU=1 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 $check fmm-periodic --quick \
         > "$out/fmmperiodic-memcheck.log" 2>&1
       summary+=("fmmperiodic memcheck rc=$? $(grep -hE 'ERROR SUMMARY' "$out/fmmperiodic-memcheck.log" | head -1)")
-      timeout 500 $timing --no-perf --fmm 128,256 --fmm-periodic --reps 3 > "$out/fmmperiodic-timing.log" 2>&1
+      timeout 580 $timing --no-perf --fmm 128,256 --fmm-periodic --fmm-host-periodic --reps 3 \
+        > "$out/fmmperiodic-timing.log" 2>&1
       summary+=("fmmperiodic timing rc=$?")
       python3 - "$out/fmmperiodic-timing.log" <<'PY'
 import json, sys
@@ -311,7 +314,8 @@ for line in open(sys.argv[1]):
     if not line.startswith('{'): continue
     r = json.loads(line)
     if r.get('kind') == 'fmm' and 'cells' in r:
-        print(f"fmm {r['grid']:4d} acc={int(r['accelerations'])} periodic={int(r['periodic'])}: wall "
+        print(f"fmm {r['grid']:4d} acc={int(r['accelerations'])} periodic={int(r['periodic'])} "
+              f"devperiodic={int(r.get('device_periodic', False))} lists {r['lists_s']*1e3:8.2f}: wall "
               f"{r['wall_s']*1e3:8.2f} ms  keys {r['keys_sort_s']*1e3:8.2f}  moments {r['moments_s']*1e3:8.2f}  "
               f"build {r['build_s']*1e3:8.2f}  upload {r['upload_s']*1e3:7.2f}  walk {r['walk_s']*1e3:7.2f} "
               f"(p2p {r['p2p_s']*1e3:.2f} m2l {r['m2l_s']*1e3:.2f} l2l {r['l2l_s']*1e3:.2f} l2p {r['l2p_s']*1e3:.2f})")

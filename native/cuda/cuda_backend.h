@@ -66,6 +66,17 @@ struct CudaOptions {
   /// host tree's; 256^3: 33 ms against 0.63 s, and with the device's tiles nothing per cell comes down but the
   /// results: 109 ms end to end against 1.96 s); the API's backends take AMRGRAV_FMM_DEVICE_TREE=0 for the host's.
   bool fmmDeviceTree = true;
+  /// Method 'fmm' in periodic boxes (cuda/fmm_periodic_phase.cu): the key sort on the device (with fmmDeviceSort;
+  /// the density contrast of a fully periodic box applied there to the sorted masses, the total the CPU's
+  /// fixed-order sum) and the interaction lists with their image shifts walked on the device (with fmmDeviceLists;
+  /// fmm/dual_walk_k.h, the same lists as the host's buildInteractionLists(..., period), array for array: the M2L
+  /// CSR and its shifts stay there, the P2P pairs with their shifts come down for the host's near tiles), and with
+  /// fmmDeviceTree as well the tree and its upward pass with dipole terms (cube centres; the signed scale from the
+  /// host's gathered cells over the topology that comes down, the multipole norms there: buildFmmTree's bits). The
+  /// near tiles and the far images' pass stay on the host. Off by default until the GPU
+  /// parity subject fmm-periodic passes with it on a GPU (it compares both paths); the API's backends take
+  /// AMRGRAV_FMM_DEVICE_PERIODIC=1 to turn it on.
+  bool fmmDevicePeriodic = false;
   /// Method 'fmm': the M2L kernel (cuda/m2l_variants.h FmmM2LVariant: 0 plain, 1 staged, 2 staged-lowregs, 3 direct,
   /// 4 direct-lowregs), isolated and periodic boxes alike; the same products and sums in the same order whichever (the
   /// direct ones round the derivatives otherwise). 0 until the others are measured on an H100

@@ -8,13 +8,19 @@
 #include <vector>
 
 #include "cuda/kernels_fmm_lists.h"
+#include "fmm/multi_index.h"
 
 namespace amrgrav {
 namespace cuda {
 
 void FmmListBuffers::release() {
   mac.release();
+  norms.release();
+  normWeights.release();
+  normDegree.release();
+  normOrder = -1;
   for (auto* v : {&frontier[0], &frontier[1], &m2lPairs, &keys[0], &keys[1], &p2p[0], &p2p[1]}) v->release();
+  for (auto* v : {&frontierShift[0], &frontierShift[1], &m2lPairShift, &m2lShift}) v->release();
   steps.release();
   counts.release();
   at.release();
@@ -23,8 +29,10 @@ void FmmListBuffers::release() {
 }
 
 std::size_t FmmListBuffers::bytes() const {
-  std::size_t s = mac.bytes() + steps.bytes() + counts.bytes() + at.bytes() + temp.bytes() + cellPairs.bytes();
+  std::size_t s = mac.bytes() + norms.bytes() + normWeights.bytes() + normDegree.bytes() + steps.bytes() + counts.bytes() + at.bytes() + temp.bytes() +
+                  cellPairs.bytes();
   for (auto* v : {&frontier[0], &frontier[1], &m2lPairs, &keys[0], &keys[1], &p2p[0], &p2p[1]}) s += v->bytes();
+  for (auto* v : {&frontierShift[0], &frontierShift[1], &m2lPairShift, &m2lShift}) s += v->bytes();
   return s;
 }
 
@@ -35,7 +43,31 @@ Status uploadWalkInputs(const fmm::FmmTree& t, FmmListBuffers& b, cudaStream_t s
   const std::vector<double>* parts[4] = {&t.radius, &t.critical, &t.absMass, &t.lowBound};
   for (int k = 0; k < 4; ++k)
     AG_CUDA_TRY(cudaMemcpyAsync(b.mac.get() + k * n, parts[k]->data(), n * sizeof(double), cudaMemcpyHostToDevice, s));
+  if (t.dipoles) {  // the signed sources' test reads the multipole norms
+    if (t.norms.size() != n * (std::size_t(t.order) + 1))
+      return Status::error(ErrorCode::Internal, "CUDA backend: the FMM tree's multipole norms are missing");
+    AG_TRY(b.norms.reserve(t.norms.size(), "the FMM's multipole norms"));
+    AG_CUDA_TRY(cudaMemcpyAsync(b.norms.get(), t.norms.data(), t.norms.size() * sizeof(double),
+                                cudaMemcpyHostToDevice, s));
+  }
   return Status::success();
+}
+
+Status deviceMultipoleNorms(const double* M, std::size_t nodes, int mStride, int order, FmmListBuffers& b,
+                            cudaStream_t s) {
+  const fmm::MultiIndex& mi = fmm::MultiIndex::of(order);
+  if (b.normOrder != order) {
+    const std::vector<double> w = fmm::multipoleNormWeights(mi);
+    AG_TRY(b.normWeights.reserve(w.size(), "the FMM's norm tables"));
+    AG_TRY(b.normDegree.reserve(mi.degree.size(), "the FMM's norm tables"));
+    AG_CUDA_TRY(cudaMemcpyAsync(b.normWeights.get(), w.data(), w.size() * sizeof(double), cudaMemcpyHostToDevice, s));
+    AG_CUDA_TRY(cudaMemcpyAsync(b.normDegree.get(), mi.degree.data(), mi.degree.size() * sizeof(int),
+                                cudaMemcpyHostToDevice, s));
+    AG_CUDA_TRY(cudaStreamSynchronize(s));  // w dies here
+    b.normOrder = order;
+  }
+  AG_TRY(b.norms.reserve(std::max<std::size_t>(nodes * std::size_t(order + 1), 1), "the FMM's multipole norms"));
+  return launchFmmNorms(M, nodes, mStride, mi.terms, order, b.normWeights.get(), b.normDegree.get(), b.norms.get(), s);
 }
 
 namespace {
@@ -53,6 +85,11 @@ Status buildFmmListsOnDevice(const FmmListInputs& in, FmmListBuffers& b, DeviceB
   const std::uint32_t nodes = in.nodes;
   out.nodes = nodes;
   out.bits = fmm::keyBits(nodes);
+  const int sbits = in.periodic ? fmm::kShiftBits : 0;
+  out.sbits = sbits;
+  if (2 * out.bits + sbits > 64)
+    return Status::error(ErrorCode::OutOfMemory, "CUDA backend: the FMM's " + std::to_string(nodes) +
+                                                     " nodes do not fit the lists' 64-bit keys");
   AG_TRY(m2lStart.reserve(std::size_t(nodes) + 1, "the FMM's M2L lists"));
   out.m2lStart = m2lStart.get();
   if (nodes == 0) {
@@ -71,12 +108,24 @@ Status buildFmmListsOnDevice(const FmmListInputs& in, FmmListBuffers& b, DeviceB
   t.order = in.order;
   t.tolerance = in.tolerance;
   t.accelLimit = in.accelLimit;
+  if (in.periodic) {
+    t.dipoles = true;
+    t.norms = b.norms.get();
+    for (int d = 0; d < 3; ++d) t.period[d] = in.period[d];
+  }
 
-  // the rounds: the root with itself first
-  const std::uint64_t root = fmm::packPair(0, 0);
-  AG_TRY(b.frontier[0].reserve(1, "the FMM walk's frontier"));
-  AG_CUDA_TRY(cudaMemcpyAsync(b.frontier[0].get(), &root, sizeof root, cudaMemcpyHostToDevice, s));
-  std::size_t n = 1, m2l = 0, p2p = 0;
+  // the rounds: the root with itself first (periodic: then with its images of one half-space, with their shifts)
+  std::uint64_t start[14];
+  std::uint8_t startShift[14];
+  const int starts = fmm::walkStartPairs(in.periodic ? in.period : nullptr, start, startShift);
+  AG_TRY(b.frontier[0].reserve(std::size_t(starts), "the FMM walk's frontier"));
+  AG_CUDA_TRY(cudaMemcpyAsync(b.frontier[0].get(), start, starts * sizeof(std::uint64_t), cudaMemcpyHostToDevice, s));
+  if (sbits) {
+    AG_TRY(b.frontierShift[0].reserve(std::size_t(starts), "the FMM walk's frontier"));
+    AG_CUDA_TRY(cudaMemcpyAsync(b.frontierShift[0].get(), startShift, std::size_t(starts), cudaMemcpyHostToDevice, s));
+    AG_CUDA_TRY(cudaStreamSynchronize(s));  // start and startShift die here
+  }
+  std::size_t n = std::size_t(starts), m2l = 0, p2p = 0;
   int cur = 0;
   while (n > 0) {
     // the counts of one round are 32-bit: a round's child pairs must fit
@@ -91,7 +140,8 @@ Status buildFmmListsOnDevice(const FmmListInputs& in, FmmListBuffers& b, DeviceB
     std::size_t tempBytes = 0;
     AG_TRY(scanWalkCounts(nullptr, tempBytes, b.counts.get(), b.at.get(), n, s));
     AG_TRY(reserveTemp(b, tempBytes));
-    AG_TRY(launchWalkDecide(t, b.frontier[cur].get(), n, b.steps.get(), b.counts.get(), s));
+    AG_TRY(launchWalkDecide(t, b.frontier[cur].get(), sbits ? b.frontierShift[cur].get() : nullptr, n,
+                            b.steps.get(), b.counts.get(), s));
     AG_TRY(scanWalkCounts(b.temp.get(), tempBytes, b.counts.get(), b.at.get(), n, s));
     fmm::PairCounts total;
     AG_CUDA_TRY(cudaMemcpyAsync(&total, b.at.get() + n, sizeof total, cudaMemcpyDeviceToHost, s));
@@ -100,8 +150,15 @@ Status buildFmmListsOnDevice(const FmmListInputs& in, FmmListBuffers& b, DeviceB
     AG_TRY(b.frontier[1 - cur].reserve(std::max<std::size_t>(total.pairs, 1), "the FMM walk's frontier"));
     AG_TRY(b.m2lPairs.reservePreserve(std::max<std::size_t>(m2l + total.m2l, 1), m2l, s, "the FMM's M2L pairs"));
     AG_TRY(b.p2p[0].reservePreserve(std::max<std::size_t>(p2p + total.p2p, 1), p2p, s, "the FMM's P2P pairs"));
+    if (sbits) {
+      AG_TRY(b.frontierShift[1 - cur].reserve(std::max<std::size_t>(total.pairs, 1), "the FMM walk's frontier"));
+      AG_TRY(b.m2lPairShift.reservePreserve(std::max<std::size_t>(m2l + total.m2l, 1), m2l, s,
+                                            "the FMM's M2L pairs"));
+    }
     AG_TRY(launchWalkEmit(b.steps.get(), b.frontier[cur].get(), b.at.get(), n, bits, b.frontier[1 - cur].get(),
-                          b.m2lPairs.get() + m2l, b.p2p[0].get() + p2p, s));
+                          b.m2lPairs.get() + m2l, b.p2p[0].get() + p2p, sbits,
+                          sbits ? b.frontierShift[1 - cur].get() : nullptr,
+                          sbits ? b.m2lPairShift.get() + m2l : nullptr, s));
     m2l += total.m2l;
     p2p += total.p2p;
     n = total.pairs;
@@ -115,24 +172,31 @@ Status buildFmmListsOnDevice(const FmmListInputs& in, FmmListBuffers& b, DeviceB
   AG_TRY(m2lSource.reserve(std::max<std::size_t>(directed, 1), "the FMM's M2L lists"));
   AG_TRY(b.p2p[1].reserve(std::max<std::size_t>(p2p, 1), "the FMM's P2P pairs"));
   std::size_t tempBytes = 0, t2 = 0;
-  AG_TRY(sortListKeys(nullptr, tempBytes, b.keys[0].get(), b.keys[1].get(), directed, bits, nullptr, s));
-  AG_TRY(sortListKeys(nullptr, t2, b.p2p[0].get(), b.p2p[1].get(), p2p, bits, nullptr, s));
+  if (sbits) AG_TRY(b.m2lShift.reserve(std::max<std::size_t>(directed, 1), "the FMM's M2L lists"));
+  AG_TRY(sortListKeys(nullptr, tempBytes, b.keys[0].get(), b.keys[1].get(), directed, bits, nullptr, s, sbits));
+  AG_TRY(sortListKeys(nullptr, t2, b.p2p[0].get(), b.p2p[1].get(), p2p, bits, nullptr, s, sbits));
   AG_TRY(reserveTemp(b, std::max(tempBytes, t2)));
   tempBytes = t2 = b.temp.capacity();
-  AG_TRY(launchDirectedEntries(b.m2lPairs.get(), m2l, bits, b.keys[0].get(), s));
+  AG_TRY(launchDirectedEntries(b.m2lPairs.get(), m2l, bits, b.keys[0].get(), sbits,
+                               sbits ? b.m2lPairShift.get() : nullptr, s));
   std::uint64_t* sorted = b.keys[0].get();
-  if (directed > 0) AG_TRY(sortListKeys(b.temp.get(), tempBytes, b.keys[0].get(), b.keys[1].get(), directed, bits, &sorted, s));
-  AG_TRY(launchCsrFromKeys(sorted, directed, nodes, bits, m2lStart.get(), m2lSource.get(), s));
+  if (directed > 0)
+    AG_TRY(sortListKeys(b.temp.get(), tempBytes, b.keys[0].get(), b.keys[1].get(), directed, bits, &sorted, s, sbits));
+  AG_TRY(launchCsrFromKeys(sorted, directed, nodes, bits, m2lStart.get(), m2lSource.get(), sbits,
+                           sbits ? b.m2lShift.get() : nullptr, s));
   out.m2lSource = m2lSource.get();
+  out.m2lShift = sbits ? b.m2lShift.get() : nullptr;
   out.directedM2L = directed;
 
-  // P2P: the (min, max) keys sorted; the directed cell pairs
+  // P2P: the (min, max[, shift]) keys sorted; the directed cell pairs
   std::uint64_t* p2pSorted = b.p2p[0].get();
-  if (p2p > 0) AG_TRY(sortListKeys(b.temp.get(), t2, b.p2p[0].get(), b.p2p[1].get(), p2p, bits, &p2pSorted, s));
+  if (p2p > 0)
+    AG_TRY(sortListKeys(b.temp.get(), t2, b.p2p[0].get(), b.p2p[1].get(), p2p, bits, &p2pSorted, s, sbits));
   out.p2p = p2pSorted;
   out.p2pPairs = p2p;
   AG_TRY(b.cellPairs.reserve(1, "the FMM's P2P count"));
-  AG_TRY(launchDirectedCellPairs(p2pSorted, p2p, bits, in.cellCount, in.childCount, nodes, b.cellPairs.get(), s));
+  AG_TRY(launchDirectedCellPairs(p2pSorted, p2p, bits, sbits, in.cellCount, in.childCount, nodes, b.cellPairs.get(),
+                                 s));
   unsigned long long cellPairs = 0;
   AG_CUDA_TRY(cudaMemcpyAsync(&cellPairs, b.cellPairs.get(), sizeof cellPairs, cudaMemcpyDeviceToHost, s));
   AG_CUDA_TRY(cudaStreamSynchronize(s));
@@ -140,8 +204,11 @@ Status buildFmmListsOnDevice(const FmmListInputs& in, FmmListBuffers& b, DeviceB
   return Status::success();
 }
 
-Status downloadFmmLists(const DeviceFmmLists& d, bool withM2L, cudaStream_t s, fmm::FmmLists& out) {
+Status downloadFmmLists(const DeviceFmmLists& d, bool withM2L, cudaStream_t s, fmm::FmmLists& out,
+                        const double* period) {
   out = fmm::FmmLists{};
+  if (period)
+    for (int k = 0; k < 3; ++k) out.period[k] = period[k];
   std::vector<std::uint64_t> keys(d.p2pPairs);
   if (d.p2pPairs > 0)
     AG_CUDA_TRY(cudaMemcpyAsync(keys.data(), d.p2p, d.p2pPairs * sizeof(std::uint64_t), cudaMemcpyDeviceToHost, s));
@@ -154,14 +221,18 @@ Status downloadFmmLists(const DeviceFmmLists& d, bool withM2L, cudaStream_t s, f
       AG_CUDA_TRY(cudaMemcpyAsync(out.m2lSource.data(), d.m2lSource, d.directedM2L * sizeof(std::uint32_t),
                                   cudaMemcpyDeviceToHost, s));
     out.m2lShift.assign(d.directedM2L, fmm::kNoShift);
+    if (d.m2lShift && d.directedM2L > 0)
+      AG_CUDA_TRY(cudaMemcpyAsync(out.m2lShift.data(), d.m2lShift, d.directedM2L, cudaMemcpyDeviceToHost, s));
   }
   AG_CUDA_TRY(cudaStreamSynchronize(s));
   out.p2pA.resize(d.p2pPairs);
   out.p2pB.resize(d.p2pPairs);
-  out.p2pShift.assign(d.p2pPairs, fmm::kNoShift);
+  out.p2pShift.resize(d.p2pPairs);
   for (std::size_t q = 0; q < d.p2pPairs; ++q) {
-    out.p2pA[q] = fmm::keyFirst(keys[q], d.bits);
-    out.p2pB[q] = fmm::keySecond(keys[q], d.bits);
+    const std::uint64_t k = fmm::keyPairPart(keys[q], d.sbits);
+    out.p2pA[q] = fmm::keyFirst(k, d.bits);
+    out.p2pB[q] = fmm::keySecond(k, d.bits);
+    out.p2pShift[q] = fmm::keyShift(keys[q], d.sbits);
   }
   out.directedM2L = d.directedM2L;
   out.directedP2P = d.directedP2P;

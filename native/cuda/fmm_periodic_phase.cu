@@ -1,6 +1,7 @@
 /// \file fmm_periodic_phase.cu
 /// \brief Method 'fmm' on the CUDA backend in periodic boxes (fmm_periodic_phase.h): the CPU backend's FMM path
-/// (cpu/cpu_backend.cpp, fmm/fmm_solve.cpp) for a box with periodic axes, with its evaluation on the device.
+/// (cpu/cpu_backend.cpp, fmm/fmm_solve.cpp) for a box with periodic axes, with its evaluation on the device; with
+/// CudaOptions::fmmDevicePeriodic the sort (and contrast) and the lists with their image shifts on the device too.
 #include <algorithm>
 #include <vector>
 
@@ -8,9 +9,12 @@
 #include "core/thread_pool.h"
 #include "core/validate.h"
 #include "cuda/device_state.h"
+#include "cuda/fmm_lists_phase.h"
 #include "cuda/fmm_periodic_phase.h"
 #include "cuda/fmm_phase.h"
 #include "cuda/fmm_phase_parts.h"
+#include "cuda/fmm_tree_phase.h"
+#include "cuda/kernels.h"
 #include "cuda/kernels_fmm.h"
 #include "cuda/memory_plan.h"
 #include "cuda/walk_phase.h"
@@ -32,36 +36,99 @@ using fmmparts::putCells;
 using fmmparts::putTables;
 using fmmparts::putTree;
 
+Status periodicContrast(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, int threads,
+                        bool deviceSort, SortedCells& sorted, SolveStats& st) {
+  if (!(opt.fullyPeriodic() && opt.densityContrast)) return Status::success();
+  const double total = fixedOrderSum(cells.mass, cells.n, threads);
+  st.meanDensity = applyDensityContrast(sorted, opt, total);
+  st.densityContrast = true;
+  if (!deviceSort) return Status::success();
+  // the sorted masses in slot 3, as tree_phase.cu finishCells contrasts them
+  if (ds.sortedCells.mass != ds.slot[3])
+    return Status::error(ErrorCode::Internal, "CUDA backend: the device sort's masses are not where expected");
+  return launchDensityContrast(ds.slot[3], ds.sortedSize, unsigned(cells.n),
+                               contrastDensity(opt, sorted.scale, total).rhoScaled, ds.stream);
+}
+
+Status periodicTreeOnDevice(DeviceState& ds, const SolveOptions& opt, const SortedCells& sorted, int threads,
+                            DeviceFmmTree& dtree, fmm::FmmTree& tree) {
+  FmmBuffers& b = ds.fmm;
+  AG_TRY(buildFmmTreeOnDevice(ds, opt, dtree, tree));
+  AG_TRY(downloadFmmTree(ds, dtree, false, tree));
+  const double scale = fmm::signedSourceScale(sorted, threads, tree);
+  std::fill(tree.lowBound.begin(), tree.lowBound.end(), scale);
+  AG_CUDA_TRY(cudaMemcpyAsync(b.lists.mac.get() + 3 * dtree.nodes, tree.lowBound.data(), dtree.nodes * sizeof(double),
+                              cudaMemcpyHostToDevice, ds.stream));
+  AG_TRY(deviceMultipoleNorms(b.M.get(), dtree.nodes, tree.mStride, tree.order, b.lists, ds.stream));
+  AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));  // tree.lowBound's copy
+  return Status::success();
+}
+
 Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, SolveResult& out) {
-  // the solve skipped validateCells when the device was to check the cells: the host's sort checks them here
-  if (ds.copt.validateOnDevice) AG_TRY(validateCells(cells, opt));
+  // the sort (its root cube, keys, order and gather: the same bits as the host's) and the lists with their shifts
+  // on the device (CudaOptions::fmmDevicePeriodic); the tree with its dipole terms, tiles and far images on the host
+  const bool deviceSort = ds.copt.fmmDevicePeriodic && ds.copt.fmmDeviceSort;
+  const bool deviceWalk = ds.copt.fmmDevicePeriodic && ds.copt.fmmDeviceLists;
+  // the tree and its upward pass there too (fmmDeviceTree, with both): cube centres, the signed masses' multipoles;
+  // the signed scale (lowBound) from the host's cells and the tree's topology, the norms there
+  const bool deviceTree = deviceSort && deviceWalk && ds.copt.fmmDeviceTree;
+  // the solve skipped validateCells when the device was to check the cells: the host's sort checks them here, the
+  // device's sort in its first passes
+  if (ds.copt.validateOnDevice && !deviceSort) AG_TRY(validateCells(cells, opt));
   const auto t0 = Clock::now();
   const int threads = resolveThreadCount(opt.threads);
   SolveStats& st = out.stats;
   st.threads = threads;  // the host's part: sort, tree, multipoles, lists, tiles, far images
 
   // the CPU backend's steps (cpu_backend.cpp solveImpl): root cube, key sort, the density contrast of a fully
-  // periodic box (the total of the caller's masses in its order, as there)
+  // periodic box (the total of the caller's masses in its order, as there: core/fixed_sum.h's chunks in the
+  // caller's order, so on the host from the caller's array), on the host's gathered cells and, after the device's
+  // sort, on the device's sorted masses too (the same rule, physics/moments_k.h contrastMass: the same bits)
   auto t = Clock::now();
-  RootCube root = chooseRootCube(cells, opt);
+  RootCube root;
   SortedCells sorted;
   std::vector<std::uint64_t> keys;
-  AG_TRY(sortCellsByKey(cells, root, sorted, keys, 0, false, threads));
-  if (opt.fullyPeriodic() && opt.densityContrast) {
-    st.meanDensity = applyDensityContrast(sorted, opt, fixedOrderSum(cells.mass, cells.n, threads));
-    st.densityContrast = true;
+  if (deviceSort) {
+    AG_TRY(fmmparts::sortOnDevice(ds, cells, opt, threads, root, sorted, keys, deviceTree, true));
+  } else {
+    root = chooseRootCube(cells, opt);
+    AG_TRY(sortCellsByKey(cells, root, sorted, keys, 0, false, threads));
   }
+  AG_TRY(periodicContrast(ds, cells, opt, threads, deviceSort, sorted, st));
   ds.stats.secondsKeys = since(t);
   // fmm_solve.cpp's steps: the tree (dipole terms: geometric centres), the lists with the near images' shifts
   t = Clock::now();
   fmm::FmmTree tree;
-  AG_TRY(fmm::buildFmmTree(keys, root, sorted, opt, threads, tree));
+  DeviceFmmTree dtree;
+  FmmBuffers& b = ds.fmm;
+  if (deviceTree) {  // the device's tree from its sort's topology and its contrasted masses (the same bits as
+                     // buildFmmTree: fmm/upward_k.h with dipoles); topology, centres and MAC quantities down (the host's
+                     // tiles and far pass read them), the scale up into every lowBound, the norms made there
+    AG_TRY(periodicTreeOnDevice(ds, opt, sorted, threads, dtree, tree));
+  } else {
+    AG_TRY(fmm::buildFmmTree(keys, root, sorted, opt, threads, tree));
+  }
   ds.stats.secondsMoments = since(t);
   t = Clock::now();
   double period[3];
   for (int d = 0; d < 3; ++d) period[d] = opt.periodic[d] ? (opt.boxHi[d] - opt.boxLo[d]) * sorted.scale : 0.0;
   fmm::FmmLists lists;
-  fmm::buildInteractionLists(tree, opt.fmmTolerance, threads, lists, period);
+  DeviceFmmLists dl;
+  std::vector<std::uint32_t> topo;  // the topology's staging (alive until the upload's synchronisation)
+  if (deviceWalk) {  // the tree's arrays up now (the evaluation reads them too) with its MAC quantities and
+                     // multipole norms, the walk with the shifts (the M2L CSR and its shifts stay there), the P2P
+                     // pairs with their shifts down for the host's near tiles
+    if (!deviceTree) AG_TRY(putTree(ds, tree, topo));  // else made there, with the MAC quantities and norms
+    AG_TRY(fmmparts::deviceLists(ds, tree.nodeCount(), tree.order, deviceTree ? nullptr : &tree, opt.fmmTolerance,
+                                 tree.accelLimit, dl, period));
+    AG_TRY(downloadFmmLists(dl, false, ds.stream, lists, period));
+    ds.stats.fmmListRounds = dl.rounds;
+    ds.stats.fmmListMaxFrontier = dl.maxFrontier;
+  } else {
+    fmm::buildInteractionLists(tree, opt.fmmTolerance, threads, lists, period);
+    ds.stats.fmmListRounds = 0;  // no device walk
+    ds.stats.fmmListMaxFrontier = 0;
+  }
   ds.stats.fmmListSeconds = since(t);
   // the near field's work with the shifts (fmm/p2p_tiles.h): a shifted pair at a whole number of leaves by its
   // table, the others computed with the shift
@@ -78,6 +145,13 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   const bool accel = opt.accelerations;
   std::vector<double> far[4];
   for (int c = 0; c < (accel ? 4 : 1); ++c) far[c].assign(n, 0.0);
+  if (deviceTree) {  // the far pass reads the frontier nodes' multipoles: the levels down to the frontier's come down
+    int frontier = 0;
+    while ((1 << frontier) < fmm::farCubesPerAxis(period, tree.topo.root.side)) ++frontier;
+    const std::size_t levels = tree.levelBegin.size() - 1;
+    const std::size_t upTo = tree.levelBegin[std::min<std::size_t>(std::size_t(frontier) + 1, levels)];
+    AG_TRY(fmmparts::down(static_cast<const double*>(b.M.get()), upTo * std::size_t(tree.mStride), tree.M));
+  }
   AG_TRY(fmm::addFarImages(sorted, period, threads, tree,
                            fmm::FmmOutput{far[0].data(), accel ? far[1].data() : nullptr,
                                           accel ? far[2].data() : nullptr, accel ? far[3].data() : nullptr}));
@@ -88,17 +162,18 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
 
   // upload: the isolated path's arrays (FmmBuffers), L from the far pass, the shifts in one buffer
   t = Clock::now();
-  FmmBuffers& b = ds.fmm;
   std::size_t tileOff[6], shiftOff[3];  // b.tiles: target, stepStart, stepSource; irregular leaf, start, source
   {
     std::vector<double> cellStaging;
-    std::vector<std::uint32_t> topo, u;
+    std::vector<std::uint32_t> u;
     std::vector<std::uint8_t> shifts;
-    AG_TRY(putCells(ds, sorted, cellStaging));
-    AG_TRY(putTree(ds, tree, topo));
-    AG_TRY(put(ds, b.m2lStart, lists.m2lStart, "the FMM's M2L lists"));
-    AG_TRY(put(ds, b.m2lSource, lists.m2lSource, "the FMM's M2L lists"));
-    AG_TRY(put(ds, b.M, tree.M, "the FMM's multipoles"));
+    if (!deviceSort) AG_TRY(putCells(ds, sorted, cellStaging));  // else there, sorted and contrasted
+    if (!deviceWalk) {  // else up already, and the M2L lists with their shifts made there
+      AG_TRY(putTree(ds, tree, topo));
+      AG_TRY(put(ds, b.m2lStart, lists.m2lStart, "the FMM's M2L lists"));
+      AG_TRY(put(ds, b.m2lSource, lists.m2lSource, "the FMM's M2L lists"));
+    }
+    if (!deviceTree) AG_TRY(put(ds, b.M, tree.M, "the FMM's multipoles"));  // else made there
     AG_TRY(put(ds, b.L, tree.L, "the FMM's local coefficients"));
     AG_TRY(fmmparts::putHostTiles(ds, near, tiles, irr, u, tileOff));
     const std::vector<std::uint8_t>* sp[3] = {&lists.m2lShift, &tiles.stepShift, &irr.shift};
@@ -109,7 +184,7 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
     shifts.push_back(fmm::kNoShift);  // never empty (a box of one leaf has no lists)
     AG_TRY(put(ds, b.periodic.shifts, shifts, "the FMM's image shifts"));
     AG_TRY(put(ds, b.tables, tables, "the FMM's index tables"));
-    AG_TRY(fmmparts::reserveSums(ds, n, accel));
+    if (!deviceSort) AG_TRY(fmmparts::reserveSums(ds, n, accel));  // else ds.sums, made by the sort
     AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));  // the host vectors die here
   }
   AG_TRY(putTables(ds, p2pTables, tiles.slots));
@@ -120,7 +195,19 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   v.tileCount = unsigned(tiles.tiles());
   v.irregularCount = unsigned(tiles.irregular.size());
   const std::uint8_t* shifts = b.periodic.shifts.get();
-  v.m2lShift = shifts + shiftOff[0];
+  v.m2lShift = deviceWalk ? dl.m2lShift : shifts + shiftOff[0];
+  if (deviceSort) {  // the sorted cells where the device's sort left them, its sums' arrays
+    v.x = ds.sortedCells.x;
+    v.y = ds.sortedCells.y;
+    v.z = ds.sortedCells.z;
+    v.mass = ds.sortedCells.mass;
+    v.phi = ds.sums[0];
+    if (accel) {
+      v.gx = ds.sums[1];
+      v.gy = ds.sums[2];
+      v.gz = ds.sums[3];
+    }
+  }
   v.tileStepShift = tiles.stepShift.empty() ? nullptr : shifts + shiftOff[1];
   v.nearShift = irr.shift.empty() ? nullptr : shifts + shiftOff[2];
   for (int d = 0; d < 3; ++d) v.period[d] = lists.period[d];

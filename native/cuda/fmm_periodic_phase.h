@@ -5,8 +5,11 @@
 /// and tiles with the shifts, and the far images' pass, fmm/far_images.h, whose local coefficients of the frontier
 /// cubes are uploaded as L's start), the device's evaluation of those lists with the shifts (cuda/kernels_fmm.h: the
 /// shifted P2P and M2L, M2L with the dipole terms, L2L, L2P), the sums down and finished by the CPU backend's finish
-/// (tree/finish.h finishSolve: G, the periodic self term, the mean potential). The device's sort, lists and tiles
-/// (CudaOptions::fmmDeviceSort, fmmDeviceLists, fmmDeviceTiles) are the isolated path's: here the host's are used.
+/// (tree/finish.h finishSolve: G, the periodic self term, the mean potential). With CudaOptions::fmmDevicePeriodic
+/// the sort (with fmmDeviceSort; the density contrast then applied to the device's sorted masses too) and the lists
+/// with their image shifts (with fmmDeviceLists; cuda/fmm_lists_phase.h, the M2L CSR and its shifts kept there, the
+/// P2P pairs with shifts down) are the device's, and with fmmDeviceTree too the tree with its upward pass
+/// (periodicTreeOnDevice; the signed scale the host's); the near tiles and the far images stay the host's.
 /// Internal to native/cuda.
 #pragma once
 #include <cstdint>
@@ -14,6 +17,8 @@
 #include "core/status.h"
 #include "core/types.h"
 #include "cuda/device_buffers.h"
+#include "cuda/fmm_tree_phase.h"
+#include "fmm/fmm_tree.h"
 
 namespace amrgrav {
 namespace cuda {
@@ -28,10 +33,24 @@ struct FmmPeriodicBuffers {
   void release() { shifts.release(); }
 };
 
+/// The density contrast of a fully periodic box (with opt.densityContrast; else nothing): the total of the caller's
+/// masses (core/fixed_sum.h, in the caller's order) taken off the host's sorted cells (applyDensityContrast; st's
+/// meanDensity, densityContrast) and, after the device's sort (deviceSort), off its sorted masses by the same rule.
+Status periodicContrast(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, int threads,
+                        bool deviceSort, SortedCells& sorted, SolveStats& st);
+
+/// After the device sort with its topology (and periodicContrast): the tree and upward pass on the device with
+/// dipole terms (fmm_tree_phase.h), its topology, centres and MAC quantities down into `tree` (L zeroed, no M), the
+/// signed scale (fmm::signedSourceScale over the host's sorted cells) into every lowBound, up too, and the multipole
+/// norms made on the device (ds.fmm.lists.norms), as buildFmmTree makes them. Synchronous.
+Status periodicTreeOnDevice(DeviceState& ds, const SolveOptions& opt, const SortedCells& sorted, int threads,
+                            DeviceFmmTree& dtree, fmm::FmmTree& tree);
+
 /// The solve of cells.n > 0 cells with opt.method == SolveMethod::Fmm and a periodic axis, called by
 /// solveFmmOnDevice: results into out.targets(), the phases' times into out.stats and ds.stats as the isolated
-/// path's (keys: the host's sort and the density contrast; moments: the tree; build: the lists, the near field's
-/// tiles and the far images' pass; upload; walk: the device's evaluation; download: the sums down and finished).
+/// path's (keys: the sort, host's or device's, and the density contrast; moments: the tree; build: the lists, the
+/// near field's tiles and the far images' pass; upload; walk: the device's evaluation; download: the sums down and
+/// finished).
 Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, SolveResult& out);
 
 }  // namespace cuda

@@ -48,20 +48,8 @@ Status putTree(DeviceState& ds, const fmm::FmmTree& tree, std::vector<std::uint3
   return Status::success();
 }
 
-}  // namespace fmmparts
-
-namespace {
-using fmmparts::down;
-using fmmparts::put;
-using fmmparts::putCells;
-using fmmparts::putTables;
-using fmmparts::putTree;
-
-/// The lists' walk on the device over the tree of `nodes` nodes put there by putTree (and its MAC quantities,
-/// uploaded here from hostMac) or made there (fmm_tree_phase.h; hostMac null): the M2L CSR into b.m2lStart and
-/// b.m2lSource, the rest described by `out`. accelLimit: the MAC's test 3 (fmm::FmmTree::accelLimit).
 Status deviceLists(DeviceState& ds, std::size_t nodes, int order, const fmm::FmmTree* hostMac, double tolerance,
-                   double accelLimit, DeviceFmmLists& out) {
+                   double accelLimit, DeviceFmmLists& out, const double* period) {
   FmmBuffers& b = ds.fmm;
   if (hostMac) AG_TRY(uploadWalkInputs(*hostMac, b.lists, ds.stream));
   FmmListInputs in;
@@ -73,8 +61,26 @@ Status deviceLists(DeviceState& ds, std::size_t nodes, int order, const fmm::Fmm
   in.order = order;
   in.tolerance = tolerance;
   in.accelLimit = accelLimit;
+  if (period) {
+    in.periodic = true;
+    for (int d = 0; d < 3; ++d) in.period[d] = period[d];
+  }
   return buildFmmListsOnDevice(in, b.lists, b.m2lStart, b.m2lSource, ds.stream, out);
 }
+
+}  // namespace fmmparts
+
+namespace {
+using fmmparts::deviceLists;
+using fmmparts::down;
+using fmmparts::put;
+using fmmparts::putCells;
+using fmmparts::putTables;
+using fmmparts::putTree;
+
+}  // namespace
+
+namespace fmmparts {
 
 /// sortCellsByKey on the device, by method 'tree''s own steps (tree_phase.h uploadAndBound, sortAndBuild) without
 /// its tree: the cells up (x, y, z, size, then the mass) and checked as validateCells checks them, the root cube by
@@ -88,8 +94,7 @@ Status deviceLists(DeviceState& ds, std::size_t nodes, int order, const fmm::Fmm
 /// (the order alone comes down, for the host's gather: finishSolve reads the sorted cells); gather false: nothing
 /// comes down (the parity check of the tree).
 Status sortOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, int threads, RootCube& root,
-                    SortedCells& sorted, std::vector<std::uint64_t>& keys, bool deviceTree = false,
-                    bool gather = true) {
+                    SortedCells& sorted, std::vector<std::uint64_t>& keys, bool deviceTree, bool gather) {
   const std::size_t n = cells.n;
   AG_TRY(uploadAndBound(ds, cells, opt, true));
   std::vector<std::uint32_t> order(gather ? n : 0);
@@ -101,10 +106,6 @@ Status sortOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions&
   root = ds.root;  // scaled by sortAndBuild as sortCellsByKey scales it
   return Status::success();
 }
-
-}  // namespace
-
-namespace fmmparts {
 
 std::vector<int> indexTables(const fmm::MultiIndex& mi, std::size_t offsets[3]) {
   const int nt = mi.terms;
@@ -143,6 +144,7 @@ Status putCells(DeviceState& ds, const SortedCells& sorted, std::vector<double>&
 
 namespace {
 using fmmparts::indexTables;
+using fmmparts::sortOnDevice;
 
 /// The tile build's inputs: the tree's arrays put by putTree or made by fmm_tree_phase.h; the cells where the device
 /// sort left them (deviceSort: ds.sortedCells and ds.sortedSize, the same bits as the host sort's) or put by putCells
@@ -346,20 +348,22 @@ Status checkFmmOnDevice(const SolveOptions&) {
 }
 
 Status fmmListsForCheck(DeviceState& ds, const fmm::FmmTree& tree, double tolerance, fmm::FmmLists& out,
-                        double* seconds) {
+                        double* seconds, const double* period) {
   std::lock_guard<std::mutex> lock(ds.mu);
   return guarded([&]() -> Status {
-    if (tree.dipoles)
-      return Status::error(ErrorCode::InvalidOption, "the device's FMM lists take isolated boxes (no dipole terms)");
+    if (tree.dipoles != (period != nullptr))
+      return Status::error(ErrorCode::InvalidOption,
+                           "the device's FMM lists take an isolated box's tree, or a periodic box's (dipole terms) "
+                           "with its periods");
     AG_TRY(ensureDevice(ds));
     std::vector<std::uint32_t> topo;
     AG_TRY(putTree(ds, tree, topo));
     AG_CUDA_TRY(cudaEventRecord(ds.events[0], ds.stream));
     DeviceFmmLists dl;
     // synchronises: topo may go
-    AG_TRY(deviceLists(ds, tree.nodeCount(), tree.order, &tree, tolerance, tree.accelLimit, dl));
+    AG_TRY(deviceLists(ds, tree.nodeCount(), tree.order, &tree, tolerance, tree.accelLimit, dl, period));
     AG_CUDA_TRY(cudaEventRecord(ds.events[1], ds.stream));
-    AG_TRY(downloadFmmLists(dl, true, ds.stream, out));
+    AG_TRY(downloadFmmLists(dl, true, ds.stream, out, period));
     if (seconds) *seconds = elapsed(ds, 0, 1);
     return Status::success();
   });
@@ -442,7 +446,21 @@ Status fmmTreeForCheck(DeviceState& ds, const CellsView& cells, const SolveOptio
     RootCube root;
     SortedCells sorted;
     std::vector<std::uint64_t> keys;
-    AG_TRY(sortOnDevice(ds, cells, opt, resolveThreadCount(opt.threads), root, sorted, keys, true, false));
+    const int threads = resolveThreadCount(opt.threads);
+    if (opt.anyPeriodic()) {  // fmm_periodic_phase.cu's steps: the contrast, the tree, the host's scale, the norms
+      AG_TRY(sortOnDevice(ds, cells, opt, threads, root, sorted, keys, true, true));
+      SolveStats st;
+      AG_TRY(periodicContrast(ds, cells, opt, threads, true, sorted, st));
+      AG_CUDA_TRY(cudaEventRecord(ds.events[0], ds.stream));
+      DeviceFmmTree dt;
+      AG_TRY(periodicTreeOnDevice(ds, opt, sorted, threads, dt, tree));
+      AG_CUDA_TRY(cudaEventRecord(ds.events[1], ds.stream));
+      AG_CUDA_TRY(cudaEventSynchronize(ds.events[1]));
+      if (seconds) *seconds = elapsed(ds, 0, 1);
+      AG_TRY(down(ds.fmm.M.get(), dt.nodes * std::size_t(tree.mStride), tree.M));
+      return down(ds.fmm.lists.norms.get(), dt.nodes * std::size_t(tree.order + 1), tree.norms);
+    }
+    AG_TRY(sortOnDevice(ds, cells, opt, threads, root, sorted, keys, true, false));
     AG_CUDA_TRY(cudaEventRecord(ds.events[0], ds.stream));
     DeviceFmmTree dt;
     AG_TRY(buildFmmTreeOnDevice(ds, opt, dt, tree));

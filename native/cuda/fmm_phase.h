@@ -81,8 +81,9 @@ Status solveFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOpti
 /// The parity tool's check of the device's lists (cuda/testing.h): the tree's arrays up into the state's FMM
 /// buffers, the lists built there as the solve builds them, and copied down whole (M2L CSR, P2P pairs, counts);
 /// seconds: the device timeline (events) from the MAC quantities' upload through the walk, its sorts and the CSR.
+/// period: a periodic box's tree (dipole terms), walked with the image shifts as fmm_periodic_phase.cu walks it.
 Status fmmListsForCheck(DeviceState& ds, const fmm::FmmTree& tree, double tolerance, fmm::FmmLists& out,
-                        double* seconds);
+                        double* seconds, const double* period = nullptr);
 
 /// The parity tool's check of the device's sort (cuda/testing.h): the root cube, sorted cells and keys that the solve
 /// with CudaOptions::fmmDeviceSort hands the host's tree (root scaled as sortCellsByKey scales it); seconds: host
@@ -97,7 +98,9 @@ Status fmmTilesForCheck(DeviceState& ds, const fmm::FmmTree& tree, const SortedC
 
 /// The parity tool's check of the device's tree (cuda/testing.h): the device sort with the topology, then the tree
 /// and upward pass as the solve with CudaOptions::fmmDeviceTree makes them, every array copied down (multipoles
-/// included); seconds: the device timeline of the tree phase (events). Errors as the solve's.
+/// included); seconds: the device timeline of the tree phase (events). Errors as the solve's. Periodic boxes: as the
+/// periodic path with CudaOptions::fmmDevicePeriodic makes it (the contrast, dipole terms, the host's signed scale in
+/// lowBound, the norms), its seconds including the scale's host time.
 Status fmmTreeForCheck(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, fmm::FmmTree& tree,
                        double* seconds);
 

@@ -11,6 +11,7 @@
 #include "cuda/check.h"
 #include "cuda/device_buffers.h"
 #include "cuda/device_state.h"
+#include "cuda/fmm_lists_phase.h"
 #include "cuda/kernels_fmm.h"
 #include "cuda/memory_plan.h"
 #include "fmm/fmm_tree.h"
@@ -48,6 +49,23 @@ Status down(const T* d, std::size_t n, std::vector<T>& v) {
   if (n > 0) AG_CUDA_TRY(cudaMemcpy(v.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
   return Status::success();
 }
+
+/// The lists' walk on the device over the tree of `nodes` nodes put there by putTree (and its MAC quantities,
+/// uploaded here from hostMac) or made there (fmm_tree_phase.h; hostMac null): the M2L CSR into ds.fmm's m2lStart
+/// and m2lSource, the rest described by `out`. accelLimit: the MAC's test 3 (fmm::FmmTree::accelLimit). period (a
+/// periodic box's host tree, its multipole norms uploaded with hostMac): the walk with the image shifts, the M2L
+/// CSR's shifts in out.m2lShift.
+Status deviceLists(DeviceState& ds, std::size_t nodes, int order, const fmm::FmmTree* hostMac, double tolerance,
+                   double accelLimit, DeviceFmmLists& out, const double* period = nullptr);
+
+/// sortCellsByKey on the device (fmm_phase.cu: method 'tree''s steps, the same root, order, keys and sorted cells,
+/// bit for bit): the sorted, scaled cells stay in ds.sortedCells (the caller's masses; no density contrast: the
+/// block is laid out as for a direct solve) and ds.sums gets the sums' arrays; the keys and order come down and the
+/// host gathers `sorted` (gather), or with deviceTree the FMM's topology is built there and the order alone comes
+/// down (gather false: nothing). root: scaled as sortCellsByKey scales it.
+Status sortOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, int threads, RootCube& root,
+                    SortedCells& sorted, std::vector<std::uint64_t>& keys, bool deviceTree = false,
+                    bool gather = true);
 
 /// The tree's arrays that the lists' walk and the evaluation both read up into ds.fmm: topology (cellBegin,
 /// cellCount, childBegin), childCount and the centres (asynchronous: `tree` must live until the stream is

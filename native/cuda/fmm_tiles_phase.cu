@@ -404,6 +404,8 @@ Status grow(DeviceBuffer<T>& b, std::size_t n, const char* what) {
 Status buildFmmTilesOnDevice(const FmmTileInputs& in, const DeviceFmmLists& lists, FmmTileBuffers& b, cudaStream_t s,
                              DeviceFmmTiles& out) {
   out = DeviceFmmTiles{};
+  if (lists.sbits != 0)  // the pairs' keys carry image shifts: the periodic path's tiles are the host's
+    return Status::error(ErrorCode::Internal, "CUDA backend: the device's FMM tiles take isolated boxes' lists");
   const std::uint32_t nodes = in.nodes;
   const std::size_t pairs = lists.p2pPairs;
   const int bits = lists.bits;

@@ -111,6 +111,9 @@ Status buildFmmTreeOnDevice(DeviceState& ds, const SolveOptions& opt, DeviceFmmT
   v.theta = opt.fmmTheta;
   for (int d = 0; d < 3; ++d) v.rootLo[d] = ds.root.lo[d];
   v.rootSide = ds.root.side;
+  // periodic boxes: cube centres (buildFmmTree's dipole terms); their lowBound and norms are the caller's
+  v.dipoles = opt.anyPeriodic();
+  tree.dipoles = v.dipoles;
 
   AG_CUDA_TRY(cudaMemsetAsync(v.M, 0, nodes * std::size_t(tree.mStride) * sizeof(double), s));  // the padding
   AG_CUDA_TRY(cudaMemsetAsync(v.r2, 0, nodes * sizeof(unsigned long long), s));                 // +0.0
@@ -119,7 +122,7 @@ Status buildFmmTreeOnDevice(DeviceState& ds, const SolveOptions& opt, DeviceFmmT
   AG_TRY(launchFmmRadius(v, s));
   AG_TRY(launchFmmMac(v, s));
   tree.accelLimit = 0;
-  if (opt.accelerations) {  // the MAC's test 3 from the root's |mass| (buildFmmTree's fmmAccelLimit): 8 bytes down
+  if (opt.accelerations && !v.dipoles) {  // the MAC's test 3 (isolated boxes, as buildFmmTree) from the root's |mass| (buildFmmTree's fmmAccelLimit): 8 bytes down
     double rootAbsMass = 0;
     AG_CUDA_TRY(cudaMemcpyAsync(&rootAbsMass, v.mac + 2 * nodes, sizeof(double), cudaMemcpyDeviceToHost, s));
     AG_CUDA_TRY(cudaStreamSynchronize(s));

@@ -5,7 +5,9 @@
 /// buffers, then the centres, radii, MAC quantities and multipoles bottom-up by fmm/upward_k.h's rules
 /// (kernels_fmm_tree.h), the same bits as the host's buildFmmTree (checked on the host by its emulation,
 /// fmm/upward_emulate.h, and on a GPU by the parity subject fmm-tree). Nothing per cell or per node crosses the bus:
-/// the level starts come from the build's own read-backs. Isolated boxes only. Internal to native/cuda.
+/// the level starts come from the build's own read-backs. Isolated boxes, and periodic ones (FmmTree::dipoles: cube
+/// centres; the caller then replaces lowBound by the signed sources' scale and makes the multipole norms,
+/// cuda/fmm_periodic_phase.cu). Internal to native/cuda.
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -8,58 +8,71 @@
 #include "cuda/check.h"
 #include "cuda/grid_stride.h"
 #include "cuda/kernels_fmm_lists.h"
+#include "fmm/norms_k.h"
 
 namespace amrgrav {
 namespace cuda {
 namespace {
 
-__global__ void walkDecideKernel(fmm::DualWalkTree t, const std::uint64_t* frontier, std::size_t n,
-                                 fmm::PairStep* steps, fmm::PairCounts* counts) {
+__global__ void walkDecideKernel(fmm::DualWalkTree t, const std::uint64_t* frontier, const std::uint8_t* shift,
+                                 std::size_t n, fmm::PairStep* steps, fmm::PairCounts* counts) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i <= n;
        i += std::size_t(gridDim.x) * blockDim.x) {
     if (i == n) {
       counts[n] = fmm::PairCounts{};
       continue;
     }
-    const fmm::PairStep st = fmm::decidePair(t, frontier[i]);
+    const fmm::PairStep st = fmm::decidePair(t, frontier[i], shift ? shift[i] : fmm::kNoShift);
     steps[i] = st;
     counts[i] = fmm::pairCounts(st);
   }
 }
 
 __global__ void walkEmitKernel(const fmm::PairStep* steps, const std::uint64_t* frontier, const fmm::PairCounts* at,
-                               std::size_t n, int bits, std::uint64_t* next, std::uint64_t* m2l,
-                               std::uint64_t* p2p) {
+                               std::size_t n, int bits, std::uint64_t* next, std::uint64_t* m2l, std::uint64_t* p2p,
+                               int sbits, std::uint8_t* nextShift, std::uint8_t* m2lShift) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
        i += std::size_t(gridDim.x) * blockDim.x)
-    fmm::emitPair(steps[i], frontier[i], at[i], bits, next, m2l, p2p);
+    fmm::emitPair(steps[i], frontier[i], at[i], bits, next, m2l, p2p, sbits, nextShift, m2lShift);
 }
 
-__global__ void directedEntriesKernel(const std::uint64_t* m2l, std::size_t pairs, int bits, std::uint64_t* keys) {
+__global__ void directedEntriesKernel(const std::uint64_t* m2l, std::size_t pairs, int bits, std::uint64_t* keys,
+                                      int sbits, const std::uint8_t* m2lShift) {
   for (std::size_t q = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; q < pairs;
        q += std::size_t(gridDim.x) * blockDim.x)
-    fmm::directedEntries(m2l, q, bits, keys);
+    fmm::directedEntries(m2l, q, bits, keys, sbits, m2lShift);
 }
 
 __global__ void csrFromKeysKernel(const std::uint64_t* keys, std::size_t count, std::uint32_t nodes, int bits,
-                                  std::uint32_t* start, std::uint32_t* source) {
+                                  std::uint32_t* start, std::uint32_t* source, int sbits, std::uint8_t* shift) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i <= count;
        i += std::size_t(gridDim.x) * blockDim.x) {
-    fmm::csrStartsAt(keys, count, i, nodes, bits, start);
-    if (i < count) source[i] = fmm::keySecond(keys[i], bits);
+    fmm::csrStartsAt(keys, count, i, nodes, bits, start, sbits);
+    if (i < count) {
+      source[i] = fmm::keySecond(fmm::keyPairPart(keys[i], sbits), bits);
+      if (shift) shift[i] = fmm::keyShift(keys[i], sbits);
+    }
   }
 }
 
 /// Integer sums: the atomics' order cannot change the total.
-__global__ void cellPairsKernel(const std::uint64_t* p2p, std::size_t pairs, int bits, const std::uint32_t* cellCount,
-                                const std::uint8_t* childCount, std::uint32_t nodes, unsigned long long* sum) {
+__global__ void cellPairsKernel(const std::uint64_t* p2p, std::size_t pairs, int bits, int sbits,
+                                const std::uint32_t* cellCount, const std::uint8_t* childCount, std::uint32_t nodes,
+                                unsigned long long* sum) {
   unsigned long long mine = 0;
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < pairs + nodes;
        i += std::size_t(gridDim.x) * blockDim.x)
-    mine += i < pairs ? fmm::p2pCellPairs(cellCount, p2p[i], bits)
+    mine += i < pairs ? fmm::p2pCellPairs(cellCount, p2p[i], bits, sbits)
                       : fmm::leafSelfCellPairs(cellCount, childCount, std::uint32_t(i - pairs));
   for (int o = 16; o > 0; o /= 2) mine += __shfl_down_sync(0xffffffffu, mine, o);
   if ((threadIdx.x & 31) == 0 && mine != 0) atomicAdd(sum, mine);
+}
+
+__global__ void normsKernel(const double* M, std::size_t nodes, int mStride, int terms, int order, const double* w,
+                            const int* degree, double* norms) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < nodes;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    fmm::fmmMultipoleNorms(M + i * std::size_t(mStride), terms, w, degree, order, norms + i * std::size_t(order + 1));
 }
 
 struct AddCounts {
@@ -70,9 +83,9 @@ struct AddCounts {
 
 }  // namespace
 
-Status launchWalkDecide(const fmm::DualWalkTree& t, const std::uint64_t* frontier, std::size_t n,
-                        fmm::PairStep* steps, fmm::PairCounts* counts, cudaStream_t s) {
-  walkDecideKernel<<<gridFor(n + 1), kGridThreads, 0, s>>>(t, frontier, n, steps, counts);
+Status launchWalkDecide(const fmm::DualWalkTree& t, const std::uint64_t* frontier, const std::uint8_t* shift,
+                        std::size_t n, fmm::PairStep* steps, fmm::PairCounts* counts, cudaStream_t s) {
+  walkDecideKernel<<<gridFor(n + 1), kGridThreads, 0, s>>>(t, frontier, shift, n, steps, counts);
   AG_CUDA_LAUNCHED("walkDecideKernel");
   return Status::success();
 }
@@ -86,42 +99,54 @@ Status scanWalkCounts(void* temp, std::size_t& tempBytes, const fmm::PairCounts*
 
 Status launchWalkEmit(const fmm::PairStep* steps, const std::uint64_t* frontier, const fmm::PairCounts* at,
                       std::size_t n, int bits, std::uint64_t* next, std::uint64_t* m2l, std::uint64_t* p2p,
-                      cudaStream_t s) {
+                      int sbits, std::uint8_t* nextShift, std::uint8_t* m2lShift, cudaStream_t s) {
   if (n == 0) return Status::success();
-  walkEmitKernel<<<gridFor(n), kGridThreads, 0, s>>>(steps, frontier, at, n, bits, next, m2l, p2p);
+  walkEmitKernel<<<gridFor(n), kGridThreads, 0, s>>>(steps, frontier, at, n, bits, next, m2l, p2p, sbits, nextShift,
+                                                      m2lShift);
   AG_CUDA_LAUNCHED("walkEmitKernel");
   return Status::success();
 }
 
-Status launchDirectedEntries(const std::uint64_t* m2l, std::size_t pairs, int bits, std::uint64_t* keys,
-                             cudaStream_t s) {
+Status launchDirectedEntries(const std::uint64_t* m2l, std::size_t pairs, int bits, std::uint64_t* keys, int sbits,
+                             const std::uint8_t* m2lShift, cudaStream_t s) {
   if (pairs == 0) return Status::success();
-  directedEntriesKernel<<<gridFor(pairs), kGridThreads, 0, s>>>(m2l, pairs, bits, keys);
+  directedEntriesKernel<<<gridFor(pairs), kGridThreads, 0, s>>>(m2l, pairs, bits, keys, sbits, m2lShift);
   AG_CUDA_LAUNCHED("directedEntriesKernel");
   return Status::success();
 }
 
 Status sortListKeys(void* temp, std::size_t& tempBytes, std::uint64_t* in, std::uint64_t* alt, std::size_t count,
-                    int bits, std::uint64_t** sorted, cudaStream_t s) {
+                    int bits, std::uint64_t** sorted, cudaStream_t s, int sbits) {
   cub::DoubleBuffer<std::uint64_t> k(in, alt);
-  AG_CUDA_TRY(cub::DeviceRadixSort::SortKeys(temp, tempBytes, k, count, 0, 2 * bits, s));
+  AG_CUDA_TRY(cub::DeviceRadixSort::SortKeys(temp, tempBytes, k, count, 0, 2 * bits + sbits, s));
   if (temp) AG_CUDA_LAUNCHED("cub::DeviceRadixSort::SortKeys (the lists' keys)");
   if (sorted) *sorted = k.Current();
   return Status::success();
 }
 
 Status launchCsrFromKeys(const std::uint64_t* keys, std::size_t count, std::uint32_t nodes, int bits,
-                         std::uint32_t* start, std::uint32_t* source, cudaStream_t s) {
-  csrFromKeysKernel<<<gridFor(count + 1), kGridThreads, 0, s>>>(keys, count, nodes, bits, start, source);
+                         std::uint32_t* start, std::uint32_t* source, int sbits, std::uint8_t* shift,
+                         cudaStream_t s) {
+  csrFromKeysKernel<<<gridFor(count + 1), kGridThreads, 0, s>>>(keys, count, nodes, bits, start, source, sbits,
+                                                                 shift);
   AG_CUDA_LAUNCHED("csrFromKeysKernel");
   return Status::success();
 }
 
-Status launchDirectedCellPairs(const std::uint64_t* p2p, std::size_t pairs, int bits, const std::uint32_t* cellCount,
-                               const std::uint8_t* childCount, std::uint32_t nodes, unsigned long long* sum,
-                               cudaStream_t s) {
+Status launchFmmNorms(const double* M, std::size_t nodes, int mStride, int terms, int order, const double* w,
+                      const int* degree, double* norms, cudaStream_t s) {
+  if (nodes == 0) return Status::success();
+  normsKernel<<<gridFor(nodes), kGridThreads, 0, s>>>(M, nodes, mStride, terms, order, w, degree, norms);
+  AG_CUDA_LAUNCHED("normsKernel");
+  return Status::success();
+}
+
+Status launchDirectedCellPairs(const std::uint64_t* p2p, std::size_t pairs, int bits, int sbits,
+                               const std::uint32_t* cellCount, const std::uint8_t* childCount, std::uint32_t nodes,
+                               unsigned long long* sum, cudaStream_t s) {
   AG_CUDA_TRY(cudaMemsetAsync(sum, 0, sizeof(unsigned long long), s));
-  cellPairsKernel<<<gridFor(pairs + nodes), kGridThreads, 0, s>>>(p2p, pairs, bits, cellCount, childCount, nodes, sum);
+  cellPairsKernel<<<gridFor(pairs + nodes), kGridThreads, 0, s>>>(p2p, pairs, bits, sbits, cellCount, childCount,
+                                                                   nodes, sum);
   AG_CUDA_LAUNCHED("cellPairsKernel");
   return Status::success();
 }

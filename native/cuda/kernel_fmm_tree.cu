@@ -121,7 +121,7 @@ __global__ void __launch_bounds__(32) upwardLevelKernel(FmmTreeView v, unsigned 
     s[1] = a.am;
     for (int d = 0; d < 3; ++d) {
       s[2 + d] = a.s[d];
-      ctr[d] = fmm::fmmCentreOf(a, d, v.cube[3 * std::size_t(i) + d], false);
+      ctr[d] = fmm::fmmCentreOf(a, d, v.cube[3 * std::size_t(i) + d], v.dipoles);
       v.centre[3 * std::size_t(i) + d] = ctr[d];
     }
   }

@@ -39,6 +39,9 @@ struct FmmTreeView {
   unsigned long long* r2 = nullptr;                 ///< per node: the bits of its largest squared distance (zeroed)
   double* mac = nullptr;                            ///< radius, critical, absMass, lowBound (nodes each)
   double theta = 0, rootLo[3] = {0, 0, 0}, rootSide = 0;
+  /// Periodic boxes (fmm::FmmTree::dipoles): expansions about the cube centres (fmm::fmmCentreOf); the lower bounds
+  /// written here are then replaced by the caller (the signed sources' scale).
+  bool dipoles = false;
 };
 
 /// The topology of method 'tree''s build (topo: begin, count, first child, children) and the nodes' first keys into

@@ -129,8 +129,9 @@ class TestingCudaBackend final : public CudaBackend {
     releaseAll(ds_);
   }
 
-  Status fmmDeviceLists(const fmm::FmmTree& tree, double tolerance, fmm::FmmLists& out, double* seconds) override {
-    return cuda::fmmListsForCheck(ds_, tree, tolerance, out, seconds);
+  Status fmmDeviceLists(const fmm::FmmTree& tree, double tolerance, fmm::FmmLists& out, double* seconds,
+                        const double* period = nullptr) override {
+    return cuda::fmmListsForCheck(ds_, tree, tolerance, out, seconds, period);
   }
   Status fmmDeviceSort(const CellsView& cells, const SolveOptions& opt, RootCube& root, SortedCells& sorted,
                        std::vector<std::uint64_t>& keys, double* seconds) override {

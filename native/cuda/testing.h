@@ -37,9 +37,11 @@ class CudaBackend : public Backend {
   virtual void releaseDeviceMemory() = 0;
   /// The FMM's interaction lists of an isolated box's tree (built on the host) made on the device as method 'fmm'
   /// makes them with CudaOptions::fmmDeviceLists (cuda/fmm_lists_phase.h) and copied down whole; seconds: the
-  /// device's time of the walk, its sorts and CSR (the MAC quantities' upload included).
-  virtual Status fmmDeviceLists(const fmm::FmmTree& tree, double tolerance, fmm::FmmLists& out,
-                                double* seconds) = 0;
+  /// device's time of the walk, its sorts and CSR (the MAC quantities' upload included). `period` (a periodic box's
+  /// tree, with dipole terms): the walk with the image shifts, as with CudaOptions::fmmDevicePeriodic, for
+  /// comparison with buildInteractionLists(..., period).
+  virtual Status fmmDeviceLists(const fmm::FmmTree& tree, double tolerance, fmm::FmmLists& out, double* seconds,
+                                const double* period = nullptr) = 0;
   /// The root cube (scaled), sorted cells and keys that method 'fmm' with CudaOptions::fmmDeviceSort hands the
   /// host's tree (cuda/fmm_phase.h fmmSortForCheck), for comparison with chooseRootCube and sortCellsByKey;
   /// seconds: its host clock (upload, checks, keys, sort, the order and keys down, the host's gather).
@@ -54,7 +56,8 @@ class CudaBackend : public Backend {
   /// The FMM tree (topology, centres, radii, MAC quantities, multipoles) that method 'fmm' with
   /// CudaOptions::fmmDeviceTree builds on the device from its own sort (cuda/fmm_tree_phase.h), copied down whole, for
   /// comparison with the host's buildFmmTree by bits; seconds: the device's time of the topology's conversion and
-  /// the upward pass (events).
+  /// the upward pass (events). Periodic boxes (opt's periodic axes): as CudaOptions::fmmDevicePeriodic makes it
+  /// (the density contrast of a fully periodic box, dipole terms, the host's signed scale, the norms).
   virtual Status fmmDeviceTree(const CellsView& cells, const SolveOptions& opt, fmm::FmmTree& tree,
                                double* seconds) = 0;
 

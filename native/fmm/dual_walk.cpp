@@ -23,21 +23,36 @@ DualWalkTree dualWalkView(const FmmTree& t, double tolerance) {
   v.order = t.order;
   v.tolerance = tolerance;
   v.accelLimit = t.accelLimit;
+  v.dipoles = t.dipoles;
+  v.norms = t.dipoles ? t.norms.data() : nullptr;
   return v;
 }
 
-void emulateDeviceLists(const FmmTree& t, double tolerance, FmmLists& out, DualWalkStats* stats) {
+void emulateDeviceLists(const FmmTree& t, double tolerance, FmmLists& out, DualWalkStats* stats,
+                        const double* period) {
   out = FmmLists{};
+  if (period)
+    for (int d = 0; d < 3; ++d) out.period[d] = period[d];
   const std::size_t nodes = t.nodeCount();
   out.m2lStart.assign(nodes + 1, 0);
   if (stats) *stats = DualWalkStats{};
   if (nodes == 0) return;
-  const DualWalkTree view = dualWalkView(t, tolerance);
+  DualWalkTree view = dualWalkView(t, tolerance);
+  for (int d = 0; d < 3; ++d) view.period[d] = out.period[d];
   const int bits = keyBits(nodes);
+  const int sbits = period ? kShiftBits : 0;  // the shifts ride with the pairs and in the keys
 
   // the rounds: decide (one thread per pair), exclusive scan of the counts (n + 1 of them: the last is the total),
   // emit (one thread per pair) into the next frontier and the lists' ends
-  std::vector<std::uint64_t> frontier{packPair(0, 0)}, next, m2l, p2p;
+  std::vector<std::uint64_t> frontier, next, m2l, p2p;
+  std::vector<std::uint8_t> frontierShift, nextShift, m2lShift;
+  {
+    std::uint64_t p[14];
+    std::uint8_t s[14];
+    const int k = walkStartPairs(period, p, s);
+    frontier.assign(p, p + k);
+    frontierShift.assign(s, s + k);
+  }
   std::vector<PairStep> steps;
   std::vector<PairCounts> at;
   while (!frontier.empty()) {
@@ -49,39 +64,48 @@ void emulateDeviceLists(const FmmTree& t, double tolerance, FmmLists& out, DualW
     }
     steps.resize(n);
     at.assign(n + 1, PairCounts{});
-    for (std::size_t i = 0; i < n; ++i) steps[i] = decidePair(view, frontier[i]);
+    for (std::size_t i = 0; i < n; ++i) steps[i] = decidePair(view, frontier[i], frontierShift[i]);
     for (std::size_t i = 0; i < n; ++i) at[i + 1] = at[i] + pairCounts(steps[i]);
     const PairCounts total = at[n];
     next.resize(total.pairs);
+    nextShift.assign(total.pairs, kNoShift);
     const std::size_t m2lBase = m2l.size(), p2pBase = p2p.size();
     m2l.resize(m2lBase + total.m2l);
+    m2lShift.resize(m2lBase + total.m2l, kNoShift);
     p2p.resize(p2pBase + total.p2p);
     for (std::size_t i = 0; i < n; ++i)
-      emitPair(steps[i], frontier[i], at[i], bits, next.data(), m2l.data() + m2lBase, p2p.data() + p2pBase);
+      emitPair(steps[i], frontier[i], at[i], bits, next.data(), m2l.data() + m2lBase, p2p.data() + p2pBase, sbits,
+               nextShift.data(), m2lShift.data() + m2lBase);
     frontier.swap(next);
+    frontierShift.swap(nextShift);
   }
 
-  // M2L: the directed entries keyed (target, source), sorted (the device's radix sort), the CSR's starts from them
+  // M2L: the directed entries keyed (target, source[, shift]), sorted (the device's radix sort), the CSR from them
   std::vector<std::uint64_t> keys(2 * m2l.size());
-  for (std::size_t q = 0; q < m2l.size(); ++q) directedEntries(m2l.data(), q, bits, keys.data());
+  for (std::size_t q = 0; q < m2l.size(); ++q) directedEntries(m2l.data(), q, bits, keys.data(), sbits, m2lShift.data());
   std::sort(keys.begin(), keys.end());
   for (std::size_t i = 0; i <= keys.size(); ++i)
-    csrStartsAt(keys.data(), keys.size(), i, std::uint32_t(nodes), bits, out.m2lStart.data());
+    csrStartsAt(keys.data(), keys.size(), i, std::uint32_t(nodes), bits, out.m2lStart.data(), sbits);
   out.m2lSource.resize(keys.size());
-  for (std::size_t i = 0; i < keys.size(); ++i) out.m2lSource[i] = keySecond(keys[i], bits);
-  out.m2lShift.assign(keys.size(), kNoShift);
+  out.m2lShift.resize(keys.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    out.m2lSource[i] = keySecond(keyPairPart(keys[i], sbits), bits);
+    out.m2lShift[i] = keyShift(keys[i], sbits);
+  }
   out.directedM2L = keys.size();
 
-  // P2P: the (min, max) pairs sorted, and the directed cell pairs (the device's reduction)
+  // P2P: the (min, max[, shift]) pairs sorted, and the directed cell pairs (the device's reduction)
   std::sort(p2p.begin(), p2p.end());
   out.p2pA.resize(p2p.size());
   out.p2pB.resize(p2p.size());
-  out.p2pShift.assign(p2p.size(), kNoShift);
+  out.p2pShift.resize(p2p.size());
   std::uint64_t cellPairs = 0;
   for (std::size_t q = 0; q < p2p.size(); ++q) {
-    out.p2pA[q] = keyFirst(p2p[q], bits);
-    out.p2pB[q] = keySecond(p2p[q], bits);
-    cellPairs += p2pCellPairs(t.topo.cellCount.data(), p2p[q], bits);
+    const std::uint64_t k = keyPairPart(p2p[q], sbits);
+    out.p2pA[q] = keyFirst(k, bits);
+    out.p2pB[q] = keySecond(k, bits);
+    out.p2pShift[q] = keyShift(p2p[q], sbits);
+    cellPairs += p2pCellPairs(t.topo.cellCount.data(), p2p[q], bits, sbits);
   }
   for (std::size_t i = 0; i < nodes; ++i)
     cellPairs += leafSelfCellPairs(t.topo.cellCount.data(), t.topo.childCount.data(), std::uint32_t(i));

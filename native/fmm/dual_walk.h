@@ -3,7 +3,7 @@
 /// per-pair rules (fmm/dual_walk_k.h) over the same frontiers, the device's prefix sums, sorts and CSR written as
 /// plain loops, one thread. Its lists must equal buildInteractionLists's (fmm/interaction_lists.h) array for array:
 /// native/tests/fmm_dual_walk.cpp checks it without a GPU, and the GPU parity tool checks the device's against the
-/// host's (native/tools/parity/fmm_lists.cpp). Isolated boxes only.
+/// host's (native/tools/parity/fmm_lists.cpp). Isolated and periodic boxes (image shifts, dipole terms).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -25,8 +25,11 @@ struct DualWalkStats {
 /// The tree's arrays as the walk reads them (host pointers into `tree`, which must outlive the view).
 DualWalkTree dualWalkView(const FmmTree& tree, double tolerance);
 
-/// The lists of an isolated box's tree (tree.dipoles false) by the breadth-first walk, emulated on the host.
-void emulateDeviceLists(const FmmTree& tree, double tolerance, FmmLists& lists, DualWalkStats* stats = nullptr);
+/// The lists of a tree by the breadth-first walk, emulated on the host: an isolated box's (period null, tree.dipoles
+/// false), or a periodic box's (`period` as buildInteractionLists takes it, tree.dipoles true: the pairs with their
+/// image shifts).
+void emulateDeviceLists(const FmmTree& tree, double tolerance, FmmLists& lists, DualWalkStats* stats = nullptr,
+                        const double* period = nullptr);
 
 /// "" when a and b are the same lists (every array and both counts equal), else each differing array's first
 /// difference (or lengths), for the checks' reports.

@@ -11,6 +11,7 @@
 #include "core/thread_pool.h"
 #include "fmm/expansions.h"
 #include "fmm/multi_index.h"
+#include "fmm/norms_k.h"
 #include "fmm/p2p_tables.h"
 #include "fmm/upward_k.h"
 #include "physics/fmm_mac_k.h"
@@ -239,6 +240,18 @@ double coarseFieldOfCubes(const RootCube& r, const MacScaleParts& parts) {
 /// Signed sources: each node's multipole norms |M^(n)| = sqrt(sum_(|k| = n) n! k! M_k^2), n = 0..p (for one mass m at
 /// distance d: |m| d^n), which the signed pair test reads (physics/fmm_mac_k.h, fmmSignedPairAccepts).
 void multipoleNorms(const MultiIndex& mi, int threads, FmmTree& t) {
+  const std::vector<double> w = multipoleNormWeights(mi);
+  const int np = mi.order + 1;
+  t.norms.assign(t.nodeCount() * np, 0.0);
+  parallelFor(t.nodeCount(), 256, threads, [&](std::size_t b, std::size_t e, int) {
+    for (std::size_t i = b; i < e; ++i)
+      fmmMultipoleNorms(&t.M[i * t.mStride], mi.terms, w.data(), mi.degree.data(), mi.order, &t.norms[i * np]);
+  });
+}
+
+}  // namespace
+
+std::vector<double> multipoleNormWeights(const MultiIndex& mi) {
   std::vector<double> w(mi.terms);
   for (int q = 0; q < mi.terms; ++q) {
     double f = 1;
@@ -247,19 +260,12 @@ void multipoleNorms(const MultiIndex& mi, int threads, FmmTree& t) {
       for (int k = 2; k <= mi.n[q][d]; ++k) f *= k;
     w[q] = f;
   }
-  const int np = mi.order + 1;
-  t.norms.assign(t.nodeCount() * np, 0.0);
-  parallelFor(t.nodeCount(), 256, threads, [&](std::size_t b, std::size_t e, int) {
-    for (std::size_t i = b; i < e; ++i) {
-      const double* M = &t.M[i * t.mStride];
-      double* q = &t.norms[i * np];
-      for (int k = 0; k < mi.terms; ++k) q[mi.degree[k]] += w[k] * M[k] * M[k];
-      for (int n = 0; n < np; ++n) q[n] = std::sqrt(q[n]);
-    }
-  });
+  return w;
 }
 
-}  // namespace
+double signedSourceScale(const SortedCells& cells, int threads, const FmmTree& t) {
+  return kSignedScaleShare * stdMax(leafNearMax(cells, threads, t, nullptr), coarseFieldOfNodes(cells, t));
+}
 
 Status buildFmmTree(const std::vector<std::uint64_t>& keys, const RootCube& root, const SortedCells& cells,
                     const SolveOptions& opt, int threads, FmmTree& t, const MacScaleReduce& reduce,

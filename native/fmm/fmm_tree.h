@@ -15,6 +15,8 @@
 namespace amrgrav {
 namespace fmm {
 
+struct MultiIndex;
+
 /// Cells per leaf: 64 (a 4^3 sub-block of an 8^3 block) moves the work from M2L to the cheap, regular P2P;
 /// 8-cell leaves made the prototype 2-4x slower (docs/fmm-design.md, section 4).
 constexpr int kFmmLeafSize = 64;
@@ -85,6 +87,15 @@ struct SharedNodes {
 /// periodic boxes then measure the coarse field on the root's 4^3 cubes on every rank alike. `shared` (a
 /// distributed solve): the shared nodes, split by their global counts and completed over the ranks
 /// before the MAC's quantities that read them (shared->index filled here).
+/// The weights n! k! of each term's square in the multipole norms (fmm/norms_k.h fmmMultipoleNorms), term by term.
+std::vector<double> multipoleNormWeights(const MultiIndex& mi);
+
+/// One process's scale of |phi| for signed sources (periodic boxes, `dipoles`), which buildFmmTree puts in every
+/// node's lowBound: a share of the larger of the largest near field of a leaf with itself and the coarse field of
+/// the level-2 nodes' net masses, from the topology (topo, levelBegin), the expansion centres and the sorted cells
+/// alone (the CUDA backend's periodic path takes it so for the device's tree).
+double signedSourceScale(const SortedCells& cells, int threads, const FmmTree& tree);
+
 Status buildFmmTree(const std::vector<std::uint64_t>& sortedKeys, const RootCube& root, const SortedCells& cells,
                     const SolveOptions& opt, int threads, FmmTree& tree, const MacScaleReduce& reduce = {},
                     SharedNodes* shared = nullptr);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "fmm/norms_k.h"
 #include "physics/fmm_mac_k.h"
 
 namespace amrgrav {
@@ -67,7 +68,7 @@ void emulateDeviceUpward(const SortedCells& c, double theta, FmmTree& t, bool mu
       }
       sums[i] = a;
       double* ctr = &t.centre[3 * i];
-      for (int d = 0; d < 3; ++d) ctr[d] = fmmCentreOf(a, d, o.centre[3 * i + d], false);
+      for (int d = 0; d < 3; ++d) ctr[d] = fmmCentreOf(a, d, o.centre[3 * i + d], t.dipoles);
       double* M = &t.M[i * std::size_t(t.mStride)];
       const double* Mc[kUpwardLanes] = {};
       double h[kUpwardLanes][3] = {};
@@ -117,6 +118,18 @@ void emulateDeviceUpward(const SortedCells& c, double theta, FmmTree& t, bool mu
     t.absMass[i] = sums[i].am;
     t.lowBound[i] = fmmPotentialLowerBound(&t.centre[3 * i], t.radius[i], o.root.lo, o.root.side, sums[0].am);
   }
+  if (t.dipoles) {  // periodic (cuda/fmm_periodic_phase.cu): the host's scale of |phi| in every lowBound, then a
+                    // thread per node: its multipole norms
+    const double scale = signedSourceScale(c, 1, t);
+    for (std::size_t i = 0; i < n; ++i) t.lowBound[i] = scale;
+    const MultiIndex& mi = MultiIndex::of(t.order);
+    const std::vector<double> w = multipoleNormWeights(mi);
+    const int np = t.order + 1;
+    t.norms.assign(n * std::size_t(np), 0.0);
+    for (std::size_t i = 0; i < n; ++i)
+      fmmMultipoleNorms(&t.M[i * std::size_t(t.mStride)], t.terms, w.data(), mi.degree.data(), t.order,
+                        &t.norms[i * std::size_t(np)]);
+  }
 }
 
 namespace {
@@ -157,6 +170,7 @@ std::string fmmTreeDifference(const FmmTree& a, const FmmTree& b) {
   compareArray("absMass", a.absMass, b.absMass, out);
   compareArray("lowBound", a.lowBound, b.lowBound, out);
   compareArray("M", a.M, b.M, out);
+  compareArray("norms", a.norms, b.norms, out);
   return out;
 }
 

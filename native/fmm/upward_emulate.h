@@ -4,7 +4,9 @@
 /// and centre, then each of its terms by P2M or M2M; then each cell's squared distance to each of its ancestors'
 /// centres, maximised per node; then each node's radius and MAC quantities), one thread. Its arrays must equal
 /// buildFmmTree's (fmm/fmm_tree.h) bit for bit: native/tests/fmm_upward.cpp checks it without a GPU, and the GPU
-/// parity tool checks the device's against the host's (native/tools/parity/fmm_tree.cpp). Isolated boxes only.
+/// parity tool checks the device's against the host's (native/tools/parity/fmm_tree.cpp). Isolated boxes, and periodic
+/// ones (`dipoles`: cube centres, the host's signedSourceScale in lowBound, the norms by fmm/norms_k.h), as the CUDA
+/// backend's periodic path makes them.
 #pragma once
 #include <string>
 #include <vector>
@@ -26,7 +28,7 @@ struct UpwardTables {
 UpwardTables upwardTables(const MultiIndex& mi);
 
 /// The device's upward pass on the host: `tree` holds the topology (topo with its cube centres, levelBegin, order,
-/// terms, mStride; dipoles false); fills centre, radius, critical, absMass, lowBound and M (L zeroed) from the
+/// terms, mStride, dipoles); fills centre, radius, critical, absMass, lowBound, M and with dipoles norms from the
 /// sorted cells. `mutate` (tests only): sums a leaf's cells from its last, to show that the check sees an order.
 void emulateDeviceUpward(const SortedCells& cells, double theta, FmmTree& tree, bool mutate = false);
 

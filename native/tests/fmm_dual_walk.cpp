@@ -8,7 +8,11 @@
 /// physics/fmm_mac_k.h: FmmTree::accelLimit > 0) at the default fmmAccelTolerance on every mesh, and with
 /// fmmAccelTolerance 0 the potential's lists exactly. Independently of the CPU's walk, on the
 /// smaller trees: the lists cover every pair of leaves exactly once (an M2L between ancestors, one way each, or a
-/// P2P, or the leaf with itself), so no interaction is missing or counted twice. CTest (label cpu).
+/// P2P, or the leaf with itself), so no interaction is missing or counted twice. Periodic boxes (the walk with image
+/// shifts and the signed sources' test, fmm/dual_walk_k.h; the trees with dipole terms, as the CPU backend makes
+/// them): fully periodic on the density contrast (uniform 16^3, 24^3 and 32^3, the random AMR mesh), a sheet
+/// periodic in x, y and a line periodic in z, orders 4 and 7, against buildInteractionLists(..., period) array for
+/// array, shifts included. CTest (label cpu).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -159,6 +163,61 @@ void potentialListsKept(const std::string& name, const Cells& cells) {
             std::to_string(a.directedP2P));
 }
 
+/// A periodic box's tree as the CPU backend makes it (cpu_backend.cpp: the unit box, the sort, the density contrast
+/// of a fully periodic box, buildFmmTree with dipole terms), its lists by both walks with the near images' shifts.
+void periodicCase(const std::string& name, const Cells& cells, bool px, bool py, bool pz, int order) {
+  SolveOptions opt;
+  opt.method = SolveMethod::Fmm;
+  opt.fmmOrder = order;
+  opt.hasBox = true;
+  for (int d = 0; d < 3; ++d) {
+    opt.boxLo[d] = 0;
+    opt.boxHi[d] = 1;
+  }
+  opt.periodic[0] = px;
+  opt.periodic[1] = py;
+  opt.periodic[2] = pz;
+  const int threads = 2;
+  RootCube root = chooseRootCube(cells.view(), opt);
+  SortedCells sorted;
+  std::vector<std::uint64_t> keys;
+  Status st = sortCellsByKey(cells.view(), root, sorted, keys, 0, false, threads);
+  if (st.ok() && opt.fullyPeriodic()) {
+    double total = 0;
+    for (double m : cells.m) total += m;
+    applyDensityContrast(sorted, opt, total);
+  }
+  FmmTree tree;
+  if (st.ok()) st = buildFmmTree(keys, root, sorted, opt, threads, tree);
+  if (!st.ok() || !tree.dipoles) {
+    check(name + "-setup", false, st.ok() ? "the periodic tree has no dipole terms" : st.message);
+    return;
+  }
+  double period[3];
+  for (int d = 0; d < 3; ++d) period[d] = opt.periodic[d] ? (opt.boxHi[d] - opt.boxLo[d]) * sorted.scale : 0.0;
+  for (const double tol : {opt.fmmTolerance, 0.0}) {
+    FmmLists cpu, emu;
+    buildInteractionLists(tree, tol, threads, cpu, period);
+    DualWalkStats ws;
+    emulateDeviceLists(tree, tol, emu, &ws, period);
+    std::string diff = listsDifference(cpu, emu);
+    for (int d = 0; d < 3; ++d)
+      if (cpu.period[d] != emu.period[d]) diff += "period; ";
+    // both kinds of entry, and shifted ones of each (the near images walked)
+    std::size_t shiftedM2L = 0, shiftedP2P = 0;
+    for (const std::uint8_t sh : cpu.m2lShift) shiftedM2L += sh != kNoShift ? 1 : 0;
+    for (const std::uint8_t sh : cpu.p2pShift) shiftedP2P += sh != kNoShift ? 1 : 0;
+    if (cpu.m2lSource.empty() || cpu.p2pA.empty()) diff += "no M2L or no P2P entries; ";
+    if (shiftedP2P == 0 || (tol > 0 && shiftedM2L == 0)) diff += "no shifted entries; ";
+    check(name + "-p" + std::to_string(order) + "-tol" + (tol > 0 ? "default" : "0") + "-lists", diff.empty(),
+          (diff.empty() ? std::string("every array equal: ") : diff) + std::to_string(tree.nodeCount()) +
+              " nodes, " + std::to_string(cpu.m2lSource.size()) + " directed M2L (" + std::to_string(shiftedM2L) +
+              " shifted), " + std::to_string(cpu.p2pA.size()) + " P2P pairs (" + std::to_string(shiftedP2P) +
+              " shifted), " + std::to_string(cpu.directedP2P) + " directed cell pairs; " +
+              std::to_string(ws.rounds) + " rounds, largest frontier " + std::to_string(ws.maxFrontier));
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -180,6 +239,17 @@ int main() {
     else
       check("uniform32-theta0.4-setup", false, t.status.message);
   }
+  // periodic boxes: fully (the contrast), sheets and lines, uniform grids (whole 4^3 leaves and not) and AMR
+  for (const int p : {4, 7}) {
+    periodicCase("periodic-uniform16", uniformGrid(16, 11), true, true, true, p);
+    periodicCase("periodic-uniform32", uniformGrid(32, 12), true, true, true, p);
+    periodicCase("periodic-amr", amr, true, true, true, p);
+    periodicCase("sheet-xy-uniform32", uniformGrid(32, 13), true, true, false, p);
+    periodicCase("sheet-xy-amr", amr, true, true, false, p);
+    periodicCase("line-z-uniform32", uniformGrid(32, 14), false, false, true, p);
+    periodicCase("line-z-amr", amr, false, false, true, p);
+  }
+  periodicCase("periodic-uniform24", uniformGrid(24, 15), true, true, true, 7);
   std::printf("%d checks, %d failed\n", gChecks, gFailed);
   return gFailed == 0 ? 0 : 1;
 }

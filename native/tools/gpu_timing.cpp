@@ -4,7 +4,7 @@
 ///
 ///   amrgrav_gpu_timing [--perf 128,256 | --no-perf] [--reps R] [--direct-n CELLS] [--cpu-perf] [--sweep]
 ///                      [--fmm 64,128,256 [--fmm-host-lists] [--fmm-host-sort] [--fmm-host-tiles] [--fmm-host-tree]
-///                      [--fmm-settings P:TOL,..] [--fmm-periodic]] [--split N]
+///                      [--fmm-settings P:TOL,..] [--fmm-periodic [--fmm-host-periodic]]] [--split N]
 ///                      [--copy-threads T]
 ///                      [--plummer 1000000,16000000 [--thetas 0.5,0.4] [--check-points K]]
 ///
@@ -63,10 +63,15 @@
 ///   --fmm-m2l V       with --fmm: the FMM's M2L kernel (CudaOptions::fmmM2L, cuda/m2l_variants.h: 0 plain, the
 ///                     default; 1 staged; 2 staged-lowregs; 3 direct; 4 direct-lowregs); "m2l" in each FMM line says
 ///                     which
-///   --fmm-periodic    with --fmm: each grid's FMM once more in a fully periodic box (cuda/fmm_periodic_phase.cu: the
-///                     host's sort, tree, lists with image shifts, tiles and far images; the device's evaluation; the
-///                     device sort, lists and tiles options do not apply): "periodic" true, build_s holds the lists,
-///                     tiles and the far images' pass
+///   --fmm-periodic    with --fmm: each grid's FMM once more in a fully periodic box (cuda/fmm_periodic_phase.cu)
+///                     by the device's periodic path (CudaOptions::fmmDevicePeriodic: the sort with the density
+///                     contrast, the tree with its upward pass and the lists with image shifts on the device; the
+///                     host's signed scale, tiles and far images; the device's evaluation): "periodic" true,
+///                     "device_periodic" true, moments_s the device tree with its topology and MAC quantities down,
+///                     the host's scale and the norms, lists_s the lists' part of build_s (the walk, the P2P pairs
+///                     down), build_s also the tiles and the far images' pass (the frontier's multipoles down)
+///   --fmm-host-periodic  with --fmm-periodic: each periodic timing once more by the host's periodic path
+///                     (fmmDevicePeriodic off: the host's sort, contrast and lists too), "device_periodic" false
 ///   --split N         a two-rank solve of the uniform N^3 grid emulated in one process on this one GPU (two backend
 ///                     objects, halves in z, each rank's device work timed alone, the LETs handed over in memory)
 ///                     against the one-rank solve: what each rank of a two-GPU run has to do
@@ -122,6 +127,7 @@ struct TimingArgs {
   std::vector<std::pair<int, double>> fmmSettings;  ///< --fmm-settings: (order, tolerance) pairs
   bool fmmHostTree = false;    ///< --fmm-host-tree: and once more with the host's tree and tiles
   bool fmmPeriodic = false;     ///< --fmm-periodic: and once more in a fully periodic box
+  bool fmmHostPeriodic = false; ///< --fmm-host-periodic: the periodic box by the host's periodic path too
   int fmmM2L = 0;               ///< --fmm-m2l: the M2L kernel (CudaOptions::fmmM2L)
 };
 
@@ -174,6 +180,7 @@ TimingArgs parseArgs(int argc, char** argv) {
     }
     else if (k == "--fmm-host-tree") a.fmmHostTree = true;
     else if (k == "--fmm-periodic") a.fmmPeriodic = true;
+    else if (k == "--fmm-host-periodic") a.fmmHostPeriodic = true;
     else if (k == "--fmm-m2l") a.fmmM2L = std::atoi(next().c_str());
     else if (k == "--thetas") a.thetas = numberList(next());
     else if (k == "--plummer-particles") a.plummerParticles = numberList(next());
@@ -265,12 +272,13 @@ void timeVariant(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int 
 /// Method 'fmm' on the GPU on one grid (see --fmm above): one warm-up, then a.reps solves; medians per phase.
 void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid, bool accel, bool deviceLists,
              bool deviceSort, bool deviceTiles = false, bool deviceTree = false, int order = 0,
-             double tolerance = -1, bool periodic = false) {
+             double tolerance = -1, bool periodic = false, bool devicePeriodic = false) {
   CudaOptions co = gpu.cudaOptions();
   co.fmmDeviceLists = deviceLists;
   co.fmmDeviceSort = deviceSort;
   co.fmmDeviceTiles = deviceTiles;
   co.fmmDeviceTree = deviceTree;
+  co.fmmDevicePeriodic = devicePeriodic;
   co.fmmM2L = a.fmmM2L;
   setDeviceOptions(gpu, co);
   SolveOptions o;
@@ -308,7 +316,7 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
   }
   std::printf("{\"kind\":\"fmm\",\"grid\":%d,\"cells\":%zu,\"fmmOrder\":%d,\"fmmTheta\":%s,\"fmmTolerance\":%s,"
               "\"accelerations\":%s,\"periodic\":%s,\"device_sort\":%s,\"device_lists\":%s,\"device_tiles\":%s,"
-              "\"device_tree\":%s,\"m2l\":\"%s\","
+              "\"device_tree\":%s,\"device_periodic\":%s,\"m2l\":\"%s\","
               "\"lists_s\":%s,"
               "\"list_rounds\":%d,"
               "\"list_max_frontier\":%llu,\"reps\":%d,\"wall_s\":%s,\"keys_sort_s\":%s,\"moments_s\":%s,\"build_s\":%s,"
@@ -321,7 +329,8 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
               grid, cells.size(), o.fmmOrder, num(o.fmmTheta).c_str(), num(o.fmmTolerance).c_str(),
               accel ? "true" : "false", periodic ? "true" : "false", deviceSort ? "true" : "false",
               deviceLists ? "true" : "false", deviceTiles ? "true" : "false", deviceTree ? "true" : "false",
-              cuda::fmmM2LVariantName(co.fmmM2L), num(median(lists)).c_str(), cs.fmmListRounds,
+              periodic && devicePeriodic ? "true" : "false", cuda::fmmM2LVariantName(co.fmmM2L),
+              num(median(lists)).c_str(), cs.fmmListRounds,
               (unsigned long long)cs.fmmListMaxFrontier, a.reps, num(w).c_str(), num(median(keys)).c_str(),
               num(median(mom)).c_str(),
               num(median(build)).c_str(), num(median(up)).c_str(), num(wk).c_str(), num(median(kernel[0])).c_str(),
@@ -357,10 +366,12 @@ void runFmmTimings(const TimingArgs& a) {
       if (a.fmmHostLists) timeFmm(a, *gpu, cells, grid, accel, false, true);  // the host's lists, tree and tiles
       if (a.fmmHostSort) timeFmm(a, *gpu, cells, grid, accel, true, false);   // the host's sort, tree and tiles
     }
-    if (a.fmmPeriodic) {  // fully periodic: the host's sort, lists and tiles whatever the options say
-      timeFmm(a, *gpu, cells, grid, false, false, false, false, false, 0, -1, true);
-      timeFmm(a, *gpu, cells, grid, true, false, false, false, false, 0, -1, true);
-    }
+    if (a.fmmPeriodic)  // fully periodic: the device's sort and lists with shifts (the host's tree and tiles), and
+                        // with --fmm-host-periodic the host's periodic path
+      for (const bool accel : {false, true}) {
+        timeFmm(a, *gpu, cells, grid, accel, true, true, false, true, 0, -1, true, true);
+        if (a.fmmHostPeriodic) timeFmm(a, *gpu, cells, grid, accel, false, false, false, false, 0, -1, true, false);
+      }
     timeVariant(a, *gpu, cells, grid, SolveOptions{}, CudaOptions{});
   }
 }

@@ -9,12 +9,26 @@
 /// set in a fully periodic box, a sheet (x, y periodic) on the random grid and a line (z periodic) on the AMR set;
 /// the density contrast's mean density and the mean potential as the CPU's; momentum |sum m a| / sum |m a| (m the
 /// sources: the contrast in a fully periodic box) <= 1e-6 on the GPU; two GPU solves bitwise equal; the device's
-/// sort, lists and tiles options (isolated boxes only) ignored here: the same bits with them on or off.
+/// sort, lists and tiles options ignored while CudaOptions::fmmDevicePeriodic is off: the same bits with them on or
+/// off. The device's periodic path (CudaOptions::fmmDevicePeriodic: the sort with the density contrast and the
+/// lists with their image shifts on the device): its lists against buildInteractionLists(..., period) array for
+/// array on the host's trees (fully periodic grid and AMR, sheet, line; orders 4 and 7), its solves bitwise the host
+/// periodic path's (the same lists and the same sorted, contrasted cells: the same evaluation) and within the
+/// tolerances above of the CPU backend, the device walk's time noted.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <random>
 #include <string>
+#include <vector>
+
+#include "core/fixed_sum.h"
+#include "core/thread_pool.h"
+#include "fmm/dual_walk.h"
+#include "fmm/fmm_tree.h"
+#include "fmm/interaction_lists.h"
+#include "fmm/upward_emulate.h"
+#include "tree/tree.h"
 
 #include "cuda/m2l_variants.h"
 #include "tools/parity/harness.h"
@@ -68,6 +82,7 @@ void conventionsAndRepeat(Context& cx, const std::string& name, const Cells& cel
   const Status sb = gpu.solve(cells.view(), o, b);
   const CudaOptions before = gpu.cudaOptions();
   CudaOptions co = before;
+  co.fmmDevicePeriodic = false;  // the isolated path's options alone flipped: the host's periodic path either way
   co.fmmDeviceSort = !before.fmmDeviceSort;
   co.fmmDeviceLists = !before.fmmDeviceLists;
   co.fmmDeviceTiles = !before.fmmDeviceTiles;
@@ -95,7 +110,114 @@ void conventionsAndRepeat(Context& cx, const std::string& name, const Cells& cel
             " on the CPU");
   check(cx, name + "-repeat-bitwise", bitwiseEqual(a, b), "two GPU solves of the same cells: the same bits");
   check(cx, name + "-device-options-ignored", bitwiseEqual(a, off),
-        "fmmDeviceSort, fmmDeviceLists, fmmDeviceTiles flipped: the same bits (periodic boxes take the host's)");
+        before.fmmDevicePeriodic
+            ? "the device's periodic path vs the host's (fmmDevicePeriodic, fmmDeviceSort, fmmDeviceLists and "
+              "fmmDeviceTiles off or flipped): the same bits"
+            : "fmmDeviceSort, fmmDeviceLists, fmmDeviceTiles flipped: the same bits (fmmDevicePeriodic off: the "
+              "host's periodic path either way)");
+}
+
+/// The device's lists with image shifts (CudaOptions::fmmDevicePeriodic's walk) against the host's, on the host's
+/// tree of a periodic box made as the CPU backend makes it (the sort, the contrast of a fully periodic box, the tree
+/// with its dipole terms).
+Status hostPeriodicTree(const Cells& cells, const SolveOptions& o, int threads, SortedCells& sorted,
+                        fmm::FmmTree& tree) {
+  RootCube root = chooseRootCube(cells.view(), o);
+  std::vector<std::uint64_t> keys;
+  AG_TRY(sortCellsByKey(cells.view(), root, sorted, keys, 0, false, threads));
+  if (o.fullyPeriodic() && o.densityContrast)
+    applyDensityContrast(sorted, o, fixedOrderSum(cells.m.data(), cells.size(), threads));
+  return fmm::buildFmmTree(keys, root, sorted, o, threads, tree);
+}
+
+void periodicListsCase(Context& cx, const std::string& name, const Cells& cells, const SolveOptions& o) {
+  const int threads = resolveThreadCount(0);
+  SortedCells sorted;
+  fmm::FmmTree tree;
+  const Status st = hostPeriodicTree(cells, o, threads, sorted, tree);
+  if (!st.ok()) {
+    check(cx, name, false, "host tree failed: " + st.message);
+    return;
+  }
+  double period[3];
+  for (int d = 0; d < 3; ++d) period[d] = o.periodic[d] ? (o.boxHi[d] - o.boxLo[d]) * sorted.scale : 0.0;
+  fmm::FmmLists host, dev;
+  const auto th = Clock::now();
+  fmm::buildInteractionLists(tree, o.fmmTolerance, threads, host, period);
+  const double hostSeconds = since(th);
+  double devSeconds = 0;
+  const Status sd = cx.gpu->fmmDeviceLists(tree, o.fmmTolerance, dev, &devSeconds, period);
+  if (!sd.ok()) {
+    check(cx, name, false, "device lists failed: " + sd.message);
+    return;
+  }
+  std::string diff = fmm::listsDifference(host, dev);
+  for (int d = 0; d < 3; ++d)
+    if (host.period[d] != dev.period[d]) diff += "period differs; ";
+  std::size_t shifted = 0;
+  for (const std::uint8_t s : host.p2pShift) shifted += s != fmm::kNoShift ? 1 : 0;
+  for (const std::uint8_t s : host.m2lShift) shifted += s != fmm::kNoShift ? 1 : 0;
+  if (shifted == 0) diff += "no shifted entries; ";
+  check(cx, name, diff.empty(),
+        (diff.empty() ? std::string("device lists = host lists, every array with the shifts: ") : diff) +
+            std::to_string(tree.nodeCount()) + " nodes, " + std::to_string(host.directedM2L) + " directed M2L, " +
+            std::to_string(host.p2pA.size()) + " P2P pairs, " + std::to_string(shifted) + " shifted entries");
+  cx.report.note("{\"kind\":\"fmm_periodic_lists_time\",\"case\":\"" + name + "\",\"nodes\":" +
+                     std::to_string(tree.nodeCount()) + ",\"host_s\":" + num(hostSeconds) + ",\"device_s\":" +
+                     num(devSeconds) + "}",
+                 "# " + name + ": host walk " + ms(hostSeconds) + " (all threads), device " + ms(devSeconds));
+}
+
+/// The device's periodic tree (CudaOptions::fmmDevicePeriodic with fmmDeviceTree: its sort, the contrast, the upward
+/// pass with dipole terms, the host's signed scale, the norms) against buildFmmTree's on the host's sort, by bits.
+void periodicTreeCase(Context& cx, const std::string& name, const Cells& cells, const SolveOptions& o) {
+  SortedCells sorted;
+  fmm::FmmTree host, dev;
+  const Status st = hostPeriodicTree(cells, o, resolveThreadCount(0), sorted, host);
+  double seconds = 0;
+  const Status sd = st.ok() ? cx.gpu->fmmDeviceTree(cells.view(), o, dev, &seconds) : st;
+  if (!sd.ok()) {
+    check(cx, name, false, "tree failed: " + sd.message);
+    return;
+  }
+  const std::string diff = fmm::fmmTreeDifference(host, dev);
+  check(cx, name, diff.empty() && host.dipoles,
+        (diff.empty() ? std::string("device tree = host tree by bits (cube centres, M, MAC, scale, norms): ") : diff) +
+            std::to_string(host.nodeCount()) + " nodes, device " + ms(seconds));
+}
+
+/// CudaOptions::fmmDevicePeriodic (with the device's sort and lists, and the device's tree or the host's) against
+/// the host periodic path on the same backend: bitwise; and against the CPU backend within the subject's
+/// tolerances.
+void devicePeriodicCase(Context& cx, const std::string& name, const Cells& cells, const SolveOptions& o) {
+  CudaBackend& gpu = *cx.gpu;
+  const CudaOptions before = gpu.cudaOptions();
+  CudaOptions off = before;
+  off.fmmDevicePeriodic = false;
+  SolveResult host;
+  poison(host, cells.size(), o.accelerations);
+  setDeviceOptions(gpu, off);
+  const Status sh = gpu.solve(cells.view(), o, host);
+  for (const bool deviceTree : {false, true}) {
+    CudaOptions on = before;
+    on.fmmDevicePeriodic = on.fmmDeviceSort = on.fmmDeviceLists = true;
+    on.fmmDeviceTree = deviceTree;
+    SolveResult dev;
+    poison(dev, cells.size(), o.accelerations);
+    setDeviceOptions(gpu, on);
+    const Status sd = gpu.solve(cells.view(), o, dev);
+    const CudaStats cs = deviceStats(gpu);
+    const std::string what = deviceTree ? "-device-tree" : "-host-tree";
+    check(cx, name + what + "-vs-host-path-bitwise", sh.ok() && sd.ok() && bitwiseEqual(host, dev),
+          sh.ok() && sd.ok() ? std::string("the device's sort, ") + (deviceTree ? "tree, " : "") +
+                                   "lists with shifts (" + std::to_string(cs.fmmListRounds) +
+                                   " rounds, largest frontier " + std::to_string(cs.fmmListMaxFrontier) +
+                                   ", lists " + ms(cs.fmmListSeconds) + ", keys " + ms(cs.secondsKeys) + ", tree " +
+                                   ms(cs.secondsMoments) + ") vs the host's path: the same bits"
+                             : "solve failed: " + (sh.ok() ? sd.message : sh.message));
+    parityCase(cx, name + what, cells, o, gpu, kPotTol, false, true, kAccTol);  // with `on` still set
+  }
+  setDeviceOptions(gpu, before);
 }
 
 /// The near field's work of the last GPU solve, in words.
@@ -171,6 +293,40 @@ void runFmmPeriodic(Context& cx) {
   conventionsAndRepeat(cx, "fmm-line-z-amr", cx.amr(), fmmOptions(7, false, false, true));
   // the other M2L kernels (CudaOptions::fmmM2L)
   m2lVariants(cx, g, random);
+  // the device's periodic path (CudaOptions::fmmDevicePeriodic): its tree, its lists with shifts, then its solves
+  for (const int p : {4, 7}) {
+    const std::string ps = "-p" + std::to_string(p);
+    periodicTreeCase(cx, "fmm-periodic-tree-" + g + "-random" + ps, random, fmmOptions(p, true, true, true));
+    periodicTreeCase(cx, "fmm-periodic-tree-amr" + ps, cx.amr(), fmmOptions(p, true, true, true));
+    periodicTreeCase(cx, "fmm-sheet-tree-xy-" + g + "-random" + ps, random, fmmOptions(p, true, true, false));
+    periodicTreeCase(cx, "fmm-line-tree-z-amr" + ps, cx.amr(), fmmOptions(p, false, false, true));
+  }
+  for (const int p : {4, 7}) {
+    const std::string ps = "-p" + std::to_string(p);
+    periodicListsCase(cx, "fmm-periodic-lists-" + g + "-random" + ps, random, fmmOptions(p, true, true, true));
+    periodicListsCase(cx, "fmm-periodic-lists-amr" + ps, cx.amr(), fmmOptions(p, true, true, true));
+    periodicListsCase(cx, "fmm-sheet-lists-xy-" + g + "-random" + ps, random, fmmOptions(p, true, true, false));
+    periodicListsCase(cx, "fmm-line-lists-z-amr" + ps, cx.amr(), fmmOptions(p, false, false, true));
+  }
+  devicePeriodicCase(cx, "fmm-devperiodic-" + g + "-sine-p7", sine, fmmOptions(7, true, true, true));
+  devicePeriodicCase(cx, "fmm-devperiodic-" + g + "-random-p4", random, fmmOptions(4, true, true, true));
+  {
+    SolveOptions o = fmmOptions(7, true, true, true);
+    o.accelerations = false;
+    devicePeriodicCase(cx, "fmm-devperiodic-" + g + "-random-pot", random, o);
+  }
+  devicePeriodicCase(cx, "fmm-devperiodic-amr-p7", cx.amr(), fmmOptions(7, true, true, true));
+  devicePeriodicCase(cx, "fmm-devperiodic-sheet-xy-" + g + "-random-p7", random, fmmOptions(7, true, true, false));
+  devicePeriodicCase(cx, "fmm-devperiodic-line-z-amr-p7", cx.amr(), fmmOptions(7, false, false, true));
+  {  // the finish's conventions, momentum and determinism on the device's path
+    CudaOptions co = gpu.cudaOptions();
+    const CudaOptions before = co;
+    co.fmmDevicePeriodic = co.fmmDeviceSort = co.fmmDeviceLists = co.fmmDeviceTree = true;
+    setDeviceOptions(gpu, co);
+    conventionsAndRepeat(cx, "fmm-devperiodic-" + g + "-sine", sine, fmmOptions(7, true, true, true));
+    conventionsAndRepeat(cx, "fmm-devperiodic-line-z-amr", cx.amr(), fmmOptions(7, false, false, true));
+    setDeviceOptions(gpu, before);
+  }
 }
 
 }  // namespace amrgrav::parity
