@@ -72,7 +72,8 @@ AG_HD PairStep decidePair(const DualWalkTree& t, std::uint64_t pair) {
   const double* ca = &t.centre[3 * std::size_t(a)];
   const double* cb = &t.centre[3 * std::size_t(b)];
   if (fmmPairAccepts(ca, t.radius[a], t.critical[a], t.absMass[a], t.lowBound[a], cb, t.radius[b], t.critical[b],
-                     t.absMass[b], t.lowBound[b], t.order, t.tolerance, t.accelLimit)) {
+                     t.absMass[b], t.lowBound[b], t.order, t.tolerance, t.accelLimit, t.childCount[a] == 0,
+                     t.childCount[b] == 0)) {
     s.kind = kPairM2L;
     return s;
   }
