@@ -123,8 +123,9 @@ describe('method fmm: determinism, parameters, entries', () => {
     const direct = await new GravitySolver(opts).directCells(random);
     expect(relErrors(fmm.potential, direct.potential).max).toBeLessThan(2e-5);
     expect(relVectorError(fmm.accelerations!, direct.accelerations!)).toBeLessThan(2e-5);
-    // two Plummer-like clusters of points, 13 tree levels: the defaults, tuned on meshes, give ~1e-4 here (about the
-    // tree's error at theta 0.5; README), a smaller opening angle the accuracy asked for
+    // two Plummer-like clusters of points, 13 tree levels: the defaults, tuned on meshes, gave ~1e-4 here (about the
+    // tree's error at theta 0.5; README) before the MAC's test 2b (a leaf's target side: physics/fmm_mac_k.h), 1.7e-5
+    // with it; a smaller opening angle gains another ~7x
     const clustered = clusteredCells(8000, 5);
     const ref = await new GravitySolver(opts).directCells(clustered);
     const err = async (o: SolverOptions) =>
@@ -133,7 +134,7 @@ describe('method fmm: determinism, parameters, entries', () => {
     expect(coarse).toBeLessThan(2e-4);
     const fine = await err({ fmmTheta: 0.3 });
     expect(fine).toBeLessThan(2e-5);
-    expect(fine).toBeLessThan(coarse / 10);
+    expect(fine).toBeLessThan(coarse / 4);
   });
 
   it('accelerations with fmmAccelTolerance 0 leave the potential\'s lists and bits; the rule (default) adds near pairs', async () => {
