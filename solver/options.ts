@@ -85,7 +85,9 @@ export interface SolverOptions {
   fmmTheta?: number;
   /**
    * method 'fmm': error tolerance, dimensionless; a node pair also needs its truncation-error bound to be at most
-   * fmmTolerance times a lower bound of each side's potential (docs/fmm-design.md, section 3); in boxes with a
+   * fmmTolerance times a lower bound of each side's potential, and a leaf's own truncation at most 2 fmmTolerance
+   * of the other node's potential there (so that it stays bounded summed over the many small sources a coarse leaf
+   * beside a refined region meets; docs/fmm-design.md, section 3); in boxes with a
    * periodic axis, where the potential crosses zero (the density contrast's; a sheet's or a line's, which falls
    * as -|w| or -ln rho away from the masses), an estimate from the multipole norms against 1/32 of a scale of |phi|
    * (section 7); in [0, 1), 0 = the opening angle alone. Default 2e-4.

@@ -90,6 +90,20 @@ describe.each([
   });
 });
 
+describe('method fmm at every cell of a random AMR mesh', () => {
+  // Coarse 4^3 leaves (cells of 1/16) beside regions up to 64x denser: such a leaf cannot be opened and takes the
+  // M2L of hundreds of small sources, whose target-side truncation errors share their sign (docs/fmm-design.md,
+  // section 3, "Every cell of random AMR meshes"); before the MAC's test 2b this mesh had 3.3e-5 at its worst cells,
+  // which 1000 sampled targets miss. Potential only: the acceleration rule's extra pairs would hide it.
+  it('potential within 2e-5 of direct summation at every cell at the defaults', async () => {
+    const cells = randomAmrCells({ levels: 3, seed: 10 });
+    const opts: SolverOptions = { G: 1, selfPotential: 'none', backend: 'cpu', threads: 2 };
+    const fmm = await new GravitySolver({ ...opts, method: 'fmm' }).solveCells(cells);
+    const direct = await new GravitySolver(opts).directCells(cells);
+    expect(relErrors(fmm.potential, direct.potential).max).toBeLessThan(2e-5);
+  });
+});
+
 describe('method fmm: determinism, parameters, entries', () => {
   const cells = randomAmrCells({ levels: 2, seed: 11 });
 
@@ -109,8 +123,9 @@ describe('method fmm: determinism, parameters, entries', () => {
     const direct = await new GravitySolver(opts).directCells(random);
     expect(relErrors(fmm.potential, direct.potential).max).toBeLessThan(2e-5);
     expect(relVectorError(fmm.accelerations!, direct.accelerations!)).toBeLessThan(2e-5);
-    // two Plummer-like clusters of points, 13 tree levels: the defaults, tuned on meshes, give ~1e-4 here (about the
-    // tree's error at theta 0.5; README), a smaller opening angle the accuracy asked for
+    // two Plummer-like clusters of points, 13 tree levels: the defaults, tuned on meshes, gave ~1e-4 here (about the
+    // tree's error at theta 0.5; README) before the MAC's test 2b (a leaf's target side: physics/fmm_mac_k.h), 1.7e-5
+    // with it; a smaller opening angle gains another ~7x
     const clustered = clusteredCells(8000, 5);
     const ref = await new GravitySolver(opts).directCells(clustered);
     const err = async (o: SolverOptions) =>
@@ -119,7 +134,7 @@ describe('method fmm: determinism, parameters, entries', () => {
     expect(coarse).toBeLessThan(2e-4);
     const fine = await err({ fmmTheta: 0.3 });
     expect(fine).toBeLessThan(2e-5);
-    expect(fine).toBeLessThan(coarse / 10);
+    expect(fine).toBeLessThan(coarse / 4);
   });
 
   it('accelerations with fmmAccelTolerance 0 leave the potential\'s lists and bits; the rule (default) adds near pairs', async () => {

@@ -73,8 +73,9 @@ struct SolveOptions {
   int fmmOrder = 7;
   /// FMM opening angle: a node pair interacts by M2L only when r_A + r_B < fmmTheta R; (0, 1).
   double fmmTheta = 0.65;
-  /// FMM error tolerance: each M2L's error bound must be at most this times a lower bound of the target's potential
-  /// (physics/fmm_mac_k.h); [0, 1), 0 = the opening angle alone.
+  /// FMM error tolerance: each M2L's error bound must be at most this times a lower bound of the target's potential,
+  /// and a leaf's target-side truncation at most 2x this of the source's potential there (physics/fmm_mac_k.h, tests
+  /// 2 and 2b); [0, 1), 0 = the opening angle alone.
   double fmmTolerance = 2e-4;
   /// FMM error tolerance of the accelerations, applied when they are computed (isolated boxes): each M2L's bound of
   /// its error in the gradient must also be at most this times G |M_root| / side^2 of the root cube

@@ -125,7 +125,8 @@ AG_HD PairStep decidePair(const DualWalkTree& t, std::uint64_t pair, std::uint8_
                                     t.critical[b], &t.norms[b * np], t.lowBound[a], t.order, t.tolerance);
   } else {
     accepted = fmmPairAccepts(ca, t.radius[a], t.critical[a], t.absMass[a], t.lowBound[a], cb, t.radius[b],
-                              t.critical[b], t.absMass[b], t.lowBound[b], t.order, t.tolerance, t.accelLimit);
+                              t.critical[b], t.absMass[b], t.lowBound[b], t.order, t.tolerance, t.accelLimit,
+                              t.childCount[a] == 0, t.childCount[b] == 0);
   }
   if (accepted) {
     s.kind = kPairM2L;

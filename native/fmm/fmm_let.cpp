@@ -128,7 +128,7 @@ void selectFmmLet(const FmmTree& t, const LetNodes& ln, const FmmReachSet& reach
                                                       t.critical[b], &t.norms[b * np], to.lowBound, t.order, tolerance)
                                 : fmmBoxAccepts(to.lo, to.hi, to.radius, to.critical, to.absMass, to.lowBound, c,
                                                 t.radius[b], t.critical[b], t.absMass[b], t.lowBound[b], t.order,
-                                                tolerance, t.accelLimit);
+                                                tolerance, t.accelLimit, o.isLeaf(b));
       if (!ok) return false;
     }
     return true;
@@ -292,7 +292,8 @@ struct LetWalker {
                                   let.critical[B], &let.norms[B * np], t.lowBound[A], t.order, tolerance);
     }
     return fmmPairAccepts(&t.centre[3 * A], t.radius[A], t.critical[A], t.absMass[A], t.lowBound[A], c, let.radius[B],
-                          let.critical[B], let.absMass[B], let.lowBound[B], t.order, tolerance, t.accelLimit);
+                          let.critical[B], let.absMass[B], let.lowBound[B], t.order, tolerance, t.accelLimit,
+                          t.topo.isLeaf(A), (let.flags[B] & FmmLetSelection::Leaf) != 0);
   }
 
   template <class Push>

@@ -36,7 +36,8 @@ struct Walker {
                                   t.critical[B], &t.norms[B * np], t.lowBound[A], t.order, tolerance);
     }
     return fmmPairAccepts(&t.centre[3 * A], t.radius[A], t.critical[A], t.absMass[A], t.lowBound[A], c,
-                          t.radius[B], t.critical[B], t.absMass[B], t.lowBound[B], t.order, tolerance, t.accelLimit);
+                          t.radius[B], t.critical[B], t.absMass[B], t.lowBound[B], t.order, tolerance, t.accelLimit,
+                          t.isLeaf(A), t.isLeaf(B));
   }
 
   /// The tasks one step of the walk makes of `k` (none when it ends in a list entry, which is then recorded).

@@ -38,11 +38,13 @@ AG_HD double fmmBoxDistance2(const double* lo, const double* hi, const double* c
 /// Isolated boxes: fmmPairAccepts(a, b) holds for every receiver node a with its centre in [lo, hi], radius <= raMax,
 /// critical radius <= rcaMax, |mass| <= maMax and lower bound >= lowAMin. cb, rb, rcb, mb, lowB: the source node's
 /// (its centre moved by an image shift where there is one). accelLimit: the solve's (fmmAccelLimit, the same on
-/// every rank); test 3's bound grows with q and r and falls with R, each factor monotone, so the proof above holds.
+/// every rank); test 2b's and test 3's bounds grow with q and r and fall with R, each factor monotone, so the proof
+/// above holds. Test 2b is applied to the receiver's side as if its node were a leaf (the stricter case: the reach
+/// does not say), and to the source's side when leafB (the node is a leaf of the one-process tree).
 template <class Rn = RoundNearest>
 AG_HD bool fmmBoxAccepts(const double* lo, const double* hi, double raMax, double rcaMax, double maMax, double lowAMin,
                          const double* cb, double rb, double rcb, double mb, double lowB, int order, double tolerance,
-                         double accelLimit) {
+                         double accelLimit, bool leafB) {
   const double R2 = fmmBoxDistance2<Rn>(lo, hi, cb);
   const double s = Rn::add(rcaMax, rcb);
   if (!(Rn::mul(s, s) < R2)) return false;
@@ -54,6 +56,10 @@ AG_HD bool fmmBoxAccepts(const double* lo, const double* hi, double raMax, doubl
     for (int k = 0; k < order; ++k) qp = Rn::mul(qp, q);
     const double e = Rn::div(qp, Rn::sub(R, sr));
     if (!(Rn::mul(mb, e) <= Rn::mul(tolerance, lowAMin) && Rn::mul(maMax, e) <= Rn::mul(tolerance, lowB))) return false;
+    const double side = Rn::mul(kFmmTargetSide, tolerance);  // test 2b, at the largest receiver radius
+    if (!(fmmTargetSideError<Rn>(raMax, R, sr, order) <= side) ||
+        (leafB && !(fmmTargetSideError<Rn>(rb, R, sr, order) <= side)))
+      return false;
   }
   return accelLimit <= 0 || Rn::mul(stdMax(maMax, mb), fmmAccelPairError<Rn>(q, Rn::sub(R, sr), order)) <= accelLimit;
 }

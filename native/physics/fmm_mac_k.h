@@ -8,7 +8,20 @@
 ///   2. the pair's truncation error bound e = ((r_A + r_B) / R)^(p+1) / (R - r_A - r_B), times the source's total
 ///      |mass|, is at most `tolerance` times a lower bound of the target's potential, both ways:
 ///      |M_B| e <= tolerance phiLow_A and |M_A| e <= tolerance phiLow_B (after Dehnen 2014's error-controlled MAC,
-///      with a cruder bound); a tolerance of 0 skips this test;
+///      with a cruder bound); a tolerance of 0 skips this test and the next;
+///   2b. for each side X = A, B that is a leaf: the target side's part of that error relative to the pair's own
+///      potential, (r_X / R)^(p+1) (R + r_A + r_B) / (R - r_X) <= kFmmTargetSide tolerance (fmmTargetSideError).
+///      (r_X / R)^(p+1) / (R - r_X) bounds the truncation of X's local expansion for a unit point source at the other
+///      centre, and (R + r_A + r_B) / |M_Y| bounds from above 1 / (Y's potential at any cell of X), so each accepted
+///      pair's target-side error is at most kFmmTargetSide tolerance times its own share of the cell's potential, and
+///      their sum over every source of a cell at most kFmmTargetSide tolerance times the cell's potential, however
+///      finely the walk splits the sources. Test 2 alone bounds each pair against one fixed lower bound, so its
+///      errors add with the number of sources, and a leaf that cannot be opened (a coarse 4^3 leaf beside a refined
+///      region) collects them by the hundred, each with the same sign: opening the small source does not shrink the
+///      target's truncation (docs/fmm-design.md, section 3: "Every cell of random AMR meshes"). Leaves only: the walk
+///      opens the larger node of a failing pair, so an internal target meets no source much smaller than itself
+///      (none of the coherent hundreds), and on uniform grids the test would only add M2L (+20% at 64^3 if applied to
+///      every node);
 ///   3. with accelerations (a limit > 0, fmmAccelLimit): the bound of the pair's error in the gradient,
 ///      e_g = (p + 1) q^p / (R - r_A - r_B)^2 with q = (r_A + r_B) / R, times the larger |mass| of the two, is at most
 ///      that limit (an acceleration, the same for every node): max(|M_A|, |M_B|) e_g <= accelLimit. The gradient's
@@ -62,12 +75,29 @@ AG_HD double fmmAccelPairError(double q, double gap, int order) {
   return Rn::div(Rn::mul(double(order + 1), qp), Rn::mul(gap, gap));
 }
 
+/// Test 2b's limit over the tolerance: the largest measured error of the potential at every cell of random AMR meshes
+/// is ~2% of test 2b's bound (docs/fmm-design.md, section 3), so 2 keeps 2e-5 at the default tolerance with margin.
+constexpr double kFmmTargetSide = 2;
+
+/// Test 2b's bound (see the file comment): (rt / R)^(p+1) (R + sr) / (R - rt) for the target radius rt, sr = r_A +
+/// r_B. Non-decreasing in rt and sr and non-increasing in R, each operation monotone, so that fmm_let_k.h's LET
+/// proof holds for it; mass-free, so the same both ways but for rt.
+template <class Rn = RoundNearest>
+AG_HD double fmmTargetSideError(double rt, double R, double sr, int order) {
+  const double qt = Rn::div(rt, R);
+  double qp = qt;  // qt^(p+1) by repeated products, as test 2's power
+  for (int k = 0; k < order; ++k) qp = Rn::mul(qp, qt);
+  return Rn::div(Rn::mul(qp, Rn::add(R, sr)), Rn::sub(R, rt));
+}
+
 /// The pair test (see the file comment). ca, cb: expansion centres; ra, rb: radii; rca, rcb: critical radii
 /// (fmmCriticalRadius); ma, mb: total |mass|; lowA, lowB: fmmPotentialLowerBound; order: the expansion order p;
-/// accelLimit: fmmAccelLimit (0: no test 3, and then the same operations and bits as without it).
+/// accelLimit: fmmAccelLimit (0: no test 3, and then the same operations and bits as without it); leafA, leafB: whether
+/// each node is a leaf of the (one-process) tree, for test 2b.
 template <class Rn = RoundNearest>
 AG_HD bool fmmPairAccepts(const double* ca, double ra, double rca, double ma, double lowA, const double* cb, double rb,
-                          double rcb, double mb, double lowB, int order, double tolerance, double accelLimit) {
+                          double rcb, double mb, double lowB, int order, double tolerance, double accelLimit,
+                          bool leafA, bool leafB) {
   const double R2 = squaredNorm<Rn>(Rn::sub(ca[0], cb[0]), Rn::sub(ca[1], cb[1]), Rn::sub(ca[2], cb[2]));
   const double s = Rn::add(rca, rcb);
   if (!(Rn::mul(s, s) < R2)) return false;
@@ -79,6 +109,10 @@ AG_HD bool fmmPairAccepts(const double* ca, double ra, double rca, double ma, do
     for (int k = 0; k < order; ++k) qp = Rn::mul(qp, q);
     const double e = Rn::div(qp, Rn::sub(R, sr));
     if (!(Rn::mul(mb, e) <= Rn::mul(tolerance, lowA) && Rn::mul(ma, e) <= Rn::mul(tolerance, lowB))) return false;
+    const double side = Rn::mul(kFmmTargetSide, tolerance);  // test 2b
+    if ((leafA && !(fmmTargetSideError<Rn>(ra, R, sr, order) <= side)) ||
+        (leafB && !(fmmTargetSideError<Rn>(rb, R, sr, order) <= side)))
+      return false;
   }
   return accelLimit <= 0 || Rn::mul(stdMax(ma, mb), fmmAccelPairError<Rn>(q, Rn::sub(R, sr), order)) <= accelLimit;
 }

@@ -6,7 +6,8 @@
 /// refinement, six levels of cell size) and clustered points (a Plummer sphere), at tolerance 0 and the default
 /// 2e-4, orders 3..7 (the error test's power), and a smaller opening angle; with accelerations (the MAC's test 3,
 /// physics/fmm_mac_k.h: FmmTree::accelLimit > 0) at the default fmmAccelTolerance on every mesh, and with
-/// fmmAccelTolerance 0 the potential's lists exactly. Independently of the CPU's walk, on the
+/// fmmAccelTolerance 0 the potential's lists exactly; the MAC's test 2b (a leaf's target side) decides pairs on the
+/// random AMR mesh. Independently of the CPU's walk, on the
 /// smaller trees: the lists cover every pair of leaves exactly once (an M2L between ancestors, one way each, or a
 /// P2P, or the leaf with itself), so no interaction is missing or counted twice. Periodic boxes (the walk with image
 /// shifts and the signed sources' test, fmm/dual_walk_k.h; the trees with dipole terms, as the CPU backend makes
@@ -24,6 +25,7 @@
 #include "fmm/dual_walk.h"
 #include "fmm/fmm_tree.h"
 #include "fmm/interaction_lists.h"
+#include "physics/fmm_mac_k.h"
 #include "tests/check_report.h"
 #include "tests/fmm_test_meshes.h"
 #include "tools/host_cells.h"
@@ -218,6 +220,29 @@ void periodicCase(const std::string& name, const Cells& cells, bool px, bool py,
   }
 }
 
+/// The MAC's test 2b (a leaf's target side, physics/fmm_mac_k.h) decides pairs on this tree, so the walks above
+/// compared it: some leaf pairs of the P2P list would pass tests 1-3 alone (the rule with neither node a leaf).
+void targetSideBites(const std::string& name, const Cells& cells) {
+  const Tree t = buildTree(cells, SolveOptions{}.fmmOrder, false);
+  if (!t.status.ok()) {
+    check(name + "-test2b-setup", false, t.status.message);
+    return;
+  }
+  const FmmTree& f = t.tree;
+  const double tol = SolveOptions{}.fmmTolerance;
+  FmmLists l;
+  buildInteractionLists(f, tol, 2, l);
+  std::size_t bites = 0;
+  for (std::size_t k = 0; k < l.p2pA.size(); ++k) {
+    const std::uint32_t a = l.p2pA[k], b = l.p2pB[k];
+    bites += fmmPairAccepts(&f.centre[3 * a], f.radius[a], f.critical[a], f.absMass[a], f.lowBound[a], &f.centre[3 * b],
+                            f.radius[b], f.critical[b], f.absMass[b], f.lowBound[b], f.order, tol, f.accelLimit, false,
+                            false);
+  }
+  check(name + "-test2b-decides", bites > 0,
+        std::to_string(bites) + " of " + std::to_string(l.p2pA.size()) + " P2P pairs are test 2b's");
+}
+
 }  // namespace
 
 int main() {
@@ -232,6 +257,7 @@ int main() {
   runMesh("plummer-small", plummer(4000), true, {4}, true);
   potentialListsKept("uniform32", uniformGrid(32, 2));
   potentialListsKept("amr", amr);
+  targetSideBites("amr", amr);
   {  // a smaller opening angle: deeper walks, more P2P
     const Tree t = buildTree(uniformGrid(32, 5), 5, false, 0.4);
     if (t.status.ok())

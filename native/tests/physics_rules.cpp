@@ -173,9 +173,9 @@ struct Rand {
 
 template <class Rn>
 bool fmmPair(const double* ca, double ra, double ma, double lowA, const double* cb, double rb, double mb, double lowB,
-             double theta, int order, double tol, double accelLimit = 0) {
+             double theta, int order, double tol, double accelLimit = 0, bool leafA = true, bool leafB = true) {
   return fmmPairAccepts<Rn>(ca, ra, fmmCriticalRadius<Rn>(ra, theta), ma, lowA, cb, rb, fmmCriticalRadius<Rn>(rb, theta),
-                            mb, lowB, order, tol, accelLimit);
+                            mb, lowB, order, tol, accelLimit, leafA, leafB);
 }
 
 void checkFmmMac(Report& rep) {
@@ -200,7 +200,23 @@ void checkFmmMac(Report& rep) {
     rep.expect(!fmmPair<RoundNearest>(a, 0.25, 1, 1, b, 0.25, 0.5, 1, 0.5, 3, 5e-5), "FMM MAC: one side failing rejects");
     rep.expect(fmmPair<RoundNearest>(a, 0.25, 0.5, 1, b, 0.25, 0.5, 1, 0.5, 3, 5e-5), "FMM MAC: lighter nodes accept");
   }
-  // test 3 (accelerations) by hand, the same pair: (p + 1) q^p / (R - r_A - r_B)^2 = 4 (1/8)^3 / 3.5^2 = 6.378e-4
+  // test 2b (the target side) by hand: a big leaf (r 1) and a point-like light node (r 0) 4 apart, p 3, masses too
+  // small for test 2: (1/4)^4 (4 + 1) / (4 - 1) = 6.51e-3 for the big side (0 for the other) against 2 tolerance:
+  // 4e-3 accepts, 3e-3 rejects, whichever node is first; each rounding alike; a big internal node is not tested
+  {
+    const double b[3] = {0, 4, 0};
+    rep.same(fmmTargetSideError<RoundNearest>(1.0, 4.0, 1.0, 3), 0.00390625 * 5 / 3, "FMM MAC: target side's bound");
+    for (double tol : {4e-3, 3e-3}) {
+      const bool ab = fmmPair<RoundNearest>(a, 1.0, 1e-9, 1, b, 0.0, 1e-9, 1, 0.5, 3, tol, 0, true, false);
+      const bool ba = fmmPair<RoundNearest>(b, 0.0, 1e-9, 1, a, 1.0, 1e-9, 1, 0.5, 3, tol, 0, false, true);
+      const bool dv = fmmPair<DeviceRn>(a, 1.0, 1e-9, 1, b, 0.0, 1e-9, 1, 0.5, 3, tol, 0, true, false);
+      rep.expect(ab == (tol == 4e-3) && ba == ab && dv == ab, tol == 4e-3 ? "FMM MAC: target side below the limit accepts"
+                                                                         : "FMM MAC: target side above the limit rejects");
+    }
+    rep.expect(fmmPair<RoundNearest>(a, 1.0, 1e-9, 1, b, 0.0, 1e-9, 1, 0.5, 3, 3e-3, 0, false, true),
+               "FMM MAC: test 2b only for leaves");
+  }
+  // test 3 (accelerations) by hand, test 2's pair: (p + 1) q^p / (R - r_A - r_B)^2 = 4 (1/8)^3 / 3.5^2 = 6.378e-4
   // times the larger |M| (1) against the limit: 7e-4 accepts, 6e-4 rejects, alone (tolerance 0) or after test 2;
   // the heavier side decides; each rounding alike
   {
@@ -1245,12 +1261,12 @@ void checkFmmLet(Report& rep) {
     double qb[8];
     for (int n = 0; n <= order; ++n) qb[n] = mb * std::pow(rb, n) * rnd.uniform(0, 1);
     const double scale = rnd.uniform(0.1, 10) / unit;
-    const bool signedSources = rnd.integer(0, 1);
+    const bool signedSources = rnd.integer(0, 1), leafB = rnd.integer(0, 1);  // leafB: test 2b on the source's side
     auto boxOk = [&](auto rn, const double* l, const double* h) {
       using Rn = decltype(rn);
       return signedSources ? fmmSignedBoxAccepts<Rn>(l, h, raMax, rcaMax, qaMax, cb, rb, rcb, qb, scale, order, tol)
                            : fmmBoxAccepts<Rn>(l, h, raMax, rcaMax, maMax, lowMin, cb, rb, rcb, mb, lowB, order, tol,
-                                               accel);
+                                               accel, leafB);
     };
     const bool host = boxOk(RoundNearest{}, lo, hi), device = boxOk(DeviceRn{}, lo, hi);
     rep.expect(host == device, "FMM LET rule: host = device");
@@ -1266,7 +1282,7 @@ void checkFmmLet(Report& rep) {
         const int k = leaf == 0 ? rnd.integer(0, 1) * 2 : rnd.integer(0, 3);
         ca[d] = k == 0 ? lo[d] : k == 2 ? hi[d] : rnd.uniform(lo[d], hi[d]);
       }
-      const bool full = rnd.integer(0, 1);
+      const bool full = rnd.integer(0, 1), leafA = rnd.integer(0, 1);  // the reach holds leaves and internal nodes
       const double ra = full ? raMax : raMax * rnd.uniform(0, 1), ma = full ? maMax : maMax * rnd.uniform(0, 1);
       const double la = full ? lowMin : lowMin * rnd.uniform(1, 2);
       double qa[8];
@@ -1275,7 +1291,8 @@ void checkFmmLet(Report& rep) {
         using Rn = decltype(rn);
         const double rca = fmmCriticalRadius<Rn>(ra, theta) <= rcaMax ? fmmCriticalRadius<Rn>(ra, theta) : rcaMax;
         return signedSources ? fmmSignedPairAccepts<Rn>(ca, ra, rca, qa, cb, rb, rcb, qb, scale, order, tol)
-                             : fmmPairAccepts<Rn>(ca, ra, rca, ma, la, cb, rb, rcb, mb, lowB, order, tol, accel);
+                             : fmmPairAccepts<Rn>(ca, ra, rca, ma, la, cb, rb, rcb, mb, lowB, order, tol, accel, leafA,
+                                                  leafB);
       };
       if (host) {
         rep.expect(pairOk(RoundNearest{}) && pairOk(DeviceRn{}),
