@@ -73,15 +73,17 @@ struct CudaOptions {
   /// CSR and its shifts stay there, the P2P pairs with their shifts come down for the host's near tiles), and with
   /// fmmDeviceTree as well the tree and its upward pass with dipole terms (cube centres; the signed scale from the
   /// host's gathered cells over the topology that comes down, the multipole norms there: buildFmmTree's bits). The
-  /// near tiles and the far images' pass stay on the host. Off by default until the GPU
-  /// parity subject fmm-periodic passes with it on a GPU (it compares both paths); the API's backends take
-  /// AMRGRAV_FMM_DEVICE_PERIODIC=1 to turn it on.
-  bool fmmDevicePeriodic = false;
+  /// near tiles and the far images' pass stay on the host. On by default since measured on an H100 (ctest
+  /// gpu.fmm-periodic: the device path bitwise the host path, both within 1e-12 of the CPU; 256^3 fully periodic
+  /// 1.27 s end to end against 4.95 s); the API's backends take AMRGRAV_FMM_DEVICE_PERIODIC=0 for the host's path.
+  bool fmmDevicePeriodic = true;
   /// Method 'fmm': the M2L kernel (cuda/m2l_variants.h FmmM2LVariant: 0 plain, 1 staged, 2 staged-lowregs, 3 direct,
   /// 4 direct-lowregs), isolated and periodic boxes alike; the same products and sums in the same order whichever (the
-  /// direct ones round the derivatives otherwise). 0 until the others are measured on an H100
-  /// (native/tools/m2l_bench.cpp); the API's backends take AMRGRAV_FMM_M2L; a number past them fails the solve.
-  int fmmM2L = 0;
+  /// direct ones round the derivatives otherwise). 3 (direct) since measured on an H100 (native/tools/m2l_bench.cpp,
+  /// p 7: 0.635 ns a pair against plain's 0.696, staged 0.667, the low-register ones 0.86-0.99; 256^3: M2L 30.0 ms
+  /// against 33.1; ctest gpu.fmm runs every variant against the CPU); the API's backends take AMRGRAV_FMM_M2L; a
+  /// number past them fails the solve.
+  int fmmM2L = 3;
 };
 
 /// Per-solve measurements of the CUDA backend (device phases from cudaEvents on the backend's stream).

@@ -60,8 +60,8 @@
 ///   --fmm-settings LIST  with --fmm: potential-only timings at these expansion orders and tolerances instead of the
 ///                     defaults' runs, each "P:TOL" (e.g. 6:1e-4,7:2e-4), the sort, lists and tiles as by default: how
 ///                     the M2L's cost per pair and the pair counts move with the order (docs/fmm-design.md section 3)
-///   --fmm-m2l V       with --fmm: the FMM's M2L kernel (CudaOptions::fmmM2L, cuda/m2l_variants.h: 0 plain, the
-///                     default; 1 staged; 2 staged-lowregs; 3 direct; 4 direct-lowregs); "m2l" in each FMM line says
+///   --fmm-m2l V       with --fmm: the FMM's M2L kernel (CudaOptions::fmmM2L, cuda/m2l_variants.h: 0 plain;
+///                     1 staged; 2 staged-lowregs; 3 direct, the default; 4 direct-lowregs); "m2l" in each FMM line says
 ///                     which
 ///   --fmm-periodic    with --fmm: each grid's FMM once more in a fully periodic box (cuda/fmm_periodic_phase.cu)
 ///                     by the device's periodic path (CudaOptions::fmmDevicePeriodic: the sort with the density
@@ -128,7 +128,7 @@ struct TimingArgs {
   bool fmmHostTree = false;    ///< --fmm-host-tree: and once more with the host's tree and tiles
   bool fmmPeriodic = false;     ///< --fmm-periodic: and once more in a fully periodic box
   bool fmmHostPeriodic = false; ///< --fmm-host-periodic: the periodic box by the host's periodic path too
-  int fmmM2L = 0;               ///< --fmm-m2l: the M2L kernel (CudaOptions::fmmM2L)
+  int fmmM2L = cuda::CudaOptions{}.fmmM2L;  ///< --fmm-m2l: the M2L kernel (CudaOptions::fmmM2L)
 };
 
 std::vector<double> numberList(const std::string& v) {
