@@ -128,7 +128,7 @@ struct TimingArgs {
   bool fmmHostTree = false;    ///< --fmm-host-tree: and once more with the host's tree and tiles
   bool fmmPeriodic = false;     ///< --fmm-periodic: and once more in a fully periodic box
   bool fmmHostPeriodic = false; ///< --fmm-host-periodic: the periodic box by the host's periodic path too
-  int fmmM2L = cuda::CudaOptions{}.fmmM2L;  ///< --fmm-m2l: the M2L kernel (CudaOptions::fmmM2L)
+  int fmmM2L = CudaOptions{}.fmmM2L;  ///< --fmm-m2l: the M2L kernel (CudaOptions::fmmM2L)
 };
 
 std::vector<double> numberList(const std::string& v) {
