@@ -51,9 +51,9 @@
 #              tree bitwise the host tree's results, host tiles and device tiles, and within 1e-12 / 1e-11 of the
 #              CPU), compute-sanitizer memcheck and racecheck on fmm-tree --quick, then amrgrav_gpu_timing --no-perf
 #              --fmm 128,256 --fmm-host-tree (the host tree and tiles beside the defaults)
-#   fmmperiodic  issue #20, method 'fmm' in periodic boxes on the GPU (cuda/fmm_periodic_phase.cu: the host's sort,
-#              tree, lists with image shifts, tiles and far images, the device's evaluation with the shifts and the
-#              M2L with dipole terms): ctest gpu.fmm-periodic (CUDA vs CPU FMM, fully periodic 32^3 sine and random,
+#   fmmperiodic  issue #20, method 'fmm' in periodic boxes on the GPU (cuda/fmm_periodic_phase.cu: the device's sort,
+#              tree with dipole terms and lists with image shifts by default, the host's tiles and far images, the
+#              device's evaluation with the shifts and the M2L with dipole terms): ctest gpu.fmm-periodic (CUDA vs CPU FMM, fully periodic 32^3 sine and random,
 #              the AMR set fully periodic, a sheet and a line: pot <= 1e-12 of max |phi|, acc <= 1e-11 of the rms,
 #              identical counts, momentum, two solves bitwise, the device options ignored), compute-sanitizer memcheck
 #              on fmm-periodic --quick, then amrgrav_gpu_timing --no-perf --fmm 128,256 --fmm-periodic
@@ -94,6 +94,10 @@
 #   groups     groupSize 'auto' (issue #17): `amrgrav bench` with groups of 32 and of 64 on 256^3 (potential, and with
 #              accelerations), MacLaurin levels 7 (potential, accelerations) and 128^3 fully periodic: the walk times
 #              behind the automatic choice (64 for the potential alone in isolated boxes, else 32)
+#   m2l        issue #20, the FMM's M2L kernels (cuda/m2l_variants.h, CudaOptions::fmmM2L): amrgrav_m2l_bench --orders
+#              7 --dip (each kernel's ns a pair on a 64^3 lattice of nodes, with and without dipole terms, checked
+#              against the plain kernel), ctest gpu.fmm (every kernel against the CPU), then amrgrav_gpu_timing
+#              --no-perf --fmm 256 --fmm-m2l V for V = 0..4 (m2l_s end to end)
 #   split      amrgrav_gpu_timing --split 256: a two-rank solve emulated in one process, each rank's device work timed
 #              alone (what each GPU of a two-GPU run does), against the one-rank solve; with the copy threads
 #              $SPLIT_COPY_THREADS (default 0: the backend's own choice)
@@ -319,6 +323,24 @@ for line in open(sys.argv[1]):
               f"{r['wall_s']*1e3:8.2f} ms  keys {r['keys_sort_s']*1e3:8.2f}  moments {r['moments_s']*1e3:8.2f}  "
               f"build {r['build_s']*1e3:8.2f}  upload {r['upload_s']*1e3:7.2f}  walk {r['walk_s']*1e3:7.2f} "
               f"(p2p {r['p2p_s']*1e3:.2f} m2l {r['m2l_s']*1e3:.2f} l2l {r['l2l_s']*1e3:.2f} l2p {r['l2p_s']*1e3:.2f})")
+PY
+      ;;
+    m2l)
+      timeout 200 build/amrgrav_m2l_bench --orders 7 --dip > "$out/m2l-bench.log" 2>&1
+      summary+=("m2l bench rc=$?")
+      grep -E 'plain|staged|direct|lattice' "$out/m2l-bench.log"
+      (cd build && AMRGRAV_REQUIRE_GPU=1 timeout 500 ctest -R '^gpu[.]fmm$' --output-on-failure) > "$out/m2l-ctest.log" 2>&1
+      summary+=("m2l ctest gpu.fmm rc=$? $(grep -h 'parity summary' "$out/m2l-ctest.log" | tr '\n' ';')")
+      for v in 0 1 2 3 4; do
+        timeout 200 $timing --no-perf --fmm 256 --fmm-m2l $v --reps 3 | grep '"kind":"fmm"' | head -1 \
+          >> "$out/m2l-timing.log" 2>&1
+      done
+      python3 - "$out/m2l-timing.log" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    if not line.startswith('{'): continue
+    r = json.loads(line)
+    print(f"fmm 256 m2l={r['m2l']}: wall {r['wall_s']*1e3:8.2f} ms  walk {r['walk_s']*1e3:7.2f}  m2l {r['m2l_s']*1e3:7.2f}")
 PY
       ;;
     apibench)
