@@ -337,7 +337,10 @@ Status reuseTree(DeviceState& ds, const SolveOptions& opt) {
   return finishCells(ds, opt, false, massTotal);
 }
 
-Status run(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const SolveOptions& opt, SolveResult& out) {
+}  // namespace
+
+Status beginBlockSolve(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const SolveOptions& opt,
+                       SolveResult& out, Clock::time_point& t0, bool& empty) {
   const std::size_t cells = v.cells();
   AG_TRY(checkOptions(opt, cells, false));
   const auto tv = Clock::now();
@@ -346,13 +349,22 @@ Status run(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const So
   AG_TRY(ensureDevice(ds));
   ds.stats.secondsValidate = since(tv);
   ds.stats.device = ds.deviceName;
-  const auto t0 = Clock::now();
+  t0 = Clock::now();
   out = SolveResult{};
   out.stats.threads = 1;
-  if (cells == 0) {
-    ds.stats.secondsTotal = out.stats.secondsTotal = since(t0);
-    return Status::success();
-  }
+  empty = cells == 0;
+  if (empty) ds.stats.secondsTotal = out.stats.secondsTotal = since(t0);
+  return Status::success();
+}
+
+namespace {
+
+Status run(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const SolveOptions& opt, SolveResult& out) {
+  const std::size_t cells = v.cells();
+  Clock::time_point t0;
+  bool empty = false;
+  AG_TRY(beginBlockSolve(ds, v, o, opt, out, t0, empty));
+  if (empty) return Status::success();
   const unsigned n = unsigned(cells);
   cudaStream_t caller = static_cast<cudaStream_t>(v.stream);
   AG_TRY(orderAfterCaller(ds, v, o, opt));

@@ -21,6 +21,7 @@
 /// Everything else (bounds, keys, sort, checks, build, moments, walk, finish) is the cell solve's own code, so the
 /// results are bitwise those of the cell solve on the same cells.
 #pragma once
+#include <chrono>
 #include <cstdint>
 
 #include "core/blocks.h"
@@ -56,6 +57,11 @@ struct BlockSolveScope {
 /// device, and the solve's stream ordered after the work the caller queued on v.stream (the density it wrote),
 /// without blocking the host.
 Status orderAfterCaller(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const SolveOptions& opt);
+
+/// The start of a block solve (method 'tree''s and 'fmm''s): the options and blocks checked, the device ready, the
+/// stats and the result reset, t0 the solve's clock; `empty` when there are no cells (the solve then done).
+Status beginBlockSolve(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const SolveOptions& opt,
+                       SolveResult& out, std::chrono::steady_clock::time_point& t0, bool& empty);
 
 /// The blocks' geometry up into ds.blk.geo (geometry false: the last solve's, kept), and the block index into
 /// ds.blk.slots where the kernels read the caller's layout (device data, or ds.blk.pinnedDensity).

@@ -35,6 +35,7 @@ using fmmparts::put;
 using fmmparts::putCells;
 using fmmparts::putTables;
 using fmmparts::putTree;
+using fmmparts::viewDeviceSorted;
 
 Status periodicContrast(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, int threads,
                         bool deviceSort, SortedCells& sorted, SolveStats& st) {
@@ -196,18 +197,7 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   v.irregularCount = unsigned(tiles.irregular.size());
   const std::uint8_t* shifts = b.periodic.shifts.get();
   v.m2lShift = deviceWalk ? dl.m2lShift : shifts + shiftOff[0];
-  if (deviceSort) {  // the sorted cells where the device's sort left them, its sums' arrays
-    v.x = ds.sortedCells.x;
-    v.y = ds.sortedCells.y;
-    v.z = ds.sortedCells.z;
-    v.mass = ds.sortedCells.mass;
-    v.phi = ds.sums[0];
-    if (accel) {
-      v.gx = ds.sums[1];
-      v.gy = ds.sums[2];
-      v.gz = ds.sums[3];
-    }
-  }
+  if (deviceSort) viewDeviceSorted(ds, accel, v);  // the sorted cells where the device's sort left them
   v.tileStepShift = tiles.stepShift.empty() ? nullptr : shifts + shiftOff[1];
   v.nearShift = irr.shift.empty() ? nullptr : shifts + shiftOff[2];
   for (int d = 0; d < 3; ++d) v.period[d] = lists.period[d];

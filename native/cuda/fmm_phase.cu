@@ -211,6 +211,19 @@ Status putHostTiles(DeviceState& ds, const fmm::NearLists& near, const fmm::P2pT
   return put(ds, b.tileInvH, tiles.invH, "the FMM's P2P tiles");
 }
 
+void viewDeviceSorted(const DeviceState& ds, bool accel, FmmDeviceView& v) {
+  v.x = ds.sortedCells.x;
+  v.y = ds.sortedCells.y;
+  v.z = ds.sortedCells.z;
+  v.mass = ds.sortedCells.mass;
+  v.phi = ds.sums[0];
+  if (accel) {
+    v.gx = ds.sums[1];
+    v.gy = ds.sums[2];
+    v.gz = ds.sums[3];
+  }
+}
+
 FmmDeviceView bufferView(DeviceState& ds, const fmm::FmmTree& tree, std::size_t nodes, std::size_t n, bool accel,
                          const std::size_t tileOff[6], const std::size_t off[3]) {
   FmmBuffers& b = ds.fmm;
@@ -603,18 +616,7 @@ Status evaluateSorted(DeviceState& ds, const SolveOptions& opt, const FmmSteps& 
   v.leafCount = unsigned(leafCount);
   v.tileCount = unsigned(tileCount);
   v.irregularCount = unsigned(irregularCount);
-  if (deviceSort) {
-    v.x = ds.sortedCells.x;
-    v.y = ds.sortedCells.y;
-    v.z = ds.sortedCells.z;
-    v.mass = ds.sortedCells.mass;
-    v.phi = ds.sums[0];
-    if (accel) {
-      v.gx = ds.sums[1];
-      v.gy = ds.sums[2];
-      v.gz = ds.sums[3];
-    }
-  }
+  if (deviceSort) fmmparts::viewDeviceSorted(ds, accel, v);
   if (deviceTiles) {
     v.leaves = dt.leaves;
     v.tileTarget = dt.target;
@@ -665,20 +667,10 @@ bool blocksOnDevice(const DeviceState& ds, const SolveOptions& opt) {
 Status runFmmBlocks(DeviceState& ds, const BlocksView& v, const BlockOutputs& o, const SolveOptions& opt,
                     SolveResult& out) {
   const std::size_t cells = v.cells();
-  AG_TRY(checkOptions(opt, cells, false));
-  const auto tv = Clock::now();
-  AG_TRY(validateBlocks(v, o, opt));
-  ds.stats = CudaStats{};
-  AG_TRY(ensureDevice(ds));
-  ds.stats.secondsValidate = since(tv);
-  ds.stats.device = ds.deviceName;
-  const auto t0 = Clock::now();
-  out = SolveResult{};
-  out.stats.threads = 1;
-  if (cells == 0) {
-    ds.stats.secondsTotal = out.stats.secondsTotal = since(t0);
-    return Status::success();
-  }
+  Clock::time_point t0;
+  bool empty = false;
+  AG_TRY(beginBlockSolve(ds, v, o, opt, out, t0, empty));
+  if (empty) return Status::success();
   const std::size_t n = cells;
   AG_TRY(orderAfterCaller(ds, v, o, opt));
   const BlockSolveScope active(ds, v);
