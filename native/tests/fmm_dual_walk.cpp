@@ -168,35 +168,16 @@ void potentialListsKept(const std::string& name, const Cells& cells) {
 /// A periodic box's tree as the CPU backend makes it (cpu_backend.cpp: the unit box, the sort, the density contrast
 /// of a fully periodic box, buildFmmTree with dipole terms), its lists by both walks with the near images' shifts.
 void periodicCase(const std::string& name, const Cells& cells, bool px, bool py, bool pz, int order) {
-  SolveOptions opt;
-  opt.method = SolveMethod::Fmm;
-  opt.fmmOrder = order;
-  opt.hasBox = true;
-  for (int d = 0; d < 3; ++d) {
-    opt.boxLo[d] = 0;
-    opt.boxHi[d] = 1;
-  }
-  opt.periodic[0] = px;
-  opt.periodic[1] = py;
-  opt.periodic[2] = pz;
+  const SolveOptions opt = periodicFmmBox(px, py, pz, order);
   const int threads = 2;
-  RootCube root = chooseRootCube(cells.view(), opt);
-  SortedCells sorted;
-  std::vector<std::uint64_t> keys;
-  Status st = sortCellsByKey(cells.view(), root, sorted, keys, 0, false, threads);
-  if (st.ok() && opt.fullyPeriodic()) {
-    double total = 0;
-    for (double m : cells.m) total += m;
-    applyDensityContrast(sorted, opt, total);
-  }
-  FmmTree tree;
-  if (st.ok()) st = buildFmmTree(keys, root, sorted, opt, threads, tree);
-  if (!st.ok() || !tree.dipoles) {
-    check(name + "-setup", false, st.ok() ? "the periodic tree has no dipole terms" : st.message);
+  const HostFmmTree h = hostFmmTree(cells, opt, false, threads);
+  const FmmTree& tree = h.tree;
+  if (!h.status.ok() || !tree.dipoles) {
+    check(name + "-setup", false, h.status.ok() ? "the periodic tree has no dipole terms" : h.status.message);
     return;
   }
   double period[3];
-  for (int d = 0; d < 3; ++d) period[d] = opt.periodic[d] ? (opt.boxHi[d] - opt.boxLo[d]) * sorted.scale : 0.0;
+  scaledPeriod(opt, h.sorted, period);
   for (const double tol : {opt.fmmTolerance, 0.0}) {
     FmmLists cpu, emu;
     buildInteractionLists(tree, tol, threads, cpu, period);

@@ -226,37 +226,19 @@ void errors(const Sums& dev, const Sums& cpu, double& pot, double& acc) {
 }
 
 void runCase(const std::string& name, const Cells& cells, bool px, bool py, bool pz, int order) {
-  SolveOptions opt;
-  opt.method = SolveMethod::Fmm;
-  opt.fmmOrder = order;
+  SolveOptions opt = periodicFmmBox(px, py, pz, order);
   opt.accelerations = true;
-  opt.hasBox = true;
-  for (int d = 0; d < 3; ++d) {
-    opt.boxLo[d] = 0;
-    opt.boxHi[d] = 1;
-  }
-  opt.periodic[0] = px;
-  opt.periodic[1] = py;
-  opt.periodic[2] = pz;
   const int threads = 2;
   // the CPU backend's steps (cpu_backend.cpp): sort, the density contrast of a fully periodic box, the tree
-  RootCube root = chooseRootCube(cells.view(), opt);
-  SortedCells sorted;
-  std::vector<std::uint64_t> keys;
-  Status st = sortCellsByKey(cells.view(), root, sorted, keys, 0, false, threads);
-  if (st.ok() && opt.fullyPeriodic()) {
-    double total = 0;
-    for (double m : cells.m) total += m;
-    applyDensityContrast(sorted, opt, total);
-  }
-  FmmTree tree;
-  if (st.ok()) st = buildFmmTree(keys, root, sorted, opt, threads, tree);
-  if (!st.ok()) {
-    check(name + "-setup", false, st.message);
+  const HostFmmTree h = hostFmmTree(cells, opt, false, threads);
+  const FmmTree& tree = h.tree;
+  const SortedCells& sorted = h.sorted;
+  if (!h.status.ok()) {
+    check(name + "-setup", false, h.status.message);
     return;
   }
   double period[3];
-  for (int d = 0; d < 3; ++d) period[d] = opt.periodic[d] ? (opt.boxHi[d] - opt.boxLo[d]) * sorted.scale : 0.0;
+  scaledPeriod(opt, sorted, period);
   FmmLists lists;
   buildInteractionLists(tree, opt.fmmTolerance, threads, lists, period);
   const Octree& o = tree.topo;
@@ -270,7 +252,7 @@ void runCase(const std::string& name, const Cells& cells, bool px, bool py, bool
   FmmTree tc = tree;
   evaluateP2P(lists, tc, sorted, threads, cpu.out());
   evaluateM2L(lists, threads, tc);
-  st = addFarImages(sorted, period, threads, tc, cpu.out());
+  Status st = addFarImages(sorted, period, threads, tc, cpu.out());
   if (!st.ok()) {
     check(name + "-far", false, st.message);
     return;

@@ -18,6 +18,8 @@ namespace amrgrav::tests {
 using Cells = amrgrav::tools::HostCells;
 using tools::HostFmmTree;
 using tools::hostFmmTree;
+using tools::periodicFmmBox;
+using tools::scaledPeriod;
 
 /// An n^3 grid on [0, 1)^3 of masses h^3 times a random factor in [0.5, 1.5).
 inline Cells uniformGrid(int n, std::uint64_t seed) {

@@ -68,31 +68,13 @@ void runMesh(const std::string& name, const Cells& cells, bool points, const std
 /// density contrast taken as the CPU backend takes them, the tree with dipole terms by buildFmmTree against the
 /// emulation (cube centres, the signed masses' multipoles, the host's scale in lowBound, the norms by their rule).
 void runPeriodic(const std::string& name, const Cells& cells, bool px, bool py, bool pz, int order) {
-  SolveOptions opt;
-  opt.method = SolveMethod::Fmm;
-  opt.fmmOrder = order;
-  opt.hasBox = true;
-  for (int d = 0; d < 3; ++d) {
-    opt.boxLo[d] = 0;
-    opt.boxHi[d] = 1;
-  }
-  opt.periodic[0] = px;
-  opt.periodic[1] = py;
-  opt.periodic[2] = pz;
+  const SolveOptions opt = periodicFmmBox(px, py, pz, order);
   const std::string id = name + "-p" + std::to_string(order);
-  RootCube root = chooseRootCube(cells.view(), opt);
-  SortedCells sorted;
-  std::vector<std::uint64_t> keys;
-  Status st = sortCellsByKey(cells.view(), root, sorted, keys, 0, false, 2);
-  if (st.ok() && opt.fullyPeriodic()) {
-    double total = 0;
-    for (double m : cells.m) total += m;
-    applyDensityContrast(sorted, opt, total);
-  }
-  FmmTree tree;
-  if (st.ok()) st = buildFmmTree(keys, root, sorted, opt, 2, tree);
-  if (!st.ok() || !tree.dipoles) {
-    check(id + "-setup", false, st.ok() ? "no dipole terms" : st.message);
+  const HostFmmTree h = hostFmmTree(cells, opt, false, 2);
+  const FmmTree& tree = h.tree;
+  const SortedCells& sorted = h.sorted;
+  if (!h.status.ok() || !tree.dipoles) {
+    check(id + "-setup", false, h.status.ok() ? "no dipole terms" : h.status.message);
     return;
   }
   FmmTree emu = topologyOf(tree);
