@@ -5,6 +5,9 @@
 /// device tree copied down. When those move (say to a cuda/testing.h), re-point this file; the checks
 /// (parity/*.cpp) and the timings (gpu_timing.cpp) include only this, through parity/harness.h.
 #pragma once
+#include <string>
+
+#include "cuda/m2l_variants.h"
 #include "cuda/testing.h"
 
 namespace amrgrav::parity {
@@ -28,6 +31,21 @@ inline CudaStats deviceStats(const CudaBackend& gpu) { return gpu.lastCudaStats(
 
 /// The options for the next solves (the timings switch staging and copy threads on one backend object).
 inline void setDeviceOptions(CudaBackend& gpu, const CudaOptions& options) { gpu.setCudaOptions(options); }
+
+/// f(variant, tag) with each M2L kernel but the backend's current one set (CudaOptions::fmmM2L, cuda/m2l_variants.h;
+/// tag "-m2l-NAME"), the options restored after.
+template <class F>
+void forOtherM2LKernels(CudaBackend& gpu, F&& f) {
+  const CudaOptions before = gpu.cudaOptions();
+  for (int var = 0; var < cuda::kFmmM2LVariants; ++var) {
+    if (var == before.fmmM2L) continue;
+    CudaOptions co = before;
+    co.fmmM2L = var;
+    setDeviceOptions(gpu, co);
+    f(var, std::string("-m2l-") + cuda::fmmM2LVariantName(var));
+  }
+  setDeviceOptions(gpu, before);
+}
 
 /// The rank's tree and sorted cells as the device holds them, copied down (after rankChooseLets), for the host's
 /// LET choice over the same tree.

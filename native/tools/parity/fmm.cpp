@@ -258,12 +258,7 @@ void deviceSortErrors(Context& cx, const Cells& grid) {
 void m2lVariants(Context& cx, const std::string& g, const Cells& grid) {
   CudaBackend& gpu = *cx.gpu;
   const CudaOptions before = gpu.cudaOptions();
-  for (int var = 0; var < cuda::kFmmM2LVariants; ++var) {
-    if (var == before.fmmM2L) continue;  // the cases above
-    CudaOptions co = before;
-    co.fmmM2L = var;
-    setDeviceOptions(gpu, co);
-    const std::string tag = std::string("-m2l-") + cuda::fmmM2LVariantName(var);
+  forOtherM2LKernels(gpu, [&](int, const std::string& tag) {  // the default's cases are above
     for (int p = 3; p <= 7; ++p)
       parityCase(cx, "fmm-" + g + "-p" + std::to_string(p) + tag, grid, fmmOptions(p), gpu, kPotTol, false, true,
                  kAccTol);
@@ -276,7 +271,7 @@ void m2lVariants(Context& cx, const std::string& g, const Cells& grid) {
     const Status sb = gpu.solve(grid.view(), fmmOptions(7), b);
     if (!sa.ok() || !sb.ok()) {
       check(cx, "fmm-" + g + "-p7" + tag + "-vs-default", false, "solve failed: " + (sa.ok() ? sb.message : sa.message));
-      continue;
+      return;
     }
     const Diff d = compare(b, a, true);
     const bool same = bitwiseEqual(a, b);
@@ -285,8 +280,7 @@ void m2lVariants(Context& cx, const std::string& g, const Cells& grid) {
                : "potentials within " + sci(d.pot) + ", accelerations " + sci(d.accRms) +
                      " of the rms from the default kernel's (not bitwise: the direct variants round the derivatives"
                      " otherwise)");
-  }
-  setDeviceOptions(gpu, before);
+  });
 }
 
 }  // namespace

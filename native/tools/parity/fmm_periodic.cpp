@@ -232,21 +232,14 @@ std::string p2pPaths(const CudaStats& cs) {
 /// shifts: fully periodic random densities at p 7 and p 4 and the AMR set at p 7, against the CPU.
 void m2lVariants(Context& cx, const std::string& g, const Cells& random) {
   CudaBackend& gpu = *cx.gpu;
-  const CudaOptions before = gpu.cudaOptions();
-  for (int var = 0; var < cuda::kFmmM2LVariants; ++var) {
-    if (var == before.fmmM2L) continue;  // the cases above
-    CudaOptions co = before;
-    co.fmmM2L = var;
-    setDeviceOptions(gpu, co);
-    const std::string tag = std::string("-m2l-") + cuda::fmmM2LVariantName(var);
+  forOtherM2LKernels(gpu, [&](int, const std::string& tag) {  // the default's cases are above
     parityCase(cx, "fmm-periodic-" + g + "-random-p7" + tag, random, fmmOptions(7, true, true, true), gpu, kPotTol,
                false, true, kAccTol);
     parityCase(cx, "fmm-periodic-" + g + "-random-p4" + tag, random, fmmOptions(4, true, true, true), gpu, kPotTol,
                false, true, kAccTol);
     parityCase(cx, "fmm-periodic-amr-p7" + tag, cx.amr(), fmmOptions(7, true, true, true), gpu, kPotTol, false, true,
                kAccTol);
-  }
-  setDeviceOptions(gpu, before);
+  });
 }
 
 }  // namespace
