@@ -38,9 +38,9 @@ __global__ void __launch_bounds__(kGridThreads) topologyKernel(FmmTreeView v, co
 
 /// A node's warp works on monomial rows in shared memory, a slice of kSliceTerms terms at a time: a leaf's cells
 /// kRowCells at a time, a lane per cell, or its children's offsets, a lane per child. kRowCells is a multiple of 8,
-/// so row r of a chunk is the host's lane r mod 8. The slices keep a warp's shared memory near 8 KB, so that some 26
-/// warps share an SM (the whole rows took 31 KB: 6 warps, and the pass waited on latency); each slice remakes its
-/// rows in registers, which costs little.
+/// so row r of a chunk is the host's lane r mod 8. The slices keep a warp's shared memory near 9 KB, so that 16
+/// warps share an SM (their 128 registers bound it; the whole rows took 31 KB: 6 warps, and the pass waited on
+/// latency); each slice remakes its rows in registers, which costs little.
 constexpr int kRowCells = 32;
 /// The rows' term stride (term q of row r at (q - slice start) * kRowStride + r): padded, so lanes of different terms
 /// reading one row meet 2-way bank conflicts at most, and lanes of one term writing their rows none.
