@@ -134,12 +134,11 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   // the near field's work with the shifts (fmm/p2p_tiles.h): a shifted pair at a whole number of leaves by its
   // table, the others computed with the shift
   const std::size_t n = sorted.order.size(), nodes = tree.nodeCount();
-  const fmm::NearLists near = fmm::buildNearLists(tree, lists);
-  const fmm::RegularLeaves reg = fmm::findRegularLeaves(tree, sorted, threads);
-  fmm::P2pTables p2pTables;
-  p2pTables.prepare(reg, lists, threads);
-  const fmm::P2pTiles tiles = fmm::buildP2pTiles(near, reg, p2pTables, threads);
-  const fmm::IrregularLists irr = fmm::buildIrregularLists(near, tiles);
+  const fmm::HostNearField hn = fmm::buildHostNearField(tree, lists, sorted, threads);
+  const fmm::NearLists& near = hn.near;
+  const fmm::P2pTables& p2pTables = hn.tables;
+  const fmm::P2pTiles& tiles = hn.tiles;
+  const fmm::IrregularLists& irr = hn.irr;
   // the far images (fmm/far_images.h) on the host: their local coefficients into the frontier nodes' L (zero until
   // now: the device's M2L and L2L add to it), and for the cells of shallower leaves their L2P into `far` (added to
   // the device's sums once down)

@@ -562,21 +562,18 @@ Status evaluateSorted(DeviceState& ds, const SolveOptions& opt, const FmmSteps& 
   ds.stats.fmmListSeconds = since(t);
   // the near field's work: regular leaves by the CPU's tables in tiles, the others computed (fmm/p2p_tiles.h), on
   // the host or (fmmDeviceTiles) on the device from its P2P pairs (fmm_tiles_phase.h), the same arrays either way
-  fmm::NearLists near;
-  fmm::P2pTables p2pTables;
-  fmm::P2pTiles tiles;
-  fmm::IrregularLists irr;
+  fmm::HostNearField hn;  // the device's tiles: their tables' slots alone
+  fmm::NearLists& near = hn.near;
+  fmm::P2pTables& p2pTables = hn.tables;
+  fmm::P2pTiles& tiles = hn.tiles;
+  fmm::IrregularLists& irr = hn.irr;
   DeviceFmmTiles dt;
   if (deviceTiles) {
     AG_TRY(buildFmmTilesOnDevice(tileInputs(ds, nodes, n, sorted, deviceSort), dl, b.tileBuild, ds.stream, dt));
     p2pTables.prepareSlots(dt.slots, threads);
     tiles.slots = dt.slots;
   } else {
-    near = fmm::buildNearLists(tree, lists);
-    const fmm::RegularLeaves reg = fmm::findRegularLeaves(tree, sorted, threads);
-    p2pTables.prepare(reg, lists, threads);
-    tiles = fmm::buildP2pTiles(near, reg, p2pTables, threads);
-    irr = fmm::buildIrregularLists(near, tiles);
+    hn = fmm::buildHostNearField(tree, lists, sorted, threads);
   }
   const std::size_t leafCount = deviceTiles ? dt.leafCount : near.leaves.size();
   const std::size_t tileCount = deviceTiles ? dt.tiles : tiles.tiles();

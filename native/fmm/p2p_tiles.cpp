@@ -188,5 +188,15 @@ IrregularLists buildIrregularLists(const NearLists& near, const P2pTiles& tiles)
   return r;
 }
 
+HostNearField buildHostNearField(const FmmTree& tree, const FmmLists& lists, const SortedCells& cells, int threads) {
+  HostNearField h;
+  h.near = buildNearLists(tree, lists);
+  h.reg = findRegularLeaves(tree, cells, threads);
+  h.tables.prepare(h.reg, lists, threads);
+  h.tiles = buildP2pTiles(h.near, h.reg, h.tables, threads);
+  h.irr = buildIrregularLists(h.near, h.tiles);
+  return h;
+}
+
 }  // namespace fmm
 }  // namespace amrgrav

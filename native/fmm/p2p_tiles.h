@@ -76,5 +76,16 @@ struct IrregularLists {
 };
 IrregularLists buildIrregularLists(const NearLists& near, const P2pTiles& tiles);
 
+/// The CUDA backend's near field as the host builds it for these lists: the near lists, the regular leaves, their
+/// tables prepared, the tiles and the irregular leaves' lists (the path the device's tiles are checked against).
+struct HostNearField {
+  NearLists near;
+  RegularLeaves reg;
+  P2pTables tables;
+  P2pTiles tiles;
+  IrregularLists irr;
+};
+HostNearField buildHostNearField(const FmmTree& tree, const FmmLists& lists, const SortedCells& cells, int threads);
+
 }  // namespace fmm
 }  // namespace amrgrav

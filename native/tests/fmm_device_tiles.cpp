@@ -48,12 +48,12 @@ void runCase(const std::string& name, const Cells& cells, bool points, int order
   FmmLists lists;
   buildInteractionLists(tree, tolerance, threads, lists);
   // the host's path (cuda/fmm_phase.cu with CudaOptions::fmmDeviceTiles off)
-  const NearLists near = buildNearLists(tree, lists);
-  const RegularLeaves reg = findRegularLeaves(tree, sorted, threads);
-  P2pTables tables;
-  tables.prepare(reg, lists, threads);
-  const P2pTiles tiles = buildP2pTiles(near, reg, tables, threads);
-  const IrregularLists irr = buildIrregularLists(near, tiles);
+  const HostNearField hn = buildHostNearField(tree, lists, sorted, threads);
+  const NearLists& near = hn.near;
+  const RegularLeaves& reg = hn.reg;
+  const P2pTables& tables = hn.tables;
+  const P2pTiles& tiles = hn.tiles;
+  const IrregularLists& irr = hn.irr;
   // the device's, emulated
   DeviceTiles dev;
   emulateDeviceTiles(tree, sorted, lists, dev);

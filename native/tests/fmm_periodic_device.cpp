@@ -260,12 +260,12 @@ void runCase(const std::string& name, const Cells& cells, bool px, bool py, bool
   passLocalsDown(sorted, threads, tc, cpu.out());
 
   // the device's work, as cuda/fmm_periodic_phase.cu makes it
-  const NearLists near = buildNearLists(tree, lists);
-  const RegularLeaves reg = findRegularLeaves(tree, sorted, threads);
-  P2pTables tables;
-  tables.prepare(reg, lists, threads);
-  const P2pTiles tiles = buildP2pTiles(near, reg, tables, threads);
-  const IrregularLists irr = buildIrregularLists(near, tiles);
+  const HostNearField hn = buildHostNearField(tree, lists, sorted, threads);
+  const NearLists& near = hn.near;
+  const RegularLeaves& reg = hn.reg;
+  const P2pTables& tables = hn.tables;
+  const P2pTiles& tiles = hn.tiles;
+  const IrregularLists& irr = hn.irr;
   {  // every pair's shift in the near lists (A: B + s, B: A - s), every tile entry's shift and table
     bool ok = near.shift.size() == near.source.size() && tiles.stepShift.size() == tiles.stepSource.size() &&
               irr.shift.size() == irr.source.size();

@@ -30,12 +30,11 @@ void tilesCase(Context& cx, CudaBackend& gpu, const std::string& name, const fmm
   fmm::FmmLists lists;
   fmm::buildInteractionLists(tree, tolerance, threads, lists);
   const auto th = Clock::now();
-  const fmm::NearLists near = fmm::buildNearLists(tree, lists);
-  const fmm::RegularLeaves reg = fmm::findRegularLeaves(tree, sorted, threads);
-  fmm::P2pTables tables;
-  tables.prepare(reg, lists, threads);
-  const fmm::P2pTiles tiles = fmm::buildP2pTiles(near, reg, tables, threads);
-  const fmm::IrregularLists irr = fmm::buildIrregularLists(near, tiles);
+  const fmm::HostNearField hn = fmm::buildHostNearField(tree, lists, sorted, threads);
+  const fmm::NearLists& near = hn.near;
+  const fmm::RegularLeaves& reg = hn.reg;
+  const fmm::P2pTiles& tiles = hn.tiles;
+  const fmm::IrregularLists& irr = hn.irr;
   const double hostSeconds = since(th);
   fmm::DeviceTiles dev;
   double devSeconds = 0;
