@@ -17,19 +17,16 @@ namespace amrgrav {
 namespace cuda {
 namespace {
 
-/// The upward pass's tables of `order` up (when another order's are there).
+/// The upward pass's M2M tables of `order` up (when another order's are there; its monomials' tables are compile-time
+/// constants, fmm::MonoTablesOf).
 Status putTables(FmmTreeBuffers& tb, int order, cudaStream_t s) {
   if (tb.tablesOrder == order) return Status::success();
   const fmm::UpwardTables t = fmm::upwardTables(fmm::MultiIndex::of(order));
   std::vector<int> ints;
-  for (const std::vector<int>* v : {&t.prev, &t.axis, &t.m2mStart, &t.m2mJ, &t.m2mNJ})
-    ints.insert(ints.end(), v->begin(), v->end());
+  for (const std::vector<int>* v : {&t.m2mStart, &t.m2mJ, &t.m2mNJ}) ints.insert(ints.end(), v->begin(), v->end());
   AG_TRY(tb.ints.reserve(ints.size(), "the FMM upward pass's tables"));
-  AG_TRY(tb.scale.reserve(t.scale.size(), "the FMM upward pass's tables"));
   AG_CUDA_TRY(cudaMemcpyAsync(tb.ints.get(), ints.data(), ints.size() * sizeof(int), cudaMemcpyHostToDevice, s));
-  AG_CUDA_TRY(
-      cudaMemcpyAsync(tb.scale.get(), t.scale.data(), t.scale.size() * sizeof(double), cudaMemcpyHostToDevice, s));
-  AG_CUDA_TRY(cudaStreamSynchronize(s));  // the host vectors die here
+  AG_CUDA_TRY(cudaStreamSynchronize(s));  // the host vector dies here
   tb.tablesOrder = order;
   return Status::success();
 }
@@ -39,7 +36,7 @@ using fmmparts::down;
 }  // namespace
 
 std::size_t FmmTreeBuffers::bytes() const {
-  return cube.bytes() + sums.bytes() + r2.bytes() + ints.bytes() + scale.bytes();
+  return cube.bytes() + sums.bytes() + r2.bytes() + ints.bytes();
 }
 
 void FmmTreeBuffers::release() {
@@ -47,7 +44,6 @@ void FmmTreeBuffers::release() {
   sums.release();
   r2.release();
   ints.release();
-  scale.release();
   tablesOrder = -1;
 }
 
@@ -100,11 +96,8 @@ Status buildFmmTreeOnDevice(DeviceState& ds, const SolveOptions& opt, DeviceFmmT
   v.M = b.M.get();
   v.terms = tree.terms;
   v.mStride = tree.mStride;
-  const int nt = mi.terms;
-  const int* ints = tb.ints.get();
-  v.mono = fmm::MonoTables{ints, ints + nt, tb.scale.get()};
-  v.m2mStart = ints + 2 * nt;
-  v.m2mJ = v.m2mStart + nt + 1;
+  v.m2mStart = tb.ints.get();
+  v.m2mJ = v.m2mStart + mi.terms + 1;
   v.m2mNJ = v.m2mJ + mi.m2mN.size();
   v.r2 = tb.r2.get();
   v.mac = b.lists.mac.get();

@@ -27,8 +27,7 @@ struct FmmTreeBuffers {
   DeviceBuffer<double> cube;               ///< the nodes' cube centres, 3 per node
   DeviceBuffer<double> sums;               ///< 5 per node (fmm::FmmSums)
   DeviceBuffer<unsigned long long> r2;     ///< per node: its largest squared distance's bits
-  DeviceBuffer<int> ints;                  ///< fmm::UpwardTables: prev, axis, m2mStart, m2mJ, m2mNJ
-  DeviceBuffer<double> scale;              ///< fmm::UpwardTables::scale
+  DeviceBuffer<int> ints;                  ///< fmm::UpwardTables: m2mStart, m2mJ, m2mNJ
   int tablesOrder = -1;                    ///< the order whose tables are up (-1: none)
   std::size_t bytes() const;
   void release();

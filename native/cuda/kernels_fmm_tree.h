@@ -34,7 +34,6 @@ struct FmmTreeView {
   double* centre = nullptr;                         ///< 3 per node
   double* M = nullptr;                              ///< mStride per node (zeroed by the caller)
   int terms = 0, mStride = 0;
-  fmm::MonoTables mono;                             ///< device copies of fmm::UpwardTables
   const int *m2mStart = nullptr, *m2mJ = nullptr, *m2mNJ = nullptr;
   unsigned long long* r2 = nullptr;                 ///< per node: the bits of its largest squared distance (zeroed)
   double* mac = nullptr;                            ///< radius, critical, absMass, lowBound (nodes each)

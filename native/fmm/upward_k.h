@@ -71,8 +71,8 @@ AG_HD double fmmMonomialStepOf(double prevValue, double hAxis, double scale) {
 }
 
 /// The chain's last step: term q's monomial from its previous term's (prev[q]) value. A row made in term order with
-/// this step (fmmMonomialRow; the device's rows, degree by degree) holds fmmMonomial's bits, each term's chain
-/// being its previous term's chain and one step more.
+/// this step (fmmMonomialRow; the device's rows with the compile-time tables, MonoTablesOf) holds fmmMonomial's
+/// bits, each term's chain being its previous term's chain and one step more.
 template <class Rn = RoundNearest>
 AG_HD double fmmMonomialStep(const MonoTables& t, int q, double prevValue, const double* h) {
   return fmmMonomialStepOf<Rn>(prevValue, h[t.axis[q]], t.scale[q]);
@@ -219,7 +219,7 @@ AG_HD double fmmCellDistance2(double x, double y, double z, const double* c) {
 
 /// The child of node i whose cells hold sorted cell j (a cell of i), or 0xffffffff when i is a leaf: the children
 /// split i's cells into ascending ranges, so the last child starting at or before j (the radii's descent from the
-/// root: a few loads a level instead of fmmNodeAtLevel's search of the whole level).
+/// root: a few loads a level instead of a search of the whole level).
 AG_HD std::uint32_t fmmChildHolding(const std::uint32_t* cellBegin, const std::uint32_t* childBegin,
                                     const std::uint8_t* childCount, std::uint32_t i, std::uint32_t j) {
   const int nc = childCount[i];
@@ -227,21 +227,6 @@ AG_HD std::uint32_t fmmChildHolding(const std::uint32_t* cellBegin, const std::u
   std::uint32_t c = childBegin[i];
   for (int k = 1; k < nc && cellBegin[childBegin[i] + std::uint32_t(k)] <= j; ++k) c = childBegin[i] + std::uint32_t(k);
   return c;
-}
-
-/// The node of the level [lb, le) whose cells hold sorted cell j, or 0xffffffff when none (the cell lies under a leaf
-/// above the level). A level's nodes are in key order, so their cell ranges ascend: the last one starting at or before j.
-AG_HD std::uint32_t fmmNodeAtLevel(const std::uint32_t* cellBegin, const std::uint32_t* cellCount, std::uint32_t lb,
-                                   std::uint32_t le, std::uint32_t j) {
-  std::uint32_t lo = lb, hi = le;
-  while (lo < hi) {
-    const std::uint32_t mid = lo + (hi - lo) / 2;
-    if (cellBegin[mid] <= j) lo = mid + 1;
-    else hi = mid;
-  }
-  if (lo == lb) return 0xffffffffu;
-  const std::uint32_t i = lo - 1;
-  return j < cellBegin[i] + cellCount[i] ? i : 0xffffffffu;
 }
 
 }  // namespace fmm
