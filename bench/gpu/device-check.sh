@@ -9,6 +9,7 @@
 #   perf       timings of issue #4 on uniform 128^3 and 256^3 (+ the direct kernel)
 #   sweep      perf plus group/leaf-size sweep and the CPU backend on the same grids
 #   maclaurin  `amrgrav bench` on the MacLaurin mesh, levels 7, order 2 and 1, GPU
+#   fmmmaclaurin  `amrgrav bench` on the MacLaurin mesh, levels 7, method 'fmm' (issue #20's AMR cells/s) and 'tree' beside it
 #   occupancy  the perf step again with the walk's registers capped for 8 and 9 resident blocks per SM
 #   unroll     the perf step at 256^3 with the accepted-node loop unrolled 2 and 8 times (default 4)
 #   ewaldblocks  the perf step at 256^3 with the periodic kernels' register cap at $EWB blocks per SM (default 3 5)
@@ -350,6 +351,12 @@ PY
         timeout 300 node dist/app/cli.js bench --problem maclaurin --levels 7 --backend cuda --order $o --repeat 5 --json \
           > "$out/maclaurin7-o$o.json" 2> "$out/maclaurin7-o$o.err"
         summary+=("maclaurin levels 7 order $o rc=$? $(head -c 600 "$out/maclaurin7-o$o.json")")
+      done ;;
+    fmmmaclaurin)
+      for m in fmm tree; do
+        timeout 300 node dist/app/cli.js bench --problem maclaurin --levels 7 --backend cuda --method $m --repeat 3 --json \
+          > "$out/maclaurin7-$m.json" 2> "$out/maclaurin7-$m.err"
+        summary+=("maclaurin levels 7 method $m rc=$? $(head -c 900 "$out/maclaurin7-$m.json")")
       done ;;
     occupancy)
       for mb in 8 9; do perfVariant mb$mb "-DAG_WALK_MIN_BLOCKS=$mb" 3; done ;;
