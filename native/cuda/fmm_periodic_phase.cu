@@ -194,6 +194,7 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   v.leafCount = unsigned(near.leaves.size());
   v.tileCount = unsigned(tiles.tiles());
   v.irregularCount = unsigned(tiles.irregular.size());
+  v.tileComputedSteps = tiles.computedEntries > 0;
   const std::uint8_t* shifts = b.periodic.shifts.get();
   v.m2lShift = deviceWalk ? dl.m2lShift : shifts + shiftOff[0];
   if (deviceSort) viewDeviceSorted(ds, accel, v);  // the sorted cells where the device's sort left them

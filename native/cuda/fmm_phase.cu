@@ -613,6 +613,7 @@ Status evaluateSorted(DeviceState& ds, const SolveOptions& opt, const FmmSteps& 
   v.leafCount = unsigned(leafCount);
   v.tileCount = unsigned(tileCount);
   v.irregularCount = unsigned(irregularCount);
+  v.tileComputedSteps = (deviceTiles ? dt.total.computedEntries : tiles.computedEntries) > 0;
   if (deviceSort) fmmparts::viewDeviceSorted(ds, accel, v);
   if (deviceTiles) {
     v.leaves = dt.leaves;

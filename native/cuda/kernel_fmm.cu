@@ -357,45 +357,6 @@ __device__ __forceinline__ void stageMassesAsync(const FmmDeviceView& v, const s
   __pipeline_commit();
 }
 
-/// Computed pairs of a tile's step: the NA consecutive cells tb .. tb + NA - 1 (of a target leaf) against every cell
-/// of source leaf S (another leaf, or an image: r > 0), j ascending, 1/r by rsqrt; p (and f, with Accel)
-/// overwritten. Shifted: S seen through the image shift `sh` (its cells at x + sh, as evaluate.cpp's Lanes::load).
-template <int NA, bool Accel, bool Shifted = false>
-__device__ __forceinline__ void computedPairs(const FmmDeviceView& v, unsigned S, unsigned tb, double p[NA],
-                                              double f[3][NA], const double* sh = nullptr) {
-  const unsigned sb = v.cellBegin[S], se = sb + v.cellCount[S];
-  double xi[NA], yi[NA], zi[NA];
-#pragma unroll
-  for (int a = 0; a < NA; ++a) {
-    xi[a] = v.x[tb + a];
-    yi[a] = v.y[tb + a];
-    zi[a] = v.z[tb + a];
-    p[a] = 0.0;
-    if constexpr (Accel) f[0][a] = f[1][a] = f[2][a] = 0.0;
-  }
-  for (unsigned j = sb; j < se; ++j) {
-    double xj = v.x[j], yj = v.y[j], zj = v.z[j];
-    const double mj = v.mass[j];
-    if constexpr (Shifted) {
-      xj += sh[0];
-      yj += sh[1];
-      zj += sh[2];
-    }
-#pragma unroll
-    for (int a = 0; a < NA; ++a) {
-      const double dx = xi[a] - xj, dy = yi[a] - yj, dz = zi[a] - zj;
-      const double rinv = rsqrt(dx * dx + dy * dy + dz * dz);
-      p[a] += mj * rinv;
-      if constexpr (Accel) {
-        const double t = mj * (rinv * rinv * rinv);
-        f[0][a] += t * dx;
-        f[1][a] += t * dy;
-        f[2][a] += t * dz;
-      }
-    }
-  }
-}
-
 /// One step of a tile that is a table: acc[a][b] = sum_s K[s][t_a] m_b[s] (s ascending, fused: the CPU's tableP2P
 /// order) and with accelerations g[.][a][b] = sum_s d K^3 m_b[s] (w = K K K m, then d w added, d = p_t - p_s - delta
 /// made exactly), the masses staged in ms ([s][target], kMassStride apart).
@@ -446,11 +407,11 @@ __device__ __forceinline__ void tableStep(const double* __restrict__ K, const do
   }
 }
 
-/// One block per tile (fmm/p2p_tiles.h): each step is a table for all the tile's targets at once (their sources'
-/// masses staged in shared memory) or computed pairs (each target against its own source's cells, 1/r by rsqrt);
-/// each step's sums are added to the cells' running totals (this thread's column of shared memory) in the tile's
-/// step order, a table's scaled by 1/h and 1/h^2 first (tableP2P's products; explicitly rounded, never fused with
-/// the add, as the CPU's separate store and add). A target's missing steps add zeros: the same bits.
+/// One block per tile (fmm/p2p_tiles.h): each table step for all the tile's targets at once (their sources' masses
+/// staged in shared memory); each step's sums are added to the cells' running totals (this thread's column of shared
+/// memory) in the tile's step order, scaled by 1/h and 1/h^2 first (tableP2P's products; explicitly rounded, never
+/// fused with the add, as the CPU's separate store and add), and stored. A target's missing steps add zeros: the same
+/// bits. The computed steps (after the tables) are fmmP2PComputed's, which adds them to the stored totals.
 template <bool Accel>
 __global__ void __launch_bounds__(kTileThreads) fmmP2PTiles(FmmDeviceView v) {
   constexpr int NC = Accel ? 4 : 1;  // phi, then gx, gy, gz
@@ -464,54 +425,30 @@ __global__ void __launch_bounds__(kTileThreads) fmmP2PTiles(FmmDeviceView v) {
   const unsigned s0 = v.tileStepStart[tile], s1 = v.tileStepStart[tile + 1];
   for (unsigned st = s0; st < s1; ++st) {
     const int table = v.tileStepTable[st];  // the block's
+    if (table < 0) continue;  // a computed step (last in a tile): fmmP2PComputed takes it
     const std::uint32_t* source = v.tileStepSource + std::size_t(st) * kTileTargets;
-    if (table >= 0) {
-      stageMasses(v, source, tid, ms);
-      const int slot = v.p2pSlot[table];
-      constexpr int r = fmm::kMaxLeafOffset, w = 2 * r + 1;
-      const int off[3] = {4 * (slot / (w * w) - r), 4 * (slot / w % w - r), 4 * (slot % w - r)};  // cells
-      double e[4][3];
+    stageMasses(v, source, tid, ms);
+    const int slot = v.p2pSlot[table];
+    constexpr int r = fmm::kMaxLeafOffset, w = 2 * r + 1;
+    const int off[3] = {4 * (slot / (w * w) - r), 4 * (slot / w % w - r), 4 * (slot % w - r)};  // cells
+    double e[4][3];
 #pragma unroll
-      for (int a = 0; a < 4; ++a)
+    for (int a = 0; a < 4; ++a)
 #pragma unroll
-        for (int d = 0; d < 3; ++d) e[a][d] = double(latticeAxis(4 * tq + a, d) - off[d]);
-      double acc[4][4], g[3][4][4];
-      tableStep<Accel>(v.p2pK + std::size_t(table) * kTileCells * kTileCells, ms, tq, lq, e, acc, g);
+      for (int d = 0; d < 3; ++d) e[a][d] = double(latticeAxis(4 * tq + a, d) - off[d]);
+    double acc[4][4], g[3][4][4];
+    tableStep<Accel>(v.p2pK + std::size_t(table) * kTileCells * kTileCells, ms, tq, lq, e, acc, g);
 #pragma unroll
-      for (int b = 0; b < 4; ++b) {
-        const double ih = v.tileInvH[std::size_t(tile) * kTileTargets + 4 * lq + b], ih2 = __dmul_rn(ih, ih);
+    for (int b = 0; b < 4; ++b) {
+      const double ih = v.tileInvH[std::size_t(tile) * kTileTargets + 4 * lq + b], ih2 = __dmul_rn(ih, ih);
 #pragma unroll
-        for (int a = 0; a < 4; ++a) {
-          double* t = tot + (a * 4 + b) * kTileThreads + tid;
-          t[0] = __dadd_rn(t[0], __dmul_rn(acc[a][b], ih));
-          if constexpr (Accel)
+      for (int a = 0; a < 4; ++a) {
+        double* t = tot + (a * 4 + b) * kTileThreads + tid;
+        t[0] = __dadd_rn(t[0], __dmul_rn(acc[a][b], ih));
+        if constexpr (Accel)
 #pragma unroll
-            for (int c = 0; c < 3; ++c)
-              t[(c + 1) * 16 * kTileThreads] = __dadd_rn(t[(c + 1) * 16 * kTileThreads], __dmul_rn(g[c][a][b], ih2));
-        }
-      }
-    } else {
-#pragma unroll 1
-      for (int b = 0; b < 4; ++b) {
-        const unsigned S = source[4 * lq + b];
-        if (S == fmm::kNoLeaf) continue;
-        double p[4], f[3][4];
-        const std::size_t e = std::size_t(st) * kTileTargets + 4 * lq + b;
-        if (v.tileStepShift && v.tileStepShift[e] != fmm::kNoShift) {  // an image (periodic boxes)
-          double sh[3];
-          shiftOf(v, v.tileStepShift, e, sh);
-          computedPairs<4, Accel, true>(v, S, v.cellBegin[target[b]] + 4 * tq, p, f, sh);
-        } else {
-          computedPairs<4, Accel>(v, S, v.cellBegin[target[b]] + 4 * tq, p, f);
-        }
-#pragma unroll
-        for (int a = 0; a < 4; ++a) {
-          double* t = tot + (a * 4 + b) * kTileThreads + tid;
-          t[0] += p[a];
-          if constexpr (Accel)
-#pragma unroll
-            for (int c = 0; c < 3; ++c) t[(c + 1) * 16 * kTileThreads] += f[c][a];
-        }
+          for (int c = 0; c < 3; ++c)
+            t[(c + 1) * 16 * kTileThreads] = __dadd_rn(t[(c + 1) * 16 * kTileThreads], __dmul_rn(g[c][a][b], ih2));
       }
     }
   }
@@ -559,7 +496,7 @@ __device__ __forceinline__ void dmma(double& d0, double& d1, double a, double b)
 /// (the hardware's rounding within a group, the groups ascending) instead of the CPU's one fused sum, so they
 /// differ from the CPU's by rounding only (deterministic: no atomics, a fixed order). A table step's masses are
 /// copied asynchronously into shared memory while the step before computes (two buffers), the running totals stay
-/// in registers (16 per lane), and computed steps take each lane's 2 cells x 8 targets.
+/// in registers (16 per lane). The computed steps are fmmP2PComputed's.
 __global__ void __launch_bounds__(kTileThreads) fmmP2PTilesMma(FmmDeviceView v) {
   constexpr int kMassBuffer = kTileCells * kMassStride;
   __shared__ __align__(16) double ms[2 * kMassBuffer];  // two steps' masses: one read, the next one arriving
@@ -579,63 +516,41 @@ __global__ void __launch_bounds__(kTileThreads) fmmP2PTilesMma(FmmDeviceView v) 
   bool prefetched = false;  // its masses already on their way (issued during the step before, a table step too)
   for (unsigned st = s0; st < s1; ++st) {
     const int table = v.tileStepTable[st];  // the block's
+    if (table < 0) continue;  // a computed step (last in a tile): fmmP2PComputed takes it
     const std::uint32_t* source = v.tileStepSource + std::size_t(st) * kTileTargets;
-    if (table >= 0) {
-      double* mb = ms + buf * kMassBuffer;
-      buf ^= 1;  // the next table step's
-      if (!prefetched) stageMassesAsync(v, source, tid, mb);
-      __pipeline_wait_prior(0);
-      __syncthreads();  // mb complete and visible to all; every thread done with the table step before
-      prefetched = st + 1 < s1 && v.tileStepTable[st + 1] >= 0;  // the block's
-      if (prefetched) stageMassesAsync(v, source + kTileTargets, tid, ms + buf * kMassBuffer);  // during the products
-      const double* K = v.p2pK + std::size_t(table) * kTileCells * kTileCells;
-      double acc[fmm::kMmaMTiles][fmm::kMmaNTiles][2];
+    double* mb = ms + buf * kMassBuffer;
+    buf ^= 1;  // the next table step's
+    if (!prefetched) stageMassesAsync(v, source, tid, mb);
+    __pipeline_wait_prior(0);
+    __syncthreads();  // mb complete and visible to all; every thread done with the table step before
+    prefetched = st + 1 < s1 && v.tileStepTable[st + 1] >= 0;  // the block's
+    if (prefetched) stageMassesAsync(v, source + kTileTargets, tid, ms + buf * kMassBuffer);  // during the products
+    const double* K = v.p2pK + std::size_t(table) * kTileCells * kTileCells;
+    double acc[fmm::kMmaMTiles][fmm::kMmaNTiles][2];
 #pragma unroll
-      for (int m = 0; m < fmm::kMmaMTiles; ++m)
+    for (int m = 0; m < fmm::kMmaMTiles; ++m)
 #pragma unroll
-        for (int j = 0; j < fmm::kMmaNTiles; ++j) acc[m][j][0] = acc[m][j][1] = 0.0;
+      for (int j = 0; j < fmm::kMmaNTiles; ++j) acc[m][j][0] = acc[m][j][1] = 0.0;
 #pragma unroll 4
-      for (int k = 0; k < fmm::kMmaKSteps; ++k) {
-        const double2 a = __ldg(reinterpret_cast<const double2*>(K + fmm::mmaAOffset(w, lane, k)));  // m = 0, 1
-        double b[fmm::kMmaNTiles];
+    for (int k = 0; k < fmm::kMmaKSteps; ++k) {
+      const double2 a = __ldg(reinterpret_cast<const double2*>(K + fmm::mmaAOffset(w, lane, k)));  // m = 0, 1
+      double b[fmm::kMmaNTiles];
 #pragma unroll
-        for (int j = 0; j < fmm::kMmaNTiles; ++j) b[j] = mb[fmm::mmaBOffset(lane, k, j)];
+      for (int j = 0; j < fmm::kMmaNTiles; ++j) b[j] = mb[fmm::mmaBOffset(lane, k, j)];
 #pragma unroll
-        for (int j = 0; j < fmm::kMmaNTiles; ++j) {
-          dmma(acc[0][j][0], acc[0][j][1], a.x, b[j]);
-          dmma(acc[1][j][0], acc[1][j][1], a.y, b[j]);
-        }
+      for (int j = 0; j < fmm::kMmaNTiles; ++j) {
+        dmma(acc[0][j][0], acc[0][j][1], a.x, b[j]);
+        dmma(acc[1][j][0], acc[1][j][1], a.y, b[j]);
       }
-#pragma unroll
-      for (int j = 0; j < fmm::kMmaNTiles; ++j)
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          const double ih = invH[fmm::mmaTarget(j, fmm::dmmaCCol(lane, i))];
-#pragma unroll
-          for (int m = 0; m < fmm::kMmaMTiles; ++m) tot[m][j][i] = __dadd_rn(tot[m][j][i], __dmul_rn(acc[m][j][i], ih));
-        }
-    } else {
-#pragma unroll
-      for (int j = 0; j < fmm::kMmaNTiles; ++j)
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          const int b = fmm::mmaTarget(j, fmm::dmmaCCol(lane, i));
-          const unsigned S = source[b];
-          if (S == fmm::kNoLeaf) continue;
-          double p[fmm::kMmaMTiles];
-          const unsigned tb = v.cellBegin[target[b]] + fmm::mmaCell(w, row, 0);
-          const std::size_t e = std::size_t(st) * kTileTargets + b;
-          if (v.tileStepShift && v.tileStepShift[e] != fmm::kNoShift) {  // an image (periodic boxes)
-            double sh[3];
-            shiftOf(v, v.tileStepShift, e, sh);
-            computedPairs<fmm::kMmaMTiles, false, true>(v, S, tb, p, nullptr, sh);
-          } else {
-            computedPairs<fmm::kMmaMTiles, false>(v, S, tb, p, nullptr);
-          }
-#pragma unroll
-          for (int m = 0; m < fmm::kMmaMTiles; ++m) tot[m][j][i] += p[m];
-        }
     }
+#pragma unroll
+    for (int j = 0; j < fmm::kMmaNTiles; ++j)
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const double ih = invH[fmm::mmaTarget(j, fmm::dmmaCCol(lane, i))];
+#pragma unroll
+        for (int m = 0; m < fmm::kMmaMTiles; ++m) tot[m][j][i] = __dadd_rn(tot[m][j][i], __dmul_rn(acc[m][j][i], ih));
+      }
   }
 #pragma unroll
   for (int j = 0; j < fmm::kMmaNTiles; ++j)
@@ -646,6 +561,82 @@ __global__ void __launch_bounds__(kTileThreads) fmmP2PTilesMma(FmmDeviceView v) 
 #pragma unroll
       for (int m = 0; m < fmm::kMmaMTiles; ++m) v.phi[v.cellBegin[T] + fmm::mmaCell(w, row, m)] = tot[m][j][i];
     }
+}
+
+/// The tiles' computed steps (fmm/p2p_tiles.h: each target against its own source leaf, of another size, irregular
+/// or too far for a table), after the tile kernel stored the table steps' totals: one block per (tile, target), a
+/// thread per target cell, each source's cells staged through shared memory (an image's moved by its shift as they
+/// are staged), each pair's sum over them j ascending (1/r by rsqrt) added to the cell's total in the tile's step
+/// order. These are the sums the tile kernels made when the steps were theirs (there each lane read 8 targets'
+/// sources from global memory, one cell at a time: 10-40x slower on AMR meshes).
+template <bool Accel>
+__global__ void __launch_bounds__(kLeafThreads) fmmP2PComputed(FmmDeviceView v) {
+  __shared__ double2 sxy[kLeafThreads], szm[kLeafThreads];
+  const unsigned tile = blockIdx.x / kTileTargets, b = blockIdx.x % kTileTargets;
+  const unsigned T = v.tileTarget[std::size_t(tile) * kTileTargets + b];
+  const unsigned s0 = v.tileStepStart[tile], s1 = v.tileStepStart[tile + 1];
+  if (T == fmm::kNoLeaf) return;  // the block's
+  const unsigned i = v.cellBegin[T] + threadIdx.x;  // a regular target: kTileCells cells, a thread each
+  const double xi = v.x[i], yi = v.y[i], zi = v.z[i];
+  double p = 0.0, f[3] = {0.0, 0.0, 0.0};
+  bool any = false;  // the block's
+  for (unsigned st = s0; st < s1; ++st) {
+    if (v.tileStepTable[st] >= 0) continue;  // a table step: the tile kernel's
+    const std::size_t e = std::size_t(st) * kTileTargets + b;
+    const unsigned S = v.tileStepSource[e];
+    if (S == fmm::kNoLeaf) continue;
+    if (!any) {  // the table steps' totals, stored by the tile kernel
+      any = true;
+      p = v.phi[i];
+      if constexpr (Accel) {
+        f[0] = v.gx[i];
+        f[1] = v.gy[i];
+        f[2] = v.gz[i];
+      }
+    }
+    const bool image = v.tileStepShift && v.tileStepShift[e] != fmm::kNoShift;
+    double sh[3] = {0.0, 0.0, 0.0};
+    if (image) shiftOf(v, v.tileStepShift, e, sh);
+    const unsigned sb = v.cellBegin[S], sn = v.cellCount[S];
+    double q = 0.0, g[3] = {0.0, 0.0, 0.0};
+    for (unsigned j0 = 0; j0 < sn; j0 += kLeafThreads) {
+      __syncthreads();  // the previous source's cells are read by every thread
+      if (j0 + threadIdx.x < sn) {
+        const unsigned j = sb + j0 + threadIdx.x;
+        if (image) {
+          sxy[threadIdx.x] = make_double2(v.x[j] + sh[0], v.y[j] + sh[1]);
+          szm[threadIdx.x] = make_double2(v.z[j] + sh[2], v.mass[j]);
+        } else {
+          sxy[threadIdx.x] = make_double2(v.x[j], v.y[j]);
+          szm[threadIdx.x] = make_double2(v.z[j], v.mass[j]);
+        }
+      }
+      __syncthreads();
+      const unsigned m = min(unsigned(kLeafThreads), sn - j0);
+      for (unsigned k = 0; k < m; ++k) {
+        const double2 a = sxy[k], c = szm[k];
+        const double dx = xi - a.x, dy = yi - a.y, dz = zi - c.x;
+        const double rinv = rsqrt(dx * dx + dy * dy + dz * dz);
+        q += c.y * rinv;
+        if constexpr (Accel) {
+          const double t = c.y * (rinv * rinv * rinv);
+          g[0] += t * dx;
+          g[1] += t * dy;
+          g[2] += t * dz;
+        }
+      }
+    }
+    p += q;
+    if constexpr (Accel)
+      for (int d = 0; d < 3; ++d) f[d] += g[d];
+  }
+  if (!any) return;
+  v.phi[i] = p;
+  if constexpr (Accel) {
+    v.gx[i] = f[0];
+    v.gy[i] = f[1];
+    v.gz[i] = f[2];
+  }
 }
 
 /// One block per irregular target leaf: its cells (a thread each; more than a block's in rounds) against the cells of
@@ -737,6 +728,12 @@ template <bool Accel> Status launchTiles(const FmmDeviceView& v, cudaStream_t s)
 
 Status launchFmmP2P(const FmmDeviceView& v, cudaStream_t s) {
   if (v.tileCount > 0) AG_TRY(v.gx ? launchTiles<true>(v, s) : launchTiles<false>(v, s));
+  if (v.tileCount > 0 && v.tileComputedSteps) {  // after the tiles' table sums (the same stream)
+    const unsigned blocks = v.tileCount * unsigned(kTileTargets);
+    if (v.gx) fmmP2PComputed<true><<<blocks, kLeafThreads, 0, s>>>(v);
+    else fmmP2PComputed<false><<<blocks, kLeafThreads, 0, s>>>(v);
+    AG_CUDA_LAUNCHED("fmmP2PComputed");
+  }
   if (v.irregularCount > 0) {
     if (v.gx) fmmP2P<true><<<v.irregularCount, kLeafThreads, 0, s>>>(v);
     else fmmP2P<false><<<v.irregularCount, kLeafThreads, 0, s>>>(v);

@@ -33,6 +33,8 @@ struct FmmDeviceView {
   /// (tileStepTable: an index into p2pK and p2pSlot) or -1 (computed pairs), with each target's source leaf
   /// (tileStepSource, 32 per step; kNoLeaf for none).
   unsigned tileCount = 0;
+  /// Whether a tile may hold computed steps (fmmP2PComputed's launch); false only where the tiles' builder counted none
+  bool tileComputedSteps = true;
   const std::uint32_t *tileTarget = nullptr, *tileStepStart = nullptr, *tileStepSource = nullptr;
   const std::int32_t* tileStepTable = nullptr;
   const double* tileInvH = nullptr;
@@ -57,7 +59,8 @@ struct FmmDeviceView {
 
 
 /// The near field, overwriting phi (and g). Regular targets by tile: one block of 128 threads per tile; each step's
-/// table product (1/h) K^T m_S or computed pairs, added to each cell's total in the tile's step order. With
+/// table product (1/h) K^T m_S added to each cell's total in the tile's step order, then the computed pairs' sums
+/// (one block per target, a thread per cell: fmmP2PComputed), in that order too. With
 /// accelerations a thread per 4 cells x 4 targets, the products s ascending, fused, as the CPU's tableP2P; potentials
 /// only, the products on the FP64 tensor cores (fmm/p2p_mma_k.h; sums in groups of 4 sources; built with
 /// AMRGRAV_FMM_P2P_DMMA=0, the accelerations' kernel's order). The other leaves: one block per leaf, its

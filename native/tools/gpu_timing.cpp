@@ -60,6 +60,9 @@
 ///   --fmm-settings LIST  with --fmm: potential-only timings at these expansion orders and tolerances instead of the
 ///                     defaults' runs, each "P:TOL" (e.g. 6:1e-4,7:2e-4), the sort, lists and tiles as by default: how
 ///                     the M2L's cost per pair and the pair counts move with the order (docs/fmm-design.md section 3)
+///   --fmm-cells F,..  method 'fmm' (potential, defaults) and then the tree's walk on the meshes of these files (written
+///                     by bench/dumpCells.ts: e.g. MacLaurin levels 7), one "fmm" line (mesh: the file) and one "perf"
+///                     line each: the FMM's phases and kernels on AMR meshes
 ///   --fmm-m2l V       with --fmm: the FMM's M2L kernel (CudaOptions::fmmM2L, cuda/m2l_variants.h: 0 plain;
 ///                     1 staged; 2 staged-lowregs; 3 direct, the default; 4 direct-lowregs); "m2l" in each FMM line says
 ///                     which
@@ -129,6 +132,7 @@ struct TimingArgs {
   bool fmmPeriodic = false;     ///< --fmm-periodic: and once more in a fully periodic box
   bool fmmHostPeriodic = false; ///< --fmm-host-periodic: the periodic box by the host's periodic path too
   int fmmM2L = CudaOptions{}.fmmM2L;  ///< --fmm-m2l: the M2L kernel (CudaOptions::fmmM2L)
+  std::vector<std::string> fmmCellFiles;  ///< --fmm-cells: meshes from files (bench/dumpCells.ts)
 };
 
 std::vector<double> numberList(const std::string& v) {
@@ -182,6 +186,11 @@ TimingArgs parseArgs(int argc, char** argv) {
     else if (k == "--fmm-periodic") a.fmmPeriodic = true;
     else if (k == "--fmm-host-periodic") a.fmmHostPeriodic = true;
     else if (k == "--fmm-m2l") a.fmmM2L = std::atoi(next().c_str());
+    else if (k == "--fmm-cells") {
+      std::stringstream ss(next());
+      std::string item;
+      while (std::getline(ss, item, ',')) a.fmmCellFiles.push_back(item);
+    }
     else if (k == "--thetas") a.thetas = numberList(next());
     else if (k == "--plummer-particles") a.plummerParticles = numberList(next());
     else if (k == "--softening-length") a.softeningLength = std::strtod(next().c_str(), nullptr);
@@ -272,7 +281,8 @@ void timeVariant(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int 
 /// Method 'fmm' on the GPU on one grid (see --fmm above): one warm-up, then a.reps solves; medians per phase.
 void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid, bool accel, bool deviceLists,
              bool deviceSort, bool deviceTiles = false, bool deviceTree = false, int order = 0,
-             double tolerance = -1, bool periodic = false, bool devicePeriodic = false) {
+             double tolerance = -1, bool periodic = false, bool devicePeriodic = false,
+             const std::string& mesh = "uniform") {
   CudaOptions co = gpu.cudaOptions();
   co.fmmDeviceLists = deviceLists;
   co.fmmDeviceSort = deviceSort;
@@ -302,7 +312,8 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
     for (int k = 0; k < 9; ++k) tileSteps[k].push_back(cs.fmmTileStepSeconds[k]);
   }
   if (!st.ok()) {
-    std::printf("{\"kind\":\"fmm\",\"grid\":%d,\"error\":\"%s\"}\n", grid, jsonEscape(st.message).c_str());
+    std::printf("{\"kind\":\"fmm\",\"mesh\":\"%s\",\"grid\":%d,\"error\":\"%s\"}\n", jsonEscape(mesh).c_str(), grid,
+                jsonEscape(st.message).c_str());
     ++gErrors;
     return;
   }
@@ -314,7 +325,7 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
     steps += std::string(k ? "," : "") + "\"" + kFmmTileStepNames[k] + "\":" + num(median(tileSteps[k]));
     tilesTotal += median(tileSteps[k]);
   }
-  std::printf("{\"kind\":\"fmm\",\"grid\":%d,\"cells\":%zu,\"fmmOrder\":%d,\"fmmTheta\":%s,\"fmmTolerance\":%s,"
+  std::printf("{\"kind\":\"fmm\",\"mesh\":\"%s\",\"grid\":%d,\"cells\":%zu,\"fmmOrder\":%d,\"fmmTheta\":%s,\"fmmTolerance\":%s,"
               "\"accelerations\":%s,\"periodic\":%s,\"device_sort\":%s,\"device_lists\":%s,\"device_tiles\":%s,"
               "\"device_tree\":%s,\"device_periodic\":%s,\"m2l\":\"%s\","
               "\"lists_s\":%s,"
@@ -326,7 +337,8 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
               "\"p2p_tiles\":%llu,\"p2p_tile_targets\":%llu,\"p2p_tables\":%llu,\"p2p_table_pairs\":%llu,"
               "\"p2p_computed_pairs\":%llu,\"p2p_irregular_leaves\":%llu,"
               "\"device_bytes_per_cell\":%s,\"tiles_s\":%s,\"tile_steps_s\":{%s},\"device\":\"%s\"}\n",
-              grid, cells.size(), o.fmmOrder, num(o.fmmTheta).c_str(), num(o.fmmTolerance).c_str(),
+              jsonEscape(mesh).c_str(), grid, cells.size(), o.fmmOrder, num(o.fmmTheta).c_str(),
+              num(o.fmmTolerance).c_str(),
               accel ? "true" : "false", periodic ? "true" : "false", deviceSort ? "true" : "false",
               deviceLists ? "true" : "false", deviceTiles ? "true" : "false", deviceTree ? "true" : "false",
               periodic && devicePeriodic ? "true" : "false", cuda::fmmM2LVariantName(co.fmmM2L),
@@ -346,11 +358,44 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
   std::fflush(stdout);
 }
 
+/// Cells from a file of bench/dumpCells.ts: n (int64), then x, y, z, mass and size (n float64 each), little-endian.
+bool readCellFile(const std::string& path, Cells& c) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return false;
+  std::int64_t n = 0;
+  bool ok = std::fread(&n, sizeof n, 1, f) == 1 && n > 0;
+  std::vector<double>* arrays[5] = {&c.x, &c.y, &c.z, &c.m, &c.h};
+  for (auto* v : arrays) {
+    if (!ok) break;
+    v->resize(std::size_t(n));
+    ok = std::fread(v->data(), sizeof(double), std::size_t(n), f) == std::size_t(n);
+  }
+  std::fclose(f);
+  return ok;
+}
+
+/// --fmm-cells: each file's mesh, the FMM at its defaults (potential), then the tree's walk on it for comparison.
+void runFmmCellFiles(const TimingArgs& a, CudaBackend& gpu) {
+  const CudaOptions defaults;
+  for (const std::string& path : a.fmmCellFiles) {
+    Cells cells;
+    if (!readCellFile(path, cells)) {
+      std::printf("{\"kind\":\"fmm\",\"mesh\":\"%s\",\"error\":\"cannot read the cell file\"}\n", jsonEscape(path).c_str());
+      ++gErrors;
+      continue;
+    }
+    timeFmm(a, gpu, cells, 0, false, true, true, defaults.fmmDeviceTiles, defaults.fmmDeviceTree, 0, -1, false, false,
+            path);
+    timeVariant(a, gpu, cells, 0, SolveOptions{}, CudaOptions{});
+  }
+}
+
 /// --fmm: each grid's FMM (potential, then with accelerations), then the tree on it for comparison.
 void runFmmTimings(const TimingArgs& a) {
   auto gpu = makeCudaBackend(CudaOptions{});
   const CudaOptions defaults;
   const bool tiles = defaults.fmmDeviceTiles, tree = defaults.fmmDeviceTree;
+  runFmmCellFiles(a, *gpu);
   for (double side : a.fmmGrids) {
     const int grid = int(side);
     const Cells cells = uniformGrid(grid, kKpc, 1e-24);
@@ -757,7 +802,7 @@ int main(int argc, char** argv) {
   }
   if (a.perf) runPerf(a);
   if (a.split > 0) runSplitBench(a);
-  if (!a.fmmGrids.empty()) runFmmTimings(a);
+  if (!a.fmmGrids.empty() || !a.fmmCellFiles.empty()) runFmmTimings(a);
   for (double points : a.plummer) runPlummer(a, std::size_t(points));
   for (double points : a.plummerParticles) runPlummerParticles(a, std::size_t(points));
   return gErrors == 0 ? kExitPass : kExitFail;
