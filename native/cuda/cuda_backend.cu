@@ -67,7 +67,8 @@ Status run(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, Sol
   }
   if (fmm) {  // the device sorts, the host builds the tree and lists, the device evaluates them (fmm_phase.h)
     AG_TRY(solveFmmOnDevice(ds, cells, opt, out));
-    if (ds.copt.fmmDeviceLists && ds.copt.fmmDeviceTiles)  // the tiles built on the device: their steps' times
+    // the tiles built on the device (isolated, or periodic with fmmDevicePeriodicTiles): their steps' times
+    if (ds.copt.fmmDeviceLists && (ds.copt.fmmDeviceTiles || ds.copt.fmmDevicePeriodicTiles))
       AG_TRY(fmmTileStepSeconds(ds.fmm.tileBuild, ds.stats.fmmTileStepSeconds));
     out.stats.secondsTotal = ds.stats.secondsTotal = since(t0);
     return Status::success();
@@ -144,6 +145,7 @@ std::unique_ptr<Backend> makeCudaBackend() {
   if (const char* e = std::getenv("AMRGRAV_FMM_DEVICE_TILES")) o.fmmDeviceTiles = std::atoi(e) != 0;
   if (const char* e = std::getenv("AMRGRAV_FMM_DEVICE_TREE")) o.fmmDeviceTree = std::atoi(e) != 0;
   if (const char* e = std::getenv("AMRGRAV_FMM_DEVICE_PERIODIC")) o.fmmDevicePeriodic = std::atoi(e) != 0;
+  if (const char* e = std::getenv("AMRGRAV_FMM_DEVICE_PERIODIC_TILES")) o.fmmDevicePeriodicTiles = std::atoi(e) != 0;
   if (const char* e = std::getenv("AMRGRAV_FMM_M2L")) o.fmmM2L = std::atoi(e);
   if (const char* e = std::getenv("AMRGRAV_CUDA_STAGING_MIB"))
     if (const int mib = std::atoi(e); mib > 0) o.stagingChunkBytes = std::size_t(std::min(mib, 256)) << 20;

@@ -77,6 +77,13 @@ struct CudaOptions {
   /// gpu.fmm-periodic: the device path bitwise the host path, both within 1e-12 of the CPU; 256^3 fully periodic
   /// 1.27 s end to end against 4.95 s); the API's backends take AMRGRAV_FMM_DEVICE_PERIODIC=0 for the host's path.
   bool fmmDevicePeriodic = true;
+  /// Method 'fmm' in periodic boxes with fmmDevicePeriodic and fmmDeviceLists: the near lists and P2P tiles with
+  /// their image shifts built on the device from its P2P pairs with their shifts (cuda/fmm_tiles_phase.h with
+  /// FmmTileInputs::period: buildHostNearField's arrays with shifts, element for element, so the same bits), so the
+  /// pairs no longer come down and the tiles no longer go up. Off by default until measured on a GPU (the subject
+  /// fmm-periodic's fmm-devperiodic-tiles cases: every array equal, solves bitwise the host tiles'); the API's
+  /// backends take AMRGRAV_FMM_DEVICE_PERIODIC_TILES.
+  bool fmmDevicePeriodicTiles = false;
   /// Method 'fmm': the M2L kernel (cuda/m2l_variants.h FmmM2LVariant: 0 plain, 1 staged, 2 staged-lowregs, 3 direct,
   /// 4 direct-lowregs), isolated and periodic boxes alike; the same products and sums in the same order whichever (the
   /// direct ones round the derivatives otherwise). 3 (direct) since measured on an H100 (native/tools/m2l_bench.cpp,

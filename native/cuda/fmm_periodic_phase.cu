@@ -13,6 +13,7 @@
 #include "cuda/fmm_periodic_phase.h"
 #include "cuda/fmm_phase.h"
 #include "cuda/fmm_phase_parts.h"
+#include "cuda/fmm_tiles_phase.h"
 #include "cuda/fmm_tree_phase.h"
 #include "cuda/kernels.h"
 #include "cuda/kernels_fmm.h"
@@ -37,6 +38,24 @@ using fmmparts::putTables;
 using fmmparts::putTree;
 using fmmparts::viewDeviceSorted;
 
+namespace {
+
+/// The far images' frontier level (fmm/far_images.h: cubes of side at most a quarter of the shortest period).
+int farFrontier(const double period[3], double rootSide) {
+  int frontier = 0;
+  while ((1 << frontier) < fmm::farCubesPerAxis(period, rootSide)) ++frontier;
+  return frontier;
+}
+
+/// The nodes down to the frontier's level (levels are contiguous): the far pass reads their multipoles and writes
+/// the frontier nodes' local coefficients.
+std::size_t nodesToFrontier(const fmm::FmmTree& tree, int frontier) {
+  const std::size_t levels = tree.levelBegin.size() - 1;
+  return tree.levelBegin[std::min<std::size_t>(std::size_t(frontier) + 1, levels)];
+}
+
+}  // namespace
+
 Status periodicContrast(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, int threads,
                         bool deviceSort, SortedCells& sorted, SolveStats& st) {
   if (!(opt.fullyPeriodic() && opt.densityContrast)) return Status::success();
@@ -55,7 +74,9 @@ Status periodicTreeOnDevice(DeviceState& ds, const SolveOptions& opt, const Sort
                             DeviceFmmTree& dtree, fmm::FmmTree& tree) {
   FmmBuffers& b = ds.fmm;
   AG_TRY(buildFmmTreeOnDevice(ds, opt, dtree, tree));
-  AG_TRY(downloadFmmTree(ds, dtree, false, tree));
+  double period[3];  // the solve's (solvePeriodicFmmOnDevice): L down to the far frontier's level alone on the host
+  for (int d = 0; d < 3; ++d) period[d] = opt.periodic[d] ? (opt.boxHi[d] - opt.boxLo[d]) * sorted.scale : 0.0;
+  AG_TRY(downloadFmmTree(ds, dtree, false, tree, nodesToFrontier(tree, farFrontier(period, tree.topo.root.side))));
   const double scale = fmm::signedSourceScale(sorted, threads, tree);
   std::fill(tree.lowBound.begin(), tree.lowBound.end(), scale);
   AG_CUDA_TRY(cudaMemcpyAsync(b.lists.mac.get() + 3 * dtree.nodes, tree.lowBound.data(), dtree.nodes * sizeof(double),
@@ -73,6 +94,9 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   // the tree and its upward pass there too (fmmDeviceTree, with both): cube centres, the signed masses' multipoles;
   // the signed scale (lowBound) from the host's cells and the tree's topology, the norms there
   const bool deviceTree = deviceSort && deviceWalk && ds.copt.fmmDeviceTree;
+  // the near lists and tiles with their shifts there too (fmmDevicePeriodicTiles, with the device's lists): built
+  // from its pairs with their shifts (fmm_tiles_phase.h), so the pairs stay there and no tile goes up
+  const bool deviceTiles = deviceWalk && ds.copt.fmmDevicePeriodicTiles;
   // the solve skipped validateCells when the device was to check the cells: the host's sort checks them here, the
   // device's sort in its first passes
   if (ds.copt.validateOnDevice && !deviceSort) AG_TRY(validateCells(cells, opt));
@@ -116,13 +140,21 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   fmm::FmmLists lists;
   DeviceFmmLists dl;
   std::vector<std::uint32_t> topo;  // the topology's staging (alive until the upload's synchronisation)
+  std::vector<double> cellStaging;  // the cells' staging (likewise)
   if (deviceWalk) {  // the tree's arrays up now (the evaluation reads them too) with its MAC quantities and
                      // multipole norms, the walk with the shifts (the M2L CSR and its shifts stay there), the P2P
-                     // pairs with their shifts down for the host's near tiles
+                     // pairs with their shifts down for the host's near tiles (with the device's tiles: they stay)
     if (!deviceTree) AG_TRY(putTree(ds, tree, topo));  // else made there, with the MAC quantities and norms
+    if (deviceTiles && !deviceSort) AG_TRY(putCells(ds, sorted, cellStaging));  // the tiles' regular leaves read them
     AG_TRY(fmmparts::deviceLists(ds, tree.nodeCount(), tree.order, deviceTree ? nullptr : &tree, opt.fmmTolerance,
                                  tree.accelLimit, dl, period));
-    AG_TRY(downloadFmmLists(dl, false, ds.stream, lists, period));
+    if (deviceTiles) {  // the counts alone
+      lists.directedM2L = dl.directedM2L;
+      lists.directedP2P = dl.directedP2P;
+      for (int d = 0; d < 3; ++d) lists.period[d] = period[d];
+    } else {
+      AG_TRY(downloadFmmLists(dl, false, ds.stream, lists, period));
+    }
     ds.stats.fmmListRounds = dl.rounds;
     ds.stats.fmmListMaxFrontier = dl.maxFrontier;
   } else {
@@ -132,27 +164,41 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   }
   ds.stats.fmmListSeconds = since(t);
   // the near field's work with the shifts (fmm/p2p_tiles.h): a shifted pair at a whole number of leaves by its
-  // table, the others computed with the shift
+  // table, the others computed with the shift; on the host, or on the device from its pairs (the same arrays)
   const std::size_t n = sorted.order.size(), nodes = tree.nodeCount();
-  const fmm::HostNearField hn = fmm::buildHostNearField(tree, lists, sorted, threads);
+  fmm::HostNearField hn;  // the device's tiles: their tables' slots alone
+  DeviceFmmTiles dt;
+  if (deviceTiles) {
+    FmmTileInputs in = fmmparts::tileInputs(ds, nodes, n, sorted, deviceSort);
+    in.period = period;
+    AG_TRY(buildFmmTilesOnDevice(in, dl, b.tileBuild, ds.stream, dt));
+    hn.tables.prepareSlots(dt.slots, threads);
+    hn.tiles.slots = dt.slots;
+  } else {
+    hn = fmm::buildHostNearField(tree, lists, sorted, threads);
+  }
   const fmm::NearLists& near = hn.near;
   const fmm::P2pTables& p2pTables = hn.tables;
   const fmm::P2pTiles& tiles = hn.tiles;
   const fmm::IrregularLists& irr = hn.irr;
+  const std::size_t leafCount = deviceTiles ? dt.leafCount : near.leaves.size();
+  const std::size_t tileCount = deviceTiles ? dt.tiles : tiles.tiles();
+  const std::size_t irregularCount = deviceTiles ? dt.irregularCount : tiles.irregular.size();
   // the far images (fmm/far_images.h) on the host: their local coefficients into the frontier nodes' L (zero until
-  // now: the device's M2L and L2L add to it), and for the cells of shallower leaves their L2P into `far` (added to
-  // the device's sums once down)
+  // now: the device's M2L and L2L add to it), and for the cells of leaves shallower than the frontier (none on a
+  // uniform grid) their L2P into `far` (added to the device's sums once down)
   const bool accel = opt.accelerations;
+  const int frontier = farFrontier(period, tree.topo.root.side);
+  const std::size_t toFrontier = nodesToFrontier(tree, frontier);
+  bool shallow = false;  // a leaf above the frontier's level (the nodes before it)
+  for (std::size_t i = 0; i < std::min<std::size_t>(toFrontier, nodes) && !shallow; ++i)
+    shallow = tree.topo.isLeaf(i) && tree.topo.level[i] < frontier;
   std::vector<double> far[4];
-  for (int c = 0; c < (accel ? 4 : 1); ++c) far[c].assign(n, 0.0);
-  if (deviceTree) {  // the far pass reads the frontier nodes' multipoles: the levels down to the frontier's come down
-    int frontier = 0;
-    while ((1 << frontier) < fmm::farCubesPerAxis(period, tree.topo.root.side)) ++frontier;
-    const std::size_t levels = tree.levelBegin.size() - 1;
-    const std::size_t upTo = tree.levelBegin[std::min<std::size_t>(std::size_t(frontier) + 1, levels)];
-    AG_TRY(fmmparts::down(static_cast<const double*>(b.M.get()), upTo * std::size_t(tree.mStride), tree.M));
-  }
-  AG_TRY(fmm::addFarImages(sorted, period, threads, tree,
+  if (shallow)
+    for (int c = 0; c < (accel ? 4 : 1); ++c) far[c].assign(n, 0.0);
+  if (deviceTree)  // the far pass reads the frontier nodes' multipoles: the levels down to the frontier's come down
+    AG_TRY(fmmparts::down(static_cast<const double*>(b.M.get()), toFrontier * std::size_t(tree.mStride), tree.M));
+  AG_TRY(fmm::addFarImages(sorted, period, threads, tree,  // `far` unread without shallow leaves
                            fmm::FmmOutput{far[0].data(), accel ? far[1].data() : nullptr,
                                           accel ? far[2].data() : nullptr, accel ? far[3].data() : nullptr}));
   const fmm::MultiIndex mi(tree.order);
@@ -162,27 +208,42 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
 
   // upload: the isolated path's arrays (FmmBuffers), L from the far pass, the shifts in one buffer
   t = Clock::now();
-  std::size_t tileOff[6], shiftOff[3];  // b.tiles: target, stepStart, stepSource; irregular leaf, start, source
+  // b.tiles: target, stepStart, stepSource; irregular leaf, start, source (unused with the device's tiles)
+  std::size_t tileOff[6] = {}, shiftOff[3] = {};
   {
-    std::vector<double> cellStaging;
     std::vector<std::uint32_t> u;
     std::vector<std::uint8_t> shifts;
-    if (!deviceSort) AG_TRY(putCells(ds, sorted, cellStaging));  // else there, sorted and contrasted
+    if (!deviceSort && !deviceTiles) AG_TRY(putCells(ds, sorted, cellStaging));  // else there, or up already
     if (!deviceWalk) {  // else up already, and the M2L lists with their shifts made there
       AG_TRY(putTree(ds, tree, topo));
       AG_TRY(put(ds, b.m2lStart, lists.m2lStart, "the FMM's M2L lists"));
       AG_TRY(put(ds, b.m2lSource, lists.m2lSource, "the FMM's M2L lists"));
     }
     if (!deviceTree) AG_TRY(put(ds, b.M, tree.M, "the FMM's multipoles"));  // else made there
-    AG_TRY(put(ds, b.L, tree.L, "the FMM's local coefficients"));
-    AG_TRY(fmmparts::putHostTiles(ds, near, tiles, irr, u, tileOff));
-    const std::vector<std::uint8_t>* sp[3] = {&lists.m2lShift, &tiles.stepShift, &irr.shift};
-    for (int q = 0; q < 3; ++q) {
-      shiftOff[q] = shifts.size();
-      shifts.insert(shifts.end(), sp[q]->begin(), sp[q]->end());
+    {  // L: zeros but the frontier level's nodes, the far pass's (the levels are contiguous; the host's L may stop
+       // there, as the device tree's download leaves it)
+      const std::size_t nt = std::size_t(tree.terms);
+      AG_TRY(b.L.reserve(std::max<std::size_t>(nodes * nt, 1), "the FMM's local coefficients"));
+      AG_CUDA_TRY(cudaMemsetAsync(b.L.get(), 0, nodes * nt * sizeof(double), ds.stream));
+      const std::size_t levels = tree.levelBegin.size() - 1;  // no node at a frontier below the deepest level
+      const std::size_t f0 = std::size_t(frontier) < levels ? tree.levelBegin[frontier] : toFrontier;
+      if (toFrontier > f0) {
+        if (tree.L.size() < toFrontier * nt)
+          return Status::error(ErrorCode::Internal, "CUDA backend: the far pass's local coefficients are missing");
+        AG_CUDA_TRY(cudaMemcpyAsync(b.L.get() + f0 * nt, tree.L.data() + f0 * nt,
+                                    (toFrontier - f0) * nt * sizeof(double), cudaMemcpyHostToDevice, ds.stream));
+      }
     }
-    shifts.push_back(fmm::kNoShift);  // never empty (a box of one leaf has no lists)
-    AG_TRY(put(ds, b.periodic.shifts, shifts, "the FMM's image shifts"));
+    if (!deviceTiles) {  // else made there, with their shifts (and the M2L lists' shifts made by the walk)
+      AG_TRY(fmmparts::putHostTiles(ds, near, tiles, irr, u, tileOff));
+      const std::vector<std::uint8_t>* sp[3] = {&lists.m2lShift, &tiles.stepShift, &irr.shift};
+      for (int q = 0; q < 3; ++q) {
+        shiftOff[q] = shifts.size();
+        shifts.insert(shifts.end(), sp[q]->begin(), sp[q]->end());
+      }
+      shifts.push_back(fmm::kNoShift);  // never empty (a box of one leaf has no lists)
+      AG_TRY(put(ds, b.periodic.shifts, shifts, "the FMM's image shifts"));
+    }
     AG_TRY(put(ds, b.tables, tables, "the FMM's index tables"));
     if (!deviceSort) AG_TRY(fmmparts::reserveSums(ds, n, accel));  // else ds.sums, made by the sort
     AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));  // the host vectors die here
@@ -191,43 +252,59 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   ds.stats.secondsUpload = since(t);
 
   FmmDeviceView v = fmmparts::bufferView(ds, tree, nodes, n, accel, tileOff, off);
-  v.leafCount = unsigned(near.leaves.size());
-  v.tileCount = unsigned(tiles.tiles());
-  v.irregularCount = unsigned(tiles.irregular.size());
-  v.tileComputedSteps = tiles.computedEntries > 0;
-  const std::uint8_t* shifts = b.periodic.shifts.get();
-  v.m2lShift = deviceWalk ? dl.m2lShift : shifts + shiftOff[0];
+  v.leafCount = unsigned(leafCount);
+  v.tileCount = unsigned(tileCount);
+  v.irregularCount = unsigned(irregularCount);
+  v.tileComputedSteps = (deviceTiles ? dt.total.computedEntries : tiles.computedEntries) > 0;
   if (deviceSort) viewDeviceSorted(ds, accel, v);  // the sorted cells where the device's sort left them
-  v.tileStepShift = tiles.stepShift.empty() ? nullptr : shifts + shiftOff[1];
-  v.nearShift = irr.shift.empty() ? nullptr : shifts + shiftOff[2];
-  for (int d = 0; d < 3; ++d) v.period[d] = lists.period[d];
+  if (deviceTiles) {  // the near field where the device made it, with its shifts (the M2L's: the walk's)
+    v.leaves = dt.leaves;
+    v.tileTarget = dt.target;
+    v.tileStepStart = dt.stepStart;
+    v.tileStepSource = dt.stepSource;
+    v.tileStepTable = dt.stepTable;
+    v.tileInvH = dt.invH;
+    v.irregularLeaf = dt.irrLeaf;
+    v.nearStart = dt.irrStart;
+    v.nearSource = dt.irrSource;
+    v.m2lShift = dl.m2lShift;
+    v.tileStepShift = dt.stepShift;
+    v.nearShift = dt.irrShift;
+  } else {
+    const std::uint8_t* shifts = b.periodic.shifts.get();
+    v.m2lShift = deviceWalk ? dl.m2lShift : shifts + shiftOff[0];
+    v.tileStepShift = tiles.stepShift.empty() ? nullptr : shifts + shiftOff[1];
+    v.nearShift = irr.shift.empty() ? nullptr : shifts + shiftOff[2];
+  }
+  for (int d = 0; d < 3; ++d) v.period[d] = period[d];
   v.dipoles = tree.dipoles;
 
   // the device's evaluation (the far images' L already in)
   AG_TRY(fmmparts::evaluateOnDevice(ds, v, tree.levelBegin));
-  ds.stats.fmmTiles = tiles.tiles();
-  ds.stats.fmmTileTargets = near.leaves.size() - tiles.irregular.size();
+  ds.stats.fmmTiles = tileCount;
+  ds.stats.fmmTileTargets = leafCount - irregularCount;
   ds.stats.fmmTables = tiles.slots.size();
-  ds.stats.fmmTableEntries = tiles.tableEntries;
-  ds.stats.fmmComputedEntries = tiles.computedEntries;
-  ds.stats.fmmIrregularLeaves = tiles.irregular.size();
+  ds.stats.fmmTableEntries = deviceTiles ? dt.total.tableEntries : tiles.tableEntries;
+  ds.stats.fmmComputedEntries = deviceTiles ? dt.total.computedEntries : tiles.computedEntries;
+  ds.stats.fmmIrregularLeaves = irregularCount;
 
   // download, the far images of the shallower leaves' cells added, then the CPU backend's finish (G, scaling, the
   // periodic self term, the mean potential, the caller's order)
   t = Clock::now();
   std::vector<double> phi, g[3];
   AG_TRY(fmmparts::downloadSums(ds, v, n, accel, phi, g));
-  parallelFor(n, std::size_t(1) << 15, threads, [&](std::size_t lo, std::size_t hi, int) {
-    for (std::size_t i = lo; i < hi; ++i) {
-      phi[i] += far[0][i];
-      if (accel)
-        for (int c = 0; c < 3; ++c) g[c][i] += far[c + 1][i];
-    }
-  });
+  if (shallow)
+    parallelFor(n, std::size_t(1) << 15, threads, [&](std::size_t lo, std::size_t hi, int) {
+      for (std::size_t i = lo; i < hi; ++i) {
+        phi[i] += far[0][i];
+        if (accel)
+          for (int c = 0; c < 3; ++c) g[c][i] += far[c + 1][i];
+      }
+    });
   finishSolve(sorted, opt, phi, accel ? g : nullptr, out, copyThreads(ds));
   ds.stats.secondsDownload = since(t);
 
-  fmmparts::reportFmmStats(ds, t0, n, nodes, near.leaves.size(), tree.topo.depth, lists.directedM2L,
+  fmmparts::reportFmmStats(ds, t0, n, nodes, leafCount, tree.topo.depth, lists.directedM2L,
                            lists.directedP2P, st);
   return Status::success();
 }

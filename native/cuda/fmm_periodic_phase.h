@@ -9,8 +9,9 @@
 /// the sort (with fmmDeviceSort; the density contrast then applied to the device's sorted masses too) and the lists
 /// with their image shifts (with fmmDeviceLists; cuda/fmm_lists_phase.h, the M2L CSR and its shifts kept there, the
 /// P2P pairs with shifts down) are the device's, and with fmmDeviceTree too the tree with its upward pass
-/// (periodicTreeOnDevice; the signed scale the host's); the near tiles and the far images stay the host's.
-/// Internal to native/cuda.
+/// (periodicTreeOnDevice; the signed scale the host's); with fmmDevicePeriodicTiles too the near lists and tiles
+/// with their shifts (cuda/fmm_tiles_phase.h from the device's pairs with their shifts: the host's arrays, so the
+/// same bits; the pairs stay there); the far images stay the host's. Internal to native/cuda.
 #pragma once
 #include <cstdint>
 

@@ -73,6 +73,9 @@ Status deviceLists(DeviceState& ds, std::size_t nodes, int order, const fmm::Fmm
 namespace {
 using fmmparts::deviceLists;
 using fmmparts::down;
+using fmmparts::indexTables;
+using fmmparts::sortOnDevice;
+using fmmparts::tileInputs;
 using fmmparts::put;
 using fmmparts::putCells;
 using fmmparts::putTables;
@@ -140,15 +143,6 @@ Status putCells(DeviceState& ds, const SortedCells& sorted, std::vector<double>&
   return put(ds, ds.fmm.cells, c, "the FMM's cells");
 }
 
-}  // namespace fmmparts
-
-namespace {
-using fmmparts::indexTables;
-using fmmparts::sortOnDevice;
-
-/// The tile build's inputs: the tree's arrays put by putTree or made by fmm_tree_phase.h; the cells where the device
-/// sort left them (deviceSort: ds.sortedCells and ds.sortedSize, the same bits as the host sort's) or put by putCells
-/// (the sizes then uploaded from the host's sorted cells).
 FmmTileInputs tileInputs(DeviceState& ds, std::size_t nodes, std::size_t n, const SortedCells& sorted,
                          bool deviceSort) {
   FmmBuffers& b = ds.fmm;
@@ -171,10 +165,6 @@ FmmTileInputs tileInputs(DeviceState& ds, std::size_t nodes, std::size_t n, cons
   }
   return in;
 }
-
-}  // namespace
-
-namespace fmmparts {
 
 Status putTables(DeviceState& ds, const fmm::P2pTables& tables, const std::vector<int>& slots) {
   FmmBuffers& b = ds.fmm;
@@ -399,11 +389,13 @@ Status fmmSortForCheck(DeviceState& ds, const CellsView& cells, const SolveOptio
 }
 
 Status fmmTilesForCheck(DeviceState& ds, const fmm::FmmTree& tree, const SortedCells& sorted, double tolerance,
-                        fmm::DeviceTiles& out, double* seconds) {
+                        fmm::DeviceTiles& out, double* seconds, const double* period) {
   std::lock_guard<std::mutex> lock(ds.mu);
   return guarded([&]() -> Status {
-    if (tree.dipoles)
-      return Status::error(ErrorCode::InvalidOption, "the device's FMM tiles take isolated boxes (no dipole terms)");
+    if (tree.dipoles != (period != nullptr))
+      return Status::error(ErrorCode::InvalidOption,
+                           "the device's FMM tiles: a periodic box's tree (dipole terms) with its period, or an "
+                           "isolated one's without");
     AG_TRY(ensureDevice(ds));
     std::vector<std::uint32_t> topo;
     std::vector<double> c;
@@ -411,11 +403,12 @@ Status fmmTilesForCheck(DeviceState& ds, const fmm::FmmTree& tree, const SortedC
     AG_TRY(putCells(ds, sorted, c));
     DeviceFmmLists dl;
     // synchronises: topo, c may go
-    AG_TRY(deviceLists(ds, tree.nodeCount(), tree.order, &tree, tolerance, tree.accelLimit, dl));
+    AG_TRY(deviceLists(ds, tree.nodeCount(), tree.order, &tree, tolerance, tree.accelLimit, dl, period));
     AG_CUDA_TRY(cudaEventRecord(ds.events[0], ds.stream));
     DeviceFmmTiles dt;
-    AG_TRY(buildFmmTilesOnDevice(tileInputs(ds, tree.nodeCount(), sorted.order.size(), sorted, false), dl,
-                                 ds.fmm.tileBuild, ds.stream, dt));
+    FmmTileInputs in = tileInputs(ds, tree.nodeCount(), sorted.order.size(), sorted, false);
+    in.period = period;
+    AG_TRY(buildFmmTilesOnDevice(in, dl, ds.fmm.tileBuild, ds.stream, dt));
     AG_CUDA_TRY(cudaEventRecord(ds.events[1], ds.stream));
     AG_CUDA_TRY(cudaEventSynchronize(ds.events[1]));
     if (seconds) *seconds = elapsed(ds, 0, 1);
@@ -424,6 +417,10 @@ Status fmmTilesForCheck(DeviceState& ds, const fmm::FmmTree& tree, const SortedC
     AG_TRY(down(dt.leaves, dt.leafCount, out.near.leaves));
     AG_TRY(down(dt.nearStart, std::size_t(dt.leafCount) + 1, out.near.start));
     AG_TRY(down(dt.nearSource, out.near.start.back(), out.near.source));
+    if (period) {  // the shifts: each near entry's, each step column's, each irregular entry's
+      AG_TRY(down(dt.nearShift, out.near.start.back(), out.near.shift));
+      for (int d = 0; d < 3; ++d) out.near.period[d] = period[d];
+    }
     AG_TRY(down(dt.regular, nodes, out.reg.regular));
     AG_TRY(down(ds.fmm.tileBuild.origin.get(), 3 * nodes, out.reg.origin));
     AG_TRY(down(ds.fmm.tileBuild.h.get(), nodes, out.reg.h));
@@ -434,6 +431,7 @@ Status fmmTilesForCheck(DeviceState& ds, const fmm::FmmTree& tree, const SortedC
     AG_TRY(down(dt.stepStart, std::size_t(dt.tiles) + 1, t.stepStart));
     AG_TRY(down(dt.stepTable, dt.steps, t.stepTable));
     AG_TRY(down(dt.stepSource, dt.steps * w, t.stepSource));
+    if (period) AG_TRY(down(dt.stepShift, dt.steps * w, t.stepShift));
     t.slots = dt.slots;
     AG_TRY(down(dt.irregular, dt.irregularCount, t.irregular));
     t.tableSteps = dt.total.tableSteps;
@@ -443,6 +441,7 @@ Status fmmTilesForCheck(DeviceState& ds, const fmm::FmmTree& tree, const SortedC
     AG_TRY(down(dt.irrLeaf, dt.irregularCount, out.irregular.leaf));
     AG_TRY(down(dt.irrStart, std::size_t(dt.irregularCount) + 1, out.irregular.start));
     AG_TRY(down(dt.irrSource, dt.irregularEntries, out.irregular.source));
+    if (period) AG_TRY(down(dt.irrShift, dt.irregularEntries, out.irregular.shift));
     return Status::success();
   });
 }

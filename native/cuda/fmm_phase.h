@@ -92,9 +92,10 @@ Status fmmSortForCheck(DeviceState& ds, const CellsView& cells, const SolveOptio
                        SortedCells& sorted, std::vector<std::uint64_t>& keys, double* seconds);
 /// The parity tool's check of the device's near lists and tiles (cuda/testing.h): the tree's arrays and cells up,
 /// the lists and then the tiles built as the solve builds them with CudaOptions::fmmDeviceTiles, every array copied
-/// down; seconds: the device timeline of the tiles' build alone (events).
+/// down; seconds: the device timeline of the tiles' build alone (events). period: a periodic box's tree (dipole
+/// terms), its lists walked with the image shifts and the tiles built with them (CudaOptions::fmmDevicePeriodicTiles).
 Status fmmTilesForCheck(DeviceState& ds, const fmm::FmmTree& tree, const SortedCells& sorted, double tolerance,
-                        fmm::DeviceTiles& out, double* seconds);
+                        fmm::DeviceTiles& out, double* seconds, const double* period = nullptr);
 
 /// The parity tool's check of the device's tree (cuda/testing.h): the device sort with the topology, then the tree
 /// and upward pass as the solve with CudaOptions::fmmDeviceTree makes them, every array copied down (multipoles

@@ -12,6 +12,7 @@
 #include "cuda/device_buffers.h"
 #include "cuda/device_state.h"
 #include "cuda/fmm_lists_phase.h"
+#include "cuda/fmm_tiles_phase.h"
 #include "cuda/kernels_fmm.h"
 #include "cuda/memory_plan.h"
 #include "fmm/fmm_tree.h"
@@ -79,6 +80,12 @@ Status putCells(DeviceState& ds, const SortedCells& sorted, std::vector<double>&
 /// fmm/multi_index.h's L2L entries as the kernel reads them: l2lStart (terms + 1), then l2lJ and l2lKJ (the entries
 /// grouped by target term, each group in the CPU's order); offsets[0..2] where each begins.
 std::vector<int> indexTables(const fmm::MultiIndex& mi, std::size_t offsets[3]);
+
+/// The tile build's inputs (fmm_tiles_phase.h): the tree's arrays put by putTree or made by fmm_tree_phase.h; the
+/// cells where the device sort left them (deviceSort: ds.sortedCells and ds.sortedSize, the same bits as the host
+/// sort's) or put by putCells (the sizes then uploaded from the host's sorted cells). An isolated box's (period null).
+FmmTileInputs tileInputs(DeviceState& ds, std::size_t nodes, std::size_t n, const SortedCells& sorted,
+                         bool deviceSort);
 
 /// The tiles' tables on the device: uploaded when the set of slots differs from the one there (the tables of a slot
 /// never change: p2p_tables.h's process cache).

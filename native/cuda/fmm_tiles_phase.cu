@@ -25,6 +25,7 @@ void FmmTileBuffers::release() {
   for (auto* v : {&byB, &hash}) v->release();
   for (auto* v : {&slot, &tab, &indexOf, &slots, &stepTable}) v->release();
   regular.release();
+  for (auto* v : {&nearShift, &stepShift, &irrShift}) v->release();
   events.release();
   for (auto* v : {&origin, &h, &invH}) v->release();
   counts.release();
@@ -41,7 +42,8 @@ void TileStepEvents::release() {
 }
 
 std::size_t FmmTileBuffers::bytes() const {
-  std::size_t s = size.bytes() + regular.bytes() + counts.bytes() + at.bytes() + temp.bytes();
+  std::size_t s = size.bytes() + regular.bytes() + counts.bytes() + at.bytes() + temp.bytes() + nearShift.bytes() +
+                  stepShift.bytes() + irrShift.bytes();
   for (auto* v : {&leafAt, &leaves, &aStart, &bStart, &nearStart, &nearSource, &ntab, &computed, &regularAt,
                   &sorted, &flags, &runAt, &runStart, &runOrder, &pos, &placeStart, &ordered, &target, &stepStart,
                   &stepSource, &irregular, &irrLeaf, &irrStart, &irrSource, &usedBits, &tileBits})
@@ -94,8 +96,8 @@ struct CsrStartsF {
   TileBuildView v;
   std::size_t pairs;
   __device__ void operator()(std::uint32_t i) const {
-    fmm::csrStartsAtBy(v.byA, pairs, i, v.nodes, v.bits, false, v.aStart);
-    fmm::csrStartsAtBy(v.byB, pairs, i, v.nodes, v.bits, true, v.bStart);
+    fmm::csrStartsAtBy(v.byA, pairs, i, v.nodes, v.bits, false, v.aStart, v.sbits);
+    fmm::csrStartsAtBy(v.byB, pairs, i, v.nodes, v.bits, true, v.bStart, v.sbits);
   }
 };
 struct NearStartF {
@@ -324,8 +326,7 @@ __global__ void tileWriteKernel(TileBuildView v, std::uint32_t tiles) {
     const std::uint32_t s0 = v.stepStart[t], ns = v.stepStart[t + 1] - s0;
     fmm::laneStepTables(v, lane, word, s0, p);
     for (std::uint32_t j = tableSteps + lane; j < ns; j += 32) v.stepTable[s0 + j] = -1;
-    for (std::uint32_t st = 0; st < ns; ++st)
-      v.stepSource[(std::size_t(s0) + st) * fmm::kTileWidthK + lane] = fmm::kNoLeafK;
+    for (std::uint32_t st = 0; st < ns; ++st) fmm::emptyStep(v, (std::size_t(s0) + st) * fmm::kTileWidthK + lane);
     fmm::tileTargetWrite(v, std::uint32_t(t), lane);
     const std::uint32_t k = fmm::tileTargetLeaf(v, std::uint32_t(t), lane);
     const bool none = k == fmm::kNoLeafK;
@@ -342,7 +343,7 @@ __global__ void tileWriteKernel(TileBuildView v, std::uint32_t tiles) {
         if (valid) {
           const std::uint32_t before = std::uint32_t(__popc(ballot & ((1u << lane) - 1u)));
           const std::uint32_t st = fmm::entryStep(v, q, bits, prefix, tableSteps, c + before);
-          v.stepSource[(std::size_t(s0) + st) * fmm::kTileWidthK + std::uint32_t(i)] = v.nearSource[q];
+          fmm::entryWrite(v, q, (std::size_t(s0) + st) * fmm::kTileWidthK + std::uint32_t(i));
         }
         c += std::uint32_t(__popc(ballot));
       }
@@ -351,14 +352,15 @@ __global__ void tileWriteKernel(TileBuildView v, std::uint32_t tiles) {
   }
 }
 
-/// Irregular leaf j's node and list, a lane per entry.
+/// Irregular leaf j's node and list (periodic: with the shifts), a lane per entry.
 __global__ void irregularRowsKernel(TileBuildView v, const std::uint32_t* irregular, std::uint32_t ni,
-                                    const std::uint32_t* start, std::uint32_t* leaf, std::uint32_t* source) {
+                                    const std::uint32_t* start, std::uint32_t* leaf, std::uint32_t* source,
+                                    std::uint8_t* shift) {
   AG_WARP_ITEMS(j, ni) {
     if (lane == 0) leaf[j] = fmm::irregularLeaf(v, irregular, std::uint32_t(j));
     const std::uint32_t len = start[j + 1] - start[j];
     for (std::uint32_t i = lane; i < len; i += 32)
-      fmm::irregularEntry(v, irregular, std::uint32_t(j), i, start, source);
+      fmm::irregularEntry(v, irregular, std::uint32_t(j), i, start, source, shift);
   }
 }
 
@@ -404,8 +406,9 @@ Status grow(DeviceBuffer<T>& b, std::size_t n, const char* what) {
 Status buildFmmTilesOnDevice(const FmmTileInputs& in, const DeviceFmmLists& lists, FmmTileBuffers& b, cudaStream_t s,
                              DeviceFmmTiles& out) {
   out = DeviceFmmTiles{};
-  if (lists.sbits != 0)  // the pairs' keys carry image shifts: the periodic path's tiles are the host's
-    return Status::error(ErrorCode::Internal, "CUDA backend: the device's FMM tiles take isolated boxes' lists");
+  const bool periodic = in.period != nullptr;  // the pairs' keys then carry their image shifts
+  if (periodic != (lists.sbits != 0))
+    return Status::error(ErrorCode::Internal, "CUDA backend: the FMM tiles' box and its lists' keys disagree");
   const std::uint32_t nodes = in.nodes;
   const std::size_t pairs = lists.p2pPairs;
   const int bits = lists.bits;
@@ -428,6 +431,9 @@ Status buildFmmTilesOnDevice(const FmmTileInputs& in, const DeviceFmmLists& list
   v.x = in.x;
   v.y = in.y;
   v.z = in.z;
+  v.sbits = lists.sbits;
+  if (periodic)
+    for (int d = 0; d < 3; ++d) v.period[d] = in.period[d];
   if (in.deviceSize) {  // the device sort's sizes, already there
     v.size = in.deviceSize;
   } else {
@@ -450,7 +456,7 @@ Status buildFmmTilesOnDevice(const FmmTileInputs& in, const DeviceFmmLists& list
   AG_TRY(each(nodes, LeafScatterF{v, b.leafAt.get()}, s, "leafScatter"));
   AG_TRY(stepDone());  // leaves
   // the pairs by A as the lists leave them; a copy stably radix-sorted over B's bits alone (3 passes of pairs keys,
-  // not the 2 x pairs directed keys over both nodes' bits)
+  // not the 2 x pairs directed keys over both nodes' bits; above the shift's bits in periodic boxes)
   AG_TRY(grow(b.byB, pairs, what));
   AG_TRY(grow(b.aStart, std::size_t(nodes) + 1, what));
   AG_TRY(grow(b.bStart, std::size_t(nodes) + 1, what));
@@ -460,7 +466,7 @@ Status buildFmmTilesOnDevice(const FmmTileInputs& in, const DeviceFmmLists& list
     AG_TRY(withTemp(
         b,
         [&](void* t, std::size_t& bytes) {
-          return cub::DeviceRadixSort::SortKeys(t, bytes, in, sortedB, pairs, 0, bits, s);
+          return cub::DeviceRadixSort::SortKeys(t, bytes, in, sortedB, pairs, v.sbits, v.sbits + bits, s);
         },
         "cub::DeviceRadixSort::SortKeys (the P2P pairs by B)"));
   }
@@ -476,6 +482,10 @@ Status buildFmmTilesOnDevice(const FmmTileInputs& in, const DeviceFmmLists& list
   AG_TRY(grow(b.nearSource, entries, what));
   v.nearStart = b.nearStart.get();
   v.nearSource = b.nearSource.get();
+  if (periodic) {
+    AG_TRY(grow(b.nearShift, entries, what));
+    v.nearShift = b.nearShift.get();
+  }
   AG_TRY(each(std::size_t(nl) + 1, NearStartF{v}, s, "nearStartAt"));
   AG_TRY(eachWarp(nl, nearRowsKernel, s, "nearRowsKernel", v));
   AG_TRY(stepDone());  // near_lists
@@ -611,6 +621,10 @@ Status buildFmmTilesOnDevice(const FmmTileInputs& in, const DeviceFmmLists& list
   v.stepStart = b.stepStart.get();
   v.stepTable = b.stepTable.get();
   v.stepSource = b.stepSource.get();
+  if (periodic) {
+    AG_TRY(grow(b.stepShift, steps * fmm::kTileWidthK, what));
+    v.stepShift = b.stepShift.get();
+  }
   v.target = b.target.get();
   v.invH = b.invH.get();
   AG_TRY(each(std::size_t(tiles) + 1, StepStartF{v, b.at.get()}, s, "stepStart"));
@@ -625,9 +639,11 @@ Status buildFmmTilesOnDevice(const FmmTileInputs& in, const DeviceFmmLists& list
   AG_TRY(scanCount(b, b.flags.get(), b.irrStart.get(), ni, s, irrEntries));
   AG_TRY(grow(b.irrLeaf, ni, what));
   AG_TRY(grow(b.irrSource, irrEntries, what));
+  if (periodic) AG_TRY(grow(b.irrShift, irrEntries, what));
+  std::uint8_t* irrShift = periodic ? b.irrShift.get() : nullptr;
   const std::uint32_t *irregular = b.irregular.get(), *irrStart = b.irrStart.get();
   AG_TRY(eachWarp(ni, irregularRowsKernel, s, "irregularRowsKernel", v, irregular, ni, irrStart, b.irrLeaf.get(),
-                  b.irrSource.get()));
+                  b.irrSource.get(), irrShift));
   AG_TRY(stepDone());  // irregular
   if (step != kFmmTileSteps)
     return Status::error(ErrorCode::Internal, "CUDA backend: the FMM tiles' steps miscounted");
@@ -651,6 +667,9 @@ Status buildFmmTilesOnDevice(const FmmTileInputs& in, const DeviceFmmLists& list
   out.nearStart = b.nearStart.get();
   out.nearSource = b.nearSource.get();
   out.regular = b.regular.get();
+  out.nearShift = v.nearShift;
+  out.stepShift = v.stepShift;
+  out.irrShift = irrShift;
   return Status::success();
 }
 

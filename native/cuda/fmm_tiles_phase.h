@@ -6,7 +6,10 @@
 /// findRegularLeaves' and buildP2pTiles' element for element (fmm/p2p_tiles_emulate.h emulates this phase,
 /// native/tests/fmm_device_tiles.cpp checks the emulation, the GPU parity subject fmm-tiles the device), so the
 /// evaluation reads the same input and the solve is bitwise the host-tiles one. The tables' slots come down (at most
-/// 729 ints) for the host's table cache (fmm/p2p_tables.h prepareSlots). Isolated boxes only. Internal to native/cuda.
+/// 729 ints) for the host's table cache (fmm/p2p_tables.h prepareSlots). Isolated and periodic boxes (the periodic
+/// FMM with CudaOptions::fmmDevicePeriodicTiles: the pairs' keys with their image shifts, FmmTileInputs::period; the
+/// near lists, tiles' steps and irregular lists with each source's shift, as buildHostNearField's with shifts; the
+/// subject fmm-periodic checks them). Internal to native/cuda.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -44,6 +47,7 @@ struct FmmTileBuffers {
   DeviceBuffer<std::uint64_t> byB, hash;
   DeviceBuffer<std::int32_t> slot, tab, indexOf, slots, stepTable;
   DeviceBuffer<std::uint8_t> regular;
+  DeviceBuffer<std::uint8_t> nearShift, stepShift, irrShift;  ///< periodic: the entries', steps' and irregular ones'
   DeviceBuffer<double> origin, h, invH;
   DeviceBuffer<fmm::TileCounts> counts, at;
   DeviceBuffer<unsigned char> temp;
@@ -61,6 +65,9 @@ struct FmmTileInputs {
   const double *x = nullptr, *y = nullptr, *z = nullptr;
   const double* size = nullptr;  ///< host: the sorted cells' sizes, uploaded into FmmTileBuffers::size
   const double* deviceSize = nullptr;  ///< device: the sorted cells' sizes already there (the device sort's), or null
+  /// Periodic boxes: the lists' periods (3, scaled, 0 along isolated axes; host memory, read at the call), with
+  /// lists whose keys carry shifts (DeviceFmmLists::sbits); null for an isolated box
+  const double* period = nullptr;
 };
 
 /// What the build leaves on the device (pointers into FmmTileBuffers) and the host's part of it.
@@ -74,6 +81,9 @@ struct DeviceFmmTiles {
   const std::uint32_t* irregular = nullptr;  ///< the irregular leaves' indices into leaves
   const std::uint32_t *nearStart = nullptr, *nearSource = nullptr;
   const std::uint8_t* regular = nullptr;     ///< per node
+  /// periodic boxes: each near entry's, each step column's (kNoShift where none) and each irregular entry's image
+  /// shift (null in isolated boxes)
+  const std::uint8_t *nearShift = nullptr, *stepShift = nullptr, *irrShift = nullptr;
   std::vector<int> slots;                    ///< the tables' slots, ascending (on the host)
   fmm::TileCounts total;                     ///< table / computed steps and entries over all tiles
 };

@@ -124,7 +124,8 @@ Status buildFmmTreeOnDevice(DeviceState& ds, const SolveOptions& opt, DeviceFmmT
   return Status::success();
 }
 
-Status downloadFmmTree(DeviceState& ds, const DeviceFmmTree& dt, bool withM, fmm::FmmTree& tree) {
+Status downloadFmmTree(DeviceState& ds, const DeviceFmmTree& dt, bool withM, fmm::FmmTree& tree,
+                       std::size_t lNodes) {
   FmmBuffers& b = ds.fmm;
   const std::size_t n = dt.nodes;
   AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));
@@ -145,7 +146,7 @@ Status downloadFmmTree(DeviceState& ds, const DeviceFmmTree& dt, bool withM, fmm
   std::vector<double>* parts[4] = {&tree.radius, &tree.critical, &tree.absMass, &tree.lowBound};
   for (int k = 0; k < 4; ++k) parts[k]->assign(mac.begin() + k * n, mac.begin() + (k + 1) * n);
   if (withM) AG_TRY(down(b.M.get(), n * std::size_t(tree.mStride), tree.M));
-  tree.L.assign(n * std::size_t(tree.terms), 0.0);
+  tree.L.assign(std::min(n, lNodes) * std::size_t(tree.terms), 0.0);
   return Status::success();
 }
 

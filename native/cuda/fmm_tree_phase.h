@@ -48,8 +48,10 @@ struct DeviceFmmTree {
 Status buildFmmTreeOnDevice(DeviceState& ds, const SolveOptions& opt, DeviceFmmTree& out, fmm::FmmTree& tree);
 
 /// The device tree's arrays down into `tree` (whose shape buildFmmTreeOnDevice set): topology with levels and cube
-/// centres, centres, radius, critical, absMass, lowBound and (withM) the multipoles; L zeroed. Synchronous.
-Status downloadFmmTree(DeviceState& ds, const DeviceFmmTree& dt, bool withM, fmm::FmmTree& tree);
+/// centres, centres, radius, critical, absMass, lowBound and (withM) the multipoles; L zeroed for the first lNodes
+/// nodes (all by default; the periodic path's far pass writes those up to its frontier level alone). Synchronous.
+Status downloadFmmTree(DeviceState& ds, const DeviceFmmTree& dt, bool withM, fmm::FmmTree& tree,
+                       std::size_t lNodes = ~std::size_t(0));
 
 }  // namespace cuda
 }  // namespace amrgrav

@@ -138,8 +138,8 @@ class TestingCudaBackend final : public CudaBackend {
     return cuda::fmmSortForCheck(ds_, cells, opt, root, sorted, keys, seconds);
   }
   Status fmmDeviceTiles(const fmm::FmmTree& tree, const SortedCells& sorted, double tolerance, fmm::DeviceTiles& out,
-                        double* seconds) override {
-    return cuda::fmmTilesForCheck(ds_, tree, sorted, tolerance, out, seconds);
+                        double* seconds, const double* period) override {
+    return cuda::fmmTilesForCheck(ds_, tree, sorted, tolerance, out, seconds, period);
   }
   Status fmmDeviceTree(const CellsView& cells, const SolveOptions& opt, fmm::FmmTree& tree, double* seconds) override {
     return cuda::fmmTreeForCheck(ds_, cells, opt, tree, seconds);

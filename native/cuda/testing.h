@@ -50,9 +50,12 @@ class CudaBackend : public Backend {
 
   /// The FMM's near lists and P2P tiles of an isolated box's tree and its sorted cells (both built on the host) made
   /// on the device as method 'fmm' makes them with CudaOptions::fmmDeviceTiles (cuda/fmm_tiles_phase.h; the lists
-  /// on the device first) and copied down whole; seconds: the device's time of the tiles' build.
+  /// on the device first) and copied down whole; seconds: the device's time of the tiles' build. `period` (a periodic
+  /// box's tree, with dipole terms): the lists walked with the image shifts and the tiles built with them, as with
+  /// CudaOptions::fmmDevicePeriodicTiles, for comparison with buildHostNearField over buildInteractionLists(...,
+  /// period).
   virtual Status fmmDeviceTiles(const fmm::FmmTree& tree, const SortedCells& sorted, double tolerance,
-                                fmm::DeviceTiles& out, double* seconds) = 0;
+                                fmm::DeviceTiles& out, double* seconds, const double* period = nullptr) = 0;
   /// The FMM tree (topology, centres, radii, MAC quantities, multipoles) that method 'fmm' with
   /// CudaOptions::fmmDeviceTree builds on the device from its own sort (cuda/fmm_tree_phase.h), copied down whole, for
   /// comparison with the host's buildFmmTree by bits; seconds: the device's time of the topology's conversion and

@@ -168,19 +168,24 @@ double leafNearMax(const SortedCells& c, int threads, const FmmTree& t, const Sh
   return scale;
 }
 
-/// Part (b) in one process: the coarse field of the level-2 nodes' net masses at each other's centres.
-double coarseFieldOfNodes(const SortedCells& c, const FmmTree& t) {
+/// Part (b) in one process: the coarse field of the level-2 nodes' net masses at each other's centres. Each node's
+/// net mass is summed over its cells in their order (a node a task: the same bits for any thread count).
+double coarseFieldOfNodes(const SortedCells& c, const FmmTree& t, int threads) {
   const Octree& o = t.topo;
   const int lev = std::min<int>(2, int(t.levelBegin.size()) - 2);
   if (lev < 0) return 0;
-  std::vector<double> net;
-  std::vector<std::uint32_t> ids;
-  for (std::size_t i = t.levelBegin[lev]; i < t.levelBegin[lev + 1]; ++i) {
-    double m = 0;
-    for (std::uint32_t j = o.cellBegin[i]; j < o.cellBegin[i] + o.cellCount[i]; ++j) m += c.mass[j];
-    net.push_back(m);
-    ids.push_back(std::uint32_t(i));
-  }
+  const std::size_t first = t.levelBegin[lev], count = t.levelBegin[lev + 1] - first;
+  std::vector<double> net(count, 0.0);
+  std::vector<std::uint32_t> ids(count);
+  parallelFor(count, 1, threads, [&](std::size_t b, std::size_t e, int) {
+    for (std::size_t k = b; k < e; ++k) {
+      const std::size_t i = first + k;
+      double m = 0;
+      for (std::uint32_t j = o.cellBegin[i]; j < o.cellBegin[i] + o.cellCount[i]; ++j) m += c.mass[j];
+      net[k] = m;
+      ids[k] = std::uint32_t(i);
+    }
+  });
   double scale = 0;
   for (std::size_t a = 0; a < ids.size(); ++a) {
     double p = 0;
@@ -264,7 +269,7 @@ std::vector<double> multipoleNormWeights(const MultiIndex& mi) {
 }
 
 double signedSourceScale(const SortedCells& cells, int threads, const FmmTree& t) {
-  return kSignedScaleShare * stdMax(leafNearMax(cells, threads, t, nullptr), coarseFieldOfNodes(cells, t));
+  return kSignedScaleShare * stdMax(leafNearMax(cells, threads, t, nullptr), coarseFieldOfNodes(cells, t, threads));
 }
 
 Status buildFmmTree(const std::vector<std::uint64_t>& keys, const RootCube& root, const SortedCells& cells,
@@ -336,7 +341,7 @@ Status buildFmmTree(const std::vector<std::uint64_t>& keys, const RootCube& root
   }
   if (reduce) AG_TRY(reduce(parts));
   if (t.dipoles) {  // periodic: phi crosses zero; a scale of it instead of a lower bound, multipole powers for |M|
-    const double coarse = reduce ? coarseFieldOfCubes(t.topo.root, parts) : coarseFieldOfNodes(cells, t);
+    const double coarse = reduce ? coarseFieldOfCubes(t.topo.root, parts) : coarseFieldOfNodes(cells, t, threads);
     const double scale = kSignedScaleShare * stdMax(parts.nearMax, coarse);
     for (std::size_t i = 0; i < n; ++i) t.lowBound[i] = scale;
     multipoleNorms(mi, threads, t);

@@ -32,10 +32,14 @@ std::uint32_t exclusiveScan(std::size_t n, std::uint32_t* out, F f) {
 }  // namespace
 
 void emulateDeviceTiles(const FmmTree& tree, const SortedCells& cells, const FmmLists& lists, DeviceTiles& out) {
+  out = DeviceTiles{};
   const Octree& o = tree.topo;
   const std::uint32_t nodes = std::uint32_t(o.nodeCount());
   const int bits = keyBits(nodes);
   const std::size_t pairs = lists.p2pA.size();
+  // periodic boxes (buildNearLists' test): the keys with their shifts, as the device's walk leaves them
+  const bool periodic = lists.period[0] > 0 || lists.period[1] > 0 || lists.period[2] > 0;
+  const int sbits = periodic ? kShiftBits : 0;
   TileBuildView v;
   v.nodes = nodes;
   v.childCount = o.childCount.data();
@@ -56,16 +60,20 @@ void emulateDeviceTiles(const FmmTree& tree, const SortedCells& cells, const Fmm
   v.nl = nl;
   v.leaves = near.leaves.data();
   std::vector<std::uint64_t> byA(pairs), byB;
-  for (std::size_t q = 0; q < pairs; ++q) byA[q] = listKey(lists.p2pA[q], lists.p2pB[q], bits);
+  for (std::size_t q = 0; q < pairs; ++q)
+    byA[q] = shiftedKey(lists.p2pA[q], lists.p2pB[q], periodic ? lists.p2pShift[q] : kNoShift, bits, sbits);
   byB = byA;  // the device: a stable radix sort over B's bits alone
-  std::stable_sort(byB.begin(), byB.end(),
-                   [&](std::uint64_t a, std::uint64_t b) { return keySecond(a, bits) < keySecond(b, bits); });
+  std::stable_sort(byB.begin(), byB.end(), [&](std::uint64_t a, std::uint64_t b) {
+    return keySecond(keyPairPart(a, sbits), bits) < keySecond(keyPairPart(b, sbits), bits);
+  });
   std::vector<std::uint32_t> aStart(nodes + 1), bStart(nodes + 1);
   for (std::size_t i = 0; i <= pairs; ++i) {
-    csrStartsAtBy(byA.data(), pairs, i, nodes, bits, false, aStart.data());
-    csrStartsAtBy(byB.data(), pairs, i, nodes, bits, true, bStart.data());
+    csrStartsAtBy(byA.data(), pairs, i, nodes, bits, false, aStart.data(), sbits);
+    csrStartsAtBy(byB.data(), pairs, i, nodes, bits, true, bStart.data(), sbits);
   }
   v.bits = bits;
+  v.sbits = sbits;
+  for (int d = 0; d < 3; ++d) v.period[d] = near.period[d] = lists.period[d];
   v.byA = byA.data();
   v.byB = byB.data();
   v.aStart = aStart.data();
@@ -73,8 +81,10 @@ void emulateDeviceTiles(const FmmTree& tree, const SortedCells& cells, const Fmm
   near.start.assign(nl + 1, 0);
   for (std::uint32_t k = 0; k <= nl; ++k) near.start[k] = nearStartAt(v, k);
   near.source.assign(near.start[nl], 0);
+  if (periodic) near.shift.assign(near.start[nl], 0);
   v.nearStart = near.start.data();
   v.nearSource = near.source.data();
+  v.nearShift = periodic ? near.shift.data() : nullptr;
   for (std::uint32_t k = 0; k < nl; ++k)  // the device: a warp per leaf, a lane per entry
     for (std::uint32_t j = 0; j < near.start[k + 1] - near.start[k]; ++j) nearEntry(v, k, j);
 
@@ -191,11 +201,13 @@ void emulateDeviceTiles(const FmmTree& tree, const SortedCells& cells, const Fmm
   const std::uint32_t steps = t.stepStart[tiles];
   t.stepTable.assign(steps, 0);
   t.stepSource.assign(std::size_t(steps) * kTileWidthK, 0);
+  if (periodic) t.stepShift.assign(std::size_t(steps) * kTileWidthK, 0);
   t.target.assign(std::size_t(tiles) * kTileWidthK, 0);
   t.invH.assign(std::size_t(tiles) * kTileWidthK, 0.0);
   v.stepStart = t.stepStart.data();
   v.stepTable = t.stepTable.data();
   v.stepSource = t.stepSource.data();
+  v.stepShift = periodic ? t.stepShift.data() : nullptr;
   v.target = t.target.data();
   v.invH = t.invH.data();
   for (std::uint32_t b = 0; b < tiles; ++b) {
@@ -208,8 +220,7 @@ void emulateDeviceTiles(const FmmTree& tree, const SortedCells& cells, const Fmm
     const std::uint32_t s0 = t.stepStart[b], ns = t.stepStart[b + 1] - s0;
     for (int lane = 0; lane < kSlotWordsK; ++lane) laneStepTables(v, lane, bits[lane], s0, prefix[lane]);
     for (std::uint32_t j = tableSteps; j < ns; ++j) t.stepTable[s0 + j] = -1;
-    for (std::size_t e = std::size_t(s0) * kTileWidthK; e < std::size_t(s0 + ns) * kTileWidthK; ++e)
-      t.stepSource[e] = kNoLeafK;
+    for (std::size_t e = std::size_t(s0) * kTileWidthK; e < std::size_t(s0 + ns) * kTileWidthK; ++e) emptyStep(v, e);
     for (int i = 0; i < kTileWidthK; ++i) {
       tileTargetWrite(v, b, i);
       const std::uint32_t k = tileTargetLeaf(v, b, i);
@@ -218,7 +229,7 @@ void emulateDeviceTiles(const FmmTree& tree, const SortedCells& cells, const Fmm
       for (std::uint32_t q = near.start[k]; q < near.start[k + 1]; ++q) {
         const std::uint32_t st = entryStep(v, q, bits, prefix, tableSteps, c);
         if (slot[q] < 0) ++c;
-        t.stepSource[(std::size_t(s0) + st) * kTileWidthK + std::uint32_t(i)] = near.source[q];
+        entryWrite(v, q, (std::size_t(s0) + st) * kTileWidthK + std::uint32_t(i));
       }
     }
   }
@@ -235,10 +246,12 @@ void emulateDeviceTiles(const FmmTree& tree, const SortedCells& cells, const Fmm
   const std::uint32_t ne =
       exclusiveScan(ni, irr.start.data(), [&](std::size_t j) { return irregularSize(v, t.irregular.data(), j); });
   irr.source.assign(ne, 0);
+  if (periodic) irr.shift.assign(ne, 0);
   for (std::uint32_t j = 0; j < ni; ++j) {  // the device: a warp per leaf, a lane per entry
     irr.leaf[j] = irregularLeaf(v, t.irregular.data(), j);
     for (std::uint32_t i = 0; i < irr.start[j + 1] - irr.start[j]; ++i)
-      irregularEntry(v, t.irregular.data(), j, i, irr.start.data(), irr.source.data());
+      irregularEntry(v, t.irregular.data(), j, i, irr.start.data(), irr.source.data(),
+                     periodic ? irr.shift.data() : nullptr);
   }
 }
 
@@ -265,16 +278,24 @@ std::string tilesDifference(const NearLists& na, const P2pTiles& a, const Irregu
   compare(d, "near.leaves", na.leaves, nb.leaves);
   compare(d, "near.start", na.start, nb.start);
   compare(d, "near.source", na.source, nb.source);
+  compare(d, "near.shift", na.shift, nb.shift);
+  for (int k = 0; k < 3; ++k)
+    if (std::memcmp(&na.period[k], &nb.period[k], sizeof(double)) != 0) {
+      d += "near.period differs; ";
+      break;
+    }
   compare(d, "target", a.target, b.target);
   compare(d, "invH", a.invH, b.invH);
   compare(d, "stepStart", a.stepStart, b.stepStart);
   compare(d, "stepTable", a.stepTable, b.stepTable);
   compare(d, "stepSource", a.stepSource, b.stepSource);
+  compare(d, "stepShift", a.stepShift, b.stepShift);
   compare(d, "slots", a.slots, b.slots);
   compare(d, "irregular", a.irregular, b.irregular);
   compare(d, "irregular.leaf", ia.leaf, ib.leaf);
   compare(d, "irregular.start", ia.start, ib.start);
   compare(d, "irregular.source", ia.source, ib.source);
+  compare(d, "irregular.shift", ia.shift, ib.shift);
   if (a.tableSteps != b.tableSteps || a.computedSteps != b.computedSteps || a.tableEntries != b.tableEntries ||
       a.computedEntries != b.computedEntries)
     d += "counts differ; ";

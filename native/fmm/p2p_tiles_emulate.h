@@ -4,7 +4,8 @@
 /// sums and sorts written as plain loops and std::sort (the orders are total, so any sort gives the same arrays),
 /// one thread. Its arrays must equal buildNearLists', findRegularLeaves', buildP2pTiles' and buildIrregularLists'
 /// (fmm/p2p_tiles.h): native/tests/fmm_device_tiles.cpp checks it without a GPU, the GPU parity subject fmm-tiles
-/// the device's against the host's. Isolated boxes only.
+/// the device's against the host's (fmm-periodic in periodic boxes). Isolated and periodic boxes (lists with a
+/// period: the near lists, tiles and irregular lists with their image shifts, buildHostNearField's).
 #pragma once
 #include <string>
 #include <vector>
@@ -27,12 +28,14 @@ struct DeviceTiles {
   IrregularLists irregular;
 };
 
-/// The device's build emulated from the P2P pairs of `lists` (p2pA < p2pB, sorted, no shifts, as the device's walk
-/// leaves them) over the tree and its sorted cells.
+/// The device's build emulated from the P2P pairs of `lists` (p2pA < p2pB, or p2pA = p2pB with an image shift,
+/// sorted, as the device's walk leaves them; the shifts with lists.period's periodic axes) over the tree and its
+/// sorted cells.
 void emulateDeviceTiles(const FmmTree& tree, const SortedCells& cells, const FmmLists& lists, DeviceTiles& out);
 
-/// "" when a and b hold the same arrays (near lists, tiles' targets, invH bits, step starts, tables and sources,
-/// slots, irregular leaves and lists, the counts), else each differing array's first difference, for the reports.
+/// "" when a and b hold the same arrays (near lists with their shifts and period, tiles' targets, invH bits, step
+/// starts, tables, sources and shifts, slots, irregular leaves and lists with their shifts, the counts), else each
+/// differing array's first difference, for the reports.
 std::string tilesDifference(const NearLists& na, const P2pTiles& a, const IrregularLists& ia, const NearLists& nb,
                             const P2pTiles& b, const IrregularLists& ib);
 

@@ -3,7 +3,8 @@
 /// from its P2P pairs (cuda/fmm_tiles_phase.h) and its host emulation (fmm/p2p_tiles_emulate.h), written once for
 /// both. The result is buildNearLists', findRegularLeaves', the tables' slots of P2pTables::prepare and
 /// buildP2pTiles' arrays, element for element (native/tests/fmm_device_tiles.cpp checks the emulation, the GPU
-/// parity subject fmm-tiles the device). Isolated boxes only (no image shifts).
+/// parity subject fmm-tiles the device). Periodic boxes too (the near lists, tiles and irregular lists with each
+/// source's image shift, as fmm/p2p_tiles.h builds them with shifts: the GPU parity subject fmm-periodic checks them).
 ///
 /// The steps (each a rule here for one item or one lane's part of an item, scans and sorts between them; the
 /// device runs a warp per leaf, target or tile where an item has many entries, the emulation plain loops over the
@@ -30,6 +31,15 @@
 ///     each target's column of sources (entryStep: a table entry at its table's rank in the union, tableRank; the
 ///     computed ones after the tables in list order).
 /// Orders are total (the leaf index breaks every tie), so any correct sort gives the same arrays.
+///
+/// Periodic boxes (TileBuildView::sbits = kShiftBits): the pairs' keys carry their image shift in the low bits
+/// (fmm/dual_walk_k.h shiftedKey), sorted by (A, B, shift), and the copy is sorted by B's bits alone; a leaf may be
+/// paired with its own image (A = B, shifted). buildNearLists gives a pair (A, B, s) the entries (B, s) on A's side
+/// and (A, 26 - s) on B's, in pair order, so a leaf's list is: itself (kNoShift), its partners below it ((A, 26 - s),
+/// by (A, s)), its pairs with its own images ((leaf, s), (leaf, 26 - s) for each, by s: the first of its pairs by A
+/// and the last of its pairs by B, selfImagePairs), its partners above it ((B, s), by (B, s)). Each entry's slot is
+/// that of the shifted source's offset (P2pTables::findSlot with the shift's vector), and the shifts ride beside
+/// the sources into the tiles' columns (kNoShift for none) and the irregular leaves' lists.
 #pragma once
 #include <cmath>
 #include <cstddef>
@@ -75,12 +85,15 @@ struct TileBuildView {
   std::uint32_t nl = 0;
   std::uint32_t* leaves = nullptr;       ///< nl, ascending nodes
   int bits = 0;                          ///< the pairs' keys' node bits (fmm/dual_walk_k.h keyBits)
-  const std::uint64_t* byA = nullptr;    ///< pairs: the P2P keys (A, B), A < B, ascending
+  const std::uint64_t* byA = nullptr;    ///< pairs: the P2P keys (A, B[, shift]), A < B (or A = B shifted), ascending
   const std::uint64_t* byB = nullptr;    ///< pairs: the same keys stably sorted by B
+  int sbits = 0;                         ///< the keys' shift bits (periodic: kShiftBits; isolated: 0)
+  double period[3] = {0, 0, 0};          ///< periodic: the lists' periods (scaled; 0 along isolated axes)
   std::uint32_t* aStart = nullptr;       ///< nodes + 1: byA's CSR over A (each node's partners above it)
   std::uint32_t* bStart = nullptr;       ///< nodes + 1: byB's CSR over B (each node's partners below it)
   std::uint32_t* nearStart = nullptr;    ///< nl + 1
   std::uint32_t* nearSource = nullptr;   ///< entries
+  std::uint8_t* nearShift = nullptr;     ///< entries: each source's image shift (periodic; null in isolated boxes)
   // 2: regular leaves (per node)
   std::uint8_t* regular = nullptr;
   double* origin = nullptr;  ///< 3 per node
@@ -108,6 +121,7 @@ struct TileBuildView {
   std::uint32_t* stepStart = nullptr;    ///< tiles + 1
   std::int32_t* stepTable = nullptr;
   std::uint32_t* stepSource = nullptr;   ///< kTileWidthK per step
+  std::uint8_t* stepShift = nullptr;     ///< kTileWidthK per step: the source's shift (periodic; else null)
 };
 
 /// Leaf k's flag for the prefix sum that numbers the leaves (1 for a leaf).
@@ -115,10 +129,14 @@ AG_HD std::uint32_t leafFlag(const TileBuildView& v, std::uint32_t node) { retur
 
 /// The CSR's starts over the nodes from pair keys sorted by their first node (second: by their second), count of
 /// them: position i (0 .. count) starts every node after the one before it up to its own (after the last key: up to
-/// `nodes`), so start[0 .. nodes] are each written once, by one i (fmm/dual_walk_k.h csrStartsAt's rule).
+/// `nodes`), so start[0 .. nodes] are each written once, by one i (fmm/dual_walk_k.h csrStartsAt's rule). sbits:
+/// the keys' shift bits (periodic), below the nodes'.
 AG_HD void csrStartsAtBy(const std::uint64_t* keys, std::size_t count, std::size_t i, std::uint32_t nodes, int bits,
-                         bool second, std::uint32_t* start) {
-  auto node = [&](std::size_t j) { return second ? keySecond(keys[j], bits) : keyFirst(keys[j], bits); };
+                         bool second, std::uint32_t* start, int sbits = 0) {
+  auto node = [&](std::size_t j) {
+    const std::uint64_t k = keyPairPart(keys[j], sbits);
+    return second ? keySecond(k, bits) : keyFirst(k, bits);
+  };
   const std::uint32_t lo = i == 0 ? 0 : node(i - 1) + 1;
   const std::uint32_t hi = i == count ? nodes : node(i);
   for (std::uint32_t t = lo; t <= hi; ++t) start[t] = std::uint32_t(i);
@@ -131,14 +149,40 @@ AG_HD std::uint32_t nearStartAt(const TileBuildView& v, std::uint32_t k) {
                    : k + v.aStart[v.leaves[k]] + v.bStart[v.leaves[k]];
 }
 
+/// Periodic boxes: node's pairs with its own images (node, node, s), the first of its pairs by A (0 in isolated
+/// boxes: A < B there).
+AG_HD std::uint32_t selfImagePairs(const TileBuildView& v, std::uint32_t node) {
+  if (v.sbits == 0) return 0;
+  std::uint32_t m = 0;
+  for (std::uint32_t q = v.aStart[node]; q < v.aStart[node + 1]; ++q, ++m)
+    if (keySecond(keyPairPart(v.byA[q], v.sbits), v.bits) != node) break;
+  return m;
+}
+
 /// Entry j of leaf k's near list (j < its length): itself (j = 0), then its partners below it (the A of the pairs
-/// (A, leaf), A ascending), then above it (the B of the pairs (leaf, B), B ascending).
+/// (A, leaf), A ascending), then (periodic) its images (two entries per pair (leaf, leaf, s): s, then 26 - s), then
+/// its partners above it (the B of the pairs (leaf, B), B ascending); with its shift (periodic: nearShift non-null;
+/// a partner below is seen through the opposite shift 26 - s).
 AG_HD void nearEntry(const TileBuildView& v, std::uint32_t k, std::uint32_t j) {
-  const std::uint32_t node = v.leaves[k], below = v.bStart[node + 1] - v.bStart[node];
+  const std::uint32_t node = v.leaves[k], m = selfImagePairs(v, node);
+  const std::uint32_t below = v.bStart[node + 1] - v.bStart[node] - m;
   std::uint32_t src = node;
-  if (j > 0 && j <= below) src = keyFirst(v.byB[v.bStart[node] + j - 1], v.bits);
-  else if (j > below) src = keySecond(v.byA[v.aStart[node] + j - 1 - below], v.bits);
+  std::uint8_t shift = kNoShift;
+  if (j > 0 && j <= below) {
+    const std::uint64_t key = v.byB[v.bStart[node] + j - 1];
+    src = keyFirst(keyPairPart(key, v.sbits), v.bits);
+    shift = std::uint8_t(26 - keyShift(key, v.sbits));
+  } else if (j > below && j <= below + 2 * m) {
+    const std::uint32_t p = j - 1 - below;
+    const std::uint8_t s = keyShift(v.byA[v.aStart[node] + p / 2], v.sbits);
+    shift = p % 2 == 0 ? s : std::uint8_t(26 - s);
+  } else if (j > below + 2 * m) {
+    const std::uint64_t key = v.byA[v.aStart[node] + j - 1 - below - m];
+    src = keySecond(keyPairPart(key, v.sbits), v.bits);
+    shift = keyShift(key, v.sbits);
+  }
   v.nearSource[v.nearStart[k] + j] = src;
+  if (v.nearShift) v.nearShift[v.nearStart[k] + j] = shift;
 }
 
 /// Lattice position of the k-th cell of a 4^3 leaf in Morton order (p2p_tables.cpp latticeOf).
@@ -193,16 +237,18 @@ AG_HD int slotOfK(int a, int b, int c) {
   return ((a + r) * w + (b + r)) * w + (c + r);
 }
 
-/// The table slot of source S for target T (P2pTables::findSlot with no shift, for a pair of the lists or a leaf
-/// with itself, whose tables prepare always makes): -1 where none. 4 * leaves is exact, so a fused cells - 4 leaves
-/// rounds as the unfused one.
-AG_HD int entrySlot(const TileBuildView& v, std::uint32_t T, std::uint32_t S) {
-  if (T == S) return v.regular[T] ? slotOfK(0, 0, 0) : -1;
+/// The table slot of source S seen through image shift `shift` (kNoShift: none) for target T (P2pTables::findSlot
+/// with the shift's vector, for a pair of the lists or a leaf with itself, whose tables prepare always makes): -1
+/// where none. 4 * leaves is exact, so a fused cells - 4 leaves rounds as the unfused one.
+AG_HD int entrySlot(const TileBuildView& v, std::uint32_t T, std::uint32_t S, std::uint8_t shift = kNoShift) {
+  double sh[3] = {0.0, 0.0, 0.0};  // as buildP2pTiles makes it: zeros, or imageShiftVector's
+  if (shift != kNoShift) imageShiftVector(v.period, shift, sh);
+  if (T == S && sh[0] == 0 && sh[1] == 0 && sh[2] == 0) return v.regular[T] ? slotOfK(0, 0, 0) : -1;
   if (!v.regular[T] || !v.regular[S] || v.h[T] != v.h[S]) return -1;
   const double h = v.h[T];
   int a[3];
   for (int d = 0; d < 3; ++d) {
-    const double cells = ((v.origin[3 * std::size_t(S) + d] + 0.0) - v.origin[3 * std::size_t(T) + d]) / h;
+    const double cells = ((v.origin[3 * std::size_t(S) + d] + sh[d]) - v.origin[3 * std::size_t(T) + d]) / h;
     const double leaves = nearbyint(cells / 4);
     if (!(fabs(cells - 4 * leaves) <= 1e-9 * fmax(1.0, fabs(cells))) || fabs(leaves) > kMaxLeafOffsetK) return -1;
     a[d] = int(leaves);
@@ -214,7 +260,7 @@ AG_HD int entrySlot(const TileBuildView& v, std::uint32_t T, std::uint32_t S) {
 /// mark used (a bit set: the same result for any number of items setting it, in any order).
 AG_HD int entrySlotAt(const TileBuildView& v, std::uint32_t k, std::uint32_t q) {
   const std::uint32_t T = v.leaves[k];
-  const int s = v.regular[T] ? entrySlot(v, T, v.nearSource[q]) : -1;
+  const int s = v.regular[T] ? entrySlot(v, T, v.nearSource[q], v.nearShift ? v.nearShift[q] : kNoShift) : -1;
   v.slot[q] = s;
   return s;
 }
@@ -416,6 +462,18 @@ AG_HD std::uint32_t entryStep(const TileBuildView& v, std::uint32_t q, const std
   return v.slot[q] >= 0 ? tableRank(bits, prefix, v.indexOf[v.slot[q]]) : tableSteps + c;
 }
 
+/// Column col of a tile's steps empty (no source: kNoLeafK, kNoShift), before its targets' entries are written.
+AG_HD void emptyStep(const TileBuildView& v, std::size_t col) {
+  v.stepSource[col] = kNoLeafK;
+  if (v.stepShift) v.stepShift[col] = kNoShift;
+}
+
+/// Entry q's source (and shift) into column col of its step.
+AG_HD void entryWrite(const TileBuildView& v, std::uint32_t q, std::size_t col) {
+  v.stepSource[col] = v.nearSource[q];
+  if (v.stepShift) v.stepShift[col] = v.nearShift[q];
+}
+
 /// The irregular leaves' own CSR (fmm_phase.cu's irregularLists): irregular leaf j's list's length, then (with
 /// start, the exclusive prefix sums of those) its node and entry i of its list.
 AG_HD std::uint32_t irregularSize(const TileBuildView& v, const std::uint32_t* irregular, std::uint32_t j) {
@@ -425,8 +483,10 @@ AG_HD std::uint32_t irregularLeaf(const TileBuildView& v, const std::uint32_t* i
   return v.leaves[irregular[j]];
 }
 AG_HD void irregularEntry(const TileBuildView& v, const std::uint32_t* irregular, std::uint32_t j, std::uint32_t i,
-                          const std::uint32_t* start, std::uint32_t* source) {
-  source[start[j] + i] = v.nearSource[v.nearStart[irregular[j]] + i];
+                          const std::uint32_t* start, std::uint32_t* source, std::uint8_t* shift = nullptr) {
+  const std::uint32_t q = v.nearStart[irregular[j]] + i;
+  source[start[j] + i] = v.nearSource[q];
+  if (shift) shift[start[j] + i] = v.nearShift[q];  // periodic: the entry's shift
 }
 
 }  // namespace fmm

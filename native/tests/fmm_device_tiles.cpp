@@ -7,7 +7,11 @@
 /// everywhere; 22^3: edge leaves of other shapes, irregular), a random AMR-like mesh (tables, computed pairs and irregular leaves
 /// mixed) and clustered points (no regular leaf), orders 3 and 5, tolerances 0 and 2e-4; and the lane rules the
 /// device runs a warp of (the counting sort of a target's tables, the slots' indices, a tile's step tables and each
-/// table's rank) on random sets over all 729 slots. CTest (label cpu).
+/// table's rank) on random sets over all 729 slots. Periodic boxes (the CUDA backend's periodic FMM with
+/// CudaOptions::fmmDevicePeriodicTiles): the same build from the pairs with their image shifts against
+/// buildHostNearField with shifts, every array with its shifts equal, on fully periodic uniform grids (4^3: one leaf
+/// paired with its own images; 8^3, 32^3: images by table), a periodic random AMR-like mesh, a sheet and a line.
+/// CTest (label cpu).
 #include <algorithm>
 #include <cstdio>
 #include <random>
@@ -31,22 +35,17 @@ using namespace amrgrav::tests;
 
 namespace {
 
-void runCase(const std::string& name, const Cells& cells, bool points, int order, double tolerance,
-             bool wantTables, bool wantIrregular) {
-  SolveOptions opt;
-  opt.method = SolveMethod::Fmm;
-  opt.fmmOrder = order;
-  if (points) opt.selfPotential = SelfPotential::None;
+/// What a case must contain (a case without the kind of work it is meant to cover would agree with a broken build).
+struct Want {
+  bool tables = false, irregular = false;
+  bool shiftedTables = false;  ///< periodic: an image pair by table
+  bool selfImages = false;     ///< periodic: a leaf paired with its own image
+};
+
+/// The device's build, emulated, against the host's on one tree and its lists.
+void compareCase(const std::string& name, const FmmTree& tree, const SortedCells& sorted, const FmmLists& lists,
+                 const Want& want) {
   const int threads = 2;
-  const HostFmmTree h = hostFmmTree(cells, opt, points, threads);
-  if (!h.status.ok()) {
-    check(name + "-setup", false, h.status.message);
-    return;
-  }
-  const FmmTree& tree = h.tree;
-  const SortedCells& sorted = h.sorted;
-  FmmLists lists;
-  buildInteractionLists(tree, tolerance, threads, lists);
   // the host's path (cuda/fmm_phase.cu with CudaOptions::fmmDeviceTiles off)
   const HostNearField hn = buildHostNearField(tree, lists, sorted, threads);
   const NearLists& near = hn.near;
@@ -63,16 +62,74 @@ void runCase(const std::string& name, const Cells& cells, bool points, int order
   // the device's slots must be ones the host made tables for (the same tables read)
   for (const int s : dev.tiles.slots)
     if (!tables.bySlot(s)) diff += "slot " + std::to_string(s) + " has no host table; ";
-  // a case without the kind of work it is meant to cover would agree with a broken build
-  if (wantTables && tiles.tableEntries == 0) diff += "no table entries; ";
-  if (wantIrregular && tiles.irregular.empty()) diff += "no irregular leaves; ";
-  if (!wantTables && tiles.tiles() != 0) diff += "tiles where none expected; ";
+  if (want.tables && tiles.tableEntries == 0) diff += "no table entries; ";
+  if (want.irregular && tiles.irregular.empty()) diff += "no irregular leaves; ";
+  if (!want.tables && tiles.tiles() != 0) diff += "tiles where none expected; ";
+  std::string shifts;
+  const bool periodic = lists.period[0] > 0 || lists.period[1] > 0 || lists.period[2] > 0;
+  if (periodic) {
+    std::size_t selfImages = 0, shiftedPairs = 0, shiftedTables = 0;
+    for (std::size_t q = 0; q < lists.p2pA.size(); ++q) {
+      selfImages += lists.p2pA[q] == lists.p2pB[q];
+      shiftedPairs += lists.p2pShift[q] != kNoShift;
+    }
+    for (std::size_t st = 0; st < tiles.stepTable.size(); ++st)
+      if (tiles.stepTable[st] >= 0)
+        for (int i = 0; i < kTileTargets; ++i) {
+          const std::size_t e = st * kTileTargets + std::size_t(i);
+          shiftedTables += tiles.stepSource[e] != kNoLeaf && tiles.stepShift[e] != kNoShift;
+        }
+    if (near.shift.size() != near.source.size()) diff += "the host's near lists have no shifts; ";
+    if (shiftedPairs == 0) diff += "no image pairs; ";
+    if (want.shiftedTables && shiftedTables == 0) diff += "no image pair by table; ";
+    if (want.selfImages && selfImages == 0) diff += "no leaf with its own image; ";
+    shifts = "; " + std::to_string(shiftedPairs) + " image pairs (" + std::to_string(selfImages) +
+             " of a leaf with itself), " + std::to_string(shiftedTables) + " image entries by table";
+  }
   check(name, diff.empty(),
         (diff.empty() ? std::string("every array equal: ") : diff) + std::to_string(near.leaves.size()) +
             " leaves, " + std::to_string(tiles.tiles()) + " tiles, " + std::to_string(tiles.slots.size()) +
             " tables, " + std::to_string(tiles.tableSteps) + "+" + std::to_string(tiles.computedSteps) +
             " steps, " + std::to_string(tiles.tableEntries) + " table / " + std::to_string(tiles.computedEntries) +
-            " computed entries, " + std::to_string(tiles.irregular.size()) + " irregular leaves");
+            " computed entries, " + std::to_string(tiles.irregular.size()) + " irregular leaves" + shifts);
+}
+
+void runCase(const std::string& name, const Cells& cells, bool points, int order, double tolerance,
+             bool wantTables, bool wantIrregular) {
+  SolveOptions opt;
+  opt.method = SolveMethod::Fmm;
+  opt.fmmOrder = order;
+  if (points) opt.selfPotential = SelfPotential::None;
+  const int threads = 2;
+  const HostFmmTree h = hostFmmTree(cells, opt, points, threads);
+  if (!h.status.ok()) {
+    check(name + "-setup", false, h.status.message);
+    return;
+  }
+  FmmLists lists;
+  buildInteractionLists(h.tree, tolerance, threads, lists);
+  Want want;
+  want.tables = wantTables;
+  want.irregular = wantIrregular;
+  compareCase(name, h.tree, h.sorted, lists, want);
+}
+
+/// A periodic box (the unit cube, periodic along px, py, pz; the density contrast of a fully periodic one, dipole
+/// terms): the lists with their image shifts (buildInteractionLists(..., period)) as the device's walk leaves them.
+void periodicCase(const std::string& name, const Cells& cells, bool px, bool py, bool pz, int order,
+                  const Want& want) {
+  const SolveOptions opt = periodicFmmBox(px, py, pz, order);
+  const int threads = 2;
+  const HostFmmTree h = hostFmmTree(cells, opt, false, threads);
+  if (!h.status.ok()) {
+    check(name + "-setup", false, h.status.message);
+    return;
+  }
+  double period[3];
+  scaledPeriod(opt, h.sorted, period);
+  FmmLists lists;
+  buildInteractionLists(h.tree, opt.fmmTolerance, threads, lists, period);
+  compareCase(name, h.tree, h.sorted, lists, want);
 }
 
 /// The lane rules the device runs a warp of (fmm/p2p_tiles_k.h), on random sets over all 729 slots (the meshes use
@@ -155,6 +212,25 @@ int main() {
       runCase("plummer" + s, plummer(20000), true, p, tol, false, true);
     }
   runCase("uniform64-p5-tol2e-4", uniformGrid(64, 3), false, 5, 2e-4, true, false);
+  // periodic boxes
+  Want self;  // one 4^3 leaf: its own images alone, by table
+  self.tables = self.shiftedTables = self.selfImages = true;
+  Want grid;
+  grid.tables = grid.shiftedTables = true;
+  Want amr;
+  amr.tables = amr.irregular = true;
+  Want odd;  // no 4^3 leaves: every leaf irregular, computed with its shifts
+  odd.irregular = true;
+  for (const int p : {4, 7}) {
+    const std::string s = "-p" + std::to_string(p);
+    periodicCase("periodic-uniform4" + s, uniformGrid(4, 5), true, true, true, p, self);
+    periodicCase("periodic-uniform8" + s, uniformGrid(8, 6), true, true, true, p, grid);
+    periodicCase("periodic-uniform32" + s, uniformGrid(32, 7), true, true, true, p, grid);
+    periodicCase("periodic-uniform12" + s, uniformGrid(12, 8), true, true, true, p, odd);
+    periodicCase("periodic-amr" + s, randomAmr(3), true, true, true, p, amr);
+    periodicCase("sheet-xy-uniform16" + s, uniformGrid(16, 9), true, true, false, p, grid);
+    periodicCase("line-z-amr" + s, randomAmr(5), false, false, true, p, amr);
+  }
   std::printf("%d checks, %d failed\n", gChecks, gFailed);
   return gFailed == 0 ? 0 : 1;
 }

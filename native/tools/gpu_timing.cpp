@@ -4,7 +4,8 @@
 ///
 ///   amrgrav_gpu_timing [--perf 128,256 | --no-perf] [--reps R] [--direct-n CELLS] [--cpu-perf] [--sweep]
 ///                      [--fmm 64,128,256 [--fmm-host-lists] [--fmm-host-sort] [--fmm-host-tiles] [--fmm-host-tree]
-///                      [--fmm-settings P:TOL,..] [--fmm-periodic [--fmm-host-periodic]]] [--split N]
+///                      [--fmm-settings P:TOL,..] [--fmm-periodic [--fmm-host-periodic-tiles]
+///                      [--fmm-host-periodic]]] [--split N]
 ///                      [--copy-threads T]
 ///                      [--plummer 1000000,16000000 [--thetas 0.5,0.4] [--check-points K]]
 ///
@@ -72,7 +73,12 @@
 ///                     host's signed scale, tiles and far images; the device's evaluation): "periodic" true,
 ///                     "device_periodic" true, moments_s the device tree with its topology and MAC quantities down,
 ///                     the host's scale and the norms, lists_s the lists' part of build_s (the walk, the P2P pairs
-///                     down), build_s also the tiles and the far images' pass (the frontier's multipoles down)
+///                     down), build_s also the tiles and the far images' pass (the frontier's multipoles down);
+///                     the near lists and tiles with their shifts built on the device from its pairs
+///                     (CudaOptions::fmmDevicePeriodicTiles, "device_periodic_tiles" true: no pairs down, no tiles up;
+///                     tiles_s and tile_steps_s their build)
+///   --fmm-host-periodic-tiles  with --fmm-periodic: each periodic timing once more with the host's near lists and
+///                     tiles (fmmDevicePeriodicTiles off: the pairs down, the tiles made on the host and up)
 ///   --fmm-host-periodic  with --fmm-periodic: each periodic timing once more by the host's periodic path
 ///                     (fmmDevicePeriodic off: the host's sort, contrast and lists too), "device_periodic" false
 ///   --split N         a two-rank solve of the uniform N^3 grid emulated in one process on this one GPU (two backend
@@ -131,6 +137,7 @@ struct TimingArgs {
   bool fmmHostTree = false;    ///< --fmm-host-tree: and once more with the host's tree and tiles
   bool fmmPeriodic = false;     ///< --fmm-periodic: and once more in a fully periodic box
   bool fmmHostPeriodic = false; ///< --fmm-host-periodic: the periodic box by the host's periodic path too
+  bool fmmHostPeriodicTiles = false;  ///< --fmm-host-periodic-tiles: and by the device's path with the host's tiles
   int fmmM2L = CudaOptions{}.fmmM2L;  ///< --fmm-m2l: the M2L kernel (CudaOptions::fmmM2L)
   std::vector<std::string> fmmCellFiles;  ///< --fmm-cells: meshes from files (bench/dumpCells.ts)
 };
@@ -185,6 +192,7 @@ TimingArgs parseArgs(int argc, char** argv) {
     else if (k == "--fmm-host-tree") a.fmmHostTree = true;
     else if (k == "--fmm-periodic") a.fmmPeriodic = true;
     else if (k == "--fmm-host-periodic") a.fmmHostPeriodic = true;
+    else if (k == "--fmm-host-periodic-tiles") a.fmmHostPeriodicTiles = true;
     else if (k == "--fmm-m2l") a.fmmM2L = std::atoi(next().c_str());
     else if (k == "--fmm-cells") {
       std::stringstream ss(next());
@@ -282,13 +290,14 @@ void timeVariant(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int 
 void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid, bool accel, bool deviceLists,
              bool deviceSort, bool deviceTiles = false, bool deviceTree = false, int order = 0,
              double tolerance = -1, bool periodic = false, bool devicePeriodic = false,
-             const std::string& mesh = "uniform") {
+             bool devicePeriodicTiles = false, const std::string& mesh = "uniform") {
   CudaOptions co = gpu.cudaOptions();
   co.fmmDeviceLists = deviceLists;
   co.fmmDeviceSort = deviceSort;
   co.fmmDeviceTiles = deviceTiles;
   co.fmmDeviceTree = deviceTree;
   co.fmmDevicePeriodic = devicePeriodic;
+  co.fmmDevicePeriodicTiles = devicePeriodicTiles;
   co.fmmM2L = a.fmmM2L;
   setDeviceOptions(gpu, co);
   SolveOptions o;
@@ -321,13 +330,14 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
   const double n = double(cells.size()), w = median(wall), wk = median(walk);
   std::string steps;  // the device tiles' build, step by step (medians; their sum is tiles_s)
   double tilesTotal = 0;
-  for (int k = 0; k < 9 && deviceTiles; ++k) {
+  const bool tilesOnDevice = periodic ? devicePeriodic && devicePeriodicTiles && deviceLists : deviceTiles;
+  for (int k = 0; k < 9 && tilesOnDevice; ++k) {
     steps += std::string(k ? "," : "") + "\"" + kFmmTileStepNames[k] + "\":" + num(median(tileSteps[k]));
     tilesTotal += median(tileSteps[k]);
   }
   std::printf("{\"kind\":\"fmm\",\"mesh\":\"%s\",\"grid\":%d,\"cells\":%zu,\"fmmOrder\":%d,\"fmmTheta\":%s,\"fmmTolerance\":%s,"
               "\"accelerations\":%s,\"periodic\":%s,\"device_sort\":%s,\"device_lists\":%s,\"device_tiles\":%s,"
-              "\"device_tree\":%s,\"device_periodic\":%s,\"m2l\":\"%s\","
+              "\"device_tree\":%s,\"device_periodic\":%s,\"device_periodic_tiles\":%s,\"m2l\":\"%s\","
               "\"lists_s\":%s,"
               "\"list_rounds\":%d,"
               "\"list_max_frontier\":%llu,\"reps\":%d,\"wall_s\":%s,\"keys_sort_s\":%s,\"moments_s\":%s,\"build_s\":%s,"
@@ -341,7 +351,8 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
               num(o.fmmTolerance).c_str(),
               accel ? "true" : "false", periodic ? "true" : "false", deviceSort ? "true" : "false",
               deviceLists ? "true" : "false", deviceTiles ? "true" : "false", deviceTree ? "true" : "false",
-              periodic && devicePeriodic ? "true" : "false", cuda::fmmM2LVariantName(co.fmmM2L),
+              periodic && devicePeriodic ? "true" : "false",
+              periodic && devicePeriodic && devicePeriodicTiles ? "true" : "false", cuda::fmmM2LVariantName(co.fmmM2L),
               num(median(lists)).c_str(), cs.fmmListRounds,
               (unsigned long long)cs.fmmListMaxFrontier, a.reps, num(w).c_str(), num(median(keys)).c_str(),
               num(median(mom)).c_str(),
@@ -385,7 +396,7 @@ void runFmmCellFiles(const TimingArgs& a, CudaBackend& gpu) {
       continue;
     }
     timeFmm(a, gpu, cells, 0, false, true, true, defaults.fmmDeviceTiles, defaults.fmmDeviceTree, 0, -1, false, false,
-            path);
+            false, path);
     timeVariant(a, gpu, cells, 0, SolveOptions{}, CudaOptions{});
   }
 }
@@ -411,10 +422,12 @@ void runFmmTimings(const TimingArgs& a) {
       if (a.fmmHostLists) timeFmm(a, *gpu, cells, grid, accel, false, true);  // the host's lists, tree and tiles
       if (a.fmmHostSort) timeFmm(a, *gpu, cells, grid, accel, true, false);   // the host's sort, tree and tiles
     }
-    if (a.fmmPeriodic)  // fully periodic: the device's sort and lists with shifts (the host's tree and tiles), and
-                        // with --fmm-host-periodic the host's periodic path
+    if (a.fmmPeriodic)  // fully periodic: the device's sort, tree, lists and near tiles with shifts (the host's far
+                        // images), with --fmm-host-periodic-tiles the host's tiles, with --fmm-host-periodic the
+                        // host's periodic path
       for (const bool accel : {false, true}) {
-        timeFmm(a, *gpu, cells, grid, accel, true, true, false, true, 0, -1, true, true);
+        timeFmm(a, *gpu, cells, grid, accel, true, true, false, true, 0, -1, true, true, true);
+        if (a.fmmHostPeriodicTiles) timeFmm(a, *gpu, cells, grid, accel, true, true, false, true, 0, -1, true, true);
         if (a.fmmHostPeriodic) timeFmm(a, *gpu, cells, grid, accel, false, false, false, false, 0, -1, true, false);
       }
     timeVariant(a, *gpu, cells, grid, SolveOptions{}, CudaOptions{});

@@ -14,7 +14,11 @@
 /// lists with their image shifts on the device): its lists against buildInteractionLists(..., period) array for
 /// array on the host's trees (fully periodic grid and AMR, sheet, line; orders 4 and 7), its solves bitwise the host
 /// periodic path's (the same lists and the same sorted, contrasted cells: the same evaluation) and within the
-/// tolerances above of the CPU backend, the device walk's time noted.
+/// tolerances above of the CPU backend, the device walk's time noted. The device's near lists and tiles with their
+/// shifts (CudaOptions::fmmDevicePeriodicTiles, cuda/fmm_tiles_phase.h with a period): every array (near lists,
+/// regular leaves, tiles, slots, irregular lists, each with its shifts) equal to buildHostNearField's over the host's
+/// lists with shifts, on the same trees; its solves bitwise the host tiles' path (and the host periodic path), the
+/// same near-field counts, and within the tolerances of the CPU backend.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -27,6 +31,8 @@
 #include "fmm/dual_walk.h"
 #include "fmm/fmm_tree.h"
 #include "fmm/interaction_lists.h"
+#include "fmm/p2p_tiles.h"
+#include "fmm/p2p_tiles_emulate.h"
 #include "fmm/upward_emulate.h"
 #include "tree/tree.h"
 
@@ -86,6 +92,7 @@ void conventionsAndRepeat(Context& cx, const std::string& name, const Cells& cel
   co.fmmDeviceSort = !before.fmmDeviceSort;
   co.fmmDeviceLists = !before.fmmDeviceLists;
   co.fmmDeviceTiles = !before.fmmDeviceTiles;
+  co.fmmDevicePeriodicTiles = !before.fmmDevicePeriodicTiles;
   setDeviceOptions(gpu, co);
   const Status so = gpu.solve(cells.view(), o, off);
   setDeviceOptions(gpu, before);
@@ -168,6 +175,51 @@ void periodicListsCase(Context& cx, const std::string& name, const Cells& cells,
                  "# " + name + ": host walk " + ms(hostSeconds) + " (all threads), device " + ms(devSeconds));
 }
 
+/// The device's near lists and tiles with their shifts (CudaOptions::fmmDevicePeriodicTiles' build, from the device's
+/// pairs with their shifts) against buildHostNearField over the host's lists with shifts, on the host's tree: every
+/// array equal, the shifts with them.
+void periodicTilesCase(Context& cx, const std::string& name, const Cells& cells, const SolveOptions& o) {
+  const int threads = resolveThreadCount(0);
+  SortedCells sorted;
+  fmm::FmmTree tree;
+  const Status st = hostPeriodicTree(cells, o, threads, sorted, tree);
+  if (!st.ok()) {
+    check(cx, name, false, "host tree failed: " + st.message);
+    return;
+  }
+  double period[3];
+  for (int d = 0; d < 3; ++d) period[d] = o.periodic[d] ? (o.boxHi[d] - o.boxLo[d]) * sorted.scale : 0.0;
+  fmm::FmmLists lists;
+  fmm::buildInteractionLists(tree, o.fmmTolerance, threads, lists, period);
+  const auto th = Clock::now();
+  const fmm::HostNearField hn = fmm::buildHostNearField(tree, lists, sorted, threads);
+  const double hostSeconds = since(th);
+  fmm::DeviceTiles dev;
+  double devSeconds = 0;
+  const Status sd = cx.gpu->fmmDeviceTiles(tree, sorted, o.fmmTolerance, dev, &devSeconds, period);
+  if (!sd.ok()) {
+    check(cx, name, false, "device tiles failed: " + sd.message);
+    return;
+  }
+  std::string diff = fmm::tilesDifference(hn.near, hn.tiles, hn.irr, dev.near, dev.tiles, dev.irregular);
+  if (hn.reg.regular != dev.reg.regular || hn.reg.h != dev.reg.h || hn.reg.origin != dev.reg.origin)
+    diff += "regular leaves differ; ";
+  std::size_t shifted = 0;
+  for (const std::uint8_t s : hn.near.shift) shifted += s != fmm::kNoShift ? 1 : 0;
+  if (hn.near.shift.size() != hn.near.source.size() || shifted == 0) diff += "no shifted near entries; ";
+  const fmm::P2pTiles& t = hn.tiles;
+  check(cx, name, diff.empty(),
+        (diff.empty() ? std::string("device tiles with shifts = host tiles, every array: ") : diff) +
+            std::to_string(hn.near.leaves.size()) + " leaves, " + std::to_string(shifted) + " shifted near entries, " +
+            std::to_string(t.tiles()) + " tiles, " + std::to_string(t.slots.size()) + " tables, " +
+            std::to_string(t.tableEntries) + " table / " + std::to_string(t.computedEntries) + " computed entries, " +
+            std::to_string(t.irregular.size()) + " irregular leaves");
+  cx.report.note("{\"kind\":\"fmm_periodic_tiles_time\",\"case\":\"" + name + "\",\"leaves\":" +
+                     std::to_string(hn.near.leaves.size()) + ",\"host_s\":" + num(hostSeconds) + ",\"device_s\":" +
+                     num(devSeconds) + "}",
+                 "# " + name + ": host near field " + ms(hostSeconds) + " (all threads), device " + ms(devSeconds));
+}
+
 /// The device's periodic tree (CudaOptions::fmmDevicePeriodic with fmmDeviceTree: its sort, the contrast, the upward
 /// pass with dipole terms, the host's signed scale, the norms) against buildFmmTree's on the host's sort, by bits.
 void periodicTreeCase(Context& cx, const std::string& name, const Cells& cells, const SolveOptions& o) {
@@ -186,9 +238,9 @@ void periodicTreeCase(Context& cx, const std::string& name, const Cells& cells, 
             std::to_string(host.nodeCount()) + " nodes, device " + ms(seconds));
 }
 
-/// CudaOptions::fmmDevicePeriodic (with the device's sort and lists, and the device's tree or the host's) against
-/// the host periodic path on the same backend: bitwise; and against the CPU backend within the subject's
-/// tolerances.
+/// CudaOptions::fmmDevicePeriodic (with the device's sort and lists, and the device's tree or the host's, and the
+/// device's near tiles with fmmDevicePeriodicTiles or the host's) against the host periodic path on the same backend:
+/// bitwise, with the same near-field counts; and against the CPU backend within the subject's tolerances.
 void devicePeriodicCase(Context& cx, const std::string& name, const Cells& cells, const SolveOptions& o) {
   CudaBackend& gpu = *cx.gpu;
   const CudaOptions before = gpu.cudaOptions();
@@ -198,24 +250,46 @@ void devicePeriodicCase(Context& cx, const std::string& name, const Cells& cells
   poison(host, cells.size(), o.accelerations);
   setDeviceOptions(gpu, off);
   const Status sh = gpu.solve(cells.view(), o, host);
-  for (const bool deviceTree : {false, true}) {
+  const CudaStats ch = deviceStats(gpu);
+  struct Variant {
+    bool sort, tree, tiles;
+    const char* what;
+    bool vsCpu;  ///< the CPU comparison too (the others are bitwise a variant that has it)
+  };
+  const Variant variants[] = {{true, false, false, "-host-tree", true},
+                              {true, true, false, "-device-tree", true},
+                              {true, true, true, "-device-tree-tiles", true},
+                              {true, false, true, "-host-tree-tiles", false},
+                              {false, false, true, "-host-sort-tiles", false}};
+  for (const Variant& va : variants) {
     CudaOptions on = before;
-    on.fmmDevicePeriodic = on.fmmDeviceSort = on.fmmDeviceLists = true;
-    on.fmmDeviceTree = deviceTree;
+    on.fmmDevicePeriodic = on.fmmDeviceLists = true;
+    on.fmmDeviceSort = va.sort;
+    on.fmmDeviceTree = va.tree;
+    on.fmmDevicePeriodicTiles = va.tiles;
     SolveResult dev;
     poison(dev, cells.size(), o.accelerations);
     setDeviceOptions(gpu, on);
     const Status sd = gpu.solve(cells.view(), o, dev);
     const CudaStats cs = deviceStats(gpu);
-    const std::string what = deviceTree ? "-device-tree" : "-host-tree";
-    check(cx, name + what + "-vs-host-path-bitwise", sh.ok() && sd.ok() && bitwiseEqual(host, dev),
-          sh.ok() && sd.ok() ? std::string("the device's sort, ") + (deviceTree ? "tree, " : "") +
+    const bool sameCounts = ch.fmmTiles == cs.fmmTiles && ch.fmmTileTargets == cs.fmmTileTargets &&
+                            ch.fmmTables == cs.fmmTables && ch.fmmTableEntries == cs.fmmTableEntries &&
+                            ch.fmmComputedEntries == cs.fmmComputedEntries &&
+                            ch.fmmIrregularLeaves == cs.fmmIrregularLeaves;
+    const std::string what = va.what;
+    check(cx, name + what + "-vs-host-path-bitwise", sh.ok() && sd.ok() && sameCounts && bitwiseEqual(host, dev),
+          sh.ok() && sd.ok() ? std::string("the device's ") + (va.sort ? "sort, " : "") + (va.tree ? "tree, " : "") +
                                    "lists with shifts (" + std::to_string(cs.fmmListRounds) +
                                    " rounds, largest frontier " + std::to_string(cs.fmmListMaxFrontier) +
                                    ", lists " + ms(cs.fmmListSeconds) + ", keys " + ms(cs.secondsKeys) + ", tree " +
-                                   ms(cs.secondsMoments) + ") vs the host's path: the same bits"
+                                   ms(cs.secondsMoments) + ")" + (va.tiles ? ", near tiles with shifts" : "") +
+                                   " (build " + ms(cs.secondsBuild) + " vs " + ms(ch.secondsBuild) + ", " +
+                                   std::to_string(cs.fmmTiles) + " tiles, " + std::to_string(cs.fmmTables) +
+                                   " tables, " + std::to_string(cs.fmmIrregularLeaves) + " irregular leaves) vs the "
+                                   "host's path: " + (sameCounts ? "the same counts" : "counts differ") + ", bits " +
+                                   (bitwiseEqual(host, dev) ? "equal" : "differ")
                              : "solve failed: " + (sh.ok() ? sd.message : sh.message));
-    parityCase(cx, name + what, cells, o, gpu, kPotTol, false, true, kAccTol);  // with `on` still set
+    if (va.vsCpu) parityCase(cx, name + what, cells, o, gpu, kPotTol, false, true, kAccTol);  // `on` still set
   }
   setDeviceOptions(gpu, before);
 }
@@ -301,7 +375,21 @@ void runFmmPeriodic(Context& cx) {
     periodicListsCase(cx, "fmm-sheet-lists-xy-" + g + "-random" + ps, random, fmmOptions(p, true, true, false));
     periodicListsCase(cx, "fmm-line-lists-z-amr" + ps, cx.amr(), fmmOptions(p, false, false, true));
   }
+  for (const int p : {4, 7}) {  // the device's near tiles with their shifts, array for array
+    const std::string ps = "-p" + std::to_string(p);
+    periodicTilesCase(cx, "fmm-periodic-tiles-" + g + "-random" + ps, random, fmmOptions(p, true, true, true));
+    periodicTilesCase(cx, "fmm-periodic-tiles-amr" + ps, cx.amr(), fmmOptions(p, true, true, true));
+    periodicTilesCase(cx, "fmm-sheet-tiles-xy-" + g + "-random" + ps, random, fmmOptions(p, true, true, false));
+    periodicTilesCase(cx, "fmm-line-tiles-z-amr" + ps, cx.amr(), fmmOptions(p, false, false, true));
+  }
+  // a box of one 4^3 leaf (paired with its own images alone) and of 8^3 leaves (their own images by table)
+  periodicTilesCase(cx, "fmm-periodic-tiles-grid4-p7", randomDensityGrid(4, cx.args.seed),
+                    fmmOptions(7, true, true, true));
+  periodicTilesCase(cx, "fmm-periodic-tiles-grid8-p7", randomDensityGrid(8, cx.args.seed),
+                    fmmOptions(7, true, true, true));
   devicePeriodicCase(cx, "fmm-devperiodic-" + g + "-sine-p7", sine, fmmOptions(7, true, true, true));
+  devicePeriodicCase(cx, "fmm-devperiodic-grid4-p7", randomDensityGrid(4, cx.args.seed),
+                     fmmOptions(7, true, true, true));
   devicePeriodicCase(cx, "fmm-devperiodic-" + g + "-random-p4", random, fmmOptions(4, true, true, true));
   {
     SolveOptions o = fmmOptions(7, true, true, true);
@@ -315,9 +403,14 @@ void runFmmPeriodic(Context& cx) {
     CudaOptions co = gpu.cudaOptions();
     const CudaOptions before = co;
     co.fmmDevicePeriodic = co.fmmDeviceSort = co.fmmDeviceLists = co.fmmDeviceTree = true;
+    co.fmmDevicePeriodicTiles = false;
     setDeviceOptions(gpu, co);
     conventionsAndRepeat(cx, "fmm-devperiodic-" + g + "-sine", sine, fmmOptions(7, true, true, true));
     conventionsAndRepeat(cx, "fmm-devperiodic-line-z-amr", cx.amr(), fmmOptions(7, false, false, true));
+    co.fmmDevicePeriodicTiles = true;  // and with the device's near tiles
+    setDeviceOptions(gpu, co);
+    conventionsAndRepeat(cx, "fmm-devperiodic-tiles-" + g + "-sine", sine, fmmOptions(7, true, true, true));
+    conventionsAndRepeat(cx, "fmm-devperiodic-tiles-line-z-amr", cx.amr(), fmmOptions(7, false, false, true));
     setDeviceOptions(gpu, before);
   }
 }
