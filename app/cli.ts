@@ -30,7 +30,7 @@ solved with locally essential trees; rank 0 prints, and the JSON carries "ranks"
   --fmm-order P    fmm: expansion order, 3..7                                      [7]
   --fmm-theta T    fmm: opening angle, r_A + r_B < T R, in (0, 1)                  [0.65]
   --fmm-tol E      fmm: error tolerance relative to each side's potential bound, [0, 1)  [2e-4]
-  --fmm-acc-tol E  fmm with --accel: the accelerations' tolerance relative to G M / side^2, [0, 1); 0 off  [1e-4]
+  --fmm-acc-tol E  fmm with --accel: the accelerations' tolerance relative to G M / side^2, [0, 1); 0 off  [5e-5]
   --theta T        opening angle of the MAC d > l/T + delta, in (0, 1]           [0.5]
   --order 1|2      1 = monopole, 2 = monopole + quadrupole                         [2]
   --mac M          barnes | bonsai                                                 [barnes]
@@ -179,7 +179,7 @@ function solverOptions(v: Record<string, string | boolean | undefined>): SolverO
     fmmOrder: intArg('fmm-order', s('fmm-order'), 7, 3, 7),
     fmmTheta: numberArg('fmm-theta', s('fmm-theta'), 0.65, (x) => x > 0 && x < 1),
     fmmTolerance: numberArg('fmm-tol', s('fmm-tol'), 2e-4, (x) => x >= 0 && x < 1),
-    fmmAccelTolerance: numberArg('fmm-acc-tol', s('fmm-acc-tol'), 1e-4, (x) => x >= 0 && x < 1),
+    fmmAccelTolerance: numberArg('fmm-acc-tol', s('fmm-acc-tol'), 5e-5, (x) => x >= 0 && x < 1),
     theta: numberArg('theta', s('theta'), 0.5),
     order: choiceArg('order', s('order'), '2', ['1', '2'] as const) === '1' ? 1 : 2,
     mac: choiceArg('mac', s('mac'), 'barnes', ['barnes', 'bonsai'] as const),

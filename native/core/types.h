@@ -81,7 +81,7 @@ struct SolveOptions {
   /// its error in the gradient must also be at most this times G |M_root| / side^2 of the root cube
   /// (physics/fmm_mac_k.h, test 3); [0, 1), 0 = the potential's rules alone (the potential's lists, so asking for
   /// accelerations then leaves the potential's bits unchanged).
-  double fmmAccelTolerance = 1e-4;
+  double fmmAccelTolerance = 5e-5;
   double theta = 0.5;      ///< opening angle, (0, 1]
   int order = 2;           ///< 1: monopole, 2: monopole + traceless quadrupole
   MacKind mac = MacKind::Barnes;

@@ -108,7 +108,7 @@ typedef struct amrgrav_options {
   /* Added with the FMM's acceleration rule (older callers' smaller struct_size keeps the default). method 1 with
    * accelerations in an isolated box: each M2L's bound of its error in the gradient must also be at most this x
    * G |M| / side^2 (|M| the total |mass|, side the root cube's), in [0, 1); 0 = the potential's rules alone (the
-   * potential's lists: asking for accelerations then leaves the potential unchanged)            [1e-4] */
+   * potential's lists: asking for accelerations then leaves the potential unchanged)            [5e-5] */
   double fmm_accel_tolerance;
 } amrgrav_options;
 
