@@ -53,13 +53,14 @@
 #              CPU), compute-sanitizer memcheck and racecheck on fmm-tree --quick, then amrgrav_gpu_timing --no-perf
 #              --fmm 128,256 --fmm-host-tree (the host tree and tiles beside the defaults)
 #   fmmperiodic  issue #20, method 'fmm' in periodic boxes on the GPU (cuda/fmm_periodic_phase.cu: the device's sort,
-#              tree with dipole terms and lists with image shifts by default, the host's tiles and far images, the
+#              tree with dipole terms, lists and near tiles with image shifts by default, the host's far images, the
 #              device's evaluation with the shifts and the M2L with dipole terms): ctest gpu.fmm-periodic (CUDA vs CPU FMM, fully periodic 32^3 sine and random,
 #              the AMR set fully periodic, a sheet and a line: pot <= 1e-12 of max |phi|, acc <= 1e-11 of the rms,
 #              identical counts, momentum, two solves bitwise, the device options ignored), compute-sanitizer memcheck
 #              on fmm-periodic --quick, then amrgrav_gpu_timing --no-perf --fmm 128,256 --fmm-periodic
-#              --fmm-host-periodic (the device's sort and lists with shifts, CudaOptions::fmmDevicePeriodic, and the
-#              host's periodic path beside it; the subject checks both paths, bitwise to each other)
+#              --fmm-host-periodic-tiles --fmm-host-periodic (the device's sort, lists and tiles with shifts,
+#              CudaOptions::fmmDevicePeriodic and fmmDevicePeriodicTiles, the host's tiles and the host's periodic
+#              path beside them; the subject checks every path, bitwise to each other)
 #   apibench   `amrgrav bench --grid 256` through the Node API, order 2, 1, and 2 with accelerations
 #   ncu        Nsight Compute on one order-2 walk launch (128^3): throughput, occupancy, stalls, instruction mix
 #   ncuper     the same on the periodic walk's expansion kernel
@@ -310,7 +311,7 @@ PY
       AMRGRAV_REQUIRE_GPU=1 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 $check fmm-periodic --quick \
         > "$out/fmmperiodic-memcheck.log" 2>&1
       summary+=("fmmperiodic memcheck rc=$? $(grep -hE 'ERROR SUMMARY' "$out/fmmperiodic-memcheck.log" | head -1)")
-      timeout 580 $timing --no-perf --fmm 128,256 --fmm-periodic --fmm-host-periodic --reps 3 \
+      timeout 580 $timing --no-perf --fmm 128,256 --fmm-periodic --fmm-host-periodic-tiles --fmm-host-periodic --reps 3 \
         > "$out/fmmperiodic-timing.log" 2>&1
       summary+=("fmmperiodic timing rc=$?")
       python3 - "$out/fmmperiodic-timing.log" <<'PY'

@@ -1,7 +1,8 @@
 /// \file fmm_periodic_phase.cu
 /// \brief Method 'fmm' on the CUDA backend in periodic boxes (fmm_periodic_phase.h): the CPU backend's FMM path
 /// (cpu/cpu_backend.cpp, fmm/fmm_solve.cpp) for a box with periodic axes, with its evaluation on the device; with
-/// CudaOptions::fmmDevicePeriodic the sort (and contrast) and the lists with their image shifts on the device too.
+/// CudaOptions::fmmDevicePeriodic the sort (and contrast), the tree and the lists with their image shifts on the device
+/// too, and with fmmDevicePeriodicTiles the near lists and tiles with their shifts.
 #include <algorithm>
 #include <vector>
 
@@ -88,7 +89,7 @@ Status periodicTreeOnDevice(DeviceState& ds, const SolveOptions& opt, const Sort
 
 Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, SolveResult& out) {
   // the sort (its root cube, keys, order and gather: the same bits as the host's) and the lists with their shifts
-  // on the device (CudaOptions::fmmDevicePeriodic); the tree with its dipole terms, tiles and far images on the host
+  // on the device (CudaOptions::fmmDevicePeriodic); the signed scale and the far images on the host
   const bool deviceSort = ds.copt.fmmDevicePeriodic && ds.copt.fmmDeviceSort;
   const bool deviceWalk = ds.copt.fmmDevicePeriodic && ds.copt.fmmDeviceLists;
   // the tree and its upward pass there too (fmmDeviceTree, with both): cube centres, the signed masses' multipoles;
