@@ -27,10 +27,10 @@ Under mpirun (mpirun -np N amrgrav validate|bench ...) the cells are split over 
 solved with locally essential trees; rank 0 prints, and the JSON carries "ranks".`,
   solver: `Solver options (all commands):
   --method M       tree | fmm (the fast multipole method: every box on the CPU and the GPU; CPU ranks under MPI in isolated or fully periodic boxes) [tree]
-  --fmm-order P    fmm: expansion order, 3..7                                      [6]
+  --fmm-order P    fmm: expansion order, 3..7                                      [7]
   --fmm-theta T    fmm: opening angle, r_A + r_B < T R, in (0, 1)                  [0.65]
   --fmm-tol E      fmm: error tolerance relative to each side's potential bound, [0, 1)  [2e-4]
-  --fmm-acc-tol E  fmm with --accel: the accelerations' tolerance relative to G M / side^2, [0, 1); 0 off  [2e-5]
+  --fmm-acc-tol E  fmm with --accel: the accelerations' tolerance relative to G M / side^2, [0, 1); 0 off  [5e-5]
   --theta T        opening angle of the MAC d > l/T + delta, in (0, 1]           [0.5]
   --order 1|2      1 = monopole, 2 = monopole + quadrupole                         [2]
   --mac M          barnes | bonsai                                                 [barnes]
@@ -176,10 +176,10 @@ function solverOptions(v: Record<string, string | boolean | undefined>): SolverO
   const s = (k: string) => (typeof v[k] === 'string' ? (v[k] as string) : undefined);
   return {
     method: choiceArg('method', s('method'), 'tree', ['tree', 'fmm'] as const),
-    fmmOrder: intArg('fmm-order', s('fmm-order'), 6, 3, 7),
+    fmmOrder: intArg('fmm-order', s('fmm-order'), 7, 3, 7),
     fmmTheta: numberArg('fmm-theta', s('fmm-theta'), 0.65, (x) => x > 0 && x < 1),
     fmmTolerance: numberArg('fmm-tol', s('fmm-tol'), 2e-4, (x) => x >= 0 && x < 1),
-    fmmAccelTolerance: numberArg('fmm-acc-tol', s('fmm-acc-tol'), 2e-5, (x) => x >= 0 && x < 1),
+    fmmAccelTolerance: numberArg('fmm-acc-tol', s('fmm-acc-tol'), 5e-5, (x) => x >= 0 && x < 1),
     theta: numberArg('theta', s('theta'), 0.5),
     order: choiceArg('order', s('order'), '2', ['1', '2'] as const) === '1' ? 1 : 2,
     mac: choiceArg('mac', s('mac'), 'barnes', ['barnes', 'bonsai'] as const),

@@ -76,11 +76,7 @@ export interface SolverOptions {
    * (backend 'cuda' over MPI ranks, a partly periodic box over MPI ranks) are an InvalidOptionError. Default 'tree'.
    */
   method?: MethodChoice;
-  /**
-   * method 'fmm': expansion order p of the multipoles and local expansions, an integer in [3, 7]. Default 6: with the
-   * MAC's test 2b, p 6 at the default fmmTolerance meets 2e-5 at every cell (9.5e-6 at worst, p 7 1.2e-5) at half the
-   * M2L's cost per pair, for up to 1.75x the near field's pairs (docs/fmm-design.md section 3, "Expansion order 6").
-   */
+  /** method 'fmm': expansion order p of the multipoles and local expansions, an integer in [3, 7]. Default 7. */
   fmmOrder?: number;
   /**
    * method 'fmm': opening angle; a node pair interacts through its expansions only when r_A + r_B < fmmTheta R (r: the
@@ -101,12 +97,11 @@ export interface SolverOptions {
    * method 'fmm' with accelerations, isolated boxes: the accelerations' error tolerance, dimensionless; a node pair
    * also needs its bound of the error in the gradient to be at most fmmAccelTolerance times G |M| / side^2 (|M|: the
    * total |mass|, side: the root cube's; 2.5-26x below the largest |a| on the meshes measured, docs/fmm-design.md
-   * section 3: with the default at p 6, 1.4e-7 to 1.22e-5 of max |a| at every cell of uniform, nested, MacLaurin and
-   * 16 random AMR meshes; the gradient's truncation grows as the order falls: at p 7 5e-5 gives 7e-7 to 1.2e-5); in
-   * [0, 1), 0 = the potential's rules alone
+   * section 3: with the default, 7e-7 to 1.2e-5 of max |a| at every cell of uniform, nested, MacLaurin and 16 random
+   * AMR meshes; 1e-4 left 2.0e-5 to 2.2e-5 on three of them); in [0, 1), 0 = the potential's rules alone
    * (the potential's lists: asking for accelerations then leaves the potential's bits unchanged). Without
-   * accelerations, or in a box with a periodic axis, it has no effect. The rule costs 3-7x the near field (uniform
-   * 64^3, 2 CPU threads: 20627 P2P per cell against the potential's 3158, 14.5 s against 1.7 s). Default 2e-5.
+   * accelerations, or in a box with a periodic axis, it has no effect. The rule costs 3-6x the near field (uniform
+   * 64^3, 2 CPU threads: 12059 P2P per cell against the potential's 1867, 10.5 s against 1.5 s). Default 5e-5.
    */
   fmmAccelTolerance?: number;
   /** Opening angle theta of the MAC d > l/theta + delta; (0, 1]. Smaller is more accurate and slower. Default 0.5. */
@@ -199,10 +194,10 @@ export type ResolvedOptions = Required<SolverOptions>;
 
 export const defaultOptions: ResolvedOptions = Object.freeze({
   method: 'tree',
-  fmmOrder: 6,
+  fmmOrder: 7,
   fmmTheta: 0.65,
   fmmTolerance: 2e-4,
-  fmmAccelTolerance: 2e-5,
+  fmmAccelTolerance: 5e-5,
   theta: 0.5,
   order: 2,
   mac: 'barnes',

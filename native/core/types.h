@@ -70,7 +70,7 @@ enum class SolveMethod {
 struct SolveOptions {
   SolveMethod method = SolveMethod::Tree;
   /// FMM expansion order p, [3, 7] (multipoles and local coefficients to degree p).
-  int fmmOrder = 6;
+  int fmmOrder = 7;
   /// FMM opening angle: a node pair interacts by M2L only when r_A + r_B < fmmTheta R; (0, 1).
   double fmmTheta = 0.65;
   /// FMM error tolerance: each M2L's error bound must be at most this times a lower bound of the target's potential,
@@ -81,7 +81,7 @@ struct SolveOptions {
   /// its error in the gradient must also be at most this times G |M_root| / side^2 of the root cube
   /// (physics/fmm_mac_k.h, test 3); [0, 1), 0 = the potential's rules alone (the potential's lists, so asking for
   /// accelerations then leaves the potential's bits unchanged).
-  double fmmAccelTolerance = 2e-5;
+  double fmmAccelTolerance = 5e-5;
   double theta = 0.5;      ///< opening angle, (0, 1]
   int order = 2;           ///< 1: monopole, 2: monopole + traceless quadrupole
   MacKind mac = MacKind::Barnes;

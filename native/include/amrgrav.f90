@@ -63,7 +63,7 @@ module amrgrav
     real(c_double) :: fmm_theta
     real(c_double) :: fmm_tolerance
     integer(c_int) :: softening        ! particles' kernel: 0 spline (radius 2.8 eps, the default), 1 Plummer
-    real(c_double) :: fmm_accel_tolerance  ! FMM: the accelerations' error tolerance (2e-5; 0: the potential's rules)
+    real(c_double) :: fmm_accel_tolerance  ! FMM: the accelerations' error tolerance (5e-5; 0: the potential's rules)
   end type amrgrav_options
 
   type, bind(C), public :: amrgrav_stats

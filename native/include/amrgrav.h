@@ -96,7 +96,7 @@ typedef struct amrgrav_options {
    * rank (AUTO over ranks then runs on the CPU): CUDA over ranks, or a distributed solver in a partly periodic box,
    * is AMRGRAV_INVALID_OPTION (at amrgrav_create, or at the solve).                                              [0] */
   int method;
-  int fmm_order;        /* FMM expansion order p, in [3, 7]                                     [6] */
+  int fmm_order;        /* FMM expansion order p, in [3, 7]                                     [7] */
   double fmm_theta;     /* FMM opening angle: M2L only when r_A + r_B < fmm_theta R, in (0, 1)   [0.65] */
   double fmm_tolerance; /* FMM error tolerance: each M2L's error bound <= this x a lower bound of the
                          * target's potential, in [0, 1); 0 = the opening angle alone             [2e-4] */
@@ -108,7 +108,7 @@ typedef struct amrgrav_options {
   /* Added with the FMM's acceleration rule (older callers' smaller struct_size keeps the default). method 1 with
    * accelerations in an isolated box: each M2L's bound of its error in the gradient must also be at most this x
    * G |M| / side^2 (|M| the total |mass|, side the root cube's), in [0, 1); 0 = the potential's rules alone (the
-   * potential's lists: asking for accelerations then leaves the potential unchanged)            [2e-5] */
+   * potential's lists: asking for accelerations then leaves the potential unchanged)            [5e-5] */
   double fmm_accel_tolerance;
 } amrgrav_options;
 

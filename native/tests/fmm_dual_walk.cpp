@@ -124,7 +124,7 @@ void runMesh(const std::string& name, const Cells& cells, bool points, const std
       compareCase(name + "-p" + std::to_string(p) + "-tol" + (tol > 0 ? "2e-4" : "0"), t.tree, tol,
                   coverage && p == orders.front());
   }
-  // accelerations (test 3) at the default tolerance: the highest order, and 5 where it is walked on
+  // accelerations (test 3) at the default tolerance: the highest order (the default), and 5 where it is walked on
   // meshes large enough to keep M2L at order 5 (on 16^3 every pair then ends in P2P)
   const double accel = SolveOptions{}.fmmAccelTolerance;
   std::vector<int> accelOrders{orders.back()};

@@ -35,7 +35,7 @@
 ///                     passes) and end to end (wall_s), and the errors against float64 softened direct sums; one
 ///                     "plummer-particles" JSON line each
 ///   --fmm LIST        method 'fmm' on the GPU (issue #20, GPU stage 1) on uniform grids of these sides (e.g.
-///                     64,128,256; smooth density, isolated, default order, potential then accelerations): medians of
+///                     64,128,256; smooth density, isolated, order 7, potential and then with accelerations): medians of
 ///                     --reps of each phase (keys_sort_s: root cube and sort, on the device by default: the cells up,
 ///                     checked, keys, sort, the order and keys down, the host's gather; moments: tree and upward pass,
 ///                     build: the interaction lists, on the host; upload; walk: the device's P2P, M2L, L2L and L2P, and each

@@ -57,8 +57,8 @@ int main(void) {
   amrgrav_default_options(&o);
   o.backend = AMRGRAV_BACKEND_CPU;
   o.G = 1;
-  const int defaults = o.method == 0 && o.fmm_order == 6 && o.fmm_theta == 0.65 && o.fmm_tolerance == 2e-4 &&
-                       o.fmm_accel_tolerance == 2e-5;
+  const int defaults = o.method == 0 && o.fmm_order == 7 && o.fmm_theta == 0.65 && o.fmm_tolerance == 2e-4 &&
+                       o.fmm_accel_tolerance == 5e-5;
   const amrgrav_status stTree = solve(&o, tree);
   o.theta = 0.1;
   const amrgrav_status stFine = solve(&o, fine);

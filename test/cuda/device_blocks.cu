@@ -30,7 +30,7 @@
 //   the mass kernel reads in place over PCIe when it is one variable without guard cells (no staged copy):
 //   "check pinned-new" and "check pinned-unchanged" (new densities, the tree kept) against a fresh solver on a
 //   pageable copy, bitwise; with timings, "pinned-new" and "pinned-unchanged".
-// --method fmm: method 'fmm' (order 6, the FMM's defaults; --theta and --order are the tree's) through the block entry
+// --method fmm: method 'fmm' (order 7, the FMM's defaults; --theta and --order are the tree's) through the block entry
 //   (cuda/fmm_phase.h solveFmmBlocks: the cells made on the device, one number per cell up or none): the same checks,
 //   except that the FMM keeps no tree (reuse and kept-* want tree_reused 0, and still a fresh solver's bits), and the
 //   same timings ("unchanged" re-solves the whole FMM).
@@ -318,7 +318,7 @@ int main(int argc, char** argv) {
   o.theta = a.theta;
   o.order = a.order;
   if (a.group > 0) o.group_size = a.group;
-  if (a.fmm) o.method = 1;  // the FMM's own defaults (order 6, theta 0.65, tolerances)
+  if (a.fmm) o.method = 1;  // the FMM's own defaults (order 7, theta 0.65, tolerances)
   const int keptTree = a.fmm ? 0 : 1;  // what a call on an unchanged mesh reports: the FMM keeps no tree
   o.has_box = 1;
   for (int d = 0; d < 3; ++d) {
