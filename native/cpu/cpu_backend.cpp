@@ -119,7 +119,7 @@ class CpuBackend final : public Backend {
     const RootCube root = K.root;
     out.stats.secondsKeys = since(t0);
     if (!direct && opt.fullyPeriodic() && opt.densityContrast) {
-      out.stats.meanDensity = applyDensityContrast(sorted, opt, fixedOrderSum(cells.mass, cells.n, threads));
+      out.stats.meanDensity = applyDensityContrast(sorted, opt, fixedOrderSum(cells.mass, cells.n, threads), threads);
       out.stats.densityContrast = true;
     }
 

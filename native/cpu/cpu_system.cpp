@@ -67,7 +67,7 @@ Status cpuSolveSystem(const SystemView& sys, const SolveOptions& opt, bool direc
   AG_TRY(sortCellsByKey(cells, root, sorted, keys, 0, false, threads));
   out.stats.secondsKeys = since(t0);
   if (!direct && opt.fullyPeriodic() && opt.densityContrast) {
-    out.stats.meanDensity = applyDensityContrast(sorted, opt, fixedOrderSum(cells.mass, cells.n, threads));
+    out.stats.meanDensity = applyDensityContrast(sorted, opt, fixedOrderSum(cells.mass, cells.n, threads), threads);
     out.stats.densityContrast = true;
   }
 

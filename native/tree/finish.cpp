@@ -19,12 +19,13 @@ void finishSolve(const SortedCells& c, const SolveOptions& opt, const std::vecto
       t.potential[c.order[i]] = -opt.G * (p * s);
     }
   });
-  // fully periodic boxes: the volume-weighted mean of the potential (stats.meanPotential)
+  // fully periodic boxes: the volume-weighted mean of the potential (stats.meanPotential), in the sorted order; each
+  // value made again as above rather than read back from the caller's order (sequential reads, the same bits)
   double vPhi = 0, vol = 0;
   if (opt.fullyPeriodic())
     for (std::size_t i = 0; i < n; ++i) {
       const double v = c.size[i] * c.size[i] * c.size[i];
-      vPhi += v * t.potential[c.order[i]];
+      vPhi += v * (-opt.G * ((phi[i] + self * c.mass[i] / c.size[i]) * s));
       vol += v;
     }
   out.stats.meanPotential = vol > 0 ? vPhi / vol : 0.0;

@@ -1,5 +1,6 @@
 /// \file moments.cpp
 /// \brief Bottom-up multipole moments (double precision) and the per-node MAC radius.
+#include "core/thread_pool.h"
 #include "physics/moments_k.h"
 #include "tree/tree.h"
 
@@ -82,12 +83,14 @@ ContrastDensity contrastDensity(const SolveOptions& opt, double scale, double to
   return ContrastDensity{totalMass / volume, totalMass / volumeScaled};  // sizes scaled, masses not
 }
 
-double applyDensityContrast(SortedCells& c, const SolveOptions& opt, double totalMass) {
+double applyDensityContrast(SortedCells& c, const SolveOptions& opt, double totalMass, int threads) {
   if (!(opt.fullyPeriodic() && opt.densityContrast)) return 0.0;
   const ContrastDensity cd = contrastDensity(opt, c.scale, totalMass);
   const double rho = cd.rhoScaled;
-  // physics/moments_k.h, as kernel_moments.cu densityContrastKernel on the device
-  for (std::size_t j = 0; j < c.mass.size(); ++j) c.mass[j] = contrastMass(c.mass[j], rho, c.size[j]);
+  // physics/moments_k.h, as kernel_moments.cu densityContrastKernel on the device; each cell its own: any threads
+  parallelFor(c.mass.size(), std::size_t(1) << 16, threads, [&](std::size_t b, std::size_t e, int) {
+    for (std::size_t j = b; j < e; ++j) c.mass[j] = contrastMass(c.mass[j], rho, c.size[j]);
+  });
   return cd.rho;
 }
 

@@ -105,7 +105,7 @@ void computeMoments(const SortedCells& cells, const SolveOptions& opt, Octree& t
 /// totalMass / (box volume), in the scaled units of `cells`; returns rho in the caller's units (g/cm^3 for cgs).
 /// totalMass is the sum of every rank's masses (this rank's alone in a single-process solve; core/fixed_sum.h, so
 /// that both backends subtract the same mean). No-op (0) otherwise.
-double applyDensityContrast(SortedCells& cells, const SolveOptions& opt, double totalMass);
+double applyDensityContrast(SortedCells& cells, const SolveOptions& opt, double totalMass, int threads = 1);
 
 /// The mean density that applyDensityContrast removes: in the caller's units and in the scaled units of a solve
 /// whose lengths are multiplied by `scale` (masses unscaled); the GPU backend subtracts rhoScaled h^3 itself.
