@@ -61,7 +61,7 @@ Status periodicContrast(DeviceState& ds, const CellsView& cells, const SolveOpti
                         bool deviceSort, SortedCells& sorted, SolveStats& st) {
   if (!(opt.fullyPeriodic() && opt.densityContrast)) return Status::success();
   const double total = fixedOrderSum(cells.mass, cells.n, threads);
-  st.meanDensity = applyDensityContrast(sorted, opt, total);
+  st.meanDensity = applyDensityContrast(sorted, opt, total, threads);
   st.densityContrast = true;
   if (!deviceSort) return Status::success();
   // the sorted masses in slot 3, as tree_phase.cu finishCells contrasts them
@@ -259,18 +259,8 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   v.tileComputedSteps = (deviceTiles ? dt.total.computedEntries : tiles.computedEntries) > 0;
   if (deviceSort) viewDeviceSorted(ds, accel, v);  // the sorted cells where the device's sort left them
   if (deviceTiles) {  // the near field where the device made it, with its shifts (the M2L's: the walk's)
-    v.leaves = dt.leaves;
-    v.tileTarget = dt.target;
-    v.tileStepStart = dt.stepStart;
-    v.tileStepSource = dt.stepSource;
-    v.tileStepTable = dt.stepTable;
-    v.tileInvH = dt.invH;
-    v.irregularLeaf = dt.irrLeaf;
-    v.nearStart = dt.irrStart;
-    v.nearSource = dt.irrSource;
+    viewDeviceTiles(dt, v);
     v.m2lShift = dl.m2lShift;
-    v.tileStepShift = dt.stepShift;
-    v.nearShift = dt.irrShift;
   } else {
     const std::uint8_t* shifts = b.periodic.shifts.get();
     v.m2lShift = deviceWalk ? dl.m2lShift : shifts + shiftOff[0];

@@ -214,6 +214,20 @@ void viewDeviceSorted(const DeviceState& ds, bool accel, FmmDeviceView& v) {
   }
 }
 
+void viewDeviceTiles(const DeviceFmmTiles& dt, FmmDeviceView& v) {
+  v.leaves = dt.leaves;
+  v.tileTarget = dt.target;
+  v.tileStepStart = dt.stepStart;
+  v.tileStepSource = dt.stepSource;
+  v.tileStepTable = dt.stepTable;
+  v.tileInvH = dt.invH;
+  v.irregularLeaf = dt.irrLeaf;
+  v.nearStart = dt.irrStart;
+  v.nearSource = dt.irrSource;
+  v.tileStepShift = dt.stepShift;
+  v.nearShift = dt.irrShift;
+}
+
 FmmDeviceView bufferView(DeviceState& ds, const fmm::FmmTree& tree, std::size_t nodes, std::size_t n, bool accel,
                          const std::size_t tileOff[6], const std::size_t off[3]) {
   FmmBuffers& b = ds.fmm;
@@ -614,17 +628,7 @@ Status evaluateSorted(DeviceState& ds, const SolveOptions& opt, const FmmSteps& 
   v.irregularCount = unsigned(irregularCount);
   v.tileComputedSteps = (deviceTiles ? dt.total.computedEntries : tiles.computedEntries) > 0;
   if (deviceSort) fmmparts::viewDeviceSorted(ds, accel, v);
-  if (deviceTiles) {
-    v.leaves = dt.leaves;
-    v.tileTarget = dt.target;
-    v.tileStepStart = dt.stepStart;
-    v.tileStepSource = dt.stepSource;
-    v.tileStepTable = dt.stepTable;
-    v.tileInvH = dt.invH;
-    v.irregularLeaf = dt.irrLeaf;
-    v.nearStart = dt.irrStart;
-    v.nearSource = dt.irrSource;
-  }
+  if (deviceTiles) viewDeviceTiles(dt, v);
 
   AG_TRY(fmmparts::evaluateOnDevice(ds, v, tree.levelBegin));
   ds.stats.fmmTiles = tileCount;

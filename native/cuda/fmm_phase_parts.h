@@ -111,6 +111,10 @@ Status reserveSums(DeviceState& ds, std::size_t n, bool accel);
 /// The evaluation's cells and sums where the device's sort left them (ds.sortedCells, ds.sums).
 void viewDeviceSorted(const DeviceState& ds, bool accel, FmmDeviceView& v);
 
+/// The evaluation's near field where the device's tiles' build left it (and the image shifts, null in isolated
+/// boxes).
+void viewDeviceTiles(const DeviceFmmTiles& dt, FmmDeviceView& v);
+
 /// The device's evaluation of v, in the CPU's order of phases: P2P (overwrites the sums), M2L, L2L level by level
 /// (levelBegin: fmm::FmmTree::levelBegin), L2P; events between the kernels (slots 0-2, 4, 5) for their times
 /// (ds.stats.secondsWalk, fmmKernelSeconds, walkLaunches). Synchronous.

@@ -563,6 +563,25 @@ __global__ void __launch_bounds__(kTileThreads) fmmP2PTilesMma(FmmDeviceView v) 
     }
 }
 
+/// Cells j0 .. j0 + 63 of a source leaf (its cells sb .. sb + sn - 1) into shared memory, a thread each: x and y as
+/// one 16-byte word, z and m as another; an image's moved by its shift sh as they are staged (evaluate.cpp's
+/// Lanes::load: the shifted position first). Barriers before (the previous cells' readers) and after.
+__device__ __forceinline__ void stageSourceCells(const FmmDeviceView& v, unsigned sb, unsigned sn, unsigned j0,
+                                                 bool image, const double sh[3], double2* sxy, double2* szm) {
+  __syncthreads();
+  if (j0 + threadIdx.x < sn) {
+    const unsigned j = sb + j0 + threadIdx.x;
+    if (image) {
+      sxy[threadIdx.x] = make_double2(v.x[j] + sh[0], v.y[j] + sh[1]);
+      szm[threadIdx.x] = make_double2(v.z[j] + sh[2], v.mass[j]);
+    } else {
+      sxy[threadIdx.x] = make_double2(v.x[j], v.y[j]);
+      szm[threadIdx.x] = make_double2(v.z[j], v.mass[j]);
+    }
+  }
+  __syncthreads();
+}
+
 /// The tiles' computed steps (fmm/p2p_tiles.h: each target against its own source leaf, of another size, irregular
 /// or too far for a table), after the tile kernel stored the table steps' totals: one block per (tile, target), a
 /// thread per target cell, each source's cells staged through shared memory (an image's moved by its shift as they
@@ -600,19 +619,9 @@ __global__ void __launch_bounds__(kLeafThreads) fmmP2PComputed(FmmDeviceView v) 
     const unsigned sb = v.cellBegin[S], sn = v.cellCount[S];
     double q = 0.0, g[3] = {0.0, 0.0, 0.0};
     for (unsigned j0 = 0; j0 < sn; j0 += kLeafThreads) {
-      __syncthreads();  // the previous source's cells are read by every thread
-      if (j0 + threadIdx.x < sn) {
-        const unsigned j = sb + j0 + threadIdx.x;
-        if (image) {
-          sxy[threadIdx.x] = make_double2(v.x[j] + sh[0], v.y[j] + sh[1]);
-          szm[threadIdx.x] = make_double2(v.z[j] + sh[2], v.mass[j]);
-        } else {
-          sxy[threadIdx.x] = make_double2(v.x[j], v.y[j]);
-          szm[threadIdx.x] = make_double2(v.z[j], v.mass[j]);
-        }
-      }
-      __syncthreads();
+      stageSourceCells(v, sb, sn, j0, image, sh, sxy, szm);
       const unsigned m = min(unsigned(kLeafThreads), sn - j0);
+#pragma unroll 8  // the reciprocal square roots of 8 sources in flight; q's additions stay in order
       for (unsigned k = 0; k < m; ++k) {
         const double2 a = sxy[k], c = szm[k];
         const double dx = xi - a.x, dy = yi - a.y, dz = zi - c.x;
@@ -665,18 +674,7 @@ __global__ void __launch_bounds__(kLeafThreads) fmmP2P(FmmDeviceView v) {
       if (image) shiftOf(v, v.nearShift, k, sh);
       const unsigned sb = v.cellBegin[S], sn = v.cellCount[S];
       for (unsigned j0 = 0; j0 < sn; j0 += kLeafThreads) {
-        __syncthreads();  // the previous tile is read by every thread
-        if (j0 + threadIdx.x < sn) {
-          const unsigned j = sb + j0 + threadIdx.x;
-          if (image) {
-            sxy[threadIdx.x] = make_double2(v.x[j] + sh[0], v.y[j] + sh[1]);
-            szm[threadIdx.x] = make_double2(v.z[j] + sh[2], v.mass[j]);
-          } else {
-            sxy[threadIdx.x] = make_double2(v.x[j], v.y[j]);
-            szm[threadIdx.x] = make_double2(v.z[j], v.mass[j]);
-          }
-        }
-        __syncthreads();
+        stageSourceCells(v, sb, sn, j0, image, sh, sxy, szm);
         const unsigned m = min(unsigned(kLeafThreads), sn - j0);
         if (!active) continue;
         for (unsigned j = 0; j < m; ++j) {

@@ -137,17 +137,25 @@ Status hostPeriodicTree(const Cells& cells, const SolveOptions& o, int threads, 
   return fmm::buildFmmTree(keys, root, sorted, o, threads, tree);
 }
 
+/// A case's host tree (hostPeriodicTree) and the box's periods in its scaled lengths; false (a failed check) if the
+/// tree could not be built.
+bool periodicCaseTree(Context& cx, const std::string& name, const Cells& cells, const SolveOptions& o, int threads,
+                      SortedCells& sorted, fmm::FmmTree& tree, double period[3]) {
+  const Status st = hostPeriodicTree(cells, o, threads, sorted, tree);
+  if (!st.ok()) {
+    check(cx, name, false, "host tree failed: " + st.message);
+    return false;
+  }
+  for (int d = 0; d < 3; ++d) period[d] = o.periodic[d] ? (o.boxHi[d] - o.boxLo[d]) * sorted.scale : 0.0;
+  return true;
+}
+
 void periodicListsCase(Context& cx, const std::string& name, const Cells& cells, const SolveOptions& o) {
   const int threads = resolveThreadCount(0);
   SortedCells sorted;
   fmm::FmmTree tree;
-  const Status st = hostPeriodicTree(cells, o, threads, sorted, tree);
-  if (!st.ok()) {
-    check(cx, name, false, "host tree failed: " + st.message);
-    return;
-  }
   double period[3];
-  for (int d = 0; d < 3; ++d) period[d] = o.periodic[d] ? (o.boxHi[d] - o.boxLo[d]) * sorted.scale : 0.0;
+  if (!periodicCaseTree(cx, name, cells, o, threads, sorted, tree, period)) return;
   fmm::FmmLists host, dev;
   const auto th = Clock::now();
   fmm::buildInteractionLists(tree, o.fmmTolerance, threads, host, period);
@@ -182,13 +190,8 @@ void periodicTilesCase(Context& cx, const std::string& name, const Cells& cells,
   const int threads = resolveThreadCount(0);
   SortedCells sorted;
   fmm::FmmTree tree;
-  const Status st = hostPeriodicTree(cells, o, threads, sorted, tree);
-  if (!st.ok()) {
-    check(cx, name, false, "host tree failed: " + st.message);
-    return;
-  }
   double period[3];
-  for (int d = 0; d < 3; ++d) period[d] = o.periodic[d] ? (o.boxHi[d] - o.boxLo[d]) * sorted.scale : 0.0;
+  if (!periodicCaseTree(cx, name, cells, o, threads, sorted, tree, period)) return;
   fmm::FmmLists lists;
   fmm::buildInteractionLists(tree, o.fmmTolerance, threads, lists, period);
   const auto th = Clock::now();
