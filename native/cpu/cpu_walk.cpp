@@ -106,20 +106,25 @@ inline __attribute__((always_inline)) void evaluateLists(const WalkLists& L, con
     const double q[6] = {L.q0[k], L.q1[k], L.q2[k], L.q3[k], L.q4[k], L.q5[k]};
     // signed sources are expanded about the MAC centre with a dipole (tree/moments.cpp)
     const double pd[3] = {Dipole ? L.nd[3 * k] : 0.0, Dipole ? L.nd[3 * k + 1] : 0.0, Dipole ? L.nd[3 * k + 2] : 0.0};
+    // every separation a point of the node lattice: psi = 1/r + C and its derivatives read, the node's whole
+    // interaction (multipole and correction) from them, below
+    const bool nodeOnLattice = Periodic && !expand && (Order >= 2 || Dipole) && L.latticeTargets && L.nodeLattice &&
+                               L.nodeLattice->onLattice(sx, sy, sz);
+    if (!nodeOnLattice) {
 #pragma GCC ivdep
-    for (int i = 0; i < nt; ++i) {
-      if (Accel)
-        nodeCellForce<double, Order, Dipole>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, q, p[i], fx[i], fy[i], fz[i],
-                                             qx[i], qy[i], qz[i], pd);
-      else nodeCellPotential<double, Order, Dipole>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, q, p[i], pd);
+      for (int i = 0; i < nt; ++i) {
+        if (Accel)
+          nodeCellForce<double, Order, Dipole>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, q, p[i], fx[i], fy[i], fz[i],
+                                               qx[i], qy[i], qz[i], pd);
+        else nodeCellPotential<double, Order, Dipole>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, q, p[i], pd);
+      }
     }
     if (Periodic) {  // the node's other images; its com is already the image nearest the group
       const EwaldTableView v = L.ewald->view;  // a local copy: provably not aliased by the outputs
       // the correction takes the plain quadrupole; the potential-only list holds half-upper coefficients (exact x2)
       const double qf[6] = {Accel ? q[0] : 2 * q[0], q[1], q[2], Accel ? q[3] : 2 * q[3], q[4], Accel ? q[5] : 2 * q[5]};
       if (expand) continue;  // the expansion's terms: ewaldExpansionTerms, after the lists
-      if ((Order >= 2 || Dipole) && L.latticeTargets && L.nodeLattice && L.nodeLattice->onLattice(sx, sy, sz)) {
-        // every separation a point of the node lattice: C and its derivatives read, not evaluated
+      if (nodeOnLattice) {
         const EwaldNodeLattice& lat = *L.nodeLattice;
         const double* lc = lat.coef.data();
         const double inv = lat.invDx;
@@ -160,7 +165,7 @@ inline __attribute__((always_inline)) void evaluateLists(const WalkLists& L, con
     const double sm = L.cm[k];
     if (Periodic && !expand) {  // each pair through its nearest image, plus the other images (C(0) for the cell)
       const EwaldTableView v = L.ewald->view;  // a local copy: provably not aliased by the outputs
-      if (L.latticeTargets && L.lattice->onLattice(sx, sy, sz)) {  // every separation a lattice point
+      if (L.latticeTargets && L.lattice->onLattice(sx, sy, sz)) {  // every separation a lattice point: psi read
         const EwaldCellLattice& lat = *L.lattice;
         const double* lc = lat.c.data();
         const double *lgx = Accel ? lat.gx.data() : nullptr, *lgy = Accel ? lat.gy.data() : nullptr,
@@ -172,16 +177,14 @@ inline __attribute__((always_inline)) void evaluateLists(const WalkLists& L, con
           const double dx = nearestImage(tx[i] - sx, v.period[0], v.invPeriod[0]);
           const double dy = nearestImage(ty[i] - sy, v.period[1], v.invPeriod[1]);
           const double dz = nearestImage(tz[i] - sz, v.period[2], v.invPeriod[2]);
-          if (Accel) cellCellForce<double>(dx, dy, dz, sm, p[i], fx[i], fy[i], fz[i]);
-          else cellCellPotential<double>(dx, dy, dz, sm, p[i]);
           int kx = int(std::fabs(dx) * inv + 0.5), ky = int(std::fabs(dy) * inv + 0.5);
           int kz = int(std::fabs(dz) * inv + 0.5);
           kx = kx > m0 ? m0 : kx;
           ky = ky > m1 ? m1 : ky;
           kz = kz > m2 ? m2 : kz;
           const int id = kx + s0 * (ky + s1 * kz);
-          p[i] += sm * lc[id];
-          if (Accel) {  // C is even along every axis, its gradient odd (the per-pair lookup's signs)
+          p[i] += sm * lc[id];  // psi = 1/r + C: the pair and its images
+          if (Accel) {  // psi is even along every axis, its gradient odd (the per-pair lookup's signs)
             fx[i] -= sm * (dx < 0 ? -lgx[id] : lgx[id]);
             fy[i] -= sm * (dy < 0 ? -lgy[id] : lgy[id]);
             fz[i] -= sm * (dz < 0 ? -lgz[id] : lgz[id]);
