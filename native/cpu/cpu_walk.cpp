@@ -88,6 +88,90 @@ inline __attribute__((always_inline)) void ewaldExpansionTerms(const WalkLists& 
   }
 }
 
+/// Potentials of signed sources' nodes on the node lattice (cpu/ewald_lattice.h), a batch of nodes at a time: each
+/// (cell, node) pair is psi's 10 coefficients at the separation (one read of 80 contiguous bytes, not 10 gathered
+/// values) times the node's weights for that octant, summed per coefficient over the nodes and once over the
+/// coefficients per cell. The weights are ewaldNodeTerms's potential: m, -p, and (q + S 1)/6 with the off-diagonal
+/// quadrupole doubled, times the octant's signs (C even along every axis: gradients odd, the Hessian's off-diagonal
+/// terms by the product of two signs). The sum's order is fixed: the same for any thread count.
+typedef double V8d __attribute__((vector_size(64)));
+typedef double V2d __attribute__((vector_size(16)));
+template <int Order, bool Dipole>
+inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists& L, const double* tx,
+                                                                 const double* ty, const double* tz, int nt,
+                                                                 double* p) {
+  constexpr int kBatch = 64;
+  const EwaldNodeLattice& lat = *L.nodeLattice;
+  const double* lc = lat.coef.data();
+  const double inv = lat.invDx;
+  const int m0 = lat.n[0], m1 = lat.n[1], m2 = lat.n[2], s0 = m0 + 1, s1 = m1 + 1;
+  const std::size_t nl = L.latNodes.size();
+  L.latW.resize(kBatch * 8 * 10);
+  L.latCode.resize(std::size_t(kBatch) * nt);
+  double* W = L.latW.data();
+  std::int32_t* code = L.latCode.data();
+  V8d acc8[kMaxGroup];
+  V2d acc2[kMaxGroup];
+  for (int i = 0; i < nt; ++i) { acc8[i] = V8d{}; acc2[i] = V2d{}; }
+  for (std::size_t b0 = 0; b0 < nl; b0 += kBatch) {
+    const int nb = int(std::min<std::size_t>(kBatch, nl - b0));
+    for (int kk = 0; kk < nb; ++kk) {
+      const std::size_t k = L.latNodes[b0 + kk];
+      const double sx = L.nx[k], sy = L.ny[k], sz = L.nz[k];
+      // the weights (the potential-only list holds half-upper quadrupoles: h = q/2 on the diagonal)
+      const double S = L.ns[k], sixth = 1.0 / 6.0;
+      double w[10] = {L.nm[k], 0, 0, 0, 0, 0, 0, 0, 0, 0};
+      if (Dipole) { w[1] = -L.nd[3 * k]; w[2] = -L.nd[3 * k + 1]; w[3] = -L.nd[3 * k + 2]; }
+      if (Order >= 2) {
+        w[4] = sixth * (2 * L.q0[k] + S); w[5] = sixth * (2 * L.q1[k]); w[6] = sixth * (2 * L.q2[k]);
+        w[7] = sixth * (2 * L.q3[k] + S); w[8] = sixth * (2 * L.q4[k]); w[9] = sixth * (2 * L.q5[k] + S);
+      }
+      for (int oct = 0; oct < 8; ++oct) {
+        const double ex = oct & 1 ? -1.0 : 1.0, ey = oct & 2 ? -1.0 : 1.0, ez = oct & 4 ? -1.0 : 1.0;
+        double* wo = W + (kk * 8 + oct) * 10;
+        wo[0] = w[0]; wo[1] = ex * w[1]; wo[2] = ey * w[2]; wo[3] = ez * w[3]; wo[4] = w[4];
+        wo[5] = ex * ey * w[5]; wo[6] = ex * ez * w[6]; wo[7] = w[7]; wo[8] = ey * ez * w[8]; wo[9] = w[9];
+      }
+      // each cell's point: its coefficients' offset in the lattice and its octant
+      std::int32_t* ck = code + std::size_t(kk) * nt;
+#pragma GCC ivdep
+      for (int i = 0; i < nt; ++i) {
+        const double dx = tx[i] - sx, dy = ty[i] - sy, dz = tz[i] - sz;
+        int kx = int(std::fabs(dx) * inv), ky = int(std::fabs(dy) * inv), kz = int(std::fabs(dz) * inv);
+        kx = kx > m0 ? m0 : kx;
+        ky = ky > m1 ? m1 : ky;
+        kz = kz > m2 ? m2 : kz;
+        const int oct = (dx < 0 ? 1 : 0) | (dy < 0 ? 2 : 0) | (dz < 0 ? 4 : 0);
+        ck[i] = 8 * (10 * (kx + s0 * (ky + s1 * kz))) + oct;
+      }
+    }
+    for (int i = 0; i < nt; ++i) {
+      V8d a = acc8[i];
+      V2d c = acc2[i];
+      for (int kk = 0; kk < nb; ++kk) {
+        const std::int32_t cd = code[std::size_t(kk) * nt + i];
+        const double* d = lc + (cd >> 3);
+        const double* wo = W + (kk * 8 + (cd & 7)) * 10;
+        V8d d8, w8;
+        V2d d2, w2;
+        __builtin_memcpy(&d8, d, sizeof d8);
+        __builtin_memcpy(&w8, wo, sizeof w8);
+        __builtin_memcpy(&d2, d + 8, sizeof d2);
+        __builtin_memcpy(&w2, wo + 8, sizeof w2);
+        a += d8 * w8;
+        c += d2 * w2;
+      }
+      acc8[i] = a;
+      acc2[i] = c;
+    }
+  }
+  for (int i = 0; i < nt; ++i) {
+    const V8d a = acc8[i];
+    const V2d c = acc2[i];
+    p[i] += ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])) + (c[0] + c[1]);
+  }
+}
+
 /// Periodic walks: with `centre` (the group's, ewald/expansion_k.h) the correction is one expansion about it,
 /// summed once per source and evaluated once per cell, and source cells are seen through their image nearest the
 /// centre; without, every (cell, source) pair looks the table up through its own nearest image. Dipole: the nodes
@@ -101,6 +185,7 @@ inline __attribute__((always_inline)) void evaluateLists(const WalkLists& L, con
   const bool expand = Periodic && centre;
   double a[kEwaldLocalCoefs] = {};  // the expansion's coefficients (expand only)
   const std::size_t nn = L.nm.size();
+  L.latNodes.clear();
   for (std::size_t k = 0; k < nn; ++k) {
     const double sx = L.nx[k], sy = L.ny[k], sz = L.nz[k], sm = L.nm[k];
     const double q[6] = {L.q0[k], L.q1[k], L.q2[k], L.q3[k], L.q4[k], L.q5[k]};
@@ -110,6 +195,10 @@ inline __attribute__((always_inline)) void evaluateLists(const WalkLists& L, con
     // interaction (multipole and correction) from them, below
     const bool nodeOnLattice = Periodic && !expand && (Order >= 2 || Dipole) && L.latticeTargets && L.nodeLattice &&
                                L.nodeLattice->onLattice(sx, sy, sz);
+    if (nodeOnLattice && !Accel) {  // potentials: in batches, after the loop (latticeNodePotentials)
+      L.latNodes.push_back(std::uint32_t(k));
+      continue;
+    }
     if (!nodeOnLattice) {
 #pragma GCC ivdep
       for (int i = 0; i < nt; ++i) {
@@ -159,6 +248,7 @@ inline __attribute__((always_inline)) void evaluateLists(const WalkLists& L, con
                                                   fx[i], fy[i], fz[i], pd);
     }
   }
+  if (Periodic && !Accel && !L.latNodes.empty()) latticeNodePotentials<Order, Dipole>(L, tx, ty, tz, nt, p);
   const std::size_t nc = L.cm.size();
   for (std::size_t k = 0; k < nc; ++k) {
     double sx = L.cx[k], sy = L.cy[k], sz = L.cz[k];
