@@ -145,24 +145,23 @@ inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists
         ck[i] = 8 * (10 * (kx + s0 * (ky + s1 * kz))) + oct;
       }
     }
-    for (int i = 0; i < nt; ++i) {
-      V8d a = acc8[i];
-      V2d c = acc2[i];
-      for (int kk = 0; kk < nb; ++kk) {
-        const std::int32_t cd = code[std::size_t(kk) * nt + i];
+    // node by node, the group's cells in turn: neighbouring cells read neighbouring points of the lattice
+    for (int kk = 0; kk < nb; ++kk) {
+      const std::int32_t* ck = code + std::size_t(kk) * nt;
+      const double* wk = W + kk * 80;
+      for (int i = 0; i < nt; ++i) {
+        const std::int32_t cd = ck[i];
         const double* d = lc + (cd >> 3);
-        const double* wo = W + (kk * 8 + (cd & 7)) * 10;
+        const double* wo = wk + (cd & 7) * 10;
         V8d d8, w8;
         V2d d2, w2;
         __builtin_memcpy(&d8, d, sizeof d8);
         __builtin_memcpy(&w8, wo, sizeof w8);
         __builtin_memcpy(&d2, d + 8, sizeof d2);
         __builtin_memcpy(&w2, wo + 8, sizeof w2);
-        a += d8 * w8;
-        c += d2 * w2;
+        acc8[i] += d8 * w8;
+        acc2[i] += d2 * w2;
       }
-      acc8[i] = a;
-      acc2[i] = c;
     }
   }
   for (int i = 0; i < nt; ++i) {
