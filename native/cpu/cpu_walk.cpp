@@ -113,6 +113,11 @@ inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists
   V8d acc8[kMaxGroup];
   V2d acc2[kMaxGroup];
   for (int i = 0; i < nt; ++i) { acc8[i] = V8d{}; acc2[i] = V2d{}; }
+  double lo[3] = {tx[0], ty[0], tz[0]}, hi[3] = {tx[0], ty[0], tz[0]};  // the cells' extent
+  for (int i = 1; i < nt; ++i) {
+    lo[0] = std::min(lo[0], tx[i]); lo[1] = std::min(lo[1], ty[i]); lo[2] = std::min(lo[2], tz[i]);
+    hi[0] = std::max(hi[0], tx[i]); hi[1] = std::max(hi[1], ty[i]); hi[2] = std::max(hi[2], tz[i]);
+  }
   for (std::size_t b0 = 0; b0 < nl; b0 += kBatch) {
     const int nb = int(std::min<std::size_t>(kBatch, nl - b0));
     for (int kk = 0; kk < nb; ++kk) {
@@ -126,7 +131,11 @@ inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists
         w[4] = sixth * (2 * L.q0[k] + S); w[5] = sixth * (2 * L.q1[k]); w[6] = sixth * (2 * L.q2[k]);
         w[7] = sixth * (2 * L.q3[k] + S); w[8] = sixth * (2 * L.q4[k]); w[9] = sixth * (2 * L.q5[k] + S);
       }
+      // the octants some cell of the group sees the node in (dx < 0 exactly when tx < sx): far nodes have one
+      const int neg = (lo[0] < sx ? 1 : 0) | (lo[1] < sy ? 2 : 0) | (lo[2] < sz ? 4 : 0);
+      const int pos = (hi[0] >= sx ? 1 : 0) | (hi[1] >= sy ? 2 : 0) | (hi[2] >= sz ? 4 : 0);
       for (int oct = 0; oct < 8; ++oct) {
+        if ((oct & ~neg) | (~oct & ~pos & 7)) continue;  // an axis's sign no cell has
         const double ex = oct & 1 ? -1.0 : 1.0, ey = oct & 2 ? -1.0 : 1.0, ez = oct & 4 ? -1.0 : 1.0;
         double* wo = W + (kk * 8 + oct) * 10;
         wo[0] = w[0]; wo[1] = ex * w[1]; wo[2] = ey * w[2]; wo[3] = ez * w[3]; wo[4] = w[4];

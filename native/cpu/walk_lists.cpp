@@ -24,7 +24,11 @@ bool everyCellAccepts(const SourceTree& t, const double* com, std::uint32_t i, c
 
 /// Appends node i's dipole (3 values) where the tree has dipoles (signed sources; about a centre of mass it is 0).
 inline void pushDipole(const SourceTree& t, std::uint32_t i, std::vector<double>& out) {
-  if (t.dipole) out.insert(out.end(), t.dipole + 3 * i, t.dipole + 3 * i + 3);
+  if (t.dipole) {
+    out.push_back(t.dipole[3 * i]);
+    out.push_back(t.dipole[3 * i + 1]);
+    out.push_back(t.dipole[3 * i + 2]);
+  }
 }
 
 }  // namespace
