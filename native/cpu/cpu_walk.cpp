@@ -98,12 +98,11 @@ typedef double V8d __attribute__((vector_size(64)));
 typedef double V2d __attribute__((vector_size(16)));
 template <int Order, bool Dipole>
 inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists& L, const double* tx,
-                                                                 const double* ty, const double* tz, int nt,
-                                                                 double* p) {
+                                                                 const double* ty, const double* tz,
+                                                                 const std::int32_t* const* it, int nt, double* p) {
   constexpr int kBatch = 64;
   const EwaldNodeLattice& lat = *L.nodeLattice;
   const double* lc = lat.coef.data();
-  const double inv = lat.invDx;
   const int m0 = lat.n[0], m1 = lat.n[1], m2 = lat.n[2], s0 = m0 + 1, s1 = m1 + 1;
   const std::size_t nl = L.latNodes.size();
   L.latW.resize(kBatch * 8 * 10);
@@ -141,16 +140,20 @@ inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists
         wo[0] = w[0]; wo[1] = ex * w[1]; wo[2] = ey * w[2]; wo[3] = ez * w[3]; wo[4] = w[4];
         wo[5] = ex * ey * w[5]; wo[6] = ex * ez * w[6]; wo[7] = w[7]; wo[8] = ey * ez * w[8]; wo[9] = w[9];
       }
-      // each cell's point: its coefficients' offset in the lattice and its octant
+      // each cell's point: its coefficients' offset in the lattice and its octant. In lattice indices (cells at
+      // k dx, the node at (n + 1/2) dx from the cells' origin) the separation is (d - 1/2) dx, d = k - n: the
+      // point floor(|d - 1/2|), negative when d <= 0 (as |t - s| / dx and t - s < 0 give them in doubles)
+      const int nx = lat.index(sx, 0), ny = lat.index(sy, 1), nz = lat.index(sz, 2);
+      const std::int32_t *ix = it[0], *iy = it[1], *iz = it[2];
       std::int32_t* ck = code + std::size_t(kk) * nt;
 #pragma GCC ivdep
       for (int i = 0; i < nt; ++i) {
-        const double dx = tx[i] - sx, dy = ty[i] - sy, dz = tz[i] - sz;
-        int kx = int(std::fabs(dx) * inv), ky = int(std::fabs(dy) * inv), kz = int(std::fabs(dz) * inv);
+        const int dx = ix[i] - nx, dy = iy[i] - ny, dz = iz[i] - nz;
+        int kx = dx > 0 ? dx - 1 : -dx, ky = dy > 0 ? dy - 1 : -dy, kz = dz > 0 ? dz - 1 : -dz;
         kx = kx > m0 ? m0 : kx;
         ky = ky > m1 ? m1 : ky;
         kz = kz > m2 ? m2 : kz;
-        const int oct = (dx < 0 ? 1 : 0) | (dy < 0 ? 2 : 0) | (dz < 0 ? 4 : 0);
+        const int oct = (dx > 0 ? 0 : 1) | (dy > 0 ? 0 : 2) | (dz > 0 ? 0 : 4);
         ck[i] = 8 * (10 * (kx + s0 * (ky + s1 * kz))) + oct;
       }
     }
@@ -192,6 +195,19 @@ inline __attribute__((always_inline)) void evaluateLists(const WalkLists& L, con
   for (int i = 0; i < nt; ++i) { p[i] = 0; fx[i] = 0; fy[i] = 0; fz[i] = 0; qx[i] = 0; qy[i] = 0; qz[i] = 0; }
   const bool expand = Periodic && centre;
   double a[kEwaldLocalCoefs] = {};  // the expansion's coefficients (expand only)
+  // potentials with every cell of the group on the lattice: the cells' lattice indices, for integer separations
+  alignas(64) std::int32_t ix[kMaxGroup], iy[kMaxGroup], iz[kMaxGroup];
+  const std::int32_t* const it[3] = {ix, iy, iz};
+  int ilo[3] = {0, 0, 0}, ihi[3] = {0, 0, 0};
+  const bool intTargets = Periodic && !Accel && !expand && L.latticeTargets;
+  if (intTargets) {
+    const EwaldCellLattice& lat = *L.lattice;
+    for (int i = 0; i < nt; ++i) { ix[i] = lat.index(tx[i], 0); iy[i] = lat.index(ty[i], 1); iz[i] = lat.index(tz[i], 2); }
+    for (int d = 0; d < 3; ++d) {
+      ilo[d] = *std::min_element(it[d], it[d] + nt);
+      ihi[d] = *std::max_element(it[d], it[d] + nt);
+    }
+  }
   const std::size_t nn = L.nm.size();
   L.latNodes.clear();
   for (std::size_t k = 0; k < nn; ++k) {
@@ -256,7 +272,7 @@ inline __attribute__((always_inline)) void evaluateLists(const WalkLists& L, con
                                                   fx[i], fy[i], fz[i], pd);
     }
   }
-  if (Periodic && !Accel && !L.latNodes.empty()) latticeNodePotentials<Order, Dipole>(L, tx, ty, tz, nt, p);
+  if (Periodic && !Accel && !L.latNodes.empty()) latticeNodePotentials<Order, Dipole>(L, tx, ty, tz, it, nt, p);
   const std::size_t nc = L.cm.size();
   for (std::size_t k = 0; k < nc; ++k) {
     double sx = L.cx[k], sy = L.cy[k], sz = L.cz[k];
@@ -265,6 +281,38 @@ inline __attribute__((always_inline)) void evaluateLists(const WalkLists& L, con
       const EwaldTableView v = L.ewald->view;  // a local copy: provably not aliased by the outputs
       if (L.latticeTargets && L.lattice->onLattice(sx, sy, sz)) {  // every separation a lattice point: psi read
         const EwaldCellLattice& lat = *L.lattice;
+        if (!Accel) {
+          // in lattice indices: the nearest image's separation is min(|d|, P - |d|) on a periodic axis of P
+          // spacings when |d| < P (the same point as nearestImage and rounding give in doubles)
+          const int jx = lat.index(sx, 0), jy = lat.index(sy, 1), jz = lat.index(sz, 2);
+          const int j[3] = {jx, jy, jz};
+          bool inRange = true;
+          int F[3];
+          for (int d = 0; d < 3; ++d) {
+            F[d] = lat.period[d] > 0 ? lat.period[d] : 1 << 30;
+            if (lat.period[d] > 0) inRange = inRange && ihi[d] - j[d] < F[d] && j[d] - ilo[d] < F[d];
+          }
+          if (inRange) {
+            const double* lc = lat.c.data();
+            const int m0 = lat.n[0], m1 = lat.n[1], m2 = lat.n[2], s0 = m0 + 1, s1 = m1 + 1;
+            const int F0 = F[0], F1 = F[1], F2 = F[2];
+#pragma GCC ivdep
+            for (int i = 0; i < nt; ++i) {
+              int kx = ix[i] - jx, ky = iy[i] - jy, kz = iz[i] - jz;
+              kx = kx < 0 ? -kx : kx;
+              ky = ky < 0 ? -ky : ky;
+              kz = kz < 0 ? -kz : kz;
+              kx = F0 - kx < kx ? F0 - kx : kx;
+              ky = F1 - ky < ky ? F1 - ky : ky;
+              kz = F2 - kz < kz ? F2 - kz : kz;
+              kx = kx > m0 ? m0 : kx;
+              ky = ky > m1 ? m1 : ky;
+              kz = kz > m2 ? m2 : kz;
+              p[i] += sm * lc[kx + s0 * (ky + s1 * kz)];  // psi = 1/r + C: the pair and its images
+            }
+            continue;
+          }
+        }
         const double* lc = lat.c.data();
         const double *lgx = Accel ? lat.gx.data() : nullptr, *lgy = Accel ? lat.gy.data() : nullptr,
                      *lgz = Accel ? lat.gz.data() : nullptr;

@@ -58,6 +58,7 @@ EwaldCellLattice makeEwaldCellLattice(const EwaldTableView& v, const SortedCells
       // images would leave the lattice (as strict as onLatticeAxis: the lattice holds 1/r exactly)
       if (std::fabs(k - std::rint(k)) > kLatticeUlps * 2.220446049250313e-16 * (1 + k)) return L;
       reach = 0.5 * v.period[d];
+      L.period[d] = int(std::rint(k));
     }
     L.n[d] = int(std::ceil(reach * L.invDx)) + 1;
     points *= std::size_t(L.n[d] + 1);

@@ -41,9 +41,13 @@ struct EwaldCellLattice {
   /// gradients only with accelerations
   std::vector<double> c, gx, gy, gz;
 
+  int period[3] = {0, 0, 0};      ///< periods in spacings (0 on isolated axes)
+
   /// Is x a lattice point along axis d (onLatticeAxis)?
   bool onLattice(double x, int d) const { return onLatticeAxis(x, origin[d], invDx); }
   bool onLattice(double x, double y, double z) const { return onLattice(x, 0) && onLattice(y, 1) && onLattice(z, 2); }
+  /// The index k of lattice point x along axis d (x = origin + k dx).
+  int index(double x, int d) const { return int(std::rint((x - origin[d]) * invDx)); }
 };
 
 /// psi = 1/r + C and its derivatives at the separations of a cell centre from a node's expansion centre when both
@@ -64,6 +68,8 @@ struct EwaldNodeLattice {
 
   bool onLattice(double x, int d) const { return onLatticeAxis(x, origin[d], invDx); }
   bool onLattice(double x, double y, double z) const { return onLattice(x, 0) && onLattice(y, 1) && onLattice(z, 2); }
+  /// The index k of lattice point x along axis d (x = origin + k dx: the cells' lattice point k + 1/2).
+  int index(double x, int d) const { return int(std::rint((x - origin[d]) * invDx)); }
 };
 
 /// Largest node lattice held (points, kEwaldCoefs doubles each).
