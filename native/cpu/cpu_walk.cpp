@@ -88,6 +88,101 @@ inline __attribute__((always_inline)) void ewaldExpansionTerms(const WalkLists& 
   }
 }
 
+/// Potentials of signed sources' nodes on the node lattice (cpu/ewald_lattice.h), a batch of nodes at a time: each
+/// (cell, node) pair is psi's 10 coefficients at the separation (one read of 80 contiguous bytes, not 10 gathered
+/// values) times the node's weights for that octant, summed per coefficient over the nodes and once over the
+/// coefficients per cell. The weights are ewaldNodeTerms's potential: m, -p, and (q + S 1)/6 with the off-diagonal
+/// quadrupole doubled, times the octant's signs (C even along every axis: gradients odd, the Hessian's off-diagonal
+/// terms by the product of two signs). The sum's order is fixed: the same for any thread count.
+typedef double V8d __attribute__((vector_size(64)));
+typedef double V2d __attribute__((vector_size(16)));
+template <int Order, bool Dipole>
+inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists& L, const double* tx,
+                                                                 const double* ty, const double* tz,
+                                                                 const std::int32_t* const* it, int nt, double* p) {
+  constexpr int kBatch = 64;
+  const EwaldNodeLattice& lat = *L.nodeLattice;
+  const double* lc = lat.coef.data();
+  const int m0 = lat.n[0], m1 = lat.n[1], m2 = lat.n[2], s0 = m0 + 1, s1 = m1 + 1;
+  const std::size_t nl = L.latNodes.size();
+  L.latW.resize(kBatch * 8 * 10);
+  L.latCode.resize(std::size_t(kBatch) * nt);
+  double* W = L.latW.data();
+  std::int32_t* code = L.latCode.data();
+  V8d acc8[kMaxGroup];
+  V2d acc2[kMaxGroup];
+  for (int i = 0; i < nt; ++i) { acc8[i] = V8d{}; acc2[i] = V2d{}; }
+  double lo[3] = {tx[0], ty[0], tz[0]}, hi[3] = {tx[0], ty[0], tz[0]};  // the cells' extent
+  for (int i = 1; i < nt; ++i) {
+    lo[0] = std::min(lo[0], tx[i]); lo[1] = std::min(lo[1], ty[i]); lo[2] = std::min(lo[2], tz[i]);
+    hi[0] = std::max(hi[0], tx[i]); hi[1] = std::max(hi[1], ty[i]); hi[2] = std::max(hi[2], tz[i]);
+  }
+  for (std::size_t b0 = 0; b0 < nl; b0 += kBatch) {
+    const int nb = int(std::min<std::size_t>(kBatch, nl - b0));
+    for (int kk = 0; kk < nb; ++kk) {
+      const std::size_t k = L.latNodes[b0 + kk];
+      const double sx = L.nx[k], sy = L.ny[k], sz = L.nz[k];
+      // the weights (the potential-only list holds half-upper quadrupoles: h = q/2 on the diagonal)
+      const double S = L.ns[k], sixth = 1.0 / 6.0;
+      double w[10] = {L.nm[k], 0, 0, 0, 0, 0, 0, 0, 0, 0};
+      if (Dipole) { w[1] = -L.nd[3 * k]; w[2] = -L.nd[3 * k + 1]; w[3] = -L.nd[3 * k + 2]; }
+      if (Order >= 2) {
+        w[4] = sixth * (2 * L.q0[k] + S); w[5] = sixth * (2 * L.q1[k]); w[6] = sixth * (2 * L.q2[k]);
+        w[7] = sixth * (2 * L.q3[k] + S); w[8] = sixth * (2 * L.q4[k]); w[9] = sixth * (2 * L.q5[k] + S);
+      }
+      // the octants some cell of the group sees the node in (dx < 0 exactly when tx < sx): far nodes have one
+      const int neg = (lo[0] < sx ? 1 : 0) | (lo[1] < sy ? 2 : 0) | (lo[2] < sz ? 4 : 0);
+      const int pos = (hi[0] >= sx ? 1 : 0) | (hi[1] >= sy ? 2 : 0) | (hi[2] >= sz ? 4 : 0);
+      for (int oct = 0; oct < 8; ++oct) {
+        if ((oct & ~neg) | (~oct & ~pos & 7)) continue;  // an axis's sign no cell has
+        const double ex = oct & 1 ? -1.0 : 1.0, ey = oct & 2 ? -1.0 : 1.0, ez = oct & 4 ? -1.0 : 1.0;
+        double* wo = W + (kk * 8 + oct) * 10;
+        wo[0] = w[0]; wo[1] = ex * w[1]; wo[2] = ey * w[2]; wo[3] = ez * w[3]; wo[4] = w[4];
+        wo[5] = ex * ey * w[5]; wo[6] = ex * ez * w[6]; wo[7] = w[7]; wo[8] = ey * ez * w[8]; wo[9] = w[9];
+      }
+      // each cell's point: its coefficients' offset in the lattice and its octant. In lattice indices (cells at
+      // k dx, the node at (n + 1/2) dx from the cells' origin) the separation is (d - 1/2) dx, d = k - n: the
+      // point floor(|d - 1/2|), negative when d <= 0 (as |t - s| / dx and t - s < 0 give them in doubles)
+      const int nx = lat.index(sx, 0), ny = lat.index(sy, 1), nz = lat.index(sz, 2);
+      const std::int32_t *ix = it[0], *iy = it[1], *iz = it[2];
+      std::int32_t* ck = code + std::size_t(kk) * nt;
+#pragma GCC ivdep
+      for (int i = 0; i < nt; ++i) {
+        const int dx = ix[i] - nx, dy = iy[i] - ny, dz = iz[i] - nz;
+        int kx = dx > 0 ? dx - 1 : -dx, ky = dy > 0 ? dy - 1 : -dy, kz = dz > 0 ? dz - 1 : -dz;
+        kx = kx > m0 ? m0 : kx;
+        ky = ky > m1 ? m1 : ky;
+        kz = kz > m2 ? m2 : kz;
+        const int oct = (dx > 0 ? 0 : 1) | (dy > 0 ? 0 : 2) | (dz > 0 ? 0 : 4);
+        ck[i] = 8 * (10 * (kx + s0 * (ky + s1 * kz))) + oct;
+      }
+    }
+    // node by node, the group's cells in turn: neighbouring cells read neighbouring points of the lattice
+    for (int kk = 0; kk < nb; ++kk) {
+      const std::int32_t* ck = code + std::size_t(kk) * nt;
+      const double* wk = W + kk * 80;
+      for (int i = 0; i < nt; ++i) {
+        const std::int32_t cd = ck[i];
+        const double* d = lc + (cd >> 3);
+        const double* wo = wk + (cd & 7) * 10;
+        V8d d8, w8;
+        V2d d2, w2;
+        __builtin_memcpy(&d8, d, sizeof d8);
+        __builtin_memcpy(&w8, wo, sizeof w8);
+        __builtin_memcpy(&d2, d + 8, sizeof d2);
+        __builtin_memcpy(&w2, wo + 8, sizeof w2);
+        acc8[i] += d8 * w8;
+        acc2[i] += d2 * w2;
+      }
+    }
+  }
+  for (int i = 0; i < nt; ++i) {
+    const V8d a = acc8[i];
+    const V2d c = acc2[i];
+    p[i] += ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])) + (c[0] + c[1]);
+  }
+}
+
 /// Periodic walks: with `centre` (the group's, ewald/expansion_k.h) the correction is one expansion about it,
 /// summed once per source and evaluated once per cell, and source cells are seen through their image nearest the
 /// centre; without, every (cell, source) pair looks the table up through its own nearest image. Dipole: the nodes
@@ -100,26 +195,49 @@ inline __attribute__((always_inline)) void evaluateLists(const WalkLists& L, con
   for (int i = 0; i < nt; ++i) { p[i] = 0; fx[i] = 0; fy[i] = 0; fz[i] = 0; qx[i] = 0; qy[i] = 0; qz[i] = 0; }
   const bool expand = Periodic && centre;
   double a[kEwaldLocalCoefs] = {};  // the expansion's coefficients (expand only)
+  // potentials with every cell of the group on the lattice: the cells' lattice indices, for integer separations
+  alignas(64) std::int32_t ix[kMaxGroup], iy[kMaxGroup], iz[kMaxGroup];
+  const std::int32_t* const it[3] = {ix, iy, iz};
+  int ilo[3] = {0, 0, 0}, ihi[3] = {0, 0, 0};
+  const bool intTargets = Periodic && !Accel && !expand && L.latticeTargets;
+  if (intTargets) {
+    const EwaldCellLattice& lat = *L.lattice;
+    for (int i = 0; i < nt; ++i) { ix[i] = lat.index(tx[i], 0); iy[i] = lat.index(ty[i], 1); iz[i] = lat.index(tz[i], 2); }
+    for (int d = 0; d < 3; ++d) {
+      ilo[d] = *std::min_element(it[d], it[d] + nt);
+      ihi[d] = *std::max_element(it[d], it[d] + nt);
+    }
+  }
   const std::size_t nn = L.nm.size();
+  L.latNodes.clear();
   for (std::size_t k = 0; k < nn; ++k) {
     const double sx = L.nx[k], sy = L.ny[k], sz = L.nz[k], sm = L.nm[k];
     const double q[6] = {L.q0[k], L.q1[k], L.q2[k], L.q3[k], L.q4[k], L.q5[k]};
     // signed sources are expanded about the MAC centre with a dipole (tree/moments.cpp)
     const double pd[3] = {Dipole ? L.nd[3 * k] : 0.0, Dipole ? L.nd[3 * k + 1] : 0.0, Dipole ? L.nd[3 * k + 2] : 0.0};
+    // every separation a point of the node lattice: psi = 1/r + C and its derivatives read, the node's whole
+    // interaction (multipole and correction) from them, below
+    const bool nodeOnLattice = Periodic && !expand && (Order >= 2 || Dipole) && L.latticeTargets && L.nodeLattice &&
+                               L.nodeLattice->onLattice(sx, sy, sz);
+    if (nodeOnLattice && !Accel) {  // potentials: in batches, after the loop (latticeNodePotentials)
+      L.latNodes.push_back(std::uint32_t(k));
+      continue;
+    }
+    if (!nodeOnLattice) {
 #pragma GCC ivdep
-    for (int i = 0; i < nt; ++i) {
-      if (Accel)
-        nodeCellForce<double, Order, Dipole>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, q, p[i], fx[i], fy[i], fz[i],
-                                             qx[i], qy[i], qz[i], pd);
-      else nodeCellPotential<double, Order, Dipole>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, q, p[i], pd);
+      for (int i = 0; i < nt; ++i) {
+        if (Accel)
+          nodeCellForce<double, Order, Dipole>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, q, p[i], fx[i], fy[i], fz[i],
+                                               qx[i], qy[i], qz[i], pd);
+        else nodeCellPotential<double, Order, Dipole>(tx[i] - sx, ty[i] - sy, tz[i] - sz, sm, q, p[i], pd);
+      }
     }
     if (Periodic) {  // the node's other images; its com is already the image nearest the group
       const EwaldTableView v = L.ewald->view;  // a local copy: provably not aliased by the outputs
       // the correction takes the plain quadrupole; the potential-only list holds half-upper coefficients (exact x2)
       const double qf[6] = {Accel ? q[0] : 2 * q[0], q[1], q[2], Accel ? q[3] : 2 * q[3], q[4], Accel ? q[5] : 2 * q[5]};
       if (expand) continue;  // the expansion's terms: ewaldExpansionTerms, after the lists
-      if ((Order >= 2 || Dipole) && L.latticeTargets && L.nodeLattice && L.nodeLattice->onLattice(sx, sy, sz)) {
-        // every separation a point of the node lattice: C and its derivatives read, not evaluated
+      if (nodeOnLattice) {
         const EwaldNodeLattice& lat = *L.nodeLattice;
         const double* lc = lat.coef.data();
         const double inv = lat.invDx;
@@ -154,14 +272,47 @@ inline __attribute__((always_inline)) void evaluateLists(const WalkLists& L, con
                                                   fx[i], fy[i], fz[i], pd);
     }
   }
+  if (Periodic && !Accel && !L.latNodes.empty()) latticeNodePotentials<Order, Dipole>(L, tx, ty, tz, it, nt, p);
   const std::size_t nc = L.cm.size();
   for (std::size_t k = 0; k < nc; ++k) {
     double sx = L.cx[k], sy = L.cy[k], sz = L.cz[k];
     const double sm = L.cm[k];
     if (Periodic && !expand) {  // each pair through its nearest image, plus the other images (C(0) for the cell)
       const EwaldTableView v = L.ewald->view;  // a local copy: provably not aliased by the outputs
-      if (L.latticeTargets && L.lattice->onLattice(sx, sy, sz)) {  // every separation a lattice point
+      if (L.latticeTargets && L.lattice->onLattice(sx, sy, sz)) {  // every separation a lattice point: psi read
         const EwaldCellLattice& lat = *L.lattice;
+        if (!Accel) {
+          // in lattice indices: the nearest image's separation is min(|d|, P - |d|) on a periodic axis of P
+          // spacings when |d| < P (the same point as nearestImage and rounding give in doubles)
+          const int jx = lat.index(sx, 0), jy = lat.index(sy, 1), jz = lat.index(sz, 2);
+          const int j[3] = {jx, jy, jz};
+          bool inRange = true;
+          int F[3];
+          for (int d = 0; d < 3; ++d) {
+            F[d] = lat.period[d] > 0 ? lat.period[d] : 1 << 30;
+            if (lat.period[d] > 0) inRange = inRange && ihi[d] - j[d] < F[d] && j[d] - ilo[d] < F[d];
+          }
+          if (inRange) {
+            const double* lc = lat.c.data();
+            const int m0 = lat.n[0], m1 = lat.n[1], m2 = lat.n[2], s0 = m0 + 1, s1 = m1 + 1;
+            const int F0 = F[0], F1 = F[1], F2 = F[2];
+#pragma GCC ivdep
+            for (int i = 0; i < nt; ++i) {
+              int kx = ix[i] - jx, ky = iy[i] - jy, kz = iz[i] - jz;
+              kx = kx < 0 ? -kx : kx;
+              ky = ky < 0 ? -ky : ky;
+              kz = kz < 0 ? -kz : kz;
+              kx = F0 - kx < kx ? F0 - kx : kx;
+              ky = F1 - ky < ky ? F1 - ky : ky;
+              kz = F2 - kz < kz ? F2 - kz : kz;
+              kx = kx > m0 ? m0 : kx;
+              ky = ky > m1 ? m1 : ky;
+              kz = kz > m2 ? m2 : kz;
+              p[i] += sm * lc[kx + s0 * (ky + s1 * kz)];  // psi = 1/r + C: the pair and its images
+            }
+            continue;
+          }
+        }
         const double* lc = lat.c.data();
         const double *lgx = Accel ? lat.gx.data() : nullptr, *lgy = Accel ? lat.gy.data() : nullptr,
                      *lgz = Accel ? lat.gz.data() : nullptr;
@@ -172,16 +323,14 @@ inline __attribute__((always_inline)) void evaluateLists(const WalkLists& L, con
           const double dx = nearestImage(tx[i] - sx, v.period[0], v.invPeriod[0]);
           const double dy = nearestImage(ty[i] - sy, v.period[1], v.invPeriod[1]);
           const double dz = nearestImage(tz[i] - sz, v.period[2], v.invPeriod[2]);
-          if (Accel) cellCellForce<double>(dx, dy, dz, sm, p[i], fx[i], fy[i], fz[i]);
-          else cellCellPotential<double>(dx, dy, dz, sm, p[i]);
           int kx = int(std::fabs(dx) * inv + 0.5), ky = int(std::fabs(dy) * inv + 0.5);
           int kz = int(std::fabs(dz) * inv + 0.5);
           kx = kx > m0 ? m0 : kx;
           ky = ky > m1 ? m1 : ky;
           kz = kz > m2 ? m2 : kz;
           const int id = kx + s0 * (ky + s1 * kz);
-          p[i] += sm * lc[id];
-          if (Accel) {  // C is even along every axis, its gradient odd (the per-pair lookup's signs)
+          p[i] += sm * lc[id];  // psi = 1/r + C: the pair and its images
+          if (Accel) {  // psi is even along every axis, its gradient odd (the per-pair lookup's signs)
             fx[i] -= sm * (dx < 0 ? -lgx[id] : lgx[id]);
             fy[i] -= sm * (dy < 0 ? -lgy[id] : lgy[id]);
             fz[i] -= sm * (dz < 0 ? -lgz[id] : lgz[id]);

@@ -4,6 +4,36 @@
 
 
 namespace amrgrav {
+namespace {
+
+/// Adds 1/r and its derivatives at (x, y, z) != 0 in ewaldLookup's layout (deriv: 0 value, 1 gradient, 2 Hessian
+/// xx xy xz yy yz zz, 3 third derivatives xxx xxy xxz xyy xyz xzz yyy yyz yzz zzz).
+void addNewton(double x, double y, double z, int deriv, double* c, double* g, double* H, double* T) {
+  const double r2 = x * x + y * y + z * z;
+  const double ri = 1 / std::sqrt(r2), ri2 = ri * ri, ri3 = ri * ri2, ri5 = ri3 * ri2, ri7 = ri5 * ri2;
+  const double s[3] = {x, y, z};
+  *c += ri;
+  if (deriv >= 1)
+    for (int i = 0; i < 3; ++i) g[i] -= s[i] * ri3;
+  if (deriv >= 2) {
+    static constexpr int hi[6][2] = {{0, 0}, {0, 1}, {0, 2}, {1, 1}, {1, 2}, {2, 2}};
+    for (int e = 0; e < 6; ++e) {
+      const int i = hi[e][0], j = hi[e][1];
+      H[e] += 3 * s[i] * s[j] * ri5 - (i == j ? ri3 : 0.0);
+    }
+  }
+  if (deriv >= 3) {
+    static constexpr int ti[10][3] = {{0, 0, 0}, {0, 0, 1}, {0, 0, 2}, {0, 1, 1}, {0, 1, 2},
+                                      {0, 2, 2}, {1, 1, 1}, {1, 1, 2}, {1, 2, 2}, {2, 2, 2}};
+    for (int e = 0; e < 10; ++e) {
+      const int i = ti[e][0], j = ti[e][1], k = ti[e][2];
+      const double d = (j == k ? s[i] : 0.0) + (i == k ? s[j] : 0.0) + (i == j ? s[k] : 0.0);
+      T[e] += -15 * s[i] * s[j] * s[k] * ri7 + 3 * d * ri5;
+    }
+  }
+}
+
+}  // namespace
 
 EwaldCellLattice makeEwaldCellLattice(const EwaldTableView& v, const SortedCells& cells, bool accel) {
   EwaldCellLattice L;
@@ -25,8 +55,10 @@ EwaldCellLattice makeEwaldCellLattice(const EwaldTableView& v, const SortedCells
     double reach = v.n[d] * v.h[d] / v.invUnit;
     if (v.period[d] > 0) {
       const double k = v.period[d] * L.invDx;
-      if (std::fabs(k - std::rint(k)) > 1e-9 * k) return L;  // images would leave the lattice
+      // images would leave the lattice (as strict as onLatticeAxis: the lattice holds 1/r exactly)
+      if (std::fabs(k - std::rint(k)) > kLatticeUlps * 2.220446049250313e-16 * (1 + k)) return L;
       reach = 0.5 * v.period[d];
+      L.period[d] = int(std::rint(k));
     }
     L.n[d] = int(std::ceil(reach * L.invDx)) + 1;
     points *= std::size_t(L.n[d] + 1);
@@ -40,6 +72,8 @@ EwaldCellLattice makeEwaldCellLattice(const EwaldTableView& v, const SortedCells
       for (int kx = 0; kx <= L.n[0]; ++kx, ++idx) {
         double c, g[3];
         ewaldLookup<1>(v, kx * L.dx, ky * L.dx, kz * L.dx, &c, g, (double*)nullptr, (double*)nullptr);
+        // psi = 1/r + C; at k = 0 a cell meets only its images
+        if (kx || ky || kz) addNewton(kx * L.dx, ky * L.dx, kz * L.dx, accel ? 1 : 0, &c, g, nullptr, nullptr);
         L.c[idx] = c;
         if (accel) { L.gx[idx] = g[0]; L.gy[idx] = g[1]; L.gz[idx] = g[2]; }
       }
@@ -70,6 +104,7 @@ EwaldNodeLattice makeEwaldNodeLattice(const EwaldTableView& v, const EwaldCellLa
         const double x = (kx + 0.5) * L.dx, y = (ky + 0.5) * L.dx, z = (kz + 0.5) * L.dx;
         if (accel) ewaldLookup<3>(v, x, y, z, out, out + 1, out + 4, out + 10);
         else ewaldLookup<2>(v, x, y, z, out, out + 1, out + 4, (double*)nullptr);
+        addNewton(x, y, z, accel ? 3 : 2, out, out + 1, out + 4, out + 10);  // psi = 1/r + C
       }
   L.usable = true;
   return L;

@@ -1,12 +1,18 @@
 /// \file ewald_lattice.h
-/// \brief The Ewald correction at the separations of a regular lattice, for the CPU walk's per-pair lookups.
+/// \brief The periodic Green's function at the separations of a regular lattice, for the CPU walk's per-pair
+/// evaluation of groups that do not expand their Ewald correction.
 /// On a mesh most (cell, cell) separations are whole multiples of the finest cell size dx (every pair of finest
-/// cells, and every periodic image of one when the periods are whole multiples of dx too). For those the walk
-/// reads C(k dx) and its gradient from a small array made once per walk, instead of evaluating the table's cubic
-/// per pair (20 gathered coefficients and ~60 operations): the same function at the same point (the table's
-/// polynomial about the grid point nearest k dx), so the sums agree with per-pair lookups to rounding, except
-/// where k dx lies half-way between two table points (there the neighbouring polynomial's value, the table's own
-/// error apart). Pairs off the lattice keep per-pair lookups. Interaction lists are untouched.
+/// cells, and every periodic image of one when the periods are whole multiples of dx too), and the expansion
+/// centres of signed sources' nodes lie half a cell off. For those the walk reads psi = 1/r + C (the point mass
+/// and its periodic images) and its derivatives at k dx from small arrays made once per walk, instead of
+/// computing 1/r and its multipole terms and evaluating the table's cubic per pair (20 gathered coefficients and
+/// ~60 operations): one read set per pair instead of two kernels. C is the table's polynomial about the grid point
+/// nearest k dx (as a per-pair lookup evaluates it), 1/r and its derivatives are exact at k dx; so the sums agree
+/// with the per-pair kernels to rounding, except where k dx lies half-way between two table points (there the
+/// neighbouring polynomial's value, the table's own error apart). A point counts as on the lattice only within a
+/// few dozen ulps of its coordinates (kLatticeUlps): the 1/r read at k dx then differs from 1/|t - s| by no more
+/// than the coordinates' own rounding. Pairs off the lattice keep the per-pair kernels. Interaction lists are
+/// untouched.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -17,26 +23,39 @@
 
 namespace amrgrav {
 
+/// Is coordinate x a lattice point (origin + k / invDx) to within kLatticeUlps ulps of the coordinates' size? The
+/// lattices hold 1/r exactly at k dx, so a point is taken as on the lattice only as far as its own rounding.
+constexpr double kLatticeUlps = 32;
+inline bool onLatticeAxis(double x, double origin, double invDx) {
+  const double k = (x - origin) * invDx;
+  const double tol = kLatticeUlps * 2.220446049250313e-16 * (1 + (std::fabs(x) + std::fabs(origin)) * invDx);
+  return std::fabs(k - std::rint(k)) <= tol;
+}
+
 struct EwaldCellLattice {
   bool usable = false;
   double origin[3] = {0, 0, 0};  ///< a lattice point (the centre of a finest cell)
   double dx = 0, invDx = 0;      ///< the lattice spacing (the finest cell size)
   int n[3] = {0, 0, 0};          ///< largest |k| per axis held
-  std::vector<double> c, gx, gy, gz;  ///< at (kx, ky, kz) dx, k >= 0, x fastest; gradients only with accelerations
+  /// psi = 1/r + C (C(0) at k = 0: a cell's own images) and its gradient at (kx, ky, kz) dx, k >= 0, x fastest;
+  /// gradients only with accelerations
+  std::vector<double> c, gx, gy, gz;
 
-  /// Is x a lattice point along axis d (to 1e-9 of a spacing)?
-  bool onLattice(double x, int d) const {
-    const double k = (x - origin[d]) * invDx;
-    return std::fabs(k - std::rint(k)) <= 1e-9 * (1 + std::fabs(k));
-  }
+  int period[3] = {0, 0, 0};      ///< periods in spacings (0 on isolated axes)
+
+  /// Is x a lattice point along axis d (onLatticeAxis)?
+  bool onLattice(double x, int d) const { return onLatticeAxis(x, origin[d], invDx); }
   bool onLattice(double x, double y, double z) const { return onLattice(x, 0) && onLattice(y, 1) && onLattice(z, 2); }
+  /// The index k of lattice point x along axis d (x = origin + k dx).
+  int index(double x, int d) const { return int(std::rint((x - origin[d]) * invDx)); }
 };
 
-/// C and its derivatives at the separations of a cell centre from a node's expansion centre when both are lattice
-/// points of the finest cells, the centre shifted by half a spacing on every axis: the centres of nodes of 2^k
-/// finest cells a side (k >= 1), about which signed sources (the density contrast) are expanded. Each point holds
-/// the coefficients of ewaldLookup (C, gradient, Hessian, and third derivatives with accelerations) at
-/// ((k + 1/2) dx) with k >= 0;
+/// psi = 1/r + C and its derivatives at the separations of a cell centre from a node's expansion centre when both
+/// are lattice points of the finest cells, the centre shifted by half a spacing on every axis: the centres of nodes
+/// of 2^k finest cells a side (k >= 1), about which signed sources (the density contrast) are expanded. Each point
+/// holds psi's coefficients in ewaldLookup's layout (value, gradient, Hessian, and third derivatives with
+/// accelerations) at ((k + 1/2) dx) with k >= 0, so that one ewaldNodeTerms gives a node's whole interaction
+/// (multipole and correction: the same second-order expansion of both, lap(1/r) = 0);
 /// the other octants follow from the signs (C even along every axis). Pairs off this lattice (centres of mass, other
 /// levels) keep per-pair lookups.
 struct EwaldNodeLattice {
@@ -47,11 +66,10 @@ struct EwaldNodeLattice {
   int stride = 0;                ///< coefficients per point: 10 (C, gradient, Hessian) for potentials, 20 with T
   std::vector<double> coef;      ///< `stride` per point, x fastest
 
-  bool onLattice(double x, int d) const {
-    const double k = (x - origin[d]) * invDx;
-    return std::fabs(k - std::rint(k)) <= 1e-9 * (1 + std::fabs(k));
-  }
+  bool onLattice(double x, int d) const { return onLatticeAxis(x, origin[d], invDx); }
   bool onLattice(double x, double y, double z) const { return onLattice(x, 0) && onLattice(y, 1) && onLattice(z, 2); }
+  /// The index k of lattice point x along axis d (x = origin + k dx: the cells' lattice point k + 1/2).
+  int index(double x, int d) const { return int(std::rint((x - origin[d]) * invDx)); }
 };
 
 /// Largest node lattice held (points, kEwaldCoefs doubles each).

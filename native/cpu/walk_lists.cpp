@@ -92,11 +92,19 @@ void buildLists(const SourceTree& t, const SortedCells& c, const Groups& g, std:
     if (t.isLeaf(i)) {
       const std::uint32_t b = t.cellBegin[i], e = b + t.cellCount[i];
       if (Periodic && childTag) {
+        // taggedImage per cell: x + k P, with k P (exact) made once per axis
         const EwaldTableView& v = L.ewald->view;
-        for (std::uint32_t j = b; j < e; ++j) {
-          L.cx.push_back(taggedImage(t.x[j], childTag, 0, v.period[0]));
-          L.cy.push_back(taggedImage(t.y[j], childTag, 1, v.period[1]));
-          L.cz.push_back(taggedImage(t.z[j], childTag, 2, v.period[2]));
+        double shift[3];
+        for (int d = 0; d < 3; ++d) shift[d] = taggedImage(0.0, childTag, d, v.period[d]);
+        const std::size_t o = L.cx.size(), n = e - b;
+        L.cx.resize(o + n);
+        L.cy.resize(o + n);
+        L.cz.resize(o + n);
+        double *px = L.cx.data() + o, *py = L.cy.data() + o, *pz = L.cz.data() + o;
+        for (std::size_t j = 0; j < n; ++j) {
+          px[j] = t.x[b + j] + shift[0];
+          py[j] = t.y[b + j] + shift[1];
+          pz[j] = t.z[b + j] + shift[2];
         }
       } else {
         L.cx.insert(L.cx.end(), t.x + b, t.x + e);

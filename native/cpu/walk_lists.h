@@ -33,6 +33,10 @@ struct WalkLists {
   const EwaldNodeLattice* nodeLattice = nullptr;  // periodic walks: node corrections at lattice separations
   bool latticeTargets = false;            // the current group's cells all lie on `lattice`
   bool expandEwald = true;                // periodic walks: small groups expand the correction (SolveOptions)
+  // the evaluation's scratch (cpu/cpu_walk.cpp): nodes on the node lattice, their weights and the cells' offsets
+  mutable std::vector<std::uint32_t> latNodes;
+  mutable std::vector<double> latW;
+  mutable std::vector<std::int32_t> latCode;
   void clear() {
     for (auto* v : {&nx, &ny, &nz, &nm, &q0, &q1, &q2, &q3, &q4, &q5, &cx, &cy, &cz, &cm, &ns, &nd, &hx, &hy, &hz, &hm,
                     &hs, &hq, &hd})
