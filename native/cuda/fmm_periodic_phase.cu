@@ -38,6 +38,7 @@ using fmmparts::putCells;
 using fmmparts::putTables;
 using fmmparts::putTree;
 using fmmparts::viewDeviceSorted;
+using fmmparts::viewDeviceTiles;
 
 namespace {
 

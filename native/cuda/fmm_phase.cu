@@ -628,7 +628,7 @@ Status evaluateSorted(DeviceState& ds, const SolveOptions& opt, const FmmSteps& 
   v.irregularCount = unsigned(irregularCount);
   v.tileComputedSteps = (deviceTiles ? dt.total.computedEntries : tiles.computedEntries) > 0;
   if (deviceSort) fmmparts::viewDeviceSorted(ds, accel, v);
-  if (deviceTiles) viewDeviceTiles(dt, v);
+  if (deviceTiles) fmmparts::viewDeviceTiles(dt, v);
 
   AG_TRY(fmmparts::evaluateOnDevice(ds, v, tree.levelBegin));
   ds.stats.fmmTiles = tileCount;
