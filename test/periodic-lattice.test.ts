@@ -36,6 +36,21 @@ const maxDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => {
   return m;
 };
 
+/** A unit box of n^3 cells of density 1 + A sin(2 pi (x + y + z)) at the cell centres (mass = rho h^3). */
+function diagonalSine(n: number, A: number): Cells {
+  const h = 1 / n, N = n ** 3, kk = 2 * Math.PI;
+  const c: Cells = { x: new Float64Array(N), y: new Float64Array(N), z: new Float64Array(N),
+    mass: new Float64Array(N), size: new Float64Array(N).fill(h) };
+  let i = 0;
+  for (let k = 0; k < n; k++)
+    for (let q = 0; q < n; q++)
+      for (let p = 0; p < n; p++, i++) {
+        c.x[i] = (p + 0.5) * h; c.y[i] = (q + 0.5) * h; c.z[i] = (k + 0.5) * h;
+        c.mass[i] = (1 + A * Math.sin(kk * (c.x[i] + c.y[i] + c.z[i]))) * h ** 3;
+      }
+  return c;
+}
+
 describe('per-pair Ewald corrections at lattice separations (CPU)', () => {
   it('of cells converge to the independent Ewald sum of the density contrast (6^3, theta 0.3, groups too large to expand)', async () => {
     const c = randomGrid(6, 3);
@@ -55,16 +70,8 @@ describe('per-pair Ewald corrections at lattice separations (CPU)', () => {
     // rho = 1 + A sin(k.x), k = 2 pi (1, 1, 1): phi = -4 pi G A sin(k.x) / k^2, g = -grad phi
     const errs: number[] = [];
     for (const n of [16, 32]) {
-      const h = 1 / n, N = n ** 3, A = 1e-3, kk = 2 * Math.PI, k2 = 3 * kk * kk;
-      const c: Cells = { x: new Float64Array(N), y: new Float64Array(N), z: new Float64Array(N),
-        mass: new Float64Array(N), size: new Float64Array(N).fill(h) };
-      let i = 0;
-      for (let k = 0; k < n; k++)
-        for (let q = 0; q < n; q++)
-          for (let p = 0; p < n; p++, i++) {
-            c.x[i] = (p + 0.5) * h; c.y[i] = (q + 0.5) * h; c.z[i] = (k + 0.5) * h;
-            c.mass[i] = (1 + A * Math.sin(kk * (c.x[i] + c.y[i] + c.z[i]))) * h ** 3;
-          }
+      const N = n ** 3, A = 1e-3, kk = 2 * Math.PI, k2 = 3 * kk * kk;
+      const c = diagonalSine(n, A);
       const r = await new GravitySolver({ G: 1, theta: 0.5, boundary: 'periodic', backend: 'cpu', accelerations: true })
         .solveCells(c, unitBox);
       expect(r.stats.approxInteractionsPerCell).toBeGreaterThan(100);  // nodes, about their cube centres
@@ -89,15 +96,7 @@ describe('per-pair Ewald corrections at lattice separations (CPU)', () => {
   it('potentials alone equal those of a solve with accelerations and the analytic sine (16^3, 24^3 with inexact coordinates)', async () => {
     for (const n of [16, 24]) {
       const h = 1 / n, N = n ** 3, A = 1e-3, kk = 2 * Math.PI, k2 = 3 * kk * kk;
-      const c: Cells = { x: new Float64Array(N), y: new Float64Array(N), z: new Float64Array(N),
-        mass: new Float64Array(N), size: new Float64Array(N).fill(h) };
-      let i = 0;
-      for (let k = 0; k < n; k++)
-        for (let q = 0; q < n; q++)
-          for (let p = 0; p < n; p++, i++) {
-            c.x[i] = (p + 0.5) * h; c.y[i] = (q + 0.5) * h; c.z[i] = (k + 0.5) * h;
-            c.mass[i] = (1 + A * Math.sin(kk * (c.x[i] + c.y[i] + c.z[i]))) * h ** 3;
-          }
+      const c = diagonalSine(n, A);
       const opts = { G: 1, theta: 0.5, boundary: 'periodic' as const, backend: 'cpu' as const };
       const pot = await new GravitySolver(opts).solveCells(c, unitBox);
       const acc = await new GravitySolver({ ...opts, accelerations: true }).solveCells(c, unitBox);
