@@ -105,7 +105,7 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   const auto t0 = Clock::now();
   const int threads = resolveThreadCount(opt.threads);
   SolveStats& st = out.stats;
-  st.threads = threads;  // the host's part: sort, tree, multipoles, lists, tiles, far images
+  st.threads = threads;  // the host's part: the gather, the contrast, the signed scale, far images (and the paths off)
 
   // the CPU backend's steps (cpu_backend.cpp solveImpl): root cube, key sort, the density contrast of a fully
   // periodic box (the total of the caller's masses in its order, as there: core/fixed_sum.h's chunks in the
@@ -183,9 +183,7 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   const fmm::P2pTables& p2pTables = hn.tables;
   const fmm::P2pTiles& tiles = hn.tiles;
   const fmm::IrregularLists& irr = hn.irr;
-  const std::size_t leafCount = deviceTiles ? dt.leafCount : near.leaves.size();
-  const std::size_t tileCount = deviceTiles ? dt.tiles : tiles.tiles();
-  const std::size_t irregularCount = deviceTiles ? dt.irregularCount : tiles.irregular.size();
+  const fmmparts::NearFieldCounts counts = fmmparts::nearFieldCounts(deviceTiles, dt, hn);
   // the far images (fmm/far_images.h) on the host: their local coefficients into the frontier nodes' L (zero until
   // now: the device's M2L and L2L add to it), and for the cells of leaves shallower than the frontier (none on a
   // uniform grid) their L2P into `far` (added to the device's sums once down)
@@ -254,10 +252,7 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   ds.stats.secondsUpload = since(t);
 
   FmmDeviceView v = fmmparts::bufferView(ds, tree, nodes, n, accel, tileOff, off);
-  v.leafCount = unsigned(leafCount);
-  v.tileCount = unsigned(tileCount);
-  v.irregularCount = unsigned(irregularCount);
-  v.tileComputedSteps = (deviceTiles ? dt.total.computedEntries : tiles.computedEntries) > 0;
+  fmmparts::viewNearFieldCounts(counts, v);
   if (deviceSort) viewDeviceSorted(ds, accel, v);  // the sorted cells where the device's sort left them
   if (deviceTiles) {  // the near field where the device made it, with its shifts (the M2L's: the walk's)
     viewDeviceTiles(dt, v);
@@ -273,12 +268,7 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
 
   // the device's evaluation (the far images' L already in)
   AG_TRY(fmmparts::evaluateOnDevice(ds, v, tree.levelBegin));
-  ds.stats.fmmTiles = tileCount;
-  ds.stats.fmmTileTargets = leafCount - irregularCount;
-  ds.stats.fmmTables = tiles.slots.size();
-  ds.stats.fmmTableEntries = deviceTiles ? dt.total.tableEntries : tiles.tableEntries;
-  ds.stats.fmmComputedEntries = deviceTiles ? dt.total.computedEntries : tiles.computedEntries;
-  ds.stats.fmmIrregularLeaves = irregularCount;
+  fmmparts::reportNearFieldCounts(counts, ds.stats);
 
   // download, the far images of the shallower leaves' cells added, then the CPU backend's finish (G, scaling, the
   // periodic self term, the mean potential, the caller's order)
@@ -296,7 +286,7 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   finishSolve(sorted, opt, phi, accel ? g : nullptr, out, copyThreads(ds));
   ds.stats.secondsDownload = since(t);
 
-  fmmparts::reportFmmStats(ds, t0, n, nodes, leafCount, tree.topo.depth, lists.directedM2L,
+  fmmparts::reportFmmStats(ds, t0, n, nodes, counts.leaves, tree.topo.depth, lists.directedM2L,
                            lists.directedP2P, st);
   return Status::success();
 }

@@ -214,6 +214,33 @@ void viewDeviceSorted(const DeviceState& ds, bool accel, FmmDeviceView& v) {
   }
 }
 
+NearFieldCounts nearFieldCounts(bool deviceTiles, const DeviceFmmTiles& dt, const fmm::HostNearField& hn) {
+  NearFieldCounts c;
+  c.leaves = deviceTiles ? dt.leafCount : hn.near.leaves.size();
+  c.tiles = deviceTiles ? dt.tiles : hn.tiles.tiles();
+  c.irregular = deviceTiles ? dt.irregularCount : hn.tiles.irregular.size();
+  c.tables = hn.tiles.slots.size();  // the device's build's slots are copied there too
+  c.tableEntries = deviceTiles ? dt.total.tableEntries : hn.tiles.tableEntries;
+  c.computedEntries = deviceTiles ? dt.total.computedEntries : hn.tiles.computedEntries;
+  return c;
+}
+
+void viewNearFieldCounts(const NearFieldCounts& c, FmmDeviceView& v) {
+  v.leafCount = unsigned(c.leaves);
+  v.tileCount = unsigned(c.tiles);
+  v.irregularCount = unsigned(c.irregular);
+  v.tileComputedSteps = c.computedEntries > 0;
+}
+
+void reportNearFieldCounts(const NearFieldCounts& c, CudaStats& s) {
+  s.fmmTiles = c.tiles;
+  s.fmmTileTargets = c.leaves - c.irregular;
+  s.fmmTables = c.tables;
+  s.fmmTableEntries = c.tableEntries;
+  s.fmmComputedEntries = c.computedEntries;
+  s.fmmIrregularLeaves = c.irregular;
+}
+
 void viewDeviceTiles(const DeviceFmmTiles& dt, FmmDeviceView& v) {
   v.leaves = dt.leaves;
   v.tileTarget = dt.target;
@@ -588,9 +615,7 @@ Status evaluateSorted(DeviceState& ds, const SolveOptions& opt, const FmmSteps& 
   } else {
     hn = fmm::buildHostNearField(tree, lists, sorted, threads);
   }
-  const std::size_t leafCount = deviceTiles ? dt.leafCount : near.leaves.size();
-  const std::size_t tileCount = deviceTiles ? dt.tiles : tiles.tiles();
-  const std::size_t irregularCount = deviceTiles ? dt.irregularCount : tiles.irregular.size();
+  const fmmparts::NearFieldCounts counts = fmmparts::nearFieldCounts(deviceTiles, dt, hn);
   const fmm::MultiIndex mi(tree.order);
   std::size_t off[3];
   const std::vector<int> tables = indexTables(mi, off);
@@ -623,22 +648,14 @@ Status evaluateSorted(DeviceState& ds, const SolveOptions& opt, const FmmSteps& 
   // the evaluation's view: the buffers the host fed, then what the device's sort and tiles keep where they made it
   FmmDeviceView& v = e.v;
   v = fmmparts::bufferView(ds, tree, nodes, n, accel, tileOff, off);
-  v.leafCount = unsigned(leafCount);
-  v.tileCount = unsigned(tileCount);
-  v.irregularCount = unsigned(irregularCount);
-  v.tileComputedSteps = (deviceTiles ? dt.total.computedEntries : tiles.computedEntries) > 0;
+  fmmparts::viewNearFieldCounts(counts, v);
   if (deviceSort) fmmparts::viewDeviceSorted(ds, accel, v);
   if (deviceTiles) fmmparts::viewDeviceTiles(dt, v);
 
   AG_TRY(fmmparts::evaluateOnDevice(ds, v, tree.levelBegin));
-  ds.stats.fmmTiles = tileCount;
-  ds.stats.fmmTileTargets = leafCount - irregularCount;
-  ds.stats.fmmTables = tiles.slots.size();
-  ds.stats.fmmTableEntries = deviceTiles ? dt.total.tableEntries : tiles.tableEntries;
-  ds.stats.fmmComputedEntries = deviceTiles ? dt.total.computedEntries : tiles.computedEntries;
-  ds.stats.fmmIrregularLeaves = irregularCount;
+  fmmparts::reportNearFieldCounts(counts, ds.stats);
   e.nodes = nodes;
-  e.leafCount = leafCount;
+  e.leafCount = counts.leaves;
   e.directedM2L = lists.directedM2L;
   e.directedP2P = lists.directedP2P;
   return Status::success();

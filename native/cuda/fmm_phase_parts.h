@@ -111,6 +111,17 @@ Status reserveSums(DeviceState& ds, std::size_t n, bool accel);
 /// The evaluation's cells and sums where the device's sort left them (ds.sortedCells, ds.sums).
 void viewDeviceSorted(const DeviceState& ds, bool accel, FmmDeviceView& v);
 
+/// The near field's counts, from the device's tiles' build (dt) or the host's (hn): the same numbers either way.
+struct NearFieldCounts {
+  std::size_t leaves = 0, tiles = 0, irregular = 0, tables = 0;
+  std::uint64_t tableEntries = 0, computedEntries = 0;
+};
+NearFieldCounts nearFieldCounts(bool deviceTiles, const DeviceFmmTiles& dt, const fmm::HostNearField& hn);
+/// The counts the evaluation launches by (the computed pairs' kernel only where a tile holds some).
+void viewNearFieldCounts(const NearFieldCounts& c, FmmDeviceView& v);
+/// The counts into the solve's device stats (fmmTiles, fmmTileTargets, fmmTables, the entries, fmmIrregularLeaves).
+void reportNearFieldCounts(const NearFieldCounts& c, CudaStats& s);
+
 /// The evaluation's near field where the device's tiles' build left it (and the image shifts, null in isolated
 /// boxes).
 void viewDeviceTiles(const DeviceFmmTiles& dt, FmmDeviceView& v);
