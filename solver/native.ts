@@ -90,6 +90,9 @@ export interface NativeDistributedStats {
   rank: number;
   /** The backend that did this rank's share: 'cuda' for a GPU rank, 'cpu' otherwise (periodic boxes included). */
   backend: 'cpu' | 'cuda';
+  /** A GPU rank's CUDA device: its node-local rank modulo the node's devices (several ranks may share one); -1 on
+   * the CPU. */
+  device: number;
   bytesSent: number;
   bytesReceived: number;
   letNodesSent: number;

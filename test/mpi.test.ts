@@ -30,7 +30,8 @@ interface Scenario {
   singleVsDirect: Record<string, number>;
   accelerationsVsSingle: number;
   repeatable: boolean;
-  perRank: { cells: number; letNodesSent: number; letCellsSent: number; bytesSent: number; letsSent: number; letsReceived: number }[];
+  backend: 'cpu' | 'cuda';
+  perRank: { cells: number; letNodesSent: number; letCellsSent: number; bytesSent: number; letsSent: number; letsReceived: number; device: number }[];
 }
 
 describe('MPI build', () => {
@@ -60,6 +61,8 @@ describe.each([1, 2, 3, 4])('distributed solve on %i rank(s)', (np) => {
     for (const s of report.scenarios) {
       const where = `${s.name} on ${np} ranks`;
       expect(s.perRank.reduce((n, r) => n + r.cells, 0), where).toBe(s.cells);
+      // a CPU rank reports no CUDA device (a GPU rank its node-local rank modulo the devices: device-check.sh mpi)
+      if (np > 1 && s.backend === 'cpu') expect(s.perRank.map((r) => r.device), where).toEqual(Array(np).fill(-1));
       expect(s.repeatable, where).toBe(true);
       if (np === 1) expect(s.vsSingle['0.5'], where).toBe(0); // one rank is the single-process solve, bitwise
       if (s.name !== 'far-rank') {

@@ -448,7 +448,9 @@ worst = max(s['vsSingle']['0.5'] for s in r['scenarios'] if s['name'] != 'far-ra
 print(f"backend {r['backend']} worst vsSingle(theta 0.5, far-rank aside) {worst:.3g} {'PASS' if worst <= 1e-4 else 'FAIL'} | " +
       "; ".join(f"{s['name']} ({s.get('backend')}): vs1 {s['vsSingle']['0.5']:.2g} vsDirect(0.1) {s['vsDirect']['0.1']:.2g} "
                 f"repeatable {s['repeatable']}" for s in r['scenarios']) +
-      f" | meshApi vs1 {r['meshApi']['vsSingle']:.2g} writeBack {r['meshApi']['writeBackOk']}")
+      f" | meshApi vs1 {r['meshApi']['vsSingle']:.2g} writeBack {r['meshApi']['writeBackOk']}" +
+      # each rank's CUDA device (-1: a CPU rank): on a node of D GPUs, node-local rank modulo D
+      f" | devices by rank {[q.get('device') for q in r['scenarios'][0]['perRank']]}")
 PY
 )")
         tail -5 "$out/mpi-check-$tag.err"

@@ -139,6 +139,7 @@ Napi::Object distributedStatsToJs(Napi::Env env, const DistributedStats& d) {
   o.Set("ranks", d.ranks);
   o.Set("rank", d.rank);
   o.Set("backend", d.backend);
+  o.Set("device", d.device);
   o.Set("bytesSent", double(d.bytesSent));
   o.Set("bytesReceived", double(d.bytesReceived));
   o.Set("letNodesSent", double(d.letNodesSent));

@@ -25,6 +25,8 @@ class RankEngine {
   virtual ~RankEngine() = default;
   /// "cpu" or "cuda" (DistributedStats::backend).
   virtual const char* name() const = 0;
+  /// The CUDA device this rank runs on (DistributedStats::device), after open(); -1 for a CPU rank.
+  virtual int device() const { return -1; }
   /// What can fail on this rank alone, before the ranks agree to go ahead: the cells (validateCells' errors), no
   /// device, a backend limit. lo/hi: the bounds of the cells with their extents, or the box when given (empty,
   /// lo > hi, without cells or box).

@@ -139,6 +139,7 @@ struct SolveOptions {
 struct DistributedStats {
   int ranks = 1, rank = 0;
   const char* backend = "cpu";    ///< the backend that did this rank's share ("cpu" or "cuda")
+  int device = -1;                ///< a GPU rank's CUDA device (its node-local rank modulo the devices); -1 on the CPU
   std::uint64_t bytesSent = 0, bytesReceived = 0;  ///< LET messages, this rank
   std::uint64_t letNodesSent = 0, letCellsSent = 0, letsSent = 0, letsReceived = 0;
   /// Particle LETs (a system solve with particles, issue #18): messages of their own, this rank

@@ -37,6 +37,7 @@ class CudaRankEngine final : public RankEngine {
  public:
   explicit CudaRankEngine(std::function<int(int)> deviceFor) : deviceFor_(std::move(deviceFor)) {}
   const char* name() const override { return "cuda"; }
+  int device() const override { return gpu_ ? gpu_->copt.device : -1; }
 
   Status open(const CellsView& cells, const SolveOptions& opt, double lo[3], double hi[3]) override {
     const int devices = cudaDeviceCount();

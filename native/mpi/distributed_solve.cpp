@@ -79,6 +79,7 @@ Status distributedImpl(RankEngine& engine, const SystemView& sys, const SolveOpt
   ds.ranks = size;
   ds.rank = rank;
   ds.backend = engine.name();
+  ds.device = engine.device();
   // Particles (issue #18): each rank keeps its own; the census tells every rank who has some, their bounds and
   // whether their masses are in range (particle_census.h). Every rank decides alike whether to go on.
   ParticleCensus census;

@@ -137,7 +137,7 @@ for (const sc of scenarios()) {
     }
   }
   const d = stats.distributed;
-  const perRank = await gatherToRoot(Float64Array.from([mine.x.length, d?.letNodesSent ?? 0, d?.letCellsSent ?? 0, d?.bytesSent ?? 0, d?.letsSent ?? 0, d?.letsReceived ?? 0]));
+  const perRank = await gatherToRoot(Float64Array.from([mine.x.length, d?.letNodesSent ?? 0, d?.letCellsSent ?? 0, d?.bytesSent ?? 0, d?.letsSent ?? 0, d?.letsReceived ?? 0, d?.device ?? -1]));
   if (rank === 0) {
     const direct = await new GravitySolver({ G, threads: 0, backend, distributed: false }).directCells(sc.cells, opts);
     for (const theta of thetas) {
@@ -146,8 +146,8 @@ for (const sc of scenarios()) {
     }
     row.backend = stats.backend;  // rank 0's: 'cuda' for a GPU rank
     row.perRank = [];
-    for (let p = 0; p < perRank.length; p += 6)
-      row.perRank.push({ cells: perRank[p], letNodesSent: perRank[p + 1], letCellsSent: perRank[p + 2], bytesSent: perRank[p + 3], letsSent: perRank[p + 4], letsReceived: perRank[p + 5] });
+    for (let p = 0; p < perRank.length; p += 7)
+      row.perRank.push({ cells: perRank[p], letNodesSent: perRank[p + 1], letCellsSent: perRank[p + 2], bytesSent: perRank[p + 3], letsSent: perRank[p + 4], letsReceived: perRank[p + 5], device: perRank[p + 6] });
     report.scenarios.push(row);
   }
 }
