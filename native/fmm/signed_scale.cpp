@@ -34,7 +34,7 @@ ScaleCandidates leafNearCandidates(const FmmTree& tree, const double* perNode, c
   for (std::size_t i = 0; i < nodes; ++i) {
     if (!o.isLeaf(i) || !leafNearCandidate(perNode[i], margin[i], floor)) continue;
     if (h[i] > 0) {
-      const auto g = groups.emplace(std::make_pair(doubleBits(h[i]), hash[i]), std::uint32_t(i));
+      const auto g = groups.try_emplace(std::make_pair(doubleBits(h[i]), hash[i]), std::uint32_t(i));
       if (!g.second) {  // tied with the group's first, if the device finds their masses equal
         c.member.push_back(std::uint32_t(i));
         c.rep.push_back(g.first->second);
