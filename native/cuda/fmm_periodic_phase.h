@@ -66,7 +66,7 @@ Status periodicTreeOnDevice(DeviceState& ds, const CellsView& cells, const Solve
 /// solveFmmOnDevice: results into out.targets(), the phases' times into out.stats and ds.stats as the isolated
 /// path's (keys: the sort, host's or device's, and the density contrast; moments: the tree; build: the lists, the
 /// near field's tiles and the far images' pass; upload; walk: the device's evaluation; download: the sums down and
-/// finished).
+/// finished, or without a host copy of the sorted cells finished on the device and the results down).
 Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, SolveResult& out);
 
 }  // namespace cuda
