@@ -74,6 +74,8 @@ if(AMRGRAV_HAVE_CUDA)
     native/cuda/fmm_tiles_phase.cu
     native/cuda/fmm_tree_phase.cu
     native/cuda/kernel_fmm_tree.cu
+    native/cuda/fmm_scale_phase.cu
+    native/cuda/kernel_fmm_scale.cu
   )
   set_target_properties(amrgrav_cuda PROPERTIES
     CUDA_STANDARD 17
@@ -101,7 +103,7 @@ if(AMRGRAV_HAVE_CUDA)
   set_source_files_properties(
     native/cuda/kernel_keys.cu native/cuda/kernel_build.cu native/cuda/kernel_moments.cu native/cuda/kernel_let.cu
     native/cuda/kernel_blocks.cu native/cuda/kernel_fmm_lists.cu native/cuda/fmm_tiles_phase.cu
-    native/cuda/kernel_fmm_tree.cu
+    native/cuda/kernel_fmm_tree.cu native/cuda/kernel_fmm_scale.cu
     PROPERTIES COMPILE_OPTIONS "-fmad=false")
 
   add_library(amrgrav_cuda_testing STATIC native/cuda/testing.cu)

@@ -5,7 +5,8 @@
 // (native/tests/fmm_terms.cpp) and the device's breadth-first dual walk for the interaction lists in its host
 // emulation (native/tests/fmm_dual_walk.cpp), and the device's near lists and P2P tiles from its P2P pairs in their
 // host emulation, with the lane rules its warps run (native/tests/fmm_device_tiles.cpp), and the device's tree upward
-// pass in its host emulation (native/tests/fmm_upward.cpp).
+// pass in its host emulation (native/tests/fmm_upward.cpp), and the periodic path's signed scale from the device's
+// cells in its host emulation (native/tests/fmm_signed_scale.cpp).
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -65,6 +66,17 @@ describe('method fmm on the CUDA backend: the host side of its kernels', () => {
     expect(r.stdout).toMatch(/PASS amr-p7: every array equal by bits/);
     expect(r.stdout).toMatch(/PASS plummer-p3: every array equal by bits/);
     expect(r.stdout).toMatch(/PASS mutation-seen: reversed leaf sums differ in (\d+) of \1 cases/);
+    expect(r.stdout).toMatch(/checks, 0 failed/);
+    expect(r.status).toBe(0);
+  });
+
+  it('native/tests/fmm_signed_scale.cpp: the signed scale from the device\'s cells (emulated) = signedSourceScale by bits', () => {
+    const r = spawnSync(hostTest('amrgrav_fmm_signed_scale'), [], { encoding: 'utf8', timeout: 120_000 });
+    expect(r.stdout).toMatch(/PASS periodic-uniform32-scale-bitwise: .*equal by bits/);
+    expect(r.stdout).toMatch(/PASS periodic-sine32-scale-bitwise: .*equal by bits/);
+    expect(r.stdout).toMatch(/PASS periodic-constant16-scale-bitwise: .*1 candidate leaves of 64 down/);
+    expect(r.stdout).toMatch(/PASS periodic-amr-margins: 0 leaves outside their margin/);
+    expect(r.stdout).toMatch(/PASS line-z-amr-scale-bitwise: .*equal by bits/);
     expect(r.stdout).toMatch(/checks, 0 failed/);
     expect(r.status).toBe(0);
   });

@@ -84,6 +84,17 @@ struct CudaOptions {
   /// every array equal, solves bitwise the host tiles', H100 2026-11-26; 256^3: 1.52 -> 1.01 s); the API's backends
   /// take AMRGRAV_FMM_DEVICE_PERIODIC_TILES (0: the host's tiles).
   bool fmmDevicePeriodicTiles = true;
+  /// Method 'fmm' in periodic boxes with fmmDevicePeriodic, fmmDeviceSort, fmmDeviceLists, fmmDeviceTree and
+  /// fmmDevicePeriodicTiles: no host copy of the sorted cells (the sort gathers nothing down; the density contrast on
+  /// the device alone), the signed scale from the device's cells (cuda/fmm_scale_phase.h: the host's
+  /// signedSourceScale bit for bit, the few leaves that may hold its maximum down and recomputed by the host's own
+  /// function), and the finish on the device (the self term folded, G and scaling, the caller's order:
+  /// kernel_finish.cu, the isolated path's; the mean potential of a fully periodic box from the results and the
+  /// caller's sizes), as the isolated path's device finish. A tree with leaves shallower than the far images'
+  /// frontier (none on uniform grids) gathers the host's sorted cells after all and finishes on the host. The
+  /// subject fmm-periodic's fmm-devperiodic cases check it bitwise against the gathering path (this off); the API's
+  /// backends take AMRGRAV_FMM_DEVICE_PERIODIC_FINISH (0: the host's gathered cells, scale and finish).
+  bool fmmDevicePeriodicFinish = true;
   /// Method 'fmm': the M2L kernel (cuda/m2l_variants.h FmmM2LVariant: 0 plain, 1 staged, 2 staged-lowregs, 3 direct,
   /// 4 direct-lowregs), isolated and periodic boxes alike; the same products and sums in the same order whichever (the
   /// direct ones round the derivatives otherwise). 3 (direct) since measured on an H100 (native/tools/m2l_bench.cpp,
@@ -148,6 +159,12 @@ struct CudaStats {
   /// number per cell up, none with device data); false when the host made them for the cell solve (periodic boxes,
   /// a step of the FMM on the host) and for every other solve.
   bool fmmBlocksOnDevice = false;
+  /// Method 'fmm' in periodic boxes: whether the host had a copy of the sorted cells (the gathering path: any of
+  /// CudaOptions::fmmDevicePeriodic's steps off or fmmDevicePeriodicFinish off, or leaves shallower than the far
+  /// frontier), and with the device's signed scale (fmm_scale_phase.h) its candidate leaves and their cells, which
+  /// came down.
+  bool fmmPeriodicHostCells = false;
+  std::uint64_t fmmScaleCandidates = 0, fmmScaleCandidateCells = 0;
   std::string device;               ///< name, compute capability, multiprocessors
 };
 

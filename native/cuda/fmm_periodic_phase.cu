@@ -2,7 +2,9 @@
 /// \brief Method 'fmm' on the CUDA backend in periodic boxes (fmm_periodic_phase.h): the CPU backend's FMM path
 /// (cpu/cpu_backend.cpp, fmm/fmm_solve.cpp) for a box with periodic axes, with its evaluation on the device; with
 /// CudaOptions::fmmDevicePeriodic the sort (and contrast), the tree and the lists with their image shifts on the device
-/// too, and with fmmDevicePeriodicTiles the near lists and tiles with their shifts.
+/// too, with fmmDevicePeriodicTiles the near lists and tiles with their shifts, and with fmmDevicePeriodicFinish no
+/// host copy of the sorted cells at all (the signed scale from the device's cells, fmm_scale_phase.h; the finish on
+/// the device, the isolated path's), unless leaves lie above the far images' frontier.
 #include <algorithm>
 #include <vector>
 
@@ -56,13 +58,37 @@ std::size_t nodesToFrontier(const fmm::FmmTree& tree, int frontier) {
   return tree.levelBegin[std::min<std::size_t>(std::size_t(frontier) + 1, levels)];
 }
 
+/// Whether a leaf lies above the frontier's level (the nodes before toFrontier): the far pass then reads its cells.
+bool shallowLeaves(const fmm::FmmTree& tree, int frontier) {
+  const std::size_t end = std::min<std::size_t>(nodesToFrontier(tree, frontier), tree.nodeCount());
+  for (std::size_t i = 0; i < end; ++i)
+    if (tree.topo.isLeaf(i) && tree.topo.level[i] < frontier) return true;
+  return false;
+}
+
+/// The host's sorted cells after a sort that gathered none: the device sort's order down (ds.order: sorted position
+/// -> the caller's index, kept there until the finish) and gathered by sortCellsByKey's gather, the density contrast
+/// of a fully periodic box applied as periodicContrast applies it: what the gathering sort and periodicContrast give.
+Status gatherAfterSort(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, int threads,
+                       SortedCells& sorted) {
+  AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));
+  std::vector<std::uint32_t> order;
+  AG_TRY(fmmparts::down(static_cast<const std::uint32_t*>(ds.order), cells.n, order));
+  gatherSortedCells(cells, std::move(order), ds.scale, threads, sorted);
+  if (opt.fullyPeriodic() && opt.densityContrast)
+    applyDensityContrast(sorted, opt, fixedOrderSum(cells.mass, cells.n, threads), threads);
+  return Status::success();
+}
+
 }  // namespace
 
 Status periodicContrast(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, int threads,
                         bool deviceSort, SortedCells& sorted, SolveStats& st) {
   if (!(opt.fullyPeriodic() && opt.densityContrast)) return Status::success();
   const double total = fixedOrderSum(cells.mass, cells.n, threads);
-  st.meanDensity = applyDensityContrast(sorted, opt, total, threads);
+  // the host's sorted cells when the sort gathered them (else the device's alone: the same mean density)
+  st.meanDensity = sorted.mass.empty() ? contrastDensity(opt, sorted.scale, total).rho
+                                       : applyDensityContrast(sorted, opt, total, threads);
   st.densityContrast = true;
   if (!deviceSort) return Status::success();
   // the sorted masses in slot 3, as tree_phase.cu finishCells contrasts them
@@ -72,14 +98,26 @@ Status periodicContrast(DeviceState& ds, const CellsView& cells, const SolveOpti
                                contrastDensity(opt, sorted.scale, total).rhoScaled, ds.stream);
 }
 
-Status periodicTreeOnDevice(DeviceState& ds, const SolveOptions& opt, const SortedCells& sorted, int threads,
-                            DeviceFmmTree& dtree, fmm::FmmTree& tree) {
+Status periodicTreeOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, SortedCells& sorted,
+                            int threads, DeviceFmmTree& dtree, fmm::FmmTree& tree) {
   FmmBuffers& b = ds.fmm;
   AG_TRY(buildFmmTreeOnDevice(ds, opt, dtree, tree));
   double period[3];  // the solve's (solvePeriodicFmmOnDevice): L down to the far frontier's level alone on the host
   for (int d = 0; d < 3; ++d) period[d] = opt.periodic[d] ? (opt.boxHi[d] - opt.boxLo[d]) * sorted.scale : 0.0;
-  AG_TRY(downloadFmmTree(ds, dtree, false, tree, nodesToFrontier(tree, farFrontier(period, tree.topo.root.side))));
-  const double scale = fmm::signedSourceScale(sorted, threads, tree);
+  const int frontier = farFrontier(period, tree.topo.root.side);
+  AG_TRY(downloadFmmTree(ds, dtree, false, tree, nodesToFrontier(tree, frontier)));
+  // the far pass reads the cells of leaves above its frontier: the host's sorted cells then, after all
+  if (sorted.mass.empty() && shallowLeaves(tree, frontier)) AG_TRY(gatherAfterSort(ds, cells, opt, threads, sorted));
+  double scale = 0;
+  ds.stats.fmmScaleCandidates = ds.stats.fmmScaleCandidateCells = 0;
+  if (sorted.mass.empty()) {
+    SignedScaleCounts sc;
+    AG_TRY(signedScaleOnDevice(ds, tree, threads, scale, &sc));
+    ds.stats.fmmScaleCandidates = sc.candidates;
+    ds.stats.fmmScaleCandidateCells = sc.candidateCells;
+  } else {
+    scale = fmm::signedSourceScale(sorted, threads, tree);
+  }
   std::fill(tree.lowBound.begin(), tree.lowBound.end(), scale);
   AG_CUDA_TRY(cudaMemcpyAsync(b.lists.mac.get() + 3 * dtree.nodes, tree.lowBound.data(), dtree.nodes * sizeof(double),
                               cudaMemcpyHostToDevice, ds.stream));
@@ -90,7 +128,7 @@ Status periodicTreeOnDevice(DeviceState& ds, const SolveOptions& opt, const Sort
 
 Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, SolveResult& out) {
   // the sort (its root cube, keys, order and gather: the same bits as the host's) and the lists with their shifts
-  // on the device (CudaOptions::fmmDevicePeriodic); the signed scale and the far images on the host
+  // on the device (CudaOptions::fmmDevicePeriodic); the far images on the host
   const bool deviceSort = ds.copt.fmmDevicePeriodic && ds.copt.fmmDeviceSort;
   const bool deviceWalk = ds.copt.fmmDevicePeriodic && ds.copt.fmmDeviceLists;
   // the tree and its upward pass there too (fmmDeviceTree, with both): cube centres, the signed masses' multipoles;
@@ -99,6 +137,10 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   // the near lists and tiles with their shifts there too (fmmDevicePeriodicTiles, with the device's lists): built
   // from its pairs with their shifts (fmm_tiles_phase.h), so the pairs stay there and no tile goes up
   const bool deviceTiles = deviceWalk && ds.copt.fmmDevicePeriodicTiles;
+  // with all of them, no host copy of the sorted cells (fmmDevicePeriodicFinish): the sort gathers nothing, the
+  // contrast on the device alone, the signed scale from the device's cells (fmm_scale_phase.h), the finish there;
+  // unless the tree has leaves shallower than the far frontier (periodicTreeOnDevice gathers them after all)
+  const bool noHostCells = deviceTree && deviceTiles && ds.copt.fmmDevicePeriodicFinish;
   // the solve skipped validateCells when the device was to check the cells: the host's sort checks them here, the
   // device's sort in its first passes
   if (ds.copt.validateOnDevice && !deviceSort) AG_TRY(validateCells(cells, opt));
@@ -116,7 +158,7 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   SortedCells sorted;
   std::vector<std::uint64_t> keys;
   if (deviceSort) {
-    AG_TRY(fmmparts::sortOnDevice(ds, cells, opt, threads, root, sorted, keys, deviceTree, true));
+    AG_TRY(fmmparts::sortOnDevice(ds, cells, opt, threads, root, sorted, keys, deviceTree, !noHostCells));
   } else {
     root = chooseRootCube(cells, opt);
     AG_TRY(sortCellsByKey(cells, root, sorted, keys, 0, false, threads));
@@ -131,7 +173,7 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   if (deviceTree) {  // the device's tree from its sort's topology and its contrasted masses (the same bits as
                      // buildFmmTree: fmm/upward_k.h with dipoles); topology, centres and MAC quantities down (the host's
                      // tiles and far pass read them), the scale up into every lowBound, the norms made there
-    AG_TRY(periodicTreeOnDevice(ds, opt, sorted, threads, dtree, tree));
+    AG_TRY(periodicTreeOnDevice(ds, cells, opt, sorted, threads, dtree, tree));
   } else {
     AG_TRY(fmm::buildFmmTree(keys, root, sorted, opt, threads, tree));
   }
@@ -167,7 +209,11 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   ds.stats.fmmListSeconds = since(t);
   // the near field's work with the shifts (fmm/p2p_tiles.h): a shifted pair at a whole number of leaves by its
   // table, the others computed with the shift; on the host, or on the device from its pairs (the same arrays)
-  const std::size_t n = sorted.order.size(), nodes = tree.nodeCount();
+  const std::size_t n = cells.n, nodes = tree.nodeCount();
+  // the finish on the device: no host copy of the sorted cells came (and none was needed after all)
+  const bool deviceFinish = noHostCells && sorted.mass.empty();
+  ds.stats.fmmPeriodicHostCells = !deviceFinish;
+  if (!deviceTree) ds.stats.fmmScaleCandidates = ds.stats.fmmScaleCandidateCells = 0;
   fmm::HostNearField hn;  // the device's tiles: their tables' slots alone
   DeviceFmmTiles dt;
   if (deviceTiles) {
@@ -190,9 +236,9 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   const bool accel = opt.accelerations;
   const int frontier = farFrontier(period, tree.topo.root.side);
   const std::size_t toFrontier = nodesToFrontier(tree, frontier);
-  bool shallow = false;  // a leaf above the frontier's level (the nodes before it)
-  for (std::size_t i = 0; i < std::min<std::size_t>(toFrontier, nodes) && !shallow; ++i)
-    shallow = tree.topo.isLeaf(i) && tree.topo.level[i] < frontier;
+  const bool shallow = shallowLeaves(tree, frontier);  // a leaf above the frontier's level (the nodes before it)
+  if (shallow && sorted.mass.empty())
+    return Status::error(ErrorCode::Internal, "CUDA backend: the far pass's shallow leaves have no host cells");
   std::vector<double> far[4];
   if (shallow)
     for (int c = 0; c < (accel ? 4 : 1); ++c) far[c].assign(n, 0.0);
@@ -271,8 +317,21 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   fmmparts::reportNearFieldCounts(counts, ds.stats);
 
   // download, the far images of the shallower leaves' cells added, then the CPU backend's finish (G, scaling, the
-  // periodic self term, the mean potential, the caller's order)
+  // self term, the mean potential, the caller's order); or that finish on the device (the isolated path's: the self
+  // term folded by finishSolve's rule, kernel_finish.cu's G and scaling, the results down in the caller's order) and
+  // the mean potential of a fully periodic box from the results and the caller's sizes (cuda_backend.cu's, the tree's:
+  // finishSolve's sum of size^3 phi over size^3, in the caller's order and units, so equal to rounding)
   t = Clock::now();
+  if (deviceFinish) {
+    const ResultTargets dest = out.targets(n, accel);
+    AG_TRY(fmmparts::foldSelfOnDevice(ds, v, n, opt));
+    AG_TRY(finishAndDownload(ds, opt, dest));
+    st.meanPotential = opt.fullyPeriodic() ? meanPotentialOf(ds, dest.potential, cells.size, n) : 0.0;
+    ds.stats.secondsDownload = since(t);
+    fmmparts::reportFmmStats(ds, t0, n, nodes, counts.leaves, tree.topo.depth, lists.directedM2L,
+                             lists.directedP2P, st);
+    return Status::success();
+  }
   std::vector<double> phi, g[3];
   AG_TRY(fmmparts::downloadSums(ds, v, n, accel, phi, g));
   if (shallow)

@@ -73,6 +73,7 @@ Status deviceLists(DeviceState& ds, std::size_t nodes, int order, const fmm::Fmm
 namespace {
 using fmmparts::deviceLists;
 using fmmparts::down;
+using fmmparts::foldSelfOnDevice;
 using fmmparts::indexTables;
 using fmmparts::sortOnDevice;
 using fmmparts::tileInputs;
@@ -106,6 +107,7 @@ Status sortOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions&
   if (deviceTree) down.treeLeafSize = fmm::kFmmLeafSize;
   AG_TRY(sortAndBuild(ds, cells, opt, true, 0.0, false, &down));
   if (gather) gatherSortedCells(cells, std::move(order), ds.scale, threads, sorted);
+  else sorted.scale = ds.scale;  // the cells stay on the device; the scale is the solve's all the same
   root = ds.root;  // scaled by sortAndBuild as sortCellsByKey scales it
   return Status::success();
 }
@@ -343,6 +345,12 @@ Status downloadSums(DeviceState& ds, const FmmDeviceView& v, std::size_t n, bool
   return copyOut(ds, d, count, ds.stream);
 }
 
+Status foldSelfOnDevice(DeviceState& ds, const FmmDeviceView& v, std::size_t n, const SolveOptions& opt) {
+  ds.massScale = 1.0;
+  return launchFoldSelf(v.phi, ds.sortedCells.mass, ds.sortedSize, unsigned(n), 1.0,
+                        selfCoefficient(opt.selfPotential), ds.stream);
+}
+
 void reportFmmStats(DeviceState& ds, Clock::time_point t0, std::size_t n, std::size_t nodes, std::size_t leaves,
                     int depth, std::uint64_t directedM2L, std::uint64_t directedP2P, SolveStats& st) {
   ds.stats.secondsTotal = since(t0);
@@ -500,13 +508,15 @@ Status fmmTreeForCheck(DeviceState& ds, const CellsView& cells, const SolveOptio
     SortedCells sorted;
     std::vector<std::uint64_t> keys;
     const int threads = resolveThreadCount(opt.threads);
-    if (opt.anyPeriodic()) {  // fmm_periodic_phase.cu's steps: the contrast, the tree, the host's scale, the norms
-      AG_TRY(sortOnDevice(ds, cells, opt, threads, root, sorted, keys, true, true));
+    if (opt.anyPeriodic()) {  // fmm_periodic_phase.cu's steps: the contrast, the tree, the scale, the norms; the
+                              // scale from the device's cells with CudaOptions::fmmDevicePeriodicFinish (no gather),
+                              // else the host's from its gathered cells
+      AG_TRY(sortOnDevice(ds, cells, opt, threads, root, sorted, keys, true, !ds.copt.fmmDevicePeriodicFinish));
       SolveStats st;
       AG_TRY(periodicContrast(ds, cells, opt, threads, true, sorted, st));
       AG_CUDA_TRY(cudaEventRecord(ds.events[0], ds.stream));
       DeviceFmmTree dt;
-      AG_TRY(periodicTreeOnDevice(ds, opt, sorted, threads, dt, tree));
+      AG_TRY(periodicTreeOnDevice(ds, cells, opt, sorted, threads, dt, tree));
       AG_CUDA_TRY(cudaEventRecord(ds.events[1], ds.stream));
       AG_CUDA_TRY(cudaEventSynchronize(ds.events[1]));
       if (seconds) *seconds = elapsed(ds, 0, 1);
@@ -659,14 +669,6 @@ Status evaluateSorted(DeviceState& ds, const SolveOptions& opt, const FmmSteps& 
   e.directedM2L = lists.directedM2L;
   e.directedP2P = lists.directedP2P;
   return Status::success();
-}
-
-/// The self term folded into the device sort's potential sums (the direct path's launchFoldSelf over the sorted
-/// masses and sizes), the mass scale 1: the FMM's sums are in the caller's masses (the sort gathers them unscaled).
-Status foldSelfOnDevice(DeviceState& ds, const FmmDeviceView& v, std::size_t n, const SolveOptions& opt) {
-  ds.massScale = 1.0;
-  return launchFoldSelf(v.phi, ds.sortedCells.mass, ds.sortedSize, unsigned(n), 1.0,
-                        selfCoefficient(opt.selfPotential), ds.stream);
 }
 
 /// Whether the block entry runs on the device (solveFmmBlocks): an isolated box, every step the device's.

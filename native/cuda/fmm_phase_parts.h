@@ -136,6 +136,10 @@ Status evaluateOnDevice(DeviceState& ds, const FmmDeviceView& v, const std::vect
 Status downloadSums(DeviceState& ds, const FmmDeviceView& v, std::size_t n, bool accel, std::vector<double>& phi,
                     std::vector<double> g[3]);
 
+/// The self term folded into the device sort's potential sums (the direct path's launchFoldSelf over the sorted
+/// masses and sizes: finishSolve's self term, the same bits), the mass scale 1: the FMM's sums are in the caller's
+/// masses (the sort gathers them unscaled; a periodic box's contrast applied to them there).
+Status foldSelfOnDevice(DeviceState& ds, const FmmDeviceView& v, std::size_t n, const SolveOptions& opt);
 /// ds.stats' totals (total time, device bytes) and the solve's stats from them and the lists' shape.
 void reportFmmStats(DeviceState& ds, Clock::time_point t0, std::size_t n, std::size_t nodes,
                     std::size_t leaves, int depth, std::uint64_t directedM2L, std::uint64_t directedP2P,

@@ -60,7 +60,8 @@ class CudaBackend : public Backend {
   /// CudaOptions::fmmDeviceTree builds on the device from its own sort (cuda/fmm_tree_phase.h), copied down whole, for
   /// comparison with the host's buildFmmTree by bits; seconds: the device's time of the topology's conversion and
   /// the upward pass (events). Periodic boxes (opt's periodic axes): as CudaOptions::fmmDevicePeriodic makes it
-  /// (the density contrast of a fully periodic box, dipole terms, the host's signed scale, the norms).
+  /// (the density contrast of a fully periodic box, dipole terms, the signed scale, the norms; the scale from the
+  /// device's cells with CudaOptions::fmmDevicePeriodicFinish, cuda/fmm_scale_phase.h, else the host's gathered ones).
   virtual Status fmmDeviceTree(const CellsView& cells, const SolveOptions& opt, fmm::FmmTree& tree,
                                double* seconds) = 0;
 

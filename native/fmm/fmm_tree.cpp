@@ -13,6 +13,7 @@
 #include "fmm/multi_index.h"
 #include "fmm/norms_k.h"
 #include "fmm/p2p_tables.h"
+#include "fmm/signed_scale_k.h"
 #include "fmm/upward_k.h"
 #include "physics/fmm_mac_k.h"
 
@@ -144,23 +145,11 @@ double leafNearMax(const SortedCells& c, int threads, const FmmTree& t, const Sh
   tables.prepare(reg, FmmLists{}, threads);
   const double none[3] = {0, 0, 0};
   parallelFor(n, 16, threads, [&](std::size_t b, std::size_t e, int) {
-    double p[kTableCells];
     for (std::size_t i = b; i < e; ++i) {
       if (!o.isLeaf(i) || (shared && shared->index[i] >= 0)) continue;  // a shared leaf: not all its cells here
-      const std::uint32_t cb = o.cellBegin[i], ce = cb + o.cellCount[i];
-      double mx = 0;
-      if (const P2pTable* tab = tables.find(reg, std::uint32_t(i), std::uint32_t(i), none)) {
-        tableP2P(*tab, &c.mass[cb], reg.h[i], p, nullptr, nullptr, nullptr);
-        for (int k = 0; k < kTableCells; ++k) mx = stdMax(mx, std::fabs(p[k]));
-      } else {
-        for (std::uint32_t a = cb; a < ce; ++a) {
-          double q = 0;
-          for (std::uint32_t j = cb; j < ce; ++j)
-            if (j != a) q += c.mass[j] / std::sqrt(squaredNorm(c.x[a] - c.x[j], c.y[a] - c.y[j], c.z[a] - c.z[j]));
-          mx = stdMax(mx, std::fabs(q));
-        }
-      }
-      nearMax[i] = mx;
+      const std::uint32_t cb = o.cellBegin[i];
+      nearMax[i] = leafNearOf(&c.x[cb], &c.y[cb], &c.z[cb], &c.mass[cb], o.cellCount[i],
+                              tables.find(reg, std::uint32_t(i), std::uint32_t(i), none), reg.h[i]);
     }
   });
   double scale = 0;
@@ -172,32 +161,14 @@ double leafNearMax(const SortedCells& c, int threads, const FmmTree& t, const Sh
 /// net mass is summed over its cells in their order (a node a task: the same bits for any thread count).
 double coarseFieldOfNodes(const SortedCells& c, const FmmTree& t, int threads) {
   const Octree& o = t.topo;
-  const int lev = std::min<int>(2, int(t.levelBegin.size()) - 2);
+  const int lev = signedScaleLevel(t);
   if (lev < 0) return 0;
   const std::size_t first = t.levelBegin[lev], count = t.levelBegin[lev + 1] - first;
   std::vector<double> net(count, 0.0);
-  std::vector<std::uint32_t> ids(count);
   parallelFor(count, 1, threads, [&](std::size_t b, std::size_t e, int) {
-    for (std::size_t k = b; k < e; ++k) {
-      const std::size_t i = first + k;
-      double m = 0;
-      for (std::uint32_t j = o.cellBegin[i]; j < o.cellBegin[i] + o.cellCount[i]; ++j) m += c.mass[j];
-      net[k] = m;
-      ids[k] = std::uint32_t(i);
-    }
+    for (std::size_t k = b; k < e; ++k) net[k] = netMassOf(c.mass.data(), o.cellBegin[first + k], o.cellCount[first + k]);
   });
-  double scale = 0;
-  for (std::size_t a = 0; a < ids.size(); ++a) {
-    double p = 0;
-    const double* ca = &t.centre[3 * ids[a]];
-    for (std::size_t b = 0; b < ids.size(); ++b) {
-      if (a == b) continue;
-      const double* cb = &t.centre[3 * ids[b]];
-      p += net[b] / std::sqrt(squaredNorm(ca[0] - cb[0], ca[1] - cb[1], ca[2] - cb[2]));
-    }
-    scale = stdMax(scale, std::fabs(p));
-  }
-  return scale;
+  return coarseFieldOfNets(t, net);
 }
 
 /// The cube (of the root's 4^3, Morton order) of a position: the same on every rank (periodic: one root cube).
@@ -268,8 +239,48 @@ std::vector<double> multipoleNormWeights(const MultiIndex& mi) {
   return w;
 }
 
+double leafNearOf(const double* x, const double* y, const double* z, const double* m, std::uint32_t count,
+                  const P2pTable* self, double h) {
+  double mx = 0;
+  if (self) {  // regular 4^3 leaves by their self table (p2p_tables.h)
+    double p[kTableCells];
+    tableP2P(*self, m, h, p, nullptr, nullptr, nullptr);
+    for (int k = 0; k < kTableCells; ++k) mx = stdMax(mx, std::fabs(p[k]));
+    return mx;
+  }
+  for (std::uint32_t a = 0; a < count; ++a) {
+    double q = 0;
+    for (std::uint32_t j = 0; j < count; ++j)
+      if (j != a) q += m[j] / std::sqrt(squaredNorm(x[a] - x[j], y[a] - y[j], z[a] - z[j]));
+    mx = stdMax(mx, std::fabs(q));
+  }
+  return mx;
+}
+
+int signedScaleLevel(const FmmTree& t) { return std::min<int>(2, int(t.levelBegin.size()) - 2); }
+
+double coarseFieldOfNets(const FmmTree& t, const std::vector<double>& net) {
+  const int lev = signedScaleLevel(t);
+  if (lev < 0) return 0;
+  const std::size_t first = t.levelBegin[lev], count = t.levelBegin[lev + 1] - first;
+  double scale = 0;
+  for (std::size_t a = 0; a < count; ++a) {
+    double p = 0;
+    const double* ca = &t.centre[3 * (first + a)];
+    for (std::size_t b = 0; b < count; ++b) {
+      if (a == b) continue;
+      const double* cb = &t.centre[3 * (first + b)];
+      p += net[b] / std::sqrt(squaredNorm(ca[0] - cb[0], ca[1] - cb[1], ca[2] - cb[2]));
+    }
+    scale = stdMax(scale, std::fabs(p));
+  }
+  return scale;
+}
+
+double signedScaleOf(double nearMax, double coarse) { return kSignedScaleShare * stdMax(nearMax, coarse); }
+
 double signedSourceScale(const SortedCells& cells, int threads, const FmmTree& t) {
-  return kSignedScaleShare * stdMax(leafNearMax(cells, threads, t, nullptr), coarseFieldOfNodes(cells, t, threads));
+  return signedScaleOf(leafNearMax(cells, threads, t, nullptr), coarseFieldOfNodes(cells, t, threads));
 }
 
 Status buildFmmTree(const std::vector<std::uint64_t>& keys, const RootCube& root, const SortedCells& cells,
@@ -342,7 +353,7 @@ Status buildFmmTree(const std::vector<std::uint64_t>& keys, const RootCube& root
   if (reduce) AG_TRY(reduce(parts));
   if (t.dipoles) {  // periodic: phi crosses zero; a scale of it instead of a lower bound, multipole powers for |M|
     const double coarse = reduce ? coarseFieldOfCubes(t.topo.root, parts) : coarseFieldOfNodes(cells, t, threads);
-    const double scale = kSignedScaleShare * stdMax(parts.nearMax, coarse);
+    const double scale = signedScaleOf(parts.nearMax, coarse);
     for (std::size_t i = 0; i < n; ++i) t.lowBound[i] = scale;
     multipoleNorms(mi, threads, t);
     return Status::success();

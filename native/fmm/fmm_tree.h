@@ -16,6 +16,7 @@ namespace amrgrav {
 namespace fmm {
 
 struct MultiIndex;
+struct P2pTable;
 
 /// Cells per leaf: 64 (a 4^3 sub-block of an 8^3 block) moves the work from M2L to the cheap, regular P2P;
 /// 8-cell leaves made the prototype 2-4x slower (docs/fmm-design.md, section 4).
@@ -95,6 +96,21 @@ std::vector<double> multipoleNormWeights(const MultiIndex& mi);
 /// the level-2 nodes' net masses, from the topology (topo, levelBegin), the expansion centres and the sorted cells
 /// alone (the CUDA backend's periodic path takes it so for the device's tree).
 double signedSourceScale(const SortedCells& cells, int threads, const FmmTree& tree);
+
+/// signedSourceScale's parts, for the CUDA backend's periodic path, which finds them with the sorted cells on the
+/// device (cuda/fmm_scale_phase.h, fmm/signed_scale_k.h): the same functions, so the same bits.
+/// One leaf's near field at its cells, max over its cells of |sum over its other cells of m / r|: by `self` (the
+/// regular leaf's self table, p2p_tables.h, `count` 64 of size h) or pair by pair (self null). The leaf's `count`
+/// cells at x, y, z with masses m (sorted order, scaled lengths).
+double leafNearOf(const double* x, const double* y, const double* z, const double* m, std::uint32_t count,
+                  const P2pTable* self, double h);
+/// The level whose nodes' net masses make the coarse field (2, or the deepest of a shallower tree); -1 for none.
+int signedScaleLevel(const FmmTree& tree);
+/// The coarse field of that level's nodes' net masses (net: one per node of the level, in node order, each summed
+/// over its cells in their order: fmm/signed_scale_k.h netMassOf) at each other's expansion centres.
+double coarseFieldOfNets(const FmmTree& tree, const std::vector<double>& net);
+/// The scale from its parts (the share of the larger).
+double signedScaleOf(double leafNearMax, double coarseField);
 
 Status buildFmmTree(const std::vector<std::uint64_t>& sortedKeys, const RootCube& root, const SortedCells& cells,
                     const SolveOptions& opt, int threads, FmmTree& tree, const MacScaleReduce& reduce = {},

@@ -5,7 +5,7 @@
 ///   amrgrav_gpu_timing [--perf 128,256 | --no-perf] [--reps R] [--direct-n CELLS] [--cpu-perf] [--sweep]
 ///                      [--fmm 64,128,256 [--fmm-host-lists] [--fmm-host-sort] [--fmm-host-tiles] [--fmm-host-tree]
 ///                      [--fmm-settings P:TOL,..] [--fmm-periodic [--fmm-host-periodic-tiles]
-///                      [--fmm-host-periodic]]] [--split N]
+///                      [--fmm-host-periodic-finish] [--fmm-host-periodic]]] [--split N]
 ///                      [--copy-threads T]
 ///                      [--plummer 1000000,16000000 [--thetas 0.5,0.4] [--check-points K]]
 ///
@@ -77,6 +77,13 @@
 ///                     the near lists and tiles with their shifts built on the device from its pairs
 ///                     (CudaOptions::fmmDevicePeriodicTiles, "device_periodic_tiles" true: no pairs down, no tiles up;
 ///                     tiles_s and tile_steps_s their build)
+///                     With all of those, no host copy of the sorted cells (CudaOptions::fmmDevicePeriodicFinish:
+///                     the scale from the device's cells, its candidate leaves down, the finish on the device;
+///                     "device_periodic_finish" true, "host_cells" false, "scale_candidates" and
+///                     "scale_candidate_cells" what came down for the scale)
+///   --fmm-host-periodic-finish  with --fmm-periodic: each periodic timing once more gathering the host's sorted
+///                     cells (fmmDevicePeriodicFinish off: the order down and the host's gather and contrast, the
+///                     host's scale, the sums down and the host's finish; "device_periodic_finish" false)
 ///   --fmm-host-periodic-tiles  with --fmm-periodic: each periodic timing once more with the host's near lists and
 ///                     tiles (fmmDevicePeriodicTiles off: the pairs down, the tiles made on the host and up)
 ///   --fmm-host-periodic  with --fmm-periodic: each periodic timing once more by the host's periodic path
@@ -138,6 +145,7 @@ struct TimingArgs {
   bool fmmPeriodic = false;     ///< --fmm-periodic: and once more in a fully periodic box
   bool fmmHostPeriodic = false; ///< --fmm-host-periodic: the periodic box by the host's periodic path too
   bool fmmHostPeriodicTiles = false;  ///< --fmm-host-periodic-tiles: and by the device's path with the host's tiles
+  bool fmmHostPeriodicFinish = false;  ///< --fmm-host-periodic-finish: and gathering the host's sorted cells
   int fmmM2L = CudaOptions{}.fmmM2L;  ///< --fmm-m2l: the M2L kernel (CudaOptions::fmmM2L)
   std::vector<std::string> fmmCellFiles;  ///< --fmm-cells: meshes from files (bench/dumpCells.ts)
 };
@@ -193,6 +201,7 @@ TimingArgs parseArgs(int argc, char** argv) {
     else if (k == "--fmm-periodic") a.fmmPeriodic = true;
     else if (k == "--fmm-host-periodic") a.fmmHostPeriodic = true;
     else if (k == "--fmm-host-periodic-tiles") a.fmmHostPeriodicTiles = true;
+    else if (k == "--fmm-host-periodic-finish") a.fmmHostPeriodicFinish = true;
     else if (k == "--fmm-m2l") a.fmmM2L = std::atoi(next().c_str());
     else if (k == "--fmm-cells") {
       std::stringstream ss(next());
@@ -290,7 +299,8 @@ void timeVariant(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int 
 void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid, bool accel, bool deviceLists,
              bool deviceSort, bool deviceTiles = false, bool deviceTree = false, int order = 0,
              double tolerance = -1, bool periodic = false, bool devicePeriodic = false,
-             bool devicePeriodicTiles = false, const std::string& mesh = "uniform") {
+             bool devicePeriodicTiles = false, const std::string& mesh = "uniform",
+             bool devicePeriodicFinish = true) {
   CudaOptions co = gpu.cudaOptions();
   co.fmmDeviceLists = deviceLists;
   co.fmmDeviceSort = deviceSort;
@@ -298,6 +308,7 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
   co.fmmDeviceTree = deviceTree;
   co.fmmDevicePeriodic = devicePeriodic;
   co.fmmDevicePeriodicTiles = devicePeriodicTiles;
+  co.fmmDevicePeriodicFinish = devicePeriodicFinish;
   co.fmmM2L = a.fmmM2L;
   setDeviceOptions(gpu, co);
   SolveOptions o;
@@ -337,7 +348,9 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
   }
   std::printf("{\"kind\":\"fmm\",\"mesh\":\"%s\",\"grid\":%d,\"cells\":%zu,\"fmmOrder\":%d,\"fmmTheta\":%s,\"fmmTolerance\":%s,"
               "\"accelerations\":%s,\"periodic\":%s,\"device_sort\":%s,\"device_lists\":%s,\"device_tiles\":%s,"
-              "\"device_tree\":%s,\"device_periodic\":%s,\"device_periodic_tiles\":%s,\"m2l\":\"%s\","
+              "\"device_tree\":%s,\"device_periodic\":%s,\"device_periodic_tiles\":%s,"
+              "\"device_periodic_finish\":%s,\"host_cells\":%s,\"scale_candidates\":%llu,"
+              "\"scale_candidate_cells\":%llu,\"m2l\":\"%s\","
               "\"lists_s\":%s,"
               "\"list_rounds\":%d,"
               "\"list_max_frontier\":%llu,\"reps\":%d,\"wall_s\":%s,\"keys_sort_s\":%s,\"moments_s\":%s,\"build_s\":%s,"
@@ -352,7 +365,10 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
               accel ? "true" : "false", periodic ? "true" : "false", deviceSort ? "true" : "false",
               deviceLists ? "true" : "false", deviceTiles ? "true" : "false", deviceTree ? "true" : "false",
               periodic && devicePeriodic ? "true" : "false",
-              periodic && devicePeriodic && devicePeriodicTiles ? "true" : "false", cuda::fmmM2LVariantName(co.fmmM2L),
+              periodic && devicePeriodic && devicePeriodicTiles ? "true" : "false",
+              periodic && devicePeriodic && devicePeriodicTiles && devicePeriodicFinish ? "true" : "false",
+              periodic && cs.fmmPeriodicHostCells ? "true" : "false", (unsigned long long)cs.fmmScaleCandidates,
+              (unsigned long long)cs.fmmScaleCandidateCells, cuda::fmmM2LVariantName(co.fmmM2L),
               num(median(lists)).c_str(), cs.fmmListRounds,
               (unsigned long long)cs.fmmListMaxFrontier, a.reps, num(w).c_str(), num(median(keys)).c_str(),
               num(median(mom)).c_str(),
@@ -427,6 +443,8 @@ void runFmmTimings(const TimingArgs& a) {
                         // host's periodic path
       for (const bool accel : {false, true}) {
         timeFmm(a, *gpu, cells, grid, accel, true, true, false, true, 0, -1, true, true, true);
+        if (a.fmmHostPeriodicFinish)
+          timeFmm(a, *gpu, cells, grid, accel, true, true, false, true, 0, -1, true, true, true, "uniform", false);
         if (a.fmmHostPeriodicTiles) timeFmm(a, *gpu, cells, grid, accel, true, true, false, true, 0, -1, true, true);
         if (a.fmmHostPeriodic) timeFmm(a, *gpu, cells, grid, accel, false, false, false, false, 0, -1, true, false);
       }

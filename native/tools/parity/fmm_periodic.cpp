@@ -18,7 +18,12 @@
 /// shifts (CudaOptions::fmmDevicePeriodicTiles, cuda/fmm_tiles_phase.h with a period): every array (near lists,
 /// regular leaves, tiles, slots, irregular lists, each with its shifts) equal to buildHostNearField's over the host's
 /// lists with shifts, on the same trees; its solves bitwise the host tiles' path (and the host periodic path), the
-/// same near-field counts, and within the tolerances of the CPU backend.
+/// same near-field counts, and within the tolerances of the CPU backend. Without a host copy of the sorted cells
+/// (CudaOptions::fmmDevicePeriodicFinish, the default: the scale from the device's cells, cuda/fmm_scale_phase.h, the
+/// finish on the device): the device tree's scale by bits the host's (and with the switch off, the gathered cells'
+/// scale), the solves bitwise the host periodic path's, the mean density equal and the mean potential within 1e-12 of
+/// max |phi| of the host finish's, the conventions, momentum and determinism as above; a tree with leaves above the
+/// far frontier takes the gathered cells after all (said in the check's detail).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -224,21 +229,35 @@ void periodicTilesCase(Context& cx, const std::string& name, const Cells& cells,
 }
 
 /// The device's periodic tree (CudaOptions::fmmDevicePeriodic with fmmDeviceTree: its sort, the contrast, the upward
-/// pass with dipole terms, the host's signed scale, the norms) against buildFmmTree's on the host's sort, by bits.
-void periodicTreeCase(Context& cx, const std::string& name, const Cells& cells, const SolveOptions& o) {
+/// pass with dipole terms, the signed scale, the norms) against buildFmmTree's on the host's sort, by bits; the scale
+/// from the device's cells (deviceScale: CudaOptions::fmmDevicePeriodicFinish, cuda/fmm_scale_phase.h, its candidate
+/// leaves reported) or the host's from its gathered cells.
+void periodicTreeCase(Context& cx, const std::string& name, const Cells& cells, const SolveOptions& o,
+                      bool deviceScale) {
+  CudaBackend& gpu = *cx.gpu;
+  const CudaOptions before = gpu.cudaOptions();
+  CudaOptions co = before;
+  co.fmmDevicePeriodicFinish = deviceScale;
   SortedCells sorted;
   fmm::FmmTree host, dev;
   const Status st = hostPeriodicTree(cells, o, resolveThreadCount(0), sorted, host);
   double seconds = 0;
-  const Status sd = st.ok() ? cx.gpu->fmmDeviceTree(cells.view(), o, dev, &seconds) : st;
+  setDeviceOptions(gpu, co);
+  const Status sd = st.ok() ? gpu.fmmDeviceTree(cells.view(), o, dev, &seconds) : st;
+  const CudaStats cs = deviceStats(gpu);
+  setDeviceOptions(gpu, before);
   if (!sd.ok()) {
     check(cx, name, false, "tree failed: " + sd.message);
     return;
   }
   const std::string diff = fmm::fmmTreeDifference(host, dev);
-  check(cx, name, diff.empty() && host.dipoles,
-        (diff.empty() ? std::string("device tree = host tree by bits (cube centres, M, MAC, scale, norms): ") : diff) +
-            std::to_string(host.nodeCount()) + " nodes, device " + ms(seconds));
+  const std::string scale =
+      deviceScale ? "the device's cells' scale (" + std::to_string(cs.fmmScaleCandidates) + " candidate leaves, " +
+                        std::to_string(cs.fmmScaleCandidateCells) + " cells down)"
+                  : std::string("the host's gathered cells' scale");
+  check(cx, name, diff.empty() && host.dipoles && !dev.lowBound.empty() && dev.lowBound[0] == host.lowBound[0],
+        (diff.empty() ? std::string("device tree = host tree by bits (cube centres, M, MAC, scale, norms), ") : diff) +
+            scale + ": " + std::to_string(host.nodeCount()) + " nodes, device " + ms(seconds));
 }
 
 /// CudaOptions::fmmDevicePeriodic (with the device's sort and lists, and the device's tree or the host's, and the
@@ -258,18 +277,21 @@ void devicePeriodicCase(Context& cx, const std::string& name, const Cells& cells
     bool sort, tree, tiles;
     const char* what;
     bool vsCpu;  ///< the CPU comparison too (the others are bitwise a variant that has it)
+    bool finish = false;  ///< CudaOptions::fmmDevicePeriodicFinish: no host copy of the sorted cells
   };
   const Variant variants[] = {{true, false, false, "-host-tree", true},
                               {true, true, false, "-device-tree", true},
                               {true, true, true, "-device-tree-tiles", true},
                               {true, false, true, "-host-tree-tiles", false},
-                              {false, false, true, "-host-sort-tiles", false}};
+                              {false, false, true, "-host-sort-tiles", false},
+                              {true, true, true, "-device-finish", true, true}};
   for (const Variant& va : variants) {
     CudaOptions on = before;
     on.fmmDevicePeriodic = on.fmmDeviceLists = true;
     on.fmmDeviceSort = va.sort;
     on.fmmDeviceTree = va.tree;
     on.fmmDevicePeriodicTiles = va.tiles;
+    on.fmmDevicePeriodicFinish = va.finish;
     SolveResult dev;
     poison(dev, cells.size(), o.accelerations);
     setDeviceOptions(gpu, on);
@@ -292,6 +314,21 @@ void devicePeriodicCase(Context& cx, const std::string& name, const Cells& cells
                                    "host's path: " + (sameCounts ? "the same counts" : "counts differ") + ", bits " +
                                    (bitwiseEqual(host, dev) ? "equal" : "differ")
                              : "solve failed: " + (sh.ok() ? sd.message : sh.message));
+    if (va.finish && sh.ok() && sd.ok()) {  // the device's finish: the host's conventions, to rounding
+      double scale = 0;
+      for (const double p : host.potential) scale = std::max(scale, std::fabs(p));
+      const double mp = std::fabs(dev.stats.meanPotential - host.stats.meanPotential);
+      check(cx, name + what + "-conventions",
+            dev.stats.meanDensity == host.stats.meanDensity &&
+                dev.stats.densityContrast == host.stats.densityContrast && mp <= kPotTol * scale,
+            std::string(cs.fmmPeriodicHostCells ? "the host's cells after all (leaves above the far frontier)"
+                                                : "no host copy of the sorted cells") +
+                ": " + std::to_string(cs.fmmScaleCandidates) + " candidate leaves (" +
+                std::to_string(cs.fmmScaleCandidateCells) + " cells) down for the scale; mean density " +
+                (dev.stats.meanDensity == host.stats.meanDensity ? "equal" : "differs") +
+                ", the mean potential differs from the host finish's by " + sci(scale > 0 ? mp / scale : mp) +
+                " of max |phi| (<= 1e-12: its sum's rounding, in the caller's order and units)");
+    }
     if (va.vsCpu) parityCase(cx, name + what, cells, o, gpu, kPotTol, false, true, kAccTol);  // `on` still set
   }
   setDeviceOptions(gpu, before);
@@ -366,10 +403,16 @@ void runFmmPeriodic(Context& cx) {
   // the device's periodic path (CudaOptions::fmmDevicePeriodic): its tree, its lists with shifts, then its solves
   for (const int p : {4, 7}) {
     const std::string ps = "-p" + std::to_string(p);
-    periodicTreeCase(cx, "fmm-periodic-tree-" + g + "-random" + ps, random, fmmOptions(p, true, true, true));
-    periodicTreeCase(cx, "fmm-periodic-tree-amr" + ps, cx.amr(), fmmOptions(p, true, true, true));
-    periodicTreeCase(cx, "fmm-sheet-tree-xy-" + g + "-random" + ps, random, fmmOptions(p, true, true, false));
-    periodicTreeCase(cx, "fmm-line-tree-z-amr" + ps, cx.amr(), fmmOptions(p, false, false, true));
+    for (const bool ds : {true, false}) {  // the scale from the device's cells (the default), or the host's
+      const std::string sc = ds ? "" : "-hostscale";
+      periodicTreeCase(cx, "fmm-periodic-tree-" + g + "-random" + ps + sc, random, fmmOptions(p, true, true, true),
+                       ds);
+      periodicTreeCase(cx, "fmm-periodic-tree-" + g + "-sine" + ps + sc, sine, fmmOptions(p, true, true, true), ds);
+      periodicTreeCase(cx, "fmm-periodic-tree-amr" + ps + sc, cx.amr(), fmmOptions(p, true, true, true), ds);
+      periodicTreeCase(cx, "fmm-sheet-tree-xy-" + g + "-random" + ps + sc, random, fmmOptions(p, true, true, false),
+                       ds);
+      periodicTreeCase(cx, "fmm-line-tree-z-amr" + ps + sc, cx.amr(), fmmOptions(p, false, false, true), ds);
+    }
   }
   for (const int p : {4, 7}) {
     const std::string ps = "-p" + std::to_string(p);
@@ -402,6 +445,8 @@ void runFmmPeriodic(Context& cx) {
   devicePeriodicCase(cx, "fmm-devperiodic-amr-p7", cx.amr(), fmmOptions(7, true, true, true));
   devicePeriodicCase(cx, "fmm-devperiodic-sheet-xy-" + g + "-random-p7", random, fmmOptions(7, true, true, false));
   devicePeriodicCase(cx, "fmm-devperiodic-line-z-amr-p7", cx.amr(), fmmOptions(7, false, false, true));
+  devicePeriodicCase(cx, "fmm-devperiodic-grid8-p7", randomDensityGrid(8, cx.args.seed),
+                     fmmOptions(7, true, true, true));
   {  // the finish's conventions, momentum and determinism on the device's path
     CudaOptions co = gpu.cudaOptions();
     const CudaOptions before = co;
@@ -410,10 +455,17 @@ void runFmmPeriodic(Context& cx) {
     setDeviceOptions(gpu, co);
     conventionsAndRepeat(cx, "fmm-devperiodic-" + g + "-sine", sine, fmmOptions(7, true, true, true));
     conventionsAndRepeat(cx, "fmm-devperiodic-line-z-amr", cx.amr(), fmmOptions(7, false, false, true));
-    co.fmmDevicePeriodicTiles = true;  // and with the device's near tiles
+    co.fmmDevicePeriodicTiles = true;  // and with the device's near tiles, gathering the host's cells
+    co.fmmDevicePeriodicFinish = false;
     setDeviceOptions(gpu, co);
     conventionsAndRepeat(cx, "fmm-devperiodic-tiles-" + g + "-sine", sine, fmmOptions(7, true, true, true));
     conventionsAndRepeat(cx, "fmm-devperiodic-tiles-line-z-amr", cx.amr(), fmmOptions(7, false, false, true));
+    co.fmmDevicePeriodicFinish = true;  // and without: the scale from the device's cells, the device's finish
+    setDeviceOptions(gpu, co);
+    conventionsAndRepeat(cx, "fmm-devperiodic-finish-" + g + "-sine", sine, fmmOptions(7, true, true, true));
+    conventionsAndRepeat(cx, "fmm-devperiodic-finish-" + g + "-random", random, fmmOptions(7, true, true, true));
+    conventionsAndRepeat(cx, "fmm-devperiodic-finish-amr", cx.amr(), fmmOptions(7, true, true, true));
+    conventionsAndRepeat(cx, "fmm-devperiodic-finish-line-z-amr", cx.amr(), fmmOptions(7, false, false, true));
     setDeviceOptions(gpu, before);
   }
 }
