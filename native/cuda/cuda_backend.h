@@ -165,6 +165,10 @@ struct CudaStats {
   /// came down.
   bool fmmPeriodicHostCells = false;
   std::uint64_t fmmScaleCandidates = 0, fmmScaleCandidateCells = 0;
+  /// Its wall times: the signed scale (either way), and the device finish's steps: the self term and finish kernels
+  /// (waited for), the results' copy into the caller's arrays, the mean potential on the host (zeros on the
+  /// gathering path).
+  double fmmScaleSeconds = 0, fmmFinishStepSeconds[3] = {0, 0, 0};
   std::string device;               ///< name, compute capability, multiprocessors
 };
 

@@ -110,6 +110,7 @@ Status periodicTreeOnDevice(DeviceState& ds, const CellsView& cells, const Solve
   if (sorted.mass.empty() && shallowLeaves(tree, frontier)) AG_TRY(gatherAfterSort(ds, cells, opt, threads, sorted));
   double scale = 0;
   ds.stats.fmmScaleCandidates = ds.stats.fmmScaleCandidateCells = 0;
+  const auto ts = Clock::now();
   if (sorted.mass.empty()) {
     SignedScaleCounts sc;
     AG_TRY(signedScaleOnDevice(ds, tree, threads, scale, &sc));
@@ -118,6 +119,7 @@ Status periodicTreeOnDevice(DeviceState& ds, const CellsView& cells, const Solve
   } else {
     scale = fmm::signedSourceScale(sorted, threads, tree);
   }
+  ds.stats.fmmScaleSeconds = since(ts);
   std::fill(tree.lowBound.begin(), tree.lowBound.end(), scale);
   AG_CUDA_TRY(cudaMemcpyAsync(b.lists.mac.get() + 3 * dtree.nodes, tree.lowBound.data(), dtree.nodes * sizeof(double),
                               cudaMemcpyHostToDevice, ds.stream));
@@ -214,6 +216,8 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   const bool deviceFinish = noHostCells && sorted.mass.empty();
   ds.stats.fmmPeriodicHostCells = !deviceFinish;
   if (!deviceTree) ds.stats.fmmScaleCandidates = ds.stats.fmmScaleCandidateCells = 0;
+  if (!deviceTree) ds.stats.fmmScaleSeconds = 0;  // inside buildFmmTree then
+  for (double& s : ds.stats.fmmFinishStepSeconds) s = 0;
   fmm::HostNearField hn;  // the device's tiles: their tables' slots alone
   DeviceFmmTiles dt;
   if (deviceTiles) {
@@ -325,8 +329,15 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   if (deviceFinish) {
     const ResultTargets dest = out.targets(n, accel);
     AG_TRY(fmmparts::foldSelfOnDevice(ds, v, n, opt));
-    AG_TRY(finishAndDownload(ds, opt, dest));
+    double* res[4];
+    AG_TRY(finishOnDevice(ds, opt, res));
+    AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));  // the kernels' time apart from the copy's (fmmFinishStepSeconds)
+    ds.stats.fmmFinishStepSeconds[0] = since(t);
+    AG_TRY(downloadFinished(ds, opt, res, dest));
+    ds.stats.fmmFinishStepSeconds[1] = ds.stats.secondsDownload;
+    const auto tm = Clock::now();
     st.meanPotential = opt.fullyPeriodic() ? meanPotentialOf(ds, dest.potential, cells.size, n) : 0.0;
+    ds.stats.fmmFinishStepSeconds[2] = since(tm);
     ds.stats.secondsDownload = since(t);
     fmmparts::reportFmmStats(ds, t0, n, nodes, counts.leaves, tree.topo.depth, lists.directedM2L,
                              lists.directedP2P, st);

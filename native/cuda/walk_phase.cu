@@ -289,9 +289,13 @@ Status restoreSizes(DeviceState& ds, unsigned n) {
 }
 
 Status finishAndDownload(DeviceState& ds, const SolveOptions& opt, const ResultTargets& dest) {
-  const unsigned n = ds.n;
   double* res[4];
   AG_TRY(finishOnDevice(ds, opt, res));
+  return downloadFinished(ds, opt, res, dest);
+}
+
+Status downloadFinished(DeviceState& ds, const SolveOptions& opt, double* const res[4], const ResultTargets& dest) {
+  const unsigned n = ds.n;
   const int nout = opt.accelerations ? 4 : 1;
 
   // ---- download

@@ -94,6 +94,8 @@ Status finishAndDownload(DeviceState& ds, const SolveOptions& opt, const ResultT
 /// 3; a block solve's compact layout: slots 4, 3 and two buffers aside), queued on the backend's stream (events[5]
 /// after them).
 Status finishOnDevice(DeviceState& ds, const SolveOptions& opt, double* res[4]);
+/// finishAndDownload's copy: finishOnDevice's results into the caller's arrays (ds.stats.secondsDownload: its time).
+Status downloadFinished(DeviceState& ds, const SolveOptions& opt, double* const res[4], const ResultTargets& dest);
 
 /// The seconds between two of the state's events (0 when they cannot be read).
 double elapsed(DeviceState& ds, int a, int b);
