@@ -97,6 +97,17 @@ Status putTables(DeviceState& ds, const fmm::P2pTables& tables, const std::vecto
 Status putHostTiles(DeviceState& ds, const fmm::NearLists& near, const fmm::P2pTiles& tiles,
                     const fmm::IrregularLists& irr, std::vector<std::uint32_t>& staging, std::size_t tileOff[6]);
 
+/// A periodic box's host-made image shifts (the M2L lists', the tiles' steps' and the irregular leaves' near
+/// sources', fmm/interaction_lists.h and fmm/p2p_tiles.h) up into ds.fmm.periodic.shifts in one buffer, shiftOff[0..2]
+/// where each begins (asynchronous: staging is the caller's, alive until the stream is synchronised).
+Status putHostShifts(DeviceState& ds, const std::vector<std::uint8_t>& m2lShift, const fmm::P2pTiles& tiles,
+                     const fmm::IrregularLists& irr, std::vector<std::uint8_t>& staging, std::size_t shiftOff[3]);
+
+/// Those shifts in the evaluation's view (the tiles' and irregular leaves' null when they have none); the M2L
+/// lists' too unless m2lElsewhere (the device's walk keeps them).
+void viewHostShifts(const DeviceState& ds, const fmm::P2pTiles& tiles, const fmm::IrregularLists& irr,
+                    const std::size_t shiftOff[3], bool m2lElsewhere, FmmDeviceView& v);
+
 /// The evaluation's view of ds.fmm as the host-fed steps fill it: the cells (putCells), the tree (putTree), M, L,
 /// the M2L lists, the host tiles at tileOff (putHostTiles), the P2P tables (putTables), the index tables at off
 /// (indexTables) and the sums (reserveSums). The counts of leaves, tiles and irregular leaves, and what a path keeps
