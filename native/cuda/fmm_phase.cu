@@ -328,9 +328,18 @@ Status reserveSums(DeviceState& ds, std::size_t n, bool accel) {
 }
 
 Status evaluateOnDevice(DeviceState& ds, const FmmDeviceView& v, const std::vector<std::uint32_t>& levelBegin) {
+  AG_TRY(queueNearOnDevice(ds, v));
+  return evaluateFarOnDevice(ds, v, levelBegin);
+}
+
+Status queueNearOnDevice(DeviceState& ds, const FmmDeviceView& v) {
   AG_CUDA_TRY(cudaEventRecord(ds.events[4], ds.stream));
   AG_TRY(launchFmmP2P(v, ds.stream));
   AG_CUDA_TRY(cudaEventRecord(ds.events[0], ds.stream));
+  return Status::success();
+}
+
+Status evaluateFarOnDevice(DeviceState& ds, const FmmDeviceView& v, const std::vector<std::uint32_t>& levelBegin) {
   AG_TRY(launchFmmM2L(v, ds.stream));
   AG_CUDA_TRY(cudaEventRecord(ds.events[1], ds.stream));
   for (std::size_t lev = 0; lev + 1 < levelBegin.size(); ++lev)

@@ -141,6 +141,12 @@ void viewDeviceTiles(const DeviceFmmTiles& dt, FmmDeviceView& v);
 /// (levelBegin: fmm::FmmTree::levelBegin), L2P; events between the kernels (slots 0-2, 4, 5) for their times
 /// (ds.stats.secondsWalk, fmmKernelSeconds, walkLaunches). Synchronous.
 Status evaluateOnDevice(DeviceState& ds, const FmmDeviceView& v, const std::vector<std::uint32_t>& levelBegin);
+/// evaluateOnDevice in two parts, for a caller with host work between them (a GPU rank of the distributed FMM,
+/// fmm_rank_phase.cu, whose L is complete only after the LET exchange): the near field queued (P2P, overwriting the
+/// sums; slots 4 and 0), then, once L is up (queued on ds.stream after it), M2L, L2L, L2P and the times as above
+/// (ds.stats.secondsWalk then spans the host's work between the two too). Synchronous at its end.
+Status queueNearOnDevice(DeviceState& ds, const FmmDeviceView& v);
+Status evaluateFarOnDevice(DeviceState& ds, const FmmDeviceView& v, const std::vector<std::uint32_t>& levelBegin);
 
 /// The evaluation's sums (v.phi; v.gx, v.gy, v.gz with accelerations) down into phi and g through the pinned
 /// staging (the kernels' work on ds.stream first).

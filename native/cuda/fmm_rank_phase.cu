@@ -58,7 +58,8 @@ class CudaRankLocal final : public fmm::RankLocal {
   }
 
   /// The near field's tiles on the host (the one-process FMM's, fmm/p2p_tiles.h), then everything but L up: the
-  /// cells, the tree, M, the M2L lists, the tiles (with a periodic box's image shifts), the index and P2P tables.
+  /// cells, the tree, M, the M2L lists, the tiles (with a periodic box's image shifts), the index and P2P tables; L's
+  /// room made; the P2P queued (it reads no L), so that it runs while the host takes the received LETs.
   Status local(fmm::FmmTree& tree, const fmm::FmmLists& lists, const SortedCells& sorted, const SolveOptions& opt,
                int threads, fmm::FmmOutput, const std::function<Status()>& progress) override {
     cuda::DeviceState& ds = *gpu_;
@@ -91,8 +92,17 @@ class CudaRankLocal final : public fmm::RankLocal {
       AG_TRY(cuda::fmmparts::reserveSums(ds, n_, accel_));
       AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));  // the staging vectors die here
       AG_TRY(cuda::fmmparts::putTables(ds, hn_.tables, hn_.tiles.slots));
+      const std::size_t nodes = tree.nodeCount();
+      AG_TRY(b.L.reserve(std::max<std::size_t>(nodes * std::size_t(tree.terms), 1), "the FMM's local coefficients"));
       ds.stats.secondsUpload = cuda::since(t);
-      for (int d = 0; d < 3; ++d) period_[d] = lists.period[d];
+
+      // the evaluation's view (L's pointer final: nothing reserves on this state until finish)
+      v_ = cuda::fmmparts::bufferView(ds, tree, nodes, n_, accel_, tileOff_, off_);
+      cuda::fmmparts::viewNearFieldCounts(counts_, v_);
+      if (periodic_) cuda::fmmparts::viewHostShifts(ds, hn_.tiles, hn_.irr, shiftOff_, false, v_);
+      for (int d = 0; d < 3; ++d) v_.period[d] = lists.period[d];
+      v_.dipoles = tree.dipoles;
+      AG_TRY(cuda::fmmparts::queueNearOnDevice(ds, v_));
       return progress();
     });
   }
@@ -109,20 +119,16 @@ class CudaRankLocal final : public fmm::RankLocal {
       const std::size_t nodes = tree.nodeCount(), nt = std::size_t(tree.terms);
       if (tree.L.size() < nodes * nt)
         return Status::error(ErrorCode::Internal, "CUDA backend: the rank's local coefficients are missing");
-      cuda::FmmBuffers& b = ds.fmm;
-      AG_TRY(b.L.reserve(std::max<std::size_t>(nodes * nt, 1), "the FMM's local coefficients"));
+      if (v_.L != ds.fmm.L.get() || v_.nodes != nodes)
+        return Status::error(ErrorCode::Internal, "CUDA backend: the rank's device view is stale");
+      // queued after the P2P on the stream (a pageable copy: the host may wait for it), before M2L adds to L
       if (nodes > 0)
-        AG_CUDA_TRY(cudaMemcpyAsync(b.L.get(), tree.L.data(), nodes * nt * sizeof(double), cudaMemcpyHostToDevice,
+        AG_CUDA_TRY(cudaMemcpyAsync(v_.L, tree.L.data(), nodes * nt * sizeof(double), cudaMemcpyHostToDevice,
                                     ds.stream));
       ds.stats.secondsUpload += cuda::since(t);
-
-      cuda::FmmDeviceView v = cuda::fmmparts::bufferView(ds, tree, nodes, n_, accel_, tileOff_, off_);
-      cuda::fmmparts::viewNearFieldCounts(counts_, v);
-      if (periodic_) cuda::fmmparts::viewHostShifts(ds, hn_.tiles, hn_.irr, shiftOff_, false, v);
-      for (int d = 0; d < 3; ++d) v.period[d] = period_[d];
-      v.dipoles = tree.dipoles;
-      AG_TRY(cuda::fmmparts::evaluateOnDevice(ds, v, tree.levelBegin));  // synchronous: L's copy is done
+      AG_TRY(cuda::fmmparts::evaluateFarOnDevice(ds, v_, tree.levelBegin));  // synchronous: L's copy is done
       cuda::fmmparts::reportNearFieldCounts(counts_, ds.stats);
+      const cuda::FmmDeviceView& v = v_;
 
       t = cuda::Clock::now();
       std::vector<double> phi, g[3];
@@ -156,7 +162,7 @@ class CudaRankLocal final : public fmm::RankLocal {
   fmm::HostNearField hn_;  ///< local()'s near field (its tables' slots and counts read again by finish())
   cuda::fmmparts::NearFieldCounts counts_;
   std::size_t n_ = 0, tileOff_[6] = {}, shiftOff_[3] = {}, off_[3] = {};
-  double period_[3] = {0, 0, 0};
+  cuda::FmmDeviceView v_;  ///< local()'s view of the uploads, the P2P queued on it; finish() completes it
   bool accel_ = false, periodic_ = false;
 };
 

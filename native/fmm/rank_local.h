@@ -27,13 +27,14 @@ class RankLocal {
   virtual Status open(const SolveOptions& opt) = 0;
   /// Inside the LET exchange, once the local lists are built: their work begins. The CPU's evaluates their near
   /// field into `out` (overwriting it) and their M2L into tree.L; a GPU's puts the tree, the cells, the lists and
-  /// their near field on the device (out and tree.L untouched: the received LETs' and the far images' host sums go
-  /// there meanwhile). `progress` moves messages along; call it between pieces of the work.
+  /// their near field on the device and queues the near field there (out and tree.L untouched: the received LETs'
+  /// and the far images' host sums go there meanwhile). `progress` moves messages along; call it between pieces of
+  /// the work.
   virtual Status local(FmmTree& tree, const FmmLists& lists, const SortedCells& sorted, const SolveOptions& opt,
                        int threads, FmmOutput out, const std::function<Status()>& progress) = 0;
   /// After every received LET's M2L and the far images are in tree.L and their direct sums in `out`: what is left
   /// of the local work and the downward pass, so that `out` holds this rank's sums (the CPU: passLocalsDown; a GPU:
-  /// tree.L up as the device's initial L, its M2L, P2P, L2L and L2P, the sums down and `out` added to them).
+  /// tree.L up as the device's initial L, its M2L, L2L and L2P, the sums down and `out` added to them).
   /// Device phases' times into st (secondsUpload, secondsDownload, deviceBytesPerCell).
   virtual Status finish(FmmTree& tree, const SortedCells& sorted, int threads, FmmOutput out, SolveStats& st) = 0;
 };
