@@ -83,7 +83,8 @@
 #              cells) on 3 GPU ranks: the gathered N-rank potential vs the one-process FMM on the same backend (bar
 #              1e-6; rounding alone expected, ~1e-13), vs the same split on CPU ranks and vs the CPU's one process
 #              (the same lists: ~1e-12), vs physics (as accurate as one process), each rank's LET bytes sent and
-#              whether its share ran on the GPU; a sheet refused on every rank
+#              whether its share ran on the GPU; a sheet refused on every rank. FMMMPI_RUNS="np:backend:set ..."
+#              picks the runs (default 1:cuda:blocks 2:cuda:blocks 3:cuda:blocks 3:mixed:blocks 3:cuda:cells)
 #   mpibench   `bench --grid 256 --backend cuda` under mpirun -np 1, 2, 4 (one GPU) with each rank's distributed stats
 #   mpibenchper  the same in a periodic box (--boundary periodic)
 #   plummer    issue #18: amrgrav_gpu_timing --plummer 1000000,16000000: a Plummer sphere of points (G = M = a = 1,
@@ -578,9 +579,10 @@ PY
       if ! command -v mpirun > /dev/null; then summary+=("fmmmpi: no mpirun on this host (apt-get install openmpi-bin libopenmpi-dev)"); continue; fi
       grep -q "distributed solve enabled" /tmp/gpuhost-cmake.log || summary+=("fmmmpi: WARNING the addon was built without MPI")
       mpi="mpirun --allow-run-as-root --oversubscribe --bind-to none"
-      for run in "1 cuda blocks" "2 cuda blocks" "3 cuda blocks" "3 mixed blocks" "3 cuda cells"; do
-        read -r np bk set <<< "$run"; tag=np$np-$bk-$set
-        timeout 500 $mpi -np $np node test/mpi/fmmCheck.mjs $set --backend $bk \
+      # $FMMMPI_RUNS (np:backend:set ...) picks the runs (each 1-3 minutes: the CPU references run too)
+      for run in ${FMMMPI_RUNS:-1:cuda:blocks 2:cuda:blocks 3:cuda:blocks 3:mixed:blocks 3:cuda:cells}; do
+        IFS=: read -r np bk set <<< "$run"; tag=np$np-$bk-$set
+        timeout 400 $mpi -np $np node test/mpi/fmmCheck.mjs $set --backend $bk \
           > "$out/fmmmpi-$tag.json" 2> "$out/fmmmpi-$tag.err"
         rc=$?
         summary+=("fmmmpi $tag rc=$rc $(python3 - "$out/fmmmpi-$tag.json" <<'PY'
