@@ -68,6 +68,7 @@ if(AMRGRAV_HAVE_CUDA)
     native/cuda/rank_system.cu
     native/cuda/fmm_phase.cu
     native/cuda/fmm_periodic_phase.cu
+    native/cuda/fmm_rank_phase.cu
     native/cuda/kernel_fmm.cu
     native/cuda/fmm_lists_phase.cu
     native/cuda/kernel_fmm_lists.cu
@@ -136,7 +137,8 @@ if(AMRGRAV_HAVE_CUDA)
     native/tools/parity/fmm_tiles.cpp
     native/tools/parity/fmm_tree.cpp
     native/tools/parity/fmm_periodic.cpp
-    native/tools/parity/fmm_blocks.cpp)
+    native/tools/parity/fmm_blocks.cpp
+    native/tools/parity/fmm_ranks.cpp)
   target_link_libraries(amrgrav_gpu_parity PRIVATE amrgrav_gpu_harness)
   target_compile_options(amrgrav_gpu_parity PRIVATE -O2 -Wall -Wextra)
   add_executable(amrgrav_gpu_timing native/tools/gpu_timing.cpp)
@@ -155,7 +157,7 @@ if(AMRGRAV_HAVE_CUDA)
   set(_amrgrav_gpu_tests "")
   foreach(_subject isolated direct errors memory periodic contrast let vote system clustered particles hostblocks fmm
                    fmm-lists fmm-tiles fmm-tree
-                   fmm-periodic fmm-blocks)
+                   fmm-periodic fmm-blocks fmm-ranks)
     add_test(NAME gpu.${_subject} COMMAND amrgrav_gpu_parity ${_subject})
     list(APPEND _amrgrav_gpu_tests gpu.${_subject})
   endforeach()

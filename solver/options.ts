@@ -8,9 +8,8 @@ export type BackendChoice = 'auto' | 'cpu' | 'cuda';
 
 /**
  * How the far field is computed: 'tree' (the Barnes-Hut group walk, options theta, order, mac, walk; every backend,
- * box and MPI run) or 'fmm' (the fast multipole method, options fmmOrder, fmmTheta, fmmTolerance; so far the CPU
- * backend: isolated, fully and partly periodic boxes in one process, isolated and fully periodic boxes on CPU ranks
- * under MPI; the GPU: every box in one process).
+ * box and MPI run) or 'fmm' (the fast multipole method, options fmmOrder, fmmTheta, fmmTolerance; both backends:
+ * isolated, fully and partly periodic boxes in one process, isolated and fully periodic boxes over MPI ranks).
  */
 export type MethodChoice = 'tree' | 'fmm';
 
@@ -70,10 +69,11 @@ export interface SolverOptions {
    * fully periodic: the density contrast, as the tree; partly periodic sheets and lines: the masses as given and the
    * tree's Green's function and constant; the near images along the periodic axes walked, the far ones through one
    * Ewald-derived kernel, docs/fmm-design.md section 7) in one process, and in isolated and fully periodic boxes on
-   * CPU ranks under MPI; backend 'cuda' takes every box in one process (the tree and lists built on the host, the
-   * evaluation on the GPU: docs/fmm-design.md, "GPU stage 1"; periodic boxes with the lists' image shifts and the far
-   * images' pass on the host: "Periodic boxes on the GPU"), and 'auto' runs MPI ranks on the CPU. Other combinations
-   * (backend 'cuda' over MPI ranks, a partly periodic box over MPI ranks) are an InvalidOptionError. Default 'tree'.
+   * MPI ranks; backend 'cuda' takes every box in one process (the tree and lists built on the host, the evaluation
+   * on the GPU: docs/fmm-design.md, "GPU stage 1"; periodic boxes with the lists' image shifts and the far images'
+   * pass on the host: "Periodic boxes on the GPU") and the same boxes as the CPU over MPI ranks (each rank's own lists
+   * and downward pass on its GPU, the LETs on the host: section 8; CPU and GPU ranks may be mixed). A partly periodic
+   * box over MPI ranks is an InvalidOptionError. Default 'tree'.
    */
   method?: MethodChoice;
   /** method 'fmm': expansion order p of the multipoles and local expansions, an integer in [3, 7]. Default 7. */
@@ -261,7 +261,7 @@ export function resolveOptions(options: SolverOptions = {}): ResolvedOptions {
   if (o.distributed !== 'auto' && typeof o.distributed !== 'boolean')
     throw invalidOption('distributed', "'auto', true or false", o.distributed);
   // method 'fmm' takes every box on both backends in one process; over MPI ranks the native session refuses what is
-  // not built (backend 'cuda', partly periodic boxes) with a typed error, never a silent fall-back to the tree
+  // not built (partly periodic boxes) with a typed error, never a silent fall-back to the tree
   return o as ResolvedOptions;
 }
 

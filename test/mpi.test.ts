@@ -356,7 +356,7 @@ describe('failures under mpirun', () => {
     expect(lines.filter((l) => l.case === 'after' && l.ok)).toHaveLength(np);
   });
 
-  it("GPU ranks: node-local rank -> device, and backend 'cuda' without a GPU fails on every rank with NoDevice", async () => {
+  it("GPU ranks: node-local rank -> device, and backend 'cuda' without a GPU fails on every rank with NoDevice (tree and FMM)", async () => {
     const np = 3;
     const run = await mpirun(np, script('gpuRankCheck.mjs'));
     expect(run.timedOut, run.stderr).toBe(false);
@@ -368,9 +368,12 @@ describe('failures under mpirun', () => {
       expect(l.deviceOfTwo).toBe(l.rank % 2);
       expect(l.after).toBe(true);
       if (nativeFeatures().cuda) continue; // a machine with a GPU: the device check (bench/gpu/device-check.sh mpi)
-      expect(l.cuda.ok).toBe(false);
-      expect(l.cuda.name).toBe('NoDeviceError');
-      expect(l.cuda.message).toContain(`rank 0 of ${np}`);
+      // the tree's GPU ranks, and the FMM's (every rank on 'cuda', or rank 0 alone with CPU ranks beside it)
+      for (const key of ['cuda', 'fmmCuda', 'fmmMixed']) {
+        expect(l[key].ok, key).toBe(false);
+        expect(l[key].name, key).toBe('NoDeviceError');
+        expect(l[key].message, key).toContain(`rank 0 of ${np}`);
+      }
     }
   });
 

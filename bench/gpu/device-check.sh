@@ -76,6 +76,15 @@
 #              direct sum; each rank's subset of target cells bitwise its full solve); then test/mpi/systemCheck.mjs on 3 GPU
 #              ranks and 3 mixed (subsets and probes, isolated and periodic: bitwise the full solve, one process's
 #              values; bad subsets fail every rank)
+#   fmmmpi     issue #20, method 'fmm' over MPI ranks on the GPU (cuda/fmm_rank_phase.cu: each rank's tree, lists,
+#              LETs, received LETs and far images on the host, its own lists' P2P and M2L and the downward pass on its
+#              device): test/mpi/fmmCheck.mjs --backend cuda under mpirun -np 1, 2, 3 on one GPU, -np 3 mixed (ranks 0
+#              and 2 on the GPU, rank 1 on the CPU), and the 'cells' set (cuts inside blocks and leaves, scattered
+#              cells) on 3 GPU ranks: the gathered N-rank potential vs the one-process FMM on the same backend (bar
+#              1e-6; rounding alone expected, ~1e-13), vs the same split on CPU ranks and vs the CPU's one process
+#              (the same lists: ~1e-12), vs physics (as accurate as one process), each rank's LET bytes sent and
+#              whether its share ran on the GPU; a sheet refused on every rank. FMMMPI_RUNS="np:backend:set ..."
+#              picks the runs (default 1:cuda:blocks 2:cuda:blocks 3:cuda:blocks 3:mixed:blocks 3:cuda:cells)
 #   mpibench   `bench --grid 256 --backend cuda` under mpirun -np 1, 2, 4 (one GPU) with each rank's distributed stats
 #   mpibenchper  the same in a periodic box (--boundary periodic)
 #   plummer    issue #18: amrgrav_gpu_timing --plummer 1000000,16000000: a Plummer sphere of points (G = M = a = 1,
@@ -567,6 +576,41 @@ except Exception as e:
 PY
 )")
         tail -5 "$out/mpi-system-$tag.err"
+      done ;;
+    fmmmpi)
+      if ! command -v mpirun > /dev/null; then summary+=("fmmmpi: no mpirun on this host (apt-get install openmpi-bin libopenmpi-dev)"); continue; fi
+      grep -q "distributed solve enabled" /tmp/gpuhost-cmake.log || summary+=("fmmmpi: WARNING the addon was built without MPI")
+      mpi="mpirun --allow-run-as-root --oversubscribe --bind-to none"
+      # $FMMMPI_RUNS (np:backend:set ...) picks the runs (each 1-3 minutes: the CPU references run too)
+      for run in ${FMMMPI_RUNS:-1:cuda:blocks 2:cuda:blocks 3:cuda:blocks 3:mixed:blocks 3:cuda:cells}; do
+        IFS=: read -r np bk set <<< "$run"; tag=np$np-$bk-$set
+        timeout 400 $mpi -np $np node test/mpi/fmmCheck.mjs $set --backend $bk \
+          > "$out/fmmmpi-$tag.json" 2> "$out/fmmmpi-$tag.err"
+        rc=$?
+        summary+=("fmmmpi $tag rc=$rc $(python3 - "$out/fmmmpi-$tag.json" <<'PY'
+import json, sys
+try:
+    r = json.loads([l for l in open(sys.argv[1]) if l.startswith('{')][-1])
+except Exception as e:
+    print(f"no report ({e})"); sys.exit()
+sc = r['scenarios']
+# the bars: N ranks = 1 rank to 1e-6 (rounding expected), the CPU ranks' answer to 1e-10, as accurate as one process
+vs1 = max(max(s['potentialVsSingle'], s['accelerationsVsSingle']) for s in sc)
+vcpu = max([max(s['vsCpuRanks']['potential'], s['vsCpuRanks']['accelerations']) for s in sc if 'vsCpuRanks' in s] or [0])
+phys = all(s['distributedVsPhysics']['potential'] < 1.001 * s['singleVsPhysics']['potential'] + 1e-12 for s in sc)
+gpu = [sum(1 for q in s['perRank'] if q['gpu']) for s in sc]
+ok = vs1 <= 1e-6 and vcpu <= 1e-10 and phys and (r['ranks'] == 1 or r.get('sheetRefusedOnEveryRank', True))
+print(f"backend {r['backend']} set {r['set']} worst vsSingle {vs1:.3g} worst vsCpuRanks {vcpu:.3g} physics {phys} "
+      f"sheet refused {r.get('sheetRefusedOnEveryRank')} {'PASS' if ok else 'FAIL'} | " +
+      "; ".join(f"{s['name']}: vs1 {s['potentialVsSingle']:.2g}/{s['accelerationsVsSingle']:.2g} "
+                f"vsCpuRanks {s.get('vsCpuRanks', {}).get('potential', 0):.2g} vsCpu1 {s.get('vsCpuSingle', {}).get('potential', 0):.2g} "
+                f"gpuRanks {g}/{len(s['perRank'])} LET bytes sent " + ",".join(f"{q['bytesSent']:.0f}" for q in s['perRank']) +
+                " repeatable " + ",".join('y' if q['repeatable'] else 'n' for q in s['perRank']) +
+                " s " + ",".join(f"{q['seconds']:.2f}" for q in s['perRank'])
+                for s, g in zip(sc, gpu)))
+PY
+)")
+        tail -5 "$out/fmmmpi-$tag.err"
       done ;;
     mpibench|mpibenchper)
       # 16.7M cells on N ranks sharing this GPU (mpibenchper: in a periodic box); --bind-to none: Open MPI otherwise

@@ -3,6 +3,7 @@
 /// the distributed solve's rank engine. The only place that knows which backends this build has.
 #include "api/session.h"
 
+#include <memory>
 #include <mutex>
 #include <regex>
 #include <string>
@@ -16,6 +17,7 @@
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_rank_engine.h"
 #include "cuda/device.h"
+#include "cuda/fmm_rank_phase.h"
 #endif
 
 namespace amrgrav {
@@ -121,18 +123,15 @@ Status chooseBackend(BackendRequest requested, bool distributed, const char* cud
 }
 
 Status fitMethod(const SolveOptions& opt, const char* cudaSpelling, BackendChoice& choice) {
+  (void)cudaSpelling;
   if (opt.method != SolveMethod::Fmm) return Status::success();
   if (choice.backend != BackendKind::Cuda) return Status::success();
-  // the GPU's FMM (cuda/fmm_phase.h, cuda/fmm_periodic_phase.h) takes every box in one process so far
-  if (!choice.distributed) return Status::success();
-  if (choice.requested == BackendRequest::Cuda)
-    return Status::error(ErrorCode::InvalidOption, std::string("method 'fmm' runs over MPI ranks on the CPU backend "
-                                                               "only so far (issue #20): backend ") +
-                                                       cudaSpelling + " there needs method 'tree'");
-  choice.backend = BackendKind::Cpu;
-  choice.reason = "distributed: the FMM's LET solve on the CPU (method 'fmm' runs over MPI ranks on the CPU backend "
-                  "only so far)";
-  choice.notice.clear();
+  // the GPU's FMM takes every box in one process (cuda/fmm_phase.h, cuda/fmm_periodic_phase.h) and, over MPI ranks,
+  // the boxes the CPU ranks take (isolated, fully periodic: cuda/fmm_rank_phase.h evaluates each rank's own lists;
+  // the LETs, the received LETs and the far images stay on the host); solveDistributed refuses the others alike
+  if (choice.distributed)
+    choice.reason = std::string("distributed: each rank's FMM lists and downward pass on its GPU, the LETs on the "
+                                "host (") + (choice.requested == BackendRequest::Cuda ? "requested" : "auto") + ")";
   return Status::success();
 }
 
@@ -336,18 +335,39 @@ Status solveAlone(BackendKind kind, Solve&& solve) {
 
 }  // namespace
 
+namespace {
+
+/// Where a distributed FMM rank evaluates its own lists (fmm/rank_local.h): the CPU's, or this rank's GPU (its
+/// node-local rank modulo the node's devices, asked when the solve opens, as the tree's GPU ranks).
+Status fmmRankLocalOn(BackendKind kind, std::unique_ptr<fmm::RankLocal>& local) {
+  if (kind == BackendKind::Cpu) {
+    local = makeCpuFmmRankLocal();
+    return Status::success();
+  }
+#if defined(AMRGRAV_HAVE_CUDA)
+  local = makeCudaFmmRankLocal([](int devices) { return deviceForLocalRank(nodeLocalRank(), devices); });
+  return Status::success();
+#else
+  return Status::error(ErrorCode::NoDevice, kNoCudaBuild);
+#endif
+}
+
+}  // namespace
+
 Status solveDistributed(BackendKind kind, const CellsView& cells, const SolveOptions& opt, SolveResult& out) {
-  // method 'fmm': CPU ranks (fitMethod moved 'auto' off the GPU), the FMM's own LETs (cpu/fmm_ranks.h)
+  // method 'fmm': the FMM's own LETs (cpu/fmm_ranks.h), each rank's own lists evaluated on its backend
   if (mpiWorld().size > 1 && opt.method == SolveMethod::Fmm) {
-    if (kind != BackendKind::Cpu)
-      return ::amrgrav::failDistributedSolve(Status::error(ErrorCode::InvalidOption, "method 'fmm' runs on the CPU backend "
-                                                                          "only so far (issue #20)"));
     if (opt.anyPeriodic() && !opt.fullyPeriodic())
       return ::amrgrav::failDistributedSolve(
           Status::error(ErrorCode::InvalidOption, "method 'fmm' over MPI ranks takes isolated and fully periodic boxes "
-                                                  "so far (issue #20): a box periodic along 1 or 2 axes needs method "
-                                                  "'tree' or one rank"));
-    return solveDistributedFmm(solveFmmRanks, cells, opt, out);
+                                                  "so far (issue #20), on the CPU and GPU backends: a box periodic "
+                                                  "along 1 or 2 axes needs method 'tree' or one rank"));
+    std::unique_ptr<fmm::RankLocal> local;
+    const Status made = fmmRankLocalOn(kind, local);
+    if (!made.ok()) return ::amrgrav::failDistributedSolve(made);
+    return solveDistributedFmm([&](RankComm& comm, const CellsView& c, const SolveOptions& o, SolveResult& r) {
+      return solveFmmRanks(comm, *local, c, o, r);
+    }, cells, opt, out);
   }
   if (mpiWorld().size > 1) return ::amrgrav::solveDistributed(rankEnginesOn(kind), cells, opt, out);
   return solveAlone(kind, [&](Backend& b) { return b.solve(cells, opt, out); });

@@ -74,11 +74,11 @@ struct BackendChoice {
 /// `cudaSpelling`: how the front end names the request in an error ("'cuda'" in JS, "CUDA" in C).
 Status chooseBackend(BackendRequest requested, bool distributed, const char* cudaSpelling, BackendChoice& out);
 
-/// Method 'fmm' (SolveOptions::method) is built so far (issue #20) for the CPU backend (one process in every box, or
-/// CPU ranks under MPI in isolated and fully periodic boxes) and for the GPU in every box in one process (isolated:
-/// cuda/fmm_phase.h; periodic: cuda/fmm_periodic_phase.h): a choice of the GPU for 'auto' over MPI ranks becomes the
-/// CPU ("distributed: the FMM's LET solve on the CPU (...)"); 'cuda' requested there is InvalidOption naming the
-/// limitation (never a silent tree solve).
+/// Method 'fmm' (SolveOptions::method, issue #20) runs on both backends in every box in one process (the GPU's:
+/// cuda/fmm_phase.h, cuda/fmm_periodic_phase.h) and over MPI ranks in isolated and fully periodic boxes (the LETs on
+/// the host, cpu/fmm_ranks.h; each rank's own lists on its backend: cuda/fmm_rank_phase.h on a GPU, CPU and GPU
+/// ranks mixed at will). Over ranks the choice keeps its backend and says so in its reason; the boxes the ranks do
+/// not take (periodic along 1 or 2 axes) are refused by solveDistributed on every rank, whatever the backend.
 /// Nothing changes for method 'tree'.
 Status fitMethod(const SolveOptions& opt, const char* cudaSpelling, BackendChoice& choice);
 

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "core/fixed_sum.h"
@@ -63,14 +65,37 @@ Status checkFarCubes(const SolveOptions& opt) {
   return Status::success();
 }
 
+/// The one-process FMM's steps (fmm/fmm_solve.cpp): P2P and M2L while the LETs move, the downward pass last.
+class CpuRankLocal final : public fmm::RankLocal {
+ public:
+  const char* name() const override { return "cpu"; }
+  Status open(const SolveOptions&) override { return Status::success(); }
+  Status local(fmm::FmmTree& tree, const fmm::FmmLists& lists, const SortedCells& sorted, const SolveOptions&,
+               int threads, fmm::FmmOutput out, const std::function<Status()>& progress) override {
+    fmm::evaluateP2P(lists, tree, sorted, threads, out);
+    AG_TRY(progress());
+    fmm::evaluateM2L(lists, threads, tree);
+    return progress();
+  }
+  Status finish(fmm::FmmTree& tree, const SortedCells& sorted, int threads, fmm::FmmOutput out,
+                SolveStats&) override {
+    fmm::passLocalsDown(sorted, threads, tree, out);
+    return Status::success();
+  }
+};
+
 }  // namespace
 
-Status solveFmmRanks(RankComm& comm, const CellsView& cells, const SolveOptions& opt, SolveResult& out) {
+std::unique_ptr<fmm::RankLocal> makeCpuFmmRankLocal() { return std::make_unique<CpuRankLocal>(); }
+
+Status solveFmmRanks(RankComm& comm, fmm::RankLocal& local, const CellsView& cells, const SolveOptions& opt,
+                     SolveResult& out) {
   const auto t0 = Clock::now();
   const int rank = comm.rank(), size = comm.size();
   Status st = validateOptions(opt);
   if (st.ok()) st = validateCells(cells, opt);
   if (st.ok()) st = checkFarCubes(opt);
+  if (st.ok()) st = local.open(opt);  // a GPU rank without a device: every rank fails alike
   double lo[3], hi[3], minSize = INFINITY;
   if (st.ok()) rootBounds(cells, opt, lo, hi, minSize);
   if (!st.ok())
@@ -84,7 +109,7 @@ Status solveFmmRanks(RankComm& comm, const CellsView& cells, const SolveOptions&
   DistributedStats& ds = stats.distributed;
   ds.ranks = size;
   ds.rank = rank;
-  ds.backend = "cpu";
+  ds.backend = local.name();
   const int threads = resolveThreadCount(opt.threads);
   stats.threads = threads;
   const bool periodic = opt.fullyPeriodic();
@@ -202,10 +227,7 @@ Status solveFmmRanks(RankComm& comm, const CellsView& cells, const SolveOptions&
     if (n > 0) {
       fmm::buildInteractionLists(tree, opt.fmmTolerance, threads, lists, per);
       AG_TRY(progress());
-      fmm::evaluateP2P(lists, tree, sorted, threads, fo);
-      AG_TRY(progress());
-      fmm::evaluateM2L(lists, threads, tree);
-      AG_TRY(progress());
+      AG_TRY(local.local(tree, lists, sorted, opt, threads, fo, progress));
     }
     localSeconds = since(tl);
     return Status::success();
@@ -240,7 +262,7 @@ Status solveFmmRanks(RankComm& comm, const CellsView& cells, const SolveOptions&
       const std::int32_t k = shared.index[node];
       return k < 0 || top.owner(std::size_t(k)) == rank;
     }));
-  if (n > 0) fmm::passLocalsDown(sorted, threads, tree, fo);
+  if (n > 0) AG_TRY(local.finish(tree, sorted, threads, fo, stats));
   stats.secondsWalk = localSeconds + remoteSeconds + since(t);
   stats.approxInteractions = lists.directedM2L + remoteM2L;
   stats.directInteractions = lists.directedP2P + remoteP2P;

@@ -1,11 +1,15 @@
 /// \file fmm_ranks.h
-/// \brief One rank's part of a distributed FMM solve (method 'fmm' over MPI, CPU ranks; fmm/fmm_let.h,
-/// docs/fmm-design.md section 8), over the collectives of core/rank_comm.h: no MPI here (mpi/distributed_fmm.h
-/// drives it).
+/// \brief One rank's part of a distributed FMM solve (method 'fmm' over MPI; fmm/fmm_let.h, docs/fmm-design.md
+/// section 8), over the collectives of core/rank_comm.h: no MPI here (mpi/distributed_fmm.h drives it). The host does
+/// the rank's tree, lists, LETs, the received LETs and the far images; its own lists' evaluation and the downward pass
+/// are a fmm::RankLocal's (fmm/rank_local.h): the CPU's here, or a GPU's (cuda/fmm_rank_phase.h).
 #pragma once
+#include <memory>
+
 #include "core/rank_comm.h"
 #include "core/status.h"
 #include "core/types.h"
+#include "fmm/rank_local.h"
 
 namespace amrgrav {
 
@@ -21,7 +25,13 @@ namespace amrgrav {
 /// one-sided into the local expansions and the near field (the one-process pairs that the local walk does not form)
 /// -> periodic: the far images from every rank's frontier cubes (summed; a shared cube by its lowest rank) -> the
 /// downward pass, G, self term, scatter. Failures after the first agreement are returned as they are: the MPI driver
-/// ends the job on them.
-Status solveFmmRanks(RankComm& comm, const CellsView& cells, const SolveOptions& opt, SolveResult& out);
+/// ends the job on them. `local` evaluates the local lists (local(): inside the exchange, with the lists) and does
+/// the downward pass (finish(): after the received LETs and the far images); it is opened before the first agreement.
+Status solveFmmRanks(RankComm& comm, fmm::RankLocal& local, const CellsView& cells, const SolveOptions& opt,
+                     SolveResult& out);
+
+/// The CPU's evaluation of a rank's own lists (fmm/evaluate.h evaluateP2P, evaluateM2L) and downward pass
+/// (fmm/fmm_solve.h passLocalsDown), the one-process FMM's steps.
+std::unique_ptr<fmm::RankLocal> makeCpuFmmRankLocal();
 
 }  // namespace amrgrav

@@ -20,19 +20,6 @@
 namespace amrgrav {
 namespace {
 
-/// One device state per process and device, kept between solves (its device buffers are reused every step).
-cuda::DeviceState& stateFor(int device) {
-  static std::unique_ptr<cuda::DeviceState> state;
-  static int onDevice = -1;
-  if (!state || onDevice != device) {
-    CudaOptions o;
-    o.device = device;
-    state = std::make_unique<cuda::DeviceState>(o);
-    onDevice = device;
-  }
-  return *state;
-}
-
 class CudaRankEngine final : public RankEngine {
  public:
   explicit CudaRankEngine(std::function<int(int)> deviceFor) : deviceFor_(std::move(deviceFor)) {}
@@ -46,7 +33,7 @@ class CudaRankEngine final : public RankEngine {
       (void)cudaDeviceAvailable(&why);
       return Status::error(ErrorCode::NoDevice, why);
     }
-    gpu_ = &stateFor(deviceFor_(devices));
+    gpu_ = &cuda::rankDeviceState(deviceFor_(devices));
     system_ = false;
     return cuda::rankOpen(*gpu_, cells, opt, lo, hi);  // the cells are checked and bounded on the device
   }

@@ -286,13 +286,7 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
     }
     if (!deviceTiles) {  // else made there, with their shifts (and the M2L lists' shifts made by the walk)
       AG_TRY(fmmparts::putHostTiles(ds, near, tiles, irr, u, tileOff));
-      const std::vector<std::uint8_t>* sp[3] = {&lists.m2lShift, &tiles.stepShift, &irr.shift};
-      for (int q = 0; q < 3; ++q) {
-        shiftOff[q] = shifts.size();
-        shifts.insert(shifts.end(), sp[q]->begin(), sp[q]->end());
-      }
-      shifts.push_back(fmm::kNoShift);  // never empty (a box of one leaf has no lists)
-      AG_TRY(put(ds, b.periodic.shifts, shifts, "the FMM's image shifts"));
+      AG_TRY(fmmparts::putHostShifts(ds, lists.m2lShift, tiles, irr, shifts, shiftOff));
     }
     AG_TRY(put(ds, b.tables, tables, "the FMM's index tables"));
     if (!deviceSort) AG_TRY(fmmparts::reserveSums(ds, n, accel));  // else ds.sums, made by the sort
@@ -308,10 +302,8 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
     viewDeviceTiles(dt, v);
     v.m2lShift = dl.m2lShift;
   } else {
-    const std::uint8_t* shifts = b.periodic.shifts.get();
-    v.m2lShift = deviceWalk ? dl.m2lShift : shifts + shiftOff[0];
-    v.tileStepShift = tiles.stepShift.empty() ? nullptr : shifts + shiftOff[1];
-    v.nearShift = irr.shift.empty() ? nullptr : shifts + shiftOff[2];
+    if (deviceWalk) v.m2lShift = dl.m2lShift;
+    fmmparts::viewHostShifts(ds, tiles, irr, shiftOff, deviceWalk, v);
   }
   for (int d = 0; d < 3; ++d) v.period[d] = period[d];
   v.dipoles = tree.dipoles;

@@ -203,6 +203,26 @@ Status putHostTiles(DeviceState& ds, const fmm::NearLists& near, const fmm::P2pT
   return put(ds, b.tileInvH, tiles.invH, "the FMM's P2P tiles");
 }
 
+Status putHostShifts(DeviceState& ds, const std::vector<std::uint8_t>& m2lShift, const fmm::P2pTiles& tiles,
+                     const fmm::IrregularLists& irr, std::vector<std::uint8_t>& staging, std::size_t shiftOff[3]) {
+  const std::vector<std::uint8_t>* sp[3] = {&m2lShift, &tiles.stepShift, &irr.shift};
+  staging.clear();
+  for (int q = 0; q < 3; ++q) {
+    shiftOff[q] = staging.size();
+    staging.insert(staging.end(), sp[q]->begin(), sp[q]->end());
+  }
+  staging.push_back(fmm::kNoShift);  // never empty (a box of one leaf has no lists)
+  return put(ds, ds.fmm.periodic.shifts, staging, "the FMM's image shifts");
+}
+
+void viewHostShifts(const DeviceState& ds, const fmm::P2pTiles& tiles, const fmm::IrregularLists& irr,
+                    const std::size_t shiftOff[3], bool m2lElsewhere, FmmDeviceView& v) {
+  const std::uint8_t* shifts = ds.fmm.periodic.shifts.get();
+  if (!m2lElsewhere) v.m2lShift = shifts + shiftOff[0];
+  v.tileStepShift = tiles.stepShift.empty() ? nullptr : shifts + shiftOff[1];
+  v.nearShift = irr.shift.empty() ? nullptr : shifts + shiftOff[2];
+}
+
 void viewDeviceSorted(const DeviceState& ds, bool accel, FmmDeviceView& v) {
   v.x = ds.sortedCells.x;
   v.y = ds.sortedCells.y;
@@ -310,9 +330,18 @@ Status reserveSums(DeviceState& ds, std::size_t n, bool accel) {
 }
 
 Status evaluateOnDevice(DeviceState& ds, const FmmDeviceView& v, const std::vector<std::uint32_t>& levelBegin) {
+  AG_TRY(queueNearOnDevice(ds, v));
+  return evaluateFarOnDevice(ds, v, levelBegin);
+}
+
+Status queueNearOnDevice(DeviceState& ds, const FmmDeviceView& v) {
   AG_CUDA_TRY(cudaEventRecord(ds.events[4], ds.stream));
   AG_TRY(launchFmmP2P(v, ds.stream));
   AG_CUDA_TRY(cudaEventRecord(ds.events[0], ds.stream));
+  return Status::success();
+}
+
+Status evaluateFarOnDevice(DeviceState& ds, const FmmDeviceView& v, const std::vector<std::uint32_t>& levelBegin) {
   AG_TRY(launchFmmM2L(v, ds.stream));
   AG_CUDA_TRY(cudaEventRecord(ds.events[1], ds.stream));
   for (std::size_t lev = 0; lev + 1 < levelBegin.size(); ++lev)

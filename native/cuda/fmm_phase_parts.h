@@ -97,6 +97,17 @@ Status putTables(DeviceState& ds, const fmm::P2pTables& tables, const std::vecto
 Status putHostTiles(DeviceState& ds, const fmm::NearLists& near, const fmm::P2pTiles& tiles,
                     const fmm::IrregularLists& irr, std::vector<std::uint32_t>& staging, std::size_t tileOff[6]);
 
+/// A periodic box's host-made image shifts (the M2L lists', the tiles' steps' and the irregular leaves' near
+/// sources', fmm/interaction_lists.h and fmm/p2p_tiles.h) up into ds.fmm.periodic.shifts in one buffer, shiftOff[0..2]
+/// where each begins (asynchronous: staging is the caller's, alive until the stream is synchronised).
+Status putHostShifts(DeviceState& ds, const std::vector<std::uint8_t>& m2lShift, const fmm::P2pTiles& tiles,
+                     const fmm::IrregularLists& irr, std::vector<std::uint8_t>& staging, std::size_t shiftOff[3]);
+
+/// Those shifts in the evaluation's view (the tiles' and irregular leaves' null when they have none); the M2L
+/// lists' too unless m2lElsewhere (the device's walk keeps them).
+void viewHostShifts(const DeviceState& ds, const fmm::P2pTiles& tiles, const fmm::IrregularLists& irr,
+                    const std::size_t shiftOff[3], bool m2lElsewhere, FmmDeviceView& v);
+
 /// The evaluation's view of ds.fmm as the host-fed steps fill it: the cells (putCells), the tree (putTree), M, L,
 /// the M2L lists, the host tiles at tileOff (putHostTiles), the P2P tables (putTables), the index tables at off
 /// (indexTables) and the sums (reserveSums). The counts of leaves, tiles and irregular leaves, and what a path keeps
@@ -130,6 +141,12 @@ void viewDeviceTiles(const DeviceFmmTiles& dt, FmmDeviceView& v);
 /// (levelBegin: fmm::FmmTree::levelBegin), L2P; events between the kernels (slots 0-2, 4, 5) for their times
 /// (ds.stats.secondsWalk, fmmKernelSeconds, walkLaunches). Synchronous.
 Status evaluateOnDevice(DeviceState& ds, const FmmDeviceView& v, const std::vector<std::uint32_t>& levelBegin);
+/// evaluateOnDevice in two parts, for a caller with host work between them (a GPU rank of the distributed FMM,
+/// fmm_rank_phase.cu, whose L is complete only after the LET exchange): the near field queued (P2P, overwriting the
+/// sums; slots 4 and 0), then, once L is up (queued on ds.stream after it), M2L, L2L, L2P and the times as above
+/// (ds.stats.secondsWalk then spans the host's work between the two too). Synchronous at its end.
+Status queueNearOnDevice(DeviceState& ds, const FmmDeviceView& v);
+Status evaluateFarOnDevice(DeviceState& ds, const FmmDeviceView& v, const std::vector<std::uint32_t>& levelBegin);
 
 /// The evaluation's sums (v.phi; v.gx, v.gy, v.gz with accelerations) down into phi and g through the pinned
 /// staging (the kernels' work on ds.stream first).

@@ -25,6 +25,19 @@
 
 namespace amrgrav {
 namespace cuda {
+
+DeviceState& rankDeviceState(int device) {
+  static std::unique_ptr<DeviceState> state;
+  static int onDevice = -1;
+  if (!state || onDevice != device) {
+    CudaOptions o;
+    o.device = device;
+    state = std::make_unique<DeviceState>(o);
+    onDevice = device;
+  }
+  return *state;
+}
+
 namespace {
 
 /// The local tree as the LET kernels read it.

@@ -18,6 +18,11 @@ namespace cuda {
 
 struct DeviceState;
 
+/// This process's state on `device` (CudaOptions' defaults), kept between solves (its device buffers are reused every
+/// step) and made anew when a solve asks for another device: the tree's GPU rank (cuda_rank_engine.h) and the FMM's
+/// (fmm_rank_phase.h) share it, so ranks of one process use one state whichever method runs.
+DeviceState& rankDeviceState(int device);
+
 /// The received LETs as one tree (let/let.h mergeLets' layout: virtual nodes with an infinite MAC radius on top,
 /// which every walk opens) in the walk's device layout (ds.letTopo, letMac, letMQ, letDip, letCells), masses and
 /// quadrupoles times ds.massScale; queued on `s`.

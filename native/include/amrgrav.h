@@ -90,11 +90,11 @@ typedef struct amrgrav_options {
   int walk;
   /* Added with the FMM (issue #20; older callers' smaller struct_size keeps these defaults). Far-field method:
    * 0 = the tree walk (theta, order, mac, walk above), 1 = the fast multipole method (fmm_order, fmm_theta,
-   * fmm_tolerance below; built so far for the CPU backend in every box in one rank (isolated; fully periodic: the
-   * density contrast, as the tree; 1 or 2 periodic axes: the masses as given and the tree's Green's function) and on
-   * CPU ranks of a distributed solver in isolated and fully periodic boxes, and for the GPU in every box in one
-   * rank (AUTO over ranks then runs on the CPU): CUDA over ranks, or a distributed solver in a partly periodic box,
-   * is AMRGRAV_INVALID_OPTION (at amrgrav_create, or at the solve).                                              [0] */
+   * fmm_tolerance below; both backends in every box in one rank (isolated; fully periodic: the density contrast,
+   * as the tree; 1 or 2 periodic axes: the masses as given and the tree's Green's function), and on the ranks of a
+   * distributed solver in isolated and fully periodic boxes (CPU or GPU ranks, mixed at will: the LETs on the host,
+   * each rank's own lists on its backend): a distributed solver in a partly periodic box is
+   * AMRGRAV_INVALID_OPTION at the solve.                                                                         [0] */
   int method;
   int fmm_order;        /* FMM expansion order p, in [3, 7]                                     [7] */
   double fmm_theta;     /* FMM opening angle: M2L only when r_A + r_B < fmm_theta R, in (0, 1)   [0.65] */

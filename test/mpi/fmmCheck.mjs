@@ -5,12 +5,18 @@
 // gathers the potential and accelerations and prints one JSON line comparing them with the one-process FMM of all
 // cells and with physics: direct summation (isolated boxes) or an independent Ewald sum of the contrast masses at 40
 // cells (fully periodic boxes, validation/ewaldAtTargets.ts), for both the distributed and the one-process answer.
+// --backend cpu|cuda|auto|mixed (default cpu; common.mjs backendFromArgs): every solve of the check, the one-process
+// reference included, runs on it ('mixed': even ranks on the GPU, odd ranks on the CPU; the reference on rank 0's);
+// off the CPU each scenario is also solved on CPU ranks with the same split and by the CPU in one process, and the
+// rows say how far the GPU's answer is from both (the same lists: rounding alone). bench/gpu/device-check.sh step
+// fmmmpi runs it with cuda and mixed.
 import { GravitySolver, extractCells, fillVariable, gatherToRoot, mpiWorld, refineMesh, uniformMesh } from '../../dist/solver/index.js';
 import { ewaldAtTargets } from '../../dist/validation/ewaldAtTargets.js';
-import { rng } from './common.mjs';
+import { backendFromArgs, rng } from './common.mjs';
 
 const { rank, size } = mpiWorld();
-const base = { G: 1, threads: 1, method: 'fmm', backend: 'cpu', selfPotential: 'none', accelerations: true };
+const { choice: backendChoice, backend } = process.argv.includes('--backend') ? backendFromArgs(rank) : { choice: 'cpu', backend: 'cpu' };
+const base = { G: 1, threads: 1, method: 'fmm', backend, selfPotential: 'none', accelerations: true };
 const unitBox = { box: { lo: [0, 0, 0], hi: [1, 1, 1] } };
 
 /** 32^3 cells in 8^3 blocks of random densities (the same on every rank: one seed, one order). */
@@ -63,8 +69,8 @@ function vectorDiff(a, b) {
 
 // the set of splits: 'blocks' (default; whole blocks per rank) or 'cells' (cuts anywhere: inside blocks and the
 // one-process tree's leaves, and cells scattered over the ranks at random)
-const set = process.argv[2] ?? 'blocks';
-const report = { ranks: size, set, scenarios: [] };
+const set = process.argv[2] !== undefined && !process.argv[2].startsWith('--') ? process.argv[2] : 'blocks';
+const report = { ranks: size, set, backend: backendChoice, scenarios: [] };
 // name, mesh, boundary, extra options, split: rank weights of whole blocks (null: equal shares), or { cells: weights }
 // (contiguous runs of cells cut anywhere), or { scatter: seed } (every cell to a random rank)
 const problems = set === 'cells' ? [
@@ -111,16 +117,28 @@ for (const [name, make, boundary, extra, split] of problems) {
   const phi = await back(r.potential);
   const acc = [await back(r.accelerations.x), await back(r.accelerations.y), await back(r.accelerations.z)];
   const d = r.stats.distributed;
+  // off the CPU: the same split on CPU ranks (collective, so on every rank), gathered like the GPU's
+  const onCpu = backend === 'cpu' && backendChoice === 'cpu' ? null : await new GravitySolver({ ...opts, backend: 'cpu' }).solveCells(mine, unitBox);
+  const cpuPhi = onCpu && (await back(onCpu.potential));
+  const cpuAcc = onCpu && [await back(onCpu.accelerations.x), await back(onCpu.accelerations.y), await back(onCpu.accelerations.z)];
   const perRank = await gatherToRoot(Float64Array.from([idx.length, d?.letNodesSent ?? 0, d?.letCellsSent ?? 0, d?.bytesSent ?? 0,
-    d?.bytesReceived ?? 0, d?.letsSent ?? 0, d?.letsReceived ?? 0, same ? 1 : 0, r.stats.method === 'fmm' ? 1 : 0]));
+    d?.bytesReceived ?? 0, d?.letsSent ?? 0, d?.letsReceived ?? 0, same ? 1 : 0, r.stats.method === 'fmm' ? 1 : 0,
+    (d?.backend ?? (size === 1 ? backend : 'cpu')) === 'cuda' ? 1 : 0, r.stats.secondsTotal]));
   if (rank !== 0) continue;
   const single = await new GravitySolver({ ...opts, threads: 0, distributed: false }).solveCells(cells, unitBox);
   const sAcc = [single.accelerations.x, single.accelerations.y, single.accelerations.z];
   const row = { name, boundary, tight: extra.fmmTolerance !== undefined, cells: cells.count, potentialVsSingle: scalarDiff(phi, single.potential), accelerationsVsSingle: vectorDiff(acc, sAcc), perRank: [] };
-  const k = 9;
+  if (onCpu) {
+    const cpuSingle = await new GravitySolver({ ...opts, backend: 'cpu', threads: 0, distributed: false }).solveCells(cells, unitBox);
+    const csAcc = [cpuSingle.accelerations.x, cpuSingle.accelerations.y, cpuSingle.accelerations.z];
+    row.vsCpuRanks = { potential: scalarDiff(phi, cpuPhi), accelerations: vectorDiff(acc, cpuAcc) };
+    row.vsCpuSingle = { potential: scalarDiff(phi, cpuSingle.potential), accelerations: vectorDiff(acc, csAcc) };
+  }
+  const k = 11;
   for (let p = 0; p < perRank.length; p += k)
     row.perRank.push({ cells: perRank[p], letNodesSent: perRank[p + 1], letCellsSent: perRank[p + 2], bytesSent: perRank[p + 3],
-      bytesReceived: perRank[p + 4], letsSent: perRank[p + 5], letsReceived: perRank[p + 6], repeatable: perRank[p + 7] === 1, fmm: perRank[p + 8] === 1 });
+      bytesReceived: perRank[p + 4], letsSent: perRank[p + 5], letsReceived: perRank[p + 6], repeatable: perRank[p + 7] === 1, fmm: perRank[p + 8] === 1,
+      gpu: perRank[p + 9] === 1, seconds: perRank[p + 10] });
   if (boundary === 'isolated') {
     const direct = await new GravitySolver({ ...opts, method: 'tree', threads: 0, distributed: false }).directCells(cells, unitBox);
     const dAcc = [direct.accelerations.x, direct.accelerations.y, direct.accelerations.z];

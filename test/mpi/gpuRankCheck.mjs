@@ -1,7 +1,8 @@
 // Run under mpirun by test/mpi.test.ts: the GPU rank's plumbing that needs no GPU. Each rank prints one JSON line:
 // its node-local rank and the device it would take on a node of two GPUs, and, on a machine without a usable GPU
 // (CI), what backend 'cuda' does in a distributed solve: every rank must fail with NoDevice, none may hang, and a
-// CPU solve works afterwards.
+// CPU solve works afterwards; the same for method 'fmm' (cuda/fmm_rank_phase.h) with every rank on 'cuda', and with
+// rank 0 alone on 'cuda' (the others on the CPU: GPU and CPU ranks mix).
 import { GravitySolver, mpiWorld } from '../../dist/solver/index.js';
 import { loadNative, nativeFeatures } from '../../dist/solver/native.js';
 
@@ -20,6 +21,14 @@ if (!nativeFeatures().cuda) {
     line.cuda = { ok: true };
   } catch (err) {
     line.cuda = { ok: false, name: err.name, code: err.code, message: err.message };
+  }
+  for (const [key, backend] of [['fmmCuda', 'cuda'], ['fmmMixed', rank === 0 ? 'cuda' : 'cpu']]) {
+    try {
+      await new GravitySolver({ G: 1, threads: 1, backend, method: 'fmm' }).solveCells(cells);
+      line[key] = { ok: true };
+    } catch (err) {
+      line[key] = { ok: false, name: err.name, code: err.code, message: err.message };
+    }
   }
 }
 const r = await new GravitySolver({ G: 1, threads: 1, backend: 'cpu' }).solveCells(cells);

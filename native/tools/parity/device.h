@@ -7,6 +7,7 @@
 #pragma once
 #include <string>
 
+#include "cuda/fmm_rank_phase.h"
 #include "cuda/m2l_variants.h"
 #include "cuda/testing.h"
 
@@ -52,5 +53,9 @@ void forOtherM2LKernels(CudaBackend& gpu, F&& f) {
 inline Status exportDeviceTree(CudaBackend& gpu, HostTree& out, double extentLo[3], double extentHi[3]) {
   return gpu.rankExportTree(out, extentLo, extentHi);
 }
+
+/// A distributed FMM rank's GPU evaluation of its own lists on a device state of its own (ranks as threads of one
+/// process, tools/thread_ranks.h).
+inline std::unique_ptr<fmm::RankLocal> gpuRankLocal(int device) { return makeCudaFmmRankLocalOwnState(device); }
 
 }  // namespace amrgrav::parity

@@ -163,5 +163,6 @@ void runFmmLists(Context& cx);  ///< fmm_lists.cpp: the FMM's lists built on the
 void runFmmTree(Context& cx);   ///< fmm_tree.cpp: the FMM tree and upward pass built on the device vs the host's, by bits
 void runFmmPeriodic(Context& cx);  ///< fmm_periodic.cpp: method 'fmm' in periodic boxes on the GPU vs the CPU's
 void runFmmBlocks(Context& cx);    ///< fmm_blocks.cpp: method 'fmm' through the block entry, bitwise the cell entry
+void runFmmRanks(Context& cx);     ///< fmm_ranks.cpp: method 'fmm' over ranks as threads, own lists on the GPU
 
 }  // namespace amrgrav::parity

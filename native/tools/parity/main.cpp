@@ -62,6 +62,8 @@ const Subject kSubjects[] = {
      "method 'fmm' in periodic boxes (fully, sheet, line): the GPU's evaluation with image shifts vs the CPU's FMM"},
     {"fmm-blocks", runFmmBlocks,
      "method 'fmm' through the block entry (host and device data, unk with guards): bitwise the cell entry"},
+    {"fmm-ranks", runFmmRanks,
+     "method 'fmm' over ranks as threads, each rank's own lists on the GPU: vs CPU ranks and one GPU process"},
 };
 
 const Subject* findSubject(const std::string& name) {
