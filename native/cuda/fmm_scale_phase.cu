@@ -36,6 +36,8 @@ Status signedScaleOnDevice(DeviceState& ds, const fmm::FmmTree& tree, int thread
   AG_TRY(sb.hash.reserve(nodes, "the signed scale's leaf estimates"));
   AG_TRY(launchLeafNearEstimates(v, sb.perNode.get(), sb.hash.get(), ds.stream));
   const int lev = fmm::signedScaleLevel(tree);
+  if (lev != 2)  // the caller takes this path without leaves above the far frontier (level 2 or deeper)
+    return Status::error(ErrorCode::Internal, "CUDA backend: the device's signed scale needs a tree of level-2 nodes");
   const std::size_t first = lev >= 0 ? tree.levelBegin[lev] : 0;
   const std::size_t count = lev >= 0 ? tree.levelBegin[lev + 1] - first : 0;
   AG_TRY(sb.net.reserve(std::max<std::size_t>(count, 1), "the signed scale's net masses"));

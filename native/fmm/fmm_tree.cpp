@@ -157,19 +157,7 @@ double leafNearMax(const SortedCells& c, int threads, const FmmTree& t, const Sh
   return scale;
 }
 
-/// Part (b) in one process: the coarse field of the level-2 nodes' net masses at each other's centres. Each node's
-/// net mass is summed over its cells in their order (a node a task: the same bits for any thread count).
-double coarseFieldOfNodes(const SortedCells& c, const FmmTree& t, int threads) {
-  const Octree& o = t.topo;
-  const int lev = signedScaleLevel(t);
-  if (lev < 0) return 0;
-  const std::size_t first = t.levelBegin[lev], count = t.levelBegin[lev + 1] - first;
-  std::vector<double> net(count, 0.0);
-  parallelFor(count, 1, threads, [&](std::size_t b, std::size_t e, int) {
-    for (std::size_t k = b; k < e; ++k) net[k] = netMassOf(c.mass.data(), o.cellBegin[first + k], o.cellCount[first + k]);
-  });
-  return coarseFieldOfNets(t, net);
-}
+double coarseFieldOfCubes(const RootCube& r, const MacScaleParts& parts);
 
 /// The cube (of the root's 4^3, Morton order) of a position: the same on every rank (periodic: one root cube).
 int scaleCubeOf(const RootCube& r, double x, double y, double z) {
@@ -182,16 +170,40 @@ int scaleCubeOf(const RootCube& r, double x, double y, double z) {
   return code;
 }
 
-/// Part (b) in a distributed solve: the net masses and cell counts of the root's 4^3 cubes (summed over the ranks
-/// afterwards), and their field at each other's centres.
-void scaleCubes(const SortedCells& c, const RootCube& r, std::vector<double>& net, std::vector<double>& count) {
+/// Part (b)'s net masses and cell counts of the root's 4^3 cubes (kScaleCubes), from this tree's cells: a level-2
+/// node's cells summed in their order into the cube of its centre (netMassOf: a node a task, the same bits for any
+/// thread count), the cells of leaves above level 2 one by one, in their order, into the cube of their position.
+/// One rule in one process, on every rank (each rank's own cells, summed over the ranks afterwards) and on the
+/// device (its level-2 sums, placeLevelNets): so one process and N ranks choose the same scale and pairs.
+void scaleCubes(const SortedCells& c, const FmmTree& t, int threads, std::vector<double>& net,
+                std::vector<double>& count) {
+  const Octree& o = t.topo;
   net.assign(kScaleCubes, 0.0);
   count.assign(kScaleCubes, 0.0);
-  for (std::size_t j = 0; j < c.mass.size(); ++j) {
-    const int k = scaleCubeOf(r, c.x[j], c.y[j], c.z[j]);
-    net[k] += c.mass[j];
-    count[k] += 1;
+  if (t.levelBegin.size() > 3) {
+    const std::size_t first = t.levelBegin[2], k = t.levelBegin[3] - first;
+    std::vector<double> level(k, 0.0);
+    parallelFor(k, 1, threads, [&](std::size_t b, std::size_t e, int) {
+      for (std::size_t q = b; q < e; ++q)
+        level[q] = netMassOf(c.mass.data(), o.cellBegin[first + q], o.cellCount[first + q]);
+    });
+    placeLevelNets(t, level, net, count);
   }
+  for (std::size_t i = 0; i < o.nodeCount() && o.level[i] < 2; ++i) {
+    if (!o.isLeaf(i)) continue;
+    for (std::uint32_t j = o.cellBegin[i]; j < o.cellBegin[i] + o.cellCount[i]; ++j) {
+      const int q = scaleCubeOf(o.root, c.x[j], c.y[j], c.z[j]);
+      net[q] += c.mass[j];
+      count[q] += 1;
+    }
+  }
+}
+
+/// Part (b) in one process: the coarse field of the cubes' net masses (scaleCubes) at each other's centres.
+double coarseFieldOfNodes(const SortedCells& c, const FmmTree& t, int threads) {
+  MacScaleParts parts;
+  scaleCubes(c, t, threads, parts.net, parts.count);
+  return coarseFieldOfCubes(t.topo.root, parts);
 }
 
 double coarseFieldOfCubes(const RootCube& r, const MacScaleParts& parts) {
@@ -259,22 +271,26 @@ double leafNearOf(const double* x, const double* y, const double* z, const doubl
 
 int signedScaleLevel(const FmmTree& t) { return std::min<int>(2, int(t.levelBegin.size()) - 2); }
 
-double coarseFieldOfNets(const FmmTree& t, const std::vector<double>& net) {
-  const int lev = signedScaleLevel(t);
-  if (lev < 0) return 0;
-  const std::size_t first = t.levelBegin[lev], count = t.levelBegin[lev + 1] - first;
-  double scale = 0;
-  for (std::size_t a = 0; a < count; ++a) {
-    double p = 0;
-    const double* ca = &t.centre[3 * (first + a)];
-    for (std::size_t b = 0; b < count; ++b) {
-      if (a == b) continue;
-      const double* cb = &t.centre[3 * (first + b)];
-      p += net[b] / std::sqrt(squaredNorm(ca[0] - cb[0], ca[1] - cb[1], ca[2] - cb[2]));
-    }
-    scale = stdMax(scale, std::fabs(p));
+void placeLevelNets(const FmmTree& t, const std::vector<double>& net, std::vector<double>& cubeNet,
+                    std::vector<double>& cubeCount) {
+  const Octree& o = t.topo;
+  const std::size_t first = t.levelBegin[2];
+  cubeNet.resize(kScaleCubes, 0.0);
+  cubeCount.resize(kScaleCubes, 0.0);
+  for (std::size_t q = 0; q < net.size(); ++q) {  // a level-2 node is one cube: its centre's (exactly its middle)
+    const double* x = &t.centre[3 * (first + q)];
+    const int k = scaleCubeOf(o.root, x[0], x[1], x[2]);
+    cubeNet[k] += net[q];
+    cubeCount[k] += o.cellCount[first + q];
   }
-  return scale;
+}
+
+double coarseFieldOfNets(const FmmTree& t, const std::vector<double>& net) {
+  MacScaleParts parts;
+  parts.net.assign(kScaleCubes, 0.0);
+  parts.count.assign(kScaleCubes, 0.0);
+  placeLevelNets(t, net, parts.net, parts.count);
+  return coarseFieldOfCubes(t.topo.root, parts);
 }
 
 double signedScaleOf(double nearMax, double coarse) { return kSignedScaleShare * stdMax(nearMax, coarse); }
@@ -348,7 +364,7 @@ Status buildFmmTree(const std::vector<std::uint64_t>& keys, const RootCube& root
   if (t.dipoles) {
     parts.nearMax = leafNearMax(cells, threads, t, shared);
     if (shared) parts.nearMax = stdMax(parts.nearMax, shared->sharedLeafNearMax);
-    if (reduce) scaleCubes(cells, t.topo.root, parts.net, parts.count);
+    if (reduce) scaleCubes(cells, t, threads, parts.net, parts.count);
   }
   if (reduce) AG_TRY(reduce(parts));
   if (t.dipoles) {  // periodic: phi crosses zero; a scale of it instead of a lower bound, multipole powers for |M|

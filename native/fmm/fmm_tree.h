@@ -93,7 +93,8 @@ std::vector<double> multipoleNormWeights(const MultiIndex& mi);
 
 /// One process's scale of |phi| for signed sources (periodic boxes, `dipoles`), which buildFmmTree puts in every
 /// node's lowBound: a share of the larger of the largest near field of a leaf with itself and the coarse field of
-/// the level-2 nodes' net masses, from the topology (topo, levelBegin), the expansion centres and the sorted cells
+/// the net masses of the root's 4^3 cubes (the rule of a distributed solve too, so that one process and N ranks
+/// choose the same pairs), from the topology (topo, levelBegin), the expansion centres and the sorted cells
 /// alone (the CUDA backend's periodic path takes it so for the device's tree).
 double signedSourceScale(const SortedCells& cells, int threads, const FmmTree& tree);
 
@@ -106,8 +107,14 @@ double leafNearOf(const double* x, const double* y, const double* z, const doubl
                   const P2pTable* self, double h);
 /// The level whose nodes' net masses make the coarse field (2, or the deepest of a shallower tree); -1 for none.
 int signedScaleLevel(const FmmTree& tree);
-/// The coarse field of that level's nodes' net masses (net: one per node of the level, in node order, each summed
-/// over its cells in their order: fmm/signed_scale_k.h netMassOf) at each other's expansion centres.
+/// The level-2 nodes' net masses (net: one per node of level 2, in node order, each summed over its cells in their
+/// order: fmm/signed_scale_k.h netMassOf) added into the root's 4^3 cubes (cubeNet, cubeCount: kScaleCubes each),
+/// each node into the cube of its centre. With no leaf above level 2 those are every cube's net mass and count.
+void placeLevelNets(const FmmTree& tree, const std::vector<double>& net, std::vector<double>& cubeNet,
+                    std::vector<double>& cubeCount);
+/// The coarse field of the cubes' net masses at each other's centres, from the level-2 nodes' (placeLevelNets): the
+/// one-process rule's for a tree without leaves above level 2 (signedSourceScale's; the CUDA backend's device path
+/// takes no other tree).
 double coarseFieldOfNets(const FmmTree& tree, const std::vector<double>& net);
 /// The scale from its parts (the share of the larger).
 double signedScaleOf(double leafNearMax, double coarseField);

@@ -100,6 +100,12 @@ void runCase(const std::string& name, const Cells& cells, bool periodic, int ran
 int main() {
   const Cells grid = uniformGrid(16, 5);
   const Cells amr = randomAmr(9);
+  // lopsided: the mesh's cells in x < 0.3 and every 40th beyond, so that sparse octants end in leaves above level 2
+  // and the coarse field of the root's 4^3 cubes sets the periodic scale (the rule one process and N ranks share)
+  Cells lopsided;
+  for (std::size_t i = 0; i < amr.size(); ++i)
+    if (amr.x[i] < 0.3 || i % 40 == 0) lopsided.push(amr.x[i], amr.y[i], amr.z[i], amr.m[i], amr.h[i]);
+  runCase("lopsided", lopsided, true, 3, "scattered");
   for (bool periodic : {false, true}) {
     runCase("grid16", grid, periodic, 2, "slabs");
     runCase("grid16", grid, periodic, 3, "scattered");

@@ -66,12 +66,23 @@ void runCase(const std::string& name, const Cells& cells, bool px, bool py, bool
   const double host = signedSourceScale(sorted, threads, tree);
   std::size_t leaves = 0;
   for (std::size_t i = 0; i < tree.nodeCount(); ++i) leaves += tree.isLeaf(i) ? 1 : 0;
-  check(name + "-scale-bitwise", emu == host && host == tree.lowBound[0],
-        "emulated " + sci(emu) + ", signedSourceScale " + sci(host) + ", buildFmmTree's lowBound " +
-            sci(tree.lowBound[0]) + (emu == host && host == tree.lowBound[0] ? ": equal by bits" : ": differ") +
-            "; " + std::to_string(cand.leaves.size()) + " candidate leaves of " + std::to_string(leaves) + " down (" +
-            std::to_string(cand.total) + " cells of " + std::to_string(sorted.mass.size()) + "), " +
-            std::to_string(cand.member.size()) + " more tied with one of them");
+  // a tree with leaves above level 2 takes the host's path on the GPU (its cells gathered: fmm_periodic_phase.cu),
+  // whose scale is the host's function itself; the device's rule (level-2 sums) is then no cube's whole mass
+  bool shallow = false;
+  for (std::size_t i = 0; i < tree.nodeCount(); ++i) shallow = shallow || (tree.isLeaf(i) && tree.topo.level[i] < 2);
+  check(name + "-host-scale", host == tree.lowBound[0],
+        "signedSourceScale " + sci(host) + ", buildFmmTree's lowBound " + sci(tree.lowBound[0]));
+  if (shallow) {
+    std::printf("note %s: leaves above level 2, the GPU takes the host's path (emulated %s, host %s)\n", name.c_str(),
+                sci(emu).c_str(), sci(host).c_str());
+  } else {
+    check(name + "-scale-bitwise", emu == host && host == tree.lowBound[0],
+          "emulated " + sci(emu) + ", signedSourceScale " + sci(host) + ", buildFmmTree's lowBound " +
+              sci(tree.lowBound[0]) + (emu == host && host == tree.lowBound[0] ? ": equal by bits" : ": differ") +
+              "; " + std::to_string(cand.leaves.size()) + " candidate leaves of " + std::to_string(leaves) + " down (" +
+              std::to_string(cand.total) + " cells of " + std::to_string(sorted.mass.size()) + "), " +
+              std::to_string(cand.member.size()) + " more tied with one of them");
+  }
   // every leaf's host value within its margin of its estimate; the host's maximum among the candidates
   const RegularLeaves reg = findRegularLeaves(tree, sorted, threads);
   P2pTables tables;
