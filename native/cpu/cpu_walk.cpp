@@ -89,9 +89,9 @@ inline __attribute__((always_inline)) void ewaldExpansionTerms(const WalkLists& 
 }
 
 /// Potentials of signed sources' nodes on the node lattice (cpu/ewald_lattice.h), a batch of nodes at a time: each
-/// (cell, node) pair is psi's 10 coefficients at the separation (one read of 80 contiguous bytes, not 10 gathered
+/// (cell, node) pair is psi's 10 coefficients at the separation (a cache line of 8 and 2 more, not 10 gathered
 /// values) times the node's weights for that octant, summed per coefficient over the nodes and once over the
-/// coefficients per cell. The weights are ewaldNodeTerms's potential: m, -p, and (q + S 1)/6 with the off-diagonal
+/// coefficients per cell (each cell's sums in node order, whatever the blocking). The weights are ewaldNodeTerms's potential: m, -p, and (q + S 1)/6 with the off-diagonal
 /// quadrupole doubled, times the octant's signs (C even along every axis: gradients odd, the Hessian's off-diagonal
 /// terms by the product of two signs). The sum's order is fixed: the same for any thread count.
 typedef double V8d __attribute__((vector_size(64)));

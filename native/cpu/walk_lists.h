@@ -77,7 +77,8 @@ struct WalkLists {
   const EwaldNodeLattice* nodeLattice = nullptr;  // periodic walks: node corrections at lattice separations
   bool latticeTargets = false;            // the current group's cells all lie on `lattice`
   bool expandEwald = true;                // periodic walks: small groups expand the correction (SolveOptions)
-  // the evaluation's scratch (cpu/cpu_walk.cpp): nodes on the node lattice, their weights and the cells' offsets
+  // the evaluation's scratch (cpu/cpu_walk.cpp): nodes on the node lattice, their weights per octant (split 8 + 2
+  // as the lattice's coefficients) and each pair's lattice point and weights
   mutable std::vector<std::uint32_t> latNodes;
   mutable std::vector<LatticeCoef8> latW8;
   mutable std::vector<double> latW2;
