@@ -89,26 +89,56 @@ inline __attribute__((always_inline)) void ewaldExpansionTerms(const WalkLists& 
 }
 
 /// Potentials of signed sources' nodes on the node lattice (cpu/ewald_lattice.h), a batch of nodes at a time: each
-/// (cell, node) pair is psi's 10 coefficients at the separation (one read of 80 contiguous bytes, not 10 gathered
+/// (cell, node) pair is psi's 10 coefficients at the separation (a cache line of 8 and 2 more, not 10 gathered
 /// values) times the node's weights for that octant, summed per coefficient over the nodes and once over the
-/// coefficients per cell. The weights are ewaldNodeTerms's potential: m, -p, and (q + S 1)/6 with the off-diagonal
+/// coefficients per cell (each cell's sums in node order, whatever the blocking). The weights are ewaldNodeTerms's potential: m, -p, and (q + S 1)/6 with the off-diagonal
 /// quadrupole doubled, times the octant's signs (C even along every axis: gradients odd, the Hessian's off-diagonal
 /// terms by the product of two signs). The sum's order is fixed: the same for any thread count.
 typedef double V8d __attribute__((vector_size(64)));
 typedef double V2d __attribute__((vector_size(16)));
+/// One lattice pair with the weights already loaded.
+inline __attribute__((always_inline)) void latticePairW(const LatticeCoef8& d8p, const double* d2p, V8d w8, V2d w2,
+                                                        V8d& a, V2d& b) {
+  V8d d8;
+  V2d d2;
+  __builtin_memcpy(&d8, d8p.v, sizeof d8);
+  __builtin_memcpy(&d2, d2p, sizeof d2);
+  a += d8 * w8;
+  b += d2 * w2;
+}
+/// One lattice pair: psi's 10 coefficients (8 at d8, 2 at d2) times the weights (w8, w2), added to the cell's
+/// partial sums.
+inline __attribute__((always_inline)) void latticePair(const LatticeCoef8& d8p, const double* d2p,
+                                                       const LatticeCoef8& w8p, const double* w2p, V8d& a, V2d& b) {
+  V8d d8, w8;
+  V2d d2, w2;
+  __builtin_memcpy(&d8, d8p.v, sizeof d8);
+  __builtin_memcpy(&w8, w8p.v, sizeof w8);
+  __builtin_memcpy(&d2, d2p, sizeof d2);
+  __builtin_memcpy(&w2, w2p, sizeof w2);
+  a += d8 * w8;
+  b += d2 * w2;
+}
 template <int Order, bool Dipole>
 inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists& L, const double* tx,
                                                                  const double* ty, const double* tz,
                                                                  const std::int32_t* const* it, int nt, double* p) {
   constexpr int kBatch = 64;
   const EwaldNodeLattice& lat = *L.nodeLattice;
-  const double* lc = lat.coef.data();
+  const LatticeCoef8* lc8 = lat.c8.data();
+  const double* lc2 = lat.c2.data();
   const int m0 = lat.n[0], m1 = lat.n[1], m2 = lat.n[2], s0 = m0 + 1, s1 = m1 + 1;
   const std::size_t nl = L.latNodes.size();
-  L.latW.resize(kBatch * 8 * 10);
-  L.latCode.resize(std::size_t(kBatch) * nt);
-  double* W = L.latW.data();
-  std::int32_t* code = L.latCode.data();
+  L.latW8.resize(kBatch * 8);
+  L.latW2.resize(kBatch * 8 * 2);
+  L.latCode.resize(2 * std::size_t(kBatch) * nt);
+  LatticeCoef8* W8 = L.latW8.data();
+  int single[kBatch];
+  double* W2 = L.latW2.data();
+  // per pair (node kk, cell i) at kk * nt + i: the lattice point of psi's coefficients, and the node's weights
+  // for the pair's octant (kk * 8 + octant), each split 8 + 2 as the lattice is
+  std::int32_t* offD = L.latCode.data();
+  std::int32_t* offW = offD + std::size_t(kBatch) * nt;
   V8d acc8[kMaxGroup];
   V2d acc2[kMaxGroup];
   for (int i = 0; i < nt; ++i) { acc8[i] = V8d{}; acc2[i] = V2d{}; }
@@ -133,19 +163,23 @@ inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists
       // the octants some cell of the group sees the node in (dx < 0 exactly when tx < sx): far nodes have one
       const int neg = (lo[0] < sx ? 1 : 0) | (lo[1] < sy ? 2 : 0) | (lo[2] < sz ? 4 : 0);
       const int pos = (hi[0] >= sx ? 1 : 0) | (hi[1] >= sy ? 2 : 0) | (hi[2] >= sz ? 4 : 0);
+      // one octant for every cell (neg and pos complementary): one read of the weights serves four pairs below
+      single[kk] = (neg ^ pos) == 7 ? (kk * 8 + neg) : -1;
       for (int oct = 0; oct < 8; ++oct) {
         if ((oct & ~neg) | (~oct & ~pos & 7)) continue;  // an axis's sign no cell has
         const double ex = oct & 1 ? -1.0 : 1.0, ey = oct & 2 ? -1.0 : 1.0, ez = oct & 4 ? -1.0 : 1.0;
-        double* wo = W + (kk * 8 + oct) * 10;
+        double* wo = W8[kk * 8 + oct].v;
+        double* wt = W2 + 2 * (kk * 8 + oct);
         wo[0] = w[0]; wo[1] = ex * w[1]; wo[2] = ey * w[2]; wo[3] = ez * w[3]; wo[4] = w[4];
-        wo[5] = ex * ey * w[5]; wo[6] = ex * ez * w[6]; wo[7] = w[7]; wo[8] = ey * ez * w[8]; wo[9] = w[9];
+        wo[5] = ex * ey * w[5]; wo[6] = ex * ez * w[6]; wo[7] = w[7]; wt[0] = ey * ez * w[8]; wt[1] = w[9];
       }
       // each cell's point: its coefficients' offset in the lattice and its octant. In lattice indices (cells at
       // k dx, the node at (n + 1/2) dx from the cells' origin) the separation is (d - 1/2) dx, d = k - n: the
       // point floor(|d - 1/2|), negative when d <= 0 (as |t - s| / dx and t - s < 0 give them in doubles)
       const int nx = lat.index(sx, 0), ny = lat.index(sy, 1), nz = lat.index(sz, 2);
       const std::int32_t *ix = it[0], *iy = it[1], *iz = it[2];
-      std::int32_t* ck = code + std::size_t(kk) * nt;
+      std::int32_t* od = offD + std::size_t(kk) * nt;
+      std::int32_t* ow = offW + std::size_t(kk) * nt;
 #pragma GCC ivdep
       for (int i = 0; i < nt; ++i) {
         const int dx = ix[i] - nx, dy = iy[i] - ny, dz = iz[i] - nz;
@@ -154,26 +188,49 @@ inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists
         ky = ky > m1 ? m1 : ky;
         kz = kz > m2 ? m2 : kz;
         const int oct = (dx > 0 ? 0 : 1) | (dy > 0 ? 0 : 2) | (dz > 0 ? 0 : 4);
-        ck[i] = 8 * (10 * (kx + s0 * (ky + s1 * kz))) + oct;
+        od[i] = kx + s0 * (ky + s1 * kz);
+        ow[i] = kk * 8 + oct;
       }
     }
-    // node by node, the group's cells in turn: neighbouring cells read neighbouring points of the lattice
-    for (int kk = 0; kk < nb; ++kk) {
-      const std::int32_t* ck = code + std::size_t(kk) * nt;
-      const double* wk = W + kk * 80;
-      for (int i = 0; i < nt; ++i) {
-        const std::int32_t cd = ck[i];
-        const double* d = lc + (cd >> 3);
-        const double* wo = wk + (cd & 7) * 10;
-        V8d d8, w8;
-        V2d d2, w2;
-        __builtin_memcpy(&d8, d, sizeof d8);
-        __builtin_memcpy(&w8, wo, sizeof w8);
-        __builtin_memcpy(&d2, d + 8, sizeof d2);
-        __builtin_memcpy(&w2, wo + 8, sizeof w2);
-        acc8[i] += d8 * w8;
-        acc2[i] += d2 * w2;
+    // four cells at a time, the batch's nodes in turn (each cell's sum in node order, as before): the four cells'
+    // sums stay in registers, and a pair is two offset loads, its 80 bytes of psi, its weights and two fused
+    // multiply-adds
+    int i0 = 0;
+    for (; i0 + 4 <= nt; i0 += 4) {
+      V8d a0 = acc8[i0], a1 = acc8[i0 + 1], a2 = acc8[i0 + 2], a3 = acc8[i0 + 3];
+      V2d b0 = acc2[i0], b1 = acc2[i0 + 1], b2 = acc2[i0 + 2], b3 = acc2[i0 + 3];
+      for (int kk = 0; kk < nb; ++kk) {
+        const std::int32_t* od = offD + std::size_t(kk) * nt + i0;
+        const int so = single[kk];
+        if (so >= 0) {
+          V8d w8;
+          V2d w2;
+          __builtin_memcpy(&w8, W8[so].v, sizeof w8);
+          __builtin_memcpy(&w2, W2 + 2 * so, sizeof w2);
+          latticePairW(lc8[od[0]], lc2 + 2 * od[0], w8, w2, a0, b0);
+          latticePairW(lc8[od[1]], lc2 + 2 * od[1], w8, w2, a1, b1);
+          latticePairW(lc8[od[2]], lc2 + 2 * od[2], w8, w2, a2, b2);
+          latticePairW(lc8[od[3]], lc2 + 2 * od[3], w8, w2, a3, b3);
+          continue;
+        }
+        const std::int32_t* ow = offW + std::size_t(kk) * nt + i0;
+        latticePair(lc8[od[0]], lc2 + 2 * od[0], W8[ow[0]], W2 + 2 * ow[0], a0, b0);
+        latticePair(lc8[od[1]], lc2 + 2 * od[1], W8[ow[1]], W2 + 2 * ow[1], a1, b1);
+        latticePair(lc8[od[2]], lc2 + 2 * od[2], W8[ow[2]], W2 + 2 * ow[2], a2, b2);
+        latticePair(lc8[od[3]], lc2 + 2 * od[3], W8[ow[3]], W2 + 2 * ow[3], a3, b3);
       }
+      acc8[i0] = a0; acc8[i0 + 1] = a1; acc8[i0 + 2] = a2; acc8[i0 + 3] = a3;
+      acc2[i0] = b0; acc2[i0 + 1] = b1; acc2[i0 + 2] = b2; acc2[i0 + 3] = b3;
+    }
+    for (; i0 < nt; ++i0) {
+      V8d a = acc8[i0];
+      V2d b = acc2[i0];
+      for (int kk = 0; kk < nb; ++kk) {
+        const std::int32_t od = offD[std::size_t(kk) * nt + i0], ow = offW[std::size_t(kk) * nt + i0];
+        latticePair(lc8[od], lc2 + 2 * od, W8[ow], W2 + 2 * ow, a, b);
+      }
+      acc8[i0] = a;
+      acc2[i0] = b;
     }
   }
   for (int i = 0; i < nt; ++i) {

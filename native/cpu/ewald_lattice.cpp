@@ -106,6 +106,16 @@ EwaldNodeLattice makeEwaldNodeLattice(const EwaldTableView& v, const EwaldCellLa
         else ewaldLookup<2>(v, x, y, z, out, out + 1, out + 4, (double*)nullptr);
         addNewton(x, y, z, accel ? 3 : 2, out, out + 1, out + 4, out + 10);  // psi = 1/r + C
       }
+  if (!accel) {  // potentials read the split layout only
+    L.c8.resize(points);
+    L.c2.resize(2 * points);
+    for (std::size_t p = 0; p < points; ++p) {
+      for (int e = 0; e < 8; ++e) L.c8[p].v[e] = L.coef[10 * p + e];
+      L.c2[2 * p] = L.coef[10 * p + 8];
+      L.c2[2 * p + 1] = L.coef[10 * p + 9];
+    }
+    std::vector<double>().swap(L.coef);
+  }
   L.usable = true;
   return L;
 }

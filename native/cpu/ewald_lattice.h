@@ -58,13 +58,22 @@ struct EwaldCellLattice {
 /// (multipole and correction: the same second-order expansion of both, lap(1/r) = 0);
 /// the other octants follow from the signs (C even along every axis). Pairs off this lattice (centres of mass, other
 /// levels) keep per-pair lookups.
+/// Eight doubles on a cache line of their own: one read of psi's first eight coefficients at a lattice point.
+struct alignas(64) LatticeCoef8 {
+  double v[8];
+};
+
 struct EwaldNodeLattice {
   bool usable = false;
   double origin[3] = {0, 0, 0};  ///< a lattice point (a finest cell's centre shifted by dx/2 on every axis)
   double dx = 0, invDx = 0;
   int n[3] = {0, 0, 0};          ///< largest k per axis held: (n + 1/2) dx beyond the table's reach
   int stride = 0;                ///< coefficients per point: 10 (C, gradient, Hessian) for potentials, 20 with T
-  std::vector<double> coef;      ///< `stride` per point, x fastest
+  std::vector<double> coef;      ///< `stride` per point, x fastest (accelerations only)
+  /// Potentials: the same 10 coefficients per point split 8 + 2 (c8[p] a cache line, c2[2 p]), so that a pair's
+  /// reads never straddle two lines
+  std::vector<LatticeCoef8> c8;
+  std::vector<double> c2;
 
   bool onLattice(double x, int d) const { return onLatticeAxis(x, origin[d], invDx); }
   bool onLattice(double x, double y, double z) const { return onLattice(x, 0) && onLattice(y, 1) && onLattice(z, 2); }

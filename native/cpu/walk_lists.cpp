@@ -23,63 +23,157 @@ bool everyCellAccepts(const SourceTree& t, const double* com, std::uint32_t i, c
 }
 
 /// Appends node i's dipole (3 values) where the tree has dipoles (signed sources; about a centre of mass it is 0).
-inline void pushDipole(const SourceTree& t, std::uint32_t i, std::vector<double>& out) {
-  if (t.dipole) out.insert(out.end(), t.dipole + 3 * i, t.dipole + 3 * i + 3);
+/// Three push_backs: a range insert of 3 is an out-of-line call and a memmove per accepted node.
+template <class Vec>
+inline void pushDipole(const SourceTree& t, std::uint32_t i, Vec& out) {
+  if (t.dipole) {
+    out.push_back(t.dipole[3 * i]);
+    out.push_back(t.dipole[3 * i + 1]);
+    out.push_back(t.dipole[3 * i + 2]);
+  }
 }
 
-}  // namespace
-
+/// A walk entry's tests, made when its parent is opened (a node's children in one pass: independent chains the
+/// processor overlaps, instead of one long chain per node ending in an unpredictable branch).
 template <bool Periodic>
-void buildLists(const SourceTree& t, const SortedCells& c, const Groups& g, std::size_t gi, bool vote, bool halfUpper,
-                bool hoist, WalkLists& L) {
-  const double* glo = &g.lo[3 * gi];
-  const double* ghi = &g.hi[3 * gi];
-  L.clear();
-  L.stack.clear();
-  L.stackTag.clear();
-  L.stack.push_back(0);
-  L.stackTag.push_back(0);
-  while (!L.stack.empty()) {
-    const std::uint32_t i = L.stack.back();
-    const unsigned tag = L.stackTag.back();
-    L.stack.pop_back();
-    L.stackTag.pop_back();
-    if (nodeIsEmpty(t.macRadius[i])) continue;  // no mass at all (physics/moments_k.h): nothing to add
-    double com[3] = {t.com[3 * i], t.com[3 * i + 1], t.com[3 * i + 2]};
-    int image[3] = {0, 0, 0};
-    // periodic: the node's image nearest the group, or must it be opened (its images too close, off the table)?
-    // Below a hoisted node: the image of that node, no test (its correction is taken).
-    bool usable = true, hoistable = false;
-    if (Periodic) {
-      const EwaldTableView& v = L.ewald->view;
-      if (tag) {
-        for (int d = 0; d < 3; ++d) com[d] = taggedImage(com[d], tag, d, v.period[d]);
-      } else {
-        usable = periodicNodeImage(v, glo, ghi, &t.com[3 * i], t.macRadius[i], com, image, &hoistable);
+inline __attribute__((always_inline)) void classifyNode(const SourceTree& t, const EwaldTableView* v,
+                                                        const double* glo, const double* ghi, std::uint32_t i,
+                                                        unsigned tag, ListEntry& e) {
+  e.node = i;
+  e.tag = std::uint8_t(tag);
+  const double R = t.macRadius[i];
+  double com[3] = {t.com[3 * i], t.com[3 * i + 1], t.com[3 * i + 2]};
+  int image[3] = {0, 0, 0};
+  // periodic: the node's image nearest the group, or must it be opened (its images too close, off the table)?
+  // Below a hoisted node: the image of that node, no test (its correction is taken).
+  bool usable = true, hoistable = false;
+  if (Periodic) {
+    if (tag) {
+      for (int d = 0; d < 3; ++d) com[d] = taggedImage(com[d], tag, d, v->period[d]);
+    } else {
+      usable = periodicNodeImage(*v, glo, ghi, &t.com[3 * i], R, com, image, &hoistable);
+    }
+  }
+  const bool accepts = macAccepts(com[0], com[1], com[2], R, glo, ghi);
+  for (int d = 0; d < 3; ++d) {
+    e.com[d] = com[d];
+    e.image[d] = image[d];
+  }
+  e.state = std::uint8_t((nodeIsEmpty(R) ? ListEntry::kEmpty : 0) | (usable ? ListEntry::kUsable : 0) |
+                         (hoistable ? ListEntry::kHoistable : 0) | (accepts ? ListEntry::kAccepts : 0));
+}
+
+/// The accepted nodes' arrays, in the order the walk accepted them: com at the image the group sees, mass,
+/// quadrupole (half-upper for the potential-only kernel), and periodic: S, whether it adds its own correction (not
+/// below a hoisted node) and the dipole (signed sources).
+template <bool Periodic>
+inline __attribute__((always_inline)) void fillNodes(const SourceTree& t, bool halfUpper, WalkLists& L) {
+  const std::size_t n = L.accepted.size();
+  for (auto* v : {&L.nx, &L.ny, &L.nz, &L.nm, &L.q0, &L.q1, &L.q2, &L.q3, &L.q4, &L.q5}) v->resize(n);
+  if (Periodic) {
+    L.ns.resize(n);
+    L.nCorrect.resize(n);
+    if (t.dipole) L.nd.resize(3 * n);
+  }
+  const ListHit* a = L.accepted.data();
+  double *nx = L.nx.data(), *ny = L.ny.data(), *nz = L.nz.data(), *nm = L.nm.data();
+  double *q0 = L.q0.data(), *q1 = L.q1.data(), *q2 = L.q2.data(), *q3 = L.q3.data(), *q4 = L.q4.data(),
+         *q5 = L.q5.data();
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::uint32_t i = a[k].node;
+    nx[k] = a[k].com[0]; ny[k] = a[k].com[1]; nz[k] = a[k].com[2];
+    nm[k] = t.mass[i];
+    double h[6];
+    const double* q = &t.quad[6 * i];
+    if (halfUpper) {
+      halfUpperQuadrupole(q, h);
+      q = h;
+    }
+    q0[k] = q[0]; q1[k] = q[1]; q2[k] = q[2]; q3[k] = q[3]; q4[k] = q[4]; q5[k] = q[5];
+  }
+  if (Periodic) {
+    double* ns = L.ns.data();
+    std::uint8_t* nc = L.nCorrect.data();
+    for (std::size_t k = 0; k < n; ++k) {
+      ns[k] = t.secondMoment[a[k].node];
+      nc[k] = a[k].tag ? 0 : 1;
+    }
+    if (t.dipole) {
+      double* nd = L.nd.data();
+      for (std::size_t k = 0; k < n; ++k)
+        for (int d = 0; d < 3; ++d) nd[3 * k + d] = t.dipole[3 * a[k].node + d];
+    }
+  }
+}
+
+/// The opened leaves' cells, in the order the walk opened them; below a hoisted node (periodic) at its image:
+/// taggedImage per cell, x + k P, with k P (exact) made once per axis.
+template <bool Periodic>
+inline __attribute__((always_inline)) void fillCells(const SourceTree& t, const EwaldTableView* view, WalkLists& L) {
+  std::size_t n = 0;
+  for (const ListHit& h : L.leaves) n += t.cellCount[h.node];
+  for (auto* v : {&L.cx, &L.cy, &L.cz, &L.cm}) v->resize(n);
+  if (Periodic) L.cCorrect.resize(n);
+  double *px = L.cx.data(), *py = L.cy.data(), *pz = L.cz.data(), *pm = L.cm.data();
+  std::size_t o = 0;
+  for (const ListHit& h : L.leaves) {
+    const std::uint32_t b = t.cellBegin[h.node], m = t.cellCount[h.node];
+    if (Periodic && h.tag) {
+      double shift[3];
+      for (int d = 0; d < 3; ++d) shift[d] = taggedImage(0.0, h.tag, d, view->period[d]);
+      for (std::uint32_t j = 0; j < m; ++j) {
+        px[o + j] = t.x[b + j] + shift[0];
+        py[o + j] = t.y[b + j] + shift[1];
+        pz[o + j] = t.z[b + j] + shift[2];
+      }
+    } else {
+      for (std::uint32_t j = 0; j < m; ++j) {
+        px[o + j] = t.x[b + j];
+        py[o + j] = t.y[b + j];
+        pz[o + j] = t.z[b + j];
       }
     }
+    for (std::uint32_t j = 0; j < m; ++j) pm[o + j] = t.cellMass[b + j];
+    if (Periodic) for (std::uint32_t j = 0; j < m; ++j) L.cCorrect[o + j] = h.tag ? 0 : 1;
+    o += m;
+  }
+}
+
+template <bool Periodic>
+inline __attribute__((always_inline)) void buildListsImpl(const SourceTree& t, const SortedCells& c, const Groups& g,
+                                                          std::size_t gi, bool vote, bool halfUpper, bool hoist,
+                                                          WalkLists& L) {
+  const double* glo = &g.lo[3 * gi];
+  const double* ghi = &g.hi[3 * gi];
+  const EwaldTableView* view = Periodic ? &L.ewald->view : nullptr;
+  L.clear();
+  L.accepted.clear();
+  L.leaves.clear();
+  ListVector<ListEntry>& stack = L.entries;
+  stack.clear();
+  stack.emplace_back();
+  classifyNode<Periodic>(t, view, glo, ghi, 0, 0, stack.back());
+  while (!stack.empty()) {
+    // the entry's fields one by one (a copy of the whole entry goes through memory and stalls on the loads)
+    const ListEntry& top = stack.back();
+    const std::uint32_t i = top.node;
+    const unsigned tag = top.tag, state = top.state;
+    const double com[3] = {top.com[0], top.com[1], top.com[2]};
+    const int image[3] = {top.image[0], top.image[1], top.image[2]};
+    stack.pop_back();
+    if (state & ListEntry::kEmpty) continue;  // no mass at all (physics/moments_k.h): nothing to add
+    const bool usable = state & ListEntry::kUsable;
     // what the box accepts every cell accepts (each cell is in the box), so the vote only revisits box rejections
-    if (usable && (macAccepts(com[0], com[1], com[2], t.macRadius[i], glo, ghi) ||
+    if (usable && ((state & ListEntry::kAccepts) ||
                    (vote && everyCellAccepts(t, com, i, c, g.begin[gi], g.count[gi])))) {
-      L.nx.push_back(com[0]); L.ny.push_back(com[1]); L.nz.push_back(com[2]);
-      L.nm.push_back(t.mass[i]);
-      if (Periodic) {
-        L.ns.push_back(t.secondMoment[i]);
-        L.nCorrect.push_back(tag ? 0 : 1);
-        pushDipole(t, i, L.nd);
-      }
-      double h[6];
-      const double* q = &t.quad[6 * i];
-      if (halfUpper) {
-        halfUpperQuadrupole(q, h);
-        q = h;
-      }
-      L.q0.push_back(q[0]); L.q1.push_back(q[1]); L.q2.push_back(q[2]);
-      L.q3.push_back(q[3]); L.q4.push_back(q[4]); L.q5.push_back(q[5]);
+      ListHit& h = L.accepted.emplace_back();
+      h.com[0] = com[0]; h.com[1] = com[1]; h.com[2] = com[2];
+      h.node = i;
+      h.tag = tag;
       continue;
     }
     unsigned childTag = tag;
-    if (Periodic && hoist && !tag && hoistable) {
+    if (Periodic && hoist && !tag && (state & ListEntry::kHoistable)) {
       childTag = hoistedImageTag(image);
       if (childTag) {  // this node takes its subtree's correction
         L.hx.push_back(com[0]); L.hy.push_back(com[1]); L.hz.push_back(com[2]);
@@ -90,39 +184,45 @@ void buildLists(const SourceTree& t, const SortedCells& c, const Groups& g, std:
       }
     }
     if (t.isLeaf(i)) {
-      const std::uint32_t b = t.cellBegin[i], e = b + t.cellCount[i];
-      if (Periodic && childTag) {
-        // taggedImage per cell: x + k P, with k P (exact) made once per axis
-        const EwaldTableView& v = L.ewald->view;
-        double shift[3];
-        for (int d = 0; d < 3; ++d) shift[d] = taggedImage(0.0, childTag, d, v.period[d]);
-        const std::size_t o = L.cx.size(), n = e - b;
-        L.cx.resize(o + n);
-        L.cy.resize(o + n);
-        L.cz.resize(o + n);
-        double *px = L.cx.data() + o, *py = L.cy.data() + o, *pz = L.cz.data() + o;
-        for (std::size_t j = 0; j < n; ++j) {
-          px[j] = t.x[b + j] + shift[0];
-          py[j] = t.y[b + j] + shift[1];
-          pz[j] = t.z[b + j] + shift[2];
-        }
-      } else {
-        L.cx.insert(L.cx.end(), t.x + b, t.x + e);
-        L.cy.insert(L.cy.end(), t.y + b, t.y + e);
-        L.cz.insert(L.cz.end(), t.z + b, t.z + e);
-      }
-      L.cm.insert(L.cm.end(), t.cellMass + b, t.cellMass + e);
-      if (Periodic) L.cCorrect.insert(L.cCorrect.end(), e - b, childTag ? 0 : 1);
+      ListHit& h = L.leaves.emplace_back();
+      h.node = i;
+      h.tag = childTag;
     } else {
-      // push in reverse so children are visited in key order
-      for (int k = int(t.childCount[i]) - 1; k >= 0; --k) {
-        L.stack.push_back(t.childBegin[i] + std::uint32_t(k));
-        L.stackTag.push_back(std::uint8_t(childTag));
-      }
+      // the children's tests in one pass, then pushed in reverse so they are visited in key order
+      const std::uint32_t cb = t.childBegin[i];
+      const int nc = int(t.childCount[i]);
+      const std::size_t top = stack.size();
+      stack.resize(top + std::size_t(nc));
+      ListEntry* out = stack.data() + top;
+      for (int k = 0; k < nc; ++k)
+        classifyNode<Periodic>(t, view, glo, ghi, cb + std::uint32_t(k), childTag, out[nc - 1 - k]);
     }
   }
+  fillNodes<Periodic>(t, halfUpper, L);
+  fillCells<Periodic>(t, view, L);
 }
 
+// The periodic walk's lists in clones for AVX2 and the baseline, picked at load time (ifunc): with SSE4.1 the image
+// test's rint is one instruction instead of a branchy sequence. Contraction stays off in every clone (this file's
+// flags), so each clone rounds every operation on its own, as the device's rules do: the same lists.
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+#define AG_LIST_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define AG_LIST_CLONES
+#endif
+AG_LIST_CLONES void buildPeriodicLists(const SourceTree& t, const SortedCells& c, const Groups& g, std::size_t gi,
+                                       bool vote, bool halfUpper, bool hoist, WalkLists& L) {
+  buildListsImpl<true>(t, c, g, gi, vote, halfUpper, hoist, L);
+}
+
+}  // namespace
+
+template <bool Periodic>
+void buildLists(const SourceTree& t, const SortedCells& c, const Groups& g, std::size_t gi, bool vote, bool halfUpper,
+                bool hoist, WalkLists& L) {
+  if (Periodic) buildPeriodicLists(t, c, g, gi, vote, halfUpper, hoist, L);
+  else buildListsImpl<false>(t, c, g, gi, vote, halfUpper, hoist, L);
+}
 
 template void buildLists<false>(const SourceTree&, const SortedCells&, const Groups&, std::size_t, bool, bool, bool,
                                 WalkLists&);

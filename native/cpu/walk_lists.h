@@ -7,6 +7,8 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "cpu/ewald_lattice.h"
@@ -16,26 +18,70 @@
 
 namespace amrgrav {
 
+/// An entry of the list builder's stack: a node, its image tag (periodic: physics/image_k.h) and its tests, made
+/// when it was pushed (cpu/walk_lists.cpp): its com at the image the group sees, the periods added (image) and
+/// whether it is empty, usable there, hoistable and accepted by the group's box.
+struct ListEntry {
+  static constexpr std::uint8_t kEmpty = 1, kUsable = 2, kHoistable = 4, kAccepts = 8;
+  double com[3];
+  int image[3];
+  std::uint32_t node;
+  std::uint8_t tag, state;
+};
+
+/// A vector's allocator that leaves new elements uninitialised on resize (the lists are resized, then written).
+template <class T>
+struct UninitAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = UninitAllocator<U>;
+  };
+  UninitAllocator() = default;
+  template <class U>
+  UninitAllocator(const UninitAllocator<U>&) noexcept {}
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... A>
+  void construct(U* p, A&&... a) {
+    ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+  }
+};
+template <class T>
+using ListVector = std::vector<T, UninitAllocator<T>>;
+
+/// An accepted node (its com at the image the group sees; tag: below a hoisted node) or an opened leaf (node ~0u
+/// marks none: `tag` then its cells' image tag), in the order the walk met them; the lists' arrays are filled from
+/// these after the walk, in one tight pass each.
+struct ListHit {
+  double com[3];
+  std::uint32_t node;
+  std::uint32_t tag;
+};
+
 /// Per-thread interaction lists, as structs of arrays.
 struct WalkLists {
-  std::vector<std::uint32_t> stack;
-  std::vector<std::uint8_t> stackTag;     // periodic: the image tag of each stack entry (physics/image_k.h)
-  std::vector<double> nx, ny, nz, nm, q0, q1, q2, q3, q4, q5;  // accepted nodes
-  std::vector<double> cx, cy, cz, cm;                          // cells of opened leaves
-  std::vector<double> ns;                 // accepted nodes' second moments (periodic walks only)
-  std::vector<double> nd;                 // accepted nodes' dipoles, 3 each (signed sources only)
+  ListVector<ListEntry> entries;          // the list builder's stack
+  ListVector<ListHit> accepted, leaves;  // the list builder's record (cpu/walk_lists.cpp)
+  ListVector<double> nx, ny, nz, nm, q0, q1, q2, q3, q4, q5;  // accepted nodes
+  ListVector<double> cx, cy, cz, cm;                          // cells of opened leaves
+  ListVector<double> ns;                  // accepted nodes' second moments (periodic walks only)
+  ListVector<double> nd;                  // accepted nodes' dipoles, 3 each (signed sources only)
   // periodic walks: does accepted node / cell k add its own correction? (not below a hoisted node)
-  std::vector<std::uint8_t> nCorrect, cCorrect;
+  ListVector<std::uint8_t> nCorrect, cCorrect;
   // periodic walks: opened nodes that take the correction of their whole subtree (hoisted), plain quadrupoles
-  std::vector<double> hx, hy, hz, hm, hs, hq, hd;
+  ListVector<double> hx, hy, hz, hm, hs, hq, hd;
   const EwaldWalk* ewald = nullptr;       // periodic walks: table and moments; null when isolated
   const EwaldCellLattice* lattice = nullptr;  // periodic walks: C at lattice separations (cpu/ewald_lattice.h)
   const EwaldNodeLattice* nodeLattice = nullptr;  // periodic walks: node corrections at lattice separations
   bool latticeTargets = false;            // the current group's cells all lie on `lattice`
   bool expandEwald = true;                // periodic walks: small groups expand the correction (SolveOptions)
-  // the evaluation's scratch (cpu/cpu_walk.cpp): nodes on the node lattice, their weights and the cells' offsets
+  // the evaluation's scratch (cpu/cpu_walk.cpp): nodes on the node lattice, their weights per octant (split 8 + 2
+  // as the lattice's coefficients) and each pair's lattice point and weights
   mutable std::vector<std::uint32_t> latNodes;
-  mutable std::vector<double> latW;
+  mutable std::vector<LatticeCoef8> latW8;
+  mutable std::vector<double> latW2;
   mutable std::vector<std::int32_t> latCode;
   void clear() {
     for (auto* v : {&nx, &ny, &nz, &nm, &q0, &q1, &q2, &q3, &q4, &q5, &cx, &cy, &cz, &cm, &ns, &nd, &hx, &hy, &hz, &hm,
