@@ -114,24 +114,12 @@ double emulateDeviceSignedScale(const SortedCells& cells, const FmmTree& tree, i
   std::vector<double> per(3 * nodes, 0.0), invR(kLatticeR2);
   std::vector<std::uint64_t> hash(nodes, 0);
   for (int r2 = 0; r2 < kLatticeR2; ++r2) invR[r2] = latticeInverseDistance(r2);
-  std::vector<std::uint8_t> regular(nodes, 0);
-  std::vector<double> origin(3 * nodes, 0.0), hs(nodes, 0.0);
-  TileBuildView tv;
-  tv.nodes = std::uint32_t(nodes);
-  tv.childCount = o.childCount.data();
-  tv.cellBegin = o.cellBegin.data();
-  tv.cellCount = o.cellCount.data();
-  tv.x = cells.x.data();
-  tv.y = cells.y.data();
-  tv.z = cells.z.data();
-  tv.size = cells.size.data();
-  tv.regular = regular.data();
-  tv.origin = origin.data();
-  tv.h = hs.data();
+  const RegularLeaves reg = findRegularLeaves(tree, cells, threads);  // regularLeaf's rule, as the kernel
+  const std::vector<std::uint8_t>& regular = reg.regular;
+  const std::vector<double>& hs = reg.h;
   parallelFor(nodes, 16, threads, [&](std::size_t b, std::size_t e, int) {
     for (std::size_t i = b; i < e; ++i) {
       if (!o.isLeaf(i)) continue;
-      regularLeaf(tv, std::uint32_t(i));
       const std::uint32_t cb = o.cellBegin[i], count = o.cellCount[i];
       double vmax = 0, amax = 0;
       for (std::uint32_t t = 0; t < count; ++t) {
