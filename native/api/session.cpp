@@ -122,8 +122,7 @@ Status chooseBackend(BackendRequest requested, bool distributed, const char* cud
   return Status::success();
 }
 
-Status fitMethod(const SolveOptions& opt, const char* cudaSpelling, BackendChoice& choice) {
-  (void)cudaSpelling;
+Status fitMethod(const SolveOptions& opt, BackendChoice& choice) {
   if (opt.method != SolveMethod::Fmm) return Status::success();
   if (choice.backend != BackendKind::Cuda) return Status::success();
   // the GPU's FMM takes every box in one process (cuda/fmm_phase.h, cuda/fmm_periodic_phase.h) and, over MPI ranks,
@@ -183,7 +182,7 @@ Status Session::solve(Method method, const BackendChoice& requested, const Cells
                       SolveResult& out, SolveReport& report) {
   BackendChoice choice = requested;
   if (method == Method::Tree) {
-    const Status fit = fitMethod(opt, "'cuda'", choice);
+    const Status fit = fitMethod(opt, choice);
     if (!fit.ok()) return fit;
   }
   report = SolveReport{};
@@ -257,7 +256,7 @@ Status Session::solveSystem(Method method, const BackendChoice& choice, const Sy
 Status Session::solveBlocks(const BackendChoice& requested, const BlocksView& blocks, const BlockOutputs& out,
                             const SolveOptions& opt, SolveResult& result, SolveReport& report) {
   BackendChoice choice = requested;
-  const Status fit = fitMethod(opt, "'cuda'", choice);
+  const Status fit = fitMethod(opt, choice);
   if (!fit.ok()) return fit;
   report = SolveReport{};
   report.ran = choice.backend;

@@ -80,7 +80,7 @@ Status chooseBackend(BackendRequest requested, bool distributed, const char* cud
 /// ranks mixed at will). Over ranks the choice keeps its backend and says so in its reason; the boxes the ranks do
 /// not take (periodic along 1 or 2 axes) are refused by solveDistributed on every rank, whatever the backend.
 /// Nothing changes for method 'tree'.
-Status fitMethod(const SolveOptions& opt, const char* cudaSpelling, BackendChoice& choice);
+Status fitMethod(const SolveOptions& opt, BackendChoice& choice);
 
 enum class Method { Tree, Direct };
 

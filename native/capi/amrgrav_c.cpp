@@ -216,7 +216,7 @@ amrgrav_status amrgrav_create(const amrgrav_options* options, amrgrav_solver** o
     s->requested = request;
     st = api::chooseBackend(request, distributed, "CUDA", s->choice);
     if (!st.ok()) return st;
-    if (!(st = api::fitMethod(s->options, "CUDA", s->choice)).ok()) return st;  // method 'fmm': the reason over ranks
+    if (!(st = api::fitMethod(s->options, s->choice)).ok()) return st;  // method 'fmm': the reason over ranks
     const bool gpu = !distributed && s->choice.backend == api::BackendKind::Cuda;
     if (gpu && s->options.groupSize > 64)
       return Status::error(ErrorCode::InvalidOption, "group_size must be at most 64 on the CUDA backend, got " +

@@ -110,6 +110,7 @@ Status solveFmmRanks(RankComm& comm, fmm::RankLocal& local, const CellsView& cel
   ds.ranks = size;
   ds.rank = rank;
   ds.backend = local.name();
+  ds.device = local.device();
   const int threads = resolveThreadCount(opt.threads);
   stats.threads = threads;
   const bool periodic = opt.fullyPeriodic();

@@ -30,6 +30,7 @@ class CudaRankLocal final : public fmm::RankLocal {
   CudaRankLocal(std::function<int(int)> deviceFor, bool ownState)
       : deviceFor_(std::move(deviceFor)), ownState_(ownState) {}
   const char* name() const override { return "cuda"; }
+  int device() const override { return gpu_ ? gpu_->copt.device : -1; }
 
   Status open(const SolveOptions& opt) override {
     const int devices = cudaDeviceCount();

@@ -23,6 +23,8 @@ class RankLocal {
   virtual ~RankLocal() = default;
   /// "cpu" or "cuda" (DistributedStats::backend).
   virtual const char* name() const = 0;
+  /// The CUDA device this rank runs on (DistributedStats::device), after open(); -1 on the CPU.
+  virtual int device() const { return -1; }
   /// This rank alone, before the ranks agree to go ahead: what can fail here only (no device: NoDevice).
   virtual Status open(const SolveOptions& opt) = 0;
   /// Inside the LET exchange, once the local lists are built: their work begins. The CPU's evaluates their near
