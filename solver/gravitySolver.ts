@@ -327,7 +327,7 @@ export class GravitySolver {
     try {
       r = await this.native.solveBlocks(blocks, this.nativeOptions(this.distributed, opts.box), out as Parameters<NativeAddon['solveBlocks']>[2]);
     } catch (err) {
-      throw fromNativeError(err, callerStack, 'tree solve');
+      throw fromNativeError(err, callerStack, this.solveLabel());
     }
     if (r.warning) process.emitWarning(r.warning);
     const nb = blocks.lo.length / 3;
@@ -441,7 +441,7 @@ export class GravitySolver {
           if (v.length !== nc.x.length) throw new InvalidInputError(`out.${k} has ${v.length} elements, expected ${nc.x.length} (one per cell)`);
       }
     } catch (err) {
-      throw distributed ? await rejectedOnEveryRank(err, callerStack, 'tree solve') : err;
+      throw distributed ? await rejectedOnEveryRank(err, callerStack, this.solveLabel()) : err;
     }
     const nopts = this.nativeOptions(distributed, opts.box);
     let r: NativeResult;
@@ -450,10 +450,15 @@ export class GravitySolver {
       // this input (never in a distributed solve: the other ranks would not follow), and says so in r.warning
       r = await (method === 'tree' ? this.native.solve(nc, nopts, out) : this.native.direct(nc, nopts, out));
     } catch (err) {
-      throw fromNativeError(err, callerStack, method === 'tree' ? 'tree solve' : 'direct summation');
+      throw fromNativeError(err, callerStack, method === 'tree' ? this.solveLabel() : 'direct summation');
     }
     if (r.warning) process.emitWarning(r.warning);
     return this.toResult(method === 'tree' ? o.method : method, nc.x.length, r);
+  }
+
+  /** The far-field solve named by its method in error messages ('tree solve', 'FMM solve'). */
+  private solveLabel(): string {
+    return this.options.method === 'fmm' ? 'FMM solve' : 'tree solve';
   }
 
   private nativeOptions(distributed: boolean, box: Box | undefined): NativeOptions {

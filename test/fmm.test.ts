@@ -11,7 +11,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { GravitySolver } from '../solver/gravitySolver.js';
-import { InvalidOptionError, NoDeviceError } from '../solver/errors.js';
+import { InvalidInputError, InvalidOptionError, NoDeviceError } from '../solver/errors.js';
 import { features } from '../solver/native.js';
 import { maclaurinProblem } from '../validation/maclaurinSetup.js';
 import { randomAmrCells } from '../validation/randomAmr.js';
@@ -190,6 +190,14 @@ describe('method fmm: determinism, parameters, entries', () => {
     const r = await new GravitySolver({ ...base, backend: 'auto', autoGpuMinCells: 0 }).solveCells(cells);
     expect(r.stats.backend).toBe(features().gpu ? 'cuda' : 'cpu');
     expect(r.stats.method).toBe('fmm');
+  });
+
+  it("names the FMM in its solve's errors (a negative mass in an isolated box)", async () => {
+    const bad = { ...cells, mass: Float64Array.from(cells.mass, (m, i) => (i === 3 ? -m : m)) };
+    const fmm = new GravitySolver({ ...base, method: 'fmm' }).solveCells(bad);
+    await expect(fmm).rejects.toThrow(InvalidInputError);
+    await expect(new GravitySolver({ ...base, method: 'fmm' }).solveCells(bad)).rejects.toThrow(/^FMM solve: .*mass/);
+    await expect(new GravitySolver({ ...base, method: 'tree' }).solveCells(bad)).rejects.toThrow(/^tree solve: .*mass/);
   });
 
   it('refuses a system solve (probes, target subsets) with a typed error instead of walking the tree', async () => {
