@@ -215,8 +215,10 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   // the finish on the device: no host copy of the sorted cells came (and none was needed after all)
   const bool deviceFinish = noHostCells && sorted.mass.empty();
   ds.stats.fmmPeriodicHostCells = !deviceFinish;
-  if (!deviceTree) ds.stats.fmmScaleCandidates = ds.stats.fmmScaleCandidateCells = 0;
-  if (!deviceTree) ds.stats.fmmScaleSeconds = 0;  // inside buildFmmTree then
+  if (!deviceTree) {  // the scale inside buildFmmTree then
+    ds.stats.fmmScaleCandidates = ds.stats.fmmScaleCandidateCells = 0;
+    ds.stats.fmmScaleSeconds = 0;
+  }
   for (double& s : ds.stats.fmmFinishStepSeconds) s = 0;
   fmm::HostNearField hn;  // the device's tiles: their tables' slots alone
   DeviceFmmTiles dt;
