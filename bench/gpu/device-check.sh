@@ -85,7 +85,7 @@
 #              (the same lists: ~1e-12), vs physics (as accurate as one process), each rank's LET bytes sent and
 #              whether its share ran on the GPU; a sheet refused on every rank. FMMMPI_RUNS="np:backend:set ..."
 #              picks the runs (default 1:cuda:blocks 2:cuda:blocks 3:cuda:blocks 3:mixed:blocks 3:cuda:cells)
-#   mpibench   `bench --grid 256 --backend cuda` under mpirun -np 1, 2, 4 (one GPU) with each rank's distributed stats
+#   mpibench   `bench --grid 256 --backend cuda $MPIBENCH_ARGS` under mpirun -np 1, 2, 4 (rank r on GPU r mod D) with each rank's distributed stats
 #   mpibenchper  the same in a periodic box (--boundary periodic)
 #   plummer    issue #18: amrgrav_gpu_timing --plummer 1000000,16000000: a Plummer sphere of points (G = M = a = 1,
 #              r <= 20, cells of size 1e-6, self term off, order 2, accelerations), box vs vote walks at theta
@@ -606,7 +606,7 @@ print(f"backend {r['backend']} set {r['set']} worst vsSingle {vs1:.3g} worst vsC
                 f"vsCpuRanks {s.get('vsCpuRanks', {}).get('potential', 0):.2g} vsCpu1 {s.get('vsCpuSingle', {}).get('potential', 0):.2g} "
                 f"gpuRanks {g}/{len(s['perRank'])} LET bytes sent " + ",".join(f"{q['bytesSent']:.0f}" for q in s['perRank']) +
                 " repeatable " + ",".join('y' if q['repeatable'] else 'n' for q in s['perRank']) +
-                " s " + ",".join(f"{q['seconds']:.2f}" for q in s['perRank'])
+                " s " + ",".join(f"{q['seconds']:.3f}" if q.get('seconds') is not None else "?" for q in s['perRank'])
                 for s, g in zip(sc, gpu)))
 PY
 )")
@@ -617,8 +617,9 @@ PY
       # binds each of 1-2 ranks to one core, and the rank's staging copies then share that core (np 1: 163 ms
       # instead of 62)
       mpi="mpirun --allow-run-as-root --oversubscribe --bind-to none"
-      extra=""; tag=bench256
-      [ "$step" = mpibenchper ] && { extra="--boundary periodic"; tag=bench256per; }
+      # $MPIBENCH_ARGS: more bench options (e.g. "--method fmm"); on a node of D GPUs rank r takes GPU r mod D
+      extra="${MPIBENCH_ARGS:-}"; tag=bench256$(echo "$extra" | tr -d ' -')
+      [ "$step" = mpibenchper ] && { extra="$extra --boundary periodic"; tag=${tag/bench256/bench256per}; }
       for np in 1 2 4; do
         timeout 400 $mpi -np $np node dist/app/cli.js bench --grid 256 --backend cuda --repeat 5 --json $extra \
           > "$out/mpi-$tag-np$np.json" 2> "$out/mpi-$tag-np$np.err"

@@ -123,7 +123,7 @@ for (const [name, make, boundary, extra, split] of problems) {
   const cpuAcc = onCpu && [await back(onCpu.accelerations.x), await back(onCpu.accelerations.y), await back(onCpu.accelerations.z)];
   const perRank = await gatherToRoot(Float64Array.from([idx.length, d?.letNodesSent ?? 0, d?.letCellsSent ?? 0, d?.bytesSent ?? 0,
     d?.bytesReceived ?? 0, d?.letsSent ?? 0, d?.letsReceived ?? 0, same ? 1 : 0, r.stats.method === 'fmm' ? 1 : 0,
-    (d?.backend ?? (size === 1 ? backend : 'cpu')) === 'cuda' ? 1 : 0, r.stats.secondsTotal]));
+    (d?.backend ?? (size === 1 ? backend : 'cpu')) === 'cuda' ? 1 : 0, r.stats.seconds.total]));
   if (rank !== 0) continue;
   const single = await new GravitySolver({ ...opts, threads: 0, distributed: false }).solveCells(cells, unitBox);
   const sAcc = [single.accelerations.x, single.accelerations.y, single.accelerations.z];
