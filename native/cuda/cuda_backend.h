@@ -169,6 +169,10 @@ struct CudaStats {
   /// (waited for), the results' copy into the caller's arrays, the mean potential on the host (zeros on the
   /// gathering path).
   double fmmScaleSeconds = 0, fmmFinishStepSeconds[3] = {0, 0, 0};
+  /// Method 'fmm' in periodic boxes with the device's tree: the wall times of its steps beside the scale (parts of
+  /// secondsMoments): the tree and upward pass (waited for), the tree's host copy down to the far frontier (and the
+  /// fallback's gather), the scale into every lowBound and the norms (waited for). Zeros otherwise.
+  double fmmTreeStepSeconds[3] = {0, 0, 0};
   std::string device;               ///< name, compute capability, multiprocessors
 };
 

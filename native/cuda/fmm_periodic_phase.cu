@@ -101,13 +101,18 @@ Status periodicContrast(DeviceState& ds, const CellsView& cells, const SolveOpti
 Status periodicTreeOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, SortedCells& sorted,
                             int threads, DeviceFmmTree& dtree, fmm::FmmTree& tree) {
   FmmBuffers& b = ds.fmm;
+  auto t = Clock::now();
   AG_TRY(buildFmmTreeOnDevice(ds, opt, dtree, tree));
+  AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));  // (the download waits here anyway) the build's time apart
+  ds.stats.fmmTreeStepSeconds[0] = since(t);
+  t = Clock::now();
   double period[3];  // the solve's (solvePeriodicFmmOnDevice): L down to the far frontier's level alone on the host
   for (int d = 0; d < 3; ++d) period[d] = opt.periodic[d] ? (opt.boxHi[d] - opt.boxLo[d]) * sorted.scale : 0.0;
   const int frontier = farFrontier(period, tree.topo.root.side);
   AG_TRY(downloadFmmTree(ds, dtree, false, tree, nodesToFrontier(tree, frontier)));
   // the far pass reads the cells of leaves above its frontier: the host's sorted cells then, after all
   if (sorted.mass.empty() && shallowLeaves(tree, frontier)) AG_TRY(gatherAfterSort(ds, cells, opt, threads, sorted));
+  ds.stats.fmmTreeStepSeconds[1] = since(t);
   double scale = 0;
   ds.stats.fmmScaleCandidates = ds.stats.fmmScaleCandidateCells = 0;
   const auto ts = Clock::now();
@@ -120,11 +125,13 @@ Status periodicTreeOnDevice(DeviceState& ds, const CellsView& cells, const Solve
     scale = fmm::signedSourceScale(sorted, threads, tree);
   }
   ds.stats.fmmScaleSeconds = since(ts);
+  t = Clock::now();
   std::fill(tree.lowBound.begin(), tree.lowBound.end(), scale);
   AG_CUDA_TRY(cudaMemcpyAsync(b.lists.mac.get() + 3 * dtree.nodes, tree.lowBound.data(), dtree.nodes * sizeof(double),
                               cudaMemcpyHostToDevice, ds.stream));
   AG_TRY(deviceMultipoleNorms(b.M.get(), dtree.nodes, tree.mStride, tree.order, b.lists, ds.stream));
   AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));  // tree.lowBound's copy
+  ds.stats.fmmTreeStepSeconds[2] = since(t);
   return Status::success();
 }
 
@@ -218,6 +225,7 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   if (!deviceTree) {  // the scale inside buildFmmTree then
     ds.stats.fmmScaleCandidates = ds.stats.fmmScaleCandidateCells = 0;
     ds.stats.fmmScaleSeconds = 0;
+    for (double& s : ds.stats.fmmTreeStepSeconds) s = 0;
   }
   for (double& s : ds.stats.fmmFinishStepSeconds) s = 0;
   fmm::HostNearField hn;  // the device's tiles: their tables' slots alone
