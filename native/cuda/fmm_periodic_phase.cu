@@ -99,7 +99,7 @@ Status periodicContrast(DeviceState& ds, const CellsView& cells, const SolveOpti
 }
 
 Status periodicTreeOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, SortedCells& sorted,
-                            int threads, DeviceFmmTree& dtree, fmm::FmmTree& tree) {
+                            int threads, DeviceFmmTree& dtree, fmm::FmmTree& tree, bool topOnly) {
   FmmBuffers& b = ds.fmm;
   auto t = Clock::now();
   AG_TRY(buildFmmTreeOnDevice(ds, opt, dtree, tree));
@@ -109,9 +109,15 @@ Status periodicTreeOnDevice(DeviceState& ds, const CellsView& cells, const Solve
   double period[3];  // the solve's (solvePeriodicFmmOnDevice): L down to the far frontier's level alone on the host
   for (int d = 0; d < 3; ++d) period[d] = opt.periodic[d] ? (opt.boxHi[d] - opt.boxLo[d]) * sorted.scale : 0.0;
   const int frontier = farFrontier(period, tree.topo.root.side);
-  AG_TRY(downloadFmmTree(ds, dtree, false, tree, nodesToFrontier(tree, frontier)));
-  // the far pass reads the cells of leaves above its frontier: the host's sorted cells then, after all
-  if (sorted.mass.empty() && shallowLeaves(tree, frontier)) AG_TRY(gatherAfterSort(ds, cells, opt, threads, sorted));
+  const std::size_t toFrontier = nodesToFrontier(tree, frontier);
+  const bool top = topOnly && sorted.mass.empty();  // no host cells: the host's steps read no node past the frontier
+  AG_TRY(downloadFmmTree(ds, dtree, false, tree, toFrontier, top ? toFrontier : ~std::size_t(0)));
+  // the far pass reads the cells of leaves above its frontier: the host's sorted cells then, after all (and the
+  // whole tree, which the host's scale and tiles read)
+  if (sorted.mass.empty() && shallowLeaves(tree, frontier)) {
+    if (top) AG_TRY(downloadFmmTree(ds, dtree, false, tree, toFrontier));
+    AG_TRY(gatherAfterSort(ds, cells, opt, threads, sorted));
+  }
   ds.stats.fmmTreeStepSeconds[1] = since(t);
   double scale = 0;
   ds.stats.fmmScaleCandidates = ds.stats.fmmScaleCandidateCells = 0;
@@ -126,7 +132,7 @@ Status periodicTreeOnDevice(DeviceState& ds, const CellsView& cells, const Solve
   }
   ds.stats.fmmScaleSeconds = since(ts);
   t = Clock::now();
-  std::fill(tree.lowBound.begin(), tree.lowBound.end(), scale);
+  tree.lowBound.assign(dtree.nodes, scale);  // every node's (the download may have stopped at the frontier)
   AG_CUDA_TRY(cudaMemcpyAsync(b.lists.mac.get() + 3 * dtree.nodes, tree.lowBound.data(), dtree.nodes * sizeof(double),
                               cudaMemcpyHostToDevice, ds.stream));
   AG_TRY(deviceMultipoleNorms(b.M.get(), dtree.nodes, tree.mStride, tree.order, b.lists, ds.stream));
@@ -182,7 +188,7 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   if (deviceTree) {  // the device's tree from its sort's topology and its contrasted masses (the same bits as
                      // buildFmmTree: fmm/upward_k.h with dipoles); topology, centres and MAC quantities down (the host's
                      // tiles and far pass read them), the scale up into every lowBound, the norms made there
-    AG_TRY(periodicTreeOnDevice(ds, cells, opt, sorted, threads, dtree, tree));
+    AG_TRY(periodicTreeOnDevice(ds, cells, opt, sorted, threads, dtree, tree, noHostCells));
   } else {
     AG_TRY(fmm::buildFmmTree(keys, root, sorted, opt, threads, tree));
   }

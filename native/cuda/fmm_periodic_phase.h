@@ -58,9 +58,11 @@ Status periodicContrast(DeviceState& ds, const CellsView& cells, const SolveOpti
 /// `sorted` holds them (the sort's gather), else from the device's cells (fmm_scale_phase.h: the same bits); but a
 /// tree with leaves shallower than the far images' frontier (whose cells the far pass reads) gets the host's sorted
 /// cells here first (the device sort's order down, gathered and contrasted as the gathering sort does), so `sorted`
-/// then holds them.
+/// then holds them. topOnly (the path without host cells, fmmDevicePeriodicFinish): the nodes below the far
+/// frontier's level come down with their levels, child and cell counts alone (downloadFmmTree's topNodes), all of
+/// them after all where leaves lie above the frontier.
 Status periodicTreeOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions& opt, SortedCells& sorted,
-                            int threads, DeviceFmmTree& dtree, fmm::FmmTree& tree);
+                            int threads, DeviceFmmTree& dtree, fmm::FmmTree& tree, bool topOnly = false);
 
 /// The solve of cells.n > 0 cells with opt.method == SolveMethod::Fmm and a periodic axis, called by
 /// solveFmmOnDevice: results into out.targets(), the phases' times into out.stats and ds.stats as the isolated

@@ -9,6 +9,7 @@
 #include "cuda/fmm_phase_parts.h"
 #include "cuda/fmm_scale_phase.h"
 #include "cuda/kernels_fmm_scale.h"
+#include "cuda/memory_plan.h"
 #include "fmm/signed_scale.h"
 
 namespace amrgrav {
@@ -42,12 +43,14 @@ Status signedScaleOnDevice(DeviceState& ds, const fmm::FmmTree& tree, int thread
   const std::size_t count = lev >= 0 ? tree.levelBegin[lev + 1] - first : 0;
   AG_TRY(sb.net.reserve(std::max<std::size_t>(count, 1), "the signed scale's net masses"));
   AG_TRY(launchLevelNetMasses(v, unsigned(first), unsigned(count), sb.net.get(), ds.stream));
-  AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));
-  std::vector<double> per, net;
-  std::vector<std::uint64_t> hash;
-  AG_TRY(fmmparts::down(static_cast<const double*>(sb.perNode.get()), 3 * nodes, per));
-  AG_TRY(fmmparts::down(static_cast<const std::uint64_t*>(sb.hash.get()), nodes, hash));
-  AG_TRY(fmmparts::down(static_cast<const double*>(sb.net.get()), count, net));
+  // down in one batch through the pinned staging (after the kernels: the same stream), as the tree's download
+  std::vector<double> per(3 * nodes), net(count);
+  std::vector<std::uint64_t> hash(nodes);
+  std::vector<Transfer> t = {{per.data(), sb.perNode.get(), per.size() * sizeof(double)},
+                             {hash.data(), sb.hash.get(), hash.size() * sizeof(std::uint64_t)},
+                             {net.data(), sb.net.get(), net.size() * sizeof(double)}};
+  t.erase(std::remove_if(t.begin(), t.end(), [](const Transfer& x) { return x.bytes == 0; }), t.end());
+  AG_TRY(copyOut(ds, t.data(), int(t.size()), ds.stream));
 
   // the candidates (every leaf whose estimate may reach the host's maximum); the tied ones compared with the leaf
   // that is to stand for them, those that differ added; their cells gathered there and down, the host's own

@@ -9,6 +9,7 @@
 #include "cuda/fmm_phase_parts.h"
 #include "cuda/fmm_tree_phase.h"
 #include "cuda/kernels_fmm_tree.h"
+#include "cuda/memory_plan.h"
 #include "fmm/multi_index.h"
 #include "fmm/upward_emulate.h"
 #include "physics/fmm_mac_k.h"
@@ -125,27 +126,37 @@ Status buildFmmTreeOnDevice(DeviceState& ds, const SolveOptions& opt, DeviceFmmT
 }
 
 Status downloadFmmTree(DeviceState& ds, const DeviceFmmTree& dt, bool withM, fmm::FmmTree& tree,
-                       std::size_t lNodes) {
+                       std::size_t lNodes, std::size_t topNodes) {
   FmmBuffers& b = ds.fmm;
-  const std::size_t n = dt.nodes;
+  const std::size_t n = dt.nodes, top = std::min(n, topNodes);
   AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));
   Octree& o = tree.topo;
-  std::vector<std::uint32_t> topo;
-  AG_TRY(down(b.topo.get(), 3 * n, topo));
-  o.cellBegin.assign(topo.begin(), topo.begin() + n);
-  o.cellCount.assign(topo.begin() + n, topo.begin() + 2 * n);
-  o.childBegin.assign(topo.begin() + 2 * n, topo.end());
-  AG_TRY(down(b.childCount.get(), n, o.childCount));
-  AG_TRY(down(b.treeBuild.cube.get(), 3 * n, o.centre));
+  // every node's leaf test and cell count (nodeCount, isLeaf); the rest of the records for the first `top` nodes
+  o.cellCount.resize(n);
+  o.childCount.resize(n);
+  o.cellBegin.resize(top);
+  o.childBegin.resize(top);
+  o.centre.resize(3 * top);
+  tree.centre.resize(3 * top);
+  std::vector<double>* parts[4] = {&tree.radius, &tree.critical, &tree.absMass, &tree.lowBound};
+  for (std::vector<double>* p : parts) p->resize(top);
+  if (withM) tree.M.resize(n * std::size_t(tree.mStride));
+  // one batch through the pinned staging: pageable copies one by one took 22 ms for a 256^3 grid's 300k nodes
+  std::uint32_t* topo = b.topo.get();
+  double* mac = b.lists.mac.get();
+  std::vector<Transfer> t = {{o.cellBegin.data(), topo, top * sizeof(std::uint32_t)},
+                             {o.cellCount.data(), topo + n, n * sizeof(std::uint32_t)},
+                             {o.childBegin.data(), topo + 2 * n, top * sizeof(std::uint32_t)},
+                             {o.childCount.data(), b.childCount.get(), n * sizeof(std::uint8_t)},
+                             {o.centre.data(), b.treeBuild.cube.get(), 3 * top * sizeof(double)},
+                             {tree.centre.data(), b.centre.get(), 3 * top * sizeof(double)}};
+  for (int k = 0; k < 4; ++k) t.push_back({parts[k]->data(), mac + k * n, top * sizeof(double)});
+  if (withM) t.push_back({tree.M.data(), b.M.get(), tree.M.size() * sizeof(double)});
+  t.erase(std::remove_if(t.begin(), t.end(), [](const Transfer& x) { return x.bytes == 0; }), t.end());
+  if (!t.empty()) AG_TRY(copyOut(ds, t.data(), int(t.size()), ds.stream));
   o.level.assign(n, 0);
   for (std::size_t l = 0; l + 1 < dt.levelBegin.size(); ++l)
     std::fill(o.level.begin() + dt.levelBegin[l], o.level.begin() + dt.levelBegin[l + 1], std::uint8_t(l));
-  AG_TRY(down(b.centre.get(), 3 * n, tree.centre));
-  std::vector<double> mac;
-  AG_TRY(down(b.lists.mac.get(), 4 * n, mac));
-  std::vector<double>* parts[4] = {&tree.radius, &tree.critical, &tree.absMass, &tree.lowBound};
-  for (int k = 0; k < 4; ++k) parts[k]->assign(mac.begin() + k * n, mac.begin() + (k + 1) * n);
-  if (withM) AG_TRY(down(b.M.get(), n * std::size_t(tree.mStride), tree.M));
   tree.L.assign(std::min(n, lNodes) * std::size_t(tree.terms), 0.0);
   return Status::success();
 }

@@ -49,9 +49,12 @@ Status buildFmmTreeOnDevice(DeviceState& ds, const SolveOptions& opt, DeviceFmmT
 
 /// The device tree's arrays down into `tree` (whose shape buildFmmTreeOnDevice set): topology with levels and cube
 /// centres, centres, radius, critical, absMass, lowBound and (withM) the multipoles; L zeroed for the first lNodes
-/// nodes (all by default; the periodic path's far pass writes those up to its frontier level alone). Synchronous.
+/// nodes (all by default; the periodic path's far pass writes those up to its frontier level alone). With topNodes
+/// below the node count, the nodes past it get their levels, child and cell counts alone (nodeCount and isLeaf
+/// hold; cellBegin, childBegin, the centres and the MAC quantities stop at topNodes): for the periodic path without
+/// host cells, whose host steps read no further. Synchronous.
 Status downloadFmmTree(DeviceState& ds, const DeviceFmmTree& dt, bool withM, fmm::FmmTree& tree,
-                       std::size_t lNodes = ~std::size_t(0));
+                       std::size_t lNodes = ~std::size_t(0), std::size_t topNodes = ~std::size_t(0));
 
 }  // namespace cuda
 }  // namespace amrgrav
