@@ -458,7 +458,7 @@ interface FmmScenario {
   accelerationsVsSingle: number;
   distributedVsPhysics: { potential: number; accelerations: number };
   singleVsPhysics: { potential: number; accelerations: number };
-  perRank: { cells: number; letNodesSent: number; letCellsSent: number; bytesSent: number; bytesReceived: number; letsSent: number; letsReceived: number; repeatable: boolean; fmm: boolean }[];
+  perRank: { cells: number; letNodesSent: number; letCellsSent: number; bytesSent: number; bytesReceived: number; letsSent: number; letsReceived: number; repeatable: boolean; fmm: boolean; seconds: number | null }[];
 }
 
 /**
@@ -474,6 +474,7 @@ function checkFmmScenario(s: FmmScenario, np: number): void {
   for (const r of s.perRank) {
     expect(r.repeatable, where).toBe(true); // bitwise, run to run: LETs evaluated in rank order
     expect(r.fmm, where).toBe(true);
+    expect(r.seconds, where).toBeGreaterThan(0); // each rank's solve time reported (device-check's summary reads it)
     // a LET to and from every other rank with cells, its bytes reported
     const others = s.perRank.filter((q) => q !== r && q.cells > 0).length;
     expect(r.letsSent, where).toBe(r.cells > 0 ? others : 0);
