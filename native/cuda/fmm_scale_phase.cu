@@ -49,7 +49,6 @@ Status signedScaleOnDevice(DeviceState& ds, const fmm::FmmTree& tree, int thread
   std::vector<Transfer> t = {{per.data(), sb.perNode.get(), per.size() * sizeof(double)},
                              {hash.data(), sb.hash.get(), hash.size() * sizeof(std::uint64_t)},
                              {net.data(), sb.net.get(), net.size() * sizeof(double)}};
-  t.erase(std::remove_if(t.begin(), t.end(), [](const Transfer& x) { return x.bytes == 0; }), t.end());
   AG_TRY(copyOut(ds, t.data(), int(t.size()), ds.stream));
 
   // the candidates (every leaf whose estimate may reach the host's maximum); the tied ones compared with the leaf

@@ -152,8 +152,7 @@ Status downloadFmmTree(DeviceState& ds, const DeviceFmmTree& dt, bool withM, fmm
                              {tree.centre.data(), b.centre.get(), 3 * top * sizeof(double)}};
   for (int k = 0; k < 4; ++k) t.push_back({parts[k]->data(), mac + k * n, top * sizeof(double)});
   if (withM) t.push_back({tree.M.data(), b.M.get(), tree.M.size() * sizeof(double)});
-  t.erase(std::remove_if(t.begin(), t.end(), [](const Transfer& x) { return x.bytes == 0; }), t.end());
-  if (!t.empty()) AG_TRY(copyOut(ds, t.data(), int(t.size()), ds.stream));
+  AG_TRY(copyOut(ds, t.data(), int(t.size()), ds.stream));
   o.level.assign(n, 0);
   for (std::size_t l = 0; l + 1 < dt.levelBegin.size(); ++l)
     std::fill(o.level.begin() + dt.levelBegin[l], o.level.begin() + dt.levelBegin[l + 1], std::uint8_t(l));

@@ -142,6 +142,7 @@ Status copyIn(DeviceState& ds, const Transfer* t, int count, cudaStream_t stream
     return ds.staging->upload(t, count, stream, fill);
   }
   for (int k = 0; k < count; ++k) {
+    if (t[k].bytes == 0) continue;  // as the staging ring, which makes no chunk of it
     if (fill) {  // pageable: made on the host, then copied (synchronously: the vector dies here)
       std::vector<char> made(t[k].bytes);
       (*fill)(made.data(), k, 0, t[k].bytes);
@@ -164,6 +165,7 @@ Status copyOut(DeviceState& ds, const Transfer* t, int count, cudaStream_t strea
   if (gate)
     return Status::error(ErrorCode::Internal, "CUDA backend: a gated download needs the pinned staging");
   for (int k = 0; k < count; ++k) {
+    if (t[k].bytes == 0) continue;  // as the staging ring, which makes no chunk of it
     if (drain) {
       std::vector<char> got(t[k].bytes);
       AG_CUDA_TRY(cudaMemcpyAsync(got.data(), t[k].device, t[k].bytes, cudaMemcpyDeviceToHost, stream));

@@ -124,7 +124,8 @@ std::size_t deviceBytes(DeviceState& ds);
 int copyThreads(DeviceState& ds);
 
 /// Host -> device copies queued on `stream` (the backend's unless given). With `fill` the bytes are made by it
-/// (StagingRing::Fill; a block solve's packed densities) instead of read from Transfer::host.
+/// (StagingRing::Fill; a block solve's packed densities) instead of read from Transfer::host. A transfer of 0 bytes
+/// is skipped, its pointers unread (here and in copyOut, staged or not).
 Status copyIn(DeviceState& ds, const Transfer* t, int count, cudaStream_t stream = nullptr,
               const StagingRing::Fill* fill = nullptr);
 

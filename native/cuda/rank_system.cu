@@ -267,7 +267,6 @@ Status rankSystemReceivedParticles(DeviceState& ds, RankSystem& r, const Receive
         Transfer{const_cast<double*>(f.nodeExtent), d.nodeExtent.get(), nodes * sizeof(double)},
         Transfer{const_cast<double*>(f.sourceEps), d.eps.get(), cells * sizeof(double)}};
     for (int k = 0; k < 4; ++k) t.push_back(Transfer{const_cast<double*>(hostCells[k]), d.cells[k].get(), cells * 8});
-    t.erase(std::remove_if(t.begin(), t.end(), [](const Transfer& x) { return x.bytes == 0; }), t.end());
     AG_TRY(copyIn(ds, t.data(), int(t.size()), ds.stream));
     SoftSources forest;
     forest.topo = d.topo.get();
