@@ -77,6 +77,7 @@ if(AMRGRAV_HAVE_CUDA)
     native/cuda/kernel_fmm_tree.cu
     native/cuda/fmm_scale_phase.cu
     native/cuda/kernel_fmm_scale.cu
+    native/cuda/kernel_m2l_mma.cu
   )
   set_target_properties(amrgrav_cuda PROPERTIES
     CUDA_STANDARD 17

@@ -6,7 +6,8 @@
 // emulation (native/tests/fmm_dual_walk.cpp), and the device's near lists and P2P tiles from its P2P pairs in their
 // host emulation, with the lane rules its warps run (native/tests/fmm_device_tiles.cpp), and the device's tree upward
 // pass in its host emulation (native/tests/fmm_upward.cpp), and the periodic path's signed scale from the device's
-// cells in its host emulation (native/tests/fmm_signed_scale.cpp).
+// cells in its host emulation (native/tests/fmm_signed_scale.cpp), and the study's tensor-core M2L of lattice nodes
+// emulated lane by lane against the CPU's per-pair M2L (native/tests/fmm_m2l_mma.cpp).
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -88,6 +89,14 @@ describe('method fmm on the CUDA backend: the host side of its kernels', () => {
     const r = spawnSync(hostTest('amrgrav_fmm_terms'), [], { encoding: 'utf8', timeout: 60_000 });
     expect(r.stdout).toMatch(/PASS order7: 120 terms/);
     expect(r.stdout).toMatch(/5 checks, 0 failed/);
+    expect(r.status).toBe(0);
+  });
+
+  it('native/tests/fmm_m2l_mma.cpp: the tensor-core M2L covers every product once; emulated = the CPU per pair', () => {
+    const r = spawnSync(hostTest('amrgrav_fmm_m2l_mma'), [], { encoding: 'utf8', timeout: 120_000 });
+    expect(r.stdout).toMatch(/PASS plan-p7: 1716 products in 77 pieces/);
+    expect(r.stdout).toMatch(/PASS m2l-mma-p7-tiles16: .*gathered pieces the same/);
+    expect(r.stdout).toMatch(/15 checks, 0 failed/);
     expect(r.status).toBe(0);
   });
 });

@@ -109,6 +109,10 @@
 #              7 --dip (each kernel's ns a pair on a 64^3 lattice of nodes, with and without dipole terms, checked
 #              against the plain kernel), ctest gpu.fmm (every kernel against the CPU), then amrgrav_gpu_timing
 #              --no-perf --fmm 256 --fmm-m2l V for V = 0..4 (m2l_s end to end)
+#   m2lmma     issue #20's study, the M2L of same-level lattice nodes on the FP64 tensor cores (cuda/kernel_m2l_mma.cu,
+#              not in the solve): amrgrav_m2l_bench --mma on the 64^3 lattice of nodes (p 7 and 6) and on the 256^3
+#              tree's same-level pairs (tiles of 8 and 16, node and child order, pieces read or gathered), each
+#              against the plain kernel's L and timed beside the per-pair kernels
 #   split      amrgrav_gpu_timing --split 256: a two-rank solve emulated in one process, each rank's device work timed
 #              alone (what each GPU of a two-GPU run does), against the one-rank solve; with the copy threads
 #              $SPLIT_COPY_THREADS (default 0: the backend's own choice)
@@ -354,6 +358,14 @@ for line in open(sys.argv[1]):
     print(f"fmm 256 m2l={r['m2l']}: wall {r['wall_s']*1e3:8.2f} ms  walk {r['walk_s']*1e3:7.2f}  m2l {r['m2l_s']*1e3:7.2f}")
 PY
       ;;
+    m2lmma)
+      # issue #20's study: the M2L of same-level lattice nodes on the FP64 tensor cores (cuda/kernel_m2l_mma.cu), on
+      # the synthetic lattice and on the 256^3 tree's same-level pairs, against the per-pair kernels
+      timeout 120 build/amrgrav_m2l_bench --mma --orders 7,6 > "$out/m2l-mma.log" 2>&1
+      summary+=("m2l mma lattice rc=$?")
+      timeout 200 build/amrgrav_m2l_bench --mma --tree 256 --orders 7 --reps 5 >> "$out/m2l-mma.log" 2>&1
+      summary+=("m2l mma tree 256 rc=$?")
+      grep -E 'plain|direct |mma|lattice|tree' "$out/m2l-mma.log" ;;
     apibench)
       apiBench256 "--order 2" "--order 1" "--order 2 --accel" ;;
     maclaurin)
