@@ -70,7 +70,7 @@ class CpuRankLocal final : public fmm::RankLocal {
  public:
   const char* name() const override { return "cpu"; }
   Status open(const SolveOptions&) override { return Status::success(); }
-  Status local(fmm::FmmTree& tree, const fmm::FmmLists& lists, const SortedCells& sorted, const SolveOptions&,
+  Status local(fmm::FmmTree& tree, fmm::FmmLists& lists, const SortedCells& sorted, const SolveOptions&,
                int threads, fmm::FmmOutput out, const std::function<Status()>& progress) override {
     fmm::evaluateP2P(lists, tree, sorted, threads, out);
     AG_TRY(progress());
@@ -226,8 +226,12 @@ Status solveFmmRanks(RankComm& comm, fmm::RankLocal& local, const CellsView& cel
   round.localWork = [&](const std::function<Status()>& progress) -> Status {
     const auto tl = Clock::now();
     if (n > 0) {
-      fmm::buildInteractionLists(tree, opt.fmmTolerance, threads, lists, per);
-      AG_TRY(progress());
+      if (local.makesLists(opt)) {  // the evaluator walks them (its counts into lists)
+        for (int d = 0; d < 3; ++d) lists.period[d] = per ? per[d] : 0.0;
+      } else {
+        fmm::buildInteractionLists(tree, opt.fmmTolerance, threads, lists, per);
+        AG_TRY(progress());
+      }
       AG_TRY(local.local(tree, lists, sorted, opt, threads, fo, progress));
     }
     localSeconds = since(tl);

@@ -15,6 +15,7 @@
 #include "cuda/device_state.h"
 #include "cuda/fmm_phase.h"
 #include "cuda/fmm_phase_parts.h"
+#include "cuda/fmm_tiles_phase.h"
 #include "cuda/memory_plan.h"
 #include "cuda/rank_phase.h"
 #include "fmm/multi_index.h"
@@ -58,49 +59,91 @@ class CudaRankLocal final : public fmm::RankLocal {
     });
   }
 
-  /// The near field's tiles on the host (the one-process FMM's, fmm/p2p_tiles.h), then everything but L up: the
-  /// cells, the tree, M, the M2L lists, the tiles (with a periodic box's image shifts), the index and P2P tables; L's
-  /// room made; the P2P queued (it reads no L), so that it runs while the host takes the received LETs.
-  Status local(fmm::FmmTree& tree, const fmm::FmmLists& lists, const SortedCells& sorted, const SolveOptions& opt,
+  /// Whether local() walks the lists on the device (CudaOptions::fmmDeviceLists and fmmDeviceTiles; in periodic
+  /// boxes fmmDevicePeriodic and fmmDevicePeriodicTiles too, as the one-process paths take them).
+  bool makesLists(const SolveOptions& opt) const override {
+    if (!gpu_) return false;
+    const CudaOptions& c = gpu_->copt;
+    return c.fmmDeviceLists && c.fmmDeviceTiles && (!opt.anyPeriodic() || (c.fmmDevicePeriodic &&
+                                                                            c.fmmDevicePeriodicTiles));
+  }
+
+  /// Everything but L up: the cells, the tree, M, the index and P2P tables; the lists and the near field's tiles
+  /// either walked and built on the device from the host's tree (makesLists: the one-process FMM's device phases,
+  /// fmm_lists_phase.h and fmm_tiles_phase.h, the host's lists and tiles array for array, with a periodic box's image
+  /// shifts) or the host's lists with tiles made on the host (fmm/p2p_tiles.h) and put up; L's room made; the P2P
+  /// queued (it reads no L), so that it runs while the host takes the received LETs.
+  Status local(fmm::FmmTree& tree, fmm::FmmLists& lists, const SortedCells& sorted, const SolveOptions& opt,
                int threads, fmm::FmmOutput, const std::function<Status()>& progress) override {
     cuda::DeviceState& ds = *gpu_;
+    const bool onDevice = makesLists(opt);
+    n_ = sorted.x.size();
+    accel_ = opt.accelerations;
+    periodic_ = anyPeriod(lists);
     auto t = cuda::Clock::now();
-    hn_ = fmm::buildHostNearField(tree, lists, sorted, threads);
-    counts_ = cuda::fmmparts::nearFieldCounts(false, cuda::DeviceFmmTiles{}, hn_);
-    ds.stats.secondsBuild = cuda::since(t);
-    AG_TRY(progress());
+    if (!onDevice) {
+      hn_ = fmm::buildHostNearField(tree, lists, sorted, threads);
+      counts_ = cuda::fmmparts::nearFieldCounts(false, cuda::DeviceFmmTiles{}, hn_);
+      ds.stats.secondsBuild = cuda::since(t);
+      AG_TRY(progress());
+    }
     std::lock_guard<std::mutex> lock(ds.mu);
     return cuda::guarded([&]() -> Status {
       using cuda::fmmparts::put;
       t = cuda::Clock::now();
-      n_ = sorted.x.size();
-      accel_ = opt.accelerations;
-      periodic_ = anyPeriod(lists);
       cuda::FmmBuffers& b = ds.fmm;
+      const std::size_t nodes = tree.nodeCount();
       std::vector<double> cells;
       std::vector<std::uint32_t> topo, tiles;
       std::vector<std::uint8_t> shifts;
       AG_TRY(cuda::fmmparts::putCells(ds, sorted, cells));
       AG_TRY(cuda::fmmparts::putTree(ds, tree, topo));
-      AG_TRY(put(ds, b.m2lStart, lists.m2lStart, "the FMM's M2L lists"));
-      AG_TRY(put(ds, b.m2lSource, lists.m2lSource, "the FMM's M2L lists"));
+      cuda::DeviceFmmLists dl;
+      cuda::DeviceFmmTiles dt;
+      if (onDevice) {  // the walk (synchronised per round: the staging above may go after it) and the tiles
+        const double* period = periodic_ ? lists.period : nullptr;
+        AG_TRY(cuda::fmmparts::deviceLists(ds, nodes, tree.order, &tree, opt.fmmTolerance, tree.accelLimit, dl,
+                                           period));
+        lists.directedM2L = dl.directedM2L;
+        lists.directedP2P = dl.directedP2P;
+        ds.stats.fmmListRounds = dl.rounds;
+        ds.stats.fmmListMaxFrontier = dl.maxFrontier;
+        cuda::FmmTileInputs in = cuda::fmmparts::tileInputs(ds, nodes, n_, sorted, false);
+        in.period = period;
+        AG_TRY(cuda::buildFmmTilesOnDevice(in, dl, b.tileBuild, ds.stream, dt));
+        hn_ = fmm::HostNearField{};  // the tables' slots alone
+        hn_.tables.prepareSlots(dt.slots, threads);
+        hn_.tiles.slots = dt.slots;
+        counts_ = cuda::fmmparts::nearFieldCounts(true, dt, hn_);
+        ds.stats.secondsBuild = cuda::since(t);
+        AG_TRY(progress());
+        t = cuda::Clock::now();
+      } else {
+        AG_TRY(put(ds, b.m2lStart, lists.m2lStart, "the FMM's M2L lists"));
+        AG_TRY(put(ds, b.m2lSource, lists.m2lSource, "the FMM's M2L lists"));
+        AG_TRY(cuda::fmmparts::putHostTiles(ds, hn_.near, hn_.tiles, hn_.irr, tiles, tileOff_));
+        if (periodic_)
+          AG_TRY(cuda::fmmparts::putHostShifts(ds, lists.m2lShift, hn_.tiles, hn_.irr, shifts, shiftOff_));
+      }
       AG_TRY(put(ds, b.M, tree.M, "the FMM's multipoles"));
-      AG_TRY(cuda::fmmparts::putHostTiles(ds, hn_.near, hn_.tiles, hn_.irr, tiles, tileOff_));
-      if (periodic_) AG_TRY(cuda::fmmparts::putHostShifts(ds, lists.m2lShift, hn_.tiles, hn_.irr, shifts, shiftOff_));
       const fmm::MultiIndex mi(tree.order);
       const std::vector<int> index = cuda::fmmparts::indexTables(mi, off_);
       AG_TRY(put(ds, b.tables, index, "the FMM's index tables"));
       AG_TRY(cuda::fmmparts::reserveSums(ds, n_, accel_));
       AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));  // the staging vectors die here
       AG_TRY(cuda::fmmparts::putTables(ds, hn_.tables, hn_.tiles.slots));
-      const std::size_t nodes = tree.nodeCount();
       AG_TRY(b.L.reserve(std::max<std::size_t>(nodes * std::size_t(tree.terms), 1), "the FMM's local coefficients"));
       ds.stats.secondsUpload = cuda::since(t);
 
       // the evaluation's view (L's pointer final: nothing reserves on this state until finish)
       v_ = cuda::fmmparts::bufferView(ds, tree, nodes, n_, accel_, tileOff_, off_);
       cuda::fmmparts::viewNearFieldCounts(counts_, v_);
-      if (periodic_) cuda::fmmparts::viewHostShifts(ds, hn_.tiles, hn_.irr, shiftOff_, false, v_);
+      if (onDevice) {  // the near field where the device made it, with its shifts (the M2L's: the walk's)
+        cuda::fmmparts::viewDeviceTiles(dt, v_);
+        if (periodic_) v_.m2lShift = dl.m2lShift;
+      } else if (periodic_) {
+        cuda::fmmparts::viewHostShifts(ds, hn_.tiles, hn_.irr, shiftOff_, false, v_);
+      }
       for (int d = 0; d < 3; ++d) v_.period[d] = lists.period[d];
       v_.dipoles = tree.dipoles;
       AG_TRY(cuda::fmmparts::queueNearOnDevice(ds, v_));

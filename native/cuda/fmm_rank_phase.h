@@ -1,10 +1,12 @@
 /// \file fmm_rank_phase.h
-/// \brief A GPU rank of a distributed FMM solve (cpu/fmm_ranks.h, fmm/rank_local.h): the host's tree, lists and near
-/// field (the CPU rank's, the same pairs) evaluated on this rank's device as the one-process periodic FMM evaluates a
-/// host-made tree (fmm_periodic_phase.h with fmmDevicePeriodic off): put up and the P2P queued while the LETs move
-/// (the device's near field runs beside the host's work on the received LETs), then, once the received LETs' M2L and
-/// the far images are in the host's L, that L up as the device's initial L, the device's M2L, L2L and L2P, the sums
-/// down and the host's (the received LETs' near field, the far images of shallow leaves) added. Plain C++, no MPI: api/ hands it to the FMM's MPI driver (mpi/distributed_fmm.h).
+/// \brief A GPU rank of a distributed FMM solve (cpu/fmm_ranks.h, fmm/rank_local.h): the host's tree (the CPU rank's)
+/// put on this rank's device, its lists walked and its near field's tiles built there (the one-process FMM's device
+/// phases on a host-made tree, as fmm_periodic_phase.h with the host's tree: the same pairs as a CPU rank's; with
+/// CudaOptions' device lists or tiles off, the host's lists and tiles put up instead), the P2P queued while the LETs
+/// move (the device's near field runs beside the host's work on the received LETs), then, once the received LETs' M2L
+/// and the far images are in the host's L, that L up as the device's initial L, the device's M2L, L2L and L2P, the
+/// sums down and the host's (the received LETs' near field, the far images of shallow leaves) added. Plain C++, no
+/// MPI: api/ hands it to the FMM's MPI driver (mpi/distributed_fmm.h).
 #pragma once
 #include <functional>
 #include <memory>
