@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "cuda/dmma.h"
 #include "fmm/m2l_mma_k.h"
 
 namespace amrgrav {
@@ -16,26 +17,6 @@ namespace {
 
 constexpr int kWarpsPerBlock = 4;
 
-/// d (this lane's two elements of an 8 x 8 D) += A (8 x 4) B (4 x 8): fmm/p2p_mma_k.h's elements (sm_80 and later:
-/// one DMMA; before: the same sums by shuffles).
-__device__ __forceinline__ void dmma(double& d0, double& d1, double a, double b) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-  constexpr unsigned kFull = 0xffffffffu;
-  const int lane = int(threadIdx.x & 31u), row = fmm::dmmaCRow(lane);
-#pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    const double ak = __shfl_sync(kFull, a, fmm::dmmaALane(row, k));
-    const double b0 = __shfl_sync(kFull, b, fmm::dmmaBLane(k, fmm::dmmaCCol(lane, 0)));
-    const double b1 = __shfl_sync(kFull, b, fmm::dmmaBLane(k, fmm::dmmaCCol(lane, 1)));
-    d0 = fma(ak, b0, d0);
-    d1 = fma(ak, b1, d1);
-  }
-#else
-  asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"
-      : "+d"(d0), "+d"(d1)
-      : "d"(a), "d"(b));
-#endif
-}
 
 /// Order P's plan as constant tables (fmm/m2l_mma_k.h): each row tile's steps.
 template <int P> struct Plan {
