@@ -2,8 +2,9 @@
 /// \brief The M2L of same-level lattice nodes on the FP64 tensor cores (kernels_m2l_mma.h, fmm/m2l_mma_k.h): one warp
 /// per tile of 8 x NT targets, the tile's 8 x NT locals in registers (NT x row tiles x 2 doubles a lane), its
 /// offsets in turn; per offset, step by step, one load of the sources' 4 terms a column tile (B) and, for each row
-/// tile the step feeds, one coalesced load of the offset's piece (A) and NT products. No derivatives, no shared
-/// memory, no atomics: each target belongs to one tile, and its sums run in a fixed order (the same bits run to run).
+/// tile the step feeds, one coalesced load of the offset's piece (A; or gathered from its derivatives in shared
+/// memory) and NT products. No derivatives computed, no atomics: each target belongs to one tile, and its sums run
+/// in a fixed order (the same bits run to run).
 #include "cuda/kernels_m2l_mma.h"
 
 #include <string>
@@ -17,8 +18,7 @@ namespace {
 
 constexpr int kWarpsPerBlock = 4;
 
-
-/// Order P's plan as constant tables (fmm/m2l_mma_k.h): each row tile's steps.
+/// Order P's plan's sizes (fmm/m2l_mma_k.h).
 template <int P> struct Plan {
   static constexpr int kRows = fmm::m2lMmaRowTiles(P), kSteps = fmm::m2lMmaStepCount(P);
   static constexpr int kTerms = fmm::m2lMmaTerms(P), kPieces = fmm::m2lMmaPieces(P);
@@ -105,7 +105,7 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock) m2lMmaKernel(const M2lMma
   }
 }
 
-template <int P, int NT> Status launchShape(const M2lMmaView& v, cudaStream_t s) {
+template <int P, int NT> void launchShape(const M2lMmaView& v, cudaStream_t s) {
   using Pl = Plan<P>;
   const unsigned blocks = (v.tiles + kWarpsPerBlock - 1) / kWarpsPerBlock;
   if (v.D) {
@@ -114,7 +114,6 @@ template <int P, int NT> Status launchShape(const M2lMmaView& v, cudaStream_t s)
   } else {
     m2lMmaKernel<P, NT, false><<<blocks, 32 * kWarpsPerBlock, 0, s>>>(v);
   }
-  return Status::success();
 }
 
 template <int P> Status launchOrder(const M2lMmaView& v, cudaStream_t s) {

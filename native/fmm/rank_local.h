@@ -3,8 +3,9 @@
 /// M2L of the pairs its local walk forms and the downward pass (L2L, L2P). The rank's tree, LETs, the received
 /// LETs' M2L and near field and the far images stay the host's (cpu/fmm_ranks.cpp), so CPU and GPU ranks build and
 /// send the same LETs and can be mixed in one job. The local lists are the host's, or an evaluator's own when it
-/// makes them (makesLists: a GPU's walk on its device, the same lists as the host's, array for array). The evaluators: the CPU's (cpu/fmm_ranks.h makeCpuFmmRankLocal)
-/// and the GPU's (cuda/fmm_rank_phase.h); api/ picks one per rank.
+/// makes them (makesLists: a GPU's walk on its device, the same lists as the host's, array for array). The
+/// evaluators: the CPU's (cpu/fmm_ranks.h makeCpuFmmRankLocal) and the GPU's (cuda/fmm_rank_phase.h); api/ picks one
+/// per rank.
 #pragma once
 #include <functional>
 
