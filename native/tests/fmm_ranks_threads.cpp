@@ -4,14 +4,20 @@
 /// backend's one-process FMM of all the cells: the same pairs, so the potential and accelerations agree to the sums'
 /// order (1e-12 of their largest), isolated and fully periodic, a uniform grid and a random AMR-like mesh cut in
 /// slabs, scattered at random, and with a rank without cells; each rank sends a LET to every other rank with cells.
-/// The GPU's evaluation is checked the same way by the parity subject fmm-ranks. CTest (label cpu).
+/// The GPU's evaluation is checked the same way by the parity subject fmm-ranks. An evaluator that makes its own lists
+/// (fmm::RankLocal::makesLists, as a GPU rank walks them on its device) gets none from the driver and gives the plain
+/// CPU ranks' results bit for bit, with the same interaction counts. CTest (label cpu).
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "core/backend.h"
+#include "cpu/fmm_ranks.h"
+#include "fmm/interaction_lists.h"
 #include "tests/check_report.h"
 #include "tests/fmm_test_meshes.h"
 #include "tools/thread_ranks.h"
@@ -35,6 +41,36 @@ SolveOptions fmmOptions(bool periodic) {
     o.periodic[d] = periodic;
   }
   return o;
+}
+
+/// The CPU's evaluation behind an evaluator that makes its own lists (makesLists), as a GPU rank does on its device:
+/// the driver must hand it lists holding their period alone; it walks them on the host (the same lists) and counts
+/// them into `lists` as the GPU rank does.
+class ListMakingRankLocal final : public fmm::RankLocal {
+ public:
+  const char* name() const override { return "cpu"; }
+  Status open(const SolveOptions& o) override { return cpu_->open(o); }
+  bool makesLists(const SolveOptions&) const override { return true; }
+  Status local(fmm::FmmTree& tree, fmm::FmmLists& lists, const SortedCells& sorted, const SolveOptions& opt,
+               int threads, fmm::FmmOutput out, const std::function<Status()>& progress) override {
+    if (!lists.m2lSource.empty() || !lists.m2lStart.empty() || lists.directedM2L != 0 || lists.directedP2P != 0)
+      return Status::error(ErrorCode::Internal, "the driver built lists for an evaluator that makes its own");
+    const double period[3] = {lists.period[0], lists.period[1], lists.period[2]};
+    const bool periodic = period[0] > 0 || period[1] > 0 || period[2] > 0;
+    fmm::buildInteractionLists(tree, opt.fmmTolerance, threads, lists, periodic ? period : nullptr);
+    return cpu_->local(tree, lists, sorted, opt, threads, out, progress);
+  }
+  Status finish(fmm::FmmTree& tree, const SortedCells& sorted, int threads, fmm::FmmOutput out,
+                SolveStats& st) override {
+    return cpu_->finish(tree, sorted, threads, out, st);
+  }
+
+ private:
+  std::unique_ptr<fmm::RankLocal> cpu_ = makeCpuFmmRankLocal();
+};
+
+bool sameBits(const std::vector<double>& a, const std::vector<double>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
 }
 
 /// max |a - b| / max |b| of the potentials, and of the accelerations as vectors.
@@ -93,6 +129,21 @@ void runCase(const std::string& name, const Cells& cells, bool periodic, int ran
   std::snprintf(detail, sizeof detail, "%zu cells: potential %.2e, accelerations %.2e of the largest vs one process; "
                 "LETs %s", cells.size(), pot, acc, lets ? "to and from every rank with cells" : "MISSING");
   check(label, pot < 1e-12 && acc < 1e-12 && lets, detail);
+
+  // the same ranks with an evaluator that makes its own lists: the plain ranks' bits and counts
+  SolveResult made;
+  std::vector<SolveStats> madeStats;
+  const Status sm = tools::solveOnThreadRanks(
+      cells, owner, ranks, opt, [](int) { return std::make_unique<ListMakingRankLocal>(); }, made, madeStats);
+  bool same = sm.ok() && sameBits(made.potential, got.potential) && sameBits(made.ax, got.ax) &&
+              sameBits(made.ay, got.ay) && sameBits(made.az, got.az);
+  for (int r = 0; r < ranks && same; ++r)
+    same = madeStats[std::size_t(r)].approxInteractions == stats[std::size_t(r)].approxInteractions &&
+           madeStats[std::size_t(r)].directInteractions == stats[std::size_t(r)].directInteractions;
+  check(label + "-makes-lists", same,
+        sm.ok() ? (same ? "the plain ranks' results bit for bit, the same interaction counts"
+                        : "DIFFERS from the plain ranks (results or counts)")
+                : "solve failed: " + sm.message);
 }
 
 }  // namespace
