@@ -9,18 +9,9 @@
 // cells in its host emulation (native/tests/fmm_signed_scale.cpp), and the study's tensor-core M2L of lattice nodes
 // emulated lane by lane against the CPU's per-pair M2L (native/tests/fmm_m2l_mma.cpp).
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
-function hostTest(name: string): string {
-  const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-  const candidates = [join(root, 'build', name), join(root, 'build', 'Release', name)];
-  const exe = candidates.find((p) => existsSync(p));
-  expect(exe, `${name} is not built (looked for ${candidates.join(', ')}): 'npm run build:native' builds it`).toBeDefined();
-  return exe as string;
-}
+import { hostTest } from './hostTests.js';
 
 describe('method fmm on the CUDA backend: the host side of its kernels', () => {
   it('native/tests/fmm_p2p_tiles.cpp: tiles hold every regular leaf\'s near list; emulated kernels = the CPU to 1e-14', () => {

@@ -4,18 +4,9 @@
 // from the driver and gives the plain ranks' results bit for bit; and the shared top of the ranks' trees against the
 // one-process octree (native/tests/shared_top.cpp).
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
-function hostTest(name: string): string {
-  const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-  const candidates = [join(root, 'build', name), join(root, 'build', 'Release', name)];
-  const exe = candidates.find((p) => existsSync(p));
-  expect(exe, `${name} is not built (looked for ${candidates.join(', ')}): 'npm run build:native' builds it`).toBeDefined();
-  return exe as string;
-}
+import { hostTest } from './hostTests.js';
 
 describe('method fmm over ranks as threads (the driver without MPI)', () => {
   it('native/tests/fmm_ranks_threads.cpp: N ranks = one process; an evaluator making its own lists = the plain ranks', () => {

@@ -4,18 +4,9 @@
 // entry's element tables against the layout's definition (block_elements.cpp) and softened particles in the system
 // solve against a float64 softened direct sum (particles_system.cpp).
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
-function hostTest(name: string): string {
-  const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-  const candidates = [join(root, 'build', name), join(root, 'build', 'Release', name)];
-  const exe = candidates.find((p) => existsSync(p));
-  expect(exe, `${name} is not built (looked for ${candidates.join(', ')}): 'npm run build:native' builds it`).toBeDefined();
-  return exe as string;
-}
+import { hostTest } from './hostTests.js';
 
 function run(name: string, timeoutMs: number) {
   return spawnSync(hostTest(name), [], { encoding: 'utf8', timeout: timeoutMs });
