@@ -11,26 +11,6 @@
 namespace amrgrav {
 namespace fmm {
 
-std::vector<double> m2lMmaPiecesOf(int p, const double* D, std::size_t offsets) {
-  const MultiIndex& mi = MultiIndex::of(p);
-  const int T = m2lMmaTerms(p), pieces = m2lMmaPieces(p);
-  std::vector<double> out(offsets * pieces * 32);
-  for (std::size_t o = 0; o < offsets; ++o) {
-    const double* Do = D + o * T;
-    int piece = 0;
-    for (int s = 0; s < m2lMmaStepCount(p); ++s)
-      for (int r = 0; r < m2lMmaRows(p, s); ++r, ++piece)
-        for (int lane = 0; lane < 32; ++lane) {
-          const int sign = m2lMmaSign(p, s, r, lane);
-          if (sign == 0) continue;  // out is zero there
-          const auto& k = mi.n[m2lMmaRow(r, lane)];
-          const auto& n = mi.n[m2lMmaCol(s, lane)];
-          out[(o * pieces + piece) * 32 + lane] = sign * Do[mi.at(k[0] + n[0], k[1] + n[1], k[2] + n[2])];
-        }
-  }
-  return out;
-}
-
 std::vector<std::uint8_t> m2lMmaIndexOf(int p) {
   const MultiIndex& mi = MultiIndex::of(p);
   const int T = m2lMmaTerms(p);
@@ -48,6 +28,22 @@ std::vector<std::uint8_t> m2lMmaIndexOf(int p) {
         }
         out[std::size_t(piece) * 32 + lane] = std::uint8_t(at);
       }
+  return out;
+}
+
+std::vector<double> m2lMmaPiecesOf(int p, const double* D, std::size_t offsets) {
+  // each element gathered through the index table from the offset's D, -D and 0 (as the gathering kernel does)
+  const std::vector<std::uint8_t> index = m2lMmaIndexOf(p);
+  const int T = m2lMmaTerms(p);
+  const std::size_t per = index.size();
+  std::vector<double> out(offsets * per), stage(2 * std::size_t(T) + 1, 0.0);
+  for (std::size_t o = 0; o < offsets; ++o) {
+    for (int i = 0; i < T; ++i) {
+      stage[i] = D[o * T + i];
+      stage[T + i] = -D[o * T + i];
+    }
+    for (std::size_t e = 0; e < per; ++e) out[o * per + e] = stage[index[e]];
+  }
   return out;
 }
 

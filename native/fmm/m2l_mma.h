@@ -10,14 +10,14 @@
 namespace amrgrav {
 namespace fmm {
 
-/// The pieces of `offsets` offsets (fmm::m2lMmaPieces(p) x 32 doubles each, lane order), from each offset's order p
-/// derivatives D (termCount(p) doubles, at R = target - source).
-std::vector<double> m2lMmaPiecesOf(int p, const double* D, std::size_t offsets);
-
 /// Order p's index table (m2lMmaPieces(p) x 32 bytes, lane order): where each piece's element lies among an
 /// offset's staged values D[0 .. T), -D[0 .. T) and a zero at 2T (T = termCount(p)): so that the kernel gathers a
 /// piece from the offset's T derivatives instead of reading it whole.
 std::vector<std::uint8_t> m2lMmaIndexOf(int p);
+
+/// The pieces of `offsets` offsets (fmm::m2lMmaPieces(p) x 32 doubles each, lane order), from each offset's order p
+/// derivatives D (termCount(p) doubles, at R = target - source), through the index table.
+std::vector<double> m2lMmaPiecesOf(int p, const double* D, std::size_t offsets);
 
 /// Targets in tiles of 8 x columnTiles (cuda/kernels_m2l_mma.h M2lMmaView's arrays), and the offsets they use.
 struct M2lMmaTiles {

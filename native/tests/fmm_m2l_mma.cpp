@@ -5,8 +5,8 @@
 /// 16 targets from buildM2lMmaTiles, each offset's pieces from m2lMmaPiecesOf, B's loads, each m8n8k4 product as the
 /// PTX ISA defines its fragments, the locals written back) on a lattice of nodes whose lists differ from target to
 /// target, against the CPU's per-pair M2L (fmm/m2l_kernels.h derivatives and m2lOne with the dipole terms): every
-/// term within 1e-13 of the sum of its products' sizes; the gathering kernel's pieces (the offset's derivatives
-/// staged, m2lMmaIndexOf) the same values to the bit. CTest (label cpu).
+/// term within 1e-13 of the sum of its products' sizes; the pieces (gathered through m2lMmaIndexOf from the offset's
+/// staged derivatives, as the gathering kernel does) equal to (-1)^|n| D[k + n] element by element. CTest (label cpu).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -17,6 +17,7 @@
 
 #include "fmm/m2l_mma.h"
 #include "fmm/m2l_mma_k.h"
+#include "fmm/multi_index.h"
 #include "fmm/simd.h"  // before m2l_kernels.h: its templates name bc and vsqrt
 #include "fmm/m2l_kernels.h"
 #include "tests/check_report.h"
@@ -110,21 +111,28 @@ template <int P> void kernelMatches(int columnTiles, std::mt19937_64& rng) {
   for (std::size_t o = 0; o < t.offsets.size(); ++o)  // R = target - source
     derivatives<P>(-h * t.offsets[o][0], -h * t.offsets[o][1], -h * t.offsets[o][2], &D[o * T]);
   const std::vector<double> pieces = fmm::m2lMmaPiecesOf(P, D.data(), t.offsets.size());
-  // the gathering kernel's pieces: each element from the offset's staged D, -D and 0 through the index table, the
-  // same values to the bit
-  const std::vector<std::uint8_t> index = fmm::m2lMmaIndexOf(P);
-  bool gatherSame = index.size() == std::size_t(NP) * 32;
+  // the pieces (gathered through the index table, as the gathering kernel does) against their definition, element
+  // by element: (-1)^|n| D[k + n] inside the order, 0 outside, the multi-index sum made here from fmm::MultiIndex
+  const fmm::MultiIndex& mi = fmm::MultiIndex::of(P);
+  bool gatherSame = pieces.size() == t.offsets.size() * NP * 32;
   for (std::size_t o = 0; o < t.offsets.size() && gatherSame; ++o) {
-    double stage[2 * T + 1];
-    for (int i = 0; i < T; ++i) {
-      stage[i] = D[o * T + i];
-      stage[T + i] = -D[o * T + i];
-    }
-    stage[2 * T] = 0.0;
-    for (int e = 0; e < NP * 32; ++e)
-      gatherSame = gatherSame && index[e] <= 2 * T && stage[index[e]] == pieces[o * NP * 32 + e];
+    int piece = 0;
+    for (int s = 0; s < fmm::m2lMmaStepCount(P); ++s)
+      for (int r = 0; r < fmm::m2lMmaRowTiles(P); ++r) {
+        if (s >= fmm::m2lMmaSteps(P, r)) continue;
+        for (int lane = 0; lane < 32; ++lane) {
+          const int k = fmm::m2lMmaRow(r, lane), nn = fmm::m2lMmaCol(s, lane);
+          double want = 0.0;
+          if (k < T && nn < T && fmm::m2lMmaDegree(k) + fmm::m2lMmaDegree(nn) <= P) {
+            const auto &a = mi.n[k], &b = mi.n[nn];
+            const double d = D[o * T + mi.at(a[0] + b[0], a[1] + b[1], a[2] + b[2])];
+            want = fmm::m2lMmaDegree(nn) % 2 ? -d : d;
+          }
+          gatherSame = gatherSame && pieces[(o * NP + piece) * 32 + lane] == want;
+        }
+        ++piece;
+      }
   }
-
   // the kernel, lane by lane: each warp (tile) its locals c[j][r][lane][i]
   const int width = 8 * columnTiles;
   std::vector<double> L(nodes * T, 0.0);
@@ -201,7 +209,7 @@ template <int P> void kernelMatches(int columnTiles, std::mt19937_64& rng) {
                 "products' sizes %.2e",
                 nodes, t.pairs, t.offsets.size(), width, t.slots(), double(t.slots()) / double(t.pairs), worst);
   check("m2l-mma-p" + std::to_string(P) + "-tiles" + std::to_string(width), finite && worst <= 1e-13 &&
-            t.pairs == source.size() && gatherSame, std::string(detail) + (gatherSame ? "; gathered pieces the same" :
+            t.pairs == source.size() && gatherSame, std::string(detail) + (gatherSame ? "; gathered pieces the same as (-1)^|n| D[k + n] per element" :
                                                                              "; GATHERED PIECES DIFFER"));
 }
 
