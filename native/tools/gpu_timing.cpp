@@ -350,7 +350,8 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
               "\"accelerations\":%s,\"periodic\":%s,\"device_sort\":%s,\"device_lists\":%s,\"device_tiles\":%s,"
               "\"device_tree\":%s,\"device_periodic\":%s,\"device_periodic_tiles\":%s,"
               "\"device_periodic_finish\":%s,\"host_cells\":%s,\"scale_candidates\":%llu,"
-              "\"scale_candidate_cells\":%llu,\"scale_s\":%s,\"tree_steps_s\":[%s,%s,%s],\"finish_steps_s\":[%s,%s,%s],\"m2l\":\"%s\","
+              "\"scale_candidate_cells\":%llu,\"scale_s\":%s,\"tree_steps_s\":[%s,%s,%s],"
+              "\"finish_steps_s\":[%s,%s,%s],\"m2l\":\"%s\","
               "\"lists_s\":%s,"
               "\"list_rounds\":%d,"
               "\"list_max_frontier\":%llu,\"reps\":%d,\"wall_s\":%s,\"keys_sort_s\":%s,\"moments_s\":%s,\"build_s\":%s,"
@@ -370,8 +371,8 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
               periodic && cs.fmmPeriodicHostCells ? "true" : "false", (unsigned long long)cs.fmmScaleCandidates,
               (unsigned long long)cs.fmmScaleCandidateCells, num(cs.fmmScaleSeconds).c_str(),
               num(cs.fmmTreeStepSeconds[0]).c_str(), num(cs.fmmTreeStepSeconds[1]).c_str(),
-              num(cs.fmmTreeStepSeconds[2]).c_str(), num(cs.fmmFinishStepSeconds[0]).c_str(), num(cs.fmmFinishStepSeconds[1]).c_str(),
-              num(cs.fmmFinishStepSeconds[2]).c_str(), cuda::fmmM2LVariantName(co.fmmM2L),
+              num(cs.fmmTreeStepSeconds[2]).c_str(), num(cs.fmmFinishStepSeconds[0]).c_str(),
+              num(cs.fmmFinishStepSeconds[1]).c_str(), num(cs.fmmFinishStepSeconds[2]).c_str(), cuda::fmmM2LVariantName(co.fmmM2L),
               num(median(lists)).c_str(), cs.fmmListRounds,
               (unsigned long long)cs.fmmListMaxFrontier, a.reps, num(w).c_str(), num(median(keys)).c_str(),
               num(median(mom)).c_str(),
