@@ -118,13 +118,12 @@ struct SolveOptions {
   /// of it at 1728 (bench/RESULTS.md, 'auto' break-even). Not applied to distributed solves nor to device data.
   std::size_t autoGpuMinCells = 1000;
   bool anyPeriodic() const { return periodic[0] || periodic[1] || periodic[2]; }
-  /// The cells' walk groups: groupSize, else 64 in isolated boxes (two cells per GPU lane: each node the warp loads
-  /// serves two cells, so the 256^3 walk takes 13% less time for 18% more, more accurate, interactions; the CPU is
-  /// as fast either way) and 32 with a periodic axis (the Ewald expansion takes only groups within one table
-  /// spacing, ewald/expansion_k.h: at 128^3 64-cell groups lose it, 8.3 -> 90.7 ms on the GPU). Not chosen by
-  /// `accelerations`, so that asking for them never changes the potential (with them 64 costs 6% more at 256^3:
-  /// set 32). bench/RESULTS.md "Walk groups of 64".
-  int cellGroupSize() const { return groupSize > 0 ? groupSize : anyPeriodic() ? 32 : 64; }
+  /// The cells' walk groups: groupSize, else 64 (two cells per GPU lane: each node the warp loads serves two cells,
+  /// so the isolated 256^3 walk takes 13% less time for 18% more, more accurate, interactions). Periodic boxes too,
+  /// since their groups of 64 take the Ewald expansion (physics/image_k.h kEwaldExpansionSpacings) from 64^3 up.
+  /// Not chosen by `accelerations`, so that asking for them never changes the potential (with them 64 costs 6%
+  /// more at 256^3: set 32). bench/RESULTS.md "Walk groups of 64" and "Periodic groups of 64".
+  int cellGroupSize() const { return groupSize > 0 ? groupSize : 64; }
   /// Particles' and probes' walk groups: groupSize, else 32 (clustered points: a larger group's box opens more
   /// nodes than the second cell per lane saves; 1M Plummer particles walk 24% slower in groups of 64).
   int pointGroupSize() const { return groupSize > 0 ? groupSize : 32; }

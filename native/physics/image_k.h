@@ -74,8 +74,12 @@ AG_HD double imageNearCentre(double x, double c, double P, double invP) {
 
 // ---- periodic groups that expand their correction, and hoisted nodes (ewald/expansion_k.h)
 
-/// Largest group half-diagonal, in (finest) table spacings, for which a group uses the expansion.
-constexpr double kEwaldExpansionSpacings = 1.0;
+/// Largest group half-diagonal, in (finest) table spacings, for which a group uses the expansion: 3.5, at the default
+/// resolution (28) P/16, which is also where the table's reach (9/16 P) stops a group's separations. The expansion
+/// evaluates a table point's cubic up to 3.5 + 0.87 spacings from it; its error there stays below the walk's own:
+/// with it, groups of 64 cells expand from 64^3 up (at 1 spacing, from 256^3 up), and the sine, layer and
+/// cylinder tests come out as accurate or more (bench/RESULTS.md, "Periodic groups of 64").
+constexpr double kEwaldExpansionSpacings = 3.5;
 /// Does the group whose cell centres span [lo, hi] take its Ewald correction as one expansion about its centre
 /// (ewald/expansion_k.h)? Its half-diagonal must be at most kEwaldExpansionSpacings of the finest table spacing,
 /// and every separation must stay inside the table's reach, P/2 + e <= reach. It decides the lists too (a group

@@ -653,7 +653,11 @@ void runPerf(const TimingArgs& a) {
                                      // issue #6: the periodic solve of the same cells, against the isolated one
                                      {2, false, WalkKind::Box, true, 0, 32, 16, true},
                                      {2, true, WalkKind::Box, true, 0, 32, 16, true},
-                                     {1, false, WalkKind::Box, true, 0, 32, 16, true}};
+                                     {1, false, WalkKind::Box, true, 0, 32, 16, true},
+                                     // the default groups of 64 (types.h cellGroupSize), isolated and periodic
+                                     {2, false, WalkKind::Box, true, 0, 64, 16},
+                                     {2, false, WalkKind::Box, true, 0, 64, 16, true},
+                                     {2, true, WalkKind::Box, true, 0, 64, 16, true}};
     if (a.sweep)  // group and leaf sizes, potential only and with accelerations
       for (int order : {2, 1})
         for (bool accel : {false, true})
