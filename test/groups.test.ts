@@ -4,8 +4,8 @@
  * executable amrgrav_groups_rule, built with the addon) checks on the host that uniform grids and block meshes keep
  * the runs of before for every power-of-two group size (bitwise the same walk), that clustered sets get the rule as
  * a brute-force derivation gives it, and that the CUDA kernels' tiles (emulated) find the same groups; this runs it.
- * Then, through the API on the CPU: a PARAMESH-style mesh walks groups of exactly 64 cells (groupSize 'auto' in an
- * isolated box; 32 with a periodic axis), and a Plummer sphere of points (the clustered case) is accurate against
+ * Then, through the API on the CPU: a PARAMESH-style mesh walks groups of exactly 64 cells (groupSize 'auto', in
+ * isolated and periodic boxes alike), and a Plummer sphere of points (the clustered case) is accurate against
  * float64 direct summation with both walks.
  */
 import { spawnSync } from 'node:child_process';
@@ -67,18 +67,18 @@ describe('walk groups (issue #18)', () => {
     expect(stats.groups).toBe(stats.cells / 64);  // groupSize 'auto': 64 cells in an isolated box
   });
 
-  it("groupSize 'auto': 64 cells in isolated boxes (with or without accelerations), 32 with a periodic axis; an explicit size as given", async () => {
+  it("groupSize 'auto': 64 cells in isolated and periodic boxes (with or without accelerations); an explicit size as given", async () => {
     const cells = gridCells(16, (x, y) => 1 + 0.3 * Math.sin(6 * x) * Math.cos(4 * y));
     const n = cells.x.length;
     const unit = { box: { lo: [0, 0, 0] as [number, number, number], hi: [1, 1, 1] as [number, number, number] } };
     const groups = async (o: ConstructorParameters<typeof GravitySolver>[0]) =>
       (await new GravitySolver({ G: 1, backend: 'cpu', threads: 2, ...o }).solveCells(cells, unit)).stats.groups;
     expect(await groups({})).toBe(n / 64);
-    expect(await groups({ boundary: 'periodic' })).toBe(n / 32);
-    expect(await groups({ boundary: { x: 'periodic', y: 'periodic', z: 'isolated' } })).toBe(n / 32);
+    expect(await groups({ boundary: 'periodic' })).toBe(n / 64);
+    expect(await groups({ boundary: { x: 'periodic', y: 'periodic', z: 'isolated' } })).toBe(n / 64);
     expect(await groups({ accelerations: true })).toBe(n / 64);  // the potential must not depend on asking for them
     expect(await groups({ groupSize: 32 })).toBe(n / 32);
-    expect(await groups({ groupSize: 64, boundary: 'periodic' })).toBe(n / 64);
+    expect(await groups({ groupSize: 32, boundary: 'periodic' })).toBe(n / 32);
   });
 
   it('a Plummer sphere of points is accurate against float64 direct summation (box and vote walks)', async () => {

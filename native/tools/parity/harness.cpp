@@ -331,7 +331,7 @@ const Cells& Context::amr() {
 }
 
 const Cells& Context::periodicGrid() {
-  // 2x2x2-cell groups of a 64^3 grid are smaller than a table spacing (they expand); 32-cell groups are not
+  // groups of a 64^3 grid up to 64 cells expand their Ewald correction (at most 2.3 table spacings)
   if (!periodicGrid_) periodicGrid_ = uniformGrid(args.uniform >= 32 ? 64 : args.uniform, kKpc, 1e-24);
   return *periodicGrid_;
 }

@@ -22,10 +22,15 @@ void runPeriodic(Context& cx) {
   parityCase(cx, "periodic-expand-o2-pot", uni, o, gpu, tol);
   o.order = 1;
   parityCase(cx, "periodic-expand-o1-pot", uni, o, gpu, tol);
+  // the default groups of 64: on the 64^3 grid they expand (2.3 table spacings), and forced per pair
   o = periodicBox(base, true, true, true);
-  parityCase(cx, "periodic-percell-g32-o2-acc", uni, o, gpu, tol);
-  o.groupSize = 8;
+  parityCase(cx, "periodic-expand-g64-o2-acc", uni, o, gpu, tol);
+  o.accelerations = false;
+  parityCase(cx, "periodic-expand-g64-o2-pot", uni, o, gpu, tol);
+  o.accelerations = true;
   o.ewaldExpansion = false;
+  parityCase(cx, "periodic-percell-g64-o2-acc", uni, o, gpu, tol);
+  o.groupSize = 8;
   parityCase(cx, "periodic-percell-forced-o2-acc", uni, o, gpu, tol);
   o = periodicBox(base, true, true, false);
   o.groupSize = 8;
