@@ -483,21 +483,27 @@ void checkImages(Report& rep) {
     rep.same(taggedImage(0.25, t, 2, 1.0), 1.25, "tagged image z + P");
     rep.same(taggedImage<DeviceRn>(0.1, t, 0, 0.3), taggedImage(0.1, t, 0, 0.3), "tagged image, both policies");
   }
-  // which groups expand their correction: half-diagonal <= one table spacing (h / invUnit), P/2 + e <= reach
+  // which groups expand their correction: half-diagonal <= kEwaldExpansionSpacings table spacings (h / invUnit),
+  // P/2 + e <= reach
   {
-    TestView w = periodicView(4.0, 4.0, 4.0);   // reach 2.25
-    for (int d = 0; d < 3; ++d) w.h[d] = 0.125;  // spacing 1/8, lim^2 = 1/64
-    const double l0[3] = {0, 0, 0}, at[3] = {0.125, 0.125, 0.125};  // e = 1/16 per axis: e2 = 3/256 < 1/64
-    const double wide[3] = {0.25, 0, 0}, edge[3] = {0.25, 0, 0};    // e2 = 1/64 exactly: still expands
-    const double over[3] = {0.25, std::ldexp(1.0, -20), 0};
+    static_assert(kEwaldExpansionSpacings == 3.5, "the extents below are exact binary fractions for 3.5 spacings");
+    TestView w = periodicView(4.0, 4.0, 4.0);
+    for (int d = 0; d < 3; ++d) {
+      w.h[d] = 0.125;  // spacing 1/8: lim = 3.5 / 8 = 7/16, lim^2 = 196/1024
+      w.reach[d] = 3.0;  // room beyond P/2 for the largest groups (the reach is tested below)
+    }
+    const double l0[3] = {0, 0, 0}, at[3] = {0.4375, 0.4375, 0.4375};  // e = 7/32 per axis: e2 = 147/1024
+    const double edge[3] = {0.875, 0, 0};                                // e = 7/16: e2 = lim^2 exactly
+    const double over[3] = {0.875, std::ldexp(1.0, -20), 0};
     rep.expect(ewaldGroupExpands(w, l0, at) && ewaldGroupExpands<DeviceRn>(w, l0, at), "expands: small group");
-    rep.expect(ewaldGroupExpands(w, l0, edge) && ewaldGroupExpands(w, l0, wide), "expands: half-diagonal == spacing");
+    rep.expect(ewaldGroupExpands(w, l0, edge) && ewaldGroupExpands<DeviceRn>(w, l0, edge),
+               "expands: half-diagonal == 3.5 spacings");
     rep.expect(!ewaldGroupExpands(w, l0, over) && !ewaldGroupExpands<DeviceRn>(w, l0, over),
-               "expands: a hair over the spacing, no");
+               "expands: a hair over 3.5 spacings, no");
     TestView tight = w;
-    tight.reach[0] = 2.0 + 0.0625;  // P/2 + e = reach exactly for e = 1/16
+    tight.reach[0] = 2.0 + 0.21875;  // P/2 + e = reach exactly for e = 7/32
     rep.expect(ewaldGroupExpands(tight, l0, at), "expands: P/2 + e == reach");
-    tight.reach[0] = std::nextafter(2.0625, 0.0);
+    tight.reach[0] = std::nextafter(2.21875, 0.0);
     rep.expect(!ewaldGroupExpands(tight, l0, at), "expands: P/2 + e just beyond reach, no");
   }
   // random sweep: boxes and nodes over several periods, anisotropic periods, some nodes at exact half periods
