@@ -38,8 +38,8 @@ solved with locally essential trees; rank 0 prints, and the JSON carries "ranks"
   --backend B      auto | cpu | cuda                                               [auto]
   --threads N      CPU threads, 0 = all                                            [0]
   --accel          also compute accelerations -grad(phi), cm s^-2
-  --group-size N   points per walk group (CUDA: <= 64, two per lane above 32); auto: cells 64
-                   in isolated boxes, else 32; particles and probes 32             [auto]
+  --group-size N   points per walk group (CUDA: <= 64, two per lane above 32); auto: cells 64,
+                   particles and probes 32                                         [auto]
   --leaf-size N    most cells in a tree leaf                                       [16]
   --boundary B     isolated, periodic (all axes, zero-mean potential) or the periodic axes, e.g. xy or z;
                    the domain (the unit box for bench) is the box                  [isolated]

@@ -129,10 +129,12 @@ export interface SolverOptions {
    */
   ewaldResolution?: number;
   /**
-   * Periodic boxes: groups smaller than a table spacing take the Ewald correction as one cubic expansion about
-   * their centre instead of a table lookup per (cell, source) pair, which costs about 4x an interaction; each
-   * source's correction is taken at the first node of its path whose other images are two MAC radii away. The
-   * difference is ~1e-6 of the potential's largest magnitude, up to ~2e-5 on uniform grids (bench/RESULTS.md).
+   * Periodic boxes: groups whose half-diagonal is at most 3.5 table spacings (1/16 of the period at the default
+   * resolution: groups of 64 cells from 64^3 up) take the Ewald correction as one cubic expansion about their
+   * centre instead of a table lookup per (cell, source) pair, which costs about 4x an interaction; each source's
+   * correction is taken at the first node of its path whose other images are two MAC radii away. The difference is
+   * ~1e-6 of the potential's largest magnitude in partly periodic boxes; on the density contrast of a 64^3 sine 6e-5
+   * of the perturbation's potential, a sixth of the walk's own error (bench/RESULTS.md "Periodic groups of 64").
    * false: per-pair lookups. Default true.
    */
   ewaldExpansion?: boolean;
@@ -171,9 +173,9 @@ export interface SolverOptions {
   leafSize?: number;
   /**
    * Points per walk group, [1, 256] (the CUDA backend: at most 64, two per GPU lane above 32), or 'auto' (the
-   * default): the cells' groups hold 64 in isolated boxes and 32 with a periodic axis (with accelerations, 32 is
-   * 6% faster on the GPU: set it), particles' and probes' 32
-   * (native/core/types.h cellGroupSize says why; bench/RESULTS.md "Walk groups of 64"). A group is at most this many
+   * default): the cells' groups hold 64 (with accelerations, 32 is 6% faster on the GPU in isolated boxes: set
+   * it), particles' and probes' 32
+   * (native/core/types.h cellGroupSize says why; bench/RESULTS.md "Walk groups of 64" and "Periodic groups of 64"). A group is at most this many
    * consecutive sorted cells inside one "home node" (the largest octree node of at most 32 groupSize cells), so
    * clustered point sets get compact groups; uniform 2^k grids and 8^3-block meshes keep runs of exactly groupSize.
    */

@@ -47,7 +47,7 @@ module amrgrav
     integer(c_int) :: accelerations
     integer(c_int) :: self_potential   ! 0 none, 1 cube (c = 2.3800774), 2 lattice (c = 2.8372975, the default)
     integer(c_int) :: leaf_size
-    integer(c_int) :: group_size       ! 0: automatic (cells 64 in isolated boxes, else 32; points 32)
+    integer(c_int) :: group_size       ! 0: automatic (cells 64; points 32)
     integer(c_int) :: threads          ! 0: $OMP_NUM_THREADS when set, else all hardware threads
     integer(c_int) :: has_box
     real(c_double) :: box_lo(3)

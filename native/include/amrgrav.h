@@ -1,6 +1,6 @@
 /* amrgrav.h: the C API of amrgrav, for C, C++ and Fortran (ISO_C_BINDING) hydro codes that link the native core
  * (libamrgrav) without Node. The same solver as the Node package: a Barnes-Hut octree over the cells, walked in
- * groups of 64 neighbouring cells (32 in periodic boxes), on the CPU (threads) or one GPU (CUDA).
+ * groups of 64 neighbouring cells, on the CPU (threads) or one GPU (CUDA).
  *
  * Use, once per run and every step:
  *   amrgrav_options o;  amrgrav_default_options(&o);  o.theta = 0.5;  ...
@@ -58,7 +58,7 @@ typedef struct amrgrav_options {
                          * grid then sum to a smooth density's potential (bench/RESULTS.md, "Self term")  [2] */
   int leaf_size;        /* most cells in a tree leaf                                           [16] */
   int group_size;       /* points per walk group, cut at octree nodes of <= 32 x this (CUDA: <= 64); 0 = automatic:
-                           cells 64 in isolated boxes, else 32; particles and probes 32 [0] */
+                           cells 64; particles and probes 32 [0] */
   int threads;          /* CPU threads; 0: $OMP_NUM_THREADS (its first number) when set, else all hardware
                          * threads, read at amrgrav_create (amrgrav_build_info.default_threads)  [0] */
   int has_box;          /* nonzero: cells must lie in [box_lo, box_hi] (the domain)            [0] */
