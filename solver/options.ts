@@ -174,10 +174,10 @@ export interface SolverOptions {
   /**
    * Points per walk group, [1, 256] (the CUDA backend: at most 64, two per GPU lane above 32), or 'auto' (the
    * default): the cells' groups hold 64 (with accelerations, 32 is 6% faster on the GPU in isolated boxes: set
-   * it), particles' and probes' 32
-   * (native/core/types.h cellGroupSize says why; bench/RESULTS.md "Walk groups of 64" and "Periodic groups of 64"). A group is at most this many
-   * consecutive sorted cells inside one "home node" (the largest octree node of at most 32 groupSize cells), so
-   * clustered point sets get compact groups; uniform 2^k grids and 8^3-block meshes keep runs of exactly groupSize.
+   * it), particles' and probes' 32 (native/core/types.h cellGroupSize says why; bench/RESULTS.md "Walk groups of
+   * 64" and "Periodic groups of 64"). A group is at most this many consecutive sorted cells inside one "home
+   * node" (the largest octree node of at most 32 groupSize cells), so clustered point sets get compact groups;
+   * uniform 2^k grids and 8^3-block meshes keep runs of exactly groupSize.
    */
   groupSize?: number | 'auto';
   /** CPU threads; 0 = all hardware threads. Default 0. */

@@ -75,12 +75,12 @@ AG_HD double imageNearCentre(double x, double c, double P, double invP) {
 // ---- periodic groups that expand their correction, and hoisted nodes (ewald/expansion_k.h)
 
 /// Largest group half-diagonal, in (finest) table spacings, for which a group uses the expansion. The expansion
-/// evaluates a table point's cubic up to this + 0.87 spacings from it, and its gap from per-pair lookups grows about as
-/// the fourth power of the group's size: at 3.5 (1/16 of the period at the default resolution 28) groups of 64
-/// cells expand from 64^3 up (at 1, from 256^3 up), with a gap of a sixth of the walk's own error on a 64^3 sine
-/// of the density contrast (the walk in groups of 64 still more accurate than in groups of 32 per pair); at 4.75
-/// 32^3 would expand too, but its gap (1.4x the walk's error) would not be small (bench/RESULTS.md, "Periodic
-/// groups of 64").
+/// evaluates a table point's cubic up to this + 0.87 spacings from it, and its gap from per-pair lookups grows
+/// about as the fourth power of the group's size: at 3.5 (1/16 of the period at the default resolution 28) groups
+/// of 64 cells expand from 64^3 up (at 1, from 256^3 up), with a gap of a sixth of the walk's own error on a 64^3
+/// sine of the density contrast (the walk in groups of 64 still more accurate than in groups of 32 per pair); at
+/// 4.75 32^3 would expand too, but its gap (1.4x the walk's error) would not be small (bench/RESULTS.md,
+/// "Periodic groups of 64").
 constexpr double kEwaldExpansionSpacings = 3.5;
 /// Does the group whose cell centres span [lo, hi] take its Ewald correction as one expansion about its centre
 /// (ewald/expansion_k.h)? Its half-diagonal must be at most kEwaldExpansionSpacings of the finest table spacing,
