@@ -135,7 +135,8 @@ describe('groups of 64 on a 64^3 periodic grid', () => {
     const cells = { x, y, z, mass, size: h };
     const at = { box: { lo: [0, 0, 0] as [number, number, number], hi: [1, 1, 1] as [number, number, number] } };
     const solve = (ewaldExpansion: boolean) =>
-      new GravitySolver({ G: 1, theta: 0.5, boundary: 'periodic', backend: 'cpu', ewaldExpansion }).solveCells(cells, at);
+      new GravitySolver({ G: 1, theta: 0.5, boundary: 'periodic', backend: 'cpu', ewaldExpansion })
+        .solveCells(cells, at);
     const [e, f] = [await solve(true), await solve(false)];
     expect(e.stats.groups).toBe(N / 64);
     expect(e.stats.interactionsPerCell).toBe(f.stats.interactionsPerCell);
