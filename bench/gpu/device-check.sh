@@ -104,7 +104,8 @@
 #              $PARTICLE_THETAS (default 0.415,0.405: the settings that meet them at 1M and 16M)
 #   groups     groupSize 'auto' (issue #17): `amrgrav bench` with groups of 32 and of 64 on 256^3 (potential, and with
 #              accelerations), MacLaurin levels 7 (potential, accelerations) and 128^3 fully periodic: the walk times
-#              behind the automatic choice (64 for the potential alone in isolated boxes, else 32)
+#              behind the automatic choice (64, periodic boxes too since 2026-11-27: bench/RESULTS.md "Periodic
+#              groups of 64")
 #   m2l        issue #20, the FMM's M2L kernels (cuda/m2l_variants.h, CudaOptions::fmmM2L): amrgrav_m2l_bench --orders
 #              7 --dip (each kernel's ns a pair on a 64^3 lattice of nodes, with and without dipole terms, checked
 #              against the plain kernel), ctest gpu.fmm (every kernel against the CPU), then amrgrav_gpu_timing
