@@ -239,9 +239,7 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   if (deviceTiles) {
     FmmTileInputs in = fmmparts::tileInputs(ds, nodes, n, sorted, deviceSort);
     in.period = period;
-    AG_TRY(buildFmmTilesOnDevice(in, dl, b.tileBuild, ds.stream, dt));
-    hn.tables.prepareSlots(dt.slots, threads);
-    hn.tiles.slots = dt.slots;
+    AG_TRY(fmmparts::deviceNearField(ds, in, dl, threads, dt, hn));
   } else {
     hn = fmm::buildHostNearField(tree, lists, sorted, threads);
   }

@@ -72,6 +72,7 @@ Status deviceLists(DeviceState& ds, std::size_t nodes, int order, const fmm::Fmm
 
 namespace {
 using fmmparts::deviceLists;
+using fmmparts::deviceNearField;
 using fmmparts::down;
 using fmmparts::foldSelfOnDevice;
 using fmmparts::indexTables;
@@ -234,6 +235,15 @@ void viewDeviceSorted(const DeviceState& ds, bool accel, FmmDeviceView& v) {
     v.gy = ds.sums[2];
     v.gz = ds.sums[3];
   }
+}
+
+Status deviceNearField(DeviceState& ds, const FmmTileInputs& in, const DeviceFmmLists& dl, int threads,
+                       DeviceFmmTiles& dt, fmm::HostNearField& hn) {
+  AG_TRY(buildFmmTilesOnDevice(in, dl, ds.fmm.tileBuild, ds.stream, dt));
+  hn = fmm::HostNearField{};
+  hn.tables.prepareSlots(dt.slots, threads);
+  hn.tiles.slots = dt.slots;
+  return Status::success();
 }
 
 NearFieldCounts nearFieldCounts(bool deviceTiles, const DeviceFmmTiles& dt, const fmm::HostNearField& hn) {
@@ -648,9 +658,7 @@ Status evaluateSorted(DeviceState& ds, const SolveOptions& opt, const FmmSteps& 
   fmm::IrregularLists& irr = hn.irr;
   DeviceFmmTiles dt;
   if (deviceTiles) {
-    AG_TRY(buildFmmTilesOnDevice(tileInputs(ds, nodes, n, sorted, deviceSort), dl, b.tileBuild, ds.stream, dt));
-    p2pTables.prepareSlots(dt.slots, threads);
-    tiles.slots = dt.slots;
+    AG_TRY(deviceNearField(ds, tileInputs(ds, nodes, n, sorted, deviceSort), dl, threads, dt, hn));
   } else {
     hn = fmm::buildHostNearField(tree, lists, sorted, threads);
   }

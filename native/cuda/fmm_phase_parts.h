@@ -87,6 +87,12 @@ std::vector<int> indexTables(const fmm::MultiIndex& mi, std::size_t offsets[3]);
 FmmTileInputs tileInputs(DeviceState& ds, std::size_t nodes, std::size_t n, const SortedCells& sorted,
                          bool deviceSort);
 
+/// The near field's tiles built on the device from the walk's P2P pairs (fmm_tiles_phase.h), and the host's side of
+/// them, `hn` made anew: its table cache prepared for the tiles' slots and those slots (their other arrays stay on the
+/// device).
+Status deviceNearField(DeviceState& ds, const FmmTileInputs& in, const DeviceFmmLists& dl, int threads,
+                       DeviceFmmTiles& dt, fmm::HostNearField& hn);
+
 /// The tiles' tables on the device: uploaded when the set of slots differs from the one there (the tables of a slot
 /// never change: p2p_tables.h's process cache).
 Status putTables(DeviceState& ds, const fmm::P2pTables& tables, const std::vector<int>& slots);

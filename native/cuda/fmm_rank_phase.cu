@@ -110,10 +110,7 @@ class CudaRankLocal final : public fmm::RankLocal {
         ds.stats.fmmListMaxFrontier = dl.maxFrontier;
         cuda::FmmTileInputs in = cuda::fmmparts::tileInputs(ds, nodes, n_, sorted, false);
         in.period = period;
-        AG_TRY(cuda::buildFmmTilesOnDevice(in, dl, b.tileBuild, ds.stream, dt));
-        hn_ = fmm::HostNearField{};  // the tables' slots alone
-        hn_.tables.prepareSlots(dt.slots, threads);
-        hn_.tiles.slots = dt.slots;
+        AG_TRY(cuda::fmmparts::deviceNearField(ds, in, dl, threads, dt, hn_));
         counts_ = cuda::fmmparts::nearFieldCounts(true, dt, hn_);
         ds.stats.secondsBuild = cuda::since(t);
         AG_TRY(progress());
