@@ -96,6 +96,7 @@ inline __attribute__((always_inline)) void ewaldExpansionTerms(const WalkLists& 
 /// terms by the product of two signs). The sum's order is fixed: the same for any thread count.
 typedef double V8d __attribute__((vector_size(64)));
 typedef double V2d __attribute__((vector_size(16)));
+typedef double V4d __attribute__((vector_size(32)));
 /// One lattice pair with the weights already loaded.
 inline __attribute__((always_inline)) void latticePairW(const LatticeCoef8& d8p, const double* d2p, V8d w8, V2d w2,
                                                         V8d& a, V2d& b) {
@@ -119,10 +120,19 @@ inline __attribute__((always_inline)) void latticePair(const LatticeCoef8& d8p, 
   a += d8 * w8;
   b += d2 * w2;
 }
+/// A group whose cells fill a block of lattice points kLatticeRun wide along x (the groups of uniform grids, and of a
+/// mesh's finest blocks), its cells in the block's order: x fastest, then `by` rows along y and `bz` along z. Such a
+/// group reads each source cell's values a row at a time (EwaldCellLattice::rows: one load of kLatticeRun values),
+/// and the nodes it sees in one octant by rows of consecutive lattice points (latticeNodePotentials).
+struct LatticeBlock {
+  int by = 0, bz = 0;
+};
+
 template <int Order, bool Dipole>
 inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists& L, const double* tx,
                                                                  const double* ty, const double* tz,
-                                                                 const std::int32_t* const* it, int nt, double* p) {
+                                                                 const std::int32_t* const* it, int nt, double* p,
+                                                                 const LatticeBlock* block) {
   constexpr int kBatch = 64;
   const EwaldNodeLattice& lat = *L.nodeLattice;
   const LatticeCoef8* lc8 = lat.c8.data();
@@ -134,6 +144,7 @@ inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists
   L.latCode.resize(2 * std::size_t(kBatch) * nt);
   LatticeCoef8* W8 = L.latW8.data();
   int single[kBatch];
+  bool byRow[kBatch];  // a lattice block's node seen in one octant: by rows (each row's first point, the step in x)
   double* W2 = L.latW2.data();
   // per pair (node kk, cell i) at kk * nt + i: the lattice point of psi's coefficients, and the node's weights
   // for the pair's octant (kk * 8 + octant), each split 8 + 2 as the lattice is
@@ -180,6 +191,28 @@ inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists
       const std::int32_t *ix = it[0], *iy = it[1], *iz = it[2];
       std::int32_t* od = offD + std::size_t(kk) * nt;
       std::int32_t* ow = offW + std::size_t(kk) * nt;
+      byRow[kk] = false;
+      if (block && single[kk] >= 0) {
+        // the cells in the block's order (x fastest, rows of kLatticeRun): along a row the point's x index moves by
+        // one, up when the node lies below the row in x (d > 0), else down; od holds each row's first point and
+        // ow[0] the step
+        const int dx0 = ix[0] - nx, step = dx0 > 0 ? 1 : -1;
+        const int kx0 = dx0 > 0 ? dx0 - 1 : -dx0, kxLast = kx0 + step * (kLatticeRun - 1);
+        if ((kx0 > kxLast ? kx0 : kxLast) <= m0) {  // no point of the row clamped (else per cell, below)
+          byRow[kk] = true;
+          ow[0] = step;
+          const int rows = block->by * block->bz;
+          for (int r = 0; r < rows; ++r) {
+            const int i = kLatticeRun * r;
+            const int dy = iy[i] - ny, dz = iz[i] - nz;
+            int ky = dy > 0 ? dy - 1 : -dy, kz = dz > 0 ? dz - 1 : -dz;
+            ky = ky > m1 ? m1 : ky;
+            kz = kz > m2 ? m2 : kz;
+            od[r] = kx0 + s0 * (ky + s1 * kz);
+          }
+          continue;
+        }
+      }
 #pragma GCC ivdep
       for (int i = 0; i < nt; ++i) {
         const int dx = ix[i] - nx, dy = iy[i] - ny, dz = iz[i] - nz;
@@ -200,6 +233,19 @@ inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists
       V8d a0 = acc8[i0], a1 = acc8[i0 + 1], a2 = acc8[i0 + 2], a3 = acc8[i0 + 3];
       V2d b0 = acc2[i0], b1 = acc2[i0 + 1], b2 = acc2[i0 + 2], b3 = acc2[i0 + 3];
       for (int kk = 0; kk < nb; ++kk) {
+        if (byRow[kk]) {  // one row of the block: four consecutive points (up or down), one octant's weights
+          const int so = single[kk], d = offW[std::size_t(kk) * nt];
+          const int o = offD[std::size_t(kk) * nt + i0 / kLatticeRun];
+          V8d w8;
+          V2d w2;
+          __builtin_memcpy(&w8, W8[so].v, sizeof w8);
+          __builtin_memcpy(&w2, W2 + 2 * so, sizeof w2);
+          latticePairW(lc8[o], lc2 + 2 * o, w8, w2, a0, b0);
+          latticePairW(lc8[o + d], lc2 + 2 * (o + d), w8, w2, a1, b1);
+          latticePairW(lc8[o + 2 * d], lc2 + 2 * (o + 2 * d), w8, w2, a2, b2);
+          latticePairW(lc8[o + 3 * d], lc2 + 2 * (o + 3 * d), w8, w2, a3, b3);
+          continue;
+        }
         const std::int32_t* od = offD + std::size_t(kk) * nt + i0;
         const int so = single[kk];
         if (so >= 0) {
@@ -240,14 +286,100 @@ inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists
   }
 }
 
+/// The potentials of the source cells k, k + 1, ... of the lists that lie on the lattice within a period of every
+/// cell of the group (a lattice block, cells in its order, lattice indices [ilo, ihi]), up to the first that does
+/// not: returns where it stopped. Per source, the same lattice point as the per-pair reads (evaluateListsIn): on y
+/// and z the separation folded to the nearest image and clamped (tabled on periodic axes, EwaldCellLattice::fold),
+/// and x unfolded (EwaldCellLattice::rows), so that every row of kLatticeRun cells reads its values with one load.
+/// Each cell's sum runs over the sources in the same order as the per-pair reads', each term a product and a sum
+/// (the per-pair loop fuses them where the processor can: the two agree to rounding).
+/// BY, BZ: the block's rows along y and z when fixed (its sums then stay in registers), else 0.
+template <int BY, int BZ>
+inline __attribute__((always_inline)) std::size_t latticeRowsOf(const EwaldCellLattice& lat, const WalkLists& L,
+                                                                const LatticeBlock& block, const int* ilo,
+                                                                const int* ihi, std::size_t k, double* p) {
+  const int by = BY ? BY : block.by, bz = BZ ? BZ : block.bz, rows = by * bz;
+  const double* table = lat.rows.data();
+  const int rs = lat.rowStride, s1 = lat.n[1] + 1, m1 = lat.n[1], m2 = lat.n[2];
+  int F[3];
+  for (int d = 0; d < 3; ++d) F[d] = lat.period[d] > 0 ? lat.period[d] : 1 << 30;
+  V4d acc[BY && BZ ? BY * BZ : 1];
+  if (BY && BZ)
+    for (int r = 0; r < rows; ++r) __builtin_memcpy(&acc[r], p + kLatticeRun * r, sizeof(V4d));
+  const std::size_t nc = L.cm.size();
+  const std::int32_t* const fy = lat.fold[1].empty() ? nullptr : lat.fold[1].data() + F[1];
+  const std::int32_t* const fz = lat.fold[2].empty() ? nullptr : lat.fold[2].data() + F[2];
+  for (; k < nc; ++k) {
+    const std::int32_t* j = L.sourceLattice + 3 * std::size_t(L.cSource[k]);  // the source cell's lattice point
+    const double sm = L.cm[k];
+    if (j[0] == kOffLattice) break;
+    bool inRange = true;
+    for (int d = 0; d < 3; ++d)
+      if (lat.period[d] > 0) inRange = inRange && ihi[d] - j[d] < F[d] && j[d] - ilo[d] < F[d];
+    if (!inRange) break;
+    const int dx = ilo[0] - j[0], ux0 = dx < 0 ? dx + F[0] : dx;  // |dx| < F[0]: in range
+    // each row's first value: the same fold and clamp as the pairs' below (tabled on periodic axes)
+    int oy[BY ? BY : kMaxGroup / kLatticeRun], oz[BZ ? BZ : kMaxGroup / kLatticeRun];
+    for (int a = 0; a < by; ++a) {
+      int q = ilo[1] + a - j[1];
+      if (fy) {
+        oy[a] = ux0 + fy[q];
+        continue;
+      }
+      q = q < 0 ? -q : q;
+      oy[a] = ux0 + rs * (q > m1 ? m1 : q);
+    }
+    for (int a = 0; a < bz; ++a) {
+      int q = ilo[2] + a - j[2];
+      if (fz) {
+        oz[a] = fz[q];
+        continue;
+      }
+      q = q < 0 ? -q : q;
+      oz[a] = rs * s1 * (q > m2 ? m2 : q);
+    }
+    // psi = 1/r + C: the pairs and their images
+    if (BY && BZ) {
+      const V4d m = {sm, sm, sm, sm};
+#pragma GCC unroll 4
+      for (int z = 0; z < BZ; ++z)
+#pragma GCC unroll 4
+        for (int y = 0; y < BY; ++y) {
+          V4d r;
+          __builtin_memcpy(&r, table + oy[y] + oz[z], sizeof r);
+          acc[y + BY * z] += m * r;
+        }
+    } else {
+      for (int z = 0; z < bz; ++z)
+        for (int y = 0; y < by; ++y) {
+          const double* r = table + oy[y] + oz[z];
+          double* q = p + kLatticeRun * (y + by * z);
+          for (int t = 0; t < kLatticeRun; ++t) q[t] += sm * r[t];
+        }
+    }
+  }
+  if (BY && BZ)
+    for (int r = 0; r < rows; ++r) __builtin_memcpy(p + kLatticeRun * r, &acc[r], sizeof(V4d));
+  return k;
+}
+inline __attribute__((always_inline)) std::size_t latticeRows(const EwaldCellLattice& lat, const WalkLists& L,
+                                                              const LatticeBlock& block, const int* ilo,
+                                                              const int* ihi, std::size_t k, double* p) {
+  if (block.by == 4 && block.bz == 4) return latticeRowsOf<4, 4>(lat, L, block, ilo, ihi, k, p);  // groups of 64
+  if (block.by == 4 && block.bz == 2) return latticeRowsOf<4, 2>(lat, L, block, ilo, ihi, k, p);  // groups of 32
+  return latticeRowsOf<0, 0>(lat, L, block, ilo, ihi, k, p);
+}
+
 /// Periodic walks: with `centre` (the group's, ewald/expansion_k.h) the correction is one expansion about it,
 /// summed once per source and evaluated once per cell, and source cells are seen through their image nearest the
 /// centre; without, every (cell, source) pair looks the table up through its own nearest image. Dipole: the nodes
-/// carry dipoles (signed sources, periodic walks only).
+/// carry dipoles (signed sources, periodic walks only). block: the group is a lattice block, its cells in the
+/// block's order (evaluateLists).
 template <int Order, bool Accel, bool Periodic, bool Dipole>
-inline __attribute__((always_inline)) void evaluateLists(const WalkLists& L, const double* tx, const double* ty,
-                                                         const double* tz, int nt, const double* centre, double* phi,
-                                                         double* gx, double* gy, double* gz) {
+inline __attribute__((always_inline)) void evaluateListsIn(const WalkLists& L, const double* tx, const double* ty,
+                                                           const double* tz, int nt, const double* centre,
+                                                           double* phi, double* gx, double* gy, double* gz,
+                                                           const LatticeBlock* block) {
   double p[kMaxGroup], fx[kMaxGroup], fy[kMaxGroup], fz[kMaxGroup], qx[kMaxGroup], qy[kMaxGroup], qz[kMaxGroup];
   for (int i = 0; i < nt; ++i) { p[i] = 0; fx[i] = 0; fy[i] = 0; fz[i] = 0; qx[i] = 0; qy[i] = 0; qz[i] = 0; }
   const bool expand = Periodic && centre;
@@ -329,9 +461,17 @@ inline __attribute__((always_inline)) void evaluateLists(const WalkLists& L, con
                                                   fx[i], fy[i], fz[i], pd);
     }
   }
-  if (Periodic && !Accel && !L.latNodes.empty()) latticeNodePotentials<Order, Dipole>(L, tx, ty, tz, it, nt, p);
+  if (Periodic && !Accel && !L.latNodes.empty())
+    latticeNodePotentials<Order, Dipole>(L, tx, ty, tz, it, nt, p, block);
   const std::size_t nc = L.cm.size();
   for (std::size_t k = 0; k < nc; ++k) {
+    if (Periodic && !Accel && block) {  // a run of lattice cells as rows, the group's sums in registers
+      const std::size_t e = latticeRows(*L.lattice, L, *block, ilo, ihi, k, p);
+      if (e > k) {
+        k = e - 1;
+        continue;
+      }
+    }
     double sx = L.cx[k], sy = L.cy[k], sz = L.cz[k];
     const double sm = L.cm[k];
     if (Periodic && !expand) {  // each pair through its nearest image, plus the other images (C(0) for the cell)
@@ -428,6 +568,49 @@ inline __attribute__((always_inline)) void evaluateLists(const WalkLists& L, con
   }
 }
 
+/// The evaluation of a group's lists. Potentials of a group whose cells fill a block of lattice points kLatticeRun wide
+/// along x (LatticeBlock) run on the cells in the block's order, and go back in the group's: each cell's sum keeps
+/// its order, and the block's reads by rows (latticeRows, latticeNodePotentials) equal the per-pair reads to rounding.
+template <int Order, bool Accel, bool Periodic, bool Dipole>
+inline __attribute__((always_inline)) void evaluateLists(const WalkLists& L, const double* tx, const double* ty,
+                                                         const double* tz, int nt, const double* centre, double* phi,
+                                                         double* gx, double* gy, double* gz) {
+  if (Periodic && !Accel && !centre && L.latticeTargets && L.sourceLattice && nt % kLatticeRun == 0) {
+    const EwaldCellLattice& lat = *L.lattice;
+    int lo[3], hi[3];
+    std::int32_t slot[kMaxGroup];
+    const double* t[3] = {tx, ty, tz};
+    for (int d = 0; d < 3; ++d) {
+      lo[d] = hi[d] = lat.index(t[d][0], d);
+      for (int i = 1; i < nt; ++i) {
+        const int k = lat.index(t[d][i], d);
+        lo[d] = k < lo[d] ? k : lo[d];
+        hi[d] = k > hi[d] ? k : hi[d];
+      }
+    }
+    LatticeBlock block{hi[1] - lo[1] + 1, hi[2] - lo[2] + 1};
+    bool full = hi[0] - lo[0] + 1 == kLatticeRun && kLatticeRun * block.by * block.bz == nt;
+    if (full) {  // every point of the box exactly once
+      bool seen[kMaxGroup] = {};
+      for (int i = 0; i < nt && full; ++i) {
+        const int s = (lat.index(tx[i], 0) - lo[0]) + kLatticeRun * ((lat.index(ty[i], 1) - lo[1]) +
+                                                                      block.by * (lat.index(tz[i], 2) - lo[2]));
+        full = !seen[s];
+        seen[s] = true;
+        slot[i] = s;
+      }
+    }
+    if (full) {
+      double bx[kMaxGroup], byy[kMaxGroup], bzz[kMaxGroup], bp[kMaxGroup];
+      for (int i = 0; i < nt; ++i) { bx[slot[i]] = tx[i]; byy[slot[i]] = ty[i]; bzz[slot[i]] = tz[i]; }
+      evaluateListsIn<Order, Accel, Periodic, Dipole>(L, bx, byy, bzz, nt, centre, bp, gx, gy, gz, &block);
+      for (int i = 0; i < nt; ++i) phi[i] = bp[slot[i]];
+      return;
+    }
+  }
+  evaluateListsIn<Order, Accel, Periodic, Dipole>(L, tx, ty, tz, nt, centre, phi, gx, gy, gz, nullptr);
+}
+
 // The evaluation loops are compiled for several instruction sets and picked at load time (ifunc), so one binary
 // runs everywhere and uses AVX-512 or AVX2 where the processor has them.
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
@@ -522,8 +705,19 @@ void walkGroups(const SourceTree& t, const SortedCells& c, const Groups& g, std:
   // node centres half a spacing off the cells' lattice: the expansion centres of signed sources (tree/moments.cpp)
   EwaldNodeLattice nodeLattice;
   if (lattice.usable && t.dipole) nodeLattice = makeEwaldNodeLattice(ewald->view, lattice, accel);
+  // potentials with lattice rows: each source cell's lattice point, once (kOffLattice off it)
+  std::vector<std::int32_t> sourceLattice;
+  if (lattice.usable && !lattice.rows.empty()) {
+    sourceLattice.resize(3 * t.cellTotal);
+    for (std::size_t j = 0; j < t.cellTotal; ++j) {
+      const bool on = lattice.onLattice(t.x[j], t.y[j], t.z[j]);
+      for (int d = 0; d < 3; ++d)
+        sourceLattice[3 * j + d] = on ? lattice.index(d == 0 ? t.x[j] : d == 1 ? t.y[j] : t.z[j], d) : kOffLattice;
+    }
+  }
   std::vector<WalkLists> lists(std::max(1, threads));
   for (auto& l : lists) {
+    l.sourceLattice = sourceLattice.empty() ? nullptr : sourceLattice.data();
     l.ewald = ewald;
     l.expandEwald = opt.ewaldExpansion;
     l.lattice = lattice.usable ? &lattice : nullptr;

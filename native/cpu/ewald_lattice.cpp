@@ -2,6 +2,7 @@
 /// \brief The Ewald correction tabulated at lattice separations (cpu/ewald_lattice.h).
 #include "cpu/ewald_lattice.h"
 
+#include <algorithm>
 
 namespace amrgrav {
 namespace {
@@ -77,6 +78,28 @@ EwaldCellLattice makeEwaldCellLattice(const EwaldTableView& v, const SortedCells
         L.c[idx] = c;
         if (accel) { L.gx[idx] = g[0]; L.gy[idx] = g[1]; L.gz[idx] = g[2]; }
       }
+  if (!accel && L.period[0] > 0) {  // x unfolded: the value at ux is the one at min(ux, P - ux) (clamped as read)
+    const int P = L.period[0], s0 = L.n[0] + 1, s1 = L.n[1] + 1;
+    L.rowStride = P + kLatticeRun - 1;
+    L.rows.resize(std::size_t(L.rowStride) * std::size_t(s1) * std::size_t(L.n[2] + 1));
+    for (int kz = 0; kz <= L.n[2]; ++kz)
+      for (int ky = 0; ky <= L.n[1]; ++ky)
+        for (int ux = 0; ux < L.rowStride; ++ux) {
+          const int u = ux % P, kx = std::min(std::min(u, P - u), L.n[0]);
+          L.rows[std::size_t(ux) + std::size_t(L.rowStride) * (std::size_t(ky) + std::size_t(s1) * kz)] =
+              L.c[std::size_t(kx) + std::size_t(s0) * (std::size_t(ky) + std::size_t(s1) * kz)];
+        }
+    const int axisStride[3] = {1, L.rowStride, L.rowStride * s1};
+    for (int d = 1; d < 3; ++d) {
+      if (L.period[d] <= 0) continue;
+      const int Pd = L.period[d];
+      L.fold[d].resize(std::size_t(2 * Pd + 1));
+      for (int sep = -Pd; sep <= Pd; ++sep) {
+        const int a = sep < 0 ? -sep : sep;
+        L.fold[d][std::size_t(sep + Pd)] = axisStride[d] * std::min(std::min(a, Pd - a), L.n[d]);
+      }
+    }
+  }
   L.usable = true;
   return L;
 }

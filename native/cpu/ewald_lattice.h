@@ -14,6 +14,7 @@
 /// than the coordinates' own rounding. Pairs off the lattice keep the per-pair kernels. Interaction lists are
 /// untouched.
 #pragma once
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -32,6 +33,11 @@ inline bool onLatticeAxis(double x, double origin, double invDx) {
   return std::fabs(k - std::rint(k)) <= tol;
 }
 
+/// Cells along x in one row read of the unfolded lattice (EwaldCellLattice::rows).
+constexpr int kLatticeRun = 4;
+/// A source cell off the cells' lattice (WalkLists::sourceLattice).
+constexpr std::int32_t kOffLattice = INT32_MIN;
+
 struct EwaldCellLattice {
   bool usable = false;
   double origin[3] = {0, 0, 0};  ///< a lattice point (the centre of a finest cell)
@@ -42,6 +48,14 @@ struct EwaldCellLattice {
   std::vector<double> c, gx, gy, gz;
 
   int period[3] = {0, 0, 0};      ///< periods in spacings (0 on isolated axes)
+  /// Potentials with x periodic: c again with x unfolded, at (ux, ky, kz) for ux in [0, period[0] + kLatticeRun - 1)
+  /// (x fastest, rowStride per row): ux is the separation along x modulo the period, so that a run of kLatticeRun
+  /// cells along x reads kLatticeRun consecutive values from one source cell (cpu_walk.cpp's rows)
+  std::vector<double> rows;
+  int rowStride = 0;
+  /// With rows, on a periodic axis d = 1, 2: the offset in `rows` of separation s in [-period, period] along d,
+  /// fold[d][s + period]: min(|s|, period - |s|) clamped to n[d], times the axis's stride in `rows`
+  std::vector<std::int32_t> fold[3];
 
   /// Is x a lattice point along axis d (onLatticeAxis)?
   bool onLattice(double x, int d) const { return onLatticeAxis(x, origin[d], invDx); }

@@ -66,6 +66,7 @@ struct WalkLists {
   ListVector<ListHit> accepted, leaves;  // the list builder's record (cpu/walk_lists.cpp)
   ListVector<double> nx, ny, nz, nm, q0, q1, q2, q3, q4, q5;  // accepted nodes
   ListVector<double> cx, cy, cz, cm;                          // cells of opened leaves
+  ListVector<std::uint32_t> cSource;      // periodic walks: each of those cells' index in the source tree
   ListVector<double> ns;                  // accepted nodes' second moments (periodic walks only)
   ListVector<double> nd;                  // accepted nodes' dipoles, 3 each (signed sources only)
   // periodic walks: does accepted node / cell k add its own correction? (not below a hoisted node)
@@ -76,6 +77,9 @@ struct WalkLists {
   const EwaldCellLattice* lattice = nullptr;  // periodic walks: C at lattice separations (cpu/ewald_lattice.h)
   const EwaldNodeLattice* nodeLattice = nullptr;  // periodic walks: node corrections at lattice separations
   bool latticeTargets = false;            // the current group's cells all lie on `lattice`
+  /// periodic potentials with lattice rows: each source cell's lattice indices (3 per cell of the source tree),
+  /// kOffLattice for a cell off the lattice
+  const std::int32_t* sourceLattice = nullptr;
   bool expandEwald = true;                // periodic walks: small groups expand the correction (SolveOptions)
   // the evaluation's scratch (cpu/cpu_walk.cpp): nodes on the node lattice, their weights per octant (split 8 + 2
   // as the lattice's coefficients) and each pair's lattice point and weights
@@ -89,6 +93,7 @@ struct WalkLists {
       v->clear();
     nCorrect.clear();
     cCorrect.clear();
+    cSource.clear();
   }
 };
 
