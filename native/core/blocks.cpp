@@ -296,6 +296,13 @@ void BlockElements::assign(const BlocksView& v) {
       for (int i = 0; i < v.nxb; ++i) cellOffset[c++] = v.element(0, i, j, k);
 }
 
+std::size_t BlockElements::end() const {
+  std::size_t base = 0, cell = 0;
+  for (std::size_t b : blockBase) base = std::max(base, b);
+  for (std::size_t c : cellOffset) cell = std::max(cell, c);
+  return blockBase.empty() ? 0 : base + cell + 1;
+}
+
 bool BlockTreeKey::matches(const BlocksView& v, const SolveOptions& opt) const {
   if (!valid || v.meshChanged) return false;
   if (nBlocks != v.nBlocks || nxb != v.nxb || nyb != v.nyb || nzb != v.nzb) return false;

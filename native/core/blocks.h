@@ -153,6 +153,12 @@ struct BlockElements {
   double inverse = 1;  ///< 1 / cellsPerBlock: the block of a cell by a product, corrected to the exact quotient
 
   void assign(const BlocksView& v);
+  /// The same elements for every cell (the same layout)?
+  bool sameAs(const BlockElements& o) const {
+    return cellsPerBlock == o.cellsPerBlock && blockBase == o.blockBase && cellOffset == o.cellOffset;
+  }
+  /// One past the largest element.
+  std::size_t end() const;
   std::size_t of(std::size_t p) const {
     std::size_t b = std::size_t(double(p) * inverse);  // within one of p / cellsPerBlock (p < 2^53)
     if (b * cellsPerBlock > p) --b;

@@ -205,6 +205,8 @@ Status walkAndDownload(DeviceState& ds, const BlocksView& v, const BlockOutputs&
     while (c + 1 < chunks && cellFirst[c + 1] <= last) ++c;
     return ds.blk.chunkDone[c];
   };
+  // the walk's sums finished (physics/finish_k.h) and scattered into the caller's layout, each sorted cell's element
+  // made through the sorted order (BlockElements::of)
   const StagingRing::Drain drain = [&](const void* src, int k, std::size_t off, std::size_t len) {
     const double* sum = static_cast<const double*>(src);
     const std::uint32_t* order = ds.blk.hostOrder.data() + off / sizeof(double);
@@ -217,10 +219,38 @@ Status walkAndDownload(DeviceState& ds, const BlocksView& v, const BlockOutputs&
       else static_cast<double*>(dst[k])[e] = r;
     }
   };
+  // the same, the potential's elements also kept (ds.blk.hostElement) for the next solves
+  const StagingRing::Drain drainKeeping = [&](const void* src, int k, std::size_t off, std::size_t len) {
+    if (k != 0) return drain(src, k, off, len);
+    const double* sum = static_cast<const double*>(src);
+    const std::uint32_t* order = ds.blk.hostOrder.data() + off / sizeof(double);
+    std::uint32_t* made = ds.blk.hostElement.data() + off / sizeof(double);
+    const BlockElements& el = ds.blk.elements;
+    const std::size_t count = len / sizeof(double);
+    for (std::size_t t = 0; t < count; ++t) {
+      const double r = finishedPotential(sum[t], G, scale);
+      const std::size_t e = el.of(order[t]);
+      made[t] = std::uint32_t(e);
+      if (f32) static_cast<float*>(dst[k])[e] = float(r);
+      else static_cast<double*>(dst[k])[e] = r;
+    }
+  };
+  // the same with the kept elements: one read per cell
+  const StagingRing::Drain drainKept = [&](const void* src, int k, std::size_t off, std::size_t len) {
+    const double* sum = static_cast<const double*>(src);
+    const std::uint32_t* element = ds.blk.hostElement.data() + off / sizeof(double);
+    const std::size_t count = len / sizeof(double);
+    for (std::size_t t = 0; t < count; ++t) {
+      const double r = k == 0 ? finishedPotential(sum[t], G, scale) : finishedAcceleration(sum[t], G, invMass, s2);
+      if (f32) static_cast<float*>(dst[k])[element[t]] = float(r);
+      else static_cast<double*>(dst[k])[element[t]] = r;
+    }
+  };
   for (;;) {
     AG_TRY(launchChunkedPass(ds, cfg, blocks, p, groupFirst, ds.blk.chunkDone));
     AG_CUDA_TRY(cudaEventRecord(ds.events[5], s));
     double seconds = 0;
+    const bool orderKept = ds.blk.hostOrderValid;  // an unchanged mesh's
     if (!ds.blk.hostOrderValid) {  // the sorted order, on the copy stream while the walk runs (once per tree)
       const auto to = Clock::now();
       ds.blk.hostOrder.resize(n);
@@ -228,13 +258,27 @@ Status walkAndDownload(DeviceState& ds, const BlocksView& v, const BlockOutputs&
       const Transfer t{ds.blk.hostOrder.data(), ds.order, std::size_t(n) * sizeof(std::uint32_t)};
       AG_TRY(copyOut(ds, &t, 1, ds.copyStream));
       ds.blk.hostOrderValid = true;
+      ds.blk.hostElementValid = false;  // made from this order by this download
       seconds += since(to);
+    }
+    // the elements kept by an unchanged mesh's solve (a new mesh's drain, beside its walk, would pay the stores for
+    // nothing if the mesh changed again) while the sorted order and the layout are, for the next solves
+    const bool kept = ds.blk.hostElementValid && ds.blk.hostElementLayout.sameAs(ds.blk.elements);
+    const bool keep = !kept && orderKept && ds.blk.elements.end() <= (std::size_t(1) << 32);
+    if (keep) {
+      ds.blk.hostElementValid = false;
+      ds.blk.hostElement.resize(n);
     }
     AG_CUDA_TRY(cudaEventSynchronize(ds.blk.chunkDone[0]));  // the first results, and cellFirst
     const auto td = Clock::now();
     Transfer t[4];
     for (int k = 0; k < nout; ++k) t[k] = Transfer{nullptr, ds.sums[k], std::size_t(n) * sizeof(double)};
-    AG_TRY(copyOut(ds, t, nout, ds.copyStream, &drain, &gate, kResultPieceBytes));
+    AG_TRY(copyOut(ds, t, nout, ds.copyStream, kept ? &drainKept : keep ? &drainKeeping : &drain, &gate,
+                   kResultPieceBytes));
+    if (keep) {
+      ds.blk.hostElementLayout = ds.blk.elements;
+      ds.blk.hostElementValid = true;
+    }
     ds.stats.secondsDownload = seconds + since(td);
     WalkTally total;
     unsigned need = 0;

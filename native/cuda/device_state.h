@@ -90,6 +90,12 @@ struct BlockState {
   std::vector<std::uint32_t> hostOrder;
   bool hostOrderValid = false;
   BlockElements elements;
+  /// Each sorted cell's element in the caller's layout, made by the first unchanged mesh's download and kept while
+  /// the sorted order and the layout are (elements below 2^32): later solves' copy threads then scatter with one
+  /// read per cell instead of BlockElements::of (256^3 float64, unchanged mesh: the download 10.6-11.6 -> 8.8 ms)
+  std::vector<std::uint32_t> hostElement;
+  BlockElements hostElementLayout;  ///< the layout hostElement was made for
+  bool hostElementValid = false;
   cudaEvent_t chunkDone[kMaxResultChunks] = {};
 };
 

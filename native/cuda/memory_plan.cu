@@ -96,6 +96,8 @@ void releaseAll(DeviceState& ds) {
   }
   std::vector<std::uint32_t>().swap(ds.blk.hostOrder);
   ds.blk.hostOrderValid = false;
+  std::vector<std::uint32_t>().swap(ds.blk.hostElement);
+  ds.blk.hostElementValid = false;
   ds.letState.release(); ds.letCount.release(); ds.letOffset.release(); ds.letTotals.release();
   ds.letPacks.clear();
   ds.letPackBytes.clear();
