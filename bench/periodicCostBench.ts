@@ -10,8 +10,11 @@
  * (its defaults; the periodic solve's first call makes its far-image kernel, kept for the process) instead of the
  * tree; --method both measures the tree and the FMM in turn on the same grids in the one process (rows of each).
  *
+ * --threads T runs both solvers on T threads (default 0: every hardware thread); with 1 the CPU-time ratio is the
+ * cost on one core, free of how two threads share a machine.
+ *
  *   node dist/bench/periodicCostBench.js [--sizes 16,32,64,128] [--repeat 5] [--cache-dir DIR] [--accelerations]
- *                                        [--method tree|fmm|both] [--json]
+ *                                        [--method tree|fmm|both] [--threads T] [--json]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -29,6 +32,8 @@ const repeat = Number(arg('--repeat', '5'));
 const given = arg('--cache-dir', '');
 const json = process.argv.includes('--json');
 const accelerations = process.argv.includes('--accelerations');
+const threads = Number(arg('--threads', '0'));
+if (!Number.isInteger(threads) || threads < 0) throw new Error(`--threads: a whole number >= 0, got ${arg('--threads', '0')}`);
 const methodArg = arg('--method', 'tree');
 if (!['tree', 'fmm', 'both'].includes(methodArg)) throw new Error(`--method: tree, fmm or both, got ${methodArg}`);
 const methods = (methodArg === 'both' ? ['tree', 'fmm'] : [methodArg]) as ('tree' | 'fmm')[];
@@ -44,8 +49,8 @@ try {
     const cells = gridCells(n, rho);
     const reps = n >= 128 ? Math.max(2, Math.min(repeat, 3)) : repeat;
     for (const method of methods) {
-    const iso = new GravitySolver({ boundary: 'isolated', backend: 'cpu', accelerations, method });
-    const per = new GravitySolver({ boundary: 'periodic', backend: 'cpu', accelerations, method });
+    const iso = new GravitySolver({ boundary: 'isolated', backend: 'cpu', accelerations, method, threads });
+    const per = new GravitySolver({ boundary: 'periodic', backend: 'cpu', accelerations, method, threads });
     // wall seconds (stats) and the process's CPU seconds (all threads; less sensitive to a shared machine's load)
     const cpuOf = async (s: GravitySolver) => {
       const c0 = process.cpuUsage();
