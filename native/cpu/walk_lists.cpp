@@ -113,10 +113,10 @@ inline __attribute__((always_inline)) void fillCells(const SourceTree& t, const 
   std::size_t n = 0;
   for (const ListHit& h : L.leaves) n += t.cellCount[h.node];
   for (auto* v : {&L.cx, &L.cy, &L.cz, &L.cm}) v->resize(n);
-  if (Periodic) {
-    L.cCorrect.resize(n);
-    L.cSource.resize(n);
-  }
+  // the cells' places in the source tree only where lattice rows read them (cpu_walk.cpp latticeRows)
+  const bool sources = Periodic && L.sourceLattice;
+  if (Periodic) L.cCorrect.resize(n);
+  if (sources) L.cSource.resize(n);
   double *px = L.cx.data(), *py = L.cy.data(), *pz = L.cz.data(), *pm = L.cm.data();
   std::size_t o = 0;
   for (const ListHit& h : L.leaves) {
@@ -137,11 +137,8 @@ inline __attribute__((always_inline)) void fillCells(const SourceTree& t, const 
       }
     }
     for (std::uint32_t j = 0; j < m; ++j) pm[o + j] = t.cellMass[b + j];
-    if (Periodic)
-      for (std::uint32_t j = 0; j < m; ++j) {
-        L.cCorrect[o + j] = h.tag ? 0 : 1;
-        L.cSource[o + j] = b + j;
-      }
+    if (Periodic) for (std::uint32_t j = 0; j < m; ++j) L.cCorrect[o + j] = h.tag ? 0 : 1;
+    if (sources) for (std::uint32_t j = 0; j < m; ++j) L.cSource[o + j] = b + j;
     o += m;
   }
 }

@@ -66,7 +66,7 @@ struct WalkLists {
   ListVector<ListHit> accepted, leaves;  // the list builder's record (cpu/walk_lists.cpp)
   ListVector<double> nx, ny, nz, nm, q0, q1, q2, q3, q4, q5;  // accepted nodes
   ListVector<double> cx, cy, cz, cm;                          // cells of opened leaves
-  ListVector<std::uint32_t> cSource;      // periodic walks: each of those cells' index in the source tree
+  ListVector<std::uint32_t> cSource;      // with sourceLattice: each of those cells' index in the source tree
   ListVector<double> ns;                  // accepted nodes' second moments (periodic walks only)
   ListVector<double> nd;                  // accepted nodes' dipoles, 3 each (signed sources only)
   // periodic walks: does accepted node / cell k add its own correction? (not below a hoisted node)
