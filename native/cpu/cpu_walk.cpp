@@ -141,10 +141,15 @@ inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists
   const std::size_t nl = L.latNodes.size();
   L.latW8.resize(kBatch * 8);
   L.latW2.resize(kBatch * 8 * 2);
+  L.latW2x4.resize(kBatch * 8);
+  LatticeCoef8* W2x4 = L.latW2x4.data();
   L.latCode.resize(2 * std::size_t(kBatch) * nt);
   LatticeCoef8* W8 = L.latW8.data();
   int single[kBatch];
-  bool byRow[kBatch];  // a lattice block's node seen in one octant: by rows (each row's first point, the step in x)
+  // a lattice block's node on one side of the block in x: by rows (+1 or -1, the step of the rows' points in x); inside
+  // the block's x range: kStraddle + c (cells 0..c see it in the negative x octant); else per cell (0)
+  constexpr int kStraddle = 2;
+  std::int8_t byRow[kBatch];
   double* W2 = L.latW2.data();
   // per pair (node kk, cell i) at kk * nt + i: the lattice point of psi's coefficients, and the node's weights
   // for the pair's octant (kk * 8 + octant), each split 8 + 2 as the lattice is
@@ -152,7 +157,10 @@ inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists
   std::int32_t* offW = offD + std::size_t(kBatch) * nt;
   V8d acc8[kMaxGroup];
   V2d acc2[kMaxGroup];
+  // the rows' last two coefficients, four cells to a vector (cells in order up, in reverse order down)
+  V8d accUp[kMaxGroup / kLatticeRun], accDown[kMaxGroup / kLatticeRun];
   for (int i = 0; i < nt; ++i) { acc8[i] = V8d{}; acc2[i] = V2d{}; }
+  for (int r = 0; r < nt / kLatticeRun; ++r) { accUp[r] = V8d{}; accDown[r] = V8d{}; }
   double lo[3] = {tx[0], ty[0], tz[0]}, hi[3] = {tx[0], ty[0], tz[0]};  // the cells' extent
   for (int i = 1; i < nt; ++i) {
     lo[0] = std::min(lo[0], tx[i]); lo[1] = std::min(lo[1], ty[i]); lo[2] = std::min(lo[2], tz[i]);
@@ -183,6 +191,8 @@ inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists
         double* wt = W2 + 2 * (kk * 8 + oct);
         wo[0] = w[0]; wo[1] = ex * w[1]; wo[2] = ey * w[2]; wo[3] = ez * w[3]; wo[4] = w[4];
         wo[5] = ex * ey * w[5]; wo[6] = ex * ez * w[6]; wo[7] = w[7]; wt[0] = ey * ez * w[8]; wt[1] = w[9];
+        double* w4 = W2x4[kk * 8 + oct].v;
+        for (int r = 0; r < kLatticeRun; ++r) { w4[2 * r] = wt[0]; w4[2 * r + 1] = wt[1]; }
       }
       // each cell's point: its coefficients' offset in the lattice and its octant. In lattice indices (cells at
       // k dx, the node at (n + 1/2) dx from the cells' origin) the separation is (d - 1/2) dx, d = k - n: the
@@ -191,16 +201,17 @@ inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists
       const std::int32_t *ix = it[0], *iy = it[1], *iz = it[2];
       std::int32_t* od = offD + std::size_t(kk) * nt;
       std::int32_t* ow = offW + std::size_t(kk) * nt;
-      byRow[kk] = false;
-      if (block && single[kk] >= 0) {
-        // the cells in the block's order (x fastest, rows of kLatticeRun): along a row the point's x index moves by
-        // one, up when the node lies below the row in x (d > 0), else down; od holds each row's first point and
-        // ow[0] the step
-        const int dx0 = ix[0] - nx, step = dx0 > 0 ? 1 : -1;
-        const int kx0 = dx0 > 0 ? dx0 - 1 : -dx0, kxLast = kx0 + step * (kLatticeRun - 1);
-        if ((kx0 > kxLast ? kx0 : kxLast) <= m0) {  // no point of the row clamped (else per cell, below)
-          byRow[kk] = true;
-          ow[0] = step;
+      byRow[kk] = 0;
+      if (block) {
+        // the cells in the block's order (x fastest, rows of kLatticeRun, every row over the same x points). A node on
+        // one side of the block in x: along a row the point's x index moves by one, up when the node lies below the
+        // row (d > 0), else down, and the row's cells share one octant (y and z are the row's). od holds each row's
+        // first point, ow each row's weights; nodes with the block on both sides in x go per cell, below
+        const int dx0 = ix[0] - nx, dxLast = dx0 + kLatticeRun - 1;
+        if (dx0 <= 0 && dxLast > 0 && m0 >= kLatticeRun) {
+          // the node inside the block's x range: cells up to c = -dx0 see it at x points c - i (the negative x
+          // octant), the rest at i - c - 1; od holds each row's point at x index 0, ow its positive-x weights
+          byRow[kk] = std::int8_t(kStraddle - dx0);
           const int rows = block->by * block->bz;
           for (int r = 0; r < rows; ++r) {
             const int i = kLatticeRun * r;
@@ -208,9 +219,28 @@ inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists
             int ky = dy > 0 ? dy - 1 : -dy, kz = dz > 0 ? dz - 1 : -dz;
             ky = ky > m1 ? m1 : ky;
             kz = kz > m2 ? m2 : kz;
-            od[r] = kx0 + s0 * (ky + s1 * kz);
+            od[r] = s0 * (ky + s1 * kz);
+            ow[r] = kk * 8 + ((dy > 0 ? 0 : 2) | (dz > 0 ? 0 : 4));
           }
           continue;
+        }
+        if (dx0 > 0 || dxLast <= 0) {
+          const int step = dx0 > 0 ? 1 : -1;
+          const int kx0 = dx0 > 0 ? dx0 - 1 : -dx0, kxLast = kx0 + step * (kLatticeRun - 1);
+          if ((kx0 > kxLast ? kx0 : kxLast) <= m0) {  // no point of the row clamped (else per cell, below)
+            byRow[kk] = std::int8_t(step);
+            const int rows = block->by * block->bz, octX = dx0 > 0 ? 0 : 1;
+            for (int r = 0; r < rows; ++r) {
+              const int i = kLatticeRun * r;
+              const int dy = iy[i] - ny, dz = iz[i] - nz;
+              int ky = dy > 0 ? dy - 1 : -dy, kz = dz > 0 ? dz - 1 : -dz;
+              ky = ky > m1 ? m1 : ky;
+              kz = kz > m2 ? m2 : kz;
+              od[r] = kx0 + s0 * (ky + s1 * kz);
+              ow[r] = kk * 8 + (octX | (dy > 0 ? 0 : 2) | (dz > 0 ? 0 : 4));
+            }
+            continue;
+          }
         }
       }
 #pragma GCC ivdep
@@ -232,18 +262,66 @@ inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists
     for (; i0 + 4 <= nt; i0 += 4) {
       V8d a0 = acc8[i0], a1 = acc8[i0 + 1], a2 = acc8[i0 + 2], a3 = acc8[i0 + 3];
       V2d b0 = acc2[i0], b1 = acc2[i0 + 1], b2 = acc2[i0 + 2], b3 = acc2[i0 + 3];
+      V8d rowUp = accUp[i0 / kLatticeRun], rowDown = accDown[i0 / kLatticeRun];
       for (int kk = 0; kk < nb; ++kk) {
-        if (byRow[kk]) {  // one row of the block: four consecutive points (up or down), one octant's weights
-          const int so = single[kk], d = offW[std::size_t(kk) * nt];
-          const int o = offD[std::size_t(kk) * nt + i0 / kLatticeRun];
-          V8d w8;
-          V2d w2;
+        const int mode = byRow[kk];
+        if (mode >= kStraddle) {  // one row of the block about the node in x: two octants' weights, points by cell
+          const std::size_t at = std::size_t(kk) * nt + i0 / kLatticeRun;
+          const int o = offD[at], so = offW[at];
+          V8d wp, wn;
+          V2d w2p, w2n;
+          __builtin_memcpy(&wp, W8[so].v, sizeof wp);
+          __builtin_memcpy(&wn, W8[so + 1].v, sizeof wn);
+          __builtin_memcpy(&w2p, W2 + 2 * so, sizeof w2p);
+          __builtin_memcpy(&w2n, W2 + 2 * (so + 1), sizeof w2n);
+          const LatticeCoef8* q = lc8 + o;
+          const double* q2 = lc2 + 2 * o;
+          if (mode == kStraddle) {  // x points 0 | 0 1 2
+            latticePairW(q[0], q2, wn, w2n, a0, b0);
+            latticePairW(q[0], q2, wp, w2p, a1, b1);
+            latticePairW(q[1], q2 + 2, wp, w2p, a2, b2);
+            latticePairW(q[2], q2 + 4, wp, w2p, a3, b3);
+          } else if (mode == kStraddle + 1) {  // 1 0 | 0 1
+            latticePairW(q[1], q2 + 2, wn, w2n, a0, b0);
+            latticePairW(q[0], q2, wn, w2n, a1, b1);
+            latticePairW(q[0], q2, wp, w2p, a2, b2);
+            latticePairW(q[1], q2 + 2, wp, w2p, a3, b3);
+          } else {  // 2 1 0 | 0
+            latticePairW(q[2], q2 + 4, wn, w2n, a0, b0);
+            latticePairW(q[1], q2 + 2, wn, w2n, a1, b1);
+            latticePairW(q[0], q2, wn, w2n, a2, b2);
+            latticePairW(q[0], q2, wp, w2p, a3, b3);
+          }
+          continue;
+        }
+        if (mode) {  // one row of the block: four consecutive points (up or down), one octant's weights
+          const std::size_t at = std::size_t(kk) * nt + i0 / kLatticeRun;
+          const int o = offD[at], so = offW[at];
+          V8d w8, w2x4;
           __builtin_memcpy(&w8, W8[so].v, sizeof w8);
-          __builtin_memcpy(&w2, W2 + 2 * so, sizeof w2);
-          latticePairW(lc8[o], lc2 + 2 * o, w8, w2, a0, b0);
-          latticePairW(lc8[o + d], lc2 + 2 * (o + d), w8, w2, a1, b1);
-          latticePairW(lc8[o + 2 * d], lc2 + 2 * (o + 2 * d), w8, w2, a2, b2);
-          latticePairW(lc8[o + 3 * d], lc2 + 2 * (o + 3 * d), w8, w2, a3, b3);
+          __builtin_memcpy(&w2x4, W2x4[so].v, sizeof w2x4);
+          const LatticeCoef8* q = lc8 + o;
+          V8d d0, d1, d2, d3, e;
+          if (mode > 0) {
+            // the four points' last two coefficients lie side by side: one load, cells in order
+            __builtin_memcpy(&d0, q[0].v, sizeof d0);
+            __builtin_memcpy(&d1, q[1].v, sizeof d1);
+            __builtin_memcpy(&d2, q[2].v, sizeof d2);
+            __builtin_memcpy(&d3, q[3].v, sizeof d3);
+            __builtin_memcpy(&e, lc2 + 2 * o, sizeof e);
+            rowUp += e * w2x4;
+          } else {
+            __builtin_memcpy(&d0, q[0].v, sizeof d0);
+            __builtin_memcpy(&d1, q[-1].v, sizeof d1);
+            __builtin_memcpy(&d2, q[-2].v, sizeof d2);
+            __builtin_memcpy(&d3, q[-3].v, sizeof d3);
+            __builtin_memcpy(&e, lc2 + 2 * (o - 3), sizeof e);  // cells in reverse order
+            rowDown += e * w2x4;
+          }
+          a0 += d0 * w8;
+          a1 += d1 * w8;
+          a2 += d2 * w8;
+          a3 += d3 * w8;
           continue;
         }
         const std::int32_t* od = offD + std::size_t(kk) * nt + i0;
@@ -267,6 +345,8 @@ inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists
       }
       acc8[i0] = a0; acc8[i0 + 1] = a1; acc8[i0 + 2] = a2; acc8[i0 + 3] = a3;
       acc2[i0] = b0; acc2[i0 + 1] = b1; acc2[i0 + 2] = b2; acc2[i0 + 3] = b3;
+      accUp[i0 / kLatticeRun] = rowUp;
+      accDown[i0 / kLatticeRun] = rowDown;
     }
     for (; i0 < nt; ++i0) {
       V8d a = acc8[i0];
@@ -282,7 +362,14 @@ inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists
   for (int i = 0; i < nt; ++i) {
     const V8d a = acc8[i];
     const V2d c = acc2[i];
-    p[i] += ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])) + (c[0] + c[1]);
+    double rows = 0;
+    if (i < nt / kLatticeRun * kLatticeRun) {
+      const V8d& u = accUp[i / kLatticeRun];
+      const V8d& d = accDown[i / kLatticeRun];
+      const int j = i % kLatticeRun, jr = kLatticeRun - 1 - j;
+      rows = (u[2 * j] + u[2 * j + 1]) + (d[2 * jr] + d[2 * jr + 1]);
+    }
+    p[i] += ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])) + (c[0] + c[1]) + rows;
   }
 }
 
