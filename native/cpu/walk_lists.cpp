@@ -3,6 +3,8 @@
 /// expansion choice round here exactly as on the device.
 #include "cpu/walk_lists.h"
 
+#include <cassert>
+
 #include "ewald/expansion_k.h"
 #include "physics/image_k.h"
 #include "physics/interact_k.h"
@@ -61,6 +63,66 @@ inline __attribute__((always_inline)) void classifyNode(const SourceTree& t, con
   }
   e.state = std::uint8_t((nodeIsEmpty(R) ? ListEntry::kEmpty : 0) | (usable ? ListEntry::kUsable : 0) |
                          (hoistable ? ListEntry::kHoistable : 0) | (accepts ? ListEntry::kAccepts : 0));
+}
+
+/// classifyNode's tests for a node's children (at most 8), lane by lane: each test a loop over the children, which
+/// vectorises (the same operations, each rounded on its own: the same bits). `tag` is the children's image tag (below
+/// a hoisted node), the same for all; the entries go to out[nc - 1 - k] (pushed in reverse, visited in key order).
+template <bool Periodic>
+inline __attribute__((always_inline)) void classifyChildren(const SourceTree& t, const EwaldTableView* v,
+                                                            const double* glo, const double* ghi, std::uint32_t cb,
+                                                            int nc, unsigned tag, ListEntry* out) {
+  constexpr int W = 8;
+  assert(nc <= W);
+  alignas(64) double c[3][W], R[W], k[3][W];
+  alignas(64) std::int64_t usable[W], hoistable[W], accepts[W];
+  for (int j = 0; j < W; ++j) {  // lanes past the children: a zero node, never written out
+    const bool in = j < nc;
+    const std::size_t i = cb + std::uint32_t(in ? j : 0);
+    R[j] = in ? t.macRadius[i] : 0.0;
+    for (int d = 0; d < 3; ++d) {
+      c[d][j] = in ? t.com[3 * i + d] : 0.0;
+      k[d][j] = 0;
+    }
+    usable[j] = 1;
+    hoistable[j] = Periodic && !tag;
+  }
+  if (Periodic && tag) {  // below a hoisted node: that node's image, no test
+    for (int d = 0; d < 3; ++d)
+      for (int j = 0; j < W; ++j) c[d][j] = taggedImage(c[d][j], tag, d, v->period[d]);
+  } else if (Periodic) {
+    for (int d = 0; d < 3; ++d) {
+      const double P = v->period[d];
+      if (P <= 0) continue;
+      const double invP = v->invPeriod[d], reach = v->reach[d], lo = glo[d], hi = ghi[d];
+#pragma GCC unroll 1
+#pragma GCC ivdep
+      for (int j = 0; j < W; ++j) {
+        double sh, kk;
+        bool u, h;
+        periodicAxisImage(P, invP, reach, lo, hi, c[d][j], R[j], sh, kk, u, h);
+        c[d][j] = sh;
+        k[d][j] = kk;
+        usable[j] &= std::int64_t(u);
+        hoistable[j] &= std::int64_t(h);
+      }
+    }
+  }
+#pragma GCC unroll 1
+#pragma GCC ivdep
+  for (int j = 0; j < W; ++j) accepts[j] = macAccepts(c[0][j], c[1][j], c[2][j], R[j], glo, ghi);
+  for (int j = 0; j < nc; ++j) {
+    ListEntry& e = out[nc - 1 - j];
+    e.node = cb + std::uint32_t(j);
+    e.tag = std::uint8_t(tag);
+    for (int d = 0; d < 3; ++d) {
+      e.com[d] = c[d][j];
+      e.image[d] = int(k[d][j]);
+    }
+    const bool ok = usable[j];
+    e.state = std::uint8_t((nodeIsEmpty(R[j]) ? ListEntry::kEmpty : 0) | (ok ? ListEntry::kUsable : 0) |
+                           (ok && hoistable[j] ? ListEntry::kHoistable : 0) | (accepts[j] ? ListEntry::kAccepts : 0));
+  }
 }
 
 /// The accepted nodes' arrays, in the order the walk accepted them: com at the image the group sees, mass,
@@ -197,17 +259,15 @@ inline __attribute__((always_inline)) void buildListsImpl(const SourceTree& t, c
       const int nc = int(t.childCount[i]);
       const std::size_t top = stack.size();
       stack.resize(top + std::size_t(nc));
-      ListEntry* out = stack.data() + top;
-      for (int k = 0; k < nc; ++k)
-        classifyNode<Periodic>(t, view, glo, ghi, cb + std::uint32_t(k), childTag, out[nc - 1 - k]);
+      classifyChildren<Periodic>(t, view, glo, ghi, cb, nc, childTag, stack.data() + top);
     }
   }
   fillNodes<Periodic>(t, halfUpper, L);
   fillCells<Periodic>(t, view, L);
 }
 
-// The periodic walk's lists in clones for AVX2 and the baseline, picked at load time (ifunc): with SSE4.1 the image
-// test's rint is one instruction instead of a branchy sequence. Contraction stays off in every clone (this file's
+// The walk's lists in clones for AVX2 and the baseline, picked at load time (ifunc): the children's tests run four
+// lanes at a time, and with SSE4.1 the image test's rint is one instruction instead of a branchy sequence. Contraction stays off in every clone (this file's
 // flags), so each clone rounds every operation on its own, as the device's rules do: the same lists.
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
 #define AG_LIST_CLONES __attribute__((target_clones("avx2", "default")))
@@ -218,6 +278,10 @@ AG_LIST_CLONES void buildPeriodicLists(const SourceTree& t, const SortedCells& c
                                        bool vote, bool halfUpper, bool hoist, WalkLists& L) {
   buildListsImpl<true>(t, c, g, gi, vote, halfUpper, hoist, L);
 }
+AG_LIST_CLONES void buildIsolatedLists(const SourceTree& t, const SortedCells& c, const Groups& g, std::size_t gi,
+                                       bool vote, bool halfUpper, bool hoist, WalkLists& L) {
+  buildListsImpl<false>(t, c, g, gi, vote, halfUpper, hoist, L);
+}
 
 }  // namespace
 
@@ -225,7 +289,7 @@ template <bool Periodic>
 void buildLists(const SourceTree& t, const SortedCells& c, const Groups& g, std::size_t gi, bool vote, bool halfUpper,
                 bool hoist, WalkLists& L) {
   if (Periodic) buildPeriodicLists(t, c, g, gi, vote, halfUpper, hoist, L);
-  else buildListsImpl<false>(t, c, g, gi, vote, halfUpper, hoist, L);
+  else buildIsolatedLists(t, c, g, gi, vote, halfUpper, hoist, L);
 }
 
 template void buildLists<false>(const SourceTree&, const SortedCells&, const Groups&, std::size_t, bool, bool, bool,
