@@ -14,13 +14,12 @@
 #include "physics/interact_k.h"
 #include "cpu/cpu_walk.h"
 #include "cpu/ewald_lattice.h"
+#include "cpu/lattice_eval.h"
 #include "cpu/walk_lists.h"
 #include "core/thread_pool.h"
 
 namespace amrgrav {
 namespace {
-
-constexpr int kMaxGroup = 256;
 
 /// The expansion's coefficients a (ewald/expansion_k.h) of a group's lists: accepted nodes that add their
 /// own correction, hoisted nodes, and cells that add their own (seen through their image nearest the centre).
@@ -88,375 +87,6 @@ inline __attribute__((always_inline)) void ewaldExpansionTerms(const WalkLists& 
   }
 }
 
-/// Potentials of signed sources' nodes on the node lattice (cpu/ewald_lattice.h), a batch of nodes at a time: each
-/// (cell, node) pair is psi's 10 coefficients at the separation (a cache line of 8 and 2 more, not 10 gathered
-/// values) times the node's weights for that octant, summed per coefficient over the nodes and once over the
-/// coefficients per cell (each cell's sums in node order, whatever the blocking). The weights are ewaldNodeTerms's potential: m, -p, and (q + S 1)/6 with the off-diagonal
-/// quadrupole doubled, times the octant's signs (C even along every axis: gradients odd, the Hessian's off-diagonal
-/// terms by the product of two signs). The sum's order is fixed: the same for any thread count.
-typedef double V8d __attribute__((vector_size(64)));
-typedef double V2d __attribute__((vector_size(16)));
-typedef double V4d __attribute__((vector_size(32)));
-/// One lattice pair with the weights already loaded.
-inline __attribute__((always_inline)) void latticePairW(const LatticeCoef8& d8p, const double* d2p, V8d w8, V2d w2,
-                                                        V8d& a, V2d& b) {
-  V8d d8;
-  V2d d2;
-  __builtin_memcpy(&d8, d8p.v, sizeof d8);
-  __builtin_memcpy(&d2, d2p, sizeof d2);
-  a += d8 * w8;
-  b += d2 * w2;
-}
-/// One lattice pair: psi's 10 coefficients (8 at d8, 2 at d2) times the weights (w8, w2), added to the cell's
-/// partial sums.
-inline __attribute__((always_inline)) void latticePair(const LatticeCoef8& d8p, const double* d2p,
-                                                       const LatticeCoef8& w8p, const double* w2p, V8d& a, V2d& b) {
-  V8d d8, w8;
-  V2d d2, w2;
-  __builtin_memcpy(&d8, d8p.v, sizeof d8);
-  __builtin_memcpy(&w8, w8p.v, sizeof w8);
-  __builtin_memcpy(&d2, d2p, sizeof d2);
-  __builtin_memcpy(&w2, w2p, sizeof w2);
-  a += d8 * w8;
-  b += d2 * w2;
-}
-/// A group whose cells fill a block of lattice points kLatticeRun wide along x (the groups of uniform grids, and of a
-/// mesh's finest blocks), its cells in the block's order: x fastest, then `by` rows along y and `bz` along z. Such a
-/// group reads each source cell's values a row at a time (EwaldCellLattice::rows: one load of kLatticeRun values),
-/// and the nodes it sees in one octant by rows of consecutive lattice points (latticeNodePotentials).
-struct LatticeBlock {
-  int by = 0, bz = 0;
-};
-
-template <int Order, bool Dipole>
-inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists& L, const double* tx,
-                                                                 const double* ty, const double* tz,
-                                                                 const std::int32_t* const* it, int nt, double* p,
-                                                                 const LatticeBlock* block) {
-  constexpr int kBatch = 64;
-  const EwaldNodeLattice& lat = *L.nodeLattice;
-  const LatticeCoef8* lc8 = lat.c8.data();
-  const double* lc2 = lat.c2.data();
-  const int m0 = lat.n[0], m1 = lat.n[1], m2 = lat.n[2], s0 = m0 + 1, s1 = m1 + 1;
-  const std::size_t nl = L.latNodes.size();
-  L.latW8.resize(kBatch * 8);
-  L.latW2.resize(kBatch * 8 * 2);
-  L.latW2x4.resize(kBatch * 8);
-  LatticeCoef8* W2x4 = L.latW2x4.data();
-  L.latCode.resize(2 * std::size_t(kBatch) * nt);
-  LatticeCoef8* W8 = L.latW8.data();
-  int single[kBatch];
-  // a lattice block's node on one side of the block in x: by rows (+1 or -1, the step of the rows' points in x); inside
-  // the block's x range: kStraddle + c (cells 0..c see it in the negative x octant); else per cell (0)
-  constexpr int kStraddle = 2;
-  std::int8_t byRow[kBatch];
-  double* W2 = L.latW2.data();
-  // per pair (node kk, cell i) at kk * nt + i: the lattice point of psi's coefficients, and the node's weights
-  // for the pair's octant (kk * 8 + octant), each split 8 + 2 as the lattice is
-  std::int32_t* offD = L.latCode.data();
-  std::int32_t* offW = offD + std::size_t(kBatch) * nt;
-  V8d acc8[kMaxGroup];
-  V2d acc2[kMaxGroup];
-  // the rows' last two coefficients, four cells to a vector (cells in order up, in reverse order down)
-  V8d accUp[kMaxGroup / kLatticeRun], accDown[kMaxGroup / kLatticeRun];
-  for (int i = 0; i < nt; ++i) { acc8[i] = V8d{}; acc2[i] = V2d{}; }
-  for (int r = 0; r < nt / kLatticeRun; ++r) { accUp[r] = V8d{}; accDown[r] = V8d{}; }
-  double lo[3] = {tx[0], ty[0], tz[0]}, hi[3] = {tx[0], ty[0], tz[0]};  // the cells' extent
-  for (int i = 1; i < nt; ++i) {
-    lo[0] = std::min(lo[0], tx[i]); lo[1] = std::min(lo[1], ty[i]); lo[2] = std::min(lo[2], tz[i]);
-    hi[0] = std::max(hi[0], tx[i]); hi[1] = std::max(hi[1], ty[i]); hi[2] = std::max(hi[2], tz[i]);
-  }
-  for (std::size_t b0 = 0; b0 < nl; b0 += kBatch) {
-    const int nb = int(std::min<std::size_t>(kBatch, nl - b0));
-    for (int kk = 0; kk < nb; ++kk) {
-      const std::size_t k = L.latNodes[b0 + kk];
-      const double sx = L.nx[k], sy = L.ny[k], sz = L.nz[k];
-      // the weights (the potential-only list holds half-upper quadrupoles: h = q/2 on the diagonal)
-      const double S = L.ns[k], sixth = 1.0 / 6.0;
-      double w[10] = {L.nm[k], 0, 0, 0, 0, 0, 0, 0, 0, 0};
-      if (Dipole) { w[1] = -L.nd[3 * k]; w[2] = -L.nd[3 * k + 1]; w[3] = -L.nd[3 * k + 2]; }
-      if (Order >= 2) {
-        w[4] = sixth * (2 * L.q0[k] + S); w[5] = sixth * (2 * L.q1[k]); w[6] = sixth * (2 * L.q2[k]);
-        w[7] = sixth * (2 * L.q3[k] + S); w[8] = sixth * (2 * L.q4[k]); w[9] = sixth * (2 * L.q5[k] + S);
-      }
-      // the octants some cell of the group sees the node in (dx < 0 exactly when tx < sx): far nodes have one
-      const int neg = (lo[0] < sx ? 1 : 0) | (lo[1] < sy ? 2 : 0) | (lo[2] < sz ? 4 : 0);
-      const int pos = (hi[0] >= sx ? 1 : 0) | (hi[1] >= sy ? 2 : 0) | (hi[2] >= sz ? 4 : 0);
-      // one octant for every cell (neg and pos complementary): one read of the weights serves four pairs below
-      single[kk] = (neg ^ pos) == 7 ? (kk * 8 + neg) : -1;
-      for (int oct = 0; oct < 8; ++oct) {
-        if ((oct & ~neg) | (~oct & ~pos & 7)) continue;  // an axis's sign no cell has
-        const double ex = oct & 1 ? -1.0 : 1.0, ey = oct & 2 ? -1.0 : 1.0, ez = oct & 4 ? -1.0 : 1.0;
-        double* wo = W8[kk * 8 + oct].v;
-        double* wt = W2 + 2 * (kk * 8 + oct);
-        wo[0] = w[0]; wo[1] = ex * w[1]; wo[2] = ey * w[2]; wo[3] = ez * w[3]; wo[4] = w[4];
-        wo[5] = ex * ey * w[5]; wo[6] = ex * ez * w[6]; wo[7] = w[7]; wt[0] = ey * ez * w[8]; wt[1] = w[9];
-        double* w4 = W2x4[kk * 8 + oct].v;
-        for (int r = 0; r < kLatticeRun; ++r) { w4[2 * r] = wt[0]; w4[2 * r + 1] = wt[1]; }
-      }
-      // each cell's point: its coefficients' offset in the lattice and its octant. In lattice indices (cells at
-      // k dx, the node at (n + 1/2) dx from the cells' origin) the separation is (d - 1/2) dx, d = k - n: the
-      // point floor(|d - 1/2|), negative when d <= 0 (as |t - s| / dx and t - s < 0 give them in doubles)
-      const int nx = lat.index(sx, 0), ny = lat.index(sy, 1), nz = lat.index(sz, 2);
-      const std::int32_t *ix = it[0], *iy = it[1], *iz = it[2];
-      std::int32_t* od = offD + std::size_t(kk) * nt;
-      std::int32_t* ow = offW + std::size_t(kk) * nt;
-      byRow[kk] = 0;
-      if (block) {
-        // the cells in the block's order (x fastest, rows of kLatticeRun, every row over the same x points). A node on
-        // one side of the block in x: along a row the point's x index moves by one, up when the node lies below the
-        // row (d > 0), else down, and the row's cells share one octant (y and z are the row's). od holds each row's
-        // first point, ow each row's weights; nodes with the block on both sides in x go per cell, below
-        const int dx0 = ix[0] - nx, dxLast = dx0 + kLatticeRun - 1;
-        if (dx0 <= 0 && dxLast > 0 && m0 >= kLatticeRun) {
-          // the node inside the block's x range: cells up to c = -dx0 see it at x points c - i (the negative x
-          // octant), the rest at i - c - 1; od holds each row's point at x index 0, ow its positive-x weights
-          byRow[kk] = std::int8_t(kStraddle - dx0);
-          const int rows = block->by * block->bz;
-          for (int r = 0; r < rows; ++r) {
-            const int i = kLatticeRun * r;
-            const int dy = iy[i] - ny, dz = iz[i] - nz;
-            int ky = dy > 0 ? dy - 1 : -dy, kz = dz > 0 ? dz - 1 : -dz;
-            ky = ky > m1 ? m1 : ky;
-            kz = kz > m2 ? m2 : kz;
-            od[r] = s0 * (ky + s1 * kz);
-            ow[r] = kk * 8 + ((dy > 0 ? 0 : 2) | (dz > 0 ? 0 : 4));
-          }
-          continue;
-        }
-        if (dx0 > 0 || dxLast <= 0) {
-          const int step = dx0 > 0 ? 1 : -1;
-          const int kx0 = dx0 > 0 ? dx0 - 1 : -dx0, kxLast = kx0 + step * (kLatticeRun - 1);
-          if ((kx0 > kxLast ? kx0 : kxLast) <= m0) {  // no point of the row clamped (else per cell, below)
-            byRow[kk] = std::int8_t(step);
-            const int rows = block->by * block->bz, octX = dx0 > 0 ? 0 : 1;
-            for (int r = 0; r < rows; ++r) {
-              const int i = kLatticeRun * r;
-              const int dy = iy[i] - ny, dz = iz[i] - nz;
-              int ky = dy > 0 ? dy - 1 : -dy, kz = dz > 0 ? dz - 1 : -dz;
-              ky = ky > m1 ? m1 : ky;
-              kz = kz > m2 ? m2 : kz;
-              od[r] = kx0 + s0 * (ky + s1 * kz);
-              ow[r] = kk * 8 + (octX | (dy > 0 ? 0 : 2) | (dz > 0 ? 0 : 4));
-            }
-            continue;
-          }
-        }
-      }
-#pragma GCC ivdep
-      for (int i = 0; i < nt; ++i) {
-        const int dx = ix[i] - nx, dy = iy[i] - ny, dz = iz[i] - nz;
-        int kx = dx > 0 ? dx - 1 : -dx, ky = dy > 0 ? dy - 1 : -dy, kz = dz > 0 ? dz - 1 : -dz;
-        kx = kx > m0 ? m0 : kx;
-        ky = ky > m1 ? m1 : ky;
-        kz = kz > m2 ? m2 : kz;
-        const int oct = (dx > 0 ? 0 : 1) | (dy > 0 ? 0 : 2) | (dz > 0 ? 0 : 4);
-        od[i] = kx + s0 * (ky + s1 * kz);
-        ow[i] = kk * 8 + oct;
-      }
-    }
-    // four cells at a time, the batch's nodes in turn (each cell's sum in node order, as before): the four cells'
-    // sums stay in registers, and a pair is two offset loads, its 80 bytes of psi, its weights and two fused
-    // multiply-adds
-    int i0 = 0;
-    for (; i0 + 4 <= nt; i0 += 4) {
-      V8d a0 = acc8[i0], a1 = acc8[i0 + 1], a2 = acc8[i0 + 2], a3 = acc8[i0 + 3];
-      V2d b0 = acc2[i0], b1 = acc2[i0 + 1], b2 = acc2[i0 + 2], b3 = acc2[i0 + 3];
-      V8d rowUp = accUp[i0 / kLatticeRun], rowDown = accDown[i0 / kLatticeRun];
-      for (int kk = 0; kk < nb; ++kk) {
-        const int mode = byRow[kk];
-        if (mode >= kStraddle) {  // one row of the block about the node in x: two octants' weights, points by cell
-          const std::size_t at = std::size_t(kk) * nt + i0 / kLatticeRun;
-          const int o = offD[at], so = offW[at];
-          V8d wp, wn;
-          V2d w2p, w2n;
-          __builtin_memcpy(&wp, W8[so].v, sizeof wp);
-          __builtin_memcpy(&wn, W8[so + 1].v, sizeof wn);
-          __builtin_memcpy(&w2p, W2 + 2 * so, sizeof w2p);
-          __builtin_memcpy(&w2n, W2 + 2 * (so + 1), sizeof w2n);
-          const LatticeCoef8* q = lc8 + o;
-          const double* q2 = lc2 + 2 * o;
-          if (mode == kStraddle) {  // x points 0 | 0 1 2
-            latticePairW(q[0], q2, wn, w2n, a0, b0);
-            latticePairW(q[0], q2, wp, w2p, a1, b1);
-            latticePairW(q[1], q2 + 2, wp, w2p, a2, b2);
-            latticePairW(q[2], q2 + 4, wp, w2p, a3, b3);
-          } else if (mode == kStraddle + 1) {  // 1 0 | 0 1
-            latticePairW(q[1], q2 + 2, wn, w2n, a0, b0);
-            latticePairW(q[0], q2, wn, w2n, a1, b1);
-            latticePairW(q[0], q2, wp, w2p, a2, b2);
-            latticePairW(q[1], q2 + 2, wp, w2p, a3, b3);
-          } else {  // 2 1 0 | 0
-            latticePairW(q[2], q2 + 4, wn, w2n, a0, b0);
-            latticePairW(q[1], q2 + 2, wn, w2n, a1, b1);
-            latticePairW(q[0], q2, wn, w2n, a2, b2);
-            latticePairW(q[0], q2, wp, w2p, a3, b3);
-          }
-          continue;
-        }
-        if (mode) {  // one row of the block: four consecutive points (up or down), one octant's weights
-          const std::size_t at = std::size_t(kk) * nt + i0 / kLatticeRun;
-          const int o = offD[at], so = offW[at];
-          V8d w8, w2x4;
-          __builtin_memcpy(&w8, W8[so].v, sizeof w8);
-          __builtin_memcpy(&w2x4, W2x4[so].v, sizeof w2x4);
-          const LatticeCoef8* q = lc8 + o;
-          V8d d0, d1, d2, d3, e;
-          if (mode > 0) {
-            // the four points' last two coefficients lie side by side: one load, cells in order
-            __builtin_memcpy(&d0, q[0].v, sizeof d0);
-            __builtin_memcpy(&d1, q[1].v, sizeof d1);
-            __builtin_memcpy(&d2, q[2].v, sizeof d2);
-            __builtin_memcpy(&d3, q[3].v, sizeof d3);
-            __builtin_memcpy(&e, lc2 + 2 * o, sizeof e);
-            rowUp += e * w2x4;
-          } else {
-            __builtin_memcpy(&d0, q[0].v, sizeof d0);
-            __builtin_memcpy(&d1, q[-1].v, sizeof d1);
-            __builtin_memcpy(&d2, q[-2].v, sizeof d2);
-            __builtin_memcpy(&d3, q[-3].v, sizeof d3);
-            __builtin_memcpy(&e, lc2 + 2 * (o - 3), sizeof e);  // cells in reverse order
-            rowDown += e * w2x4;
-          }
-          a0 += d0 * w8;
-          a1 += d1 * w8;
-          a2 += d2 * w8;
-          a3 += d3 * w8;
-          continue;
-        }
-        const std::int32_t* od = offD + std::size_t(kk) * nt + i0;
-        const int so = single[kk];
-        if (so >= 0) {
-          V8d w8;
-          V2d w2;
-          __builtin_memcpy(&w8, W8[so].v, sizeof w8);
-          __builtin_memcpy(&w2, W2 + 2 * so, sizeof w2);
-          latticePairW(lc8[od[0]], lc2 + 2 * od[0], w8, w2, a0, b0);
-          latticePairW(lc8[od[1]], lc2 + 2 * od[1], w8, w2, a1, b1);
-          latticePairW(lc8[od[2]], lc2 + 2 * od[2], w8, w2, a2, b2);
-          latticePairW(lc8[od[3]], lc2 + 2 * od[3], w8, w2, a3, b3);
-          continue;
-        }
-        const std::int32_t* ow = offW + std::size_t(kk) * nt + i0;
-        latticePair(lc8[od[0]], lc2 + 2 * od[0], W8[ow[0]], W2 + 2 * ow[0], a0, b0);
-        latticePair(lc8[od[1]], lc2 + 2 * od[1], W8[ow[1]], W2 + 2 * ow[1], a1, b1);
-        latticePair(lc8[od[2]], lc2 + 2 * od[2], W8[ow[2]], W2 + 2 * ow[2], a2, b2);
-        latticePair(lc8[od[3]], lc2 + 2 * od[3], W8[ow[3]], W2 + 2 * ow[3], a3, b3);
-      }
-      acc8[i0] = a0; acc8[i0 + 1] = a1; acc8[i0 + 2] = a2; acc8[i0 + 3] = a3;
-      acc2[i0] = b0; acc2[i0 + 1] = b1; acc2[i0 + 2] = b2; acc2[i0 + 3] = b3;
-      accUp[i0 / kLatticeRun] = rowUp;
-      accDown[i0 / kLatticeRun] = rowDown;
-    }
-    for (; i0 < nt; ++i0) {
-      V8d a = acc8[i0];
-      V2d b = acc2[i0];
-      for (int kk = 0; kk < nb; ++kk) {
-        const std::int32_t od = offD[std::size_t(kk) * nt + i0], ow = offW[std::size_t(kk) * nt + i0];
-        latticePair(lc8[od], lc2 + 2 * od, W8[ow], W2 + 2 * ow, a, b);
-      }
-      acc8[i0] = a;
-      acc2[i0] = b;
-    }
-  }
-  for (int i = 0; i < nt; ++i) {
-    const V8d a = acc8[i];
-    const V2d c = acc2[i];
-    double rows = 0;
-    if (i < nt / kLatticeRun * kLatticeRun) {
-      const V8d& u = accUp[i / kLatticeRun];
-      const V8d& d = accDown[i / kLatticeRun];
-      const int j = i % kLatticeRun, jr = kLatticeRun - 1 - j;
-      rows = (u[2 * j] + u[2 * j + 1]) + (d[2 * jr] + d[2 * jr + 1]);
-    }
-    p[i] += ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])) + (c[0] + c[1]) + rows;
-  }
-}
-
-/// The potentials of the source cells k, k + 1, ... of the lists that lie on the lattice within a period of every
-/// cell of the group (a lattice block, cells in its order, lattice indices [ilo, ihi]), up to the first that does
-/// not: returns where it stopped. Per source, the same lattice point as the per-pair reads (evaluateListsIn): on y
-/// and z the separation folded to the nearest image and clamped (tabled on periodic axes, EwaldCellLattice::fold),
-/// and x unfolded (EwaldCellLattice::rows), so that every row of kLatticeRun cells reads its values with one load.
-/// Each cell's sum runs over the sources in the same order as the per-pair reads', each term a product and a sum
-/// (the per-pair loop fuses them where the processor can: the two agree to rounding).
-/// BY, BZ: the block's rows along y and z when fixed (its sums then stay in registers), else 0.
-template <int BY, int BZ>
-inline __attribute__((always_inline)) std::size_t latticeRowsOf(const EwaldCellLattice& lat, const WalkLists& L,
-                                                                const LatticeBlock& block, const int* ilo,
-                                                                const int* ihi, std::size_t k, double* p) {
-  const int by = BY ? BY : block.by, bz = BZ ? BZ : block.bz, rows = by * bz;
-  const double* table = lat.rows.data();
-  const int rs = lat.rowStride, s1 = lat.n[1] + 1, m1 = lat.n[1], m2 = lat.n[2];
-  int F[3];
-  for (int d = 0; d < 3; ++d) F[d] = lat.period[d] > 0 ? lat.period[d] : 1 << 30;
-  V4d acc[BY && BZ ? BY * BZ : 1];
-  if (BY && BZ)
-    for (int r = 0; r < rows; ++r) __builtin_memcpy(&acc[r], p + kLatticeRun * r, sizeof(V4d));
-  const std::size_t nc = L.cm.size();
-  const std::int32_t* const fy = lat.fold[1].empty() ? nullptr : lat.fold[1].data() + F[1];
-  const std::int32_t* const fz = lat.fold[2].empty() ? nullptr : lat.fold[2].data() + F[2];
-  for (; k < nc; ++k) {
-    const std::int32_t* j = L.sourceLattice + 3 * std::size_t(L.cSource[k]);  // the source cell's lattice point
-    const double sm = L.cm[k];
-    if (j[0] == kOffLattice) break;
-    bool inRange = true;
-    for (int d = 0; d < 3; ++d)
-      if (lat.period[d] > 0) inRange = inRange && ihi[d] - j[d] < F[d] && j[d] - ilo[d] < F[d];
-    if (!inRange) break;
-    const int dx = ilo[0] - j[0], ux0 = dx < 0 ? dx + F[0] : dx;  // |dx| < F[0]: in range
-    // each row's first value: the same fold and clamp as the pairs' below (tabled on periodic axes)
-    int oy[BY ? BY : kMaxGroup / kLatticeRun], oz[BZ ? BZ : kMaxGroup / kLatticeRun];
-    for (int a = 0; a < by; ++a) {
-      int q = ilo[1] + a - j[1];
-      if (fy) {
-        oy[a] = ux0 + fy[q];
-        continue;
-      }
-      q = q < 0 ? -q : q;
-      oy[a] = ux0 + rs * (q > m1 ? m1 : q);
-    }
-    for (int a = 0; a < bz; ++a) {
-      int q = ilo[2] + a - j[2];
-      if (fz) {
-        oz[a] = fz[q];
-        continue;
-      }
-      q = q < 0 ? -q : q;
-      oz[a] = rs * s1 * (q > m2 ? m2 : q);
-    }
-    // psi = 1/r + C: the pairs and their images
-    if (BY && BZ) {
-      const V4d m = {sm, sm, sm, sm};
-#pragma GCC unroll 4
-      for (int z = 0; z < BZ; ++z)
-#pragma GCC unroll 4
-        for (int y = 0; y < BY; ++y) {
-          V4d r;
-          __builtin_memcpy(&r, table + oy[y] + oz[z], sizeof r);
-          acc[y + BY * z] += m * r;
-        }
-    } else {
-      for (int z = 0; z < bz; ++z)
-        for (int y = 0; y < by; ++y) {
-          const double* r = table + oy[y] + oz[z];
-          double* q = p + kLatticeRun * (y + by * z);
-          for (int t = 0; t < kLatticeRun; ++t) q[t] += sm * r[t];
-        }
-    }
-  }
-  if (BY && BZ)
-    for (int r = 0; r < rows; ++r) __builtin_memcpy(p + kLatticeRun * r, &acc[r], sizeof(V4d));
-  return k;
-}
-inline __attribute__((always_inline)) std::size_t latticeRows(const EwaldCellLattice& lat, const WalkLists& L,
-                                                              const LatticeBlock& block, const int* ilo,
-                                                              const int* ihi, std::size_t k, double* p) {
-  if (block.by == 4 && block.bz == 4) return latticeRowsOf<4, 4>(lat, L, block, ilo, ihi, k, p);  // groups of 64
-  if (block.by == 4 && block.bz == 2) return latticeRowsOf<4, 2>(lat, L, block, ilo, ihi, k, p);  // groups of 32
-  return latticeRowsOf<0, 0>(lat, L, block, ilo, ihi, k, p);
-}
-
 /// Periodic walks: with `centre` (the group's, ewald/expansion_k.h) the correction is one expansion about it,
 /// summed once per source and evaluated once per cell, and source cells are seen through their image nearest the
 /// centre; without, every (cell, source) pair looks the table up through its own nearest image. Dipole: the nodes
@@ -475,7 +105,7 @@ inline __attribute__((always_inline)) void evaluateListsIn(const WalkLists& L, c
   alignas(64) std::int32_t ix[kMaxGroup], iy[kMaxGroup], iz[kMaxGroup];
   const std::int32_t* const it[3] = {ix, iy, iz};
   int ilo[3] = {0, 0, 0}, ihi[3] = {0, 0, 0};
-  const bool intTargets = Periodic && !Accel && !expand && L.latticeTargets;
+  const bool intTargets = Periodic && !expand && L.latticeTargets && (!Accel || block);
   if (intTargets) {
     const EwaldCellLattice& lat = *L.lattice;
     for (int i = 0; i < nt; ++i) { ix[i] = lat.index(tx[i], 0); iy[i] = lat.index(ty[i], 1); iz[i] = lat.index(tz[i], 2); }
@@ -498,6 +128,13 @@ inline __attribute__((always_inline)) void evaluateListsIn(const WalkLists& L, c
     if (nodeOnLattice && !Accel) {  // potentials: in batches, after the loop (latticeNodePotentials)
       L.latNodes.push_back(std::uint32_t(k));
       continue;
+    }
+    if (Accel && nodeOnLattice && block) {  // a lattice block's node by rows: after the loop (latticeNodeForceRows)
+      int kx0;
+      if (latticeRowStep(ix[0], L.nodeLattice->index(sx, 0), L.nodeLattice->n[0], kx0)) {
+        L.latNodes.push_back(std::uint32_t(k));
+        continue;
+      }
     }
     if (!nodeOnLattice) {
 #pragma GCC ivdep
@@ -548,8 +185,10 @@ inline __attribute__((always_inline)) void evaluateListsIn(const WalkLists& L, c
                                                   fx[i], fy[i], fz[i], pd);
     }
   }
-  if (Periodic && !Accel && !L.latNodes.empty())
-    latticeNodePotentials<Order, Dipole>(L, tx, ty, tz, it, nt, p, block);
+  if (Periodic && !L.latNodes.empty()) {
+    if (!Accel) latticeNodePotentials<Order, Dipole>(L, tx, ty, tz, it, nt, p, block);
+    else latticeNodeForceRows<Order, Dipole>(L, tx, ty, tz, it, nt, *block, p, fx, fy, fz);
+  }
   const std::size_t nc = L.cm.size();
   for (std::size_t k = 0; k < nc; ++k) {
     if (Periodic && !Accel && block) {  // a run of lattice cells as rows, the group's sums in registers
@@ -662,7 +301,9 @@ template <int Order, bool Accel, bool Periodic, bool Dipole>
 inline __attribute__((always_inline)) void evaluateLists(const WalkLists& L, const double* tx, const double* ty,
                                                          const double* tz, int nt, const double* centre, double* phi,
                                                          double* gx, double* gy, double* gz) {
-  if (Periodic && !Accel && !centre && L.latticeTargets && L.sourceLattice && nt % kLatticeRun == 0) {
+  // potentials read source cells by rows (sourceLattice); accelerations the nodes alone (nodeLattice)
+  if (Periodic && !centre && L.latticeTargets && (Accel ? L.nodeLattice != nullptr : L.sourceLattice != nullptr) &&
+      nt % kLatticeRun == 0) {
     const EwaldCellLattice& lat = *L.lattice;
     int lo[3], hi[3];
     std::int32_t slot[kMaxGroup];
@@ -689,9 +330,12 @@ inline __attribute__((always_inline)) void evaluateLists(const WalkLists& L, con
     }
     if (full) {
       double bx[kMaxGroup], byy[kMaxGroup], bzz[kMaxGroup], bp[kMaxGroup];
+      double bgx[Accel ? kMaxGroup : 1], bgy[Accel ? kMaxGroup : 1], bgz[Accel ? kMaxGroup : 1];
       for (int i = 0; i < nt; ++i) { bx[slot[i]] = tx[i]; byy[slot[i]] = ty[i]; bzz[slot[i]] = tz[i]; }
-      evaluateListsIn<Order, Accel, Periodic, Dipole>(L, bx, byy, bzz, nt, centre, bp, gx, gy, gz, &block);
+      evaluateListsIn<Order, Accel, Periodic, Dipole>(L, bx, byy, bzz, nt, centre, bp, bgx, bgy, bgz, &block);
       for (int i = 0; i < nt; ++i) phi[i] = bp[slot[i]];
+      if (Accel)
+        for (int i = 0; i < nt; ++i) { gx[i] = bgx[slot[i]]; gy[i] = bgy[slot[i]]; gz[i] = bgz[slot[i]]; }
       return;
     }
   }

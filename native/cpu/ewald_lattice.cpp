@@ -119,7 +119,8 @@ EwaldNodeLattice makeEwaldNodeLattice(const EwaldTableView& v, const EwaldCellLa
     if (points > kEwaldNodeLatticeMaxPoints) return L;
   }
   L.stride = accel ? kEwaldCoefs : 10;
-  L.coef.resize(points * L.stride);
+  // with accelerations, 4 zeros past the last point: a point's last coefficients are read as 8 (cpu_walk.cpp)
+  L.coef.assign(points * L.stride + (accel ? 4 : 0), 0.0);
   double* out = L.coef.data();
   for (int kz = 0; kz <= L.n[2]; ++kz)
     for (int ky = 0; ky <= L.n[1]; ++ky)

@@ -87,6 +87,7 @@ struct WalkLists {
   mutable std::vector<LatticeCoef8> latW8;
   mutable std::vector<double> latW2;
   mutable std::vector<LatticeCoef8> latW2x4;  ///< latW2's pairs four times over (a row's four cells)
+  mutable std::vector<LatticeCoef8> latWF;  ///< accelerations: four outputs' weights per node octant, 3 lines each
   mutable std::vector<std::int32_t> latCode;
   void clear() {
     for (auto* v : {&nx, &ny, &nz, &nm, &q0, &q1, &q2, &q3, &q4, &q5, &cx, &cy, &cz, &cm, &ns, &nd, &hx, &hy, &hz, &hm,
