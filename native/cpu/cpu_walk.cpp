@@ -198,6 +198,13 @@ inline __attribute__((always_inline)) void evaluateListsIn(const WalkLists& L, c
         continue;
       }
     }
+    if (Periodic && Accel && block && L.sourceLattice && !L.lattice->accelRows[0].empty()) {  // rows, with gradients
+      const std::size_t e = latticeRowsAccel(*L.lattice, L, *block, ilo, ihi, k, p, fx, fy, fz);
+      if (e > k) {
+        k = e - 1;
+        continue;
+      }
+    }
     double sx = L.cx[k], sy = L.cy[k], sz = L.cz[k];
     const double sm = L.cm[k];
     if (Periodic && !expand) {  // each pair through its nearest image, plus the other images (C(0) for the cell)
@@ -301,8 +308,8 @@ template <int Order, bool Accel, bool Periodic, bool Dipole>
 inline __attribute__((always_inline)) void evaluateLists(const WalkLists& L, const double* tx, const double* ty,
                                                          const double* tz, int nt, const double* centre, double* phi,
                                                          double* gx, double* gy, double* gz) {
-  // potentials read source cells by rows (sourceLattice); accelerations the nodes alone (nodeLattice)
-  if (Periodic && !centre && L.latticeTargets && (Accel ? L.nodeLattice != nullptr : L.sourceLattice != nullptr) &&
+  // source cells by rows (sourceLattice); with accelerations also the nodes (nodeLattice)
+  if (Periodic && !centre && L.latticeTargets && (L.sourceLattice != nullptr || (Accel && L.nodeLattice != nullptr)) &&
       nt % kLatticeRun == 0) {
     const EwaldCellLattice& lat = *L.lattice;
     int lo[3], hi[3];
@@ -436,9 +443,9 @@ void walkGroups(const SourceTree& t, const SortedCells& c, const Groups& g, std:
   // node centres half a spacing off the cells' lattice: the expansion centres of signed sources (tree/moments.cpp)
   EwaldNodeLattice nodeLattice;
   if (lattice.usable && t.dipole) nodeLattice = makeEwaldNodeLattice(ewald->view, lattice, accel);
-  // potentials with lattice rows: each source cell's lattice point, once (kOffLattice off it)
+  // lattice rows: each source cell's lattice point, once (kOffLattice off it)
   std::vector<std::int32_t> sourceLattice;
-  if (lattice.usable && !lattice.rows.empty()) {
+  if (lattice.usable && (!lattice.rows.empty() || !lattice.accelRows[0].empty())) {
     sourceLattice.resize(3 * t.cellTotal);
     for (std::size_t j = 0; j < t.cellTotal; ++j) {
       const bool on = lattice.onLattice(t.x[j], t.y[j], t.z[j]);

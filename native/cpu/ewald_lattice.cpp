@@ -3,6 +3,7 @@
 #include "cpu/ewald_lattice.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace amrgrav {
 namespace {
@@ -97,6 +98,37 @@ EwaldCellLattice makeEwaldCellLattice(const EwaldTableView& v, const SortedCells
       for (int sep = -Pd; sep <= Pd; ++sep) {
         const int a = sep < 0 ? -sep : sep;
         L.fold[d][std::size_t(sep + Pd)] = axisStride[d] * std::min(std::min(a, Pd - a), L.n[d]);
+      }
+    }
+  }
+  if (accel && L.period[0] > 0) {  // x as the separation itself (accelRows)
+    const int P = L.period[0], s0 = L.n[0] + 1, s1 = L.n[1] + 1;
+    // the nearest image of separation d along a periodic axis of P spacings, ties to even as nearestImage
+    const auto nearest = [](int d, int Pd) { return d - Pd * int(std::rint(double(d) / double(Pd))); };
+    L.accelRowStride = 2 * P + kLatticeRun - 1;
+    const std::size_t n = std::size_t(L.accelRowStride) * std::size_t(s1) * std::size_t(L.n[2] + 1);
+    for (auto& r : L.accelRows) r.resize(n);
+    std::size_t o = 0;
+    for (int kz = 0; kz <= L.n[2]; ++kz)
+      for (int ky = 0; ky <= L.n[1]; ++ky)
+        for (int d = -P; d < P + kLatticeRun - 1; ++d, ++o) {
+          const int nd = nearest(d, P), kx = std::min(nd < 0 ? -nd : nd, L.n[0]);
+          const std::size_t id = std::size_t(kx) + std::size_t(s0) * (std::size_t(ky) + std::size_t(s1) * kz);
+          L.accelRows[0][o] = L.c[id];
+          L.accelRows[1][o] = nd < 0 ? -L.gx[id] : L.gx[id];
+          L.accelRows[2][o] = L.gy[id];
+          L.accelRows[3][o] = L.gz[id];
+        }
+    const int axisStride[3] = {1, L.accelRowStride, L.accelRowStride * s1};
+    for (int d = 1; d < 3; ++d) {
+      if (L.period[d] <= 0) continue;
+      const int Pd = L.period[d];
+      L.accelFold[d].resize(std::size_t(2 * Pd + 1));
+      L.accelSign[d].resize(std::size_t(2 * Pd + 1));
+      for (int sep = -Pd; sep <= Pd; ++sep) {
+        const int nd = nearest(sep, Pd);
+        L.accelFold[d][std::size_t(sep + Pd)] = axisStride[d] * std::min(nd < 0 ? -nd : nd, L.n[d]);
+        L.accelSign[d][std::size_t(sep + Pd)] = nd < 0 ? -1.0 : 1.0;
       }
     }
   }

@@ -56,6 +56,17 @@ struct EwaldCellLattice {
   /// With rows, on a periodic axis d = 1, 2: the offset in `rows` of separation s in [-period, period] along d,
   /// fold[d][s + period]: min(|s|, period - |s|) clamped to n[d], times the axis's stride in `rows`
   std::vector<std::int32_t> fold[3];
+  /// With accelerations and x periodic: psi and its gradient (accelRows[0..3]: psi, gx, gy, gz) at (d, ky, kz) for d in
+  /// [-period[0], period[0] + kLatticeRun - 1) (d + period[0] fastest, accelRowStride per row): d the separation
+  /// along x itself, gx signed as its nearest image (ties to even, as nearestImage), so that a run of kLatticeRun
+  /// cells reads kLatticeRun consecutive values of each
+  std::vector<double> accelRows[4];
+  int accelRowStride = 0;
+  /// With accelRows, on a periodic axis d = 1, 2: the offset in accelRows of separation s in [-period, period],
+  /// accelFold[d][s + period] (its nearest image's distance clamped to n[d], times the axis's stride), and that
+  /// image's sign, accelSign[d][s + period] (+1 at s = 0, as nearestImage and the per-pair reads give it)
+  std::vector<std::int32_t> accelFold[3];
+  std::vector<double> accelSign[3];
 
   /// Is x a lattice point along axis d (onLatticeAxis)?
   bool onLattice(double x, int d) const { return onLatticeAxis(x, origin[d], invDx); }

@@ -553,5 +553,89 @@ inline __attribute__((always_inline)) std::size_t latticeRows(const EwaldCellLat
   return latticeRowsOf<0, 0>(lat, L, block, ilo, ihi, k, p);
 }
 
+/// With accelerations: the potentials and gradients of the source cells k, k + 1, ... of the lists that lie on the
+/// lattice within a period of every cell of the group (as latticeRowsOf), up to the first that does not: returns
+/// where it stopped. Each row of the lattice block reads kLatticeRun consecutive values of psi and of its gradient
+/// (EwaldCellLattice::accelRows, x the separation itself with gx's nearest-image sign; y and z folded, their signs
+/// tabled on periodic axes): the same lattice points and signs as the per-pair reads (evaluateListsIn), whose sums
+/// these equal to rounding, in the same order per cell.
+inline __attribute__((always_inline)) std::size_t latticeRowsAccel(const EwaldCellLattice& lat, const WalkLists& L,
+                                                                   const LatticeBlock& block, const int* ilo,
+                                                                   const int* ihi, std::size_t k, double* p,
+                                                                   double* fx, double* fy, double* fz) {
+  const int by = block.by, bz = block.bz;
+  const double *tp = lat.accelRows[0].data(), *tgx = lat.accelRows[1].data(), *tgy = lat.accelRows[2].data(),
+               *tgz = lat.accelRows[3].data();
+  const int rs = lat.accelRowStride, s1 = lat.n[1] + 1, m1 = lat.n[1], m2 = lat.n[2];
+  int F[3];
+  for (int d = 0; d < 3; ++d) F[d] = lat.period[d] > 0 ? lat.period[d] : 1 << 30;
+  const std::int32_t* const foy = lat.accelFold[1].empty() ? nullptr : lat.accelFold[1].data() + F[1];
+  const std::int32_t* const foz = lat.accelFold[2].empty() ? nullptr : lat.accelFold[2].data() + F[2];
+  const double* const sgy = lat.accelSign[1].empty() ? nullptr : lat.accelSign[1].data() + F[1];
+  const double* const sgz = lat.accelSign[2].empty() ? nullptr : lat.accelSign[2].data() + F[2];
+  const std::size_t nc = L.cm.size();
+  for (; k < nc; ++k) {
+    const std::int32_t* j = L.sourceLattice + 3 * std::size_t(L.cSource[k]);  // the source cell's lattice point
+    const double sm = L.cm[k];
+    if (j[0] == kOffLattice) break;
+    bool inRange = true;
+    for (int d = 0; d < 3; ++d)
+      if (lat.period[d] > 0) inRange = inRange && ihi[d] - j[d] < F[d] && j[d] - ilo[d] < F[d];
+    if (!inRange) break;
+    const int d0 = ilo[0] - j[0] + lat.period[0];  // each row's first separation in x, + the period
+    // each row's first values and the nearest images' signs along y and z (times the mass)
+    int oy[kMaxGroup / kLatticeRun], oz[kMaxGroup / kLatticeRun];
+    double my[kMaxGroup / kLatticeRun], mz[kMaxGroup / kLatticeRun];
+    for (int a = 0; a < by; ++a) {
+      const int q = ilo[1] + a - j[1];
+      if (foy) {
+        oy[a] = d0 + foy[q];
+        my[a] = sm * sgy[q];
+        continue;
+      }
+      const int aq = q < 0 ? -q : q;
+      oy[a] = d0 + rs * (aq > m1 ? m1 : aq);
+      my[a] = q < 0 ? -sm : sm;
+    }
+    for (int b = 0; b < bz; ++b) {
+      const int q = ilo[2] + b - j[2];
+      if (foz) {
+        oz[b] = foz[q];
+        mz[b] = sm * sgz[q];
+        continue;
+      }
+      const int aq = q < 0 ? -q : q;
+      oz[b] = rs * s1 * (aq > m2 ? m2 : aq);
+      mz[b] = q < 0 ? -sm : sm;
+    }
+    const V4d m = {sm, sm, sm, sm};
+    for (int z = 0; z < bz; ++z) {
+      const V4d wz = {mz[z], mz[z], mz[z], mz[z]};
+      for (int y = 0; y < by; ++y) {
+        const int o = oy[y] + oz[z], r = kLatticeRun * (y + by * z);
+        const V4d wy = {my[y], my[y], my[y], my[y]};
+        V4d vp, vx, vy, vz, ap, ax, ay, az;
+        __builtin_memcpy(&vp, tp + o, sizeof vp);
+        __builtin_memcpy(&vx, tgx + o, sizeof vx);
+        __builtin_memcpy(&vy, tgy + o, sizeof vy);
+        __builtin_memcpy(&vz, tgz + o, sizeof vz);
+        __builtin_memcpy(&ap, p + r, sizeof ap);
+        __builtin_memcpy(&ax, fx + r, sizeof ax);
+        __builtin_memcpy(&ay, fy + r, sizeof ay);
+        __builtin_memcpy(&az, fz + r, sizeof az);
+        ap += m * vp;  // psi = 1/r + C: the pairs and their images
+        ax -= m * vx;
+        ay -= wy * vy;
+        az -= wz * vz;
+        __builtin_memcpy(p + r, &ap, sizeof ap);
+        __builtin_memcpy(fx + r, &ax, sizeof ax);
+        __builtin_memcpy(fy + r, &ay, sizeof ay);
+        __builtin_memcpy(fz + r, &az, sizeof az);
+      }
+    }
+  }
+  return k;
+}
+
 }  // namespace
 }  // namespace amrgrav
