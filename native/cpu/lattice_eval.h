@@ -60,6 +60,23 @@ struct LatticeBlock {
   int by = 0, bz = 0;
 };
 
+/// A lattice block's rows for node (ny, nz) (lattice indices): each row's lattice point, x index kx0 and the row's y
+/// and z separations folded and clamped (m1, m2) as the per-cell reads fold them, times `stride` coefficients a point
+/// (od), and its weights' index, (w0 + the row's y and z octant bits) times `wScale` (ow).
+inline void latticeBlockRows(const std::int32_t* iy, const std::int32_t* iz, int rows, int ny, int nz, int kx0, int m1,
+                             int m2, int s0, int s1, int stride, int w0, int wScale, std::int32_t* od,
+                             std::int32_t* ow) {
+  for (int r = 0; r < rows; ++r) {
+    const int i = kLatticeRun * r;
+    const int dy = iy[i] - ny, dz = iz[i] - nz;
+    int ky = dy > 0 ? dy - 1 : -dy, kz = dz > 0 ? dz - 1 : -dz;
+    ky = ky > m1 ? m1 : ky;
+    kz = kz > m2 ? m2 : kz;
+    od[r] = stride * (kx0 + s0 * (ky + s1 * kz));
+    ow[r] = (w0 + ((dy > 0 ? 0 : 2) | (dz > 0 ? 0 : 4))) * wScale;
+  }
+}
+
 template <int Order, bool Dipole>
 inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists& L, const double* tx,
                                                                  const double* ty, const double* tz,
@@ -144,16 +161,7 @@ inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists
           // the node inside the block's x range: cells up to c = -dx0 see it at x points c - i (the negative x
           // octant), the rest at i - c - 1; od holds each row's point at x index 0, ow its positive-x weights
           byRow[kk] = std::int8_t(kStraddle - dx0);
-          const int rows = block->by * block->bz;
-          for (int r = 0; r < rows; ++r) {
-            const int i = kLatticeRun * r;
-            const int dy = iy[i] - ny, dz = iz[i] - nz;
-            int ky = dy > 0 ? dy - 1 : -dy, kz = dz > 0 ? dz - 1 : -dz;
-            ky = ky > m1 ? m1 : ky;
-            kz = kz > m2 ? m2 : kz;
-            od[r] = s0 * (ky + s1 * kz);
-            ow[r] = kk * 8 + ((dy > 0 ? 0 : 2) | (dz > 0 ? 0 : 4));
-          }
+          latticeBlockRows(iy, iz, block->by * block->bz, ny, nz, 0, m1, m2, s0, s1, 1, kk * 8, 1, od, ow);
           continue;
         }
         if (dx0 > 0 || dxLast <= 0) {
@@ -161,16 +169,8 @@ inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists
           const int kx0 = dx0 > 0 ? dx0 - 1 : -dx0, kxLast = kx0 + step * (kLatticeRun - 1);
           if ((kx0 > kxLast ? kx0 : kxLast) <= m0) {  // no point of the row clamped (else per cell, below)
             byRow[kk] = std::int8_t(step);
-            const int rows = block->by * block->bz, octX = dx0 > 0 ? 0 : 1;
-            for (int r = 0; r < rows; ++r) {
-              const int i = kLatticeRun * r;
-              const int dy = iy[i] - ny, dz = iz[i] - nz;
-              int ky = dy > 0 ? dy - 1 : -dy, kz = dz > 0 ? dz - 1 : -dz;
-              ky = ky > m1 ? m1 : ky;
-              kz = kz > m2 ? m2 : kz;
-              od[r] = kx0 + s0 * (ky + s1 * kz);
-              ow[r] = kk * 8 + (octX | (dy > 0 ? 0 : 2) | (dz > 0 ? 0 : 4));
-            }
+            latticeBlockRows(iy, iz, block->by * block->bz, ny, nz, kx0, m1, m2, s0, s1, 1, kk * 8 + (dx0 > 0 ? 0 : 1),
+                             1, od, ow);
             continue;
           }
         }
@@ -412,18 +412,8 @@ inline __attribute__((always_inline)) void latticeNodeForceRows(const WalkLists&
       const int nx = lat.index(sx, 0), ny = lat.index(sy, 1), nz = lat.index(sz, 2);
       int kx0 = 0;
       step[kk] = latticeRowStep(ix[0], nx, m0, kx0);
-      const int octX = step[kk] > 0 ? 0 : 1;
-      std::int32_t* od = offD + std::size_t(kk) * rows;
-      std::int32_t* ow = offW + std::size_t(kk) * rows;
-      for (int r = 0; r < rows; ++r) {
-        const int i = kLatticeRun * r;
-        const int dy = iy[i] - ny, dz = iz[i] - nz;
-        int ky = dy > 0 ? dy - 1 : -dy, kz = dz > 0 ? dz - 1 : -dz;
-        ky = ky > m1 ? m1 : ky;
-        kz = kz > m2 ? m2 : kz;
-        od[r] = kC * (kx0 + s0 * (ky + s1 * kz));
-        ow[r] = (kk * 8 + (octX | (dy > 0 ? 0 : 2) | (dz > 0 ? 0 : 4))) * kW;
-      }
+      latticeBlockRows(iy, iz, rows, ny, nz, kx0, m1, m2, s0, s1, kC, kk * 8 + (step[kk] > 0 ? 0 : 1), kW,
+                       offD + std::size_t(kk) * rows, offW + std::size_t(kk) * rows);
     }
     for (int r = 0; r < rows; ++r) {
       V8d a[kLatticeRun][4] = {};
@@ -469,6 +459,22 @@ inline __attribute__((always_inline)) void latticeNodeForceRows(const WalkLists&
   }
 }
 
+/// Each axis's period in lattice spacings, a large number on isolated axes (no fold).
+inline void latticePeriods(const EwaldCellLattice& lat, int* F) {
+  for (int d = 0; d < 3; ++d) F[d] = lat.period[d] > 0 ? lat.period[d] : 1 << 30;
+}
+
+/// Source cell k's lattice point (3 indices) when it lies on the lattice within a period (F, latticePeriods) of
+/// every cell of the block [ilo, ihi] along each periodic axis (the rows' condition), else null.
+inline const std::int32_t* rowSource(const EwaldCellLattice& lat, const WalkLists& L, std::size_t k, const int* ilo,
+                                     const int* ihi, const int* F) {
+  const std::int32_t* j = L.sourceLattice + 3 * std::size_t(L.cSource[k]);
+  if (j[0] == kOffLattice) return nullptr;
+  for (int d = 0; d < 3; ++d)
+    if (lat.period[d] > 0 && !(ihi[d] - j[d] < F[d] && j[d] - ilo[d] < F[d])) return nullptr;
+  return j;
+}
+
 /// The potentials of the source cells k, k + 1, ... of the lists that lie on the lattice within a period of every
 /// cell of the group (a lattice block, cells in its order, lattice indices [ilo, ihi]), up to the first that does
 /// not: returns where it stopped. Per source, the same lattice point as the per-pair reads (evaluateListsIn): on y
@@ -485,7 +491,7 @@ inline __attribute__((always_inline)) std::size_t latticeRowsOf(const EwaldCellL
   const double* table = lat.rows.data();
   const int rs = lat.rowStride, s1 = lat.n[1] + 1, m1 = lat.n[1], m2 = lat.n[2];
   int F[3];
-  for (int d = 0; d < 3; ++d) F[d] = lat.period[d] > 0 ? lat.period[d] : 1 << 30;
+  latticePeriods(lat, F);
   V4d acc[BY && BZ ? BY * BZ : 1];
   if (BY && BZ)
     for (int r = 0; r < rows; ++r) __builtin_memcpy(&acc[r], p + kLatticeRun * r, sizeof(V4d));
@@ -493,13 +499,9 @@ inline __attribute__((always_inline)) std::size_t latticeRowsOf(const EwaldCellL
   const std::int32_t* const fy = lat.fold[1].empty() ? nullptr : lat.fold[1].data() + F[1];
   const std::int32_t* const fz = lat.fold[2].empty() ? nullptr : lat.fold[2].data() + F[2];
   for (; k < nc; ++k) {
-    const std::int32_t* j = L.sourceLattice + 3 * std::size_t(L.cSource[k]);  // the source cell's lattice point
+    const std::int32_t* j = rowSource(lat, L, k, ilo, ihi, F);
+    if (!j) break;
     const double sm = L.cm[k];
-    if (j[0] == kOffLattice) break;
-    bool inRange = true;
-    for (int d = 0; d < 3; ++d)
-      if (lat.period[d] > 0) inRange = inRange && ihi[d] - j[d] < F[d] && j[d] - ilo[d] < F[d];
-    if (!inRange) break;
     const int dx = ilo[0] - j[0], ux0 = dx < 0 ? dx + F[0] : dx;  // |dx| < F[0]: in range
     // each row's first value: the same fold and clamp as the pairs' below (tabled on periodic axes)
     int oy[BY ? BY : kMaxGroup / kLatticeRun], oz[BZ ? BZ : kMaxGroup / kLatticeRun];
@@ -568,20 +570,16 @@ inline __attribute__((always_inline)) std::size_t latticeRowsAccel(const EwaldCe
                *tgz = lat.accelRows[3].data();
   const int rs = lat.accelRowStride, s1 = lat.n[1] + 1, m1 = lat.n[1], m2 = lat.n[2];
   int F[3];
-  for (int d = 0; d < 3; ++d) F[d] = lat.period[d] > 0 ? lat.period[d] : 1 << 30;
+  latticePeriods(lat, F);
   const std::int32_t* const foy = lat.accelFold[1].empty() ? nullptr : lat.accelFold[1].data() + F[1];
   const std::int32_t* const foz = lat.accelFold[2].empty() ? nullptr : lat.accelFold[2].data() + F[2];
   const double* const sgy = lat.accelSign[1].empty() ? nullptr : lat.accelSign[1].data() + F[1];
   const double* const sgz = lat.accelSign[2].empty() ? nullptr : lat.accelSign[2].data() + F[2];
   const std::size_t nc = L.cm.size();
   for (; k < nc; ++k) {
-    const std::int32_t* j = L.sourceLattice + 3 * std::size_t(L.cSource[k]);  // the source cell's lattice point
+    const std::int32_t* j = rowSource(lat, L, k, ilo, ihi, F);
+    if (!j) break;
     const double sm = L.cm[k];
-    if (j[0] == kOffLattice) break;
-    bool inRange = true;
-    for (int d = 0; d < 3; ++d)
-      if (lat.period[d] > 0) inRange = inRange && ihi[d] - j[d] < F[d] && j[d] - ilo[d] < F[d];
-    if (!inRange) break;
     const int d0 = ilo[0] - j[0] + lat.period[0];  // each row's first separation in x, + the period
     // each row's first values and the nearest images' signs along y and z (times the mass)
     int oy[kMaxGroup / kLatticeRun], oz[kMaxGroup / kLatticeRun];
