@@ -23,9 +23,10 @@ constexpr int kMaxGroup = 256;
 /// Potentials of signed sources' nodes on the node lattice (cpu/ewald_lattice.h), a batch of nodes at a time: each
 /// (cell, node) pair is psi's 10 coefficients at the separation (a cache line of 8 and 2 more, not 10 gathered
 /// values) times the node's weights for that octant, summed per coefficient over the nodes and once over the
-/// coefficients per cell (each cell's sums in node order, whatever the blocking). The weights are ewaldNodeTerms's potential: m, -p, and (q + S 1)/6 with the off-diagonal
-/// quadrupole doubled, times the octant's signs (C even along every axis: gradients odd, the Hessian's off-diagonal
-/// terms by the product of two signs). The sum's order is fixed: the same for any thread count.
+/// coefficients per cell (each cell's sums in node order, whatever the blocking). The weights are ewaldNodeTerms's
+/// potential: m, -p, and (q + S 1)/6 with the off-diagonal quadrupole doubled, times the octant's signs (C even along
+/// every axis: gradients odd, the Hessian's off-diagonal terms by the product of two signs). The sum's order is
+/// fixed: the same for any thread count.
 typedef double V8d __attribute__((vector_size(64)));
 typedef double V2d __attribute__((vector_size(16)));
 typedef double V4d __attribute__((vector_size(32)));
@@ -63,9 +64,10 @@ struct LatticeBlock {
 /// A lattice block's rows for node (ny, nz) (lattice indices): each row's lattice point, x index kx0 and the row's y
 /// and z separations folded and clamped (m1, m2) as the per-cell reads fold them, times `stride` coefficients a point
 /// (od), and its weights' index, (w0 + the row's y and z octant bits) times `wScale` (ow).
-inline void latticeBlockRows(const std::int32_t* iy, const std::int32_t* iz, int rows, int ny, int nz, int kx0, int m1,
-                             int m2, int s0, int s1, int stride, int w0, int wScale, std::int32_t* od,
-                             std::int32_t* ow) {
+inline __attribute__((always_inline)) void latticeBlockRows(const std::int32_t* iy, const std::int32_t* iz, int rows,
+                                                            int ny, int nz, int kx0, int m1, int m2, int s0, int s1,
+                                                            int stride, int w0, int wScale, std::int32_t* od,
+                                                            std::int32_t* ow) {
   for (int r = 0; r < rows; ++r) {
     const int i = kLatticeRun * r;
     const int dy = iy[i] - ny, dz = iz[i] - nz;
@@ -308,7 +310,7 @@ inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists
 /// Can a lattice block take node (lattice indices nx, ny, nz) by rows: on one side of the block in x (every row's
 /// cells in one octant), no row's x point clamped? Returns the step of the rows' points in x (+1, -1) or 0, and the
 /// first cell's x point.
-inline int latticeRowStep(int ix0, int nx, int m0, int& kx0) {
+inline __attribute__((always_inline)) int latticeRowStep(int ix0, int nx, int m0, int& kx0) {
   const int dx0 = ix0 - nx, dxLast = dx0 + kLatticeRun - 1;
   if (!(dx0 > 0 || dxLast <= 0)) return 0;
   const int step = dx0 > 0 ? 1 : -1;
@@ -460,14 +462,15 @@ inline __attribute__((always_inline)) void latticeNodeForceRows(const WalkLists&
 }
 
 /// Each axis's period in lattice spacings, a large number on isolated axes (no fold).
-inline void latticePeriods(const EwaldCellLattice& lat, int* F) {
+inline __attribute__((always_inline)) void latticePeriods(const EwaldCellLattice& lat, int* F) {
   for (int d = 0; d < 3; ++d) F[d] = lat.period[d] > 0 ? lat.period[d] : 1 << 30;
 }
 
 /// Source cell k's lattice point (3 indices) when it lies on the lattice within a period (F, latticePeriods) of
 /// every cell of the block [ilo, ihi] along each periodic axis (the rows' condition), else null.
-inline const std::int32_t* rowSource(const EwaldCellLattice& lat, const WalkLists& L, std::size_t k, const int* ilo,
-                                     const int* ihi, const int* F) {
+inline __attribute__((always_inline)) const std::int32_t* rowSource(const EwaldCellLattice& lat, const WalkLists& L,
+                                                                    std::size_t k, const int* ilo, const int* ihi,
+                                                                    const int* F) {
   const std::int32_t* j = L.sourceLattice + 3 * std::size_t(L.cSource[k]);
   if (j[0] == kOffLattice) return nullptr;
   for (int d = 0; d < 3; ++d)

@@ -273,8 +273,9 @@ inline __attribute__((always_inline)) void buildListsImpl(const SourceTree& t, c
 }
 
 // The periodic walk's lists in clones for AVX2 and the baseline, picked at load time (ifunc): the children's tests
-// run four lanes at a time, and with SSE4.1 the image test's rint is one instruction instead of a branchy sequence. Contraction stays off in every clone (this file's
-// flags), so each clone rounds every operation on its own, as the device's rules do: the same lists.
+// run four lanes at a time, and with SSE4.1 the image test's rint is one instruction instead of a branchy sequence.
+// Contraction stays off in every clone (this file's flags), so each clone rounds every operation on its own, as the
+// device's rules do: the same lists.
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
 #define AG_LIST_CLONES __attribute__((target_clones("avx2", "default")))
 #else
