@@ -307,9 +307,9 @@ inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists
   }
 }
 
-/// Can a lattice block take node (lattice indices nx, ny, nz) by rows: on one side of the block in x (every row's
-/// cells in one octant), no row's x point clamped? Returns the step of the rows' points in x (+1, -1) or 0, and the
-/// first cell's x point.
+/// Can a lattice block (its rows' first x index ix0) take a node at x index nx by rows: on one side of the block in x
+/// (every row's cells in one octant), no row's x point clamped (m0)? Returns the step of the rows' points in x (+1,
+/// -1) or 0, and the first cell's x point (kx0).
 inline __attribute__((always_inline)) int latticeRowStep(int ix0, int nx, int m0, int& kx0) {
   const int dx0 = ix0 - nx, dxLast = dx0 + kLatticeRun - 1;
   if (!(dx0 > 0 || dxLast <= 0)) return 0;
