@@ -301,9 +301,9 @@ inline __attribute__((always_inline)) void evaluateListsIn(const WalkLists& L, c
   }
 }
 
-/// The evaluation of a group's lists. Potentials of a group whose cells fill a block of lattice points kLatticeRun wide
-/// along x (LatticeBlock) run on the cells in the block's order, and go back in the group's: each cell's sum keeps
-/// its order, and the block's reads by rows (latticeRows, latticeNodePotentials) equal the per-pair reads to rounding.
+/// The evaluation of a group's lists. A periodic group whose cells fill a block of lattice points kLatticeRun wide
+/// along x (LatticeBlock) runs on the cells in the block's order, and its results go back in the group's: each cell's
+/// sum keeps its order, and the block's reads by rows (cpu/lattice_eval.h) equal the per-pair reads to rounding.
 template <int Order, bool Accel, bool Periodic, bool Dipole>
 inline __attribute__((always_inline)) void evaluateLists(const WalkLists& L, const double* tx, const double* ty,
                                                          const double* tz, int nt, const double* centre, double* phi,

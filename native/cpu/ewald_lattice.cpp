@@ -35,6 +35,24 @@ void addNewton(double x, double y, double z, int deriv, double* c, double* g, do
   }
 }
 
+/// The nearest image of separation d (lattice spacings) along a periodic axis of P spacings: d - P rint(d / P), ties
+/// to even as nearestImage gives them.
+int nearestSeparation(int d, int P) { return d - P * int(std::rint(double(d) / double(P))); }
+
+/// Per separation s in [-P, P] along periodic axis d of a lattice: the offset of its nearest image's distance (clamped
+/// to the lattice's n[d]) in a row table whose axis has `stride`, and (with `sign`) that image's sign.
+void foldTables(const EwaldCellLattice& L, int d, int stride, std::vector<std::int32_t>& fold,
+                std::vector<double>* sign) {
+  const int P = L.period[d];
+  fold.resize(std::size_t(2 * P + 1));
+  if (sign) sign->resize(std::size_t(2 * P + 1));
+  for (int s = -P; s <= P; ++s) {
+    const int nd = nearestSeparation(s, P);
+    fold[std::size_t(s + P)] = stride * std::min(nd < 0 ? -nd : nd, L.n[d]);
+    if (sign) (*sign)[std::size_t(s + P)] = nd < 0 ? -1.0 : 1.0;
+  }
+}
+
 }  // namespace
 
 EwaldCellLattice makeEwaldCellLattice(const EwaldTableView& v, const SortedCells& cells, bool accel) {
@@ -91,20 +109,11 @@ EwaldCellLattice makeEwaldCellLattice(const EwaldTableView& v, const SortedCells
               L.c[std::size_t(kx) + std::size_t(s0) * (std::size_t(ky) + std::size_t(s1) * kz)];
         }
     const int axisStride[3] = {1, L.rowStride, L.rowStride * s1};
-    for (int d = 1; d < 3; ++d) {
-      if (L.period[d] <= 0) continue;
-      const int Pd = L.period[d];
-      L.fold[d].resize(std::size_t(2 * Pd + 1));
-      for (int sep = -Pd; sep <= Pd; ++sep) {
-        const int a = sep < 0 ? -sep : sep;
-        L.fold[d][std::size_t(sep + Pd)] = axisStride[d] * std::min(std::min(a, Pd - a), L.n[d]);
-      }
-    }
+    for (int d = 1; d < 3; ++d)
+      if (L.period[d] > 0) foldTables(L, d, axisStride[d], L.fold[d], nullptr);
   }
   if (accel && L.period[0] > 0) {  // x as the separation itself (accelRows)
     const int P = L.period[0], s0 = L.n[0] + 1, s1 = L.n[1] + 1;
-    // the nearest image of separation d along a periodic axis of P spacings, ties to even as nearestImage
-    const auto nearest = [](int d, int Pd) { return d - Pd * int(std::rint(double(d) / double(Pd))); };
     L.accelRowStride = 2 * P + kLatticeRun - 1;
     const std::size_t n = std::size_t(L.accelRowStride) * std::size_t(s1) * std::size_t(L.n[2] + 1);
     for (auto& r : L.accelRows) r.resize(n);
@@ -112,7 +121,7 @@ EwaldCellLattice makeEwaldCellLattice(const EwaldTableView& v, const SortedCells
     for (int kz = 0; kz <= L.n[2]; ++kz)
       for (int ky = 0; ky <= L.n[1]; ++ky)
         for (int d = -P; d < P + kLatticeRun - 1; ++d, ++o) {
-          const int nd = nearest(d, P), kx = std::min(nd < 0 ? -nd : nd, L.n[0]);
+          const int nd = nearestSeparation(d, P), kx = std::min(nd < 0 ? -nd : nd, L.n[0]);
           const std::size_t id = std::size_t(kx) + std::size_t(s0) * (std::size_t(ky) + std::size_t(s1) * kz);
           L.accelRows[0][o] = L.c[id];
           L.accelRows[1][o] = nd < 0 ? -L.gx[id] : L.gx[id];
@@ -120,17 +129,8 @@ EwaldCellLattice makeEwaldCellLattice(const EwaldTableView& v, const SortedCells
           L.accelRows[3][o] = L.gz[id];
         }
     const int axisStride[3] = {1, L.accelRowStride, L.accelRowStride * s1};
-    for (int d = 1; d < 3; ++d) {
-      if (L.period[d] <= 0) continue;
-      const int Pd = L.period[d];
-      L.accelFold[d].resize(std::size_t(2 * Pd + 1));
-      L.accelSign[d].resize(std::size_t(2 * Pd + 1));
-      for (int sep = -Pd; sep <= Pd; ++sep) {
-        const int nd = nearest(sep, Pd);
-        L.accelFold[d][std::size_t(sep + Pd)] = axisStride[d] * std::min(nd < 0 ? -nd : nd, L.n[d]);
-        L.accelSign[d][std::size_t(sep + Pd)] = nd < 0 ? -1.0 : 1.0;
-      }
-    }
+    for (int d = 1; d < 3; ++d)
+      if (L.period[d] > 0) foldTables(L, d, axisStride[d], L.accelFold[d], &L.accelSign[d]);
   }
   L.usable = true;
   return L;
@@ -151,7 +151,8 @@ EwaldNodeLattice makeEwaldNodeLattice(const EwaldTableView& v, const EwaldCellLa
     if (points > kEwaldNodeLatticeMaxPoints) return L;
   }
   L.stride = accel ? kEwaldCoefs : 10;
-  // with accelerations, 4 zeros past the last point: a point's last coefficients are read as 8 (cpu_walk.cpp)
+  // with accelerations, 4 zeros past the last point: a point's last coefficients are read as 8
+  // (cpu/lattice_eval.h latticeNodeForceRows)
   L.coef.assign(points * L.stride + (accel ? 4 : 0), 0.0);
   double* out = L.coef.data();
   for (int kz = 0; kz <= L.n[2]; ++kz)

@@ -50,7 +50,7 @@ struct EwaldCellLattice {
   int period[3] = {0, 0, 0};      ///< periods in spacings (0 on isolated axes)
   /// Potentials with x periodic: c again with x unfolded, at (ux, ky, kz) for ux in [0, period[0] + kLatticeRun - 1)
   /// (x fastest, rowStride per row): ux is the separation along x modulo the period, so that a run of kLatticeRun
-  /// cells along x reads kLatticeRun consecutive values from one source cell (cpu_walk.cpp's rows)
+  /// cells along x reads kLatticeRun consecutive values from one source cell (cpu/lattice_eval.h's rows)
   std::vector<double> rows;
   int rowStride = 0;
   /// With rows, on a periodic axis d = 1, 2: the offset in `rows` of separation s in [-period, period] along d,

@@ -79,6 +79,43 @@ inline __attribute__((always_inline)) void latticeBlockRows(const std::int32_t* 
   }
 }
 
+/// Can a lattice block (its rows' first x index ix0) take a node at x index nx by rows: on one side of the block in x
+/// (every row's cells in one octant), no row's x point clamped (m0)? Returns the step of the rows' points in x (+1,
+/// -1) or 0, and the first cell's x point (kx0).
+inline __attribute__((always_inline)) int latticeRowStep(int ix0, int nx, int m0, int& kx0) {
+  const int dx0 = ix0 - nx, dxLast = dx0 + kLatticeRun - 1;
+  if (!(dx0 > 0 || dxLast <= 0)) return 0;
+  const int step = dx0 > 0 ? 1 : -1;
+  kx0 = dx0 > 0 ? dx0 - 1 : -dx0;
+  const int kxLast = kx0 + step * (kLatticeRun - 1);
+  return (kx0 > kxLast ? kx0 : kxLast) <= m0 ? step : 0;
+}
+
+/// The group's cells' extent [lo, hi] per axis.
+inline __attribute__((always_inline)) void cellsExtent(const double* tx, const double* ty, const double* tz, int nt,
+                                                       double* lo, double* hi) {
+  lo[0] = hi[0] = tx[0];
+  lo[1] = hi[1] = ty[0];
+  lo[2] = hi[2] = tz[0];
+  for (int i = 1; i < nt; ++i) {
+    lo[0] = std::min(lo[0], tx[i]); lo[1] = std::min(lo[1], ty[i]); lo[2] = std::min(lo[2], tz[i]);
+    hi[0] = std::max(hi[0], tx[i]); hi[1] = std::max(hi[1], ty[i]); hi[2] = std::max(hi[2], tz[i]);
+  }
+}
+
+/// The octants (bit d set: negative along axis d) in which some cell of an extent [lo, hi] sees a node: the axes on
+/// which some cell lies below it (neg: dx < 0 exactly when t < s) and those on which some cell does not (pos).
+struct OctantsSeen {
+  int neg, pos;
+  bool has(int oct) const { return !((oct & ~neg) | (~oct & ~pos & 7)); }  // each of its axes' signs is seen
+  bool one() const { return (neg ^ pos) == 7; }                             // every cell in one octant (neg)
+};
+inline __attribute__((always_inline)) OctantsSeen octantsSeen(const double* lo, const double* hi, double sx, double sy,
+                                                              double sz) {
+  return {(lo[0] < sx ? 1 : 0) | (lo[1] < sy ? 2 : 0) | (lo[2] < sz ? 4 : 0),
+          (hi[0] >= sx ? 1 : 0) | (hi[1] >= sy ? 2 : 0) | (hi[2] >= sz ? 4 : 0)};
+}
+
 template <int Order, bool Dipole>
 inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists& L, const double* tx,
                                                                  const double* ty, const double* tz,
@@ -112,11 +149,8 @@ inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists
   V8d accUp[kMaxGroup / kLatticeRun], accDown[kMaxGroup / kLatticeRun];
   for (int i = 0; i < nt; ++i) { acc8[i] = V8d{}; acc2[i] = V2d{}; }
   for (int r = 0; r < nt / kLatticeRun; ++r) { accUp[r] = V8d{}; accDown[r] = V8d{}; }
-  double lo[3] = {tx[0], ty[0], tz[0]}, hi[3] = {tx[0], ty[0], tz[0]};  // the cells' extent
-  for (int i = 1; i < nt; ++i) {
-    lo[0] = std::min(lo[0], tx[i]); lo[1] = std::min(lo[1], ty[i]); lo[2] = std::min(lo[2], tz[i]);
-    hi[0] = std::max(hi[0], tx[i]); hi[1] = std::max(hi[1], ty[i]); hi[2] = std::max(hi[2], tz[i]);
-  }
+  double lo[3], hi[3];
+  cellsExtent(tx, ty, tz, nt, lo, hi);
   for (std::size_t b0 = 0; b0 < nl; b0 += kBatch) {
     const int nb = int(std::min<std::size_t>(kBatch, nl - b0));
     for (int kk = 0; kk < nb; ++kk) {
@@ -130,13 +164,11 @@ inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists
         w[4] = sixth * (2 * L.q0[k] + S); w[5] = sixth * (2 * L.q1[k]); w[6] = sixth * (2 * L.q2[k]);
         w[7] = sixth * (2 * L.q3[k] + S); w[8] = sixth * (2 * L.q4[k]); w[9] = sixth * (2 * L.q5[k] + S);
       }
-      // the octants some cell of the group sees the node in (dx < 0 exactly when tx < sx): far nodes have one
-      const int neg = (lo[0] < sx ? 1 : 0) | (lo[1] < sy ? 2 : 0) | (lo[2] < sz ? 4 : 0);
-      const int pos = (hi[0] >= sx ? 1 : 0) | (hi[1] >= sy ? 2 : 0) | (hi[2] >= sz ? 4 : 0);
-      // one octant for every cell (neg and pos complementary): one read of the weights serves four pairs below
-      single[kk] = (neg ^ pos) == 7 ? (kk * 8 + neg) : -1;
+      const OctantsSeen seen = octantsSeen(lo, hi, sx, sy, sz);
+      // one octant for every cell: one read of the weights serves four pairs below
+      single[kk] = seen.one() ? (kk * 8 + seen.neg) : -1;
       for (int oct = 0; oct < 8; ++oct) {
-        if ((oct & ~neg) | (~oct & ~pos & 7)) continue;  // an axis's sign no cell has
+        if (!seen.has(oct)) continue;
         const double ex = oct & 1 ? -1.0 : 1.0, ey = oct & 2 ? -1.0 : 1.0, ez = oct & 4 ? -1.0 : 1.0;
         double* wo = W8[kk * 8 + oct].v;
         double* wt = W2 + 2 * (kk * 8 + oct);
@@ -166,15 +198,13 @@ inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists
           latticeBlockRows(iy, iz, block->by * block->bz, ny, nz, 0, m1, m2, s0, s1, 1, kk * 8, 1, od, ow);
           continue;
         }
-        if (dx0 > 0 || dxLast <= 0) {
-          const int step = dx0 > 0 ? 1 : -1;
-          const int kx0 = dx0 > 0 ? dx0 - 1 : -dx0, kxLast = kx0 + step * (kLatticeRun - 1);
-          if ((kx0 > kxLast ? kx0 : kxLast) <= m0) {  // no point of the row clamped (else per cell, below)
-            byRow[kk] = std::int8_t(step);
-            latticeBlockRows(iy, iz, block->by * block->bz, ny, nz, kx0, m1, m2, s0, s1, 1, kk * 8 + (dx0 > 0 ? 0 : 1),
-                             1, od, ow);
-            continue;
-          }
+        int kx0 = 0;
+        const int step = latticeRowStep(ix[0], nx, m0, kx0);  // 0: a row's point clamped (per cell, below)
+        if (step) {
+          byRow[kk] = std::int8_t(step);
+          latticeBlockRows(iy, iz, block->by * block->bz, ny, nz, kx0, m1, m2, s0, s1, 1, kk * 8 + (step > 0 ? 0 : 1),
+                           1, od, ow);
+          continue;
         }
       }
 #pragma GCC ivdep
@@ -307,18 +337,6 @@ inline __attribute__((always_inline)) void latticeNodePotentials(const WalkLists
   }
 }
 
-/// Can a lattice block (its rows' first x index ix0) take a node at x index nx by rows: on one side of the block in x
-/// (every row's cells in one octant), no row's x point clamped (m0)? Returns the step of the rows' points in x (+1,
-/// -1) or 0, and the first cell's x point (kx0).
-inline __attribute__((always_inline)) int latticeRowStep(int ix0, int nx, int m0, int& kx0) {
-  const int dx0 = ix0 - nx, dxLast = dx0 + kLatticeRun - 1;
-  if (!(dx0 > 0 || dxLast <= 0)) return 0;
-  const int step = dx0 > 0 ? 1 : -1;
-  kx0 = dx0 > 0 ? dx0 - 1 : -dx0;
-  const int kxLast = kx0 + step * (kLatticeRun - 1);
-  return (kx0 > kxLast ? kx0 : kxLast) <= m0 ? step : 0;
-}
-
 /// Potentials and gradients of signed sources' nodes on the node lattice with accelerations, for a lattice block and
 /// the nodes it takes by rows (latticeRowStep), a batch at a time: each (cell, node) pair is psi's 20 coefficients
 /// (value, gradient, Hessian, third derivatives; read as 8 + 8 + 8, the last 4 weighted 0) against the node's weights
@@ -362,11 +380,8 @@ inline __attribute__((always_inline)) void latticeNodeForceRows(const WalkLists&
       }
     return t;
   }();
-  double lo[3] = {tx[0], ty[0], tz[0]}, hi[3] = {tx[0], ty[0], tz[0]};  // the cells' extent
-  for (int i = 1; i < nt; ++i) {
-    lo[0] = std::min(lo[0], tx[i]); lo[1] = std::min(lo[1], ty[i]); lo[2] = std::min(lo[2], tz[i]);
-    hi[0] = std::max(hi[0], tx[i]); hi[1] = std::max(hi[1], ty[i]); hi[2] = std::max(hi[2], tz[i]);
-  }
+  double lo[3], hi[3];
+  cellsExtent(tx, ty, tz, nt, lo, hi);
   const std::int32_t *ix = it[0], *iy = it[1], *iz = it[2];
   for (std::size_t b0 = 0; b0 < nl; b0 += kBatch) {
     const int nb = int(std::min<std::size_t>(kBatch, nl - b0));
@@ -396,12 +411,11 @@ inline __attribute__((always_inline)) void latticeNodeForceRows(const WalkLists&
         w[2][11] = -a; w[2][16] = -bq; w[2][18] = -c; w[2][13] = -xy; w[2][14] = -xz; w[2][17] = -yz;
         w[3][12] = -a; w[3][17] = -bq; w[3][19] = -c; w[3][14] = -xy; w[3][15] = -xz; w[3][18] = -yz;
       }
-      const int neg = (lo[0] < sx ? 1 : 0) | (lo[1] < sy ? 2 : 0) | (lo[2] < sz ? 4 : 0);
-      const int pos = (hi[0] >= sx ? 1 : 0) | (hi[1] >= sy ? 2 : 0) | (hi[2] >= sz ? 4 : 0);
+      const OctantsSeen seen = octantsSeen(lo, hi, sx, sy, sz);
       V8d wv[kW];
       for (int e = 0; e < kW; ++e) __builtin_memcpy(&wv[e], &w[e / 3][8 * (e % 3)], sizeof(V8d));
       for (int oct = 0; oct < 8; ++oct) {
-        if ((oct & ~neg) | (~oct & ~pos & 7)) continue;  // an axis's sign no cell has
+        if (!seen.has(oct)) continue;
         LatticeCoef8* f = W + (kk * 8 + oct) * kW;
         for (int e = 0; e < kW; ++e) {
           V8d sg;

@@ -65,10 +65,10 @@ inline __attribute__((always_inline)) void classifyNode(const SourceTree& t, con
                          (hoistable ? ListEntry::kHoistable : 0) | (accepts ? ListEntry::kAccepts : 0));
 }
 
-/// classifyNode's tests for a node's children (at most 8), lane by lane: each test a loop over the children, which
-/// vectorises (the same operations, each rounded on its own: the same bits). `tag` is the children's image tag (below
-/// a hoisted node), the same for all; the entries go to out[nc - 1 - k] (pushed in reverse, visited in key order).
-template <bool Periodic>
+/// classifyNode<true>'s tests for a node's children (at most 8) in a periodic walk, lane by lane: each test a loop over
+/// the children, which vectorises (the same operations, each rounded on its own: the same bits). `tag` is the
+/// children's image tag (below a hoisted node), the same for all; the entries go to out[nc - 1 - k] (pushed in
+/// reverse, visited in key order). Isolated walks test children one by one (in lanes they were no faster).
 inline __attribute__((always_inline)) void classifyChildren(const SourceTree& t, const EwaldTableView* v,
                                                             const double* glo, const double* ghi, std::uint32_t cb,
                                                             int nc, unsigned tag, ListEntry* out) {
@@ -85,12 +85,12 @@ inline __attribute__((always_inline)) void classifyChildren(const SourceTree& t,
       k[d][j] = 0;
     }
     usable[j] = 1;
-    hoistable[j] = Periodic && !tag;
+    hoistable[j] = !tag;
   }
-  if (Periodic && tag) {  // below a hoisted node: that node's image, no test
+  if (tag) {  // below a hoisted node: that node's image, no test
     for (int d = 0; d < 3; ++d)
       for (int j = 0; j < W; ++j) c[d][j] = taggedImage(c[d][j], tag, d, v->period[d]);
-  } else if (Periodic) {
+  } else {
     for (int d = 0; d < 3; ++d) {
       const double P = v->period[d];
       if (P <= 0) continue;
@@ -261,7 +261,7 @@ inline __attribute__((always_inline)) void buildListsImpl(const SourceTree& t, c
       stack.resize(top + std::size_t(nc));
       ListEntry* out = stack.data() + top;
       if (Periodic) {
-        classifyChildren<Periodic>(t, view, glo, ghi, cb, nc, childTag, out);
+        classifyChildren(t, view, glo, ghi, cb, nc, childTag, out);
       } else {  // the MAC alone: as fast per child (isolated 32^3 to 128^3 were 0.5-2% slower in lanes)
         for (int k = 0; k < nc; ++k)
           classifyNode<Periodic>(t, view, glo, ghi, cb + std::uint32_t(k), childTag, out[nc - 1 - k]);

@@ -77,11 +77,11 @@ struct WalkLists {
   const EwaldCellLattice* lattice = nullptr;  // periodic walks: C at lattice separations (cpu/ewald_lattice.h)
   const EwaldNodeLattice* nodeLattice = nullptr;  // periodic walks: node corrections at lattice separations
   bool latticeTargets = false;            // the current group's cells all lie on `lattice`
-  /// periodic potentials with lattice rows: each source cell's lattice indices (3 per cell of the source tree),
+  /// periodic walks with lattice rows: each source cell's lattice indices (3 per cell of the source tree),
   /// kOffLattice for a cell off the lattice
   const std::int32_t* sourceLattice = nullptr;
   bool expandEwald = true;                // periodic walks: small groups expand the correction (SolveOptions)
-  // the evaluation's scratch (cpu/cpu_walk.cpp): nodes on the node lattice, their weights per octant (split 8 + 2
+  // the evaluation's scratch (cpu/lattice_eval.h): nodes on the node lattice, their weights per octant (split 8 + 2
   // as the lattice's coefficients) and each pair's lattice point and weights
   mutable std::vector<std::uint32_t> latNodes;
   mutable std::vector<LatticeCoef8> latW8;

@@ -19,6 +19,23 @@ namespace amrgrav {
 /// radii away (ewald/expansion_k.h, bench/RESULTS.md).
 constexpr double kEwaldHoistMargin = AG_HOIST_MARGIN;
 
+/// One periodic axis (period P > 0, invP = 1/P) of periodicNodeImage: the node's coordinate c at the image nearest
+/// the group's [lo, hi] (shifted), the periods added (k, a whole number), and the axis's parts of the usable and
+/// hoistable tests. Straight-line code, so that a loop over several nodes vectorises (cpu/walk_lists.cpp).
+template <class Rn = RoundNearest>
+AG_HD void periodicAxisImage(double P, double invP, double reach, double lo, double hi, double c, double macRadius,
+                             double& shifted, double& k, bool& usable, bool& hoistable) {
+  const double sep = Rn::sub(Rn::mul(0.5, Rn::add(lo, hi)), c);
+  k = Rn::rint(Rn::mul(sep, invP));
+  const double nearest = Rn::sub(sep, Rn::mul(P, k));  // the separation's nearest image
+  shifted = Rn::add(c, Rn::sub(sep, nearest));         // a whole number of periods
+  const double up = Rn::sub(hi, shifted), down = Rn::sub(shifted, lo);
+  const double far = up > down ? up : down;
+  const double gap = Rn::sub(P, far);
+  usable = (far <= reach) & (gap > macRadius);
+  hoistable = gap > Rn::mul(kEwaldHoistMargin, macRadius);
+}
+
 /// The image of a node that a group sees, and whether the group may use the node's expansion there.
 /// The node (com, MAC radius R = l/theta + delta) is placed at the image whose com is nearest the group's centre
 /// (`shifted`). For every mass j of the node, psi(t - x_j) = 1/|t - x_j - s| + C_ext(t - x_j - s) holds exactly for
@@ -39,23 +56,6 @@ constexpr double kEwaldHoistMargin = AG_HOIST_MARGIN;
 ///   sep = 0.5 (glo + ghi) - com,  k = rint(sep invP),  shifted = com + (sep - (sep - P k)),
 ///   far = max(ghi - shifted, shifted - glo),  usable: far <= reach and P - far > R,
 ///   hoistable: usable and P - far > margin R.
-/// One periodic axis (period P > 0, invP = 1/P) of periodicNodeImage: the node's coordinate c at the image nearest
-/// the group's [lo, hi] (shifted), the periods added (k, a whole number), and the axis's parts of the usable and
-/// hoistable tests. Straight-line code, so that a loop over several nodes vectorises (cpu/walk_lists.cpp).
-template <class Rn = RoundNearest>
-AG_HD void periodicAxisImage(double P, double invP, double reach, double lo, double hi, double c, double macRadius,
-                             double& shifted, double& k, bool& usable, bool& hoistable) {
-  const double sep = Rn::sub(Rn::mul(0.5, Rn::add(lo, hi)), c);
-  k = Rn::rint(Rn::mul(sep, invP));
-  const double nearest = Rn::sub(sep, Rn::mul(P, k));  // the separation's nearest image
-  shifted = Rn::add(c, Rn::sub(sep, nearest));         // a whole number of periods
-  const double up = Rn::sub(hi, shifted), down = Rn::sub(shifted, lo);
-  const double far = up > down ? up : down;
-  const double gap = Rn::sub(P, far);
-  usable = (far <= reach) & (gap > macRadius);
-  hoistable = gap > Rn::mul(kEwaldHoistMargin, macRadius);
-}
-
 template <class Rn = RoundNearest, class View>
 AG_HD bool periodicNodeImage(const View& v, const double* glo, const double* ghi, const double* com,
                              double macRadius, double shifted[3], int* image = nullptr, bool* hoistable = nullptr) {
