@@ -129,6 +129,7 @@ if(AMRGRAV_HAVE_CUDA)
     native/tools/parity/contrast.cpp
     native/tools/parity/let.cpp
     native/tools/parity/vote.cpp
+    native/tools/parity/paired.cpp
     native/tools/parity/system.cpp
     native/tools/parity/particles.cpp
     native/tools/parity/clustered.cpp
@@ -156,7 +157,7 @@ if(AMRGRAV_HAVE_CUDA)
   # unless AMRGRAV_REQUIRE_GPU=1 is in the environment (bench/gpu/device-check.sh sets it), then a failure. One at
   # a time on the GPU, whatever ctest -j says. Timings (amrgrav_gpu_timing) are not tests.
   set(_amrgrav_gpu_tests "")
-  foreach(_subject isolated direct errors memory periodic contrast let vote system clustered particles hostblocks fmm
+  foreach(_subject isolated direct errors memory periodic contrast let vote paired system clustered particles hostblocks fmm
                    fmm-lists fmm-tiles fmm-tree
                    fmm-periodic fmm-blocks fmm-ranks)
     add_test(NAME gpu.${_subject} COMMAND amrgrav_gpu_parity ${_subject})

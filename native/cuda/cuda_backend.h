@@ -29,6 +29,10 @@ struct CudaOptions {
   std::size_t stagingChunkBytes = 2u << 20;
   int copyThreads = 0;  ///< host threads of the staged copies; 0: min(8, hardware threads / 2) (AMRGRAV_CUDA_COPY_THREADS)
   unsigned initialQueueCapacity = 4096;    ///< per-warp walk queue entries (power of two; grows on overflow)
+  /// The walk's groups of 64 whose lanes' two cells share x and y (cubes of one level) take each list entry's x-y
+  /// terms once for both cells (kernel_walk.cu, paired evaluators: the same bits as unpaired). The API's backends
+  /// take AMRGRAV_WALK_PAIRED=0 to turn it off (a measurement knob).
+  bool pairedCells = true;
   /// The host block entry's walk in this many launches over consecutive groups, each launch's results downloaded,
   /// finished and scattered into the caller's arrays while the next ones walk (pinned staging, not periodic; at
   /// most 16). 0: by size (1 below 4096 walk groups, else 3); 1: one launch, then the download.
@@ -139,6 +143,8 @@ struct CudaStats {
   int walkLaunches = 0;
   double walkPassSeconds[3] = {0, 0, 0};  ///< host clock per launch of the last run: walk, per-pair walk, corrections
   int walkBlocks = 0, walkWarps = 0;
+  /// Walk groups evaluated in pairs (CudaOptions::pairedCells: each lane's two cells share x and y), all launches
+  unsigned pairedGroups = 0;
   /// Method 'fmm' (device events of the last solve): the evaluation's kernels, P2P, M2L, L2L (all levels) and L2P;
   /// together secondsWalk. 0 for method 'tree'.
   double fmmKernelSeconds[4] = {0, 0, 0, 0};

@@ -208,10 +208,18 @@ __device__ __forceinline__ void entryQuadrupole(const WarpLists<Order>& L, int k
   }
 }
 
+/// Whether a walk kernel has the paired evaluators (two cells per lane sharing x and y: physics/interact_k.h
+/// PlanarTerms): unsoftened cells without per-pair Ewald terms.
+template <int CPL, bool Accel, int Ew, int Soft>
+__device__ __forceinline__ constexpr bool pairedKernel() {
+  return CPL == 2 && Ew != kEwaldPerCell && Soft == kUnsoftened;
+}
+
 /// Evaluates list entries [0, count) of the accepted nodes for this lane's targets. Full: count == 32 (a
 /// compile-time trip count that unrolls). Ew = kEwaldPerCell: every (cell, entry) pair adds its own correction
-/// (aLo.w holds the node's S).
-template <int Order, bool Accel, int CPL, bool Split, bool Full, int Ew, bool Dipole, int Soft>
+/// (aLo.w holds the node's S). Paired (pairedKernel, compact groups): the lane's two cells share x and y, so each
+/// entry's x-y terms are made once for both; each cell's bits are the unpaired evaluation's.
+template <int Order, bool Accel, int CPL, bool Split, bool Full, int Ew, bool Dipole, int Soft, bool Paired = false>
 __device__ __forceinline__ void evalApprox(const WarpLists<Order>& L, const float4* aDip, const float* aEps, int count,
                                            Targets<CPL>& T, const EwaldDeviceView& ev) {
   float p[CPL], fx[CPL], fy[CPL], fz[CPL], qx[CPL], qy[CPL], qz[CPL];
@@ -231,21 +239,37 @@ __device__ __forceinline__ void evalApprox(const WarpLists<Order>& L, const floa
       const float4 dv = aDip[k];
       pd[0] = dv.x; pd[1] = dv.y; pd[2] = dv.z;
     }
+    if constexpr (Paired) {
+      static_assert(!Split && Ew != kEwaldPerCell && Soft == kUnsoftened, "paired: compact groups, plain kernels");
+      const float dx = T.tx[0] - s.x, dy = T.ty[0] - s.y;
+      if constexpr (Accel) {
+        const PlanarForceTerms<float> f = nodePlanarForceTerms<float, Order, Dipole>(dx, dy, q, pd);
 #pragma unroll
-    for (int c = 0; c < CPL; ++c) {
-      const float dx = diff<Split>(T.tx[c], T.txl[c], s.x, sl.x), dy = diff<Split>(T.ty[c], T.tyl[c], s.y, sl.y),
-                  dz = diff<Split>(T.tz[c], T.tzl[c], s.z, sl.z);
-      if (Soft == kSoftPlummer) {  // plain quadrupole and second moment (sl.w) in the list; eps of the pair
-        const float eps = pairSoftening(T.eps[c], nodeEps);
-        if (Accel) plummerNodeForce<float, Order>(dx, dy, dz, s.w, q, sl.w, eps, p[c], fx[c], fy[c], fz[c]);
-        else plummerNodePotential<float, Order>(dx, dy, dz, s.w, q, sl.w, eps, p[c]);
-      } else if (Accel)
-        nodeCellForce<float, Order, Dipole>(dx, dy, dz, s.w, q, p[c], fx[c], fy[c], fz[c], qx[c], qy[c], qz[c], pd);
-      else nodeCellPotential<float, Order, Dipole>(dx, dy, dz, s.w, q, p[c], pd);
-      if (Ew == kEwaldPerCell) {
-        float qf[6];
-        plainQuadrupole<Accel>(q, qf);
-        ewaldNodeCorrection<Order, Accel, Dipole>(ev, dx, dy, dz, s.w, qf, sl.w, p[c], fx[c], fy[c], fz[c], pd);
+        for (int c = 0; c < CPL; ++c)
+          nodeCellForceZ<float, Order, Dipole>(f, T.tz[c] - s.z, s.w, q, p[c], fx[c], fy[c], fz[c], qx[c], qy[c],
+                                               qz[c], pd);
+      } else {
+        const PlanarTerms<float> t = nodePlanarTerms<float, Order, Dipole>(dx, dy, q, pd);
+#pragma unroll
+        for (int c = 0; c < CPL; ++c) nodeCellPotentialZ<float, Order, Dipole>(t, T.tz[c] - s.z, s.w, q, p[c], pd);
+      }
+    } else {
+#pragma unroll
+      for (int c = 0; c < CPL; ++c) {
+        const float dx = diff<Split>(T.tx[c], T.txl[c], s.x, sl.x), dy = diff<Split>(T.ty[c], T.tyl[c], s.y, sl.y),
+                    dz = diff<Split>(T.tz[c], T.tzl[c], s.z, sl.z);
+        if (Soft == kSoftPlummer) {  // plain quadrupole and second moment (sl.w) in the list; eps of the pair
+          const float eps = pairSoftening(T.eps[c], nodeEps);
+          if (Accel) plummerNodeForce<float, Order>(dx, dy, dz, s.w, q, sl.w, eps, p[c], fx[c], fy[c], fz[c]);
+          else plummerNodePotential<float, Order>(dx, dy, dz, s.w, q, sl.w, eps, p[c]);
+        } else if (Accel)
+          nodeCellForce<float, Order, Dipole>(dx, dy, dz, s.w, q, p[c], fx[c], fy[c], fz[c], qx[c], qy[c], qz[c], pd);
+        else nodeCellPotential<float, Order, Dipole>(dx, dy, dz, s.w, q, p[c], pd);
+        if (Ew == kEwaldPerCell) {
+          float qf[6];
+          plainQuadrupole<Accel>(q, qf);
+          ewaldNodeCorrection<Order, Accel, Dipole>(ev, dx, dy, dz, s.w, qf, sl.w, p[c], fx[c], fy[c], fz[c], pd);
+        }
       }
     }
   }
@@ -263,7 +287,7 @@ __device__ __forceinline__ void evalApprox(const WarpLists<Order>& L, const floa
 /// As evalApprox for the cells of opened leaves (the coincident self pair adds 0). Periodic: with kEwaldExpand the
 /// cells were entered at their image nearest the group's centre, or at their hoisted ancestor's image; with
 /// kEwaldPerCell each pair takes its own nearest image, then the correction (C(0) for the cell itself).
-template <int Order, bool Accel, int CPL, bool Split, bool Full, int Ew, int Soft>
+template <int Order, bool Accel, int CPL, bool Split, bool Full, int Ew, int Soft, bool Paired = false>
 __device__ __forceinline__ void evalDirect(const WarpLists<Order>& L, int count, Targets<CPL>& T,
                                            const EwaldDeviceView& ev) {
   float p[CPL], fx[CPL], fy[CPL], fz[CPL];
@@ -274,24 +298,34 @@ __device__ __forceinline__ void evalDirect(const WarpLists<Order>& L, int count,
   for (int k = 0; k < m; ++k) {
     const float4 s = L.dPos[k];
     const float4 sl = Split || Soft ? L.dLo[k] : make_float4(0.f, 0.f, 0.f, 0.f);  // softened: sl.w = eps
+    if constexpr (Paired) {  // as evalApprox
+      static_assert(!Split && Ew != kEwaldPerCell && Soft == kUnsoftened, "paired: compact groups, plain kernels");
+      const PlanarTerms<float> t = cellPlanarTerms(T.tx[0] - s.x, T.ty[0] - s.y);
 #pragma unroll
-    for (int c = 0; c < CPL; ++c) {
-      float dx = diff<Split>(T.tx[c], T.txl[c], s.x, sl.x), dy = diff<Split>(T.ty[c], T.tyl[c], s.y, sl.y),
-            dz = diff<Split>(T.tz[c], T.tzl[c], s.z, sl.z);
-      if (Soft) {
-        const float eps = pairSoftening(T.eps[c], sl.w);
-        if (Accel) softPairForce<float>(dx, dy, dz, s.w, eps, kernelOf(Soft), p[c], fx[c], fy[c], fz[c]);
-        else softPairPotential<float>(dx, dy, dz, s.w, eps, kernelOf(Soft), p[c]);
-        continue;
+      for (int c = 0; c < CPL; ++c) {
+        if (Accel) cellCellForceZ(t, T.tz[c] - s.z, s.w, p[c], fx[c], fy[c], fz[c]);
+        else cellCellPotentialZ(t, T.tz[c] - s.z, s.w, p[c]);
       }
-      if (Ew == kEwaldPerCell) {
-        dx = nearestImage(dx, float(ev.period[0]), float(ev.invPeriod[0]));
-        dy = nearestImage(dy, float(ev.period[1]), float(ev.invPeriod[1]));
-        dz = nearestImage(dz, float(ev.period[2]), float(ev.invPeriod[2]));
+    } else {
+#pragma unroll
+      for (int c = 0; c < CPL; ++c) {
+        float dx = diff<Split>(T.tx[c], T.txl[c], s.x, sl.x), dy = diff<Split>(T.ty[c], T.tyl[c], s.y, sl.y),
+              dz = diff<Split>(T.tz[c], T.tzl[c], s.z, sl.z);
+        if (Soft) {
+          const float eps = pairSoftening(T.eps[c], sl.w);
+          if (Accel) softPairForce<float>(dx, dy, dz, s.w, eps, kernelOf(Soft), p[c], fx[c], fy[c], fz[c]);
+          else softPairPotential<float>(dx, dy, dz, s.w, eps, kernelOf(Soft), p[c]);
+          continue;
+        }
+        if (Ew == kEwaldPerCell) {
+          dx = nearestImage(dx, float(ev.period[0]), float(ev.invPeriod[0]));
+          dy = nearestImage(dy, float(ev.period[1]), float(ev.invPeriod[1]));
+          dz = nearestImage(dz, float(ev.period[2]), float(ev.invPeriod[2]));
+        }
+        if (Accel) cellCellForce<float>(dx, dy, dz, s.w, p[c], fx[c], fy[c], fz[c]);
+        else cellCellPotential<float>(dx, dy, dz, s.w, p[c]);
+        if (Ew == kEwaldPerCell) ewaldCellCorrection<Accel>(ev, dx, dy, dz, s.w, p[c], fx[c], fy[c], fz[c]);
       }
-      if (Accel) cellCellForce<float>(dx, dy, dz, s.w, p[c], fx[c], fy[c], fz[c]);
-      else cellCellPotential<float>(dx, dy, dz, s.w, p[c]);
-      if (Ew == kEwaldPerCell) ewaldCellCorrection<Accel>(ev, dx, dy, dz, s.w, p[c], fx[c], fy[c], fz[c]);
     }
   }
 #pragma unroll
@@ -350,20 +384,25 @@ __device__ __forceinline__ void shiftDirect(WarpLists<Order>& L, int rem, int la
   __syncwarp();
 }
 
-/// Evaluates a full batch (Full) or the last entries of the accepted-node list with the group's precision
-/// (warp-uniform).
+/// Evaluates a full batch (Full) or the last entries of the accepted-node list with the group's precision and
+/// pairing (both warp-uniform).
 template <int Order, bool Accel, int CPL, int Ew, bool Dipole, int Soft, bool Full>
 __device__ __forceinline__ void flushApprox(const WarpLists<Order>& L, const float4* aDip, const float* aEps,
-                                            int count, Targets<CPL>& T, bool split, const EwaldDeviceView& ev) {
+                                            int count, Targets<CPL>& T, bool split, bool paired,
+                                            const EwaldDeviceView& ev) {
+  constexpr bool P = pairedKernel<CPL, Accel, Ew, Soft>();
   if (split) evalApprox<Order, Accel, CPL, true, Full, Ew, Dipole, Soft>(L, aDip, aEps, count, T, ev);
+  else if (P && paired) evalApprox<Order, Accel, CPL, false, Full, Ew, Dipole, Soft, P>(L, aDip, aEps, count, T, ev);
   else evalApprox<Order, Accel, CPL, false, Full, Ew, Dipole, Soft>(L, aDip, aEps, count, T, ev);
 }
 
 /// As flushApprox for the direct list.
 template <int Order, bool Accel, int CPL, int Ew, int Soft, bool Full>
 __device__ __forceinline__ void flushDirect(const WarpLists<Order>& L, int count, Targets<CPL>& T, bool split,
-                                            const EwaldDeviceView& ev) {
+                                            bool paired, const EwaldDeviceView& ev) {
+  constexpr bool P = pairedKernel<CPL, Accel, Ew, Soft>();
   if (split) evalDirect<Order, Accel, CPL, true, Full, Ew, Soft>(L, count, T, ev);
+  else if (P && paired) evalDirect<Order, Accel, CPL, false, Full, Ew, Soft, P>(L, count, T, ev);
   else evalDirect<Order, Accel, CPL, false, Full, Ew, Soft>(L, count, T, ev);
 }
 
@@ -526,6 +565,11 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
       T.phi[c] = T.gx[c] = T.gy[c] = T.gz[c] = 0.0;
       T.eps[c] = Soft && p.targetEps && tv[c] ? float(p.targetEps[gb + unsigned(lane + 32 * c)]) : 0.f;
     }
+    // warp-uniform: every lane's two cells share x and y (a 4^3 cube in Morton order: cell l + 32 lies two cells
+    // above cell l in z), so the evaluators pair them (a lane without a second cell evaluates a copy it discards)
+    const bool paired = pairedKernel<CPL, Accel, Ew, Soft>() && p.pairedCells && !split &&
+                        __all_sync(kFull, !tv[CPL - 1] || (T.tx[0] == T.tx[CPL - 1] && T.ty[0] == T.ty[CPL - 1]));
+    if (paired && lane == 0) atomicAdd(p.counters + kPairedGroups, 1u);
 
     // ---- breadth-first traversal (depth-first pops while the ring is more than half full)
     int aCount = 0, dCount = 0;        // entries waiting in the lists
@@ -610,7 +654,7 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
       accepted += __popc(am);
       __syncwarp();
       if (aCount >= 32) {
-        flushApprox<Order, Accel, CPL, Ew, Dipole, Soft, true>(L, aDip, aEps, 32, T, split, p.ewald);
+        flushApprox<Order, Accel, CPL, Ew, Dipole, Soft, true>(L, aDip, aEps, 32, T, split, paired, p.ewald);
         shiftApprox(L, aDip, aEps, aCount - 32, lane);
         aCount -= 32;
       }
@@ -658,7 +702,7 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
         dCount += int(chunk);
         __syncwarp();
         if (dCount >= 32) {
-          flushDirect<Order, Accel, CPL, Ew, Soft, true>(L, 32, T, split, p.ewald);
+          flushDirect<Order, Accel, CPL, Ew, Soft, true>(L, 32, T, split, paired, p.ewald);
           shiftDirect(L, dCount - 32, lane);
           dCount -= 32;
         }
@@ -689,8 +733,8 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
 
     // ---- the remaining entries, then the results
     if (aCount > 0)
-      flushApprox<Order, Accel, CPL, Ew, Dipole, Soft, false>(L, aDip, aEps, aCount, T, split, p.ewald);
-    if (dCount > 0) flushDirect<Order, Accel, CPL, Ew, Soft, false>(L, dCount, T, split, p.ewald);
+      flushApprox<Order, Accel, CPL, Ew, Dipole, Soft, false>(L, aDip, aEps, aCount, T, split, paired, p.ewald);
+    if (dCount > 0) flushDirect<Order, Accel, CPL, Ew, Soft, false>(L, dCount, T, split, paired, p.ewald);
     __syncwarp();  // the lists are rewritten by the next group
 #pragma unroll
     for (int c = 0; c < CPL; ++c) {

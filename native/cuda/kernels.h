@@ -224,7 +224,14 @@ Status launchWriteGroups(const StartMask* startMask, unsigned n, const unsigned*
 constexpr int kWalkWarpsPerBlock = 4;
 
 /// counters (unsigned) of one walk launch
-enum WalkCounter { kNextGroup = 0, kOverflowNeed = 1, kQueuePeak = 2, kSkippedGroups = 3, kWalkCounterCount = 4 };
+enum WalkCounter {
+  kNextGroup = 0,
+  kOverflowNeed = 1,
+  kQueuePeak = 2,
+  kSkippedGroups = 3,
+  kPairedGroups = 4,  ///< groups walked with the paired evaluators (kernel_walk.cu)
+  kWalkCounterCount = 5
+};
 
 /// The Ewald table as the walk reads it: the CPU's view over the device's float copy of the coefficients.
 using EwaldDeviceView = EwaldTableViewOf<float>;
@@ -251,6 +258,7 @@ struct WalkParams {
   EwaldDeviceView ewald;             ///< periodic walks (WalkConfig::periodic)
   bool ewaldExpansion = true;        ///< SolveOptions::ewaldExpansion
   bool hoistCorrection = true;       ///< expanding groups take corrections at hoisted nodes (cpu_walk.h WalkPass)
+  bool pairedCells = true;           ///< paired evaluators where a group allows (CudaOptions::pairedCells)
   /// The cells of the source tree's leaves: `cells` itself for the local tree (each cell meets itself once, not
   /// counted); a received LET's own cells (mpi/distributed_cuda.cpp), where no pair is a self pair. Read straight
   /// from the kernel's parameters, as `cells` is: no registers for the choice. (A LET walk writes its sums into

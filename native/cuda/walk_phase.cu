@@ -94,7 +94,9 @@ Status prepareWalk(DeviceState& ds, unsigned n, const SolveOptions& opt, double 
   p.selfPotential = selfCoef != 0.0;
   if (cfg->periodic) p.ewald = ds.ewaldView;
   p.ewaldExpansion = opt.ewaldExpansion;
+  p.pairedCells = ds.copt.pairedCells;
   ds.stats.walkLaunches = 0;
+  ds.stats.pairedGroups = 0;
   for (double& t : ds.stats.walkPassSeconds) t = 0;
   ds.stats.walkBlocks = *blocks;
   ds.stats.walkWarps = int(unsigned(*blocks) * kWalkWarpsPerBlock);
@@ -273,6 +275,7 @@ Status collectPass(DeviceState& ds, WalkTally& total, unsigned* need) {
   total.approx += ht[0];
   total.direct += ht[1];
   total.skipped = hc[kSkippedGroups];
+  ds.stats.pairedGroups += hc[kPairedGroups];
   ds.splitNodes = ht[2];  // counted by the build; leaves = nodes - split nodes
   return Status::success();
 }

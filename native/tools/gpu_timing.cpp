@@ -281,7 +281,8 @@ void timeVariant(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int 
               "\"build_s\":%s,\"moments_s\":%s,\"walk_s\":%s,\"download_s\":%s,\"cells_per_s\":%s,"
               "\"interactions_per_cell\":%s,\"approx_per_cell\":%s,\"direct_per_cell\":%s,"
               "\"walk_interactions_per_s\":%s,\"nodes\":%llu,\"depth\":%d,\"device_bytes_per_cell\":%s,"
-              "\"queue_peak\":%u,\"walk_warps\":%d,\"walk_pass_s\":[%s,%s,%s],\"device\":\"%s\"}\n",
+              "\"queue_peak\":%u,\"walk_warps\":%d,\"walk_pass_s\":[%s,%s,%s],\"paired\":%s,\"paired_groups\":%u,"
+              "\"device\":\"%s\"}\n",
               grid, cells.size(), o.order, o.accelerations ? "true" : "false", o.walk == WalkKind::Vote ? "vote" : "box",
               o.groupSize, o.leafSize, o.anyPeriodic() ? "true" : "false", co.pinnedStaging ? "pinned" : "pageable", co.copyThreads, num(o.theta).c_str(),
               a.reps, num(w).c_str(), num(median(val)).c_str(), num(median(up)).c_str(),
@@ -291,7 +292,8 @@ void timeVariant(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int 
               num(double(r.stats.directInteractions) / n).c_str(), num(inter / wk).c_str(),
               (unsigned long long)r.stats.nodes, r.stats.treeDepth, num(cs.deviceBytesPerCell).c_str(),
               cs.queuePeak, cs.walkWarps, num(cs.walkPassSeconds[0]).c_str(), num(cs.walkPassSeconds[1]).c_str(),
-              num(cs.walkPassSeconds[2]).c_str(), jsonEscape(cs.device).c_str());
+              num(cs.walkPassSeconds[2]).c_str(), co.pairedCells ? "true" : "false", cs.pairedGroups,
+              jsonEscape(cs.device).c_str());
   std::fflush(stdout);
 }
 
@@ -645,6 +647,7 @@ void runPerf(const TimingArgs& a) {
     std::fprintf(stderr, "grid %d^3 generated in %.2f s\n", grid, since(tg));
     struct Variant {
       int order; bool accel; WalkKind walk; bool pinned; int copyThreads; int group; int leaf; bool periodic = false;
+      bool paired = true;  // CudaOptions::pairedCells
     };
     std::vector<Variant> variants = {{2, true, WalkKind::Box, true, 0, 32, 16},  {2, false, WalkKind::Box, true, 0, 32, 16},
                                      {1, true, WalkKind::Box, true, 0, 32, 16},  {1, false, WalkKind::Box, true, 0, 32, 16},
@@ -657,7 +660,13 @@ void runPerf(const TimingArgs& a) {
                                      // the default groups of 64 (types.h cellGroupSize), isolated and periodic
                                      {2, false, WalkKind::Box, true, 0, 64, 16},
                                      {2, false, WalkKind::Box, true, 0, 64, 16, true},
-                                     {2, true, WalkKind::Box, true, 0, 64, 16, true}};
+                                     {2, true, WalkKind::Box, true, 0, 64, 16, true},
+                                     // groups of 64 with accelerations; each of them without the paired evaluators
+                                     {2, true, WalkKind::Box, true, 0, 64, 16},
+                                     {2, false, WalkKind::Box, true, 0, 64, 16, false, false},
+                                     {2, true, WalkKind::Box, true, 0, 64, 16, false, false},
+                                     {2, false, WalkKind::Box, true, 0, 64, 16, true, false},
+                                     {2, true, WalkKind::Box, true, 0, 64, 16, true, false}};
     if (a.sweep)  // group and leaf sizes, potential only and with accelerations
       for (int order : {2, 1})
         for (bool accel : {false, true})
@@ -673,7 +682,9 @@ void runPerf(const TimingArgs& a) {
       o.groupSize = v.group;
       o.leafSize = v.leaf;
       if (v.periodic) o = periodicBox(o, true, true, true);
-      timeVariant(a, *gpu, cells, grid, o, cudaOpts(v.pinned, 4096, false, v.copyThreads));
+      CudaOptions co = cudaOpts(v.pinned, 4096, false, v.copyThreads);
+      co.pairedCells = v.paired;
+      timeVariant(a, *gpu, cells, grid, o, co);
     }
     if (a.cpuPerf)
       for (int order : {2, 1}) timeCpu(cells, grid, order, false);

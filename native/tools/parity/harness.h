@@ -153,6 +153,7 @@ void runPeriodic(Context& cx);  ///< periodic.cpp: Ewald walks (expansion and pe
 void runContrast(Context& cx);  ///< contrast.cpp: signed sources (density contrast) and masses as given
 void runLet(Context& cx);       ///< let.cpp: LETs chosen and packed on the device vs the host's, byte for byte
 void runVote(Context& cx);      ///< vote.cpp: the vote walk against direct summation and the CPU's vote walk
+void runPaired(Context& cx);    ///< paired.cpp: the walk's paired evaluators, bitwise the unpaired ones, and used
 void runSystem(Context& cx);    ///< system.cpp: probes and target subsets (system solves), CPU vs CUDA
 void runClustered(Context& cx); ///< clustered.cpp: a Plummer sphere of points: the groups of tree/groups_k.h
 void runParticles(Context& cx); ///< particles.cpp: softened particles with gas and probes, both kernels

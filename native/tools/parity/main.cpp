@@ -8,9 +8,10 @@
 ///                      [--tol T] [--seed S]
 ///   amrgrav_gpu_parity --list
 ///
-///   SUBJECT           isolated, direct, errors, memory, periodic, contrast, let, vote, system, clustered, particles,
-///                     hostblocks, fmm, fmm-lists, fmm-tiles, fmm-tree, fmm-periodic, fmm-blocks (--list says what
-///                     each checks), or all (the default): every subject in that order, on one backend object
+///   SUBJECT           isolated, direct, errors, memory, periodic, contrast, let, vote, paired, system, clustered,
+///                     particles, hostblocks, fmm, fmm-lists, fmm-tiles, fmm-tree, fmm-periodic, fmm-blocks, fmm-ranks
+///                     (--list says what each checks), or all (the default): every subject in that order, on one
+///                     backend object
 ///   --quick           small sizes (for compute-sanitizer): --uniform 12 --amr 6000 --direct-parity 3000
 ///   --uniform N       the uniform grid's side (default 32; the periodic cases use 64 unless N < 32)
 ///   --amr CELLS       cells of the clustered AMR-like set (default 200000)
@@ -50,6 +51,7 @@ const Subject kSubjects[] = {
     {"contrast", runContrast, "signed sources: the density contrast of a 1e-6 perturbation, masses as given"},
     {"let", runLet, "LETs chosen and packed on the device vs the host's, byte for byte; the rank's summary"},
     {"vote", runVote, "the vote walk vs direct summation and vs the CPU's vote walk"},
+    {"paired", runPaired, "the walk's paired evaluators (two cells of a lane sharing x, y): bitwise unpaired, used"},
     {"system", runSystem, "system solves: probes and target subsets, CPU vs CUDA lists and values, subsets bitwise"},
     {"clustered", runClustered, "a Plummer sphere of points: the walk groups cut at home nodes, box and vote walks"},
     {"particles", runParticles, "softened particles with gas and probes, both kernels: CPU vs CUDA lists and values"},
