@@ -2,11 +2,12 @@
 # One device call: build the addon with CUDA (and MPI) on the GPU host, then the steps asked for:
 #   sanitize   compute-sanitizer memcheck + racecheck on the parity checks' small case (every subject, --quick)
 #   parity     CPU-vs-GPU parity: `ctest -L gpu --output-on-failure` in build/ (amrgrav_gpu_parity, one test per
-#              subject: isolated, direct, errors, memory, periodic, contrast, let, vote, system, clustered, and
-#              sequence-quick; each case's line in parity-cases.log)
+#              subject: isolated, direct, errors, memory, periodic, contrast, let, vote, paired, system, clustered,
+#              particles, hostblocks, the fmm subjects and sequence-quick; each case's line in parity-cases.log)
 #   ctest      the same as parity
 #   api        CPU-vs-GPU parity through the public API (MacLaurin levels 6, random AMR mesh)
-#   perf       timings of issue #4 on uniform 128^3 and 256^3 (+ the direct kernel)
+#   perf       timings of issue #4 on uniform 128^3 and 256^3 (+ the direct kernel; groups of 64 also with the paired
+#              evaluators off: their gain)
 #   sweep      perf plus group/leaf-size sweep and the CPU backend on the same grids
 #   maclaurin  `amrgrav bench` on the MacLaurin mesh, levels 7, order 2 and 1, GPU
 #   fmmmaclaurin  `amrgrav bench` on the MacLaurin mesh, levels 7, method 'fmm' (issue #20's AMR cells/s) and 'tree' beside it

@@ -31,6 +31,11 @@
 /// on the CPU (cpu/soft_lists.cpp); opened leaves' sources carry their softening
 /// (dLo.w) and each target its own (Targets::eps).
 ///
+/// Paired evaluation. In groups of 64 a lane holds cells l and l + 32; in a 4^3 cube of one level (Morton order, x in
+/// each triple's lowest bit) those lie two cells apart in z and share x and y. When every lane's two do (checked per
+/// group), each list entry's x-y terms are made once for both (physics/interact_k.h PlanarTerms), each cell adding
+/// its z part: the same operations in the same order per cell, so the same bits (CudaOptions::pairedCells).
+///
 /// Precision. Positions stay double on the device. A source entering a list (node com or cell) is converted to
 /// float relative to the group centre (one double subtraction per entry, shared by the 32 lanes), targets
 /// likewise, so float differences stay accurate at 15+ refinement levels. A group can still be extended (a jump of
