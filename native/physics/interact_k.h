@@ -67,11 +67,11 @@ AG_HD double fmaOf(double a, double b, double c) { return a * b + c; }
 
 /// The terms of a pair's offset that depend on its x and y alone. Two targets that differ only in z share them: in
 /// the GPU walk's groups of 64 (a 4^3 cube in Morton order, x in each triple's lowest bit), a lane's cells l and
-/// l + 32 lie two cells apart in z. hx = h0 dx + h1 dy, hy = h3 dy (the half-upper quadrupole below), pxy = p0 dx +
-/// p1 dy (a dipole).
+/// l + 32 lie two cells apart in z. With the half-upper quadrupole h below, h(d) = hxy + dz (hz + h5 dz):
+/// hxy = dx (h0 dx + h1 dy) + h3 dy^2 and hz = h2 dx + h4 dy; pxy = p0 dx + p1 dy (a dipole).
 template <class R>
 struct PlanarTerms {
-  R dx, dy, rxy, hx, hy, pxy;
+  R dx, dy, rxy, hxy, hz, pxy;
 };
 
 /// A cell's x-y terms (r_xy^2 alone).
@@ -81,7 +81,7 @@ AG_HD PlanarTerms<R> cellPlanarTerms(R dx, R dy) {
   t.dx = dx;
   t.dy = dy;
   t.rxy = fmaOf(dy, dy, mulOf(dx, dx));
-  t.hx = t.hy = t.pxy = R(0);
+  t.hxy = t.hz = t.pxy = R(0);
   return t;
 }
 
@@ -123,7 +123,7 @@ AG_HD void cellCellForce(R dx, R dy, R dz, R m, R& phi, R& gx, R& gy, R& gz) {
 }
 
 /// The potential-only walk takes a node's quadrupole as "half-upper" coefficients
-/// h = (Qxx/2, Qxy, Qxz, Qyy/2, Qyz, Qzz/2), made once per list entry, so that (1/2) d.Q.d costs 9 operations.
+/// h = (Qxx/2, Qxy, Qxz, Qyy/2, Qyz, Qzz/2), made once per list entry, so that (1/2) d.Q.d = h(d) needs no factor.
 template <class R>
 AG_HD void halfUpperQuadrupole(const R* q, R* h) {
   h[0] = R(0.5) * q[0]; h[1] = q[1]; h[2] = q[2];
@@ -135,18 +135,19 @@ template <class R, int Order, bool Dipole = false>
 AG_HD PlanarTerms<R> nodePlanarTerms(R dx, R dy, const R* h, const R* p = nullptr) {
   PlanarTerms<R> t = cellPlanarTerms(dx, dy);
   if (Order >= 2) {
-    t.hx = fmaOf(h[1], dy, mulOf(h[0], dx));
-    t.hy = mulOf(h[3], dy);
+    t.hxy = fmaOf(dy, mulOf(h[3], dy), mulOf(dx, fmaOf(h[1], dy, mulOf(h[0], dx))));
+    t.hz = fmaOf(h[4], dy, mulOf(h[2], dx));
   }
   if (Dipole) t.pxy = fmaOf(p[1], dy, mulOf(p[0], dx));
   return t;
 }
 
 /// Node of mass m and traceless quadrupole Q (given as half-upper h, see above) at offset d = target - com, its x-y
-/// terms in t: phi += m/r + (1/2) d.Q.d / r^5, written as (m + h(d) / r^4) / r with
-/// h(d) = dx (h0 dx + h1 dy + h2 dz) + dy (h3 dy + h4 dz) + dz h5 dz: the GPU walk's time is mostly this function,
-/// so it is written for the fewest operations. order 1 drops the quadrupole. With Dipole (signed sources, expanded
-/// about a centre that is not their centre of mass, tree/moments.cpp) the dipole p adds p.d / r^3 = (p.d / r^2) / r.
+/// terms in t: phi += m/r + (1/2) d.Q.d / r^5, written as (m + h(d) / r^4) / r with h(d) = hxy + dz (hz + h5 dz):
+/// the GPU walk's time is mostly this function, so it is written for the fewest operations per target (8 and an
+/// rsqrt, its x-y terms 11 more, made once for two targets that share them). order 1 drops the quadrupole. With
+/// Dipole (signed sources, expanded about a centre that is not their centre of mass, tree/moments.cpp) the dipole p
+/// adds p.d / r^3 = (p.d / r^2) / r.
 template <class R, int Order, bool Dipole = false>
 AG_HD void nodeCellPotentialZ(const PlanarTerms<R>& t, R dz, R m, const R* h, R& phi, const R* p = nullptr) {
   const R r2 = fmaOf(dz, dz, t.rxy);
@@ -155,8 +156,7 @@ AG_HD void nodeCellPotentialZ(const PlanarTerms<R>& t, R dz, R m, const R* h, R&
   R mm = m;
   if (Dipole) mm = fmaOf(fmaOf(p[2], dz, t.pxy), rinv2, m);
   if (Order >= 2) {
-    const R hx = fmaOf(h[2], dz, t.hx), hy = fmaOf(h[4], dz, t.hy);
-    const R hd = fmaOf(dz, mulOf(h[5], dz), fmaOf(t.dy, hy, mulOf(t.dx, hx)));
+    const R hd = fmaOf(fmaOf(h[5], dz, t.hz), dz, t.hxy);
     phi = fmaOf(fmaOf(hd, mulOf(rinv2, rinv2), mm), rinv, phi);
   } else {
     phi = fmaOf(mm, rinv, phi);
@@ -191,10 +191,10 @@ AG_HD PlanarForceTerms<R> nodePlanarForceTerms(R dx, R dy, const R* q, const R* 
 }
 
 /// As nodeCellPotentialZ (but with the plain quadrupole q; the x-y terms in f), plus the acceleration sums,
-/// acceleration = -G g with g = m d/r^3 - Q.d/r^5 + (5/2)(d.Q.d) d/r^7. With h = d.Q.d / r^5: phi += m/r + h/2, the radial part
-/// d (m/r^3 + (5/2) h/r^2) accumulates in (gx, gy, gz) and Q.d/r^5 in (qx, qy, qz), which the caller subtracts
-/// once per batch: two fused multiply-adds per component instead of three operations. A dipole p (Dipole) adds
-/// p.d/r^3 to phi, 3 (p.d) d/r^5 to the radial part and p/r^3 to (qx, qy, qz).
+/// acceleration = -G g with g = m d/r^3 - Q.d/r^5 + (5/2)(d.Q.d) d/r^7. With h = d.Q.d / r^5: phi += m/r + h/2, the
+/// radial part d (m/r^3 + (5/2) h/r^2) accumulates in (gx, gy, gz) and Q.d/r^5 in (qx, qy, qz), which the caller
+/// subtracts once per batch: two fused multiply-adds per component instead of three operations. A dipole p (Dipole)
+/// adds p.d/r^3 to phi, 3 (p.d) d/r^5 to the radial part and p/r^3 to (qx, qy, qz).
 template <class R, int Order, bool Dipole = false>
 AG_HD void nodeCellForceZ(const PlanarForceTerms<R>& f, R dz, R m, const R* q, R& phi, R& gx, R& gy, R& gz, R& qx,
                           R& qy, R& qz, const R* p = nullptr) {
