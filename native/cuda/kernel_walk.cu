@@ -215,7 +215,7 @@ __device__ __forceinline__ void entryQuadrupole(const WarpLists<Order>& L, int k
 
 /// Whether a walk kernel has the paired evaluators (two cells per lane sharing x and y: physics/interact_k.h
 /// PlanarTerms): unsoftened cells without per-pair Ewald terms.
-template <int CPL, bool Accel, int Ew, int Soft>
+template <int CPL, int Ew, int Soft>
 __device__ __forceinline__ constexpr bool pairedKernel() {
   return CPL == 2 && Ew != kEwaldPerCell && Soft == kUnsoftened;
 }
@@ -395,7 +395,7 @@ template <int Order, bool Accel, int CPL, int Ew, bool Dipole, int Soft, bool Fu
 __device__ __forceinline__ void flushApprox(const WarpLists<Order>& L, const float4* aDip, const float* aEps,
                                             int count, Targets<CPL>& T, bool split, bool paired,
                                             const EwaldDeviceView& ev) {
-  constexpr bool P = pairedKernel<CPL, Accel, Ew, Soft>();
+  constexpr bool P = pairedKernel<CPL, Ew, Soft>();
   if (split) evalApprox<Order, Accel, CPL, true, Full, Ew, Dipole, Soft>(L, aDip, aEps, count, T, ev);
   else if (P && paired) evalApprox<Order, Accel, CPL, false, Full, Ew, Dipole, Soft, P>(L, aDip, aEps, count, T, ev);
   else evalApprox<Order, Accel, CPL, false, Full, Ew, Dipole, Soft>(L, aDip, aEps, count, T, ev);
@@ -405,7 +405,7 @@ __device__ __forceinline__ void flushApprox(const WarpLists<Order>& L, const flo
 template <int Order, bool Accel, int CPL, int Ew, int Soft, bool Full>
 __device__ __forceinline__ void flushDirect(const WarpLists<Order>& L, int count, Targets<CPL>& T, bool split,
                                             bool paired, const EwaldDeviceView& ev) {
-  constexpr bool P = pairedKernel<CPL, Accel, Ew, Soft>();
+  constexpr bool P = pairedKernel<CPL, Ew, Soft>();
   if (split) evalDirect<Order, Accel, CPL, true, Full, Ew, Soft>(L, count, T, ev);
   else if (P && paired) evalDirect<Order, Accel, CPL, false, Full, Ew, Soft, P>(L, count, T, ev);
   else evalDirect<Order, Accel, CPL, false, Full, Ew, Soft>(L, count, T, ev);
@@ -572,7 +572,7 @@ __device__ __forceinline__ void walkBody(const WalkParams& p) {
     }
     // warp-uniform: every lane's two cells share x and y (a 4^3 cube in Morton order: cell l + 32 lies two cells
     // above cell l in z), so the evaluators pair them (a lane without a second cell evaluates a copy it discards)
-    const bool paired = pairedKernel<CPL, Accel, Ew, Soft>() && p.pairedCells && !split &&
+    const bool paired = pairedKernel<CPL, Ew, Soft>() && p.pairedCells && !split &&
                         __all_sync(kFull, !tv[CPL - 1] || (T.tx[0] == T.tx[CPL - 1] && T.ty[0] == T.ty[CPL - 1]));
     if (paired && lane == 0) atomicAdd(p.counters + kPairedGroups, 1u);
 

@@ -44,7 +44,7 @@ AG_HD double rsqrtOf(double r2) {
   return y;
 }
 
-/// A product and a fused multiply-add of the potential kernels below, each rounded once, in a fixed order: on the
+/// A product and a fused multiply-add of the interaction kernels below, each rounded once, in a fixed order: on the
 /// device __fmul_rn / __fmaf_rn (never re-fused by the compiler), so that the GPU walk's paired evaluation (two
 /// targets sharing their x-y terms, kernel_walk.cu) gives each target the bits of the single one; on the host the
 /// plain operators (the CPU walk's files choose their own contraction).
