@@ -492,6 +492,27 @@ inline __attribute__((always_inline)) const std::int32_t* rowSource(const EwaldC
   return j;
 }
 
+/// A block's rows' first values along y or z for one source cell: row a's separation q = q0 + a, folded to its nearest
+/// image and clamped as the per-pair reads fold it (`fold`, EwaldCellLattice::fold or accelFold, on a periodic axis;
+/// else |q| clamped to m, times `stride`), plus `base`. Signed: also that image's sign times the mass sm (`sign` on a
+/// periodic axis), which the gradient along the axis takes.
+template <bool Signed>
+inline __attribute__((always_inline)) void foldedRowOffsets(int q0, int n, const std::int32_t* fold, const double* sign,
+                                                            int stride, int m, int base, double sm, int* off,
+                                                            double* msign) {
+  for (int a = 0; a < n; ++a) {
+    const int q = q0 + a;
+    if (fold) {
+      off[a] = base + fold[q];
+      if (Signed) msign[a] = sm * sign[q];
+      continue;
+    }
+    const int aq = q < 0 ? -q : q;
+    off[a] = base + stride * (aq > m ? m : aq);
+    if (Signed) msign[a] = q < 0 ? -sm : sm;
+  }
+}
+
 /// The potentials of the source cells k, k + 1, ... of the lists that lie on the lattice within a period of every
 /// cell of the group (a lattice block, cells in its order, lattice indices [ilo, ihi]), up to the first that does
 /// not: returns where it stopped. Per source, the same lattice point as the per-pair reads (evaluateListsIn): on y
@@ -520,26 +541,10 @@ inline __attribute__((always_inline)) std::size_t latticeRowsOf(const EwaldCellL
     if (!j) break;
     const double sm = L.cm[k];
     const int dx = ilo[0] - j[0], ux0 = dx < 0 ? dx + F[0] : dx;  // |dx| < F[0]: in range
-    // each row's first value: the same fold and clamp as the pairs' below (tabled on periodic axes)
+    // each row's first value: the same fold and clamp as the per-pair reads (tabled on periodic axes)
     int oy[BY ? BY : kMaxGroup / kLatticeRun], oz[BZ ? BZ : kMaxGroup / kLatticeRun];
-    for (int a = 0; a < by; ++a) {
-      int q = ilo[1] + a - j[1];
-      if (fy) {
-        oy[a] = ux0 + fy[q];
-        continue;
-      }
-      q = q < 0 ? -q : q;
-      oy[a] = ux0 + rs * (q > m1 ? m1 : q);
-    }
-    for (int a = 0; a < bz; ++a) {
-      int q = ilo[2] + a - j[2];
-      if (fz) {
-        oz[a] = fz[q];
-        continue;
-      }
-      q = q < 0 ? -q : q;
-      oz[a] = rs * s1 * (q > m2 ? m2 : q);
-    }
+    foldedRowOffsets<false>(ilo[1] - j[1], by, fy, nullptr, rs, m1, ux0, sm, oy, nullptr);
+    foldedRowOffsets<false>(ilo[2] - j[2], bz, fz, nullptr, rs * s1, m2, 0, sm, oz, nullptr);
     // psi = 1/r + C: the pairs and their images
     if (BY && BZ) {
       const V4d m = {sm, sm, sm, sm};
@@ -601,28 +606,8 @@ inline __attribute__((always_inline)) std::size_t latticeRowsAccel(const EwaldCe
     // each row's first values and the nearest images' signs along y and z (times the mass)
     int oy[kMaxGroup / kLatticeRun], oz[kMaxGroup / kLatticeRun];
     double my[kMaxGroup / kLatticeRun], mz[kMaxGroup / kLatticeRun];
-    for (int a = 0; a < by; ++a) {
-      const int q = ilo[1] + a - j[1];
-      if (foy) {
-        oy[a] = d0 + foy[q];
-        my[a] = sm * sgy[q];
-        continue;
-      }
-      const int aq = q < 0 ? -q : q;
-      oy[a] = d0 + rs * (aq > m1 ? m1 : aq);
-      my[a] = q < 0 ? -sm : sm;
-    }
-    for (int b = 0; b < bz; ++b) {
-      const int q = ilo[2] + b - j[2];
-      if (foz) {
-        oz[b] = foz[q];
-        mz[b] = sm * sgz[q];
-        continue;
-      }
-      const int aq = q < 0 ? -q : q;
-      oz[b] = rs * s1 * (aq > m2 ? m2 : aq);
-      mz[b] = q < 0 ? -sm : sm;
-    }
+    foldedRowOffsets<true>(ilo[1] - j[1], by, foy, sgy, rs, m1, d0, sm, oy, my);
+    foldedRowOffsets<true>(ilo[2] - j[2], bz, foz, sgz, rs * s1, m2, 0, sm, oz, mz);
     const V4d m = {sm, sm, sm, sm};
     for (int z = 0; z < bz; ++z) {
       const V4d wz = {mz[z], mz[z], mz[z], mz[z]};
