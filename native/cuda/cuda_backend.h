@@ -106,6 +106,10 @@ struct CudaOptions {
   /// against 33.1; ctest gpu.fmm runs every variant against the CPU); the API's backends take AMRGRAV_FMM_M2L; a
   /// number past them fails the solve.
   int fmmM2L = 3;
+  /// Method 'fmm' with accelerations: the near field's table steps on the FP64 tensor cores, four products per step
+  /// (kernel_fmm.cu fmmP2PTilesMma<true>), instead of FMAs in the CPU's order (fmmP2PTiles<true>); both differ from the
+  /// CPU by rounding only. The API's backends take AMRGRAV_FMM_ACCEL_MMA=0 to turn it off (a measurement knob).
+  bool fmmAccelTablesMma = true;
 };
 
 /// Per-solve measurements of the CUDA backend (device phases from cudaEvents on the backend's stream).

@@ -324,6 +324,7 @@ FmmDeviceView bufferView(DeviceState& ds, const fmm::FmmTree& tree, std::size_t 
   v.l2lKJ = b.tables.get() + off[2];
   v.phi = b.sums.get();
   v.m2lVariant = ds.copt.fmmM2L;
+  v.accelTablesMma = ds.copt.fmmAccelTablesMma;
   if (accel) {
     v.gx = v.phi + n;
     v.gy = v.phi + 2 * n;

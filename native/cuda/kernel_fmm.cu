@@ -45,8 +45,8 @@ static_assert(kMassStride == kTileTargets + 4 && fmm::kMmaTableCells == kTileCel
                   4 * fmm::kMmaKSteps == kTileCells,
               "the tensor-core tile kernel's pieces (fmm/p2p_mma_k.h)");
 
-// The potential-only table steps on the FP64 tensor cores (fmmP2PTilesMma; 1, the default) or on FMAs in the CPU's
-// order (fmmP2PTiles<false>, s ascending: 0). Accelerations always take fmmP2PTiles<true>.
+// The table steps on the FP64 tensor cores (fmmP2PTilesMma; 1, the default; accelerations unless
+// FmmDeviceView::accelTablesMma is off) or on FMAs in the CPU's order (fmmP2PTiles, s ascending: 0).
 #ifndef AMRGRAV_FMM_P2P_DMMA
 #define AMRGRAV_FMM_P2P_DMMA 1
 #endif
@@ -316,7 +316,6 @@ __global__ void __launch_bounds__(kLeafThreads) fmmL2P(FmmDeviceView v) {
 }
 
 /// The lattice position of the k-th cell of a 4^3 leaf (Morton order, x in the lowest bit; fmm/p2p_tables.cpp).
-__device__ __forceinline__ int latticeAxis(int k, int axis) { return (k >> axis & 1) | (k >> (axis + 3) & 1) << 1; }
 
 /// Slot r (0 .. 15) of thread tid in staging a table step's masses: cell stagedCell of target stagedTarget (4
 /// consecutive cells of 8 sources per 32 threads: full 32-byte sectors).
@@ -436,7 +435,7 @@ __global__ void __launch_bounds__(kTileThreads) fmmP2PTiles(FmmDeviceView v) {
 #pragma unroll
     for (int a = 0; a < 4; ++a)
 #pragma unroll
-      for (int d = 0; d < 3; ++d) e[a][d] = double(latticeAxis(4 * tq + a, d) - off[d]);
+      for (int d = 0; d < 3; ++d) e[a][d] = double(fmm::leafLatticeAxis(4 * tq + a, d) - off[d]);
     double acc[4][4], g[3][4][4];
     tableStep<Accel>(v.p2pK + std::size_t(table) * kTileCells * kTileCells, ms, tq, lq, e, acc, g);
 #pragma unroll
@@ -470,25 +469,34 @@ __global__ void __launch_bounds__(kTileThreads) fmmP2PTiles(FmmDeviceView v) {
   }
 }
 
-/// fmmP2PTiles for potentials only, each table step a product on the FP64 tensor cores (fmm/p2p_mma_k.h: warp w
-/// takes target cells 16 w .. 16 w + 15 for all 32 targets, 2 x 4 pieces of 8 x 8, the sources in 16 steps of 4).
-/// The same tiles, steps and step order; each table step's sums are the table's products in groups of 4 sources
-/// (the hardware's rounding within a group, the groups ascending) instead of the CPU's one fused sum, so they
-/// differ from the CPU's by rounding only (deterministic: no atomics, a fixed order). A table step's masses are
-/// copied asynchronously into shared memory while the step before computes (two buffers), the running totals stay
-/// in registers (16 per lane). The computed steps are fmmP2PComputed's.
+/// fmmP2PTiles with each table step a product on the FP64 tensor cores (fmm/p2p_mma_k.h: warp w takes target cells
+/// 16 w .. 16 w + 15 for all 32 targets, 2 x 4 pieces of 8 x 8, the sources in 16 steps of 4). The same tiles,
+/// steps and step order; each table step's sums are the table's products in groups of 4 sources (the hardware's
+/// rounding within a group, the groups ascending) instead of the CPU's one fused sum, so they differ from the CPU's
+/// by rounding only (deterministic: no atomics, a fixed order). A table step's masses are copied asynchronously into
+/// shared memory while the step before computes (two buffers). The computed steps are fmmP2PComputed's.
+/// Potentials: each step's sums scaled by the target's 1/h and added to running totals (16 per lane in registers).
+/// With accelerations the three more products take as A the table's entries times their cells' offset, d K^3
+/// (d = p_t - p_s - delta, small integers: exact; tableStep's w = K^3 m with d multiplied after), from the same K
+/// loads and the same staged masses; the four sums (64 per lane) run over every table step of a target, all of one h
+/// (a table pairs leaves of one size), and are scaled by 1/h and 1/h^2 once at the end.
+template <bool Accel>
 __global__ void __launch_bounds__(kTileThreads) fmmP2PTilesMma(FmmDeviceView v) {
+  constexpr int NC = Accel ? 4 : 1;  // phi, then gx, gy, gz
   constexpr int kMassBuffer = kTileCells * kMassStride;
   __shared__ __align__(16) double ms[2 * kMassBuffer];  // two steps' masses: one read, the next one arriving
   const unsigned tile = blockIdx.x, tid = threadIdx.x;
   const int lane = int(tid & 31u), w = int(tid >> 5), row = fmm::dmmaCRow(lane);
   const std::uint32_t* target = v.tileTarget + std::size_t(tile) * kTileTargets;
   const double* invH = v.tileInvH + std::size_t(tile) * kTileTargets;
-  double tot[fmm::kMmaMTiles][fmm::kMmaNTiles][2];  // (m, j, i): cell mmaCell(w, row, m), target mmaTarget(j, col i)
+  // (c, m, j, i): component c of cell mmaCell(w, row, m), target mmaTarget(j, col i)
+  double tot[NC][fmm::kMmaMTiles][fmm::kMmaNTiles][2];
 #pragma unroll
-  for (int m = 0; m < fmm::kMmaMTiles; ++m)
+  for (int c = 0; c < NC; ++c)
 #pragma unroll
-    for (int j = 0; j < fmm::kMmaNTiles; ++j) tot[m][j][0] = tot[m][j][1] = 0.0;
+    for (int m = 0; m < fmm::kMmaMTiles; ++m)
+#pragma unroll
+      for (int j = 0; j < fmm::kMmaNTiles; ++j) tot[c][m][j][0] = tot[c][m][j][1] = 0.0;
   const unsigned s0 = v.tileStepStart[tile], s1 = v.tileStepStart[tile + 1];
   // The table steps' masses alternate between the two buffers: a step's are written (copies issued) only once every
   // thread has passed the barrier of the table step before, so no thread still reads the table step before that.
@@ -506,40 +514,82 @@ __global__ void __launch_bounds__(kTileThreads) fmmP2PTilesMma(FmmDeviceView v) 
     prefetched = st + 1 < s1 && v.tileStepTable[st + 1] >= 0;  // the block's
     if (prefetched) stageMassesAsync(v, source + kTileTargets, tid, ms + buf * kMassBuffer);  // during the products
     const double* K = v.p2pK + std::size_t(table) * kTileCells * kTileCells;
-    double acc[fmm::kMmaMTiles][fmm::kMmaNTiles][2];
+    if constexpr (!Accel) {
+      double acc[fmm::kMmaMTiles][fmm::kMmaNTiles][2];
 #pragma unroll
-    for (int m = 0; m < fmm::kMmaMTiles; ++m)
+      for (int m = 0; m < fmm::kMmaMTiles; ++m)
 #pragma unroll
-      for (int j = 0; j < fmm::kMmaNTiles; ++j) acc[m][j][0] = acc[m][j][1] = 0.0;
+        for (int j = 0; j < fmm::kMmaNTiles; ++j) acc[m][j][0] = acc[m][j][1] = 0.0;
 #pragma unroll 4
-    for (int k = 0; k < fmm::kMmaKSteps; ++k) {
-      const double2 a = __ldg(reinterpret_cast<const double2*>(K + fmm::mmaAOffset(w, lane, k)));  // m = 0, 1
-      double b[fmm::kMmaNTiles];
+      for (int k = 0; k < fmm::kMmaKSteps; ++k) {
+        const double2 a = __ldg(reinterpret_cast<const double2*>(K + fmm::mmaAOffset(w, lane, k)));  // m = 0, 1
+        double b[fmm::kMmaNTiles];
 #pragma unroll
-      for (int j = 0; j < fmm::kMmaNTiles; ++j) b[j] = mb[fmm::mmaBOffset(lane, k, j)];
+        for (int j = 0; j < fmm::kMmaNTiles; ++j) b[j] = mb[fmm::mmaBOffset(lane, k, j)];
 #pragma unroll
-      for (int j = 0; j < fmm::kMmaNTiles; ++j) {
-        dmma(acc[0][j][0], acc[0][j][1], a.x, b[j]);
-        dmma(acc[1][j][0], acc[1][j][1], a.y, b[j]);
+        for (int j = 0; j < fmm::kMmaNTiles; ++j) {
+          dmma(acc[0][j][0], acc[0][j][1], a.x, b[j]);
+          dmma(acc[1][j][0], acc[1][j][1], a.y, b[j]);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < fmm::kMmaNTiles; ++j)
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          const double ih = invH[fmm::mmaTarget(j, fmm::dmmaCCol(lane, i))];
+#pragma unroll
+          for (int m = 0; m < fmm::kMmaMTiles; ++m)
+            tot[0][m][j][i] = __dadd_rn(tot[0][m][j][i], __dmul_rn(acc[m][j][i], ih));
+        }
+    } else {
+      const int slot = v.p2pSlot[table];  // the table's leaf offset, in cells (fmmP2PTiles's off)
+      constexpr int r = fmm::kMaxLeafOffset, wd = 2 * r + 1;
+      const int off[3] = {4 * (slot / (wd * wd) - r), 4 * (slot / wd % wd - r), 4 * (slot % wd - r)};
+#pragma unroll 2
+      for (int k = 0; k < fmm::kMmaKSteps; ++k) {
+        const double2 a = __ldg(reinterpret_cast<const double2*>(K + fmm::mmaAOffset(w, lane, k)));  // m = 0, 1
+        double ag[3][fmm::kMmaMTiles];
+#pragma unroll
+        for (int d = 0; d < 3; ++d) {
+          ag[d][0] = fmm::mmaAccelElement(a.x, w, lane, k, 0, d, off);
+          ag[d][1] = fmm::mmaAccelElement(a.y, w, lane, k, 1, d, off);
+        }
+        double b[fmm::kMmaNTiles];
+#pragma unroll
+        for (int j = 0; j < fmm::kMmaNTiles; ++j) b[j] = mb[fmm::mmaBOffset(lane, k, j)];
+#pragma unroll
+        for (int j = 0; j < fmm::kMmaNTiles; ++j) {
+          dmma(tot[0][0][j][0], tot[0][0][j][1], a.x, b[j]);
+          dmma(tot[0][1][j][0], tot[0][1][j][1], a.y, b[j]);
+#pragma unroll
+          for (int d = 0; d < 3; ++d) {
+            dmma(tot[1 + d][0][j][0], tot[1 + d][0][j][1], ag[d][0], b[j]);
+            dmma(tot[1 + d][1][j][0], tot[1 + d][1][j][1], ag[d][1], b[j]);
+          }
+        }
       }
     }
-#pragma unroll
-    for (int j = 0; j < fmm::kMmaNTiles; ++j)
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const double ih = invH[fmm::mmaTarget(j, fmm::dmmaCCol(lane, i))];
-#pragma unroll
-        for (int m = 0; m < fmm::kMmaMTiles; ++m) tot[m][j][i] = __dadd_rn(tot[m][j][i], __dmul_rn(acc[m][j][i], ih));
-      }
   }
 #pragma unroll
   for (int j = 0; j < fmm::kMmaNTiles; ++j)
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      const unsigned T = target[fmm::mmaTarget(j, fmm::dmmaCCol(lane, i))];
+      const int col = fmm::mmaTarget(j, fmm::dmmaCCol(lane, i));
+      const unsigned T = target[col];
       if (T == fmm::kNoLeaf) continue;
 #pragma unroll
-      for (int m = 0; m < fmm::kMmaMTiles; ++m) v.phi[v.cellBegin[T] + fmm::mmaCell(w, row, m)] = tot[m][j][i];
+      for (int m = 0; m < fmm::kMmaMTiles; ++m) {
+        const unsigned cell = v.cellBegin[T] + fmm::mmaCell(w, row, m);
+        if constexpr (!Accel) {
+          v.phi[cell] = tot[0][m][j][i];
+        } else {
+          const double ih = invH[col], ih2 = __dmul_rn(ih, ih);
+          v.phi[cell] = __dmul_rn(tot[0][m][j][i], ih);
+          v.gx[cell] = __dmul_rn(tot[1][m][j][i], ih2);
+          v.gy[cell] = __dmul_rn(tot[2][m][j][i], ih2);
+          v.gz[cell] = __dmul_rn(tot[3][m][j][i], ih2);
+        }
+      }
     }
 }
 
@@ -689,8 +739,8 @@ __global__ void __launch_bounds__(kLeafThreads) fmmP2P(FmmDeviceView v) {
 namespace {
 
 template <bool Accel> Status launchTiles(const FmmDeviceView& v, cudaStream_t s) {
-  if constexpr (!Accel && AMRGRAV_FMM_P2P_DMMA) {
-    fmmP2PTilesMma<<<v.tileCount, kTileThreads, 0, s>>>(v);
+  if (AMRGRAV_FMM_P2P_DMMA && (!Accel || v.accelTablesMma)) {
+    fmmP2PTilesMma<Accel><<<v.tileCount, kTileThreads, 0, s>>>(v);
     AG_CUDA_LAUNCHED("fmmP2PTilesMma");
   } else {
     constexpr std::size_t bytes = std::size_t(Accel ? 4 : 1) * 16 * kTileThreads * sizeof(double);

@@ -55,15 +55,16 @@ struct FmmDeviceView {
   double period[3] = {0, 0, 0};  ///< the box's sides along its periodic axes (scaled lengths), 0 along isolated ones
   bool dipoles = false;          ///< multipoles about geometric centres: M2L with the dipole terms (fmm/fmm_tree.h)
   int m2lVariant = 0;            ///< the M2L kernel (FmmM2LVariant; CudaOptions::fmmM2L)
+  bool accelTablesMma = true;    ///< accelerations' table steps on the tensor cores (CudaOptions::fmmAccelTablesMma)
 };
 
 
 /// The near field, overwriting phi (and g). Regular targets by tile: one block of 128 threads per tile; each step's
 /// table product (1/h) K^T m_S added to each cell's total in the tile's step order, then the computed pairs' sums
-/// (one block per target, a thread per cell: fmmP2PComputed), in that order too. With
-/// accelerations a thread per 4 cells x 4 targets, the products s ascending, fused, as the CPU's tableP2P; potentials
-/// only, the products on the FP64 tensor cores (fmm/p2p_mma_k.h; sums in groups of 4 sources; built with
-/// AMRGRAV_FMM_P2P_DMMA=0, the accelerations' kernel's order). The other leaves: one block per leaf, its
+/// (one block per target, a thread per cell: fmmP2PComputed), in that order too. The table products on the FP64
+/// tensor cores (fmm/p2p_mma_k.h; sums in groups of 4 sources); with accelerations four products per step, summed
+/// over the steps and scaled once (with accelTablesMma off, or built with AMRGRAV_FMM_P2P_DMMA=0: a thread per 4 cells
+/// x 4 targets, the products s ascending, fused, as the CPU's tableP2P). The other leaves: one block per leaf, its
 /// cells one per thread against its near leaves' cells in the list's order (a leaf's own cell pairs left out).
 Status launchFmmP2P(const FmmDeviceView& v, cudaStream_t s);
 /// L[A] += the M2L of every source in A's list: one warp per target node, lanes over its sources (in strides of

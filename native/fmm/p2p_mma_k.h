@@ -1,5 +1,5 @@
 /// \file p2p_mma_k.h
-/// \brief The potential-only table step of the GPU's near field (cuda/kernel_fmm.cu fmmP2PTilesMma) on the FP64
+/// \brief The table step of the GPU's near field (cuda/kernel_fmm.cu fmmP2PTilesMma) on the FP64
 /// tensor cores: which elements each lane holds. A tile's table step is the product acc[t][b] = sum_s K[s][t] m_b[s]
 /// (64 target cells t, 64 source cells s, 32 target leaves b), taken as D = A B with A[t][s] = K[s][t] (64 x 64),
 /// B[s][b] = m_b[s] (64 x 32, the masses staged in shared memory, row s kMassRowStride doubles apart) in pieces of
@@ -56,6 +56,19 @@ AG_HD constexpr int mmaAOffset(int warp, int lane, int k) {
 /// s * kMassRowStride + b).
 AG_HD constexpr int mmaBOffset(int lane, int k, int j) {
   return mmaSource(k, dmmaBRow(lane)) * kMassRowStride + mmaTarget(j, dmmaBCol(lane));
+}
+
+/// A cell's lattice position along `axis` in its 4^3 leaf (the sorted order is the Morton order: bit `axis`, then
+/// bit axis + 3).
+AG_HD constexpr int leafLatticeAxis(int cell, int axis) { return (cell >> axis & 1) | (cell >> (axis + 3) & 1) << 1; }
+
+/// With accelerations, the A element beside K's (k = K[s][t]) for gradient component `axis`: d K^3 with d = p_t - p_s
+/// - delta along that axis (small integers: exact), t the lane's cell of M tile m, s its source of K step kstep and
+/// off = delta in cells (the table's leaf offset times 4): the table step's sums are then fmmP2PTiles<true>'s d K^3 m.
+AG_HD double mmaAccelElement(double k, int warp, int lane, int kstep, int m, int axis, const int off[3]) {
+  const int d = leafLatticeAxis(mmaCell(warp, dmmaARow(lane), m), axis) -
+                leafLatticeAxis(mmaSource(kstep, dmmaACol(lane)), axis) - off[axis];
+  return double(d) * (k * k * k);
 }
 
 }  // namespace fmm

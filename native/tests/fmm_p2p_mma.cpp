@@ -7,7 +7,7 @@
 /// the plain triple loop's sum_s K[s][t] m_b[s] for its (cell, target) within 1e-14 (each of the 64 x 32 once); the
 /// kernel's pre-sm_80 path (shuffles from the header's inverse lanes) must give the model's bits. Also the loads'
 /// shapes the kernel relies on: A's 16-byte loads aligned and whole 128-byte lines, B's shared loads free of bank
-/// conflicts. CTest (label cpu). What only a GPU shows (that the hardware holds what the PTX ISA says) is
+/// conflicts. The accelerations' step (fmmP2PTilesMma<true>: three more products from d K^3) likewise. CTest (label cpu). What only a GPU shows (that the hardware holds what the PTX ISA says) is
 /// ctest gpu.fmm's CPU-vs-GPU parity.
 #include <cmath>
 #include <cstdio>
@@ -201,6 +201,74 @@ void checkProduct(std::uint64_t seed) {
             (bitwise ? "the model's bits" : "NOT the model's bits") + "; targets without a source exactly 0");
 }
 
+/// A cell's position in a 4^3 leaf from its Morton index, written out here (bits x0 y0 z0 x1 y1 z1, low first) as
+/// the reference for the header's leafLatticeAxis.
+int mortonAxis(int cell, int axis) {
+  int v = 0;
+  for (int bit = 0; bit < 2; ++bit) v |= (cell >> (3 * bit + axis) & 1) << bit;
+  return v;
+}
+
+/// The accelerations' table step (fmmP2PTilesMma<true>): each lane's three more A elements (mmaAccelElement from the
+/// K element it loaded), the model's products, against sum_s (p_t - p_s - delta) K[s][t]^3 m_b[s] for every (cell,
+/// target) and axis, relative to the sum of the terms' magnitudes (the components cancel).
+void checkAccelProduct(std::uint64_t seed, const int leafOffset[3]) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> kd(0.05, 1.0), md(0.5, 1.5);
+  std::vector<double> K(64 * 64), ms(64 * kMassRowStride, -1.0);
+  for (double& k : K) k = kd(rng);
+  K[0] = 0.0;
+  for (int s = 0; s < 64; ++s)
+    for (int b = 0; b < 32; ++b) ms[s * kMassRowStride + b] = b % 11 == 7 ? 0.0 : 1e-3 * md(rng);
+  const int off[3] = {4 * leafOffset[0], 4 * leafOffset[1], 4 * leafOffset[2]};
+  bool lattice = true;
+  for (int c = 0; c < 64; ++c)
+    for (int a = 0; a < 3; ++a) lattice = lattice && leafLatticeAxis(c, a) == mortonAxis(c, a);
+  double worst = 0;
+  for (int w = 0; w < kMmaWarps; ++w) {
+    double acc[3][kMmaMTiles][kMmaNTiles][32][2] = {};
+    for (int k = 0; k < kMmaKSteps; ++k) {
+      double a[3][kMmaMTiles][32], b[kMmaNTiles][32];
+      for (int l = 0; l < 32; ++l) {
+        const int o = mmaAOffset(w, l, k);
+        for (int d = 0; d < 3; ++d) {
+          a[d][0][l] = mmaAccelElement(K[o], w, l, k, 0, d, off);
+          a[d][1][l] = mmaAccelElement(K[o + 1], w, l, k, 1, d, off);
+        }
+        for (int j = 0; j < kMmaNTiles; ++j) b[j][l] = ms[mmaBOffset(l, k, j)];
+      }
+      for (int d = 0; d < 3; ++d)
+        for (int j = 0; j < kMmaNTiles; ++j)
+          for (int m = 0; m < kMmaMTiles; ++m) modelMma(acc[d][m][j], a[d][m], b[j]);
+    }
+    for (int l = 0; l < 32; ++l)
+      for (int m = 0; m < kMmaMTiles; ++m)
+        for (int j = 0; j < kMmaNTiles; ++j)
+          for (int i = 0; i < 2; ++i)
+            for (int d = 0; d < 3; ++d) {
+              const int t = mmaCell(w, dmmaCRow(l), m), b = mmaTarget(j, dmmaCCol(l, i));
+              long double ref = 0, mag = 0;
+              for (int s = 0; s < 64; ++s) {
+                const long double kst = K[s * 64 + t];
+                const long double term =
+                    (mortonAxis(t, d) - mortonAxis(s, d) - off[d]) * kst * kst * kst * ms[s * kMassRowStride + b];
+                ref += term;
+                mag += std::fabs(term);
+              }
+              const double got = acc[d][m][j][l][i];
+              if (!std::isfinite(got)) worst = INFINITY;
+              if (mag > 0) worst = std::fmax(worst, double(std::fabs((long double)got - ref) / mag));
+              else if (got != 0) worst = INFINITY;
+            }
+  }
+  check("mma-accel-product-seed" + std::to_string(seed),
+        lattice && worst <= 1e-14,
+        "the accelerations' A elements (d K^3, leaf offset " + std::to_string(leafOffset[0]) + "," +
+            std::to_string(leafOffset[1]) + "," + std::to_string(leafOffset[2]) + "), one block's lanes against "
+            "sum_s d K[s][t]^3 m_b[s]: max error " + sci(worst) + " of the terms' magnitudes (<= 1e-14); the lattice " +
+            (lattice ? "the Morton decode's" : "NOT the Morton decode's"));
+}
+
 }  // namespace
 
 int main() {
@@ -208,6 +276,8 @@ int main() {
   checkCover();
   checkLoads();
   for (std::uint64_t seed : {1u, 2u, 3u}) checkProduct(seed);
+  const int offsets[3][3] = {{0, 0, 0}, {1, -1, 0}, {-2, 1, 3}};
+  for (std::uint64_t seed : {4u, 5u, 6u}) checkAccelProduct(seed, offsets[seed - 4]);
   std::printf("%d checks, %d failed\n", gChecks, gFailed);
   return gFailed == 0 ? 0 : 1;
 }

@@ -312,6 +312,8 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
   co.fmmDevicePeriodicTiles = devicePeriodicTiles;
   co.fmmDevicePeriodicFinish = devicePeriodicFinish;
   co.fmmM2L = a.fmmM2L;
+  // the accelerations' table steps on the tensor cores or not (a measurement knob, as the API's backends read it)
+  if (const char* e = std::getenv("AMRGRAV_FMM_ACCEL_MMA")) co.fmmAccelTablesMma = std::atoi(e) != 0;
   setDeviceOptions(gpu, co);
   SolveOptions o;
   o.method = SolveMethod::Fmm;
@@ -353,7 +355,7 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
               "\"device_tree\":%s,\"device_periodic\":%s,\"device_periodic_tiles\":%s,"
               "\"device_periodic_finish\":%s,\"host_cells\":%s,\"scale_candidates\":%llu,"
               "\"scale_candidate_cells\":%llu,\"scale_s\":%s,\"tree_steps_s\":[%s,%s,%s],"
-              "\"finish_steps_s\":[%s,%s,%s],\"m2l\":\"%s\","
+              "\"finish_steps_s\":[%s,%s,%s],\"m2l\":\"%s\",\"accel_tables_mma\":%s,"
               "\"lists_s\":%s,"
               "\"list_rounds\":%d,"
               "\"list_max_frontier\":%llu,\"reps\":%d,\"wall_s\":%s,\"keys_sort_s\":%s,\"moments_s\":%s,\"build_s\":%s,"
@@ -375,7 +377,7 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
               num(cs.fmmTreeStepSeconds[0]).c_str(), num(cs.fmmTreeStepSeconds[1]).c_str(),
               num(cs.fmmTreeStepSeconds[2]).c_str(), num(cs.fmmFinishStepSeconds[0]).c_str(),
               num(cs.fmmFinishStepSeconds[1]).c_str(), num(cs.fmmFinishStepSeconds[2]).c_str(), cuda::fmmM2LVariantName(co.fmmM2L),
-              num(median(lists)).c_str(), cs.fmmListRounds,
+              accel && co.fmmAccelTablesMma ? "true" : "false", num(median(lists)).c_str(), cs.fmmListRounds,
               (unsigned long long)cs.fmmListMaxFrontier, a.reps, num(w).c_str(), num(median(keys)).c_str(),
               num(median(mom)).c_str(),
               num(median(build)).c_str(), num(median(up)).c_str(), num(wk).c_str(), num(median(kernel[0])).c_str(),
