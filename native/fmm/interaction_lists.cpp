@@ -115,30 +115,41 @@ void buildInteractionLists(const FmmTree& t, double tolerance, int threads, FmmL
     for (std::size_t i = b; i < e; ++i) parts[i].run(tasks[i]);
   });
   parts.push_back(std::move(head));
-  // M2L: both directions (the source's shift seen from the other side is the opposite), bucketed by target, each
-  // bucket sorted by (source, shift)
+  // M2L: both directions (the source's shift seen from the other side is the opposite), by target, each target's
+  // sources ascending by (source, shift): a counting sort by (source, shift) key, then a stable one by target
+  const std::size_t K = period ? 27 : 1;  // shifts per source in the key (isolated: kNoShift only)
+  auto keyOf = [&](std::uint32_t node, std::uint8_t shift) { return std::size_t(node) * K + (K > 1 ? shift : 0); };
   std::vector<std::uint32_t>& start = out.m2lStart;
-  for (const Walker& w : parts)
-    for (std::size_t q = 0; q < w.m2lA.size(); ++q) { ++start[w.m2lA[q] + 1]; ++start[w.m2lB[q] + 1]; }
-  for (std::size_t i = 0; i < n; ++i) start[i + 1] += start[i];
-  std::vector<std::uint64_t> src(start[n]);
-  std::vector<std::uint32_t> fill(start.begin(), start.end() - 1);
+  std::vector<std::uint32_t> byKey(n * K + 1, 0);
   for (const Walker& w : parts)
     for (std::size_t q = 0; q < w.m2lA.size(); ++q) {
-      src[fill[w.m2lA[q]]++] = std::uint64_t(w.m2lB[q]) << 8 | w.m2lS[q];
-      src[fill[w.m2lB[q]]++] = std::uint64_t(w.m2lA[q]) << 8 | std::uint8_t(26 - w.m2lS[q]);
+      ++start[w.m2lA[q] + 1];
+      ++start[w.m2lB[q] + 1];
+      ++byKey[keyOf(w.m2lB[q], w.m2lS[q]) + 1];
+      ++byKey[keyOf(w.m2lA[q], std::uint8_t(26 - w.m2lS[q])) + 1];
     }
-  out.m2lSource.resize(src.size());
-  out.m2lShift.resize(src.size());
-  parallelFor(n, 64, threads, [&](std::size_t b, std::size_t e, int) {
-    for (std::size_t i = b; i < e; ++i) {
-      std::sort(src.begin() + start[i], src.begin() + start[i + 1]);
-      for (std::size_t q = start[i]; q < start[i + 1]; ++q) {
-        out.m2lSource[q] = std::uint32_t(src[q] >> 8);
-        out.m2lShift[q] = std::uint8_t(src[q] & 0xff);
+  for (std::size_t i = 0; i < n; ++i) start[i + 1] += start[i];
+  for (std::size_t k = 0; k < n * K; ++k) byKey[k + 1] += byKey[k];
+  std::vector<std::uint32_t> keyTarget(start[n]);
+  {
+    std::vector<std::uint32_t> fill(byKey.begin(), byKey.end() - 1);
+    for (const Walker& w : parts)
+      for (std::size_t q = 0; q < w.m2lA.size(); ++q) {
+        keyTarget[fill[keyOf(w.m2lB[q], w.m2lS[q])]++] = w.m2lA[q];
+        keyTarget[fill[keyOf(w.m2lA[q], std::uint8_t(26 - w.m2lS[q]))]++] = w.m2lB[q];
       }
-    }
-  });
+  }
+  out.m2lSource.resize(start[n]);
+  out.m2lShift.resize(start[n]);
+  {
+    std::vector<std::uint32_t> fill(start.begin(), start.end() - 1);
+    for (std::size_t k = 0; k < n * K; ++k)
+      for (std::uint32_t q = byKey[k]; q < byKey[k + 1]; ++q) {
+        const std::uint32_t at = fill[keyTarget[q]]++;
+        out.m2lSource[at] = std::uint32_t(k / K);
+        out.m2lShift[at] = K > 1 ? std::uint8_t(k % K) : kNoShift;
+      }
+  }
   out.directedM2L = out.m2lSource.size();
   // P2P: mutual pairs sorted by (A, B, shift)
   std::vector<std::pair<std::uint64_t, std::uint8_t>> pairs;
