@@ -398,6 +398,34 @@ void evaluateP2PFrom(const ExternalSources& src, const FmmTree& tree, const Sort
   });
 }
 
+namespace {
+/// One side of a table pair (potentials): the table's slot, the source's masses, the target's h, its sums.
+struct TableSide {
+  int slot;
+  const double* m;
+  double h;
+  double* p;
+};
+
+/// Sides ordered by slot, two of one table per pass over it (tableP2PTwo: each side's sums the bits tableP2P gives
+/// it alone), in parallel: the sides write distinct sums.
+void evaluateTableSides(const std::vector<TableSide>& sides, const P2pTables& tables, int threads) {
+  parallelFor((sides.size() + 1) / 2, 4, threads, [&](std::size_t b, std::size_t e, int) {
+    for (std::size_t k = 2 * b; k < std::min(2 * e, sides.size()); ++k) {
+      const TableSide& x = sides[k];
+      if (k + 1 < std::min(2 * e, sides.size()) && sides[k + 1].slot == x.slot) {
+        const TableSide& y = sides[k + 1];
+        tableP2PTwo(*tables.bySlot(x.slot), x.m, x.h, x.p, y.m, y.h, y.p);
+        ++k;
+      } else {
+        tableP2P(*tables.bySlot(x.slot), x.m, x.h, x.p, nullptr, nullptr, nullptr);
+      }
+    }
+  });
+}
+
+}  // namespace
+
 void evaluateP2P(const FmmLists& lists, const FmmTree& tree, const SortedCells& c, int threads, FmmOutput out) {
   const Octree& o = tree.topo;
   const bool accel = out.gx != nullptr;
@@ -436,6 +464,9 @@ void evaluateP2P(const FmmLists& lists, const FmmTree& tree, const SortedCells& 
   std::vector<std::uint32_t> cursor(entryStart.begin(), entryStart.end() - 1);
   std::vector<std::uint32_t> slot(np);
   std::vector<double> bp(kChunkCells + 2 * kBlock), bx, by, bz;
+  std::vector<TableSide> sides, bySlot;
+  std::vector<std::uint8_t> tabled;  // per pair of the chunk: its table products made by slot (potentials)
+  std::vector<std::uint32_t> slotStart(kOffsetSlots + 1);
   if (accel) { bx.resize(bp.size()); by.resize(bp.size()); bz.resize(bp.size()); }
   std::size_t q0 = 0;
   while (q0 < np) {
@@ -453,8 +484,35 @@ void evaluateP2P(const FmmLists& lists, const FmmTree& tree, const SortedCells& 
       bp.resize(used);
       if (accel) { bx.resize(used); by.resize(used); bz.resize(used); }
     }
+    // potentials: the chunk's table products grouped by table, two sources per pass over a table (tableP2PTwo:
+    // each side's sums the bits tableP2P gives it alone); the others pair by pair
+    if (!accel) {
+      sides.clear();
+      tabled.assign(q1 - q0, 0);
+      for (std::size_t q = q0; q < q1; ++q) {
+        const std::uint32_t A = lists.p2pA[q], B = lists.p2pB[q];
+        double v[3], mv[3];
+        lists.shiftVector(lists.p2pShift[q], v);
+        for (int d = 0; d < 3; ++d) mv[d] = -v[d];
+        const int ab = tables.findSlot(reg, A, B, v);
+        if (ab < 0) continue;
+        tabled[q - q0] = 1;
+        const std::uint32_t s = slot[q], sb = s + o.cellCount[A];
+        sides.push_back(TableSide{ab, &c.mass[o.cellBegin[B]], reg.h[A], &bp[s]});
+        sides.push_back(TableSide{tables.findSlot(reg, B, A, mv), &c.mass[o.cellBegin[A]], reg.h[B], &bp[sb]});
+      }
+      // by table: a counting sort on the slot
+      std::fill(slotStart.begin(), slotStart.end(), 0u);
+      for (const TableSide& x : sides) ++slotStart[x.slot + 1];
+      for (int k = 0; k < kOffsetSlots; ++k) slotStart[k + 1] += slotStart[k];
+      bySlot.resize(sides.size());
+      for (const TableSide& x : sides) bySlot[slotStart[x.slot]++] = x;
+      sides.swap(bySlot);
+      evaluateTableSides(sides, tables, threads);
+    }
     parallelFor(q1 - q0, 4, threads, [&](std::size_t b, std::size_t e, int) {
       for (std::size_t q = q0 + b; q < q0 + e; ++q) {
+        if (!accel && tabled[q - q0]) continue;  // done above
         const std::uint32_t A = lists.p2pA[q], B = lists.p2pB[q], s = slot[q];
         const std::uint32_t a0 = o.cellBegin[A], b0 = o.cellBegin[B];
         double v[3], mv[3];

@@ -201,5 +201,27 @@ AG_FMM_CLONES void tableP2P(const P2pTable& t, const double* m, double h, double
   }
 }
 
+AG_FMM_CLONES void tableP2PTwo(const P2pTable& t, const double* m0, double h0, double* p0, const double* m1, double h1,
+                               double* p1) {
+  constexpr int V = kTableCells / kLanes;
+  Vd a0[V] = {}, a1[V] = {};
+  for (int s = 0; s < kTableCells; ++s) {  // tableP2P's loop for two sources: each row read once for both
+    const double ms0 = m0[s], ms1 = m1[s];
+    const double* k = &t.k[s * kTableCells];
+    for (int v = 0; v < V; ++v) {
+      Vd row;
+      std::memcpy(&row, k + v * kLanes, sizeof row);
+      a0[v] += row * ms0;
+      a1[v] += row * ms1;
+    }
+  }
+  const double ih0 = 1.0 / h0, ih1 = 1.0 / h1;
+  for (int v = 0; v < V; ++v) {
+    const Vd q0 = a0[v] * ih0, q1 = a1[v] * ih1;
+    std::memcpy(p0 + v * kLanes, &q0, sizeof q0);
+    std::memcpy(p1 + v * kLanes, &q1, sizeof q1);
+  }
+}
+
 }  // namespace fmm
 }  // namespace amrgrav
