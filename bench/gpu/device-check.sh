@@ -25,7 +25,7 @@
 #              masses at orders 3..7 and the clustered AMR-like set: pot <= 1e-12 per cell, acc <= 1e-11 of the rms,
 #              identical M2L/P2P counts; the near field's paths: the grid all by table, the AMR set mixed; momentum
 #              <= 1e-6 on the GPU; two GPU solves bitwise equal; the host block entry; potentials
-#              only, whose table steps run on the FP64 tensor cores, on both sets; the device's sort = the host's:
+#              only and with accelerations, whose table steps run on the FP64 tensor cores, on both sets; the device's sort = the host's:
 #              root, order, keys, sorted cells, every FmmTree array, solves bitwise), the DMMA instructions in
 #              fmmP2PTilesMma's SASS (cuobjdump), compute-sanitizer memcheck and racecheck on the fmm subject
 #              (--quick), then
@@ -107,6 +107,11 @@
 #              accelerations), MacLaurin levels 7 (potential, accelerations) and 128^3 fully periodic: the walk times
 #              behind the automatic choice (64, periodic boxes too since 2026-11-27: bench/RESULTS.md "Periodic
 #              groups of 64")
+#   fmmaccel   issue #20, the FMM's accelerations with the near field's table steps on the FP64 tensor cores
+#              (fmmP2PTilesMma<true>, CudaOptions::fmmAccelTablesMma) against the FMA kernel (AMRGRAV_FMM_ACCEL_MMA=0),
+#              alternating $FMMACCEL_ROUNDS times (default 2): ctest gpu.fmm and gpu.fmm-periodic (both kernels' accelerations against the CPU's),
+#              then amrgrav_gpu_timing --no-perf --fmm 256 and --fmm 256 --fmm-periodic (p2p_s, walk, end to end) and
+#              the MacLaurin mesh, levels 7, through the Node API (bench --method fmm --accel)
 #   m2l        issue #20, the FMM's M2L kernels (cuda/m2l_variants.h, CudaOptions::fmmM2L): amrgrav_m2l_bench --orders
 #              7 --dip (each kernel's ns a pair on a 64^3 lattice of nodes, with and without dipole terms, checked
 #              against the plain kernel), ctest gpu.fmm (every kernel against the CPU), then amrgrav_gpu_timing
@@ -342,6 +347,32 @@ for line in open(sys.argv[1]):
               f"(p2p {r['p2p_s']*1e3:.2f} m2l {r['m2l_s']*1e3:.2f} l2l {r['l2l_s']*1e3:.2f} l2p {r['l2p_s']*1e3:.2f})")
 PY
       ;;
+    fmmaccel)
+      (cd build && AMRGRAV_REQUIRE_GPU=1 timeout 500 ctest -R '^gpu[.]fmm(-periodic)?$' --output-on-failure) \
+        > "$out/fmmaccel-ctest.log" 2>&1
+      summary+=("fmmaccel ctest gpu.fmm gpu.fmm-periodic rc=$? $(grep -h 'parity summary' "$out/fmmaccel-ctest.log" | tr '\n' ';')")
+      for r in $(seq "${FMMACCEL_ROUNDS:-2}"); do
+        for v in 1 0; do
+          for b in "" "--fmm-periodic"; do
+            AMRGRAV_FMM_ACCEL_MMA=$v timeout 300 $timing --no-perf --fmm 256 $b --reps 3 | grep '"kind":"fmm"' \
+              >> "$out/fmmaccel-timing.log" 2>&1
+          done
+        done
+      done
+      python3 - "$out/fmmaccel-timing.log" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    if not line.startswith('{'): continue
+    r = json.loads(line)
+    print(f"fmm 256 acc={int(r['accelerations'])} periodic={int(r['periodic'])} mma={int(r.get('accel_tables_mma', False))}: "
+          f"wall {r['wall_s']*1e3:8.2f} ms  walk {r['walk_s']*1e3:7.2f} (p2p {r['p2p_s']*1e3:.2f} m2l {r['m2l_s']*1e3:.2f})  "
+          f"m2l/cell {r['m2l_per_cell']:.2f} p2p/cell {r['p2p_per_cell']:.0f}")
+PY
+      for v in 1 0; do
+        AMRGRAV_FMM_ACCEL_MMA=$v timeout 200 node dist/app/cli.js bench --problem maclaurin --levels 7 --backend cuda \
+          --method fmm --accel --repeat 3 --json > "$out/fmmaccel-mac7-$v.json" 2> "$out/fmmaccel-mac7-$v.err"
+        python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print('MacLaurin 7 fmm accel mma=$v: %.2f ms, %.3g cells/s' % (r['seconds']*1e3, r['cellsPerSecond']))" "$out/fmmaccel-mac7-$v.json"
+      done ;;
     m2l)
       timeout 200 build/amrgrav_m2l_bench --orders 7 --dip > "$out/m2l-bench.log" 2>&1
       summary+=("m2l bench rc=$?")
