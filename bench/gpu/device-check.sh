@@ -350,7 +350,7 @@ PY
     fmmaccel)
       (cd build && AMRGRAV_REQUIRE_GPU=1 timeout 500 ctest -R '^gpu[.]fmm(-periodic)?$' --output-on-failure) \
         > "$out/fmmaccel-ctest.log" 2>&1
-      summary+=("fmmaccel ctest gpu.fmm gpu.fmm-periodic rc=$? $(grep -h 'parity summary' "$out/fmmaccel-ctest.log" | tr '\n' ';')")
+      summary+=("fmmaccel ctest gpu.fmm gpu.fmm-periodic rc=$? $(grep -hE 'tests passed|Failed' "$out/fmmaccel-ctest.log" | tr '\n' ';')")
       for r in $(seq "${FMMACCEL_ROUNDS:-2}"); do
         for v in 1 0; do
           for b in "" "--fmm-periodic"; do
