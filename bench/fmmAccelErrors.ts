@@ -9,8 +9,8 @@
  * The direct sums (native, O(N^2)) are cached under $TMPDIR/amrgrav-direct (they do not depend on the FMM's options).
  * Run: `node dist/bench/fmmAccelErrors.js --mesh uniform32,maclaurin5,amr4,nested16 [--threads 2]
  * [--fmm-order 7 --fmm-theta 0.65 --fmm-tol 2e-4 --fmm-acc-tol 1e-5] [--json]`. Meshes: uniformN (N^3 random
- * masses, as bench/fmmBench.ts), maclaurinL, amrL (validation/randomAmr.ts, seed 3), nestedN (three nested uniform
- * levels of N^3 cells each, random masses: the prototype's, bench/prototypes/fmm).
+ * masses, as bench/fmmBench.ts), maclaurinL, amrL (validation/randomAmr.ts, seed 3; amrLsS: seed S), nestedN
+ * (three nested uniform levels of N^3 cells each, random masses: the prototype's, bench/prototypes/fmm).
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -72,9 +72,10 @@ export function meshOf(name: string): Cells {
   const num = Number(name.replace(/^[a-z]+/, ''));
   if (name.startsWith('uniform')) return uniformRandom(num);
   if (name.startsWith('maclaurin')) return maclaurinProblem({ levels: num }).cells;
-  if (name.startsWith('amr')) return randomAmrCells({ levels: num, seed: 3 });
+  const amr = /^amr(\d+)(?:s(\d+))?$/.exec(name);  // amrL (seed 3) or amrLsS
+  if (amr) return randomAmrCells({ levels: Number(amr[1]), seed: amr[2] === undefined ? 3 : Number(amr[2]) });
   if (name.startsWith('nested')) return nested(num);
-  throw new Error(`unknown mesh ${name}: uniformN, maclaurinL, amrL or nestedN`);
+  throw new Error(`unknown mesh ${name}: uniformN, maclaurinL, amrL, amrLsS (seed S) or nestedN`);
 }
 
 interface Field {
