@@ -315,8 +315,6 @@ __global__ void __launch_bounds__(kLeafThreads) fmmL2P(FmmDeviceView v) {
   }
 }
 
-/// The lattice position of the k-th cell of a 4^3 leaf (Morton order, x in the lowest bit; fmm/p2p_tables.cpp).
-
 /// Slot r (0 .. 15) of thread tid in staging a table step's masses: cell stagedCell of target stagedTarget (4
 /// consecutive cells of 8 sources per 32 threads: full 32-byte sectors).
 constexpr int kStagedPerThread = kTileCells * kTileTargets / kTileThreads;
