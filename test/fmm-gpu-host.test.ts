@@ -1,7 +1,7 @@
 // The CUDA backend's FMM pieces that are made or fixed on the host, checked without a GPU: the P2P tiles
 // (native/tests/fmm_p2p_tiles.cpp: each regular leaf's near list in the tiles, and a host emulation of the device's
 // P2P kernels against the CPU's near field), the tensor-core table step's lanes (native/tests/fmm_p2p_mma.cpp: one
-// block's DMMA pieces emulated against a triple loop), the L2P's compile-time term tables
+// block's DMMA pieces emulated against a triple loop, the accelerations' d K^3 pieces too), the L2P's compile-time term tables
 // (native/tests/fmm_terms.cpp) and the device's breadth-first dual walk for the interaction lists in its host
 // emulation (native/tests/fmm_dual_walk.cpp), and the device's near lists and P2P tiles from its P2P pairs in their
 // host emulation, with the lane rules its warps run (native/tests/fmm_device_tiles.cpp), and the device's tree upward
@@ -23,12 +23,13 @@ describe('method fmm on the CUDA backend: the host side of its kernels', () => {
     expect(r.status).toBe(0);
   });
 
-  it('native/tests/fmm_p2p_mma.cpp: DMMA lanes = the PTX table; an emulated block = a triple loop to 1e-14', () => {
+  it('native/tests/fmm_p2p_mma.cpp: DMMA lanes = the PTX table; an emulated block = a triple loop to 1e-14, accelerations too', () => {
     const r = spawnSync(hostTest('amrgrav_fmm_p2p_mma'), [], { encoding: 'utf8', timeout: 60_000 });
     expect(r.stdout).toMatch(/PASS dmma-layout/);
     expect(r.stdout).toMatch(/PASS mma-cover/);
     expect(r.stdout).toMatch(/PASS mma-product-seed1/);
-    expect(r.stdout).toMatch(/6 checks, 0 failed/);
+    expect(r.stdout).toMatch(/PASS mma-accel-product-seed6/);
+    expect(r.stdout).toMatch(/9 checks, 0 failed/);
     expect(r.status).toBe(0);
   });
 
