@@ -6,7 +6,7 @@
  * Problems: uniform N^3 grid with random masses (the prototype's), the MacLaurin mesh (validation/), random AMR
  * (validation/randomAmr.ts). G = 1, no self term, backend cpu.
  * Run: `node dist/bench/fmmBench.js --problem uniform --grid 64 --thetas 0.5,0.3 --repeat 3 [--accel]
- * [--threads N] [--fmm-order 7 --fmm-theta 0.65 --fmm-tol 2e-4]` (--problem maclaurin --levels 5;
+ * [--threads N] [--fmm-order 7 --fmm-theta 0.65 --fmm-tol 2e-4 --fmm-acc-tol 5e-5]` (--problem maclaurin --levels 5;
  * --problem amr --levels 4). Prints a table, or JSON with --json.
  */
 import { parseArgs } from 'node:util';
@@ -55,6 +55,7 @@ async function main(): Promise<void> {
       'fmm-order': { type: 'string' },
       'fmm-theta': { type: 'string' },
       'fmm-tol': { type: 'string' },
+      'fmm-acc-tol': { type: 'string' },
       json: { type: 'boolean', default: false },
     },
   });
@@ -77,6 +78,7 @@ async function main(): Promise<void> {
     ...(values['fmm-order'] ? { fmmOrder: Number(values['fmm-order']) } : {}),
     ...(values['fmm-theta'] ? { fmmTheta: Number(values['fmm-theta']) } : {}),
     ...(values['fmm-tol'] ? { fmmTolerance: Number(values['fmm-tol']) } : {}),
+    ...(values['fmm-acc-tol'] ? { fmmAccelTolerance: Number(values['fmm-acc-tol']) } : {}),
   };
   const configs: { name: string; options: SolverOptions }[] = [
     { name: 'fmm', options: fmm },
