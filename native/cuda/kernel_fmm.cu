@@ -427,8 +427,9 @@ __global__ void __launch_bounds__(kTileThreads) fmmP2PTiles(FmmDeviceView v) {
     const std::uint32_t* source = v.tileStepSource + std::size_t(st) * kTileTargets;
     stageMasses(v, source, tid, ms);
     const int slot = v.p2pSlot[table];
-    constexpr int r = fmm::kMaxLeafOffset, w = 2 * r + 1;
-    const int off[3] = {4 * (slot / (w * w) - r), 4 * (slot / w % w - r), 4 * (slot % w - r)};  // cells
+    int off[3];  // cells
+    fmm::slotOffset(slot, off);
+    for (int d = 0; d < 3; ++d) off[d] *= 4;
     double e[4][3];
 #pragma unroll
     for (int a = 0; a < 4; ++a)
@@ -463,6 +464,40 @@ __global__ void __launch_bounds__(kTileThreads) fmmP2PTiles(FmmDeviceView v) {
         v.gy[tb + a] = t[32 * kTileThreads];
         v.gz[tb + a] = t[48 * kTileThreads];
       }
+    }
+  }
+}
+
+/// One table step's products of this lane (fmm/p2p_mma_k.h) added to sum: the table K times the staged masses mb
+/// (component 0) and, with accelerations, the same with A = d K^3 per axis (components 1-3, mmaAccelElement; off:
+/// the table's leaf offset in cells), the sources in 16 steps of 4.
+template <bool Accel, int NC>
+__device__ __forceinline__ void mmaTableProducts(const double* __restrict__ K, const double* mb, int w, int lane,
+                                                 const int* off,
+                                                 double (&sum)[NC][fmm::kMmaMTiles][fmm::kMmaNTiles][2]) {
+#pragma unroll(Accel ? 2 : 4)
+  for (int k = 0; k < fmm::kMmaKSteps; ++k) {
+    const double2 a = __ldg(reinterpret_cast<const double2*>(K + fmm::mmaAOffset(w, lane, k)));  // m = 0, 1
+    double ag[3][fmm::kMmaMTiles];
+    if constexpr (Accel)
+#pragma unroll
+      for (int d = 0; d < 3; ++d) {
+        ag[d][0] = fmm::mmaAccelElement(a.x, w, lane, k, 0, d, off);
+        ag[d][1] = fmm::mmaAccelElement(a.y, w, lane, k, 1, d, off);
+      }
+    double b[fmm::kMmaNTiles];
+#pragma unroll
+    for (int j = 0; j < fmm::kMmaNTiles; ++j) b[j] = mb[fmm::mmaBOffset(lane, k, j)];
+#pragma unroll
+    for (int j = 0; j < fmm::kMmaNTiles; ++j) {
+      dmma(sum[0][0][j][0], sum[0][0][j][1], a.x, b[j]);
+      dmma(sum[0][1][j][0], sum[0][1][j][1], a.y, b[j]);
+      if constexpr (Accel)
+#pragma unroll
+        for (int d = 0; d < 3; ++d) {
+          dmma(sum[1 + d][0][j][0], sum[1 + d][0][j][1], ag[d][0], b[j]);
+          dmma(sum[1 + d][1][j][0], sum[1 + d][1][j][1], ag[d][1], b[j]);
+        }
     }
   }
 }
@@ -513,23 +548,12 @@ __global__ void __launch_bounds__(kTileThreads) fmmP2PTilesMma(FmmDeviceView v) 
     if (prefetched) stageMassesAsync(v, source + kTileTargets, tid, ms + buf * kMassBuffer);  // during the products
     const double* K = v.p2pK + std::size_t(table) * kTileCells * kTileCells;
     if constexpr (!Accel) {
-      double acc[fmm::kMmaMTiles][fmm::kMmaNTiles][2];
+      double acc[1][fmm::kMmaMTiles][fmm::kMmaNTiles][2];
 #pragma unroll
       for (int m = 0; m < fmm::kMmaMTiles; ++m)
 #pragma unroll
-        for (int j = 0; j < fmm::kMmaNTiles; ++j) acc[m][j][0] = acc[m][j][1] = 0.0;
-#pragma unroll 4
-      for (int k = 0; k < fmm::kMmaKSteps; ++k) {
-        const double2 a = __ldg(reinterpret_cast<const double2*>(K + fmm::mmaAOffset(w, lane, k)));  // m = 0, 1
-        double b[fmm::kMmaNTiles];
-#pragma unroll
-        for (int j = 0; j < fmm::kMmaNTiles; ++j) b[j] = mb[fmm::mmaBOffset(lane, k, j)];
-#pragma unroll
-        for (int j = 0; j < fmm::kMmaNTiles; ++j) {
-          dmma(acc[0][j][0], acc[0][j][1], a.x, b[j]);
-          dmma(acc[1][j][0], acc[1][j][1], a.y, b[j]);
-        }
-      }
+        for (int j = 0; j < fmm::kMmaNTiles; ++j) acc[0][m][j][0] = acc[0][m][j][1] = 0.0;
+      mmaTableProducts<false>(K, mb, w, lane, nullptr, acc);
 #pragma unroll
       for (int j = 0; j < fmm::kMmaNTiles; ++j)
 #pragma unroll
@@ -537,35 +561,13 @@ __global__ void __launch_bounds__(kTileThreads) fmmP2PTilesMma(FmmDeviceView v) 
           const double ih = invH[fmm::mmaTarget(j, fmm::dmmaCCol(lane, i))];
 #pragma unroll
           for (int m = 0; m < fmm::kMmaMTiles; ++m)
-            tot[0][m][j][i] = __dadd_rn(tot[0][m][j][i], __dmul_rn(acc[m][j][i], ih));
+            tot[0][m][j][i] = __dadd_rn(tot[0][m][j][i], __dmul_rn(acc[0][m][j][i], ih));
         }
     } else {
-      const int slot = v.p2pSlot[table];  // the table's leaf offset, in cells (fmmP2PTiles's off)
-      constexpr int r = fmm::kMaxLeafOffset, wd = 2 * r + 1;
-      const int off[3] = {4 * (slot / (wd * wd) - r), 4 * (slot / wd % wd - r), 4 * (slot % wd - r)};
-#pragma unroll 2
-      for (int k = 0; k < fmm::kMmaKSteps; ++k) {
-        const double2 a = __ldg(reinterpret_cast<const double2*>(K + fmm::mmaAOffset(w, lane, k)));  // m = 0, 1
-        double ag[3][fmm::kMmaMTiles];
-#pragma unroll
-        for (int d = 0; d < 3; ++d) {
-          ag[d][0] = fmm::mmaAccelElement(a.x, w, lane, k, 0, d, off);
-          ag[d][1] = fmm::mmaAccelElement(a.y, w, lane, k, 1, d, off);
-        }
-        double b[fmm::kMmaNTiles];
-#pragma unroll
-        for (int j = 0; j < fmm::kMmaNTiles; ++j) b[j] = mb[fmm::mmaBOffset(lane, k, j)];
-#pragma unroll
-        for (int j = 0; j < fmm::kMmaNTiles; ++j) {
-          dmma(tot[0][0][j][0], tot[0][0][j][1], a.x, b[j]);
-          dmma(tot[0][1][j][0], tot[0][1][j][1], a.y, b[j]);
-#pragma unroll
-          for (int d = 0; d < 3; ++d) {
-            dmma(tot[1 + d][0][j][0], tot[1 + d][0][j][1], ag[d][0], b[j]);
-            dmma(tot[1 + d][1][j][0], tot[1 + d][1][j][1], ag[d][1], b[j]);
-          }
-        }
-      }
+      int off[3];  // the table's leaf offset, in cells (as fmmP2PTiles's)
+      fmm::slotOffset(v.p2pSlot[table], off);
+      for (int d = 0; d < 3; ++d) off[d] *= 4;
+      mmaTableProducts<true>(K, mb, w, lane, off, tot);
     }
   }
 #pragma unroll

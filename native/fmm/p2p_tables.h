@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/hostdevice.h"
 #include "fmm/fmm_tree.h"
 #include "fmm/interaction_lists.h"
 
@@ -40,8 +41,9 @@ RegularLeaves findRegularLeaves(const FmmTree& tree, const SortedCells& cells, i
 constexpr int kMaxLeafOffset = 4;
 constexpr int kOffsetSlots = (2 * kMaxLeafOffset + 1) * (2 * kMaxLeafOffset + 1) * (2 * kMaxLeafOffset + 1);
 /// The offset of a slot in leaves per axis (each in -kMaxLeafOffset .. kMaxLeafOffset): slot =
-/// ((a + r) w + (b + r)) w + (c + r), r = kMaxLeafOffset, w = 2 r + 1.
-inline void slotOffset(int slot, int a[3]) {
+/// ((a + r) w + (b + r)) w + (c + r), r = kMaxLeafOffset, w = 2 r + 1 (the host's tables and the device's tile
+/// kernels alike).
+AG_HD void slotOffset(int slot, int a[3]) {
   constexpr int r = kMaxLeafOffset, w = 2 * r + 1;
   a[0] = slot / (w * w) - r;
   a[1] = slot / w % w - r;

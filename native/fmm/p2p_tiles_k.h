@@ -47,6 +47,7 @@
 
 #include "core/hostdevice.h"
 #include "fmm/dual_walk_k.h"
+#include "fmm/p2p_mma_k.h"
 
 namespace amrgrav {
 namespace fmm {
@@ -185,11 +186,10 @@ AG_HD void nearEntry(const TileBuildView& v, std::uint32_t k, std::uint32_t j) {
   if (v.nearShift) v.nearShift[v.nearStart[k] + j] = shift;
 }
 
-/// Lattice position of the k-th cell of a 4^3 leaf in Morton order (p2p_tables.cpp latticeOf).
+/// Lattice position of the k-th cell of a 4^3 leaf in Morton order (p2p_tables.cpp latticeOf; p2p_mma_k.h
+/// leafLatticeAxis, the tensor-core kernels' per-axis rule).
 AG_HD void latticeOfK(int k, int p[3]) {
-  p[0] = (k & 1) | ((k >> 3) & 1) << 1;
-  p[1] = ((k >> 1) & 1) | ((k >> 4) & 1) << 1;
-  p[2] = ((k >> 2) & 1) | ((k >> 5) & 1) << 1;
+  for (int d = 0; d < 3; ++d) p[d] = leafLatticeAxis(k, d);
 }
 
 /// Node i may be a regular leaf: a leaf of kTileCellsK cells (findRegularLeaves' first test).

@@ -179,8 +179,7 @@ struct PlanarForceTerms {
 template <class R, int Order, bool Dipole = false>
 AG_HD PlanarForceTerms<R> nodePlanarForceTerms(R dx, R dy, const R* q, const R* p = nullptr) {
   PlanarForceTerms<R> f;
-  f.t = cellPlanarTerms(dx, dy);
-  if (Dipole) f.t.pxy = fmaOf(p[1], dy, mulOf(p[0], dx));
+  f.t = nodePlanarTerms<R, 1, Dipole>(dx, dy, nullptr, p);  // r_xy^2 and p.d's x-y part (the quadrupole's are below)
   f.qx = f.qy = f.qz = R(0);
   if (Order >= 2) {
     f.qx = fmaOf(q[1], dy, mulOf(q[0], dx));
