@@ -283,6 +283,19 @@ void m2lVariants(Context& cx, const std::string& g, const Cells& grid) {
   });
 }
 
+/// The accelerations' table steps on FMAs (CudaOptions::fmmAccelTablesMma off: fmmP2PTiles<true>, the measurement
+/// knob's kernel) against the CPU, as the default tensor-core kernel's cases above.
+void accelTableFmaKernel(Context& cx, const std::string& g, const Cells& grid) {
+  CudaBackend& gpu = *cx.gpu;
+  const CudaOptions before = gpu.cudaOptions();
+  CudaOptions co = before;
+  co.fmmAccelTablesMma = false;
+  setDeviceOptions(gpu, co);
+  parityCase(cx, "fmm-" + g + "-p7-accel-fma", grid, fmmOptions(7), gpu, kPotTol, false, true, kAccTol);
+  parityCase(cx, "fmm-amr-p7-accel-fma", cx.amr(), fmmOptions(7), gpu, kPotTol, false, true, kAccTol);
+  setDeviceOptions(gpu, before);
+}
+
 }  // namespace
 
 void runFmm(Context& cx) {
@@ -327,6 +340,7 @@ void runFmm(Context& cx) {
   momentumAndRepeat(cx, "fmm-amr", cx.amr(), fmmOptions(7));
   // the other M2L kernels (CudaOptions::fmmM2L)
   m2lVariants(cx, g, grid);
+  accelTableFmaKernel(cx, g, grid);
 
   // the device's sort (the default) against the host's
   deviceSortCase(cx, "fmm-" + g, grid);
