@@ -108,7 +108,8 @@
 #              behind the automatic choice (64, periodic boxes too since 2026-11-27: bench/RESULTS.md "Periodic
 #              groups of 64")
 #   fmmaccel   issue #20, the FMM's accelerations with the near field's table steps on the FP64 tensor cores
-#              (fmmP2PTilesMma<true>, CudaOptions::fmmAccelTablesMma) against the FMA kernel (AMRGRAV_FMM_ACCEL_MMA=0),
+#              (fmmP2PTilesMma<true>, CudaOptions::fmmAccelTablesMma) against the FMA kernel (gpu_timing --fmm-accel-fma;
+#              through the API AMRGRAV_FMM_ACCEL_MMA=0),
 #              alternating $FMMACCEL_ROUNDS times (default 2): ctest gpu.fmm and gpu.fmm-periodic (both kernels' accelerations against the CPU's),
 #              then amrgrav_gpu_timing --no-perf --fmm 256 and --fmm 256 --fmm-periodic (p2p_s, walk, end to end) and
 #              the MacLaurin mesh, levels 7, through the Node API (bench --method fmm --accel)
@@ -354,7 +355,8 @@ PY
       for r in $(seq "${FMMACCEL_ROUNDS:-2}"); do
         for v in 1 0; do
           for b in "" "--fmm-periodic"; do
-            AMRGRAV_FMM_ACCEL_MMA=$v timeout 300 $timing --no-perf --fmm 256 $b --reps 3 | grep '"kind":"fmm"' \
+            fma=$([ "$v" = 0 ] && echo --fmm-accel-fma)
+            timeout 300 $timing --no-perf --fmm 256 $b $fma --reps 3 | grep '"kind":"fmm"' \
               >> "$out/fmmaccel-timing.log" 2>&1
           done
         done

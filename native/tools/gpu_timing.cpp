@@ -67,6 +67,8 @@
 ///   --fmm-m2l V       with --fmm: the FMM's M2L kernel (CudaOptions::fmmM2L, cuda/m2l_variants.h: 0 plain;
 ///                     1 staged; 2 staged-lowregs; 3 direct, the default; 4 direct-lowregs); "m2l" in each FMM line says
 ///                     which
+///   --fmm-accel-fma   with --fmm: the accelerations' near-field table steps on FMAs (CudaOptions::fmmAccelTablesMma
+///                     off) instead of the tensor cores; "accel_tables_mma" in each FMM line says which
 ///   --fmm-periodic    with --fmm: each grid's FMM once more in a fully periodic box (cuda/fmm_periodic_phase.cu)
 ///                     by the device's periodic path (CudaOptions::fmmDevicePeriodic: the sort with the density
 ///                     contrast, the tree with its upward pass and the lists with image shifts on the device; the
@@ -147,6 +149,7 @@ struct TimingArgs {
   bool fmmHostPeriodicTiles = false;  ///< --fmm-host-periodic-tiles: and by the device's path with the host's tiles
   bool fmmHostPeriodicFinish = false;  ///< --fmm-host-periodic-finish: and gathering the host's sorted cells
   int fmmM2L = CudaOptions{}.fmmM2L;  ///< --fmm-m2l: the M2L kernel (CudaOptions::fmmM2L)
+  bool fmmAccelFma = false;           ///< --fmm-accel-fma: CudaOptions::fmmAccelTablesMma off
   std::vector<std::string> fmmCellFiles;  ///< --fmm-cells: meshes from files (bench/dumpCells.ts)
 };
 
@@ -203,6 +206,7 @@ TimingArgs parseArgs(int argc, char** argv) {
     else if (k == "--fmm-host-periodic-tiles") a.fmmHostPeriodicTiles = true;
     else if (k == "--fmm-host-periodic-finish") a.fmmHostPeriodicFinish = true;
     else if (k == "--fmm-m2l") a.fmmM2L = std::atoi(next().c_str());
+    else if (k == "--fmm-accel-fma") a.fmmAccelFma = true;
     else if (k == "--fmm-cells") {
       std::stringstream ss(next());
       std::string item;
@@ -312,8 +316,7 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
   co.fmmDevicePeriodicTiles = devicePeriodicTiles;
   co.fmmDevicePeriodicFinish = devicePeriodicFinish;
   co.fmmM2L = a.fmmM2L;
-  // the accelerations' table steps on the tensor cores or not (a measurement knob, as the API's backends read it)
-  if (const char* e = std::getenv("AMRGRAV_FMM_ACCEL_MMA")) co.fmmAccelTablesMma = std::atoi(e) != 0;
+  co.fmmAccelTablesMma = !a.fmmAccelFma;
   setDeviceOptions(gpu, co);
   SolveOptions o;
   o.method = SolveMethod::Fmm;
