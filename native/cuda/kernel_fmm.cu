@@ -428,8 +428,7 @@ __global__ void __launch_bounds__(kTileThreads) fmmP2PTiles(FmmDeviceView v) {
     stageMasses(v, source, tid, ms);
     const int slot = v.p2pSlot[table];
     int off[3];  // cells
-    fmm::slotOffset(slot, off);
-    for (int d = 0; d < 3; ++d) off[d] *= 4;
+    fmm::slotOffsetCells(slot, off);
     double e[4][3];
 #pragma unroll
     for (int a = 0; a < 4; ++a)
@@ -565,8 +564,7 @@ __global__ void __launch_bounds__(kTileThreads) fmmP2PTilesMma(FmmDeviceView v) 
         }
     } else {
       int off[3];  // the table's leaf offset, in cells (as fmmP2PTiles's)
-      fmm::slotOffset(v.p2pSlot[table], off);
-      for (int d = 0; d < 3; ++d) off[d] *= 4;
+      fmm::slotOffsetCells(v.p2pSlot[table], off);
       mmaTableProducts<true>(K, mb, w, lane, off, tot);
     }
   }

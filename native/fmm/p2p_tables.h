@@ -50,6 +50,12 @@ AG_HD void slotOffset(int slot, int a[3]) {
   a[2] = slot % w - r;
 }
 
+/// The slot's offset in cells per axis (a leaf is 4 cells a side): the table's delta, as the tile kernels read it.
+AG_HD void slotOffsetCells(int slot, int off[3]) {
+  slotOffset(slot, off);
+  for (int d = 0; d < 3; ++d) off[d] *= 4;
+}
+
 /// The tables a solve reads, found or made in the process's cache before the evaluation.
 class P2pTables {
  public:
