@@ -1,6 +1,7 @@
 // The native host tests that no other vitest file runs (CTest label cpu; CI runs npm test alone): the GPU's periodic
 // FMM and staged M2L emulated on the host against the CPU (native/tests/fmm_periodic_device.cpp,
-// fmm_m2l_staged.cpp), the threaded Morton sort against one thread and std::stable_sort (sort_keys.cpp), the block
+// fmm_m2l_staged.cpp), the harmonic M2L on the CPU and emulated for the GPU against the full Cartesian one
+// (fmm_m2l_harmonic.cpp), the threaded Morton sort against one thread and std::stable_sort (sort_keys.cpp), the block
 // entry's element tables against the layout's definition (block_elements.cpp) and softened particles in the system
 // solve against a float64 softened direct sum (particles_system.cpp).
 import { spawnSync } from 'node:child_process';
@@ -24,6 +25,14 @@ describe('native host tests', () => {
     const r = run('amrgrav_fmm_m2l_staged', 120_000);
     expect(r.stdout).toMatch(/PASS m2l-staged-layout-banks/);
     expect(r.stdout).toMatch(/162 checks, 0 failed/);
+    expect(r.status).toBe(0);
+  });
+
+  it('fmm_m2l_harmonic.cpp: the harmonic M2L (folded multipoles), CPU and device emulated = the full Cartesian M2L', () => {
+    const r = run('amrgrav_fmm_m2l_harmonic', 120_000);
+    expect(r.stdout).toMatch(/PASS harmonic M2L p7 no dipoles/);
+    expect(r.stdout).toMatch(/PASS device harmonic M2L p7 dipoles/);
+    expect(r.stdout).toMatch(/35 checks, 0 failed/);
     expect(r.status).toBe(0);
   });
 

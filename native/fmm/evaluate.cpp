@@ -12,6 +12,7 @@
 #include "fmm/multi_index.h"
 #include "fmm/p2p_tables.h"
 #include "fmm/simd.h"
+#include "fmm/terms_k.h"
 #include "fmm/m2l_kernels.h"
 
 namespace amrgrav {
@@ -19,51 +20,89 @@ namespace fmm {
 namespace {
 
 // ------------------------------------------------------------------------------------------------------------------
-// M2L: one target node per task, its sources kLanes at a time in lanes; lanes summed in lane order at the end.
+// M2L: one target node per task, its sources kLanes at a time in lanes; lanes summed in lane order at the end. The
+// tree's lists in the harmonic form (m2l_kernels.h: the sources' multipoles folded onto their (p+1)^2 terms with
+// c <= 1 once per node, the derivatives with c <= 2, the target's terms unfolded once): about half the products and
+// a third of the derivatives' work of the full Cartesian kernel, which the far images keep (their periodic kernel is
+// not harmonic at order 2).
 
-template <int P, class T> AG_FMM_INLINE void derivativesFor(T x, T y, T z, T* D) {
-  if constexpr (P == 3) derivatives3(x, y, z, D);
-  else if constexpr (P == 4) derivatives4(x, y, z, D);
-  else if constexpr (P == 5) derivatives5(x, y, z, D);
-  else if constexpr (P == 6) derivatives6(x, y, z, D);
-  else derivatives7(x, y, z, D);
+/// The full kernel with the dipole terms (the far images': m2lWithKernelsT).
+template <int P, class T> AG_FMM_INLINE void m2lOneDipFor(const T* D, const T* Mb, T* La) {
+  if constexpr (P == 3) m2lOne3(D, Mb, La);
+  else if constexpr (P == 4) m2lOne4(D, Mb, La);
+  else if constexpr (P == 5) m2lOne5(D, Mb, La);
+  else if constexpr (P == 6) m2lOne6(D, Mb, La);
+  else m2lOne7(D, Mb, La);
 }
-/// Multipoles about centres of mass have no dipole (isolated boxes: no negative masses; a massless node's
-/// multipoles are all 0), so the dipole terms are left out; about geometric centres (periodic boxes: signed
-/// masses, fmm_tree.h) they are kept (Dip).
-template <int P, bool Dip, class T> AG_FMM_INLINE void m2lOneFor(const T* D, const T* Mb, T* La) {
+/// The harmonic kernels of order P (m2l_kernels.h). Multipoles about centres of mass have no dipole (isolated boxes:
+/// no negative masses; a massless node's multipoles are all 0), so the dipole terms are left out; about geometric
+/// centres (periodic boxes: signed masses, fmm_tree.h) they are kept (Dip).
+template <int P, class T> AG_FMM_INLINE void derivativesHFor(T x, T y, T z, T* D) {
+  if constexpr (P == 3) derivativesH3(x, y, z, D);
+  else if constexpr (P == 4) derivativesH4(x, y, z, D);
+  else if constexpr (P == 5) derivativesH5(x, y, z, D);
+  else if constexpr (P == 6) derivativesH6(x, y, z, D);
+  else derivativesH7(x, y, z, D);
+}
+template <int P, bool Dip, class T> AG_FMM_INLINE void m2lOneHFor(const T* D, const T* Mh, T* Lh) {
   if constexpr (Dip) {
-    if constexpr (P == 3) m2lOne3(D, Mb, La);
-    else if constexpr (P == 4) m2lOne4(D, Mb, La);
-    else if constexpr (P == 5) m2lOne5(D, Mb, La);
-    else if constexpr (P == 6) m2lOne6(D, Mb, La);
-    else m2lOne7(D, Mb, La);
+    if constexpr (P == 3) m2lOneH3(D, Mh, Lh);
+    else if constexpr (P == 4) m2lOneH4(D, Mh, Lh);
+    else if constexpr (P == 5) m2lOneH5(D, Mh, Lh);
+    else if constexpr (P == 6) m2lOneH6(D, Mh, Lh);
+    else m2lOneH7(D, Mh, Lh);
   } else {
-    if constexpr (P == 3) m2lOne3nd(D, Mb, La);
-    else if constexpr (P == 4) m2lOne4nd(D, Mb, La);
-    else if constexpr (P == 5) m2lOne5nd(D, Mb, La);
-    else if constexpr (P == 6) m2lOne6nd(D, Mb, La);
-    else m2lOne7nd(D, Mb, La);
+    if constexpr (P == 3) m2lOneH3nd(D, Mh, Lh);
+    else if constexpr (P == 4) m2lOneH4nd(D, Mh, Lh);
+    else if constexpr (P == 5) m2lOneH5nd(D, Mh, Lh);
+    else if constexpr (P == 6) m2lOneH6nd(D, Mh, Lh);
+    else m2lOneH7nd(D, Mh, Lh);
+  }
+}
+template <int P> AG_FMM_INLINE void foldMultipolesFor(const double* M, double* Mh) {
+  if constexpr (P == 3) foldMultipoles3(M, Mh);
+  else if constexpr (P == 4) foldMultipoles4(M, Mh);
+  else if constexpr (P == 5) foldMultipoles5(M, Mh);
+  else if constexpr (P == 6) foldMultipoles6(M, Mh);
+  else foldMultipoles7(M, Mh);
+}
+template <int P> AG_FMM_INLINE void addUnfoldedLocalFor(const double* Lh, double* L) {
+  if constexpr (P == 3) addUnfoldedLocal3(Lh, L);
+  else if constexpr (P == 4) addUnfoldedLocal4(Lh, L);
+  else if constexpr (P == 5) addUnfoldedLocal5(Lh, L);
+  else if constexpr (P == 6) addUnfoldedLocal6(Lh, L);
+  else addUnfoldedLocal7(Lh, L);
+}
+
+/// Nodes [b, e)'s multipoles (stride mStride) folded onto their harmonic terms (m2l_kernels.h foldMultipoles).
+template <int P>
+void foldNodes(const double* M, std::size_t mStride, double* Mh, std::size_t b, std::size_t e) {
+  constexpr int HS = harmonicStrideOf(P);
+  for (std::size_t A = b; A < e; ++A) {
+    double* h = Mh + A * HS;
+    foldMultipolesFor<P>(M + A * mStride, h);
+    for (int k = harmonicTermsOf(P); k < HS; ++k) h[k] = 0;
   }
 }
 
 /// M2L into the L of targets [b, e) of `tgt` from the sources of the CSR list (start, source, shift), the sources'
-/// multipoles (stride mStride) and centres in `srcM` and `srcC` (the tree's own, or a received LET's: fmm_let.h).
+/// folded multipoles (harmonic layout, foldNodes) and centres in `srcMh` and `srcC` (the tree's own, or a received
+/// LET's: fmm_let.h). The harmonic kernels (m2l_kernels.h): the target's harmonic terms summed over its sources in
+/// lanes, then unfolded into L once.
 template <int P, bool Dip>
 AG_FMM_INLINE void m2lTargets(const std::uint32_t* start, const std::uint32_t* source, const std::uint8_t* shift,
-                              const FmmLists& geo, const double* srcM, const double* srcC, FmmTree& t, std::size_t b,
+                              const FmmLists& geo, const double* srcMh, const double* srcC, FmmTree& t, std::size_t b,
                               std::size_t e) {
-  constexpr int NT = termCount(P), NB = (NT + 7) / 8;  // M's stride is NB * 8 (fmm_tree.h)
-  const double* M = srcM;
+  constexpr int NT = termCount(P), NH = harmonicTermsOf(P), HS = harmonicStrideOf(P), NB = HS / 8;
   const double* c = t.centre.data();
   const double* sc = srcC;
   for (std::size_t A = b; A < e; ++A) {
     const std::uint32_t s0 = start[A], s1 = start[A + 1];
     if (s0 == s1) continue;
-    Vd La[NT];
-    for (int k = 0; k < NT; ++k) La[k] = Vd{};
+    Vd Lh[NH];
+    for (int k = 0; k < NH; ++k) Lh[k] = Vd{};
     for (std::uint32_t q = s0; q < s1; q += kLanes) {
-      Vd rx{}, ry{}, rz{}, Mb[NB * 8];
+      Vd rx{}, ry{}, rz{}, Mb[HS];
       const double* src[kLanes];
       for (int lane = 0; lane < kLanes; ++lane) {
         if (q + lane < s1) {
@@ -73,7 +112,7 @@ AG_FMM_INLINE void m2lTargets(const std::uint32_t* start, const std::uint32_t* s
           rx[lane] = c[3 * A] - (sc[3 * B] + v[0]);
           ry[lane] = c[3 * A + 1] - (sc[3 * B + 1] + v[1]);
           rz[lane] = c[3 * A + 2] - (sc[3 * B + 2] + v[2]);
-          src[lane] = &M[std::size_t(B) * NB * 8];
+          src[lane] = &srcMh[std::size_t(B) * HS];
         } else {  // an empty lane: a massless source at unit distance
           rx[lane] = 1;
           ry[lane] = 0;
@@ -81,7 +120,7 @@ AG_FMM_INLINE void m2lTargets(const std::uint32_t* start, const std::uint32_t* s
           src[lane] = nullptr;
         }
       }
-      // the sources' multipoles into lanes, eight terms at a time
+      // the sources' folded multipoles into lanes, eight terms at a time
       for (int blk = 0; blk < NB; ++blk) {
         Vd rows[kLanes];
         for (int lane = 0; lane < kLanes; ++lane) {
@@ -91,11 +130,12 @@ AG_FMM_INLINE void m2lTargets(const std::uint32_t* start, const std::uint32_t* s
         transpose8(rows, &Mb[8 * blk]);
       }
       Vd D[NT];
-      derivativesFor<P>(rx, ry, rz, D);
-      m2lOneFor<P, Dip>(D, Mb, La);
+      derivativesHFor<P>(rx, ry, rz, D);
+      m2lOneHFor<P, Dip>(D, Mb, Lh);
     }
-    double* Lt = &t.L[A * NT];
-    for (int k = 0; k < NT; ++k) Lt[k] += hsum(La[k]);
+    double lh[NH];
+    for (int k = 0; k < NH; ++k) lh[k] = hsum(Lh[k]);
+    addUnfoldedLocalFor<P>(lh, &t.L[A * NT]);
   }
 }
 
@@ -122,7 +162,7 @@ AG_FMM_INLINE void m2lWithKernelsT(std::size_t count, const double* const* D, co
       transpose8(rd, &Db[8 * blk]);
       transpose8(rm, &Mb[8 * blk]);
     }
-    m2lOneFor<P, true>(Db, Mb, La);
+    m2lOneDipFor<P>(Db, Mb, La);
   }
   for (int k = 0; k < NT; ++k) L[k] += hsum(La[k]);
 }
@@ -341,10 +381,23 @@ M2lFn m2lFor(const FmmTree& tree) {
 }
 }  // namespace
 
+/// Multipoles (stride mStride) of nodes [0, count) folded onto their harmonic terms, for the M2L's sources.
+static std::vector<double> foldedMultipoles(int order, const double* M, std::size_t mStride, std::size_t count,
+                                            int threads) {
+  using Fn = void (*)(const double*, std::size_t, double*, std::size_t, std::size_t);
+  static constexpr Fn fns[5] = {foldNodes<3>, foldNodes<4>, foldNodes<5>, foldNodes<6>, foldNodes<7>};
+  std::vector<double> Mh(count * harmonicStrideOf(order));
+  parallelFor(count, 4096, threads,
+              [&](std::size_t b, std::size_t e, int) { fns[order - 3](M, mStride, Mh.data(), b, e); });
+  return Mh;
+}
+
 void evaluateM2L(const FmmLists& lists, int threads, FmmTree& tree) {
   const M2lFn fn = m2lFor(tree);
+  const std::vector<double> Mh =
+      foldedMultipoles(tree.order, tree.M.data(), std::size_t(tree.mStride), tree.nodeCount(), threads);
   parallelFor(tree.nodeCount(), 16, threads, [&](std::size_t b, std::size_t e, int) {
-    fn(lists.m2lStart.data(), lists.m2lSource.data(), lists.m2lShift.data(), lists, tree.M.data(), tree.centre.data(),
+    fn(lists.m2lStart.data(), lists.m2lSource.data(), lists.m2lShift.data(), lists, Mh.data(), tree.centre.data(),
        tree, b, e);
   });
 }
@@ -358,8 +411,10 @@ void m2lWithKernels(int order, std::size_t count, const double* const* D, const 
 void evaluateM2LFrom(const ExternalSources& src, int threads, FmmTree& tree) {
   if (src.m2lSource.empty()) return;
   const M2lFn fn = m2lFor(tree);
+  const std::size_t count = std::size_t(*std::max_element(src.m2lSource.begin(), src.m2lSource.end())) + 1;
+  const std::vector<double> Mh = foldedMultipoles(tree.order, src.M, std::size_t(tree.mStride), count, threads);
   parallelFor(tree.nodeCount(), 16, threads, [&](std::size_t b, std::size_t e, int) {
-    fn(src.m2lStart.data(), src.m2lSource.data(), src.m2lShift.data(), src.geo, src.M, src.centre, tree, b, e);
+    fn(src.m2lStart.data(), src.m2lSource.data(), src.m2lShift.data(), src.geo, Mh.data(), src.centre, tree, b, e);
   });
 }
 

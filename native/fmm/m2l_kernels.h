@@ -194,6 +194,130 @@ template <class T> AG_FMM_INLINE void m2lOne3nd(const T* __restrict D, const T* 
   La[19] += Mb[0] * D[19];
 }
 
+constexpr int kHarmonicTerms3 = 16;
+
+/// Order 3: D[j] = d^j (1/r) at (x, y, z) for the terms with c <= 2 (full layout; the others are left as
+/// they were): c <= 1 by the recurrence on D itself, c = 2 by the trace identity.
+template <class T> AG_FMM_INLINE void derivativesH3(T x, T y, T z, T* __restrict D) {
+  const T r2 = x * x + y * y + z * z;
+  const T rinv2 = bc<T>(1.0) / r2;
+  D[0] = vsqrt(rinv2);
+  {
+    const T ax = bc<T>(-1.0) * rinv2 * x, ay = bc<T>(-1.0) * rinv2 * y, az = bc<T>(-1.0) * rinv2 * z;
+    D[1] = ax * D[0];
+    D[2] = ay * D[0];
+    D[3] = az * D[0];
+  }
+  {
+    const T ax = bc<T>(-1.5) * rinv2 * x, ay = bc<T>(-1.5) * rinv2 * y, az = bc<T>(-1.5) * rinv2 * z;
+    const T bb = bc<T>(-0.5) * rinv2;
+    D[4] = ax * (bc<T>(2.0) * D[1]) + bb * (bc<T>(2.0) * D[0]);
+    D[5] = ax * D[2] + ay * D[1];
+    D[6] = ax * D[3] + az * D[1];
+    D[7] = ay * (bc<T>(2.0) * D[2]) + bb * (bc<T>(2.0) * D[0]);
+    D[8] = ay * D[3] + az * D[2];
+    D[9] = -(D[4] + D[7]);
+  }
+  {
+    const T ax = bc<T>(-1.6666666666666667) * rinv2 * x, ay = bc<T>(-1.6666666666666667) * rinv2 * y, az = bc<T>(-1.6666666666666667) * rinv2 * z;
+    const T bb = bc<T>(-0.6666666666666666) * rinv2;
+    D[10] = ax * (bc<T>(3.0) * D[4]) + bb * (bc<T>(6.0) * D[1]);
+    D[11] = ax * (bc<T>(2.0) * D[5]) + bb * (bc<T>(2.0) * D[2]) + ay * D[4];
+    D[12] = ax * (bc<T>(2.0) * D[6]) + bb * (bc<T>(2.0) * D[3]) + az * D[4];
+    D[13] = ax * D[7] + ay * (bc<T>(2.0) * D[5]) + bb * (bc<T>(2.0) * D[1]);
+    D[14] = ax * D[8] + ay * D[6] + az * D[5];
+    D[16] = ay * (bc<T>(3.0) * D[7]) + bb * (bc<T>(6.0) * D[2]);
+    D[17] = ay * (bc<T>(2.0) * D[8]) + bb * (bc<T>(2.0) * D[3]) + az * D[7];
+    D[15] = -(D[10] + D[13]);
+    D[18] = -(D[11] + D[16]);
+  }
+}
+
+/// Order 3: a multipole's 20 terms folded onto its 16 harmonic ones (c <= 1).
+template <class T> AG_FMM_INLINE void foldMultipoles3(const T* __restrict M, T* __restrict Mh) {
+  Mh[0] = M[0];
+  Mh[1] = M[1];
+  Mh[2] = M[2];
+  Mh[3] = M[3];
+  Mh[4] = M[4] - M[9];
+  Mh[5] = M[5];
+  Mh[6] = M[6];
+  Mh[7] = M[7] - M[9];
+  Mh[8] = M[8];
+  Mh[9] = M[10] - M[15];
+  Mh[10] = M[11] - M[18];
+  Mh[11] = M[12] - M[19];
+  Mh[12] = M[13] - M[15];
+  Mh[13] = M[14];
+  Mh[14] = M[16] - M[18];
+  Mh[15] = M[17] - M[19];
+}
+
+/// Order 3: L += the local expansion whose harmonic terms (c <= 1) are Lh, every term (c >= 2 by the trace
+/// identity).
+template <class T> AG_FMM_INLINE void addUnfoldedLocal3(const T* __restrict Lh, T* __restrict L) {
+  L[0] += Lh[0];
+  L[1] += Lh[1];
+  L[2] += Lh[2];
+  L[3] += Lh[3];
+  L[4] += Lh[4];
+  L[5] += Lh[5];
+  L[6] += Lh[6];
+  L[7] += Lh[7];
+  L[8] += Lh[8];
+  L[9] += -Lh[7] - Lh[4];
+  L[10] += Lh[9];
+  L[11] += Lh[10];
+  L[12] += Lh[11];
+  L[13] += Lh[12];
+  L[14] += Lh[13];
+  L[15] += -Lh[12] - Lh[9];
+  L[16] += Lh[14];
+  L[17] += Lh[15];
+  L[18] += -Lh[14] - Lh[10];
+  L[19] += -Lh[15] - Lh[11];
+}
+
+/// Order 3, one-sided, harmonic: Lh (k_z <= 1) += the source's folded multipoles Mh through D (derivativesH3).
+template <class T> AG_FMM_INLINE void m2lOneH3(const T* __restrict D, const T* __restrict Mh, T* __restrict Lh) {
+  Lh[0] += Mh[0] * D[0] - Mh[1] * D[1] - Mh[2] * D[2] - Mh[3] * D[3] + Mh[4] * D[4] + Mh[5] * D[5] + Mh[6] * D[6] + Mh[7] * D[7] + Mh[8] * D[8] - Mh[9] * D[10] - Mh[10] * D[11] - Mh[11] * D[12] - Mh[12] * D[13] - Mh[13] * D[14] - Mh[14] * D[16] - Mh[15] * D[17];
+  Lh[1] += Mh[0] * D[1] - Mh[1] * D[4] - Mh[2] * D[5] - Mh[3] * D[6] + Mh[4] * D[10] + Mh[5] * D[11] + Mh[6] * D[12] + Mh[7] * D[13] + Mh[8] * D[14];
+  Lh[2] += Mh[0] * D[2] - Mh[1] * D[5] - Mh[2] * D[7] - Mh[3] * D[8] + Mh[4] * D[11] + Mh[5] * D[13] + Mh[6] * D[14] + Mh[7] * D[16] + Mh[8] * D[17];
+  Lh[3] += Mh[0] * D[3] - Mh[1] * D[6] - Mh[2] * D[8] - Mh[3] * D[9] + Mh[4] * D[12] + Mh[5] * D[14] + Mh[6] * D[15] + Mh[7] * D[17] + Mh[8] * D[18];
+  Lh[4] += Mh[0] * D[4] - Mh[1] * D[10] - Mh[2] * D[11] - Mh[3] * D[12];
+  Lh[5] += Mh[0] * D[5] - Mh[1] * D[11] - Mh[2] * D[13] - Mh[3] * D[14];
+  Lh[6] += Mh[0] * D[6] - Mh[1] * D[12] - Mh[2] * D[14] - Mh[3] * D[15];
+  Lh[7] += Mh[0] * D[7] - Mh[1] * D[13] - Mh[2] * D[16] - Mh[3] * D[17];
+  Lh[8] += Mh[0] * D[8] - Mh[1] * D[14] - Mh[2] * D[17] - Mh[3] * D[18];
+  Lh[9] += Mh[0] * D[10];
+  Lh[10] += Mh[0] * D[11];
+  Lh[11] += Mh[0] * D[12];
+  Lh[12] += Mh[0] * D[13];
+  Lh[13] += Mh[0] * D[14];
+  Lh[14] += Mh[0] * D[16];
+  Lh[15] += Mh[0] * D[17];
+}
+
+/// Order 3, one-sided, harmonic: Lh (k_z <= 1) += the source's folded multipoles Mh through D (derivativesH3), without the dipole terms.
+template <class T> AG_FMM_INLINE void m2lOneH3nd(const T* __restrict D, const T* __restrict Mh, T* __restrict Lh) {
+  Lh[0] += Mh[0] * D[0] + Mh[4] * D[4] + Mh[5] * D[5] + Mh[6] * D[6] + Mh[7] * D[7] + Mh[8] * D[8] - Mh[9] * D[10] - Mh[10] * D[11] - Mh[11] * D[12] - Mh[12] * D[13] - Mh[13] * D[14] - Mh[14] * D[16] - Mh[15] * D[17];
+  Lh[1] += Mh[0] * D[1] + Mh[4] * D[10] + Mh[5] * D[11] + Mh[6] * D[12] + Mh[7] * D[13] + Mh[8] * D[14];
+  Lh[2] += Mh[0] * D[2] + Mh[4] * D[11] + Mh[5] * D[13] + Mh[6] * D[14] + Mh[7] * D[16] + Mh[8] * D[17];
+  Lh[3] += Mh[0] * D[3] + Mh[4] * D[12] + Mh[5] * D[14] + Mh[6] * D[15] + Mh[7] * D[17] + Mh[8] * D[18];
+  Lh[4] += Mh[0] * D[4];
+  Lh[5] += Mh[0] * D[5];
+  Lh[6] += Mh[0] * D[6];
+  Lh[7] += Mh[0] * D[7];
+  Lh[8] += Mh[0] * D[8];
+  Lh[9] += Mh[0] * D[10];
+  Lh[10] += Mh[0] * D[11];
+  Lh[11] += Mh[0] * D[12];
+  Lh[12] += Mh[0] * D[13];
+  Lh[13] += Mh[0] * D[14];
+  Lh[14] += Mh[0] * D[16];
+  Lh[15] += Mh[0] * D[17];
+}
+
 template <class T> AG_FMM_INLINE void derivatives4(T x, T y, T z, T* __restrict D) {
   const T r2 = x * x + y * y + z * z;
   const T rinv2 = bc<T>(1.0) / r2;
@@ -490,6 +614,188 @@ template <class T> AG_FMM_INLINE void m2lOne4nd(const T* __restrict D, const T* 
   La[32] += Mb[0] * D[32];
   La[33] += Mb[0] * D[33];
   La[34] += Mb[0] * D[34];
+}
+
+constexpr int kHarmonicTerms4 = 25;
+
+/// Order 4: D[j] = d^j (1/r) at (x, y, z) for the terms with c <= 2 (full layout; the others are left as
+/// they were): c <= 1 by the recurrence on D itself, c = 2 by the trace identity.
+template <class T> AG_FMM_INLINE void derivativesH4(T x, T y, T z, T* __restrict D) {
+  const T r2 = x * x + y * y + z * z;
+  const T rinv2 = bc<T>(1.0) / r2;
+  D[0] = vsqrt(rinv2);
+  {
+    const T ax = bc<T>(-1.0) * rinv2 * x, ay = bc<T>(-1.0) * rinv2 * y, az = bc<T>(-1.0) * rinv2 * z;
+    D[1] = ax * D[0];
+    D[2] = ay * D[0];
+    D[3] = az * D[0];
+  }
+  {
+    const T ax = bc<T>(-1.5) * rinv2 * x, ay = bc<T>(-1.5) * rinv2 * y, az = bc<T>(-1.5) * rinv2 * z;
+    const T bb = bc<T>(-0.5) * rinv2;
+    D[4] = ax * (bc<T>(2.0) * D[1]) + bb * (bc<T>(2.0) * D[0]);
+    D[5] = ax * D[2] + ay * D[1];
+    D[6] = ax * D[3] + az * D[1];
+    D[7] = ay * (bc<T>(2.0) * D[2]) + bb * (bc<T>(2.0) * D[0]);
+    D[8] = ay * D[3] + az * D[2];
+    D[9] = -(D[4] + D[7]);
+  }
+  {
+    const T ax = bc<T>(-1.6666666666666667) * rinv2 * x, ay = bc<T>(-1.6666666666666667) * rinv2 * y, az = bc<T>(-1.6666666666666667) * rinv2 * z;
+    const T bb = bc<T>(-0.6666666666666666) * rinv2;
+    D[10] = ax * (bc<T>(3.0) * D[4]) + bb * (bc<T>(6.0) * D[1]);
+    D[11] = ax * (bc<T>(2.0) * D[5]) + bb * (bc<T>(2.0) * D[2]) + ay * D[4];
+    D[12] = ax * (bc<T>(2.0) * D[6]) + bb * (bc<T>(2.0) * D[3]) + az * D[4];
+    D[13] = ax * D[7] + ay * (bc<T>(2.0) * D[5]) + bb * (bc<T>(2.0) * D[1]);
+    D[14] = ax * D[8] + ay * D[6] + az * D[5];
+    D[16] = ay * (bc<T>(3.0) * D[7]) + bb * (bc<T>(6.0) * D[2]);
+    D[17] = ay * (bc<T>(2.0) * D[8]) + bb * (bc<T>(2.0) * D[3]) + az * D[7];
+    D[15] = -(D[10] + D[13]);
+    D[18] = -(D[11] + D[16]);
+  }
+  {
+    const T ax = bc<T>(-1.75) * rinv2 * x, ay = bc<T>(-1.75) * rinv2 * y, az = bc<T>(-1.75) * rinv2 * z;
+    const T bb = bc<T>(-0.75) * rinv2;
+    D[20] = ax * (bc<T>(4.0) * D[10]) + bb * (bc<T>(12.0) * D[4]);
+    D[21] = ax * (bc<T>(3.0) * D[11]) + bb * (bc<T>(6.0) * D[5]) + ay * D[10];
+    D[22] = ax * (bc<T>(3.0) * D[12]) + bb * (bc<T>(6.0) * D[6]) + az * D[10];
+    D[23] = ax * (bc<T>(2.0) * D[13]) + bb * (bc<T>(2.0) * D[7]) + ay * (bc<T>(2.0) * D[11]) + bb * (bc<T>(2.0) * D[4]);
+    D[24] = ax * (bc<T>(2.0) * D[14]) + bb * (bc<T>(2.0) * D[8]) + ay * D[12] + az * D[11];
+    D[26] = ax * D[16] + ay * (bc<T>(3.0) * D[13]) + bb * (bc<T>(6.0) * D[5]);
+    D[27] = ax * D[17] + ay * (bc<T>(2.0) * D[14]) + bb * (bc<T>(2.0) * D[6]) + az * D[13];
+    D[30] = ay * (bc<T>(4.0) * D[16]) + bb * (bc<T>(12.0) * D[7]);
+    D[31] = ay * (bc<T>(3.0) * D[17]) + bb * (bc<T>(6.0) * D[8]) + az * D[16];
+    D[25] = -(D[20] + D[23]);
+    D[28] = -(D[21] + D[26]);
+    D[32] = -(D[23] + D[30]);
+  }
+}
+
+/// Order 4: a multipole's 35 terms folded onto its 25 harmonic ones (c <= 1).
+template <class T> AG_FMM_INLINE void foldMultipoles4(const T* __restrict M, T* __restrict Mh) {
+  Mh[0] = M[0];
+  Mh[1] = M[1];
+  Mh[2] = M[2];
+  Mh[3] = M[3];
+  Mh[4] = M[4] - M[9];
+  Mh[5] = M[5];
+  Mh[6] = M[6];
+  Mh[7] = M[7] - M[9];
+  Mh[8] = M[8];
+  Mh[9] = M[10] - M[15];
+  Mh[10] = M[11] - M[18];
+  Mh[11] = M[12] - M[19];
+  Mh[12] = M[13] - M[15];
+  Mh[13] = M[14];
+  Mh[14] = M[16] - M[18];
+  Mh[15] = M[17] - M[19];
+  Mh[16] = M[20] - M[25] + M[34];
+  Mh[17] = M[21] - M[28];
+  Mh[18] = M[22] - M[29];
+  Mh[19] = M[23] - M[25] - M[32] + bc<T>(2.0) * M[34];
+  Mh[20] = M[24] - M[33];
+  Mh[21] = M[26] - M[28];
+  Mh[22] = M[27] - M[29];
+  Mh[23] = M[30] - M[32] + M[34];
+  Mh[24] = M[31] - M[33];
+}
+
+/// Order 4: L += the local expansion whose harmonic terms (c <= 1) are Lh, every term (c >= 2 by the trace
+/// identity).
+template <class T> AG_FMM_INLINE void addUnfoldedLocal4(const T* __restrict Lh, T* __restrict L) {
+  L[0] += Lh[0];
+  L[1] += Lh[1];
+  L[2] += Lh[2];
+  L[3] += Lh[3];
+  L[4] += Lh[4];
+  L[5] += Lh[5];
+  L[6] += Lh[6];
+  L[7] += Lh[7];
+  L[8] += Lh[8];
+  L[9] += -Lh[7] - Lh[4];
+  L[10] += Lh[9];
+  L[11] += Lh[10];
+  L[12] += Lh[11];
+  L[13] += Lh[12];
+  L[14] += Lh[13];
+  L[15] += -Lh[12] - Lh[9];
+  L[16] += Lh[14];
+  L[17] += Lh[15];
+  L[18] += -Lh[14] - Lh[10];
+  L[19] += -Lh[15] - Lh[11];
+  L[20] += Lh[16];
+  L[21] += Lh[17];
+  L[22] += Lh[18];
+  L[23] += Lh[19];
+  L[24] += Lh[20];
+  L[25] += -Lh[19] - Lh[16];
+  L[26] += Lh[21];
+  L[27] += Lh[22];
+  L[28] += -Lh[21] - Lh[17];
+  L[29] += -Lh[22] - Lh[18];
+  L[30] += Lh[23];
+  L[31] += Lh[24];
+  L[32] += -Lh[23] - Lh[19];
+  L[33] += -Lh[24] - Lh[20];
+  L[34] += Lh[23] + bc<T>(2.0) * Lh[19] + Lh[16];
+}
+
+/// Order 4, one-sided, harmonic: Lh (k_z <= 1) += the source's folded multipoles Mh through D (derivativesH4).
+template <class T> AG_FMM_INLINE void m2lOneH4(const T* __restrict D, const T* __restrict Mh, T* __restrict Lh) {
+  Lh[0] += Mh[0] * D[0] - Mh[1] * D[1] - Mh[2] * D[2] - Mh[3] * D[3] + Mh[4] * D[4] + Mh[5] * D[5] + Mh[6] * D[6] + Mh[7] * D[7] + Mh[8] * D[8] - Mh[9] * D[10] - Mh[10] * D[11] - Mh[11] * D[12] - Mh[12] * D[13] - Mh[13] * D[14] - Mh[14] * D[16] - Mh[15] * D[17] + Mh[16] * D[20] + Mh[17] * D[21] + Mh[18] * D[22] + Mh[19] * D[23] + Mh[20] * D[24] + Mh[21] * D[26] + Mh[22] * D[27] + Mh[23] * D[30] + Mh[24] * D[31];
+  Lh[1] += Mh[0] * D[1] - Mh[1] * D[4] - Mh[2] * D[5] - Mh[3] * D[6] + Mh[4] * D[10] + Mh[5] * D[11] + Mh[6] * D[12] + Mh[7] * D[13] + Mh[8] * D[14] - Mh[9] * D[20] - Mh[10] * D[21] - Mh[11] * D[22] - Mh[12] * D[23] - Mh[13] * D[24] - Mh[14] * D[26] - Mh[15] * D[27];
+  Lh[2] += Mh[0] * D[2] - Mh[1] * D[5] - Mh[2] * D[7] - Mh[3] * D[8] + Mh[4] * D[11] + Mh[5] * D[13] + Mh[6] * D[14] + Mh[7] * D[16] + Mh[8] * D[17] - Mh[9] * D[21] - Mh[10] * D[23] - Mh[11] * D[24] - Mh[12] * D[26] - Mh[13] * D[27] - Mh[14] * D[30] - Mh[15] * D[31];
+  Lh[3] += Mh[0] * D[3] - Mh[1] * D[6] - Mh[2] * D[8] - Mh[3] * D[9] + Mh[4] * D[12] + Mh[5] * D[14] + Mh[6] * D[15] + Mh[7] * D[17] + Mh[8] * D[18] - Mh[9] * D[22] - Mh[10] * D[24] - Mh[11] * D[25] - Mh[12] * D[27] - Mh[13] * D[28] - Mh[14] * D[31] - Mh[15] * D[32];
+  Lh[4] += Mh[0] * D[4] - Mh[1] * D[10] - Mh[2] * D[11] - Mh[3] * D[12] + Mh[4] * D[20] + Mh[5] * D[21] + Mh[6] * D[22] + Mh[7] * D[23] + Mh[8] * D[24];
+  Lh[5] += Mh[0] * D[5] - Mh[1] * D[11] - Mh[2] * D[13] - Mh[3] * D[14] + Mh[4] * D[21] + Mh[5] * D[23] + Mh[6] * D[24] + Mh[7] * D[26] + Mh[8] * D[27];
+  Lh[6] += Mh[0] * D[6] - Mh[1] * D[12] - Mh[2] * D[14] - Mh[3] * D[15] + Mh[4] * D[22] + Mh[5] * D[24] + Mh[6] * D[25] + Mh[7] * D[27] + Mh[8] * D[28];
+  Lh[7] += Mh[0] * D[7] - Mh[1] * D[13] - Mh[2] * D[16] - Mh[3] * D[17] + Mh[4] * D[23] + Mh[5] * D[26] + Mh[6] * D[27] + Mh[7] * D[30] + Mh[8] * D[31];
+  Lh[8] += Mh[0] * D[8] - Mh[1] * D[14] - Mh[2] * D[17] - Mh[3] * D[18] + Mh[4] * D[24] + Mh[5] * D[27] + Mh[6] * D[28] + Mh[7] * D[31] + Mh[8] * D[32];
+  Lh[9] += Mh[0] * D[10] - Mh[1] * D[20] - Mh[2] * D[21] - Mh[3] * D[22];
+  Lh[10] += Mh[0] * D[11] - Mh[1] * D[21] - Mh[2] * D[23] - Mh[3] * D[24];
+  Lh[11] += Mh[0] * D[12] - Mh[1] * D[22] - Mh[2] * D[24] - Mh[3] * D[25];
+  Lh[12] += Mh[0] * D[13] - Mh[1] * D[23] - Mh[2] * D[26] - Mh[3] * D[27];
+  Lh[13] += Mh[0] * D[14] - Mh[1] * D[24] - Mh[2] * D[27] - Mh[3] * D[28];
+  Lh[14] += Mh[0] * D[16] - Mh[1] * D[26] - Mh[2] * D[30] - Mh[3] * D[31];
+  Lh[15] += Mh[0] * D[17] - Mh[1] * D[27] - Mh[2] * D[31] - Mh[3] * D[32];
+  Lh[16] += Mh[0] * D[20];
+  Lh[17] += Mh[0] * D[21];
+  Lh[18] += Mh[0] * D[22];
+  Lh[19] += Mh[0] * D[23];
+  Lh[20] += Mh[0] * D[24];
+  Lh[21] += Mh[0] * D[26];
+  Lh[22] += Mh[0] * D[27];
+  Lh[23] += Mh[0] * D[30];
+  Lh[24] += Mh[0] * D[31];
+}
+
+/// Order 4, one-sided, harmonic: Lh (k_z <= 1) += the source's folded multipoles Mh through D (derivativesH4), without the dipole terms.
+template <class T> AG_FMM_INLINE void m2lOneH4nd(const T* __restrict D, const T* __restrict Mh, T* __restrict Lh) {
+  Lh[0] += Mh[0] * D[0] + Mh[4] * D[4] + Mh[5] * D[5] + Mh[6] * D[6] + Mh[7] * D[7] + Mh[8] * D[8] - Mh[9] * D[10] - Mh[10] * D[11] - Mh[11] * D[12] - Mh[12] * D[13] - Mh[13] * D[14] - Mh[14] * D[16] - Mh[15] * D[17] + Mh[16] * D[20] + Mh[17] * D[21] + Mh[18] * D[22] + Mh[19] * D[23] + Mh[20] * D[24] + Mh[21] * D[26] + Mh[22] * D[27] + Mh[23] * D[30] + Mh[24] * D[31];
+  Lh[1] += Mh[0] * D[1] + Mh[4] * D[10] + Mh[5] * D[11] + Mh[6] * D[12] + Mh[7] * D[13] + Mh[8] * D[14] - Mh[9] * D[20] - Mh[10] * D[21] - Mh[11] * D[22] - Mh[12] * D[23] - Mh[13] * D[24] - Mh[14] * D[26] - Mh[15] * D[27];
+  Lh[2] += Mh[0] * D[2] + Mh[4] * D[11] + Mh[5] * D[13] + Mh[6] * D[14] + Mh[7] * D[16] + Mh[8] * D[17] - Mh[9] * D[21] - Mh[10] * D[23] - Mh[11] * D[24] - Mh[12] * D[26] - Mh[13] * D[27] - Mh[14] * D[30] - Mh[15] * D[31];
+  Lh[3] += Mh[0] * D[3] + Mh[4] * D[12] + Mh[5] * D[14] + Mh[6] * D[15] + Mh[7] * D[17] + Mh[8] * D[18] - Mh[9] * D[22] - Mh[10] * D[24] - Mh[11] * D[25] - Mh[12] * D[27] - Mh[13] * D[28] - Mh[14] * D[31] - Mh[15] * D[32];
+  Lh[4] += Mh[0] * D[4] + Mh[4] * D[20] + Mh[5] * D[21] + Mh[6] * D[22] + Mh[7] * D[23] + Mh[8] * D[24];
+  Lh[5] += Mh[0] * D[5] + Mh[4] * D[21] + Mh[5] * D[23] + Mh[6] * D[24] + Mh[7] * D[26] + Mh[8] * D[27];
+  Lh[6] += Mh[0] * D[6] + Mh[4] * D[22] + Mh[5] * D[24] + Mh[6] * D[25] + Mh[7] * D[27] + Mh[8] * D[28];
+  Lh[7] += Mh[0] * D[7] + Mh[4] * D[23] + Mh[5] * D[26] + Mh[6] * D[27] + Mh[7] * D[30] + Mh[8] * D[31];
+  Lh[8] += Mh[0] * D[8] + Mh[4] * D[24] + Mh[5] * D[27] + Mh[6] * D[28] + Mh[7] * D[31] + Mh[8] * D[32];
+  Lh[9] += Mh[0] * D[10];
+  Lh[10] += Mh[0] * D[11];
+  Lh[11] += Mh[0] * D[12];
+  Lh[12] += Mh[0] * D[13];
+  Lh[13] += Mh[0] * D[14];
+  Lh[14] += Mh[0] * D[16];
+  Lh[15] += Mh[0] * D[17];
+  Lh[16] += Mh[0] * D[20];
+  Lh[17] += Mh[0] * D[21];
+  Lh[18] += Mh[0] * D[22];
+  Lh[19] += Mh[0] * D[23];
+  Lh[20] += Mh[0] * D[24];
+  Lh[21] += Mh[0] * D[26];
+  Lh[22] += Mh[0] * D[27];
+  Lh[23] += Mh[0] * D[30];
+  Lh[24] += Mh[0] * D[31];
 }
 
 template <class T> AG_FMM_INLINE void derivatives5(T x, T y, T z, T* __restrict D) {
@@ -956,6 +1262,261 @@ template <class T> AG_FMM_INLINE void m2lOne5nd(const T* __restrict D, const T* 
   La[53] += Mb[0] * D[53];
   La[54] += Mb[0] * D[54];
   La[55] += Mb[0] * D[55];
+}
+
+constexpr int kHarmonicTerms5 = 36;
+
+/// Order 5: D[j] = d^j (1/r) at (x, y, z) for the terms with c <= 2 (full layout; the others are left as
+/// they were): c <= 1 by the recurrence on D itself, c = 2 by the trace identity.
+template <class T> AG_FMM_INLINE void derivativesH5(T x, T y, T z, T* __restrict D) {
+  const T r2 = x * x + y * y + z * z;
+  const T rinv2 = bc<T>(1.0) / r2;
+  D[0] = vsqrt(rinv2);
+  {
+    const T ax = bc<T>(-1.0) * rinv2 * x, ay = bc<T>(-1.0) * rinv2 * y, az = bc<T>(-1.0) * rinv2 * z;
+    D[1] = ax * D[0];
+    D[2] = ay * D[0];
+    D[3] = az * D[0];
+  }
+  {
+    const T ax = bc<T>(-1.5) * rinv2 * x, ay = bc<T>(-1.5) * rinv2 * y, az = bc<T>(-1.5) * rinv2 * z;
+    const T bb = bc<T>(-0.5) * rinv2;
+    D[4] = ax * (bc<T>(2.0) * D[1]) + bb * (bc<T>(2.0) * D[0]);
+    D[5] = ax * D[2] + ay * D[1];
+    D[6] = ax * D[3] + az * D[1];
+    D[7] = ay * (bc<T>(2.0) * D[2]) + bb * (bc<T>(2.0) * D[0]);
+    D[8] = ay * D[3] + az * D[2];
+    D[9] = -(D[4] + D[7]);
+  }
+  {
+    const T ax = bc<T>(-1.6666666666666667) * rinv2 * x, ay = bc<T>(-1.6666666666666667) * rinv2 * y, az = bc<T>(-1.6666666666666667) * rinv2 * z;
+    const T bb = bc<T>(-0.6666666666666666) * rinv2;
+    D[10] = ax * (bc<T>(3.0) * D[4]) + bb * (bc<T>(6.0) * D[1]);
+    D[11] = ax * (bc<T>(2.0) * D[5]) + bb * (bc<T>(2.0) * D[2]) + ay * D[4];
+    D[12] = ax * (bc<T>(2.0) * D[6]) + bb * (bc<T>(2.0) * D[3]) + az * D[4];
+    D[13] = ax * D[7] + ay * (bc<T>(2.0) * D[5]) + bb * (bc<T>(2.0) * D[1]);
+    D[14] = ax * D[8] + ay * D[6] + az * D[5];
+    D[16] = ay * (bc<T>(3.0) * D[7]) + bb * (bc<T>(6.0) * D[2]);
+    D[17] = ay * (bc<T>(2.0) * D[8]) + bb * (bc<T>(2.0) * D[3]) + az * D[7];
+    D[15] = -(D[10] + D[13]);
+    D[18] = -(D[11] + D[16]);
+  }
+  {
+    const T ax = bc<T>(-1.75) * rinv2 * x, ay = bc<T>(-1.75) * rinv2 * y, az = bc<T>(-1.75) * rinv2 * z;
+    const T bb = bc<T>(-0.75) * rinv2;
+    D[20] = ax * (bc<T>(4.0) * D[10]) + bb * (bc<T>(12.0) * D[4]);
+    D[21] = ax * (bc<T>(3.0) * D[11]) + bb * (bc<T>(6.0) * D[5]) + ay * D[10];
+    D[22] = ax * (bc<T>(3.0) * D[12]) + bb * (bc<T>(6.0) * D[6]) + az * D[10];
+    D[23] = ax * (bc<T>(2.0) * D[13]) + bb * (bc<T>(2.0) * D[7]) + ay * (bc<T>(2.0) * D[11]) + bb * (bc<T>(2.0) * D[4]);
+    D[24] = ax * (bc<T>(2.0) * D[14]) + bb * (bc<T>(2.0) * D[8]) + ay * D[12] + az * D[11];
+    D[26] = ax * D[16] + ay * (bc<T>(3.0) * D[13]) + bb * (bc<T>(6.0) * D[5]);
+    D[27] = ax * D[17] + ay * (bc<T>(2.0) * D[14]) + bb * (bc<T>(2.0) * D[6]) + az * D[13];
+    D[30] = ay * (bc<T>(4.0) * D[16]) + bb * (bc<T>(12.0) * D[7]);
+    D[31] = ay * (bc<T>(3.0) * D[17]) + bb * (bc<T>(6.0) * D[8]) + az * D[16];
+    D[25] = -(D[20] + D[23]);
+    D[28] = -(D[21] + D[26]);
+    D[32] = -(D[23] + D[30]);
+  }
+  {
+    const T ax = bc<T>(-1.8) * rinv2 * x, ay = bc<T>(-1.8) * rinv2 * y, az = bc<T>(-1.8) * rinv2 * z;
+    const T bb = bc<T>(-0.8) * rinv2;
+    D[35] = ax * (bc<T>(5.0) * D[20]) + bb * (bc<T>(20.0) * D[10]);
+    D[36] = ax * (bc<T>(4.0) * D[21]) + bb * (bc<T>(12.0) * D[11]) + ay * D[20];
+    D[37] = ax * (bc<T>(4.0) * D[22]) + bb * (bc<T>(12.0) * D[12]) + az * D[20];
+    D[38] = ax * (bc<T>(3.0) * D[23]) + bb * (bc<T>(6.0) * D[13]) + ay * (bc<T>(2.0) * D[21]) + bb * (bc<T>(2.0) * D[10]);
+    D[39] = ax * (bc<T>(3.0) * D[24]) + bb * (bc<T>(6.0) * D[14]) + ay * D[22] + az * D[21];
+    D[41] = ax * (bc<T>(2.0) * D[26]) + bb * (bc<T>(2.0) * D[16]) + ay * (bc<T>(3.0) * D[23]) + bb * (bc<T>(6.0) * D[11]);
+    D[42] = ax * (bc<T>(2.0) * D[27]) + bb * (bc<T>(2.0) * D[17]) + ay * (bc<T>(2.0) * D[24]) + bb * (bc<T>(2.0) * D[12]) + az * D[23];
+    D[45] = ax * D[30] + ay * (bc<T>(4.0) * D[26]) + bb * (bc<T>(12.0) * D[13]);
+    D[46] = ax * D[31] + ay * (bc<T>(3.0) * D[27]) + bb * (bc<T>(6.0) * D[14]) + az * D[26];
+    D[50] = ay * (bc<T>(5.0) * D[30]) + bb * (bc<T>(20.0) * D[16]);
+    D[51] = ay * (bc<T>(4.0) * D[31]) + bb * (bc<T>(12.0) * D[17]) + az * D[30];
+    D[40] = -(D[35] + D[38]);
+    D[43] = -(D[36] + D[41]);
+    D[47] = -(D[38] + D[45]);
+    D[52] = -(D[41] + D[50]);
+  }
+}
+
+/// Order 5: a multipole's 56 terms folded onto its 36 harmonic ones (c <= 1).
+template <class T> AG_FMM_INLINE void foldMultipoles5(const T* __restrict M, T* __restrict Mh) {
+  Mh[0] = M[0];
+  Mh[1] = M[1];
+  Mh[2] = M[2];
+  Mh[3] = M[3];
+  Mh[4] = M[4] - M[9];
+  Mh[5] = M[5];
+  Mh[6] = M[6];
+  Mh[7] = M[7] - M[9];
+  Mh[8] = M[8];
+  Mh[9] = M[10] - M[15];
+  Mh[10] = M[11] - M[18];
+  Mh[11] = M[12] - M[19];
+  Mh[12] = M[13] - M[15];
+  Mh[13] = M[14];
+  Mh[14] = M[16] - M[18];
+  Mh[15] = M[17] - M[19];
+  Mh[16] = M[20] - M[25] + M[34];
+  Mh[17] = M[21] - M[28];
+  Mh[18] = M[22] - M[29];
+  Mh[19] = M[23] - M[25] - M[32] + bc<T>(2.0) * M[34];
+  Mh[20] = M[24] - M[33];
+  Mh[21] = M[26] - M[28];
+  Mh[22] = M[27] - M[29];
+  Mh[23] = M[30] - M[32] + M[34];
+  Mh[24] = M[31] - M[33];
+  Mh[25] = M[35] - M[40] + M[49];
+  Mh[26] = M[36] - M[43] + M[54];
+  Mh[27] = M[37] - M[44] + M[55];
+  Mh[28] = M[38] - M[40] - M[47] + bc<T>(2.0) * M[49];
+  Mh[29] = M[39] - M[48];
+  Mh[30] = M[41] - M[43] - M[52] + bc<T>(2.0) * M[54];
+  Mh[31] = M[42] - M[44] - M[53] + bc<T>(2.0) * M[55];
+  Mh[32] = M[45] - M[47] + M[49];
+  Mh[33] = M[46] - M[48];
+  Mh[34] = M[50] - M[52] + M[54];
+  Mh[35] = M[51] - M[53] + M[55];
+}
+
+/// Order 5: L += the local expansion whose harmonic terms (c <= 1) are Lh, every term (c >= 2 by the trace
+/// identity).
+template <class T> AG_FMM_INLINE void addUnfoldedLocal5(const T* __restrict Lh, T* __restrict L) {
+  L[0] += Lh[0];
+  L[1] += Lh[1];
+  L[2] += Lh[2];
+  L[3] += Lh[3];
+  L[4] += Lh[4];
+  L[5] += Lh[5];
+  L[6] += Lh[6];
+  L[7] += Lh[7];
+  L[8] += Lh[8];
+  L[9] += -Lh[7] - Lh[4];
+  L[10] += Lh[9];
+  L[11] += Lh[10];
+  L[12] += Lh[11];
+  L[13] += Lh[12];
+  L[14] += Lh[13];
+  L[15] += -Lh[12] - Lh[9];
+  L[16] += Lh[14];
+  L[17] += Lh[15];
+  L[18] += -Lh[14] - Lh[10];
+  L[19] += -Lh[15] - Lh[11];
+  L[20] += Lh[16];
+  L[21] += Lh[17];
+  L[22] += Lh[18];
+  L[23] += Lh[19];
+  L[24] += Lh[20];
+  L[25] += -Lh[19] - Lh[16];
+  L[26] += Lh[21];
+  L[27] += Lh[22];
+  L[28] += -Lh[21] - Lh[17];
+  L[29] += -Lh[22] - Lh[18];
+  L[30] += Lh[23];
+  L[31] += Lh[24];
+  L[32] += -Lh[23] - Lh[19];
+  L[33] += -Lh[24] - Lh[20];
+  L[34] += Lh[23] + bc<T>(2.0) * Lh[19] + Lh[16];
+  L[35] += Lh[25];
+  L[36] += Lh[26];
+  L[37] += Lh[27];
+  L[38] += Lh[28];
+  L[39] += Lh[29];
+  L[40] += -Lh[28] - Lh[25];
+  L[41] += Lh[30];
+  L[42] += Lh[31];
+  L[43] += -Lh[30] - Lh[26];
+  L[44] += -Lh[31] - Lh[27];
+  L[45] += Lh[32];
+  L[46] += Lh[33];
+  L[47] += -Lh[32] - Lh[28];
+  L[48] += -Lh[33] - Lh[29];
+  L[49] += Lh[32] + bc<T>(2.0) * Lh[28] + Lh[25];
+  L[50] += Lh[34];
+  L[51] += Lh[35];
+  L[52] += -Lh[34] - Lh[30];
+  L[53] += -Lh[35] - Lh[31];
+  L[54] += Lh[34] + bc<T>(2.0) * Lh[30] + Lh[26];
+  L[55] += Lh[35] + bc<T>(2.0) * Lh[31] + Lh[27];
+}
+
+/// Order 5, one-sided, harmonic: Lh (k_z <= 1) += the source's folded multipoles Mh through D (derivativesH5).
+template <class T> AG_FMM_INLINE void m2lOneH5(const T* __restrict D, const T* __restrict Mh, T* __restrict Lh) {
+  Lh[0] += Mh[0] * D[0] - Mh[1] * D[1] - Mh[2] * D[2] - Mh[3] * D[3] + Mh[4] * D[4] + Mh[5] * D[5] + Mh[6] * D[6] + Mh[7] * D[7] + Mh[8] * D[8] - Mh[9] * D[10] - Mh[10] * D[11] - Mh[11] * D[12] - Mh[12] * D[13] - Mh[13] * D[14] - Mh[14] * D[16] - Mh[15] * D[17] + Mh[16] * D[20] + Mh[17] * D[21] + Mh[18] * D[22] + Mh[19] * D[23] + Mh[20] * D[24] + Mh[21] * D[26] + Mh[22] * D[27] + Mh[23] * D[30] + Mh[24] * D[31] - Mh[25] * D[35] - Mh[26] * D[36] - Mh[27] * D[37] - Mh[28] * D[38] - Mh[29] * D[39] - Mh[30] * D[41] - Mh[31] * D[42] - Mh[32] * D[45] - Mh[33] * D[46] - Mh[34] * D[50] - Mh[35] * D[51];
+  Lh[1] += Mh[0] * D[1] - Mh[1] * D[4] - Mh[2] * D[5] - Mh[3] * D[6] + Mh[4] * D[10] + Mh[5] * D[11] + Mh[6] * D[12] + Mh[7] * D[13] + Mh[8] * D[14] - Mh[9] * D[20] - Mh[10] * D[21] - Mh[11] * D[22] - Mh[12] * D[23] - Mh[13] * D[24] - Mh[14] * D[26] - Mh[15] * D[27] + Mh[16] * D[35] + Mh[17] * D[36] + Mh[18] * D[37] + Mh[19] * D[38] + Mh[20] * D[39] + Mh[21] * D[41] + Mh[22] * D[42] + Mh[23] * D[45] + Mh[24] * D[46];
+  Lh[2] += Mh[0] * D[2] - Mh[1] * D[5] - Mh[2] * D[7] - Mh[3] * D[8] + Mh[4] * D[11] + Mh[5] * D[13] + Mh[6] * D[14] + Mh[7] * D[16] + Mh[8] * D[17] - Mh[9] * D[21] - Mh[10] * D[23] - Mh[11] * D[24] - Mh[12] * D[26] - Mh[13] * D[27] - Mh[14] * D[30] - Mh[15] * D[31] + Mh[16] * D[36] + Mh[17] * D[38] + Mh[18] * D[39] + Mh[19] * D[41] + Mh[20] * D[42] + Mh[21] * D[45] + Mh[22] * D[46] + Mh[23] * D[50] + Mh[24] * D[51];
+  Lh[3] += Mh[0] * D[3] - Mh[1] * D[6] - Mh[2] * D[8] - Mh[3] * D[9] + Mh[4] * D[12] + Mh[5] * D[14] + Mh[6] * D[15] + Mh[7] * D[17] + Mh[8] * D[18] - Mh[9] * D[22] - Mh[10] * D[24] - Mh[11] * D[25] - Mh[12] * D[27] - Mh[13] * D[28] - Mh[14] * D[31] - Mh[15] * D[32] + Mh[16] * D[37] + Mh[17] * D[39] + Mh[18] * D[40] + Mh[19] * D[42] + Mh[20] * D[43] + Mh[21] * D[46] + Mh[22] * D[47] + Mh[23] * D[51] + Mh[24] * D[52];
+  Lh[4] += Mh[0] * D[4] - Mh[1] * D[10] - Mh[2] * D[11] - Mh[3] * D[12] + Mh[4] * D[20] + Mh[5] * D[21] + Mh[6] * D[22] + Mh[7] * D[23] + Mh[8] * D[24] - Mh[9] * D[35] - Mh[10] * D[36] - Mh[11] * D[37] - Mh[12] * D[38] - Mh[13] * D[39] - Mh[14] * D[41] - Mh[15] * D[42];
+  Lh[5] += Mh[0] * D[5] - Mh[1] * D[11] - Mh[2] * D[13] - Mh[3] * D[14] + Mh[4] * D[21] + Mh[5] * D[23] + Mh[6] * D[24] + Mh[7] * D[26] + Mh[8] * D[27] - Mh[9] * D[36] - Mh[10] * D[38] - Mh[11] * D[39] - Mh[12] * D[41] - Mh[13] * D[42] - Mh[14] * D[45] - Mh[15] * D[46];
+  Lh[6] += Mh[0] * D[6] - Mh[1] * D[12] - Mh[2] * D[14] - Mh[3] * D[15] + Mh[4] * D[22] + Mh[5] * D[24] + Mh[6] * D[25] + Mh[7] * D[27] + Mh[8] * D[28] - Mh[9] * D[37] - Mh[10] * D[39] - Mh[11] * D[40] - Mh[12] * D[42] - Mh[13] * D[43] - Mh[14] * D[46] - Mh[15] * D[47];
+  Lh[7] += Mh[0] * D[7] - Mh[1] * D[13] - Mh[2] * D[16] - Mh[3] * D[17] + Mh[4] * D[23] + Mh[5] * D[26] + Mh[6] * D[27] + Mh[7] * D[30] + Mh[8] * D[31] - Mh[9] * D[38] - Mh[10] * D[41] - Mh[11] * D[42] - Mh[12] * D[45] - Mh[13] * D[46] - Mh[14] * D[50] - Mh[15] * D[51];
+  Lh[8] += Mh[0] * D[8] - Mh[1] * D[14] - Mh[2] * D[17] - Mh[3] * D[18] + Mh[4] * D[24] + Mh[5] * D[27] + Mh[6] * D[28] + Mh[7] * D[31] + Mh[8] * D[32] - Mh[9] * D[39] - Mh[10] * D[42] - Mh[11] * D[43] - Mh[12] * D[46] - Mh[13] * D[47] - Mh[14] * D[51] - Mh[15] * D[52];
+  Lh[9] += Mh[0] * D[10] - Mh[1] * D[20] - Mh[2] * D[21] - Mh[3] * D[22] + Mh[4] * D[35] + Mh[5] * D[36] + Mh[6] * D[37] + Mh[7] * D[38] + Mh[8] * D[39];
+  Lh[10] += Mh[0] * D[11] - Mh[1] * D[21] - Mh[2] * D[23] - Mh[3] * D[24] + Mh[4] * D[36] + Mh[5] * D[38] + Mh[6] * D[39] + Mh[7] * D[41] + Mh[8] * D[42];
+  Lh[11] += Mh[0] * D[12] - Mh[1] * D[22] - Mh[2] * D[24] - Mh[3] * D[25] + Mh[4] * D[37] + Mh[5] * D[39] + Mh[6] * D[40] + Mh[7] * D[42] + Mh[8] * D[43];
+  Lh[12] += Mh[0] * D[13] - Mh[1] * D[23] - Mh[2] * D[26] - Mh[3] * D[27] + Mh[4] * D[38] + Mh[5] * D[41] + Mh[6] * D[42] + Mh[7] * D[45] + Mh[8] * D[46];
+  Lh[13] += Mh[0] * D[14] - Mh[1] * D[24] - Mh[2] * D[27] - Mh[3] * D[28] + Mh[4] * D[39] + Mh[5] * D[42] + Mh[6] * D[43] + Mh[7] * D[46] + Mh[8] * D[47];
+  Lh[14] += Mh[0] * D[16] - Mh[1] * D[26] - Mh[2] * D[30] - Mh[3] * D[31] + Mh[4] * D[41] + Mh[5] * D[45] + Mh[6] * D[46] + Mh[7] * D[50] + Mh[8] * D[51];
+  Lh[15] += Mh[0] * D[17] - Mh[1] * D[27] - Mh[2] * D[31] - Mh[3] * D[32] + Mh[4] * D[42] + Mh[5] * D[46] + Mh[6] * D[47] + Mh[7] * D[51] + Mh[8] * D[52];
+  Lh[16] += Mh[0] * D[20] - Mh[1] * D[35] - Mh[2] * D[36] - Mh[3] * D[37];
+  Lh[17] += Mh[0] * D[21] - Mh[1] * D[36] - Mh[2] * D[38] - Mh[3] * D[39];
+  Lh[18] += Mh[0] * D[22] - Mh[1] * D[37] - Mh[2] * D[39] - Mh[3] * D[40];
+  Lh[19] += Mh[0] * D[23] - Mh[1] * D[38] - Mh[2] * D[41] - Mh[3] * D[42];
+  Lh[20] += Mh[0] * D[24] - Mh[1] * D[39] - Mh[2] * D[42] - Mh[3] * D[43];
+  Lh[21] += Mh[0] * D[26] - Mh[1] * D[41] - Mh[2] * D[45] - Mh[3] * D[46];
+  Lh[22] += Mh[0] * D[27] - Mh[1] * D[42] - Mh[2] * D[46] - Mh[3] * D[47];
+  Lh[23] += Mh[0] * D[30] - Mh[1] * D[45] - Mh[2] * D[50] - Mh[3] * D[51];
+  Lh[24] += Mh[0] * D[31] - Mh[1] * D[46] - Mh[2] * D[51] - Mh[3] * D[52];
+  Lh[25] += Mh[0] * D[35];
+  Lh[26] += Mh[0] * D[36];
+  Lh[27] += Mh[0] * D[37];
+  Lh[28] += Mh[0] * D[38];
+  Lh[29] += Mh[0] * D[39];
+  Lh[30] += Mh[0] * D[41];
+  Lh[31] += Mh[0] * D[42];
+  Lh[32] += Mh[0] * D[45];
+  Lh[33] += Mh[0] * D[46];
+  Lh[34] += Mh[0] * D[50];
+  Lh[35] += Mh[0] * D[51];
+}
+
+/// Order 5, one-sided, harmonic: Lh (k_z <= 1) += the source's folded multipoles Mh through D (derivativesH5), without the dipole terms.
+template <class T> AG_FMM_INLINE void m2lOneH5nd(const T* __restrict D, const T* __restrict Mh, T* __restrict Lh) {
+  Lh[0] += Mh[0] * D[0] + Mh[4] * D[4] + Mh[5] * D[5] + Mh[6] * D[6] + Mh[7] * D[7] + Mh[8] * D[8] - Mh[9] * D[10] - Mh[10] * D[11] - Mh[11] * D[12] - Mh[12] * D[13] - Mh[13] * D[14] - Mh[14] * D[16] - Mh[15] * D[17] + Mh[16] * D[20] + Mh[17] * D[21] + Mh[18] * D[22] + Mh[19] * D[23] + Mh[20] * D[24] + Mh[21] * D[26] + Mh[22] * D[27] + Mh[23] * D[30] + Mh[24] * D[31] - Mh[25] * D[35] - Mh[26] * D[36] - Mh[27] * D[37] - Mh[28] * D[38] - Mh[29] * D[39] - Mh[30] * D[41] - Mh[31] * D[42] - Mh[32] * D[45] - Mh[33] * D[46] - Mh[34] * D[50] - Mh[35] * D[51];
+  Lh[1] += Mh[0] * D[1] + Mh[4] * D[10] + Mh[5] * D[11] + Mh[6] * D[12] + Mh[7] * D[13] + Mh[8] * D[14] - Mh[9] * D[20] - Mh[10] * D[21] - Mh[11] * D[22] - Mh[12] * D[23] - Mh[13] * D[24] - Mh[14] * D[26] - Mh[15] * D[27] + Mh[16] * D[35] + Mh[17] * D[36] + Mh[18] * D[37] + Mh[19] * D[38] + Mh[20] * D[39] + Mh[21] * D[41] + Mh[22] * D[42] + Mh[23] * D[45] + Mh[24] * D[46];
+  Lh[2] += Mh[0] * D[2] + Mh[4] * D[11] + Mh[5] * D[13] + Mh[6] * D[14] + Mh[7] * D[16] + Mh[8] * D[17] - Mh[9] * D[21] - Mh[10] * D[23] - Mh[11] * D[24] - Mh[12] * D[26] - Mh[13] * D[27] - Mh[14] * D[30] - Mh[15] * D[31] + Mh[16] * D[36] + Mh[17] * D[38] + Mh[18] * D[39] + Mh[19] * D[41] + Mh[20] * D[42] + Mh[21] * D[45] + Mh[22] * D[46] + Mh[23] * D[50] + Mh[24] * D[51];
+  Lh[3] += Mh[0] * D[3] + Mh[4] * D[12] + Mh[5] * D[14] + Mh[6] * D[15] + Mh[7] * D[17] + Mh[8] * D[18] - Mh[9] * D[22] - Mh[10] * D[24] - Mh[11] * D[25] - Mh[12] * D[27] - Mh[13] * D[28] - Mh[14] * D[31] - Mh[15] * D[32] + Mh[16] * D[37] + Mh[17] * D[39] + Mh[18] * D[40] + Mh[19] * D[42] + Mh[20] * D[43] + Mh[21] * D[46] + Mh[22] * D[47] + Mh[23] * D[51] + Mh[24] * D[52];
+  Lh[4] += Mh[0] * D[4] + Mh[4] * D[20] + Mh[5] * D[21] + Mh[6] * D[22] + Mh[7] * D[23] + Mh[8] * D[24] - Mh[9] * D[35] - Mh[10] * D[36] - Mh[11] * D[37] - Mh[12] * D[38] - Mh[13] * D[39] - Mh[14] * D[41] - Mh[15] * D[42];
+  Lh[5] += Mh[0] * D[5] + Mh[4] * D[21] + Mh[5] * D[23] + Mh[6] * D[24] + Mh[7] * D[26] + Mh[8] * D[27] - Mh[9] * D[36] - Mh[10] * D[38] - Mh[11] * D[39] - Mh[12] * D[41] - Mh[13] * D[42] - Mh[14] * D[45] - Mh[15] * D[46];
+  Lh[6] += Mh[0] * D[6] + Mh[4] * D[22] + Mh[5] * D[24] + Mh[6] * D[25] + Mh[7] * D[27] + Mh[8] * D[28] - Mh[9] * D[37] - Mh[10] * D[39] - Mh[11] * D[40] - Mh[12] * D[42] - Mh[13] * D[43] - Mh[14] * D[46] - Mh[15] * D[47];
+  Lh[7] += Mh[0] * D[7] + Mh[4] * D[23] + Mh[5] * D[26] + Mh[6] * D[27] + Mh[7] * D[30] + Mh[8] * D[31] - Mh[9] * D[38] - Mh[10] * D[41] - Mh[11] * D[42] - Mh[12] * D[45] - Mh[13] * D[46] - Mh[14] * D[50] - Mh[15] * D[51];
+  Lh[8] += Mh[0] * D[8] + Mh[4] * D[24] + Mh[5] * D[27] + Mh[6] * D[28] + Mh[7] * D[31] + Mh[8] * D[32] - Mh[9] * D[39] - Mh[10] * D[42] - Mh[11] * D[43] - Mh[12] * D[46] - Mh[13] * D[47] - Mh[14] * D[51] - Mh[15] * D[52];
+  Lh[9] += Mh[0] * D[10] + Mh[4] * D[35] + Mh[5] * D[36] + Mh[6] * D[37] + Mh[7] * D[38] + Mh[8] * D[39];
+  Lh[10] += Mh[0] * D[11] + Mh[4] * D[36] + Mh[5] * D[38] + Mh[6] * D[39] + Mh[7] * D[41] + Mh[8] * D[42];
+  Lh[11] += Mh[0] * D[12] + Mh[4] * D[37] + Mh[5] * D[39] + Mh[6] * D[40] + Mh[7] * D[42] + Mh[8] * D[43];
+  Lh[12] += Mh[0] * D[13] + Mh[4] * D[38] + Mh[5] * D[41] + Mh[6] * D[42] + Mh[7] * D[45] + Mh[8] * D[46];
+  Lh[13] += Mh[0] * D[14] + Mh[4] * D[39] + Mh[5] * D[42] + Mh[6] * D[43] + Mh[7] * D[46] + Mh[8] * D[47];
+  Lh[14] += Mh[0] * D[16] + Mh[4] * D[41] + Mh[5] * D[45] + Mh[6] * D[46] + Mh[7] * D[50] + Mh[8] * D[51];
+  Lh[15] += Mh[0] * D[17] + Mh[4] * D[42] + Mh[5] * D[46] + Mh[6] * D[47] + Mh[7] * D[51] + Mh[8] * D[52];
+  Lh[16] += Mh[0] * D[20];
+  Lh[17] += Mh[0] * D[21];
+  Lh[18] += Mh[0] * D[22];
+  Lh[19] += Mh[0] * D[23];
+  Lh[20] += Mh[0] * D[24];
+  Lh[21] += Mh[0] * D[26];
+  Lh[22] += Mh[0] * D[27];
+  Lh[23] += Mh[0] * D[30];
+  Lh[24] += Mh[0] * D[31];
+  Lh[25] += Mh[0] * D[35];
+  Lh[26] += Mh[0] * D[36];
+  Lh[27] += Mh[0] * D[37];
+  Lh[28] += Mh[0] * D[38];
+  Lh[29] += Mh[0] * D[39];
+  Lh[30] += Mh[0] * D[41];
+  Lh[31] += Mh[0] * D[42];
+  Lh[32] += Mh[0] * D[45];
+  Lh[33] += Mh[0] * D[46];
+  Lh[34] += Mh[0] * D[50];
+  Lh[35] += Mh[0] * D[51];
 }
 
 template <class T> AG_FMM_INLINE void derivatives6(T x, T y, T z, T* __restrict D) {
@@ -1646,6 +2207,350 @@ template <class T> AG_FMM_INLINE void m2lOne6nd(const T* __restrict D, const T* 
   La[81] += Mb[0] * D[81];
   La[82] += Mb[0] * D[82];
   La[83] += Mb[0] * D[83];
+}
+
+constexpr int kHarmonicTerms6 = 49;
+
+/// Order 6: D[j] = d^j (1/r) at (x, y, z) for the terms with c <= 2 (full layout; the others are left as
+/// they were): c <= 1 by the recurrence on D itself, c = 2 by the trace identity.
+template <class T> AG_FMM_INLINE void derivativesH6(T x, T y, T z, T* __restrict D) {
+  const T r2 = x * x + y * y + z * z;
+  const T rinv2 = bc<T>(1.0) / r2;
+  D[0] = vsqrt(rinv2);
+  {
+    const T ax = bc<T>(-1.0) * rinv2 * x, ay = bc<T>(-1.0) * rinv2 * y, az = bc<T>(-1.0) * rinv2 * z;
+    D[1] = ax * D[0];
+    D[2] = ay * D[0];
+    D[3] = az * D[0];
+  }
+  {
+    const T ax = bc<T>(-1.5) * rinv2 * x, ay = bc<T>(-1.5) * rinv2 * y, az = bc<T>(-1.5) * rinv2 * z;
+    const T bb = bc<T>(-0.5) * rinv2;
+    D[4] = ax * (bc<T>(2.0) * D[1]) + bb * (bc<T>(2.0) * D[0]);
+    D[5] = ax * D[2] + ay * D[1];
+    D[6] = ax * D[3] + az * D[1];
+    D[7] = ay * (bc<T>(2.0) * D[2]) + bb * (bc<T>(2.0) * D[0]);
+    D[8] = ay * D[3] + az * D[2];
+    D[9] = -(D[4] + D[7]);
+  }
+  {
+    const T ax = bc<T>(-1.6666666666666667) * rinv2 * x, ay = bc<T>(-1.6666666666666667) * rinv2 * y, az = bc<T>(-1.6666666666666667) * rinv2 * z;
+    const T bb = bc<T>(-0.6666666666666666) * rinv2;
+    D[10] = ax * (bc<T>(3.0) * D[4]) + bb * (bc<T>(6.0) * D[1]);
+    D[11] = ax * (bc<T>(2.0) * D[5]) + bb * (bc<T>(2.0) * D[2]) + ay * D[4];
+    D[12] = ax * (bc<T>(2.0) * D[6]) + bb * (bc<T>(2.0) * D[3]) + az * D[4];
+    D[13] = ax * D[7] + ay * (bc<T>(2.0) * D[5]) + bb * (bc<T>(2.0) * D[1]);
+    D[14] = ax * D[8] + ay * D[6] + az * D[5];
+    D[16] = ay * (bc<T>(3.0) * D[7]) + bb * (bc<T>(6.0) * D[2]);
+    D[17] = ay * (bc<T>(2.0) * D[8]) + bb * (bc<T>(2.0) * D[3]) + az * D[7];
+    D[15] = -(D[10] + D[13]);
+    D[18] = -(D[11] + D[16]);
+  }
+  {
+    const T ax = bc<T>(-1.75) * rinv2 * x, ay = bc<T>(-1.75) * rinv2 * y, az = bc<T>(-1.75) * rinv2 * z;
+    const T bb = bc<T>(-0.75) * rinv2;
+    D[20] = ax * (bc<T>(4.0) * D[10]) + bb * (bc<T>(12.0) * D[4]);
+    D[21] = ax * (bc<T>(3.0) * D[11]) + bb * (bc<T>(6.0) * D[5]) + ay * D[10];
+    D[22] = ax * (bc<T>(3.0) * D[12]) + bb * (bc<T>(6.0) * D[6]) + az * D[10];
+    D[23] = ax * (bc<T>(2.0) * D[13]) + bb * (bc<T>(2.0) * D[7]) + ay * (bc<T>(2.0) * D[11]) + bb * (bc<T>(2.0) * D[4]);
+    D[24] = ax * (bc<T>(2.0) * D[14]) + bb * (bc<T>(2.0) * D[8]) + ay * D[12] + az * D[11];
+    D[26] = ax * D[16] + ay * (bc<T>(3.0) * D[13]) + bb * (bc<T>(6.0) * D[5]);
+    D[27] = ax * D[17] + ay * (bc<T>(2.0) * D[14]) + bb * (bc<T>(2.0) * D[6]) + az * D[13];
+    D[30] = ay * (bc<T>(4.0) * D[16]) + bb * (bc<T>(12.0) * D[7]);
+    D[31] = ay * (bc<T>(3.0) * D[17]) + bb * (bc<T>(6.0) * D[8]) + az * D[16];
+    D[25] = -(D[20] + D[23]);
+    D[28] = -(D[21] + D[26]);
+    D[32] = -(D[23] + D[30]);
+  }
+  {
+    const T ax = bc<T>(-1.8) * rinv2 * x, ay = bc<T>(-1.8) * rinv2 * y, az = bc<T>(-1.8) * rinv2 * z;
+    const T bb = bc<T>(-0.8) * rinv2;
+    D[35] = ax * (bc<T>(5.0) * D[20]) + bb * (bc<T>(20.0) * D[10]);
+    D[36] = ax * (bc<T>(4.0) * D[21]) + bb * (bc<T>(12.0) * D[11]) + ay * D[20];
+    D[37] = ax * (bc<T>(4.0) * D[22]) + bb * (bc<T>(12.0) * D[12]) + az * D[20];
+    D[38] = ax * (bc<T>(3.0) * D[23]) + bb * (bc<T>(6.0) * D[13]) + ay * (bc<T>(2.0) * D[21]) + bb * (bc<T>(2.0) * D[10]);
+    D[39] = ax * (bc<T>(3.0) * D[24]) + bb * (bc<T>(6.0) * D[14]) + ay * D[22] + az * D[21];
+    D[41] = ax * (bc<T>(2.0) * D[26]) + bb * (bc<T>(2.0) * D[16]) + ay * (bc<T>(3.0) * D[23]) + bb * (bc<T>(6.0) * D[11]);
+    D[42] = ax * (bc<T>(2.0) * D[27]) + bb * (bc<T>(2.0) * D[17]) + ay * (bc<T>(2.0) * D[24]) + bb * (bc<T>(2.0) * D[12]) + az * D[23];
+    D[45] = ax * D[30] + ay * (bc<T>(4.0) * D[26]) + bb * (bc<T>(12.0) * D[13]);
+    D[46] = ax * D[31] + ay * (bc<T>(3.0) * D[27]) + bb * (bc<T>(6.0) * D[14]) + az * D[26];
+    D[50] = ay * (bc<T>(5.0) * D[30]) + bb * (bc<T>(20.0) * D[16]);
+    D[51] = ay * (bc<T>(4.0) * D[31]) + bb * (bc<T>(12.0) * D[17]) + az * D[30];
+    D[40] = -(D[35] + D[38]);
+    D[43] = -(D[36] + D[41]);
+    D[47] = -(D[38] + D[45]);
+    D[52] = -(D[41] + D[50]);
+  }
+  {
+    const T ax = bc<T>(-1.8333333333333333) * rinv2 * x, ay = bc<T>(-1.8333333333333333) * rinv2 * y, az = bc<T>(-1.8333333333333333) * rinv2 * z;
+    const T bb = bc<T>(-0.8333333333333334) * rinv2;
+    D[56] = ax * (bc<T>(6.0) * D[35]) + bb * (bc<T>(30.0) * D[20]);
+    D[57] = ax * (bc<T>(5.0) * D[36]) + bb * (bc<T>(20.0) * D[21]) + ay * D[35];
+    D[58] = ax * (bc<T>(5.0) * D[37]) + bb * (bc<T>(20.0) * D[22]) + az * D[35];
+    D[59] = ax * (bc<T>(4.0) * D[38]) + bb * (bc<T>(12.0) * D[23]) + ay * (bc<T>(2.0) * D[36]) + bb * (bc<T>(2.0) * D[20]);
+    D[60] = ax * (bc<T>(4.0) * D[39]) + bb * (bc<T>(12.0) * D[24]) + ay * D[37] + az * D[36];
+    D[62] = ax * (bc<T>(3.0) * D[41]) + bb * (bc<T>(6.0) * D[26]) + ay * (bc<T>(3.0) * D[38]) + bb * (bc<T>(6.0) * D[21]);
+    D[63] = ax * (bc<T>(3.0) * D[42]) + bb * (bc<T>(6.0) * D[27]) + ay * (bc<T>(2.0) * D[39]) + bb * (bc<T>(2.0) * D[22]) + az * D[38];
+    D[66] = ax * (bc<T>(2.0) * D[45]) + bb * (bc<T>(2.0) * D[30]) + ay * (bc<T>(4.0) * D[41]) + bb * (bc<T>(12.0) * D[23]);
+    D[67] = ax * (bc<T>(2.0) * D[46]) + bb * (bc<T>(2.0) * D[31]) + ay * (bc<T>(3.0) * D[42]) + bb * (bc<T>(6.0) * D[24]) + az * D[41];
+    D[71] = ax * D[50] + ay * (bc<T>(5.0) * D[45]) + bb * (bc<T>(20.0) * D[26]);
+    D[72] = ax * D[51] + ay * (bc<T>(4.0) * D[46]) + bb * (bc<T>(12.0) * D[27]) + az * D[45];
+    D[77] = ay * (bc<T>(6.0) * D[50]) + bb * (bc<T>(30.0) * D[30]);
+    D[78] = ay * (bc<T>(5.0) * D[51]) + bb * (bc<T>(20.0) * D[31]) + az * D[50];
+    D[61] = -(D[56] + D[59]);
+    D[64] = -(D[57] + D[62]);
+    D[68] = -(D[59] + D[66]);
+    D[73] = -(D[62] + D[71]);
+    D[79] = -(D[66] + D[77]);
+  }
+}
+
+/// Order 6: a multipole's 84 terms folded onto its 49 harmonic ones (c <= 1).
+template <class T> AG_FMM_INLINE void foldMultipoles6(const T* __restrict M, T* __restrict Mh) {
+  Mh[0] = M[0];
+  Mh[1] = M[1];
+  Mh[2] = M[2];
+  Mh[3] = M[3];
+  Mh[4] = M[4] - M[9];
+  Mh[5] = M[5];
+  Mh[6] = M[6];
+  Mh[7] = M[7] - M[9];
+  Mh[8] = M[8];
+  Mh[9] = M[10] - M[15];
+  Mh[10] = M[11] - M[18];
+  Mh[11] = M[12] - M[19];
+  Mh[12] = M[13] - M[15];
+  Mh[13] = M[14];
+  Mh[14] = M[16] - M[18];
+  Mh[15] = M[17] - M[19];
+  Mh[16] = M[20] - M[25] + M[34];
+  Mh[17] = M[21] - M[28];
+  Mh[18] = M[22] - M[29];
+  Mh[19] = M[23] - M[25] - M[32] + bc<T>(2.0) * M[34];
+  Mh[20] = M[24] - M[33];
+  Mh[21] = M[26] - M[28];
+  Mh[22] = M[27] - M[29];
+  Mh[23] = M[30] - M[32] + M[34];
+  Mh[24] = M[31] - M[33];
+  Mh[25] = M[35] - M[40] + M[49];
+  Mh[26] = M[36] - M[43] + M[54];
+  Mh[27] = M[37] - M[44] + M[55];
+  Mh[28] = M[38] - M[40] - M[47] + bc<T>(2.0) * M[49];
+  Mh[29] = M[39] - M[48];
+  Mh[30] = M[41] - M[43] - M[52] + bc<T>(2.0) * M[54];
+  Mh[31] = M[42] - M[44] - M[53] + bc<T>(2.0) * M[55];
+  Mh[32] = M[45] - M[47] + M[49];
+  Mh[33] = M[46] - M[48];
+  Mh[34] = M[50] - M[52] + M[54];
+  Mh[35] = M[51] - M[53] + M[55];
+  Mh[36] = M[56] - M[61] + M[70] - M[83];
+  Mh[37] = M[57] - M[64] + M[75];
+  Mh[38] = M[58] - M[65] + M[76];
+  Mh[39] = M[59] - M[61] - M[68] + bc<T>(2.0) * M[70] + M[81] - bc<T>(3.0) * M[83];
+  Mh[40] = M[60] - M[69] + M[82];
+  Mh[41] = M[62] - M[64] - M[73] + bc<T>(2.0) * M[75];
+  Mh[42] = M[63] - M[65] - M[74] + bc<T>(2.0) * M[76];
+  Mh[43] = M[66] - M[68] - M[79] + M[70] + bc<T>(2.0) * M[81] - bc<T>(3.0) * M[83];
+  Mh[44] = M[67] - M[69] - M[80] + bc<T>(2.0) * M[82];
+  Mh[45] = M[71] - M[73] + M[75];
+  Mh[46] = M[72] - M[74] + M[76];
+  Mh[47] = M[77] - M[79] + M[81] - M[83];
+  Mh[48] = M[78] - M[80] + M[82];
+}
+
+/// Order 6: L += the local expansion whose harmonic terms (c <= 1) are Lh, every term (c >= 2 by the trace
+/// identity).
+template <class T> AG_FMM_INLINE void addUnfoldedLocal6(const T* __restrict Lh, T* __restrict L) {
+  L[0] += Lh[0];
+  L[1] += Lh[1];
+  L[2] += Lh[2];
+  L[3] += Lh[3];
+  L[4] += Lh[4];
+  L[5] += Lh[5];
+  L[6] += Lh[6];
+  L[7] += Lh[7];
+  L[8] += Lh[8];
+  L[9] += -Lh[7] - Lh[4];
+  L[10] += Lh[9];
+  L[11] += Lh[10];
+  L[12] += Lh[11];
+  L[13] += Lh[12];
+  L[14] += Lh[13];
+  L[15] += -Lh[12] - Lh[9];
+  L[16] += Lh[14];
+  L[17] += Lh[15];
+  L[18] += -Lh[14] - Lh[10];
+  L[19] += -Lh[15] - Lh[11];
+  L[20] += Lh[16];
+  L[21] += Lh[17];
+  L[22] += Lh[18];
+  L[23] += Lh[19];
+  L[24] += Lh[20];
+  L[25] += -Lh[19] - Lh[16];
+  L[26] += Lh[21];
+  L[27] += Lh[22];
+  L[28] += -Lh[21] - Lh[17];
+  L[29] += -Lh[22] - Lh[18];
+  L[30] += Lh[23];
+  L[31] += Lh[24];
+  L[32] += -Lh[23] - Lh[19];
+  L[33] += -Lh[24] - Lh[20];
+  L[34] += Lh[23] + bc<T>(2.0) * Lh[19] + Lh[16];
+  L[35] += Lh[25];
+  L[36] += Lh[26];
+  L[37] += Lh[27];
+  L[38] += Lh[28];
+  L[39] += Lh[29];
+  L[40] += -Lh[28] - Lh[25];
+  L[41] += Lh[30];
+  L[42] += Lh[31];
+  L[43] += -Lh[30] - Lh[26];
+  L[44] += -Lh[31] - Lh[27];
+  L[45] += Lh[32];
+  L[46] += Lh[33];
+  L[47] += -Lh[32] - Lh[28];
+  L[48] += -Lh[33] - Lh[29];
+  L[49] += Lh[32] + bc<T>(2.0) * Lh[28] + Lh[25];
+  L[50] += Lh[34];
+  L[51] += Lh[35];
+  L[52] += -Lh[34] - Lh[30];
+  L[53] += -Lh[35] - Lh[31];
+  L[54] += Lh[34] + bc<T>(2.0) * Lh[30] + Lh[26];
+  L[55] += Lh[35] + bc<T>(2.0) * Lh[31] + Lh[27];
+  L[56] += Lh[36];
+  L[57] += Lh[37];
+  L[58] += Lh[38];
+  L[59] += Lh[39];
+  L[60] += Lh[40];
+  L[61] += -Lh[39] - Lh[36];
+  L[62] += Lh[41];
+  L[63] += Lh[42];
+  L[64] += -Lh[41] - Lh[37];
+  L[65] += -Lh[42] - Lh[38];
+  L[66] += Lh[43];
+  L[67] += Lh[44];
+  L[68] += -Lh[43] - Lh[39];
+  L[69] += -Lh[44] - Lh[40];
+  L[70] += Lh[43] + bc<T>(2.0) * Lh[39] + Lh[36];
+  L[71] += Lh[45];
+  L[72] += Lh[46];
+  L[73] += -Lh[45] - Lh[41];
+  L[74] += -Lh[46] - Lh[42];
+  L[75] += Lh[45] + bc<T>(2.0) * Lh[41] + Lh[37];
+  L[76] += Lh[46] + bc<T>(2.0) * Lh[42] + Lh[38];
+  L[77] += Lh[47];
+  L[78] += Lh[48];
+  L[79] += -Lh[47] - Lh[43];
+  L[80] += -Lh[48] - Lh[44];
+  L[81] += Lh[47] + bc<T>(2.0) * Lh[43] + Lh[39];
+  L[82] += Lh[48] + bc<T>(2.0) * Lh[44] + Lh[40];
+  L[83] += -Lh[47] - bc<T>(3.0) * Lh[43] - bc<T>(3.0) * Lh[39] - Lh[36];
+}
+
+/// Order 6, one-sided, harmonic: Lh (k_z <= 1) += the source's folded multipoles Mh through D (derivativesH6).
+template <class T> AG_FMM_INLINE void m2lOneH6(const T* __restrict D, const T* __restrict Mh, T* __restrict Lh) {
+  Lh[0] += Mh[0] * D[0] - Mh[1] * D[1] - Mh[2] * D[2] - Mh[3] * D[3] + Mh[4] * D[4] + Mh[5] * D[5] + Mh[6] * D[6] + Mh[7] * D[7] + Mh[8] * D[8] - Mh[9] * D[10] - Mh[10] * D[11] - Mh[11] * D[12] - Mh[12] * D[13] - Mh[13] * D[14] - Mh[14] * D[16] - Mh[15] * D[17] + Mh[16] * D[20] + Mh[17] * D[21] + Mh[18] * D[22] + Mh[19] * D[23] + Mh[20] * D[24] + Mh[21] * D[26] + Mh[22] * D[27] + Mh[23] * D[30] + Mh[24] * D[31] - Mh[25] * D[35] - Mh[26] * D[36] - Mh[27] * D[37] - Mh[28] * D[38] - Mh[29] * D[39] - Mh[30] * D[41] - Mh[31] * D[42] - Mh[32] * D[45] - Mh[33] * D[46] - Mh[34] * D[50] - Mh[35] * D[51] + Mh[36] * D[56] + Mh[37] * D[57] + Mh[38] * D[58] + Mh[39] * D[59] + Mh[40] * D[60] + Mh[41] * D[62] + Mh[42] * D[63] + Mh[43] * D[66] + Mh[44] * D[67] + Mh[45] * D[71] + Mh[46] * D[72] + Mh[47] * D[77] + Mh[48] * D[78];
+  Lh[1] += Mh[0] * D[1] - Mh[1] * D[4] - Mh[2] * D[5] - Mh[3] * D[6] + Mh[4] * D[10] + Mh[5] * D[11] + Mh[6] * D[12] + Mh[7] * D[13] + Mh[8] * D[14] - Mh[9] * D[20] - Mh[10] * D[21] - Mh[11] * D[22] - Mh[12] * D[23] - Mh[13] * D[24] - Mh[14] * D[26] - Mh[15] * D[27] + Mh[16] * D[35] + Mh[17] * D[36] + Mh[18] * D[37] + Mh[19] * D[38] + Mh[20] * D[39] + Mh[21] * D[41] + Mh[22] * D[42] + Mh[23] * D[45] + Mh[24] * D[46] - Mh[25] * D[56] - Mh[26] * D[57] - Mh[27] * D[58] - Mh[28] * D[59] - Mh[29] * D[60] - Mh[30] * D[62] - Mh[31] * D[63] - Mh[32] * D[66] - Mh[33] * D[67] - Mh[34] * D[71] - Mh[35] * D[72];
+  Lh[2] += Mh[0] * D[2] - Mh[1] * D[5] - Mh[2] * D[7] - Mh[3] * D[8] + Mh[4] * D[11] + Mh[5] * D[13] + Mh[6] * D[14] + Mh[7] * D[16] + Mh[8] * D[17] - Mh[9] * D[21] - Mh[10] * D[23] - Mh[11] * D[24] - Mh[12] * D[26] - Mh[13] * D[27] - Mh[14] * D[30] - Mh[15] * D[31] + Mh[16] * D[36] + Mh[17] * D[38] + Mh[18] * D[39] + Mh[19] * D[41] + Mh[20] * D[42] + Mh[21] * D[45] + Mh[22] * D[46] + Mh[23] * D[50] + Mh[24] * D[51] - Mh[25] * D[57] - Mh[26] * D[59] - Mh[27] * D[60] - Mh[28] * D[62] - Mh[29] * D[63] - Mh[30] * D[66] - Mh[31] * D[67] - Mh[32] * D[71] - Mh[33] * D[72] - Mh[34] * D[77] - Mh[35] * D[78];
+  Lh[3] += Mh[0] * D[3] - Mh[1] * D[6] - Mh[2] * D[8] - Mh[3] * D[9] + Mh[4] * D[12] + Mh[5] * D[14] + Mh[6] * D[15] + Mh[7] * D[17] + Mh[8] * D[18] - Mh[9] * D[22] - Mh[10] * D[24] - Mh[11] * D[25] - Mh[12] * D[27] - Mh[13] * D[28] - Mh[14] * D[31] - Mh[15] * D[32] + Mh[16] * D[37] + Mh[17] * D[39] + Mh[18] * D[40] + Mh[19] * D[42] + Mh[20] * D[43] + Mh[21] * D[46] + Mh[22] * D[47] + Mh[23] * D[51] + Mh[24] * D[52] - Mh[25] * D[58] - Mh[26] * D[60] - Mh[27] * D[61] - Mh[28] * D[63] - Mh[29] * D[64] - Mh[30] * D[67] - Mh[31] * D[68] - Mh[32] * D[72] - Mh[33] * D[73] - Mh[34] * D[78] - Mh[35] * D[79];
+  Lh[4] += Mh[0] * D[4] - Mh[1] * D[10] - Mh[2] * D[11] - Mh[3] * D[12] + Mh[4] * D[20] + Mh[5] * D[21] + Mh[6] * D[22] + Mh[7] * D[23] + Mh[8] * D[24] - Mh[9] * D[35] - Mh[10] * D[36] - Mh[11] * D[37] - Mh[12] * D[38] - Mh[13] * D[39] - Mh[14] * D[41] - Mh[15] * D[42] + Mh[16] * D[56] + Mh[17] * D[57] + Mh[18] * D[58] + Mh[19] * D[59] + Mh[20] * D[60] + Mh[21] * D[62] + Mh[22] * D[63] + Mh[23] * D[66] + Mh[24] * D[67];
+  Lh[5] += Mh[0] * D[5] - Mh[1] * D[11] - Mh[2] * D[13] - Mh[3] * D[14] + Mh[4] * D[21] + Mh[5] * D[23] + Mh[6] * D[24] + Mh[7] * D[26] + Mh[8] * D[27] - Mh[9] * D[36] - Mh[10] * D[38] - Mh[11] * D[39] - Mh[12] * D[41] - Mh[13] * D[42] - Mh[14] * D[45] - Mh[15] * D[46] + Mh[16] * D[57] + Mh[17] * D[59] + Mh[18] * D[60] + Mh[19] * D[62] + Mh[20] * D[63] + Mh[21] * D[66] + Mh[22] * D[67] + Mh[23] * D[71] + Mh[24] * D[72];
+  Lh[6] += Mh[0] * D[6] - Mh[1] * D[12] - Mh[2] * D[14] - Mh[3] * D[15] + Mh[4] * D[22] + Mh[5] * D[24] + Mh[6] * D[25] + Mh[7] * D[27] + Mh[8] * D[28] - Mh[9] * D[37] - Mh[10] * D[39] - Mh[11] * D[40] - Mh[12] * D[42] - Mh[13] * D[43] - Mh[14] * D[46] - Mh[15] * D[47] + Mh[16] * D[58] + Mh[17] * D[60] + Mh[18] * D[61] + Mh[19] * D[63] + Mh[20] * D[64] + Mh[21] * D[67] + Mh[22] * D[68] + Mh[23] * D[72] + Mh[24] * D[73];
+  Lh[7] += Mh[0] * D[7] - Mh[1] * D[13] - Mh[2] * D[16] - Mh[3] * D[17] + Mh[4] * D[23] + Mh[5] * D[26] + Mh[6] * D[27] + Mh[7] * D[30] + Mh[8] * D[31] - Mh[9] * D[38] - Mh[10] * D[41] - Mh[11] * D[42] - Mh[12] * D[45] - Mh[13] * D[46] - Mh[14] * D[50] - Mh[15] * D[51] + Mh[16] * D[59] + Mh[17] * D[62] + Mh[18] * D[63] + Mh[19] * D[66] + Mh[20] * D[67] + Mh[21] * D[71] + Mh[22] * D[72] + Mh[23] * D[77] + Mh[24] * D[78];
+  Lh[8] += Mh[0] * D[8] - Mh[1] * D[14] - Mh[2] * D[17] - Mh[3] * D[18] + Mh[4] * D[24] + Mh[5] * D[27] + Mh[6] * D[28] + Mh[7] * D[31] + Mh[8] * D[32] - Mh[9] * D[39] - Mh[10] * D[42] - Mh[11] * D[43] - Mh[12] * D[46] - Mh[13] * D[47] - Mh[14] * D[51] - Mh[15] * D[52] + Mh[16] * D[60] + Mh[17] * D[63] + Mh[18] * D[64] + Mh[19] * D[67] + Mh[20] * D[68] + Mh[21] * D[72] + Mh[22] * D[73] + Mh[23] * D[78] + Mh[24] * D[79];
+  Lh[9] += Mh[0] * D[10] - Mh[1] * D[20] - Mh[2] * D[21] - Mh[3] * D[22] + Mh[4] * D[35] + Mh[5] * D[36] + Mh[6] * D[37] + Mh[7] * D[38] + Mh[8] * D[39] - Mh[9] * D[56] - Mh[10] * D[57] - Mh[11] * D[58] - Mh[12] * D[59] - Mh[13] * D[60] - Mh[14] * D[62] - Mh[15] * D[63];
+  Lh[10] += Mh[0] * D[11] - Mh[1] * D[21] - Mh[2] * D[23] - Mh[3] * D[24] + Mh[4] * D[36] + Mh[5] * D[38] + Mh[6] * D[39] + Mh[7] * D[41] + Mh[8] * D[42] - Mh[9] * D[57] - Mh[10] * D[59] - Mh[11] * D[60] - Mh[12] * D[62] - Mh[13] * D[63] - Mh[14] * D[66] - Mh[15] * D[67];
+  Lh[11] += Mh[0] * D[12] - Mh[1] * D[22] - Mh[2] * D[24] - Mh[3] * D[25] + Mh[4] * D[37] + Mh[5] * D[39] + Mh[6] * D[40] + Mh[7] * D[42] + Mh[8] * D[43] - Mh[9] * D[58] - Mh[10] * D[60] - Mh[11] * D[61] - Mh[12] * D[63] - Mh[13] * D[64] - Mh[14] * D[67] - Mh[15] * D[68];
+  Lh[12] += Mh[0] * D[13] - Mh[1] * D[23] - Mh[2] * D[26] - Mh[3] * D[27] + Mh[4] * D[38] + Mh[5] * D[41] + Mh[6] * D[42] + Mh[7] * D[45] + Mh[8] * D[46] - Mh[9] * D[59] - Mh[10] * D[62] - Mh[11] * D[63] - Mh[12] * D[66] - Mh[13] * D[67] - Mh[14] * D[71] - Mh[15] * D[72];
+  Lh[13] += Mh[0] * D[14] - Mh[1] * D[24] - Mh[2] * D[27] - Mh[3] * D[28] + Mh[4] * D[39] + Mh[5] * D[42] + Mh[6] * D[43] + Mh[7] * D[46] + Mh[8] * D[47] - Mh[9] * D[60] - Mh[10] * D[63] - Mh[11] * D[64] - Mh[12] * D[67] - Mh[13] * D[68] - Mh[14] * D[72] - Mh[15] * D[73];
+  Lh[14] += Mh[0] * D[16] - Mh[1] * D[26] - Mh[2] * D[30] - Mh[3] * D[31] + Mh[4] * D[41] + Mh[5] * D[45] + Mh[6] * D[46] + Mh[7] * D[50] + Mh[8] * D[51] - Mh[9] * D[62] - Mh[10] * D[66] - Mh[11] * D[67] - Mh[12] * D[71] - Mh[13] * D[72] - Mh[14] * D[77] - Mh[15] * D[78];
+  Lh[15] += Mh[0] * D[17] - Mh[1] * D[27] - Mh[2] * D[31] - Mh[3] * D[32] + Mh[4] * D[42] + Mh[5] * D[46] + Mh[6] * D[47] + Mh[7] * D[51] + Mh[8] * D[52] - Mh[9] * D[63] - Mh[10] * D[67] - Mh[11] * D[68] - Mh[12] * D[72] - Mh[13] * D[73] - Mh[14] * D[78] - Mh[15] * D[79];
+  Lh[16] += Mh[0] * D[20] - Mh[1] * D[35] - Mh[2] * D[36] - Mh[3] * D[37] + Mh[4] * D[56] + Mh[5] * D[57] + Mh[6] * D[58] + Mh[7] * D[59] + Mh[8] * D[60];
+  Lh[17] += Mh[0] * D[21] - Mh[1] * D[36] - Mh[2] * D[38] - Mh[3] * D[39] + Mh[4] * D[57] + Mh[5] * D[59] + Mh[6] * D[60] + Mh[7] * D[62] + Mh[8] * D[63];
+  Lh[18] += Mh[0] * D[22] - Mh[1] * D[37] - Mh[2] * D[39] - Mh[3] * D[40] + Mh[4] * D[58] + Mh[5] * D[60] + Mh[6] * D[61] + Mh[7] * D[63] + Mh[8] * D[64];
+  Lh[19] += Mh[0] * D[23] - Mh[1] * D[38] - Mh[2] * D[41] - Mh[3] * D[42] + Mh[4] * D[59] + Mh[5] * D[62] + Mh[6] * D[63] + Mh[7] * D[66] + Mh[8] * D[67];
+  Lh[20] += Mh[0] * D[24] - Mh[1] * D[39] - Mh[2] * D[42] - Mh[3] * D[43] + Mh[4] * D[60] + Mh[5] * D[63] + Mh[6] * D[64] + Mh[7] * D[67] + Mh[8] * D[68];
+  Lh[21] += Mh[0] * D[26] - Mh[1] * D[41] - Mh[2] * D[45] - Mh[3] * D[46] + Mh[4] * D[62] + Mh[5] * D[66] + Mh[6] * D[67] + Mh[7] * D[71] + Mh[8] * D[72];
+  Lh[22] += Mh[0] * D[27] - Mh[1] * D[42] - Mh[2] * D[46] - Mh[3] * D[47] + Mh[4] * D[63] + Mh[5] * D[67] + Mh[6] * D[68] + Mh[7] * D[72] + Mh[8] * D[73];
+  Lh[23] += Mh[0] * D[30] - Mh[1] * D[45] - Mh[2] * D[50] - Mh[3] * D[51] + Mh[4] * D[66] + Mh[5] * D[71] + Mh[6] * D[72] + Mh[7] * D[77] + Mh[8] * D[78];
+  Lh[24] += Mh[0] * D[31] - Mh[1] * D[46] - Mh[2] * D[51] - Mh[3] * D[52] + Mh[4] * D[67] + Mh[5] * D[72] + Mh[6] * D[73] + Mh[7] * D[78] + Mh[8] * D[79];
+  Lh[25] += Mh[0] * D[35] - Mh[1] * D[56] - Mh[2] * D[57] - Mh[3] * D[58];
+  Lh[26] += Mh[0] * D[36] - Mh[1] * D[57] - Mh[2] * D[59] - Mh[3] * D[60];
+  Lh[27] += Mh[0] * D[37] - Mh[1] * D[58] - Mh[2] * D[60] - Mh[3] * D[61];
+  Lh[28] += Mh[0] * D[38] - Mh[1] * D[59] - Mh[2] * D[62] - Mh[3] * D[63];
+  Lh[29] += Mh[0] * D[39] - Mh[1] * D[60] - Mh[2] * D[63] - Mh[3] * D[64];
+  Lh[30] += Mh[0] * D[41] - Mh[1] * D[62] - Mh[2] * D[66] - Mh[3] * D[67];
+  Lh[31] += Mh[0] * D[42] - Mh[1] * D[63] - Mh[2] * D[67] - Mh[3] * D[68];
+  Lh[32] += Mh[0] * D[45] - Mh[1] * D[66] - Mh[2] * D[71] - Mh[3] * D[72];
+  Lh[33] += Mh[0] * D[46] - Mh[1] * D[67] - Mh[2] * D[72] - Mh[3] * D[73];
+  Lh[34] += Mh[0] * D[50] - Mh[1] * D[71] - Mh[2] * D[77] - Mh[3] * D[78];
+  Lh[35] += Mh[0] * D[51] - Mh[1] * D[72] - Mh[2] * D[78] - Mh[3] * D[79];
+  Lh[36] += Mh[0] * D[56];
+  Lh[37] += Mh[0] * D[57];
+  Lh[38] += Mh[0] * D[58];
+  Lh[39] += Mh[0] * D[59];
+  Lh[40] += Mh[0] * D[60];
+  Lh[41] += Mh[0] * D[62];
+  Lh[42] += Mh[0] * D[63];
+  Lh[43] += Mh[0] * D[66];
+  Lh[44] += Mh[0] * D[67];
+  Lh[45] += Mh[0] * D[71];
+  Lh[46] += Mh[0] * D[72];
+  Lh[47] += Mh[0] * D[77];
+  Lh[48] += Mh[0] * D[78];
+}
+
+/// Order 6, one-sided, harmonic: Lh (k_z <= 1) += the source's folded multipoles Mh through D (derivativesH6), without the dipole terms.
+template <class T> AG_FMM_INLINE void m2lOneH6nd(const T* __restrict D, const T* __restrict Mh, T* __restrict Lh) {
+  Lh[0] += Mh[0] * D[0] + Mh[4] * D[4] + Mh[5] * D[5] + Mh[6] * D[6] + Mh[7] * D[7] + Mh[8] * D[8] - Mh[9] * D[10] - Mh[10] * D[11] - Mh[11] * D[12] - Mh[12] * D[13] - Mh[13] * D[14] - Mh[14] * D[16] - Mh[15] * D[17] + Mh[16] * D[20] + Mh[17] * D[21] + Mh[18] * D[22] + Mh[19] * D[23] + Mh[20] * D[24] + Mh[21] * D[26] + Mh[22] * D[27] + Mh[23] * D[30] + Mh[24] * D[31] - Mh[25] * D[35] - Mh[26] * D[36] - Mh[27] * D[37] - Mh[28] * D[38] - Mh[29] * D[39] - Mh[30] * D[41] - Mh[31] * D[42] - Mh[32] * D[45] - Mh[33] * D[46] - Mh[34] * D[50] - Mh[35] * D[51] + Mh[36] * D[56] + Mh[37] * D[57] + Mh[38] * D[58] + Mh[39] * D[59] + Mh[40] * D[60] + Mh[41] * D[62] + Mh[42] * D[63] + Mh[43] * D[66] + Mh[44] * D[67] + Mh[45] * D[71] + Mh[46] * D[72] + Mh[47] * D[77] + Mh[48] * D[78];
+  Lh[1] += Mh[0] * D[1] + Mh[4] * D[10] + Mh[5] * D[11] + Mh[6] * D[12] + Mh[7] * D[13] + Mh[8] * D[14] - Mh[9] * D[20] - Mh[10] * D[21] - Mh[11] * D[22] - Mh[12] * D[23] - Mh[13] * D[24] - Mh[14] * D[26] - Mh[15] * D[27] + Mh[16] * D[35] + Mh[17] * D[36] + Mh[18] * D[37] + Mh[19] * D[38] + Mh[20] * D[39] + Mh[21] * D[41] + Mh[22] * D[42] + Mh[23] * D[45] + Mh[24] * D[46] - Mh[25] * D[56] - Mh[26] * D[57] - Mh[27] * D[58] - Mh[28] * D[59] - Mh[29] * D[60] - Mh[30] * D[62] - Mh[31] * D[63] - Mh[32] * D[66] - Mh[33] * D[67] - Mh[34] * D[71] - Mh[35] * D[72];
+  Lh[2] += Mh[0] * D[2] + Mh[4] * D[11] + Mh[5] * D[13] + Mh[6] * D[14] + Mh[7] * D[16] + Mh[8] * D[17] - Mh[9] * D[21] - Mh[10] * D[23] - Mh[11] * D[24] - Mh[12] * D[26] - Mh[13] * D[27] - Mh[14] * D[30] - Mh[15] * D[31] + Mh[16] * D[36] + Mh[17] * D[38] + Mh[18] * D[39] + Mh[19] * D[41] + Mh[20] * D[42] + Mh[21] * D[45] + Mh[22] * D[46] + Mh[23] * D[50] + Mh[24] * D[51] - Mh[25] * D[57] - Mh[26] * D[59] - Mh[27] * D[60] - Mh[28] * D[62] - Mh[29] * D[63] - Mh[30] * D[66] - Mh[31] * D[67] - Mh[32] * D[71] - Mh[33] * D[72] - Mh[34] * D[77] - Mh[35] * D[78];
+  Lh[3] += Mh[0] * D[3] + Mh[4] * D[12] + Mh[5] * D[14] + Mh[6] * D[15] + Mh[7] * D[17] + Mh[8] * D[18] - Mh[9] * D[22] - Mh[10] * D[24] - Mh[11] * D[25] - Mh[12] * D[27] - Mh[13] * D[28] - Mh[14] * D[31] - Mh[15] * D[32] + Mh[16] * D[37] + Mh[17] * D[39] + Mh[18] * D[40] + Mh[19] * D[42] + Mh[20] * D[43] + Mh[21] * D[46] + Mh[22] * D[47] + Mh[23] * D[51] + Mh[24] * D[52] - Mh[25] * D[58] - Mh[26] * D[60] - Mh[27] * D[61] - Mh[28] * D[63] - Mh[29] * D[64] - Mh[30] * D[67] - Mh[31] * D[68] - Mh[32] * D[72] - Mh[33] * D[73] - Mh[34] * D[78] - Mh[35] * D[79];
+  Lh[4] += Mh[0] * D[4] + Mh[4] * D[20] + Mh[5] * D[21] + Mh[6] * D[22] + Mh[7] * D[23] + Mh[8] * D[24] - Mh[9] * D[35] - Mh[10] * D[36] - Mh[11] * D[37] - Mh[12] * D[38] - Mh[13] * D[39] - Mh[14] * D[41] - Mh[15] * D[42] + Mh[16] * D[56] + Mh[17] * D[57] + Mh[18] * D[58] + Mh[19] * D[59] + Mh[20] * D[60] + Mh[21] * D[62] + Mh[22] * D[63] + Mh[23] * D[66] + Mh[24] * D[67];
+  Lh[5] += Mh[0] * D[5] + Mh[4] * D[21] + Mh[5] * D[23] + Mh[6] * D[24] + Mh[7] * D[26] + Mh[8] * D[27] - Mh[9] * D[36] - Mh[10] * D[38] - Mh[11] * D[39] - Mh[12] * D[41] - Mh[13] * D[42] - Mh[14] * D[45] - Mh[15] * D[46] + Mh[16] * D[57] + Mh[17] * D[59] + Mh[18] * D[60] + Mh[19] * D[62] + Mh[20] * D[63] + Mh[21] * D[66] + Mh[22] * D[67] + Mh[23] * D[71] + Mh[24] * D[72];
+  Lh[6] += Mh[0] * D[6] + Mh[4] * D[22] + Mh[5] * D[24] + Mh[6] * D[25] + Mh[7] * D[27] + Mh[8] * D[28] - Mh[9] * D[37] - Mh[10] * D[39] - Mh[11] * D[40] - Mh[12] * D[42] - Mh[13] * D[43] - Mh[14] * D[46] - Mh[15] * D[47] + Mh[16] * D[58] + Mh[17] * D[60] + Mh[18] * D[61] + Mh[19] * D[63] + Mh[20] * D[64] + Mh[21] * D[67] + Mh[22] * D[68] + Mh[23] * D[72] + Mh[24] * D[73];
+  Lh[7] += Mh[0] * D[7] + Mh[4] * D[23] + Mh[5] * D[26] + Mh[6] * D[27] + Mh[7] * D[30] + Mh[8] * D[31] - Mh[9] * D[38] - Mh[10] * D[41] - Mh[11] * D[42] - Mh[12] * D[45] - Mh[13] * D[46] - Mh[14] * D[50] - Mh[15] * D[51] + Mh[16] * D[59] + Mh[17] * D[62] + Mh[18] * D[63] + Mh[19] * D[66] + Mh[20] * D[67] + Mh[21] * D[71] + Mh[22] * D[72] + Mh[23] * D[77] + Mh[24] * D[78];
+  Lh[8] += Mh[0] * D[8] + Mh[4] * D[24] + Mh[5] * D[27] + Mh[6] * D[28] + Mh[7] * D[31] + Mh[8] * D[32] - Mh[9] * D[39] - Mh[10] * D[42] - Mh[11] * D[43] - Mh[12] * D[46] - Mh[13] * D[47] - Mh[14] * D[51] - Mh[15] * D[52] + Mh[16] * D[60] + Mh[17] * D[63] + Mh[18] * D[64] + Mh[19] * D[67] + Mh[20] * D[68] + Mh[21] * D[72] + Mh[22] * D[73] + Mh[23] * D[78] + Mh[24] * D[79];
+  Lh[9] += Mh[0] * D[10] + Mh[4] * D[35] + Mh[5] * D[36] + Mh[6] * D[37] + Mh[7] * D[38] + Mh[8] * D[39] - Mh[9] * D[56] - Mh[10] * D[57] - Mh[11] * D[58] - Mh[12] * D[59] - Mh[13] * D[60] - Mh[14] * D[62] - Mh[15] * D[63];
+  Lh[10] += Mh[0] * D[11] + Mh[4] * D[36] + Mh[5] * D[38] + Mh[6] * D[39] + Mh[7] * D[41] + Mh[8] * D[42] - Mh[9] * D[57] - Mh[10] * D[59] - Mh[11] * D[60] - Mh[12] * D[62] - Mh[13] * D[63] - Mh[14] * D[66] - Mh[15] * D[67];
+  Lh[11] += Mh[0] * D[12] + Mh[4] * D[37] + Mh[5] * D[39] + Mh[6] * D[40] + Mh[7] * D[42] + Mh[8] * D[43] - Mh[9] * D[58] - Mh[10] * D[60] - Mh[11] * D[61] - Mh[12] * D[63] - Mh[13] * D[64] - Mh[14] * D[67] - Mh[15] * D[68];
+  Lh[12] += Mh[0] * D[13] + Mh[4] * D[38] + Mh[5] * D[41] + Mh[6] * D[42] + Mh[7] * D[45] + Mh[8] * D[46] - Mh[9] * D[59] - Mh[10] * D[62] - Mh[11] * D[63] - Mh[12] * D[66] - Mh[13] * D[67] - Mh[14] * D[71] - Mh[15] * D[72];
+  Lh[13] += Mh[0] * D[14] + Mh[4] * D[39] + Mh[5] * D[42] + Mh[6] * D[43] + Mh[7] * D[46] + Mh[8] * D[47] - Mh[9] * D[60] - Mh[10] * D[63] - Mh[11] * D[64] - Mh[12] * D[67] - Mh[13] * D[68] - Mh[14] * D[72] - Mh[15] * D[73];
+  Lh[14] += Mh[0] * D[16] + Mh[4] * D[41] + Mh[5] * D[45] + Mh[6] * D[46] + Mh[7] * D[50] + Mh[8] * D[51] - Mh[9] * D[62] - Mh[10] * D[66] - Mh[11] * D[67] - Mh[12] * D[71] - Mh[13] * D[72] - Mh[14] * D[77] - Mh[15] * D[78];
+  Lh[15] += Mh[0] * D[17] + Mh[4] * D[42] + Mh[5] * D[46] + Mh[6] * D[47] + Mh[7] * D[51] + Mh[8] * D[52] - Mh[9] * D[63] - Mh[10] * D[67] - Mh[11] * D[68] - Mh[12] * D[72] - Mh[13] * D[73] - Mh[14] * D[78] - Mh[15] * D[79];
+  Lh[16] += Mh[0] * D[20] + Mh[4] * D[56] + Mh[5] * D[57] + Mh[6] * D[58] + Mh[7] * D[59] + Mh[8] * D[60];
+  Lh[17] += Mh[0] * D[21] + Mh[4] * D[57] + Mh[5] * D[59] + Mh[6] * D[60] + Mh[7] * D[62] + Mh[8] * D[63];
+  Lh[18] += Mh[0] * D[22] + Mh[4] * D[58] + Mh[5] * D[60] + Mh[6] * D[61] + Mh[7] * D[63] + Mh[8] * D[64];
+  Lh[19] += Mh[0] * D[23] + Mh[4] * D[59] + Mh[5] * D[62] + Mh[6] * D[63] + Mh[7] * D[66] + Mh[8] * D[67];
+  Lh[20] += Mh[0] * D[24] + Mh[4] * D[60] + Mh[5] * D[63] + Mh[6] * D[64] + Mh[7] * D[67] + Mh[8] * D[68];
+  Lh[21] += Mh[0] * D[26] + Mh[4] * D[62] + Mh[5] * D[66] + Mh[6] * D[67] + Mh[7] * D[71] + Mh[8] * D[72];
+  Lh[22] += Mh[0] * D[27] + Mh[4] * D[63] + Mh[5] * D[67] + Mh[6] * D[68] + Mh[7] * D[72] + Mh[8] * D[73];
+  Lh[23] += Mh[0] * D[30] + Mh[4] * D[66] + Mh[5] * D[71] + Mh[6] * D[72] + Mh[7] * D[77] + Mh[8] * D[78];
+  Lh[24] += Mh[0] * D[31] + Mh[4] * D[67] + Mh[5] * D[72] + Mh[6] * D[73] + Mh[7] * D[78] + Mh[8] * D[79];
+  Lh[25] += Mh[0] * D[35];
+  Lh[26] += Mh[0] * D[36];
+  Lh[27] += Mh[0] * D[37];
+  Lh[28] += Mh[0] * D[38];
+  Lh[29] += Mh[0] * D[39];
+  Lh[30] += Mh[0] * D[41];
+  Lh[31] += Mh[0] * D[42];
+  Lh[32] += Mh[0] * D[45];
+  Lh[33] += Mh[0] * D[46];
+  Lh[34] += Mh[0] * D[50];
+  Lh[35] += Mh[0] * D[51];
+  Lh[36] += Mh[0] * D[56];
+  Lh[37] += Mh[0] * D[57];
+  Lh[38] += Mh[0] * D[58];
+  Lh[39] += Mh[0] * D[59];
+  Lh[40] += Mh[0] * D[60];
+  Lh[41] += Mh[0] * D[62];
+  Lh[42] += Mh[0] * D[63];
+  Lh[43] += Mh[0] * D[66];
+  Lh[44] += Mh[0] * D[67];
+  Lh[45] += Mh[0] * D[71];
+  Lh[46] += Mh[0] * D[72];
+  Lh[47] += Mh[0] * D[77];
+  Lh[48] += Mh[0] * D[78];
 }
 
 template <class T> AG_FMM_INLINE void derivatives7(T x, T y, T z, T* __restrict D) {
@@ -2624,6 +3529,456 @@ template <class T> AG_FMM_INLINE void m2lOne7nd(const T* __restrict D, const T* 
   La[117] += Mb[0] * D[117];
   La[118] += Mb[0] * D[118];
   La[119] += Mb[0] * D[119];
+}
+
+constexpr int kHarmonicTerms7 = 64;
+
+/// Order 7: D[j] = d^j (1/r) at (x, y, z) for the terms with c <= 2 (full layout; the others are left as
+/// they were): c <= 1 by the recurrence on D itself, c = 2 by the trace identity.
+template <class T> AG_FMM_INLINE void derivativesH7(T x, T y, T z, T* __restrict D) {
+  const T r2 = x * x + y * y + z * z;
+  const T rinv2 = bc<T>(1.0) / r2;
+  D[0] = vsqrt(rinv2);
+  {
+    const T ax = bc<T>(-1.0) * rinv2 * x, ay = bc<T>(-1.0) * rinv2 * y, az = bc<T>(-1.0) * rinv2 * z;
+    D[1] = ax * D[0];
+    D[2] = ay * D[0];
+    D[3] = az * D[0];
+  }
+  {
+    const T ax = bc<T>(-1.5) * rinv2 * x, ay = bc<T>(-1.5) * rinv2 * y, az = bc<T>(-1.5) * rinv2 * z;
+    const T bb = bc<T>(-0.5) * rinv2;
+    D[4] = ax * (bc<T>(2.0) * D[1]) + bb * (bc<T>(2.0) * D[0]);
+    D[5] = ax * D[2] + ay * D[1];
+    D[6] = ax * D[3] + az * D[1];
+    D[7] = ay * (bc<T>(2.0) * D[2]) + bb * (bc<T>(2.0) * D[0]);
+    D[8] = ay * D[3] + az * D[2];
+    D[9] = -(D[4] + D[7]);
+  }
+  {
+    const T ax = bc<T>(-1.6666666666666667) * rinv2 * x, ay = bc<T>(-1.6666666666666667) * rinv2 * y, az = bc<T>(-1.6666666666666667) * rinv2 * z;
+    const T bb = bc<T>(-0.6666666666666666) * rinv2;
+    D[10] = ax * (bc<T>(3.0) * D[4]) + bb * (bc<T>(6.0) * D[1]);
+    D[11] = ax * (bc<T>(2.0) * D[5]) + bb * (bc<T>(2.0) * D[2]) + ay * D[4];
+    D[12] = ax * (bc<T>(2.0) * D[6]) + bb * (bc<T>(2.0) * D[3]) + az * D[4];
+    D[13] = ax * D[7] + ay * (bc<T>(2.0) * D[5]) + bb * (bc<T>(2.0) * D[1]);
+    D[14] = ax * D[8] + ay * D[6] + az * D[5];
+    D[16] = ay * (bc<T>(3.0) * D[7]) + bb * (bc<T>(6.0) * D[2]);
+    D[17] = ay * (bc<T>(2.0) * D[8]) + bb * (bc<T>(2.0) * D[3]) + az * D[7];
+    D[15] = -(D[10] + D[13]);
+    D[18] = -(D[11] + D[16]);
+  }
+  {
+    const T ax = bc<T>(-1.75) * rinv2 * x, ay = bc<T>(-1.75) * rinv2 * y, az = bc<T>(-1.75) * rinv2 * z;
+    const T bb = bc<T>(-0.75) * rinv2;
+    D[20] = ax * (bc<T>(4.0) * D[10]) + bb * (bc<T>(12.0) * D[4]);
+    D[21] = ax * (bc<T>(3.0) * D[11]) + bb * (bc<T>(6.0) * D[5]) + ay * D[10];
+    D[22] = ax * (bc<T>(3.0) * D[12]) + bb * (bc<T>(6.0) * D[6]) + az * D[10];
+    D[23] = ax * (bc<T>(2.0) * D[13]) + bb * (bc<T>(2.0) * D[7]) + ay * (bc<T>(2.0) * D[11]) + bb * (bc<T>(2.0) * D[4]);
+    D[24] = ax * (bc<T>(2.0) * D[14]) + bb * (bc<T>(2.0) * D[8]) + ay * D[12] + az * D[11];
+    D[26] = ax * D[16] + ay * (bc<T>(3.0) * D[13]) + bb * (bc<T>(6.0) * D[5]);
+    D[27] = ax * D[17] + ay * (bc<T>(2.0) * D[14]) + bb * (bc<T>(2.0) * D[6]) + az * D[13];
+    D[30] = ay * (bc<T>(4.0) * D[16]) + bb * (bc<T>(12.0) * D[7]);
+    D[31] = ay * (bc<T>(3.0) * D[17]) + bb * (bc<T>(6.0) * D[8]) + az * D[16];
+    D[25] = -(D[20] + D[23]);
+    D[28] = -(D[21] + D[26]);
+    D[32] = -(D[23] + D[30]);
+  }
+  {
+    const T ax = bc<T>(-1.8) * rinv2 * x, ay = bc<T>(-1.8) * rinv2 * y, az = bc<T>(-1.8) * rinv2 * z;
+    const T bb = bc<T>(-0.8) * rinv2;
+    D[35] = ax * (bc<T>(5.0) * D[20]) + bb * (bc<T>(20.0) * D[10]);
+    D[36] = ax * (bc<T>(4.0) * D[21]) + bb * (bc<T>(12.0) * D[11]) + ay * D[20];
+    D[37] = ax * (bc<T>(4.0) * D[22]) + bb * (bc<T>(12.0) * D[12]) + az * D[20];
+    D[38] = ax * (bc<T>(3.0) * D[23]) + bb * (bc<T>(6.0) * D[13]) + ay * (bc<T>(2.0) * D[21]) + bb * (bc<T>(2.0) * D[10]);
+    D[39] = ax * (bc<T>(3.0) * D[24]) + bb * (bc<T>(6.0) * D[14]) + ay * D[22] + az * D[21];
+    D[41] = ax * (bc<T>(2.0) * D[26]) + bb * (bc<T>(2.0) * D[16]) + ay * (bc<T>(3.0) * D[23]) + bb * (bc<T>(6.0) * D[11]);
+    D[42] = ax * (bc<T>(2.0) * D[27]) + bb * (bc<T>(2.0) * D[17]) + ay * (bc<T>(2.0) * D[24]) + bb * (bc<T>(2.0) * D[12]) + az * D[23];
+    D[45] = ax * D[30] + ay * (bc<T>(4.0) * D[26]) + bb * (bc<T>(12.0) * D[13]);
+    D[46] = ax * D[31] + ay * (bc<T>(3.0) * D[27]) + bb * (bc<T>(6.0) * D[14]) + az * D[26];
+    D[50] = ay * (bc<T>(5.0) * D[30]) + bb * (bc<T>(20.0) * D[16]);
+    D[51] = ay * (bc<T>(4.0) * D[31]) + bb * (bc<T>(12.0) * D[17]) + az * D[30];
+    D[40] = -(D[35] + D[38]);
+    D[43] = -(D[36] + D[41]);
+    D[47] = -(D[38] + D[45]);
+    D[52] = -(D[41] + D[50]);
+  }
+  {
+    const T ax = bc<T>(-1.8333333333333333) * rinv2 * x, ay = bc<T>(-1.8333333333333333) * rinv2 * y, az = bc<T>(-1.8333333333333333) * rinv2 * z;
+    const T bb = bc<T>(-0.8333333333333334) * rinv2;
+    D[56] = ax * (bc<T>(6.0) * D[35]) + bb * (bc<T>(30.0) * D[20]);
+    D[57] = ax * (bc<T>(5.0) * D[36]) + bb * (bc<T>(20.0) * D[21]) + ay * D[35];
+    D[58] = ax * (bc<T>(5.0) * D[37]) + bb * (bc<T>(20.0) * D[22]) + az * D[35];
+    D[59] = ax * (bc<T>(4.0) * D[38]) + bb * (bc<T>(12.0) * D[23]) + ay * (bc<T>(2.0) * D[36]) + bb * (bc<T>(2.0) * D[20]);
+    D[60] = ax * (bc<T>(4.0) * D[39]) + bb * (bc<T>(12.0) * D[24]) + ay * D[37] + az * D[36];
+    D[62] = ax * (bc<T>(3.0) * D[41]) + bb * (bc<T>(6.0) * D[26]) + ay * (bc<T>(3.0) * D[38]) + bb * (bc<T>(6.0) * D[21]);
+    D[63] = ax * (bc<T>(3.0) * D[42]) + bb * (bc<T>(6.0) * D[27]) + ay * (bc<T>(2.0) * D[39]) + bb * (bc<T>(2.0) * D[22]) + az * D[38];
+    D[66] = ax * (bc<T>(2.0) * D[45]) + bb * (bc<T>(2.0) * D[30]) + ay * (bc<T>(4.0) * D[41]) + bb * (bc<T>(12.0) * D[23]);
+    D[67] = ax * (bc<T>(2.0) * D[46]) + bb * (bc<T>(2.0) * D[31]) + ay * (bc<T>(3.0) * D[42]) + bb * (bc<T>(6.0) * D[24]) + az * D[41];
+    D[71] = ax * D[50] + ay * (bc<T>(5.0) * D[45]) + bb * (bc<T>(20.0) * D[26]);
+    D[72] = ax * D[51] + ay * (bc<T>(4.0) * D[46]) + bb * (bc<T>(12.0) * D[27]) + az * D[45];
+    D[77] = ay * (bc<T>(6.0) * D[50]) + bb * (bc<T>(30.0) * D[30]);
+    D[78] = ay * (bc<T>(5.0) * D[51]) + bb * (bc<T>(20.0) * D[31]) + az * D[50];
+    D[61] = -(D[56] + D[59]);
+    D[64] = -(D[57] + D[62]);
+    D[68] = -(D[59] + D[66]);
+    D[73] = -(D[62] + D[71]);
+    D[79] = -(D[66] + D[77]);
+  }
+  {
+    const T ax = bc<T>(-1.8571428571428572) * rinv2 * x, ay = bc<T>(-1.8571428571428572) * rinv2 * y, az = bc<T>(-1.8571428571428572) * rinv2 * z;
+    const T bb = bc<T>(-0.8571428571428571) * rinv2;
+    D[84] = ax * (bc<T>(7.0) * D[56]) + bb * (bc<T>(42.0) * D[35]);
+    D[85] = ax * (bc<T>(6.0) * D[57]) + bb * (bc<T>(30.0) * D[36]) + ay * D[56];
+    D[86] = ax * (bc<T>(6.0) * D[58]) + bb * (bc<T>(30.0) * D[37]) + az * D[56];
+    D[87] = ax * (bc<T>(5.0) * D[59]) + bb * (bc<T>(20.0) * D[38]) + ay * (bc<T>(2.0) * D[57]) + bb * (bc<T>(2.0) * D[35]);
+    D[88] = ax * (bc<T>(5.0) * D[60]) + bb * (bc<T>(20.0) * D[39]) + ay * D[58] + az * D[57];
+    D[90] = ax * (bc<T>(4.0) * D[62]) + bb * (bc<T>(12.0) * D[41]) + ay * (bc<T>(3.0) * D[59]) + bb * (bc<T>(6.0) * D[36]);
+    D[91] = ax * (bc<T>(4.0) * D[63]) + bb * (bc<T>(12.0) * D[42]) + ay * (bc<T>(2.0) * D[60]) + bb * (bc<T>(2.0) * D[37]) + az * D[59];
+    D[94] = ax * (bc<T>(3.0) * D[66]) + bb * (bc<T>(6.0) * D[45]) + ay * (bc<T>(4.0) * D[62]) + bb * (bc<T>(12.0) * D[38]);
+    D[95] = ax * (bc<T>(3.0) * D[67]) + bb * (bc<T>(6.0) * D[46]) + ay * (bc<T>(3.0) * D[63]) + bb * (bc<T>(6.0) * D[39]) + az * D[62];
+    D[99] = ax * (bc<T>(2.0) * D[71]) + bb * (bc<T>(2.0) * D[50]) + ay * (bc<T>(5.0) * D[66]) + bb * (bc<T>(20.0) * D[41]);
+    D[100] = ax * (bc<T>(2.0) * D[72]) + bb * (bc<T>(2.0) * D[51]) + ay * (bc<T>(4.0) * D[67]) + bb * (bc<T>(12.0) * D[42]) + az * D[66];
+    D[105] = ax * D[77] + ay * (bc<T>(6.0) * D[71]) + bb * (bc<T>(30.0) * D[45]);
+    D[106] = ax * D[78] + ay * (bc<T>(5.0) * D[72]) + bb * (bc<T>(20.0) * D[46]) + az * D[71];
+    D[112] = ay * (bc<T>(7.0) * D[77]) + bb * (bc<T>(42.0) * D[50]);
+    D[113] = ay * (bc<T>(6.0) * D[78]) + bb * (bc<T>(30.0) * D[51]) + az * D[77];
+    D[89] = -(D[84] + D[87]);
+    D[92] = -(D[85] + D[90]);
+    D[96] = -(D[87] + D[94]);
+    D[101] = -(D[90] + D[99]);
+    D[107] = -(D[94] + D[105]);
+    D[114] = -(D[99] + D[112]);
+  }
+}
+
+/// Order 7: a multipole's 120 terms folded onto its 64 harmonic ones (c <= 1).
+template <class T> AG_FMM_INLINE void foldMultipoles7(const T* __restrict M, T* __restrict Mh) {
+  Mh[0] = M[0];
+  Mh[1] = M[1];
+  Mh[2] = M[2];
+  Mh[3] = M[3];
+  Mh[4] = M[4] - M[9];
+  Mh[5] = M[5];
+  Mh[6] = M[6];
+  Mh[7] = M[7] - M[9];
+  Mh[8] = M[8];
+  Mh[9] = M[10] - M[15];
+  Mh[10] = M[11] - M[18];
+  Mh[11] = M[12] - M[19];
+  Mh[12] = M[13] - M[15];
+  Mh[13] = M[14];
+  Mh[14] = M[16] - M[18];
+  Mh[15] = M[17] - M[19];
+  Mh[16] = M[20] - M[25] + M[34];
+  Mh[17] = M[21] - M[28];
+  Mh[18] = M[22] - M[29];
+  Mh[19] = M[23] - M[25] - M[32] + bc<T>(2.0) * M[34];
+  Mh[20] = M[24] - M[33];
+  Mh[21] = M[26] - M[28];
+  Mh[22] = M[27] - M[29];
+  Mh[23] = M[30] - M[32] + M[34];
+  Mh[24] = M[31] - M[33];
+  Mh[25] = M[35] - M[40] + M[49];
+  Mh[26] = M[36] - M[43] + M[54];
+  Mh[27] = M[37] - M[44] + M[55];
+  Mh[28] = M[38] - M[40] - M[47] + bc<T>(2.0) * M[49];
+  Mh[29] = M[39] - M[48];
+  Mh[30] = M[41] - M[43] - M[52] + bc<T>(2.0) * M[54];
+  Mh[31] = M[42] - M[44] - M[53] + bc<T>(2.0) * M[55];
+  Mh[32] = M[45] - M[47] + M[49];
+  Mh[33] = M[46] - M[48];
+  Mh[34] = M[50] - M[52] + M[54];
+  Mh[35] = M[51] - M[53] + M[55];
+  Mh[36] = M[56] - M[61] + M[70] - M[83];
+  Mh[37] = M[57] - M[64] + M[75];
+  Mh[38] = M[58] - M[65] + M[76];
+  Mh[39] = M[59] - M[61] - M[68] + bc<T>(2.0) * M[70] + M[81] - bc<T>(3.0) * M[83];
+  Mh[40] = M[60] - M[69] + M[82];
+  Mh[41] = M[62] - M[64] - M[73] + bc<T>(2.0) * M[75];
+  Mh[42] = M[63] - M[65] - M[74] + bc<T>(2.0) * M[76];
+  Mh[43] = M[66] - M[68] - M[79] + M[70] + bc<T>(2.0) * M[81] - bc<T>(3.0) * M[83];
+  Mh[44] = M[67] - M[69] - M[80] + bc<T>(2.0) * M[82];
+  Mh[45] = M[71] - M[73] + M[75];
+  Mh[46] = M[72] - M[74] + M[76];
+  Mh[47] = M[77] - M[79] + M[81] - M[83];
+  Mh[48] = M[78] - M[80] + M[82];
+  Mh[49] = M[84] - M[89] + M[98] - M[111];
+  Mh[50] = M[85] - M[92] + M[103] - M[118];
+  Mh[51] = M[86] - M[93] + M[104] - M[119];
+  Mh[52] = M[87] - M[89] - M[96] + bc<T>(2.0) * M[98] + M[109] - bc<T>(3.0) * M[111];
+  Mh[53] = M[88] - M[97] + M[110];
+  Mh[54] = M[90] - M[92] - M[101] + bc<T>(2.0) * M[103] + M[116] - bc<T>(3.0) * M[118];
+  Mh[55] = M[91] - M[93] - M[102] + bc<T>(2.0) * M[104] + M[117] - bc<T>(3.0) * M[119];
+  Mh[56] = M[94] - M[96] - M[107] + M[98] + bc<T>(2.0) * M[109] - bc<T>(3.0) * M[111];
+  Mh[57] = M[95] - M[97] - M[108] + bc<T>(2.0) * M[110];
+  Mh[58] = M[99] - M[101] - M[114] + M[103] + bc<T>(2.0) * M[116] - bc<T>(3.0) * M[118];
+  Mh[59] = M[100] - M[102] - M[115] + M[104] + bc<T>(2.0) * M[117] - bc<T>(3.0) * M[119];
+  Mh[60] = M[105] - M[107] + M[109] - M[111];
+  Mh[61] = M[106] - M[108] + M[110];
+  Mh[62] = M[112] - M[114] + M[116] - M[118];
+  Mh[63] = M[113] - M[115] + M[117] - M[119];
+}
+
+/// Order 7: L += the local expansion whose harmonic terms (c <= 1) are Lh, every term (c >= 2 by the trace
+/// identity).
+template <class T> AG_FMM_INLINE void addUnfoldedLocal7(const T* __restrict Lh, T* __restrict L) {
+  L[0] += Lh[0];
+  L[1] += Lh[1];
+  L[2] += Lh[2];
+  L[3] += Lh[3];
+  L[4] += Lh[4];
+  L[5] += Lh[5];
+  L[6] += Lh[6];
+  L[7] += Lh[7];
+  L[8] += Lh[8];
+  L[9] += -Lh[7] - Lh[4];
+  L[10] += Lh[9];
+  L[11] += Lh[10];
+  L[12] += Lh[11];
+  L[13] += Lh[12];
+  L[14] += Lh[13];
+  L[15] += -Lh[12] - Lh[9];
+  L[16] += Lh[14];
+  L[17] += Lh[15];
+  L[18] += -Lh[14] - Lh[10];
+  L[19] += -Lh[15] - Lh[11];
+  L[20] += Lh[16];
+  L[21] += Lh[17];
+  L[22] += Lh[18];
+  L[23] += Lh[19];
+  L[24] += Lh[20];
+  L[25] += -Lh[19] - Lh[16];
+  L[26] += Lh[21];
+  L[27] += Lh[22];
+  L[28] += -Lh[21] - Lh[17];
+  L[29] += -Lh[22] - Lh[18];
+  L[30] += Lh[23];
+  L[31] += Lh[24];
+  L[32] += -Lh[23] - Lh[19];
+  L[33] += -Lh[24] - Lh[20];
+  L[34] += Lh[23] + bc<T>(2.0) * Lh[19] + Lh[16];
+  L[35] += Lh[25];
+  L[36] += Lh[26];
+  L[37] += Lh[27];
+  L[38] += Lh[28];
+  L[39] += Lh[29];
+  L[40] += -Lh[28] - Lh[25];
+  L[41] += Lh[30];
+  L[42] += Lh[31];
+  L[43] += -Lh[30] - Lh[26];
+  L[44] += -Lh[31] - Lh[27];
+  L[45] += Lh[32];
+  L[46] += Lh[33];
+  L[47] += -Lh[32] - Lh[28];
+  L[48] += -Lh[33] - Lh[29];
+  L[49] += Lh[32] + bc<T>(2.0) * Lh[28] + Lh[25];
+  L[50] += Lh[34];
+  L[51] += Lh[35];
+  L[52] += -Lh[34] - Lh[30];
+  L[53] += -Lh[35] - Lh[31];
+  L[54] += Lh[34] + bc<T>(2.0) * Lh[30] + Lh[26];
+  L[55] += Lh[35] + bc<T>(2.0) * Lh[31] + Lh[27];
+  L[56] += Lh[36];
+  L[57] += Lh[37];
+  L[58] += Lh[38];
+  L[59] += Lh[39];
+  L[60] += Lh[40];
+  L[61] += -Lh[39] - Lh[36];
+  L[62] += Lh[41];
+  L[63] += Lh[42];
+  L[64] += -Lh[41] - Lh[37];
+  L[65] += -Lh[42] - Lh[38];
+  L[66] += Lh[43];
+  L[67] += Lh[44];
+  L[68] += -Lh[43] - Lh[39];
+  L[69] += -Lh[44] - Lh[40];
+  L[70] += Lh[43] + bc<T>(2.0) * Lh[39] + Lh[36];
+  L[71] += Lh[45];
+  L[72] += Lh[46];
+  L[73] += -Lh[45] - Lh[41];
+  L[74] += -Lh[46] - Lh[42];
+  L[75] += Lh[45] + bc<T>(2.0) * Lh[41] + Lh[37];
+  L[76] += Lh[46] + bc<T>(2.0) * Lh[42] + Lh[38];
+  L[77] += Lh[47];
+  L[78] += Lh[48];
+  L[79] += -Lh[47] - Lh[43];
+  L[80] += -Lh[48] - Lh[44];
+  L[81] += Lh[47] + bc<T>(2.0) * Lh[43] + Lh[39];
+  L[82] += Lh[48] + bc<T>(2.0) * Lh[44] + Lh[40];
+  L[83] += -Lh[47] - bc<T>(3.0) * Lh[43] - bc<T>(3.0) * Lh[39] - Lh[36];
+  L[84] += Lh[49];
+  L[85] += Lh[50];
+  L[86] += Lh[51];
+  L[87] += Lh[52];
+  L[88] += Lh[53];
+  L[89] += -Lh[52] - Lh[49];
+  L[90] += Lh[54];
+  L[91] += Lh[55];
+  L[92] += -Lh[54] - Lh[50];
+  L[93] += -Lh[55] - Lh[51];
+  L[94] += Lh[56];
+  L[95] += Lh[57];
+  L[96] += -Lh[56] - Lh[52];
+  L[97] += -Lh[57] - Lh[53];
+  L[98] += Lh[56] + bc<T>(2.0) * Lh[52] + Lh[49];
+  L[99] += Lh[58];
+  L[100] += Lh[59];
+  L[101] += -Lh[58] - Lh[54];
+  L[102] += -Lh[59] - Lh[55];
+  L[103] += Lh[58] + bc<T>(2.0) * Lh[54] + Lh[50];
+  L[104] += Lh[59] + bc<T>(2.0) * Lh[55] + Lh[51];
+  L[105] += Lh[60];
+  L[106] += Lh[61];
+  L[107] += -Lh[60] - Lh[56];
+  L[108] += -Lh[61] - Lh[57];
+  L[109] += Lh[60] + bc<T>(2.0) * Lh[56] + Lh[52];
+  L[110] += Lh[61] + bc<T>(2.0) * Lh[57] + Lh[53];
+  L[111] += -Lh[60] - bc<T>(3.0) * Lh[56] - bc<T>(3.0) * Lh[52] - Lh[49];
+  L[112] += Lh[62];
+  L[113] += Lh[63];
+  L[114] += -Lh[62] - Lh[58];
+  L[115] += -Lh[63] - Lh[59];
+  L[116] += Lh[62] + bc<T>(2.0) * Lh[58] + Lh[54];
+  L[117] += Lh[63] + bc<T>(2.0) * Lh[59] + Lh[55];
+  L[118] += -Lh[62] - bc<T>(3.0) * Lh[58] - bc<T>(3.0) * Lh[54] - Lh[50];
+  L[119] += -Lh[63] - bc<T>(3.0) * Lh[59] - bc<T>(3.0) * Lh[55] - Lh[51];
+}
+
+/// Order 7, one-sided, harmonic: Lh (k_z <= 1) += the source's folded multipoles Mh through D (derivativesH7).
+template <class T> AG_FMM_INLINE void m2lOneH7(const T* __restrict D, const T* __restrict Mh, T* __restrict Lh) {
+  Lh[0] += Mh[0] * D[0] - Mh[1] * D[1] - Mh[2] * D[2] - Mh[3] * D[3] + Mh[4] * D[4] + Mh[5] * D[5] + Mh[6] * D[6] + Mh[7] * D[7] + Mh[8] * D[8] - Mh[9] * D[10] - Mh[10] * D[11] - Mh[11] * D[12] - Mh[12] * D[13] - Mh[13] * D[14] - Mh[14] * D[16] - Mh[15] * D[17] + Mh[16] * D[20] + Mh[17] * D[21] + Mh[18] * D[22] + Mh[19] * D[23] + Mh[20] * D[24] + Mh[21] * D[26] + Mh[22] * D[27] + Mh[23] * D[30] + Mh[24] * D[31] - Mh[25] * D[35] - Mh[26] * D[36] - Mh[27] * D[37] - Mh[28] * D[38] - Mh[29] * D[39] - Mh[30] * D[41] - Mh[31] * D[42] - Mh[32] * D[45] - Mh[33] * D[46] - Mh[34] * D[50] - Mh[35] * D[51] + Mh[36] * D[56] + Mh[37] * D[57] + Mh[38] * D[58] + Mh[39] * D[59] + Mh[40] * D[60] + Mh[41] * D[62] + Mh[42] * D[63] + Mh[43] * D[66] + Mh[44] * D[67] + Mh[45] * D[71] + Mh[46] * D[72] + Mh[47] * D[77] + Mh[48] * D[78] - Mh[49] * D[84] - Mh[50] * D[85] - Mh[51] * D[86] - Mh[52] * D[87] - Mh[53] * D[88] - Mh[54] * D[90] - Mh[55] * D[91] - Mh[56] * D[94] - Mh[57] * D[95] - Mh[58] * D[99] - Mh[59] * D[100] - Mh[60] * D[105] - Mh[61] * D[106] - Mh[62] * D[112] - Mh[63] * D[113];
+  Lh[1] += Mh[0] * D[1] - Mh[1] * D[4] - Mh[2] * D[5] - Mh[3] * D[6] + Mh[4] * D[10] + Mh[5] * D[11] + Mh[6] * D[12] + Mh[7] * D[13] + Mh[8] * D[14] - Mh[9] * D[20] - Mh[10] * D[21] - Mh[11] * D[22] - Mh[12] * D[23] - Mh[13] * D[24] - Mh[14] * D[26] - Mh[15] * D[27] + Mh[16] * D[35] + Mh[17] * D[36] + Mh[18] * D[37] + Mh[19] * D[38] + Mh[20] * D[39] + Mh[21] * D[41] + Mh[22] * D[42] + Mh[23] * D[45] + Mh[24] * D[46] - Mh[25] * D[56] - Mh[26] * D[57] - Mh[27] * D[58] - Mh[28] * D[59] - Mh[29] * D[60] - Mh[30] * D[62] - Mh[31] * D[63] - Mh[32] * D[66] - Mh[33] * D[67] - Mh[34] * D[71] - Mh[35] * D[72] + Mh[36] * D[84] + Mh[37] * D[85] + Mh[38] * D[86] + Mh[39] * D[87] + Mh[40] * D[88] + Mh[41] * D[90] + Mh[42] * D[91] + Mh[43] * D[94] + Mh[44] * D[95] + Mh[45] * D[99] + Mh[46] * D[100] + Mh[47] * D[105] + Mh[48] * D[106];
+  Lh[2] += Mh[0] * D[2] - Mh[1] * D[5] - Mh[2] * D[7] - Mh[3] * D[8] + Mh[4] * D[11] + Mh[5] * D[13] + Mh[6] * D[14] + Mh[7] * D[16] + Mh[8] * D[17] - Mh[9] * D[21] - Mh[10] * D[23] - Mh[11] * D[24] - Mh[12] * D[26] - Mh[13] * D[27] - Mh[14] * D[30] - Mh[15] * D[31] + Mh[16] * D[36] + Mh[17] * D[38] + Mh[18] * D[39] + Mh[19] * D[41] + Mh[20] * D[42] + Mh[21] * D[45] + Mh[22] * D[46] + Mh[23] * D[50] + Mh[24] * D[51] - Mh[25] * D[57] - Mh[26] * D[59] - Mh[27] * D[60] - Mh[28] * D[62] - Mh[29] * D[63] - Mh[30] * D[66] - Mh[31] * D[67] - Mh[32] * D[71] - Mh[33] * D[72] - Mh[34] * D[77] - Mh[35] * D[78] + Mh[36] * D[85] + Mh[37] * D[87] + Mh[38] * D[88] + Mh[39] * D[90] + Mh[40] * D[91] + Mh[41] * D[94] + Mh[42] * D[95] + Mh[43] * D[99] + Mh[44] * D[100] + Mh[45] * D[105] + Mh[46] * D[106] + Mh[47] * D[112] + Mh[48] * D[113];
+  Lh[3] += Mh[0] * D[3] - Mh[1] * D[6] - Mh[2] * D[8] - Mh[3] * D[9] + Mh[4] * D[12] + Mh[5] * D[14] + Mh[6] * D[15] + Mh[7] * D[17] + Mh[8] * D[18] - Mh[9] * D[22] - Mh[10] * D[24] - Mh[11] * D[25] - Mh[12] * D[27] - Mh[13] * D[28] - Mh[14] * D[31] - Mh[15] * D[32] + Mh[16] * D[37] + Mh[17] * D[39] + Mh[18] * D[40] + Mh[19] * D[42] + Mh[20] * D[43] + Mh[21] * D[46] + Mh[22] * D[47] + Mh[23] * D[51] + Mh[24] * D[52] - Mh[25] * D[58] - Mh[26] * D[60] - Mh[27] * D[61] - Mh[28] * D[63] - Mh[29] * D[64] - Mh[30] * D[67] - Mh[31] * D[68] - Mh[32] * D[72] - Mh[33] * D[73] - Mh[34] * D[78] - Mh[35] * D[79] + Mh[36] * D[86] + Mh[37] * D[88] + Mh[38] * D[89] + Mh[39] * D[91] + Mh[40] * D[92] + Mh[41] * D[95] + Mh[42] * D[96] + Mh[43] * D[100] + Mh[44] * D[101] + Mh[45] * D[106] + Mh[46] * D[107] + Mh[47] * D[113] + Mh[48] * D[114];
+  Lh[4] += Mh[0] * D[4] - Mh[1] * D[10] - Mh[2] * D[11] - Mh[3] * D[12] + Mh[4] * D[20] + Mh[5] * D[21] + Mh[6] * D[22] + Mh[7] * D[23] + Mh[8] * D[24] - Mh[9] * D[35] - Mh[10] * D[36] - Mh[11] * D[37] - Mh[12] * D[38] - Mh[13] * D[39] - Mh[14] * D[41] - Mh[15] * D[42] + Mh[16] * D[56] + Mh[17] * D[57] + Mh[18] * D[58] + Mh[19] * D[59] + Mh[20] * D[60] + Mh[21] * D[62] + Mh[22] * D[63] + Mh[23] * D[66] + Mh[24] * D[67] - Mh[25] * D[84] - Mh[26] * D[85] - Mh[27] * D[86] - Mh[28] * D[87] - Mh[29] * D[88] - Mh[30] * D[90] - Mh[31] * D[91] - Mh[32] * D[94] - Mh[33] * D[95] - Mh[34] * D[99] - Mh[35] * D[100];
+  Lh[5] += Mh[0] * D[5] - Mh[1] * D[11] - Mh[2] * D[13] - Mh[3] * D[14] + Mh[4] * D[21] + Mh[5] * D[23] + Mh[6] * D[24] + Mh[7] * D[26] + Mh[8] * D[27] - Mh[9] * D[36] - Mh[10] * D[38] - Mh[11] * D[39] - Mh[12] * D[41] - Mh[13] * D[42] - Mh[14] * D[45] - Mh[15] * D[46] + Mh[16] * D[57] + Mh[17] * D[59] + Mh[18] * D[60] + Mh[19] * D[62] + Mh[20] * D[63] + Mh[21] * D[66] + Mh[22] * D[67] + Mh[23] * D[71] + Mh[24] * D[72] - Mh[25] * D[85] - Mh[26] * D[87] - Mh[27] * D[88] - Mh[28] * D[90] - Mh[29] * D[91] - Mh[30] * D[94] - Mh[31] * D[95] - Mh[32] * D[99] - Mh[33] * D[100] - Mh[34] * D[105] - Mh[35] * D[106];
+  Lh[6] += Mh[0] * D[6] - Mh[1] * D[12] - Mh[2] * D[14] - Mh[3] * D[15] + Mh[4] * D[22] + Mh[5] * D[24] + Mh[6] * D[25] + Mh[7] * D[27] + Mh[8] * D[28] - Mh[9] * D[37] - Mh[10] * D[39] - Mh[11] * D[40] - Mh[12] * D[42] - Mh[13] * D[43] - Mh[14] * D[46] - Mh[15] * D[47] + Mh[16] * D[58] + Mh[17] * D[60] + Mh[18] * D[61] + Mh[19] * D[63] + Mh[20] * D[64] + Mh[21] * D[67] + Mh[22] * D[68] + Mh[23] * D[72] + Mh[24] * D[73] - Mh[25] * D[86] - Mh[26] * D[88] - Mh[27] * D[89] - Mh[28] * D[91] - Mh[29] * D[92] - Mh[30] * D[95] - Mh[31] * D[96] - Mh[32] * D[100] - Mh[33] * D[101] - Mh[34] * D[106] - Mh[35] * D[107];
+  Lh[7] += Mh[0] * D[7] - Mh[1] * D[13] - Mh[2] * D[16] - Mh[3] * D[17] + Mh[4] * D[23] + Mh[5] * D[26] + Mh[6] * D[27] + Mh[7] * D[30] + Mh[8] * D[31] - Mh[9] * D[38] - Mh[10] * D[41] - Mh[11] * D[42] - Mh[12] * D[45] - Mh[13] * D[46] - Mh[14] * D[50] - Mh[15] * D[51] + Mh[16] * D[59] + Mh[17] * D[62] + Mh[18] * D[63] + Mh[19] * D[66] + Mh[20] * D[67] + Mh[21] * D[71] + Mh[22] * D[72] + Mh[23] * D[77] + Mh[24] * D[78] - Mh[25] * D[87] - Mh[26] * D[90] - Mh[27] * D[91] - Mh[28] * D[94] - Mh[29] * D[95] - Mh[30] * D[99] - Mh[31] * D[100] - Mh[32] * D[105] - Mh[33] * D[106] - Mh[34] * D[112] - Mh[35] * D[113];
+  Lh[8] += Mh[0] * D[8] - Mh[1] * D[14] - Mh[2] * D[17] - Mh[3] * D[18] + Mh[4] * D[24] + Mh[5] * D[27] + Mh[6] * D[28] + Mh[7] * D[31] + Mh[8] * D[32] - Mh[9] * D[39] - Mh[10] * D[42] - Mh[11] * D[43] - Mh[12] * D[46] - Mh[13] * D[47] - Mh[14] * D[51] - Mh[15] * D[52] + Mh[16] * D[60] + Mh[17] * D[63] + Mh[18] * D[64] + Mh[19] * D[67] + Mh[20] * D[68] + Mh[21] * D[72] + Mh[22] * D[73] + Mh[23] * D[78] + Mh[24] * D[79] - Mh[25] * D[88] - Mh[26] * D[91] - Mh[27] * D[92] - Mh[28] * D[95] - Mh[29] * D[96] - Mh[30] * D[100] - Mh[31] * D[101] - Mh[32] * D[106] - Mh[33] * D[107] - Mh[34] * D[113] - Mh[35] * D[114];
+  Lh[9] += Mh[0] * D[10] - Mh[1] * D[20] - Mh[2] * D[21] - Mh[3] * D[22] + Mh[4] * D[35] + Mh[5] * D[36] + Mh[6] * D[37] + Mh[7] * D[38] + Mh[8] * D[39] - Mh[9] * D[56] - Mh[10] * D[57] - Mh[11] * D[58] - Mh[12] * D[59] - Mh[13] * D[60] - Mh[14] * D[62] - Mh[15] * D[63] + Mh[16] * D[84] + Mh[17] * D[85] + Mh[18] * D[86] + Mh[19] * D[87] + Mh[20] * D[88] + Mh[21] * D[90] + Mh[22] * D[91] + Mh[23] * D[94] + Mh[24] * D[95];
+  Lh[10] += Mh[0] * D[11] - Mh[1] * D[21] - Mh[2] * D[23] - Mh[3] * D[24] + Mh[4] * D[36] + Mh[5] * D[38] + Mh[6] * D[39] + Mh[7] * D[41] + Mh[8] * D[42] - Mh[9] * D[57] - Mh[10] * D[59] - Mh[11] * D[60] - Mh[12] * D[62] - Mh[13] * D[63] - Mh[14] * D[66] - Mh[15] * D[67] + Mh[16] * D[85] + Mh[17] * D[87] + Mh[18] * D[88] + Mh[19] * D[90] + Mh[20] * D[91] + Mh[21] * D[94] + Mh[22] * D[95] + Mh[23] * D[99] + Mh[24] * D[100];
+  Lh[11] += Mh[0] * D[12] - Mh[1] * D[22] - Mh[2] * D[24] - Mh[3] * D[25] + Mh[4] * D[37] + Mh[5] * D[39] + Mh[6] * D[40] + Mh[7] * D[42] + Mh[8] * D[43] - Mh[9] * D[58] - Mh[10] * D[60] - Mh[11] * D[61] - Mh[12] * D[63] - Mh[13] * D[64] - Mh[14] * D[67] - Mh[15] * D[68] + Mh[16] * D[86] + Mh[17] * D[88] + Mh[18] * D[89] + Mh[19] * D[91] + Mh[20] * D[92] + Mh[21] * D[95] + Mh[22] * D[96] + Mh[23] * D[100] + Mh[24] * D[101];
+  Lh[12] += Mh[0] * D[13] - Mh[1] * D[23] - Mh[2] * D[26] - Mh[3] * D[27] + Mh[4] * D[38] + Mh[5] * D[41] + Mh[6] * D[42] + Mh[7] * D[45] + Mh[8] * D[46] - Mh[9] * D[59] - Mh[10] * D[62] - Mh[11] * D[63] - Mh[12] * D[66] - Mh[13] * D[67] - Mh[14] * D[71] - Mh[15] * D[72] + Mh[16] * D[87] + Mh[17] * D[90] + Mh[18] * D[91] + Mh[19] * D[94] + Mh[20] * D[95] + Mh[21] * D[99] + Mh[22] * D[100] + Mh[23] * D[105] + Mh[24] * D[106];
+  Lh[13] += Mh[0] * D[14] - Mh[1] * D[24] - Mh[2] * D[27] - Mh[3] * D[28] + Mh[4] * D[39] + Mh[5] * D[42] + Mh[6] * D[43] + Mh[7] * D[46] + Mh[8] * D[47] - Mh[9] * D[60] - Mh[10] * D[63] - Mh[11] * D[64] - Mh[12] * D[67] - Mh[13] * D[68] - Mh[14] * D[72] - Mh[15] * D[73] + Mh[16] * D[88] + Mh[17] * D[91] + Mh[18] * D[92] + Mh[19] * D[95] + Mh[20] * D[96] + Mh[21] * D[100] + Mh[22] * D[101] + Mh[23] * D[106] + Mh[24] * D[107];
+  Lh[14] += Mh[0] * D[16] - Mh[1] * D[26] - Mh[2] * D[30] - Mh[3] * D[31] + Mh[4] * D[41] + Mh[5] * D[45] + Mh[6] * D[46] + Mh[7] * D[50] + Mh[8] * D[51] - Mh[9] * D[62] - Mh[10] * D[66] - Mh[11] * D[67] - Mh[12] * D[71] - Mh[13] * D[72] - Mh[14] * D[77] - Mh[15] * D[78] + Mh[16] * D[90] + Mh[17] * D[94] + Mh[18] * D[95] + Mh[19] * D[99] + Mh[20] * D[100] + Mh[21] * D[105] + Mh[22] * D[106] + Mh[23] * D[112] + Mh[24] * D[113];
+  Lh[15] += Mh[0] * D[17] - Mh[1] * D[27] - Mh[2] * D[31] - Mh[3] * D[32] + Mh[4] * D[42] + Mh[5] * D[46] + Mh[6] * D[47] + Mh[7] * D[51] + Mh[8] * D[52] - Mh[9] * D[63] - Mh[10] * D[67] - Mh[11] * D[68] - Mh[12] * D[72] - Mh[13] * D[73] - Mh[14] * D[78] - Mh[15] * D[79] + Mh[16] * D[91] + Mh[17] * D[95] + Mh[18] * D[96] + Mh[19] * D[100] + Mh[20] * D[101] + Mh[21] * D[106] + Mh[22] * D[107] + Mh[23] * D[113] + Mh[24] * D[114];
+  Lh[16] += Mh[0] * D[20] - Mh[1] * D[35] - Mh[2] * D[36] - Mh[3] * D[37] + Mh[4] * D[56] + Mh[5] * D[57] + Mh[6] * D[58] + Mh[7] * D[59] + Mh[8] * D[60] - Mh[9] * D[84] - Mh[10] * D[85] - Mh[11] * D[86] - Mh[12] * D[87] - Mh[13] * D[88] - Mh[14] * D[90] - Mh[15] * D[91];
+  Lh[17] += Mh[0] * D[21] - Mh[1] * D[36] - Mh[2] * D[38] - Mh[3] * D[39] + Mh[4] * D[57] + Mh[5] * D[59] + Mh[6] * D[60] + Mh[7] * D[62] + Mh[8] * D[63] - Mh[9] * D[85] - Mh[10] * D[87] - Mh[11] * D[88] - Mh[12] * D[90] - Mh[13] * D[91] - Mh[14] * D[94] - Mh[15] * D[95];
+  Lh[18] += Mh[0] * D[22] - Mh[1] * D[37] - Mh[2] * D[39] - Mh[3] * D[40] + Mh[4] * D[58] + Mh[5] * D[60] + Mh[6] * D[61] + Mh[7] * D[63] + Mh[8] * D[64] - Mh[9] * D[86] - Mh[10] * D[88] - Mh[11] * D[89] - Mh[12] * D[91] - Mh[13] * D[92] - Mh[14] * D[95] - Mh[15] * D[96];
+  Lh[19] += Mh[0] * D[23] - Mh[1] * D[38] - Mh[2] * D[41] - Mh[3] * D[42] + Mh[4] * D[59] + Mh[5] * D[62] + Mh[6] * D[63] + Mh[7] * D[66] + Mh[8] * D[67] - Mh[9] * D[87] - Mh[10] * D[90] - Mh[11] * D[91] - Mh[12] * D[94] - Mh[13] * D[95] - Mh[14] * D[99] - Mh[15] * D[100];
+  Lh[20] += Mh[0] * D[24] - Mh[1] * D[39] - Mh[2] * D[42] - Mh[3] * D[43] + Mh[4] * D[60] + Mh[5] * D[63] + Mh[6] * D[64] + Mh[7] * D[67] + Mh[8] * D[68] - Mh[9] * D[88] - Mh[10] * D[91] - Mh[11] * D[92] - Mh[12] * D[95] - Mh[13] * D[96] - Mh[14] * D[100] - Mh[15] * D[101];
+  Lh[21] += Mh[0] * D[26] - Mh[1] * D[41] - Mh[2] * D[45] - Mh[3] * D[46] + Mh[4] * D[62] + Mh[5] * D[66] + Mh[6] * D[67] + Mh[7] * D[71] + Mh[8] * D[72] - Mh[9] * D[90] - Mh[10] * D[94] - Mh[11] * D[95] - Mh[12] * D[99] - Mh[13] * D[100] - Mh[14] * D[105] - Mh[15] * D[106];
+  Lh[22] += Mh[0] * D[27] - Mh[1] * D[42] - Mh[2] * D[46] - Mh[3] * D[47] + Mh[4] * D[63] + Mh[5] * D[67] + Mh[6] * D[68] + Mh[7] * D[72] + Mh[8] * D[73] - Mh[9] * D[91] - Mh[10] * D[95] - Mh[11] * D[96] - Mh[12] * D[100] - Mh[13] * D[101] - Mh[14] * D[106] - Mh[15] * D[107];
+  Lh[23] += Mh[0] * D[30] - Mh[1] * D[45] - Mh[2] * D[50] - Mh[3] * D[51] + Mh[4] * D[66] + Mh[5] * D[71] + Mh[6] * D[72] + Mh[7] * D[77] + Mh[8] * D[78] - Mh[9] * D[94] - Mh[10] * D[99] - Mh[11] * D[100] - Mh[12] * D[105] - Mh[13] * D[106] - Mh[14] * D[112] - Mh[15] * D[113];
+  Lh[24] += Mh[0] * D[31] - Mh[1] * D[46] - Mh[2] * D[51] - Mh[3] * D[52] + Mh[4] * D[67] + Mh[5] * D[72] + Mh[6] * D[73] + Mh[7] * D[78] + Mh[8] * D[79] - Mh[9] * D[95] - Mh[10] * D[100] - Mh[11] * D[101] - Mh[12] * D[106] - Mh[13] * D[107] - Mh[14] * D[113] - Mh[15] * D[114];
+  Lh[25] += Mh[0] * D[35] - Mh[1] * D[56] - Mh[2] * D[57] - Mh[3] * D[58] + Mh[4] * D[84] + Mh[5] * D[85] + Mh[6] * D[86] + Mh[7] * D[87] + Mh[8] * D[88];
+  Lh[26] += Mh[0] * D[36] - Mh[1] * D[57] - Mh[2] * D[59] - Mh[3] * D[60] + Mh[4] * D[85] + Mh[5] * D[87] + Mh[6] * D[88] + Mh[7] * D[90] + Mh[8] * D[91];
+  Lh[27] += Mh[0] * D[37] - Mh[1] * D[58] - Mh[2] * D[60] - Mh[3] * D[61] + Mh[4] * D[86] + Mh[5] * D[88] + Mh[6] * D[89] + Mh[7] * D[91] + Mh[8] * D[92];
+  Lh[28] += Mh[0] * D[38] - Mh[1] * D[59] - Mh[2] * D[62] - Mh[3] * D[63] + Mh[4] * D[87] + Mh[5] * D[90] + Mh[6] * D[91] + Mh[7] * D[94] + Mh[8] * D[95];
+  Lh[29] += Mh[0] * D[39] - Mh[1] * D[60] - Mh[2] * D[63] - Mh[3] * D[64] + Mh[4] * D[88] + Mh[5] * D[91] + Mh[6] * D[92] + Mh[7] * D[95] + Mh[8] * D[96];
+  Lh[30] += Mh[0] * D[41] - Mh[1] * D[62] - Mh[2] * D[66] - Mh[3] * D[67] + Mh[4] * D[90] + Mh[5] * D[94] + Mh[6] * D[95] + Mh[7] * D[99] + Mh[8] * D[100];
+  Lh[31] += Mh[0] * D[42] - Mh[1] * D[63] - Mh[2] * D[67] - Mh[3] * D[68] + Mh[4] * D[91] + Mh[5] * D[95] + Mh[6] * D[96] + Mh[7] * D[100] + Mh[8] * D[101];
+  Lh[32] += Mh[0] * D[45] - Mh[1] * D[66] - Mh[2] * D[71] - Mh[3] * D[72] + Mh[4] * D[94] + Mh[5] * D[99] + Mh[6] * D[100] + Mh[7] * D[105] + Mh[8] * D[106];
+  Lh[33] += Mh[0] * D[46] - Mh[1] * D[67] - Mh[2] * D[72] - Mh[3] * D[73] + Mh[4] * D[95] + Mh[5] * D[100] + Mh[6] * D[101] + Mh[7] * D[106] + Mh[8] * D[107];
+  Lh[34] += Mh[0] * D[50] - Mh[1] * D[71] - Mh[2] * D[77] - Mh[3] * D[78] + Mh[4] * D[99] + Mh[5] * D[105] + Mh[6] * D[106] + Mh[7] * D[112] + Mh[8] * D[113];
+  Lh[35] += Mh[0] * D[51] - Mh[1] * D[72] - Mh[2] * D[78] - Mh[3] * D[79] + Mh[4] * D[100] + Mh[5] * D[106] + Mh[6] * D[107] + Mh[7] * D[113] + Mh[8] * D[114];
+  Lh[36] += Mh[0] * D[56] - Mh[1] * D[84] - Mh[2] * D[85] - Mh[3] * D[86];
+  Lh[37] += Mh[0] * D[57] - Mh[1] * D[85] - Mh[2] * D[87] - Mh[3] * D[88];
+  Lh[38] += Mh[0] * D[58] - Mh[1] * D[86] - Mh[2] * D[88] - Mh[3] * D[89];
+  Lh[39] += Mh[0] * D[59] - Mh[1] * D[87] - Mh[2] * D[90] - Mh[3] * D[91];
+  Lh[40] += Mh[0] * D[60] - Mh[1] * D[88] - Mh[2] * D[91] - Mh[3] * D[92];
+  Lh[41] += Mh[0] * D[62] - Mh[1] * D[90] - Mh[2] * D[94] - Mh[3] * D[95];
+  Lh[42] += Mh[0] * D[63] - Mh[1] * D[91] - Mh[2] * D[95] - Mh[3] * D[96];
+  Lh[43] += Mh[0] * D[66] - Mh[1] * D[94] - Mh[2] * D[99] - Mh[3] * D[100];
+  Lh[44] += Mh[0] * D[67] - Mh[1] * D[95] - Mh[2] * D[100] - Mh[3] * D[101];
+  Lh[45] += Mh[0] * D[71] - Mh[1] * D[99] - Mh[2] * D[105] - Mh[3] * D[106];
+  Lh[46] += Mh[0] * D[72] - Mh[1] * D[100] - Mh[2] * D[106] - Mh[3] * D[107];
+  Lh[47] += Mh[0] * D[77] - Mh[1] * D[105] - Mh[2] * D[112] - Mh[3] * D[113];
+  Lh[48] += Mh[0] * D[78] - Mh[1] * D[106] - Mh[2] * D[113] - Mh[3] * D[114];
+  Lh[49] += Mh[0] * D[84];
+  Lh[50] += Mh[0] * D[85];
+  Lh[51] += Mh[0] * D[86];
+  Lh[52] += Mh[0] * D[87];
+  Lh[53] += Mh[0] * D[88];
+  Lh[54] += Mh[0] * D[90];
+  Lh[55] += Mh[0] * D[91];
+  Lh[56] += Mh[0] * D[94];
+  Lh[57] += Mh[0] * D[95];
+  Lh[58] += Mh[0] * D[99];
+  Lh[59] += Mh[0] * D[100];
+  Lh[60] += Mh[0] * D[105];
+  Lh[61] += Mh[0] * D[106];
+  Lh[62] += Mh[0] * D[112];
+  Lh[63] += Mh[0] * D[113];
+}
+
+/// Order 7, one-sided, harmonic: Lh (k_z <= 1) += the source's folded multipoles Mh through D (derivativesH7), without the dipole terms.
+template <class T> AG_FMM_INLINE void m2lOneH7nd(const T* __restrict D, const T* __restrict Mh, T* __restrict Lh) {
+  Lh[0] += Mh[0] * D[0] + Mh[4] * D[4] + Mh[5] * D[5] + Mh[6] * D[6] + Mh[7] * D[7] + Mh[8] * D[8] - Mh[9] * D[10] - Mh[10] * D[11] - Mh[11] * D[12] - Mh[12] * D[13] - Mh[13] * D[14] - Mh[14] * D[16] - Mh[15] * D[17] + Mh[16] * D[20] + Mh[17] * D[21] + Mh[18] * D[22] + Mh[19] * D[23] + Mh[20] * D[24] + Mh[21] * D[26] + Mh[22] * D[27] + Mh[23] * D[30] + Mh[24] * D[31] - Mh[25] * D[35] - Mh[26] * D[36] - Mh[27] * D[37] - Mh[28] * D[38] - Mh[29] * D[39] - Mh[30] * D[41] - Mh[31] * D[42] - Mh[32] * D[45] - Mh[33] * D[46] - Mh[34] * D[50] - Mh[35] * D[51] + Mh[36] * D[56] + Mh[37] * D[57] + Mh[38] * D[58] + Mh[39] * D[59] + Mh[40] * D[60] + Mh[41] * D[62] + Mh[42] * D[63] + Mh[43] * D[66] + Mh[44] * D[67] + Mh[45] * D[71] + Mh[46] * D[72] + Mh[47] * D[77] + Mh[48] * D[78] - Mh[49] * D[84] - Mh[50] * D[85] - Mh[51] * D[86] - Mh[52] * D[87] - Mh[53] * D[88] - Mh[54] * D[90] - Mh[55] * D[91] - Mh[56] * D[94] - Mh[57] * D[95] - Mh[58] * D[99] - Mh[59] * D[100] - Mh[60] * D[105] - Mh[61] * D[106] - Mh[62] * D[112] - Mh[63] * D[113];
+  Lh[1] += Mh[0] * D[1] + Mh[4] * D[10] + Mh[5] * D[11] + Mh[6] * D[12] + Mh[7] * D[13] + Mh[8] * D[14] - Mh[9] * D[20] - Mh[10] * D[21] - Mh[11] * D[22] - Mh[12] * D[23] - Mh[13] * D[24] - Mh[14] * D[26] - Mh[15] * D[27] + Mh[16] * D[35] + Mh[17] * D[36] + Mh[18] * D[37] + Mh[19] * D[38] + Mh[20] * D[39] + Mh[21] * D[41] + Mh[22] * D[42] + Mh[23] * D[45] + Mh[24] * D[46] - Mh[25] * D[56] - Mh[26] * D[57] - Mh[27] * D[58] - Mh[28] * D[59] - Mh[29] * D[60] - Mh[30] * D[62] - Mh[31] * D[63] - Mh[32] * D[66] - Mh[33] * D[67] - Mh[34] * D[71] - Mh[35] * D[72] + Mh[36] * D[84] + Mh[37] * D[85] + Mh[38] * D[86] + Mh[39] * D[87] + Mh[40] * D[88] + Mh[41] * D[90] + Mh[42] * D[91] + Mh[43] * D[94] + Mh[44] * D[95] + Mh[45] * D[99] + Mh[46] * D[100] + Mh[47] * D[105] + Mh[48] * D[106];
+  Lh[2] += Mh[0] * D[2] + Mh[4] * D[11] + Mh[5] * D[13] + Mh[6] * D[14] + Mh[7] * D[16] + Mh[8] * D[17] - Mh[9] * D[21] - Mh[10] * D[23] - Mh[11] * D[24] - Mh[12] * D[26] - Mh[13] * D[27] - Mh[14] * D[30] - Mh[15] * D[31] + Mh[16] * D[36] + Mh[17] * D[38] + Mh[18] * D[39] + Mh[19] * D[41] + Mh[20] * D[42] + Mh[21] * D[45] + Mh[22] * D[46] + Mh[23] * D[50] + Mh[24] * D[51] - Mh[25] * D[57] - Mh[26] * D[59] - Mh[27] * D[60] - Mh[28] * D[62] - Mh[29] * D[63] - Mh[30] * D[66] - Mh[31] * D[67] - Mh[32] * D[71] - Mh[33] * D[72] - Mh[34] * D[77] - Mh[35] * D[78] + Mh[36] * D[85] + Mh[37] * D[87] + Mh[38] * D[88] + Mh[39] * D[90] + Mh[40] * D[91] + Mh[41] * D[94] + Mh[42] * D[95] + Mh[43] * D[99] + Mh[44] * D[100] + Mh[45] * D[105] + Mh[46] * D[106] + Mh[47] * D[112] + Mh[48] * D[113];
+  Lh[3] += Mh[0] * D[3] + Mh[4] * D[12] + Mh[5] * D[14] + Mh[6] * D[15] + Mh[7] * D[17] + Mh[8] * D[18] - Mh[9] * D[22] - Mh[10] * D[24] - Mh[11] * D[25] - Mh[12] * D[27] - Mh[13] * D[28] - Mh[14] * D[31] - Mh[15] * D[32] + Mh[16] * D[37] + Mh[17] * D[39] + Mh[18] * D[40] + Mh[19] * D[42] + Mh[20] * D[43] + Mh[21] * D[46] + Mh[22] * D[47] + Mh[23] * D[51] + Mh[24] * D[52] - Mh[25] * D[58] - Mh[26] * D[60] - Mh[27] * D[61] - Mh[28] * D[63] - Mh[29] * D[64] - Mh[30] * D[67] - Mh[31] * D[68] - Mh[32] * D[72] - Mh[33] * D[73] - Mh[34] * D[78] - Mh[35] * D[79] + Mh[36] * D[86] + Mh[37] * D[88] + Mh[38] * D[89] + Mh[39] * D[91] + Mh[40] * D[92] + Mh[41] * D[95] + Mh[42] * D[96] + Mh[43] * D[100] + Mh[44] * D[101] + Mh[45] * D[106] + Mh[46] * D[107] + Mh[47] * D[113] + Mh[48] * D[114];
+  Lh[4] += Mh[0] * D[4] + Mh[4] * D[20] + Mh[5] * D[21] + Mh[6] * D[22] + Mh[7] * D[23] + Mh[8] * D[24] - Mh[9] * D[35] - Mh[10] * D[36] - Mh[11] * D[37] - Mh[12] * D[38] - Mh[13] * D[39] - Mh[14] * D[41] - Mh[15] * D[42] + Mh[16] * D[56] + Mh[17] * D[57] + Mh[18] * D[58] + Mh[19] * D[59] + Mh[20] * D[60] + Mh[21] * D[62] + Mh[22] * D[63] + Mh[23] * D[66] + Mh[24] * D[67] - Mh[25] * D[84] - Mh[26] * D[85] - Mh[27] * D[86] - Mh[28] * D[87] - Mh[29] * D[88] - Mh[30] * D[90] - Mh[31] * D[91] - Mh[32] * D[94] - Mh[33] * D[95] - Mh[34] * D[99] - Mh[35] * D[100];
+  Lh[5] += Mh[0] * D[5] + Mh[4] * D[21] + Mh[5] * D[23] + Mh[6] * D[24] + Mh[7] * D[26] + Mh[8] * D[27] - Mh[9] * D[36] - Mh[10] * D[38] - Mh[11] * D[39] - Mh[12] * D[41] - Mh[13] * D[42] - Mh[14] * D[45] - Mh[15] * D[46] + Mh[16] * D[57] + Mh[17] * D[59] + Mh[18] * D[60] + Mh[19] * D[62] + Mh[20] * D[63] + Mh[21] * D[66] + Mh[22] * D[67] + Mh[23] * D[71] + Mh[24] * D[72] - Mh[25] * D[85] - Mh[26] * D[87] - Mh[27] * D[88] - Mh[28] * D[90] - Mh[29] * D[91] - Mh[30] * D[94] - Mh[31] * D[95] - Mh[32] * D[99] - Mh[33] * D[100] - Mh[34] * D[105] - Mh[35] * D[106];
+  Lh[6] += Mh[0] * D[6] + Mh[4] * D[22] + Mh[5] * D[24] + Mh[6] * D[25] + Mh[7] * D[27] + Mh[8] * D[28] - Mh[9] * D[37] - Mh[10] * D[39] - Mh[11] * D[40] - Mh[12] * D[42] - Mh[13] * D[43] - Mh[14] * D[46] - Mh[15] * D[47] + Mh[16] * D[58] + Mh[17] * D[60] + Mh[18] * D[61] + Mh[19] * D[63] + Mh[20] * D[64] + Mh[21] * D[67] + Mh[22] * D[68] + Mh[23] * D[72] + Mh[24] * D[73] - Mh[25] * D[86] - Mh[26] * D[88] - Mh[27] * D[89] - Mh[28] * D[91] - Mh[29] * D[92] - Mh[30] * D[95] - Mh[31] * D[96] - Mh[32] * D[100] - Mh[33] * D[101] - Mh[34] * D[106] - Mh[35] * D[107];
+  Lh[7] += Mh[0] * D[7] + Mh[4] * D[23] + Mh[5] * D[26] + Mh[6] * D[27] + Mh[7] * D[30] + Mh[8] * D[31] - Mh[9] * D[38] - Mh[10] * D[41] - Mh[11] * D[42] - Mh[12] * D[45] - Mh[13] * D[46] - Mh[14] * D[50] - Mh[15] * D[51] + Mh[16] * D[59] + Mh[17] * D[62] + Mh[18] * D[63] + Mh[19] * D[66] + Mh[20] * D[67] + Mh[21] * D[71] + Mh[22] * D[72] + Mh[23] * D[77] + Mh[24] * D[78] - Mh[25] * D[87] - Mh[26] * D[90] - Mh[27] * D[91] - Mh[28] * D[94] - Mh[29] * D[95] - Mh[30] * D[99] - Mh[31] * D[100] - Mh[32] * D[105] - Mh[33] * D[106] - Mh[34] * D[112] - Mh[35] * D[113];
+  Lh[8] += Mh[0] * D[8] + Mh[4] * D[24] + Mh[5] * D[27] + Mh[6] * D[28] + Mh[7] * D[31] + Mh[8] * D[32] - Mh[9] * D[39] - Mh[10] * D[42] - Mh[11] * D[43] - Mh[12] * D[46] - Mh[13] * D[47] - Mh[14] * D[51] - Mh[15] * D[52] + Mh[16] * D[60] + Mh[17] * D[63] + Mh[18] * D[64] + Mh[19] * D[67] + Mh[20] * D[68] + Mh[21] * D[72] + Mh[22] * D[73] + Mh[23] * D[78] + Mh[24] * D[79] - Mh[25] * D[88] - Mh[26] * D[91] - Mh[27] * D[92] - Mh[28] * D[95] - Mh[29] * D[96] - Mh[30] * D[100] - Mh[31] * D[101] - Mh[32] * D[106] - Mh[33] * D[107] - Mh[34] * D[113] - Mh[35] * D[114];
+  Lh[9] += Mh[0] * D[10] + Mh[4] * D[35] + Mh[5] * D[36] + Mh[6] * D[37] + Mh[7] * D[38] + Mh[8] * D[39] - Mh[9] * D[56] - Mh[10] * D[57] - Mh[11] * D[58] - Mh[12] * D[59] - Mh[13] * D[60] - Mh[14] * D[62] - Mh[15] * D[63] + Mh[16] * D[84] + Mh[17] * D[85] + Mh[18] * D[86] + Mh[19] * D[87] + Mh[20] * D[88] + Mh[21] * D[90] + Mh[22] * D[91] + Mh[23] * D[94] + Mh[24] * D[95];
+  Lh[10] += Mh[0] * D[11] + Mh[4] * D[36] + Mh[5] * D[38] + Mh[6] * D[39] + Mh[7] * D[41] + Mh[8] * D[42] - Mh[9] * D[57] - Mh[10] * D[59] - Mh[11] * D[60] - Mh[12] * D[62] - Mh[13] * D[63] - Mh[14] * D[66] - Mh[15] * D[67] + Mh[16] * D[85] + Mh[17] * D[87] + Mh[18] * D[88] + Mh[19] * D[90] + Mh[20] * D[91] + Mh[21] * D[94] + Mh[22] * D[95] + Mh[23] * D[99] + Mh[24] * D[100];
+  Lh[11] += Mh[0] * D[12] + Mh[4] * D[37] + Mh[5] * D[39] + Mh[6] * D[40] + Mh[7] * D[42] + Mh[8] * D[43] - Mh[9] * D[58] - Mh[10] * D[60] - Mh[11] * D[61] - Mh[12] * D[63] - Mh[13] * D[64] - Mh[14] * D[67] - Mh[15] * D[68] + Mh[16] * D[86] + Mh[17] * D[88] + Mh[18] * D[89] + Mh[19] * D[91] + Mh[20] * D[92] + Mh[21] * D[95] + Mh[22] * D[96] + Mh[23] * D[100] + Mh[24] * D[101];
+  Lh[12] += Mh[0] * D[13] + Mh[4] * D[38] + Mh[5] * D[41] + Mh[6] * D[42] + Mh[7] * D[45] + Mh[8] * D[46] - Mh[9] * D[59] - Mh[10] * D[62] - Mh[11] * D[63] - Mh[12] * D[66] - Mh[13] * D[67] - Mh[14] * D[71] - Mh[15] * D[72] + Mh[16] * D[87] + Mh[17] * D[90] + Mh[18] * D[91] + Mh[19] * D[94] + Mh[20] * D[95] + Mh[21] * D[99] + Mh[22] * D[100] + Mh[23] * D[105] + Mh[24] * D[106];
+  Lh[13] += Mh[0] * D[14] + Mh[4] * D[39] + Mh[5] * D[42] + Mh[6] * D[43] + Mh[7] * D[46] + Mh[8] * D[47] - Mh[9] * D[60] - Mh[10] * D[63] - Mh[11] * D[64] - Mh[12] * D[67] - Mh[13] * D[68] - Mh[14] * D[72] - Mh[15] * D[73] + Mh[16] * D[88] + Mh[17] * D[91] + Mh[18] * D[92] + Mh[19] * D[95] + Mh[20] * D[96] + Mh[21] * D[100] + Mh[22] * D[101] + Mh[23] * D[106] + Mh[24] * D[107];
+  Lh[14] += Mh[0] * D[16] + Mh[4] * D[41] + Mh[5] * D[45] + Mh[6] * D[46] + Mh[7] * D[50] + Mh[8] * D[51] - Mh[9] * D[62] - Mh[10] * D[66] - Mh[11] * D[67] - Mh[12] * D[71] - Mh[13] * D[72] - Mh[14] * D[77] - Mh[15] * D[78] + Mh[16] * D[90] + Mh[17] * D[94] + Mh[18] * D[95] + Mh[19] * D[99] + Mh[20] * D[100] + Mh[21] * D[105] + Mh[22] * D[106] + Mh[23] * D[112] + Mh[24] * D[113];
+  Lh[15] += Mh[0] * D[17] + Mh[4] * D[42] + Mh[5] * D[46] + Mh[6] * D[47] + Mh[7] * D[51] + Mh[8] * D[52] - Mh[9] * D[63] - Mh[10] * D[67] - Mh[11] * D[68] - Mh[12] * D[72] - Mh[13] * D[73] - Mh[14] * D[78] - Mh[15] * D[79] + Mh[16] * D[91] + Mh[17] * D[95] + Mh[18] * D[96] + Mh[19] * D[100] + Mh[20] * D[101] + Mh[21] * D[106] + Mh[22] * D[107] + Mh[23] * D[113] + Mh[24] * D[114];
+  Lh[16] += Mh[0] * D[20] + Mh[4] * D[56] + Mh[5] * D[57] + Mh[6] * D[58] + Mh[7] * D[59] + Mh[8] * D[60] - Mh[9] * D[84] - Mh[10] * D[85] - Mh[11] * D[86] - Mh[12] * D[87] - Mh[13] * D[88] - Mh[14] * D[90] - Mh[15] * D[91];
+  Lh[17] += Mh[0] * D[21] + Mh[4] * D[57] + Mh[5] * D[59] + Mh[6] * D[60] + Mh[7] * D[62] + Mh[8] * D[63] - Mh[9] * D[85] - Mh[10] * D[87] - Mh[11] * D[88] - Mh[12] * D[90] - Mh[13] * D[91] - Mh[14] * D[94] - Mh[15] * D[95];
+  Lh[18] += Mh[0] * D[22] + Mh[4] * D[58] + Mh[5] * D[60] + Mh[6] * D[61] + Mh[7] * D[63] + Mh[8] * D[64] - Mh[9] * D[86] - Mh[10] * D[88] - Mh[11] * D[89] - Mh[12] * D[91] - Mh[13] * D[92] - Mh[14] * D[95] - Mh[15] * D[96];
+  Lh[19] += Mh[0] * D[23] + Mh[4] * D[59] + Mh[5] * D[62] + Mh[6] * D[63] + Mh[7] * D[66] + Mh[8] * D[67] - Mh[9] * D[87] - Mh[10] * D[90] - Mh[11] * D[91] - Mh[12] * D[94] - Mh[13] * D[95] - Mh[14] * D[99] - Mh[15] * D[100];
+  Lh[20] += Mh[0] * D[24] + Mh[4] * D[60] + Mh[5] * D[63] + Mh[6] * D[64] + Mh[7] * D[67] + Mh[8] * D[68] - Mh[9] * D[88] - Mh[10] * D[91] - Mh[11] * D[92] - Mh[12] * D[95] - Mh[13] * D[96] - Mh[14] * D[100] - Mh[15] * D[101];
+  Lh[21] += Mh[0] * D[26] + Mh[4] * D[62] + Mh[5] * D[66] + Mh[6] * D[67] + Mh[7] * D[71] + Mh[8] * D[72] - Mh[9] * D[90] - Mh[10] * D[94] - Mh[11] * D[95] - Mh[12] * D[99] - Mh[13] * D[100] - Mh[14] * D[105] - Mh[15] * D[106];
+  Lh[22] += Mh[0] * D[27] + Mh[4] * D[63] + Mh[5] * D[67] + Mh[6] * D[68] + Mh[7] * D[72] + Mh[8] * D[73] - Mh[9] * D[91] - Mh[10] * D[95] - Mh[11] * D[96] - Mh[12] * D[100] - Mh[13] * D[101] - Mh[14] * D[106] - Mh[15] * D[107];
+  Lh[23] += Mh[0] * D[30] + Mh[4] * D[66] + Mh[5] * D[71] + Mh[6] * D[72] + Mh[7] * D[77] + Mh[8] * D[78] - Mh[9] * D[94] - Mh[10] * D[99] - Mh[11] * D[100] - Mh[12] * D[105] - Mh[13] * D[106] - Mh[14] * D[112] - Mh[15] * D[113];
+  Lh[24] += Mh[0] * D[31] + Mh[4] * D[67] + Mh[5] * D[72] + Mh[6] * D[73] + Mh[7] * D[78] + Mh[8] * D[79] - Mh[9] * D[95] - Mh[10] * D[100] - Mh[11] * D[101] - Mh[12] * D[106] - Mh[13] * D[107] - Mh[14] * D[113] - Mh[15] * D[114];
+  Lh[25] += Mh[0] * D[35] + Mh[4] * D[84] + Mh[5] * D[85] + Mh[6] * D[86] + Mh[7] * D[87] + Mh[8] * D[88];
+  Lh[26] += Mh[0] * D[36] + Mh[4] * D[85] + Mh[5] * D[87] + Mh[6] * D[88] + Mh[7] * D[90] + Mh[8] * D[91];
+  Lh[27] += Mh[0] * D[37] + Mh[4] * D[86] + Mh[5] * D[88] + Mh[6] * D[89] + Mh[7] * D[91] + Mh[8] * D[92];
+  Lh[28] += Mh[0] * D[38] + Mh[4] * D[87] + Mh[5] * D[90] + Mh[6] * D[91] + Mh[7] * D[94] + Mh[8] * D[95];
+  Lh[29] += Mh[0] * D[39] + Mh[4] * D[88] + Mh[5] * D[91] + Mh[6] * D[92] + Mh[7] * D[95] + Mh[8] * D[96];
+  Lh[30] += Mh[0] * D[41] + Mh[4] * D[90] + Mh[5] * D[94] + Mh[6] * D[95] + Mh[7] * D[99] + Mh[8] * D[100];
+  Lh[31] += Mh[0] * D[42] + Mh[4] * D[91] + Mh[5] * D[95] + Mh[6] * D[96] + Mh[7] * D[100] + Mh[8] * D[101];
+  Lh[32] += Mh[0] * D[45] + Mh[4] * D[94] + Mh[5] * D[99] + Mh[6] * D[100] + Mh[7] * D[105] + Mh[8] * D[106];
+  Lh[33] += Mh[0] * D[46] + Mh[4] * D[95] + Mh[5] * D[100] + Mh[6] * D[101] + Mh[7] * D[106] + Mh[8] * D[107];
+  Lh[34] += Mh[0] * D[50] + Mh[4] * D[99] + Mh[5] * D[105] + Mh[6] * D[106] + Mh[7] * D[112] + Mh[8] * D[113];
+  Lh[35] += Mh[0] * D[51] + Mh[4] * D[100] + Mh[5] * D[106] + Mh[6] * D[107] + Mh[7] * D[113] + Mh[8] * D[114];
+  Lh[36] += Mh[0] * D[56];
+  Lh[37] += Mh[0] * D[57];
+  Lh[38] += Mh[0] * D[58];
+  Lh[39] += Mh[0] * D[59];
+  Lh[40] += Mh[0] * D[60];
+  Lh[41] += Mh[0] * D[62];
+  Lh[42] += Mh[0] * D[63];
+  Lh[43] += Mh[0] * D[66];
+  Lh[44] += Mh[0] * D[67];
+  Lh[45] += Mh[0] * D[71];
+  Lh[46] += Mh[0] * D[72];
+  Lh[47] += Mh[0] * D[77];
+  Lh[48] += Mh[0] * D[78];
+  Lh[49] += Mh[0] * D[84];
+  Lh[50] += Mh[0] * D[85];
+  Lh[51] += Mh[0] * D[86];
+  Lh[52] += Mh[0] * D[87];
+  Lh[53] += Mh[0] * D[88];
+  Lh[54] += Mh[0] * D[90];
+  Lh[55] += Mh[0] * D[91];
+  Lh[56] += Mh[0] * D[94];
+  Lh[57] += Mh[0] * D[95];
+  Lh[58] += Mh[0] * D[99];
+  Lh[59] += Mh[0] * D[100];
+  Lh[60] += Mh[0] * D[105];
+  Lh[61] += Mh[0] * D[106];
+  Lh[62] += Mh[0] * D[112];
+  Lh[63] += Mh[0] * D[113];
 }
 
 }  // namespace fmm

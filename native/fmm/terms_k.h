@@ -13,6 +13,11 @@ namespace fmm {
 /// Terms of degree <= p (as multi_index.h termCount, callable on the device).
 AG_HD constexpr int termsUpTo(int p) { return p < 0 ? 0 : (p + 1) * (p + 2) * (p + 3) / 6; }
 
+/// The harmonic layout (fmm/m2l_kernels.h foldMultipoles, the M2L's folded multipoles): the (p+1)^2 terms with
+/// c <= 1, each node's padded to a multiple of 8 doubles (one lane block of the CPU's M2L).
+AG_HD constexpr int harmonicTermsOf(int p) { return (p + 1) * (p + 1); }
+AG_HD constexpr int harmonicStrideOf(int p) { return (harmonicTermsOf(p) + 7) / 8 * 8; }
+
 /// The index of (a, b, c) (any order p >= a + b + c), -1 when a component is negative.
 AG_HD constexpr int termIndex(int a, int b, int c) {
   if (a < 0 || b < 0 || c < 0) return -1;

@@ -14,6 +14,7 @@ The derivatives come from the Taylor-coefficient recurrence of 1/r, written from
 Usage (from the repository root): python3 native/tools/fmm/gen_kernels.py > native/fmm/m2l_kernels.h
 and python3 native/tools/fmm/gen_kernels.py --device > native/cuda/m2l_device.h (the CUDA backend's fused M2L).
 """
+import re
 from math import factorial
 
 ORDERS = range(3, 8)
@@ -131,6 +132,8 @@ def emit_m2l(p, t, idx, nt, deg, dip):
 # The CUDA backend's fused M2L (native/cuda/m2l_device.h): the L terms of degree <= REG_DEGREE[p] are kept in
 # registers, the others in the calling lane's column of shared memory (stride 32 doubles: one column per lane).
 REG_DEGREE = {3: 3, 4: 4, 5: 3, 6: 3, 7: 2}
+# The harmonic kernels' register terms (degree <= this; the others in shared memory).
+HARMONIC_REG_DEGREE = {3: 3, 4: 4, 5: 3, 6: 3, 7: 3}
 
 
 def emit_fused(p, t, idx, nt, deg, dip=False, direct=False):
@@ -199,6 +202,200 @@ def emit_fused(p, t, idx, nt, deg, dip=False, direct=False):
     return "\n".join(L)
 
 
+# The harmonic form (both backends): D = d^n (1/r) and L = d^k phi are harmonic in their index (the trace identity
+# X[n + 2 e_z] = -X[n + 2 e_x] - X[n + 2 e_y]), so every term with c >= 2 is the others' sum: a multipole's terms
+# fold onto the (p+1)^2 with c <= 1 (same degree and sign), the M2L runs over those alone (folded M, L with k_z <= 1,
+# derivatives with c <= 2) and the target's L is unfolded once after all its sources: about half the products and
+# two thirds of the derivatives of the full kernel, the same expansion.
+def harmonic_terms(t):
+    """The terms with c <= 1, in term order: the harmonic (folded) layout's index -> full index."""
+    return [i for i, n in enumerate(t) if n[2] <= 1]
+
+
+def binom(j, i):
+    return factorial(j) // (factorial(i) * factorial(j - i))
+
+
+def fold_sources(t, idx, n):
+    """The full terms (coefficient, index) whose sum is harmonic term n = (a, b, c <= 1) after folding: from
+    (a - 2i, b - 2(j - i), c + 2j) with (-1)^j C(j, i) (the trace identity applied j times)."""
+    a, b, c = n
+    out = []
+    j = 0
+    while True:
+        found = False
+        for i in range(j + 1):
+            q = (a - 2 * i, b - 2 * (j - i), c + 2 * j)
+            if q[0] < 0 or q[1] < 0:
+                continue
+            if q in idx:
+                found = True
+                out.append(((-1) ** j * binom(j, i), idx[q]))
+        if not found and a - 2 * j < 0 and b - 2 * j < 0:
+            break
+        j += 1
+        if j > len(t):
+            break
+    return out
+
+
+def unfold_sources(t, hidx, n):
+    """Full term n = (a, b, c) as harmonic terms: (-1)^j C(j, i) L_h[(a + 2i, b + 2(j - i), c mod 2)], j = c // 2."""
+    a, b, c = n
+    j, c0 = c // 2, c % 2
+    return [((-1) ** j * binom(j, i), hidx[(a + 2 * i, b + 2 * (j - i), c0)]) for i in range(j + 1)]
+
+
+def coef(c, v):
+    if c == 1:
+        return f"+ {v}"
+    if c == -1:
+        return f"- {v}"
+    return f"{'+' if c > 0 else '-'} bc<T>({float(abs(c))!r}) * {v}"
+
+
+def signed_sum(parts):
+    e = " ".join(parts).lstrip("+ ")
+    return "-" + e[2:] if e.startswith("- ") else e
+
+
+def emit_harmonic(p, t, idx, nt, deg):
+    h = harmonic_terms(t)
+    hidx = {t[i]: k for k, i in enumerate(h)}
+    nh = len(h)
+    L = [f"constexpr int kHarmonicTerms{p} = {nh};", "",
+         f"/// Order {p}: D[j] = d^j (1/r) at (x, y, z) for the terms with c <= 2 (full layout; the others are left as",
+         "/// they were): c <= 1 by the recurrence on D itself, c = 2 by the trace identity.",
+         f"template <class T> AG_FMM_INLINE void derivativesH{p}(T x, T y, T z, T* __restrict D) {{",
+         "  const T r2 = x * x + y * y + z * z;",
+         "  const T rinv2 = bc<T>(1.0) / r2;",
+         "  D[0] = vsqrt(rinv2);"]
+    for m in range(1, p + 1):
+        lev = [i for i in range(nt) if deg[i] == m]
+        a = -(2.0 * m - 1) / m
+        b = -(m - 1.0) / m
+        L.append("  {")
+        L.append(f"    const T ax = bc<T>({a!r}) * rinv2 * x, ay = bc<T>({a!r}) * rinv2 * y, "
+                 f"az = bc<T>({a!r}) * rinv2 * z;")
+        if m > 1:
+            L.append(f"    const T bb = bc<T>({b!r}) * rinv2;")
+        for i in lev:
+            if t[i][2] <= 1:
+                expr = recurrence_d(t[i], m, idx)
+                expr = re.sub(r"\((\d+\.\d+) \*", r"(bc<T>(\1) *", expr)
+                expr = re.sub(r"\bd(\d+)", r"D[\1]", expr)
+                L.append(f"    D[{i}] = {expr};")
+        for i in lev:
+            if t[i][2] == 2:
+                aa, bb_, _ = t[i]
+                L.append(f"    D[{i}] = -(D[{idx[(aa + 2, bb_, 0)]}] + D[{idx[(aa, bb_ + 2, 0)]}]);")
+        L.append("  }")
+    L.append("}")
+    L.append("")
+    L += emit_fold_unfold(p, t, idx, nt, "template <class T> AG_FMM_INLINE void", "T", "", bc=True)
+    for dip in (True, False):
+        suffix = "" if dip else "nd"
+        L.append(f"/// Order {p}, one-sided, harmonic: Lh (k_z <= 1) += the source's folded multipoles Mh through D (derivativesH{p})"
+                 + ("." if dip else ", without the dipole terms."))
+        L.append(f"template <class T> AG_FMM_INLINE void m2lOneH{p}{suffix}(const T* __restrict D, const T* __restrict Mh, "
+                 "T* __restrict Lh) {")
+        for kk, k in enumerate(h):
+            parts = []
+            for qq, q in enumerate(h):
+                if deg[k] + deg[q] > p:
+                    continue
+                if not dip and deg[q] == 1:
+                    continue
+                j = idx[(t[k][0] + t[q][0], t[k][1] + t[q][1], t[k][2] + t[q][2])]
+                parts.append(("- " if deg[q] % 2 else "+ ") + f"Mh[{qq}] * D[{j}]")
+            L.append(f"  Lh[{kk}] += {signed_sum(parts)};")
+        L.append("}")
+        L.append("")
+    return "\n".join(L)
+
+
+def emit_fold_unfold(p, t, idx, nt, spec, ty, suffix, bc):
+    """foldMultipoles{p}{suffix} and addUnfoldedLocal{p}{suffix} as lines: `spec` the specifier and return type, `ty`
+    the arithmetic type, bc whether constants are broadcast (bc<T>)."""
+    h = harmonic_terms(t)
+    hidx = {t[i]: k for k, i in enumerate(h)}
+    nh = len(h)
+
+    def cf(c, v):
+        if abs(c) == 1 or bc:
+            return coef(c, v)
+        return f"{'+' if c > 0 else '-'} {float(abs(c))!r} * {v}"
+    L = [f"/// Order {p}: a multipole's {nt} terms folded onto its {nh} harmonic ones (c <= 1).",
+         f"{spec} foldMultipoles{p}{suffix}(const {ty}* __restrict M, {ty}* __restrict Mh) {{"]
+    for k, i in enumerate(h):
+        L.append(f"  Mh[{k}] = {signed_sum([cf(c, f'M[{j}]') for c, j in fold_sources(t, idx, t[i])])};")
+    L += ["}", "",
+          f"/// Order {p}: L += the local expansion whose harmonic terms (c <= 1) are Lh, every term (c >= 2 by the trace",
+          "/// identity).",
+          f"{spec} addUnfoldedLocal{p}{suffix}(const {ty}* __restrict Lh, {ty}* __restrict L) {{"]
+    for i in range(nt):
+        L.append(f"  L[{i}] += {signed_sum([cf(c, f'Lh[{j}]') for c, j in unfold_sources(t, hidx, t[i])])};")
+    L += ["}", ""]
+    return L
+
+
+def emit_fused_harmonic(p, t, idx, nt, deg, dip):
+    """The device's harmonic M2L (one pair, in double): the derivatives with c <= 1 by the recurrence on D itself
+    and c = 2 by the trace identity, degree by degree, each degree's products added as it comes (as emit_fused's
+    direct kernels); the source's folded multipoles Mb[MS qq] (the harmonic layout) into the target's harmonic terms,
+    the first NR in La (registers), the others in Ls[32 s]."""
+    h = harmonic_terms(t)
+    name = ("m2lHarmonicDip" if dip else "m2lHarmonic") + str(p)
+    L = [f"/// Order {p}, harmonic{', with the dipole terms' if dip else ''}: the first NR of the {len(h)} harmonic L terms in La, the others in",
+         "/// Ls[32 s] (s: the term's index - NR); Mb[MS qq]: the source's folded term qq.",
+         f"template <int MS = 1, int NR = kM2LHarmonicRegTerms{p}>",
+         f"AG_M2L_DEVICE void {name}(double x, double y, double z, const double* __restrict Mb, "
+         "double* __restrict La, volatile double* Ls) {",
+         "  const double r2 = x * x + y * y + z * z;",
+         "  const double rinv2 = 1.0 / r2;",
+         "  const double d0 = sqrt(rinv2);"]
+    used = set()  # the derivatives the products read (the recurrence reads c <= 1 alone)
+    for k in h:
+        for q in h:
+            if deg[k] + deg[q] <= p and (dip or deg[q] != 1):
+                used.add(idx[(t[k][0] + t[q][0], t[k][1] + t[q][1], t[k][2] + t[q][2])])
+    for m in range(p + 1):
+        lev = [i for i in range(nt) if deg[i] == m and (t[i][2] <= 1 or (t[i][2] == 2 and i in used))]
+        if m > 0:
+            a = -(2.0 * m - 1) / m
+            b = -(m - 1.0) / m
+            L.append("  double " + ", ".join(f"d{i}" for i in lev) + ";")
+            L.append("  {")
+            L.append(f"  const double ax = {a!r} * rinv2 * x, ay = {a!r} * rinv2 * y, az = {a!r} * rinv2 * z;")
+            if m > 1:
+                L.append(f"  const double bb = {b!r} * rinv2;")
+            for i in lev:
+                if t[i][2] <= 1:
+                    L.append(f"  d{i} = {recurrence_d(t[i], m, idx)};")
+            for i in lev:
+                if t[i][2] == 2:
+                    aa, bb_, _ = t[i]
+                    L.append(f"  d{i} = -(d{idx[(aa + 2, bb_, 0)]} + d{idx[(aa, bb_ + 2, 0)]});")
+            L.append("  }")
+        for kk, k in enumerate(h):
+            e = m - deg[k]
+            if e < 0 or (e == 1 and not dip):
+                continue
+            terms_ = []
+            for qq, q in enumerate(h):
+                if deg[q] != e:
+                    continue
+                j = idx[(t[k][0] + t[q][0], t[k][1] + t[q][1], t[k][2] + t[q][2])]
+                terms_.append(("-" if e % 2 else "+", f"Mb[MS * {qq}] * d{j}"))
+            ex = " ".join(f"{sg} {x}" for sg, x in terms_).lstrip("+ ")
+            if ex.startswith("- "):
+                ex = "-(" + ex[2:].replace(" - ", " + ") + ")"
+            L.append(f"  m2lAdd<NR, {kk}>(La, Ls, {ex});")
+    L.append("}")
+    L.append("")
+    return "\n".join(L)
+
+
 def print_inline_macro(name, under_nvcc, otherwise):
     """The generated header's function specifier: `under_nvcc` when nvcc compiles it, else `otherwise` (unless the
     includer defined `name` first)."""
@@ -249,6 +446,12 @@ def main_device():
         print(emit_fused(p, *order_setup(p), direct=True))
     for p in ORDERS:
         print(emit_fused(p, *order_setup(p), dip=True, direct=True))
+    for p in ORDERS:
+        t, idx, nt, deg = order_setup(p)
+        print(f"constexpr int kM2LHarmonicRegTerms{p} = {sum(1 for i in harmonic_terms(t) if deg[i] <= HARMONIC_REG_DEGREE[p])};")
+        print("\n".join(emit_fold_unfold(p, t, idx, nt, "AG_M2L_DEVICE void", "double", "", bc=False)))
+        print(emit_fused_harmonic(p, t, idx, nt, deg, False))
+        print(emit_fused_harmonic(p, t, idx, nt, deg, True))
     print("}  // namespace cuda")
     print("}  // namespace amrgrav")
 
@@ -271,6 +474,7 @@ def main():
         print(emit_derivatives(p, t, idx, nt, deg))
         print(emit_m2l(p, t, idx, nt, deg, True))
         print(emit_m2l(p, t, idx, nt, deg, False))
+        print(emit_harmonic(p, t, idx, nt, deg))
     print("}  // namespace fmm")
     print("}  // namespace amrgrav")
 
