@@ -116,7 +116,8 @@
 #   m2l        issue #20, the FMM's M2L kernels (cuda/m2l_variants.h, CudaOptions::fmmM2L): amrgrav_m2l_bench --orders
 #              7 --dip (each kernel's ns a pair on a 64^3 lattice of nodes, with and without dipole terms, checked
 #              against the plain kernel), ctest gpu.fmm (every kernel against the CPU), then amrgrav_gpu_timing
-#              --no-perf --fmm 256 --fmm-m2l V for V = 0..4 (m2l_s end to end)
+#              --no-perf --fmm 256 --fmm-m2l V for V = 0..5 (m2l_s end to end), and V = 3, 5 (direct,
+#              harmonic) in a fully periodic box; ctest gpu.fmm-periodic
 #   m2lmma     issue #20's study, the M2L of same-level lattice nodes on the FP64 tensor cores (cuda/kernel_m2l_mma.cu,
 #              not in the solve): amrgrav_m2l_bench --mma on the 64^3 lattice of nodes (p 7 and 6) and on the 256^3
 #              tree's same-level pairs (tiles of 8 and 16, node and child order, pieces read or gathered), each
@@ -378,11 +379,18 @@ PY
     m2l)
       timeout 200 build/amrgrav_m2l_bench --orders 7 --dip > "$out/m2l-bench.log" 2>&1
       summary+=("m2l bench rc=$?")
-      grep -E 'plain|staged|direct|lattice' "$out/m2l-bench.log"
+      grep -E 'plain|staged|direct|harmonic|lattice' "$out/m2l-bench.log"
       (cd build && AMRGRAV_REQUIRE_GPU=1 timeout 500 ctest -R '^gpu[.]fmm$' --output-on-failure) > "$out/m2l-ctest.log" 2>&1
       summary+=("m2l ctest gpu.fmm rc=$? $(grep -h 'parity summary' "$out/m2l-ctest.log" | tr '\n' ';')")
-      for v in 0 1 2 3 4; do
+      (cd build && AMRGRAV_REQUIRE_GPU=1 timeout 500 ctest -R '^gpu[.]fmm-periodic$' --output-on-failure) \
+        > "$out/m2l-ctest-periodic.log" 2>&1
+      summary+=("m2l ctest gpu.fmm-periodic rc=$? $(grep -h 'parity summary' "$out/m2l-ctest-periodic.log" | tr '\n' ';')")
+      for v in 0 1 2 3 4 5; do
         timeout 200 $timing --no-perf --fmm 256 --fmm-m2l $v --reps 3 | grep '"kind":"fmm"' | head -1 \
+          >> "$out/m2l-timing.log" 2>&1
+      done
+      for v in 3 5; do  # the direct kernel and the harmonic one (the default) with dipole terms: periodic boxes
+        timeout 200 $timing --no-perf --fmm 256 --fmm-periodic --fmm-m2l $v --reps 3 | grep '"periodic":true' | head -1 \
           >> "$out/m2l-timing.log" 2>&1
       done
       python3 - "$out/m2l-timing.log" <<'PY'
@@ -390,7 +398,7 @@ import json, sys
 for line in open(sys.argv[1]):
     if not line.startswith('{'): continue
     r = json.loads(line)
-    print(f"fmm 256 m2l={r['m2l']}: wall {r['wall_s']*1e3:8.2f} ms  walk {r['walk_s']*1e3:7.2f}  m2l {r['m2l_s']*1e3:7.2f}")
+    print(f"fmm 256 {'periodic' if r.get('periodic') else 'isolated'} m2l={r['m2l']}: wall {r['wall_s']*1e3:8.2f} ms  walk {r['walk_s']*1e3:7.2f}  m2l {r['m2l_s']*1e3:7.2f}")
 PY
       ;;
     m2lmma)

@@ -18,6 +18,7 @@
 #include "cuda/fmm_tiles_phase.h"
 #include "cuda/kernels.h"
 #include "cuda/kernels_fmm.h"
+#include "cuda/m2l_variants.h"
 #include "cuda/memory_plan.h"
 #include "cuda/solve.h"
 #include "cuda/tree_phase.h"
@@ -28,6 +29,7 @@
 #include "fmm/p2p_tables.h"
 #include "fmm/p2p_tiles.h"
 #include "fmm/p2p_tiles_emulate.h"
+#include "fmm/terms_k.h"
 #include "tree/finish.h"
 
 namespace amrgrav {
@@ -353,7 +355,12 @@ Status queueNearOnDevice(DeviceState& ds, const FmmDeviceView& v) {
 }
 
 Status evaluateFarOnDevice(DeviceState& ds, const FmmDeviceView& v, const std::vector<std::uint32_t>& levelBegin) {
-  AG_TRY(launchFmmM2L(v, ds.stream));
+  FmmDeviceView m2l = v;
+  if (v.m2lVariant == kFmmM2LHarmonic) {  // the folded multipoles' room
+    AG_TRY(ds.fmm.Mh.reserve(std::size_t(v.nodes) * fmm::harmonicStrideOf(v.order), "the FMM's folded multipoles"));
+    m2l.Mh = ds.fmm.Mh.get();
+  }
+  AG_TRY(launchFmmM2L(m2l, ds.stream));
   AG_CUDA_TRY(cudaEventRecord(ds.events[1], ds.stream));
   for (std::size_t lev = 0; lev + 1 < levelBegin.size(); ++lev)
     AG_TRY(launchFmmL2L(v, levelBegin[lev], levelBegin[lev + 1], ds.stream));
@@ -413,7 +420,7 @@ void reportFmmStats(DeviceState& ds, Clock::time_point t0, std::size_t n, std::s
 }  // namespace fmmparts
 
 void FmmBuffers::release() {
-  for (auto* b : {&cells, &sums, &centre, &M, &L, &tileInvH, &p2pK}) b->release();
+  for (auto* b : {&cells, &sums, &centre, &M, &Mh, &L, &tileInvH, &p2pK}) b->release();
   lists.release();
   tileBuild.release();
   treeBuild.release();
@@ -427,7 +434,7 @@ void FmmBuffers::release() {
 }
 
 std::size_t FmmBuffers::bytes() const {
-  return cells.bytes() + sums.bytes() + centre.bytes() + M.bytes() + L.bytes() + topo.bytes() + childCount.bytes() +
+  return cells.bytes() + sums.bytes() + centre.bytes() + M.bytes() + Mh.bytes() + L.bytes() + topo.bytes() + childCount.bytes() +
          m2lStart.bytes() + m2lSource.bytes() + leaves.bytes() + tables.bytes() + tiles.bytes() +
          tileStepTable.bytes() + tileInvH.bytes() + p2pK.bytes() + p2pSlot.bytes() + lists.bytes() +
          tileBuild.bytes() + treeBuild.bytes() +

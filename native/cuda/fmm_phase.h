@@ -42,6 +42,7 @@ struct FmmBuffers {
   DeviceBuffer<double> cells;
   DeviceBuffer<double> sums;
   DeviceBuffer<double> centre, M, L;
+  DeviceBuffer<double> Mh;  ///< the harmonic M2L's folded multipoles (FmmDeviceView::Mh)
   DeviceBuffer<std::uint32_t> topo;  ///< cellBegin, cellCount, childBegin (nodes each)
   DeviceBuffer<std::uint8_t> childCount;
   DeviceBuffer<std::uint32_t> m2lStart, m2lSource, leaves;

@@ -223,6 +223,117 @@ template <int P, bool LowRegs> constexpr std::size_t m2lStagedBytes() {
          sizeof(double);
 }
 
+/// The harmonic M2L's generated pieces of order P (cuda/m2l_device.h): the pair, the fold, the unfold.
+template <int P> struct HarmonicM2L;
+#define AG_HARMONIC_M2L(P)                                                                                  \
+  template <> struct HarmonicM2L<P> {                                                                       \
+    static constexpr int kRegs = kM2LHarmonicRegTerms##P;                                                   \
+    template <int MS, int NR, bool Dip>                                                                     \
+    static __device__ __forceinline__ void pair(double x, double y, double z, const double* Mb, double* La, \
+                                                volatile double* Ls) {                                      \
+      if constexpr (Dip) m2lHarmonicDip##P<MS, NR>(x, y, z, Mb, La, Ls);                                    \
+      else m2lHarmonic##P<MS, NR>(x, y, z, Mb, La, Ls);                                                     \
+    }                                                                                                       \
+    static __device__ __forceinline__ void fold(const double* M, double* Mh) { foldMultipoles##P(M, Mh); }  \
+    static __device__ __forceinline__ void unfold(const double* Lh, double* L) { addUnfoldedLocal##P(Lh, L); } \
+  };
+AG_HARMONIC_M2L(3)
+AG_HARMONIC_M2L(4)
+AG_HARMONIC_M2L(5)
+AG_HARMONIC_M2L(6)
+AG_HARMONIC_M2L(7)
+#undef AG_HARMONIC_M2L
+
+/// One thread per node: its multipoles folded onto their harmonic terms (v.Mh; the padding zeroed).
+template <int P> __global__ void fmmFoldMultipoles(FmmDeviceView v) {
+  constexpr int NH = fmm::harmonicTermsOf(P), HS = fmm::harmonicStrideOf(P);
+  const std::size_t A = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (A >= v.nodes) return;
+  double* h = v.Mh + A * HS;
+  HarmonicM2L<P>::fold(v.M + A * std::size_t(v.mStride), h);
+#pragma unroll
+  for (int k = NH; k < HS; ++k) h[k] = 0.0;
+}
+
+/// The harmonic M2L (kFmmM2LHarmonic, the default): fmmM2LStaged's warp per target node and batches of 32 sources,
+/// the batch's folded multipoles (v.Mh, fmmFoldMultipoles) staged in shared memory, lane i's pair through
+/// m2l_device.h's m2lHarmonic into the target's (p+1)^2 harmonic terms (the first NR in registers, the others in the
+/// lane's shared column); then each term's 32 lane sums by the same shuffle tree into lane 0, which writes them to
+/// the warp's staging room and adds the unfolded expansion (every term of L) to L.
+template <int P, bool Dip>
+__global__ void __launch_bounds__(32) fmmM2LHarmonic(FmmDeviceView v) {
+  extern __shared__ double m2lShared[];
+  using K = HarmonicM2L<P>;
+  constexpr int NH = fmm::harmonicTermsOf(P), HS = fmm::harmonicStrideOf(P), NR = K::kRegs, NS = NH - NR;
+  constexpr int MS = fmm::kM2LStageStride, Rows = (NH + 31) / 32;
+  const unsigned A = blockIdx.x, lane = threadIdx.x;
+  if (A >= v.nodes) return;  // the whole warp
+  const unsigned s0 = v.m2lStart[A], s1 = v.m2lStart[A + 1];
+  if (s0 == s1) return;  // the whole warp
+  double* Ms = m2lShared;
+  volatile double* Ls = m2lShared + fmm::m2lStageDoubles(NH) + lane;  // this lane's column
+  double La[NR];
+#pragma unroll
+  for (int k = 0; k < NR; ++k) La[k] = 0.0;
+#pragma unroll 4
+  for (int k = 0; k < NS; ++k) Ls[32 * k] = 0.0;
+  const double ax = v.centre[3 * std::size_t(A)], ay = v.centre[3 * std::size_t(A) + 1],
+               az = v.centre[3 * std::size_t(A) + 2];
+  for (unsigned b0 = s0; b0 < s1; b0 += 32u) {
+    const unsigned nb = min(32u, s1 - b0);
+    const unsigned mine = lane < nb ? v.m2lSource[b0 + lane] : 0u;
+    __syncwarp();  // every lane is done with the previous batch's multipoles
+    for (unsigned i = 0; i < nb; ++i) {
+      const unsigned B = __shfl_sync(kFull, mine, i);
+      const double* g = v.Mh + std::size_t(B) * HS + lane;
+      double* d = Ms + fmm::m2lStageAt(lane, i);
+#pragma unroll
+      for (int r = 0; r < Rows; ++r)
+        if (32 * (r + 1) <= NH || lane + 32u * r < unsigned(NH))
+          __pipeline_memcpy_async(d + 32 * r * MS, g + 32 * r, sizeof(double));
+    }
+    __pipeline_commit();
+    __pipeline_wait_prior(0);
+    __syncwarp();  // every lane's copies are in place
+    if (lane < nb) {
+      const std::size_t B = mine;
+      if constexpr (Dip) {
+        double sh[3] = {0.0, 0.0, 0.0};
+        if (v.m2lShift) shiftOf(v, v.m2lShift, b0 + lane, sh);
+        K::template pair<MS, NR, true>(ax - (v.centre[3 * B] + sh[0]), ay - (v.centre[3 * B + 1] + sh[1]),
+                                       az - (v.centre[3 * B + 2] + sh[2]), Ms + lane, La, Ls);
+      } else {
+        K::template pair<MS, NR, false>(ax - v.centre[3 * B], ay - v.centre[3 * B + 1], az - v.centre[3 * B + 2],
+                                        Ms + lane, La, Ls);
+      }
+    }
+  }
+  __syncwarp();  // the staging room is free: the harmonic sums go there
+  double* Lh = Ms;
+#pragma unroll
+  for (int k = 0; k < NR; ++k) {
+    double s = La[k];
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) s += __shfl_down_sync(kFull, s, off);
+    if (lane == 0) Lh[k] = s;
+  }
+#pragma unroll 4
+  for (int k = 0; k < NS; ++k) {
+    double s = Ls[32 * k];
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) s += __shfl_down_sync(kFull, s, off);
+    if (lane == 0) Lh[NR + k] = s;
+  }
+  if (lane == 0) K::unfold(Lh, v.L + std::size_t(A) * termsOf(P));
+}
+
+/// Shared memory of one harmonic M2L block: the batch's folded multipoles and the lane's columns of shared terms.
+template <int P> constexpr std::size_t m2lHarmonicBytes() {
+  return (std::size_t(fmm::m2lStageDoubles(fmm::harmonicTermsOf(P))) +
+          32u * std::size_t(fmm::harmonicTermsOf(P) - HarmonicM2L<P>::kRegs)) *
+         sizeof(double);
+}
+
 /// f(std::integral_constant<int, I>) for I = Is... in order: a loop unrolled at compile time, its index a constant.
 template <class F, int... Is>
 __device__ __forceinline__ void unrolled(F&& f, std::integer_sequence<int, Is...>) {
@@ -795,8 +906,25 @@ template <int P, bool LowRegs, bool Direct> Status launchM2LStaged(const FmmDevi
                    : launchM2LStagedOf<P, false, LowRegs, Direct>(v, s);
 }
 
+template <int P, bool Dip> Status launchM2LHarmonicOf(const FmmDeviceView& v, cudaStream_t s) {
+  constexpr std::size_t bytes = m2lHarmonicBytes<P>();
+  if constexpr (bytes > 48 * 1024)
+    AG_CUDA_TRY(cudaFuncSetAttribute(fmmM2LHarmonic<P, Dip>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+  fmmM2LHarmonic<P, Dip><<<v.nodes, 32, bytes, s>>>(v);
+  AG_CUDA_LAUNCHED("fmmM2LHarmonic");
+  return Status::success();
+}
+
+template <int P> Status launchM2LHarmonic(const FmmDeviceView& v, cudaStream_t s) {
+  if (!v.Mh) return Status::error(ErrorCode::Internal, "CUDA backend: the harmonic M2L was given no room to fold into");
+  fmmFoldMultipoles<P><<<(v.nodes + 127) / 128, 128, 0, s>>>(v);
+  AG_CUDA_LAUNCHED("fmmFoldMultipoles");
+  return v.dipoles ? launchM2LHarmonicOf<P, true>(v, s) : launchM2LHarmonicOf<P, false>(v, s);
+}
+
 template <int P> Status launchM2L(const FmmDeviceView& v, unsigned blocks, cudaStream_t s) {
   switch (v.m2lVariant) {
+    case kFmmM2LHarmonic: return launchM2LHarmonic<P>(v, s);
     case kFmmM2LStaged: return launchM2LStaged<P, false, false>(v, s);
     case kFmmM2LStagedLowRegs: return launchM2LStaged<P, true, false>(v, s);
     case kFmmM2LDirect: return launchM2LStaged<P, false, true>(v, s);

@@ -23,6 +23,9 @@ struct FmmDeviceView {
   const double *x = nullptr, *y = nullptr, *z = nullptr, *mass = nullptr;  ///< sorted cells
   const double* centre = nullptr;        ///< 3 per node: the expansion centres
   const double* M = nullptr;             ///< mStride per node
+  /// The harmonic M2L's folded multipoles (fmm::harmonicStrideOf(order) per node; kFmmM2LHarmonic: made by the
+  /// launch from M; the caller's scratch, null for the other variants)
+  double* Mh = nullptr;
   double* L = nullptr;                   ///< terms per node, zeroed before the M2L
   const std::uint32_t *cellBegin = nullptr, *cellCount = nullptr, *childBegin = nullptr;
   const std::uint8_t* childCount = nullptr;

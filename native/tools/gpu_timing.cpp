@@ -65,8 +65,8 @@
 ///                     by bench/dumpCells.ts: e.g. MacLaurin levels 7), one "fmm" line (mesh: the file) and one "perf"
 ///                     line each: the FMM's phases and kernels on AMR meshes
 ///   --fmm-m2l V       with --fmm: the FMM's M2L kernel (CudaOptions::fmmM2L, cuda/m2l_variants.h: 0 plain;
-///                     1 staged; 2 staged-lowregs; 3 direct, the default; 4 direct-lowregs); "m2l" in each FMM line says
-///                     which
+///                     1 staged; 2 staged-lowregs; 3 direct; 4 direct-lowregs; 5 harmonic, the default); "m2l" in each
+///                     FMM line says which
 ///   --fmm-accel-fma   with --fmm: the accelerations' near-field table steps on FMAs (CudaOptions::fmmAccelTablesMma
 ///                     off) instead of the tensor cores; "accel_tables_mma" in each FMM line says which
 ///   --fmm-periodic    with --fmm: each grid's FMM once more in a fully periodic box (cuda/fmm_periodic_phase.cu)

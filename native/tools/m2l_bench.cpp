@@ -34,6 +34,7 @@
 #include "cuda/kernels_m2l_mma.h"
 #include "fmm/interaction_lists.h"
 #include "fmm/m2l_mma.h"
+#include "fmm/terms_k.h"
 #include "fmm/simd.h"  // before m2l_kernels.h: its templates name bc and vsqrt
 #include "fmm/m2l_kernels.h"
 #include "tools/fmm_host_tree.h"
@@ -384,8 +385,9 @@ bool benchProblem(const Problem& pr, const char* what, int reps, cudaStream_t s,
   std::uint32_t* start = upload(pr.start);
   std::uint32_t* source = upload(pr.source);
   double* M = upload(pr.M);
-  double* L = nullptr;
+  double *L = nullptr, *Mh = nullptr;
   BENCH_CUDA(cudaMalloc(&L, nodes * pr.terms * sizeof(double)));
+  BENCH_CUDA(cudaMalloc(&Mh, nodes * amrgrav::fmm::harmonicStrideOf(pr.order) * sizeof(double)));
   FmmDeviceView v;
   v.order = pr.order;
   v.terms = pr.terms;
@@ -393,6 +395,7 @@ bool benchProblem(const Problem& pr, const char* what, int reps, cudaStream_t s,
   v.nodes = unsigned(nodes);
   v.centre = centre;
   v.M = M;
+  v.Mh = Mh;  // the harmonic variant's fold room
   v.L = L;
   v.m2lStart = start;
   v.m2lSource = source;
@@ -421,6 +424,7 @@ bool benchProblem(const Problem& pr, const char* what, int reps, cudaStream_t s,
   BENCH_CUDA(cudaFree(source));
   BENCH_CUDA(cudaFree(M));
   BENCH_CUDA(cudaFree(L));
+  BENCH_CUDA(cudaFree(Mh));
   return ok;
 }
 
