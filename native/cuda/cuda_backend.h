@@ -102,8 +102,8 @@ struct CudaOptions {
   /// Method 'fmm': the M2L kernel (cuda/m2l_variants.h FmmM2LVariant: 0 plain, 1 staged, 2 staged-lowregs, 3 direct,
   /// 4 direct-lowregs, 5 harmonic), isolated and periodic boxes alike; 0-4 make the same products and sums in the same
   /// order (the direct ones round the derivatives otherwise), 5 folds the multipoles onto their harmonic terms first
-  /// (about half the products). 5 (harmonic) since measured on an H100 (native/tools/m2l_bench.cpp, p 7: 0.269 ns a
-  /// pair against direct's 0.636 and plain's 0.695; 256^3: M2L 12.6 ms against 30.0; ctest gpu.fmm runs every variant
+  /// (about half the products). 5 (harmonic) since measured on an H100 (native/tools/m2l_bench.cpp, p 7: 0.228 ns a
+  /// pair against direct's 0.635 and plain's 0.695; 256^3: M2L 10.7 ms against 30.0; ctest gpu.fmm runs every variant
   /// against the CPU); the API's backends take AMRGRAV_FMM_M2L; a number past them fails the solve.
   int fmmM2L = 5;
   /// Method 'fmm' with accelerations: the near field's table steps on the FP64 tensor cores, four products per step

@@ -6487,7 +6487,7 @@ AG_M2L_DEVICE void m2lHarmonicDip6(double x, double y, double z, const double* _
   m2lAdd<NR, 48>(La, Ls, Mb[MS * 0] * d78);
 }
 
-constexpr int kM2LHarmonicRegTerms7 = 16;
+constexpr int kM2LHarmonicRegTerms7 = 25;
 /// Order 7: a multipole's 120 terms folded onto its 64 harmonic ones (c <= 1).
 AG_M2L_DEVICE void foldMultipoles7(const double* __restrict M, double* __restrict Mh) {
   Mh[0] = M[0];

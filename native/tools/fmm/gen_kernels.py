@@ -133,7 +133,7 @@ def emit_m2l(p, t, idx, nt, deg, dip):
 # registers, the others in the calling lane's column of shared memory (stride 32 doubles: one column per lane).
 REG_DEGREE = {3: 3, 4: 4, 5: 3, 6: 3, 7: 2}
 # The harmonic kernels' register terms (degree <= this; the others in shared memory).
-HARMONIC_REG_DEGREE = {3: 3, 4: 4, 5: 3, 6: 3, 7: 3}
+HARMONIC_REG_DEGREE = {3: 3, 4: 4, 5: 3, 6: 3, 7: 4}
 
 
 def emit_fused(p, t, idx, nt, deg, dip=False, direct=False):
