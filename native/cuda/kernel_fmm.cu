@@ -146,6 +146,28 @@ __global__ void __launch_bounds__(kM2LThreads) fmmM2L(FmmDeviceView v) {
   for (int k = 0; k < K::kShared; ++k) addLaneSums(Ls[32 * k], lane, Lt + K::kRegs + k);
 }
 
+/// A batch of nb sources' NT terms (source of lane i: `mine` there; its terms at src + B * stride) copied into the
+/// warp's staging room Ms at fmm::m2lStageAt(term, i), each source's terms by consecutive lanes (cp.async); returns
+/// once every lane's copies are in place. The warp's lanes all call it; the previous batch's readers are done first.
+template <int NT>
+__device__ __forceinline__ void stageM2LBatch(const double* src, unsigned stride, unsigned mine, unsigned nb,
+                                              unsigned lane, double* Ms) {
+  constexpr int MS = fmm::kM2LStageStride, Rows = (NT + 31) / 32;
+  __syncwarp();  // every lane is done with the previous batch's multipoles
+  for (unsigned i = 0; i < nb; ++i) {
+    const unsigned B = __shfl_sync(kFull, mine, i);
+    const double* g = src + std::size_t(B) * stride + lane;
+    double* d = Ms + fmm::m2lStageAt(lane, i);
+#pragma unroll
+    for (int r = 0; r < Rows; ++r)
+      if (32 * (r + 1) <= NT || lane + 32u * r < unsigned(NT))
+        __pipeline_memcpy_async(d + 32 * r * MS, g + 32 * r, sizeof(double));
+  }
+  __pipeline_commit();
+  __pipeline_wait_prior(0);
+  __syncwarp();  // every lane's copies are in place
+}
+
 /// The staged M2L (kFmmM2LStaged, kFmmM2LStagedLowRegs, kFmmM2LDirect, kFmmM2LDirectLowRegs; fmm/m2l_stage_k.h):
 /// one warp per target node A and block.
 /// Its sources go in batches of 32: the warp copies the batch's multipoles into shared memory (cp.async, each
@@ -165,7 +187,7 @@ __global__ void __launch_bounds__(32) fmmM2LStaged(FmmDeviceView v) {
   extern __shared__ double m2lShared[];
   using K = FusedM2L<P>;
   constexpr int NT = termsOf(P), NR = fmm::m2lStagedRegTerms(P, LowRegs), NS = NT - NR;
-  constexpr int MS = fmm::kM2LStageStride, Rows = (NT + 31) / 32;
+  constexpr int MS = fmm::kM2LStageStride;
   static_assert(!LowRegs || NR == K::kRegs, "variant 2 keeps the plain kernel's register terms");
   const unsigned A = blockIdx.x, lane = threadIdx.x;
   if (A >= v.nodes) return;  // the whole warp
@@ -183,19 +205,7 @@ __global__ void __launch_bounds__(32) fmmM2LStaged(FmmDeviceView v) {
   for (unsigned b0 = s0; b0 < s1; b0 += 32u) {
     const unsigned nb = min(32u, s1 - b0);
     const unsigned mine = lane < nb ? v.m2lSource[b0 + lane] : 0u;
-    __syncwarp();  // every lane is done with the previous batch's multipoles
-    for (unsigned i = 0; i < nb; ++i) {
-      const unsigned B = __shfl_sync(kFull, mine, i);
-      const double* g = v.M + std::size_t(B) * v.mStride + lane;
-      double* d = Ms + fmm::m2lStageAt(lane, i);
-#pragma unroll
-      for (int r = 0; r < Rows; ++r)
-        if (32 * (r + 1) <= NT || lane + 32u * r < unsigned(NT))
-          __pipeline_memcpy_async(d + 32 * r * MS, g + 32 * r, sizeof(double));
-    }
-    __pipeline_commit();
-    __pipeline_wait_prior(0);
-    __syncwarp();  // every lane's copies are in place
+    stageM2LBatch<NT>(v.M, unsigned(v.mStride), mine, nb, lane, Ms);
     if (lane < nb) {
       const std::size_t B = mine;
       if constexpr (Dip) {
@@ -265,7 +275,7 @@ __global__ void __launch_bounds__(32) fmmM2LHarmonic(FmmDeviceView v) {
   extern __shared__ double m2lShared[];
   using K = HarmonicM2L<P>;
   constexpr int NH = fmm::harmonicTermsOf(P), HS = fmm::harmonicStrideOf(P), NR = K::kRegs, NS = NH - NR;
-  constexpr int MS = fmm::kM2LStageStride, Rows = (NH + 31) / 32;
+  constexpr int MS = fmm::kM2LStageStride;
   const unsigned A = blockIdx.x, lane = threadIdx.x;
   if (A >= v.nodes) return;  // the whole warp
   const unsigned s0 = v.m2lStart[A], s1 = v.m2lStart[A + 1];
@@ -282,19 +292,7 @@ __global__ void __launch_bounds__(32) fmmM2LHarmonic(FmmDeviceView v) {
   for (unsigned b0 = s0; b0 < s1; b0 += 32u) {
     const unsigned nb = min(32u, s1 - b0);
     const unsigned mine = lane < nb ? v.m2lSource[b0 + lane] : 0u;
-    __syncwarp();  // every lane is done with the previous batch's multipoles
-    for (unsigned i = 0; i < nb; ++i) {
-      const unsigned B = __shfl_sync(kFull, mine, i);
-      const double* g = v.Mh + std::size_t(B) * HS + lane;
-      double* d = Ms + fmm::m2lStageAt(lane, i);
-#pragma unroll
-      for (int r = 0; r < Rows; ++r)
-        if (32 * (r + 1) <= NH || lane + 32u * r < unsigned(NH))
-          __pipeline_memcpy_async(d + 32 * r * MS, g + 32 * r, sizeof(double));
-    }
-    __pipeline_commit();
-    __pipeline_wait_prior(0);
-    __syncwarp();  // every lane's copies are in place
+    stageM2LBatch<NH>(v.Mh, unsigned(HS), mine, nb, lane, Ms);
     if (lane < nb) {
       const std::size_t B = mine;
       if constexpr (Dip) {

@@ -129,6 +129,28 @@ def emit_m2l(p, t, idx, nt, deg, dip):
     return "\n".join(L)
 
 
+def degree_products(m, layout, t, idx, deg, dip):
+    """The fused kernels' products of derivative degree m, as m2lAdd lines: for each L term k of the layout (its
+    position kk there: the full term list, or the harmonic one) the source terms q of the same layout with |q| = m - |k|
+    (q ascending; no dipole terms unless dip), Mb[MS * qq] * d[k + q], signed (-1)^|q|."""
+    L = []
+    for kk, k in enumerate(layout):
+        e = m - deg[k]
+        if e < 0 or (e == 1 and not dip):
+            continue
+        terms_ = []
+        for qq, q in enumerate(layout):
+            if deg[q] != e:
+                continue
+            j = idx[(t[k][0] + t[q][0], t[k][1] + t[q][1], t[k][2] + t[q][2])]
+            terms_.append(("-" if e % 2 else "+", f"Mb[MS * {qq}] * d{j}"))
+        ex = " ".join(f"{sg} {x}" for sg, x in terms_).lstrip("+ ")
+        if ex.startswith("- "):
+            ex = "-(" + ex[2:].replace(" - ", " + ") + ")"
+        L.append(f"  m2lAdd<NR, {kk}>(La, Ls, {ex});")
+    return L
+
+
 # The CUDA backend's fused M2L (native/cuda/m2l_device.h): the L terms of degree <= REG_DEGREE[p] are kept in
 # registers, the others in the calling lane's column of shared memory (stride 32 doubles: one column per lane).
 REG_DEGREE = {3: 3, 4: 4, 5: 3, 6: 3, 7: 2}
@@ -183,20 +205,7 @@ def emit_fused(p, t, idx, nt, deg, dip=False, direct=False):
             for i in lev:
                 f = factorial(t[i][0]) * factorial(t[i][1]) * factorial(t[i][2])
                 L.append(f"  const double d{i} = t{i}" + (f" * {float(f)!r};" if f != 1 else ";"))
-        for k in range(nt):
-            e = m - deg[k]
-            if e < 0 or (e == 1 and not dip):
-                continue
-            terms_ = []
-            for q in range(nt):
-                if deg[q] != e:
-                    continue
-                j = idx[(t[k][0] + t[q][0], t[k][1] + t[q][1], t[k][2] + t[q][2])]
-                terms_.append(("-" if e % 2 else "+", f"Mb[MS * {q}] * d{j}"))
-            ex = " ".join(f"{sg} {x}" for sg, x in terms_).lstrip("+ ")
-            if ex.startswith("- "):
-                ex = "-(" + ex[2:].replace(" - ", " + ") + ")"
-            L.append(f"  m2lAdd<NR, {k}>(La, Ls, {ex});")
+        L += degree_products(m, list(range(nt)), t, idx, deg, dip)
     L.append("}")
     L.append("")
     return "\n".join(L)
@@ -377,20 +386,7 @@ def emit_fused_harmonic(p, t, idx, nt, deg, dip):
                     aa, bb_, _ = t[i]
                     L.append(f"  d{i} = -(d{idx[(aa + 2, bb_, 0)]} + d{idx[(aa, bb_ + 2, 0)]});")
             L.append("  }")
-        for kk, k in enumerate(h):
-            e = m - deg[k]
-            if e < 0 or (e == 1 and not dip):
-                continue
-            terms_ = []
-            for qq, q in enumerate(h):
-                if deg[q] != e:
-                    continue
-                j = idx[(t[k][0] + t[q][0], t[k][1] + t[q][1], t[k][2] + t[q][2])]
-                terms_.append(("-" if e % 2 else "+", f"Mb[MS * {qq}] * d{j}"))
-            ex = " ".join(f"{sg} {x}" for sg, x in terms_).lstrip("+ ")
-            if ex.startswith("- "):
-                ex = "-(" + ex[2:].replace(" - ", " + ") + ")"
-            L.append(f"  m2lAdd<NR, {kk}>(La, Ls, {ex});")
+        L += degree_products(m, h, t, idx, deg, dip)
     L.append("}")
     L.append("")
     return "\n".join(L)
