@@ -434,8 +434,8 @@ void FmmBuffers::release() {
 }
 
 std::size_t FmmBuffers::bytes() const {
-  return cells.bytes() + sums.bytes() + centre.bytes() + M.bytes() + Mh.bytes() + L.bytes() + topo.bytes() + childCount.bytes() +
-         m2lStart.bytes() + m2lSource.bytes() + leaves.bytes() + tables.bytes() + tiles.bytes() +
+  return cells.bytes() + sums.bytes() + centre.bytes() + M.bytes() + Mh.bytes() + L.bytes() + topo.bytes() +
+         childCount.bytes() + m2lStart.bytes() + m2lSource.bytes() + leaves.bytes() + tables.bytes() + tiles.bytes() +
          tileStepTable.bytes() + tileInvH.bytes() + p2pK.bytes() + p2pSlot.bytes() + lists.bytes() +
          tileBuild.bytes() + treeBuild.bytes() +
          periodic.bytes();

@@ -6,7 +6,9 @@
 /// so no thread holds all of them: kernel_fmm.cu keeps the low-degree L terms in registers and the others
 /// in shared memory (a column per lane). Sum order of each L term: degree of the derivative, then q.
 /// m2lDirect and m2lDirectDip: the same products and sums, the derivatives by the recurrence on D = n! T
-/// itself (kernel_fmm.cu's direct M2L variants, cuda/m2l_variants.h).
+/// itself (kernel_fmm.cu's direct M2L variants, cuda/m2l_variants.h). m2lHarmonic and m2lHarmonicDip (the
+/// default variant) with foldMultipoles and addUnfoldedLocal: the harmonic form of fmm/m2l_kernels.h, the
+/// products over the folded multipoles' (p+1)^2 terms.
 #pragma once
 #include <cmath>
 
@@ -5049,8 +5051,8 @@ AG_M2L_DEVICE void foldMultipoles3(const double* __restrict M, double* __restric
   Mh[15] = M[17] - M[19];
 }
 
-/// Order 3: L += the local expansion whose harmonic terms (c <= 1) are Lh, every term (c >= 2 by the trace
-/// identity).
+/// Order 3: L += the local expansion whose harmonic terms (c <= 1) are Lh, every term (c >= 2 by the
+/// trace identity).
 AG_M2L_DEVICE void addUnfoldedLocal3(const double* __restrict Lh, double* __restrict L) {
   L[0] += Lh[0];
   L[1] += Lh[1];
@@ -5074,8 +5076,8 @@ AG_M2L_DEVICE void addUnfoldedLocal3(const double* __restrict Lh, double* __rest
   L[19] += -Lh[15] - Lh[11];
 }
 
-/// Order 3, harmonic: the first NR of the 16 harmonic L terms in La, the others in
-/// Ls[32 s] (s: the term's index - NR); Mb[MS qq]: the source's folded term qq.
+/// Order 3, harmonic: the first NR of the 16 harmonic L terms in La, the others
+/// in Ls[32 s] (s: the term's index - NR); Mb[MS qq]: the source's folded term qq.
 template <int MS = 1, int NR = kM2LHarmonicRegTerms3>
 AG_M2L_DEVICE void m2lHarmonic3(double x, double y, double z, const double* __restrict Mb, double* __restrict La, volatile double* Ls) {
   const double r2 = x * x + y * y + z * z;
@@ -5135,8 +5137,8 @@ AG_M2L_DEVICE void m2lHarmonic3(double x, double y, double z, const double* __re
   m2lAdd<NR, 15>(La, Ls, Mb[MS * 0] * d17);
 }
 
-/// Order 3, harmonic, with the dipole terms: the first NR of the 16 harmonic L terms in La, the others in
-/// Ls[32 s] (s: the term's index - NR); Mb[MS qq]: the source's folded term qq.
+/// Order 3, harmonic, with the dipole terms: the first NR of the 16 harmonic L terms in La, the others
+/// in Ls[32 s] (s: the term's index - NR); Mb[MS qq]: the source's folded term qq.
 template <int MS = 1, int NR = kM2LHarmonicRegTerms3>
 AG_M2L_DEVICE void m2lHarmonicDip3(double x, double y, double z, const double* __restrict Mb, double* __restrict La, volatile double* Ls) {
   const double r2 = x * x + y * y + z * z;
@@ -5236,8 +5238,8 @@ AG_M2L_DEVICE void foldMultipoles4(const double* __restrict M, double* __restric
   Mh[24] = M[31] - M[33];
 }
 
-/// Order 4: L += the local expansion whose harmonic terms (c <= 1) are Lh, every term (c >= 2 by the trace
-/// identity).
+/// Order 4: L += the local expansion whose harmonic terms (c <= 1) are Lh, every term (c >= 2 by the
+/// trace identity).
 AG_M2L_DEVICE void addUnfoldedLocal4(const double* __restrict Lh, double* __restrict L) {
   L[0] += Lh[0];
   L[1] += Lh[1];
@@ -5276,8 +5278,8 @@ AG_M2L_DEVICE void addUnfoldedLocal4(const double* __restrict Lh, double* __rest
   L[34] += Lh[23] + 2.0 * Lh[19] + Lh[16];
 }
 
-/// Order 4, harmonic: the first NR of the 25 harmonic L terms in La, the others in
-/// Ls[32 s] (s: the term's index - NR); Mb[MS qq]: the source's folded term qq.
+/// Order 4, harmonic: the first NR of the 25 harmonic L terms in La, the others
+/// in Ls[32 s] (s: the term's index - NR); Mb[MS qq]: the source's folded term qq.
 template <int MS = 1, int NR = kM2LHarmonicRegTerms4>
 AG_M2L_DEVICE void m2lHarmonic4(double x, double y, double z, const double* __restrict Mb, double* __restrict La, volatile double* Ls) {
   const double r2 = x * x + y * y + z * z;
@@ -5372,8 +5374,8 @@ AG_M2L_DEVICE void m2lHarmonic4(double x, double y, double z, const double* __re
   m2lAdd<NR, 24>(La, Ls, Mb[MS * 0] * d31);
 }
 
-/// Order 4, harmonic, with the dipole terms: the first NR of the 25 harmonic L terms in La, the others in
-/// Ls[32 s] (s: the term's index - NR); Mb[MS qq]: the source's folded term qq.
+/// Order 4, harmonic, with the dipole terms: the first NR of the 25 harmonic L terms in La, the others
+/// in Ls[32 s] (s: the term's index - NR); Mb[MS qq]: the source's folded term qq.
 template <int MS = 1, int NR = kM2LHarmonicRegTerms4>
 AG_M2L_DEVICE void m2lHarmonicDip4(double x, double y, double z, const double* __restrict Mb, double* __restrict La, volatile double* Ls) {
   const double r2 = x * x + y * y + z * z;
@@ -5526,8 +5528,8 @@ AG_M2L_DEVICE void foldMultipoles5(const double* __restrict M, double* __restric
   Mh[35] = M[51] - M[53] + M[55];
 }
 
-/// Order 5: L += the local expansion whose harmonic terms (c <= 1) are Lh, every term (c >= 2 by the trace
-/// identity).
+/// Order 5: L += the local expansion whose harmonic terms (c <= 1) are Lh, every term (c >= 2 by the
+/// trace identity).
 AG_M2L_DEVICE void addUnfoldedLocal5(const double* __restrict Lh, double* __restrict L) {
   L[0] += Lh[0];
   L[1] += Lh[1];
@@ -5587,8 +5589,8 @@ AG_M2L_DEVICE void addUnfoldedLocal5(const double* __restrict Lh, double* __rest
   L[55] += Lh[35] + 2.0 * Lh[31] + Lh[27];
 }
 
-/// Order 5, harmonic: the first NR of the 36 harmonic L terms in La, the others in
-/// Ls[32 s] (s: the term's index - NR); Mb[MS qq]: the source's folded term qq.
+/// Order 5, harmonic: the first NR of the 36 harmonic L terms in La, the others
+/// in Ls[32 s] (s: the term's index - NR); Mb[MS qq]: the source's folded term qq.
 template <int MS = 1, int NR = kM2LHarmonicRegTerms5>
 AG_M2L_DEVICE void m2lHarmonic5(double x, double y, double z, const double* __restrict Mb, double* __restrict La, volatile double* Ls) {
   const double r2 = x * x + y * y + z * z;
@@ -5730,8 +5732,8 @@ AG_M2L_DEVICE void m2lHarmonic5(double x, double y, double z, const double* __re
   m2lAdd<NR, 35>(La, Ls, Mb[MS * 0] * d51);
 }
 
-/// Order 5, harmonic, with the dipole terms: the first NR of the 36 harmonic L terms in La, the others in
-/// Ls[32 s] (s: the term's index - NR); Mb[MS qq]: the source's folded term qq.
+/// Order 5, harmonic, with the dipole terms: the first NR of the 36 harmonic L terms in La, the others
+/// in Ls[32 s] (s: the term's index - NR); Mb[MS qq]: the source's folded term qq.
 template <int MS = 1, int NR = kM2LHarmonicRegTerms5>
 AG_M2L_DEVICE void m2lHarmonicDip5(double x, double y, double z, const double* __restrict Mb, double* __restrict La, volatile double* Ls) {
   const double r2 = x * x + y * y + z * z;
@@ -5953,8 +5955,8 @@ AG_M2L_DEVICE void foldMultipoles6(const double* __restrict M, double* __restric
   Mh[48] = M[78] - M[80] + M[82];
 }
 
-/// Order 6: L += the local expansion whose harmonic terms (c <= 1) are Lh, every term (c >= 2 by the trace
-/// identity).
+/// Order 6: L += the local expansion whose harmonic terms (c <= 1) are Lh, every term (c >= 2 by the
+/// trace identity).
 AG_M2L_DEVICE void addUnfoldedLocal6(const double* __restrict Lh, double* __restrict L) {
   L[0] += Lh[0];
   L[1] += Lh[1];
@@ -6042,8 +6044,8 @@ AG_M2L_DEVICE void addUnfoldedLocal6(const double* __restrict Lh, double* __rest
   L[83] += -Lh[47] - 3.0 * Lh[43] - 3.0 * Lh[39] - Lh[36];
 }
 
-/// Order 6, harmonic: the first NR of the 49 harmonic L terms in La, the others in
-/// Ls[32 s] (s: the term's index - NR); Mb[MS qq]: the source's folded term qq.
+/// Order 6, harmonic: the first NR of the 49 harmonic L terms in La, the others
+/// in Ls[32 s] (s: the term's index - NR); Mb[MS qq]: the source's folded term qq.
 template <int MS = 1, int NR = kM2LHarmonicRegTerms6>
 AG_M2L_DEVICE void m2lHarmonic6(double x, double y, double z, const double* __restrict Mb, double* __restrict La, volatile double* Ls) {
   const double r2 = x * x + y * y + z * z;
@@ -6246,8 +6248,8 @@ AG_M2L_DEVICE void m2lHarmonic6(double x, double y, double z, const double* __re
   m2lAdd<NR, 48>(La, Ls, Mb[MS * 0] * d78);
 }
 
-/// Order 6, harmonic, with the dipole terms: the first NR of the 49 harmonic L terms in La, the others in
-/// Ls[32 s] (s: the term's index - NR); Mb[MS qq]: the source's folded term qq.
+/// Order 6, harmonic, with the dipole terms: the first NR of the 49 harmonic L terms in La, the others
+/// in Ls[32 s] (s: the term's index - NR); Mb[MS qq]: the source's folded term qq.
 template <int MS = 1, int NR = kM2LHarmonicRegTerms6>
 AG_M2L_DEVICE void m2lHarmonicDip6(double x, double y, double z, const double* __restrict Mb, double* __restrict La, volatile double* Ls) {
   const double r2 = x * x + y * y + z * z;
@@ -6556,8 +6558,8 @@ AG_M2L_DEVICE void foldMultipoles7(const double* __restrict M, double* __restric
   Mh[63] = M[113] - M[115] + M[117] - M[119];
 }
 
-/// Order 7: L += the local expansion whose harmonic terms (c <= 1) are Lh, every term (c >= 2 by the trace
-/// identity).
+/// Order 7: L += the local expansion whose harmonic terms (c <= 1) are Lh, every term (c >= 2 by the
+/// trace identity).
 AG_M2L_DEVICE void addUnfoldedLocal7(const double* __restrict Lh, double* __restrict L) {
   L[0] += Lh[0];
   L[1] += Lh[1];
@@ -6681,8 +6683,8 @@ AG_M2L_DEVICE void addUnfoldedLocal7(const double* __restrict Lh, double* __rest
   L[119] += -Lh[63] - 3.0 * Lh[59] - 3.0 * Lh[55] - Lh[51];
 }
 
-/// Order 7, harmonic: the first NR of the 64 harmonic L terms in La, the others in
-/// Ls[32 s] (s: the term's index - NR); Mb[MS qq]: the source's folded term qq.
+/// Order 7, harmonic: the first NR of the 64 harmonic L terms in La, the others
+/// in Ls[32 s] (s: the term's index - NR); Mb[MS qq]: the source's folded term qq.
 template <int MS = 1, int NR = kM2LHarmonicRegTerms7>
 AG_M2L_DEVICE void m2lHarmonic7(double x, double y, double z, const double* __restrict Mb, double* __restrict La, volatile double* Ls) {
   const double r2 = x * x + y * y + z * z;
@@ -6962,8 +6964,8 @@ AG_M2L_DEVICE void m2lHarmonic7(double x, double y, double z, const double* __re
   m2lAdd<NR, 63>(La, Ls, Mb[MS * 0] * d113);
 }
 
-/// Order 7, harmonic, with the dipole terms: the first NR of the 64 harmonic L terms in La, the others in
-/// Ls[32 s] (s: the term's index - NR); Mb[MS qq]: the source's folded term qq.
+/// Order 7, harmonic, with the dipole terms: the first NR of the 64 harmonic L terms in La, the others
+/// in Ls[32 s] (s: the term's index - NR); Mb[MS qq]: the source's folded term qq.
 template <int MS = 1, int NR = kM2LHarmonicRegTerms7>
 AG_M2L_DEVICE void m2lHarmonicDip7(double x, double y, double z, const double* __restrict Mb, double* __restrict La, volatile double* Ls) {
   const double r2 = x * x + y * y + z * z;

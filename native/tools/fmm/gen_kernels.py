@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Writes native/fmm/m2l_kernels.h: straight-line Cartesian M2L kernels for orders 3..7, templated on the
 arithmetic type (double, or a SIMD vector of doubles: one interaction per lane). The library's FMM (native/fmm/)
-uses the one-sided kernels (in lanes on the CPU, in double per thread on the GPU: native/cuda/kernel_fmm.cu); the study prototype (bench/prototypes/fmm/) uses the mutual ones.
+uses the harmonic one-sided kernels (emit_harmonic: folded multipoles, in lanes on the CPU) for its lists and the full
+one-sided kernel with dipole terms for the far periodic images; the study prototype (bench/prototypes/fmm/) uses the
+mutual ones. The CUDA backend's fused kernels (--device, native/cuda/m2l_device.h) are the same sums, one pair a
+thread.
 
 Conventions (native/fmm/multi_index.h): multipoles M[n] = sum m d^n / n!, local coefficients L[k] = d^k phi
 (derivatives), D[n] = d^n (1/|R|) at R = z_A - z_B, truncation |n| + |k| <= p:
@@ -215,7 +218,7 @@ def emit_fused(p, t, idx, nt, deg, dip=False, direct=False):
 # X[n + 2 e_z] = -X[n + 2 e_x] - X[n + 2 e_y]), so every term with c >= 2 is the others' sum: a multipole's terms
 # fold onto the (p+1)^2 with c <= 1 (same degree and sign), the M2L runs over those alone (folded M, L with k_z <= 1,
 # derivatives with c <= 2) and the target's L is unfolded once after all its sources: about half the products and
-# two thirds of the derivatives of the full kernel, the same expansion.
+# about half the derivatives' work of the full kernel, the same expansion.
 def harmonic_terms(t):
     """The terms with c <= 1, in term order: the harmonic (folded) layout's index -> full index."""
     return [i for i, n in enumerate(t) if n[2] <= 1]
@@ -225,30 +228,20 @@ def binom(j, i):
     return factorial(j) // (factorial(i) * factorial(j - i))
 
 
-def fold_sources(t, idx, n):
+def fold_sources(idx, n):
     """The full terms (coefficient, index) whose sum is harmonic term n = (a, b, c <= 1) after folding: from
     (a - 2i, b - 2(j - i), c + 2j) with (-1)^j C(j, i) (the trace identity applied j times)."""
     a, b, c = n
     out = []
-    j = 0
-    while True:
-        found = False
+    for j in range(a // 2 + b // 2 + 1):
         for i in range(j + 1):
             q = (a - 2 * i, b - 2 * (j - i), c + 2 * j)
-            if q[0] < 0 or q[1] < 0:
-                continue
-            if q in idx:
-                found = True
+            if q[0] >= 0 and q[1] >= 0:
                 out.append(((-1) ** j * binom(j, i), idx[q]))
-        if not found and a - 2 * j < 0 and b - 2 * j < 0:
-            break
-        j += 1
-        if j > len(t):
-            break
     return out
 
 
-def unfold_sources(t, hidx, n):
+def unfold_sources(hidx, n):
     """Full term n = (a, b, c) as harmonic terms: (-1)^j C(j, i) L_h[(a + 2i, b + 2(j - i), c mod 2)], j = c // 2."""
     a, b, c = n
     j, c0 = c // 2, c % 2
@@ -270,7 +263,6 @@ def signed_sum(parts):
 
 def emit_harmonic(p, t, idx, nt, deg):
     h = harmonic_terms(t)
-    hidx = {t[i]: k for k, i in enumerate(h)}
     nh = len(h)
     L = [f"constexpr int kHarmonicTerms{p} = {nh};", "",
          f"/// Order {p}: D[j] = d^j (1/r) at (x, y, z) for the terms with c <= 2 (full layout; the others are left as",
@@ -301,13 +293,13 @@ def emit_harmonic(p, t, idx, nt, deg):
         L.append("  }")
     L.append("}")
     L.append("")
-    L += emit_fold_unfold(p, t, idx, nt, "template <class T> AG_FMM_INLINE void", "T", "", bc=True)
+    L += emit_fold_unfold(p, t, idx, nt, "template <class T> AG_FMM_INLINE void", "T", bc=True)
     for dip in (True, False):
         suffix = "" if dip else "nd"
-        L.append(f"/// Order {p}, one-sided, harmonic: Lh (k_z <= 1) += the source's folded multipoles Mh through D (derivativesH{p})"
-                 + ("." if dip else ", without the dipole terms."))
-        L.append(f"template <class T> AG_FMM_INLINE void m2lOneH{p}{suffix}(const T* __restrict D, const T* __restrict Mh, "
-                 "T* __restrict Lh) {")
+        L.append(f"/// Order {p}, one-sided, harmonic: Lh (k_z <= 1) += the source's folded multipoles Mh through D")
+        L.append(f"/// (derivativesH{p})" + ("." if dip else ", without the dipole terms."))
+        L.append(f"template <class T> AG_FMM_INLINE void m2lOneH{p}{suffix}(const T* __restrict D, "
+                 "const T* __restrict Mh, T* __restrict Lh) {")
         for kk, k in enumerate(h):
             parts = []
             for qq, q in enumerate(h):
@@ -323,9 +315,9 @@ def emit_harmonic(p, t, idx, nt, deg):
     return "\n".join(L)
 
 
-def emit_fold_unfold(p, t, idx, nt, spec, ty, suffix, bc):
-    """foldMultipoles{p}{suffix} and addUnfoldedLocal{p}{suffix} as lines: `spec` the specifier and return type, `ty`
-    the arithmetic type, bc whether constants are broadcast (bc<T>)."""
+def emit_fold_unfold(p, t, idx, nt, spec, ty, bc):
+    """foldMultipoles{p} and addUnfoldedLocal{p} as lines: `spec` the specifier and return type, `ty` the arithmetic
+    type, bc whether constants are broadcast (bc<T>)."""
     h = harmonic_terms(t)
     hidx = {t[i]: k for k, i in enumerate(h)}
     nh = len(h)
@@ -335,15 +327,15 @@ def emit_fold_unfold(p, t, idx, nt, spec, ty, suffix, bc):
             return coef(c, v)
         return f"{'+' if c > 0 else '-'} {float(abs(c))!r} * {v}"
     L = [f"/// Order {p}: a multipole's {nt} terms folded onto its {nh} harmonic ones (c <= 1).",
-         f"{spec} foldMultipoles{p}{suffix}(const {ty}* __restrict M, {ty}* __restrict Mh) {{"]
+         f"{spec} foldMultipoles{p}(const {ty}* __restrict M, {ty}* __restrict Mh) {{"]
     for k, i in enumerate(h):
-        L.append(f"  Mh[{k}] = {signed_sum([cf(c, f'M[{j}]') for c, j in fold_sources(t, idx, t[i])])};")
+        L.append(f"  Mh[{k}] = {signed_sum([cf(c, f'M[{j}]') for c, j in fold_sources(idx, t[i])])};")
     L += ["}", "",
-          f"/// Order {p}: L += the local expansion whose harmonic terms (c <= 1) are Lh, every term (c >= 2 by the trace",
-          "/// identity).",
-          f"{spec} addUnfoldedLocal{p}{suffix}(const {ty}* __restrict Lh, {ty}* __restrict L) {{"]
+          f"/// Order {p}: L += the local expansion whose harmonic terms (c <= 1) are Lh, every term (c >= 2 by the",
+          "/// trace identity).",
+          f"{spec} addUnfoldedLocal{p}(const {ty}* __restrict Lh, {ty}* __restrict L) {{"]
     for i in range(nt):
-        L.append(f"  L[{i}] += {signed_sum([cf(c, f'Lh[{j}]') for c, j in unfold_sources(t, hidx, t[i])])};")
+        L.append(f"  L[{i}] += {signed_sum([cf(c, f'Lh[{j}]') for c, j in unfold_sources(hidx, t[i])])};")
     L += ["}", ""]
     return L
 
@@ -355,8 +347,9 @@ def emit_fused_harmonic(p, t, idx, nt, deg, dip):
     the first NR in La (registers), the others in Ls[32 s]."""
     h = harmonic_terms(t)
     name = ("m2lHarmonicDip" if dip else "m2lHarmonic") + str(p)
-    L = [f"/// Order {p}, harmonic{', with the dipole terms' if dip else ''}: the first NR of the {len(h)} harmonic L terms in La, the others in",
-         "/// Ls[32 s] (s: the term's index - NR); Mb[MS qq]: the source's folded term qq.",
+    with_dip = ", with the dipole terms" if dip else ""
+    L = [f"/// Order {p}, harmonic{with_dip}: the first NR of the {len(h)} harmonic L terms in La, the others",
+         "/// in Ls[32 s] (s: the term's index - NR); Mb[MS qq]: the source's folded term qq.",
          f"template <int MS = 1, int NR = kM2LHarmonicRegTerms{p}>",
          f"AG_M2L_DEVICE void {name}(double x, double y, double z, const double* __restrict Mb, "
          "double* __restrict La, volatile double* Ls) {",
@@ -413,7 +406,9 @@ def main_device():
     print("/// so no thread holds all of them: kernel_fmm.cu keeps the low-degree L terms in registers and the others")
     print("/// in shared memory (a column per lane). Sum order of each L term: degree of the derivative, then q.")
     print("/// m2lDirect and m2lDirectDip: the same products and sums, the derivatives by the recurrence on D = n! T")
-    print("/// itself (kernel_fmm.cu's direct M2L variants, cuda/m2l_variants.h).")
+    print("/// itself (kernel_fmm.cu's direct M2L variants, cuda/m2l_variants.h). m2lHarmonic and m2lHarmonicDip (the")
+    print("/// default variant) with foldMultipoles and addUnfoldedLocal: the harmonic form of fmm/m2l_kernels.h, the")
+    print("/// products over the folded multipoles' (p+1)^2 terms.")
     print("#pragma once")
     print("#include <cmath>")
     print("")
@@ -444,8 +439,9 @@ def main_device():
         print(emit_fused(p, *order_setup(p), dip=True, direct=True))
     for p in ORDERS:
         t, idx, nt, deg = order_setup(p)
-        print(f"constexpr int kM2LHarmonicRegTerms{p} = {sum(1 for i in harmonic_terms(t) if deg[i] <= HARMONIC_REG_DEGREE[p])};")
-        print("\n".join(emit_fold_unfold(p, t, idx, nt, "AG_M2L_DEVICE void", "double", "", bc=False)))
+        regs = sum(1 for i in harmonic_terms(t) if deg[i] <= HARMONIC_REG_DEGREE[p])
+        print(f"constexpr int kM2LHarmonicRegTerms{p} = {regs};")
+        print("\n".join(emit_fold_unfold(p, t, idx, nt, "AG_M2L_DEVICE void", "double", bc=False)))
         print(emit_fused_harmonic(p, t, idx, nt, deg, False))
         print(emit_fused_harmonic(p, t, idx, nt, deg, True))
     print("}  // namespace cuda")
@@ -455,8 +451,9 @@ def main_device():
 def main():
     print("/// \\file m2l_kernels.h")
     print("/// \\brief Generated by native/tools/fmm/gen_kernels.py (do not edit): derivatives of 1/r and the mutual and")
-    print("/// one-sided M2L of orders 3..7, templated on the arithmetic type T, which must provide vsqrt(T) and")
-    print("/// bc<T>(double) (a broadcast) in namespace amrgrav::fmm.")
+    print("/// one-sided M2L of orders 3..7, and their harmonic form (derivativesH, foldMultipoles, m2lOneH,")
+    print("/// addUnfoldedLocal: the M2L over the (p+1)^2 folded terms), templated on the arithmetic type T, which must")
+    print("/// provide vsqrt(T) and bc<T>(double) (a broadcast) in namespace amrgrav::fmm.")
     print("#pragma once")
     print("// Host code inlines them always; nvcc (the CUDA backend's FMM, native/cuda/kernel_fmm.cu) compiles them for")
     print("// host and device.")
