@@ -132,6 +132,18 @@ def emit_m2l(p, t, idx, nt, deg, dip):
     return "\n".join(L)
 
 
+def degree_opening(m, lev):
+    """The direct recurrence's lines before degree m's derivatives d{i} (i in lev): their declaration, a scope, and
+    the degree's factors ax, ay, az (a_m R / r^2) and bb (b_m / r^2, degree > 1) as recurrence_d names them."""
+    a = -(2.0 * m - 1) / m
+    b = -(m - 1.0) / m
+    L = ["  double " + ", ".join(f"d{i}" for i in lev) + ";", "  {",
+         f"  const double ax = {a!r} * rinv2 * x, ay = {a!r} * rinv2 * y, az = {a!r} * rinv2 * z;"]
+    if m > 1:
+        L.append(f"  const double bb = {b!r} * rinv2;")
+    return L
+
+
 def degree_products(m, layout, t, idx, deg, dip):
     """The fused kernels' products of derivative degree m, as m2lAdd lines: for each L term k of the layout (its
     position kk there: the full term list, or the harmonic one) the source terms q of the same layout with |q| = m - |k|
@@ -189,13 +201,7 @@ def emit_fused(p, t, idx, nt, deg, dip=False, direct=False):
             if m == 0:
                 L.append("  const double d0 = t0;")
             else:
-                a = -(2.0 * m - 1) / m
-                b = -(m - 1.0) / m
-                L.append("  double " + ", ".join(f"d{i}" for i in lev) + ";")
-                L.append("  {")
-                L.append(f"  const double ax = {a!r} * rinv2 * x, ay = {a!r} * rinv2 * y, az = {a!r} * rinv2 * z;")
-                if m > 1:
-                    L.append(f"  const double bb = {b!r} * rinv2;")
+                L += degree_opening(m, lev)
                 for i in lev:
                     L.append(f"  d{i} = {recurrence_d(t[i], m, idx)};")
                 L.append("  }")
@@ -364,13 +370,7 @@ def emit_fused_harmonic(p, t, idx, nt, deg, dip):
     for m in range(p + 1):
         lev = [i for i in range(nt) if deg[i] == m and (t[i][2] <= 1 or (t[i][2] == 2 and i in used))]
         if m > 0:
-            a = -(2.0 * m - 1) / m
-            b = -(m - 1.0) / m
-            L.append("  double " + ", ".join(f"d{i}" for i in lev) + ";")
-            L.append("  {")
-            L.append(f"  const double ax = {a!r} * rinv2 * x, ay = {a!r} * rinv2 * y, az = {a!r} * rinv2 * z;")
-            if m > 1:
-                L.append(f"  const double bb = {b!r} * rinv2;")
+            L += degree_opening(m, lev)
             for i in lev:
                 if t[i][2] <= 1:
                     L.append(f"  d{i} = {recurrence_d(t[i], m, idx)};")
