@@ -15,7 +15,7 @@ namespace cuda {
 /// rounding: the same L as the others to ~1e-15, not to the bit). Harmonic (the default): staged, through
 /// m2l_device.h's m2lHarmonic: the sources' multipoles folded first onto their (p+1)^2 harmonic terms (c <= 1; a fold
 /// kernel into FmmDeviceView::Mh), the derivatives with c <= 2, the target's harmonic terms unfolded into L once:
-/// about half the products and of the derivatives' work of the others, the same L to ~1e-15.
+/// about half the products and half the derivatives' work of the others, the same L to ~1e-15.
 enum FmmM2LVariant : int {
   kFmmM2LPlain = 0,
   kFmmM2LStaged = 1,

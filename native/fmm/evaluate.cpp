@@ -23,7 +23,7 @@ namespace {
 // M2L: one target node per task, its sources kLanes at a time in lanes; lanes summed in lane order at the end. The
 // tree's lists in the harmonic form (m2l_kernels.h: the sources' multipoles folded onto their (p+1)^2 terms with
 // c <= 1 once per node, the derivatives with c <= 2, the target's terms unfolded once): about half the products and
-// of the derivatives' work of the full Cartesian kernel, which the far images keep (their periodic kernel is not
+// half the derivatives' work of the full Cartesian kernel, which the far images keep (their periodic kernel is not
 // harmonic at order 2).
 
 /// The full kernel with the dipole terms (the far images': m2lWithKernelsT).
