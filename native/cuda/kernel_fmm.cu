@@ -89,10 +89,16 @@ template <int P> constexpr std::size_t m2lSharedBytes() {
   return std::size_t(kM2LThreads) * FusedM2L<P>::kShared * sizeof(double);
 }
 
-/// Adds an L term's 32 lane sums into lane 0 by a fixed shuffle tree; lane 0 adds the total to *Lk.
-__device__ __forceinline__ void addLaneSums(double s, unsigned lane, double* Lk) {
+/// An L term's 32 lane sums added by a fixed shuffle tree: lane 0's value is the total.
+__device__ __forceinline__ double laneTotal(double s) {
 #pragma unroll
   for (int off = 16; off > 0; off >>= 1) s += __shfl_down_sync(kFull, s, off);
+  return s;
+}
+
+/// Adds an L term's 32 lane sums into lane 0 by laneTotal's tree; lane 0 adds the total to *Lk.
+__device__ __forceinline__ void addLaneSums(double s, unsigned lane, double* Lk) {
+  s = laneTotal(s);
   if (lane == 0) *Lk += s;
 }
 
@@ -310,16 +316,12 @@ __global__ void __launch_bounds__(32) fmmM2LHarmonic(FmmDeviceView v) {
   double* Lh = Ms;
 #pragma unroll
   for (int k = 0; k < NR; ++k) {
-    double s = La[k];
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) s += __shfl_down_sync(kFull, s, off);
+    const double s = laneTotal(La[k]);
     if (lane == 0) Lh[k] = s;
   }
 #pragma unroll 4
   for (int k = 0; k < NS; ++k) {
-    double s = Ls[32 * k];
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) s += __shfl_down_sync(kFull, s, off);
+    const double s = laneTotal(Ls[32 * k]);
     if (lane == 0) Lh[NR + k] = s;
   }
   if (lane == 0) K::unfold(Lh, v.L + std::size_t(A) * termsOf(P));

@@ -17,7 +17,6 @@ The derivatives come from the Taylor-coefficient recurrence of 1/r, written from
 Usage (from the repository root): python3 native/tools/fmm/gen_kernels.py > native/fmm/m2l_kernels.h
 and python3 native/tools/fmm/gen_kernels.py --device > native/cuda/m2l_device.h (the CUDA backend's fused M2L).
 """
-import re
 from math import factorial
 
 ORDERS = range(3, 8)
@@ -59,10 +58,11 @@ def recurrence(n, m, idx, ref, const):
     return expr
 
 
-def recurrence_d(n, m, idx):
+def recurrence_d(n, m, idx, ref=lambda k: f"d{k}", const=repr):
     """The recurrence for D_n = n! T_n itself (rinv2 folded into the degree's factors ax, ay, az, bb):
     D_n = sum_ax n_ax (a_m R_ax / r^2) D[n - e_ax] + sum_ax n_ax (n_ax - 1) (b_m / r^2) D[n - 2 e_ax]
-    (n! / (n - e_ax)! = n_ax), with a_m = -(2m-1)/m, b_m = -(m-1)/m as in recurrence()."""
+    (n! / (n - e_ax)! = n_ax), with a_m = -(2m-1)/m, b_m = -(m-1)/m as in recurrence(); ref(k) names derivative k,
+    const(c) a constant (the device's d{k} and plain doubles by default)."""
     R = ["ax", "ay", "az"]
     parts = []
     for a in range(3):
@@ -70,11 +70,13 @@ def recurrence_d(n, m, idx):
         q[a] -= 1
         if q[a] >= 0:
             c = n[a]
-            parts.append(f"{R[a]} * d{idx[tuple(q)]}" if c == 1 else f"{R[a]} * ({float(c)!r} * d{idx[tuple(q)]})")
+            d = ref(idx[tuple(q)])
+            parts.append(f"{R[a]} * {d}" if c == 1 else f"{R[a]} * ({const(float(c))} * {d})")
         q[a] -= 1
         if q[a] >= 0 and m > 1:
             c = n[a] * (n[a] - 1)
-            parts.append(f"bb * d{idx[tuple(q)]}" if c == 1 else f"bb * ({float(c)!r} * d{idx[tuple(q)]})")
+            d = ref(idx[tuple(q)])
+            parts.append(f"bb * {d}" if c == 1 else f"bb * ({const(float(c))} * {d})")
     return " + ".join(parts)
 
 
@@ -230,6 +232,12 @@ def harmonic_terms(t):
     return [i for i, n in enumerate(t) if n[2] <= 1]
 
 
+def trace_partners(n, idx):
+    """A term n = (a, b, 2)'s partners in the trace identity, X[n] = -(X[(a + 2, b, 0)] + X[(a, b + 2, 0)])."""
+    a, b, _ = n
+    return idx[(a + 2, b, 0)], idx[(a, b + 2, 0)]
+
+
 def binom(j, i):
     return factorial(j) // (factorial(i) * factorial(j - i))
 
@@ -254,12 +262,14 @@ def unfold_sources(hidx, n):
     return [((-1) ** j * binom(j, i), hidx[(a + 2 * i, b + 2 * (j - i), c0)]) for i in range(j + 1)]
 
 
-def coef(c, v):
+def coef(c, v, bc):
+    """The signed term c v; a constant other than 1 broadcast (bc<T>) when bc, else a plain double."""
     if c == 1:
         return f"+ {v}"
     if c == -1:
         return f"- {v}"
-    return f"{'+' if c > 0 else '-'} bc<T>({float(abs(c))!r}) * {v}"
+    k = f"bc<T>({float(abs(c))!r})" if bc else repr(float(abs(c)))
+    return f"{'+' if c > 0 else '-'} {k} * {v}"
 
 
 def signed_sum(parts):
@@ -288,14 +298,12 @@ def emit_harmonic(p, t, idx, nt, deg):
             L.append(f"    const T bb = bc<T>({b!r}) * rinv2;")
         for i in lev:
             if t[i][2] <= 1:
-                expr = recurrence_d(t[i], m, idx)
-                expr = re.sub(r"\((\d+\.\d+) \*", r"(bc<T>(\1) *", expr)
-                expr = re.sub(r"\bd(\d+)", r"D[\1]", expr)
+                expr = recurrence_d(t[i], m, idx, lambda k: f"D[{k}]", lambda c: f"bc<T>({c!r})")
                 L.append(f"    D[{i}] = {expr};")
         for i in lev:
             if t[i][2] == 2:
-                aa, bb_, _ = t[i]
-                L.append(f"    D[{i}] = -(D[{idx[(aa + 2, bb_, 0)]}] + D[{idx[(aa, bb_ + 2, 0)]}]);")
+                x, y = trace_partners(t[i], idx)
+                L.append(f"    D[{i}] = -(D[{x}] + D[{y}]);")
         L.append("  }")
     L.append("}")
     L.append("")
@@ -327,21 +335,16 @@ def emit_fold_unfold(p, t, idx, nt, spec, ty, bc):
     h = harmonic_terms(t)
     hidx = {t[i]: k for k, i in enumerate(h)}
     nh = len(h)
-
-    def cf(c, v):
-        if abs(c) == 1 or bc:
-            return coef(c, v)
-        return f"{'+' if c > 0 else '-'} {float(abs(c))!r} * {v}"
     L = [f"/// Order {p}: a multipole's {nt} terms folded onto its {nh} harmonic ones (c <= 1).",
          f"{spec} foldMultipoles{p}(const {ty}* __restrict M, {ty}* __restrict Mh) {{"]
     for k, i in enumerate(h):
-        L.append(f"  Mh[{k}] = {signed_sum([cf(c, f'M[{j}]') for c, j in fold_sources(idx, t[i])])};")
+        L.append(f"  Mh[{k}] = {signed_sum([coef(c, f'M[{j}]', bc) for c, j in fold_sources(idx, t[i])])};")
     L += ["}", "",
           f"/// Order {p}: L += the local expansion whose harmonic terms (c <= 1) are Lh, every term (c >= 2 by the",
           "/// trace identity).",
           f"{spec} addUnfoldedLocal{p}(const {ty}* __restrict Lh, {ty}* __restrict L) {{"]
     for i in range(nt):
-        L.append(f"  L[{i}] += {signed_sum([cf(c, f'Lh[{j}]') for c, j in unfold_sources(hidx, t[i])])};")
+        L.append(f"  L[{i}] += {signed_sum([coef(c, f'Lh[{j}]', bc) for c, j in unfold_sources(hidx, t[i])])};")
     L += ["}", ""]
     return L
 
@@ -376,8 +379,8 @@ def emit_fused_harmonic(p, t, idx, nt, deg, dip):
                     L.append(f"  d{i} = {recurrence_d(t[i], m, idx)};")
             for i in lev:
                 if t[i][2] == 2:
-                    aa, bb_, _ = t[i]
-                    L.append(f"  d{i} = -(d{idx[(aa + 2, bb_, 0)]} + d{idx[(aa, bb_ + 2, 0)]});")
+                    x, y = trace_partners(t[i], idx)
+                    L.append(f"  d{i} = -(d{x} + d{y});")
             L.append("  }")
         L += degree_products(m, h, t, idx, deg, dip)
     L.append("}")
