@@ -1,7 +1,8 @@
 // The native host tests that no other vitest file runs (CTest label cpu; CI runs npm test alone): the GPU's periodic
 // FMM and staged M2L emulated on the host against the CPU (native/tests/fmm_periodic_device.cpp,
 // fmm_m2l_staged.cpp), the harmonic M2L on the CPU and emulated for the GPU against the full Cartesian one
-// (fmm_m2l_harmonic.cpp), the threaded Morton sort against one thread and std::stable_sort (sort_keys.cpp), the block
+// (fmm_m2l_harmonic.cpp), the GPU near field's single-precision pairs emulated against double sums
+// (fmm_near_single.cpp), the threaded Morton sort against one thread and std::stable_sort (sort_keys.cpp), the block
 // entry's element tables against the layout's definition (block_elements.cpp) and softened particles in the system
 // solve against a float64 softened direct sum (particles_system.cpp).
 import { spawnSync } from 'node:child_process';
@@ -33,6 +34,15 @@ describe('native host tests', () => {
     expect(r.stdout).toMatch(/PASS harmonic M2L p7 no dipoles/);
     expect(r.stdout).toMatch(/PASS device harmonic M2L p7 dipoles/);
     expect(r.stdout).toMatch(/35 checks, 0 failed/);
+    expect(r.status).toBe(0);
+  });
+
+  it('fmm_near_single.cpp: the GPU near field\'s single-precision pairs emulated = double sums to 1e-6', () => {
+    const r = run('amrgrav_fmm_near_single', 120_000);
+    expect(r.stdout).toMatch(/PASS near-single-pairs-positive/);
+    expect(r.stdout).toMatch(/PASS near-single-pairs-signed/);
+    expect(r.stdout).toMatch(/PASS near-single-mass-range/);
+    expect(r.stdout).toMatch(/4 checks, 0 failed/);
     expect(r.status).toBe(0);
   });
 

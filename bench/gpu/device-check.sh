@@ -122,6 +122,11 @@
 #              not in the solve): amrgrav_m2l_bench --mma on the 64^3 lattice of nodes (p 7 and 6) and on the 256^3
 #              tree's same-level pairs (tiles of 8 and 16, node and child order, pieces read or gathered), each
 #              against the plain kernel's L and timed beside the per-pair kernels
+#   nearsingle issue #20, the near field's computed pairs in single precision (CudaOptions::fmmNearSingle, the
+#              default; fmm/near_single_k.h): ctest gpu.fmm and gpu.fmm-periodic (their near-single cases against the
+#              CPU: 1e-6), then amrgrav_gpu_timing --no-perf --fmm-cells on MacLaurin levels 7 and random AMR levels 4
+#              (bench/dumpCells.ts) with them in single, in double (--fmm-near-double) and in single again, and
+#              `amrgrav bench --problem maclaurin --levels 7 --method fmm [--accel]` with AMRGRAV_FMM_NEAR_SINGLE=1 and 0
 #   split      amrgrav_gpu_timing --split 256: a two-rank solve emulated in one process, each rank's device work timed
 #              alone (what each GPU of a two-GPU run does), against the one-rank solve; with the copy threads
 #              $SPLIT_COPY_THREADS (default 0: the backend's own choice)
@@ -416,6 +421,30 @@ PY
         timeout 300 node dist/app/cli.js bench --problem maclaurin --levels 7 --backend cuda --order $o --repeat 5 --json \
           > "$out/maclaurin7-o$o.json" 2> "$out/maclaurin7-o$o.err"
         summary+=("maclaurin levels 7 order $o rc=$? $(head -c 600 "$out/maclaurin7-o$o.json")")
+      done ;;
+    nearsingle)
+      (cd build && AMRGRAV_REQUIRE_GPU=1 timeout 400 ctest -R '^gpu[.](fmm|fmm-periodic)$' --output-on-failure) \
+        > "$out/nearsingle-ctest.log" 2>&1
+      summary+=("nearsingle ctest rc=$? $(grep -E 'tests passed' "$out/nearsingle-ctest.log")")
+      grep -h 'near-single' build/Testing/Temporary/LastTest.log | cut -c1-200
+      node dist/bench/dumpCells.js --mesh maclaurin7 --out /tmp/mac7.bin > /dev/null &&
+        node dist/bench/dumpCells.js --mesh amr4 --out /tmp/amr4.bin > /dev/null
+      for v in single double single; do
+        flag=""; [ $v = double ] && flag=--fmm-near-double
+        timeout 120 $timing --no-perf --fmm-cells /tmp/mac7.bin,/tmp/amr4.bin --reps 5 $flag >> "$out/nearsingle-timing.log" 2>&1
+        summary+=("nearsingle timing $v rc=$?")
+      done
+      grep -h '"kind":"fmm"' "$out/nearsingle-timing.log" | python3 -c "
+import json, sys
+for l in sys.stdin:
+  r = json.loads(l)
+  print('%s near_single=%s: %.2f ms, walk %.2f, p2p %.2f' % (r['mesh'], r['near_single'], r['wall_s'] * 1e3, r['walk_s'] * 1e3, r['p2p_s'] * 1e3))"
+      for v in 1 0; do
+        for acc in "" --accel; do
+          AMRGRAV_FMM_NEAR_SINGLE=$v timeout 200 node dist/app/cli.js bench --problem maclaurin --levels 7 --backend cuda \
+            --method fmm $acc --repeat 3 --json > "$out/nearsingle-api-$v$acc.json" 2> "$out/nearsingle-api-$v$acc.err"
+          summary+=("nearsingle api MacLaurin 7 single=$v $acc rc=$? $(head -c 300 "$out/nearsingle-api-$v$acc.json")")
+        done
       done ;;
     fmmmaclaurin)
       for m in fmm tree; do

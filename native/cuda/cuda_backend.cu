@@ -150,6 +150,7 @@ std::unique_ptr<Backend> makeCudaBackend() {
     o.fmmDevicePeriodicFinish = std::atoi(e) != 0;
   if (const char* e = std::getenv("AMRGRAV_FMM_M2L")) o.fmmM2L = std::atoi(e);
   if (const char* e = std::getenv("AMRGRAV_FMM_ACCEL_MMA")) o.fmmAccelTablesMma = std::atoi(e) != 0;
+  if (const char* e = std::getenv("AMRGRAV_FMM_NEAR_SINGLE")) o.fmmNearSingle = std::atoi(e) != 0;
   if (const char* e = std::getenv("AMRGRAV_WALK_PAIRED")) o.pairedCells = std::atoi(e) != 0;
   if (const char* e = std::getenv("AMRGRAV_CUDA_STAGING_MIB"))
     if (const int mib = std::atoi(e); mib > 0) o.stagingChunkBytes = std::size_t(std::min(mib, 256)) << 20;

@@ -110,6 +110,13 @@ struct CudaOptions {
   /// (kernel_fmm.cu fmmP2PTilesMma<true>), instead of FMAs in the CPU's order (fmmP2PTiles<true>); both differ from the
   /// CPU by rounding only. The API's backends take AMRGRAV_FMM_ACCEL_MMA=0 to turn it off (a measurement knob).
   bool fmmAccelTablesMma = true;
+  /// Method 'fmm': the near field's computed pairs of regular target leaves (leaves of another size, or too far for
+  /// a table: most of an AMR mesh's near-field time) in single precision (kernel_fmm.cu fmmP2PComputedSingle,
+  /// fmm/near_single_k.h: float positions relative to the target, masses scaled per batch, sums into double), instead
+  /// of double (fmmP2PComputed: the CPU's pairs to rounding). They move a cell's potential by ~1e-7 of itself, far
+  /// below the FMM's accuracy (GPU parity subject fmm, its near-single cases). The API's backends take
+  /// AMRGRAV_FMM_NEAR_SINGLE=0 for double; the GPU parity tool runs double, to compare with the CPU to rounding.
+  bool fmmNearSingle = true;
 };
 
 /// Per-solve measurements of the CUDA backend (device phases from cudaEvents on the backend's stream).

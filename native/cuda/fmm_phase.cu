@@ -327,6 +327,7 @@ FmmDeviceView bufferView(DeviceState& ds, const fmm::FmmTree& tree, std::size_t 
   v.phi = b.sums.get();
   v.m2lVariant = ds.copt.fmmM2L;
   v.accelTablesMma = ds.copt.fmmAccelTablesMma;
+  v.nearSingle = ds.copt.fmmNearSingle;
   if (accel) {
     v.gx = v.phi + n;
     v.gy = v.phi + 2 * n;

@@ -28,8 +28,8 @@ bool anyPeriod(const fmm::FmmLists& lists) { return lists.period[0] > 0 || lists
 
 class CudaRankLocal final : public fmm::RankLocal {
  public:
-  CudaRankLocal(std::function<int(int)> deviceFor, bool ownState)
-      : deviceFor_(std::move(deviceFor)), ownState_(ownState) {}
+  CudaRankLocal(std::function<int(int)> deviceFor, bool ownState, const CudaOptions& ownOptions = CudaOptions{})
+      : deviceFor_(std::move(deviceFor)), ownState_(ownState), ownOptions_(ownOptions) {}
   const char* name() const override { return "cuda"; }
   int device() const override { return gpu_ ? gpu_->copt.device : -1; }
 
@@ -42,7 +42,7 @@ class CudaRankLocal final : public fmm::RankLocal {
     }
     const int device = deviceFor_(devices);
     if (ownState_ && !own_) {
-      CudaOptions o;
+      CudaOptions o = ownOptions_;
       o.device = device;
       own_ = std::make_unique<cuda::DeviceState>(o);
     }
@@ -197,6 +197,7 @@ class CudaRankLocal final : public fmm::RankLocal {
  private:
   std::function<int(int)> deviceFor_;
   bool ownState_ = false;
+  CudaOptions ownOptions_;                  ///< with ownState_: its state's options (the device set at open)
   std::unique_ptr<cuda::DeviceState> own_;  ///< with ownState_
   cuda::DeviceState* gpu_ = nullptr;
   cuda::Clock::time_point t0_;
@@ -213,8 +214,8 @@ std::unique_ptr<fmm::RankLocal> makeCudaFmmRankLocal(std::function<int(int devic
   return std::make_unique<CudaRankLocal>(std::move(deviceFor), false);
 }
 
-std::unique_ptr<fmm::RankLocal> makeCudaFmmRankLocalOwnState(int device) {
-  return std::make_unique<CudaRankLocal>([device](int) { return device; }, true);
+std::unique_ptr<fmm::RankLocal> makeCudaFmmRankLocalOwnState(int device, const CudaOptions& options) {
+  return std::make_unique<CudaRankLocal>([device](int) { return device; }, true, options);
 }
 
 }  // namespace amrgrav

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 
+#include "cuda/cuda_backend.h"
 #include "fmm/rank_local.h"
 
 namespace amrgrav {
@@ -21,9 +22,9 @@ namespace amrgrav {
 /// (rank_phase.h rankDeviceState): one per process and device, kept between solves.
 std::unique_ptr<fmm::RankLocal> makeCudaFmmRankLocal(std::function<int(int deviceCount)> deviceFor);
 
-/// The same on a device state of its own (CudaOptions' defaults on `device`), made at the first open and kept by the
-/// evaluator: for ranks as threads of one process (tools/thread_ranks.h, parity subject fmm-ranks), where the shared
-/// state would be overwritten by another rank between local() and finish().
-std::unique_ptr<fmm::RankLocal> makeCudaFmmRankLocalOwnState(int device);
+/// The same on a device state of its own (`options` on `device`), made at the first open and kept by the evaluator:
+/// for ranks as threads of one process (tools/thread_ranks.h, parity subject fmm-ranks), where the shared state would
+/// be overwritten by another rank between local() and finish().
+std::unique_ptr<fmm::RankLocal> makeCudaFmmRankLocalOwnState(int device, const CudaOptions& options = CudaOptions{});
 
 }  // namespace amrgrav

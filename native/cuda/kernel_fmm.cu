@@ -5,7 +5,8 @@
 /// and the exact L2L and L2P in the CPU's term order (fmm/expansions.cpp; L2P unrolled over fmm/terms_k.h at compile
 /// time). Every sum has a fixed order (no atomics): results are the same bits run to run; against the CPU (lanes of
 /// 8, Newton reciprocal square roots, the near field's pairs added in list order, the tensor cores' groups of 4)
-/// they differ by rounding only.
+/// they differ by rounding only, except the computed near pairs of regular targets, which by default run in single
+/// precision (fmmP2PComputedSingle, fmm/near_single_k.h: ~1e-7 of phi; fmmP2PComputed in double otherwise).
 #include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
@@ -18,6 +19,7 @@
 #include "cuda/m2l_device.h"
 #include "fmm/interaction_lists.h"
 #include "fmm/m2l_stage_k.h"
+#include "fmm/near_single_k.h"
 #include "fmm/p2p_mma_k.h"
 #include "fmm/p2p_tiles.h"
 #include "fmm/terms_k.h"
@@ -787,6 +789,110 @@ __global__ void __launch_bounds__(kLeafThreads) fmmP2PComputed(FmmDeviceView v) 
   }
 }
 
+/// A source cell of the single-precision pairs in a thread's registers, read ahead of its staging.
+struct NearCell {
+  double x = 0, y = 0, z = 0, m = 0;
+  bool in = false;
+};
+
+/// Cell sb + j of a source leaf of sn cells (none past sn).
+__device__ __forceinline__ NearCell loadNearCell(const FmmDeviceView& v, unsigned sb, unsigned sn, unsigned j) {
+  NearCell c;
+  c.in = j < sn;
+  if (c.in) {
+    c.x = v.x[sb + j];
+    c.y = v.y[sb + j];
+    c.z = v.z[sb + j];
+    c.m = v.mass[sb + j];
+  }
+  return c;
+}
+
+/// A thread's cell staged for the single-precision pairs (fmm/near_single_k.h) relative to `origin` (the target's
+/// centre less the image shift), its mass scaled by its warp's largest exponent (into e[warp]). Barriers before (the
+/// previous batch's readers) and after.
+__device__ __forceinline__ void stageNearCell(const NearCell& c, const double origin[3], fmm::NearSourceF* s, int* e) {
+  __syncthreads();
+  const int we = __reduce_max_sync(kFull, fmm::massExponentOf(c.m));
+  if (c.in) s[threadIdx.x] = fmm::nearSource(c.x, c.y, c.z, c.m, origin, fmm::massScaleDown(we));
+  if (threadIdx.x % 32 == 0) e[threadIdx.x / 32] = we;
+  __syncthreads();
+}
+
+/// fmmP2PComputed's pairs in single precision (CudaOptions::fmmNearSingle, the default; fmm/near_single_k.h): the
+/// same blocks, steps and sources, each source's cells staged as floats relative to the target's centre, each batch
+/// of 32 summed in float and added to the cell's double total with its scale undone (the double kernel's rsqrt and
+/// its FMAs cost several times the float unit's reciprocal square root and FMAs a pair). The tile's computed steps
+/// follow its table steps (fmm/p2p_tiles.h), so the target's sources are tileStepSource's entries from there on;
+/// they are read two steps ahead and the next source's cells one step ahead (loads in flight while the pairs of this
+/// one are summed), so a step waits on no chain of dependent loads.
+template <bool Accel>
+__global__ void __launch_bounds__(kLeafThreads) fmmP2PComputedSingle(FmmDeviceView v) {
+  __shared__ fmm::NearSourceF ss[kLeafThreads];
+  __shared__ int se[kLeafThreads / fmm::kNearBatch];
+  const unsigned tile = blockIdx.x / kTileTargets, b = blockIdx.x % kTileTargets;
+  const unsigned T = v.tileTarget[std::size_t(tile) * kTileTargets + b];
+  const unsigned s0 = v.tileStepStart[tile], s1 = v.tileStepStart[tile + 1];
+  if (T == fmm::kNoLeaf) return;  // the block's
+  unsigned c0 = s0;               // the first computed step: the table steps counted
+  for (unsigned k = s0; k < s1; k += kLeafThreads)
+    c0 += unsigned(__syncthreads_count(k + threadIdx.x < s1 && v.tileStepTable[k + threadIdx.x] >= 0));
+  if (c0 == s1) return;
+  const auto sourceAt = [&](unsigned st) {
+    return st < s1 ? v.tileStepSource[std::size_t(st) * kTileTargets + b] : fmm::kNoLeaf;
+  };
+  const unsigned i = v.cellBegin[T] + threadIdx.x;  // a regular target: kTileCells cells, a thread each
+  const double* o = v.centre + 3 * std::size_t(T);
+  const float xi = float(v.x[i] - o[0]), yi = float(v.y[i] - o[1]), zi = float(v.z[i] - o[2]);
+  // this step's source S (its first cells read), the next one's (its cells' range known) and the one after
+  unsigned S = sourceAt(c0);
+  unsigned sb = S == fmm::kNoLeaf ? 0 : v.cellBegin[S], sn = S == fmm::kNoLeaf ? 0 : v.cellCount[S];
+  NearCell cell = loadNearCell(v, sb, sn, threadIdx.x);
+  unsigned S1 = sourceAt(c0 + 1);
+  unsigned sb1 = S1 == fmm::kNoLeaf ? 0 : v.cellBegin[S1], sn1 = S1 == fmm::kNoLeaf ? 0 : v.cellCount[S1];
+  double p = v.phi[i], f[3] = {0.0, 0.0, 0.0};  // the table steps' totals, stored by the tile kernel
+  if constexpr (Accel) {
+    f[0] = v.gx[i];
+    f[1] = v.gy[i];
+    f[2] = v.gz[i];
+  }
+  for (unsigned st = c0; st < s1; ++st) {
+    const std::size_t e = std::size_t(st) * kTileTargets + b;
+    double sh[3] = {0.0, 0.0, 0.0};
+    if (S != fmm::kNoLeaf && v.tileStepShift && v.tileStepShift[e] != fmm::kNoShift) shiftOf(v, v.tileStepShift, e, sh);
+    const double origin[3] = {o[0] - sh[0], o[1] - sh[1], o[2] - sh[2]};
+    for (unsigned j0 = 0; j0 < sn || j0 == 0; j0 += kLeafThreads) {  // block-uniform; a step without a source once
+      if (j0 > 0) cell = loadNearCell(v, sb, sn, j0 + threadIdx.x);  // a leaf past 64 cells (not read ahead)
+      if (sn > 0) stageNearCell(cell, origin, ss, se);
+      const bool last = j0 + kLeafThreads >= sn;
+      if (last) cell = loadNearCell(v, sb1, sn1, threadIdx.x);  // the next step's first cells, in flight
+      const unsigned m = sn > j0 ? min(unsigned(kLeafThreads), sn - j0) : 0;
+      for (unsigned w = 0; w * fmm::kNearBatch < m; ++w) {
+        float q = 0.0f, g[3] = {0.0f, 0.0f, 0.0f};
+        fmm::nearBatchSums<Accel>(ss + w * fmm::kNearBatch, min(unsigned(fmm::kNearBatch), m - w * fmm::kNearBatch),
+                                  xi, yi, zi, q, g);
+        const double up = fmm::massScaleUp(se[w]);
+        p += double(q) * up;
+        if constexpr (Accel)
+          for (int d = 0; d < 3; ++d) f[d] += double(g[d]) * up;
+      }
+      if (last) break;
+    }
+    S = S1;
+    sb = sb1;
+    sn = sn1;
+    S1 = sourceAt(st + 2);  // after the sums: its loads wait while other warps compute
+    sb1 = S1 == fmm::kNoLeaf ? 0 : v.cellBegin[S1];
+    sn1 = S1 == fmm::kNoLeaf ? 0 : v.cellCount[S1];
+  }
+  v.phi[i] = p;
+  if constexpr (Accel) {
+    v.gx[i] = f[0];
+    v.gy[i] = f[1];
+    v.gz[i] = f[2];
+  }
+}
+
 /// One block per irregular target leaf: its cells (a thread each; more than a block's in rounds) against the cells of
 /// its near leaves in the list's order, a block's worth of source cells at a time through shared memory (x, y and z,
 /// m as two 16-byte loads; periodic boxes: an image's cells moved by its shift as they are staged). A leaf's own
@@ -867,9 +973,15 @@ Status launchFmmP2P(const FmmDeviceView& v, cudaStream_t s) {
   if (v.tileCount > 0) AG_TRY(v.gx ? launchTiles<true>(v, s) : launchTiles<false>(v, s));
   if (v.tileCount > 0 && v.tileComputedSteps) {  // after the tiles' table sums (the same stream)
     const unsigned blocks = v.tileCount * unsigned(kTileTargets);
-    if (v.gx) fmmP2PComputed<true><<<blocks, kLeafThreads, 0, s>>>(v);
-    else fmmP2PComputed<false><<<blocks, kLeafThreads, 0, s>>>(v);
-    AG_CUDA_LAUNCHED("fmmP2PComputed");
+    if (v.nearSingle) {
+      if (v.gx) fmmP2PComputedSingle<true><<<blocks, kLeafThreads, 0, s>>>(v);
+      else fmmP2PComputedSingle<false><<<blocks, kLeafThreads, 0, s>>>(v);
+      AG_CUDA_LAUNCHED("fmmP2PComputedSingle");
+    } else {
+      if (v.gx) fmmP2PComputed<true><<<blocks, kLeafThreads, 0, s>>>(v);
+      else fmmP2PComputed<false><<<blocks, kLeafThreads, 0, s>>>(v);
+      AG_CUDA_LAUNCHED("fmmP2PComputed");
+    }
   }
   if (v.irregularCount > 0) {
     if (v.gx) fmmP2P<true><<<v.irregularCount, kLeafThreads, 0, s>>>(v);

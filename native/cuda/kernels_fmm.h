@@ -59,12 +59,14 @@ struct FmmDeviceView {
   bool dipoles = false;          ///< multipoles about geometric centres: M2L with the dipole terms (fmm/fmm_tree.h)
   int m2lVariant = 0;            ///< the M2L kernel (FmmM2LVariant; CudaOptions::fmmM2L)
   bool accelTablesMma = true;    ///< accelerations' table steps on the tensor cores (CudaOptions::fmmAccelTablesMma)
+  bool nearSingle = false;       ///< the tiles' computed pairs in single precision (CudaOptions::fmmNearSingle)
 };
 
 
 /// The near field, overwriting phi (and g). Regular targets by tile: one block of 128 threads per tile; each step's
 /// table product (1/h) K^T m_S added to each cell's total in the tile's step order, then the computed pairs' sums
-/// (one block per target, a thread per cell: fmmP2PComputed), in that order too. The table products on the FP64
+/// (one block per target, a thread per cell: fmmP2PComputed, or fmmP2PComputedSingle in single precision with
+/// v.nearSingle), in that order too. The table products on the FP64
 /// tensor cores (fmm/p2p_mma_k.h; sums in groups of 4 sources); with accelerations four products per step, summed
 /// over the steps and scaled once (with accelTablesMma off, or built with AMRGRAV_FMM_P2P_DMMA=0: a thread per 4 cells
 /// x 4 targets, the products s ascending, fused, as the CPU's tableP2P). The other leaves: one block per leaf, its

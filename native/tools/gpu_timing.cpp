@@ -69,6 +69,8 @@
 ///                     FMM line says which
 ///   --fmm-accel-fma   with --fmm: the accelerations' near-field table steps on FMAs (CudaOptions::fmmAccelTablesMma
 ///                     off) instead of the tensor cores; "accel_tables_mma" in each FMM line says which
+///   --fmm-near-double with --fmm or --fmm-cells: the near field's computed pairs in double (CudaOptions::fmmNearSingle
+///                     off; the default is single)
 ///   --fmm-periodic    with --fmm: each grid's FMM once more in a fully periodic box (cuda/fmm_periodic_phase.cu)
 ///                     by the device's periodic path (CudaOptions::fmmDevicePeriodic: the sort with the density
 ///                     contrast, the tree with its upward pass and the lists with image shifts on the device; the
@@ -150,6 +152,7 @@ struct TimingArgs {
   bool fmmHostPeriodicFinish = false;  ///< --fmm-host-periodic-finish: and gathering the host's sorted cells
   int fmmM2L = CudaOptions{}.fmmM2L;  ///< --fmm-m2l: the M2L kernel (CudaOptions::fmmM2L)
   bool fmmAccelFma = false;           ///< --fmm-accel-fma: CudaOptions::fmmAccelTablesMma off
+  bool fmmNearDouble = false;         ///< --fmm-near-double: CudaOptions::fmmNearSingle off
   std::vector<std::string> fmmCellFiles;  ///< --fmm-cells: meshes from files (bench/dumpCells.ts)
 };
 
@@ -207,6 +210,7 @@ TimingArgs parseArgs(int argc, char** argv) {
     else if (k == "--fmm-host-periodic-finish") a.fmmHostPeriodicFinish = true;
     else if (k == "--fmm-m2l") a.fmmM2L = std::atoi(next().c_str());
     else if (k == "--fmm-accel-fma") a.fmmAccelFma = true;
+    else if (k == "--fmm-near-double") a.fmmNearDouble = true;
     else if (k == "--fmm-cells") {
       std::stringstream ss(next());
       std::string item;
@@ -317,6 +321,7 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
   co.fmmDevicePeriodicFinish = devicePeriodicFinish;
   co.fmmM2L = a.fmmM2L;
   co.fmmAccelTablesMma = !a.fmmAccelFma;
+  co.fmmNearSingle = !a.fmmNearDouble;
   setDeviceOptions(gpu, co);
   SolveOptions o;
   o.method = SolveMethod::Fmm;
@@ -358,7 +363,7 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
               "\"device_tree\":%s,\"device_periodic\":%s,\"device_periodic_tiles\":%s,"
               "\"device_periodic_finish\":%s,\"host_cells\":%s,\"scale_candidates\":%llu,"
               "\"scale_candidate_cells\":%llu,\"scale_s\":%s,\"tree_steps_s\":[%s,%s,%s],"
-              "\"finish_steps_s\":[%s,%s,%s],\"m2l\":\"%s\",\"accel_tables_mma\":%s,"
+              "\"finish_steps_s\":[%s,%s,%s],\"m2l\":\"%s\",\"accel_tables_mma\":%s,\"near_single\":%s,"
               "\"lists_s\":%s,"
               "\"list_rounds\":%d,"
               "\"list_max_frontier\":%llu,\"reps\":%d,\"wall_s\":%s,\"keys_sort_s\":%s,\"moments_s\":%s,\"build_s\":%s,"
@@ -380,7 +385,8 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
               num(cs.fmmTreeStepSeconds[0]).c_str(), num(cs.fmmTreeStepSeconds[1]).c_str(),
               num(cs.fmmTreeStepSeconds[2]).c_str(), num(cs.fmmFinishStepSeconds[0]).c_str(),
               num(cs.fmmFinishStepSeconds[1]).c_str(), num(cs.fmmFinishStepSeconds[2]).c_str(), cuda::fmmM2LVariantName(co.fmmM2L),
-              accel && co.fmmAccelTablesMma ? "true" : "false", num(median(lists)).c_str(), cs.fmmListRounds,
+              accel && co.fmmAccelTablesMma ? "true" : "false", co.fmmNearSingle ? "true" : "false",
+              num(median(lists)).c_str(), cs.fmmListRounds,
               (unsigned long long)cs.fmmListMaxFrontier, a.reps, num(w).c_str(), num(median(keys)).c_str(),
               num(median(mom)).c_str(),
               num(median(build)).c_str(), num(median(up)).c_str(), num(wk).c_str(), num(median(kernel[0])).c_str(),

@@ -15,10 +15,13 @@ namespace amrgrav::parity {
 
 /// The backend's options for a check or a timing. poison: NaN in the device's result buffers before every solve;
 /// queueCapacity: the walk queue's first size per warp (a small one forces reruns); validateOnDevice false: the
-/// cells checked on the host (core/validate.h) instead of in the bounds kernel.
+/// cells checked on the host (core/validate.h) instead of in the bounds kernel. The FMM's computed near pairs in
+/// double (CudaOptions::fmmNearSingle off), so that its solves match the CPU's to rounding; the single-precision
+/// default has cases of its own (subjects fmm, fmm-periodic: near-single).
 inline CudaOptions cudaOpts(bool pinned, unsigned queueCapacity, bool poison, int copyThreads = 0,
                             bool validateOnDevice = true) {
   CudaOptions o;
+  o.fmmNearSingle = false;
   o.pinnedStaging = pinned;
   o.initialQueueCapacity = queueCapacity;
   o.poisonDevice = poison;
@@ -56,6 +59,8 @@ inline Status exportDeviceTree(CudaBackend& gpu, HostTree& out, double extentLo[
 
 /// A distributed FMM rank's GPU evaluation of its own lists on a device state of its own (ranks as threads of one
 /// process, tools/thread_ranks.h).
-inline std::unique_ptr<fmm::RankLocal> gpuRankLocal(int device) { return makeCudaFmmRankLocalOwnState(device); }
+inline std::unique_ptr<fmm::RankLocal> gpuRankLocal(int device) {
+  return makeCudaFmmRankLocalOwnState(device, cudaOpts(true, 4096, false));
+}
 
 }  // namespace amrgrav::parity

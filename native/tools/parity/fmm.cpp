@@ -8,7 +8,9 @@
 /// and computed); potentials only (the table steps on the tensor cores) on both sets, the AMR set's tiles with
 /// computed steps; momentum |sum m a| / sum |m a| <= 1e-6 on the GPU (issue #20); two GPU solves bitwise equal (with
 /// and without accelerations); the host block entry against the CPU's (periodic boxes: subject fmm-periodic,
-/// fmm_periodic.cpp).
+/// fmm_periodic.cpp). The tool runs the computed near pairs in double (device.h cudaOpts); the backend's default,
+/// single precision (CudaOptions::fmmNearSingle), has its own cases on the AMR set (near-single: within 1e-6 of the
+/// CPU, masses beyond float's range, momentum, bitwise twice).
 /// The device's root cube and sort (CudaOptions::fmmDeviceSort, the default) against the host's (chooseRootCube,
 /// sortCellsByKey) on the random grid and the AMR set: the same root, order, keys and sorted cells, every array of
 /// the FmmTree built from each bitwise equal, method 'fmm' with each sort the same bits (with and without
@@ -36,6 +38,10 @@ namespace {
 constexpr double kPotTol = 1e-12;  // per cell
 constexpr double kAccTol = 1e-11;  // of the rms acceleration (cells where a ~ 0 make a per-cell ratio meaningless)
 constexpr double kMomentumTol = 1e-6;
+// The computed near pairs in single precision (fmm/near_single_k.h): a pair within a few float roundings (~3e-7), the
+// near field a part of phi; native/tests/fmm_near_single.cpp bounds a batch's sums at 1e-6 of sum |m| / r.
+constexpr double kNearSinglePotTol = 1e-6;  // per cell
+constexpr double kNearSingleAccTol = 1e-6;  // of the rms acceleration
 
 
 SolveOptions fmmOptions(int order) {
@@ -296,6 +302,36 @@ void accelTableFmaKernel(Context& cx, const std::string& g, const Cells& grid) {
   setDeviceOptions(gpu, before);
 }
 
+/// The near field's computed pairs in single precision (CudaOptions::fmmNearSingle: the backend's default; this tool
+/// runs double otherwise) on the AMR set, whose tiles hold computed steps: against the CPU within the float pairs'
+/// bound (kNearSinglePotTol per cell, kNearSingleAccTol of the rms; the double kernel: 1e-12), with potentials only
+/// and with accelerations, with every mass times 2^200 and 2^-200 (beyond float's range: the batches' scales), momentum
+/// and two solves bitwise.
+void nearSingleCases(Context& cx) {
+  CudaBackend& gpu = *cx.gpu;
+  const CudaOptions before = gpu.cudaOptions();
+  CudaOptions co = before;
+  co.fmmNearSingle = true;
+  setDeviceOptions(gpu, co);
+  parityCase(cx, "fmm-amr-p7-near-single", cx.amr(), fmmOptions(7), gpu, kNearSinglePotTol, false, true,
+             kNearSingleAccTol);
+  {
+    const CudaStats cs = deviceStats(gpu);
+    check(cx, "fmm-amr-near-single-computed", cs.fmmComputedEntries > 0, p2pPaths(cs));
+  }
+  SolveOptions pot = fmmOptions(7);
+  pot.accelerations = false;
+  parityCase(cx, "fmm-amr-p7-pot-near-single", cx.amr(), pot, gpu, kNearSinglePotTol, false, true, kNearSingleAccTol);
+  for (const int e : {200, -200}) {  // the results scale with the masses: the same bounds
+    Cells scaled = cx.amr();
+    for (double& m : scaled.m) m = std::ldexp(m, e);
+    parityCase(cx, "fmm-amr-p7-near-single-mass-2^" + std::to_string(e), scaled, fmmOptions(7), gpu,
+               kNearSinglePotTol, false, true, kNearSingleAccTol);
+  }
+  momentumAndRepeat(cx, "fmm-amr-near-single", cx.amr(), fmmOptions(7));
+  setDeviceOptions(gpu, before);
+}
+
 }  // namespace
 
 void runFmm(Context& cx) {
@@ -341,6 +377,7 @@ void runFmm(Context& cx) {
   // the other M2L kernels (CudaOptions::fmmM2L)
   m2lVariants(cx, g, grid);
   accelTableFmaKernel(cx, g, grid);
+  nearSingleCases(cx);
 
   // the device's sort (the default) against the host's
   deviceSortCase(cx, "fmm-" + g, grid);

@@ -23,7 +23,9 @@
 /// finish on the device): the device tree's scale by bits the host's (and with the switch off, the gathered cells'
 /// scale), the solves bitwise the host periodic path's, the mean density equal and the mean potential within 1e-12 of
 /// max |phi| of the host finish's, the conventions, momentum and determinism as above; a tree with leaves above the
-/// far frontier takes the gathered cells after all (said in the check's detail).
+/// far frontier takes the gathered cells after all (said in the check's detail). The computed near pairs in single
+/// precision (CudaOptions::fmmNearSingle, the backend's default; this tool runs double): with image shifts, within
+/// 1e-6 of the CPU (near-single cases).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -49,6 +51,7 @@ namespace {
 
 constexpr double kPotTol = 1e-12;  // of max |phi|: the isolated subject's per-cell 1e-12, for potentials crossing 0
 constexpr double kAccTol = 1e-11;  // of the rms acceleration
+constexpr double kNearSingleTol = 1e-6;  // both, with the computed near pairs in single precision (subject fmm's)
 constexpr double kMomentumTol = 1e-6;
 
 
@@ -356,6 +359,27 @@ void m2lVariants(Context& cx, const std::string& g, const Cells& random) {
   });
 }
 
+/// The computed near pairs in single precision (CudaOptions::fmmNearSingle, the backend's default; this tool runs
+/// double otherwise), where the tiles' computed steps carry image shifts: fully periodic random densities at p 4
+/// (their contrast) and the AMR set, and the AMR set in a sheet, against the CPU within the float pairs' bound of max
+/// |phi| and of the rms acceleration (subject fmm's).
+void nearSingleCases(Context& cx, const std::string& g, const Cells& random) {
+  CudaBackend& gpu = *cx.gpu;
+  const CudaOptions before = gpu.cudaOptions();
+  CudaOptions co = before;
+  co.fmmNearSingle = true;
+  setDeviceOptions(gpu, co);
+  parityCase(cx, "fmm-periodic-" + g + "-random-p4-near-single", random, fmmOptions(4, true, true, true), gpu,
+             kNearSingleTol, false, true, kNearSingleTol);
+  const CudaStats cs = deviceStats(gpu);
+  check(cx, "fmm-periodic-" + g + "-near-single-computed", cs.fmmComputedEntries > 0, p2pPaths(cs));
+  parityCase(cx, "fmm-periodic-amr-p7-near-single", cx.amr(), fmmOptions(7, true, true, true), gpu, kNearSingleTol,
+             false, true, kNearSingleTol);
+  parityCase(cx, "fmm-sheet-xy-amr-p7-near-single", cx.amr(), fmmOptions(7, true, true, false), gpu, kNearSingleTol,
+             false, true, kNearSingleTol);
+  setDeviceOptions(gpu, before);
+}
+
 }  // namespace
 
 void runFmmPeriodic(Context& cx) {
@@ -393,6 +417,7 @@ void runFmmPeriodic(Context& cx) {
              true, kAccTol);
   parityCase(cx, "fmm-line-z-amr-p7", cx.amr(), fmmOptions(7, false, false, true), gpu, kPotTol, false, true,
              kAccTol);
+  nearSingleCases(cx, g, random);
   // the finish's conventions, momentum, determinism
   conventionsAndRepeat(cx, "fmm-periodic-" + g + "-sine", sine, fmmOptions(7, true, true, true));
   conventionsAndRepeat(cx, "fmm-periodic-amr", cx.amr(), fmmOptions(7, true, true, true));
