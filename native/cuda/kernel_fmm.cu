@@ -766,14 +766,7 @@ __global__ void __launch_bounds__(kLeafThreads) fmmP2PComputed(FmmDeviceView v) 
       for (unsigned k = 0; k < m; ++k) {
         const double2 a = sxy[k], c = szm[k];
         const double dx = xi - a.x, dy = yi - a.y, dz = zi - c.x;
-        const double rinv = rsqrt(dx * dx + dy * dy + dz * dz);
-        q += c.y * rinv;
-        if constexpr (Accel) {
-          const double t = c.y * (rinv * rinv * rinv);
-          g[0] += t * dx;
-          g[1] += t * dy;
-          g[2] += t * dz;
-        }
+        fmm::addNearPair<Accel>(dx, dy, dz, c.y, rsqrt(dx * dx + dy * dy + dz * dz), q, g);
       }
     }
     p += q;

@@ -76,6 +76,19 @@ AG_HD float reciprocalSqrtF(float r2) {
 #endif
 }
 
+/// One pair's terms (float here, double in the double kernel, cuda/kernel_fmm.cu fmmP2PComputed): q += m / r and, with
+/// Accel, g += m d / r^3, given rinv = 1 / r (d = target - source).
+template <bool Accel, class T>
+AG_HD void addNearPair(T dx, T dy, T dz, T m, T rinv, T& q, T g[3]) {
+  q += m * rinv;
+  if constexpr (Accel) {
+    const T t = m * (rinv * rinv * rinv);
+    g[0] += t * dx;
+    g[1] += t * dy;
+    g[2] += t * dz;
+  }
+}
+
 /// The sums over sources s[0 .. n) of one batch at target position (xi, yi, zi) (relative to the same origin):
 /// q += m / r and, with Accel, g += m d / r^3 (d = target - source), in order. The computed pairs never hold a cell
 /// with itself (a regular leaf meets itself by table).
@@ -88,14 +101,7 @@ AG_HD void nearBatchSums(const NearSourceF* s, unsigned n, float xi, float yi, f
     const NearSourceF c = s[k];
     const float dx = xi - c.x, dy = yi - c.y, dz = zi - c.z;
     const float r2 = dx * dx + dy * dy + dz * dz;
-    const float rinv = reciprocalSqrtF(r2);
-    q += c.m * rinv;
-    if constexpr (Accel) {
-      const float t = c.m * (rinv * rinv * rinv);
-      g[0] += t * dx;
-      g[1] += t * dy;
-      g[2] += t * dz;
-    }
+    addNearPair<Accel>(dx, dy, dz, c.m, reciprocalSqrtF(r2), q, g);
   }
 }
 
