@@ -176,6 +176,41 @@ __device__ __forceinline__ void stageM2LBatch(const double* src, unsigned stride
   __syncwarp();  // every lane's copies are in place
 }
 
+/// The staged kernels' lane sums zeroed: NR terms in registers, NS in the lane's shared column.
+template <int NR, int NS> __device__ __forceinline__ void clearLaneTerms(double* La, volatile double* Ls) {
+#pragma unroll
+  for (int k = 0; k < NR; ++k) La[k] = 0.0;
+#pragma unroll 4
+  for (int k = 0; k < NS; ++k) Ls[32 * k] = 0.0;
+}
+
+/// The staged kernels' walk over target A's sources m2lSource[s0 .. s1) in batches of 32: each batch's NT terms (node
+/// B's at src + B * stride) staged in Ms (stageM2LBatch), then lane i's source B through pair(x, y, z, Ms + lane),
+/// (x, y, z) = A's centre minus B's (with Dip, B moved by its image shift first, as evaluate.cpp).
+template <int NT, bool Dip, class Pair>
+__device__ __forceinline__ void m2lSourceBatches(const FmmDeviceView& v, unsigned A, unsigned s0, unsigned s1,
+                                                 unsigned lane, const double* src, unsigned stride, double* Ms,
+                                                 Pair pair) {
+  const double ax = v.centre[3 * std::size_t(A)], ay = v.centre[3 * std::size_t(A) + 1],
+               az = v.centre[3 * std::size_t(A) + 2];
+  for (unsigned b0 = s0; b0 < s1; b0 += 32u) {
+    const unsigned nb = min(32u, s1 - b0);
+    const unsigned mine = lane < nb ? v.m2lSource[b0 + lane] : 0u;
+    stageM2LBatch<NT>(src, stride, mine, nb, lane, Ms);
+    if (lane < nb) {
+      const std::size_t B = mine;
+      if constexpr (Dip) {
+        double sh[3] = {0.0, 0.0, 0.0};
+        if (v.m2lShift) shiftOf(v, v.m2lShift, b0 + lane, sh);
+        pair(ax - (v.centre[3 * B] + sh[0]), ay - (v.centre[3 * B + 1] + sh[1]), az - (v.centre[3 * B + 2] + sh[2]),
+             Ms + lane);
+      } else {
+        pair(ax - v.centre[3 * B], ay - v.centre[3 * B + 1], az - v.centre[3 * B + 2], Ms + lane);
+      }
+    }
+  }
+}
+
 /// The staged M2L (kFmmM2LStaged, kFmmM2LStagedLowRegs, kFmmM2LDirect, kFmmM2LDirectLowRegs; fmm/m2l_stage_k.h):
 /// one warp per target node A and block.
 /// Its sources go in batches of 32: the warp copies the batch's multipoles into shared memory (cp.async, each
@@ -204,29 +239,11 @@ __global__ void __launch_bounds__(32) fmmM2LStaged(FmmDeviceView v) {
   double* Ms = m2lShared;
   volatile double* Ls = m2lShared + fmm::m2lStageDoubles(NT) + lane;  // this lane's column (as fmmM2L's)
   double La[NR];
-#pragma unroll
-  for (int k = 0; k < NR; ++k) La[k] = 0.0;
-#pragma unroll 4
-  for (int k = 0; k < NS; ++k) Ls[32 * k] = 0.0;
-  const double ax = v.centre[3 * std::size_t(A)], ay = v.centre[3 * std::size_t(A) + 1],
-               az = v.centre[3 * std::size_t(A) + 2];
-  for (unsigned b0 = s0; b0 < s1; b0 += 32u) {
-    const unsigned nb = min(32u, s1 - b0);
-    const unsigned mine = lane < nb ? v.m2lSource[b0 + lane] : 0u;
-    stageM2LBatch<NT>(v.M, unsigned(v.mStride), mine, nb, lane, Ms);
-    if (lane < nb) {
-      const std::size_t B = mine;
-      if constexpr (Dip) {
-        double sh[3] = {0.0, 0.0, 0.0};
-        if (v.m2lShift) shiftOf(v, v.m2lShift, b0 + lane, sh);
-        K::template pair<MS, NR, true, Direct>(ax - (v.centre[3 * B] + sh[0]), ay - (v.centre[3 * B + 1] + sh[1]),
-                                               az - (v.centre[3 * B + 2] + sh[2]), Ms + lane, La, Ls);
-      } else {
-        K::template pair<MS, NR, false, Direct>(ax - v.centre[3 * B], ay - v.centre[3 * B + 1],
-                                                az - v.centre[3 * B + 2], Ms + lane, La, Ls);
-      }
-    }
-  }
+  clearLaneTerms<NR, NS>(La, Ls);
+  m2lSourceBatches<NT, Dip>(v, A, s0, s1, lane, v.M, unsigned(v.mStride), Ms,
+                            [&](double x, double y, double z, const double* Mb) {
+                              K::template pair<MS, NR, Dip, Direct>(x, y, z, Mb, La, Ls);
+                            });
   double* Lt = v.L + std::size_t(A) * termsOf(P);
 #pragma unroll
   for (int k = 0; k < NR; ++k) addLaneSums(La[k], lane, Lt + k);
@@ -291,29 +308,11 @@ __global__ void __launch_bounds__(32) fmmM2LHarmonic(FmmDeviceView v) {
   double* Ms = m2lShared;
   volatile double* Ls = m2lShared + fmm::m2lStageDoubles(NH) + lane;  // this lane's column
   double La[NR];
-#pragma unroll
-  for (int k = 0; k < NR; ++k) La[k] = 0.0;
-#pragma unroll 4
-  for (int k = 0; k < NS; ++k) Ls[32 * k] = 0.0;
-  const double ax = v.centre[3 * std::size_t(A)], ay = v.centre[3 * std::size_t(A) + 1],
-               az = v.centre[3 * std::size_t(A) + 2];
-  for (unsigned b0 = s0; b0 < s1; b0 += 32u) {
-    const unsigned nb = min(32u, s1 - b0);
-    const unsigned mine = lane < nb ? v.m2lSource[b0 + lane] : 0u;
-    stageM2LBatch<NH>(v.Mh, unsigned(HS), mine, nb, lane, Ms);
-    if (lane < nb) {
-      const std::size_t B = mine;
-      if constexpr (Dip) {
-        double sh[3] = {0.0, 0.0, 0.0};
-        if (v.m2lShift) shiftOf(v, v.m2lShift, b0 + lane, sh);
-        K::template pair<MS, NR, true>(ax - (v.centre[3 * B] + sh[0]), ay - (v.centre[3 * B + 1] + sh[1]),
-                                       az - (v.centre[3 * B + 2] + sh[2]), Ms + lane, La, Ls);
-      } else {
-        K::template pair<MS, NR, false>(ax - v.centre[3 * B], ay - v.centre[3 * B + 1], az - v.centre[3 * B + 2],
-                                        Ms + lane, La, Ls);
-      }
-    }
-  }
+  clearLaneTerms<NR, NS>(La, Ls);
+  m2lSourceBatches<NH, Dip>(v, A, s0, s1, lane, v.Mh, unsigned(HS), Ms,
+                            [&](double x, double y, double z, const double* Mb) {
+                              K::template pair<MS, NR, Dip>(x, y, z, Mb, La, Ls);
+                            });
   __syncwarp();  // the staging room is free: the harmonic sums go there
   double* Lh = Ms;
 #pragma unroll
