@@ -8,6 +8,7 @@
 /// within 1e-6 of its sum of |m| / r^2. The batch scales: exact powers of two that bring any finite double mass
 /// below 4, their product 1; masses times 2^+-600 (far outside float's range) give the same sums times the same power,
 /// bit for bit. CTest (label cpu).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -103,7 +104,7 @@ std::string sci(double v) {
 }  // namespace
 
 int main() {
-  // the scales: exact powers of two, |m| scaled below 2, their product 1
+  // the scales: exact powers of two, |m| scaled into [1, 4), their product 1
   {
     bool ok = true;
     const double masses[] = {0.0, 5e-324, 2.2e-308, 1e-300, 1e-30, 1.0, 3.0, 1e40, 1e300, 1.7e308, -2.5e33};
