@@ -133,7 +133,7 @@ Status solveOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions
 
 }  // namespace cuda
 
-std::unique_ptr<Backend> makeCudaBackend() {
+CudaOptions cudaOptionsFromEnvironment() {
   CudaOptions o;
   // measurement knobs (bench/gpu/blocks-check.sh chunks256, copies256): the host block entry's walk launches, the
   // staged copies' host threads and pinned chunk size (MiB); the FMM's lists, sort, tiles and tree on the device
@@ -154,7 +154,11 @@ std::unique_ptr<Backend> makeCudaBackend() {
   if (const char* e = std::getenv("AMRGRAV_WALK_PAIRED")) o.pairedCells = std::atoi(e) != 0;
   if (const char* e = std::getenv("AMRGRAV_CUDA_STAGING_MIB"))
     if (const int mib = std::atoi(e); mib > 0) o.stagingChunkBytes = std::size_t(std::min(mib, 256)) << 20;
-  return std::make_unique<cuda::CudaBackendImpl>(o);
+  return o;
+}
+
+std::unique_ptr<Backend> makeCudaBackend() {
+  return std::make_unique<cuda::CudaBackendImpl>(cudaOptionsFromEnvironment());
 }
 
 }  // namespace amrgrav

@@ -200,8 +200,14 @@ struct CudaStats {
 inline constexpr const char* kFmmTileStepNames[9] = {"size_up", "leaves", "near_lists", "regular", "slots",
                                                      "tables", "order",   "tiles",      "irregular"};
 
+/// CudaOptions' defaults with the measurement knobs of the environment applied (AMRGRAV_FMM_M2L,
+/// AMRGRAV_FMM_NEAR_SINGLE, AMRGRAV_WALK_PAIRED, ...; each documented at its option): what makeCudaBackend() and the
+/// GPU ranks' device state (rank_phase.h rankDeviceState) run with.
+CudaOptions cudaOptionsFromEnvironment();
+
 /// name() == "cuda". Creating one touches no GPU; the first solve initialises the device. Calls are serialised
-/// (one solve at a time per backend object); keep one object alive across solves to reuse its device memory.
+/// (one solve at a time per backend object); keep one object alive across solves to reuse its device memory. Its
+/// options: cudaOptionsFromEnvironment().
 std::unique_ptr<Backend> makeCudaBackend();
 
 }  // namespace amrgrav

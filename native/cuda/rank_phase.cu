@@ -30,7 +30,7 @@ DeviceState& rankDeviceState(int device) {
   static std::unique_ptr<DeviceState> state;
   static int onDevice = -1;
   if (!state || onDevice != device) {
-    CudaOptions o;
+    CudaOptions o = cudaOptionsFromEnvironment();  // the knobs of a one-process solve's backend (makeCudaBackend)
     o.device = device;
     state = std::make_unique<DeviceState>(o);
     onDevice = device;

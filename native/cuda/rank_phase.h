@@ -18,9 +18,10 @@ namespace cuda {
 
 struct DeviceState;
 
-/// This process's state on `device` (CudaOptions' defaults), kept between solves (its device buffers are reused every
-/// step) and made anew when a solve asks for another device: the tree's GPU rank (cuda_rank_engine.h) and the FMM's
-/// (fmm_rank_phase.h) share it, so ranks of one process use one state whichever method runs.
+/// This process's state on `device` (cuda_backend.h cudaOptionsFromEnvironment: the defaults and the knobs a
+/// one-process solve takes), kept between solves (its device buffers are reused every step) and made anew when a
+/// solve asks for another device: the tree's GPU rank (cuda_rank_engine.h) and the FMM's (fmm_rank_phase.h) share it,
+/// so ranks of one process use one state whichever method runs.
 DeviceState& rankDeviceState(int device);
 
 /// The received LETs as one tree (let/let.h mergeLets' layout: virtual nodes with an infinite MAC radius on top,
