@@ -83,7 +83,8 @@
 #              and 2 on the GPU, rank 1 on the CPU), and the 'cells' set (cuts inside blocks and leaves, scattered
 #              cells) on 3 GPU ranks: the gathered N-rank potential vs the one-process FMM on the same backend (bar
 #              1e-6; rounding alone expected, ~1e-13), vs the same split on CPU ranks and vs the CPU's one process
-#              (the same lists: ~1e-12), vs physics (as accurate as one process), each rank's LET bytes sent and
+#              (the same lists: ~1e-12 in double, AMRGRAV_FMM_NEAR_SINGLE=0; ~1e-8 with the computed near pairs in
+#              single precision, the default: bar 1e-6), vs physics (as accurate as one process), each rank's LET bytes sent and
 #              whether its share ran on the GPU; a sheet refused on every rank. FMMMPI_RUNS="np:backend:set ..."
 #              picks the runs (default 1:cuda:blocks 2:cuda:blocks 3:cuda:blocks 3:mixed:blocks 3:cuda:cells)
 #   mpibench   `bench --grid 256 --backend cuda $MPIBENCH_ARGS` under mpirun -np 1, 2, 4 (rank r on GPU r mod D) with each rank's distributed stats
@@ -671,19 +672,23 @@ PY
         timeout 400 $mpi -np $np node test/mpi/fmmCheck.mjs $set --backend $bk \
           > "$out/fmmmpi-$tag.json" 2> "$out/fmmmpi-$tag.err"
         rc=$?
-        summary+=("fmmmpi $tag rc=$rc $(python3 - "$out/fmmmpi-$tag.json" <<'PY'
+        summary+=("fmmmpi $tag rc=$rc $(python3 - "$out/fmmmpi-$tag.json" "${AMRGRAV_FMM_NEAR_SINGLE:-1}" <<'PY'
 import json, sys
 try:
     r = json.loads([l for l in open(sys.argv[1]) if l.startswith('{')][-1])
 except Exception as e:
     print(f"no report ({e})"); sys.exit()
 sc = r['scenarios']
-# the bars: N ranks = 1 rank to 1e-6 (rounding expected), the CPU ranks' answer to 1e-10, as accurate as one process
+# the bars: N ranks = 1 rank to 1e-6 (rounding expected), the CPU ranks' answer to 1e-10, as accurate as one process;
+# with the GPU's computed near pairs in single precision (the default, AMRGRAV_FMM_NEAR_SINGLE unset or 1) the CPU
+# ranks' answer to 1e-6 and one process's accuracy to 1e-7 more (the float pairs' rounding, parity subject fmm's bar)
+single = sys.argv[2] != '0'
 vs1 = max(max(s['potentialVsSingle'], s['accelerationsVsSingle']) for s in sc)
 vcpu = max([max(s['vsCpuRanks']['potential'], s['vsCpuRanks']['accelerations']) for s in sc if 'vsCpuRanks' in s] or [0])
-phys = all(s['distributedVsPhysics']['potential'] < 1.001 * s['singleVsPhysics']['potential'] + 1e-12 for s in sc)
+phys = all(s['distributedVsPhysics']['potential'] < 1.001 * s['singleVsPhysics']['potential'] + (1e-7 if single else 1e-12)
+           for s in sc)
 gpu = [sum(1 for q in s['perRank'] if q['gpu']) for s in sc]
-ok = vs1 <= 1e-6 and vcpu <= 1e-10 and phys and (r['ranks'] == 1 or r.get('sheetRefusedOnEveryRank', True))
+ok = vs1 <= 1e-6 and vcpu <= (1e-6 if single else 1e-10) and phys and (r['ranks'] == 1 or r.get('sheetRefusedOnEveryRank', True))
 print(f"backend {r['backend']} set {r['set']} worst vsSingle {vs1:.3g} worst vsCpuRanks {vcpu:.3g} physics {phys} "
       f"sheet refused {r.get('sheetRefusedOnEveryRank')} {'PASS' if ok else 'FAIL'} | " +
       "; ".join(f"{s['name']}: vs1 {s['potentialVsSingle']:.2g}/{s['accelerationsVsSingle']:.2g} "
