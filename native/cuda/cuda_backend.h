@@ -172,6 +172,9 @@ struct CudaStats {
   /// Method 'fmm' with CudaOptions::fmmDeviceTiles: the device's build of the near lists and tiles
   /// (cuda/fmm_tiles_phase.h), each step's device time (events), named by kFmmTileStepNames; zeros otherwise.
   double fmmTileStepSeconds[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+  /// Method 'fmm': deviceBytes by part, named by kFmmMemoryPartNames (their sum is deviceBytes): where #20's bytes a
+  /// cell go.
+  std::size_t fmmMemoryParts[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   /// Method 'fmm''s block entry (fmm_phase.h solveFmmBlocks): the cells were made on the device from the blocks (one
   /// number per cell up, none with device data); false when the host made them for the cell solve (periodic boxes,
   /// a step of the FMM on the host) and for every other solve.
@@ -204,6 +207,13 @@ inline constexpr const char* kFmmTileStepNames[9] = {"size_up", "leaves", "near_
 /// AMRGRAV_FMM_NEAR_SINGLE, AMRGRAV_WALK_PAIRED, ...; each documented at its option): what makeCudaBackend() and the
 /// GPU ranks' device state (rank_phase.h rankDeviceState) run with.
 CudaOptions cudaOptionsFromEnvironment();
+
+/// The parts of CudaStats::fmmMemoryParts: the sort's and tree method's state (the index block with the sorted cells,
+/// CUB's scratch, ...), the FMM's cells and sums, its expansions (centres, M, folded M, L), topology (with the leaves and
+/// L2L's tables), M2L lists, the lists' build (its keys, frontiers and scratch), the near field (tiles, unit tables and
+/// their build), the tree's build and the periodic path's.
+inline constexpr const char* kFmmMemoryPartNames[8] = {"sort_state", "cells_sums", "expansions", "topology",
+                                                       "m2l_lists",  "list_build", "near_field", "tree_periodic"};
 
 /// name() == "cuda". Creating one touches no GPU; the first solve initialises the device. Calls are serialised
 /// (one solve at a time per backend object); keep one object alive across solves to reuse its device memory. Its

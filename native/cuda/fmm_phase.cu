@@ -404,6 +404,7 @@ void reportFmmStats(DeviceState& ds, Clock::time_point t0, std::size_t n, std::s
   ds.stats.secondsTotal = since(t0);
   ds.stats.deviceBytes = deviceBytes(ds);
   ds.stats.deviceBytesPerCell = double(ds.stats.deviceBytes) / double(n);
+  fmmMemoryParts(ds, ds.stats.fmmMemoryParts);
   st.secondsKeys = ds.stats.secondsKeys;
   st.secondsBuild = ds.stats.secondsBuild;
   st.secondsMoments = ds.stats.secondsMoments;
@@ -440,6 +441,19 @@ std::size_t FmmBuffers::bytes() const {
          tileStepTable.bytes() + tileInvH.bytes() + p2pK.bytes() + p2pSlot.bytes() + lists.bytes() +
          tileBuild.bytes() + treeBuild.bytes() +
          periodic.bytes();
+}
+
+void fmmMemoryParts(DeviceState& ds, std::size_t parts[8]) {
+  const FmmBuffers& b = ds.fmm;
+  parts[1] = b.cells.bytes() + b.sums.bytes();
+  parts[2] = b.centre.bytes() + b.M.bytes() + b.Mh.bytes() + b.L.bytes();
+  parts[3] = b.topo.bytes() + b.childCount.bytes() + b.leaves.bytes() + b.tables.bytes();
+  parts[4] = b.m2lStart.bytes() + b.m2lSource.bytes();
+  parts[5] = b.lists.bytes();
+  parts[6] = b.tiles.bytes() + b.tileStepTable.bytes() + b.tileInvH.bytes() + b.p2pK.bytes() + b.p2pSlot.bytes() +
+             b.tileBuild.bytes();
+  parts[7] = b.treeBuild.bytes() + b.periodic.bytes();
+  parts[0] = deviceBytes(ds) - b.bytes();  // the rest: the sort's and the tree method's state
 }
 
 Status checkFmmOnDevice(const SolveOptions&) {

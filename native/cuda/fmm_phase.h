@@ -65,6 +65,9 @@ struct FmmBuffers {
 
 /// InvalidOption when the CUDA backend's FMM is not built for these options (none so far: isolated and periodic
 /// boxes both run; the block entry's device pointers in periodic boxes are refused by solveFmmBlocks).
+/// The device memory held (deviceBytes) in the parts of CudaStats::fmmMemoryParts (kFmmMemoryPartNames).
+void fmmMemoryParts(DeviceState& ds, std::size_t parts[8]);
+
 Status checkFmmOnDevice(const SolveOptions& opt);
 
 /// The solve of cells.n > 0 cells with opt.method == SolveMethod::Fmm, called by the backend's solve once the

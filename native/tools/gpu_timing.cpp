@@ -40,7 +40,8 @@
 ///                     checked, keys, sort, the order and keys down, the host's gather; moments: tree and upward pass,
 ///                     build: the interaction lists, on the host; upload; walk: the device's P2P, M2L, L2L and L2P, and each
 ///                     kernel alone from device events, p2p_s, m2l_s, l2l_s (all levels), l2p_s; download: the sums
-///                     down and finished on the host), M2L and P2P per cell, one "fmm" JSON line each; then
+///                     down and finished on the host), M2L and P2P per cell, the device bytes a cell by part
+///                     (device_bytes_per_cell_by_part: CudaStats::fmmMemoryParts), one "fmm" JSON line each; then
 ///                     the tree (method 'tree', the default options) on the same grid in the same run, one "perf" line
 ///   --fmm-host-lists  with --fmm: each FMM timing twice, the lists built on the host and then on the device (the
 ///                     default, CudaOptions::fmmDeviceLists, cuda/fmm_lists_phase.h); "device_lists" says which,
@@ -351,6 +352,9 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
   }
   const CudaStats cs = deviceStats(gpu);
   const double n = double(cells.size()), w = median(wall), wk = median(walk);
+  std::string memory;  // the device bytes a cell by part (CudaStats::fmmMemoryParts)
+  for (int k = 0; k < 8; ++k)
+    memory += std::string(k ? "," : "") + "\"" + kFmmMemoryPartNames[k] + "\":" + num(double(cs.fmmMemoryParts[k]) / n);
   std::string steps;  // the device tiles' build, step by step (medians; their sum is tiles_s)
   double tilesTotal = 0;
   const bool tilesOnDevice = periodic ? devicePeriodic && devicePeriodicTiles && deviceLists : deviceTiles;
@@ -372,7 +376,8 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
               "\"m2l_per_cell\":%s,\"p2p_per_cell\":%s,\"nodes\":%llu,\"leaves\":%llu,\"depth\":%d,"
               "\"p2p_tiles\":%llu,\"p2p_tile_targets\":%llu,\"p2p_tables\":%llu,\"p2p_table_pairs\":%llu,"
               "\"p2p_computed_pairs\":%llu,\"p2p_irregular_leaves\":%llu,"
-              "\"device_bytes_per_cell\":%s,\"tiles_s\":%s,\"tile_steps_s\":{%s},\"device\":\"%s\"}\n",
+              "\"device_bytes_per_cell\":%s,\"device_bytes_per_cell_by_part\":{%s},\"tiles_s\":%s,"
+              "\"tile_steps_s\":{%s},\"device\":\"%s\"}\n",
               jsonEscape(mesh).c_str(), grid, cells.size(), o.fmmOrder, num(o.fmmTheta).c_str(),
               num(o.fmmTolerance).c_str(),
               accel ? "true" : "false", periodic ? "true" : "false", deviceSort ? "true" : "false",
@@ -397,7 +402,8 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
               (unsigned long long)r.stats.leaves, r.stats.treeDepth, (unsigned long long)cs.fmmTiles,
               (unsigned long long)cs.fmmTileTargets, (unsigned long long)cs.fmmTables,
               (unsigned long long)cs.fmmTableEntries, (unsigned long long)cs.fmmComputedEntries,
-              (unsigned long long)cs.fmmIrregularLeaves, num(cs.deviceBytesPerCell).c_str(), num(tilesTotal).c_str(),
+              (unsigned long long)cs.fmmIrregularLeaves, num(cs.deviceBytesPerCell).c_str(), memory.c_str(),
+              num(tilesTotal).c_str(),
               steps.c_str(), jsonEscape(cs.device).c_str());
   std::fflush(stdout);
 }
