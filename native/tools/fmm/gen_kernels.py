@@ -238,6 +238,17 @@ def trace_partners(n, idx):
     return idx[(a + 2, b, 0)], idx[(a, b + 2, 0)]
 
 
+def harmonic_derivative_lines(lev, t, m, idx, ref, const, indent):
+    """The lines that make the derivatives of degree m in `lev` with c <= 2: c <= 1 by recurrence_d, c = 2 by the trace
+    identity (after them: its partners have c = 0). ref(k) names derivative k, const(c) a constant."""
+    L = [f"{indent}{ref(i)} = {recurrence_d(t[i], m, idx, ref, const)};" for i in lev if t[i][2] <= 1]
+    for i in lev:
+        if t[i][2] == 2:
+            x, y = trace_partners(t[i], idx)
+            L.append(f"{indent}{ref(i)} = -({ref(x)} + {ref(y)});")
+    return L
+
+
 def binom(j, i):
     return factorial(j) // (factorial(i) * factorial(j - i))
 
@@ -296,14 +307,7 @@ def emit_harmonic(p, t, idx, nt, deg):
                  f"az = bc<T>({a!r}) * rinv2 * z;")
         if m > 1:
             L.append(f"    const T bb = bc<T>({b!r}) * rinv2;")
-        for i in lev:
-            if t[i][2] <= 1:
-                expr = recurrence_d(t[i], m, idx, lambda k: f"D[{k}]", lambda c: f"bc<T>({c!r})")
-                L.append(f"    D[{i}] = {expr};")
-        for i in lev:
-            if t[i][2] == 2:
-                x, y = trace_partners(t[i], idx)
-                L.append(f"    D[{i}] = -(D[{x}] + D[{y}]);")
+        L += harmonic_derivative_lines(lev, t, m, idx, lambda k: f"D[{k}]", lambda c: f"bc<T>({c!r})", "    ")
         L.append("  }")
     L.append("}")
     L.append("")
@@ -374,13 +378,7 @@ def emit_fused_harmonic(p, t, idx, nt, deg, dip):
         lev = [i for i in range(nt) if deg[i] == m and (t[i][2] <= 1 or (t[i][2] == 2 and i in used))]
         if m > 0:
             L += degree_opening(m, lev)
-            for i in lev:
-                if t[i][2] <= 1:
-                    L.append(f"  d{i} = {recurrence_d(t[i], m, idx)};")
-            for i in lev:
-                if t[i][2] == 2:
-                    x, y = trace_partners(t[i], idx)
-                    L.append(f"  d{i} = -(d{x} + d{y});")
+            L += harmonic_derivative_lines(lev, t, m, idx, lambda k: f"d{k}", repr, "  ")
             L.append("  }")
         L += degree_products(m, h, t, idx, deg, dip)
     L.append("}")
