@@ -833,15 +833,21 @@ __global__ void __launch_bounds__(kLeafThreads) fmmP2PComputedSingle(FmmDeviceVi
   const auto sourceAt = [&](unsigned st) {
     return st < s1 ? v.tileStepSource[std::size_t(st) * kTileTargets + b] : fmm::kNoLeaf;
   };
+  const auto cellsOf = [&](unsigned S, unsigned& begin, unsigned& count) {  // none for kNoLeaf
+    begin = S == fmm::kNoLeaf ? 0 : v.cellBegin[S];
+    count = S == fmm::kNoLeaf ? 0 : v.cellCount[S];
+  };
   const unsigned i = v.cellBegin[T] + threadIdx.x;  // a regular target: kTileCells cells, a thread each
   const double* o = v.centre + 3 * std::size_t(T);
   const float xi = float(v.x[i] - o[0]), yi = float(v.y[i] - o[1]), zi = float(v.z[i] - o[2]);
   // this step's source S (its first cells read), the next one's (its cells' range known) and the one after
   unsigned S = sourceAt(c0);
-  unsigned sb = S == fmm::kNoLeaf ? 0 : v.cellBegin[S], sn = S == fmm::kNoLeaf ? 0 : v.cellCount[S];
+  unsigned sb, sn;
+  cellsOf(S, sb, sn);
   NearCell cell = loadNearCell(v, sb, sn, threadIdx.x);
   unsigned S1 = sourceAt(c0 + 1);
-  unsigned sb1 = S1 == fmm::kNoLeaf ? 0 : v.cellBegin[S1], sn1 = S1 == fmm::kNoLeaf ? 0 : v.cellCount[S1];
+  unsigned sb1, sn1;
+  cellsOf(S1, sb1, sn1);
   double p = v.phi[i], f[3] = {0.0, 0.0, 0.0};  // the table steps' totals, stored by the tile kernel
   if constexpr (Accel) {
     f[0] = v.gx[i];
@@ -874,8 +880,7 @@ __global__ void __launch_bounds__(kLeafThreads) fmmP2PComputedSingle(FmmDeviceVi
     sb = sb1;
     sn = sn1;
     S1 = sourceAt(st + 2);  // after the sums: its loads wait while other warps compute
-    sb1 = S1 == fmm::kNoLeaf ? 0 : v.cellBegin[S1];
-    sn1 = S1 == fmm::kNoLeaf ? 0 : v.cellCount[S1];
+    cellsOf(S1, sb1, sn1);
   }
   v.phi[i] = p;
   if constexpr (Accel) {
