@@ -404,7 +404,7 @@ void reportFmmStats(DeviceState& ds, Clock::time_point t0, std::size_t n, std::s
   ds.stats.secondsTotal = since(t0);
   ds.stats.deviceBytes = deviceBytes(ds);
   ds.stats.deviceBytesPerCell = double(ds.stats.deviceBytes) / double(n);
-  fmmMemoryParts(ds, ds.stats.fmmMemoryParts);
+  fmmMemoryParts(ds.fmm, ds.stats.deviceBytes, ds.stats.fmmMemoryParts);
   st.secondsKeys = ds.stats.secondsKeys;
   st.secondsBuild = ds.stats.secondsBuild;
   st.secondsMoments = ds.stats.secondsMoments;
@@ -443,8 +443,7 @@ std::size_t FmmBuffers::bytes() const {
          periodic.bytes();
 }
 
-void fmmMemoryParts(DeviceState& ds, std::size_t parts[8]) {
-  const FmmBuffers& b = ds.fmm;
+void fmmMemoryParts(const FmmBuffers& b, std::size_t deviceBytes, std::size_t parts[8]) {
   parts[1] = b.cells.bytes() + b.sums.bytes();
   parts[2] = b.centre.bytes() + b.M.bytes() + b.Mh.bytes() + b.L.bytes();
   parts[3] = b.topo.bytes() + b.childCount.bytes() + b.leaves.bytes() + b.tables.bytes();
@@ -453,7 +452,7 @@ void fmmMemoryParts(DeviceState& ds, std::size_t parts[8]) {
   parts[6] = b.tiles.bytes() + b.tileStepTable.bytes() + b.tileInvH.bytes() + b.p2pK.bytes() + b.p2pSlot.bytes() +
              b.tileBuild.bytes();
   parts[7] = b.treeBuild.bytes() + b.periodic.bytes();
-  parts[0] = deviceBytes(ds) - b.bytes();  // the rest: the sort's and the tree method's state
+  parts[0] = deviceBytes - b.bytes();  // the rest: the sort's and the tree method's state
 }
 
 Status checkFmmOnDevice(const SolveOptions&) {

@@ -65,8 +65,9 @@ struct FmmBuffers {
 
 /// InvalidOption when the CUDA backend's FMM is not built for these options (none so far: isolated and periodic
 /// boxes both run; the block entry's device pointers in periodic boxes are refused by solveFmmBlocks).
-/// The device memory held (deviceBytes) in the parts of CudaStats::fmmMemoryParts (kFmmMemoryPartNames).
-void fmmMemoryParts(DeviceState& ds, std::size_t parts[8]);
+/// The device memory held, deviceBytes (memory_plan.h deviceBytes of the state that holds b), in the parts of
+/// CudaStats::fmmMemoryParts (kFmmMemoryPartNames).
+void fmmMemoryParts(const FmmBuffers& b, std::size_t deviceBytes, std::size_t parts[8]);
 
 Status checkFmmOnDevice(const SolveOptions& opt);
 
