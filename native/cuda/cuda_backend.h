@@ -166,9 +166,10 @@ struct CudaStats {
   int fmmListRounds = 0;
   std::uint64_t fmmListMaxFrontier = 0;
   /// Method 'fmm', the near field's work (fmm/p2p_tiles.h): tiles, the regular targets in them, the tables
-  /// uploaded, the (target, source) pairs by table and computed in the tiles, and the irregular (computed) leaves.
+  /// uploaded, the (target, source) pairs by table and computed in the tiles, and the irregular (computed) leaves;
+  /// the tiles' steps, by table and computed (a tile's union of its targets' tables: how well the order groups them).
   std::uint64_t fmmTiles = 0, fmmTileTargets = 0, fmmTables = 0, fmmTableEntries = 0, fmmComputedEntries = 0,
-                fmmIrregularLeaves = 0;
+                fmmIrregularLeaves = 0, fmmTableSteps = 0, fmmComputedSteps = 0;
   /// Method 'fmm' with CudaOptions::fmmDeviceTiles: the device's build of the near lists and tiles
   /// (cuda/fmm_tiles_phase.h), each step's device time (events), named by kFmmTileStepNames; zeros otherwise.
   double fmmTileStepSeconds[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};

@@ -256,6 +256,8 @@ NearFieldCounts nearFieldCounts(bool deviceTiles, const DeviceFmmTiles& dt, cons
   c.tables = hn.tiles.slots.size();  // the device's build's slots are copied there too
   c.tableEntries = deviceTiles ? dt.total.tableEntries : hn.tiles.tableEntries;
   c.computedEntries = deviceTiles ? dt.total.computedEntries : hn.tiles.computedEntries;
+  c.tableSteps = deviceTiles ? dt.total.tableSteps : hn.tiles.tableSteps;
+  c.computedSteps = deviceTiles ? dt.total.computedSteps : hn.tiles.computedSteps;
   return c;
 }
 
@@ -273,6 +275,8 @@ void reportNearFieldCounts(const NearFieldCounts& c, CudaStats& s) {
   s.fmmTableEntries = c.tableEntries;
   s.fmmComputedEntries = c.computedEntries;
   s.fmmIrregularLeaves = c.irregular;
+  s.fmmTableSteps = c.tableSteps;
+  s.fmmComputedSteps = c.computedSteps;
 }
 
 void viewDeviceTiles(const DeviceFmmTiles& dt, FmmDeviceView& v) {

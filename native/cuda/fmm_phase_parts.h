@@ -131,7 +131,7 @@ void viewDeviceSorted(const DeviceState& ds, bool accel, FmmDeviceView& v);
 /// The near field's counts, from the device's tiles' build (dt) or the host's (hn): the same numbers either way.
 struct NearFieldCounts {
   std::size_t leaves = 0, tiles = 0, irregular = 0, tables = 0;
-  std::uint64_t tableEntries = 0, computedEntries = 0;
+  std::uint64_t tableEntries = 0, computedEntries = 0, tableSteps = 0, computedSteps = 0;
 };
 NearFieldCounts nearFieldCounts(bool deviceTiles, const DeviceFmmTiles& dt, const fmm::HostNearField& hn);
 /// The counts the evaluation launches by (the computed pairs' kernel only where a tile holds some).

@@ -44,7 +44,9 @@ struct FmmTileBuffers {
   DeviceBuffer<std::uint32_t> leafAt, leaves, aStart, bStart, nearStart, nearSource, ntab, computed,
       regularAt, sorted, flags, runAt, runStart, runOrder, pos, placeStart, ordered, target, stepStart, stepSource,
       irregular, irrLeaf, irrStart, irrSource, usedBits, tileBits;
+  DeviceBuffer<std::uint32_t> orderAlt;  ///< the orders' radix passes: the values' other half
   DeviceBuffer<std::uint64_t> byB, hash;
+  DeviceBuffer<std::uint64_t> orderKey;  ///< the orders' radix passes: the keys' two halves
   DeviceBuffer<std::int32_t> slot, tab, indexOf, slots, stepTable;
   DeviceBuffer<std::uint8_t> regular;
   DeviceBuffer<std::uint8_t> nearShift, stepShift, irrShift;  ///< periodic: the entries', steps' and irregular ones'

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/thread_pool.h"
+#include "fmm/p2p_tiles_k.h"
 
 namespace amrgrav {
 namespace fmm {
@@ -89,9 +90,10 @@ P2pTiles buildP2pTiles(const NearLists& near, const RegularLeaves& reg, const P2
     }
   });
   auto computedOf = [&](std::uint32_t k) { return near.start[k + 1] - near.start[k] - ntab[k]; };
-  // targets with as many computed pairs and the same tables next to each other: by that count, then the tables in
-  // lexicographic order, then the leaf's order. Sorted as runs: the targets by (count, a hash of the tables, leaf),
-  // so equal tables are adjacent at the cost of integer comparisons, then the runs by (count, tables).
+  // targets with as many computed pairs and the same tables next to each other: by that count, then the first
+  // kRunKeyTables tables in lexicographic order, then the leaf's order. Sorted as runs: the targets by (count, a hash
+  // of the tables, leaf), so equal tables are adjacent at the cost of integer comparisons, then the runs by (count,
+  // the tables' prefix keys, first leaf) (p2p_tiles_k.h RunOrder).
   {
     std::vector<std::uint64_t> hash(nl, 0);
     parallelFor(regular.size(), 1024, threads, [&](std::size_t b, std::size_t e, int) {
@@ -114,12 +116,14 @@ P2pTiles buildP2pTiles(const NearLists& near, const RegularLeaves& reg, const P2
     runStart.push_back(regular.size());
     std::vector<std::size_t> runs(runStart.size() - 1);
     for (std::size_t i = 0; i < runs.size(); ++i) runs[i] = i;
-    std::sort(runs.begin(), runs.end(), [&](std::size_t x, std::size_t y) {  // by (count, tables), then first leaf
+    std::sort(runs.begin(), runs.end(), [&](std::size_t x, std::size_t y) {  // (count, prefix keys, first leaf)
       const std::uint32_t a = regular[runStart[x]], b = regular[runStart[y]];
       if (computedOf(a) != computedOf(b)) return computedOf(a) < computedOf(b);
-      const auto ta = tab.begin() + near.start[a], tb = tab.begin() + near.start[b];
-      if (std::lexicographical_compare(ta, ta + ntab[a], tb, tb + ntab[b])) return true;
-      if (std::lexicographical_compare(tb, tb + ntab[b], ta, ta + ntab[a])) return false;
+      for (int w = 0; w < kRunKeyWords; ++w) {
+        const std::uint64_t ka = tablePrefixKey(tab.data() + near.start[a], ntab[a], w),
+                            kb = tablePrefixKey(tab.data() + near.start[b], ntab[b], w);
+        if (ka != kb) return ka < kb;
+      }
       return a < b;
     });
     std::vector<std::uint32_t> ordered;

@@ -63,8 +63,9 @@ struct P2pTiles {
 };
 
 /// The tiles from the CPU's regular leaves and tables (prepared for these lists): the regular targets ordered by
-/// their number of computed pairs, then their tables (ascending, compared lexicographically), then their order, and
-/// cut into tiles of kTileTargets (the last one padded). The same tiles for any thread count.
+/// their number of computed pairs, then their first tables (ascending, the first p2p_tiles_k.h kRunKeyTables
+/// compared lexicographically), then their order, and cut into tiles of kTileTargets (the last one padded). The same
+/// tiles for any thread count.
 P2pTiles buildP2pTiles(const NearLists& near, const RegularLeaves& reg, const P2pTables& tables, int threads);
 
 /// The near lists of the irregular leaves alone (tiles.irregular, in that order), as a CSR over them: what the

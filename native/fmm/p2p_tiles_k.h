@@ -23,8 +23,9 @@
 ///     laneTableWrite emit each lane's range of tables ascending: O(entries + kSlotsK / 32) per lane, no comparison
 ///     sort), their count and computed pairs (targetTablesDone), its FNV-1a hash (targetHash);
 ///  5. the regular targets in buildP2pTiles' order: sorted by (computed, hash, leaf) (TargetOrder), cut into runs of
-///     equal (computed, hash) (runHead), the runs sorted by (computed, tables, first leaf) (RunOrder) and laid out in
-///     that order (placeMember);
+///     equal (computed, hash) (runHead), the runs sorted by (computed, their first kRunKeyTables tables, first leaf)
+///     (RunOrder, over runKey's packed prefix) and laid out in that order (placeMember); both orders are integer
+///     tuples, so the device sorts them by stable radix passes, least significant first;
 ///  6. per tile of kTileWidthK: the union of its targets' tables as a bitset (tileBits) and its counts (tileTarget's
 ///     per target, combined by TileCounts' maxSum, the table steps the bitset's popcount), prefix-summed into the
 ///     step starts; then its step tables (laneStepTables: the union's bits ascending, then -1 per computed step) and
@@ -360,18 +361,42 @@ AG_HD void runStartAt(const TileBuildView& v, std::uint32_t r) {
   else if (v.runAt[r + 1] != v.runAt[r]) v.runStart[v.runAt[r]] = r;
 }
 
-/// The runs' order: (computed pairs, tables lexicographically, first leaf) of their first targets.
+/// Tables of a run's list that its place among the runs looks at: its first 12, two keys of 6.
+constexpr int kRunKeyTables = 12;
+constexpr int kRunKeyTablesPerWord = 6;
+constexpr int kRunKeyWords = kRunKeyTables / kRunKeyTablesPerWord;
+constexpr int kRunKeyBits = 10 * kRunKeyTablesPerWord;  ///< a key's bits (10 a table)
+static_assert(kSlotsK < 1023 && kRunKeyBits <= 64, "a table index + 1 in 10 bits");
+
+/// Word w of a sorted table list's prefix key: tables [6 w, 6 w + 6) as 10 bits each (the table + 1; 0 past the
+/// list's end), the first in the highest bits. Lists compare as their first kRunKeyTables tables lexicographically
+/// (a list that ends first is the smaller) when their keys compare word by word.
+AG_HD std::uint64_t tablePrefixKey(const std::int32_t* tab, std::uint32_t n, int w) {
+  std::uint64_t key = 0;
+  for (int i = w * kRunKeyTablesPerWord; i < (w + 1) * kRunKeyTablesPerWord; ++i)
+    key = key << 10 | (std::uint32_t(i) < n ? std::uint64_t(tab[i] + 1) : 0u);
+  return key;
+}
+
+/// Word w of regular target k's prefix key (its tables at its entries' start).
+AG_HD std::uint64_t runKey(const TileBuildView& v, std::uint32_t k, int w) {
+  return tablePrefixKey(v.tab + v.nearStart[k], v.ntab[k], w);
+}
+
+/// The runs' order: (computed pairs, the first kRunKeyTables tables, first leaf) of their first targets. Runs of
+/// different tables sit next to each other by how their lists begin, which keeps a tile's union of tables small;
+/// comparing the whole lists (up to hundreds of tables) made the device's sort cost milliseconds.
 struct RunOrder {
   const std::uint32_t *sorted, *runStart, *computed, *ntab, *nearStart;
   const std::int32_t* tab;
   AG_HD bool operator()(std::uint32_t x, std::uint32_t y) const {
     const std::uint32_t a = sorted[runStart[x]], b = sorted[runStart[y]];
     if (computed[a] != computed[b]) return computed[a] < computed[b];
-    const std::int32_t *ta = tab + nearStart[a], *tb = tab + nearStart[b];
-    const std::uint32_t na = ntab[a], nb = ntab[b];
-    for (std::uint32_t i = 0; i < na && i < nb; ++i)
-      if (ta[i] != tb[i]) return ta[i] < tb[i];
-    if (na != nb) return na < nb;
+    for (int w = 0; w < kRunKeyWords; ++w) {
+      const std::uint64_t ka = tablePrefixKey(tab + nearStart[a], ntab[a], w),
+                          kb = tablePrefixKey(tab + nearStart[b], ntab[b], w);
+      if (ka != kb) return ka < kb;
+    }
     return a < b;
   }
 };

@@ -375,7 +375,8 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
               "\"download_s\":%s,\"cells_per_s\":%s,\"walk_cells_per_s\":%s,"
               "\"m2l_per_cell\":%s,\"p2p_per_cell\":%s,\"nodes\":%llu,\"leaves\":%llu,\"depth\":%d,"
               "\"p2p_tiles\":%llu,\"p2p_tile_targets\":%llu,\"p2p_tables\":%llu,\"p2p_table_pairs\":%llu,"
-              "\"p2p_computed_pairs\":%llu,\"p2p_irregular_leaves\":%llu,"
+              "\"p2p_computed_pairs\":%llu,\"p2p_irregular_leaves\":%llu,\"p2p_table_steps\":%llu,"
+              "\"p2p_computed_steps\":%llu,"
               "\"device_bytes_per_cell\":%s,\"device_bytes_per_cell_by_part\":{%s},\"tiles_s\":%s,"
               "\"tile_steps_s\":{%s},\"device\":\"%s\"}\n",
               jsonEscape(mesh).c_str(), grid, cells.size(), o.fmmOrder, num(o.fmmTheta).c_str(),
@@ -402,7 +403,8 @@ void timeFmm(const TimingArgs& a, CudaBackend& gpu, const Cells& cells, int grid
               (unsigned long long)r.stats.leaves, r.stats.treeDepth, (unsigned long long)cs.fmmTiles,
               (unsigned long long)cs.fmmTileTargets, (unsigned long long)cs.fmmTables,
               (unsigned long long)cs.fmmTableEntries, (unsigned long long)cs.fmmComputedEntries,
-              (unsigned long long)cs.fmmIrregularLeaves, num(cs.deviceBytesPerCell).c_str(), memory.c_str(),
+              (unsigned long long)cs.fmmIrregularLeaves, (unsigned long long)cs.fmmTableSteps,
+              (unsigned long long)cs.fmmComputedSteps, num(cs.deviceBytesPerCell).c_str(), memory.c_str(),
               num(tilesTotal).c_str(),
               steps.c_str(), jsonEscape(cs.device).c_str());
   std::fflush(stdout);
