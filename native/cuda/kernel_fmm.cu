@@ -279,15 +279,29 @@ AG_HARMONIC_M2L(6)
 AG_HARMONIC_M2L(7)
 #undef AG_HARMONIC_M2L
 
-/// One thread per node: its multipoles folded onto their harmonic terms (v.Mh; the padding zeroed).
-template <int P> __global__ void fmmFoldMultipoles(FmmDeviceView v) {
-  constexpr int NH = fmm::harmonicTermsOf(P), HS = fmm::harmonicStrideOf(P);
-  const std::size_t A = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (A >= v.nodes) return;
-  double* h = v.Mh + A * HS;
-  HarmonicM2L<P>::fold(v.M + A * std::size_t(v.mStride), h);
+/// Nodes of a fold block and its threads: the block's rows in and out through shared memory, coalesced (a thread
+/// reading its own node's 1 KB row waited on memory: 2 ms for a 256^3 grid's 300k nodes).
+constexpr unsigned kFoldNodes = 32, kFoldThreads = 128;
+
+/// kFoldNodes nodes a block: their multipoles folded onto their harmonic terms (v.Mh; the padding zeroed), a thread
+/// per node, the rows staged in shared memory at odd strides (a half-warp's rows in distinct banks).
+template <int P> __global__ void __launch_bounds__(kFoldThreads) fmmFoldMultipoles(FmmDeviceView v) {
+  constexpr unsigned NT = fmm::termsUpTo(P), NH = fmm::harmonicTermsOf(P), HS = fmm::harmonicStrideOf(P);
+  constexpr unsigned MR = NT | 1u, HR = HS | 1u;
+  __shared__ double Ms[kFoldNodes * MR], Hs[kFoldNodes * HR];
+  const std::size_t A0 = std::size_t(blockIdx.x) * kFoldNodes;
+  const unsigned count = v.nodes - A0 < kFoldNodes ? unsigned(v.nodes - A0) : kFoldNodes;
+  for (unsigned q = threadIdx.x; q < count * NT; q += kFoldThreads)
+    Ms[q / NT * MR + q % NT] = v.M[(A0 + q / NT) * v.mStride + q % NT];
+  __syncthreads();
+  if (threadIdx.x < count) {
+    double* h = Hs + threadIdx.x * HR;
+    HarmonicM2L<P>::fold(Ms + threadIdx.x * MR, h);
 #pragma unroll
-  for (int k = NH; k < HS; ++k) h[k] = 0.0;
+    for (unsigned k = NH; k < HS; ++k) h[k] = 0.0;
+  }
+  __syncthreads();
+  for (unsigned q = threadIdx.x; q < count * HS; q += kFoldThreads) v.Mh[A0 * HS + q] = Hs[q / HS * HR + q % HS];
 }
 
 /// The harmonic M2L (kFmmM2LHarmonic, the default): fmmM2LStaged's warp per target node and batches of 32 sources,
@@ -1026,7 +1040,7 @@ template <int P, bool Dip> Status launchM2LHarmonicOf(const FmmDeviceView& v, cu
 
 template <int P> Status launchM2LHarmonic(const FmmDeviceView& v, cudaStream_t s) {
   if (!v.Mh) return Status::error(ErrorCode::Internal, "CUDA backend: the harmonic M2L was given no room to fold into");
-  fmmFoldMultipoles<P><<<(v.nodes + 127) / 128, 128, 0, s>>>(v);
+  fmmFoldMultipoles<P><<<(v.nodes + kFoldNodes - 1) / kFoldNodes, kFoldThreads, 0, s>>>(v);
   AG_CUDA_LAUNCHED("fmmFoldMultipoles");
   return v.dipoles ? launchM2LHarmonicOf<P, true>(v, s) : launchM2LHarmonicOf<P, false>(v, s);
 }
