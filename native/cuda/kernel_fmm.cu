@@ -355,10 +355,31 @@ __device__ __forceinline__ void unrolled(F&& f, std::integer_sequence<int, Is...
   (f(std::integral_constant<int, Is>{}), ...);
 }
 
+/// Term q of the child's L from the node's L (Li) and the shift's monomials (term j at mt[j * kL2LThreads]): the
+/// CPU's entries (fmm/multi_index.cpp l2lK, l2lJ, l2lKJ) for q, by ascending j: every j of degree <= P - deg q (terms
+/// are numbered by degree), each times Li[q + j]; the indices compile-time constants, so the 1,716 entries of p 7 are
+/// shared-memory loads at fixed offsets with no index loads between them (read from tables they were latency: 120 us
+/// for a level of one node).
+template <int P, int q>
+__device__ __forceinline__ double l2lTerm(const volatile double* Li, const volatile double* mt) {
+  constexpr int NJ = fmm::termsUpTo(P - fmm::termDegree(q));
+  double a = 0.0;
+  unrolled(
+      [&](auto jc) {
+        constexpr int j = decltype(jc)::value;
+        constexpr int kj = fmm::termIndex(fmm::termExponent(q, 0) + fmm::termExponent(j, 0),
+                                          fmm::termExponent(q, 1) + fmm::termExponent(j, 1),
+                                          fmm::termExponent(q, 2) + fmm::termExponent(j, 2));
+        a += Li[kj] * mt[j * kL2LThreads];
+      },
+      std::make_integer_sequence<int, NJ>{});
+  return a;
+}
+
 /// One thread per (node of [b, e), child slot), 4 nodes a block: the node's L (in shared memory) shifted to the
 /// child's centre and added to the child's L, in the CPU's order (expansions.cpp localsOfNode: each term's entries
-/// by ascending j, then added to the child's L). The thread's monomials (the CPU's recurrence, unrolled) go to its
-/// column of shared memory, where the entries' indices may vary.
+/// by ascending j, then added to the child's L; l2lTerm). The thread's monomials (the CPU's recurrence, unrolled) go
+/// to its column of shared memory.
 template <int P>
 __global__ void __launch_bounds__(kL2LThreads) fmmL2L(FmmDeviceView v, unsigned b, unsigned e) {
   constexpr int NT = fmm::termsUpTo(P), nodes = kL2LThreads / 8;
@@ -385,13 +406,11 @@ __global__ void __launch_bounds__(kL2LThreads) fmmL2L(FmmDeviceView v, unsigned 
         }
       },
       std::make_integer_sequence<int, NT>{});
-  const double* Li = Ls + (threadIdx.x / 8) * NT;
+  // read where used (volatile): hoisting the 1,716 products' operands took 255 registers and spilled
+  const volatile double* Li = Ls + (threadIdx.x / 8) * NT;
   double* Lc = v.L + c * NT;
-  for (int q = 0; q < NT; ++q) {
-    double a = 0.0;
-    for (int r = v.l2lStart[q]; r < v.l2lStart[q + 1]; ++r) a += Li[v.l2lKJ[r]] * mt[v.l2lJ[r] * kL2LThreads];
-    Lc[q] += a;
-  }
+  unrolled([&](auto qc) { Lc[decltype(qc)::value] += l2lTerm<P, decltype(qc)::value>(Li, mt); },
+           std::make_integer_sequence<int, NT>{});
 }
 
 /// One block per leaf, a thread per cell: the leaf's L (in shared memory) at the cell, added to phi; minus its
