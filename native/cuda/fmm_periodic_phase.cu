@@ -34,7 +34,6 @@
 namespace amrgrav {
 namespace cuda {
 
-using fmmparts::indexTables;
 using fmmparts::put;
 using fmmparts::putCells;
 using fmmparts::putTables;
@@ -265,9 +264,6 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
   AG_TRY(fmm::addFarImages(sorted, period, threads, tree,  // `far` unread without shallow leaves
                            fmm::FmmOutput{far[0].data(), accel ? far[1].data() : nullptr,
                                           accel ? far[2].data() : nullptr, accel ? far[3].data() : nullptr}));
-  const fmm::MultiIndex mi(tree.order);
-  std::size_t off[3];
-  const std::vector<int> tables = indexTables(mi, off);
   ds.stats.secondsBuild = since(t);
 
   // upload: the isolated path's arrays (FmmBuffers), L from the far pass, the shifts in one buffer
@@ -302,14 +298,13 @@ Status solvePeriodicFmmOnDevice(DeviceState& ds, const CellsView& cells, const S
       AG_TRY(fmmparts::putHostTiles(ds, near, tiles, irr, u, tileOff));
       AG_TRY(fmmparts::putHostShifts(ds, lists.m2lShift, tiles, irr, shifts, shiftOff));
     }
-    AG_TRY(put(ds, b.tables, tables, "the FMM's index tables"));
     if (!deviceSort) AG_TRY(fmmparts::reserveSums(ds, n, accel));  // else ds.sums, made by the sort
     AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));  // the host vectors die here
   }
   AG_TRY(putTables(ds, p2pTables, tiles.slots));
   ds.stats.secondsUpload = since(t);
 
-  FmmDeviceView v = fmmparts::bufferView(ds, tree, nodes, n, accel, tileOff, off);
+  FmmDeviceView v = fmmparts::bufferView(ds, tree, nodes, n, accel, tileOff);
   fmmparts::viewNearFieldCounts(counts, v);
   if (deviceSort) viewDeviceSorted(ds, accel, v);  // the sorted cells where the device's sort left them
   if (deviceTiles) {  // the near field where the device made it, with its shifts (the M2L's: the walk's)

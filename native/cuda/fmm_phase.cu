@@ -77,7 +77,6 @@ using fmmparts::deviceLists;
 using fmmparts::deviceNearField;
 using fmmparts::down;
 using fmmparts::foldSelfOnDevice;
-using fmmparts::indexTables;
 using fmmparts::sortOnDevice;
 using fmmparts::tileInputs;
 using fmmparts::put;
@@ -113,29 +112,6 @@ Status sortOnDevice(DeviceState& ds, const CellsView& cells, const SolveOptions&
   else sorted.scale = ds.scale;  // the cells stay on the device; the scale is the solve's all the same
   root = ds.root;  // scaled by sortAndBuild as sortCellsByKey scales it
   return Status::success();
-}
-
-std::vector<int> indexTables(const fmm::MultiIndex& mi, std::size_t offsets[3]) {
-  const int nt = mi.terms;
-  const std::size_t ne = mi.l2lK.size();
-  std::vector<int> start(nt + 1, 0), j(ne), kj(ne);
-  for (std::size_t q = 0; q < ne; ++q) ++start[mi.l2lK[q] + 1];
-  for (int k = 0; k < nt; ++k) start[k + 1] += start[k];
-  std::vector<int> fill(start.begin(), start.end() - 1);
-  for (std::size_t q = 0; q < ne; ++q) {
-    const int at = fill[mi.l2lK[q]]++;
-    j[at] = mi.l2lJ[q];
-    kj[at] = mi.l2lKJ[q];
-  }
-  std::vector<int> all;
-  auto add = [&](const std::vector<int>& v, int slot) {
-    offsets[slot] = all.size();
-    all.insert(all.end(), v.begin(), v.end());
-  };
-  add(start, 0);
-  add(j, 1);
-  add(kj, 2);
-  return all;
 }
 
 Status putCells(DeviceState& ds, const SortedCells& sorted, std::vector<double>& c) {
@@ -294,7 +270,7 @@ void viewDeviceTiles(const DeviceFmmTiles& dt, FmmDeviceView& v) {
 }
 
 FmmDeviceView bufferView(DeviceState& ds, const fmm::FmmTree& tree, std::size_t nodes, std::size_t n, bool accel,
-                         const std::size_t tileOff[6], const std::size_t off[3]) {
+                         const std::size_t tileOff[6]) {
   FmmBuffers& b = ds.fmm;
   FmmDeviceView v;
   v.order = tree.order;
@@ -325,9 +301,6 @@ FmmDeviceView bufferView(DeviceState& ds, const fmm::FmmTree& tree, std::size_t 
   v.irregularLeaf = b.tiles.get() + tileOff[3];
   v.nearStart = b.tiles.get() + tileOff[4];
   v.nearSource = b.tiles.get() + tileOff[5];
-  v.l2lStart = b.tables.get() + off[0];
-  v.l2lJ = b.tables.get() + off[1];
-  v.l2lKJ = b.tables.get() + off[2];
   v.phi = b.sums.get();
   v.m2lVariant = ds.copt.fmmM2L;
   v.accelTablesMma = ds.copt.fmmAccelTablesMma;
@@ -433,7 +406,6 @@ void FmmBuffers::release() {
   periodic.release();
   for (auto* b : {&topo, &m2lStart, &m2lSource, &leaves, &tiles}) b->release();
   childCount.release();
-  tables.release();
   tileStepTable.release();
   p2pSlot.release();
   p2pKSlots.clear();
@@ -441,7 +413,7 @@ void FmmBuffers::release() {
 
 std::size_t FmmBuffers::bytes() const {
   return cells.bytes() + sums.bytes() + centre.bytes() + M.bytes() + Mh.bytes() + L.bytes() + topo.bytes() +
-         childCount.bytes() + m2lStart.bytes() + m2lSource.bytes() + leaves.bytes() + tables.bytes() + tiles.bytes() +
+         childCount.bytes() + m2lStart.bytes() + m2lSource.bytes() + leaves.bytes() + tiles.bytes() +
          tileStepTable.bytes() + tileInvH.bytes() + p2pK.bytes() + p2pSlot.bytes() + lists.bytes() +
          tileBuild.bytes() + treeBuild.bytes() +
          periodic.bytes();
@@ -450,7 +422,7 @@ std::size_t FmmBuffers::bytes() const {
 void fmmMemoryParts(const FmmBuffers& b, std::size_t deviceBytes, std::size_t parts[8]) {
   parts[1] = b.cells.bytes() + b.sums.bytes();
   parts[2] = b.centre.bytes() + b.M.bytes() + b.Mh.bytes() + b.L.bytes();
-  parts[3] = b.topo.bytes() + b.childCount.bytes() + b.leaves.bytes() + b.tables.bytes();
+  parts[3] = b.topo.bytes() + b.childCount.bytes() + b.leaves.bytes();
   parts[4] = b.m2lStart.bytes() + b.m2lSource.bytes();
   parts[5] = b.lists.bytes();
   parts[6] = b.tiles.bytes() + b.tileStepTable.bytes() + b.tileInvH.bytes() + b.p2pK.bytes() + b.p2pSlot.bytes() +
@@ -689,9 +661,6 @@ Status evaluateSorted(DeviceState& ds, const SolveOptions& opt, const FmmSteps& 
     hn = fmm::buildHostNearField(tree, lists, sorted, threads);
   }
   const fmmparts::NearFieldCounts counts = fmmparts::nearFieldCounts(deviceTiles, dt, hn);
-  const fmm::MultiIndex mi(tree.order);
-  std::size_t off[3];
-  const std::vector<int> tables = indexTables(mi, off);
   ds.stats.secondsBuild = since(t);
 
   // upload
@@ -708,7 +677,6 @@ Status evaluateSorted(DeviceState& ds, const SolveOptions& opt, const FmmSteps& 
     if (!deviceTree) AG_TRY(put(ds, b.M, tree.M, "the FMM's multipoles"));  // else made there
     std::vector<std::uint32_t> u;
     if (!deviceTiles) AG_TRY(fmmparts::putHostTiles(ds, near, tiles, irr, u, tileOff));  // else made there
-    AG_TRY(put(ds, b.tables, tables, "the FMM's index tables"));
     AG_TRY(b.L.reserve(nodes * std::size_t(tree.terms), "the FMM's local coefficients"));
     AG_CUDA_TRY(cudaMemsetAsync(b.L.get(), 0, nodes * std::size_t(tree.terms) * sizeof(double), ds.stream));
     // else ds.sums, made (and with poisonDevice poisoned) by the sort (tree_phase.h finishCells)
@@ -720,7 +688,7 @@ Status evaluateSorted(DeviceState& ds, const SolveOptions& opt, const FmmSteps& 
 
   // the evaluation's view: the buffers the host fed, then what the device's sort and tiles keep where they made it
   FmmDeviceView& v = e.v;
-  v = fmmparts::bufferView(ds, tree, nodes, n, accel, tileOff, off);
+  v = fmmparts::bufferView(ds, tree, nodes, n, accel, tileOff);
   fmmparts::viewNearFieldCounts(counts, v);
   if (deviceSort) fmmparts::viewDeviceSorted(ds, accel, v);
   if (deviceTiles) fmmparts::viewDeviceTiles(dt, v);

@@ -54,7 +54,6 @@ struct FmmBuffers {
   DeviceBuffer<double> p2pK;          ///< the unit tables of p2pKSlots (64 x 64 each), uploaded when that set changes
   DeviceBuffer<int> p2pSlot;          ///< = p2pKSlots on the device
   std::vector<int> p2pKSlots;         ///< the slots whose tables p2pK holds (empty: none)
-  DeviceBuffer<int> tables;           ///< L2L's entries: l2lStart, l2lJ, l2lKJ
   FmmListBuffers lists;               ///< the lists' walk on the device (CudaOptions::fmmDeviceLists)
   FmmTileBuffers tileBuild;           ///< the near lists and tiles built on the device (CudaOptions::fmmDeviceTiles)
   FmmTreeBuffers treeBuild;           ///< the tree's upward pass on the device (CudaOptions::fmmDeviceTree)

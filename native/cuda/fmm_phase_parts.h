@@ -1,7 +1,6 @@
 /// \file fmm_phase_parts.h
 /// \brief The steps that the CUDA backend's isolated FMM (fmm_phase.cu) and its periodic FMM (fmm_periodic_phase.cu)
-/// share: host arrays up into the FMM's device buffers, the tree's and cells' uploads, the L2L index tables and the
-/// P2P tables. Defined in fmm_phase.cu (the templates here). Internal to native/cuda.
+/// share: host arrays up into the FMM's device buffers, the tree's and cells' uploads and the P2P tables. Defined in fmm_phase.cu (the templates here). Internal to native/cuda.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -77,10 +76,6 @@ Status putTree(DeviceState& ds, const fmm::FmmTree& tree, std::vector<std::uint3
 /// stream is synchronised).
 Status putCells(DeviceState& ds, const SortedCells& sorted, std::vector<double>& c);
 
-/// fmm/multi_index.h's L2L entries as the kernel reads them: l2lStart (terms + 1), then l2lJ and l2lKJ (the entries
-/// grouped by target term, each group in the CPU's order); offsets[0..2] where each begins.
-std::vector<int> indexTables(const fmm::MultiIndex& mi, std::size_t offsets[3]);
-
 /// The tile build's inputs (fmm_tiles_phase.h): the tree's arrays put by putTree or made by fmm_tree_phase.h; the
 /// cells where the device sort left them (deviceSort: ds.sortedCells and ds.sortedSize, the same bits as the host
 /// sort's) or put by putCells (the sizes then uploaded from the host's sorted cells). An isolated box's (period null).
@@ -115,11 +110,11 @@ void viewHostShifts(const DeviceState& ds, const fmm::P2pTiles& tiles, const fmm
                     const std::size_t shiftOff[3], bool m2lElsewhere, FmmDeviceView& v);
 
 /// The evaluation's view of ds.fmm as the host-fed steps fill it: the cells (putCells), the tree (putTree), M, L,
-/// the M2L lists, the host tiles at tileOff (putHostTiles), the P2P tables (putTables), the index tables at off
-/// (indexTables) and the sums (reserveSums). The counts of leaves, tiles and irregular leaves, and what a path keeps
+/// the M2L lists, the host tiles at tileOff (putHostTiles), the P2P tables (putTables) and the sums
+/// (reserveSums). The counts of leaves, tiles and irregular leaves, and what a path keeps
 /// elsewhere (the device's sort, tiles, image shifts), are the caller's to set.
 FmmDeviceView bufferView(DeviceState& ds, const fmm::FmmTree& tree, std::size_t nodes, std::size_t n, bool accel,
-                         const std::size_t tileOff[6], const std::size_t off[3]);
+                         const std::size_t tileOff[6]);
 
 /// The evaluation's sums in ds.fmm.sums for n cells (4 n with accelerations), queued on ds.stream; with
 /// CudaOptions::poisonDevice filled with NaN first, so that a cell the kernels miss shows (tests).

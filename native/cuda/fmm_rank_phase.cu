@@ -123,9 +123,6 @@ class CudaRankLocal final : public fmm::RankLocal {
           AG_TRY(cuda::fmmparts::putHostShifts(ds, lists.m2lShift, hn_.tiles, hn_.irr, shifts, shiftOff_));
       }
       AG_TRY(put(ds, b.M, tree.M, "the FMM's multipoles"));
-      const fmm::MultiIndex mi(tree.order);
-      const std::vector<int> index = cuda::fmmparts::indexTables(mi, off_);
-      AG_TRY(put(ds, b.tables, index, "the FMM's index tables"));
       AG_TRY(cuda::fmmparts::reserveSums(ds, n_, accel_));
       AG_CUDA_TRY(cudaStreamSynchronize(ds.stream));  // the staging vectors die here
       AG_TRY(cuda::fmmparts::putTables(ds, hn_.tables, hn_.tiles.slots));
@@ -133,7 +130,7 @@ class CudaRankLocal final : public fmm::RankLocal {
       ds.stats.secondsUpload = cuda::since(t);
 
       // the evaluation's view (L's pointer final: nothing reserves on this state until finish)
-      v_ = cuda::fmmparts::bufferView(ds, tree, nodes, n_, accel_, tileOff_, off_);
+      v_ = cuda::fmmparts::bufferView(ds, tree, nodes, n_, accel_, tileOff_);
       cuda::fmmparts::viewNearFieldCounts(counts_, v_);
       if (onDevice) {  // the near field where the device made it, with its shifts (the M2L's: the walk's)
         cuda::fmmparts::viewDeviceTiles(dt, v_);
@@ -203,7 +200,7 @@ class CudaRankLocal final : public fmm::RankLocal {
   cuda::Clock::time_point t0_;
   fmm::HostNearField hn_;  ///< local()'s near field (its tables' slots and counts read again by finish())
   cuda::fmmparts::NearFieldCounts counts_;
-  std::size_t n_ = 0, tileOff_[6] = {}, shiftOff_[3] = {}, off_[3] = {};
+  std::size_t n_ = 0, tileOff_[6] = {}, shiftOff_[3] = {};
   cuda::FmmDeviceView v_;  ///< local()'s view of the uploads, the P2P queued on it; finish() completes it
   bool accel_ = false, periodic_ = false;
 };

@@ -48,7 +48,6 @@ struct FmmDeviceView {
   unsigned irregularCount = 0;
   const std::uint32_t *irregularLeaf = nullptr, *nearStart = nullptr, *nearSource = nullptr;
   /// fmm/multi_index.h's L2L entries grouped by target term k (each group in the CPU's order)
-  const int *l2lStart = nullptr, *l2lJ = nullptr, *l2lKJ = nullptr;
   double *phi = nullptr, *gx = nullptr, *gy = nullptr, *gz = nullptr;  ///< sorted sums; g null without accelerations
   /// Periodic boxes: the image shift (fmm/interaction_lists.h's numbering) of each M2L source (by m2lSource), of
   /// each tile step's sources (by tileStepSource; a table step's is in its table) and of each irregular leaf's near
