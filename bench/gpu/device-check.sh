@@ -11,6 +11,9 @@
 #   sweep      perf plus group/leaf-size sweep and the CPU backend on the same grids
 #   maclaurin  `amrgrav bench` on the MacLaurin mesh, levels 7, order 2 and 1, GPU
 #   fmmmaclaurin  `amrgrav bench` on the MacLaurin mesh, levels 7, method 'fmm' (issue #20's AMR cells/s) and 'tree' beside it
+#   fmmapi     issue #20's end-to-end figures in one step: `amrgrav bench --method fmm` (and 'tree' beside it) on the
+#              MacLaurin mesh levels 7 and on the 256^3 grid, isolated and fully periodic, best of 5; then the block entry
+#              at 256^3 with method 'fmm' (amrgrav_device_blocks_check, host memory and device pointers, float64)
 #   occupancy  the perf step again with the walk's registers capped for 8 and 9 resident blocks per SM
 #   unroll     the perf step at 256^3 with the accepted-node loop unrolled 2 and 8 times (default 4)
 #   ewaldblocks  the perf step at 256^3 with the periodic kernels' register cap at $EWB blocks per SM (default 3 5)
@@ -453,6 +456,18 @@ for l in sys.stdin:
           > "$out/maclaurin7-$m.json" 2> "$out/maclaurin7-$m.err"
         summary+=("maclaurin levels 7 method $m rc=$? $(head -c 900 "$out/maclaurin7-$m.json")")
       done ;;
+    fmmapi)
+      for args in "--problem maclaurin --levels 7" "--grid 256" "--grid 256 --boundary periodic"; do
+        for m in fmm tree; do
+          tag=$(echo "$args $m" | tr -d ' -')
+          timeout 300 node dist/app/cli.js bench $args --backend cuda --method $m --repeat 5 --json \
+            > "$out/fmmapi-$tag.json" 2> "$out/fmmapi-$tag.err"
+          summary+=("fmmapi $args method $m rc=$? $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("%.2f ms (%.3g cells/s), %.0f B/cell" % (r["seconds"]*1e3, r["cells"]/r["seconds"], r.get("deviceBytesPerCell", 0)))' "$out/fmmapi-$tag.json" 2>&1 | tail -1)")
+        done
+      done
+      timeout 300 build/amrgrav_device_blocks_check --grid 256 --block 8 --guard 0 --nvar 1 --reps 5 --method fmm --no-check \
+        > "$out/fmmapi-blocks.log" 2>&1
+      summary+=("fmmapi block entry 256^3 fmm rc=$? $(grep -vE '^\{' "$out/fmmapi-blocks.log" | tail -n 12 | tr '\n' ';')") ;;
     occupancy)
       for mb in 8 9; do perfVariant mb$mb "-DAG_WALK_MIN_BLOCKS=$mb" 3; done ;;
     unroll)
