@@ -339,44 +339,53 @@ __global__ void tileCountsKernel(TileBuildView v, std::uint32_t tiles, fmm::Tile
 }
 
 /// Tile t's steps (stepStart written): its step tables (a lane per word of its union, then -1 per computed step),
-/// its targets and 1 / h (a lane per target), its columns (kNoLeafK everywhere, then each target's entries, a lane
-/// per entry: a table entry at its table's rank, a computed one at the tables' end plus its rank among the
-/// target's computed entries, from a ballot).
+/// its targets and 1 / h (a lane per target), its columns kNoLeafK everywhere (tileEntriesKernel then writes its
+/// targets' entries).
 __global__ void tileWriteKernel(TileBuildView v, std::uint32_t tiles) {
-  __shared__ std::uint32_t bitsOf[kWarps][32], prefixOf[kWarps][32];
-  std::uint32_t *bits = bitsOf[threadIdx.x / 32], *prefix = prefixOf[threadIdx.x / 32];
   AG_WARP_ITEMS(t, tiles) {
     const std::uint32_t word = lane < fmm::kSlotWordsK ? v.tileBits[std::size_t(t) * fmm::kSlotWordsK + lane] : 0;
     std::uint32_t tableSteps = 0;
     const std::uint32_t p = warpExclusiveSum(std::uint32_t(fmm::popc32(word)), tableSteps);
-    bits[lane] = word;
-    prefix[lane] = p;
     const std::uint32_t s0 = v.stepStart[t], ns = v.stepStart[t + 1] - s0;
     fmm::laneStepTables(v, lane, word, s0, p);
     for (std::uint32_t j = tableSteps + lane; j < ns; j += 32) v.stepTable[s0 + j] = -1;
     for (std::uint32_t st = 0; st < ns; ++st) fmm::emptyStep(v, (std::size_t(s0) + st) * fmm::kTileWidthK + lane);
     fmm::tileTargetWrite(v, std::uint32_t(t), lane);
-    const std::uint32_t k = fmm::tileTargetLeaf(v, std::uint32_t(t), lane);
-    const bool none = k == fmm::kNoLeafK;
-    const std::uint32_t q0 = none ? 0 : v.nearStart[k], q1 = none ? 0 : v.nearStart[k + 1];
-    __syncwarp();  // bits, prefix and the kNoLeafK columns before the entries
-    for (int i = 0; i < fmm::kTileWidthK; ++i) {
-      const std::uint32_t b = __shfl_sync(kAll, q0, i), e = __shfl_sync(kAll, q1, i);
-      std::uint32_t c = 0;
-      for (std::uint32_t base = b; base < e; base += 32) {  // uniform over the warp
-        const std::uint32_t q = base + lane;
-        const bool valid = q < e;
-        const bool computed = valid && v.slot[q] < 0;
-        const std::uint32_t ballot = __ballot_sync(kAll, computed);
-        if (valid) {
-          const std::uint32_t before = std::uint32_t(__popc(ballot & ((1u << lane) - 1u)));
-          const std::uint32_t st = fmm::entryStep(v, q, bits, prefix, tableSteps, c + before);
-          fmm::entryWrite(v, q, (std::size_t(s0) + st) * fmm::kTileWidthK + std::uint32_t(i));
-        }
-        c += std::uint32_t(__popc(ballot));
+  }
+}
+
+/// Target i of tile t (item t * kTileWidthK + i; after tileWriteKernel): its entries into its column, a lane per
+/// entry: a table entry at its table's rank in the tile's union, a computed one at the tables' end plus its rank
+/// among the target's computed entries, from a ballot. A warp per target, not per tile: a tile's 32 targets one
+/// after another took 2 ms on a random AMR mesh's lists of ~90 entries.
+__global__ void tileEntriesKernel(TileBuildView v, std::uint32_t tiles) {
+  __shared__ std::uint32_t bitsOf[kWarps][32], prefixOf[kWarps][32];
+  std::uint32_t *bits = bitsOf[threadIdx.x / 32], *prefix = prefixOf[threadIdx.x / 32];
+  AG_WARP_ITEMS(item, std::size_t(tiles) * fmm::kTileWidthK) {
+    const std::uint32_t t = std::uint32_t(item / fmm::kTileWidthK), i = std::uint32_t(item % fmm::kTileWidthK);
+    const std::uint32_t k = fmm::tileTargetLeaf(v, t, int(i));
+    if (k == fmm::kNoLeafK) continue;  // the whole warp
+    const std::uint32_t word = lane < fmm::kSlotWordsK ? v.tileBits[std::size_t(t) * fmm::kSlotWordsK + lane] : 0;
+    std::uint32_t tableSteps = 0;
+    const std::uint32_t p = warpExclusiveSum(std::uint32_t(fmm::popc32(word)), tableSteps);
+    __syncwarp();  // the last item's bits and prefix read
+    bits[lane] = word;
+    prefix[lane] = p;
+    __syncwarp();
+    const std::uint32_t s0 = v.stepStart[t], b = v.nearStart[k], e = v.nearStart[k + 1];
+    std::uint32_t c = 0;
+    for (std::uint32_t base = b; base < e; base += 32) {  // uniform over the warp
+      const std::uint32_t q = base + lane;
+      const bool valid = q < e;
+      const bool computed = valid && v.slot[q] < 0;
+      const std::uint32_t ballot = __ballot_sync(kAll, computed);
+      if (valid) {
+        const std::uint32_t before = std::uint32_t(__popc(ballot & ((1u << lane) - 1u)));
+        const std::uint32_t st = fmm::entryStep(v, q, bits, prefix, tableSteps, c + before);
+        fmm::entryWrite(v, q, (std::size_t(s0) + st) * fmm::kTileWidthK + i);
       }
+      c += std::uint32_t(__popc(ballot));
     }
-    __syncwarp();  // bits and prefix read before the next tile writes them
   }
 }
 
@@ -694,6 +703,7 @@ Status buildFmmTilesOnDevice(const FmmTileInputs& in, const DeviceFmmLists& list
   v.invH = b.invH.get();
   AG_TRY(each(std::size_t(tiles) + 1, StepStartF{v, b.at.get()}, s, "stepStart"));
   AG_TRY(eachWarp(tiles, tileWriteKernel, s, "tileWriteKernel", v, tiles));
+  AG_TRY(eachWarp(std::size_t(tiles) * fmm::kTileWidthK, tileEntriesKernel, s, "tileEntriesKernel", v, tiles));
   AG_TRY(stepDone());  // tiles
 
   // the irregular leaves' lists
