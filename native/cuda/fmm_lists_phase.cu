@@ -21,6 +21,7 @@ void FmmListBuffers::release() {
   normOrder = -1;
   for (auto* v : {&frontier[0], &frontier[1], &m2lPairs, &keys[0], &keys[1], &p2p[0], &p2p[1]}) v->release();
   for (auto* v : {&frontierShift[0], &frontierShift[1], &m2lPairShift, &m2lShift}) v->release();
+  pairStart.release();
   steps.release();
   counts.release();
   at.release();
@@ -30,7 +31,7 @@ void FmmListBuffers::release() {
 
 std::size_t FmmListBuffers::bytes() const {
   std::size_t s = mac.bytes() + norms.bytes() + normWeights.bytes() + normDegree.bytes() + steps.bytes() + counts.bytes() + at.bytes() + temp.bytes() +
-                  cellPairs.bytes();
+                  cellPairs.bytes() + pairStart.bytes();
   for (auto* v : {&frontier[0], &frontier[1], &m2lPairs, &keys[0], &keys[1], &p2p[0], &p2p[1]}) s += v->bytes();
   for (auto* v : {&frontierShift[0], &frontierShift[1], &m2lPairShift, &m2lShift}) s += v->bytes();
   return s;
@@ -165,25 +166,42 @@ Status buildFmmListsOnDevice(const FmmListInputs& in, FmmListBuffers& b, DeviceB
     cur = 1 - cur;
   }
 
-  // M2L: the directed entries sorted by (target, source), the CSR from them
-  const std::size_t directed = 2 * m2l;
-  AG_TRY(b.keys[0].reserve(std::max<std::size_t>(directed, 1), "the FMM's M2L keys"));
-  AG_TRY(b.keys[1].reserve(std::max<std::size_t>(directed, 1), "the FMM's M2L keys"));
+  // M2L: isolated boxes the CSR from the accepted pairs' undirected keys, sorted and a copy stably sorted by their
+  // second node (fmm/dual_walk_k.h m2lPairEntries: half the keys of the directed entries, three buffers of them
+  // instead of two of twice as many); periodic boxes the directed entries (with their shifts) sorted by (target,
+  // source, shift), the CSR from them
+  const std::size_t directed = 2 * m2l, keyed = sbits ? directed : m2l;
+  AG_TRY(b.keys[0].reserve(std::max<std::size_t>(keyed, 1), "the FMM's M2L keys"));
+  AG_TRY(b.keys[1].reserve(std::max<std::size_t>(keyed, 1), "the FMM's M2L keys"));
   AG_TRY(m2lSource.reserve(std::max<std::size_t>(directed, 1), "the FMM's M2L lists"));
   AG_TRY(b.p2p[1].reserve(std::max<std::size_t>(p2p, 1), "the FMM's P2P pairs"));
   std::size_t tempBytes = 0, t2 = 0;
   if (sbits) AG_TRY(b.m2lShift.reserve(std::max<std::size_t>(directed, 1), "the FMM's M2L lists"));
-  AG_TRY(sortListKeys(nullptr, tempBytes, b.keys[0].get(), b.keys[1].get(), directed, bits, nullptr, s, sbits));
+  AG_TRY(sortListKeys(nullptr, tempBytes, b.keys[0].get(), b.keys[1].get(), keyed, bits, nullptr, s, sbits));
   AG_TRY(sortListKeys(nullptr, t2, b.p2p[0].get(), b.p2p[1].get(), p2p, bits, nullptr, s, sbits));
   AG_TRY(reserveTemp(b, std::max(tempBytes, t2)));
   tempBytes = t2 = b.temp.capacity();
-  AG_TRY(launchDirectedEntries(b.m2lPairs.get(), m2l, bits, b.keys[0].get(), sbits,
-                               sbits ? b.m2lPairShift.get() : nullptr, s));
-  std::uint64_t* sorted = b.keys[0].get();
-  if (directed > 0)
-    AG_TRY(sortListKeys(b.temp.get(), tempBytes, b.keys[0].get(), b.keys[1].get(), directed, bits, &sorted, s, sbits));
-  AG_TRY(launchCsrFromKeys(sorted, directed, nodes, bits, m2lStart.get(), m2lSource.get(), sbits,
-                           sbits ? b.m2lShift.get() : nullptr, s));
+  if (sbits) {
+    AG_TRY(launchDirectedEntries(b.m2lPairs.get(), m2l, bits, b.keys[0].get(), sbits, b.m2lPairShift.get(), s));
+    std::uint64_t* sorted = b.keys[0].get();
+    if (directed > 0)
+      AG_TRY(sortListKeys(b.temp.get(), tempBytes, b.keys[0].get(), b.keys[1].get(), directed, bits, &sorted, s,
+                          sbits));
+    AG_TRY(launchCsrFromKeys(sorted, directed, nodes, bits, m2lStart.get(), m2lSource.get(), sbits,
+                             b.m2lShift.get(), s));
+  } else {
+    AG_TRY(b.pairStart.reserve(2 * (std::size_t(nodes) + 1), "the FMM's M2L lists"));
+    std::uint64_t *byA = b.m2lPairs.get(), *byB = b.keys[1].get();
+    if (m2l > 0) {
+      AG_TRY(launchUndirectedKeys(b.m2lPairs.get(), m2l, bits, s));
+      AG_TRY(sortListKeys(b.temp.get(), tempBytes, b.m2lPairs.get(), b.keys[0].get(), m2l, bits, &byA, s));
+      std::uint64_t* spare = byA == b.keys[0].get() ? b.m2lPairs.get() : b.keys[0].get();
+      AG_CUDA_TRY(cudaMemcpyAsync(byB, byA, m2l * sizeof(std::uint64_t), cudaMemcpyDeviceToDevice, s));
+      AG_TRY(sortKeyBits(b.temp.get(), tempBytes, byB, spare, m2l, 0, bits, &byB, s));
+    }
+    AG_TRY(launchM2LFromPairs(byA, byB, m2l, nodes, bits, b.pairStart.get(), b.pairStart.get() + nodes + 1,
+                              m2lStart.get(), m2lSource.get(), s));
+  }
   out.m2lSource = m2lSource.get();
   out.m2lShift = sbits ? b.m2lShift.get() : nullptr;
   out.directedM2L = directed;

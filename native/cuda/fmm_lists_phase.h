@@ -39,6 +39,7 @@ struct FmmListBuffers {
   DeviceBuffer<fmm::PairStep> steps;
   DeviceBuffer<fmm::PairCounts> counts, at;
   DeviceBuffer<std::uint64_t> m2lPairs, keys[2], p2p[2];
+  DeviceBuffer<std::uint32_t> pairStart;  ///< isolated boxes: the M2L pairs' CSRs by first and by second node
   DeviceBuffer<unsigned char> temp;
   DeviceBuffer<unsigned long long> cellPairs;
   std::size_t bytes() const;

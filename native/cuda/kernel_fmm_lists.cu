@@ -55,6 +55,36 @@ __global__ void csrFromKeysKernel(const std::uint64_t* keys, std::size_t count, 
   }
 }
 
+__global__ void undirectedKeysKernel(std::uint64_t* m2l, std::size_t pairs, int bits) {
+  for (std::size_t q = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; q < pairs;
+       q += std::size_t(gridDim.x) * blockDim.x)
+    m2l[q] = fmm::undirectedKey(m2l[q], bits);
+}
+
+__global__ void pairStartsKernel(const std::uint64_t* byA, const std::uint64_t* byB, std::size_t count,
+                                 std::uint32_t nodes, int bits, std::uint32_t* aStart, std::uint32_t* bStart) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i <= count;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    fmm::csrStartsAtBy(byA, count, i, nodes, bits, false, aStart);
+    fmm::csrStartsAtBy(byB, count, i, nodes, bits, true, bStart);
+  }
+}
+
+__global__ void m2lStartsKernel(const std::uint32_t* aStart, const std::uint32_t* bStart, std::uint32_t nodes,
+                                std::uint32_t* start) {
+  for (std::size_t t = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; t <= nodes;
+       t += std::size_t(gridDim.x) * blockDim.x)
+    start[t] = fmm::m2lStartAt(aStart, bStart, std::uint32_t(t));
+}
+
+__global__ void m2lEntriesKernel(const std::uint64_t* byA, const std::uint64_t* byB, std::size_t count, int bits,
+                                 const std::uint32_t* aStart, const std::uint32_t* bStart, const std::uint32_t* start,
+                                 std::uint32_t* source) {
+  for (std::size_t j = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; j < count;
+       j += std::size_t(gridDim.x) * blockDim.x)
+    fmm::m2lPairEntries(byA, byB, j, bits, aStart, bStart, start, source);
+}
+
 /// Integer sums: the atomics' order cannot change the total.
 __global__ void cellPairsKernel(const std::uint64_t* p2p, std::size_t pairs, int bits, int sbits,
                                 const std::uint32_t* cellCount, const std::uint8_t* childCount, std::uint32_t nodes,
@@ -115,12 +145,37 @@ Status launchDirectedEntries(const std::uint64_t* m2l, std::size_t pairs, int bi
   return Status::success();
 }
 
-Status sortListKeys(void* temp, std::size_t& tempBytes, std::uint64_t* in, std::uint64_t* alt, std::size_t count,
-                    int bits, std::uint64_t** sorted, cudaStream_t s, int sbits) {
+Status sortKeyBits(void* temp, std::size_t& tempBytes, std::uint64_t* in, std::uint64_t* alt, std::size_t count,
+                   int beginBit, int endBit, std::uint64_t** sorted, cudaStream_t s) {
   cub::DoubleBuffer<std::uint64_t> k(in, alt);
-  AG_CUDA_TRY(cub::DeviceRadixSort::SortKeys(temp, tempBytes, k, count, 0, 2 * bits + sbits, s));
+  AG_CUDA_TRY(cub::DeviceRadixSort::SortKeys(temp, tempBytes, k, count, beginBit, endBit, s));
   if (temp) AG_CUDA_LAUNCHED("cub::DeviceRadixSort::SortKeys (the lists' keys)");
   if (sorted) *sorted = k.Current();
+  return Status::success();
+}
+
+Status sortListKeys(void* temp, std::size_t& tempBytes, std::uint64_t* in, std::uint64_t* alt, std::size_t count,
+                    int bits, std::uint64_t** sorted, cudaStream_t s, int sbits) {
+  return sortKeyBits(temp, tempBytes, in, alt, count, 0, 2 * bits + sbits, sorted, s);
+}
+
+Status launchUndirectedKeys(std::uint64_t* m2l, std::size_t pairs, int bits, cudaStream_t s) {
+  if (pairs == 0) return Status::success();
+  undirectedKeysKernel<<<gridFor(pairs), kGridThreads, 0, s>>>(m2l, pairs, bits);
+  AG_CUDA_LAUNCHED("undirectedKeysKernel");
+  return Status::success();
+}
+
+Status launchM2LFromPairs(const std::uint64_t* byA, const std::uint64_t* byB, std::size_t count, std::uint32_t nodes,
+                          int bits, std::uint32_t* aStart, std::uint32_t* bStart, std::uint32_t* start,
+                          std::uint32_t* source, cudaStream_t s) {
+  pairStartsKernel<<<gridFor(count + 1), kGridThreads, 0, s>>>(byA, byB, count, nodes, bits, aStart, bStart);
+  AG_CUDA_LAUNCHED("pairStartsKernel");
+  m2lStartsKernel<<<gridFor(std::size_t(nodes) + 1), kGridThreads, 0, s>>>(aStart, bStart, nodes, start);
+  AG_CUDA_LAUNCHED("m2lStartsKernel");
+  if (count == 0) return Status::success();
+  m2lEntriesKernel<<<gridFor(count), kGridThreads, 0, s>>>(byA, byB, count, bits, aStart, bStart, start, source);
+  AG_CUDA_LAUNCHED("m2lEntriesKernel");
   return Status::success();
 }
 

@@ -35,10 +35,21 @@ Status launchWalkEmit(const fmm::PairStep* steps, const std::uint64_t* frontier,
 /// keys[2q], keys[2q + 1] = the directed entries of accepted pair q (q < pairs; with sbits through m2lShift[q]).
 Status launchDirectedEntries(const std::uint64_t* m2l, std::size_t pairs, int bits, std::uint64_t* keys, int sbits,
                              const std::uint8_t* m2lShift, cudaStream_t s);
-/// Sorts count keys of 2 bits + sbits bits, ascending (stable LSD radix sort; in and alt are both overwritten):
-/// *sorted is whichever of the two holds the result.
+/// Sorts count keys by their bits [beginBit, endBit), ascending (stable LSD radix sort; in and alt are both
+/// overwritten): *sorted is whichever of the two holds the result.
+Status sortKeyBits(void* temp, std::size_t& tempBytes, std::uint64_t* in, std::uint64_t* alt, std::size_t count,
+                   int beginBit, int endBit, std::uint64_t** sorted, cudaStream_t s);
+/// sortKeyBits over a list key's 2 bits + sbits bits.
 Status sortListKeys(void* temp, std::size_t& tempBytes, std::uint64_t* in, std::uint64_t* alt, std::size_t count,
                     int bits, std::uint64_t** sorted, cudaStream_t s, int sbits = 0);
+/// m2l[q] = fmm::undirectedKey(m2l[q]) for q < pairs (isolated boxes' accepted pairs, in place).
+Status launchUndirectedKeys(std::uint64_t* m2l, std::size_t pairs, int bits, cudaStream_t s);
+/// Isolated boxes' M2L CSR from the count accepted pairs' undirected keys sorted (byA) and stably sorted by their
+/// second node (byB): aStart, bStart (nodes + 1 each, csrStartsAtBy), start[0 .. nodes] (m2lStartAt) and the
+/// 2 count sources (m2lPairEntries).
+Status launchM2LFromPairs(const std::uint64_t* byA, const std::uint64_t* byB, std::size_t count, std::uint32_t nodes,
+                          int bits, std::uint32_t* aStart, std::uint32_t* bStart, std::uint32_t* start,
+                          std::uint32_t* source, cudaStream_t s);
 /// The CSR from count directed keys sorted by target: start[0 .. nodes] (csrStartsAt), source[i] = the keys'
 /// sources and (shift non-null, periodic) shift[i] their shifts.
 Status launchCsrFromKeys(const std::uint64_t* keys, std::size_t count, std::uint32_t nodes, int bits,

@@ -80,6 +80,26 @@ void emulateDeviceLists(const FmmTree& t, double tolerance, FmmLists& out, DualW
     frontierShift.swap(nextShift);
   }
 
+  if (sbits == 0) {  // isolated boxes: the CSR from the undirected keys, by (min, max) and stably by max (the device's)
+    std::vector<std::uint64_t> byA(m2l.size());
+    for (std::size_t q = 0; q < m2l.size(); ++q) byA[q] = undirectedKey(m2l[q], bits);
+    std::sort(byA.begin(), byA.end());
+    std::vector<std::uint64_t> byB = byA;
+    std::stable_sort(byB.begin(), byB.end(),
+                     [&](std::uint64_t x, std::uint64_t y) { return keySecond(x, bits) < keySecond(y, bits); });
+    std::vector<std::uint32_t> aStart(nodes + 1), bStart(nodes + 1);
+    for (std::size_t i = 0; i <= byA.size(); ++i) {
+      csrStartsAtBy(byA.data(), byA.size(), i, std::uint32_t(nodes), bits, false, aStart.data());
+      csrStartsAtBy(byB.data(), byB.size(), i, std::uint32_t(nodes), bits, true, bStart.data());
+    }
+    for (std::uint32_t t = 0; t <= nodes; ++t) out.m2lStart[t] = m2lStartAt(aStart.data(), bStart.data(), t);
+    out.m2lSource.resize(2 * byA.size());
+    out.m2lShift.assign(2 * byA.size(), kNoShift);
+    for (std::size_t j = 0; j < byA.size(); ++j)
+      m2lPairEntries(byA.data(), byB.data(), j, bits, aStart.data(), bStart.data(), out.m2lStart.data(),
+                     out.m2lSource.data());
+    out.directedM2L = out.m2lSource.size();
+  } else {
   // M2L: the directed entries keyed (target, source[, shift]), sorted (the device's radix sort), the CSR from them
   std::vector<std::uint64_t> keys(2 * m2l.size());
   for (std::size_t q = 0; q < m2l.size(); ++q) directedEntries(m2l.data(), q, bits, keys.data(), sbits, m2lShift.data());
@@ -93,6 +113,7 @@ void emulateDeviceLists(const FmmTree& t, double tolerance, FmmLists& out, DualW
     out.m2lShift[i] = keyShift(keys[i], sbits);
   }
   out.directedM2L = keys.size();
+  }
 
   // P2P: the (min, max[, shift]) pairs sorted, and the directed cell pairs (the device's reduction)
   std::sort(p2p.begin(), p2p.end());

@@ -12,7 +12,8 @@
 /// (pairCounts: child pairs, M2L, P2P) are prefix-summed, and each pair writes its child pairs into the next
 /// frontier and its list entry into the M2L or P2P pairs at its offsets (emitPair). The walk ends when a frontier is
 /// empty. The lists are then made canonical as the CPU's: each accepted pair one directed M2L entry each way, keyed
-/// (target, source) and sorted, the CSR's starts from the sorted keys (csrStartsAt); the P2P pairs keyed (min, max)
+/// (target, source) and sorted, the CSR's starts from the sorted keys (csrStartsAt; isolated boxes build the same CSR
+/// from the accepted pairs' undirected keys, m2lPairEntries, sorting half as many); the P2P pairs keyed (min, max)
 /// and sorted (keys of 2 keyBits(nodes) bits: listKey). So a walk that finds the same pairs, in whatever order, gets the same lists.
 /// Periodic boxes: a frontier pair's shift rides in an array beside it, and the list keys take the shift in their
 /// low kShiftBits bits (sbits = kShiftBits; 0 in isolated boxes, whose keys stay as they were), so the sorts order
@@ -240,14 +241,47 @@ AG_HD void directedEntries(const std::uint64_t* m2l, std::size_t q, int bits, st
   keys[2 * q + 1] = shiftedKey(b, a, std::uint8_t(26 - s), bits, sbits);
 }
 
-/// The CSR's starts from keys sorted by target (count of them, over `nodes` targets): position i (0 .. count) starts
-/// every target after the one before it up to its own (after the last entry: up to `nodes`), so start[0 .. nodes]
-/// are each written once, by one i.
+/// The CSR's starts over the nodes from pair keys sorted by their first node (second: by their second), count of
+/// them: position i (0 .. count) starts every node after the one before it up to its own (after the last key: up to
+/// `nodes`), so start[0 .. nodes] are each written once, by one i. sbits: the keys' shift bits (periodic), below the
+/// nodes'.
+AG_HD void csrStartsAtBy(const std::uint64_t* keys, std::size_t count, std::size_t i, std::uint32_t nodes, int bits,
+                         bool second, std::uint32_t* start, int sbits = 0) {
+  auto node = [&](std::size_t j) {
+    const std::uint64_t k = keyPairPart(keys[j], sbits);
+    return second ? keySecond(k, bits) : keyFirst(k, bits);
+  };
+  const std::uint32_t lo = i == 0 ? 0 : node(i - 1) + 1;
+  const std::uint32_t hi = i == count ? nodes : node(i);
+  for (std::uint32_t t = lo; t <= hi; ++t) start[t] = std::uint32_t(i);
+}
+
+/// The CSR's starts from directed keys sorted by target (csrStartsAtBy by their first node).
 AG_HD void csrStartsAt(const std::uint64_t* keys, std::size_t count, std::size_t i, std::uint32_t nodes, int bits,
                        std::uint32_t* start, int sbits = 0) {
-  const std::uint32_t lo = i == 0 ? 0 : keyFirst(keyPairPart(keys[i - 1], sbits), bits) + 1;
-  const std::uint32_t hi = i == count ? nodes : keyFirst(keyPairPart(keys[i], sbits), bits);
-  for (std::uint32_t t = lo; t <= hi; ++t) start[t] = std::uint32_t(i);
+  csrStartsAtBy(keys, count, i, nodes, bits, false, start, sbits);
+}
+
+/// Isolated boxes' M2L lists without the directed keys (a node is never accepted with itself): accepted pair q as
+/// the key (min, max); those keys sorted (byA) and stably sorted by max alone (byB) give each target its partners
+/// below it ascending (byB, over bStart: csrStartsAtBy by the second node) and above it ascending (byA, over aStart),
+/// which in that order are its sorted directed entries: the same CSR from half the keys.
+AG_HD std::uint64_t undirectedKey(std::uint64_t pair, int bits) {
+  const std::uint32_t a = pairFirst(pair), b = pairSecond(pair);
+  return a < b ? listKey(a, b, bits) : listKey(b, a, bits);
+}
+/// Target t's start (t = nodes: the end): the partners below and above of every target before it.
+AG_HD std::uint32_t m2lStartAt(const std::uint32_t* aStart, const std::uint32_t* bStart, std::uint32_t t) {
+  return aStart[t] + bStart[t];
+}
+/// Pair j of byB into its second node's list (among its partners below) and pair j of byA into its first node's
+/// (after its partners below).
+AG_HD void m2lPairEntries(const std::uint64_t* byA, const std::uint64_t* byB, std::size_t j, int bits,
+                          const std::uint32_t* aStart, const std::uint32_t* bStart, const std::uint32_t* start,
+                          std::uint32_t* source) {
+  const std::uint32_t tb = keySecond(byB[j], bits), ta = keyFirst(byA[j], bits);
+  source[start[tb] + (std::uint32_t(j) - bStart[tb])] = keyFirst(byB[j], bits);
+  source[start[ta] + (bStart[ta + 1] - bStart[ta]) + (std::uint32_t(j) - aStart[ta])] = keySecond(byA[j], bits);
 }
 
 /// A mutual P2P pair's directed cell pairs (interaction_lists.h FmmLists::directedP2P): both directions (a leaf and

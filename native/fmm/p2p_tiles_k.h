@@ -129,21 +129,6 @@ struct TileBuildView {
 /// Leaf k's flag for the prefix sum that numbers the leaves (1 for a leaf).
 AG_HD std::uint32_t leafFlag(const TileBuildView& v, std::uint32_t node) { return v.childCount[node] == 0 ? 1 : 0; }
 
-/// The CSR's starts over the nodes from pair keys sorted by their first node (second: by their second), count of
-/// them: position i (0 .. count) starts every node after the one before it up to its own (after the last key: up to
-/// `nodes`), so start[0 .. nodes] are each written once, by one i (fmm/dual_walk_k.h csrStartsAt's rule). sbits:
-/// the keys' shift bits (periodic), below the nodes'.
-AG_HD void csrStartsAtBy(const std::uint64_t* keys, std::size_t count, std::size_t i, std::uint32_t nodes, int bits,
-                         bool second, std::uint32_t* start, int sbits = 0) {
-  auto node = [&](std::size_t j) {
-    const std::uint64_t k = keyPairPart(keys[j], sbits);
-    return second ? keySecond(k, bits) : keyFirst(k, bits);
-  };
-  const std::uint32_t lo = i == 0 ? 0 : node(i - 1) + 1;
-  const std::uint32_t hi = i == count ? nodes : node(i);
-  for (std::uint32_t t = lo; t <= hi; ++t) start[t] = std::uint32_t(i);
-}
-
 /// Leaf k's near list's start (k = nl: the end): one entry itself for each leaf before it, then each one's partners
 /// below and above it.
 AG_HD std::uint32_t nearStartAt(const TileBuildView& v, std::uint32_t k) {
