@@ -14,6 +14,9 @@
 #     @NAME (also inside a comma list: @mac7,@amr4) is the mesh NAME's file, e.g.
 #     bash bench/gpu/prebuilt.sh run amrgrav_gpu_timing --no-perf --fmm-cells @maclaurin7,@amr4 --reps 5
 #     bash bench/gpu/prebuilt.sh run amrgrav_gpu_parity fmm fmm-tiles
+#   bash bench/gpu/prebuilt.sh profile TOOL ARGS...
+#     the same under Nsight Compute, one metric (each kernel's duration, clocks and caches as in a run): every
+#     kernel's launches and total time, largest first (PROFILE_TOP lines, default 30); where a solve's time goes
 # The tools are x86-64 Linux builds with cudart static; they need no library of this project (the addon does: use
 # device-check.sh for anything through Node).
 set -u
@@ -35,9 +38,10 @@ case "${1:-}" in
       fi
     done
     du -ch "$dir"/* | tail -1 ;;
-  run)
+  run|profile)
+    mode=$1
     shift
-    tool=${1:?prebuilt.sh run TOOL ARGS...}
+    tool=${1:?prebuilt.sh run|profile TOOL ARGS...}
     shift
     mkdir -p /tmp/prebuilt
     for f in "$dir"/*.xz; do
@@ -47,8 +51,30 @@ case "${1:-}" in
     args=()
     for a in "$@"; do args+=("$(echo "$a" | sed -E 's#@([A-Za-z0-9_-]+)#/tmp/prebuilt/\1.bin#g')"); done
     nvidia-smi --query-gpu=name --format=csv,noheader
-    exec "/tmp/prebuilt/$tool" "${args[@]}" ;;
+    [ "$mode" = run ] && exec "/tmp/prebuilt/$tool" "${args[@]}"
+    ncu --csv --page raw --metrics gpu__time_duration.sum --cache-control none --clock-control none \
+      "/tmp/prebuilt/$tool" "${args[@]}" > /tmp/prebuilt/profile.csv 2> /tmp/prebuilt/profile.err ||
+      { tail -5 /tmp/prebuilt/profile.err; exit 1; }
+    python3 - /tmp/prebuilt/profile.csv "${PROFILE_TOP:-30}" <<'PY'
+import csv, collections, sys
+rows = list(csv.reader(open(sys.argv[1], errors='replace')))
+h = next(i for i, r in enumerate(rows) if 'Kernel Name' in r and 'gpu__time_duration.sum' in r)
+name, dur = rows[h].index('Kernel Name'), rows[h].index('gpu__time_duration.sum')
+scale = {'nsecond': 1e-6, 'usecond': 1e-3, 'msecond': 1.0}.get(rows[h + 1][dur], 1e-6)
+total, count = collections.defaultdict(float), collections.Counter()
+for r in rows[h + 2:]:
+    try:
+        ms = float(r[dur].replace(',', '')) * scale
+    except (ValueError, IndexError):
+        continue
+    total[r[name][:120]] += ms
+    count[r[name][:120]] += 1
+print(f'{sum(count.values())} launches, {sum(total.values()):.3f} ms of kernels')
+for k, ms in sorted(total.items(), key=lambda kv: -kv[1])[:int(sys.argv[2])]:
+    print(f'{ms:10.3f} ms x{count[k]:5d}  {k}')
+PY
+    ;;
   *)
-    sed -n '2,19p' "$0"
+    sed -n '2,22p' "$0"
     exit 2 ;;
 esac
