@@ -119,12 +119,8 @@ P2pTiles buildP2pTiles(const NearLists& near, const RegularLeaves& reg, const P2
     std::sort(runs.begin(), runs.end(), [&](std::size_t x, std::size_t y) {  // (count, prefix keys, first leaf)
       const std::uint32_t a = regular[runStart[x]], b = regular[runStart[y]];
       if (computedOf(a) != computedOf(b)) return computedOf(a) < computedOf(b);
-      for (int w = 0; w < kRunKeyWords; ++w) {
-        const std::uint64_t ka = tablePrefixKey(tab.data() + near.start[a], ntab[a], w),
-                            kb = tablePrefixKey(tab.data() + near.start[b], ntab[b], w);
-        if (ka != kb) return ka < kb;
-      }
-      return a < b;
+      const int c = compareTablePrefixes(tab.data() + near.start[a], ntab[a], tab.data() + near.start[b], ntab[b]);
+      return c != 0 ? c < 0 : a < b;
     });
     std::vector<std::uint32_t> ordered;
     ordered.reserve(regular.size());

@@ -363,6 +363,15 @@ AG_HD std::uint64_t tablePrefixKey(const std::int32_t* tab, std::uint32_t n, int
   return key;
 }
 
+/// -1, 0 or 1 as sorted table list a's first kRunKeyTables tables compare with list b's (their keys word by word).
+AG_HD int compareTablePrefixes(const std::int32_t* ta, std::uint32_t na, const std::int32_t* tb, std::uint32_t nb) {
+  for (int w = 0; w < kRunKeyWords; ++w) {
+    const std::uint64_t ka = tablePrefixKey(ta, na, w), kb = tablePrefixKey(tb, nb, w);
+    if (ka != kb) return ka < kb ? -1 : 1;
+  }
+  return 0;
+}
+
 /// Word w of regular target k's prefix key (its tables at its entries' start).
 AG_HD std::uint64_t runKey(const TileBuildView& v, std::uint32_t k, int w) {
   return tablePrefixKey(v.tab + v.nearStart[k], v.ntab[k], w);
@@ -377,12 +386,8 @@ struct RunOrder {
   AG_HD bool operator()(std::uint32_t x, std::uint32_t y) const {
     const std::uint32_t a = sorted[runStart[x]], b = sorted[runStart[y]];
     if (computed[a] != computed[b]) return computed[a] < computed[b];
-    for (int w = 0; w < kRunKeyWords; ++w) {
-      const std::uint64_t ka = tablePrefixKey(tab + nearStart[a], ntab[a], w),
-                          kb = tablePrefixKey(tab + nearStart[b], ntab[b], w);
-      if (ka != kb) return ka < kb;
-    }
-    return a < b;
+    const int c = compareTablePrefixes(tab + nearStart[a], ntab[a], tab + nearStart[b], ntab[b]);
+    return c != 0 ? c < 0 : a < b;
   }
 };
 
