@@ -40,8 +40,9 @@
 ///                     checked, keys, sort, the order and keys down, the host's gather; moments: tree and upward pass,
 ///                     build: the interaction lists, on the host; upload; walk: the device's P2P, M2L, L2L and L2P, and each
 ///                     kernel alone from device events, p2p_s, m2l_s, l2l_s (all levels), l2p_s; download: the sums
-///                     down and finished on the host), M2L and P2P per cell, the device bytes a cell by part
-///                     (device_bytes_per_cell_by_part: CudaStats::fmmMemoryParts), one "fmm" JSON line each; then
+///                     down and finished on the host), M2L and P2P per cell, the tiles' table and computed steps
+///                     (p2p_table_steps, p2p_computed_steps: how full the table steps are), the device bytes a cell
+///                     by part (device_bytes_per_cell_by_part: CudaStats::fmmMemoryParts), one "fmm" JSON line each; then
 ///                     the tree (method 'tree', the default options) on the same grid in the same run, one "perf" line
 ///   --fmm-host-lists  with --fmm: each FMM timing twice, the lists built on the host and then on the device (the
 ///                     default, CudaOptions::fmmDeviceLists, cuda/fmm_lists_phase.h); "device_lists" says which,
