@@ -1,8 +1,8 @@
 /// \file fmm_tiles_phase.h
 /// \brief The FMM's near lists and P2P tiles built on the device from the device's P2P pairs (issue #20, after the
 /// lists: cuda/fmm_lists_phase.h), so no pair goes down and no tile comes up: the steps of fmm/p2p_tiles_k.h, each
-/// rule in a grid-stride kernel, CUB's scans and sorts between them (radix sort for the directed pairs, merge sort
-/// with the rules' comparators for the targets' and runs' orders). The arrays are buildNearLists',
+/// rule in a grid-stride kernel, CUB's scans and sorts between them (radix sorts: the pairs by their second node, and
+/// the targets' and runs' orders as stable passes over their integer keys). The arrays are buildNearLists',
 /// findRegularLeaves' and buildP2pTiles' element for element (fmm/p2p_tiles_emulate.h emulates this phase,
 /// native/tests/fmm_device_tiles.cpp checks the emulation, the GPU parity subject fmm-tiles the device), so the
 /// evaluation reads the same input and the solve is bitwise the host-tiles one. The tables' slots come down (at most
